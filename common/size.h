@@ -1,0 +1,18 @@
+/* size: human byte sizes ("512K", "200G", "1.5T") as used in directives and
+ * configuration files. Suffixes are binary (K = 1024), case-insensitive, with
+ * an optional trailing "B" or "iB". */
+#ifndef ADAFS_SIZE_H
+#define ADAFS_SIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Returns 0 and sets *out, or -EINVAL for text that is not a size (empty,
+ * unknown suffix such as "12QB", trailing garbage, negative) and -ERANGE when
+ * the value does not fit in 64 bits. */
+int size_parse(const char *text, uint64_t *out);
+
+/* Writes the shortest exact form ("512K", "3G", "1000") into buf. */
+void size_format(uint64_t bytes, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,50 @@
+#include "size.h"
+#include "tap.h"
+
+#include <errno.h>
+
+static void good(const char *text, uint64_t want)
+{
+    uint64_t got = 0;
+    int rc = size_parse(text, &got);
+    tap_ok(rc == 0 && got == want, "size_parse(\"%s\") = %llu (got rc %d, %llu)",
+           text, (unsigned long long)want, rc, (unsigned long long)got);
+}
+
+static void bad(const char *text, int want_rc)
+{
+    uint64_t got = 0;
+    tap_is_int(size_parse(text, &got), want_rc, text);
+}
+
+int main(void)
+{
+    good("0", 0);
+    good("4096", 4096);
+    good("512K", 512 * 1024);
+    good("512k", 512 * 1024);
+    good("200G", 200ULL << 30);
+    good("200GB", 200ULL << 30);
+    good("200GiB", 200ULL << 30);
+    good("1.5T", 3ULL << 39);
+    bad("16E", -ERANGE);
+    good("15E", 15ULL << 60);
+    bad("", -EINVAL);
+    bad("12QB", -EINVAL);
+    bad("G", -EINVAL);
+    bad("-1G", -EINVAL);
+    bad("1.5", -EINVAL);
+    bad("10 G", -EINVAL);
+    bad("1GX", -EINVAL);
+    bad("99999999999999999999", -ERANGE);
+    bad("17179869184G", -ERANGE);
+
+    char buf[32];
+    size_format(512 * 1024, buf, sizeof(buf));
+    tap_is_str(buf, "512K", "size_format 512K");
+    size_format(1000, buf, sizeof(buf));
+    tap_is_str(buf, "1000", "size_format 1000");
+    size_format(200ULL << 30, buf, sizeof(buf));
+    tap_is_str(buf, "200G", "size_format 200G");
+    return tap_done();
+}
