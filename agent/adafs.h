@@ -1,0 +1,119 @@
+/* adafs.h: the client library of the adafs per-job file system.
+ *
+ * One adafs file system lives for one job, spread over that job's nodes: one
+ * server (adafsd) per node keeps metadata in a key-value store keyed by path
+ * and file data in fixed-size chunks; every client computes where a path's
+ * metadata and each chunk live by hashing, so there is no central server.
+ *
+ * This is the real API that the stager, the tests and the LD_PRELOAD
+ * interposer use. Conventions:
+ *  - Paths are absolute inside the file system ("/", "/in/a.dat"): the mount
+ *    point is stripped by the caller. "." and ".." components and repeated
+ *    slashes are normalised by the library; a path leaving "/" is -EINVAL.
+ *  - Every call returns >= 0 on success or -errno on failure (never sets
+ *    errno), so it is thread-safe and the interposer decides what errno is.
+ *  - A server that does not answer within the instance's timeout gives -EIO,
+ *    never a hang. A full node gives -ENOSPC and loses nothing written before.
+ *  - File descriptors returned here are the library's own small integers, not
+ *    kernel descriptors. A dup shares the open file (offset and flags).
+ *  - Relaxed POSIX: no hard links or symlinks (-ENOTSUP); rename of a regular
+ *    file or an empty directory is supported; directory listings are
+ *    eventually consistent; mmap is the interposer's business (-ENODEV).
+ *  - After fork() the child may keep using the handle and its open files:
+ *    connections are re-established lazily in the child.
+ */
+#ifndef ADAFS_H
+#define ADAFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Environment variables that carry an instance to a job's processes. */
+#define ADAFS_ENV_INSTANCE "ADAFS_INSTANCE" /* path of the instance file */
+#define ADAFS_ENV_MOUNT    "ADAFS_MOUNT"    /* the mount point prefix */
+
+/* The instance file, written by the deployer, readable only by the job user
+ * (0600), one "key=value" per line, '#' starts a comment:
+ *   mount=/adafs/job.1234      prefix the interposer routes to the file system
+ *   chunk_size=524288          bytes per data chunk
+ *   timeout_ms=5000            a request not answered by then fails with EIO
+ *   secret=<64 hex digits>     servers refuse any request without it
+ *   server=host:port           one line per server, in placement order
+ */
+
+typedef struct adafs adafs;
+typedef struct adafs_dir adafs_dir;
+
+struct adafs_dirent {
+    const char *name;     /* valid until the next adafs_readdir() */
+    unsigned char type;   /* DT_REG or DT_DIR */
+    uint64_t ino;
+};
+
+/* Connects to the instance described by instance_file (NULL: the file named
+ * by $ADAFS_INSTANCE). Connections are opened lazily; this only reads and
+ * checks the instance file. On failure writes a message naming the file and
+ * the problem into err (if errlen > 0). */
+int adafs_connect(adafs **out, const char *instance_file, char *err, size_t errlen);
+void adafs_disconnect(adafs *fs);
+
+const char *adafs_mount_point(const adafs *fs);
+uint64_t adafs_chunk_size(const adafs *fs);
+int adafs_server_count(const adafs *fs);
+
+/* Files. flags are open(2) flags (O_CREAT, O_EXCL, O_TRUNC, O_APPEND,
+ * O_DIRECTORY, O_RDONLY/O_WRONLY/O_RDWR...). */
+int adafs_open(adafs *fs, const char *path, int flags, mode_t mode);
+int adafs_close(adafs *fs, int fd);
+int adafs_dup(adafs *fs, int fd);
+ssize_t adafs_read(adafs *fs, int fd, void *buf, size_t count);
+ssize_t adafs_write(adafs *fs, int fd, const void *buf, size_t count);
+ssize_t adafs_pread(adafs *fs, int fd, void *buf, size_t count, off_t offset);
+ssize_t adafs_pwrite(adafs *fs, int fd, const void *buf, size_t count, off_t offset);
+off_t adafs_lseek(adafs *fs, int fd, off_t offset, int whence);
+int adafs_fstat(adafs *fs, int fd, struct stat *st);
+int adafs_ftruncate(adafs *fs, int fd, off_t length);
+int adafs_fsync(adafs *fs, int fd);
+int adafs_get_flags(adafs *fs, int fd);              /* O_* status flags */
+int adafs_set_flags(adafs *fs, int fd, int flags);   /* O_APPEND, O_NONBLOCK */
+const char *adafs_fd_path(adafs *fs, int fd);        /* NULL if fd is not open */
+
+/* Paths. */
+int adafs_stat(adafs *fs, const char *path, struct stat *st);
+int adafs_access(adafs *fs, const char *path, int mode);
+int adafs_mkdir(adafs *fs, const char *path, mode_t mode);
+int adafs_rmdir(adafs *fs, const char *path);
+int adafs_unlink(adafs *fs, const char *path);
+int adafs_rename(adafs *fs, const char *from, const char *to);
+int adafs_truncate(adafs *fs, const char *path, off_t length);
+int adafs_chmod(adafs *fs, const char *path, mode_t mode);
+int adafs_utimens(adafs *fs, const char *path, const struct timespec times[2]);
+int adafs_statvfs(adafs *fs, struct statvfs *st);
+
+/* Creates (or replaces) a whole small file in as few round trips as the file
+ * system allows: for the stager's many small files. */
+int adafs_create_write(adafs *fs, const char *path, mode_t mode,
+                       const void *data, size_t len);
+
+/* Directories: a snapshot of the entries, gathered from all servers. */
+int adafs_opendir(adafs *fs, const char *path, adafs_dir **out);
+/* Returns 1 and fills *ent, 0 at the end, or -errno. */
+int adafs_readdir(adafs_dir *dir, struct adafs_dirent *ent);
+void adafs_rewinddir(adafs_dir *dir);
+long adafs_telldir(adafs_dir *dir);
+void adafs_seekdir(adafs_dir *dir, long pos);
+void adafs_closedir(adafs_dir *dir);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
