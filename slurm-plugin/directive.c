@@ -1,0 +1,467 @@
+#include "directive.h"
+
+#include "size.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TOKENS 16
+#define MAX_LINE 4096
+
+/* Where a line came from, for messages the user can act on. */
+struct origin {
+    const char *what;    /* "batch script" or "--bb" */
+    int line;
+};
+
+struct parser {
+    const char *prefix;
+    struct bb_request *req;
+    bool saw_options;
+    char *err;
+    size_t errlen;
+};
+
+static int fail(struct parser *p, const struct origin *o, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(struct parser *p, const struct origin *o, const char *fmt, ...)
+{
+    if (p->errlen == 0)
+        return -1;
+    int n = snprintf(p->err, p->errlen, "#%s (%s line %d): ", p->prefix, o->what, o->line);
+    if (n >= 0 && (size_t)n < p->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* Splits a directive body into tokens in place. Double quotes group words
+ * (source="/pfs/my dir"); a backslash escapes the next character inside them. */
+static int tokenize(struct parser *p, const struct origin *o, char *s,
+                    char **tokens, int *ntokens)
+{
+    int n = 0;
+    while (*s) {
+        while (isspace((unsigned char)*s))
+            s++;
+        if (!*s)
+            break;
+        if (n == MAX_TOKENS)
+            return fail(p, o, "too many words (at most %d)", MAX_TOKENS);
+        char *out = s;
+        tokens[n++] = out;
+        bool quoted = false;
+        while (*s && (quoted || !isspace((unsigned char)*s))) {
+            if (*s == '"') {
+                quoted = !quoted;
+                s++;
+            } else if (quoted && *s == '\\' && s[1]) {
+                *out++ = s[1];
+                s += 2;
+            } else {
+                *out++ = *s++;
+            }
+        }
+        if (quoted)
+            return fail(p, o, "unterminated quote in '%s'", tokens[n - 1]);
+        if (*s)
+            s++;
+        *out = '\0';
+    }
+    *ntokens = n;
+    return 0;
+}
+
+/* Splits "key=value"; a token without '=' is reported by the caller. */
+static char *split_value(char *token)
+{
+    char *eq = strchr(token, '=');
+    if (!eq)
+        return NULL;
+    *eq = '\0';
+    return eq + 1;
+}
+
+static int check_symbols(struct parser *p, const struct origin *o,
+                         const char *key, const char *value)
+{
+    for (const char *s = strchr(value, '%'); s; s = strchr(s + 2, '%')) {
+        if (!s[1] || !strchr("%juxAaN", s[1]))
+            return fail(p, o, "unknown %%-symbol '%%%.1s' in %s=%s (known: %%j %%u %%x %%A %%a %%N %%%%)",
+                        s[1] ? s + 1 : "", key, value);
+    }
+    return 0;
+}
+
+/* A path inside the file system: relative, no "..", no empty value. */
+static int check_inside_path(struct parser *p, const struct origin *o,
+                             const char *key, const char *value)
+{
+    if (value[0] == '/')
+        return fail(p, o, "%s=%s must be relative to the file system (no leading '/')",
+                    key, value);
+    for (const char *s = value; *s;) {
+        size_t len = strcspn(s, "/");
+        if (len == 2 && s[0] == '.' && s[1] == '.')
+            return fail(p, o, "%s=%s must not contain '..'", key, value);
+        s += len;
+        while (*s == '/')
+            s++;
+    }
+    return check_symbols(p, o, key, value);
+}
+
+static int check_outside_path(struct parser *p, const struct origin *o,
+                              const char *key, const char *value)
+{
+    if (value[0] != '/')
+        return fail(p, o, "%s=%s must be an absolute path on the parallel file system",
+                    key, value);
+    return check_symbols(p, o, key, value);
+}
+
+static int parse_size_option(struct parser *p, const struct origin *o,
+                             const char *key, const char *value, uint64_t *out)
+{
+    int rc = size_parse(value, out);
+    if (rc == -ERANGE)
+        return fail(p, o, "%s=%s is too large", key, value);
+    if (rc < 0)
+        return fail(p, o, "invalid size '%s' for %s (use a number with K, M, G, T or P)",
+                    value, key);
+    if (*out == 0)
+        return fail(p, o, "%s=%s must be greater than zero", key, value);
+    return 0;
+}
+
+static int parse_options(struct parser *p, const struct origin *o,
+                         char **tokens, int ntokens)
+{
+    if (p->saw_options)
+        return fail(p, o, "options given twice (put capacity and chunk on one line)");
+    p->saw_options = true;
+    for (int i = 0; i < ntokens; i++) {
+        char *key = tokens[i];
+        char *value = split_value(key);
+        if (!value)
+            return fail(p, o, "'%s' needs a value, as in capacity=SIZE", key);
+        if (strcmp(key, "capacity") == 0) {
+            if (parse_size_option(p, o, key, value, &p->req->capacity) < 0)
+                return -1;
+        } else if (strcmp(key, "chunk") == 0) {
+            uint64_t chunk;
+            if (parse_size_option(p, o, key, value, &chunk) < 0)
+                return -1;
+            if (chunk & (chunk - 1))
+                return fail(p, o, "chunk=%s must be a power of two", value);
+            if (chunk < DIRECTIVE_MIN_CHUNK || chunk > DIRECTIVE_MAX_CHUNK)
+                return fail(p, o, "chunk=%s must be between 4K and 64M", value);
+            p->req->chunk_size = chunk;
+        } else {
+            return fail(p, o, "unknown option '%s' (known: capacity, chunk, stage_in, stage_out)",
+                        key);
+        }
+    }
+    return 0;
+}
+
+static int parse_type(struct parser *p, const struct origin *o, const char *value,
+                      enum stage_type *type)
+{
+    if (strcmp(value, "file") == 0)
+        *type = STAGE_FILE;
+    else if (strcmp(value, "directory") == 0)
+        *type = STAGE_DIRECTORY;
+    else if (strcmp(value, "list") == 0)
+        *type = STAGE_LIST;
+    else
+        return fail(p, o, "unknown type '%s' (known: file, directory, list)", value);
+    return 0;
+}
+
+static int parse_stage(struct parser *p, const struct origin *o,
+                       enum stage_direction dir, char **tokens, int ntokens)
+{
+    const char *verb = dir == STAGE_IN ? "stage_in" : "stage_out";
+    const char *source = NULL, *destination = NULL, *type_text = NULL;
+
+    for (int i = 1; i < ntokens; i++) {
+        char *key = tokens[i];
+        char *value = split_value(key);
+        const char **slot;
+        if (!value)
+            return fail(p, o, "'%s' needs a value, as in source=PATH", key);
+        if (strcmp(key, "source") == 0)
+            slot = &source;
+        else if (strcmp(key, "destination") == 0)
+            slot = &destination;
+        else if (strcmp(key, "type") == 0)
+            slot = &type_text;
+        else
+            return fail(p, o, "unknown %s option '%s' (known: source, destination, type)",
+                        verb, key);
+        if (*slot)
+            return fail(p, o, "%s given twice", key);
+        if (!*value)
+            return fail(p, o, "%s= is empty", key);
+        *slot = value;
+    }
+    if (!source)
+        return fail(p, o, "%s needs source=PATH", verb);
+    if (!destination)
+        return fail(p, o, "%s needs destination=PATH", verb);
+    if (!type_text)
+        return fail(p, o, "%s needs type=file|directory|list", verb);
+
+    enum stage_type type;
+    if (parse_type(p, o, type_text, &type) < 0)
+        return -1;
+    /* A list file always lives on the parallel file system; so does the other
+     * end of every copy. */
+    int rc;
+    if (dir == STAGE_IN)
+        rc = check_outside_path(p, o, "source", source) < 0 ||
+             check_inside_path(p, o, "destination", destination) < 0;
+    else if (type == STAGE_LIST)
+        rc = check_outside_path(p, o, "source", source) < 0 ||
+             check_outside_path(p, o, "destination", destination) < 0;
+    else
+        rc = check_inside_path(p, o, "source", source) < 0 ||
+             check_outside_path(p, o, "destination", destination) < 0;
+    if (rc)
+        return -1;
+
+    struct bb_request *req = p->req;
+    if (req->nstages == DIRECTIVE_MAX_STAGES)
+        return fail(p, o, "too many stage_in/stage_out lines (at most %d)",
+                    DIRECTIVE_MAX_STAGES);
+    struct stage_spec *grown = realloc(req->stages, (req->nstages + 1) * sizeof(*grown));
+    if (!grown)
+        return fail(p, o, "out of memory");
+    req->stages = grown;
+    struct stage_spec *s = &req->stages[req->nstages];
+    *s = (struct stage_spec){ .direction = dir, .type = type, .line = o->line,
+                              .source = strdup(source), .destination = strdup(destination) };
+    req->nstages++;
+    if (!s->source || !s->destination)
+        return fail(p, o, "out of memory");
+    return 0;
+}
+
+static int parse_body(struct parser *p, const struct origin *o, const char *body)
+{
+    char buf[MAX_LINE];
+    snprintf(buf, sizeof(buf), "%s", body);   /* callers pass < MAX_LINE */
+
+    char *tokens[MAX_TOKENS];
+    int ntokens = 0;
+    if (tokenize(p, o, buf, tokens, &ntokens) < 0)
+        return -1;
+    if (ntokens == 0)
+        return fail(p, o, "empty directive (expected capacity=SIZE, stage_in or stage_out)");
+    if (strcmp(tokens[0], "stage_in") == 0)
+        return parse_stage(p, o, STAGE_IN, tokens, ntokens);
+    if (strcmp(tokens[0], "stage_out") == 0)
+        return parse_stage(p, o, STAGE_OUT, tokens, ntokens);
+    if (strchr(tokens[0], '='))
+        return parse_options(p, o, tokens, ntokens);
+    if (strcmp(tokens[0], "capacity") == 0 || strcmp(tokens[0], "chunk") == 0)
+        return fail(p, o, "'%s' needs a value, as in %s=SIZE", tokens[0], tokens[0]);
+    return fail(p, o, "unknown keyword '%s' (known: capacity=, chunk=, stage_in, stage_out)",
+                tokens[0]);
+}
+
+/* If line is "#<prefix>" followed by a blank or its end, returns the body. */
+static const char *directive_body(const char *prefix, const char *line)
+{
+    size_t plen = strlen(prefix);
+    if (line[0] != '#' || strncmp(line + 1, prefix, plen) != 0)
+        return NULL;
+    const char *rest = line + 1 + plen;
+    if (*rest && !isspace((unsigned char)*rest))
+        return NULL;
+    return rest;
+}
+
+/* Parses the directive lines of text: 1 if there were any, 0 if none, -1 on
+ * the first error. */
+static int for_each_line(struct parser *p, const char *text, const char *what,
+                         bool script)
+{
+    int found = 0;
+    struct origin o = { what, 0 };
+    const char *s = text;
+    while (*s) {
+        const char *end = strchr(s, '\n');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        o.line++;
+        char line[MAX_LINE];
+        bool overlong = len >= sizeof(line);
+        if (overlong)
+            len = sizeof(line) - 1;
+        memcpy(line, s, len);
+        line[len] = '\0';
+        if (len && line[len - 1] == '\r')
+            line[len - 1] = '\0';
+        s = end ? end + 1 : s + strlen(s);
+
+        const char *trimmed = line;
+        while (isspace((unsigned char)*trimmed))
+            trimmed++;
+        const char *body = directive_body(p->prefix, trimmed);
+        if (script) {
+            /* Like #SBATCH, directives end at the first command line. */
+            if (*trimmed && *trimmed != '#')
+                break;
+            if (!body)
+                continue;
+        } else if (!body) {
+            if (!*trimmed)
+                continue;
+            body = trimmed;   /* --bb text may omit the prefix */
+        }
+        if (overlong)
+            return fail(p, &o, "line longer than %d characters", MAX_LINE - 1);
+        if (parse_body(p, &o, body) < 0)
+            return -1;
+        found = 1;
+    }
+    return found;
+}
+
+int directive_parse(const char *prefix, const char *script, const char *bb_option,
+                    struct bb_request *req, char *err, size_t errlen)
+{
+    struct parser p = { .prefix = prefix, .req = req, .err = err, .errlen = errlen };
+    if (errlen)
+        err[0] = '\0';
+    int found = 0, rc;
+    if (script) {
+        if ((rc = for_each_line(&p, script, "batch script", true)) < 0)
+            return -1;
+        found |= rc;
+    }
+    if (bb_option) {
+        if ((rc = for_each_line(&p, bb_option, "--bb", false)) < 0)
+            return -1;
+        found |= rc;
+    }
+    return found;
+}
+
+void bb_request_free(struct bb_request *req)
+{
+    for (size_t i = 0; i < req->nstages; i++) {
+        free(req->stages[i].source);
+        free(req->stages[i].destination);
+    }
+    free(req->stages);
+    *req = (struct bb_request){ 0 };
+}
+
+const char *stage_type_name(enum stage_type type)
+{
+    switch (type) {
+    case STAGE_FILE: return "file";
+    case STAGE_DIRECTORY: return "directory";
+    case STAGE_LIST: return "list";
+    }
+    return "?";
+}
+
+/* Appends to a growing malloc'd string; on ENOMEM frees it and leaves NULL. */
+static void append(char **buf, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void append(char **buf, size_t *len, const char *fmt, ...)
+{
+    if (!*buf)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *grown = n < 0 ? NULL : realloc(*buf, *len + (size_t)n + 1);
+    if (!grown) {
+        free(*buf);
+        *buf = NULL;
+        return;
+    }
+    *buf = grown;
+    va_start(ap, fmt);
+    vsnprintf(*buf + *len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    *len += (size_t)n;
+}
+
+/* Quotes a value when it holds blanks, quotes or backslashes. */
+static void append_value(char **buf, size_t *len, const char *key, const char *value)
+{
+    if (!value[strcspn(value, " \t\"\\")]) {
+        append(buf, len, " %s=%s", key, value);
+        return;
+    }
+    append(buf, len, " %s=\"", key);
+    for (const char *s = value; *s; s++)
+        append(buf, len, "%s%c", (*s == '"' || *s == '\\') ? "\\" : "", *s);
+    append(buf, len, "\"");
+}
+
+char *bb_request_format(const char *prefix, const struct bb_request *req)
+{
+    size_t len = 0;
+    char *buf = calloc(1, 1);
+    char size[32];
+    if (req->capacity || req->chunk_size) {
+        append(&buf, &len, "#%s", prefix);
+        if (req->capacity) {
+            size_format(req->capacity, size, sizeof(size));
+            append(&buf, &len, " capacity=%s", size);
+        }
+        if (req->chunk_size) {
+            size_format(req->chunk_size, size, sizeof(size));
+            append(&buf, &len, " chunk=%s", size);
+        }
+        append(&buf, &len, "\n");
+    }
+    for (size_t i = 0; i < req->nstages; i++) {
+        const struct stage_spec *s = &req->stages[i];
+        append(&buf, &len, "#%s %s", prefix, s->direction == STAGE_IN ? "stage_in" : "stage_out");
+        append_value(&buf, &len, "source", s->source);
+        append_value(&buf, &len, "destination", s->destination);
+        append(&buf, &len, " type=%s\n", stage_type_name(s->type));
+    }
+    return buf;
+}
+
+char *directive_expand(const char *text, const struct symbol_values *v)
+{
+    size_t len = 0;
+    char *buf = calloc(1, 1);
+    for (const char *s = text; *s && buf; s++) {
+        if (*s != '%' || !s[1]) {
+            append(&buf, &len, "%c", *s);
+            continue;
+        }
+        switch (*++s) {
+        case '%': append(&buf, &len, "%%"); break;
+        case 'j': append(&buf, &len, "%u", v->job_id); break;
+        case 'A': append(&buf, &len, "%u", v->array_job_id ? v->array_job_id : v->job_id); break;
+        case 'a': append(&buf, &len, "%u", v->array_job_id ? v->array_task_id : 0); break;
+        case 'u': append(&buf, &len, "%s", v->user ? v->user : ""); break;
+        case 'x': append(&buf, &len, "%s", v->job_name ? v->job_name : ""); break;
+        case 'N': append(&buf, &len, "%s", v->first_node ? v->first_node : ""); break;
+        default: append(&buf, &len, "%%%c", *s); break;
+        }
+    }
+    return buf;
+}

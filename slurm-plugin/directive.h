@@ -1,0 +1,77 @@
+/* directive: parses a job's #BB_ADAFS lines into a burst buffer request.
+ *
+ * A job asks for a file system with lines in its batch script's leading
+ * comment block, or with the same text given to `sbatch --bb`:
+ *
+ *   #BB_ADAFS capacity=200G chunk=512K
+ *   #BB_ADAFS stage_in  source=/pfs/in  destination=input   type=directory
+ *   #BB_ADAFS stage_out source=results  destination=/pfs/%j type=directory
+ *
+ * This module knows nothing of Slurm: the plugin hands it text and gets back
+ * either a request or one message naming the offending token and where it
+ * stands, which sbatch shows to the user. Paths inside the file system are
+ * relative to it; paths on the parallel file system are absolute. %-symbols
+ * (%j %u %x %A %a %N %%) are checked here and replaced at job start by
+ * directive_expand(). */
+#ifndef ADAFS_DIRECTIVE_H
+#define ADAFS_DIRECTIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DIRECTIVE_DEFAULT_PREFIX "BB_ADAFS"
+
+enum stage_direction { STAGE_IN, STAGE_OUT };
+enum stage_type { STAGE_FILE, STAGE_DIRECTORY, STAGE_LIST };
+
+struct stage_spec {
+    enum stage_direction direction;
+    enum stage_type type;
+    char *source;       /* stage_in: absolute PFS path; stage_out: inside path */
+    char *destination;  /* stage_in: inside path; stage_out: absolute PFS path */
+    int line;           /* where it was written (see struct bb_request.origin) */
+};
+
+struct bb_request {
+    uint64_t capacity;      /* bytes over all nodes; 0: the configured default */
+    uint64_t chunk_size;    /* 0: the configured default */
+    struct stage_spec *stages;
+    size_t nstages;
+};
+
+/* Limits a site may want to change live in the plugin's configuration; these
+ * bound what the parser itself accepts. */
+#define DIRECTIVE_MIN_CHUNK (4ULL << 10)
+#define DIRECTIVE_MAX_CHUNK (64ULL << 20)
+#define DIRECTIVE_MAX_STAGES 64
+
+/* Parses the #<prefix> lines of script (may be NULL) and then the text of
+ * --bb (may be NULL; there the "#<prefix>" is optional on each line).
+ * Returns 1 and fills req when a directive was found, 0 when there is none
+ * (the job asked for no burst buffer), -1 with a message in err otherwise.
+ * req must be zeroed by the caller and freed with bb_request_free(). */
+int directive_parse(const char *prefix, const char *script, const char *bb_option,
+                    struct bb_request *req, char *err, size_t errlen);
+
+void bb_request_free(struct bb_request *req);
+
+/* Writes req back as canonical directive lines (malloc'd): what the plugin
+ * stores as the job's burst_buffer field and parses again after a restart. */
+char *bb_request_format(const char *prefix, const struct bb_request *req);
+
+/* Values of the %-symbols for one job. */
+struct symbol_values {
+    uint32_t job_id;
+    uint32_t array_job_id;   /* 0: not an array job */
+    uint32_t array_task_id;
+    const char *user;
+    const char *job_name;
+    const char *first_node;
+};
+
+/* Replaces %-symbols in text; returns a malloc'd string or NULL on ENOMEM. */
+char *directive_expand(const char *text, const struct symbol_values *v);
+
+const char *stage_type_name(enum stage_type type);
+
+#endif

@@ -1,0 +1,111 @@
+#include "directive.h"
+#include "tap.h"
+
+#include <stdlib.h>
+
+static char err[512];
+
+static int parse(const char *script, const char *bb, struct bb_request *req)
+{
+    *req = (struct bb_request){ 0 };
+    return directive_parse("BB_ADAFS", script, bb, req, err, sizeof(err));
+}
+
+/* A malformed directive must be rejected with a message naming the token. */
+static void rejected(const char *script, const char *want_in_message)
+{
+    struct bb_request req;
+    int rc = parse(script, NULL, &req);
+    tap_ok(rc == -1 && strstr(err, want_in_message) != NULL,
+           "rejects, naming '%s' (got rc %d: %s)", want_in_message, rc, err);
+    bb_request_free(&req);
+}
+
+int main(void)
+{
+    struct bb_request req;
+    const char *script =
+        "#!/bin/bash\n"
+        "#SBATCH -N 4 -t 30\n"
+        "\n"
+        "#BB_ADAFS capacity=200G chunk=512K\n"
+        "#BB_ADAFS stage_in  source=/pfs/proj/input   destination=input  type=directory\n"
+        "#BB_ADAFS stage_in  source=/pfs/proj/list.txt destination=.     type=list\n"
+        "#BB_ADAFS stage_out source=results destination=/pfs/proj/out/%j type=directory\n"
+        "srun ./app\n"
+        "#BB_ADAFS capacity=1QB\n";   /* after the first command: not a directive */
+
+    tap_is_int(parse(script, NULL, &req), 1, "the issue's example parses");
+    tap_ok(req.capacity == 200ULL << 30, "capacity 200G");
+    tap_ok(req.chunk_size == 512 << 10, "chunk 512K");
+    tap_is_int(req.nstages, 3, "three stage lines");
+    tap_ok(req.stages[0].direction == STAGE_IN && req.stages[0].type == STAGE_DIRECTORY,
+           "first is a directory stage_in");
+    tap_is_str(req.stages[0].source, "/pfs/proj/input", "stage_in source");
+    tap_is_str(req.stages[1].destination, ".", "list destination is the root");
+    tap_is_int(req.stages[2].line, 7, "line numbers count from the script's first line");
+    tap_is_str(req.stages[2].destination, "/pfs/proj/out/%j", "%j kept until job start");
+
+    char *canon = bb_request_format("BB_ADAFS", &req);
+    struct bb_request again;
+    tap_is_int(parse(NULL, canon, &again), 1, "canonical form parses again");
+    char *canon2 = bb_request_format("BB_ADAFS", &again);
+    tap_is_str(canon2, canon, "canonical form is a fixed point");
+    free(canon);
+    free(canon2);
+    bb_request_free(&again);
+    bb_request_free(&req);
+
+    tap_is_int(parse("#!/bin/sh\n#SBATCH -N1\nhostname\n", NULL, &req), 0,
+               "no directive: no burst buffer");
+    tap_is_int(parse("#!/bin/sh\n#BB_ADAFSX capacity=1G\n", NULL, &req), 0,
+               "#BB_ADAFSX is not our directive");
+
+    tap_is_int(parse(NULL, "capacity=10G", &req), 1, "--bb without prefix");
+    tap_ok(req.capacity == 10ULL << 30, "--bb capacity");
+    bb_request_free(&req);
+
+    tap_is_int(parse("#!/bin/sh\n#BB_ADAFS capacity=1G\n", "#BB_ADAFS stage_in source=/a destination=b type=file", &req),
+               1, "script and --bb combine");
+    tap_is_int(req.nstages, 1, "stage from --bb");
+    bb_request_free(&req);
+
+    tap_is_int(parse("#BB_ADAFS stage_in source=\"/pfs/my dir\" destination=\"in put\" type=directory\n", NULL, &req),
+               1, "quoted values with blanks");
+    tap_is_str(req.nstages ? req.stages[0].source : NULL, "/pfs/my dir", "quoted source");
+    canon = bb_request_format("BB_ADAFS", &req);
+    bb_request_free(&req);
+    tap_is_int(parse(NULL, canon, &req), 1, "quoted values survive formatting");
+    tap_is_str(req.nstages ? req.stages[0].destination : NULL, "in put", "quoted destination");
+    free(canon);
+    bb_request_free(&req);
+
+    /* The three malformed directives of the acceptance tests. */
+    rejected("#BB_ADAFS capacty=10G\n", "'capacty'");
+    rejected("#BB_ADAFS capacity=12QB\n", "'12QB'");
+    rejected("#BB_ADAFS capacity 10G\n", "'capacity' needs a value");
+    rejected("#BB_ADAFS stage_in source /pfs/a destination=b type=file\n", "'source' needs a value");
+    rejected("#BB_ADAFS frobnicate\n", "'frobnicate'");
+    rejected("#BB_ADAFS\n", "empty directive");
+    rejected("#BB_ADAFS chunk=3K\n", "power of two");
+    rejected("#BB_ADAFS chunk=1G\n", "between 4K and 64M");
+    rejected("#BB_ADAFS capacity=0\n", "greater than zero");
+    rejected("#BB_ADAFS stage_in source=rel destination=b type=file\n", "source=rel must be an absolute");
+    rejected("#BB_ADAFS stage_in source=/a destination=/b type=file\n", "destination=/b must be relative");
+    rejected("#BB_ADAFS stage_in source=/a destination=../b type=file\n", "must not contain '..'");
+    rejected("#BB_ADAFS stage_out source=a destination=/b type=blob\n", "unknown type 'blob'");
+    rejected("#BB_ADAFS stage_out source=a destination=/b\n", "needs type=");
+    rejected("#BB_ADAFS stage_out destination=/b type=file\n", "needs source=");
+    rejected("#BB_ADAFS stage_out source=a destination=/out/%q type=file\n", "'%q'");
+    rejected("#BB_ADAFS stage_out source=a source=b destination=/b type=file\n", "source given twice");
+    rejected("#BB_ADAFS stage_in source=\"/a destination=b type=file\n", "unterminated quote");
+    rejected("#BB_ADAFS capacity=1G\n#BB_ADAFS capacity=2G\n", "options given twice");
+    rejected("#!/bin/sh\n\n#BB_ADAFS capacity=1G\n#BB_ADAFS bogus=1\n", "line 4");
+
+    struct symbol_values v = { .job_id = 42, .user = "alice", .job_name = "sim",
+                               .first_node = "n1" };
+    char *x = directive_expand("/pfs/%u/%x/%j/%A_%a/%N/100%%", &v);
+    tap_is_str(x, "/pfs/alice/sim/42/42_0/n1/100%", "symbols replaced");
+    free(x);
+    return tap_done();
+}
