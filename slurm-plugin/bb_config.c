@@ -1,0 +1,298 @@
+#include "bb_config.h"
+
+#include "conf.h"
+#include "directive.h"
+#include "size.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum value_kind { V_SECONDS, V_SIZE, V_PORT, V_INT, V_PERCENT, V_STRING, V_BOOL,
+                  V_USERS, V_FLAGS };
+
+struct key_spec {
+    const char *name;
+    enum value_kind kind;
+    size_t offset;
+};
+
+#define KEY(name, kind, field) { name, kind, offsetof(struct bb_config, field) }
+
+static const struct key_spec keys[] = {
+    KEY("AllowUsers", V_USERS, allow_users),
+    KEY("DenyUsers", V_USERS, deny_users),
+    KEY("StageInTimeout", V_SECONDS, stage_in_timeout),
+    KEY("StageOutTimeout", V_SECONDS, stage_out_timeout),
+    KEY("OtherTimeout", V_SECONDS, other_timeout),
+    KEY("Directive", V_STRING, directive),
+    KEY("Flags", V_FLAGS, flags),
+    KEY("AdafsChunkSize", V_SIZE, chunk_size),
+    KEY("AdafsDefaultCapacity", V_SIZE, default_capacity),
+    KEY("AdafsNodeCapacity", V_SIZE, node_capacity),
+    KEY("AdafsTotalCapacity", V_SIZE, total_capacity),
+    KEY("AdafsStoragePath", V_STRING, storage_path),
+    KEY("AdafsSysmapDB", V_STRING, sysmap_db),
+    KEY("AdafsAgentPort", V_PORT, agent_port),
+    KEY("AdafsAgentPortOffset", V_INT, agent_port_offset),
+    KEY("AdafsStateDir", V_STRING, state_dir),
+    KEY("AdafsServerTimeout", V_SECONDS, server_timeout_ms),
+    KEY("AdafsStageOutKeep", V_SECONDS, stage_out_keep),
+    KEY("AdafsStageThreads", V_INT, stage_threads),
+    KEY("AdafsMaxMetadataRate", V_SIZE, max_mdops),
+    KEY("AdafsMaxBandwidth", V_SIZE, max_bandwidth),
+    KEY("AdafsWalltimeModel", V_STRING, walltime_model),
+    KEY("AdafsWalltimeSetTimeMin", V_BOOL, walltime_set_time_min),
+    KEY("AdafsWalltimeMargin", V_PERCENT, walltime_margin),
+};
+
+static void set_defaults(struct bb_config *cfg)
+{
+    *cfg = (struct bb_config){
+        .stage_in_timeout = 86400,
+        .stage_out_timeout = 86400,
+        .other_timeout = 300,
+        .directive = strdup(DIRECTIVE_DEFAULT_PREFIX),
+        .chunk_size = 512 << 10,
+        .default_capacity = 1ULL << 30,
+        .node_capacity = 100ULL << 30,
+        .storage_path = strdup("/var/tmp/adafs"),
+        .agent_port = 6830,
+        .server_timeout_ms = 10000,
+        .stage_out_keep = 3600,
+        .stage_threads = 4,
+        .walltime_margin = 10,
+    };
+}
+
+static int parse_users(const char *text, uid_t **out, size_t *count,
+                       char *bad, size_t badlen)
+{
+    char *copy = strdup(text), *save = NULL;
+    if (!copy)
+        return -ENOMEM;
+    for (char *name = strtok_r(copy, ",:", &save); name; name = strtok_r(NULL, ",:", &save)) {
+        uid_t uid;
+        char *end;
+        unsigned long n = strtoul(name, &end, 10);
+        if (*name && !*end && n <= UINT_MAX) {
+            uid = (uid_t)n;
+        } else {
+            struct passwd pw, *found = NULL;
+            char buf[4096];
+            if (getpwnam_r(name, &pw, buf, sizeof(buf), &found) != 0 || !found) {
+                snprintf(bad, badlen, "%s", name);
+                free(copy);
+                return -ENOENT;
+            }
+            uid = found->pw_uid;
+        }
+        uid_t *grown = realloc(*out, (*count + 1) * sizeof(uid_t));
+        if (!grown) {
+            free(copy);
+            return -ENOMEM;
+        }
+        *out = grown;
+        (*out)[(*count)++] = uid;
+    }
+    free(copy);
+    return 0;
+}
+
+static int parse_flags(const char *text, uint32_t *flags, char *bad, size_t badlen)
+{
+    char *copy = strdup(text), *save = NULL;
+    if (!copy)
+        return -ENOMEM;
+    *flags = 0;
+    for (char *f = strtok_r(copy, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+        if (strcasecmp(f, "PrivateData") == 0)
+            *flags |= BBCONF_PRIVATE_DATA;
+        else if (strcasecmp(f, "TeardownFailure") == 0)
+            *flags |= BBCONF_TEARDOWN_FAILURE;
+        else {
+            snprintf(bad, badlen, "%s", f);
+            free(copy);
+            return -EINVAL;
+        }
+    }
+    free(copy);
+    return 0;
+}
+
+static int parse_uint(const char *text, unsigned long long max, unsigned long long *out)
+{
+    char *end;
+    if (!isdigit((unsigned char)*text))
+        return -EINVAL;
+    errno = 0;
+    *out = strtoull(text, &end, 10);
+    if (errno || *end || *out > max)
+        return -EINVAL;
+    return 0;
+}
+
+static int set_value(struct bb_config *cfg, const struct key_spec *k,
+                     const struct conf_entry *e, char *err, size_t errlen,
+                     const char *path)
+{
+    char *field = (char *)cfg + k->offset;
+    unsigned long long n;
+    char bad[256] = "";
+    int rc = 0;
+
+    switch (k->kind) {
+    case V_SECONDS:
+        rc = parse_uint(e->value, UINT32_MAX, &n);
+        if (!rc && strcmp(k->name, "AdafsServerTimeout") == 0)
+            n *= 1000;   /* stored in milliseconds, written in seconds */
+        if (!rc)
+            *(uint32_t *)field = (uint32_t)n;
+        break;
+    case V_PERCENT:
+        rc = parse_uint(e->value, 1000, &n);
+        if (!rc)
+            *(uint32_t *)field = (uint32_t)n;
+        break;
+    case V_INT:
+        rc = parse_uint(e->value, 65535, &n);
+        if (!rc && strcmp(k->name, "AdafsStageThreads") == 0)
+            *(uint32_t *)field = (uint32_t)n;
+        else if (!rc)
+            *(int *)field = (int)n;
+        break;
+    case V_PORT:
+        rc = parse_uint(e->value, 65535, &n);
+        if (!rc && n == 0)
+            rc = -EINVAL;
+        if (!rc)
+            *(uint16_t *)field = (uint16_t)n;
+        break;
+    case V_SIZE: {
+        uint64_t size;
+        rc = size_parse(e->value, &size);
+        if (!rc)
+            *(uint64_t *)field = size;
+        break;
+    }
+    case V_BOOL:
+        if (strcasecmp(e->value, "yes") == 0 || strcmp(e->value, "1") == 0)
+            *(int *)field = 1;
+        else if (strcasecmp(e->value, "no") == 0 || strcmp(e->value, "0") == 0)
+            *(int *)field = 0;
+        else
+            rc = -EINVAL;
+        break;
+    case V_STRING: {
+        char *copy = strdup(e->value);
+        if (!copy)
+            return -1;
+        free(*(char **)field);
+        *(char **)field = copy;
+        break;
+    }
+    case V_USERS: {
+        bool allow = k->offset == offsetof(struct bb_config, allow_users);
+        rc = parse_users(e->value, allow ? &cfg->allow_users : &cfg->deny_users,
+                         allow ? &cfg->allow_count : &cfg->deny_count, bad, sizeof(bad));
+        char **str = allow ? &cfg->allow_users_str : &cfg->deny_users_str;
+        free(*str);
+        *str = strdup(e->value);
+        if (rc == -ENOENT) {
+            snprintf(err, errlen, "%s line %d: %s: no such user '%s'", path, e->line, k->name, bad);
+            return -1;
+        }
+        break;
+    }
+    case V_FLAGS:
+        rc = parse_flags(e->value, &cfg->flags, bad, sizeof(bad));
+        if (rc == -EINVAL) {
+            snprintf(err, errlen, "%s line %d: Flags: unknown flag '%s' (known: PrivateData, TeardownFailure)",
+                     path, e->line, bad);
+            return -1;
+        }
+        break;
+    }
+    if (rc) {
+        snprintf(err, errlen, "%s line %d: invalid value '%s' for %s", path, e->line,
+                 e->value, k->name);
+        return -1;
+    }
+    return 0;
+}
+
+int bb_config_load(const char *path, struct bb_config *cfg, char *err, size_t errlen)
+{
+    set_defaults(cfg);
+    struct conf conf;
+    int rc = conf_load(path, &conf, err, errlen);
+    if (rc == -ENOENT)
+        return 1;
+    if (rc)
+        return -1;
+
+    for (size_t i = 0; i < conf.count && rc == 0; i++) {
+        const struct conf_entry *e = &conf.entries[i];
+        const struct key_spec *k = NULL;
+        for (size_t j = 0; j < sizeof(keys) / sizeof(keys[0]); j++)
+            if (strcasecmp(e->key, keys[j].name) == 0)
+                k = &keys[j];
+        if (!k) {
+            snprintf(err, errlen, "%s line %d: unknown key '%s'", path, e->line, e->key);
+            rc = -1;
+        } else {
+            rc = set_value(cfg, k, e, err, errlen, path);
+        }
+    }
+    if (rc == 0 && (cfg->chunk_size < DIRECTIVE_MIN_CHUNK || cfg->chunk_size > DIRECTIVE_MAX_CHUNK ||
+                    (cfg->chunk_size & (cfg->chunk_size - 1)))) {
+        snprintf(err, errlen, "%s: AdafsChunkSize must be a power of two between 4K and 64M", path);
+        rc = -1;
+    }
+    if (rc == 0 && cfg->directive[strcspn(cfg->directive, " \t#")]) {
+        snprintf(err, errlen, "%s: Directive must be one word without '#'", path);
+        rc = -1;
+    }
+    conf_free(&conf);
+    return rc;
+}
+
+void bb_config_free(struct bb_config *cfg)
+{
+    free(cfg->allow_users);
+    free(cfg->deny_users);
+    free(cfg->allow_users_str);
+    free(cfg->deny_users_str);
+    free(cfg->directive);
+    free(cfg->storage_path);
+    free(cfg->sysmap_db);
+    free(cfg->state_dir);
+    free(cfg->walltime_model);
+    *cfg = (struct bb_config){ 0 };
+}
+
+int bb_config_check_user(const struct bb_config *cfg, uid_t uid, char *err, size_t errlen)
+{
+    if (cfg->allow_users) {
+        bool found = false;
+        for (size_t i = 0; i < cfg->allow_count; i++)
+            found |= cfg->allow_users[i] == uid;
+        if (!found) {
+            snprintf(err, errlen, "user %u is not in burst_buffer.conf AllowUsers", (unsigned)uid);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < cfg->deny_count; i++)
+        if (cfg->deny_users[i] == uid) {
+            snprintf(err, errlen, "user %u is in burst_buffer.conf DenyUsers", (unsigned)uid);
+            return -1;
+        }
+    return 0;
+}

@@ -1,0 +1,62 @@
+#include "bb_config.h"
+#include "tap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static char path[] = "/tmp/test_bb_config.XXXXXX";
+static char err[512];
+
+static int load_text(const char *text, struct bb_config *cfg)
+{
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    return bb_config_load(path, cfg, err, sizeof(err));
+}
+
+static void rejected(const char *text, const char *want)
+{
+    struct bb_config cfg;
+    int rc = load_text(text, &cfg);
+    tap_ok(rc == -1 && strstr(err, want), "rejects, saying '%s' (got %d: %s)", want, rc, err);
+    bb_config_free(&cfg);
+}
+
+int main(void)
+{
+    int fd = mkstemp(path);
+    close(fd);
+    struct bb_config cfg;
+
+    tap_is_int(bb_config_load("/nonexistent/burst_buffer.conf", &cfg, err, sizeof(err)), 1,
+               "missing file: defaults, and the caller is told");
+    tap_is_str(cfg.directive, "BB_ADAFS", "default directive");
+    bb_config_free(&cfg);
+
+    tap_is_int(load_text("# adafs\nAllowUsers=root,65534\nStageInTimeout=60\n"
+                         "Flags=PrivateData\nadafschunksize=1M\nAdafsAgentPortOffset=100\n"
+                         "AdafsServerTimeout=3\nAdafsStoragePath = /tmp/adafs store \n", &cfg),
+               0, "a full file loads");
+    tap_is_int(cfg.allow_count, 2, "two allowed users");
+    tap_is_int(cfg.stage_in_timeout, 60, "StageInTimeout");
+    tap_is_int(cfg.flags, BBCONF_PRIVATE_DATA, "Flags");
+    tap_is_int(cfg.chunk_size, 1 << 20, "keys are case-insensitive");
+    tap_is_int(cfg.agent_port_offset, 100, "port offset");
+    tap_is_int(cfg.server_timeout_ms, 3000, "timeout in ms");
+    tap_is_str(cfg.storage_path, "/tmp/adafs store", "values are trimmed, inner blanks kept");
+    tap_is_int(bb_config_check_user(&cfg, 0, err, sizeof(err)), 0, "root allowed");
+    tap_is_int(bb_config_check_user(&cfg, 1000, err, sizeof(err)), -1, "uid 1000 not allowed");
+    bb_config_free(&cfg);
+
+    rejected("StageInTimeout=60\nFrobnicate=1\n", "line 2: unknown key 'Frobnicate'");
+    rejected("StageInTimeout=soon\n", "line 1: invalid value 'soon' for StageInTimeout");
+    rejected("AllowUsers=nosuchuser_adafs\n", "no such user 'nosuchuser_adafs'");
+    rejected("Flags=PrivateData,Bogus\n", "unknown flag 'Bogus'");
+    rejected("AdafsChunkSize=3K\n", "power of two");
+    rejected("AdafsAgentPort=0\n", "AdafsAgentPort");
+    rejected("just words\n", "line 1: expected Key=Value");
+    unlink(path);
+    return tap_done();
+}

@@ -1,0 +1,238 @@
+#!/bin/bash
+# cluster.sh: a local Slurm mini-cluster on this one host, for the demo and the tests.
+#
+#   cluster.sh start [--clean]   start munged, slurmctld and N slurmd; wait until idle
+#   cluster.sh stop              stop every process this harness started (by PID)
+#   cluster.sh restart-ctld      restart slurmctld only (state kept)
+#   cluster.sh status            print what runs
+#   cluster.sh env               print the environment lines clients need
+#
+# Everything lives under $ADAFS_CLUSTER_DIR (default /var/tmp/adafs-cluster):
+# its own slurm.conf, state, spool, logs and munge key. The system's
+# /etc/slurm and any system munged or slurmctld are never touched. Needs
+# root (slurmd must be able to start jobs as other users).
+#
+# Settings (environment): ADAFS_CLUSTER_DIR, ADAFS_CLUSTER_NODES (4),
+# ADAFS_CTLD_PORT (16817), ADAFS_SLURMD_PORT (17001, the first of N),
+# ADAFS_AGENT_PORT_OFFSET (1000: node nK's agent listens at its slurmd port + 1000),
+# ADAFS_BUILD_DIR (the configured adafs build tree with the plugin),
+# ADAFS_PREFIX (where adafs programs are installed, if not run from a build).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+base=${ADAFS_CLUSTER_DIR:-/var/tmp/adafs-cluster}
+nodes=${ADAFS_CLUSTER_NODES:-4}
+ctld_port=${ADAFS_CTLD_PORT:-16817}
+slurmd_port=${ADAFS_SLURMD_PORT:-17001}
+agent_offset=${ADAFS_AGENT_PORT_OFFSET:-1000}
+build=${ADAFS_BUILD_DIR:-}
+munge_dir=/run/adafs-cluster-munge
+conf=$base/etc/slurm.conf
+test_user=${ADAFS_TEST_USER:-adafs-test}
+host=$(hostname -s)
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+log() { echo "cluster.sh: $*" >&2; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (slurmd starts jobs as other users)"
+
+slurm_user() { id -u slurm >/dev/null 2>&1 && echo slurm || echo root; }
+
+pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+pid_of() { [ -f "$1" ] && cat "$1" 2>/dev/null || true; }
+
+plugin_dir() {
+    local dirs=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/slurm-wlm
+    if [ -n "$build" ] && [ -f "$build/slurm-plugin/.libs/burst_buffer_adafs.so" ]; then
+        dirs="$dirs:$build/slurm-plugin/.libs"
+    elif [ -n "${ADAFS_PREFIX:-}" ]; then
+        dirs="$dirs:$ADAFS_PREFIX/lib/slurm-wlm"
+    fi
+    echo "$dirs"
+}
+
+ensure_test_user() {
+    if ! id -u "$test_user" >/dev/null 2>&1; then
+        useradd --create-home --shell /bin/bash "$test_user"
+        log "created test user $test_user"
+    fi
+}
+
+write_config() {
+    local su; su=$(slurm_user)
+    mkdir -p "$base"/{etc,state,spool,log,run,jobs,pfs}
+    chmod 755 "$base" "$base"/etc "$base"/log "$base"/run
+    chown "$su" "$base/log"
+    chown "$su" "$base/state"
+    chmod 700 "$base/state"
+    # Job output and the stand-in parallel file system belong to the test user.
+    chown "$test_user" "$base/jobs" "$base/pfs"
+    local last=$((slurmd_port + nodes - 1))
+    local prolog_dir=$here/../../prolog
+    cat > "$conf" <<CONF
+# Written by tests/cluster/cluster.sh: a mini-cluster on $host.
+ClusterName=adafs
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
+SlurmUser=$su
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$munge_dir/munge.socket.2
+StateSaveLocation=$base/state
+SlurmdSpoolDir=$base/spool/%n
+SlurmctldPidFile=$base/run/slurmctld.pid
+SlurmdPidFile=$base/run/slurmd.%n.pid
+SlurmctldLogFile=$base/log/slurmctld.log
+SlurmdLogFile=$base/log/slurmd.%n.log
+SlurmctldDebug=debug
+SlurmdDebug=info
+DebugFlags=BurstBuffer
+PluginDir=$(plugin_dir)
+BurstBufferType=burst_buffer/adafs
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+SwitchType=switch/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+ReturnToService=2
+SlurmdTimeout=300
+MessageTimeout=30
+KillWait=5
+MinJobAge=600
+InactiveLimit=0
+SchedulerParameters=sched_interval=2,bf_interval=5
+${ADAFS_CLUSTER_EXTRA_CONF:-}
+NodeName=n[1-$nodes] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$slurmd_port-$last] CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP
+CONF
+    # burst_buffer.conf is read from the directory of slurm.conf.
+    if [ ! -f "$base/etc/burst_buffer.conf.keep" ]; then
+        cat > "$base/etc/burst_buffer.conf" <<CONF
+# Written by tests/cluster/cluster.sh
+Directive=BB_ADAFS
+StageInTimeout=300
+StageOutTimeout=300
+OtherTimeout=60
+AdafsChunkSize=512K
+AdafsDefaultCapacity=1G
+AdafsNodeCapacity=4G
+AdafsStoragePath=$base/storage
+AdafsAgentPortOffset=$agent_offset
+AdafsStageOutKeep=60
+CONF
+    fi
+    cat > "$base/env" <<ENV
+export SLURM_CONF=$conf
+export ADAFS_CLUSTER_DIR=$base
+ENV
+}
+
+start_munge() {
+    local pid; pid=$(pid_of "$munge_dir/munged.pid")
+    if pid_alive "$pid"; then return 0; fi
+    mkdir -p "$munge_dir"
+    chown munge:munge "$munge_dir"
+    chmod 755 "$munge_dir"
+    if [ ! -s "$munge_dir/munge.key" ]; then
+        dd if=/dev/urandom of="$munge_dir/munge.key" bs=1024 count=1 status=none
+        chown munge:munge "$munge_dir/munge.key"
+        chmod 400 "$munge_dir/munge.key"
+    fi
+    runuser -u munge -- /usr/sbin/munged --socket="$munge_dir/munge.socket.2" \
+        --key-file="$munge_dir/munge.key" --pid-file="$munge_dir/munged.pid" \
+        --log-file="$munge_dir/munged.log" --seed-file="$munge_dir/munged.seed" ||
+        die "munged failed to start, see $munge_dir/munged.log"
+    for _ in $(seq 50); do
+        munge -S "$munge_dir/munge.socket.2" -n >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    die "munged does not answer on $munge_dir/munge.socket.2"
+}
+
+start_ctld() {
+    local pid; pid=$(pid_of "$base/run/slurmctld.pid")
+    if pid_alive "$pid"; then return 0; fi
+    rm -f "$base/run/slurmctld.pid"
+    SLURM_CONF=$conf /usr/sbin/slurmctld ${1:-} || die "slurmctld failed, see $base/log/slurmctld.log"
+}
+
+start_slurmds() {
+    for i in $(seq "$nodes"); do
+        local pid; pid=$(pid_of "$base/run/slurmd.n$i.pid")
+        pid_alive "$pid" && continue
+        mkdir -p "$base/spool/n$i"
+        SLURM_CONF=$conf /usr/sbin/slurmd -N "n$i" || die "slurmd n$i failed, see $base/log/slurmd.n$i.log"
+    done
+}
+
+wait_idle() {
+    local want=$nodes
+    for _ in $(seq 120); do
+        local idle
+        idle=$(SLURM_CONF=$conf sinfo -h -N -o '%t' 2>/dev/null | grep -c '^idle' || true)
+        [ "$idle" = "$want" ] && return 0
+        sleep 0.5
+    done
+    SLURM_CONF=$conf sinfo -N >&2 || true
+    die "nodes not idle after 60 s; see $base/log/"
+}
+
+stop_pidfile() {
+    local file=$1 name=$2 pid
+    pid=$(pid_of "$file")
+    if ! pid_alive "$pid"; then rm -f "$file"; return 0; fi
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do
+        pid_alive "$pid" || { rm -f "$file"; return 0; }
+        sleep 0.1
+    done
+    log "$name (pid $pid) ignored SIGTERM for 10 s; killing"
+    kill -KILL "$pid" 2>/dev/null || true
+    rm -f "$file"
+}
+
+cmd_start() {
+    local clean=0
+    [ "${1:-}" = --clean ] && clean=1
+    command -v slurmctld >/dev/null || die "slurmctld not installed: run scripts/install-deps.sh"
+    ensure_test_user
+    if [ -f "$conf" ]; then cmd_stop; fi
+    if [ "$clean" = 1 ]; then rm -rf "${base:?}"/state "${base:?}"/spool "${base:?}"/log; fi
+    write_config
+    start_munge
+    start_ctld
+    start_slurmds
+    wait_idle
+    log "up: $nodes nodes; clients need: export SLURM_CONF=$conf"
+}
+
+cmd_stop() {
+    for i in $(seq "$nodes"); do stop_pidfile "$base/run/slurmd.n$i.pid" "slurmd n$i"; done
+    stop_pidfile "$base/run/slurmctld.pid" slurmctld
+    stop_pidfile "$munge_dir/munged.pid" munged
+}
+
+cmd_status() {
+    local rc=0
+    for f in "$munge_dir/munged.pid" "$base/run/slurmctld.pid" "$base"/run/slurmd.*.pid; do
+        [ -f "$f" ] || continue
+        local pid; pid=$(pid_of "$f")
+        if pid_alive "$pid"; then echo "running $(basename "$f" .pid) $pid"; else echo "dead $(basename "$f" .pid)"; rc=1; fi
+    done
+    return $rc
+}
+
+case "${1:-}" in
+    start) shift; cmd_start "$@" ;;
+    stop) cmd_stop ;;
+    restart-ctld) stop_pidfile "$base/run/slurmctld.pid" slurmctld; start_ctld ;;
+    status) cmd_status ;;
+    env) cat "$base/env" ;;
+    *) echo "usage: $0 start [--clean] | stop | restart-ctld | status | env" >&2; exit 2 ;;
+esac
