@@ -228,7 +228,8 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 {
     if (!job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
         return SLURM_SUCCESS;
-    info("%s: %pJ begins on %s", plugin_type, job_ptr, job_ptr->nodes);
+    info("%s: %pJ begins on %s", plugin_type, job_ptr,
+         job_ptr->job_resrcs ? job_ptr->job_resrcs->nodes : "?");
     return SLURM_SUCCESS;
 }
 

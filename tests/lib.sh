@@ -1,0 +1,83 @@
+# lib.sh: TAP output and mini-cluster helpers for the shell tests (sourced).
+#
+# Each check prints "ok N - what" or "not ok N - what"; tap_done prints the
+# plan. Automake's TAP driver counts the lines, and the suite's closing
+# "N passed, N failed" line counts checks, not files.
+
+tap_n=0
+tap_fail=0
+
+ok() {      # ok CONDITION-EXIT-STATUS DESCRIPTION
+    local status=$1; shift
+    tap_n=$((tap_n + 1))
+    if [ "$status" = 0 ]; then
+        echo "ok $tap_n - $*"
+    else
+        echo "not ok $tap_n - $*"
+        tap_fail=$((tap_fail + 1))
+    fi
+}
+
+check() {   # check DESCRIPTION -- COMMAND...: ok if the command succeeds
+    local what=$1; shift; [ "$1" = -- ] && shift
+    local status=0
+    "$@" || status=$?
+    ok "$status" "$what"
+}
+
+skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP $*"; }
+diag() { echo "# $*"; }
+tap_done() { echo "1..$tap_n"; exit 0; }
+
+# --- mini-cluster ---------------------------------------------------------
+
+: "${abs_top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+: "${abs_top_builddir:=$abs_top_srcdir}"
+cluster=$abs_top_srcdir/tests/cluster/cluster.sh
+test_user=${ADAFS_TEST_USER:-adafs-test}
+export ADAFS_BUILD_DIR=${ADAFS_BUILD_DIR:-$abs_top_builddir}
+export ADAFS_CLUSTER_DIR=${ADAFS_CLUSTER_DIR:-/var/tmp/adafs-cluster}
+export SLURM_CONF=$ADAFS_CLUSTER_DIR/etc/slurm.conf
+
+# Cluster tests need root, the plugin built, and are not run when the suite
+# asks to skip them (sanitizer builds, distcheck).
+require_cluster() {
+    [ "$(id -u)" = 0 ] || skip_all "needs root to run slurmd"
+    [ -z "${ADAFS_SKIP_CLUSTER:-}" ] || skip_all "ADAFS_SKIP_CLUSTER is set"
+    [ -f "$ADAFS_BUILD_DIR/slurm-plugin/.libs/burst_buffer_adafs.so" ] ||
+        skip_all "plugin not built (configure --with-slurm-source)"
+    command -v slurmctld >/dev/null || skip_all "slurmctld not installed"
+}
+
+as_user() { runuser -u "$test_user" -- env SLURM_CONF="$SLURM_CONF" "$@"; }
+
+# Submits a script as the test user from the jobs directory; prints the job id
+# or, on rejection, sbatch's messages on stderr and returns 1.
+submit() {
+    (cd "$ADAFS_CLUSTER_DIR/jobs" && as_user sbatch --parsable "$@")
+}
+
+job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+job_field() { scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+
+# wait_job ID STATE [SECONDS]: waits until the job reaches STATE or ends.
+wait_job() {
+    local id=$1 want=$2 limit=${3:-120} state=""
+    for _ in $(seq $((limit * 2))); do
+        state=$(job_state "$id")
+        [ "$state" = "$want" ] && return 0
+        case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE) break ;; esac
+        sleep 0.5
+    done
+    diag "job $id is $state, wanted $want"
+    scontrol show job "$id" | sed 's/^/# /'
+    return 1
+}
+
+write_job() {  # write_job NAME <<EOF ... : a job script the test user can read
+    local f=$ADAFS_CLUSTER_DIR/jobs/$1
+    cat > "$f"
+    chmod 644 "$f"
+    echo "$f"
+}

@@ -1,0 +1,65 @@
+#!/bin/bash
+# The foundation on the real mini-cluster: the plugin loads, a valid request
+# runs on 2 nodes, malformed requests are refused by sbatch naming the token,
+# and the harness stops everything it started.
+. "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+require_cluster
+
+check "mini-cluster starts with 4 idle nodes" -- "$cluster" start --clean
+trap '"$cluster" stop >/dev/null 2>&1' EXIT
+
+check "slurmctld log shows the plugin's init line" -- \
+    grep -q "burst_buffer/adafs: init" "$ADAFS_CLUSTER_DIR/log/slurmctld.log"
+check "scontrol show burst answers for adafs" -- \
+    bash -c "scontrol show burst | grep -q '^Name=adafs'"
+
+write_job valid.sh >/dev/null <<'JOB'
+#!/bin/bash
+#SBATCH -N 2 -t 5 -o valid-%j.out
+#BB_ADAFS capacity=1G chunk=512K
+srun hostname
+JOB
+id=$(submit valid.sh)
+ok $? "valid 2-node job is accepted (job $id)"
+check "valid job completes" -- wait_job "$id" COMPLETED 120
+check "it ran on 2 nodes" -- test "$(job_field "$id" NumNodes)" = 2
+check "its output has two lines from srun" -- \
+    test "$(wc -l < "$ADAFS_CLUSTER_DIR/jobs/valid-$id.out")" = 2
+
+rejects() {  # rejects DESCRIPTION TOKEN DIRECTIVE... : sbatch must refuse, naming TOKEN
+    local what=$1 token=$2; shift 2
+    local out
+    out=$( { printf '#!/bin/bash\n#SBATCH -N 1\n'; printf '%s\n' "$@"; echo hostname; } |
+           (cd "$ADAFS_CLUSTER_DIR/jobs" && as_user sbatch 2>&1) )
+    local status=$?
+    if [ $status -ne 0 ] && grep -qF -- "$token" <<<"$out"; then
+        ok 0 "$what"
+    else
+        ok 1 "$what"; diag "sbatch said (exit $status): $out"
+    fi
+}
+rejects "unknown keyword rejected at submit, naming it" "'capacty'" "#BB_ADAFS capacty=1G"
+rejects "bad size rejected at submit, naming it" "'12QB'" "#BB_ADAFS capacity=12QB"
+rejects "missing '=' rejected at submit, naming it" "'capacity' needs a value" "#BB_ADAFS capacity 10G"
+
+out=$(cd "$ADAFS_CLUSTER_DIR/jobs" && as_user sbatch --bb "capacity=1Q" --wrap hostname 2>&1)
+status=$?
+ok $(( status != 0 ? 0 : 1 )) "malformed --bb rejected at submit"
+check "the --bb error names the token and says --bb" -- \
+    bash -c "grep -qF \"(--bb line 1): invalid size '1Q'\" <<<\"\$0\"" "$out"
+
+id=$(submit --bb "capacity=2G" --wrap "hostname" -o bb-%j.out)
+ok $? "a valid --bb request is accepted"
+check "--bb job completes" -- wait_job "$id" COMPLETED 120
+
+as_root=$(cd "$ADAFS_CLUSTER_DIR/jobs" && SLURM_CONF=$SLURM_CONF sbatch --uid=0 --bb "capacity=1G" --wrap hostname 2>&1)
+check "root's burst buffer request is refused" -- bash -c "grep -q 'root can not use' <<<\"\$0\"" "$as_root"
+
+pids=$(cat "$ADAFS_CLUSTER_DIR"/run/*.pid /run/adafs-cluster-munge/munged.pid 2>/dev/null)
+"$cluster" stop
+trap - EXIT
+left=""
+for p in $pids; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
+ok "$([ -z "$left" ] && echo 0 || echo 1)" "cluster stop leaves none of its processes (left:${left:- none})"
+check "no slurmd of this cluster remains" -- bash -c "! pgrep -f 'slurmd -N n[0-9]' >/dev/null"
+tap_done
