@@ -1,0 +1,109 @@
+/* backend: the two kinds of storage the stager copies between.
+ *
+ * The POSIX backend is the parallel file system (or any local directory),
+ * reached with ordinary system calls; the adafs backend is a job's file
+ * system, reached through libadafs directly (no LD_PRELOAD). The copy engine
+ * sees only this table.
+ *
+ * Every call after the root works relative to an open directory (openat and
+ * friends on POSIX), never on a whole path: a path component cannot be
+ * swapped for a symlink between our check and our use. Calls return >= 0 or
+ * -errno. The POSIX backend charges the rate limits given to it (it is the
+ * side toward the parallel file system). */
+#ifndef ADAFS_STAGE_BACKEND_H
+#define ADAFS_STAGE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "ratelimit.h"
+
+struct backend;
+
+struct bdir {
+    struct backend *b;
+    int fd;          /* POSIX: the directory; adafs: unused */
+    char *path;      /* full path, for messages (adafs: also for calls) */
+};
+
+struct bfile {
+    struct backend *b;
+    int fd;          /* kernel fd (POSIX) or libadafs fd */
+    struct bdir *dir;
+    char *name;
+};
+
+typedef int (*bdir_list_cb)(void *arg, const char *name, unsigned char d_type);
+
+struct backend_ops {
+    const char *name;
+    /* Opens the directory at a path the user gave (symlinks in it are
+     * followed: we run as the user). create: make it and its parents. */
+    int (*root_open)(struct backend *b, const char *path, int create,
+                     struct bdir **out, struct stat *st);
+    /* Opens a subdirectory; follow=0 refuses a symlink (ELOOP/ENOTDIR). */
+    int (*dir_open)(struct bdir *parent, const char *name, int follow,
+                    struct bdir **out, struct stat *st);
+    int (*dir_make)(struct bdir *parent, const char *name, mode_t mode);
+    /* Calls cb for each entry except "." and ".."; stops at a cb error. */
+    int (*dir_list)(struct bdir *d, bdir_list_cb cb, void *arg);
+    int (*dir_set_attrs)(struct bdir *d, mode_t mode, const struct timespec *mtime);
+    void (*dir_close)(struct bdir *d);
+    /* lstat, or stat when follow is set. */
+    int (*stat_at)(struct bdir *d, const char *name, int follow, struct stat *st);
+    /* Opens for reading, then fstat()s the open file (no check-then-use). */
+    int (*open_read)(struct bdir *d, const char *name, int follow,
+                     struct bfile **out, struct stat *st);
+    /* Opens for writing, creating with mode; truncate empties it. Never
+     * follows a symlink. A file of ours left read-only by an earlier run is
+     * made writable (we are its owner and are about to replace it). */
+    int (*open_write)(struct bdir *d, const char *name, int truncate, mode_t mode,
+                      struct bfile **out);
+    ssize_t (*pread)(struct bfile *f, void *buf, size_t n, off_t off);
+    ssize_t (*pwrite)(struct bfile *f, const void *buf, size_t n, off_t off);
+    /* SEEK_DATA / SEEK_HOLE; -ENXIO past the last data; -EINVAL or
+     * -EOPNOTSUPP when the backend cannot tell (then all is data). */
+    off_t (*seek)(struct bfile *f, off_t off, int whence);
+    /* Makes [off, off+len) read as zeros (used only over stale data). */
+    int (*punch)(struct bfile *f, off_t off, off_t len);
+    int (*truncate)(struct bfile *f, off_t len);
+    int (*set_attrs)(struct bfile *f, mode_t mode, const struct timespec *mtime);
+    int (*close)(struct bfile *f);
+    /* A whole small file in as few round trips as possible. */
+    int (*create_write)(struct bdir *d, const char *name, mode_t mode,
+                        const void *data, size_t len, const struct timespec *mtime);
+    int (*unlink_at)(struct bdir *d, const char *name);
+    int (*set_attrs_at)(struct bdir *d, const char *name, mode_t mode,
+                        const struct timespec *mtime);
+};
+
+struct backend {
+    const struct backend_ops *ops;
+    struct ratelimit *mdops;   /* NULL: metadata operations not limited */
+    struct ratelimit *bw;      /* NULL: bytes not limited */
+    uint64_t chunk_size;       /* pieces of big files align to this */
+    void *fs;                  /* adafs: the connected client */
+};
+
+/* The POSIX backend (no state besides the limits). */
+void backend_posix_init(struct backend *b, struct ratelimit *mdops, struct ratelimit *bw);
+
+#ifdef HAVE_LIBADAFS
+/* Connects to the instance file (NULL: $ADAFS_INSTANCE). err gets a message
+ * naming the file and the problem. */
+int backend_adafs_init(struct backend *b, const char *instance, char *err, size_t errlen);
+void backend_adafs_fini(struct backend *b);
+/* Strips the instance's mount point from a path given as seen by the job
+ * ("/adafs/job.7/in" -> "/in"); relative paths are taken from the root. */
+int backend_adafs_path(struct backend *b, const char *user_path, char *out, size_t outlen);
+#endif
+
+/* A path joined for messages: "dir/name" (malloc'd, NULL on ENOMEM). */
+char *backend_join(const char *dir, const char *name);
+/* Writes len zero bytes at off through f's backend. */
+int backend_write_zeros(struct bfile *f, off_t off, off_t len);
+
+#endif

@@ -1,0 +1,316 @@
+/* backend_adafs: a job's file system through libadafs (no LD_PRELOAD).
+ *
+ * adafs has no symlinks and runs as the job user, so path-based calls are
+ * safe here; directories carry their absolute path inside the file system.
+ * Small files go out with adafs_create_write (one request per file). */
+#include "backend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adafs.h"
+
+#define FS(b) ((adafs *)(b)->fs)
+
+static int new_dir(struct backend *b, char *path, struct bdir **out)
+{
+    struct bdir *d = malloc(sizeof(*d));
+    if (!d || !path) {
+        free(d);
+        free(path);
+        return -ENOMEM;
+    }
+    *d = (struct bdir){ b, -1, path };
+    *out = d;
+    return 0;
+}
+
+static char *child(struct bdir *d, const char *name)
+{
+    return backend_join(d->path, name);
+}
+
+static int adafs_root_open(struct backend *b, const char *path, int create,
+                           struct bdir **out, struct stat *st)
+{
+    if (create) {
+        char *p = strdup(path);
+        if (!p)
+            return -ENOMEM;
+        for (char *s = p + 1;; s++) {
+            if (*s != '/' && *s)
+                continue;
+            char c = *s;
+            *s = '\0';
+            int rc = adafs_mkdir(FS(b), p, 0700);
+            *s = c;
+            if (rc < 0 && rc != -EEXIST) {
+                free(p);
+                return rc;
+            }
+            if (!c)
+                break;
+        }
+        free(p);
+    }
+    int rc = adafs_stat(FS(b), path, st);
+    if (rc < 0)
+        return rc;
+    if (!S_ISDIR(st->st_mode))
+        return -ENOTDIR;
+    return new_dir(b, strdup(path), out);
+}
+
+static int adafs_dir_open(struct bdir *parent, const char *name, int follow,
+                          struct bdir **out, struct stat *st)
+{
+    char *p = child(parent, name);
+    if (!p)
+        return -ENOMEM;
+    int rc = adafs_stat(FS(parent->b), p, st);
+    if (rc == 0 && !S_ISDIR(st->st_mode))
+        rc = -ENOTDIR;
+    if (rc < 0) {
+        free(p);
+        return rc;
+    }
+    return new_dir(parent->b, p, out);
+}
+
+static int adafs_dir_make(struct bdir *parent, const char *name, mode_t mode)
+{
+    char *p = child(parent, name);
+    if (!p)
+        return -ENOMEM;
+    int rc = adafs_mkdir(FS(parent->b), p, mode);
+    free(p);
+    return rc;
+}
+
+static int adafs_dir_list(struct bdir *d, bdir_list_cb cb, void *arg)
+{
+    adafs_dir *dir;
+    int rc = adafs_opendir(FS(d->b), d->path, &dir);
+    if (rc < 0)
+        return rc;
+    struct adafs_dirent ent;
+    while ((rc = adafs_readdir(dir, &ent)) == 1) {
+        if (ent.name[0] == '.' && (!ent.name[1] || (ent.name[1] == '.' && !ent.name[2])))
+            continue;
+        rc = cb(arg, ent.name, ent.type);
+        if (rc < 0)
+            break;
+    }
+    adafs_closedir(dir);
+    return rc < 0 ? rc : 0;
+}
+
+static int set_path_attrs(struct backend *b, const char *path, mode_t mode,
+                          const struct timespec *mtime)
+{
+    int rc = adafs_chmod(FS(b), path, mode & 07777);
+    if (rc < 0 || !mtime)
+        return rc;
+    struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, *mtime };
+    return adafs_utimens(FS(b), path, t);
+}
+
+static int adafs_dir_set_attrs(struct bdir *d, mode_t mode, const struct timespec *mtime)
+{
+    return set_path_attrs(d->b, d->path, mode, mtime);
+}
+
+static void adafs_dir_close(struct bdir *d)
+{
+    if (!d)
+        return;
+    free(d->path);
+    free(d);
+}
+
+static int adafs_stat_at(struct bdir *d, const char *name, int follow, struct stat *st)
+{
+    char *p = child(d, name);
+    if (!p)
+        return -ENOMEM;
+    int rc = adafs_stat(FS(d->b), p, st);
+    free(p);
+    return rc;
+}
+
+static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
+                     struct bfile **out)
+{
+    char *p = child(d, name);
+    struct bfile *f = malloc(sizeof(*f));
+    char *n = strdup(name);
+    if (!p || !f || !n) {
+        free(p);
+        free(f);
+        free(n);
+        return -ENOMEM;
+    }
+    int fd = adafs_open(FS(d->b), p, flags, mode);
+    free(p);
+    if (fd < 0) {
+        free(f);
+        free(n);
+        return fd;
+    }
+    *f = (struct bfile){ d->b, fd, d, n };
+    *out = f;
+    return 0;
+}
+
+static int adafs_close_file(struct bfile *f)
+{
+    int rc = adafs_close(FS(f->b), f->fd);
+    free(f->name);
+    free(f);
+    return rc;
+}
+
+static int adafs_open_read(struct bdir *d, const char *name, int follow,
+                           struct bfile **out, struct stat *st)
+{
+    int rc = open_file(d, name, O_RDONLY, 0, out);
+    if (rc < 0)
+        return rc;
+    rc = adafs_fstat(FS(d->b), (*out)->fd, st);
+    if (rc == 0 && !S_ISREG(st->st_mode))
+        rc = S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
+    if (rc < 0)
+        adafs_close_file(*out);
+    return rc;
+}
+
+static int adafs_open_write(struct bdir *d, const char *name, int truncate, mode_t mode,
+                            struct bfile **out)
+{
+    return open_file(d, name, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0), mode, out);
+}
+
+static ssize_t adafs_pread_file(struct bfile *f, void *buf, size_t n, off_t off)
+{
+    return adafs_pread(FS(f->b), f->fd, buf, n, off);
+}
+
+static ssize_t adafs_pwrite_file(struct bfile *f, const void *buf, size_t n, off_t off)
+{
+    return adafs_pwrite(FS(f->b), f->fd, buf, n, off);
+}
+
+static off_t adafs_seek_file(struct bfile *f, off_t off, int whence)
+{
+    return adafs_lseek(FS(f->b), f->fd, off, whence);
+}
+
+static int adafs_punch(struct bfile *f, off_t off, off_t len)
+{
+    /* libadafs has no hole punching: zeros are written over stale data. */
+    return backend_write_zeros(f, off, len);
+}
+
+static int adafs_truncate_file(struct bfile *f, off_t len)
+{
+    return adafs_ftruncate(FS(f->b), f->fd, len);
+}
+
+static int adafs_set_attrs(struct bfile *f, mode_t mode, const struct timespec *mtime)
+{
+    const char *path = adafs_fd_path(FS(f->b), f->fd);
+    return path ? set_path_attrs(f->b, path, mode, mtime) : -EBADF;
+}
+
+static int adafs_create_write_at(struct bdir *d, const char *name, mode_t mode,
+                                 const void *data, size_t len, const struct timespec *mtime)
+{
+    char *p = child(d, name);
+    if (!p)
+        return -ENOMEM;
+    int rc = adafs_create_write(FS(d->b), p, mode & 07777, data, len);
+    if (rc >= 0 && mtime) {
+        struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, *mtime };
+        rc = adafs_utimens(FS(d->b), p, t);
+    }
+    free(p);
+    return rc < 0 ? rc : 0;
+}
+
+static int adafs_unlink_at(struct bdir *d, const char *name)
+{
+    char *p = child(d, name);
+    if (!p)
+        return -ENOMEM;
+    int rc = adafs_unlink(FS(d->b), p);
+    free(p);
+    return rc;
+}
+
+static int adafs_set_attrs_at(struct bdir *d, const char *name, mode_t mode,
+                              const struct timespec *mtime)
+{
+    char *p = child(d, name);
+    if (!p)
+        return -ENOMEM;
+    int rc = set_path_attrs(d->b, p, mode, mtime);
+    free(p);
+    return rc;
+}
+
+static const struct backend_ops adafs_ops = {
+    .name = "adafs",
+    .root_open = adafs_root_open,
+    .dir_open = adafs_dir_open,
+    .dir_make = adafs_dir_make,
+    .dir_list = adafs_dir_list,
+    .dir_set_attrs = adafs_dir_set_attrs,
+    .dir_close = adafs_dir_close,
+    .stat_at = adafs_stat_at,
+    .open_read = adafs_open_read,
+    .open_write = adafs_open_write,
+    .pread = adafs_pread_file,
+    .pwrite = adafs_pwrite_file,
+    .seek = adafs_seek_file,
+    .punch = adafs_punch,
+    .truncate = adafs_truncate_file,
+    .set_attrs = adafs_set_attrs,
+    .close = adafs_close_file,
+    .create_write = adafs_create_write_at,
+    .unlink_at = adafs_unlink_at,
+    .set_attrs_at = adafs_set_attrs_at,
+};
+
+int backend_adafs_init(struct backend *b, const char *instance, char *err, size_t errlen)
+{
+    adafs *fs;
+    int rc = adafs_connect(&fs, instance, err, errlen);
+    if (rc < 0)
+        return rc;
+    *b = (struct backend){ .ops = &adafs_ops, .fs = fs, .chunk_size = adafs_chunk_size(fs) };
+    return 0;
+}
+
+void backend_adafs_fini(struct backend *b)
+{
+    if (b->fs)
+        adafs_disconnect(FS(b));
+    b->fs = NULL;
+}
+
+int backend_adafs_path(struct backend *b, const char *user_path, char *out, size_t outlen)
+{
+    const char *mount = adafs_mount_point(FS(b));
+    size_t m = mount ? strlen(mount) : 0;
+    while (m > 1 && mount[m - 1] == '/')
+        m--;
+    const char *rest = user_path;
+    if (m > 1 && strncmp(user_path, mount, m) == 0 && (user_path[m] == '/' || !user_path[m]))
+        rest = user_path + m;
+    int n = snprintf(out, outlen, "%s%s", rest[0] == '/' ? "" : "/", rest);
+    return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}

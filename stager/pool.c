@@ -1,0 +1,224 @@
+#include "pool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct task {
+    pool_fn fn;
+    void *arg;
+};
+
+struct deque {
+    pthread_mutex_t lock;
+    struct task *ring;
+    size_t cap, head, len;    /* ring[head] is the front */
+};
+
+struct pool_thread {
+    struct pool *pool;
+    unsigned index;
+    unsigned seed;
+    pthread_t tid;
+    struct deque dq;
+    void *scratch;
+};
+
+struct pool {
+    unsigned n;
+    struct pool_thread *threads;
+    _Atomic long outstanding;     /* queued + running tasks */
+    _Atomic unsigned long steals;
+    _Atomic unsigned next_outside; /* round robin for pushes from outside */
+    pthread_mutex_t idle_lock;
+    pthread_cond_t idle_cond;
+    _Atomic int sleepers;
+};
+
+static int dq_push_back(struct deque *d, struct task t)
+{
+    pthread_mutex_lock(&d->lock);
+    if (d->len == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 64;
+        struct task *r = malloc(cap * sizeof(*r));
+        if (!r) {
+            pthread_mutex_unlock(&d->lock);
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < d->len; i++)
+            r[i] = d->ring[(d->head + i) % d->cap];
+        free(d->ring);
+        d->ring = r;
+        d->cap = cap;
+        d->head = 0;
+    }
+    d->ring[(d->head + d->len++) % d->cap] = t;
+    pthread_mutex_unlock(&d->lock);
+    return 0;
+}
+
+static int dq_pop(struct deque *d, int front, struct task *out)
+{
+    pthread_mutex_lock(&d->lock);
+    int got = d->len > 0;
+    if (got) {
+        if (front) {
+            *out = d->ring[d->head];
+            d->head = (d->head + 1) % d->cap;
+        } else {
+            *out = d->ring[(d->head + d->len - 1) % d->cap];
+        }
+        d->len--;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return got;
+}
+
+struct pool *pool_create(unsigned threads, size_t scratch_size)
+{
+    struct pool *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->n = threads ? threads : 1;
+    p->threads = calloc(p->n, sizeof(*p->threads));
+    if (!p->threads) {
+        free(p);
+        return NULL;
+    }
+    pthread_mutex_init(&p->idle_lock, NULL);
+    pthread_cond_init(&p->idle_cond, NULL);
+    for (unsigned i = 0; i < p->n; i++) {
+        struct pool_thread *t = &p->threads[i];
+        t->pool = p;
+        t->index = i;
+        t->seed = i * 2654435761u + 1;
+        pthread_mutex_init(&t->dq.lock, NULL);
+        if (scratch_size && !(t->scratch = malloc(scratch_size))) {
+            pool_destroy(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+int pool_push(struct pool *p, struct pool_thread *self, pool_fn fn, void *arg)
+{
+    struct pool_thread *t = self
+        ? self : &p->threads[atomic_fetch_add(&p->next_outside, 1) % p->n];
+    atomic_fetch_add(&p->outstanding, 1);
+    int rc = dq_push_back(&t->dq, (struct task){ fn, arg });
+    if (rc < 0) {
+        atomic_fetch_sub(&p->outstanding, 1);
+        return rc;
+    }
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->idle_lock);
+        pthread_cond_signal(&p->idle_cond);
+        pthread_mutex_unlock(&p->idle_lock);
+    }
+    return 0;
+}
+
+static int find_task(struct pool_thread *self, struct task *out)
+{
+    struct pool *p = self->pool;
+    if (dq_pop(&self->dq, 0, out))
+        return 1;
+    unsigned start = rand_r(&self->seed);
+    for (unsigned i = 0; i < p->n; i++) {
+        struct pool_thread *victim = &p->threads[(start + i) % p->n];
+        if (victim != self && dq_pop(&victim->dq, 1, out)) {
+            atomic_fetch_add(&p->steals, 1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void *worker_main(void *arg)
+{
+    struct pool_thread *self = arg;
+    struct pool *p = self->pool;
+    for (;;) {
+        struct task t;
+        if (find_task(self, &t)) {
+            t.fn(self, t.arg);
+            if (atomic_fetch_sub(&p->outstanding, 1) == 1) {
+                pthread_mutex_lock(&p->idle_lock);   /* last task: wake all to exit */
+                pthread_cond_broadcast(&p->idle_cond);
+                pthread_mutex_unlock(&p->idle_lock);
+            }
+            continue;
+        }
+        if (atomic_load(&p->outstanding) == 0)
+            break;
+        /* Nothing to steal yet but work is running: it may push more. The
+         * timed wait bounds a missed wake-up to a millisecond. */
+        pthread_mutex_lock(&p->idle_lock);
+        atomic_fetch_add(&p->sleepers, 1);
+        if (atomic_load(&p->outstanding) != 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&p->idle_cond, &p->idle_lock, &ts);
+        }
+        atomic_fetch_sub(&p->sleepers, 1);
+        pthread_mutex_unlock(&p->idle_lock);
+    }
+    return NULL;
+}
+
+int pool_run(struct pool *p)
+{
+    unsigned started = 0;
+    int rc = 0;
+    for (; started < p->n; started++) {
+        int e = pthread_create(&p->threads[started].tid, NULL, worker_main,
+                               &p->threads[started]);
+        if (e) {
+            rc = -e;
+            break;
+        }
+    }
+    if (started == 0)      /* no thread at all: run the work here */
+        worker_main(&p->threads[0]);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(p->threads[i].tid, NULL);
+    return started ? 0 : rc;
+}
+
+void pool_destroy(struct pool *p)
+{
+    if (!p)
+        return;
+    for (unsigned i = 0; i < p->n; i++) {
+        free(p->threads[i].dq.ring);
+        free(p->threads[i].scratch);
+        pthread_mutex_destroy(&p->threads[i].dq.lock);
+    }
+    pthread_mutex_destroy(&p->idle_lock);
+    pthread_cond_destroy(&p->idle_cond);
+    free(p->threads);
+    free(p);
+}
+
+void *pool_scratch(struct pool_thread *self)
+{
+    return self->scratch;
+}
+
+unsigned pool_thread_index(const struct pool_thread *self)
+{
+    return self->index;
+}
+
+unsigned long pool_steals(const struct pool *p)
+{
+    return atomic_load((_Atomic unsigned long *)&p->steals);
+}

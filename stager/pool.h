@@ -1,0 +1,33 @@
+/* pool: threads that share work by stealing.
+ *
+ * Each thread owns a deque: it pushes and pops its own tasks at the back
+ * (depth first, so a tree walk keeps few directories open) and, when empty,
+ * steals from the front of another thread's deque (the oldest, biggest
+ * pieces of work). The pool is done when no task is queued or running; a
+ * running task may push more. Deques have a mutex each, held only for the
+ * push or pop itself. */
+#ifndef ADAFS_STAGE_POOL_H
+#define ADAFS_STAGE_POOL_H
+
+#include <stddef.h>
+
+struct pool;
+struct pool_thread;
+
+typedef void (*pool_fn)(struct pool_thread *self, void *arg);
+
+/* scratch_size bytes of per-thread scratch (e.g. a copy buffer). */
+struct pool *pool_create(unsigned threads, size_t scratch_size);
+/* From outside a worker (before pool_run) or from a task (self != NULL: to
+ * its own deque). Returns -ENOMEM. */
+int pool_push(struct pool *p, struct pool_thread *self, pool_fn fn, void *arg);
+/* Runs until every task is done. Returns 0 or -errno if threads failed. */
+int pool_run(struct pool *p);
+void pool_destroy(struct pool *p);
+
+void *pool_scratch(struct pool_thread *self);
+unsigned pool_thread_index(const struct pool_thread *self);
+/* Tasks stolen so far, for tests that check stealing happens. */
+unsigned long pool_steals(const struct pool *p);
+
+#endif

@@ -1,0 +1,76 @@
+#include "report.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double per_s(double x, double s)
+{
+    return s > 0 ? x / s : 0;
+}
+
+char *report_json(const struct stage_options *opt, const struct stage_result *r)
+{
+    json_t *fails = json_array();
+    for (size_t i = 0; fails && i < r->nfailures; i++)
+        json_array_append_new(fails, json_pack("{s:s, s:i, s:s, s:s}",
+                                               "path", r->failures[i].path,
+                                               "errno", r->failures[i].err,
+                                               "error", strerror(r->failures[i].err),
+                                               "what", r->failures[i].what));
+    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+                          " s:f, s:f, s:f, s:b, s:o}",
+                          "direction", stage_direction_name(opt->direction),
+                          "source", opt->src, "destination", opt->dst,
+                          "worker", (int)opt->worker, "workers", (int)(opt->workers ? opt->workers : 1),
+                          "files", (json_int_t)r->files, "dirs", (json_int_t)r->dirs,
+                          "bytes", (json_int_t)r->bytes, "unchanged", (json_int_t)r->unchanged,
+                          "skipped", (json_int_t)r->skipped, "pieces", (json_int_t)r->pieces,
+                          "errors", (json_int_t)r->errors,
+                          "seconds", r->seconds,
+                          "files_per_s", per_s((double)r->files, r->seconds),
+                          "mib_per_s", per_s((double)r->bytes / 1048576.0, r->seconds),
+                          "complete", r->errors == 0, "failures", fails);
+    if (!o)
+        return NULL;
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+void report_text(FILE *out, const struct stage_options *opt, const struct stage_result *r)
+{
+    for (size_t i = 0; i < r->nfailures; i++)
+        fprintf(out, "adafs-stage: FAILED %s: %s: %s (errno %d)\n", r->failures[i].path,
+                r->failures[i].what, strerror(r->failures[i].err), r->failures[i].err);
+    fprintf(out, "adafs-stage %s: %llu files, %llu dirs, %.1f MiB in %.2f s "
+            "(%.0f files/s, %.1f MiB/s); %llu unchanged, %llu skipped, %llu pieces, "
+            "%llu errors%s\n",
+            stage_direction_name(opt->direction), (unsigned long long)r->files,
+            (unsigned long long)r->dirs, (double)r->bytes / 1048576.0, r->seconds,
+            per_s((double)r->files, r->seconds),
+            per_s((double)r->bytes / 1048576.0, r->seconds),
+            (unsigned long long)r->unchanged, (unsigned long long)r->skipped,
+            (unsigned long long)r->pieces, (unsigned long long)r->errors,
+            r->errors ? ": NOT everything was copied" : "");
+}
+
+void report_progress(FILE *out, const struct stage_progress *p)
+{
+    double frac = p->bytes_seen ? (double)p->bytes_done / (double)p->bytes_seen : 0;
+    if (frac > 1)
+        frac = 1;
+    int width = 24, fill = (int)(frac * width);
+    char bar[32];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    double rate = per_s((double)p->bytes_done / 1048576.0, p->seconds);
+    double left = p->bytes_seen > p->bytes_done ? (double)(p->bytes_seen - p->bytes_done) : 0;
+    long eta = rate > 0 ? (long)(left / 1048576.0 / rate) : 0;
+    fprintf(out, "\r[%s] %3.0f%% %llu/%llu files %.0f MiB/s ETA %ld:%02ld %llu err ",
+            bar, frac * 100, (unsigned long long)p->files_done,
+            (unsigned long long)p->files_seen, rate, eta / 60, eta % 60,
+            (unsigned long long)p->errors);
+    fflush(out);
+}

@@ -1,0 +1,22 @@
+/* report: what a run tells its caller.
+ *
+ * A JSON summary for the node agent (recorded for bbstat), a short text
+ * summary with one line per failure for a person, and a progress bar with
+ * rate and ETA for a terminal. */
+#ifndef ADAFS_STAGE_REPORT_H
+#define ADAFS_STAGE_REPORT_H
+
+#include <stdio.h>
+
+#include "stage.h"
+
+/* The summary as one JSON object (malloc'd; NULL on ENOMEM). Fields:
+ * direction, source, destination, worker, workers, files, dirs, bytes,
+ * unchanged, skipped, pieces, errors, seconds, files_per_s, mib_per_s,
+ * complete (bool), failures: [{path, errno, error, what}]. */
+char *report_json(const struct stage_options *opt, const struct stage_result *r);
+void report_text(FILE *out, const struct stage_options *opt, const struct stage_result *r);
+/* One progress line ending in '\r' (width about 79 columns). */
+void report_progress(FILE *out, const struct stage_progress *p);
+
+#endif

@@ -1,0 +1,97 @@
+/* stage: libadafs_stage, the parallel copier behind `adafs-stage`.
+ *
+ * Copies a file, a directory tree or a list of `source destination` pairs
+ * into a job's file system (in), back out (out), or between two ordinary
+ * directories (copy). Directory trees are walked in parallel by a pool of
+ * threads that steal work from each other; files bigger than a piece are
+ * split into chunk-aligned pieces copied in parallel.
+ *
+ * Distribution: a run may be worker k of n. Every worker walks the same
+ * source and creates every directory; a file belongs to the worker with
+ * hash(relative path) % n == k, and each piece of a big file to the worker
+ * with hash(relative path, piece) % n == k. Workers need no communication.
+ * Because several workers write the pieces of one file and populate one
+ * directory, with n > 1 the modes and mtimes of directories and of split
+ * files are set by a final `finalize` run (one process, after all workers
+ * succeeded); a file whose mtime is not yet the source's is not complete,
+ * which is what makes an interrupted stage-out restartable.
+ *
+ * Restart: a destination that already has the source's size and mtime is
+ * skipped (mtime is set only after the data is complete).
+ *
+ * The run uses the credentials of the calling process: call
+ * stage_drop_privileges() first when started as root. */
+#ifndef ADAFS_STAGE_H
+#define ADAFS_STAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum stage_direction { STAGE_IN, STAGE_OUT, STAGE_COPY };
+enum stage_type { STAGE_TYPE_DIRECTORY, STAGE_TYPE_FILE, STAGE_TYPE_LIST };
+
+struct stage_options {
+    enum stage_direction direction;
+    enum stage_type type;
+    const char *src;          /* directory, file, or the list file */
+    const char *dst;          /* destination directory (file: target path) */
+    const char *instance;     /* adafs instance file; NULL: $ADAFS_INSTANCE */
+    unsigned worker, workers; /* this is worker `worker` of `workers` (0 of 1) */
+    unsigned threads;         /* 0: default (8) */
+    uint64_t max_mdops;       /* metadata ops/s toward the PFS; 0: unlimited */
+    uint64_t max_bw;          /* bytes/s toward the PFS; 0: unlimited */
+    uint64_t piece_size;      /* 0: default 64 MiB (rounded to the chunk size) */
+    int verify;               /* re-read the destination and compare XXH3 */
+    int follow_symlinks;      /* default: skip symlinks with a warning */
+    int finalize;             /* only set modes/mtimes left for the end (n > 1) */
+};
+
+struct stage_failure {
+    char *path;               /* what could not be copied */
+    int err;                  /* errno */
+    char *what;               /* the operation or list-file message */
+};
+
+struct stage_result {
+    uint64_t files;           /* regular files copied (or finished here) */
+    uint64_t dirs;            /* directories created or completed */
+    uint64_t bytes;           /* data bytes written by this process */
+    uint64_t unchanged;       /* files skipped: size and mtime already equal */
+    uint64_t skipped;         /* symlinks and special files left out */
+    uint64_t pieces;          /* pieces of split files written */
+    uint64_t errors;          /* number of failures below */
+    double seconds;
+    struct stage_failure *failures;
+    size_t nfailures;
+};
+
+/* A snapshot of a running copy, for a progress bar. */
+struct stage_progress {
+    uint64_t files_done, files_seen, bytes_done, bytes_seen, errors;
+    double seconds;
+};
+
+struct stage_run;
+
+/* Checks the options and opens the backends. On failure returns -errno and
+ * writes a message naming what was wrong into err. */
+int stage_create(const struct stage_options *opt, struct stage_run **out,
+                 char *err, size_t errlen);
+/* Copies; blocks until done. Returns 0 when everything was copied, 1 when
+ * some files failed (see the result), -errno when the run could not start. */
+int stage_execute(struct stage_run *run);
+const struct stage_result *stage_result(const struct stage_run *run);
+void stage_get_progress(struct stage_run *run, struct stage_progress *out);
+/* Changes the limits while running (thread-safe; 0 = unlimited). */
+void stage_set_limits(struct stage_run *run, uint64_t max_mdops, uint64_t max_bw);
+void stage_destroy(struct stage_run *run);
+
+/* Which worker of n owns a file / a piece of a file (relpath relative to
+ * the request's root). Exposed so tests and the agent agree with the run. */
+unsigned stage_owner(const char *relpath, unsigned n);
+unsigned stage_piece_owner(const char *relpath, uint64_t piece, unsigned n);
+
+const char *stage_direction_name(enum stage_direction d);
+
+#endif

@@ -1,0 +1,399 @@
+/* stage_copy: copying one file, or one piece of a big file.
+ *
+ * Only data is read and written: holes in the source (SEEK_DATA/SEEK_HOLE)
+ * stay holes, and when the source cannot tell (a backend without sparse
+ * information) all-zero blocks are not written into a fresh destination.
+ * The mode and mtime are set only after the data is complete, so a
+ * destination with the source's size and mtime is a finished copy. On
+ * failure a partial destination this process alone wrote is removed. */
+#include <errno.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "log.h"
+#include "stage_internal.h"
+
+struct bigfile {
+    struct stage_run *run;
+    struct dnode *parent;
+    struct bfile *src, *dst;
+    struct stat st;
+    char *sname, *dname;
+    off_t stale_end;          /* the destination may hold old data below this */
+    _Atomic long remaining;
+    _Atomic int err;
+    const char *_Atomic what;
+};
+
+struct piece_task {
+    struct bigfile *bf;
+    off_t off, end;
+};
+
+static int all_zero(const char *p, size_t n)
+{
+    return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* The next data extent [*data, *hole) at or after pos, clipped to end. */
+static int next_extent(struct bfile *src, off_t pos, off_t end, off_t *data, off_t *hole,
+                       int *known)
+{
+    *known = 0;
+    if (src) {
+        off_t d = src->b->ops->seek(src, pos, SEEK_DATA);
+        if (d == -ENXIO) {           /* only a hole up to the end of file */
+            *data = *hole = end;
+            *known = 1;
+            return 0;
+        }
+        if (d >= 0) {
+            off_t h = src->b->ops->seek(src, d, SEEK_HOLE);
+            if (h < 0)
+                return (int)h;
+            *data = d < end ? d : end;
+            *hole = h < end ? h : end;
+            *known = 1;
+            return 0;
+        }
+        if (d != -EINVAL && d != -EOPNOTSUPP && d != -ENOTSUP && d != -ENOSYS)
+            return (int)d;
+    }
+    *data = pos;                      /* no sparse information: all data */
+    *hole = end;
+    return 0;
+}
+
+static int write_full(struct bfile *dst, const char *buf, size_t n, off_t off)
+{
+    while (n > 0) {
+        ssize_t w = dst->b->ops->pwrite(dst, buf, n, off);
+        if (w < 0)
+            return (int)w;
+        if (w == 0)
+            return -EIO;
+        buf += w;
+        n -= (size_t)w;
+        off += w;
+    }
+    return 0;
+}
+
+/* Copies [off, end) of src to dst, hashing the data into h. */
+static int copy_range(struct stage_run *run, struct bfile *src, struct bfile *dst, off_t off,
+                      off_t end, off_t stale_end, char *buf, XXH3_state_t *h,
+                      const char **what)
+{
+    off_t pos = off;
+    while (pos < end) {
+        off_t data, hole;
+        int known;
+        int rc = next_extent(src, pos, end, &data, &hole, &known);
+        if (rc < 0) {
+            *what = "find data in source (SEEK_DATA)";
+            return rc;
+        }
+        if (data > pos && pos < stale_end &&
+            (rc = dst->b->ops->punch(dst, pos, (data < stale_end ? data : stale_end) - pos)) < 0) {
+            *what = "clear old data in destination";
+            return rc;
+        }
+        for (off_t o = data; o < hole;) {
+            size_t want = hole - o < STAGE_BUF_SIZE ? (size_t)(hole - o) : STAGE_BUF_SIZE;
+            ssize_t r = src->b->ops->pread(src, buf, want, o);
+            if (r < 0) {
+                *what = "read source";
+                return (int)r;
+            }
+            if (r == 0)               /* the source shrank: the rest reads as zeros */
+                return 0;
+            if (h)
+                XXH3_64bits_update(h, buf, (size_t)r);
+            if (known || o < stale_end || !all_zero(buf, (size_t)r)) {
+                if ((rc = write_full(dst, buf, (size_t)r, o)) < 0) {
+                    *what = "write destination";
+                    return rc;
+                }
+            }
+            atomic_fetch_add(&run->bytes, (uint64_t)r);
+            o += r;
+        }
+        pos = hole;
+    }
+    return 0;
+}
+
+/* Re-reads the destination over the source's data extents (extents_of NULL:
+ * all of [off, end)) and compares with the hash taken while copying. */
+static int verify_range(struct bfile *extents_of, struct bfile *dst_read, off_t off, off_t end,
+                        char *buf, XXH64_hash_t want, const char **what)
+{
+    XXH3_state_t *h = XXH3_createState();
+    if (!h)
+        return -ENOMEM;
+    XXH3_64bits_reset(h);
+    int rc = 0;
+    for (off_t pos = off; pos < end && rc == 0;) {
+        off_t data, hole;
+        int known;
+        if ((rc = next_extent(extents_of, pos, end, &data, &hole, &known)) < 0)
+            break;
+        for (off_t o = data; o < hole;) {
+            size_t n = hole - o < STAGE_BUF_SIZE ? (size_t)(hole - o) : STAGE_BUF_SIZE;
+            ssize_t r = dst_read->b->ops->pread(dst_read, buf, n, o);
+            if (r <= 0) {
+                rc = r < 0 ? (int)r : -EIO;
+                break;
+            }
+            XXH3_64bits_update(h, buf, (size_t)r);
+            o += r;
+        }
+        pos = hole;
+    }
+    if (rc == 0 && XXH3_64bits_digest(h) != want)
+        rc = -EIO;
+    if (rc < 0)
+        *what = rc == -EIO ? "verify: destination differs from source (XXH3)"
+                           : "verify: re-read destination";
+    XXH3_freeState(h);
+    return rc;
+}
+
+static int verify_file(struct bdir *dir, const char *name, struct bfile *extents_of,
+                       off_t off, off_t end, char *buf, XXH64_hash_t want, const char **what)
+{
+    struct bfile *f;
+    struct stat st;
+    int rc = dir->b->ops->open_read(dir, name, 0, &f, &st);
+    if (rc < 0) {
+        *what = "verify: open destination";
+        return rc;
+    }
+    rc = verify_range(extents_of, f, off, end, buf, want, what);
+    f->b->ops->close(f);
+    return rc;
+}
+
+static void copy_small(struct pool_thread *self, struct dnode *parent, struct bfile *src,
+                       const struct stat *sst, const char *dname)
+{
+    struct stage_run *run = parent->run;
+    struct bdir *dd = parent->dst;
+    char *buf = pool_scratch(self);
+    const char *what = "read source";
+    size_t len = 0;
+    int rc = 0;
+    while (len < (size_t)sst->st_size) {
+        ssize_t r = src->b->ops->pread(src, buf + len, (size_t)sst->st_size - len, (off_t)len);
+        if (r <= 0) {
+            rc = (int)r;
+            break;
+        }
+        len += (size_t)r;
+    }
+    if (rc == 0) {
+        what = "create destination";
+        rc = dd->b->ops->create_write(dd, dname, sst->st_mode, buf, len, &sst->st_mtim);
+    }
+    if (rc == 0 && run->opt.verify)
+        rc = verify_file(dd, dname, NULL, 0, (off_t)len, buf, XXH3_64bits(buf, len), &what);
+    if (rc < 0) {
+        stage_fail_at(run, src->dir, src->name, -rc, what);
+        if (strcmp(what, "read source") != 0)
+            dd->b->ops->unlink_at(dd, dname);
+    } else {
+        atomic_fetch_add(&run->files, 1);
+        atomic_fetch_add(&run->bytes, len);
+    }
+}
+
+void copy_file(struct pool_thread *self, struct dnode *parent, struct bfile *src,
+               const struct stat *sst, const char *dname)
+{
+    struct stage_run *run = parent->run;
+    struct bdir *dd = parent->dst;
+    const struct backend_ops *dops = dd->b->ops;
+    if (sst->st_size <= STAGE_BUF_SIZE) {
+        copy_small(self, parent, src, sst, dname);
+        src->b->ops->close(src);
+        return;
+    }
+    char *buf = pool_scratch(self);
+    const char *what = "create destination";
+    struct bfile *dst;
+    int rc = dops->open_write(dd, dname, 1, S_IRUSR | S_IWUSR, &dst);
+    if (rc == 0) {
+        XXH3_state_t *h = run->opt.verify ? XXH3_createState() : NULL;
+        if (h)
+            XXH3_64bits_reset(h);
+        rc = copy_range(run, src, dst, 0, sst->st_size, 0, buf, h, &what);
+        if (rc == 0 && (rc = dops->truncate(dst, sst->st_size)) < 0)
+            what = "set size of destination";
+        if (rc == 0 && h)
+            rc = verify_file(dd, dname, src, 0, sst->st_size, buf, XXH3_64bits_digest(h), &what);
+        if (rc == 0 && (rc = dops->set_attrs(dst, sst->st_mode, &sst->st_mtim)) < 0)
+            what = "set mode and mtime";
+        int crc = dops->close(dst);
+        if (rc == 0 && crc < 0) {
+            rc = crc;
+            what = "close destination";
+        }
+        XXH3_freeState(h);
+        if (rc < 0)
+            dops->unlink_at(dd, dname);
+    }
+    if (rc < 0)
+        stage_fail_at(run, src->dir, src->name, -rc, what);
+    else
+        atomic_fetch_add(&run->files, 1);
+    src->b->ops->close(src);
+}
+
+static void bigfile_done(struct bigfile *bf)
+{
+    if (atomic_fetch_sub(&bf->remaining, 1) != 1)
+        return;
+    struct stage_run *run = bf->run;
+    const struct backend_ops *dops = bf->dst->b->ops;
+    int single = run->opt.workers <= 1;
+    int err = atomic_load(&bf->err);
+    const char *what = atomic_load(&bf->what);
+    if (!err && single) {
+        int rc = dops->set_attrs(bf->dst, bf->st.st_mode, &bf->st.st_mtim);
+        if (rc < 0) {
+            err = -rc;
+            what = "set mode and mtime";
+        }
+    }
+    int crc = dops->close(bf->dst);
+    if (!err && crc < 0) {
+        err = -crc;
+        what = "close destination";
+    }
+    if (err) {
+        stage_fail_at(run, bf->src->dir, bf->sname, err, what);
+        if (single)      /* with n > 1 the other workers' pieces are in it too */
+            dops->unlink_at(bf->parent->dst, bf->dname);
+    } else if (single) {
+        atomic_fetch_add(&run->files, 1);
+    }
+    bf->src->b->ops->close(bf->src);
+    dnode_release(bf->parent);
+    free(bf->sname);
+    free(bf->dname);
+    free(bf);
+}
+
+static void piece_task(struct pool_thread *self, void *arg)
+{
+    struct piece_task *t = arg;
+    struct bigfile *bf = t->bf;
+    struct stage_run *run = bf->run;
+    char *buf = pool_scratch(self);
+    const char *what = NULL;
+    if (!atomic_load(&bf->err)) {
+        XXH3_state_t *h = run->opt.verify ? XXH3_createState() : NULL;
+        if (h)
+            XXH3_64bits_reset(h);
+        int rc = copy_range(run, bf->src, bf->dst, t->off, t->end, bf->stale_end, buf, h, &what);
+        if (rc == 0 && h)
+            rc = verify_file(bf->parent->dst, bf->dname, bf->src, t->off, t->end, buf,
+                             XXH3_64bits_digest(h), &what);
+        XXH3_freeState(h);
+        int none = 0;
+        if (rc < 0 && atomic_compare_exchange_strong(&bf->err, &none, -rc))
+            atomic_store(&bf->what, what);
+        if (rc == 0)
+            atomic_fetch_add(&run->pieces, 1);
+    }
+    free(t);
+    bigfile_done(bf);
+}
+
+void copy_split(struct pool_thread *self, struct dnode *parent, const char *sname,
+                const char *dname, const char *rel, const struct stat *sst, int follow)
+{
+    struct stage_run *run = parent->run;
+    unsigned n = run->opt.workers ? run->opt.workers : 1, k = run->opt.worker;
+    uint64_t ps = run->piece_size, size = (uint64_t)sst->st_size;
+    uint64_t npieces = (size + ps - 1) / ps, owned = 0;
+    for (uint64_t i = 0; i < npieces; i++)
+        owned += stage_piece_owner(rel, i, n) == k;
+
+    struct bdir *sd = parent->src, *dd = parent->dst;
+    struct stat dst;
+    int have_dst = dd->b->ops->stat_at(dd, dname, 0, &dst) == 0;
+    if (have_dst && S_ISREG(dst.st_mode) && dst.st_size == sst->st_size &&
+        dst.st_mtim.tv_sec == sst->st_mtim.tv_sec && dst.st_mtim.tv_nsec == sst->st_mtim.tv_nsec) {
+        if (stage_owner(rel, n) == k)
+            atomic_fetch_add(&run->unchanged, 1);
+        return;
+    }
+    if (owned == 0)
+        return;
+
+    struct bigfile *bf = calloc(1, sizeof(*bf));
+    if (!bf || !(bf->sname = strdup(sname)) || !(bf->dname = strdup(dname))) {
+        if (bf)
+            free(bf->sname);
+        free(bf);
+        stage_fail_at(run, sd, sname, ENOMEM, "copy");
+        return;
+    }
+    bf->run = run;
+    bf->parent = parent;
+    const char *what = "open source";
+    int rc = sd->b->ops->open_read(sd, sname, follow, &bf->src, &bf->st);
+    if (rc == 0 && bf->st.st_size != sst->st_size) {
+        rc = -EBUSY;
+        what = "source changed size during the copy";
+    }
+    if (rc == 0) {
+        what = "open destination";
+        /* One worker alone may empty the file; with n > 1 the others may
+         * already have written their pieces, so old data is cleared piece by
+         * piece instead (stale_end). */
+        rc = dd->b->ops->open_write(dd, dname, n == 1, S_IRUSR | S_IWUSR, &bf->dst);
+        bf->stale_end = n > 1 && have_dst && S_ISREG(dst.st_mode) ? dst.st_size : 0;
+        if (rc == 0 && (rc = dd->b->ops->truncate(bf->dst, sst->st_size)) < 0) {
+            what = "set size of destination";
+            dd->b->ops->close(bf->dst);
+        }
+    }
+    if (rc < 0) {
+        if (bf->src)
+            sd->b->ops->close(bf->src);
+        stage_fail_at(run, sd, sname, -rc, what);
+        free(bf->sname);
+        free(bf->dname);
+        free(bf);
+        return;
+    }
+    dnode_hold(parent);
+    atomic_store(&bf->remaining, 1);     /* ours, until all pieces are queued */
+    for (uint64_t i = 0; i < npieces; i++) {
+        if (stage_piece_owner(rel, i, n) != k)
+            continue;
+        struct piece_task *t = malloc(sizeof(*t));
+        if (!t) {
+            int none = 0;
+            if (atomic_compare_exchange_strong(&bf->err, &none, ENOMEM))
+                atomic_store(&bf->what, "queue pieces");
+            break;
+        }
+        uint64_t end = (i + 1) * ps < size ? (i + 1) * ps : size;
+        *t = (struct piece_task){ bf, (off_t)(i * ps), (off_t)end };
+        atomic_fetch_add(&bf->remaining, 1);
+        if (pool_push(run->pool, self, piece_task, t) < 0) {
+            atomic_fetch_sub(&bf->remaining, 1);
+            free(t);
+            int none = 0;
+            if (atomic_compare_exchange_strong(&bf->err, &none, ENOMEM))
+                atomic_store(&bf->what, "queue pieces");
+            break;
+        }
+    }
+    bigfile_done(bf);
+}

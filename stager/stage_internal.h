@@ -1,0 +1,93 @@
+/* stage_internal: what the modules of libadafs_stage share (not installed).
+ *
+ * stage.c sets a run up and collects results, stage_walk.c walks trees and
+ * hands out files, stage_copy.c copies one file or one piece of a file. */
+#ifndef ADAFS_STAGE_INTERNAL_H
+#define ADAFS_STAGE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+
+#include "backend.h"
+#include "listfile.h"
+#include "pool.h"
+#include "ratelimit.h"
+#include "stage.h"
+
+/* Files up to this size are read whole and written with one create_write;
+ * it is also the per-thread copy buffer. */
+#define STAGE_BUF_SIZE (1u << 20)
+#define STAGE_DEFAULT_PIECE (64ull << 20)
+#define STAGE_DEFAULT_THREADS 8
+
+struct stage_run {
+    struct stage_options opt;
+    char *src, *dst, *instance;         /* owned copies of the option strings */
+    struct backend src_b, dst_b;
+    int src_adafs, dst_adafs;
+    struct ratelimit md, bw;
+    struct pool *pool;
+    uint64_t piece_size;
+    struct list list;
+
+    _Atomic uint64_t files, dirs, bytes, unchanged, skipped, pieces;
+    _Atomic uint64_t files_seen, bytes_seen;
+    _Atomic int no_memory;
+
+    pthread_mutex_t lock;               /* failures and the visited set */
+    struct stage_failure *failures;
+    size_t nfailures, failures_cap;
+    struct { dev_t dev; ino_t ino; } *visited;
+    size_t nvisited, visited_cap;
+
+    struct stage_result result;
+    struct timespec t0;
+};
+
+/* A directory being copied: alive while anything inside it is pending. When
+ * the last child finishes, the destination gets the source's mode and mtime
+ * (creating entries changes a directory's mtime, so it must come last). */
+struct dnode {
+    struct stage_run *run;
+    struct dnode *parent;
+    _Atomic long pending;
+    struct bdir *src, *dst;
+    char *rel;            /* relative to the request root ("" at the root) */
+    mode_t mode;
+    struct timespec mtime;
+    int set_attrs;
+};
+
+/* stage.c */
+void stage_fail(struct stage_run *run, const char *path, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void stage_fail_at(struct stage_run *run, struct bdir *d, const char *name, int err,
+                   const char *what);
+/* Returns 1 if (dev, ino) was already entered (a symlink loop). */
+int stage_seen_dir(struct stage_run *run, dev_t dev, ino_t ino);
+char *stage_rel(const char *parent_rel, const char *name);
+
+/* stage_walk.c */
+void dnode_hold(struct dnode *n);
+void dnode_release(struct dnode *n);
+/* Queues the copy of subdirectory sname of parent as dname. */
+void walk_push_subdir(struct pool_thread *self, struct dnode *parent,
+                      const char *sname, const char *dname, int follow);
+/* Lists an open directory node and queues its contents. */
+void walk_list(struct pool_thread *self, struct dnode *n);
+/* Handles one entry of parent: a file to copy, a directory to walk, or
+ * something to skip. d_type may be DT_UNKNOWN. */
+void walk_entry(struct pool_thread *self, struct dnode *parent, const char *sname,
+                const char *dname, unsigned char d_type, int named_by_user);
+
+/* stage_copy.c */
+/* Copies the regular file sname (already opened: src, sst) of parent to
+ * dname, owned by this worker; takes over src. */
+void copy_file(struct pool_thread *self, struct dnode *parent, struct bfile *src,
+               const struct stat *sst, const char *dname);
+/* Queues this worker's pieces of a big file. src may be NULL (opened here). */
+void copy_split(struct pool_thread *self, struct dnode *parent, const char *sname,
+                const char *dname, const char *rel, const struct stat *sst, int follow);
+
+#endif

@@ -1,0 +1,329 @@
+/* stage_walk: the parallel tree walk.
+ *
+ * A directory is listed by one task; its subdirectories become tasks of
+ * their own and its files are queued in batches, so a directory of 100,000
+ * files is spread over all threads and a deep tree over all of them too.
+ * Each worker of a distributed run walks the whole tree (creating every
+ * directory) and keeps only the files it owns. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "stage_internal.h"
+
+#define BATCH 32
+
+struct subdir_task {
+    struct dnode *parent;
+    char *sname, *dname;
+    int follow;
+};
+
+struct files_task {
+    struct dnode *parent;
+    unsigned n;
+    char *names[BATCH];
+    unsigned char types[BATCH];
+};
+
+void dnode_hold(struct dnode *n)
+{
+    atomic_fetch_add(&n->pending, 1);
+}
+
+void dnode_release(struct dnode *n)
+{
+    while (n && atomic_fetch_sub(&n->pending, 1) == 1) {
+        struct backend *db = n->dst ? n->dst->b : NULL;
+        if (n->set_attrs && n->dst) {
+            int rc = db->ops->dir_set_attrs(n->dst, n->mode, &n->mtime);
+            if (rc < 0)
+                stage_fail(n->run, n->dst->path, -rc, "set mode and mtime of directory");
+        }
+        if (n->src)
+            n->src->b->ops->dir_close(n->src);
+        if (n->dst)
+            db->ops->dir_close(n->dst);
+        struct dnode *parent = n->parent;
+        free(n->rel);
+        free(n);
+        n = parent;
+    }
+}
+
+static int worker_count(const struct stage_run *run)
+{
+    return run->opt.workers ? (int)run->opt.workers : 1;
+}
+
+static void subdir_task(struct pool_thread *self, void *arg)
+{
+    struct subdir_task *t = arg;
+    struct dnode *p = t->parent;
+    struct stage_run *run = p->run;
+    const struct backend_ops *sops = p->src->b->ops, *dops = p->dst->b->ops;
+    struct bdir *sd = NULL, *dd = NULL;
+    struct stat sst, dst;
+
+    int rc = sops->dir_open(p->src, t->sname, t->follow, &sd, &sst);
+    if (rc < 0) {
+        stage_fail_at(run, p->src, t->sname, -rc, "open source directory");
+        goto out;
+    }
+    if (t->follow && stage_seen_dir(run, sst.st_dev, sst.st_ino)) {
+        log_warn("skipping %s/%s: directory already copied (symlink loop?)",
+                 p->src->path, t->sname);
+        atomic_fetch_add(&run->skipped, 1);
+        goto out;
+    }
+    if (!run->opt.finalize) {
+        rc = dops->dir_make(p->dst, t->dname, S_IRWXU);
+        if (rc < 0 && rc != -EEXIST) {
+            stage_fail_at(run, p->dst, t->dname, -rc, "create directory");
+            goto out;
+        }
+    }
+    rc = dops->dir_open(p->dst, t->dname, 0, &dd, &dst);
+    if (rc < 0) {
+        stage_fail_at(run, p->dst, t->dname, -rc, "open destination directory");
+        goto out;
+    }
+    /* A directory left read-only by an earlier run must take new files. */
+    if (!run->opt.finalize && (dst.st_mode & S_IRWXU) != S_IRWXU &&
+        (rc = dops->dir_set_attrs(dd, dst.st_mode | S_IRWXU, NULL)) < 0) {
+        stage_fail(run, dd->path, -rc, "make directory writable");
+        goto out;
+    }
+
+    struct dnode *n = calloc(1, sizeof(*n));
+    char *rel = stage_rel(p->rel, t->dname);
+    if (!n || !rel) {
+        free(n);
+        free(rel);
+        stage_fail(run, dd->path, ENOMEM, "walk");
+        goto out;
+    }
+    *n = (struct dnode){ .run = run, .parent = p, .pending = 1, .src = sd, .dst = dd,
+                         .rel = rel, .mode = sst.st_mode, .mtime = sst.st_mtim,
+                         .set_attrs = worker_count(run) == 1 || run->opt.finalize };
+    atomic_fetch_add(&run->dirs, 1);
+    free(t->sname);
+    free(t->dname);
+    free(t);
+    walk_list(self, n);      /* the node inherits our hold on the parent */
+    return;
+out:
+    if (sd)
+        sops->dir_close(sd);
+    if (dd)
+        dops->dir_close(dd);
+    dnode_release(p);
+    free(t->sname);
+    free(t->dname);
+    free(t);
+}
+
+void walk_push_subdir(struct pool_thread *self, struct dnode *parent,
+                      const char *sname, const char *dname, int follow)
+{
+    struct stage_run *run = parent->run;
+    struct subdir_task *t = malloc(sizeof(*t));
+    if (t) {
+        *t = (struct subdir_task){ parent, strdup(sname), strdup(dname), follow };
+        if (t->sname && t->dname) {
+            dnode_hold(parent);
+            if (pool_push(run->pool, self, subdir_task, t) == 0)
+                return;
+            dnode_release(parent);
+        }
+        free(t->sname);
+        free(t->dname);
+        free(t);
+    }
+    stage_fail_at(run, parent->src, sname, ENOMEM, "queue directory");
+}
+
+static void files_task(struct pool_thread *self, void *arg)
+{
+    struct files_task *t = arg;
+    for (unsigned i = 0; i < t->n; i++) {
+        walk_entry(self, t->parent, t->names[i], t->names[i], t->types[i], 0);
+        free(t->names[i]);
+    }
+    dnode_release(t->parent);
+    free(t);
+}
+
+struct list_ctx {
+    struct pool_thread *self;
+    struct dnode *n;
+    struct files_task *batch;
+};
+
+static int push_batch(struct list_ctx *c)
+{
+    struct files_task *t = c->batch;
+    c->batch = NULL;
+    if (!t)
+        return 0;
+    dnode_hold(c->n);
+    if (pool_push(c->n->run->pool, c->self, files_task, t) == 0)
+        return 0;
+    dnode_release(c->n);
+    for (unsigned i = 0; i < t->n; i++)
+        free(t->names[i]);
+    free(t);
+    return -ENOMEM;
+}
+
+static int list_cb(void *arg, const char *name, unsigned char d_type)
+{
+    struct list_ctx *c = arg;
+    if (d_type == DT_DIR) {
+        walk_push_subdir(c->self, c->n, name, name, 0);
+        return 0;
+    }
+    if (!c->batch && !(c->batch = calloc(1, sizeof(*c->batch))))
+        return -ENOMEM;
+    c->batch->parent = c->n;
+    if (!(c->batch->names[c->batch->n] = strdup(name)))
+        return -ENOMEM;
+    c->batch->types[c->batch->n++] = d_type;
+    return c->batch->n == BATCH ? push_batch(c) : 0;
+}
+
+void walk_list(struct pool_thread *self, struct dnode *n)
+{
+    struct list_ctx c = { self, n, NULL };
+    int rc = n->src->b->ops->dir_list(n->src, list_cb, &c);
+    int prc = push_batch(&c);
+    if (rc == 0)
+        rc = prc;
+    if (rc < 0)
+        stage_fail(n->run, n->src->path, -rc, "list directory");
+    dnode_release(n);
+}
+
+static void skip(struct stage_run *run, struct dnode *parent, const char *name,
+                 const char *why)
+{
+    log_warn("skipping %s/%s: %s", parent->src->path, name, why);
+    atomic_fetch_add(&run->skipped, 1);
+}
+
+static int same_mtime(const struct stat *a, const struct stat *b)
+{
+    return a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* With n > 1 workers, split files get their mode and mtime only here, once
+ * every worker has written its pieces. */
+static void finalize_file(struct stage_run *run, struct dnode *parent, const char *dname,
+                          const struct stat *sst)
+{
+    const struct backend_ops *dops = parent->dst->b->ops;
+    struct stat dst;
+    int rc = dops->stat_at(parent->dst, dname, 0, &dst);
+    if (rc == 0 && (!S_ISREG(dst.st_mode) || dst.st_size != sst->st_size))
+        rc = -EIO;
+    if (rc == 0)
+        rc = dops->set_attrs_at(parent->dst, dname, sst->st_mode, &sst->st_mtim);
+    if (rc < 0)
+        stage_fail_at(run, parent->dst, dname, -rc,
+                      rc == -EIO ? "finalize: destination incomplete" : "finalize");
+    else
+        atomic_fetch_add(&run->files, 1);
+}
+
+void walk_entry(struct pool_thread *self, struct dnode *parent, const char *sname,
+                const char *dname, unsigned char d_type, int named_by_user)
+{
+    struct stage_run *run = parent->run;
+    const struct backend_ops *sops = parent->src->b->ops, *dops = parent->dst->b->ops;
+    unsigned n = (unsigned)worker_count(run), k = run->opt.worker;
+    int follow = run->opt.follow_symlinks || named_by_user;
+    struct stat sst, dst;
+
+    if (d_type == DT_DIR) {
+        walk_push_subdir(self, parent, sname, dname, 0);
+        return;
+    }
+    if (d_type == DT_LNK && !follow) {
+        skip(run, parent, sname, "symbolic link (use --follow-symlinks to copy its target)");
+        return;
+    }
+    if (d_type != DT_REG && d_type != DT_LNK && d_type != DT_UNKNOWN) {
+        skip(run, parent, sname, "not a regular file");
+        return;
+    }
+    char *rel = stage_rel(parent->rel, dname);
+    if (!rel) {
+        stage_fail_at(run, parent->src, sname, ENOMEM, "walk");
+        return;
+    }
+    int stated = n > 1 || run->opt.finalize || d_type != DT_REG;
+    if (stated) {
+        int rc = sops->stat_at(parent->src, sname, follow, &sst);
+        if (rc < 0) {
+            stage_fail_at(run, parent->src, sname, -rc, "stat source");
+            goto out;
+        }
+        if (S_ISLNK(sst.st_mode)) {
+            skip(run, parent, sname, "symbolic link (use --follow-symlinks to copy its target)");
+            goto out;
+        }
+        if (S_ISDIR(sst.st_mode)) {
+            walk_push_subdir(self, parent, sname, dname, follow);
+            goto out;
+        }
+        if (!S_ISREG(sst.st_mode)) {
+            skip(run, parent, sname, "not a regular file");
+            goto out;
+        }
+        atomic_fetch_add(&run->files_seen, 1);
+        atomic_fetch_add(&run->bytes_seen, (uint64_t)sst.st_size);
+        if ((uint64_t)sst.st_size > run->piece_size) {
+            if (run->opt.finalize && n > 1)
+                finalize_file(run, parent, dname, &sst);
+            else if (!run->opt.finalize)
+                copy_split(self, parent, sname, dname, rel, &sst, follow);
+            goto out;
+        }
+        if (stage_owner(rel, n) != k || run->opt.finalize)
+            goto out;
+    }
+
+    /* The open is what counts: decisions below use fstat of this file. */
+    struct bfile *src;
+    int rc = sops->open_read(parent->src, sname, follow, &src, &sst);
+    if (rc == -ELOOP && !follow) {
+        skip(run, parent, sname, "symbolic link (use --follow-symlinks to copy its target)");
+        goto out;
+    }
+    if (rc < 0) {
+        stage_fail_at(run, parent->src, sname, -rc,
+                      rc == -EINVAL ? "open source: not a regular file" : "open source");
+        goto out;
+    }
+    if (!stated) {
+        atomic_fetch_add(&run->files_seen, 1);
+        atomic_fetch_add(&run->bytes_seen, (uint64_t)sst.st_size);
+    }
+    int have_dst = dops->stat_at(parent->dst, dname, 0, &dst) == 0;
+    if (have_dst && S_ISREG(dst.st_mode) && dst.st_size == sst.st_size && same_mtime(&dst, &sst)) {
+        atomic_fetch_add(&run->unchanged, 1);
+        sops->close(src);
+        goto out;
+    }
+    if ((uint64_t)sst.st_size > run->piece_size) {
+        /* Grew past a piece since it was listed, or n == 1 (not stated). */
+        sops->close(src);
+        copy_split(self, parent, sname, dname, rel, &sst, follow);
+        goto out;
+    }
+    copy_file(self, parent, src, &sst, dname);
+out:
+    free(rel);
+}
