@@ -1,0 +1,125 @@
+#include "features.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const feature_names[NFEAT] = {
+    "log_req", "log_procs", "log_mem", "hour", "weekday", "partition",
+    "n_hist", "same_n", "same_last", "same_med3", "same_med5", "same_min5",
+    "same_max5", "same_limit", "req_n", "req_med5", "exe_med3", "last1",
+    "last2", "ratio_med5", "ratio_max5", "ratio_mean", "limit10", "fail5",
+    "since_end", "req_rel",
+};
+
+int hit_limit(int64_t run, int64_t req)
+{
+    return run >= req - (req / 100 > 60 ? req / 100 : 60);
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static float median(float *v, int n)
+{
+    if (n == 0)
+        return -1;
+    qsort(v, (size_t)n, sizeof(*v), cmp_float);
+    return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static float log2_or_unknown(int64_t v)
+{
+    return v > 0 ? (float)log2((double)v) : -1;
+}
+
+/* Ratios of a previous run to this request can be large; the trees only
+ * need to know "longer than this request". */
+static float rel(int64_t run, int64_t req)
+{
+    double r = (double)run / (double)req;
+    return (float)(r > 4 ? 4 : r);
+}
+
+float features_compute(const struct user_hist *u, const struct walltime_job *job,
+                       float f[NFEAT])
+{
+    const int64_t req = job->req_time, t = job->submit_time;
+    const struct hist_entry *h[HIST_LEN];
+    int n = 0;
+    if (u)
+        for (int k = 0; k < u->count; k++) {
+            const struct hist_entry *e = user_hist_at(u, k);
+            if (e->end <= t)             /* finished before this submit only */
+                h[n++] = e;
+        }
+
+    f[F_LOG_REQ] = log2_or_unknown(req);
+    f[F_LOG_PROCS] = log2_or_unknown(job->procs);
+    f[F_LOG_MEM] = log2_or_unknown(job->req_mem_kb);
+    f[F_HOUR] = t >= 0 ? (float)(t % 86400) / 3600.0f : -1;
+    f[F_WDAY] = t >= 0 ? (float)((t / 86400 + 4) % 7) : -1;
+    f[F_PARTITION] = job->partition ? (float)job->partition : -1;
+    f[F_NHIST] = (float)n;
+
+    float same[HIST_LEN], byreq[HIST_LEN], exe[HIST_LEN], own[HIST_LEN], tmp[HIST_LEN];
+    int ns = 0, nr = 0, ne = 0, same_limit = 0, limit10 = 0, fail5 = 0;
+    double ratio_sum = 0, req_log_sum = 0;
+    for (int i = 0; i < n; i++) {
+        const struct hist_entry *e = h[i];
+        own[i] = (float)e->run / (float)e->req;
+        ratio_sum += own[i] > 1 ? 1 : own[i];
+        req_log_sum += log2((double)e->req);
+        if (i < 10)
+            limit10 += hit_limit(e->run, e->req);
+        if (i < 5)
+            fail5 += e->status == 0;
+        if (e->req == req) {
+            byreq[nr++] = rel(e->run, req);
+            if (e->procs == job->procs) {
+                if (ns < 10)
+                    same_limit += hit_limit(e->run, e->req);
+                same[ns++] = rel(e->run, req);
+            }
+        }
+        if (job->exe && e->exe == job->exe)
+            exe[ne++] = rel(e->run, req);
+    }
+
+    f[F_SAME_N] = (float)ns;
+    f[F_SAME_LAST] = ns ? same[0] : -1;
+    memcpy(tmp, same, sizeof(float) * (size_t)(ns < 3 ? ns : 3));
+    f[F_SAME_MED3] = median(tmp, ns < 3 ? ns : 3);
+    memcpy(tmp, same, sizeof(float) * (size_t)(ns < 5 ? ns : 5));
+    f[F_SAME_MED5] = median(tmp, ns < 5 ? ns : 5);
+    f[F_SAME_MIN5] = ns ? tmp[0] : -1;                 /* tmp is sorted */
+    f[F_SAME_MAX5] = ns ? tmp[(ns < 5 ? ns : 5) - 1] : -1;
+    f[F_SAME_LIMIT] = ns ? (float)same_limit / (float)(ns < 10 ? ns : 10) : -1;
+    f[F_REQ_N] = (float)nr;
+    f[F_REQ_MED5] = median(byreq, nr < 5 ? nr : 5);
+    f[F_EXE_MED3] = median(exe, ne < 3 ? ne : 3);
+    f[F_LAST1] = n ? rel(h[0]->run, req) : -1;
+    f[F_LAST2] = n >= 2 ? rel((h[0]->run + h[1]->run) / 2, req) : f[F_LAST1];
+    memcpy(tmp, own, sizeof(float) * (size_t)(n < 5 ? n : 5));
+    f[F_RATIO_MED5] = median(tmp, n < 5 ? n : 5);
+    f[F_RATIO_MAX5] = n ? tmp[(n < 5 ? n : 5) - 1] : -1;
+    f[F_RATIO_MEAN] = n ? (float)(ratio_sum / n) : -1;
+    f[F_LIMIT10] = n ? (float)limit10 / (float)(n < 10 ? n : 10) : -1;
+    f[F_FAIL5] = n ? (float)fail5 / (float)(n < 5 ? n : 5) : -1;
+    f[F_SINCE_END] = n ? (float)log2(1.0 + (double)(t - h[0]->end)) : -1;
+    f[F_REQ_REL] = n ? (float)(log2((double)req) - req_log_sum / n) : 0;
+
+    return features_baseline(f);
+}
+
+float features_baseline(const float f[NFEAT])
+{
+    /* The recent runs of the most similar jobs, else of any job. */
+    float r = f[F_SAME_MED5] >= 0 ? f[F_SAME_MED5]
+            : f[F_REQ_MED5] >= 0 ? f[F_REQ_MED5]
+            : f[F_RATIO_MED5] >= 0 ? f[F_RATIO_MED5] : BASELINE_NEW_USER;
+    return r > 1 ? 1 : r;
+}

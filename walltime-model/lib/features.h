@@ -1,0 +1,41 @@
+/* features: what the model may know about a job when it is submitted.
+ *
+ * The job's own request, size, memory, partition and submit time, plus
+ * summaries of the same user's jobs that had finished by then: run times of
+ * jobs with the same request and size, run/request ratios, how often they
+ * ran into the limit. Run times are expressed relative to this job's request
+ * (ratios), the scale the trees learn on. Unknown values are -1. */
+#ifndef WALLTIME_FEATURES_H
+#define WALLTIME_FEATURES_H
+
+#include "history.h"
+#include "walltime.h"
+
+enum {
+    F_LOG_REQ, F_LOG_PROCS, F_LOG_MEM, F_HOUR, F_WDAY, F_PARTITION,
+    F_NHIST, F_SAME_N, F_SAME_LAST, F_SAME_MED3, F_SAME_MED5, F_SAME_MIN5,
+    F_SAME_MAX5, F_SAME_LIMIT, F_REQ_N, F_REQ_MED5, F_EXE_MED3, F_LAST1,
+    F_LAST2, F_RATIO_MED5, F_RATIO_MAX5, F_RATIO_MEAN, F_LIMIT10, F_FAIL5,
+    F_SINCE_END, F_REQ_REL,
+    NFEAT
+};
+
+/* Ratio guessed for a user without history. */
+#define BASELINE_NEW_USER 0.3f
+
+/* Fills f[NFEAT] for job from u (may be NULL), using only entries whose end
+ * time is <= job->submit_time. Returns features_baseline(f). */
+float features_compute(const struct user_hist *u, const struct walltime_job *job,
+                       float f[NFEAT]);
+
+/* History-only estimate of the run/request ratio (median of the latest runs
+ * of the most similar jobs), <= 1: the trees start from it and correct it. */
+float features_baseline(const float f[NFEAT]);
+
+/* Names of the features, for model files and reports. */
+extern const char *const feature_names[NFEAT];
+
+/* The real run time hit the limit: within 1% (or a minute) of the request. */
+int hit_limit(int64_t run, int64_t req);
+
+#endif

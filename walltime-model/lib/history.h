@@ -1,0 +1,43 @@
+/* history: each user's most recent finished jobs, the model's memory.
+ *
+ * A fixed ring of HIST_LEN entries per user, in the order the jobs were
+ * observed (their end order), in an open-addressing table keyed by uid. */
+#ifndef WALLTIME_HISTORY_H
+#define WALLTIME_HISTORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HIST_LEN 64
+
+struct hist_entry {
+    int64_t submit, end, req, run, procs, mem;
+    uint32_t exe, partition;
+    int32_t status;
+};
+
+struct user_hist {
+    int64_t uid;            /* -1: free slot */
+    int count;              /* entries held, <= HIST_LEN */
+    int head;               /* slot the next entry goes to */
+    double log_margin;      /* conservative estimate's widening, log scale */
+    struct hist_entry e[HIST_LEN];
+};
+
+struct history {
+    struct user_hist *slots;
+    size_t cap, used;       /* cap is 0 or a power of two */
+};
+
+void history_init(struct history *h);
+void history_free(struct history *h);
+/* NULL if the user has no history (or uid < 0). */
+const struct user_hist *history_find(const struct history *h, int64_t uid);
+/* The user's record, created empty if new; NULL when out of memory or for
+ * an unknown user (uid < 0), who has no history. */
+struct user_hist *history_get(struct history *h, int64_t uid);
+void user_hist_add(struct user_hist *u, const struct hist_entry *e);
+/* The k-th newest entry (k = 0 is the newest), k < u->count. */
+const struct hist_entry *user_hist_at(const struct user_hist *u, int k);
+
+#endif

@@ -1,0 +1,388 @@
+/* adafs-walltime: train, query and evaluate the walltime model.
+ *
+ *   adafs-walltime train    (--swf FILE | --sacct FILE) --model OUT
+ *   adafs-walltime predict  --model FILE [--job JSON] [--update]
+ *   adafs-walltime evaluate (--swf FILE | --sacct FILE) [--json] [--simulate easy]
+ *
+ * Malformed trace lines are reported on stderr with their line number and
+ * skipped. Exit status: 0 ok, 1 runtime error, 2 usage error. */
+#include "walltime.h"
+#include "lib/easy.h"
+#include "predict_json.h"
+#include "lib/replay.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define USAGE \
+    "usage: adafs-walltime train    (--swf FILE | --sacct FILE) --model OUT [TUNING]\n" \
+    "       adafs-walltime predict  --model FILE [--job JSON] [--update]\n" \
+    "       adafs-walltime evaluate (--swf FILE | --sacct FILE) [--json] [--simulate easy] [TUNING]\n" \
+    "TUNING: --trees N --depth N --learning-rate X --min-leaf N --quantile Q\n" \
+    "        --target-miss R --retrain-every N\n" \
+    "sacct files: sacct --parsable2 --noheader --format=" WALLTIME_SACCT_FORMAT "\n"
+
+struct options {
+    const char *swf, *sacct, *model, *job, *simulate;
+    int json, update;
+    struct walltime_params params;
+};
+
+/* Prints "adafs-walltime: WHAT 'ARG'" (ARG may be NULL) and the usage. */
+static int usage_error(const char *what, const char *arg)
+{
+    if (arg)
+        fprintf(stderr, "adafs-walltime: %s '%s'\n%s", what, arg, USAGE);
+    else
+        fprintf(stderr, "adafs-walltime: %s\n%s", what, USAGE);
+    return 2;
+}
+
+static int parse_number(const char *opt, const char *s, double lo, double hi, double *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    if (errno || *end || !*s || *v < lo || *v > hi) {
+        fprintf(stderr, "adafs-walltime: %s must be a number in [%g, %g], not '%s'\n",
+                opt, lo, hi, s);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    static const struct option longopts[] = {
+        { "swf", required_argument, NULL, 's' },
+        { "sacct", required_argument, NULL, 'a' },
+        { "model", required_argument, NULL, 'm' },
+        { "job", required_argument, NULL, 'j' },
+        { "json", no_argument, NULL, 'J' },
+        { "update", no_argument, NULL, 'u' },
+        { "simulate", required_argument, NULL, 'S' },
+        { "trees", required_argument, NULL, 1 },
+        { "depth", required_argument, NULL, 2 },
+        { "learning-rate", required_argument, NULL, 3 },
+        { "min-leaf", required_argument, NULL, 4 },
+        { "quantile", required_argument, NULL, 5 },
+        { "target-miss", required_argument, NULL, 6 },
+        { "retrain-every", required_argument, NULL, 7 },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    memset(o, 0, sizeof(*o));
+    walltime_params_default(&o->params);
+    struct walltime_params *p = &o->params;
+    int c;
+    double v;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
+        const char *name = c > 0 && c < 8 ? longopts[c + 6].name : "";
+        switch (c) {
+        case 's': o->swf = optarg; break;
+        case 'a': o->sacct = optarg; break;
+        case 'm': o->model = optarg; break;
+        case 'j': o->job = optarg; break;
+        case 'J': o->json = 1; break;
+        case 'u': o->update = 1; break;
+        case 'S': o->simulate = optarg; break;
+        case 1: if (parse_number(name, optarg, 1, 10000, &v)) return -1; p->trees = (int)v; break;
+        case 2: if (parse_number(name, optarg, 1, 20, &v)) return -1; p->depth = (int)v; break;
+        case 3: if (parse_number(name, optarg, 1e-4, 1, &v)) return -1; p->learning_rate = v; break;
+        case 4: if (parse_number(name, optarg, 1, 1e6, &v)) return -1; p->min_leaf = (int)v; break;
+        case 5: if (parse_number(name, optarg, 0.5, 0.999, &v)) return -1; p->quantile = v; break;
+        case 6: if (parse_number(name, optarg, 0.001, 0.5, &v)) return -1; p->target_miss = v; break;
+        case 7: if (parse_number(name, optarg, 1, 1e8, &v)) return -1; p->retrain_every = (int)v; break;
+        case 'h': fputs(USAGE, stdout); exit(0);
+        default: return -1;
+        }
+    }
+    if (optind < argc) {
+        usage_error("unexpected argument", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+static int read_trace(const struct options *o, struct walltime_trace *t)
+{
+    char err[512];
+    if (!o->swf == !o->sacct) {
+        fprintf(stderr, "adafs-walltime: give exactly one of --swf FILE or --sacct FILE\n%s", USAGE);
+        return 2;
+    }
+    const char *path = o->swf ? o->swf : o->sacct;
+    if (walltime_trace_read(path, o->swf ? WALLTIME_SWF : WALLTIME_SACCT, stderr, t,
+                            err, sizeof(err)) < 0) {
+        fprintf(stderr, "adafs-walltime: %s\n", err);
+        return 1;
+    }
+    if (t->malformed)
+        fprintf(stderr, "adafs-walltime: %s: %zu malformed lines skipped\n", path, t->malformed);
+    if (t->n == 0) {
+        fprintf(stderr, "adafs-walltime: %s holds no jobs\n", path);
+        walltime_trace_free(t);
+        return 1;
+    }
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- train ------------------------------------------------------------ */
+
+static const struct walltime_job *sort_jobs;
+
+static int64_t end_of(const struct walltime_job *j)
+{
+    return j->submit_time + (j->wait_time > 0 ? j->wait_time : 0) + j->run_time;
+}
+
+static int cmp_end(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int64_t ex = end_of(&sort_jobs[x]), ey = end_of(&sort_jobs[y]);
+    if (ex != ey)
+        return ex < ey ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+static int cmd_train(const struct options *o)
+{
+    if (!o->model)
+        return usage_error("train needs --model OUT", NULL);
+    struct walltime_trace t;
+    int rc = read_trace(o, &t);
+    if (rc)
+        return rc;
+    char err[512];
+    double t0 = now_s();
+    struct walltime_model *m = walltime_model_new(&o->params);
+    size_t *order = malloc(t.n * sizeof(*order)), n = 0, skipped = 0;
+    if (!m || !order) {
+        fprintf(stderr, "adafs-walltime: out of memory for %zu jobs\n", t.n);
+        rc = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < t.n; i++)
+        if (t.jobs[i].req_time > 0 && t.jobs[i].run_time >= 0)
+            order[n++] = i;
+        else
+            skipped++;
+    /* Observed in end order, so each job's features are its submit-time ones. */
+    sort_jobs = t.jobs;
+    qsort(order, n, sizeof(*order), cmp_end);
+    for (size_t k = 0; k < n; k++)
+        if (walltime_observe_finished(m, &t.jobs[order[k]], err, sizeof(err)) < 0) {
+            fprintf(stderr, "adafs-walltime: %s\n", err);
+            rc = 1;
+            goto out;
+        }
+    if (walltime_train(m, err, sizeof(err)) < 0 ||
+        walltime_model_save(m, o->model, err, sizeof(err)) < 0) {
+        fprintf(stderr, "adafs-walltime: %s\n", err);
+        rc = 1;
+        goto out;
+    }
+    printf("trained on %zu finished jobs (%zu without request or run time skipped) "
+           "in %.2f s; model written to %s\n", n, skipped, now_s() - t0, o->model);
+out:
+    free(order);
+    walltime_model_free(m);
+    walltime_trace_free(&t);
+    return rc;
+}
+
+/* ---- predict ---------------------------------------------------------- */
+
+/* One JSON job in, one JSON line out. Returns 0, or 1 after reporting. */
+static int predict_one(struct walltime_model *m, const char *text, long lineno)
+{
+    struct walltime_job job;
+    struct walltime_prediction p;
+    char err[512];
+    if (job_from_json(text, &job, err, sizeof(err)) < 0) {
+        fprintf(stderr, "adafs-walltime: input line %ld: %s\n", lineno, err);
+        printf("{\"line\":%ld,\"error\":\"bad job, see stderr\"}\n", lineno);
+        return 1;
+    }
+    if (job.run_time >= 0) {
+        if (walltime_observe_finished(m, &job, err, sizeof(err)) < 0) {
+            fprintf(stderr, "adafs-walltime: input line %ld: %s\n", lineno, err);
+            printf("{\"line\":%ld,\"error\":\"bad finished job, see stderr\"}\n", lineno);
+            return 1;
+        }
+        printf("{\"job_id\":%lld,\"observed\":true}\n", (long long)job.job_id);
+    } else {
+        if (walltime_predict(m, &job, &p, err, sizeof(err)) < 0) {
+            fprintf(stderr, "adafs-walltime: input line %ld: %s\n", lineno, err);
+            printf("{\"line\":%ld,\"error\":\"cannot predict, see stderr\"}\n", lineno);
+            return 1;
+        }
+        printf("{\"job_id\":%lld,\"median_s\":%.0f,\"conservative_s\":%.0f}\n",
+               (long long)job.job_id, p.median_s, p.conservative_s);
+    }
+    fflush(stdout);
+    return 0;
+}
+
+static int cmd_predict(const struct options *o)
+{
+    if (!o->model)
+        return usage_error("predict needs --model FILE", NULL);
+    char err[512];
+    struct walltime_model *m = walltime_model_load(o->model, err, sizeof(err));
+    if (!m) {
+        fprintf(stderr, "adafs-walltime: %s\n", err);
+        return 1;
+    }
+    int rc = 0;
+    if (o->job) {
+        rc = predict_one(m, o->job, 1);
+    } else {
+        char *line = NULL;
+        size_t cap = 0;
+        long lineno = 0;
+        while (getline(&line, &cap, stdin) >= 0) {
+            lineno++;
+            if (line[strspn(line, " \t\r\n")] == '\0')
+                continue;
+            rc |= predict_one(m, line, lineno);
+        }
+        free(line);
+    }
+    if (o->update && walltime_model_save(m, o->model, err, sizeof(err)) < 0) {
+        fprintf(stderr, "adafs-walltime: %s\n", err);
+        rc = 1;
+    }
+    walltime_model_free(m);
+    return rc;
+}
+
+/* ---- evaluate --------------------------------------------------------- */
+
+static void print_json(const char *path, const struct replay_result *r,
+                       const struct easy_result *sim)
+{
+    printf("{\"trace\":\"");
+    for (const char *c = path; *c; c++)
+        printf(*c == '"' || *c == '\\' ? "\\%c" : (unsigned char)*c < 0x20 ? "?" : "%c", *c);
+    printf("\",\"jobs\":%zu,\"skipped\":%zu,\"predictors\":{", r->n, r->skipped);
+    for (int k = 0; k < P_COUNT; k++) {
+        const struct replay_metrics *m = &r->metrics[k];
+        printf("%s\"%s\":{\"n\":%zu,\"mae_s\":%.3f,\"medae_s\":%.3f,"
+               "\"underestimation_rate\":%.6f}", k ? "," : "", replay_predictor_names[k],
+               m->n, m->mae_s, m->medae_s, m->underestimation_rate);
+    }
+    printf("},\"per_user_medae_s\":{");
+    for (int k = 0; k < P_COUNT; k++) {
+        const struct replay_metrics *m = &r->metrics[k];
+        printf("%s\"%s\":{\"users\":%zu,\"p25\":%.3f,\"p50\":%.3f,\"p75\":%.3f,\"p90\":%.3f}",
+               k ? "," : "", replay_predictor_names[k], m->users, m->user_medae_p25,
+               m->user_medae_p50, m->user_medae_p75, m->user_medae_p90);
+    }
+    printf("},\"trainings\":%ld,\"train_seconds\":%.3f", r->trainings, r->train_seconds);
+    if (sim) {
+        static const char *const names[] = { "request", "model", "model_safe" };
+        printf(",\"simulate_easy\":{");
+        for (int k = 0; k < 3; k++)
+            printf("%s\"%s\":{\"jobs\":%zu,\"avg_wait_s\":%.3f,\"avg_bounded_slowdown\":%.4f}",
+                   k ? "," : "", names[k], sim[k].jobs, sim[k].avg_wait_s,
+                   sim[k].avg_bounded_slowdown);
+        printf("}");
+    }
+    printf("}\n");
+}
+
+static void print_text(const char *path, const struct replay_result *r,
+                       const struct easy_result *sim)
+{
+    printf("%s: %zu jobs (%zu skipped), time-ordered replay, %ld trainings (%.1f s)\n",
+           path, r->n, r->skipped, r->trainings, r->train_seconds);
+    printf("%-11s %7s %9s %9s %7s   per-user median abs. error (h): p25 p50 p75 p90\n",
+           "predictor", "n", "MAE(h)", "MedAE(h)", "under");
+    for (int k = 0; k < P_COUNT; k++) {
+        const struct replay_metrics *m = &r->metrics[k];
+        printf("%-11s %7zu %9.3f %9.3f %6.1f%%   %.3f %.3f %.3f %.3f\n",
+               replay_predictor_names[k], m->n, m->mae_s / 3600, m->medae_s / 3600,
+               100 * m->underestimation_rate, m->user_medae_p25 / 3600,
+               m->user_medae_p50 / 3600, m->user_medae_p75 / 3600, m->user_medae_p90 / 3600);
+    }
+    if (sim) {
+        static const char *const names[] = { "request", "model", "model_safe" };
+        printf("EASY backfilling (planning with each estimate; jobs killed at their request):\n");
+        for (int k = 0; k < 3; k++)
+            printf("  %-11s avg wait %10.1f s   avg bounded slowdown %8.2f\n", names[k],
+                   sim[k].avg_wait_s, sim[k].avg_bounded_slowdown);
+    }
+}
+
+static int cmd_evaluate(const struct options *o)
+{
+    if (o->simulate && strcmp(o->simulate, "easy") != 0)
+        return usage_error("--simulate takes only 'easy', not", o->simulate);
+    struct walltime_trace t;
+    int rc = read_trace(o, &t);
+    if (rc)
+        return rc;
+    char err[512];
+    struct replay_result r;
+    if (replay_run(&t, &o->params, &r, err, sizeof(err)) < 0) {
+        fprintf(stderr, "adafs-walltime: %s\n", err);
+        walltime_trace_free(&t);
+        return 1;
+    }
+    struct easy_result sim[3];
+    if (o->simulate) {
+        const double *est[3] = { r.pred[P_REQUEST], r.pred[P_MODEL], r.pred[P_MODEL_SAFE] };
+        for (int k = 0; k < 3; k++)
+            if (easy_simulate(&t, est[k], t.max_procs, &sim[k]) < 0) {
+                fprintf(stderr, "adafs-walltime: out of memory simulating %zu jobs\n", t.n);
+                rc = 1;
+                goto out;
+            }
+    }
+    const char *path = o->swf ? o->swf : o->sacct;
+    if (o->json)
+        print_json(path, &r, o->simulate ? sim : NULL);
+    else
+        print_text(path, &r, o->simulate ? sim : NULL);
+out:
+    replay_free(&r);
+    walltime_trace_free(&t);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(USAGE, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    struct options o;
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+        fputs(USAGE, stdout);
+        return 0;
+    }
+    if (parse_options(argc - 1, argv + 1, &o) < 0)
+        return 2;
+    if (strcmp(cmd, "train") == 0)
+        return cmd_train(&o);
+    if (strcmp(cmd, "predict") == 0)
+        return cmd_predict(&o);
+    if (strcmp(cmd, "evaluate") == 0)
+        return cmd_evaluate(&o);
+    return usage_error("unknown command", cmd);
+}

@@ -1,0 +1,155 @@
+/* walltime: predicts how long a batch job will really run, at submit time.
+ *
+ * The model learns from the user's own finished jobs (recent run times of
+ * jobs with the same request and size, run/request ratios, how often they hit
+ * the limit) and a small gradient-boosted tree ensemble, trained on every
+ * finished job, that turns these history features into two estimates:
+ *   - median:       the run time the job most likely has (minimises MAE);
+ *   - conservative: an upper estimate the job rarely exceeds (an upper
+ *                   quantile, widened online per user after each miss).
+ * Both are never above the requested time.
+ *
+ * Only what is known when the job is submitted is used: its request, user,
+ * group, account, partition, size, memory, name, submit time, and the jobs of
+ * the same user that had *finished* by then (their end time <= this submit
+ * time). Features are always computed "as of" the job's submit time, so a job
+ * observed too early can never leak into a prediction.
+ *
+ * Thread safety (for the Slurm plugin): a struct walltime_model is not
+ * locked internally. walltime_predict() only reads the model, so several
+ * threads may predict at once; walltime_observe_finished(), walltime_train(),
+ * walltime_model_save() excepted, everything that changes the model needs the
+ * caller's exclusive lock (a pthread_rwlock_t: read lock around predict, write
+ * lock around observe/retrain/load). walltime_observe_finished() does not
+ * retrain unless auto_retrain is set; a plugin should call walltime_train()
+ * outside the scheduler's hot path (it takes well under a second per 30,000
+ * jobs here) or let the admin retrain offline with `adafs-walltime train`.
+ * The library never prints; errors come back as negative errno plus a message
+ * in the caller's buffer. */
+#ifndef ADAFS_WALLTIME_H
+#define ADAFS_WALLTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* One job. Fields not known are -1 (numbers) or 0 (string keys). */
+struct walltime_job {
+    int64_t job_id;
+    int64_t submit_time;   /* seconds, any fixed epoch */
+    int64_t req_time;      /* requested wall time, seconds, > 0 */
+    int64_t run_time;      /* real run time (finished jobs only), else -1 */
+    int64_t wait_time;     /* queue wait; only the scheduling replay uses it */
+    int64_t uid;
+    int64_t gid;
+    int64_t procs;         /* requested processors (CPUs) */
+    int64_t nodes;         /* requested nodes, -1 if unknown */
+    int64_t req_mem_kb;    /* requested memory in KiB (total), -1 if unknown */
+    uint32_t account;      /* walltime_key() of the account (SWF: queue) */
+    uint32_t partition;    /* walltime_key() of the partition name (SWF: id) */
+    uint32_t exe;          /* walltime_key() of the job name / executable */
+    int status;            /* finished jobs: 1 completed, 0 failed, 5 cancelled */
+};
+
+/* Stable 32-bit key of a name (FNV-1a; 0 for NULL or ""), for the string
+ * fields of struct walltime_job. */
+uint32_t walltime_key(const char *name);
+/* Key of a numeric id as given in SWF traces (-1 -> 0). */
+uint32_t walltime_key_id(int64_t id);
+/* A job with every field unknown (-1 / 0). */
+void walltime_job_init(struct walltime_job *job);
+
+struct walltime_prediction {
+    double median_s;        /* most likely run time, seconds, <= req_time */
+    double conservative_s;  /* rarely-exceeded run time, seconds, <= req_time */
+};
+
+struct walltime_params {
+    int trees;              /* boosting rounds per ensemble */
+    int depth;              /* tree depth */
+    double learning_rate;
+    int min_leaf;           /* minimum jobs per leaf */
+    double quantile;        /* quantile of the conservative ensemble */
+    double target_miss;     /* conservative: wanted share of underestimates */
+    int max_train;          /* finished jobs kept for retraining */
+    int retrain_every;      /* auto-retrain after this many observations */
+    int auto_retrain;       /* observe_finished() retrains by itself */
+};
+
+struct walltime_model;
+
+/* The defaults the measurements in doc/bench/walltime.md were made with. */
+void walltime_params_default(struct walltime_params *params);
+
+struct walltime_model *walltime_model_new(const struct walltime_params *params);
+void walltime_model_free(struct walltime_model *model);
+
+/* Both estimates for a job about to be submitted. Reads the model only.
+ * Returns 0, or -EINVAL (message in err) if the job has no positive request. */
+int walltime_predict(const struct walltime_model *model,
+                     const struct walltime_job *job,
+                     struct walltime_prediction *out, char *err, size_t errlen);
+
+/* Learns from a job that has finished (run_time >= 0): adds it to its user's
+ * history, adjusts the user's conservative margin and keeps it for the next
+ * training. Returns 0 or -EINVAL with a message. */
+int walltime_observe_finished(struct walltime_model *model,
+                              const struct walltime_job *job,
+                              char *err, size_t errlen);
+
+/* Refits both ensembles on the finished jobs kept so far. Returns 0, or
+ * -ENOMEM with a message. Before the first training the model predicts from
+ * the user's history alone. */
+int walltime_train(struct walltime_model *model, char *err, size_t errlen);
+
+/* Number of finished jobs observed / training runs done, for reports. */
+long walltime_model_observed(const struct walltime_model *model);
+long walltime_model_trainings(const struct walltime_model *model);
+
+/* Text model file ("adafs-walltime-model 1"): parameters, trees, per-user
+ * histories and margins, and the kept training jobs, with every number
+ * written exactly, so a reloaded model predicts bit-identically.
+ * save returns 0 or -errno; load returns the model or NULL with the reason
+ * (path and line) in err. */
+int walltime_model_save(const struct walltime_model *model, const char *path,
+                        char *err, size_t errlen);
+struct walltime_model *walltime_model_load(const char *path,
+                                           char *err, size_t errlen);
+
+/* ---- traces ---------------------------------------------------------- */
+
+/* Parses one line of a Standard Workload Format trace. Returns 1 for a job
+ * (in *job), 0 for a comment or blank line, -1 for a malformed line with the
+ * reason in err ("field 9 (requested time) is not a number: 'x'"). */
+int walltime_parse_swf_line(const char *line, struct walltime_job *job,
+                            char *err, size_t errlen);
+
+/* The sacct --parsable2 fields the reader expects, in this order (see
+ * doc/walltime.md for the full command). */
+#define WALLTIME_SACCT_FORMAT \
+    "JobIDRaw,UID,GID,Account,Partition,JobName,Submit,Start,TimelimitRaw,ElapsedRaw,NCPUS,NNodes,ReqMem,State"
+
+/* Parses one line of `sacct --parsable2 --noheader --format=WALLTIME_SACCT_FORMAT`.
+ * Returns 1 for a job, 0 for a line to ignore (header, job steps such as
+ * "123.batch", jobs still pending/running), -1 if malformed (reason in err). */
+int walltime_parse_sacct_line(const char *line, struct walltime_job *job,
+                              char *err, size_t errlen);
+
+enum walltime_format { WALLTIME_SWF, WALLTIME_SACCT };
+
+struct walltime_trace {
+    struct walltime_job *jobs;
+    size_t n;
+    size_t malformed;      /* lines reported and skipped */
+    long max_procs;        /* SWF "; MaxProcs:" header, else -1 */
+};
+
+/* Reads a whole trace. Each malformed line is reported on `report` (may be
+ * NULL) as "PATH:LINE: reason" and skipped. Jobs come back sorted by submit
+ * time (stable). Returns 0 or -errno (message in err). */
+int walltime_trace_read(const char *path, enum walltime_format format,
+                        FILE *report, struct walltime_trace *trace,
+                        char *err, size_t errlen);
+void walltime_trace_free(struct walltime_trace *trace);
+
+#endif
