@@ -45,14 +45,13 @@ int64_t ratelimit_take(struct ratelimit *rl, uint64_t n)
     int64_t old = atomic_load_explicit(&rl->next_ns, memory_order_relaxed);
     int64_t start;
     do {
-        /* Idle time earns at most `burst` of credit. */
-        start = old < now - burst ? now - burst : old;
+        start = old < now ? now : old;      /* idle time is not saved up... */
     } while (!atomic_compare_exchange_weak_explicit(&rl->next_ns, &old, start + cost,
                                                     memory_order_relaxed,
                                                     memory_order_relaxed));
 
-    /* Our tokens are due when the bucket has drained to where we started,
-     * less the allowed burst. The reservation is ours; sleep lock-free. */
+    /* ...beyond the burst: tokens are due once the bucket's debt is at most
+     * `burst` ahead of now. The reservation is ours; sleep lock-free. */
     int64_t due = start + cost - burst;
     int64_t wait = due - now;
     if (wait <= 0)

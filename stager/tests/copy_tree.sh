@@ -1,0 +1,88 @@
+#!/bin/sh
+# copy SRC DST between ordinary directories: nested trees, empty files, names
+# with spaces and UTF-8, 10,000 small files, a 3 GiB sparse file, modes and
+# mtimes, symlinks skipped or followed, restart, and bad requests.
+. "${srcdir:-.}/tests/lib.sh"
+S=$WORK/src D=$WORK/dst
+mkdir -p "$S/a/b/c/d/e" "$S/with space/und ümlaut" "$S/many" "$S/ro"
+echo nested > "$S/a/b/c/d/e/deep.txt"
+: > "$S/empty"; : > "$S/a/b/empty too"
+printf 'spaces\n' > "$S/with space/file with spaces.txt"
+printf 'utf8\n' > "$S/with space/und ümlaut/日本語 ファイル.dat"
+head -c 5000000 /dev/urandom > "$S/a/mid.bin"         # > 1 MiB: streamed, < piece
+head -c 9000000 /dev/urandom > "$S/a/b/big.bin"       # split with --piece-size 2M
+i=0; while [ $i -lt 100 ]; do mkdir "$S/many/d$i"; i=$((i + 1)); done
+seq 0 9999 | awk -v d="$S/many" '{ f = d "/d" ($1 % 100) "/f" $1; printf "%d\n", $1 > f; close(f) }'
+truncate -s 3G "$S/sparse3g"
+printf 'head' | dd of="$S/sparse3g" conv=notrunc status=none
+printf 'tail' | dd of="$S/sparse3g" bs=1 seek=$((3 * 1024 * 1024 * 1024 - 4)) conv=notrunc status=none
+echo secret > "$S/ro/readonly.txt"; chmod 0400 "$S/ro/readonly.txt"; chmod 0555 "$S/ro"
+chmod 0751 "$S/a"; chmod 0600 "$S/a/mid.bin"; chmod 4755 "$S/empty"
+touch -d '2001-02-03 04:05:06.123456789' "$S/a/mid.bin" "$S/a/b"
+ln -s ../a/mid.bin "$S/with space/link-to-mid"
+ln -s /etc "$S/link-to-etc"
+
+"$STAGE" copy --json --piece-size 2M "$S" "$D" > "$WORK/out.json" 2> "$WORK/err"
+is "copy exits 0" $? 0
+is "10,000 small files + 9 others copied" "$(json_field "$WORK/out.json" files)" 10009
+is "directories counted (root, 5 nested, 2 spaced, many + 100, ro)" "$(json_field "$WORK/out.json" dirs)" 110
+is "two symlinks skipped" "$(json_field "$WORK/out.json" skipped)" 2
+is "files over 2 MiB went in pieces (5 + 3 + 1536 for 3 GiB)" "$(json_field "$WORK/out.json" pieces)" 1544
+ok "symlink skip is warned about with its path" grep -q "skipping $S/with space/link-to-mid: symbolic link" "$WORK/err"
+ok "no symlink in the destination" test ! -e "$D/with space/link-to-mid" -a ! -e "$D/link-to-etc"
+tree_listing "$S" > "$WORK/s.lst"; tree_listing "$D" > "$WORK/d.lst"
+ok "tree, sizes, modes (incl. setuid, 0400, 0555) and ns mtimes identical" cmp -s "$WORK/s.lst" "$WORK/d.lst"
+ok "contents identical" diff -r --no-dereference "$S/a" "$D/a"
+ok "UTF-8 and spaced names copied" cmp -s "$S/with space/und ümlaut/日本語 ファイル.dat" "$D/with space/und ümlaut/日本語 ファイル.dat"
+ok "10,000 small files identical" diff -r "$S/many" "$D/many"
+is "sparse file keeps its size" "$(stat -c %s "$D/sparse3g")" 3221225472
+blocks=$(stat -c %b "$D/sparse3g")
+ok "sparse file stays sparse ($blocks blocks allocated)" test "$blocks" -lt 1000
+ok "sparse file's data at both ends copied" cmp -s "$S/sparse3g" "$D/sparse3g"
+bytes=$(json_field "$WORK/out.json" bytes)
+ok "holes are not copied: $bytes bytes written for 3 GiB + 14 MB" test "$bytes" -lt 20000000
+ok "... but all data is: at least the non-sparse bytes" test "$bytes" -ge 14000000
+
+# Restart: nothing changed, nothing copied.
+"$STAGE" copy --json --piece-size 2M "$S" "$D" > "$WORK/again.json" 2>/dev/null
+is "second run: everything unchanged" "$(json_field "$WORK/again.json" unchanged)" 10009
+is "second run copies no bytes" "$(json_field "$WORK/again.json" bytes)" 0
+# A changed file (same size, new mtime) is copied again, nothing else.
+head -c 5000000 /dev/urandom > "$S/a/mid.bin"
+"$STAGE" copy --json --piece-size 2M "$S" "$D" > "$WORK/changed.json" 2>/dev/null
+is "a changed file is copied again" "$(json_field "$WORK/changed.json" files)" 1
+ok "and its new content arrived" cmp -s "$S/a/mid.bin" "$D/a/mid.bin"
+
+# --follow-symlinks copies targets, as the user's own opens would.
+"$STAGE" copy --follow-symlinks "$S/with space" "$WORK/follow" 2>/dev/null
+ok "--follow-symlinks copies the target's content" cmp -s "$S/a/mid.bin" "$WORK/follow/link-to-mid"
+ok "... as a regular file" test -f "$WORK/follow/link-to-mid" -a ! -L "$WORK/follow/link-to-mid"
+
+# --verify on a clean copy passes and reports no error.
+"$STAGE" copy --json --verify --piece-size 2M "$S/a" "$WORK/verified" > "$WORK/v.json" 2>/dev/null
+is "--verify copy exits 0" $? 0
+is "--verify copy: no errors" "$(json_field "$WORK/v.json" errors)" 0
+
+# type=file, into an existing directory and to a new name.
+"$STAGE" copy --type file "$S/a/mid.bin" "$WORK/verified" 2>/dev/null
+ok "type=file into an existing directory keeps the name" cmp -s "$S/a/mid.bin" "$WORK/verified/mid.bin"
+"$STAGE" copy --type file "$S/empty" "$WORK/newdir/renamed" 2>/dev/null
+ok "type=file to a new path creates parents" test -f "$WORK/newdir/renamed"
+
+# Bad requests.
+"$STAGE" copy "$S" "$S/a/inside" 2> "$WORK/err"; rc=$?
+is "copy into its own source: exit 2" $rc 2
+ok "... says why" grep -q "is inside the source" "$WORK/err"
+"$STAGE" copy "$WORK/nonexistent" "$WORK/x" 2> "$WORK/err"; rc=$?
+is "missing source: exit 1" $rc 1
+ok "... names path and errno" grep -q "FAILED $WORK/nonexistent: open source directory: No such file or directory (errno 2)" "$WORK/err"
+"$STAGE" copy --worker 3/3 "$S" "$D" 2> "$WORK/err"; rc=$?
+is "--worker 3/3: exit 2" $rc 2
+ok "... says why" grep -q "expected K/N with 0 <= K < N" "$WORK/err"
+"$STAGE" copy --max-bw 12QB "$S" "$D" 2> "$WORK/err"; rc=$?
+is "--max-bw 12QB: exit 2" $rc 2
+"$STAGE" sideways "$S" "$D" 2> "$WORK/err"; rc=$?
+is "unknown action: exit 2" $rc 2
+ok "... names it" grep -q "unknown action 'sideways'" "$WORK/err"
+chmod -R u+w "$S" "$D" 2>/dev/null
+done_testing

@@ -1,0 +1,67 @@
+/* The pool: every task runs once, tasks pushed by tasks run too, idle
+ * threads steal, and placement of files and pieces over workers is even. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "pool.h"
+#include "stage.h"
+#include "tap.h"
+
+static atomic_int ran;
+static atomic_int per_thread[4];
+
+static void leaf(struct pool_thread *self, void *arg)
+{
+    struct timespec ts = { 0, 200 * 1000 };
+    nanosleep(&ts, NULL);
+    atomic_fetch_add(&ran, 1);
+    atomic_fetch_add(&per_thread[pool_thread_index(self)], 1);
+}
+
+static void spawner(struct pool_thread *self, void *arg)
+{
+    struct pool *p = arg;
+    for (int i = 0; i < 400; i++)
+        pool_push(p, self, leaf, NULL);   /* all on this thread's own deque */
+}
+
+int main(void)
+{
+    struct pool *p = pool_create(4, 64);
+    tap_ok(p != NULL, "pool created");
+    tap_is_int(pool_push(p, NULL, spawner, p), 0, "task queued from outside");
+    tap_is_int(pool_run(p), 0, "pool ran");
+    tap_is_int(atomic_load(&ran), 400, "all 400 tasks pushed by a task ran once");
+    tap_ok(pool_steals(p) > 0, "idle threads stole work (%lu steals)", pool_steals(p));
+    int busy = 0;
+    for (int i = 0; i < 4; i++)
+        busy += atomic_load(&per_thread[i]) > 0;
+    tap_is_int(busy, 4, "every thread ran some of one thread's tasks");
+    pool_destroy(p);
+
+    p = pool_create(2, 0);
+    tap_is_int(pool_run(p), 0, "an empty pool finishes at once");
+    pool_destroy(p);
+
+    /* Placement: deterministic, in range, pieces of one file round robin. */
+    tap_is_int(stage_owner("a/b.dat", 1), 0, "one worker owns everything");
+    tap_is_int(stage_owner("a/b.dat", 7), stage_owner("a/b.dat", 7), "owner is deterministic");
+    int count[4] = { 0 };
+    char name[32];
+    for (int i = 0; i < 4000; i++) {
+        snprintf(name, sizeof(name), "dir%d/file%d", i % 10, i);
+        count[stage_owner(name, 4)]++;
+    }
+    int even = 1;
+    for (int i = 0; i < 4; i++)
+        even &= count[i] > 850 && count[i] < 1150;
+    tap_ok(even, "4000 files spread over 4 workers (%d %d %d %d)", count[0], count[1],
+           count[2], count[3]);
+    int pieces[4] = { 0 };
+    for (int i = 0; i < 16; i++)
+        pieces[stage_piece_owner("big.dat", (uint64_t)i, 4)]++;
+    tap_ok(pieces[0] == 4 && pieces[1] == 4 && pieces[2] == 4 && pieces[3] == 4,
+           "16 pieces of one file: 4 per worker");
+    return tap_done();
+}
