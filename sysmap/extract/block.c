@@ -41,8 +41,9 @@ json_t *extract_block(const struct source *src, char *err, size_t errlen)
     for (size_t i = 0; names[i]; i++) {
         const char *n = names[i];
         long long sectors, rotational, removable;
-        if (src_read_ll(src, &sectors, "/sys/block/%s/size", n) != 0)
-            continue;               /* not a disk (a stray file in a fixture) */
+        /* No size: not a disk. Size 0: an unused loop or zram device. */
+        if (src_read_ll(src, &sectors, "/sys/block/%s/size", n) != 0 || sectors == 0)
+            continue;
         json_t *d = json_object();
         json_set_str(d, "name", n);
         json_set_str(d, "transport", transport(n));

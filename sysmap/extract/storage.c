@@ -3,7 +3,7 @@
  *
  * In a fixture tree statvfs cannot be asked about mount points that do not
  * exist, so ROOT/sysmap-statvfs stands in for it: one line per mount point,
- * "MOUNTPOINT SIZE_BYTES AVAILABLE_BYTES". */
+ * "MOUNTPOINT SIZE_BYTES AVAILABLE_BYTES", escaped as in /proc/self/mounts. */
 #include "extract.h"
 
 #include <errno.h>
@@ -151,9 +151,13 @@ static int mount_space(const struct source *src, const char *mountpoint, int rem
     if (!f)
         return -errno;
     int rc = -ENOENT;
-    while (rc && fgets(line, sizeof(line), f))
-        if (sscanf(line, "%4095s %lld %lld", mp, size, avail) == 3 && strcmp(mp, mountpoint) == 0)
+    while (rc && fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "%4095s %lld %lld", mp, size, avail) != 3)
+            continue;
+        unescape(mp);
+        if (strcmp(mp, mountpoint) == 0)
             rc = 0;
+    }
     fclose(f);
     return rc;
 }

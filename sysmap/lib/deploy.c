@@ -68,7 +68,8 @@ static void choose_storage(json_t *storage, json_t *block, struct sysmap_deploy_
 }
 
 /* The fabric adapter: an InfiniBand HCA with an active port, else the
- * fastest running non-loopback interface with a known NUMA node. */
+ * fastest running interface of a physical device (speed unknown counts as
+ * 0, NUMA node unknown is reported as -1). */
 static void choose_network(json_t *net, json_t *ib, struct sysmap_deploy_view *view)
 {
     size_t i, j;
@@ -92,7 +93,7 @@ static void choose_network(json_t *net, json_t *ib, struct sysmap_deploy_view *v
         json_t *speed = json_object_get(iface, "speed_mbps");
         json_int_t mbps = json_is_integer(speed) ? json_integer_value(speed) : 0;
         if (!type || !state || strcmp(type, "loopback") == 0 || strcmp(state, "up") != 0 ||
-            numa < 0 || mbps <= best)
+            !json_is_string(json_object_get(iface, "device")) || mbps <= best)
             continue;
         best = mbps;
         snprintf(view->network_adapter, sizeof(view->network_adapter), "%s",
