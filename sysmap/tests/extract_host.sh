@@ -1,0 +1,39 @@
+#!/bin/sh
+# Every default extractor against this machine itself, checked against
+# what other tools say about it.
+. "${srcdir:-.}/tests/lib.sh"
+
+./sysmap --print >"$TMP/report.json" 2>"$TMP/err"
+is "$?:$(cat "$TMP/err")" "0:" "all default extractors run here without error"
+r() { jq -r "$1" "$TMP/report.json"; }
+is "$(r '.extractors | keys | join(",")')" "block,cpu,ib,kernel,net,pci,storage" "report has every default extractor"
+is "$(r .host)" "$(hostname | cut -d. -f1)" "host is the short host name"
+is "$(r .extractors.kernel.release)" "$(uname -r)" "kernel release = uname -r"
+is "$(r '.extractors.cpu.numa_nodes | length')" "$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)" \
+   "cpu NUMA nodes = /sys/devices/system/node"
+is "$(r .extractors.cpu.pus)" "$(getconf _NPROCESSORS_ONLN)" "cpu PUs = online processors"
+# The NUMA nodes' own MemTotal (this can differ from /proc/meminfo in VMs).
+mem_kib=$(cat /sys/devices/system/node/node*/meminfo | awk '/MemTotal:/ { s += $4 } END { print s }')
+hw_kib=$(( $(r .extractors.cpu.memory_bytes) / 1024 ))
+check "cpu memory within 5% of the NUMA nodes' MemTotal ($hw_kib vs $mem_kib KiB)" \
+    test $(( (hw_kib - mem_kib) * 100 / mem_kib )) -le 5 -a $(( (mem_kib - hw_kib) * 100 / mem_kib )) -le 5
+is "$(r '[.extractors.net.interfaces[].name] | join(",")')" "$(ls /sys/class/net | sort | tr '\n' , | sed 's/,$//')" \
+   "net lists /sys/class/net"
+is "$(r '.extractors.pci.devices | length')" "$(ls /sys/bus/pci/devices 2>/dev/null | wc -l)" "pci lists /sys/bus/pci/devices"
+is "$(r '.extractors.ib.hcas | length')" "$(ls /sys/class/infiniband 2>/dev/null | wc -l)" "ib lists /sys/class/infiniband"
+disks=$(for d in /sys/block/*; do [ "$(cat $d/size)" != 0 ] && basename $d; done | sort | tr '\n' , | sed 's/,$//')
+is "$(r '[.extractors.block.devices[].name] | join(",")')" "$disks" "block lists the non-empty disks"
+# f_bavail of / as df sees it (1K blocks); the file system is live, so
+# allow 1% of drift between the two readings.
+df_avail=$(( $(df -P -k / | awk 'NR == 2 { print $4 }') * 1024 ))
+got=$(r '.extractors.storage.mounts[] | select(.mountpoint == "/") | .available_bytes')
+diff=$(( got > df_avail ? got - df_avail : df_avail - got ))
+check "storage: / available bytes match df ($got vs $df_avail)" test "$diff" -le $(( df_avail / 100 + 1048576 ))
+is "$(r '.extractors.storage.mounts[] | select(.mountpoint == "/") | .fstype')" "$(findmnt -n -o FSTYPE /)" \
+   "storage: / type matches findmnt"
+
+./sysmap --db "$TMP/host.db" >/dev/null
+is "$?" 0 "sysmap --db FILE stores this machine"
+is "$(./sysquery --db "$TMP/host.db" --compact | jq -r '.hosts[0].host')" "$(hostname | cut -d. -f1)" \
+   "sysquery finds this machine"
+finish
