@@ -38,6 +38,7 @@ static void usage(FILE *out)
           "  --verify             re-read each destination and compare XXH3 checksums\n"
           "  --follow-symlinks    copy what symlinks point to (default: skip, warn)\n"
           "  --json               print a JSON summary on stdout (no progress bar)\n"
+          "  --progress-json FILE append a JSON progress line to FILE every second\n"
           "  --quiet              no progress bar, no summary (exit status only)\n"
           "  --user USER          (as root) become USER before touching any path\n"
           "  --allow-root         stage in/out as root (never for user-given paths)\n",
@@ -67,26 +68,33 @@ static int parse_u64(const char *s, uint64_t *out)
 struct progress_ctx {
     struct stage_run *run;
     atomic_int stop;
+    FILE *json;               /* --progress-json: a JSON line per second */
 };
 
 static void *progress_main(void *arg)
 {
     struct progress_ctx *c = arg;
+    struct timespec tick = { 0, c->json ? 0 : 200 * 1000 * 1000 };
+    if (c->json)
+        tick.tv_sec = 1;
     while (!atomic_load(&c->stop)) {
-        struct timespec ts = { 0, 200 * 1000 * 1000 };
-        nanosleep(&ts, NULL);
+        nanosleep(&tick, NULL);
         struct stage_progress p;
         stage_get_progress(c->run, &p);
-        report_progress(stderr, &p);
+        if (c->json)
+            report_progress_json(c->json, &p);
+        else
+            report_progress(stderr, &p);
     }
-    fputc('\n', stderr);
+    if (!c->json)
+        fputc('\n', stderr);
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
     enum { O_INSTANCE = 256, O_TYPE, O_WORKER, O_THREADS, O_MDOPS, O_BW, O_PIECE, O_VERIFY,
-           O_FOLLOW, O_JSON, O_QUIET, O_USER, O_ALLOW_ROOT, O_FINALIZE, O_HELP };
+           O_FOLLOW, O_JSON, O_QUIET, O_USER, O_ALLOW_ROOT, O_FINALIZE, O_PROGRESS_JSON, O_HELP };
     static const struct option longopts[] = {
         { "instance", required_argument, NULL, O_INSTANCE },
         { "type", required_argument, NULL, O_TYPE },
@@ -102,13 +110,14 @@ int main(int argc, char **argv)
         { "user", required_argument, NULL, O_USER },
         { "allow-root", no_argument, NULL, O_ALLOW_ROOT },
         { "finalize", no_argument, NULL, O_FINALIZE },
+        { "progress-json", required_argument, NULL, O_PROGRESS_JSON },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
     log_open("adafs-stage", LOG_LEVEL_WARN, NULL);
     struct stage_options opt = { .workers = 1 };
     int json = 0, quiet = 0, allow_root = 0, c;
-    const char *user = NULL;
+    const char *user = NULL, *progress_json = NULL;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         uint64_t v;
         switch (c) {
@@ -161,6 +170,7 @@ int main(int argc, char **argv)
         case O_USER: user = optarg; break;
         case O_ALLOW_ROOT: allow_root = 1; break;
         case O_FINALIZE: opt.finalize = 1; break;
+        case O_PROGRESS_JSON: progress_json = optarg; break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -212,9 +222,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "adafs-stage: %s\n", err[0] ? err : strerror(-rc));
         return 2;
     }
-    struct progress_ctx pc = { run, 0 };
+    struct progress_ctx pc = { run, 0, NULL };
+    if (progress_json && !(pc.json = fopen(progress_json, "ae"))) {
+        fprintf(stderr, "adafs-stage: --progress-json %s: %s\n", progress_json, strerror(errno));
+        stage_destroy(run);
+        return 2;
+    }
     pthread_t progress;
-    int show = !json && !quiet && isatty(STDERR_FILENO);
+    int show = pc.json || (!json && !quiet && isatty(STDERR_FILENO));
     if (show && pthread_create(&progress, NULL, progress_main, &pc) != 0)
         show = 0;
     rc = stage_execute(run);
@@ -222,6 +237,8 @@ int main(int argc, char **argv)
         atomic_store(&pc.stop, 1);
         pthread_join(progress, NULL);
     }
+    if (pc.json)
+        fclose(pc.json);
     const struct stage_result *r = stage_result(run);
     if (json) {
         char *s = report_json(&opt, r);

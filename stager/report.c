@@ -74,3 +74,15 @@ void report_progress(FILE *out, const struct stage_progress *p)
             (unsigned long long)p->errors);
     fflush(out);
 }
+
+void report_progress_json(FILE *out, const struct stage_progress *p)
+{
+    fprintf(out, "{\"seconds\":%.3f,\"files_done\":%llu,\"files_seen\":%llu,"
+            "\"bytes_done\":%llu,\"bytes_seen\":%llu,\"errors\":%llu,"
+            "\"pfs_mdops\":%llu,\"pfs_bytes\":%llu}\n",
+            p->seconds, (unsigned long long)p->files_done, (unsigned long long)p->files_seen,
+            (unsigned long long)p->bytes_done, (unsigned long long)p->bytes_seen,
+            (unsigned long long)p->errors, (unsigned long long)p->pfs_mdops,
+            (unsigned long long)p->pfs_bytes);
+    fflush(out);
+}

@@ -18,5 +18,8 @@ char *report_json(const struct stage_options *opt, const struct stage_result *r)
 void report_text(FILE *out, const struct stage_options *opt, const struct stage_result *r);
 /* One progress line ending in '\r' (width about 79 columns). */
 void report_progress(FILE *out, const struct stage_progress *p);
+/* The same as one JSON line, for a caller that samples progress (the agent,
+ * the benchmark checking the rate limits). */
+void report_progress_json(FILE *out, const struct stage_progress *p);
 
 #endif

@@ -496,6 +496,8 @@ void stage_get_progress(struct stage_run *run, struct stage_progress *out)
     out->files_seen = atomic_load(&run->files_seen);
     out->bytes_done = atomic_load(&run->bytes);
     out->bytes_seen = atomic_load(&run->bytes_seen);
+    out->pfs_mdops = atomic_load(&run->md.taken);
+    out->pfs_bytes = atomic_load(&run->bw.taken);
     pthread_mutex_lock(&run->lock);
     out->errors = run->nfailures;
     pthread_mutex_unlock(&run->lock);

@@ -69,6 +69,7 @@ struct stage_result {
 /* A snapshot of a running copy, for a progress bar. */
 struct stage_progress {
     uint64_t files_done, files_seen, bytes_done, bytes_seen, errors;
+    uint64_t pfs_mdops, pfs_bytes;   /* charged to the limits so far */
     double seconds;
 };
 
