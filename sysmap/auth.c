@@ -107,9 +107,13 @@ int auth_munge_decode(const char *socket, const char *cred, const char *body, si
                  (unsigned)uid, (unsigned)want_uid);
         rc = -EACCES;
     } else {
-        char name[128] = "", expect[256];
-        const char *text = payload && plen > 0 && ((char *)payload)[plen - 1] == '\0'
-                           ? payload : "";
+        /* Our encoder sends the terminating NUL, munge(1) does not. */
+        char name[128] = "", expect[256], text[256] = "";
+        size_t n = payload && plen > 0 ? (size_t)plen : 0;
+        if (n && ((char *)payload)[n - 1] == '\0')
+            n--;
+        if (n < sizeof(text))
+            memcpy(text, payload, n);
         if (sscanf(text, "sysmap-upload v1 host=%127s", name) != 1) {
             snprintf(err, errlen, "munge credential payload is not a sysmap upload");
             rc = -EACCES;

@@ -1,0 +1,125 @@
+#!/bin/sh
+# A real sysmap-server on 127.0.0.1 (free port, bounded lifetime), fed by
+# real sysmap uploads (token and munge, with a private munged) and by curl
+# with malformed requests. Each bad request gets its exact error, nothing
+# in a value is executed, and the server keeps serving.
+. "${srcdir:-.}/tests/lib.sh"
+
+printf 'test-token-0123456789abcdef\n' >"$TMP/token"
+chmod 600 "$TMP/token"
+
+# A private munged, stopped at exit (munged -s stops the one on our socket).
+SOCK="$TMP/munge.sock"
+dd if=/dev/urandom of="$TMP/munge.key" bs=1024 count=1 2>/dev/null
+chmod 600 "$TMP/munge.key"
+have_munge=no
+if munged -f --socket="$SOCK" --key-file="$TMP/munge.key" --pid-file="$TMP/munged.pid" \
+       --log-file="$TMP/munged.log" --seed-file="$TMP/munged.seed" 2>"$TMP/munged.err"; then
+    have_munge=yes
+fi
+server_pid=
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
+    [ "$have_munge" = yes ] && munged -s --socket="$SOCK" >/dev/null 2>&1
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+out=$(./sysmap-server --db "$TMP/x.db" 2>&1); rc=$?
+is "$rc:$out" "2:sysmap-server: refusing to accept unauthenticated uploads; give --token-file FILE and/or --munge" \
+   "refuses to run without authentication"
+printf 'test-token-0123456789abcdef\n' >"$TMP/open-token"
+chmod 644 "$TMP/open-token"
+out=$(./sysmap-server --db "$TMP/x.db" --token-file "$TMP/open-token" 2>&1); rc=$?
+is "$rc:$out" "1:sysmap-server: token file $TMP/open-token: mode 0644 lets others read it; chmod 600 it" \
+   "refuses a token file others can read"
+
+munge_opts=
+[ "$have_munge" = yes ] && munge_opts="--munge --munge-socket $SOCK"
+# shellcheck disable=SC2086
+./sysmap-server --db "$TMP/s.db" --listen 127.0.0.1 --port 0 --port-file "$TMP/port" \
+    --token-file "$TMP/token" $munge_opts --allow 'node[1-3],admin' --max-body 65536 \
+    --lifetime 120 --log "$TMP/server.log" &
+server_pid=$!
+i=0
+while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+PORT=$(cat "$TMP/port" 2>/dev/null)
+check "server listens on a free port ($PORT)" test -n "$PORT"
+URL="http://127.0.0.1:$PORT/upload"
+
+# post WHAT CURL-ARGS...: prints "STATUS BODY"
+post() {
+    curl -s -o "$TMP/body" -w '%{http_code}' --max-time 20 "$@" >"$TMP/code" 2>/dev/null
+    printf '%s %s' "$(cat "$TMP/code")" "$(cat "$TMP/body")"
+}
+AUTH="Authorization: Bearer test-token-0123456789abcdef"
+
+./sysmap --upload "$URL" --token-file "$TMP/token" --root "$FIX" --host node1
+is "$?" 0 "sysmap --upload with the token"
+is "$(./sysquery --db "$TMP/s.db" -n node1 --deploy --compact | jq -r '.hosts[0].deploy.storage_path')" /local \
+   "node1's upload is in the database"
+
+if [ "$have_munge" = yes ]; then
+    ./sysmap --upload "$URL" --munge --munge-socket "$SOCK" --root "$FIX" --host node2
+    is "$?" 0 "sysmap --upload with a munge credential"
+    cred=$(munge -S "$SOCK" -s "sysmap-upload v1 host=node3 xxh64=0000000000000000 len=2")
+    is "$(post -H "Authorization: Munge $cred" --data-binary '{}' "$URL")" \
+       '401 {"error":"munge credential does not match the body (digest or length differs)"}' \
+       "munge credential for another body"
+    is "$(post -H "Authorization: Munge $cred" --data-binary '{}' "$URL")" \
+       '401 {"error":"munge credential rejected: Replayed credential"}' "replayed munge credential"
+    is "$(post -H "Authorization: Munge garbage" --data-binary '{}' "$URL")" \
+       '401 {"error":"munge credential rejected: Failed to match armor prefix"}' "forged munge credential"
+else
+    nok "munged could not start here: $(cat "$TMP/munged.err")"
+fi
+
+is "$(post --data-binary '{}' "$URL")" '401 {"error":"no Authorization header"}' "no credentials"
+is "$(post -H "Authorization: Bearer wrong-token-0123456789" --data-binary '{}' "$URL")" \
+   '401 {"error":"wrong token"}' "wrong token"
+is "$(post -H "Authorization: Basic eDp5" --data-binary '{}' "$URL")" \
+   '401 {"error":"unknown Authorization scheme (want Bearer or Munge)"}' "unknown scheme"
+is "$(post -H "$AUTH" --data-binary '{"host":"node1","extractors":' "$URL")" \
+   '400 {"error":"report is not valid JSON: line 1 column 29: unexpected token near end of file"}' "bad JSON"
+is "$(post -H "$AUTH" --data-binary '{"host":"intruder","extractors":{"cpu":{}}}' "$URL")" \
+   '403 {"error":"host intruder is not in the --allow list"}' "host outside --allow"
+is "$(post -H "$AUTH" --data-binary '{"host":"node1;DROP TABLE host","extractors":{"cpu":{}}}' "$URL")" \
+   '400 {"error":"report has no valid \"host\""}' "SQL in the host name rejected"
+is "$(post -H "$AUTH" --data-binary '{"host":"node1","extractors":{"x);--":{}}}' "$URL")" \
+   '400 {"error":"report for node1: extractor name \"x);--\" is not [a-z0-9_]{1,32}"}' "SQL in an extractor name rejected"
+head -c 100000 /dev/zero | tr '\0' ' ' >"$TMP/big"
+is "$(post -H "$AUTH" -H 'Content-Type: application/json' --data-binary @"$TMP/big" "$URL")" \
+   '413 {"error":"report of 100000 bytes is over the limit of 65536"}' "oversized body"
+is "$(post -H "$AUTH" -H 'Transfer-Encoding: chunked' --data-binary '{}' "$URL")" \
+   '501 {"error":"chunked request bodies are not supported"}' "chunked body"
+is "$(post "$URL")" '405 {"error":"/upload takes POST"}' "GET /upload"
+is "$(post "http://127.0.0.1:$PORT/etc/passwd")" '404 {"error":"no such resource: GET /etc/passwd"}' "unknown path"
+
+# SQL metacharacters in values are data: stored and returned verbatim.
+evil="x'); DROP TABLE data; DELETE FROM host; --\" \\\\ %s \$(id)"
+body=$(jq -cn --arg m "$evil" '{host: "node3", extractors: {cpu: {model: $m}}}')
+is "$(post -H "$AUTH" --data-binary "$body" "$URL")" '200 {"status":"stored","host":"node3"}' \
+   "report with SQL metacharacters accepted"
+is "$(./sysquery --db "$TMP/s.db" -n node3 -e cpu --compact | jq -r '.hosts[0].extractors.cpu.value.model')" \
+   "$evil" "stored verbatim"
+is "$(./sysquery --db "$TMP/s.db" --compact | jq -r '[.hosts[].host] | join(",")')" \
+   "$( [ "$have_munge" = yes ] && echo node1,node2,node3 || echo node1,node3)" "no table dropped, no host deleted"
+
+is "$(post "http://127.0.0.1:$PORT/health")" '200 {"status":"ok"}' "still serving after the bad requests"
+./sysmap --upload "$URL" --token-file "$TMP/token" --root "$FIX" --host node1 -e kernel
+is "$?" 0 "and still storing"
+out=$(./sysmap --upload "$URL" --token-file "$TMP/token" --root "$FIX" --host intruder -e kernel 2>&1); rc=$?
+is "$rc:$out" "1:sysmap: upload to $URL: HTTP 403: {\"error\":\"host intruder is not in the --allow list\"}" \
+   "sysmap reports the server's refusal"
+
+kill "$server_pid"
+i=0
+while kill -0 "$server_pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+check "server stops on SIGTERM" sh -c "! kill -0 $server_pid 2>/dev/null"
+server_pid=
+check "log says why it stopped" grep -q "stopping on a signal" "$TMP/server.log"
+check "log names the refused requests" grep -q "413: report of 100000 bytes is over the limit" "$TMP/server.log"
+out=$(./sysmap --upload "$URL" --token-file "$TMP/token" --root "$FIX" --host node1 -e kernel 2>&1); rc=$?
+is "$rc:$(echo "$out" | sed 's/Failed to connect.*/Failed to connect/;s/Couldn.t connect.*/Failed to connect/')" \
+   "1:sysmap: upload to $URL: Failed to connect" "upload to a stopped server fails with curl's reason"
+finish
