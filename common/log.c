@@ -1,4 +1,5 @@
 #include "log.h"
+#include "log_sink.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -11,6 +12,7 @@ static const char *log_progname = "adafs";
 static enum log_level log_threshold = LOG_LEVEL_INFO;
 static FILE *log_file;           /* NULL: stderr */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static void (*log_sink)(int, const char *);
 
 static const char *level_names[] = { "error", "warn", "info", "debug" };
 
@@ -46,6 +48,11 @@ void log_set_level(enum log_level threshold)
     log_threshold = threshold;
 }
 
+void log_set_sink(void (*sink)(int level, const char *line))
+{
+    log_sink = sink;
+}
+
 int log_level_parse(const char *name)
 {
     for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++)
@@ -60,6 +67,12 @@ void log_vmsg(enum log_level level, const char *fmt, va_list ap)
         return;
     int saved_errno = errno;
     char line[2048];
+    if (log_sink) {
+        vsnprintf(line, sizeof(line), fmt, ap);
+        log_sink((int)level, line);
+        errno = saved_errno;
+        return;
+    }
     struct timespec ts;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -15,6 +15,7 @@ enum log_level { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBU
 int log_open(const char *progname, enum log_level threshold, const char *path);
 void log_close(void);
 void log_set_level(enum log_level threshold);
+/* log_set_sink() is in log_sink.h. */
 /* Parses "error", "warn", "info" or "debug"; returns -1 for anything else. */
 int log_level_parse(const char *name);
 

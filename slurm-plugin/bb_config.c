@@ -48,6 +48,9 @@ static const struct key_spec keys[] = {
     KEY("AdafsStageThreads", V_INT, stage_threads),
     KEY("AdafsMaxMetadataRate", V_SIZE, max_mdops),
     KEY("AdafsMaxBandwidth", V_SIZE, max_bandwidth),
+    KEY("AdafsMungeSocket", V_STRING, munge_socket),
+    KEY("AdafsPreload", V_STRING, preload),
+    KEY("AdafsMountPrefix", V_STRING, mount_prefix),
     KEY("AdafsWalltimeModel", V_STRING, walltime_model),
     KEY("AdafsWalltimeSetTimeMin", V_BOOL, walltime_set_time_min),
     KEY("AdafsWalltimeMargin", V_PERCENT, walltime_margin),
@@ -64,6 +67,8 @@ static void set_defaults(struct bb_config *cfg)
         .default_capacity = 1ULL << 30,
         .node_capacity = 100ULL << 30,
         .storage_path = strdup("/var/tmp/adafs"),
+        .preload = strdup(ADAFS_LIBDIR "/libadafs_preload.so"),
+        .mount_prefix = strdup("/adafs"),
         .agent_port = 6830,
         .server_timeout_ms = 10000,
         .stage_out_keep = 3600,
@@ -256,6 +261,10 @@ int bb_config_load(const char *path, struct bb_config *cfg, char *err, size_t er
         snprintf(err, errlen, "%s: AdafsChunkSize must be a power of two between 4K and 64M", path);
         rc = -1;
     }
+    if (rc == 0 && (cfg->mount_prefix[0] != '/' || cfg->storage_path[0] != '/')) {
+        snprintf(err, errlen, "%s: AdafsMountPrefix and AdafsStoragePath must be absolute paths", path);
+        rc = -1;
+    }
     if (rc == 0 && cfg->directive[strcspn(cfg->directive, " \t#")]) {
         snprintf(err, errlen, "%s: Directive must be one word without '#'", path);
         rc = -1;
@@ -274,6 +283,9 @@ void bb_config_free(struct bb_config *cfg)
     free(cfg->storage_path);
     free(cfg->sysmap_db);
     free(cfg->state_dir);
+    free(cfg->munge_socket);
+    free(cfg->preload);
+    free(cfg->mount_prefix);
     free(cfg->walltime_model);
     *cfg = (struct bb_config){ 0 };
 }

@@ -42,6 +42,9 @@ struct bb_config {
     uint32_t stage_threads;       /* copy threads per node */
     uint64_t max_mdops;           /* stager limits toward the PFS; 0: none */
     uint64_t max_bandwidth;
+    char *munge_socket;           /* NULL: munge's default */
+    char *preload;                /* LD_PRELOAD for jobs; NULL/empty: not set */
+    char *mount_prefix;           /* ADAFS_MOUNT is <prefix>/<job id> */
     char *walltime_model;         /* NULL: no predictions */
     int walltime_set_time_min;    /* let backfill use the conservative estimate */
     uint32_t walltime_margin;     /* percent added to the conservative estimate */

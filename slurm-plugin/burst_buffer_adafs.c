@@ -1,45 +1,79 @@
 /* burst_buffer_adafs.c: the burst_buffer/adafs plugin's Slurm shim.
  *
  * Only what must touch slurmctld lives here: the bb_p_* entry points, job
- * record fields, locks and packing for scontrol. Parsing and configuration
- * are plain modules (directive.c, bb_config.c) that unit tests call without
- * slurmctld. Symbols such as info() and xmalloc() resolve against slurmctld
- * when it loads us: the plugin does not link libslurmfull.
+ * record fields, locks, node addresses and packing for scontrol. Parsing,
+ * configuration, job records and the deploy/stage/teardown state machine are
+ * plain modules (directive.c, bb_config.c, bb_job.c, lifecycle.c) that unit
+ * tests use without slurmctld. Symbols such as info() and xmalloc() resolve
+ * against slurmctld when it loads us: the plugin does not link libslurmfull.
  *
  * Slurm 22.05 only knows a job's nodes in bb_p_job_begin(), while adafs lives
  * on those very nodes. So nothing is staged before allocation:
- * bb_p_job_test_stage_in() reports "complete" at once, and deployment and
- * stage-in happen from bb_p_job_begin(), holding the job in CONFIGURING. */
+ * bb_p_job_test_stage_in() reports "complete" at once, and bb_p_job_begin()
+ * holds the job in CONFIGURING (prolog_running++) while one driver thread
+ * deploys and stages in, then releases it (prolog_running_decr).
+ *
+ * Locking: slurmctld calls bb_p_* holding its job lock and we then take
+ * bb_mutex, so the driver takes them in the same order. The driver never
+ * holds either while it talks to agents: it marks a job busy, steps it, and
+ * applies the outcome under the locks afterwards. */
 #include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 
 #include "slurm/slurm.h"
 #include "slurm/slurm_errno.h"
 #include "src/common/log.h"
+#include "src/common/node_conf.h"
 #include "src/common/pack.h"
 #include "src/common/read_config.h"
+#include "src/common/uid.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/job_scheduler.h"
 #include "src/slurmctld/locks.h"
+#include "src/slurmctld/node_scheduler.h"
 #include "src/slurmctld/slurmctld.h"
 
+#include "agent_client.h"
 #include "bb_config.h"
+#include "bb_job.h"
+#include "bb_status.h"
 #include "directive.h"
+#include "lifecycle.h"
+#include "log_sink.h"
 
 const char plugin_name[] = "burst_buffer adafs plugin";
 const char plugin_type[] = "burst_buffer/adafs";
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
-static pthread_mutex_t bb_mutex = PTHREAD_MUTEX_INITIALIZER;
-static struct bb_config config;
-static time_t config_loaded;
+/* Finished jobs stay visible in bbstat this long. */
+#define KEEP_COMPLETE_S 3600
 
-/* Loads burst_buffer.conf; on error keeps the previous configuration (at
- * init: refuses to start), so a typo never runs with silent defaults. */
+static pthread_mutex_t bb_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t bb_wake = PTHREAD_COND_INITIALIZER;
+static struct bb_config config;
+static struct bb_job *jobs;
+static char *state_file;
+static pthread_t driver;
+static bool driver_running, stopping;
+
+/* The shared modules log through Slurm's log. */
+static void log_to_slurm(int level, const char *line)
+{
+    if (level == LOG_SINK_ERROR)
+        error("%s: %s", plugin_type, line);
+    else if (level == LOG_SINK_DEBUG)
+        debug("%s: %s", plugin_type, line);
+    else
+        info("%s: %s", plugin_type, line);
+}
+
 static int load_config(bool at_init)
 {
     char *path = get_extra_conf_path("burst_buffer.conf");
@@ -50,6 +84,8 @@ static int load_config(bool at_init)
         error("%s: %s", plugin_type, err);
         bb_config_free(&fresh);
         xfree(path);
+        /* A typo must not run with silent defaults: refuse at start, keep the
+         * running configuration on reconfigure. */
         return at_init ? SLURM_ERROR : SLURM_SUCCESS;
     }
     if (rc == 1)
@@ -57,34 +93,244 @@ static int load_config(bool at_init)
     slurm_mutex_lock(&bb_mutex);
     bb_config_free(&config);
     config = fresh;
-    config_loaded = time(NULL);
+    agent_client_init(config.munge_socket);
     slurm_mutex_unlock(&bb_mutex);
     xfree(path);
     return SLURM_SUCCESS;
 }
 
+/* Callers hold bb_mutex. */
+static void save_state(void)
+{
+    int rc = bb_job_save(state_file, jobs);
+    if (rc < 0)
+        error("%s: cannot save state to %s: %s", plugin_type, state_file, strerror(-rc));
+}
+
+/* --- applying a step's outcome to the Slurm job ----------------------- */
+
+static void set_reason(job_record_t *job_ptr, const char *text)
+{
+    xfree(job_ptr->state_desc);
+    job_ptr->state_desc = xstrdup_printf("%s: %s", plugin_type, text);
+    job_ptr->state_reason = FAIL_BURST_BUFFER_OP;
+    last_job_update = time(NULL);
+}
+
+/* Gives the nodes back and puts the job back in the queue, held when the
+ * user must fix something first. Called with the job write lock. */
+static void requeue_job(job_record_t *job_ptr, bool hold, const char *why)
+{
+    last_job_update = time(NULL);
+    job_ptr->end_time = last_job_update;
+    if (hold)
+        job_ptr->priority = 0;
+    build_cg_bitmap(job_ptr);
+    job_ptr->exit_code = 1;
+    set_reason(job_ptr, why);
+    job_ptr->job_state = JOB_REQUEUE;
+    job_completion_logger(job_ptr, true);
+    job_ptr->job_state = JOB_PENDING | JOB_COMPLETING;
+    deallocate_nodes(job_ptr, false, false, false);
+    /* deallocate_nodes() may reset the reason; the user must see ours. */
+    set_reason(job_ptr, why);
+}
+
+static void release_job(job_record_t *job_ptr)
+{
+    if (job_ptr->details && job_ptr->details->prolog_running)
+        prolog_running_decr(job_ptr);
+}
+
+/* Applies events of one step with the job write lock held. */
+static void apply_events(uint32_t job_id, int events, enum bb_failure failure,
+                         const char *error_text, bool released, const char *first_node)
+{
+    slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = WRITE_LOCK, .fed = READ_LOCK };
+    lock_slurmctld(job_write_lock);
+    job_record_t *job_ptr = find_job_record(job_id);
+    if (!job_ptr) {
+        unlock_slurmctld(job_write_lock);
+        return;
+    }
+    if (events & LC_RELEASE) {
+        info("%s: %pJ staged in, releasing it", plugin_type, job_ptr);
+        release_job(job_ptr);
+    }
+    if ((events & LC_FINISHED) && !released && failure != FAIL_NONE &&
+        failure != FAIL_CANCELLED && IS_JOB_CONFIGURING(job_ptr)) {
+        job_ptr->job_state &= ~JOB_CONFIGURING;
+        release_job(job_ptr);
+        if (failure == FAIL_NODE && first_node) {
+            /* A node that cannot run its server would fail every job. */
+            char *reason = xstrdup_printf("adafs: %s", error_text);
+            drain_nodes((char *)first_node, reason, slurm_conf.slurm_user_id);
+            xfree(reason);
+        }
+        info("%s: %pJ %s: %s", plugin_type, job_ptr,
+             failure == FAIL_USER ? "held" : "requeued", error_text);
+        requeue_job(job_ptr, failure == FAIL_USER, error_text);
+    } else if ((events & LC_FINISHED) && failure == FAIL_USER && error_text) {
+        /* After the run (stage-out): the job keeps a note of what failed. */
+        xfree(job_ptr->system_comment);
+        job_ptr->system_comment = xstrdup_printf("%s: %s", plugin_type, error_text);
+        last_job_update = time(NULL);
+    }
+    unlock_slurmctld(job_write_lock);
+}
+
+/* --- the driver thread ------------------------------------------------ */
+
+static bool needs_work(const struct bb_job *j)
+{
+    return j->phase == PHASE_DEPLOYING || j->phase == PHASE_STAGING_IN ||
+           j->phase == PHASE_STAGING_OUT || j->phase == PHASE_TEARDOWN;
+}
+
+/* Which node's problem a FAIL_NODE message names ("node nX: ..."). */
+static char *failed_node(const struct bb_job *j)
+{
+    if (!j->error || strncmp(j->error, "node ", 5) != 0)
+        return NULL;
+    size_t len = strcspn(j->error + 5, ": ");
+    return len ? strndup(j->error + 5, len) : NULL;
+}
+
+static void step_one(uint32_t job_id)
+{
+    slurm_mutex_lock(&bb_mutex);
+    struct bb_job *j = bb_job_find(jobs, job_id);
+    if (!j || !needs_work(j)) {
+        slurm_mutex_unlock(&bb_mutex);
+        return;
+    }
+    struct bb_config cfg = config;   /* strings stay valid: only reconfig frees, under the lock */
+    slurm_mutex_unlock(&bb_mutex);
+
+    int events = lifecycle_step(j, &cfg);
+
+    slurm_mutex_lock(&bb_mutex);
+    enum bb_failure failure = j->failure;
+    char *text = j->error ? strdup(j->error) : NULL;
+    char *node = failure == FAIL_NODE ? failed_node(j) : NULL;
+    bool released = j->released || (events & LC_RELEASE);
+    if (events & LC_RELEASE)
+        j->released = true;
+    if (events & LC_CHANGED)
+        save_state();
+    slurm_mutex_unlock(&bb_mutex);
+
+    if (events & (LC_RELEASE | LC_FINISHED))
+        apply_events(job_id, events, failure, text, released && !(events & LC_RELEASE), node);
+    free(text);
+    free(node);
+}
+
+static void *driver_main(void *arg)
+{
+    slurm_mutex_lock(&bb_mutex);
+    while (!stopping) {
+        size_t n = 0, cap = 16;
+        uint32_t *ids = malloc(cap * sizeof(*ids));
+        time_t now = time(NULL);
+        for (struct bb_job **p = &jobs; *p && ids;) {
+            struct bb_job *j = *p;
+            if (j->phase == PHASE_COMPLETE && now - j->t_done > KEEP_COMPLETE_S) {
+                *p = j->next;
+                bb_job_free(j);
+                save_state();
+                continue;
+            }
+            if (needs_work(j)) {
+                if (n == cap) {
+                    uint32_t *grown = realloc(ids, (cap *= 2) * sizeof(*ids));
+                    if (!grown)
+                        break;
+                    ids = grown;
+                }
+                ids[n++] = j->job_id;
+            }
+            p = &j->next;
+        }
+        slurm_mutex_unlock(&bb_mutex);
+        for (size_t i = 0; i < n; i++)
+            step_one(ids[i]);
+        free(ids);
+        slurm_mutex_lock(&bb_mutex);
+        if (!stopping) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += n ? 0 : 1;
+            ts.tv_nsec += n ? 200000000 : 0;   /* busy jobs: poll staging 5x/s */
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&bb_wake, &bb_mutex, &ts);
+        }
+    }
+    slurm_mutex_unlock(&bb_mutex);
+    return NULL;
+}
+
+/* --- plugin entry points ---------------------------------------------- */
+
 extern int init(void)
 {
+    log_set_sink(log_to_slurm);
     if (load_config(true) != SLURM_SUCCESS)
         return SLURM_ERROR;
-    info("%s: init: adafs %s, directive #%s, chunk %"PRIu64" bytes, agents on port %s%d",
+    slurm_mutex_lock(&bb_mutex);
+    if (config.state_dir)
+        state_file = xstrdup_printf("%s/adafs_state.json", config.state_dir);
+    else
+        state_file = xstrdup_printf("%s/adafs_state.json", slurm_conf.state_save_location);
+    char err[1024];
+    if (bb_job_load(state_file, &jobs, err, sizeof(err)) < 0) {
+        error("%s: %s", plugin_type, err);
+        slurm_mutex_unlock(&bb_mutex);
+        return SLURM_ERROR;
+    }
+    size_t n = 0;
+    for (struct bb_job *j = jobs; j; j = j->next)
+        n++;
+    stopping = false;
+    slurm_mutex_unlock(&bb_mutex);
+    slurm_thread_create(&driver, driver_main, NULL);
+    driver_running = true;
+    info("%s: init: adafs %s, directive #%s, chunk %"PRIu64" bytes, agents on port %s%d, %zu saved instances",
          plugin_type, PACKAGE_VERSION_ADAFS, config.directive, config.chunk_size,
          config.agent_port_offset ? "slurmd+" : "",
-         config.agent_port_offset ? config.agent_port_offset : config.agent_port);
+         config.agent_port_offset ? config.agent_port_offset : config.agent_port, n);
     return SLURM_SUCCESS;
 }
 
 extern int fini(void)
 {
     slurm_mutex_lock(&bb_mutex);
-    bb_config_free(&config);
+    stopping = true;
+    pthread_cond_broadcast(&bb_wake);
     slurm_mutex_unlock(&bb_mutex);
+    if (driver_running)
+        pthread_join(driver, NULL);
+    driver_running = false;
+    slurm_mutex_lock(&bb_mutex);
+    save_state();
+    while (jobs) {
+        struct bb_job *j = jobs;
+        jobs = j->next;
+        bb_job_free(j);
+    }
+    bb_config_free(&config);
+    xfree(state_file);
+    slurm_mutex_unlock(&bb_mutex);
+    log_set_sink(NULL);
     return SLURM_SUCCESS;
 }
 
 extern uint64_t bb_p_get_system_size(void)
 {
-    return config.total_capacity / (1024 * 1024);   /* in MB, as Slurm expects */
+    return config.total_capacity / (1024 * 1024);   /* MB, as Slurm expects */
 }
 
 extern int bb_p_load_state(bool init_config)
@@ -92,11 +338,23 @@ extern int bb_p_load_state(bool init_config)
     return SLURM_SUCCESS;
 }
 
+/* scontrol show bbstat [JOBID]: the instances and their timings. */
 extern char *bb_p_get_status(uint32_t argc, char **argv)
 {
-    char *status = NULL;
-    xstrfmtcat(status, "%s: no instances\n", plugin_type);
-    return status;
+    uint32_t only = 0;
+    if (argc > 0 && argv[0]) {
+        char *end;
+        unsigned long id = strtoul(argv[0], &end, 10);
+        if (*end || id == 0)
+            return xstrdup_printf("%s: '%s' is not a job id\n", plugin_type, argv[0]);
+        only = (uint32_t)id;
+    }
+    slurm_mutex_lock(&bb_mutex);
+    char *text = bb_status_text(jobs, only);
+    slurm_mutex_unlock(&bb_mutex);
+    char *out = xstrdup(text ? text : "out of memory\n");
+    free(text);
+    return out;
 }
 
 extern int bb_p_reconfig(void)
@@ -108,12 +366,20 @@ extern int bb_p_reconfig(void)
  * name, configuration, buffers, usage. adafs has one implicit pool. */
 extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
 {
-    uint32_t flags = 0;
+    uint32_t flags = 0, count = 0;
+    uint64_t used = 0;
     slurm_mutex_lock(&bb_mutex);
     if (config.flags & BBCONF_PRIVATE_DATA)
         flags |= BB_FLAG_PRIVATE_DATA;
     if (config.flags & BBCONF_TEARDOWN_FAILURE)
         flags |= BB_FLAG_TEARDOWN_FAILURE;
+    bool see_all = !(config.flags & BBCONF_PRIVATE_DATA) || validate_operator(uid);
+    for (struct bb_job *j = jobs; j; j = j->next)
+        if (j->phase != PHASE_COMPLETE) {
+            used += j->node_capacity * j->nnodes;
+            if (see_all || j->uid == uid)
+                count++;
+        }
     packstr("adafs", buffer);
     packstr(config.allow_users_str, buffer);
     packstr(NULL, buffer);                      /* create_buffer */
@@ -133,17 +399,38 @@ extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
     pack32(config.stage_in_timeout, buffer);
     pack32(config.stage_out_timeout, buffer);
     pack64(config.total_capacity, buffer);      /* total_space */
-    pack64(0, buffer);                          /* unfree_space */
-    pack64(0, buffer);                          /* used_space */
+    pack64(used, buffer);                       /* unfree_space */
+    pack64(used, buffer);                       /* used_space */
     pack32(config.other_timeout, buffer);       /* validate_timeout */
-    pack32(0, buffer);                          /* buffer records */
+    pack32(count, buffer);                      /* buffer records */
+    for (struct bb_job *j = jobs; j; j = j->next) {
+        if (j->phase == PHASE_COMPLETE || !(see_all || j->uid == uid))
+            continue;
+        static const uint16_t states[] = {
+            [PHASE_DEPLOYING] = BB_STATE_ALLOCATING, [PHASE_STAGING_IN] = BB_STATE_STAGING_IN,
+            [PHASE_RUNNING] = BB_STATE_RUNNING, [PHASE_STAGING_OUT] = BB_STATE_STAGING_OUT,
+            [PHASE_TEARDOWN] = BB_STATE_TEARDOWN, [PHASE_COMPLETE] = BB_STATE_COMPLETE,
+        };
+        packstr(NULL, buffer);                  /* account */
+        pack32(0, buffer);                      /* array_job_id */
+        pack32(0, buffer);                      /* array_task_id */
+        pack_time(j->t_begin, buffer);
+        pack32(j->job_id, buffer);
+        packstr(NULL, buffer);                  /* name */
+        packstr(NULL, buffer);                  /* partition */
+        packstr(NULL, buffer);                  /* pool */
+        packstr(NULL, buffer);                  /* qos */
+        pack64(j->node_capacity * j->nnodes, buffer);
+        pack16(states[j->phase], buffer);
+        pack32(j->uid, buffer);
+    }
     pack32(0, buffer);                          /* usage records */
     slurm_mutex_unlock(&bb_mutex);
     return SLURM_SUCCESS;
 }
 
-/* At submit: reject malformed directives with a message naming the token;
- * replace the job's burst_buffer text with the canonical form. */
+/* At submit: reject malformed directives with a message naming the token,
+ * and requests that cannot fit; store the canonical form. */
 extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **err_msg)
 {
     struct bb_request req = { 0 };
@@ -151,6 +438,7 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
 
     slurm_mutex_lock(&bb_mutex);
     char *prefix = xstrdup(config.directive);
+    uint64_t node_capacity = config.node_capacity;
     slurm_mutex_unlock(&bb_mutex);
 
     int found = directive_parse(prefix, job_desc->script, job_desc->burst_buffer,
@@ -182,6 +470,14 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
     if (rc != SLURM_SUCCESS)
         goto out;
 
+    uint32_t nodes = job_desc->min_nodes == NO_VAL || job_desc->min_nodes == 0 ? 1 : job_desc->min_nodes;
+    if (req.capacity && (req.capacity + nodes - 1) / nodes > node_capacity) {
+        *err_msg = xstrdup_printf("#%s capacity=%"PRIu64" bytes needs more than the %"PRIu64
+                                  " bytes a node may give (AdafsNodeCapacity) on %u node(s)",
+                                  prefix, req.capacity, node_capacity, nodes);
+        rc = ESLURM_BURST_BUFFER_LIMIT;
+        goto out;
+    }
     char *canonical = bb_request_format(prefix, &req);
     if (!canonical) {
         *err_msg = xstrdup("out of memory formatting the burst buffer request");
@@ -224,12 +520,138 @@ extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
     return 1;
 }
 
+static bool has_bb(const job_record_t *job_ptr)
+{
+    return job_ptr->burst_buffer && job_ptr->burst_buffer[0];
+}
+
+static void add_env(job_record_t *job_ptr, const char *name, const char *value)
+{
+    struct job_details *d = job_ptr->details;
+    xrecalloc(d->env_sup, d->env_cnt + 2, sizeof(char *));
+    d->env_sup[d->env_cnt++] = xstrdup_printf("%s=%s", name, value);
+}
+
+/* Expands %-symbols in every stage path of req for this job. */
+static int expand_symbols(job_record_t *job_ptr, struct bb_request *req, const char *user,
+                          const char *first_node)
+{
+    struct symbol_values v = {
+        .job_id = job_ptr->job_id,
+        .array_job_id = job_ptr->array_task_id != NO_VAL ? job_ptr->array_job_id : 0,
+        .array_task_id = job_ptr->array_task_id != NO_VAL ? job_ptr->array_task_id : 0,
+        .user = user, .job_name = job_ptr->name, .first_node = first_node,
+    };
+    for (size_t i = 0; i < req->nstages; i++) {
+        char **fields[2] = { &req->stages[i].source, &req->stages[i].destination };
+        for (int f = 0; f < 2; f++) {
+            char *x = directive_expand(*fields[f], &v);
+            if (!x)
+                return -1;
+            free(*fields[f]);
+            *fields[f] = x;
+        }
+    }
+    return 0;
+}
+
+static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errlen)
+{
+    struct bb_job *j = bb_job_new(job_ptr->job_id);
+    if (!j)
+        return NULL;
+    j->uid = job_ptr->user_id;
+    j->gid = job_ptr->group_id;
+    char *user = uid_to_string_or_null(job_ptr->user_id);
+    j->user = strdup(user ? user : "");
+    xfree(user);
+    if (directive_parse(config.directive, NULL, job_ptr->burst_buffer, &j->req, err, errlen) < 0) {
+        bb_job_free(j);
+        return NULL;
+    }
+    j->nnodes = bit_set_count(job_ptr->node_bitmap);
+    j->nodes = calloc(j->nnodes ? j->nnodes : 1, sizeof(*j->nodes));
+    size_t k = 0;
+    for (int i = 0; j->nodes && i < node_record_count; i++) {
+        node_record_t *node_ptr = node_record_table_ptr[i];
+        if (!node_ptr || !bit_test(job_ptr->node_bitmap, i))
+            continue;
+        int port = config.agent_port_offset ? node_ptr->port + config.agent_port_offset
+                                            : config.agent_port;
+        j->nodes[k++] = (struct bb_node){ .name = strdup(node_ptr->name),
+                                          .agent_host = strdup(node_ptr->comm_name),
+                                          .agent_port = port };
+    }
+    j->nnodes = k;
+    uint64_t capacity = j->req.capacity ? j->req.capacity : config.default_capacity;
+    j->node_capacity = (capacity + k - 1) / (k ? k : 1);
+    j->chunk_size = j->req.chunk_size ? j->req.chunk_size : config.chunk_size;
+    uint8_t secret[32];
+    if (getrandom(secret, sizeof(secret), 0) != sizeof(secret)) {
+        snprintf(err, errlen, "getrandom: %s", strerror(errno));
+        bb_job_free(j);
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof(secret); i++)
+        snprintf(j->secret_hex + 2 * i, 3, "%02x", secret[i]);
+    j->storage = strdup(config.storage_path);
+    if (asprintf(&j->mount, "%s/%u", config.mount_prefix, job_ptr->job_id) < 0)
+        j->mount = NULL;
+    if (asprintf(&j->instance_path, "%s/job.%u.instance", config.storage_path, job_ptr->job_id) < 0)
+        j->instance_path = NULL;
+    if (expand_symbols(job_ptr, &j->req, j->user, k ? j->nodes[0].name : "") < 0 ||
+        !j->mount || !j->instance_path || !j->storage) {
+        snprintf(err, errlen, "out of memory");
+        bb_job_free(j);
+        return NULL;
+    }
+    j->t_begin = time(NULL);
+    j->phase = PHASE_DEPLOYING;
+    return j;
+}
+
+/* The nodes are known: hold the job while its file system deploys and
+ * stages in. Called with the job write lock held. */
 extern int bb_p_job_begin(job_record_t *job_ptr)
 {
-    if (!job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
+    if (!has_bb(job_ptr))
         return SLURM_SUCCESS;
-    info("%s: %pJ begins on %s", plugin_type, job_ptr,
-         job_ptr->job_resrcs ? job_ptr->job_resrcs->nodes : "?");
+    if (!job_ptr->job_resrcs || !job_ptr->node_bitmap || !job_ptr->details) {
+        error("%s: %pJ has no node allocation", plugin_type, job_ptr);
+        return SLURM_ERROR;
+    }
+    char err[1024];
+    slurm_mutex_lock(&bb_mutex);
+    struct bb_job *old = bb_job_find(jobs, job_ptr->job_id);
+    if (old && old->phase != PHASE_COMPLETE) {
+        slurm_mutex_unlock(&bb_mutex);
+        error("%s: %pJ begins while its previous instance is %s", plugin_type, job_ptr,
+              bb_phase_name(old->phase));
+        set_reason(job_ptr, "previous instance still being torn down");
+        return SLURM_ERROR;
+    }
+    bb_job_remove(&jobs, job_ptr->job_id);   /* a requeued job's finished record */
+    struct bb_job *j = new_instance(job_ptr, err, sizeof(err));
+    if (!j) {
+        slurm_mutex_unlock(&bb_mutex);
+        error("%s: %pJ: %s", plugin_type, job_ptr, err);
+        set_reason(job_ptr, err);
+        return SLURM_ERROR;
+    }
+    j->next = jobs;
+    jobs = j;
+    save_state();
+    add_env(job_ptr, "ADAFS_MOUNT", j->mount);
+    add_env(job_ptr, "ADAFS_INSTANCE", j->instance_path);
+    if (config.preload && config.preload[0])
+        add_env(job_ptr, "LD_PRELOAD", config.preload);
+    info("%s: %pJ begins on %s: deploying %zu servers of %"PRIu64" bytes", plugin_type,
+         job_ptr, job_ptr->job_resrcs->nodes, j->nnodes, j->node_capacity);
+    pthread_cond_broadcast(&bb_wake);
+    slurm_mutex_unlock(&bb_mutex);
+
+    job_ptr->details->prolog_running++;
+    job_ptr->job_state |= JOB_CONFIGURING;
     return SLURM_SUCCESS;
 }
 
@@ -238,8 +660,25 @@ extern int bb_p_job_revoke_alloc(job_record_t *job_ptr)
     return SLURM_SUCCESS;
 }
 
+static void request(job_record_t *job_ptr, bool ended, bool hurry)
+{
+    slurm_mutex_lock(&bb_mutex);
+    struct bb_job *j = bb_job_find(jobs, job_ptr->job_id);
+    if (j) {
+        if (ended)
+            lifecycle_job_ended(j, hurry);
+        else
+            lifecycle_cancel(j, hurry);
+        save_state();
+        pthread_cond_broadcast(&bb_wake);
+    }
+    slurm_mutex_unlock(&bb_mutex);
+}
+
 extern int bb_p_job_start_stage_out(job_record_t *job_ptr)
 {
+    if (has_bb(job_ptr))
+        request(job_ptr, true, false);
     return SLURM_SUCCESS;
 }
 
@@ -248,13 +687,29 @@ extern int bb_p_job_test_post_run(job_record_t *job_ptr)
     return 1;
 }
 
+/* 1 when stage-out and teardown are over (or there was nothing), else 0. */
 extern int bb_p_job_test_stage_out(job_record_t *job_ptr)
 {
-    return 1;
+    if (!has_bb(job_ptr))
+        return 1;
+    slurm_mutex_lock(&bb_mutex);
+    struct bb_job *j = bb_job_find(jobs, job_ptr->job_id);
+    int rc = !j || j->phase == PHASE_COMPLETE ? 1 : 0;
+    slurm_mutex_unlock(&bb_mutex);
+    return rc;
 }
 
 extern int bb_p_job_cancel(job_record_t *job_ptr)
 {
+    if (has_bb(job_ptr)) {
+        /* scancel --hurry: no stage-out. */
+        bool hurry = job_ptr->bit_flags & JOB_KILL_HURRY;
+        slurm_mutex_lock(&bb_mutex);
+        struct bb_job *j = bb_job_find(jobs, job_ptr->job_id);
+        bool ran = j && (j->phase == PHASE_RUNNING || j->phase == PHASE_STAGING_OUT);
+        slurm_mutex_unlock(&bb_mutex);
+        request(job_ptr, ran, hurry);
+    }
     return SLURM_SUCCESS;
 }
 

@@ -26,6 +26,7 @@ ctld_port=${ADAFS_CTLD_PORT:-16817}
 slurmd_port=${ADAFS_SLURMD_PORT:-17001}
 agent_offset=${ADAFS_AGENT_PORT_OFFSET:-1000}
 build=${ADAFS_BUILD_DIR:-}
+prefix=${ADAFS_PREFIX:-/usr/local}
 munge_dir=/run/adafs-cluster-munge
 conf=$base/etc/slurm.conf
 test_user=${ADAFS_TEST_USER:-adafs-test}
@@ -40,6 +41,13 @@ slurm_user() { id -u slurm >/dev/null 2>&1 && echo slurm || echo root; }
 
 pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 pid_of() { [ -f "$1" ] && cat "$1" 2>/dev/null || true; }
+
+# adafs programs: from the build tree when given, else installed.
+program() {  # program DIR NAME
+    if [ -n "$build" ]; then echo "$build/$1/$2"; else echo "$prefix/sbin/$2"; fi
+}
+stage_program() { if [ -n "$build" ]; then echo "$build/stager/adafs-stage"; else echo "$prefix/bin/adafs-stage"; fi; }
+preload_lib() { if [ -n "$build" ]; then echo "$build/agent/.libs/libadafs_preload.so"; else echo "$prefix/lib/libadafs_preload.so"; fi; }
 
 plugin_dir() {
     local dirs=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/slurm-wlm
@@ -60,7 +68,9 @@ ensure_test_user() {
 
 write_config() {
     local su; su=$(slurm_user)
-    mkdir -p "$base"/{etc,state,spool,log,run,jobs,pfs}
+    mkdir -p "$base"/{etc,state,spool,log,run,jobs,pfs,storage}
+    chown root:root "$base/storage"
+    chmod 755 "$base/storage"
     chmod 755 "$base" "$base"/etc "$base"/log "$base"/run
     chown "$su" "$base/log"
     chown "$su" "$base/state"
@@ -107,6 +117,8 @@ KillWait=5
 MinJobAge=600
 InactiveLimit=0
 SchedulerParameters=sched_interval=2,bf_interval=5
+Epilog=$base/etc/epilog.sh
+PrologFlags=Alloc
 ${ADAFS_CLUSTER_EXTRA_CONF:-}
 NodeName=n[1-$nodes] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$slurmd_port-$last] CPUs=2 RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP
@@ -125,8 +137,17 @@ AdafsNodeCapacity=4G
 AdafsStoragePath=$base/storage
 AdafsAgentPortOffset=$agent_offset
 AdafsStageOutKeep=60
+AdafsMungeSocket=$munge_dir/munge.socket.2
+AdafsPreload=$(preload_lib)
+AdafsServerTimeout=5
 CONF
     fi
+    # slurmd runs the Epilog without arguments; the socket pattern is ours.
+    cat > "$base/etc/epilog.sh" <<EPI
+#!/bin/sh
+exec $(program prolog adafs-epilog) --socket $base/run/agent.%n.sock --timeout 300
+EPI
+    chmod 755 "$base/etc/epilog.sh"
     cat > "$base/env" <<ENV
 export SLURM_CONF=$conf
 export ADAFS_CLUSTER_DIR=$base
@@ -171,6 +192,26 @@ start_slurmds() {
     done
 }
 
+start_agents() {
+    local su; su=$(slurm_user)
+    for i in $(seq "$nodes"); do
+        local pid; pid=$(pid_of "$base/run/agent.n$i.pid")
+        pid_alive "$pid" && continue
+        "$(program agent adafs-agentd)" --node "n$i" \
+            --listen "127.0.0.1:$((slurmd_port + i - 1 + agent_offset))" \
+            --socket "$base/run/agent.n$i.sock" --storage-root "$base/storage" \
+            --adafsd "$(program agent adafsd)" --stager "$(stage_program)" \
+            --slurm-user "$su" --munge-socket "$munge_dir/munge.socket.2" \
+            --log "$base/log/agent.n$i.log" --log-dir "$base/log" \
+            --pidfile "$base/run/agent.n$i.pid" ||
+            die "adafs-agentd n$i failed, see $base/log/agent.n$i.log"
+    done
+    for i in $(seq "$nodes"); do
+        for _ in $(seq 50); do [ -S "$base/run/agent.n$i.sock" ] && break; sleep 0.1; done
+        [ -S "$base/run/agent.n$i.sock" ] || die "agent n$i did not come up, see $base/log/agent.n$i.log"
+    done
+}
+
 wait_idle() {
     local want=$nodes
     for _ in $(seq 120); do
@@ -206,6 +247,7 @@ cmd_start() {
     if [ "$clean" = 1 ]; then rm -rf "${base:?}"/state "${base:?}"/spool "${base:?}"/log; fi
     write_config
     start_munge
+    start_agents
     start_ctld
     start_slurmds
     wait_idle
@@ -215,12 +257,14 @@ cmd_start() {
 cmd_stop() {
     for i in $(seq "$nodes"); do stop_pidfile "$base/run/slurmd.n$i.pid" "slurmd n$i"; done
     stop_pidfile "$base/run/slurmctld.pid" slurmctld
+    # Agents stop their servers and wipe their data on SIGTERM.
+    for i in $(seq "$nodes"); do stop_pidfile "$base/run/agent.n$i.pid" "adafs-agentd n$i"; done
     stop_pidfile "$munge_dir/munged.pid" munged
 }
 
 cmd_status() {
     local rc=0
-    for f in "$munge_dir/munged.pid" "$base/run/slurmctld.pid" "$base"/run/slurmd.*.pid; do
+    for f in "$munge_dir/munged.pid" "$base/run/slurmctld.pid" "$base"/run/slurmd.*.pid "$base"/run/agent.*.pid; do
         [ -f "$f" ] || continue
         local pid; pid=$(pid_of "$f")
         if pid_alive "$pid"; then echo "running $(basename "$f" .pid) $pid"; else echo "dead $(basename "$f" .pid)"; rc=1; fi
@@ -232,6 +276,8 @@ case "${1:-}" in
     start) shift; cmd_start "$@" ;;
     stop) cmd_stop ;;
     restart-ctld) stop_pidfile "$base/run/slurmctld.pid" slurmctld; start_ctld ;;
+    kill-ctld) pid=$(pid_of "$base/run/slurmctld.pid"); pid_alive "$pid" && kill -KILL "$pid"; rm -f "$base/run/slurmctld.pid" ;;
+    start-ctld) start_ctld ;;
     status) cmd_status ;;
     env) cat "$base/env" ;;
     *) echo "usage: $0 start [--clean] | stop | restart-ctld | status | env" >&2; exit 2 ;;

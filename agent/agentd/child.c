@@ -1,0 +1,242 @@
+#include "child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "net.h"
+
+/* Exit statuses not yet collected by child_wait(). Small: the agent has a
+ * handful of children per job. */
+struct exited {
+    pid_t pid;
+    int status;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+static struct exited *exits;
+static size_t nexits, capexits;
+static pid_t *running;
+static size_t nrunning, caprunning;
+
+static void record_exit(pid_t pid, int status)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nrunning; i++)
+        if (running[i] == pid) {
+            running[i] = running[--nrunning];
+            break;
+        }
+    if (nexits == capexits) {
+        size_t cap = capexits ? capexits * 2 : 16;
+        struct exited *grown = realloc(exits, cap * sizeof(*grown));
+        if (grown) {
+            exits = grown;
+            capexits = cap;
+        }
+    }
+    if (nexits < capexits)
+        exits[nexits++] = (struct exited){ pid, status };
+    else
+        log_error("out of memory recording the exit of pid %d", (int)pid);
+    pthread_cond_broadcast(&changed);
+    pthread_mutex_unlock(&lock);
+}
+
+static void *reaper(void *arg)
+{
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid > 0) {
+            record_exit(pid, status);
+        } else if (errno == ECHILD) {
+            struct timespec ts = { 0, 50 * 1000 * 1000 };
+            nanosleep(&ts, NULL);   /* no children yet */
+        }
+    }
+    return NULL;
+}
+
+int child_init(void)
+{
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, reaper, NULL);
+    if (rc)
+        return -rc;
+    pthread_detach(t);
+    return 0;
+}
+
+static void track(pid_t pid)
+{
+    pthread_mutex_lock(&lock);
+    if (nrunning == caprunning) {
+        size_t cap = caprunning ? caprunning * 2 : 16;
+        pid_t *grown = realloc(running, cap * sizeof(*grown));
+        if (grown) {
+            running = grown;
+            caprunning = cap;
+        }
+    }
+    if (nrunning < caprunning)
+        running[nrunning++] = pid;
+    pthread_mutex_unlock(&lock);
+}
+
+int child_drop_privileges(const struct user_id *u)
+{
+    if (u->uid == 0 || u->gid == 0)
+        return -EPERM;
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    int rc;
+    if (getpwuid_r(u->uid, &pw, buf, sizeof(buf), &found) == 0 && found)
+        rc = initgroups(found->pw_name, u->gid);
+    else
+        rc = setgroups(0, NULL);
+    if (rc < 0 || setresgid(u->gid, u->gid, u->gid) < 0 || setresuid(u->uid, u->uid, u->uid) < 0)
+        return -errno;
+    /* Must not be able to come back. */
+    if (setuid(0) == 0 || seteuid(0) == 0)
+        return -EPERM;
+    return 0;
+}
+
+static void redirect(int fd, int target)
+{
+    if (fd < 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0 && null != target) {
+            dup2(null, target);
+            close(null);
+        }
+    } else if (fd != target) {
+        dup2(fd, target);
+    }
+}
+
+pid_t child_spawn(const struct user_id *u, char *const argv[], int out_fd, int err_fd,
+                  int keep_fd)
+{
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) < 0)
+        return -errno;
+    pthread_mutex_lock(&lock);   /* the reaper must not see the pid before track() */
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(report[0]);
+        redirect(-1, 0);
+        redirect(out_fd, 1);
+        redirect(err_fd, 2);
+        sigset_t all;
+        sigemptyset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, NULL);
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != report[1] && fd != keep_fd)
+                close(fd);
+        int rc = child_drop_privileges(u);
+        if (rc == 0) {
+            execv(argv[0], argv);
+            rc = -errno;
+        }
+        if (write(report[1], &rc, sizeof(rc)) < 0)
+            _exit(127);
+        _exit(127);
+    }
+    int saved = errno;
+    pthread_mutex_unlock(&lock);
+    close(report[1]);
+    if (pid < 0) {
+        close(report[0]);
+        return -saved;
+    }
+    track(pid);
+    int child_rc = 0;
+    ssize_t n = read(report[0], &child_rc, sizeof(child_rc));
+    close(report[0]);
+    if (n == sizeof(child_rc)) {   /* exec never happened */
+        child_wait(pid, 5000);
+        return child_rc < 0 ? child_rc : -EIO;
+    }
+    return pid;
+}
+
+int child_run_as(const struct user_id *u, int (*fn)(void *), void *arg, int timeout_ms)
+{
+    pthread_mutex_lock(&lock);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (child_drop_privileges(u) < 0)
+            _exit(126);
+        _exit(fn(arg) & 255);
+    }
+    int saved = errno;
+    pthread_mutex_unlock(&lock);
+    if (pid < 0)
+        return -saved;
+    track(pid);
+    int status = child_wait(pid, timeout_ms);
+    if (status == -ETIMEDOUT) {
+        child_kill(pid, SIGKILL);
+        child_wait(pid, -1);
+        return -ETIMEDOUT;
+    }
+    if (status < 0)
+        return status;
+    if (!WIFEXITED(status))
+        return -EINTR;
+    return WEXITSTATUS(status);
+}
+
+int child_wait(pid_t pid, int timeout_ms)
+{
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : net_now_ms() + timeout_ms;
+    pthread_mutex_lock(&lock);
+    for (;;) {
+        for (size_t i = 0; i < nexits; i++)
+            if (exits[i].pid == pid) {
+                int status = exits[i].status;
+                exits[i] = exits[--nexits];
+                pthread_mutex_unlock(&lock);
+                return status;
+            }
+        int64_t now = net_now_ms();
+        if (now >= deadline) {
+            pthread_mutex_unlock(&lock);
+            return -ETIMEDOUT;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t wait = deadline - now < 1000 ? deadline - now : 1000;
+        ts.tv_sec += wait / 1000;
+        ts.tv_nsec += (wait % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&changed, &lock, &ts);
+    }
+}
+
+void child_kill(pid_t pid, int sig)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nrunning; i++)
+        if (running[i] == pid) {
+            kill(pid, sig);
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+}

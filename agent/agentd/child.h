@@ -1,0 +1,44 @@
+/* child: processes the agent starts as a job's user, and their reaping.
+ *
+ * Every child runs with the job user's uid, gid and supplementary groups:
+ * the agent itself is root, and nothing a user controls (paths, file
+ * contents) is ever touched with root's rights. One reaper thread collects
+ * every exit so no other wait can steal a status. */
+#ifndef ADAFS_AGENT_CHILD_H
+#define ADAFS_AGENT_CHILD_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct user_id {
+    uid_t uid;
+    gid_t gid;
+};
+
+/* Starts the reaper. Call once, before any child is started. */
+int child_init(void);
+
+/* Forks, drops to u (refusing uid 0 and failing if root can be regained),
+ * and execs argv. stdin is /dev/null; stdout and stderr go to out_fd and
+ * err_fd (-1: /dev/null). keep_fd (-1: none) stays open in the child.
+ * Returns the pid or -errno. */
+pid_t child_spawn(const struct user_id *u, char *const argv[], int out_fd, int err_fd,
+                  int keep_fd);
+
+/* Forks, drops to u and runs fn(arg) there (fn must not log: another
+ * thread may have held the log's lock at fork time); its return value (0..255) is the
+ * exit status. For file work in directories the user owns. Returns the
+ * status or -errno (-ETIMEDOUT after timeout_ms, the child is killed). */
+int child_run_as(const struct user_id *u, int (*fn)(void *), void *arg, int timeout_ms);
+
+/* Waits for pid's exit: returns its wait status, or -ETIMEDOUT (timeout_ms
+ * < 0: forever). Each pid can be waited for once. */
+int child_wait(pid_t pid, int timeout_ms);
+
+/* Sends sig to pid if it is still a child that has not been reaped. */
+void child_kill(pid_t pid, int sig);
+
+/* Drops the calling process to u for good. Returns 0 or -errno. */
+int child_drop_privileges(const struct user_id *u);
+
+#endif

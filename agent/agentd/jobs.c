@@ -1,0 +1,727 @@
+#include "jobs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "log.h"
+#include "net.h"
+
+#define OUTPUT_MAX (1u << 20)   /* a stager's output kept for STATUS */
+
+struct stage_op {
+    pid_t pid;
+    int state;                 /* enum agent_op_state */
+    int exit_status;
+    int out_fd, err_fd;
+    char *out, *errors;
+    size_t out_len, err_len;
+};
+
+struct job {
+    uint32_t id;
+    struct user_id user;
+    uint32_t index;
+    char storage[PATH_MAX];
+    char dir[PATH_MAX];        /* S/<node>/job.<id> */
+    pid_t server_pid;
+    int port;
+    struct stage_op stage;
+    bool torn_down;
+    struct job *next;
+};
+
+static const struct agent_settings *cfg;
+
+/* Paths are built from a storage root, a node name and a job id, all checked
+ * for length before use (jobs_start, jobs_init), so they always fit. */
+#define PATH_SLACK 512
+
+static void pathf(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void pathf(char *out, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out, len, fmt, ap);
+    va_end(ap);
+}
+static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t jobs_changed = PTHREAD_COND_INITIALIZER;
+static struct job *jobs;
+
+static int failf(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Formats "node N: <message>" into err and returns rc (a -errno). */
+static int failf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    int n = snprintf(err, errlen, "node %s: ", cfg->node);
+    if (n >= 0 && (size_t)n < errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    log_error("%s", err);
+    return rc;
+}
+
+int jobs_init(const struct agent_settings *settings)
+{
+    cfg = settings;
+    if (strlen(cfg->node) > 64 || strchr(cfg->node, '/') || cfg->node[0] == '.')
+        return -EINVAL;
+    for (size_t i = 0; i < cfg->nroots; i++)
+        if (strlen(cfg->storage_roots[i]) + PATH_SLACK >= PATH_MAX)
+            return -ENAMETOOLONG;
+    return strlen(cfg->log_dir) + PATH_SLACK >= PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+static struct job *find_locked(uint32_t id)
+{
+    for (struct job *j = jobs; j; j = j->next)
+        if (j->id == id)
+            return j;
+    return NULL;
+}
+
+/* A storage path from the plugin must be absolute, free of "..", and one of
+ * this agent's storage roots or below one. */
+static bool storage_allowed(const char *path)
+{
+    if (path[0] != '/' || strstr(path, "/../") || strstr(path, "/./") ||
+        (strlen(path) >= 3 && strcmp(path + strlen(path) - 3, "/..") == 0))
+        return false;
+    for (size_t i = 0; i < cfg->nroots; i++) {
+        size_t len = strlen(cfg->storage_roots[i]);
+        if (strncmp(path, cfg->storage_roots[i], len) == 0 &&
+            (path[len] == '\0' || path[len] == '/'))
+            return true;
+    }
+    return false;
+}
+
+/* mkdir -p as root for the admin's storage path, 0755. */
+static int make_root_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+    pathf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1; ; p++) {
+        if (*p == '/' || *p == '\0') {
+            char saved = *p;
+            *p = '\0';
+            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return -errno;
+            *p = saved;
+            if (!saved)
+                break;
+        }
+    }
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode))
+        return -ENOTDIR;
+    if (st.st_uid != 0 || (st.st_mode & 022))
+        return -EPERM;   /* users could plant links where root writes */
+    return 0;
+}
+
+/* Creates dir (in a root-owned parent) for the job user, 0700. An existing
+ * directory is accepted only if it is a real directory of that user. */
+static int make_user_dir(const char *dir, const struct user_id *u)
+{
+    if (mkdir(dir, 0700) == 0) {
+        if (lchown(dir, u->uid, u->gid) < 0) {
+            int e = errno;
+            rmdir(dir);
+            return -e;
+        }
+        return 0;
+    }
+    if (errno != EEXIST)
+        return -errno;
+    struct stat st;
+    if (lstat(dir, &st) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode) || st.st_uid != u->uid)
+        return -EEXIST;
+    return 1;
+}
+
+/* Writes text to path (in a root-owned directory) as a private file of the
+ * job user: temporary name, owner set before any byte is written, rename. */
+static int write_user_file(const char *path, const char *text, const struct user_id *u)
+{
+    char tmp[PATH_MAX];
+    pathf(tmp, sizeof(tmp), "%s.tmp.%d.%lu", path, (int)getpid(),
+             (unsigned long)pthread_self());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    int rc = 0;
+    if (fchown(fd, u->uid, u->gid) < 0 || net_write_full(fd, text, strlen(text), 0) < 0 ||
+        fsync(fd) < 0)
+        rc = -errno;
+    close(fd);
+    if (!rc && rename(tmp, path) < 0)
+        rc = -errno;
+    if (rc)
+        unlink(tmp);
+    return rc;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    if (ftw->level == 0)
+        return 0;   /* the top directory stays: it lives in a root-owned parent */
+    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* Runs as the job user: empties the job's server root. */
+static int wipe_as_user(void *dir)
+{
+    return nftw(dir, remove_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0 ? 0 : 1;
+}
+
+static void path_join(char *out, size_t len, const char *a, const char *b)
+{
+    if ((size_t)snprintf(out, len, "%s/%s", a, b) >= len)
+        out[0] = '\0';
+}
+
+/* Removes the instance and secret files of a job once no node directory of
+ * it is left under storage (several agents may share a host). */
+static void remove_job_files_if_last(const char *storage, uint32_t id)
+{
+    char lockpath[PATH_MAX], path[PATH_MAX], name[64];
+    path_join(lockpath, sizeof(lockpath), storage, ".lock");
+    int lock = open(lockpath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (lock >= 0)
+        flock(lock, LOCK_EX);
+    bool others = false;
+    DIR *d = opendir(storage);
+    snprintf(name, sizeof(name), "job.%u", id);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.' || e->d_type != DT_DIR)
+            continue;
+        char nodedir[PATH_MAX];
+        path_join(nodedir, sizeof(nodedir), storage, e->d_name);
+        path_join(path, sizeof(path), nodedir, name);
+        struct stat st;
+        if (lstat(path, &st) == 0)
+            others = true;
+    }
+    if (d)
+        closedir(d);
+    if (!others) {
+        snprintf(name, sizeof(name), "job.%u.instance", id);
+        path_join(path, sizeof(path), storage, name);
+        unlink(path);
+        snprintf(name, sizeof(name), "job.%u.secret", id);
+        path_join(path, sizeof(path), storage, name);
+        unlink(path);
+    }
+    if (lock >= 0)
+        close(lock);
+}
+
+static void pidfile_path(char *out, size_t len, const struct job *j)
+{
+    pathf(out, len, "%s.pid", j->dir);
+}
+
+/* Stops the server (and a running stager), wipes this node's data. */
+static int teardown_locked(struct job *j, bool hurry, char *err, size_t errlen)
+{
+    if (j->torn_down)
+        return 0;
+    if (j->stage.state == AGENT_OP_RUNNING)
+        child_kill(j->stage.pid, hurry ? SIGKILL : SIGTERM);
+    int rc = 0;
+    if (j->server_pid > 0) {
+        child_kill(j->server_pid, SIGTERM);
+        if (child_wait(j->server_pid, cfg->stop_timeout_ms) == -ETIMEDOUT) {
+            log_warn("job %u: server pid %d ignored SIGTERM for %d ms, killing it",
+                     j->id, (int)j->server_pid, cfg->stop_timeout_ms);
+            child_kill(j->server_pid, SIGKILL);
+            child_wait(j->server_pid, -1);
+        }
+        j->server_pid = 0;
+    }
+    int wiped = child_run_as(&j->user, wipe_as_user, j->dir, 60000);
+    if (wiped != 0)
+        rc = failf(err, errlen, -EIO, "job %u: could not wipe %s (status %d)", j->id, j->dir, wiped);
+    else if (rmdir(j->dir) < 0 && errno != ENOENT)
+        rc = failf(err, errlen, -errno, "job %u: rmdir %s: %s", j->id, j->dir, strerror(errno));
+    char pidfile[PATH_MAX];
+    pidfile_path(pidfile, sizeof(pidfile), j);
+    unlink(pidfile);
+    remove_job_files_if_last(j->storage, j->id);
+    if (rc == 0) {
+        j->torn_down = true;
+        log_info("job %u: torn down, %s wiped", j->id, j->dir);
+    }
+    pthread_cond_broadcast(&jobs_changed);
+    return rc;
+}
+
+/* Reads "ready port=P pid=N" or "error ..." from a starting server. */
+static int await_ready(int fd, int *port, char *line, size_t len)
+{
+    size_t got = 0;
+    int64_t deadline = net_now_ms() + cfg->start_timeout_ms;
+    while (got + 1 < len) {
+        int64_t left = deadline - net_now_ms();
+        if (left <= 0)
+            return -ETIMEDOUT;
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        if (poll(&p, 1, (int)left) <= 0)
+            continue;
+        ssize_t n = read(fd, line + got, len - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        if (memchr(line, '\n', got))
+            break;
+    }
+    line[got] = '\0';
+    line[strcspn(line, "\n")] = '\0';
+    if (sscanf(line, "ready port=%d", port) == 1)
+        return 0;
+    return got ? -EIO : -ECHILD;
+}
+
+static int spawn_server(struct job *j, const struct agent_start *m, char *err, size_t errlen)
+{
+    char secret_path[PATH_MAX], logpath[PATH_MAX], hosts[PATH_MAX], idx[16], chunk[32], quota[32];
+    char fdtext[16];
+    pathf(secret_path, sizeof(secret_path), "%s/job.%u.secret", m->storage, m->job_id);
+    pathf(logpath, sizeof(logpath), "%s/adafsd.job%u.%s.log", cfg->log_dir, m->job_id, cfg->node);
+    /* The server only needs its own address; the others are placeholders. */
+    size_t off = 0;
+    for (uint32_t i = 0; i < m->nservers && off < sizeof(hosts) - 300; i++)
+        off += (size_t)snprintf(hosts + off, sizeof(hosts) - off, "%s%s:0", i ? "," : "",
+                                i == m->index ? m->listen_host : "placeholder");
+    if (off >= sizeof(hosts) - 300)
+        return failf(err, errlen, -E2BIG, "job %u: too many servers for one command line", m->job_id);
+    snprintf(idx, sizeof(idx), "%u", m->index);
+    snprintf(chunk, sizeof(chunk), "%llu", (unsigned long long)m->chunk_size);
+    snprintf(quota, sizeof(quota), "%llu", (unsigned long long)m->quota);
+
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) < 0)
+        return failf(err, errlen, -errno, "pipe: %s", strerror(errno));
+    /* The write end must survive exec in the child. */
+    int child_end = fcntl(ready[1], F_DUPFD, 3);
+    close(ready[1]);
+    snprintf(fdtext, sizeof(fdtext), "%d", child_end);
+    int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
+    char *argv[] = { (char *)cfg->adafsd_path, "--index", idx, "--hosts", hosts,
+                     "--root", j->dir, "--secret-file", secret_path, "--chunk-size", chunk,
+                     "--quota", quota, "--ready-fd", fdtext, "--foreground", NULL };
+    pid_t pid = child_spawn(&j->user, argv, logfd, logfd, child_end);
+    close(child_end);
+    if (logfd >= 0)
+        close(logfd);
+    if (pid < 0) {
+        close(ready[0]);
+        return failf(err, errlen, pid, "job %u: cannot start %s as uid %u: %s", m->job_id,
+                     cfg->adafsd_path, (unsigned)m->uid, strerror(-pid));
+    }
+    char line[512];
+    int rc = await_ready(ready[0], &j->port, line, sizeof(line));
+    close(ready[0]);
+    if (rc < 0) {
+        child_kill(pid, SIGKILL);
+        child_wait(pid, -1);
+        return failf(err, errlen, rc == -ECHILD ? -EIO : rc,
+                     "job %u: server did not start%s%s (see %s)", m->job_id,
+                     line[0] ? ": " : (rc == -ETIMEDOUT ? ": timed out" : ": it exited"),
+                     line, logpath);
+    }
+    j->server_pid = pid;
+    char pidfile[PATH_MAX], text[32];
+    pidfile_path(pidfile, sizeof(pidfile), j);
+    snprintf(text, sizeof(text), "%d\n", (int)pid);
+    int pfd = open(pidfile, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (pfd >= 0) {
+        if (write(pfd, text, strlen(text)) < 0)
+            log_warn("cannot write %s: %s", pidfile, strerror(errno));
+        close(pfd);
+    }
+    return 0;
+}
+
+int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, size_t errlen)
+{
+    if (m->uid == 0 || m->gid == 0)
+        return failf(err, errlen, -EPERM, "job %u: refusing to run a server as root", m->job_id);
+    if (strlen(m->storage) + strlen(cfg->node) + PATH_SLACK >= PATH_MAX)
+        return failf(err, errlen, -ENAMETOOLONG, "job %u: storage path too long", m->job_id);
+    if (strlen(m->secret_hex) != 2 * RPC_SECRET_SIZE || m->secret_hex[strspn(m->secret_hex, "0123456789abcdef")])
+        return failf(err, errlen, -EINVAL, "job %u: the secret is not %d hex digits", m->job_id,
+                     2 * RPC_SECRET_SIZE);
+    if (!storage_allowed(m->storage))
+        return failf(err, errlen, -EPERM, "job %u: storage %s is not under this agent's storage roots",
+                     m->job_id, m->storage);
+    if (m->index >= m->nservers)
+        return failf(err, errlen, -EINVAL, "job %u: server index %u of %u", m->job_id, m->index,
+                     m->nservers);
+
+    pthread_mutex_lock(&jobs_lock);
+    struct job *old = find_locked(m->job_id);
+    if (old && !old->torn_down) {
+        pthread_mutex_unlock(&jobs_lock);
+        return failf(err, errlen, -EEXIST, "job %u: already deployed here", m->job_id);
+    }
+    struct job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        pthread_mutex_unlock(&jobs_lock);
+        return failf(err, errlen, -ENOMEM, "out of memory");
+    }
+    j->id = m->job_id;
+    j->user = (struct user_id){ m->uid, m->gid };
+    j->index = m->index;
+    pathf(j->storage, sizeof(j->storage), "%s", m->storage);
+    char nodedir[PATH_MAX];
+    pathf(nodedir, sizeof(nodedir), "%s/%s", m->storage, cfg->node);
+    pathf(j->dir, sizeof(j->dir), "%s/job.%u", nodedir, m->job_id);
+
+    char secret_path[PATH_MAX], text[80];
+    pathf(secret_path, sizeof(secret_path), "%s/job.%u.secret", m->storage, m->job_id);
+    snprintf(text, sizeof(text), "%s\n", m->secret_hex);
+    int rc = make_root_dirs(nodedir);
+    if (rc < 0)
+        rc = failf(err, errlen, rc, "job %u: storage %s: %s", m->job_id, nodedir,
+                   rc == -EPERM ? "must be owned by root and not group/world-writable"
+                                : strerror(-rc));
+    if (rc == 0 && (rc = make_user_dir(j->dir, &j->user)) < 0)
+        rc = failf(err, errlen, rc, "job %u: cannot create %s: %s", m->job_id, j->dir,
+                   rc == -EEXIST ? "exists and is not the job user's directory" : strerror(-rc));
+    if (rc == 1)   /* a requeued job's leftovers: start empty */
+        rc = child_run_as(&j->user, wipe_as_user, j->dir, 60000) == 0 ? 0 :
+             failf(err, errlen, -EIO, "job %u: cannot empty old %s", m->job_id, j->dir);
+    if (rc == 0 && (rc = write_user_file(secret_path, text, &j->user)) < 0)
+        rc = failf(err, errlen, rc, "job %u: cannot write %s: %s", m->job_id, secret_path,
+                   strerror(-rc));
+    if (rc == 0)
+        rc = spawn_server(j, m, err, errlen);
+    if (rc < 0) {
+        char ignored[256];
+        teardown_locked(j, true, ignored, sizeof(ignored));
+        free(j);
+        pthread_mutex_unlock(&jobs_lock);
+        return rc;
+    }
+    if (old) {   /* replace the torn-down record of an earlier run */
+        for (struct job **p = &jobs; *p; p = &(*p)->next)
+            if (*p == old) {
+                *p = old->next;
+                break;
+            }
+        free(old->stage.out);
+        free(old->stage.errors);
+        free(old);
+    }
+    j->next = jobs;
+    jobs = j;
+    *port = j->port;
+    *pid = j->server_pid;
+    log_info("job %u: server %u of %u up as uid %u on port %d (pid %d), root %s", j->id,
+             j->index, m->nservers, (unsigned)m->uid, j->port, (int)j->server_pid, j->dir);
+    pthread_mutex_unlock(&jobs_lock);
+    return 0;
+}
+
+int jobs_configure(const struct agent_configure *m, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&jobs_lock);
+    struct job *j = find_locked(m->job_id);
+    int rc;
+    if (!j || j->torn_down) {
+        rc = failf(err, errlen, -ENOENT, "job %u: not deployed here", m->job_id);
+    } else {
+        char path[PATH_MAX];
+        pathf(path, sizeof(path), "%s/job.%u.instance", j->storage, j->id);
+        rc = write_user_file(path, m->instance_text, &j->user);
+        if (rc < 0)
+            rc = failf(err, errlen, rc, "job %u: cannot write %s: %s", j->id, path, strerror(-rc));
+    }
+    pthread_mutex_unlock(&jobs_lock);
+    return rc;
+}
+
+/* Collects a stager's stdout and stderr, then its exit status. */
+static void *stage_watcher(void *arg)
+{
+    uint32_t id = (uint32_t)(uintptr_t)arg;
+    pthread_mutex_lock(&jobs_lock);
+    struct job *j = find_locked(id);
+    struct stage_op *op = &j->stage;
+    int fds[2] = { op->out_fd, op->err_fd };
+    pid_t pid = op->pid;
+    pthread_mutex_unlock(&jobs_lock);
+
+    char buf[65536];
+    struct pollfd p[2] = { { .fd = fds[0], .events = POLLIN }, { .fd = fds[1], .events = POLLIN } };
+    int open_fds = 2;
+    while (open_fds > 0) {
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < 2; i++) {
+            if (p[i].fd < 0 || !p[i].revents)
+                continue;
+            ssize_t n = read(p[i].fd, buf, sizeof(buf));
+            if (n <= 0) {
+                close(p[i].fd);
+                p[i].fd = -1;
+                open_fds--;
+                continue;
+            }
+            pthread_mutex_lock(&jobs_lock);
+            char **dst = i == 0 ? &op->out : &op->errors;
+            size_t *len = i == 0 ? &op->out_len : &op->err_len;
+            if (*len + (size_t)n <= OUTPUT_MAX) {
+                char *grown = realloc(*dst, *len + (size_t)n + 1);
+                if (grown) {
+                    memcpy(grown + *len, buf, (size_t)n);
+                    *len += (size_t)n;
+                    grown[*len] = '\0';
+                    *dst = grown;
+                }
+            }
+            pthread_mutex_unlock(&jobs_lock);
+        }
+    }
+    int status = child_wait(pid, -1);
+    pthread_mutex_lock(&jobs_lock);
+    op->exit_status = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    op->state = AGENT_OP_DONE;
+    log_info("job %u: stager pid %d finished with status %d", id, (int)pid, op->exit_status);
+    pthread_cond_broadcast(&jobs_changed);
+    pthread_mutex_unlock(&jobs_lock);
+    return NULL;
+}
+
+int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
+{
+    static const char *types[] = { "file", "directory", "list" };
+    pthread_mutex_lock(&jobs_lock);
+    struct job *j = find_locked(m->job_id);
+    int rc = 0;
+    if (!j || j->torn_down)
+        rc = failf(err, errlen, -ENOENT, "job %u: not deployed here", m->job_id);
+    else if (j->stage.state == AGENT_OP_RUNNING)
+        rc = failf(err, errlen, -EBUSY, "job %u: a stage is already running", m->job_id);
+    if (rc) {
+        pthread_mutex_unlock(&jobs_lock);
+        return rc;
+    }
+    char instance[PATH_MAX], worker[32], threads[16], mdops[32], bw[32];
+    pathf(instance, sizeof(instance), "%s/job.%u.instance", j->storage, j->id);
+    snprintf(worker, sizeof(worker), "%u/%u", m->worker, m->nworkers);
+    snprintf(threads, sizeof(threads), "%u", m->threads ? m->threads : 4);
+    snprintf(mdops, sizeof(mdops), "%llu", (unsigned long long)m->max_mdops);
+    snprintf(bw, sizeof(bw), "%llu", (unsigned long long)m->max_bandwidth);
+    char *argv[24];
+    int n = 0;
+    argv[n++] = (char *)cfg->stage_path;
+    argv[n++] = m->direction == AGENT_STAGE_IN ? "in" : "out";
+    argv[n++] = "--instance"; argv[n++] = instance;
+    argv[n++] = "--type"; argv[n++] = (char *)types[m->type];
+    argv[n++] = "--worker"; argv[n++] = worker;
+    argv[n++] = "--threads"; argv[n++] = threads;
+    if (m->max_mdops) { argv[n++] = "--max-mdops"; argv[n++] = mdops; }
+    if (m->max_bandwidth) { argv[n++] = "--max-bw"; argv[n++] = bw; }
+    if (m->flags & AGENT_STAGE_FINALIZE)
+        argv[n++] = "--finalize";
+    argv[n++] = "--json";
+    argv[n++] = "--";
+    argv[n++] = (char *)m->source;
+    argv[n++] = (char *)m->destination;
+    argv[n] = NULL;
+
+    int out[2], errp[2];
+    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+        pthread_mutex_unlock(&jobs_lock);
+        return failf(err, errlen, -errno, "pipe: %s", strerror(errno));
+    }
+    pid_t pid = child_spawn(&j->user, argv, out[1], errp[1], -1);
+    close(out[1]);
+    close(errp[1]);
+    if (pid < 0) {
+        close(out[0]);
+        close(errp[0]);
+        pthread_mutex_unlock(&jobs_lock);
+        return failf(err, errlen, pid, "job %u: cannot start %s: %s", j->id, cfg->stage_path,
+                     strerror(-pid));
+    }
+    free(j->stage.out);
+    free(j->stage.errors);
+    j->stage = (struct stage_op){ .pid = pid, .state = AGENT_OP_RUNNING,
+                                  .out_fd = out[0], .err_fd = errp[0] };
+    log_info("job %u: stage-%s worker %s started (pid %d): %s -> %s", j->id,
+             argv[1], worker, (int)pid, m->source, m->destination);
+    pthread_t t;
+    if ((rc = pthread_create(&t, NULL, stage_watcher, (void *)(uintptr_t)j->id)) != 0) {
+        child_kill(pid, SIGKILL);
+        pthread_mutex_unlock(&jobs_lock);
+        return failf(err, errlen, -rc, "cannot start a thread: %s", strerror(rc));
+    }
+    pthread_detach(t);
+    pthread_mutex_unlock(&jobs_lock);
+    return 0;
+}
+
+int jobs_status(uint32_t job_id, struct stage_status *st)
+{
+    *st = (struct stage_status){ .state = AGENT_OP_NONE, .exit_status = -1 };
+    pthread_mutex_lock(&jobs_lock);
+    struct job *j = find_locked(job_id);
+    if (j) {
+        st->state = j->stage.state;
+        st->exit_status = j->stage.exit_status;
+        st->summary = strdup(j->stage.out ? j->stage.out : "");
+        st->errors = strdup(j->stage.errors ? j->stage.errors : "");
+    }
+    pthread_mutex_unlock(&jobs_lock);
+    if (j && (!st->summary || !st->errors)) {
+        stage_status_free(st);
+        return -ENOMEM;
+    }
+    return j ? 0 : -ENOENT;
+}
+
+void stage_status_free(struct stage_status *st)
+{
+    free(st->summary);
+    free(st->errors);
+    st->summary = st->errors = NULL;
+}
+
+int jobs_teardown(uint32_t job_id, bool hurry, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&jobs_lock);
+    struct job *j = find_locked(job_id);
+    int rc = j ? teardown_locked(j, hurry, err, errlen) : 0;
+    pthread_mutex_unlock(&jobs_lock);
+    return rc;
+}
+
+int jobs_release(uint32_t job_id, int timeout_s, char *err, size_t errlen)
+{
+    int64_t deadline = net_now_ms() + (int64_t)timeout_s * 1000;
+    pthread_mutex_lock(&jobs_lock);
+    for (;;) {
+        struct job *j = find_locked(job_id);
+        if (!j || j->torn_down)
+            break;
+        if (net_now_ms() >= deadline) {
+            log_warn("job %u: not torn down %d s after the job ended: tearing down now",
+                     job_id, timeout_s);
+            int rc = teardown_locked(j, true, err, errlen);
+            pthread_mutex_unlock(&jobs_lock);
+            return rc;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&jobs_changed, &jobs_lock, &ts);
+    }
+    pthread_mutex_unlock(&jobs_lock);
+    return 0;
+}
+
+void jobs_shutdown(void)
+{
+    pthread_mutex_lock(&jobs_lock);
+    for (struct job *j = jobs; j; j = j->next) {
+        char err[512];
+        teardown_locked(j, true, err, sizeof(err));
+    }
+    pthread_mutex_unlock(&jobs_lock);
+}
+
+/* Is pid an adafsd? Only then may recovery kill it. */
+static bool is_server(pid_t pid)
+{
+    char link[64], exe[PATH_MAX];
+    snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return false;
+    exe[n] = '\0';
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    return strncmp(base, "adafsd", 6) == 0 || strstr(base, "lt-adafsd") != NULL;
+}
+
+static void recover_dir(const char *storage)
+{
+    char nodedir[PATH_MAX];
+    pathf(nodedir, sizeof(nodedir), "%s/%s", storage, cfg->node);
+    DIR *d = opendir(nodedir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        unsigned id;
+        char tail;
+        if (sscanf(e->d_name, "job.%u%c", &id, &tail) != 1)
+            continue;
+        struct job j = { .id = id };
+        pathf(j.storage, sizeof(j.storage), "%s", storage);
+        pathf(j.dir, sizeof(j.dir), "%s/%s", nodedir, e->d_name);
+        struct stat st;
+        if (lstat(j.dir, &st) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        j.user = (struct user_id){ st.st_uid, st.st_gid };
+        char pidfile[PATH_MAX];
+        pidfile_path(pidfile, sizeof(pidfile), &j);
+        FILE *f = fopen(pidfile, "re");
+        int pid = 0;
+        if (f) {
+            if (fscanf(f, "%d", &pid) != 1)
+                pid = 0;
+            fclose(f);
+        }
+        if (pid > 0 && is_server(pid)) {
+            log_warn("recovery: job %u: stopping orphaned server pid %d", id, pid);
+            kill(pid, SIGKILL);
+        }
+        log_warn("recovery: job %u: wiping leftover %s", id, j.dir);
+        char err[512];
+        if (st.st_uid == 0) {
+            rmdir(j.dir);   /* never filled: a user's files are never root's */
+            unlink(pidfile);
+            remove_job_files_if_last(storage, id);
+        } else {
+            teardown_locked(&j, true, err, sizeof(err));
+        }
+    }
+    closedir(d);
+}
+
+void jobs_recover(void)
+{
+    pthread_mutex_lock(&jobs_lock);
+    for (size_t i = 0; i < cfg->nroots; i++)
+        recover_dir(cfg->storage_roots[i]);
+    pthread_mutex_unlock(&jobs_lock);
+}

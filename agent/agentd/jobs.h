@@ -1,0 +1,66 @@
+/* jobs: this node's part of each job's adafs instance.
+ *
+ * Layout under a storage directory S (owned by root, not writable by users):
+ *   S/job.<id>.instance, S/job.<id>.secret   the instance file and its secret,
+ *                                            0600, owned by the job user
+ *   S/<node>/job.<id>/                       this node's server root, 0700,
+ *                                            owned by the job user
+ *   S/<node>/job.<id>.pid                    the server's pid, for recovery
+ * The per-node level lets several agents share one host (the mini-cluster);
+ * on a real cluster each host has one. Everything the agent writes as root
+ * is in directories users cannot write; everything inside a job's directory
+ * is handled by a child running as the job user. */
+#ifndef ADAFS_AGENT_JOBS_H
+#define ADAFS_AGENT_JOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent_proto.h"
+
+struct agent_settings {
+    const char *node;            /* this node's name */
+    const char *adafsd_path;     /* absolute path of adafsd */
+    const char *stage_path;      /* absolute path of adafs-stage */
+    const char *log_dir;         /* where servers' and stagers' logs go */
+    char **storage_roots;        /* START may only use these or below */
+    size_t nroots;
+    int start_timeout_ms;        /* a server not ready by then has failed */
+    int stop_timeout_ms;         /* a server not gone by then is killed */
+};
+
+/* Checks the settings: -EINVAL for a node name that is not a plain word,
+ * -ENAMETOOLONG for paths too long to build job paths under. */
+int jobs_init(const struct agent_settings *settings);
+
+/* Removes what crashed agents left on this node: stops their servers and
+ * wipes their directories. Called once at start-up. */
+void jobs_recover(void);
+
+/* Each returns 0 or -errno with a message for the plugin in err (naming the
+ * node, the path and the errno). */
+int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, size_t errlen);
+int jobs_configure(const struct agent_configure *m, char *err, size_t errlen);
+int jobs_stage(const struct agent_stage *m, char *err, size_t errlen);
+
+struct stage_status {
+    int state;            /* enum agent_op_state */
+    int exit_status;      /* the stager's exit status, -1 if killed */
+    char *summary;        /* malloc'd; the stager's JSON (stdout) */
+    char *errors;         /* malloc'd; the stager's messages (stderr) */
+};
+int jobs_status(uint32_t job_id, struct stage_status *st);
+void stage_status_free(struct stage_status *st);
+
+int jobs_teardown(uint32_t job_id, bool hurry, char *err, size_t errlen);
+
+/* Waits until job_id is torn down on this node or timeout_s passes; then
+ * tears down whatever is left. For the Epilog. */
+int jobs_release(uint32_t job_id, int timeout_s, char *err, size_t errlen);
+
+/* Stops every server and wipes every job: the agent is going away. */
+void jobs_shutdown(void);
+
+#endif

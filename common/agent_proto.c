@@ -1,0 +1,111 @@
+#include "agent_proto.h"
+
+#include <errno.h>
+
+static int finish(struct rpc_reader *r)
+{
+    return rpc_reader_done(r) ? 0 : -EBADMSG;
+}
+
+void agent_start_put(struct rpc_writer *w, const struct agent_start *m)
+{
+    rpc_put_u32(w, m->job_id);
+    rpc_put_u32(w, m->uid);
+    rpc_put_u32(w, m->gid);
+    rpc_put_u32(w, m->index);
+    rpc_put_u32(w, m->nservers);
+    rpc_put_u64(w, m->chunk_size);
+    rpc_put_u64(w, m->quota);
+    rpc_put_str(w, m->listen_host);
+    rpc_put_str(w, m->storage);
+    rpc_put_str(w, m->secret_hex);
+}
+
+int agent_start_get(struct rpc_reader *r, struct agent_start *m)
+{
+    m->job_id = rpc_get_u32(r);
+    m->uid = rpc_get_u32(r);
+    m->gid = rpc_get_u32(r);
+    m->index = rpc_get_u32(r);
+    m->nservers = rpc_get_u32(r);
+    m->chunk_size = rpc_get_u64(r);
+    m->quota = rpc_get_u64(r);
+    m->listen_host = rpc_get_str(r);
+    m->storage = rpc_get_str(r);
+    m->secret_hex = rpc_get_str(r);
+    return finish(r);
+}
+
+void agent_configure_put(struct rpc_writer *w, const struct agent_configure *m)
+{
+    rpc_put_u32(w, m->job_id);
+    rpc_put_str(w, m->instance_text);
+}
+
+int agent_configure_get(struct rpc_reader *r, struct agent_configure *m)
+{
+    m->job_id = rpc_get_u32(r);
+    m->instance_text = rpc_get_str(r);
+    return finish(r);
+}
+
+void agent_stage_put(struct rpc_writer *w, const struct agent_stage *m)
+{
+    rpc_put_u32(w, m->job_id);
+    rpc_put_u32(w, m->direction);
+    rpc_put_u32(w, m->type);
+    rpc_put_u32(w, m->worker);
+    rpc_put_u32(w, m->nworkers);
+    rpc_put_u32(w, m->threads);
+    rpc_put_u32(w, m->flags);
+    rpc_put_u64(w, m->max_mdops);
+    rpc_put_u64(w, m->max_bandwidth);
+    rpc_put_str(w, m->source);
+    rpc_put_str(w, m->destination);
+}
+
+int agent_stage_get(struct rpc_reader *r, struct agent_stage *m)
+{
+    m->job_id = rpc_get_u32(r);
+    m->direction = rpc_get_u32(r);
+    m->type = rpc_get_u32(r);
+    m->worker = rpc_get_u32(r);
+    m->nworkers = rpc_get_u32(r);
+    m->threads = rpc_get_u32(r);
+    m->flags = rpc_get_u32(r);
+    m->max_mdops = rpc_get_u64(r);
+    m->max_bandwidth = rpc_get_u64(r);
+    m->source = rpc_get_str(r);
+    m->destination = rpc_get_str(r);
+    if (finish(r) < 0 || m->direction > AGENT_STAGE_OUT || m->type > 2 ||
+        m->nworkers == 0 || m->worker >= m->nworkers)
+        return -EBADMSG;
+    return 0;
+}
+
+void agent_job_ref_put(struct rpc_writer *w, const struct agent_job_ref *m)
+{
+    rpc_put_u32(w, m->job_id);
+    rpc_put_u32(w, m->arg);
+}
+
+int agent_job_ref_get(struct rpc_reader *r, struct agent_job_ref *m)
+{
+    m->job_id = rpc_get_u32(r);
+    m->arg = rpc_get_u32(r);
+    return finish(r);
+}
+
+const char *agent_op_name(uint16_t op)
+{
+    switch (op) {
+    case AGENT_PING: return "ping";
+    case AGENT_START: return "start";
+    case AGENT_CONFIGURE: return "configure";
+    case AGENT_STAGE: return "stage";
+    case AGENT_STATUS: return "status";
+    case AGENT_TEARDOWN: return "teardown";
+    case AGENT_RELEASE: return "release";
+    }
+    return "unknown";
+}

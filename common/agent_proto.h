@@ -1,0 +1,99 @@
+/* agent_proto: the messages between slurmctld's burst_buffer/adafs plugin,
+ * the Epilog, and the node agent adafs-agentd.
+ *
+ * Framed with rpc.h. Over TCP a request's payload is a munge credential
+ * (rpc_put_str) whose sealed payload is the request body below, so the agent
+ * knows the sender's uid and that nothing was changed on the way; over the
+ * agent's local Unix socket the body is sent as is and the peer is known
+ * from SO_PEERCRED. A response carries status 0 or -errno in its header and
+ * a body: for errors, one string saying what failed where.
+ *
+ * The plugin drives each job's instance through: START on every node (each
+ * agent starts its adafsd as the job user and answers with the port), then
+ * CONFIGURE (the instance file, now that all ports are known), STAGE (start
+ * a stage-in/out worker) and STATUS (poll it), and TEARDOWN (stop servers,
+ * wipe data). The Epilog sends RELEASE and returns only when the node's part
+ * of the job is torn down, so Slurm does not hand the node to another job
+ * while stage-out still reads from it. */
+#ifndef ADAFS_AGENT_PROTO_H
+#define ADAFS_AGENT_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rpc.h"
+
+enum agent_op {
+    AGENT_PING = 1,
+    AGENT_START = 2,
+    AGENT_CONFIGURE = 3,
+    AGENT_STAGE = 4,
+    AGENT_STATUS = 5,
+    AGENT_TEARDOWN = 6,
+    AGENT_RELEASE = 7,     /* Epilog: wait for teardown (local socket only) */
+};
+
+#define AGENT_MAX_BODY (1u << 20)
+
+/* START: deploy this node's server of a job's instance. */
+struct agent_start {
+    uint32_t job_id;
+    uint32_t uid, gid;
+    uint32_t index, nservers;       /* this server's place in the instance */
+    uint64_t chunk_size;
+    uint64_t quota;                 /* bytes this node may hold */
+    const char *listen_host;        /* address the server binds (port chosen by it) */
+    const char *storage;            /* storage directory on the node (admin's) */
+    const char *secret_hex;         /* the instance's secret (munge seals it) */
+};
+/* START response body: u32 port, u32 pid. */
+
+/* CONFIGURE: write the job's instance file (its text) on this node. */
+struct agent_configure {
+    uint32_t job_id;
+    const char *instance_text;
+};
+
+enum agent_stage_dir { AGENT_STAGE_IN = 0, AGENT_STAGE_OUT = 1 };
+
+/* After all workers of a directory stage: one pass that sets the modes and
+ * times of directories, which workers leave open while they fill them. */
+#define AGENT_STAGE_FINALIZE 0x1
+
+/* STAGE: start worker `worker` of `nworkers` copying source to destination. */
+struct agent_stage {
+    uint32_t job_id;
+    uint32_t direction;             /* enum agent_stage_dir */
+    uint32_t type;                  /* 0 file, 1 directory, 2 list */
+    uint32_t worker, nworkers;
+    uint32_t threads;
+    uint32_t flags;                 /* AGENT_STAGE_FINALIZE */
+    uint64_t max_mdops, max_bandwidth;   /* 0: unlimited */
+    const char *source, *destination;
+};
+
+/* STATUS response body: u32 state (enum agent_op_state), i32 exit status,
+ * str summary (the stager's JSON, may be empty), str error text. */
+enum agent_op_state { AGENT_OP_NONE = 0, AGENT_OP_RUNNING = 1, AGENT_OP_DONE = 2 };
+
+/* TEARDOWN: u32 job_id, u32 hurry. RELEASE: u32 job_id, u32 timeout_s. */
+struct agent_job_ref {
+    uint32_t job_id;
+    uint32_t arg;
+};
+
+void agent_start_put(struct rpc_writer *w, const struct agent_start *m);
+int agent_start_get(struct rpc_reader *r, struct agent_start *m);
+void agent_configure_put(struct rpc_writer *w, const struct agent_configure *m);
+int agent_configure_get(struct rpc_reader *r, struct agent_configure *m);
+void agent_stage_put(struct rpc_writer *w, const struct agent_stage *m);
+int agent_stage_get(struct rpc_reader *r, struct agent_stage *m);
+void agent_job_ref_put(struct rpc_writer *w, const struct agent_job_ref *m);
+int agent_job_ref_get(struct rpc_reader *r, struct agent_job_ref *m);
+
+/* The getters point strings into the reader's buffer and return 0, or
+ * -EBADMSG when the body is truncated, too long or malformed. */
+
+const char *agent_op_name(uint16_t op);
+
+#endif

@@ -1,0 +1,144 @@
+/* adafs-epilog: the Slurm Epilog (and Prolog) piece of adafs.
+ *
+ *   adafs-epilog [--socket PATH] [--timeout SECONDS] [--prolog]
+ *
+ * As the Epilog, slurmd runs it as root on each node when a job ends. It
+ * asks the node's agent to RELEASE the job and returns only when the job's
+ * server on this node is stopped and its data wiped: stage-out may still be
+ * reading from this node, and Slurm gives the node to the next job as soon
+ * as the Epilog returns. If the plugin never asks for teardown (slurmctld
+ * down), the agent tears down by itself after --timeout seconds.
+ *
+ * As the Prolog (--prolog) it only checks that the agent answers and says
+ * so in slurmd's log: jobs without burst buffers must not fail for it.
+ *
+ * The agent's socket: --socket, else $ADAFS_AGENT_SOCKET, else
+ * /run/adafs/agent.%n.sock, where %n is this node's name ($SLURMD_NODENAME).
+ * Exit status: 0 released (or no instance here); 1 the node may hold
+ * leftovers (then slurmd drains it, for an admin to look at). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent_proto.h"
+#include "net.h"
+#include "rpc_io.h"
+
+#define DEFAULT_SOCKET "/run/adafs/agent.%n.sock"
+
+static void expand_node(const char *pattern, const char *node, char *out, size_t len)
+{
+    size_t o = 0;
+    for (const char *p = pattern; *p && o + 1 < len; p++) {
+        if (p[0] == '%' && p[1] == 'n') {
+            o += (size_t)snprintf(out + o, len - o, "%s", node);
+            p++;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o < len ? o : len - 1] = '\0';
+}
+
+static int connect_unix(const char *path)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof(addr.sun_path))
+        return -ENAMETOOLONG;
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+int main(int argc, char **argv)
+{
+    const char *socket_pattern = getenv("ADAFS_AGENT_SOCKET");
+    long timeout = 3600;
+    int prolog = 0;
+    static const struct option opts[] = {
+        { "socket", required_argument, NULL, 's' }, { "timeout", required_argument, NULL, 't' },
+        { "prolog", no_argument, NULL, 'p' }, { NULL, 0, NULL, 0 },
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': socket_pattern = optarg; break;
+        case 't': {
+            char *end;
+            timeout = strtol(optarg, &end, 10);
+            if (*end || timeout <= 0) {
+                fprintf(stderr, "adafs-epilog: --timeout %s: expected seconds > 0\n", optarg);
+                return 1;
+            }
+            break;
+        }
+        case 'p': prolog = 1; break;
+        default:
+            fprintf(stderr, "usage: adafs-epilog [--socket PATH] [--timeout SECONDS] [--prolog]\n");
+            return 1;
+        }
+    }
+    const char *job = getenv("SLURM_JOB_ID");
+    const char *node = getenv("SLURMD_NODENAME");
+    char *end = NULL;
+    unsigned long job_id = job ? strtoul(job, &end, 10) : 0;
+    if (!job || *end || job_id == 0 || job_id > UINT32_MAX) {
+        fprintf(stderr, "adafs-epilog: SLURM_JOB_ID is %s%s%s: run me as slurmd's Epilog\n",
+                job ? "'" : "not set", job ? job : "", job ? "'" : "");
+        return prolog ? 0 : 1;
+    }
+    if (!node)
+        node = "localhost";
+    char path[256];
+    expand_node(socket_pattern ? socket_pattern : DEFAULT_SOCKET, node, path, sizeof(path));
+
+    int fd = connect_unix(path);
+    if (fd < 0) {
+        fprintf(stderr, "adafs-epilog: job %lu on %s: agent socket %s: %s\n", job_id, node,
+                path, strerror(-fd));
+        /* No agent: nothing of adafs can be running here to wait for. */
+        return 0;
+    }
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    agent_job_ref_put(&w, &(struct agent_job_ref){ (uint32_t)job_id, (uint32_t)timeout });
+    struct rpc_header h = { .opcode = prolog ? AGENT_PING : AGENT_RELEASE, .id = job_id };
+    int64_t deadline = net_now_ms() + (timeout + 120) * 1000;
+    uint8_t *reply = NULL;
+    int rc = rpc_writer_ok(&w) ? 0 : -ENOMEM;
+    if (rc == 0)
+        rc = rpc_send(fd, &h, prolog ? NULL : w.data, prolog ? 0 : w.len, deadline);
+    if (rc == 0)
+        rc = rpc_recv(fd, &h, &reply, AGENT_MAX_BODY, deadline);
+    close(fd);
+    rpc_writer_free(&w);
+    if (rc < 0) {
+        fprintf(stderr, "adafs-epilog: job %lu on %s: agent %s: %s\n", job_id, node, path,
+                strerror(-rc));
+        free(reply);
+        return prolog ? 0 : 1;
+    }
+    if (h.status < 0) {
+        struct rpc_reader r;
+        rpc_reader_init(&r, reply, h.length);
+        const char *msg = rpc_get_str(&r);
+        fprintf(stderr, "adafs-epilog: job %lu on %s: %s\n", job_id, node,
+                msg ? msg : strerror(-h.status));
+        free(reply);
+        return prolog ? 0 : 1;
+    }
+    free(reply);
+    return 0;
+}

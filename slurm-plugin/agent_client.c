@@ -1,0 +1,89 @@
+#include "agent_client.h"
+
+#include <errno.h>
+#include <munge.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent_proto.h"
+#include "net.h"
+#include "rpc_io.h"
+
+static const char *munge_socket_path;
+
+void agent_client_init(const char *munge_socket)
+{
+    munge_socket_path = munge_socket;
+}
+
+static int seal(const void *body, size_t len, char **cred, char *err, size_t errlen)
+{
+    munge_ctx_t ctx = munge_ctx_create();
+    if (!ctx) {
+        snprintf(err, errlen, "munge: out of memory");
+        return -ENOMEM;
+    }
+    if (munge_socket_path)
+        munge_ctx_set(ctx, MUNGE_OPT_SOCKET, munge_socket_path);
+    munge_err_t e = munge_encode(cred, ctx, body, (int)len);
+    if (e != EMUNGE_SUCCESS)
+        snprintf(err, errlen, "munge_encode: %s", munge_ctx_strerror(ctx));
+    munge_ctx_destroy(ctx);
+    return e == EMUNGE_SUCCESS ? 0 : -EACCES;
+}
+
+int agent_call(const struct agent_target *t, uint16_t op, const void *body, size_t len,
+               int timeout_ms, struct agent_reply *reply, char *err, size_t errlen)
+{
+    *reply = (struct agent_reply){ 0 };
+    char *cred = NULL, cerr[256];
+    if (seal(body, len, &cred, cerr, sizeof(cerr)) < 0) {
+        snprintf(err, errlen, "node %s: %s", t->node, cerr);
+        return -EACCES;
+    }
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    rpc_put_str(&w, cred);
+    free(cred);
+    if (!rpc_writer_ok(&w)) {
+        rpc_writer_free(&w);
+        snprintf(err, errlen, "node %s: out of memory", t->node);
+        return -ENOMEM;
+    }
+
+    int64_t deadline = net_now_ms() + timeout_ms;
+    char nerr[256];
+    int fd = net_connect(t->host, t->port, timeout_ms < 10000 ? timeout_ms : 10000, nerr, sizeof(nerr));
+    int rc = fd;
+    struct rpc_header h = { .opcode = op, .id = 1 };
+    if (fd >= 0)
+        rc = rpc_send(fd, &h, w.data, w.len, deadline);
+    if (rc >= 0)
+        rc = rpc_recv(fd, &h, &reply->body, AGENT_MAX_BODY, deadline);
+    if (fd >= 0)
+        close(fd);
+    rpc_writer_free(&w);
+    if (rc < 0) {
+        snprintf(err, errlen, "node %s: agent %s:%d: %s: %s", t->node, t->host, t->port,
+                 agent_op_name(op), fd < 0 ? nerr : strerror(-rc));
+        agent_reply_free(reply);
+        return rc;
+    }
+    reply->len = h.length;
+    reply->status = h.status;
+    rpc_reader_init(&reply->reader, reply->body, reply->len);
+    if (reply->status < 0) {
+        reply->message = rpc_get_str(&reply->reader);
+        if (!reply->message)
+            reply->message = strerror(-reply->status);
+    }
+    return 0;
+}
+
+void agent_reply_free(struct agent_reply *reply)
+{
+    free(reply->body);
+    *reply = (struct agent_reply){ 0 };
+}

@@ -1,0 +1,38 @@
+/* agent_client: one request to a node agent, sealed with munge.
+ *
+ * Used by the plugin (as slurmctld's user) to drive the agents on a job's
+ * nodes. A call either fails to reach the agent (a node problem: -errno
+ * with a message naming the node and address) or gets the agent's answer,
+ * whose status may itself be an error with the agent's message. */
+#ifndef ADAFS_AGENT_CLIENT_H
+#define ADAFS_AGENT_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rpc.h"
+
+struct agent_target {
+    const char *node;     /* for messages */
+    const char *host;
+    int port;
+};
+
+struct agent_reply {
+    int status;           /* the agent's: 0 or -errno */
+    uint8_t *body;        /* malloc'd */
+    size_t len;
+    struct rpc_reader reader;   /* over body, for the caller's decoding */
+    const char *message;  /* the agent's error text when status < 0 */
+};
+
+/* munge_socket NULL: munge's default socket. */
+void agent_client_init(const char *munge_socket);
+
+/* Returns 0 when the agent answered (see reply->status), or -errno when it
+ * could not be reached or answered nonsense, with err filled. */
+int agent_call(const struct agent_target *t, uint16_t op, const void *body, size_t len,
+               int timeout_ms, struct agent_reply *reply, char *err, size_t errlen);
+void agent_reply_free(struct agent_reply *reply);
+
+#endif

@@ -1,0 +1,92 @@
+/* bb_job: the plugin's record of one job's adafs instance, and the table of
+ * them that is saved after every change and reloaded after a slurmctld
+ * restart, so deployment, staging and teardown resume where they were.
+ *
+ * No Slurm types here: the shim copies what it needs out of job_record_t. */
+#ifndef ADAFS_BB_JOB_H
+#define ADAFS_BB_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "directive.h"
+
+enum bb_phase {
+    PHASE_DEPLOYING,      /* servers being started on the job's nodes */
+    PHASE_STAGING_IN,
+    PHASE_RUNNING,        /* the job may run: it was released */
+    PHASE_STAGING_OUT,
+    PHASE_TEARDOWN,       /* stopping servers, wiping data */
+    PHASE_COMPLETE,
+};
+
+/* Why a job's instance ended early; decides what the shim does to the job. */
+enum bb_failure {
+    FAIL_NONE,
+    FAIL_USER,            /* the user's mistake (bad path, no permission): hold */
+    FAIL_NODE,            /* a node could not serve: requeue elsewhere */
+    FAIL_CANCELLED,       /* scancel: nothing to report */
+};
+
+struct bb_node {
+    char *name;           /* Slurm node name */
+    char *agent_host;     /* where its agent listens */
+    int agent_port;
+    int server_port;      /* 0 until started */
+    bool started;
+    bool stage_sent;      /* the current stage was started there */
+};
+
+struct stage_totals {
+    uint64_t files, dirs, bytes, errors;
+    double seconds;
+};
+
+struct bb_job {
+    uint32_t job_id;
+    uint32_t uid, gid;
+    char *user;
+    struct bb_request req;        /* parsed, %-symbols expanded */
+    enum bb_phase phase;
+    enum bb_failure failure;
+    char *error;                  /* what failed, where (for the job's reason) */
+    bool hurry;                   /* scancel --hurry: skip stage-out */
+    bool released;                /* prolog_running was decremented */
+
+    struct bb_node *nodes;
+    size_t nnodes;
+    uint64_t node_capacity;
+    uint64_t chunk_size;
+    char secret_hex[65];
+    char *storage;                /* storage directory on the nodes */
+    char *mount;                  /* ADAFS_MOUNT */
+    char *instance_path;          /* ADAFS_INSTANCE */
+
+    size_t stage_index;           /* next stage_spec of the current direction */
+    bool finalizing;              /* all workers done: the finalize pass runs */
+    struct stage_totals in, out;
+
+    time_t t_begin, t_deployed, t_staged_in, t_ended, t_staged_out, t_done;
+    struct bb_job *next;
+};
+
+const char *bb_phase_name(enum bb_phase phase);
+
+/* Table: a singly linked list; callers hold the plugin's mutex. */
+struct bb_job *bb_job_find(struct bb_job *head, uint32_t job_id);
+struct bb_job *bb_job_new(uint32_t job_id);
+/* Unlinks and frees the job with job_id, if any. */
+void bb_job_remove(struct bb_job **head, uint32_t job_id);
+void bb_job_free(struct bb_job *job);
+int bb_job_set_error(struct bb_job *job, enum bb_failure failure, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Saves all jobs atomically (temporary file + rename). 0 or -errno. */
+int bb_job_save(const char *path, struct bb_job *head);
+/* Loads the saved table; a missing file is an empty table. Returns 0, or -1
+ * with a message naming the file in err. */
+int bb_job_load(const char *path, struct bb_job **head, char *err, size_t errlen);
+
+#endif

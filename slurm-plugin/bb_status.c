@@ -1,0 +1,76 @@
+#include "bb_status.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "size.h"
+
+static void totals(FILE *f, const char *what, const struct stage_totals *t)
+{
+    double mib = (double)t->bytes / 1048576.0;
+    fprintf(f, "  %s: Files=%" PRIu64 " Dirs=%" PRIu64 " Bytes=%" PRIu64 " Errors=%" PRIu64
+               " Seconds=%.2f FilesPerSec=%.0f MiBPerSec=%.1f\n",
+            what, t->files, t->dirs, t->bytes, t->errors, t->seconds,
+            t->seconds > 0 ? (double)t->files / t->seconds : 0,
+            t->seconds > 0 ? mib / t->seconds : 0);
+}
+
+/* Seconds between two phase times, or "-" when the later is not reached. */
+static void span(FILE *f, const char *name, time_t from, time_t to)
+{
+    if (from && to)
+        fprintf(f, " %s=%lds", name, (long)(to - from));
+    else
+        fprintf(f, " %s=-", name);
+}
+
+static void one(FILE *f, const struct bb_job *j)
+{
+    char cap[32], chunk[32];
+    size_format(j->node_capacity, cap, sizeof(cap));
+    size_format(j->chunk_size, chunk, sizeof(chunk));
+    fprintf(f, "JobId=%u User=%s(%u) Phase=%s Nodes=%zu NodeCapacity=%s Chunk=%s Mount=%s\n",
+            j->job_id, j->user ? j->user : "?", j->uid, bb_phase_name(j->phase), j->nnodes,
+            cap, chunk, j->mount ? j->mount : "-");
+    fprintf(f, "  Servers=");
+    for (size_t i = 0; i < j->nnodes; i++)
+        fprintf(f, "%s%s(%s:%d)", i ? "," : "", j->nodes[i].name, j->nodes[i].agent_host,
+                j->nodes[i].server_port);
+    fprintf(f, "\n");
+    totals(f, "StageIn", &j->in);
+    totals(f, "StageOut", &j->out);
+    fprintf(f, "  Timings:");
+    span(f, "Deploy", j->t_begin, j->t_deployed);
+    span(f, "StageIn", j->t_deployed, j->t_staged_in);
+    span(f, "Run", j->t_staged_in, j->t_ended);
+    span(f, "StageOut", j->t_ended, j->t_staged_out ? j->t_staged_out : 0);
+    span(f, "Total", j->t_begin, j->t_done);
+    fprintf(f, "\n");
+    if (j->error)
+        fprintf(f, "  Error=%s\n", j->error);
+}
+
+char *bb_status_text(const struct bb_job *jobs, uint32_t job_id)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    int shown = 0;
+    for (const struct bb_job *j = jobs; j; j = j->next)
+        if (!job_id || j->job_id == job_id) {
+            one(f, j);
+            shown++;
+        }
+    if (!shown && job_id)
+        fprintf(f, "JobId=%u has no adafs instance\n", job_id);
+    else if (!shown)
+        fprintf(f, "no adafs instances\n");
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}

@@ -1,0 +1,373 @@
+#include "lifecycle.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent_client.h"
+#include "agent_proto.h"
+#include "log.h"
+
+#define CALL_TIMEOUT_MS 30000
+
+static struct agent_target target_of(const struct bb_node *n)
+{
+    return (struct agent_target){ n->name, n->agent_host, n->agent_port };
+}
+
+/* Sends one request body to node n. On any failure records it on the job
+ * (as a node problem when the agent could not be reached, else as `kind`)
+ * and returns -1. */
+static int call(struct bb_job *j, struct bb_node *n, uint16_t op, struct rpc_writer *w,
+                enum bb_failure kind, struct agent_reply *reply)
+{
+    char err[1024];
+    struct agent_target t = target_of(n);
+    if (!rpc_writer_ok(w)) {
+        bb_job_set_error(j, FAIL_NODE, "out of memory encoding a request");
+        return -1;
+    }
+    if (agent_call(&t, op, w->data, w->len, CALL_TIMEOUT_MS, reply, err, sizeof(err)) < 0) {
+        bb_job_set_error(j, FAIL_NODE, "%s", err);
+        return -1;
+    }
+    if (reply->status < 0) {
+        bb_job_set_error(j, kind, "%s", reply->message);
+        agent_reply_free(reply);
+        return -1;
+    }
+    return 0;
+}
+
+char *lifecycle_instance_text(const struct bb_job *j, const struct bb_config *cfg)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    fprintf(f, "# adafs instance of job %u: keep private (0600)\n", j->job_id);
+    fprintf(f, "mount=%s\nchunk_size=%llu\ntimeout_ms=%u\nsecret=%s\n", j->mount,
+            (unsigned long long)j->chunk_size, cfg->server_timeout_ms, j->secret_hex);
+    for (size_t i = 0; i < j->nnodes; i++)
+        fprintf(f, "server=%s:%d\n", j->nodes[i].agent_host, j->nodes[i].server_port);
+    return fclose(f) == 0 ? text : (free(text), NULL);
+}
+
+static void to_teardown(struct bb_job *j)
+{
+    j->phase = PHASE_TEARDOWN;
+    for (size_t i = 0; i < j->nnodes; i++)
+        j->nodes[i].stage_sent = false;
+}
+
+static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
+{
+    for (size_t i = 0; i < j->nnodes; i++) {
+        struct bb_node *n = &j->nodes[i];
+        if (n->started)
+            continue;
+        struct rpc_writer w;
+        rpc_writer_init(&w, NULL, 0);
+        struct agent_start m = {
+            .job_id = j->job_id, .uid = j->uid, .gid = j->gid, .index = (uint32_t)i,
+            .nservers = (uint32_t)j->nnodes, .chunk_size = j->chunk_size,
+            .quota = j->node_capacity, .listen_host = n->agent_host, .storage = j->storage,
+            .secret_hex = j->secret_hex,
+        };
+        agent_start_put(&w, &m);
+        struct agent_reply r;
+        int rc = call(j, n, AGENT_START, &w, FAIL_NODE, &r);
+        rpc_writer_free(&w);
+        if (rc < 0) {
+            to_teardown(j);
+            return LC_CHANGED;
+        }
+        n->server_port = (int)rpc_get_u32(&r.reader);
+        n->started = rpc_reader_ok(&r.reader) && n->server_port > 0;
+        agent_reply_free(&r);
+        if (!n->started) {
+            bb_job_set_error(j, FAIL_NODE, "node %s: agent gave no server port", n->name);
+            to_teardown(j);
+            return LC_CHANGED;
+        }
+    }
+    char *text = lifecycle_instance_text(j, cfg);
+    for (size_t i = 0; text && i < j->nnodes; i++) {
+        struct rpc_writer w;
+        rpc_writer_init(&w, NULL, 0);
+        agent_configure_put(&w, &(struct agent_configure){ j->job_id, text });
+        struct agent_reply r;
+        int rc = call(j, &j->nodes[i], AGENT_CONFIGURE, &w, FAIL_NODE, &r);
+        rpc_writer_free(&w);
+        if (rc < 0) {
+            free(text);
+            to_teardown(j);
+            return LC_CHANGED;
+        }
+        agent_reply_free(&r);
+    }
+    free(text);
+    j->t_deployed = time(NULL);
+    j->phase = PHASE_STAGING_IN;
+    j->stage_index = 0;
+    log_info("job %u: adafs deployed on %zu nodes in %lds", j->job_id, j->nnodes,
+             (long)(j->t_deployed - j->t_begin));
+    return LC_CHANGED;
+}
+
+/* The next stage spec of the given direction at or after stage_index. */
+static struct stage_spec *current_spec(struct bb_job *j, enum stage_direction dir)
+{
+    while (j->stage_index < j->req.nstages && j->req.stages[j->stage_index].direction != dir)
+        j->stage_index++;
+    return j->stage_index < j->req.nstages ? &j->req.stages[j->stage_index] : NULL;
+}
+
+/* Paths inside the file system are given to the stager from its root. */
+static char *inside_path(const char *relative)
+{
+    char *p = NULL;
+    while (relative[0] == '.' && relative[1] == '/')
+        relative += 2;
+    if (strcmp(relative, ".") == 0)
+        relative = "";
+    return asprintf(&p, "/%s", relative) < 0 ? NULL : p;
+}
+
+static int send_stage(struct bb_job *j, const struct bb_config *cfg, const struct stage_spec *s,
+                      size_t node, uint32_t flags)
+{
+    char *inside = inside_path(s->direction == STAGE_IN ? s->destination : s->source);
+    if (!inside)
+        return -1;
+    struct agent_stage m = {
+        .job_id = j->job_id, .direction = s->direction == STAGE_IN ? AGENT_STAGE_IN : AGENT_STAGE_OUT,
+        .type = (uint32_t)s->type, .worker = (uint32_t)node, .nworkers = (uint32_t)j->nnodes,
+        .threads = cfg->stage_threads, .flags = flags,
+        .max_mdops = cfg->max_mdops, .max_bandwidth = cfg->max_bandwidth,
+        .source = s->direction == STAGE_IN ? s->source : inside,
+        .destination = s->direction == STAGE_IN ? inside : s->destination,
+    };
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    agent_stage_put(&w, &m);
+    struct agent_reply r;
+    int rc = call(j, &j->nodes[node], AGENT_STAGE, &w, FAIL_NODE, &r);
+    rpc_writer_free(&w);
+    free(inside);
+    if (rc == 0)
+        agent_reply_free(&r);
+    return rc;
+}
+
+/* Adds a worker's JSON summary to the totals; returns the first failure
+ * described in it (malloc'd) or NULL. */
+static char *add_summary(struct stage_totals *t, const char *summary)
+{
+    json_error_t je;
+    json_t *o = json_loads(summary, 0, &je);
+    if (!o)
+        return NULL;
+    json_int_t files = 0, dirs = 0, bytes = 0, errors = 0;
+    double seconds = 0;
+    json_t *fails = NULL;
+    json_unpack(o, "{s?I,s?I,s?I,s?I,s?F,s?o}", "files", &files, "dirs", &dirs, "bytes", &bytes,
+                "errors", &errors, "seconds", &seconds, "failures", &fails);
+    t->files += (uint64_t)files;
+    t->dirs += (uint64_t)dirs;
+    t->bytes += (uint64_t)bytes;
+    t->errors += (uint64_t)errors;
+    if (seconds > t->seconds)
+        t->seconds = seconds;   /* workers run side by side */
+    char *first = NULL;
+    const char *path = NULL, *error = NULL, *what = NULL;
+    if (fails && json_array_size(fails) &&
+        json_unpack(json_array_get(fails, 0), "{s:s,s:s,s?s}", "path", &path, "error", &error,
+                    "what", &what) == 0 &&
+        asprintf(&first, "%s: %s%s%s", path, what ? what : "", what ? ": " : "", error) < 0)
+        first = NULL;
+    json_decref(o);
+    return first;
+}
+
+/* The first line of a stager's messages, for a job's reason. */
+static char *first_line(const char *text)
+{
+    while (*text == '\n')
+        text++;
+    size_t len = strcspn(text, "\n");
+    return len ? strndup(text, len) : NULL;
+}
+
+static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_direction dir)
+{
+    const char *verb = dir == STAGE_IN ? "stage_in" : "stage_out";
+    struct stage_spec *s = current_spec(j, dir);
+    struct stage_totals *totals = dir == STAGE_IN ? &j->in : &j->out;
+    if (!s) {
+        if (dir == STAGE_IN) {
+            j->t_staged_in = time(NULL);
+            j->phase = PHASE_RUNNING;
+            return LC_CHANGED | LC_RELEASE;
+        }
+        j->t_staged_out = time(NULL);
+        to_teardown(j);
+        return LC_CHANGED;
+    }
+    /* The finalize pass runs on the first node only. */
+    size_t nodes = j->finalizing ? 1 : j->nnodes;
+    int changed = 0;
+    for (size_t i = 0; i < nodes; i++) {
+        if (j->nodes[i].stage_sent)
+            continue;
+        if (send_stage(j, cfg, s, i, j->finalizing ? AGENT_STAGE_FINALIZE : 0) < 0) {
+            to_teardown(j);
+            return LC_CHANGED;
+        }
+        j->nodes[i].stage_sent = true;
+        changed = LC_CHANGED;
+    }
+    if (changed)
+        return changed;   /* poll on the next step */
+
+    /* Ask every worker; only when none is still copying are the summaries
+     * added up, so each is counted once. */
+    struct agent_reply *replies = calloc(nodes, sizeof(*replies));
+    if (!replies)
+        return 0;
+    size_t asked = 0;
+    int outcome = 1;   /* 1 all done, 0 still running, -1 a node failed */
+    for (; asked < nodes && outcome == 1; asked++) {
+        struct rpc_writer w;
+        rpc_writer_init(&w, NULL, 0);
+        agent_job_ref_put(&w, &(struct agent_job_ref){ j->job_id, 0 });
+        int rc = call(j, &j->nodes[asked], AGENT_STATUS, &w, FAIL_NODE, &replies[asked]);
+        rpc_writer_free(&w);
+        if (rc < 0)
+            outcome = -1;
+        else if (rpc_get_u32(&replies[asked].reader) != AGENT_OP_DONE)
+            outcome = 0;
+    }
+    int failed = 0;
+    char *cause = NULL;
+    for (size_t i = 0; outcome == 1 && i < nodes; i++) {
+        struct rpc_reader *rd = &replies[i].reader;
+        int exit_status = (int)rpc_get_u32(rd);
+        const char *summary = rpc_get_str(rd);
+        const char *errors = rpc_get_str(rd);
+        char *first = summary ? add_summary(totals, summary) : NULL;
+        if (exit_status != 0) {
+            failed++;
+            if (!cause) {
+                char *line = first ? NULL : first_line(errors ? errors : "");
+                if (asprintf(&cause, "%s source=%s on node %s: %s", verb, s->source,
+                             j->nodes[i].name,
+                             first ? first : line ? line : "the stager failed") < 0)
+                    cause = NULL;
+                free(line);
+            }
+        }
+        free(first);
+    }
+    for (size_t i = 0; i < asked; i++)
+        agent_reply_free(&replies[i]);
+    free(replies);
+    if (outcome == 0)
+        return 0;
+    if (outcome < 0) {
+        to_teardown(j);
+        return LC_CHANGED;
+    }
+    for (size_t i = 0; i < j->nnodes; i++)
+        j->nodes[i].stage_sent = false;
+    if (failed) {
+        bb_job_set_error(j, FAIL_USER, "%s", cause ? cause : "stage failed");
+        free(cause);
+        log_warn("job %u: %s", j->job_id, j->error);
+        if (dir == STAGE_IN) {
+            to_teardown(j);
+            return LC_CHANGED;
+        }
+        /* Stage-out copies what it can: go on with the other lines. */
+    }
+    if (!j->finalizing && s->type == STAGE_DIRECTORY && j->nnodes > 1 && !failed) {
+        j->finalizing = true;
+    } else {
+        j->finalizing = false;
+        j->stage_index++;
+    }
+    return LC_CHANGED;
+}
+
+static int step_teardown(struct bb_job *j)
+{
+    int changed = 0;
+    /* Teardown is idempotent on the agents: send it to every node. */
+    for (size_t i = 0; i < j->nnodes; i++) {
+        struct bb_node *n = &j->nodes[i];
+        struct rpc_writer w;
+        rpc_writer_init(&w, NULL, 0);
+        agent_job_ref_put(&w, &(struct agent_job_ref){ j->job_id, j->hurry });
+        struct agent_reply r;
+        char err[1024];
+        struct agent_target t = target_of(n);
+        int rc = agent_call(&t, AGENT_TEARDOWN, w.data, w.len, CALL_TIMEOUT_MS, &r, err, sizeof(err));
+        rpc_writer_free(&w);
+        if (rc < 0 || r.status < 0) {
+            /* The Epilog's RELEASE on that node tears down what is left. */
+            log_warn("job %u: teardown on %s: %s", j->job_id, n->name, rc < 0 ? err : r.message);
+        }
+        if (rc == 0)
+            agent_reply_free(&r);
+        n->started = false;
+        n->server_port = 0;
+        changed = LC_CHANGED;
+    }
+    j->phase = PHASE_COMPLETE;
+    j->t_done = time(NULL);
+    log_info("job %u: adafs torn down%s%s", j->job_id, j->error ? ": " : "", j->error ? j->error : "");
+    return changed | LC_CHANGED | LC_FINISHED;
+}
+
+int lifecycle_step(struct bb_job *j, const struct bb_config *cfg)
+{
+    switch (j->phase) {
+    case PHASE_DEPLOYING: return step_deploy(j, cfg);
+    case PHASE_STAGING_IN: return step_stage(j, cfg, STAGE_IN);
+    case PHASE_STAGING_OUT: return step_stage(j, cfg, STAGE_OUT);
+    case PHASE_TEARDOWN: return step_teardown(j);
+    case PHASE_RUNNING:
+    case PHASE_COMPLETE:
+        break;
+    }
+    return 0;
+}
+
+void lifecycle_job_ended(struct bb_job *j, bool hurry)
+{
+    j->t_ended = time(NULL);
+    j->hurry = hurry;
+    if (j->phase == PHASE_RUNNING && !hurry) {
+        j->phase = PHASE_STAGING_OUT;
+        j->stage_index = 0;
+        j->finalizing = false;
+        for (size_t i = 0; i < j->nnodes; i++)
+            j->nodes[i].stage_sent = false;
+    } else if (j->phase != PHASE_COMPLETE) {
+        to_teardown(j);
+    }
+}
+
+void lifecycle_cancel(struct bb_job *j, bool hurry)
+{
+    j->hurry = hurry;
+    if (j->phase != PHASE_COMPLETE && j->phase != PHASE_TEARDOWN) {
+        if (j->failure == FAIL_NONE)
+            bb_job_set_error(j, FAIL_CANCELLED, "cancelled");
+        to_teardown(j);
+    }
+}

@@ -1,0 +1,33 @@
+/* lifecycle: drives one job's instance through deploy, stage-in, stage-out
+ * and teardown by talking to the agents on its nodes.
+ *
+ * lifecycle_step() does the next piece of work for a job and returns at
+ * once when the rest has to wait (a stage still copying): the plugin's one
+ * driver thread calls it for every job about once a second, without holding
+ * slurmctld's locks. All progress is in struct bb_job, which the plugin
+ * saves after every step, so a restarted slurmctld resumes from the saved
+ * table: a stage in flight keeps running on the agents and is polled again. */
+#ifndef ADAFS_LIFECYCLE_H
+#define ADAFS_LIFECYCLE_H
+
+#include "bb_config.h"
+#include "bb_job.h"
+
+/* What the shim must do to the Slurm job after a step (a bit mask). */
+#define LC_CHANGED  0x1   /* the record changed: save the table */
+#define LC_RELEASE  0x2   /* stage-in done: let the job start */
+#define LC_FINISHED 0x4   /* torn down: after a failure, hold or requeue the job */
+
+int lifecycle_step(struct bb_job *job, const struct bb_config *cfg);
+
+/* Called at job end: moves a running instance to stage-out (or straight to
+ * teardown with hurry, or when nothing is to be staged out). */
+void lifecycle_job_ended(struct bb_job *job, bool hurry);
+
+/* scancel before the job ran, or a failure the shim saw: tear down. */
+void lifecycle_cancel(struct bb_job *job, bool hurry);
+
+/* The instance file text the agents write on every node. malloc'd. */
+char *lifecycle_instance_text(const struct bb_job *job, const struct bb_config *cfg);
+
+#endif
