@@ -1,0 +1,634 @@
+/* file: the descriptor family. open/openat/creat (and their 64-bit and
+ * fortified variants), close, read/write and their positioned and vectored
+ * forms, lseek, dup/dup2/dup3, fcntl, flock/lockf, fsync/fdatasync/syncfs,
+ * ftruncate and close_range/closefrom. */
+#include "preload.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+/* Flags libadafs understands; the rest (O_CLOEXEC, O_NOCTTY, O_LARGEFILE,
+ * O_NOFOLLOW, O_NOATIME, O_DIRECT, O_SYNC...) either belong to the kernel
+ * descriptor or have no meaning in adafs. */
+#define LIB_OPEN_FLAGS (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | \
+                        O_DIRECTORY | O_NONBLOCK)
+
+/* A kernel descriptor that stands for an adafs file: O_PATH, so any read,
+ * write or mmap that bypasses the interposer (a static binary, a raw
+ * syscall) fails with EBADF instead of silently touching another file. */
+static int reserve_kernel_fd(int cloexec)
+{
+    return real.open("/dev/null", O_PATH | (cloexec ? O_CLOEXEC : 0));
+}
+
+int pl_release(int lfd, void *dirstate)
+{
+    adafs *fs = route_enter(ROUTE_CLOSE);
+    if (!fs)
+        return -EIO;
+    if (dirstate)
+        pl_dirstate_free(dirstate);
+    return (int)route_leave_raw(adafs_close(fs, lfd));
+}
+
+/* Maps the fresh kernel descriptor kfd to lfd, undoing both on failure. */
+static int install(int kfd, int lfd)
+{
+    int rc = fdmap_set(kfd, lfd);
+    if (rc < 0) {
+        pl_release(lfd, NULL);
+        real.close(kfd);
+        errno = -rc;
+        return -1;
+    }
+    pl_std_attach(kfd); /* only acts on 0, 1 and 2 */
+    return kfd;
+}
+
+/* Takes an adafs descriptor out of the map (its standard stream flushed
+ * first) and releases the library side; 0, -errno, or 1 if fd was not an
+ * adafs descriptor. */
+static int forget(int fd)
+{
+    if (fdmap_get(fd) < 0)
+        return 1;
+    pl_std_detach(fd);
+    void *dirstate;
+    /* Out of the map before the kernel number is freed for reuse. */
+    int lfd = fdmap_take(fd, &dirstate);
+    return lfd < 0 ? 1 : pl_release(lfd, dirstate);
+}
+
+int pl_open_adafs(const char *inner, int flags, mode_t mode)
+{
+    if ((flags & O_TMPFILE) == O_TMPFILE) {
+        errno = EOPNOTSUPP; /* what open(2) says for a file system without it */
+        return -1;
+    }
+    if (flags & O_CREAT)
+        mode &= ~pl_umask();
+    adafs *fs = route_enter(ROUTE_OPEN);
+    if (!fs)
+        return -1;
+    int lfd = (int)route_leave(adafs_open(fs, inner, flags & LIB_OPEN_FLAGS, mode));
+    if (lfd < 0)
+        return -1;
+    int kfd = reserve_kernel_fd(flags & O_CLOEXEC);
+    if (kfd < 0) {
+        int saved = errno;
+        pl_release(lfd, NULL);
+        errno = saved;
+        return -1;
+    }
+    return install(kfd, lfd);
+}
+
+static int open_at(int dirfd, const char *path, int flags, mode_t mode)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.openat(dirfd, path, flags, mode);
+    PL_ROUTE_PATH(dirfd, path, &r, -1, real.openat(dirfd, r.kpath, flags, mode));
+    return pl_open_adafs(r.inner, flags, mode);
+}
+
+PL_EXPORT int open(const char *path, int flags, ...)
+{
+    return open_at(AT_FDCWD, path, flags, PL_OPEN_MODE(flags));
+}
+
+PL_EXPORT int open64(const char *path, int flags, ...)
+{
+    return open_at(AT_FDCWD, path, flags, PL_OPEN_MODE(flags));
+}
+
+PL_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+    return open_at(dirfd, path, flags, PL_OPEN_MODE(flags));
+}
+
+PL_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+    return open_at(dirfd, path, flags, PL_OPEN_MODE(flags));
+}
+
+PL_EXPORT int creat(const char *path, mode_t mode)
+{
+    return open_at(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+PL_EXPORT int creat64(const char *path, mode_t mode)
+{
+    return open_at(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+/* The _FORTIFY_SOURCE entry points: open() without a mode argument. */
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+
+PL_EXPORT int __open_2(const char *path, int flags)
+{
+    return open_at(AT_FDCWD, path, flags, 0);
+}
+
+PL_EXPORT int __open64_2(const char *path, int flags)
+{
+    return open_at(AT_FDCWD, path, flags, 0);
+}
+
+PL_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+    return open_at(dirfd, path, flags, 0);
+}
+
+PL_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+    return open_at(dirfd, path, flags, 0);
+}
+
+PL_EXPORT int close(int fd)
+{
+    if (!pl_active())
+        return real.close(fd);
+    int rc = forget(fd);
+    if (rc == 1)
+        return real.close(fd);
+    real.close(fd);
+    return (int)pl_ret(rc);
+}
+
+static void close_adafs_range(unsigned int first, unsigned int last)
+{
+    for (int fd = fdmap_next((int)first); fd >= 0 && (unsigned int)fd <= last;
+         fd = fdmap_next(fd + 1))
+        forget(fd);
+}
+
+PL_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+    if (pl_active() && !(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
+        close_adafs_range(first, last);
+    return real.close_range(first, last, flags);
+}
+
+PL_EXPORT void closefrom(int lowfd)
+{
+    if (pl_active() && lowfd >= 0)
+        close_adafs_range((unsigned int)lowfd, UINT_MAX);
+    real.closefrom(lowfd);
+}
+
+PL_EXPORT ssize_t read(int fd, void *buf, size_t count)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.read(fd, buf, count);
+    adafs *fs = route_enter(ROUTE_READ);
+    if (!fs)
+        return -1;
+    return route_leave(adafs_read(fs, lfd, buf, count));
+}
+
+PL_EXPORT ssize_t write(int fd, const void *buf, size_t count)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.write(fd, buf, count);
+    adafs *fs = route_enter(ROUTE_WRITE);
+    if (!fs)
+        return -1;
+    return route_leave(adafs_write(fs, lfd, buf, count));
+}
+
+static ssize_t pread_adafs(int lfd, void *buf, size_t count, off_t off)
+{
+    if (off < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    adafs *fs = route_enter(ROUTE_READ);
+    if (!fs)
+        return -1;
+    return route_leave(adafs_pread(fs, lfd, buf, count, off));
+}
+
+static ssize_t pwrite_adafs(int lfd, const void *buf, size_t count, off_t off)
+{
+    if (off < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    adafs *fs = route_enter(ROUTE_WRITE);
+    if (!fs)
+        return -1;
+    return route_leave(adafs_pwrite(fs, lfd, buf, count, off));
+}
+
+PL_EXPORT ssize_t pread(int fd, void *buf, size_t count, off_t off)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.pread(fd, buf, count, off);
+    return pread_adafs(lfd, buf, count, off);
+}
+
+PL_EXPORT ssize_t pread64(int fd, void *buf, size_t count, off_t off)
+{
+    return pread(fd, buf, count, off);
+}
+
+PL_EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t off)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.pwrite(fd, buf, count, off);
+    return pwrite_adafs(lfd, buf, count, off);
+}
+
+PL_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off_t off)
+{
+    return pwrite(fd, buf, count, off);
+}
+
+/* Vectored I/O becomes one library call on a gathered buffer, so a writev
+ * to an O_APPEND file stays one atomic append. off < 0: current offset. */
+static ssize_t iov_total(const struct iovec *iov, int iovcnt)
+{
+    if (iovcnt < 0 || iovcnt > IOV_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > (size_t)SSIZE_MAX - total) {
+            errno = EINVAL;
+            return -1;
+        }
+        total += iov[i].iov_len;
+    }
+    return (ssize_t)total;
+}
+
+static ssize_t io_lfd(int lfd, bool writing, void *buf, size_t count, off_t off)
+{
+    if (off >= 0)
+        return writing ? pwrite_adafs(lfd, buf, count, off) : pread_adafs(lfd, buf, count, off);
+    adafs *fs = route_enter(writing ? ROUTE_WRITE : ROUTE_READ);
+    if (!fs)
+        return -1;
+    return route_leave(writing ? adafs_write(fs, lfd, buf, count)
+                               : adafs_read(fs, lfd, buf, count));
+}
+
+static ssize_t iov_adafs(int lfd, bool writing, const struct iovec *iov, int iovcnt, off_t off)
+{
+    ssize_t total = iov_total(iov, iovcnt);
+    if (total < 0)
+        return -1;
+    if (iovcnt == 1)
+        return io_lfd(lfd, writing, iov[0].iov_base, iov[0].iov_len, off);
+    char *buf = malloc(total ? (size_t)total : 1);
+    if (!buf) {
+        errno = ENOMEM;
+        return -1;
+    }
+    size_t at = 0;
+    if (writing)
+        for (int i = 0; i < iovcnt; at += iov[i].iov_len, i++)
+            memcpy(buf + at, iov[i].iov_base, iov[i].iov_len);
+    ssize_t n = io_lfd(lfd, writing, buf, (size_t)total, off);
+    if (!writing && n > 0) {
+        at = 0;
+        for (int i = 0; i < iovcnt && at < (size_t)n; i++) {
+            size_t part = iov[i].iov_len < (size_t)n - at ? iov[i].iov_len : (size_t)n - at;
+            memcpy(iov[i].iov_base, buf + at, part);
+            at += part;
+        }
+    }
+    int saved = errno;
+    free(buf);
+    errno = saved;
+    return n;
+}
+
+/* All vectored calls in one place: kind says which one the program made,
+ * off is -1 for "the file offset" (readv, writev, and the v2 calls with
+ * offset -1). */
+enum vec_kind { VEC_READV, VEC_WRITEV, VEC_PREADV, VEC_PWRITEV, VEC_PREADV2, VEC_PWRITEV2 };
+
+static ssize_t vec_io(enum vec_kind kind, int fd, const struct iovec *iov, int iovcnt,
+                      off_t off, int flags)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd)) {
+        switch (kind) {
+        case VEC_READV:    return real.readv(fd, iov, iovcnt);
+        case VEC_WRITEV:   return real.writev(fd, iov, iovcnt);
+        case VEC_PREADV:   return real.preadv(fd, iov, iovcnt, off);
+        case VEC_PWRITEV:  return real.pwritev(fd, iov, iovcnt, off);
+        case VEC_PREADV2:  return real.preadv2(fd, iov, iovcnt, off, flags);
+        case VEC_PWRITEV2: return real.pwritev2(fd, iov, iovcnt, off, flags);
+        }
+    }
+    /* preadv/pwritev need an offset; the v2 calls also take -1. The RWF_*
+     * hints of the v2 calls change nothing in adafs. */
+    bool v2 = kind == VEC_PREADV2 || kind == VEC_PWRITEV2;
+    if ((kind != VEC_READV && kind != VEC_WRITEV) && (off < -1 || (off == -1 && !v2))) {
+        errno = EINVAL;
+        return -1;
+    }
+    bool writing = kind == VEC_WRITEV || kind == VEC_PWRITEV || kind == VEC_PWRITEV2;
+    return iov_adafs(lfd, writing, iov, iovcnt, off);
+}
+
+PL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+    return vec_io(VEC_READV, fd, iov, iovcnt, -1, 0);
+}
+
+PL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+    return vec_io(VEC_WRITEV, fd, iov, iovcnt, -1, 0);
+}
+
+PL_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t off)
+{
+    return vec_io(VEC_PREADV, fd, iov, iovcnt, off, 0);
+}
+
+PL_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int iovcnt, off_t off)
+{
+    return vec_io(VEC_PREADV, fd, iov, iovcnt, off, 0);
+}
+
+PL_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t off)
+{
+    return vec_io(VEC_PWRITEV, fd, iov, iovcnt, off, 0);
+}
+
+PL_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, off_t off)
+{
+    return vec_io(VEC_PWRITEV, fd, iov, iovcnt, off, 0);
+}
+
+PL_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt, off_t off, int flags)
+{
+    return vec_io(VEC_PREADV2, fd, iov, iovcnt, off, flags);
+}
+
+PL_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int iovcnt, off_t off, int flags)
+{
+    return vec_io(VEC_PREADV2, fd, iov, iovcnt, off, flags);
+}
+
+PL_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t off, int flags)
+{
+    return vec_io(VEC_PWRITEV2, fd, iov, iovcnt, off, flags);
+}
+
+PL_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt, off_t off, int flags)
+{
+    return vec_io(VEC_PWRITEV2, fd, iov, iovcnt, off, flags);
+}
+
+PL_EXPORT off_t lseek(int fd, off_t off, int whence)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.lseek(fd, off, whence);
+    void *dirstate = fdmap_get_dir(fd);
+    if (dirstate) {
+        /* A directory being read with getdents64: positions are d_off. */
+        if (whence != SEEK_SET || off < 0) {
+            errno = EINVAL;
+            return -1;
+        }
+        return pl_dirstate_seek(dirstate, off);
+    }
+    adafs *fs = route_enter(ROUTE_SEEK);
+    if (!fs)
+        return -1;
+    return route_leave(adafs_lseek(fs, lfd, off, whence));
+}
+
+PL_EXPORT off_t lseek64(int fd, off_t off, int whence)
+{
+    return lseek(fd, off, whence);
+}
+
+/* dup of an adafs descriptor: a library dup (shared offset and flags) plus
+ * a kernel dup of the reserved descriptor made by kernel_dup(kfd, arg). */
+enum dup_kind { DUP_ANY, DUP_TO, DUP_TO_FLAGS, DUP_MIN, DUP_MIN_CLOEXEC };
+
+static int kernel_dup(enum dup_kind kind, int kfd, int arg, int flags)
+{
+    switch (kind) {
+    case DUP_ANY:         return real.dup(kfd);
+    case DUP_TO:          return real.dup2(kfd, arg);
+    case DUP_TO_FLAGS:    return real.dup3(kfd, arg, flags);
+    case DUP_MIN:         return real.fcntl(kfd, F_DUPFD, arg);
+    case DUP_MIN_CLOEXEC: return real.fcntl(kfd, F_DUPFD_CLOEXEC, arg);
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+
+static int dup_adafs(enum dup_kind kind, int kfd, int lfd, int arg, int flags)
+{
+    adafs *fs = route_enter(ROUTE_FD);
+    if (!fs)
+        return -1;
+    int nlfd = (int)route_leave(adafs_dup(fs, lfd));
+    if (nlfd < 0)
+        return -1;
+    if (kind == DUP_TO || kind == DUP_TO_FLAGS)
+        forget(arg);
+    int nkfd = kernel_dup(kind, kfd, arg, flags);
+    if (nkfd < 0) {
+        int saved = errno;
+        pl_release(nlfd, NULL);
+        errno = saved;
+        return -1;
+    }
+    return install(nkfd, nlfd);
+}
+
+PL_EXPORT int dup(int fd)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.dup(fd);
+    return dup_adafs(DUP_ANY, fd, lfd, 0, 0);
+}
+
+PL_EXPORT int dup2(int fd, int newfd)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd)) {
+        if (pl_active() && fd != newfd && real.fcntl(fd, F_GETFD) >= 0)
+            forget(newfd);
+        return real.dup2(fd, newfd);
+    }
+    if (fd == newfd)
+        return newfd;
+    return dup_adafs(DUP_TO, fd, lfd, newfd, 0);
+}
+
+PL_EXPORT int dup3(int fd, int newfd, int flags)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd)) {
+        if (pl_active() && fd != newfd && real.fcntl(fd, F_GETFD) >= 0)
+            forget(newfd);
+        return real.dup3(fd, newfd, flags);
+    }
+    if (fd == newfd || (flags & ~O_CLOEXEC)) {
+        errno = EINVAL;
+        return -1;
+    }
+    return dup_adafs(DUP_TO_FLAGS, fd, lfd, newfd, flags);
+}
+
+/* fcntl on an adafs descriptor. Record locks are accepted and do nothing:
+ * adafs has no distributed locks (doc/preload.md), and programs such as
+ * sqlite3 only need them to succeed when they are the only writer. */
+static int fcntl_adafs(int fd, int lfd, int cmd, void *arg)
+{
+    adafs *fs;
+    switch (cmd) {
+    case F_DUPFD:
+        return dup_adafs(DUP_MIN, fd, lfd, (int)(intptr_t)arg, 0);
+    case F_DUPFD_CLOEXEC:
+        return dup_adafs(DUP_MIN_CLOEXEC, fd, lfd, (int)(intptr_t)arg, 0);
+    case F_GETFD:
+    case F_SETFD:
+        return real.fcntl(fd, cmd, arg); /* close-on-exec lives on the kernel fd */
+    case F_GETFL:
+        if (!(fs = route_enter(ROUTE_FD)))
+            return -1;
+        return (int)route_leave(adafs_get_flags(fs, lfd));
+    case F_SETFL:
+        if (!(fs = route_enter(ROUTE_FD)))
+            return -1;
+        return (int)route_leave(adafs_set_flags(fs, lfd, (int)(intptr_t)arg));
+    case F_GETLK:
+    case F_OFD_GETLK:
+        if (!arg) {
+            errno = EFAULT;
+            return -1;
+        }
+        ((struct flock *)arg)->l_type = F_UNLCK;
+        return 0;
+    case F_SETLK:
+    case F_SETLKW:
+    case F_OFD_SETLK:
+    case F_OFD_SETLKW:
+        if (!arg) {
+            errno = EFAULT;
+            return -1;
+        }
+        return 0;
+    default:
+        errno = EINVAL; /* leases, notify, pipe sizes, seals, owners */
+        return -1;
+    }
+}
+
+PL_EXPORT int fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.fcntl(fd, cmd, arg);
+    return fcntl_adafs(fd, lfd, cmd, arg);
+}
+
+PL_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.fcntl(fd, cmd, arg);
+    return fcntl_adafs(fd, lfd, cmd, arg);
+}
+
+PL_EXPORT int flock(int fd, int op)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.flock(fd, op);
+    return 0; /* advisory, and adafs has no locks: see fcntl_adafs */
+}
+
+PL_EXPORT int lockf(int fd, int cmd, off_t len)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.lockf(fd, cmd, len);
+    return 0;
+}
+
+PL_EXPORT int lockf64(int fd, int cmd, off_t len)
+{
+    return lockf(fd, cmd, len);
+}
+
+static int fsync_adafs(int lfd)
+{
+    adafs *fs = route_enter(ROUTE_SYNC);
+    if (!fs)
+        return -1;
+    return (int)route_leave(adafs_fsync(fs, lfd));
+}
+
+PL_EXPORT int fsync(int fd)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.fsync(fd);
+    return fsync_adafs(lfd);
+}
+
+PL_EXPORT int fdatasync(int fd)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.fdatasync(fd);
+    return fsync_adafs(lfd);
+}
+
+PL_EXPORT int syncfs(int fd)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.syncfs(fd);
+    return fsync_adafs(lfd);
+}
+
+PL_EXPORT int ftruncate(int fd, off_t length)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.ftruncate(fd, length);
+    adafs *fs = route_enter(ROUTE_ATTR);
+    if (!fs)
+        return -1;
+    return (int)route_leave(adafs_ftruncate(fs, lfd, length));
+}
+
+PL_EXPORT int ftruncate64(int fd, off_t length)
+{
+    return ftruncate(fd, length);
+}

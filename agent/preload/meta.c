@@ -1,0 +1,1003 @@
+/* meta: the path family. The stat family (including statx and the old
+ * __xstat entry points that binaries built before glibc 2.33 call),
+ * access, mkdir, rmdir, unlink, rename, truncate, chdir/fchdir/getcwd,
+ * statfs/statvfs, chmod, chown, the utime family, realpath, remove, and
+ * the operations adafs refuses (hard and symbolic links, device nodes). */
+#include "preload.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+/* The f_type statfs() reports for adafs ("ADAF5" in hex speak). */
+#define ADAFS_SUPER_MAGIC 0xADAF5
+
+static int stat_inner(const char *inner, struct stat *st)
+{
+    adafs *fs = route_enter(ROUTE_STAT);
+    if (!fs)
+        return -1;
+    return (int)route_leave(adafs_stat(fs, inner, st));
+}
+
+static int fstat_lfd(int lfd, struct stat *st)
+{
+    adafs *fs = route_enter(ROUTE_STAT);
+    if (!fs)
+        return -1;
+    return (int)route_leave(adafs_fstat(fs, lfd, st));
+}
+
+/* The inner path of an adafs descriptor, for calls libadafs takes by path. */
+static int fd_inner(int lfd, char *buf, size_t len)
+{
+    int rc = route_fd_path(lfd, buf, len);
+    if (rc < 0) {
+        errno = -rc;
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- stat family ---- */
+
+static int stat_at(int dirfd, const char *path, struct stat *st, int flags)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.fstatat(dirfd, path, st, flags);
+    if ((flags & AT_EMPTY_PATH) && !pl_null(path) && !*path) {
+        int lfd = fdmap_get(dirfd);
+        return lfd < 0 ? real.fstatat(dirfd, path, st, flags) : fstat_lfd(lfd, st);
+    }
+    PL_ROUTE_PATH(dirfd, path, &r, -1, real.fstatat(dirfd, r.kpath, st, flags));
+    return stat_inner(r.inner, st);
+}
+
+PL_EXPORT int stat(const char *path, struct stat *st)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.stat(path, st);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.stat(r.kpath, st));
+    return stat_inner(r.inner, st);
+}
+
+PL_EXPORT int stat64(const char *path, struct stat64 *st)
+{
+    return stat(path, (struct stat *)st);
+}
+
+PL_EXPORT int lstat(const char *path, struct stat *st)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.lstat(path, st);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.lstat(r.kpath, st));
+    return stat_inner(r.inner, st); /* no symbolic links in adafs */
+}
+
+PL_EXPORT int lstat64(const char *path, struct stat64 *st)
+{
+    return lstat(path, (struct stat *)st);
+}
+
+PL_EXPORT int fstat(int fd, struct stat *st)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.fstat(fd, st);
+    return fstat_lfd(lfd, st);
+}
+
+PL_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+    return fstat(fd, (struct stat *)st);
+}
+
+PL_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+    return stat_at(dirfd, path, st, flags);
+}
+
+PL_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
+{
+    return stat_at(dirfd, path, (struct stat *)st, flags);
+}
+
+/* Binaries linked against glibc < 2.33 call these instead of stat(). */
+int __xstat(int ver, const char *path, struct stat *st);
+int __xstat64(int ver, const char *path, struct stat64 *st);
+int __lxstat(int ver, const char *path, struct stat *st);
+int __lxstat64(int ver, const char *path, struct stat64 *st);
+int __fxstat(int ver, int fd, struct stat *st);
+int __fxstat64(int ver, int fd, struct stat64 *st);
+int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags);
+int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags);
+
+PL_EXPORT int __xstat(int ver, const char *path, struct stat *st)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.__xstat(ver, path, st);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.__xstat(ver, r.kpath, st));
+    return stat_inner(r.inner, st);
+}
+
+PL_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
+{
+    return __xstat(ver, path, (struct stat *)st);
+}
+
+PL_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.__lxstat(ver, path, st);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.__lxstat(ver, r.kpath, st));
+    return stat_inner(r.inner, st);
+}
+
+PL_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
+{
+    return __lxstat(ver, path, (struct stat *)st);
+}
+
+PL_EXPORT int __fxstat(int ver, int fd, struct stat *st)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.__fxstat(ver, fd, st);
+    return fstat_lfd(lfd, st);
+}
+
+PL_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
+{
+    return __fxstat(ver, fd, (struct stat *)st);
+}
+
+PL_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.__fxstatat(ver, dirfd, path, st, flags);
+    PL_ROUTE_PATH(dirfd, path, &r, -1, real.__fxstatat(ver, dirfd, r.kpath, st, flags));
+    return stat_inner(r.inner, st);
+}
+
+PL_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
+{
+    return __fxstatat(ver, dirfd, path, (struct stat *)st, flags);
+}
+
+static void stat_to_statx(const struct stat *st, struct statx *sx)
+{
+    memset(sx, 0, sizeof *sx);
+    sx->stx_mask = STATX_BASIC_STATS;
+    sx->stx_blksize = (uint32_t)st->st_blksize;
+    sx->stx_nlink = (uint32_t)st->st_nlink;
+    sx->stx_uid = st->st_uid;
+    sx->stx_gid = st->st_gid;
+    sx->stx_mode = (uint16_t)st->st_mode;
+    sx->stx_ino = st->st_ino;
+    sx->stx_size = (uint64_t)st->st_size;
+    sx->stx_blocks = (uint64_t)st->st_blocks;
+    sx->stx_atime.tv_sec = st->st_atim.tv_sec;
+    sx->stx_atime.tv_nsec = (uint32_t)st->st_atim.tv_nsec;
+    sx->stx_mtime.tv_sec = st->st_mtim.tv_sec;
+    sx->stx_mtime.tv_nsec = (uint32_t)st->st_mtim.tv_nsec;
+    sx->stx_ctime.tv_sec = st->st_ctim.tv_sec;
+    sx->stx_ctime.tv_nsec = (uint32_t)st->st_ctim.tv_nsec;
+    sx->stx_rdev_major = major(st->st_rdev);
+    sx->stx_rdev_minor = minor(st->st_rdev);
+    sx->stx_dev_major = major(st->st_dev);
+    sx->stx_dev_minor = minor(st->st_dev);
+}
+
+PL_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *sx)
+{
+    struct pathres r;
+    struct stat st;
+    if (!pl_active())
+        return real.statx(dirfd, path, flags, mask, sx);
+    if ((flags & AT_EMPTY_PATH) && !pl_null(path) && !*path) {
+        int lfd = fdmap_get(dirfd);
+        if (lfd < 0)
+            return real.statx(dirfd, path, flags, mask, sx);
+        if (fstat_lfd(lfd, &st) < 0)
+            return -1;
+    } else {
+        PL_ROUTE_PATH(dirfd, path, &r, -1, real.statx(dirfd, r.kpath, flags, mask, sx));
+        if (stat_inner(r.inner, &st) < 0)
+            return -1;
+    }
+    if (pl_null(sx)) {
+        errno = EFAULT;
+        return -1;
+    }
+    stat_to_statx(&st, sx);
+    return 0;
+}
+
+/* ---- access ---- */
+
+static int access_inner(const char *inner, int mode)
+{
+    adafs *fs = route_enter(ROUTE_STAT);
+    if (!fs)
+        return -1;
+    return (int)route_leave(adafs_access(fs, inner, mode));
+}
+
+PL_EXPORT int access(const char *path, int mode)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.access(path, mode);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.access(r.kpath, mode));
+    return access_inner(r.inner, mode);
+}
+
+PL_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.faccessat(dirfd, path, mode, flags);
+    PL_ROUTE_PATH(dirfd, path, &r, -1, real.faccessat(dirfd, r.kpath, mode, flags));
+    return access_inner(r.inner, mode);
+}
+
+PL_EXPORT int euidaccess(const char *path, int mode)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.euidaccess(path, mode);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.euidaccess(r.kpath, mode));
+    return access_inner(r.inner, mode);
+}
+
+PL_EXPORT int eaccess(const char *path, int mode)
+{
+    return euidaccess(path, mode);
+}
+
+/* ---- namespace ---- */
+
+static int mkdir_inner(const char *inner, mode_t mode)
+{
+    adafs *fs = route_enter(ROUTE_NAMESPACE);
+    if (!fs)
+        return -1;
+    return (int)route_leave(adafs_mkdir(fs, inner, mode & ~pl_umask() & 07777));
+}
+
+PL_EXPORT int mkdir(const char *path, mode_t mode)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.mkdir(path, mode);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.mkdir(r.kpath, mode));
+    return mkdir_inner(r.inner, mode);
+}
+
+PL_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.mkdirat(dirfd, path, mode);
+    PL_ROUTE_PATH(dirfd, path, &r, -1, real.mkdirat(dirfd, r.kpath, mode));
+    return mkdir_inner(r.inner, mode);
+}
+
+static int remove_inner(const char *inner, bool dir)
+{
+    adafs *fs = route_enter(ROUTE_NAMESPACE);
+    if (!fs)
+        return -1;
+    return (int)route_leave(dir ? adafs_rmdir(fs, inner) : adafs_unlink(fs, inner));
+}
+
+PL_EXPORT int rmdir(const char *path)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.rmdir(path);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.rmdir(r.kpath));
+    return remove_inner(r.inner, true);
+}
+
+PL_EXPORT int unlink(const char *path)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.unlink(path);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.unlink(r.kpath));
+    return remove_inner(r.inner, false);
+}
+
+PL_EXPORT int unlinkat(int dirfd, const char *path, int flags)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.unlinkat(dirfd, path, flags);
+    PL_ROUTE_PATH(dirfd, path, &r, -1, real.unlinkat(dirfd, r.kpath, flags));
+    if (flags & ~AT_REMOVEDIR) {
+        errno = EINVAL;
+        return -1;
+    }
+    return remove_inner(r.inner, flags & AT_REMOVEDIR);
+}
+
+/* remove(3) calls glibc's internal unlink/rmdir, so it needs its own entry. */
+PL_EXPORT int remove(const char *path)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.remove(path);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.remove(r.kpath));
+    struct stat st;
+    if (stat_inner(r.inner, &st) < 0)
+        return -1;
+    return remove_inner(r.inner, S_ISDIR(st.st_mode));
+}
+
+/* Renames: both names in adafs go to the library, both outside go to the
+ * kernel, and a mix is EXDEV so that mv falls back to copy and delete. */
+static int rename_at(int olddirfd, const char *from, int newdirfd, const char *to,
+                     unsigned int flags)
+{
+    struct pathres a, b;
+    int rc = pathres_resolve(olddirfd, from, &a);
+    if (rc == 0)
+        rc = pathres_resolve(newdirfd, to, &b);
+    if (rc < 0) {
+        errno = -rc;
+        return -1;
+    }
+    if (!a.adafs && !b.adafs)
+        return flags ? real.renameat2(olddirfd, a.kpath, newdirfd, b.kpath, flags)
+                     : real.renameat(olddirfd, a.kpath, newdirfd, b.kpath);
+    if (a.adafs != b.adafs) {
+        errno = EXDEV;
+        return -1;
+    }
+    if (flags & ~RENAME_NOREPLACE) {
+        errno = EINVAL; /* RENAME_EXCHANGE and RENAME_WHITEOUT: not in adafs */
+        return -1;
+    }
+    struct stat st;
+    if ((flags & RENAME_NOREPLACE) && stat_inner(b.inner, &st) == 0) {
+        errno = EEXIST; /* checked, then renamed: not atomic (doc/preload.md) */
+        return -1;
+    }
+    adafs *fs = route_enter(ROUTE_NAMESPACE);
+    if (!fs)
+        return -1;
+    return (int)route_leave(adafs_rename(fs, a.inner, b.inner));
+}
+
+PL_EXPORT int rename(const char *from, const char *to)
+{
+    if (!pl_active())
+        return real.rename(from, to);
+    return rename_at(AT_FDCWD, from, AT_FDCWD, to, 0);
+}
+
+PL_EXPORT int renameat(int olddirfd, const char *from, int newdirfd, const char *to)
+{
+    if (!pl_active())
+        return real.renameat(olddirfd, from, newdirfd, to);
+    return rename_at(olddirfd, from, newdirfd, to, 0);
+}
+
+PL_EXPORT int renameat2(int olddirfd, const char *from, int newdirfd, const char *to,
+                        unsigned int flags)
+{
+    if (!pl_active())
+        return real.renameat2(olddirfd, from, newdirfd, to, flags);
+    return rename_at(olddirfd, from, newdirfd, to, flags);
+}
+
+PL_EXPORT int truncate(const char *path, off_t length)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.truncate(path, length);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.truncate(r.kpath, length));
+    adafs *fs = route_enter(ROUTE_ATTR);
+    if (!fs)
+        return -1;
+    return (int)route_leave(adafs_truncate(fs, r.inner, length));
+}
+
+PL_EXPORT int truncate64(const char *path, off_t length)
+{
+    return truncate(path, length);
+}
+
+/* ---- working directory ---- */
+
+static int chdir_inner(const char *inner)
+{
+    struct stat st;
+    if (stat_inner(inner, &st) < 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    pathres_set_virtual_cwd(inner);
+    return 0;
+}
+
+PL_EXPORT int chdir(const char *path)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.chdir(path);
+    int rc = pathres_resolve(AT_FDCWD, path, &r);
+    if (rc < 0) {
+        errno = -rc;
+        return -1;
+    }
+    if (r.adafs)
+        return chdir_inner(r.inner);
+    if (real.chdir(r.kpath) < 0)
+        return -1;
+    pathres_kernel_chdir_done();
+    return 0;
+}
+
+PL_EXPORT int fchdir(int fd)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd)) {
+        if (real.fchdir(fd) < 0)
+            return -1;
+        if (pl_active())
+            pathres_kernel_chdir_done();
+        return 0;
+    }
+    char inner[PATH_MAX];
+    if (fd_inner(lfd, inner, sizeof inner) < 0)
+        return -1;
+    return chdir_inner(inner);
+}
+
+PL_EXPORT char *getcwd(char *buf, size_t size)
+{
+    if (!pl_active())
+        return real.getcwd(buf, size);
+    char cwd[PATH_MAX];
+    int n = pathres_virtual_cwd(cwd, sizeof cwd);
+    if (n == 0)
+        return real.getcwd(buf, size);
+    if (n < 0) {
+        errno = -n;
+        return NULL;
+    }
+    if (!buf) {
+        /* glibc extension: allocate, at least size bytes if size is given */
+        size_t want = size ? size : (size_t)n + 1;
+        if (want < (size_t)n + 1) {
+            errno = ERANGE;
+            return NULL;
+        }
+        buf = malloc(want);
+        if (!buf) {
+            errno = ENOMEM;
+            return NULL;
+        }
+    } else if (size < (size_t)n + 1) {
+        errno = size ? ERANGE : EINVAL;
+        return NULL;
+    }
+    memcpy(buf, cwd, (size_t)n + 1);
+    return buf;
+}
+
+PL_EXPORT char *get_current_dir_name(void)
+{
+    if (!pl_active())
+        return real.get_current_dir_name();
+    return getcwd(NULL, 0);
+}
+
+/* ---- file system statistics ---- */
+
+static int statvfs_adafs(struct statvfs *sv)
+{
+    adafs *fs = route_enter(ROUTE_STAT);
+    if (!fs)
+        return -1;
+    return (int)route_leave(adafs_statvfs(fs, sv));
+}
+
+static int statfs_adafs(struct statfs *sf)
+{
+    struct statvfs sv;
+    if (statvfs_adafs(&sv) < 0)
+        return -1;
+    memset(sf, 0, sizeof *sf);
+    sf->f_type = ADAFS_SUPER_MAGIC;
+    sf->f_bsize = (long)sv.f_bsize;
+    sf->f_blocks = sv.f_blocks;
+    sf->f_bfree = sv.f_bfree;
+    sf->f_bavail = sv.f_bavail;
+    sf->f_files = sv.f_files;
+    sf->f_ffree = sv.f_ffree;
+    memcpy(&sf->f_fsid, &sv.f_fsid, sizeof sf->f_fsid < sizeof sv.f_fsid
+                                        ? sizeof sf->f_fsid : sizeof sv.f_fsid);
+    sf->f_namelen = (long)sv.f_namemax;
+    sf->f_frsize = (long)sv.f_frsize;
+    sf->f_flags = (long)sv.f_flag;
+    return 0;
+}
+
+/* statfs of a path must still fail for a missing path. */
+static int exists_inner(const char *inner)
+{
+    struct stat st;
+    return stat_inner(inner, &st);
+}
+
+PL_EXPORT int statfs(const char *path, struct statfs *sf)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.statfs(path, sf);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.statfs(r.kpath, sf));
+    if (exists_inner(r.inner) < 0)
+        return -1;
+    return statfs_adafs(sf);
+}
+
+PL_EXPORT int statfs64(const char *path, struct statfs64 *sf)
+{
+    return statfs(path, (struct statfs *)sf);
+}
+
+PL_EXPORT int fstatfs(int fd, struct statfs *sf)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.fstatfs(fd, sf);
+    return statfs_adafs(sf);
+}
+
+PL_EXPORT int fstatfs64(int fd, struct statfs64 *sf)
+{
+    return fstatfs(fd, (struct statfs *)sf);
+}
+
+PL_EXPORT int statvfs(const char *path, struct statvfs *sv)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.statvfs(path, sv);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.statvfs(r.kpath, sv));
+    if (exists_inner(r.inner) < 0)
+        return -1;
+    return statvfs_adafs(sv);
+}
+
+PL_EXPORT int statvfs64(const char *path, struct statvfs64 *sv)
+{
+    return statvfs(path, (struct statvfs *)sv);
+}
+
+PL_EXPORT int fstatvfs(int fd, struct statvfs *sv)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.fstatvfs(fd, sv);
+    return statvfs_adafs(sv);
+}
+
+PL_EXPORT int fstatvfs64(int fd, struct statvfs64 *sv)
+{
+    return fstatvfs(fd, (struct statvfs *)sv);
+}
+
+/* ---- permissions, owners, times ---- */
+
+static int chmod_inner(const char *inner, mode_t mode)
+{
+    adafs *fs = route_enter(ROUTE_ATTR);
+    if (!fs)
+        return -1;
+    return (int)route_leave(adafs_chmod(fs, inner, mode & 07777));
+}
+
+PL_EXPORT int chmod(const char *path, mode_t mode)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.chmod(path, mode);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.chmod(r.kpath, mode));
+    return chmod_inner(r.inner, mode);
+}
+
+PL_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.fchmodat(dirfd, path, mode, flags);
+    PL_ROUTE_PATH(dirfd, path, &r, -1, real.fchmodat(dirfd, r.kpath, mode, flags));
+    return chmod_inner(r.inner, mode);
+}
+
+PL_EXPORT int fchmod(int fd, mode_t mode)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.fchmod(fd, mode);
+    char inner[PATH_MAX];
+    if (fd_inner(lfd, inner, sizeof inner) < 0)
+        return -1;
+    return chmod_inner(inner, mode);
+}
+
+/* adafs files belong to the job user: a chown that changes nothing (own
+ * uid and group, or -1) succeeds so that tar and cp -p work; any real
+ * change is EPERM, as for an unprivileged user on a kernel file system. */
+static bool own_group(gid_t gid)
+{
+    if (gid == getegid())
+        return true;
+    gid_t groups[NGROUPS_MAX];
+    int n = getgroups(NGROUPS_MAX, groups);
+    for (int i = 0; i < n; i++)
+        if (groups[i] == gid)
+            return true;
+    return false;
+}
+
+static int chown_check(uid_t uid, gid_t gid)
+{
+    if ((uid != (uid_t)-1 && uid != geteuid()) || (gid != (gid_t)-1 && !own_group(gid))) {
+        errno = EPERM;
+        return -1;
+    }
+    return 0;
+}
+
+static int chown_inner(const char *inner, uid_t uid, gid_t gid)
+{
+    if (exists_inner(inner) < 0)
+        return -1;
+    return chown_check(uid, gid);
+}
+
+PL_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.chown(path, uid, gid);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.chown(r.kpath, uid, gid));
+    return chown_inner(r.inner, uid, gid);
+}
+
+PL_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.lchown(path, uid, gid);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.lchown(r.kpath, uid, gid));
+    return chown_inner(r.inner, uid, gid);
+}
+
+PL_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.fchown(fd, uid, gid);
+    return chown_check(uid, gid);
+}
+
+PL_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.fchownat(dirfd, path, uid, gid, flags);
+    if ((flags & AT_EMPTY_PATH) && !pl_null(path) && !*path) {
+        int lfd = fdmap_get(dirfd);
+        return lfd < 0 ? real.fchownat(dirfd, path, uid, gid, flags) : chown_check(uid, gid);
+    }
+    PL_ROUTE_PATH(dirfd, path, &r, -1, real.fchownat(dirfd, r.kpath, uid, gid, flags));
+    return chown_inner(r.inner, uid, gid);
+}
+
+/* Sets times on inner; times NULL means now, UTIME_NOW and UTIME_OMIT are
+ * resolved here so the library always gets two concrete times. */
+static int utimens_inner(const char *inner, const struct timespec *times)
+{
+    struct timespec t[2], now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (!times) {
+        t[0] = t[1] = now;
+    } else {
+        struct stat st;
+        bool need_stat = times[0].tv_nsec == UTIME_OMIT || times[1].tv_nsec == UTIME_OMIT;
+        if (need_stat && stat_inner(inner, &st) < 0)
+            return -1;
+        for (int i = 0; i < 2; i++) {
+            if (times[i].tv_nsec == UTIME_NOW)
+                t[i] = now;
+            else if (times[i].tv_nsec == UTIME_OMIT)
+                t[i] = i == 0 ? st.st_atim : st.st_mtim;
+            else if (times[i].tv_nsec < 0 || times[i].tv_nsec >= 1000000000L) {
+                errno = EINVAL;
+                return -1;
+            } else
+                t[i] = times[i];
+        }
+    }
+    adafs *fs = route_enter(ROUTE_ATTR);
+    if (!fs)
+        return -1;
+    return (int)route_leave(adafs_utimens(fs, inner, t));
+}
+
+static int utimens_lfd(int lfd, const struct timespec *times)
+{
+    char inner[PATH_MAX];
+    if (fd_inner(lfd, inner, sizeof inner) < 0)
+        return -1;
+    return utimens_inner(inner, times);
+}
+
+static bool timeval_to_timespec(const struct timeval *tv, struct timespec ts[2])
+{
+    if (!tv)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        ts[i].tv_sec = tv[i].tv_sec;
+        ts[i].tv_nsec = tv[i].tv_usec * 1000;
+    }
+    return true;
+}
+
+PL_EXPORT int utimensat(int dirfd, const char *path, const struct timespec times[2], int flags)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.utimensat(dirfd, path, times, flags);
+    if (pl_null(path) || ((flags & AT_EMPTY_PATH) && !*path)) {
+        int lfd = fdmap_get(dirfd);
+        return lfd < 0 ? real.utimensat(dirfd, path, times, flags) : utimens_lfd(lfd, times);
+    }
+    PL_ROUTE_PATH(dirfd, path, &r, -1, real.utimensat(dirfd, r.kpath, times, flags));
+    return utimens_inner(r.inner, times);
+}
+
+PL_EXPORT int futimens(int fd, const struct timespec times[2])
+{
+    int lfd;
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.futimens(fd, times);
+    return utimens_lfd(lfd, times);
+}
+
+PL_EXPORT int utimes(const char *path, const struct timeval tv[2])
+{
+    struct pathres r;
+    struct timespec ts[2];
+    if (!pl_active())
+        return real.utimes(path, tv);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.utimes(r.kpath, tv));
+    return utimens_inner(r.inner, timeval_to_timespec(tv, ts) ? ts : NULL);
+}
+
+PL_EXPORT int lutimes(const char *path, const struct timeval tv[2])
+{
+    struct pathres r;
+    struct timespec ts[2];
+    if (!pl_active())
+        return real.lutimes(path, tv);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.lutimes(r.kpath, tv));
+    return utimens_inner(r.inner, timeval_to_timespec(tv, ts) ? ts : NULL);
+}
+
+PL_EXPORT int futimes(int fd, const struct timeval tv[2])
+{
+    int lfd;
+    struct timespec ts[2];
+    if (!PL_ADAFS_FD(fd, lfd))
+        return real.futimes(fd, tv);
+    return utimens_lfd(lfd, timeval_to_timespec(tv, ts) ? ts : NULL);
+}
+
+PL_EXPORT int futimesat(int dirfd, const char *path, const struct timeval tv[2])
+{
+    struct pathres r;
+    struct timespec ts[2];
+    if (!pl_active())
+        return real.futimesat(dirfd, path, tv);
+    if (pl_null(path)) {
+        int lfd = fdmap_get(dirfd);
+        return lfd < 0 ? real.futimesat(dirfd, path, tv)
+                       : utimens_lfd(lfd, timeval_to_timespec(tv, ts) ? ts : NULL);
+    }
+    PL_ROUTE_PATH(dirfd, path, &r, -1, real.futimesat(dirfd, r.kpath, tv));
+    return utimens_inner(r.inner, timeval_to_timespec(tv, ts) ? ts : NULL);
+}
+
+PL_EXPORT int utime(const char *path, const struct utimbuf *ut)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.utime(path, ut);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.utime(r.kpath, ut));
+    if (!ut)
+        return utimens_inner(r.inner, NULL);
+    struct timespec ts[2] = { { ut->actime, 0 }, { ut->modtime, 0 } };
+    return utimens_inner(r.inner, ts);
+}
+
+/* ---- what adafs refuses ---- */
+
+/* Hard and symbolic links: EPERM, which link(2) and symlink(2) document for
+ * "the file system does not support links" (coreutils prints "Operation not
+ * permitted"). A hard link from adafs to outside is EXDEV, as across any
+ * two file systems. */
+static int link_at(int olddirfd, const char *from, int newdirfd, const char *to, int flags)
+{
+    struct pathres a, b;
+    int rc = pathres_resolve(olddirfd, from, &a);
+    if (rc == 0)
+        rc = pathres_resolve(newdirfd, to, &b);
+    if (rc < 0) {
+        errno = -rc;
+        return -1;
+    }
+    if (!a.adafs && !b.adafs)
+        return real.linkat(olddirfd, a.kpath, newdirfd, b.kpath, flags);
+    errno = a.adafs && b.adafs ? EPERM : EXDEV;
+    return -1;
+}
+
+PL_EXPORT int link(const char *from, const char *to)
+{
+    if (!pl_active())
+        return real.link(from, to);
+    return link_at(AT_FDCWD, from, AT_FDCWD, to, 0);
+}
+
+PL_EXPORT int linkat(int olddirfd, const char *from, int newdirfd, const char *to, int flags)
+{
+    if (!pl_active())
+        return real.linkat(olddirfd, from, newdirfd, to, flags);
+    return link_at(olddirfd, from, newdirfd, to, flags);
+}
+
+PL_EXPORT int symlink(const char *target, const char *linkpath)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.symlink(target, linkpath);
+    PL_ROUTE_PATH(AT_FDCWD, linkpath, &r, -1, real.symlink(target, r.kpath));
+    errno = EPERM;
+    return -1;
+}
+
+PL_EXPORT int symlinkat(const char *target, int newdirfd, const char *linkpath)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.symlinkat(target, newdirfd, linkpath);
+    PL_ROUTE_PATH(newdirfd, linkpath, &r, -1, real.symlinkat(target, newdirfd, r.kpath));
+    errno = EPERM;
+    return -1;
+}
+
+/* Nothing in adafs is a symbolic link: EINVAL for what exists. */
+static ssize_t readlink_inner(const char *inner)
+{
+    if (exists_inner(inner) < 0)
+        return -1;
+    errno = EINVAL;
+    return -1;
+}
+
+PL_EXPORT ssize_t readlink(const char *path, char *buf, size_t size)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.readlink(path, buf, size);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.readlink(r.kpath, buf, size));
+    return readlink_inner(r.inner);
+}
+
+PL_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.readlinkat(dirfd, path, buf, size);
+    PL_ROUTE_PATH(dirfd, path, &r, -1, real.readlinkat(dirfd, r.kpath, buf, size));
+    return readlink_inner(r.inner);
+}
+
+/* mknod of a regular file creates it (as POSIX allows); device nodes,
+ * FIFOs and sockets do not exist in adafs: EPERM, as mknod(2) documents
+ * for a file system that does not support the node type. */
+static int mknod_inner(const char *inner, mode_t mode)
+{
+    if ((mode & S_IFMT) != 0 && (mode & S_IFMT) != S_IFREG) {
+        errno = EPERM;
+        return -1;
+    }
+    int kfd = pl_open_adafs(inner, O_CREAT | O_EXCL | O_WRONLY, mode & 07777);
+    if (kfd < 0)
+        return -1;
+    return close(kfd);
+}
+
+PL_EXPORT int mknod(const char *path, mode_t mode, dev_t dev)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.mknod(path, mode, dev);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.mknod(r.kpath, mode, dev));
+    return mknod_inner(r.inner, mode);
+}
+
+PL_EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.mknodat(dirfd, path, mode, dev);
+    PL_ROUTE_PATH(dirfd, path, &r, -1, real.mknodat(dirfd, r.kpath, mode, dev));
+    return mknod_inner(r.inner, mode);
+}
+
+PL_EXPORT int mkfifo(const char *path, mode_t mode)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.mkfifo(path, mode);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.mkfifo(r.kpath, mode));
+    errno = EPERM;
+    return -1;
+}
+
+PL_EXPORT int mkfifoat(int dirfd, const char *path, mode_t mode)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.mkfifoat(dirfd, path, mode);
+    PL_ROUTE_PATH(dirfd, path, &r, -1, real.mkfifoat(dirfd, r.kpath, mode));
+    errno = EPERM;
+    return -1;
+}
+
+/* ---- realpath: glibc's uses internal readlink/stat, so answer here ---- */
+
+PL_EXPORT char *realpath(const char *path, char *resolved)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.realpath(path, resolved);
+    if (pl_null(path)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, NULL, real.realpath(r.kpath, resolved));
+    if (exists_inner(r.inner) < 0)
+        return NULL;
+    char full[PATH_MAX];
+    if (pathres_full_path(r.inner, full, sizeof full) < 0) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    if (!resolved)
+        return strdup(full);
+    return strcpy(resolved, full);
+}
+
+PL_EXPORT char *canonicalize_file_name(const char *path)
+{
+    return realpath(path, NULL);
+}

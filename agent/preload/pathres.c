@@ -1,0 +1,297 @@
+/* pathres: see pathres.h. */
+#include "preload.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char mount[PATH_MAX];
+static size_t mount_len;
+
+/* Guarded by cwd_lock: the kernel's working directory (NULL if unknown),
+ * whether it is the mount point's ancestor (only then can a relative path
+ * without ".." enter the mount), and the virtual working directory (full
+ * path, NULL when the working directory is the kernel's). */
+static pthread_mutex_t cwd_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *kernel_cwd;
+static bool kernel_cwd_above_mount;
+static char *virtual_cwd;
+
+int pathres_normalise(const char *in, char *out, size_t outlen)
+{
+    size_t o = 0;
+    const char *p = in;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        const char *start = p;
+        while (*p && *p != '/')
+            p++;
+        size_t n = (size_t)(p - start);
+        if (n == 0 || (n == 1 && start[0] == '.'))
+            continue;
+        if (n == 2 && start[0] == '.' && start[1] == '.') {
+            while (o > 0 && out[o - 1] != '/')
+                o--;
+            if (o > 0)
+                o--;
+            continue;
+        }
+        if (o + 1 + n + 1 > outlen)
+            return -ENAMETOOLONG;
+        out[o++] = '/';
+        memcpy(out + o, start, n);
+        o += n;
+    }
+    if (o == 0) {
+        if (outlen < 2)
+            return -ENAMETOOLONG;
+        out[o++] = '/';
+    }
+    out[o] = '\0';
+    return (int)o;
+}
+
+/* Whether normalised path p is the mount point or below it. */
+static bool under_mount(const char *p)
+{
+    return strncmp(p, mount, mount_len) == 0 && (p[mount_len] == '/' || p[mount_len] == '\0');
+}
+
+static bool has_dotdot(const char *p)
+{
+    for (const char *s = strstr(p, ".."); s; s = strstr(s + 2, ".."))
+        if ((s == p || s[-1] == '/') && (s[2] == '/' || s[2] == '\0'))
+            return true;
+    return false;
+}
+
+/* Whether the absolute path p is already normal, so it can be compared to
+ * the mount as it is (the common case costs two strstr and a compare). */
+static bool plainly_normal(const char *p)
+{
+    return !strstr(p, "//") && !strstr(p, "/.");
+}
+
+static void set_kernel_cwd_locked(char *cwd)
+{
+    free(kernel_cwd);
+    kernel_cwd = cwd;
+    kernel_cwd_above_mount = false;
+    if (cwd) {
+        size_t n = strlen(cwd);
+        kernel_cwd_above_mount = (n == 1 && cwd[0] == '/') ||
+            (strncmp(mount, cwd, n) == 0 && (mount[n] == '/' || mount[n] == '\0'));
+    }
+}
+
+int pathres_init(const char *mount_from_instance)
+{
+    const char *m = getenv(ADAFS_ENV_MOUNT);
+    if (!m || !*m)
+        m = mount_from_instance;
+    if (!m || !*m)
+        return 1;
+    if (m[0] != '/') {
+        pl_log("%s=%s is not an absolute path; adafs is not mounted in this process",
+               ADAFS_ENV_MOUNT, m);
+        return -EINVAL;
+    }
+    int n = pathres_normalise(m, mount, sizeof mount);
+    if (n < 0 || strcmp(mount, "/") == 0) {
+        pl_log("%s=%s %s; adafs is not mounted in this process", ADAFS_ENV_MOUNT, m,
+               n < 0 ? "is too long" : "would hide the whole kernel file system");
+        mount[0] = '\0';
+        return -EINVAL;
+    }
+    mount_len = (size_t)n;
+
+    pthread_mutex_lock(&cwd_lock);
+    char *kcwd = real.getcwd(NULL, 0);
+    set_kernel_cwd_locked(kcwd);
+    /* A parent that was in the mount hands its working directory on in
+     * $PWD (shells keep it, and exec.c sets it). */
+    const char *pwd = getenv("PWD");
+    char norm[PATH_MAX];
+    if (pwd && pwd[0] == '/' && pathres_normalise(pwd, norm, sizeof norm) > 0 &&
+        under_mount(norm) && !(kcwd && strcmp(kcwd, norm) == 0))
+        virtual_cwd = strdup(norm);
+    pthread_mutex_unlock(&cwd_lock);
+    return 0;
+}
+
+bool pathres_active(void)
+{
+    return mount_len > 0;
+}
+
+const char *pathres_mount(void)
+{
+    return mount;
+}
+
+int pathres_full_path(const char *inner, char *out, size_t outlen)
+{
+    size_t n = strlen(inner);
+    if (strcmp(inner, "/") == 0)
+        n = 0;
+    if (mount_len + n + 1 > outlen)
+        return -ENAMETOOLONG;
+    memcpy(out, mount, mount_len);
+    memcpy(out + mount_len, inner, n);
+    out[mount_len + n] = '\0';
+    return (int)(mount_len + n);
+}
+
+/* Fills res from the normalised absolute path in res->buf. rewritten says
+ * whether a kernel answer must use that path instead of the caller's. */
+static int classify(struct pathres *res, const char *original, bool rewritten)
+{
+    if (under_mount(res->buf)) {
+        res->adafs = true;
+        res->inner = res->buf + mount_len;
+        if (!*res->inner)
+            res->inner = "/";
+        res->kpath = NULL;
+    } else {
+        res->adafs = false;
+        res->inner = NULL;
+        res->kpath = rewritten ? res->buf : original;
+    }
+    return 0;
+}
+
+static int join(const char *base, const char *path, struct pathres *res)
+{
+    char joined[2 * PATH_MAX + 2];
+    size_t b = strlen(base), p = strlen(path);
+    if (b + 1 + p + 1 > sizeof joined)
+        return -ENAMETOOLONG;
+    memcpy(joined, base, b);
+    joined[b] = '/';
+    memcpy(joined + b + 1, path, p + 1);
+    int n = pathres_normalise(joined, res->buf, sizeof res->buf);
+    return n < 0 ? n : 0;
+}
+
+int pathres_resolve(int dirfd, const char *path, struct pathres *res)
+{
+    res->adafs = false;
+    res->kpath = path;
+    res->inner = NULL;
+    if (!path)
+        return -EFAULT;
+    if (!mount_len)
+        return 0;
+    if (path[0] == '/') {
+        if (plainly_normal(path)) {
+            if (!under_mount(path))
+                return 0;
+            size_t n = strlen(path);
+            if (n >= sizeof res->buf)
+                return -ENAMETOOLONG;
+            memcpy(res->buf, path, n + 1);
+            while (n > mount_len && res->buf[n - 1] == '/')
+                res->buf[--n] = '\0';
+            return classify(res, path, false);
+        }
+        int n = pathres_normalise(path, res->buf, sizeof res->buf);
+        if (n < 0)
+            return n;
+        return classify(res, path, false);
+    }
+    if (path[0] == '\0')
+        return -ENOENT;
+
+    char base[PATH_MAX];
+    bool rewritten;
+    if (dirfd == AT_FDCWD) {
+        pthread_mutex_lock(&cwd_lock);
+        if (virtual_cwd) {
+            strcpy(base, virtual_cwd);
+            rewritten = true;
+        } else if (kernel_cwd && (kernel_cwd_above_mount || has_dotdot(path))) {
+            if (strlen(kernel_cwd) >= sizeof base) {
+                pthread_mutex_unlock(&cwd_lock);
+                return 0;
+            }
+            strcpy(base, kernel_cwd);
+            rewritten = false;
+        } else {
+            pthread_mutex_unlock(&cwd_lock);
+            return 0; /* relative to the kernel's cwd, cannot reach the mount */
+        }
+        pthread_mutex_unlock(&cwd_lock);
+    } else {
+        int lfd = fdmap_get(dirfd);
+        if (lfd < 0)
+            return 0; /* relative to a kernel directory: the kernel's business */
+        char inner[PATH_MAX];
+        int rc = route_fd_path(lfd, inner, sizeof inner);
+        if (rc < 0)
+            return rc;
+        rc = pathres_full_path(inner, base, sizeof base);
+        if (rc < 0)
+            return rc;
+        rewritten = true;
+    }
+    int rc = join(base, path, res);
+    if (rc < 0)
+        return rc;
+    return classify(res, path, rewritten);
+}
+
+void pathres_set_virtual_cwd(const char *inner)
+{
+    char full[PATH_MAX];
+    if (pathres_full_path(inner, full, sizeof full) < 0)
+        return; /* cannot happen: inner came from a resolved path */
+    char *copy = strdup(full);
+    pthread_mutex_lock(&cwd_lock);
+    free(virtual_cwd);
+    virtual_cwd = copy;
+    pthread_mutex_unlock(&cwd_lock);
+}
+
+void pathres_kernel_chdir_done(void)
+{
+    char *kcwd = real.getcwd(NULL, 0);
+    pthread_mutex_lock(&cwd_lock);
+    set_kernel_cwd_locked(kcwd);
+    free(virtual_cwd);
+    virtual_cwd = NULL;
+    pthread_mutex_unlock(&cwd_lock);
+}
+
+int pathres_virtual_cwd(char *buf, size_t len)
+{
+    int rc = 0;
+    pthread_mutex_lock(&cwd_lock);
+    if (virtual_cwd) {
+        size_t n = strlen(virtual_cwd);
+        if (n + 1 > len) {
+            rc = -ERANGE;
+        } else {
+            memcpy(buf, virtual_cwd, n + 1);
+            rc = (int)n;
+        }
+    }
+    pthread_mutex_unlock(&cwd_lock);
+    return rc;
+}
+
+static void lock_for_fork(void)
+{
+    pthread_mutex_lock(&cwd_lock);
+}
+
+static void unlock_after_fork(void)
+{
+    pthread_mutex_unlock(&cwd_lock);
+}
+
+void pathres_register_atfork(void)
+{
+    pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+}

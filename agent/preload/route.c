@@ -1,0 +1,97 @@
+/* route: see route.h. */
+#include "preload.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+__thread int route_depth __attribute__((tls_model("initial-exec")));
+
+static _Atomic(adafs *) route_fs;
+static pthread_mutex_t connect_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool connect_failed;
+static atomic_ulong counts[ROUTE_NOPS];
+
+static adafs *connect_locked(void)
+{
+    adafs *fs = atomic_load(&route_fs);
+    if (fs || connect_failed)
+        return fs;
+    char err[512] = "";
+    route_depth++;
+    int rc = adafs_connect(&fs, NULL, err, sizeof err);
+    route_depth--;
+    if (rc < 0) {
+        const char *inst = getenv(ADAFS_ENV_INSTANCE);
+        pl_log("cannot use the adafs instance %s=%s: %s (%s); calls under the mount fail with EIO",
+               ADAFS_ENV_INSTANCE, inst ? inst : "(unset)", err[0] ? err : "no detail",
+               strerror(-rc));
+        connect_failed = true;
+        return NULL;
+    }
+    atomic_store(&route_fs, fs);
+    return fs;
+}
+
+adafs *route_enter(enum route_op op)
+{
+    adafs *fs = atomic_load_explicit(&route_fs, memory_order_acquire);
+    if (!fs) {
+        pthread_mutex_lock(&connect_lock);
+        fs = connect_locked();
+        pthread_mutex_unlock(&connect_lock);
+        if (!fs) {
+            errno = EIO;
+            return NULL;
+        }
+    }
+    route_depth++;
+    atomic_fetch_add_explicit(&counts[op], 1, memory_order_relaxed);
+    return fs;
+}
+
+const char *route_connect_for_mount(void)
+{
+    pthread_mutex_lock(&connect_lock);
+    adafs *fs = connect_locked();
+    pthread_mutex_unlock(&connect_lock);
+    return fs ? adafs_mount_point(fs) : NULL;
+}
+
+int route_fd_path(int lfd, char *buf, size_t len)
+{
+    adafs *fs = route_enter(ROUTE_FD);
+    if (!fs)
+        return -EIO;
+    const char *p = adafs_fd_path(fs, lfd);
+    int rc = 0;
+    if (!p)
+        rc = -EBADF;
+    else if (strlen(p) + 1 > len)
+        rc = -ENAMETOOLONG;
+    else
+        strcpy(buf, p);
+    route_leave_raw(0);
+    return rc;
+}
+
+unsigned long route_count(enum route_op op)
+{
+    return atomic_load_explicit(&counts[op], memory_order_relaxed);
+}
+
+static void lock_for_fork(void)
+{
+    pthread_mutex_lock(&connect_lock);
+}
+
+static void unlock_after_fork(void)
+{
+    pthread_mutex_unlock(&connect_lock);
+}
+
+void route_register_atfork(void)
+{
+    pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+}

@@ -1,0 +1,63 @@
+/* route: the one door from intercepted calls into libadafs.
+ *
+ * Every call the interposer sends to the file system passes route_enter()
+ * before it reaches libadafs and route_leave() after: this is the place
+ * where later I/O forwarding, QoS throttling or accounting hook in, since
+ * the client sees every call it intercepts here and nowhere else.
+ *
+ * route_enter() also connects lazily on first use (reading the instance
+ * file named by $ADAFS_INSTANCE) and marks the thread as "inside libadafs",
+ * so the library's own open/read/write/connect calls, which come back
+ * through the wrappers, go straight to the C library. */
+#ifndef ADAFS_PRELOAD_ROUTE_H
+#define ADAFS_PRELOAD_ROUTE_H
+
+#include <errno.h>
+#include <stddef.h>
+
+#include "adafs.h"
+
+enum route_op {
+    ROUTE_OPEN, ROUTE_CLOSE, ROUTE_READ, ROUTE_WRITE, ROUTE_SEEK, ROUTE_STAT,
+    ROUTE_DIR, ROUTE_NAMESPACE, ROUTE_ATTR, ROUTE_SYNC, ROUTE_FD,
+    ROUTE_NOPS
+};
+
+/* Depth of libadafs calls on this thread; > 0 means "pass through". */
+extern __thread int route_depth __attribute__((tls_model("initial-exec")));
+
+/* Returns the connected file system, or NULL with errno = EIO when the
+ * instance cannot be used (the reason is logged once). */
+adafs *route_enter(enum route_op op);
+
+/* Leaves the library; turns a negative result into errno and -1. */
+static inline long route_leave(long r)
+{
+    route_depth--;
+    if (r < 0) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
+}
+
+/* Leaves the library and returns r unchanged (negative errno kept). */
+static inline long route_leave_raw(long r)
+{
+    route_depth--;
+    return r;
+}
+
+/* Connects at initialisation when the mount point must come from the
+ * instance file. Returns the mount or NULL (logged). */
+const char *route_connect_for_mount(void);
+
+/* Copies the inner path of library descriptor lfd; 0 or -errno. */
+int route_fd_path(int lfd, char *buf, size_t len);
+
+/* Calls made per operation class (for tests and diagnostics). */
+unsigned long route_count(enum route_op op);
+
+void route_register_atfork(void);
+
+#endif

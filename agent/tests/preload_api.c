@@ -1,0 +1,524 @@
+/* preload_api: run under libadafs_preload.so by test_preload_api.sh.
+ *
+ *   preload_api MOUNT OUTSIDE
+ *
+ * A plain program (not linked to libadafs): every call below goes through
+ * the interposer exactly as in any unmodified program. MOUNT is the adafs
+ * mount point of an empty file system, which the kernel sees as an empty
+ * regular file DIR/X/mnt; OUTSIDE is a local directory DIR/Y. Checks the
+ * descriptor plumbing (reserved kernel fds, dup, fcntl, close_range),
+ * fork and exec, working directories, stdio, directory streams, the
+ * documented errors (mmap ENODEV, links EPERM/EXDEV, xattrs ENOTSUP...)
+ * and that paths outside the mount are left to the kernel. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+static const char *mnt, *outside;
+
+static char *in_mnt(const char *rel)
+{
+    static char bufs[8][PATH_MAX];
+    static int next;
+    char *b = bufs[next++ % 8];
+    snprintf(b, PATH_MAX, "%s/%s", mnt, rel);
+    return b;
+}
+
+static char *in_out(const char *rel)
+{
+    static char bufs[4][PATH_MAX];
+    static int next;
+    char *b = bufs[next++ % 4];
+    snprintf(b, PATH_MAX, "%s/%s", outside, rel);
+    return b;
+}
+
+/* Checks that call failed (returned bad: -1, NULL or MAP_FAILED) with
+ * errno want. */
+#define fails_with(call, bad, want, what) do {                                \
+        errno = 0;                                                             \
+        long r_ = (long)(call);                                                \
+        int e_ = errno;                                                        \
+        if (!tap_ok(r_ == (long)(bad) && e_ == (want), "%s", what))            \
+            printf("#   got %ld errno %d (%s), want errno %d (%s)\n", r_,      \
+                   e_, strerror(e_), (want), strerror(want));                  \
+    } while (0)
+#define is_err(call, want, what) fails_with(call, -1, want, what)
+#define is_null_err(call, want, what) fails_with(call, 0, want, what)
+
+static void fill(char *buf, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (char)((i * 131 + seed) % 251);
+}
+
+static void test_descriptors(void)
+{
+    enum { N = 200000 };
+    static char data[N], back[N];
+    fill(data, N, 1);
+    int fd = open(in_mnt("data"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    tap_ok(fd > 2, "open O_CREAT in the mount gives a descriptor (%d)", fd);
+    tap_is_int(write(fd, data, N), N, "write 200000 bytes across chunks");
+    struct stat st;
+    tap_ok(fstat(fd, &st) == 0 && st.st_size == N && S_ISREG(st.st_mode), "fstat size");
+
+    char link[64], target[PATH_MAX] = "";
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t tl = readlink(link, target, sizeof target - 1);
+    target[tl > 0 ? tl : 0] = '\0';
+    tap_is_str(target, "/dev/null", "the kernel holds a reserved /dev/null descriptor");
+    int kflags = (int)syscall(SYS_fcntl, fd, F_GETFL);
+    tap_ok(kflags >= 0 && (kflags & O_PATH), "the reserved descriptor is O_PATH");
+    char c;
+    tap_ok(syscall(SYS_read, fd, &c, 1) == -1 && errno == EBADF,
+           "a read that bypasses the interposer fails (EBADF), not silent");
+
+    tap_is_int(lseek(fd, 0, SEEK_SET), 0, "lseek to 0");
+    tap_is_int(read(fd, back, N), N, "read back");
+    tap_ok(memcmp(data, back, N) == 0, "read returns what was written");
+    tap_is_int(pread(fd, back, 1000, 65000), 1000, "pread across a chunk boundary");
+    tap_ok(memcmp(back, data + 65000, 1000) == 0, "pread data");
+    tap_is_int(pwrite(fd, "ABCDEF", 6, 65534), 6, "pwrite across a chunk boundary");
+    tap_ok(pread(fd, back, 6, 65534) == 6 && memcmp(back, "ABCDEF", 6) == 0, "pwrite data");
+
+    struct iovec iov[3] = { { "one-", 4 }, { "two-", 4 }, { "three", 5 } };
+    tap_is_int(pwritev(fd, iov, 3, 10), 13, "pwritev");
+    char a[4], b[4], d[5];
+    struct iovec riov[3] = { { a, 4 }, { b, 4 }, { d, 5 } };
+    tap_ok(preadv(fd, riov, 3, 10) == 13 && memcmp(a, "one-", 4) == 0 &&
+           memcmp(b, "two-", 4) == 0 && memcmp(d, "three", 5) == 0, "preadv scatters");
+
+    /* dup shares the offset */
+    int fd2 = dup(fd);
+    tap_ok(fd2 > fd, "dup gives a new descriptor");
+    lseek(fd, 100, SEEK_SET);
+    tap_is_int(lseek(fd2, 0, SEEK_CUR), 100, "dup shares the offset");
+    int fd3 = dup2(fd, 100);
+    tap_is_int(fd3, 100, "dup2 onto 100");
+    tap_is_int(fcntl(100, F_GETFD), 0, "dup2 target has no close-on-exec");
+    tap_is_int(fcntl(100, F_SETFD, FD_CLOEXEC), 0, "F_SETFD");
+    tap_is_int(fcntl(100, F_GETFD), FD_CLOEXEC, "F_GETFD sees FD_CLOEXEC");
+    tap_is_int(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDWR, "F_GETFL access mode");
+    int fd4 = fcntl(fd, F_DUPFD_CLOEXEC, 50);
+    tap_ok(fd4 >= 50 && fcntl(fd4, F_GETFD) == FD_CLOEXEC, "F_DUPFD_CLOEXEC >= 50");
+    int fd5 = fcntl(fd, F_DUPFD, 60);
+    tap_ok(fd5 >= 60 && fcntl(fd5, F_GETFD) == 0, "F_DUPFD >= 60");
+    tap_is_int(fcntl(fd5, F_SETFL, O_APPEND), 0, "F_SETFL O_APPEND");
+    tap_ok(fcntl(fd5, F_GETFL) & O_APPEND, "F_GETFL sees O_APPEND");
+    tap_is_int(write(fd5, "tail", 4), 4, "write with O_APPEND");
+    tap_ok(fstat(fd, &st) == 0 && st.st_size == N + 4, "O_APPEND wrote at the end");
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+    tap_is_int(fcntl(fd, F_SETLK, &fl), 0, "F_SETLK is accepted (advisory no-op)");
+    fl.l_type = F_WRLCK;
+    tap_ok(fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type == F_UNLCK, "F_GETLK reports unlocked");
+    tap_is_int(flock(fd, LOCK_EX), 0, "flock is accepted");
+    is_err(fcntl(fd, F_SETPIPE_SZ, 4096), EINVAL, "F_SETPIPE_SZ on adafs is EINVAL");
+    is_err(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0), ENODEV, "mmap gives ENODEV");
+    void *anon = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    tap_ok(anon != MAP_FAILED, "anonymous mmap still works");
+    munmap(anon, 4096);
+    tap_is_int(posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL), 0, "posix_fadvise is accepted");
+    tap_is_int(posix_fallocate(fd, 0, 300000), 0, "posix_fallocate");
+    tap_ok(fstat(fd, &st) == 0 && st.st_size == 300000, "posix_fallocate extended the size");
+    is_err(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 10), EOPNOTSUPP,
+           "fallocate punch hole is EOPNOTSUPP");
+    tap_is_int(ftruncate(fd, 1000), 0, "ftruncate shrink");
+    tap_ok(fstat(fd2, &st) == 0 && st.st_size == 1000, "size seen through a dup");
+    tap_is_int(fsync(fd), 0, "fsync");
+    tap_is_int(fdatasync(fd), 0, "fdatasync");
+
+    /* close one, the others stay usable */
+    tap_is_int(close(fd), 0, "close");
+    is_err(fcntl(fd, F_GETFD), EBADF, "closed descriptor is gone for the kernel too");
+    tap_is_int(pread(fd2, back, 4, 10), 4, "a dup survives closing the original");
+    close(fd2);
+    close(fd4);
+    close(fd5);
+    tap_is_int(close_range(100, 100, 0), 0, "close_range over an adafs descriptor");
+    is_err(fcntl(100, F_GETFD), EBADF, "close_range closed it");
+    int again = open(in_out("kernel-file"), O_CREAT | O_RDWR, 0644);
+    tap_is_int(write(again, "kernel", 6), 6, "a kernel file reusing a freed number is the kernel's");
+    close(again);
+
+    is_err(open(in_mnt("missing/x"), O_RDONLY), ENOENT, "open in a missing directory: ENOENT");
+    is_err(open(in_mnt("data"), O_CREAT | O_EXCL | O_WRONLY, 0644), EEXIST, "O_EXCL: EEXIST");
+    is_err(open(in_mnt("data"), O_RDONLY | O_DIRECTORY), ENOTDIR, "O_DIRECTORY on a file: ENOTDIR");
+    is_err(open(mnt, O_TMPFILE | O_RDWR, 0600), EOPNOTSUPP, "O_TMPFILE: EOPNOTSUPP");
+    is_err(read(12345, back, 1), EBADF, "read on a descriptor nobody opened: EBADF");
+}
+
+static void test_refusals(void)
+{
+    is_err(link(in_mnt("data"), in_mnt("hard")), EPERM, "link inside adafs: EPERM");
+    is_err(linkat(AT_FDCWD, in_mnt("data"), AT_FDCWD, in_out("hard"), 0), EXDEV,
+           "link from adafs to outside: EXDEV");
+    is_err(symlink("data", in_mnt("soft")), EPERM, "symlink inside adafs: EPERM");
+    is_err(mkfifo(in_mnt("fifo"), 0600), EPERM, "mkfifo in adafs: EPERM");
+    char buf[64];
+    is_err(readlink(in_mnt("data"), buf, sizeof buf), EINVAL, "readlink of a file: EINVAL");
+    is_err(readlink(in_mnt("nothing"), buf, sizeof buf), ENOENT, "readlink of nothing: ENOENT");
+    is_err(rename(in_mnt("data"), in_out("data")), EXDEV, "rename out of adafs: EXDEV");
+    is_err(getxattr(in_mnt("data"), "user.x", buf, sizeof buf), ENOTSUP, "getxattr: ENOTSUP");
+    is_err(lgetxattr(in_mnt("nothing"), "user.x", buf, sizeof buf), ENOENT,
+           "lgetxattr of nothing: ENOENT");
+    is_err(listxattr(in_mnt("data"), buf, sizeof buf), ENOTSUP, "listxattr: ENOTSUP");
+    is_err(setxattr(in_mnt("data"), "user.x", "v", 1, 0), ENOTSUP, "setxattr: ENOTSUP");
+    tap_is_int(chown(in_mnt("data"), geteuid(), getegid()), 0, "chown to oneself is a no-op");
+    is_err(chown(in_mnt("data"), geteuid() + 1, (gid_t)-1), EPERM, "chown to another user: EPERM");
+    is_err(chown(in_mnt("nothing"), geteuid(), (gid_t)-1), ENOENT, "chown of nothing: ENOENT");
+}
+
+static void test_namespace(void)
+{
+    struct stat st;
+    tap_is_int(mkdir(in_mnt("dir"), 0755), 0, "mkdir");
+    is_err(mkdir(in_mnt("dir"), 0755), EEXIST, "mkdir again: EEXIST");
+    tap_ok(stat(in_mnt("dir"), &st) == 0 && S_ISDIR(st.st_mode), "stat a directory");
+    tap_ok(stat(in_mnt("dir/./../dir//"), &st) == 0 && S_ISDIR(st.st_mode),
+           "stat through ., .. and //");
+    tap_ok(stat(mnt, &st) == 0 && S_ISDIR(st.st_mode), "stat the mount point itself");
+    int fd = creat(in_mnt("dir/f"), 0600);
+    tap_ok(fd >= 0 && close(fd) == 0, "creat");
+    is_err(rmdir(in_mnt("dir")), ENOTEMPTY, "rmdir of a non-empty directory: ENOTEMPTY");
+    is_err(unlink(in_mnt("dir")), EISDIR, "unlink of a directory: EISDIR");
+    tap_is_int(access(in_mnt("dir/f"), R_OK | W_OK), 0, "access");
+    is_err(access(in_mnt("dir/none"), F_OK), ENOENT, "access of nothing: ENOENT");
+    tap_is_int(rename(in_mnt("dir/f"), in_mnt("dir/g")), 0, "rename a file");
+    tap_ok(stat(in_mnt("dir/f"), &st) == -1 && stat(in_mnt("dir/g"), &st) == 0,
+           "rename moved it");
+    tap_is_int(renameat2(AT_FDCWD, in_mnt("data"), AT_FDCWD, in_mnt("dir/g"), RENAME_NOREPLACE),
+               -1, "RENAME_NOREPLACE onto an existing file fails");
+    tap_is_int(truncate(in_mnt("dir/g"), 70000), 0, "truncate to grow");
+    tap_ok(stat(in_mnt("dir/g"), &st) == 0 && st.st_size == 70000, "truncate size");
+    tap_is_int(chmod(in_mnt("dir/g"), 0640), 0, "chmod");
+    tap_ok(stat(in_mnt("dir/g"), &st) == 0 && (st.st_mode & 07777) == 0640, "chmod mode");
+    mode_t old = umask(027);
+    fd = open(in_mnt("dir/masked"), O_CREAT | O_WRONLY, 0666);
+    umask(old);
+    tap_ok(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0640,
+           "the umask applies to created files");
+    tap_is_int(fchmod(fd, 0600), 0, "fchmod");
+    struct timespec ts[2] = { { 1000000, 5 }, { 2000000, 7 } };
+    tap_is_int(futimens(fd, ts), 0, "futimens");
+    tap_ok(fstat(fd, &st) == 0 && st.st_mtim.tv_sec == 2000000 && (st.st_mode & 0777) == 0600,
+           "futimens and fchmod took effect");
+    struct timespec omit[2] = { { 0, UTIME_OMIT }, { 3000000, 0 } };
+    tap_is_int(utimensat(AT_FDCWD, in_mnt("dir/masked"), omit, 0), 0, "utimensat with UTIME_OMIT");
+    tap_ok(stat(in_mnt("dir/masked"), &st) == 0 && st.st_mtim.tv_sec == 3000000 &&
+           st.st_atim.tv_sec == 1000000, "UTIME_OMIT kept the access time");
+    tap_is_int(fchown(fd, geteuid(), (gid_t)-1), 0, "fchown to oneself");
+    is_err(fchown(fd, geteuid() + 7, (gid_t)-1), EPERM, "fchown to another user: EPERM");
+    close(fd);
+
+    struct statx sx;
+    tap_ok(statx(AT_FDCWD, in_mnt("dir/g"), 0, STATX_BASIC_STATS, &sx) == 0 &&
+           sx.stx_size == 70000 && S_ISREG(sx.stx_mode), "statx");
+    struct statfs sf;
+    tap_ok(statfs(in_mnt("dir"), &sf) == 0 && sf.f_type == 0xADAF5, "statfs reports adafs");
+    struct statvfs sv;
+    tap_ok(statvfs(mnt, &sv) == 0 && sv.f_bsize > 0, "statvfs");
+    is_err(statfs(in_mnt("none"), &sf), ENOENT, "statfs of nothing: ENOENT");
+
+    char rp[PATH_MAX];
+    tap_ok(realpath(in_mnt("dir/../dir/g"), rp) && strcmp(rp, in_mnt("dir/g")) == 0,
+           "realpath inside the mount");
+    char tmpl[PATH_MAX];
+    snprintf(tmpl, sizeof tmpl, "%s", in_mnt("dir/tmpXXXXXX"));
+    fd = mkstemp(tmpl);
+    tap_ok(fd >= 0 && stat(tmpl, &st) == 0 && (st.st_mode & 0777) == 0600, "mkstemp in adafs");
+    close(fd);
+    tap_is_int(remove(tmpl), 0, "remove a file");
+    tap_is_int(mkdir(in_mnt("dir/sub"), 0755), 0, "mkdir sub");
+    tap_is_int(remove(in_mnt("dir/sub")), 0, "remove an empty directory");
+}
+
+static void test_cwd(void)
+{
+    char cwd[PATH_MAX], saved[PATH_MAX];
+    struct stat st;
+    tap_ok(getcwd(saved, sizeof saved) != NULL, "getcwd outside");
+    tap_is_int(chdir(in_mnt("dir")), 0, "chdir into the mount");
+    tap_ok(getcwd(cwd, sizeof cwd) && strcmp(cwd, in_mnt("dir")) == 0, "getcwd in the mount");
+    char *dyn = getcwd(NULL, 0);
+    tap_ok(dyn && strcmp(dyn, in_mnt("dir")) == 0, "getcwd(NULL, 0) allocates");
+    free(dyn);
+    is_null_err(getcwd(cwd, 3), ERANGE, "getcwd into a small buffer: ERANGE");
+    int fd = open("rel", O_CREAT | O_WRONLY, 0644);
+    tap_ok(fd >= 0 && close(fd) == 0 && stat(in_mnt("dir/rel"), &st) == 0,
+           "a relative open lands in the mount");
+    tap_ok(stat("../dir/rel", &st) == 0, "relative path with ..");
+    tap_is_int(mkdir("rsub", 0755), 0, "relative mkdir");
+    tap_is_int(chdir("rsub"), 0, "relative chdir");
+    tap_ok(getcwd(cwd, sizeof cwd) && strcmp(cwd, in_mnt("dir/rsub")) == 0, "getcwd after it");
+    char rel_out[PATH_MAX]; /* from DIR/X/mnt/dir/rsub up to DIR, then Y */
+    snprintf(rel_out, sizeof rel_out, "../../../../%s", strrchr(outside, '/') + 1);
+    tap_ok(stat(rel_out, &st) == 0 && S_ISDIR(st.st_mode),
+           "a relative path leaving the mount reaches the kernel");
+    int dfd = open(in_mnt("dir"), O_RDONLY | O_DIRECTORY);
+    tap_is_int(fchdir(dfd), 0, "fchdir to an adafs directory");
+    tap_ok(getcwd(cwd, sizeof cwd) && strcmp(cwd, in_mnt("dir")) == 0, "getcwd after fchdir");
+    tap_ok(fstatat(dfd, "rel", &st, 0) == 0 && S_ISREG(st.st_mode), "fstatat relative to an adafs dirfd");
+    int rfd = openat(dfd, "rsub/../rel", O_RDONLY);
+    tap_ok(rfd >= 0 && close(rfd) == 0, "openat relative to an adafs dirfd");
+    tap_is_int(unlinkat(dfd, "rsub", AT_REMOVEDIR), 0, "unlinkat AT_REMOVEDIR");
+    close(dfd);
+    is_err(chdir(in_mnt("dir/g")), ENOTDIR, "chdir to a file: ENOTDIR");
+    tap_is_int(chdir(saved), 0, "chdir back out");
+    tap_ok(getcwd(cwd, sizeof cwd) && strcmp(cwd, saved) == 0, "getcwd is the kernel's again");
+    fd = open("preload-api-rel", O_CREAT | O_WRONLY, 0644);
+    tap_ok(fd >= 0 && close(fd) == 0 && unlink("preload-api-rel") == 0,
+           "relative paths outside go to the kernel again");
+}
+
+static void test_dirs(void)
+{
+    DIR *d = opendir(in_mnt("dir"));
+    tap_ok(d != NULL, "opendir");
+    int dots = 0, g = 0, other = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            dots++;
+        else if (!strcmp(e->d_name, "g") && e->d_type == DT_REG)
+            g++;
+        else
+            other++;
+    }
+    tap_ok(dots == 2 && g == 1 && other == 2, "readdir: . .. g masked rel (%d %d %d)", dots, g, other);
+    struct stat st;
+    tap_ok(fstatat(dirfd(d), "g", &st, 0) == 0 && st.st_size == 70000, "fstatat on dirfd()");
+    rewinddir(d);
+    long pos0 = telldir(d);
+    e = readdir(d);
+    tap_ok(e && !strcmp(e->d_name, "."), "rewinddir starts over");
+    readdir(d);
+    long pos2 = telldir(d);
+    char name[256];
+    e = readdir(d);
+    snprintf(name, sizeof name, "%s", e ? e->d_name : "");
+    seekdir(d, pos2);
+    e = readdir(d);
+    tap_ok(e && !strcmp(e->d_name, name), "seekdir returns to a telldir position");
+    seekdir(d, pos0);
+    tap_is_int(closedir(d), 0, "closedir");
+    is_null_err(opendir(in_mnt("dir/g")), ENOTDIR, "opendir of a file: ENOTDIR");
+    is_null_err(opendir(in_mnt("nothing")), ENOENT, "opendir of nothing: ENOENT");
+
+    int fd = open(in_mnt("dir"), O_RDONLY | O_DIRECTORY);
+    char buf[4096];
+    is_err(getdents64(fd, buf, 8), EINVAL, "getdents64 into a tiny buffer: EINVAL");
+    int total = 0;
+    ssize_t n;
+    while ((n = getdents64(fd, buf, 64)) > 0)
+        for (ssize_t off = 0; off < n; total++)
+            off += ((struct dirent64 *)(void *)(buf + off))->d_reclen;
+    tap_ok(n == 0 && total == 5, "getdents64 in small pieces lists all 5 entries (%d)", total);
+    d = fdopendir(fd);
+    tap_ok(d != NULL, "fdopendir on an adafs descriptor");
+    int count = 0;
+    while (readdir(d))
+        count++;
+    tap_is_int(count, 5, "readdir after fdopendir");
+    tap_is_int(closedir(d), 0, "closedir closes the descriptor");
+    is_err(fcntl(fd, F_GETFD), EBADF, "the descriptor is closed");
+}
+
+static void test_stdio(void)
+{
+    FILE *f = fopen(in_mnt("stdio.txt"), "w");
+    tap_ok(f != NULL, "fopen w");
+    for (int i = 0; i < 5000; i++)
+        fprintf(f, "line %d\n", i);
+    struct stat st;
+    tap_ok(fflush(f) == 0 && fstat(fileno(f), &st) == 0 && st.st_size > 30000,
+           "fileno of an adafs stream is its descriptor");
+    tap_is_int(fclose(f), 0, "fclose");
+    f = fopen(in_mnt("stdio.txt"), "a+");
+    fputs("last line\n", f);
+    tap_is_int(fseek(f, 0, SEEK_SET), 0, "fseek");
+    char line[64];
+    tap_ok(fgets(line, sizeof line, f) && !strcmp(line, "line 0\n"), "fgets after fseek");
+    fseek(f, -10, SEEK_END);
+    tap_ok(fgets(line, sizeof line, f) && !strcmp(line, "last line\n"), "append mode wrote at the end");
+    tap_ok(ftell(f) == st.st_size + 10, "ftell");
+    fclose(f);
+    f = fopen(in_mnt("stdio.txt"), "r");
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n++;
+    tap_is_int(n, 5001, "reading every line back");
+    tap_ok(freopen(in_mnt("dir/g"), "r", f) == f, "freopen of an adafs stream in place");
+    tap_ok(fread(line, 1, 10, f) == 10, "reading after freopen");
+    fclose(f);
+    int fd = open(in_mnt("fd.txt"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    f = fdopen(fd, "w+");
+    tap_ok(f && fprintf(f, "via fdopen\n") == 11 && fflush(f) == 0 &&
+           pread(fd, line, 11, 0) == 11 && !memcmp(line, "via fdopen\n", 11), "fdopen");
+    fclose(f);
+    is_null_err(fopen(in_mnt("nothing/x"), "r"), ENOENT, "fopen of nothing: ENOENT");
+    is_null_err(fopen(in_mnt("stdio.txt"), "q"), EINVAL, "fopen with a bad mode: EINVAL");
+    f = fopen(in_out("plain.txt"), "w");
+    tap_ok(f && fileno(f) > 2 && fputs("x", f) >= 0 && fclose(f) == 0, "fopen outside is glibc's");
+    is_null_err(freopen(in_mnt("x"), "w", stdin), EOPNOTSUPP,
+           "freopen of a glibc stream onto adafs: EOPNOTSUPP");
+}
+
+static void test_copies(void)
+{
+    int src = open(in_mnt("data"), O_RDONLY);
+    int out = open(in_out("copy"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    off_t off = 0;
+    tap_is_int(copy_file_range(src, &off, out, NULL, 1000, 0), 1000,
+               "copy_file_range from adafs to a kernel file");
+    tap_is_int(off, 1000, "copy_file_range advanced the offset");
+    close(out);
+    struct stat st;
+    tap_ok(stat(in_out("copy"), &st) == 0 && st.st_size == 1000, "the copy has the bytes");
+    int back = open(in_mnt("copy2"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    int kin = open(in_out("copy"), O_RDONLY);
+    tap_is_int(sendfile(back, kin, NULL, 1000), 1000, "sendfile from a kernel file into adafs");
+    close(kin);
+    close(back);
+    tap_ok(stat(in_mnt("copy2"), &st) == 0 && st.st_size == 1000, "sendfile wrote it");
+    close(src);
+}
+
+static void test_fork_exec(void)
+{
+    int fd = open(in_mnt("forked"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    tap_is_int(write(fd, "parent;", 7), 7, "write before fork");
+    pid_t pid = fork();
+    if (pid == 0) {
+        char buf[7];
+        int good = pread(fd, buf, 7, 0) == 7 && !memcmp(buf, "parent;", 7) &&
+                   pwrite(fd, "child;", 6, 7) == 6 && close(fd) == 0;
+        _exit(good ? 0 : 1);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child used the inherited descriptor");
+    char buf[32] = "";
+    tap_ok(pread(fd, buf, sizeof buf, 0) == 13 && !memcmp(buf, "parent;child;", 13),
+           "the parent sees the child's write");
+    close(fd);
+
+    /* exec: a child process reads the file by path, and writes to an adafs
+     * descriptor it inherited as its standard output */
+    int p[2];
+    if (pipe(p) < 0)
+        return;
+    pid = fork();
+    if (pid == 0) {
+        dup2(p[1], 1);
+        execlp("cat", "cat", in_mnt("forked"), (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    ssize_t n = read(p[0], buf, sizeof buf);
+    close(p[0]);
+    waitpid(pid, &status, 0);
+    tap_ok(n == 13 && !memcmp(buf, "parent;child;", 13) && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0, "an exec'ed program sees the mount");
+    pid = fork();
+    if (pid == 0) {
+        int o = open(in_mnt("exec-out"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        dup2(o, 1);
+        close(o);
+        execlp("echo", "echo", "hello from exec", (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    fd = open(in_mnt("exec-out"), O_RDONLY);
+    memset(buf, 0, sizeof buf);
+    tap_ok(read(fd, buf, sizeof buf) == 16 && !strcmp(buf, "hello from exec\n"),
+           "an adafs descriptor crosses exec as standard output");
+    close(fd);
+}
+
+static void *thread_io(void *arg)
+{
+    long id = (long)arg, bad = 0;
+    for (int i = 0; i < 100; i++) {
+        char path[PATH_MAX], buf[64], back[64];
+        snprintf(path, sizeof path, "%s/thr%ld-%d", id % 2 ? mnt : outside, id, i);
+        int len = snprintf(buf, sizeof buf, "thread %ld file %d", id, i);
+        int fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0644);
+        if (fd < 0 || write(fd, buf, (size_t)len) != len ||
+            pread(fd, back, (size_t)len, 0) != len || memcmp(buf, back, (size_t)len) ||
+            close(fd) != 0 || unlink(path) != 0)
+            bad++;
+    }
+    return (void *)bad;
+}
+
+static void test_threads(void)
+{
+    pthread_t t[6];
+    long bad = 0;
+    for (long i = 0; i < 6; i++)
+        pthread_create(&t[i], NULL, thread_io, (void *)i);
+    for (int i = 0; i < 6; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        bad += (long)r;
+    }
+    tap_is_int(bad, 0, "6 threads opening, writing, reading, closing inside and outside");
+}
+
+static void test_outside(void)
+{
+    struct stat st;
+    int fd = open(in_out("outside.txt"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    tap_ok(fd >= 0 && write(fd, "k", 1) == 1 && close(fd) == 0, "a file outside the mount");
+    tap_ok(syscall(SYS_newfstatat, AT_FDCWD, in_out("outside.txt"), &st, 0) == 0 &&
+           st.st_size == 1, "it is in the kernel file system");
+    tap_ok(syscall(SYS_newfstatat, AT_FDCWD, mnt, &st, 0) == 0 && S_ISREG(st.st_mode) &&
+           st.st_size == 0, "the kernel still sees the empty placeholder at the mount point");
+    tap_ok(syscall(SYS_newfstatat, AT_FDCWD, in_mnt("data"), &st, 0) == -1 && errno == ENOTDIR,
+           "files made in the mount are not in the kernel");
+    char near[PATH_MAX];
+    snprintf(near, sizeof near, "%s-not", mnt); /* shares a prefix, is not inside */
+    is_err(stat(near, &st), ENOENT, "a sibling with the mount as prefix is the kernel's");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s MOUNT OUTSIDE\n", argv[0]);
+        return 2;
+    }
+    mnt = argv[1];
+    outside = argv[2];
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    test_descriptors();
+    test_refusals();
+    test_namespace();
+    test_cwd();
+    test_dirs();
+    test_stdio();
+    test_copies();
+    test_fork_exec();
+    test_threads();
+    test_outside();
+    return tap_done();
+}

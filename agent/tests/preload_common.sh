@@ -1,0 +1,95 @@
+# preload_common.sh: sourced by the test_preload_*.sh tests.
+#
+# Starts adafs instances with adafs-ctl (servers on 127.0.0.1), runs
+# programs under libadafs_preload.so and prints TAP lines. Every instance
+# started is stopped by the EXIT trap, whatever happens to the test. The
+# mount point of each instance is a regular file for the kernel, so the
+# kernel can never create or find anything below it: whatever a program
+# reads back from the mount went through the interposer and adafs. (Its
+# parent directory exists, as doc/preload.md asks of a mount point.)
+
+: "${ADAFS_TEST_PRELOAD:?not set: run this test through make check}"
+: "${ADAFS_TEST_CTL:?not set: run this test through make check}"
+for f in "$ADAFS_TEST_PRELOAD" "$ADAFS_TEST_CTL"; do
+    if [ ! -e "$f" ]; then
+        echo "Bail out! $f is missing (build agent/ first)"
+        exit 1
+    fi
+done
+
+SRCDIR=$(cd "${srcdir:-.}" && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/adafs-preload.XXXXXX")
+cd "$WORK" || exit 1 # programs that drop files in their working directory
+INSTANCES=""
+cleanup() {
+    for base in $INSTANCES; do
+        "$ADAFS_TEST_CTL" stop --base "$base" >/dev/null 2>&1 ||
+            echo "# adafs-ctl stop --base $base failed"
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+PRELOAD_LIST=$ADAFS_TEST_PRELOAD
+if [ -n "${ADAFS_TEST_ASAN_RT:-}" ]; then
+    # Programs not built with ASan need its runtime loaded first.
+    PRELOAD_LIST="$ADAFS_TEST_ASAN_RT $ADAFS_TEST_PRELOAD"
+    export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
+fi
+
+TAP_N=0
+ok() { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N - $*"; }
+not_ok() { TAP_N=$((TAP_N + 1)); echo "not ok $TAP_N - $*"; }
+
+# check DESCRIPTION COMMAND...: one TAP line; the output of a failing
+# command is shown as TAP comments.
+check() {
+    desc=$1
+    shift
+    if "$@" >"$WORK/check.out" 2>&1; then
+        ok "$desc"
+    else
+        not_ok "$desc"
+        sed 's/^/#   /' "$WORK/check.out" | head -n 30
+    fi
+}
+
+# same DESCRIPTION EXPECTED_FILE ACTUAL_FILE: byte-for-byte comparison.
+same() {
+    if cmp "$2" "$3" >"$WORK/cmp.out" 2>&1; then
+        ok "$1"
+    else
+        not_ok "$1"
+        sed 's/^/#   /' "$WORK/cmp.out"
+        diff "$2" "$3" 2>/dev/null | head -n 20 | sed 's/^/#   /'
+    fi
+}
+
+# start_instance NAME SERVERS: sets BASE, MNT and INSTANCE.
+start_instance() {
+    BASE=$WORK/$1.base
+    mkdir -p "$BASE" "$WORK/$1"
+    MNT=$WORK/$1/mnt
+    : >"$MNT"
+    INSTANCES="$INSTANCES $BASE"
+    if ! "$ADAFS_TEST_CTL" start --servers "$2" --base "$BASE" --mount "$MNT" \
+            --chunk-size 64K --timeout-ms 5000 >"$WORK/ctl.out" 2>&1; then
+        echo "Bail out! adafs-ctl start --servers $2 failed: $(cat "$WORK/ctl.out")"
+        exit 1
+    fi
+    INSTANCE=$BASE/instance
+}
+
+# pl COMMAND...: runs COMMAND under the interposer on the current instance,
+# bounded in time so that a hang fails the test instead of stalling it.
+pl() {
+    timeout -k 5 60 env LD_PRELOAD="$PRELOAD_LIST" \
+        LD_LIBRARY_PATH="$ADAFS_TEST_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        ADAFS_INSTANCE="$INSTANCE" ADAFS_MOUNT="$MNT" "$@"
+}
+
+# Python and sqlite3 from the distribution (dynamically linked; a pyenv
+# shim would run a whole shell under the interposer first).
+PYTHON=/usr/bin/python3
+[ -x "$PYTHON" ] || PYTHON=$(command -v python3)
