@@ -46,7 +46,7 @@ struct sysmap_query {
     size_t nextractors;
     int64_t at;                        /* 0 = current values, else as of this time */
     int deploy;                        /* 1 = deployment view instead of values */
-    int compact;                       /* 1 = one line, else indented */
+    int pretty;                        /* 1 = indented; 0 = one line, values as stored */
 };
 
 /* Runs q and returns the JSON document described in doc/sysquery.schema.json

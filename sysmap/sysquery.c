@@ -13,14 +13,14 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-        "usage: sysquery --db FILE [-n HOSTLIST] [-e NAME ...] [--at TIME] [--deploy] [--compact]\n"
+        "usage: sysquery --db FILE [-n HOSTLIST] [-e NAME ...] [--at TIME] [--deploy] [--pretty]\n"
         "  -d, --db FILE        the sysmap database\n"
         "  -n, --nodes HOSTLIST hosts as a Slurm expression, e.g. n[001-128] (default: all)\n"
         "  -e, --extractor NAME only this extractor's values (repeatable)\n"
         "  -t, --at TIME        values as of TIME: seconds since the epoch or\n"
         "                       YYYY-MM-DDTHH:MM:SS (UTC) (default: current values)\n"
         "  -D, --deploy         the deployment view: burst buffer path, bytes, NUMA nodes\n"
-        "  -c, --compact        one line of JSON\n");
+        "  -p, --pretty         indented JSON (default: one line, --compact)\n");
 }
 
 /* Seconds since the epoch, or an ISO 8601 UTC date and time. */
@@ -52,13 +52,14 @@ int main(int argc, char **argv)
         { "db", required_argument, NULL, 'd' }, { "nodes", required_argument, NULL, 'n' },
         { "extractor", required_argument, NULL, 'e' }, { "at", required_argument, NULL, 't' },
         { "deploy", no_argument, NULL, 'D' }, { "compact", no_argument, NULL, 'c' },
+        { "pretty", no_argument, NULL, 'p' },
         { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
     };
     const char *db_path = NULL, *selected[MAX_SELECTED];
     struct sysmap_query q = { 0 };
     long long at;
     int c;
-    while ((c = getopt_long(argc, argv, "d:n:e:t:Dch", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:n:e:t:Dcph", opts, NULL)) != -1) {
         switch (c) {
         case 'd': db_path = optarg; break;
         case 'n': q.hostlist = optarg; break;
@@ -78,7 +79,8 @@ int main(int argc, char **argv)
             q.at = at;
             break;
         case 'D': q.deploy = 1; break;
-        case 'c': q.compact = 1; break;
+        case 'c': q.pretty = 0; break;
+        case 'p': q.pretty = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

@@ -33,17 +33,6 @@ int db_fail(struct sysmap_db *db, int code, char *err, size_t errlen, const char
 int db_prepare(struct sysmap_db *db, const char *sql, sqlite3_stmt **st,
                char *err, size_t errlen);
 
-/* The value rows of one host as of at (0 = current), one callback per
- * extractor, in extractor-name order. */
-typedef int (*db_value_fn)(void *ctx, const char *extractor, sqlite3_int64 data_id,
-                           const char *value, sqlite3_int64 since);
-int db_host_values(struct sysmap_db *db, sqlite3_stmt *st, sqlite3_int64 host_id,
-                   int64_t at, db_value_fn fn, void *ctx);
-
-/* Statement text for db_host_values, for prepare-once callers. */
-extern const char *const db_sql_values_current;
-extern const char *const db_sql_values_at;
-
 /* Finds a host id by name: 1 found, 0 unknown, <0 error. */
 int db_host_id(struct sysmap_db *db, const char *name, sqlite3_int64 *id,
                char *err, size_t errlen);

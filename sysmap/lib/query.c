@@ -1,68 +1,137 @@
 /* query: reading hosts and their values back, as JSON or as the deployment
- * view and capacity sums the plugin asks for. */
+ * view and capacity sums the plugin asks for.
+ *
+ * Speed comes from the data model: hosts share values, so a query reads each
+ * distinct value's text once (cache by data id) and per host only walks the
+ * small host_data index. Compact output copies the stored canonical JSON
+ * text as it is; only --pretty and the deployment view parse values. */
 #include "db.h"
 #include "hostlist.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const db_sql_values_current =
-    "SELECT e.name, d.id, d.value, hd.valid_from FROM host_data hd"
-    " JOIN extractor e ON e.id=hd.extractor_id JOIN data d ON d.id=hd.data_id"
+static const char sql_links_current[] =
+    "SELECT e.name, hd.data_id, hd.valid_from FROM host_data hd"
+    " JOIN extractor e ON e.id=hd.extractor_id"
     " WHERE hd.host_id=?1 AND hd.valid_to IS NULL ORDER BY e.name";
-const char *const db_sql_values_at =
-    "SELECT e.name, d.id, d.value, hd.valid_from FROM host_data hd"
-    " JOIN extractor e ON e.id=hd.extractor_id JOIN data d ON d.id=hd.data_id"
+static const char sql_links_at[] =
+    "SELECT e.name, hd.data_id, hd.valid_from FROM host_data hd"
+    " JOIN extractor e ON e.id=hd.extractor_id"
     " WHERE hd.host_id=?1 AND hd.valid_from<=?2 AND (hd.valid_to IS NULL OR hd.valid_to>?2)"
     " ORDER BY e.name";
 
-int db_host_values(struct sysmap_db *db, sqlite3_stmt *st, sqlite3_int64 host_id,
-                   int64_t at, db_value_fn fn, void *ctx)
+/* ---- output text ---- */
+
+struct sbuf { char *data; size_t len, cap; int oom; };
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
 {
-    sqlite3_bind_int64(st, 1, host_id);
-    if (at)
-        sqlite3_bind_int64(st, 2, at);
-    int rc = 0, step;
-    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW)
-        rc = fn(ctx, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
-                (const char *)sqlite3_column_text(st, 2), sqlite3_column_int64(st, 3));
-    if (rc == 0 && step != SQLITE_DONE)
-        rc = -EIO;
-    sqlite3_reset(st);
-    return rc;
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d) {
+            b->oom = 1;
+            return;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
 }
 
-/* Values are shared between hosts, so each distinct one is parsed once per
- * query and referenced from every host that has it. */
-struct value_cache {
-    json_t **by_id;
-    sqlite3_int64 size;
+static void sb_str(struct sbuf *b, const char *s)
+{
+    sb_add(b, s, strlen(s));
+}
+
+static void sb_int(struct sbuf *b, long long v)
+{
+    char num[32];
+    sb_add(b, num, (size_t)snprintf(num, sizeof(num), "%lld", v));
+}
+
+/* A JSON string literal. */
+static void sb_quoted(struct sbuf *b, const char *s)
+{
+    sb_add(b, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            char esc[2] = { '\\', (char)c };
+            sb_add(b, esc, 2);
+        } else if (c < 0x20) {
+            char esc[8];
+            sb_add(b, esc, (size_t)snprintf(esc, sizeof(esc), "\\u%04x", c));
+        } else {
+            sb_add(b, s, 1);
+        }
+    }
+    sb_add(b, "\"", 1);
+}
+
+/* ---- values, each read and parsed at most once per query ---- */
+
+struct cached {
+    char *text;
+    json_t *json;
 };
 
-static json_t *cached_value(struct value_cache *c, sqlite3_int64 id, const char *text)
+struct query_run {
+    struct sysmap_db *db;
+    const struct sysmap_query *q;
+    sqlite3_stmt *links, *fetch;
+    struct cached *by_id;
+    sqlite3_int64 size;
+    struct sbuf out;                 /* compact output */
+    int raw;                         /* 1: write out directly */
+    size_t nhosts;                   /* hosts written to out */
+};
+
+static struct cached *cached(struct query_run *r, sqlite3_int64 id)
 {
     if (id < 0)
         return NULL;
-    if (id >= c->size) {             /* stored after the query started */
+    if (id >= r->size) {             /* stored after the query started */
         sqlite3_int64 size = id * 2 + 1;
-        json_t **grown = realloc(c->by_id, (size_t)size * sizeof(*grown));
+        struct cached *grown = realloc(r->by_id, (size_t)size * sizeof(*grown));
         if (!grown)
             return NULL;
-        memset(grown + c->size, 0, (size_t)(size - c->size) * sizeof(*grown));
-        c->by_id = grown;
-        c->size = size;
+        memset(grown + r->size, 0, (size_t)(size - r->size) * sizeof(*grown));
+        r->by_id = grown;
+        r->size = size;
     }
-    if (!c->by_id[id])               /* the cache holds the reference */
-        c->by_id[id] = json_loads(text, JSON_DECODE_ANY, NULL);
-    return c->by_id[id];
+    struct cached *c = &r->by_id[id];
+    if (!c->text) {
+        sqlite3_bind_int64(r->fetch, 1, id);
+        if (sqlite3_step(r->fetch) == SQLITE_ROW)
+            c->text = strdup((const char *)sqlite3_column_text(r->fetch, 0));
+        sqlite3_reset(r->fetch);
+    }
+    return c->text ? c : NULL;
+}
+
+static json_t *cached_json(struct cached *c)
+{
+    if (!c->json)                    /* the cache holds the reference */
+        c->json = json_loads(c->text, JSON_DECODE_ANY, NULL);
+    return c->json;
 }
 
 struct host_ctx {
-    struct value_cache *cache;
-    const struct sysmap_query *q;
+    struct query_run *run;
     json_t *extractors;              /* name -> {"since", "value"} */
+    int raw_count;                   /* values written to run->out */
     json_t *storage, *block, *net, *ib;
     sqlite3_int64 storage_since;
 };
@@ -77,31 +146,61 @@ static int wanted(const struct sysmap_query *q, const char *name)
     return 0;
 }
 
-static int collect_value(void *ctx, const char *extractor, sqlite3_int64 data_id,
-                         const char *text, sqlite3_int64 since)
+static int collect_value(struct host_ctx *h, const char *extractor, sqlite3_int64 data_id,
+                         sqlite3_int64 since)
 {
-    struct host_ctx *h = ctx;
+    const struct sysmap_query *q = h->run->q;
     int deploy_input = !strcmp(extractor, "storage") || !strcmp(extractor, "block") ||
                        !strcmp(extractor, "net") || !strcmp(extractor, "ib");
-    if (!wanted(h->q, extractor) && !(h->q && h->q->deploy && deploy_input))
+    if (q->deploy ? !deploy_input : !wanted(q, extractor))
         return 0;
-    json_t *v = cached_value(h->cache, data_id, text);
+    struct cached *c = cached(h->run, data_id);
+    if (!c)
+        return -EIO;
+    if (h->run->raw) {
+        struct sbuf *b = &h->run->out;
+        sb_str(b, h->raw_count++ ? ",\"" : "\"");
+        sb_str(b, extractor);
+        sb_str(b, "\":{\"since\":");
+        sb_int(b, since);
+        sb_str(b, ",\"value\":");
+        sb_str(b, c->text);
+        sb_str(b, "}");
+        return 0;
+    }
+    json_t *v = cached_json(c);
     if (!v)
         return -EBADMSG;
     if (!strcmp(extractor, "storage")) {
         h->storage = v;
         h->storage_since = since;
-    }
-    else if (!strcmp(extractor, "block"))
+    } else if (!strcmp(extractor, "block")) {
         h->block = v;
-    else if (!strcmp(extractor, "net"))
+    } else if (!strcmp(extractor, "net")) {
         h->net = v;
-    else if (!strcmp(extractor, "ib"))
+    } else if (!strcmp(extractor, "ib")) {
         h->ib = v;
+    }
     if (h->extractors)
         json_object_set_new(h->extractors, extractor,
                             json_pack("{sIsO}", "since", (json_int_t)since, "value", v));
     return 0;
+}
+
+/* Walks one host's links (current, or as of q->at). */
+static int host_values(struct query_run *r, sqlite3_int64 host_id, struct host_ctx *h)
+{
+    sqlite3_bind_int64(r->links, 1, host_id);
+    if (r->q->at)
+        sqlite3_bind_int64(r->links, 2, r->q->at);
+    int rc = 0, step;
+    while (rc == 0 && (step = sqlite3_step(r->links)) == SQLITE_ROW)
+        rc = collect_value(h, (const char *)sqlite3_column_text(r->links, 0),
+                           sqlite3_column_int64(r->links, 1), sqlite3_column_int64(r->links, 2));
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = -EIO;
+    sqlite3_reset(r->links);
+    return rc;
 }
 
 static json_t *deploy_json(const struct sysmap_deploy_view *v)
@@ -126,23 +225,27 @@ static json_t *deploy_json(const struct sysmap_deploy_view *v)
     return o;
 }
 
-struct query_run {
-    struct sysmap_db *db;
-    const struct sysmap_query *q;
-    sqlite3_stmt *values;
-    struct value_cache cache;
-};
-
 static int add_host(struct query_run *r, json_t *hosts, const char *name,
                     sqlite3_int64 id, sqlite3_int64 last_seen, char *err, size_t errlen)
 {
-    struct host_ctx h = { .cache = &r->cache, .q = r->q };
-    if (!r->q->deploy)
+    struct host_ctx h = { .run = r };
+    if (r->raw) {
+        sb_str(&r->out, r->nhosts++ ? ",{\"host\":" : "{\"host\":");
+        sb_quoted(&r->out, name);
+        sb_str(&r->out, ",\"last_seen\":");
+        sb_int(&r->out, last_seen);
+        sb_str(&r->out, ",\"extractors\":{");
+    } else if (!r->q->deploy) {
         h.extractors = json_object();
-    int rc = db_host_values(r->db, r->values, id, r->q->at, collect_value, &h);
+    }
+    int rc = host_values(r, id, &h);
     if (rc) {
         json_decref(h.extractors);
         return db_fail(r->db, rc, err, errlen, "cannot read the values of %s", name);
+    }
+    if (r->raw) {
+        sb_str(&r->out, "}}");
+        return 0;
     }
     json_t *o = json_pack("{sssI}", "host", name, "last_seen", (json_int_t)last_seen);
     if (r->q->deploy) {
@@ -164,27 +267,33 @@ static int run_init(struct query_run *r, struct sysmap_db *db, const struct sysm
     memset(r, 0, sizeof(*r));
     r->db = db;
     r->q = q;
+    r->raw = !q->pretty && !q->deploy;
     sqlite3_stmt *st;
     int rc = db_prepare(db, "SELECT coalesce(max(id), 0) + 1 FROM data", &st, err, errlen);
     if (rc)
         return rc;
     if (sqlite3_step(st) == SQLITE_ROW)
-        r->cache.size = sqlite3_column_int64(st, 0);
+        r->size = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    r->cache.by_id = calloc((size_t)r->cache.size, sizeof(json_t *));
-    if (!r->cache.by_id)
+    r->by_id = calloc((size_t)r->size, sizeof(*r->by_id));
+    if (!r->by_id)
         return db_fail(db, -ENOMEM, err, errlen, "out of memory for %lld values",
-                       (long long)r->cache.size);
-    return db_prepare(db, q->at ? db_sql_values_at : db_sql_values_current, &r->values,
-                      err, errlen);
+                       (long long)r->size);
+    if ((rc = db_prepare(db, "SELECT value FROM data WHERE id=?1", &r->fetch, err, errlen)))
+        return rc;
+    return db_prepare(db, q->at ? sql_links_at : sql_links_current, &r->links, err, errlen);
 }
 
 static void run_free(struct query_run *r)
 {
-    for (sqlite3_int64 i = 0; i < r->cache.size; i++)
-        json_decref(r->cache.by_id[i]);
-    free(r->cache.by_id);
-    sqlite3_finalize(r->values);
+    for (sqlite3_int64 i = 0; i < r->size; i++) {
+        free(r->by_id[i].text);
+        json_decref(r->by_id[i].json);
+    }
+    free(r->by_id);
+    free(r->out.data);
+    sqlite3_finalize(r->links);
+    sqlite3_finalize(r->fetch);
 }
 
 /* Calls add_host for every host the query names, in the order named (or by
@@ -232,19 +341,47 @@ static int visit_hosts(struct query_run *r, json_t *hosts, json_t *missing,
     return rc;
 }
 
+/* The compact document, written around the host objects add_host wrote. */
+static char *finish_raw(struct query_run *r, json_t *missing)
+{
+    sb_str(&r->out, "],\"missing\":[");
+    size_t i;
+    json_t *name;
+    json_array_foreach(missing, i, name) {
+        if (i)
+            sb_str(&r->out, ",");
+        sb_quoted(&r->out, json_string_value(name));
+    }
+    sb_str(&r->out, "],\"at\":");
+    if (r->q->at)
+        sb_int(&r->out, r->q->at);
+    else
+        sb_str(&r->out, "null");
+    sb_str(&r->out, "}");
+    if (r->out.oom)
+        return NULL;
+    char *text = r->out.data;
+    r->out.data = NULL;
+    return text;
+}
+
 int sysmap_query_json(struct sysmap_db *db, const struct sysmap_query *q,
                       char **out, char *err, size_t errlen)
 {
     struct query_run r;
     json_t *hosts = json_array(), *missing = json_array();
     int rc = run_init(&r, db, q, err, errlen);
+    if (rc == 0 && r.raw)
+        sb_str(&r.out, "{\"hosts\":[");
     if (rc == 0)
         rc = visit_hosts(&r, hosts, missing, err, errlen);
-    if (rc == 0) {
-        json_t *doc = json_pack("{soso}", "hosts", hosts, "missing", missing);
+    if (rc == 0 && r.raw) {
+        if (!(*out = finish_raw(&r, missing)))
+            rc = db_fail(db, -ENOMEM, err, errlen, "out of memory for the result");
+    } else if (rc == 0) {
+        json_t *doc = json_pack("{sOsO}", "hosts", hosts, "missing", missing);
         json_object_set_new(doc, "at", q->at ? json_integer(q->at) : json_null());
-        hosts = missing = NULL;
-        *out = json_dumps(doc, q->compact ? JSON_COMPACT : JSON_INDENT(2));
+        *out = json_dumps(doc, q->pretty ? JSON_INDENT(2) : JSON_COMPACT);
         json_decref(doc);
         if (!*out)
             rc = db_fail(db, -ENOMEM, err, errlen, "cannot encode the result");
@@ -259,8 +396,8 @@ int sysmap_query_json(struct sysmap_db *db, const struct sysmap_query *q,
 static int view_of(struct sysmap_db *db, struct query_run *r, const char *name,
                    sqlite3_int64 id, struct sysmap_deploy_view *view, char *err, size_t errlen)
 {
-    struct host_ctx h = { .cache = &r->cache, .q = r->q };
-    int rc = db_host_values(db, r->values, id, r->q->at, collect_value, &h);
+    struct host_ctx h = { .run = r };
+    int rc = host_values(r, id, &h);
     if (rc)
         return db_fail(db, rc, err, errlen, "cannot read the values of %s", name);
     memset(view, 0, sizeof(*view));

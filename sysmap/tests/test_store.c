@@ -141,7 +141,7 @@ int main(void)
     tap_is_int(store(db, evil, 100, NULL, err), 0, "store a value with SQL in it");
     const char *only_cpu[] = { "cpu" };
     struct sysmap_query q = { .hostlist = "n5", .extractors = only_cpu, .nextractors = 1,
-                              .compact = 1 };
+                               };
     char *out = NULL;
     tap_is_int(sysmap_query_json(db, &q, &out, err, sizeof(err)), 0, "query n5 cpu");
     json_t *doc = out ? json_loads(out, 0, NULL) : NULL;
@@ -151,7 +151,7 @@ int main(void)
     json_decref(doc);
     free(out);
 
-    q = (struct sysmap_query){ .hostlist = "n[1,7]", .compact = 1, .at = 120 };
+    q = (struct sysmap_query){ .hostlist = "n[1,7]", .at = 120 };
     tap_is_int(sysmap_query_json(db, &q, &out, err, sizeof(err)), 0, "query n[1,7] at 120");
     doc = out ? json_loads(out, 0, NULL) : NULL;
     tap_is_int(json_array_size(json_object_get(doc, "hosts")), 1, "one host found");

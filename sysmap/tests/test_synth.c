@@ -45,7 +45,7 @@ int main(void)
     tap_is_int(rows, PROFILES * SYNTH_EXTRACTORS, "data rows = profiles x extractors");
     tap_is_int(distinct, rows, "no value stored twice");
 
-    struct sysmap_query q = { .compact = 1 };
+    struct sysmap_query q = { 0 };
     char *out = NULL;
     tap_is_int(sysmap_query_json(db, &q, &out, err, sizeof(err)), 0, "query all hosts");
     json_t *doc = out ? json_loads(out, 0, NULL) : NULL;
