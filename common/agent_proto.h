@@ -52,6 +52,7 @@ struct agent_start {
 struct agent_configure {
     uint32_t job_id;
     const char *instance_text;
+    const char *mount;              /* made a real, empty directory of the user */
 };
 
 enum agent_stage_dir { AGENT_STAGE_IN = 0, AGENT_STAGE_OUT = 1 };

@@ -99,7 +99,7 @@ static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
     for (size_t i = 0; text && i < j->nnodes; i++) {
         struct rpc_writer w;
         rpc_writer_init(&w, NULL, 0);
-        agent_configure_put(&w, &(struct agent_configure){ j->job_id, text });
+        agent_configure_put(&w, &(struct agent_configure){ j->job_id, text, j->mount });
         struct agent_reply r;
         int rc = call(j, &j->nodes[i], AGENT_CONFIGURE, &w, FAIL_NODE, &r);
         rpc_writer_free(&w);

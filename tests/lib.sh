@@ -81,3 +81,66 @@ write_job() {  # write_job NAME <<EOF ... : a job script the test user can read
     chmod 644 "$f"
     echo "$f"
 }
+
+# Nothing of a job may be left on any node: no server, no stager, no data.
+leftovers() {
+    local out=""
+    pgrep -f '(^|/)(lt-)?adafsd ' >/dev/null && out="$out servers:$(pgrep -f '(^|/)(lt-)?adafsd ' | tr '\n' ' ')"
+    pgrep -f '(^|/)(lt-)?adafs-stage ' >/dev/null && out="$out stagers"
+    local data
+    data=$(find "$ADAFS_CLUSTER_DIR/storage" -mindepth 1 \( -name 'job.*' -o -path '*/n*/*' \) 2>/dev/null | head -5)
+    [ -n "$data" ] && out="$out data:$data"
+    local mounts
+    mounts=$(find "$ADAFS_CLUSTER_DIR/mnt" -mindepth 1 2>/dev/null | head -5)
+    [ -n "$mounts" ] && out="$out mounts:$mounts"
+    echo "$out"
+}
+
+# wait_clean [SECONDS]: waits until leftovers is empty; says what remains.
+wait_clean() {
+    local left=""
+    for _ in $(seq $(( ${1:-30} * 4 ))); do
+        left=$(leftovers)
+        [ -z "$left" ] && return 0
+        sleep 0.25
+    done
+    diag "left behind:$left"
+    return 1
+}
+
+# wait_reason ID PATTERN [SECONDS]: until the job's reason text matches.
+wait_reason() {
+    local id=$1 pattern=$2 limit=${3:-60} text=""
+    for _ in $(seq $((limit * 2))); do
+        text=$(scontrol show job "$id" 2>/dev/null | sed -n 's/.*Reason=\(.*\) Dependency=.*/\1/p' | tr _ " ")
+        grep -qE -- "$pattern" <<<"$text" && return 0
+        sleep 0.5
+    done
+    diag "job $id reason: $text"
+    return 1
+}
+
+bb_phase() { scontrol show bbstat "$1" 2>/dev/null | sed -n 's/.*Phase=\([a-z_]*\).*/\1/p' | head -1; }
+
+# wait_phase ID PHASE [SECONDS]
+wait_phase() {
+    local id=$1 want=$2 limit=${3:-60} p=""
+    for _ in $(seq $((limit * 4))); do
+        p=$(bb_phase "$id")
+        [ "$p" = "$want" ] && return 0
+        sleep 0.25
+    done
+    diag "job $id burst buffer phase is '$p', wanted $want"
+    return 1
+}
+
+pfs=${ADAFS_CLUSTER_DIR}/pfs
+# as_user_sh CMD: a shell command as the test user (for PFS fixtures).
+as_user_sh() { runuser -u "$test_user" -- bash -c "$1"; }
+
+set_bb_conf() {  # set_bb_conf KEY VALUE: change burst_buffer.conf and reconfigure
+    local f=$ADAFS_CLUSTER_DIR/etc/burst_buffer.conf
+    sed -i "/^$1=/d" "$f"
+    [ -n "$2" ] && echo "$1=$2" >> "$f"
+    scontrol reconfigure
+}

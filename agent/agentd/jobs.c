@@ -39,6 +39,7 @@ struct job {
     uint32_t index;
     char storage[PATH_MAX];
     char dir[PATH_MAX];        /* S/<node>/job.<id> */
+    char mount[PATH_MAX];      /* "" until CONFIGURE */
     pid_t server_pid;
     int port;
     struct stage_op stage;
@@ -269,6 +270,12 @@ static int teardown_locked(struct job *j, bool hurry, char *err, size_t errlen)
         rc = failf(err, errlen, -EIO, "job %u: could not wipe %s (status %d)", j->id, j->dir, wiped);
     else if (rmdir(j->dir) < 0 && errno != ENOENT)
         rc = failf(err, errlen, -errno, "job %u: rmdir %s: %s", j->id, j->dir, strerror(errno));
+    if (j->mount[0]) {
+        /* Real files there came from a process without the interposer. */
+        child_run_as(&j->user, wipe_as_user, j->mount, 60000);
+        if (rmdir(j->mount) < 0 && errno != ENOENT)
+            log_warn("job %u: rmdir %s: %s", j->id, j->mount, strerror(errno));
+    }
     char pidfile[PATH_MAX];
     pidfile_path(pidfile, sizeof(pidfile), j);
     unlink(pidfile);
@@ -449,6 +456,29 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, si
     return 0;
 }
 
+/* The mount point must be one plain name below the mount prefix. */
+static int make_mount(struct job *j, const char *mount, char *err, size_t errlen)
+{
+    size_t plen = strlen(cfg->mount_prefix);
+    const char *name = mount + plen + 1;
+    if (strncmp(mount, cfg->mount_prefix, plen) != 0 || mount[plen] != '/' || !*name ||
+        strchr(name, '/') || strcmp(name, "..") == 0 || strcmp(name, ".") == 0 ||
+        strlen(mount) + PATH_SLACK >= PATH_MAX)
+        return failf(err, errlen, -EPERM, "job %u: mount point %s is not a name below %s",
+                     j->id, mount, cfg->mount_prefix);
+    int rc = make_root_dirs(cfg->mount_prefix);
+    if (rc < 0)
+        return failf(err, errlen, rc, "job %u: mount prefix %s: %s", j->id, cfg->mount_prefix,
+                     rc == -EPERM ? "must be owned by root and not group/world-writable"
+                                  : strerror(-rc));
+    rc = make_user_dir(mount, &j->user);
+    if (rc < 0)
+        return failf(err, errlen, rc, "job %u: cannot create mount point %s: %s", j->id, mount,
+                     rc == -EEXIST ? "exists and is not the job user's" : strerror(-rc));
+    pathf(j->mount, sizeof(j->mount), "%s", mount);
+    return 0;
+}
+
 int jobs_configure(const struct agent_configure *m, char *err, size_t errlen)
 {
     pthread_mutex_lock(&jobs_lock);
@@ -462,6 +492,8 @@ int jobs_configure(const struct agent_configure *m, char *err, size_t errlen)
         rc = write_user_file(path, m->instance_text, &j->user);
         if (rc < 0)
             rc = failf(err, errlen, rc, "job %u: cannot write %s: %s", j->id, path, strerror(-rc));
+        if (rc == 0)
+            rc = make_mount(j, m->mount, err, errlen);
     }
     pthread_mutex_unlock(&jobs_lock);
     return rc;
@@ -692,6 +724,10 @@ static void recover_dir(const char *storage)
         if (lstat(j.dir, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
         j.user = (struct user_id){ st.st_uid, st.st_gid };
+        struct stat mst;
+        pathf(j.mount, sizeof(j.mount), "%s/%u", cfg->mount_prefix, id);
+        if (lstat(j.mount, &mst) < 0 || !S_ISDIR(mst.st_mode) || mst.st_uid != st.st_uid)
+            j.mount[0] = '\0';
         char pidfile[PATH_MAX];
         pidfile_path(pidfile, sizeof(pidfile), &j);
         FILE *f = fopen(pidfile, "re");

@@ -6,6 +6,9 @@
  *   S/<node>/job.<id>/                       this node's server root, 0700,
  *                                            owned by the job user
  *   S/<node>/job.<id>.pid                    the server's pid, for recovery
+ * and the mount point M/<id> (M the mount prefix, root's): an empty directory
+ * of the job user, so that paths up to it exist for programs that walk
+ * them (mkdir -p, cd); everything below it is served by the interposer.
  * The per-node level lets several agents share one host (the mini-cluster);
  * on a real cluster each host has one. Everything the agent writes as root
  * is in directories users cannot write; everything inside a job's directory
@@ -27,6 +30,7 @@ struct agent_settings {
     const char *log_dir;         /* where servers' and stagers' logs go */
     char **storage_roots;        /* START may only use these or below */
     size_t nroots;
+    const char *mount_prefix;    /* mount points are <prefix>/<name> */
     int start_timeout_ms;        /* a server not ready by then has failed */
     int stop_timeout_ms;         /* a server not gone by then is killed */
 };

@@ -2,7 +2,7 @@
  * of a multiple-slurmd test cluster).
  *
  *   adafs-agentd --node NAME --listen HOST:PORT --storage-root DIR
- *                [--socket PATH] [--adafsd PATH] [--stager PATH]
+ *                [--mount-prefix DIR] [--socket PATH] [--adafsd PATH] [--stager PATH]
  *                [--slurm-user USER] [--munge-socket PATH] [--log FILE]
  *                [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE]
  *                [--foreground]
@@ -254,7 +254,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: adafs-agentd --node NAME --listen HOST:PORT --storage-root DIR\n"
-            "                    [--socket PATH] [--adafsd PATH] [--stager PATH]\n"
+            "                    [--mount-prefix DIR] [--socket PATH] [--adafsd PATH] [--stager PATH]\n"
             "                    [--slurm-user USER] [--munge-socket PATH] [--log FILE]\n"
             "                    [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE] [--foreground]\n");
 }
@@ -279,7 +279,8 @@ int main(int argc, char **argv)
     bool foreground = false;
     settings = (struct agent_settings){
         .adafsd_path = ADAFS_SBINDIR "/adafsd", .stage_path = ADAFS_BINDIR "/adafs-stage",
-        .log_dir = "/var/log/adafs", .start_timeout_ms = 30000, .stop_timeout_ms = 10000,
+        .log_dir = "/var/log/adafs", .mount_prefix = "/adafs",
+        .start_timeout_ms = 30000, .stop_timeout_ms = 10000,
     };
     static const struct option opts[] = {
         { "node", required_argument, NULL, 'n' }, { "listen", required_argument, NULL, 'l' },
@@ -307,6 +308,11 @@ int main(int argc, char **argv)
             settings.storage_roots[settings.nroots++] = optarg;
             break;
         }
+        case 'M':
+            if (optarg[0] != '/' || strlen(optarg) < 2)
+                die("--mount-prefix %s: must be an absolute path below /", optarg);
+            settings.mount_prefix = optarg;
+            break;
         case 'a': settings.adafsd_path = optarg; break;
         case 'g': settings.stage_path = optarg; break;
         case 'u': slurm_user = optarg; break;

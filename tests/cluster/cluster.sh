@@ -140,6 +140,7 @@ AdafsStageOutKeep=60
 AdafsMungeSocket=$munge_dir/munge.socket.2
 AdafsPreload=$(preload_lib)
 AdafsServerTimeout=5
+AdafsMountPrefix=$base/mnt
 CONF
     fi
     # slurmd runs the Epilog without arguments; the socket pattern is ours.
@@ -200,6 +201,7 @@ start_agents() {
         "$(program agent adafs-agentd)" --node "n$i" \
             --listen "127.0.0.1:$((slurmd_port + i - 1 + agent_offset))" \
             --socket "$base/run/agent.n$i.sock" --storage-root "$base/storage" \
+            --mount-prefix "$base/mnt" \
             --adafsd "$(program agent adafsd)" --stager "$(stage_program)" \
             --slurm-user "$su" --munge-socket "$munge_dir/munge.socket.2" \
             --log "$base/log/agent.n$i.log" --log-dir "$base/log" \

@@ -1,0 +1,142 @@
+#!/bin/bash
+# Failures on the mini-cluster: each ends in the expected job state and
+# reason, and leaves no server, stager or data on any node.
+. "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+require_cluster
+
+check "mini-cluster starts" -- "$cluster" start --clean
+trap '"$cluster" stop >/dev/null 2>&1' EXIT
+as_user_sh "mkdir -p $pfs/f/out && head -c 30000000 /dev/urandom > $pfs/f/big.bin && echo small > $pfs/f/small.txt"
+
+# 1. A stage-in source that does not exist: the user's mistake, job held.
+write_job missing.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 2 -t 5
+#BB_ADAFS capacity=1G
+#BB_ADAFS stage_in source=$pfs/f/no-such-dir destination=in type=directory
+echo should not run
+JOB
+id=$(submit missing.sh)
+check "missing source: job is held with the path and the errno in its reason" -- \
+    wait_reason "$id" "stage.in source=$pfs/f/no-such-dir .*No such file or directory" 60
+check "missing source: the job stays pending (held), not failed" -- test "$(job_state "$id")" = PENDING
+check "missing source: held with priority 0" -- test "$(job_field "$id" Priority)" = 0
+check "missing source: no node was drained for it" -- bash -c "! sinfo -h -o %t | grep -q drain"
+check "missing source: nothing left on the nodes" -- wait_clean 30
+scancel "$id"
+
+# 2. A source the user may not read: refused, never copied.
+mkdir -p "$pfs/f/secret" && echo "root only" > "$pfs/f/secret/shadow" && chmod 700 "$pfs/f/secret"
+chmod 600 "$pfs/f/secret/shadow"
+write_job secret.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 1 -t 5
+#BB_ADAFS capacity=1G
+#BB_ADAFS stage_in source=$pfs/f/secret/shadow destination=stolen type=file
+cat \$ADAFS_MOUNT/stolen
+JOB
+id=$(submit secret.sh)
+check "unreadable source: held with Permission denied" -- \
+    wait_reason "$id" "stage.in source=$pfs/f/secret/shadow .*Permission denied" 60
+check "unreadable source: bbstat shows no file copied in" -- \
+    bash -c "scontrol show bbstat $id | grep -q 'StageIn: Files=0 '"
+check "unreadable source: nothing left" -- wait_clean 30
+scancel "$id"
+
+# 3. A server killed during the job: the application gets EIO, not a hang.
+as_user_sh "mkdir -p $pfs/kill"
+write_job kill.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 2 -t 5 -o kill-%j.out
+#BB_ADAFS capacity=1G
+for i in \$(seq 1 64); do echo \$i > \$ADAFS_MOUNT/file\$i; done
+touch $pfs/kill/started
+while [ ! -e $pfs/kill/go ]; do sleep 0.2; done
+start=\$(date +%s)
+bad=0
+for i in \$(seq 1 64); do cat \$ADAFS_MOUNT/file\$i >/dev/null 2>>$pfs/kill/errors || bad=\$((bad+1)); done
+echo "failed=\$bad seconds=\$(( \$(date +%s) - start ))" > $pfs/kill/result
+JOB
+id=$(submit kill.sh)
+for _ in $(seq 240); do [ -e "$pfs/kill/started" ] && break; sleep 0.5; done
+check "kill test: the job is running on its file system" -- test -e "$pfs/kill/started"
+pidfile=$(ls "$ADAFS_CLUSTER_DIR"/storage/n*/job.$id.pid 2>/dev/null | tail -1)
+victim=$(cat "$pidfile" 2>/dev/null)
+check "kill test: found a server of the job ($victim)" -- test -n "$victim"
+kill -KILL "$victim" 2>/dev/null
+as_user_sh "touch $pfs/kill/go"
+check "kill test: the job ends" -- wait_job "$id" COMPLETED 120
+check "kill test: reads of files on the dead server failed" -- grep -q "failed=[1-9]" "$pfs/kill/result"
+check "kill test: the failures are EIO" -- grep -q "Input/output error" "$pfs/kill/errors"
+secs=$(sed -n 's/.*seconds=\([0-9]*\).*/\1/p' "$pfs/kill/result")
+check "kill test: within a bounded time (${secs}s for 64 reads)" -- test "${secs:-999}" -lt 60
+check "kill test: nothing left" -- wait_clean 30
+
+# Slow staging down so there is time to act during it.
+set_bb_conf AdafsMaxBandwidth 3M
+sleep 1
+
+# 4. scancel during stage-in.
+write_job slowin.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 2 -t 5
+#BB_ADAFS capacity=1G
+#BB_ADAFS stage_in source=$pfs/f/big.bin destination=big.bin type=file
+echo ran
+JOB
+id=$(submit slowin.sh)
+check "cancel in stage-in: reaches staging_in" -- wait_phase "$id" staging_in 60
+scancel "$id"
+check "cancel in stage-in: job cancelled" -- wait_job "$id" CANCELLED 60
+check "cancel in stage-in: nothing left" -- wait_clean 60
+
+# 5. scancel --hurry during stage-out.
+write_job slowout.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 2 -t 5
+#BB_ADAFS capacity=1G
+#BB_ADAFS stage_in source=$pfs/f/small.txt destination=small.txt type=file
+#BB_ADAFS stage_out source=big.bin destination=$pfs/f/out/%j.bin type=file
+head -c 30000000 /dev/zero > \$ADAFS_MOUNT/big.bin
+JOB
+id=$(submit slowout.sh)
+check "hurry in stage-out: reaches staging_out" -- wait_phase "$id" staging_out 120
+scancel --hurry "$id"
+check "hurry in stage-out: torn down without finishing the copy" -- wait_phase "$id" complete 60
+check "hurry in stage-out: nothing left" -- wait_clean 60
+
+# 6. slurmctld restarted while a job stages in: it resumes and the job runs.
+write_job restartin.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 2 -t 5
+#BB_ADAFS capacity=1G
+#BB_ADAFS stage_in source=$pfs/f/big.bin destination=big.bin type=file
+#BB_ADAFS stage_out source=big.bin destination=$pfs/f/out/%j.bin type=file
+true
+JOB
+id=$(submit restartin.sh)
+check "restart in stage-in: reaches staging_in" -- wait_phase "$id" staging_in 60
+check "restart in stage-in: slurmctld restarted" -- "$cluster" restart-ctld
+check "restart in stage-in: the job completes after the restart" -- wait_job "$id" COMPLETED 300
+check "restart in stage-in: its stage-out is byte for byte" -- \
+    bash -c "for _ in \$(seq 240); do cmp -s $pfs/f/big.bin $pfs/f/out/$id.bin && exit 0; sleep 0.5; done; exit 1"
+check "restart in stage-in: nothing left" -- wait_clean 60
+set_bb_conf AdafsMaxBandwidth ""
+
+# 7. slurmctld restarted while a job runs: stage-out still happens.
+write_job restartrun.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 2 -t 5
+#BB_ADAFS capacity=1G
+#BB_ADAFS stage_out source=result.txt destination=$pfs/f/out/%j.txt type=file
+echo "computed by \$SLURM_JOB_ID" > \$ADAFS_MOUNT/result.txt
+sleep 6
+JOB
+id=$(submit restartrun.sh)
+check "restart while running: job runs" -- wait_job "$id" RUNNING 120
+check "restart while running: slurmctld restarted" -- "$cluster" restart-ctld
+check "restart while running: job completes" -- wait_job "$id" COMPLETED 120
+check "restart while running: its result is staged out" -- \
+    bash -c "for _ in \$(seq 120); do grep -qx 'computed by $id' $pfs/f/out/$id.txt 2>/dev/null && exit 0; sleep 0.5; done; exit 1"
+check "restart while running: nothing left" -- wait_clean 60
+tap_done
