@@ -350,6 +350,25 @@ int main(int argc, char **argv)
     int lfd = net_listen(host, port, 128, &port, err, sizeof(err));
     if (lfd < 0)
         die("%s", err);
+    /* "%n" in the socket path is the node name: the Epilog finds it the
+     * same way from $SLURMD_NODENAME. */
+    char socket_buf[108];
+    if (socket_path) {
+        const char *pn = strstr(socket_path, "%n");
+        if (pn)
+            snprintf(socket_buf, sizeof(socket_buf), "%.*s%s%s", (int)(pn - socket_path),
+                     socket_path, settings.node, pn + 2);
+        else
+            snprintf(socket_buf, sizeof(socket_buf), "%s", socket_path);
+        socket_path = socket_buf;
+        char dir[108];
+        snprintf(dir, sizeof(dir), "%s", socket_path);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+            *slash = '\0';
+            mkdir(dir, 0755);
+        }
+    }
     int ufd = -1;
     if (socket_path && (ufd = listen_unix(socket_path)) < 0)
         die("--socket %s: %s", socket_path, strerror(-ufd));
