@@ -15,6 +15,7 @@ check() {
 finish() { echo "1..$n"; }
 
 SRC=${srcdir:-.}
-FIX=$SRC/tests/fixtures/node-nvme
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/sysmap-test.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
+FIX=$TMP/node-nvme
+sh "$SRC/tests/make_fixture.sh" "$FIX" || echo "Bail out! cannot build the fixture tree in $FIX"
