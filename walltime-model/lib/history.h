@@ -14,13 +14,13 @@ struct hist_entry {
     int64_t submit, end, req, run, procs, mem;
     uint32_t exe, partition;
     int32_t status;
+    double log_margin;      /* the user's margin after learning from this job */
 };
 
 struct user_hist {
     int64_t uid;            /* -1: free slot */
     int count;              /* entries held, <= HIST_LEN */
     int head;               /* slot the next entry goes to */
-    double log_margin;      /* conservative estimate's widening, log scale */
     struct hist_entry e[HIST_LEN];
 };
 

@@ -19,12 +19,12 @@
 
 void walltime_params_default(struct walltime_params *p)
 {
-    p->trees = 60;
-    p->depth = 5;
+    p->trees = 30;
+    p->depth = 4;
     p->learning_rate = 0.15;
-    p->min_leaf = 20;
-    p->quantile = 0.9;
-    p->target_miss = 0.03;
+    p->min_leaf = 100;
+    p->quantile = 0.97;
+    p->target_miss = 0.01;
     p->max_train = 30000;
     p->retrain_every = 1000;
     p->auto_retrain = 0;
@@ -88,12 +88,24 @@ static double clamp01(double r)
     return r < 0 ? 0 : r > 1 ? 1 : r;
 }
 
+/* The user's conservative margin (log scale) after the newest job that had
+ * finished by `t`: like the features, it is taken as of the submit time. */
+static double margin_as_of(const struct user_hist *u, int64_t t)
+{
+    for (int k = 0; u && k < u->count; k++) {
+        const struct hist_entry *e = user_hist_at(u, k);
+        if (e->end <= t)
+            return e->log_margin;
+    }
+    return 0;
+}
+
 /* Both ratios for a job from its features and its user's record. */
 static void predict_ratio(const struct walltime_model *m, const struct user_hist *u,
-                          const float f[NFEAT], float fallback,
+                          int64_t submit, const float f[NFEAT], float fallback,
                           double *median, double *conservative)
 {
-    double margin = u ? exp(u->log_margin) : 1;
+    double margin = exp(margin_as_of(u, submit));
     if (m->median.ntrees == 0) {
         *median = clamp01(fallback);
         *conservative = 1;               /* nothing learned yet: the request */
@@ -101,7 +113,8 @@ static void predict_ratio(const struct walltime_model *m, const struct user_hist
     }
     *median = clamp01(fallback + gbdt_predict(&m->median, f));
     double up = fallback + gbdt_predict(&m->upper, f);
-    *conservative = clamp01((up > *median ? up : *median) * margin);
+    up *= margin;
+    *conservative = clamp01(up > *median ? up : *median);
 }
 
 int walltime_predict(const struct walltime_model *m, const struct walltime_job *job,
@@ -116,7 +129,7 @@ int walltime_predict(const struct walltime_model *m, const struct walltime_job *
     float f[NFEAT];
     float fallback = features_compute(u, job, f);
     double med, cons;
-    predict_ratio(m, u, f, fallback, &med, &cons);
+    predict_ratio(m, u, job->submit_time, f, fallback, &med, &cons);
     out->median_s = med * (double)job->req_time;
     out->conservative_s = cons * (double)job->req_time;
     return 0;
@@ -142,16 +155,13 @@ int walltime_observe_finished(struct walltime_model *m, const struct walltime_jo
     float f[NFEAT];
     float fallback = features_compute(u, job, f);
     double med, cons;
-    predict_ratio(m, u, f, fallback, &med, &cons);
+    predict_ratio(m, u, job->submit_time, f, fallback, &med, &cons);
     double ratio = (double)job->run_time / (double)job->req_time;
+    double margin = margin_as_of(u, INT64_MAX);
     if (u && cons < 1) {
-        int miss = ratio > cons;
-        u->log_margin += miss ? MARGIN_ETA * (1 - m->params.target_miss)
-                              : -MARGIN_ETA * m->params.target_miss;
-        if (u->log_margin > MARGIN_MAX)
-            u->log_margin = MARGIN_MAX;
-        if (u->log_margin < -MARGIN_MAX)
-            u->log_margin = -MARGIN_MAX;
+        margin += ratio > cons ? MARGIN_ETA * (1 - m->params.target_miss)
+                               : -MARGIN_ETA * m->params.target_miss;
+        margin = margin > MARGIN_MAX ? MARGIN_MAX : margin < -MARGIN_MAX ? -MARGIN_MAX : margin;
     }
 
     size_t slot = m->thead;
@@ -169,7 +179,7 @@ int walltime_observe_finished(struct walltime_model *m, const struct walltime_jo
                 (job->wait_time > 0 ? job->wait_time : 0) + job->run_time,
             .req = job->req_time, .run = job->run_time, .procs = job->procs,
             .mem = job->req_mem_kb, .exe = job->exe, .partition = job->partition,
-            .status = job->status,
+            .status = job->status, .log_margin = margin,
         };
         user_hist_add(u, &e);
     }

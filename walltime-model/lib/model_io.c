@@ -5,8 +5,9 @@
  *   state OBSERVED TRAININGS SINCE_TRAIN
  *   ensemble median|upper BASE NTREES NNODES, then "roots ..." and NNODES
  *       "node FEATURE THRESHOLD LEFT RIGHT VALUE" lines
- *   users N, then per user "user UID COUNT HEAD LOG_MARGIN" and COUNT
- *       "e SUBMIT END REQ RUN PROCS MEM EXE PARTITION STATUS" lines (ring slots)
+ *   users N, then per user "user UID COUNT HEAD" and COUNT
+ *       "e SUBMIT END REQ RUN PROCS MEM EXE PARTITION STATUS MARGIN" lines
+ *       (ring slots)
  *   train N HEAD, then N "t Y W F0 .. F25" lines
  *   end
  *
@@ -62,14 +63,13 @@ int walltime_model_save(const struct walltime_model *m, const char *path,
         const struct user_hist *u = &m->hist.slots[s];
         if (u->uid == -1)
             continue;
-        fprintf(f, "user %lld %d %d %a\n", (long long)u->uid, u->count, u->head,
-                u->log_margin);
+        fprintf(f, "user %lld %d %d\n", (long long)u->uid, u->count, u->head);
         for (int k = 0; k < u->count; k++) {
             const struct hist_entry *e = &u->e[k];
-            fprintf(f, "e %lld %lld %lld %lld %lld %lld %u %u %d\n",
+            fprintf(f, "e %lld %lld %lld %lld %lld %lld %u %u %d %a\n",
                     (long long)e->submit, (long long)e->end, (long long)e->req,
                     (long long)e->run, (long long)e->procs, (long long)e->mem,
-                    e->exe, e->partition, e->status);
+                    e->exe, e->partition, e->status, e->log_margin);
         }
     }
     fprintf(f, "train %zu %zu\n", m->tn, m->thead);
@@ -255,10 +255,9 @@ static int load_body(struct reader *r, struct walltime_model **out)
         return -1;
     for (long long k = 0; k < nusers; k++) {
         long long uid, count, head;
-        double margin;
-        if (next(r, "user", 5) < 0 || integer(r, 1, 0, 1LL << 62, &uid) < 0 ||
+        if (next(r, "user", 4) < 0 || integer(r, 1, 0, 1LL << 62, &uid) < 0 ||
             integer(r, 2, 0, HIST_LEN, &count) < 0 ||
-            integer(r, 3, 0, HIST_LEN - 1, &head) < 0 || num(r, 4, &margin) < 0)
+            integer(r, 3, 0, HIST_LEN - 1, &head) < 0)
             return -1;
         if (history_find(&m->hist, uid)) {
             snprintf(r->err, r->errlen, "%s:%ld: user %lld appears twice", r->path, r->lineno, uid);
@@ -271,10 +270,10 @@ static int load_body(struct reader *r, struct walltime_model **out)
         }
         u->count = (int)count;
         u->head = (int)head;
-        u->log_margin = margin;
         for (int i = 0; i < count; i++) {
             long long e[9];
-            if (next(r, "e", 10) < 0)
+            double margin;
+            if (next(r, "e", 11) < 0 || num(r, 10, &margin) < 0)
                 return -1;
             for (int c = 0; c < 9; c++) {
                 long long lo = c == 2 ? 1 : c == 4 || c == 5 || c == 8 ? -1 : 0;
@@ -282,7 +281,8 @@ static int load_body(struct reader *r, struct walltime_model **out)
                     return -1;
             }
             u->e[i] = (struct hist_entry){ e[0], e[1], e[2], e[3], e[4], e[5],
-                                           (uint32_t)e[6], (uint32_t)e[7], (int32_t)e[8] };
+                                           (uint32_t)e[6], (uint32_t)e[7], (int32_t)e[8],
+                                           margin };
         }
     }
 

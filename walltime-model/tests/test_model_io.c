@@ -1,0 +1,146 @@
+/* A saved model reloads to bit-identical predictions, keeps learning the
+ * same way, and bad model files are refused with the line that is wrong. */
+#include "tap.h"
+#include "walltime.h"
+#include "synth.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PROBES 200
+
+static char err[512];
+
+static void predict_all(const struct walltime_model *m, struct walltime_prediction *out)
+{
+    unsigned seed = 11;
+    for (int i = 0; i < PROBES; i++) {
+        struct walltime_job j = synth_job(5000 + i, 60000 + i * 30, 1 + i % 9, &seed);
+        walltime_predict(m, &j, &out[i], err, sizeof(err));
+    }
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = calloc(1, (size_t)n + 1);
+    if (fread(s, 1, (size_t)n, f) != (size_t)n)
+        s[0] = '\0';
+    fclose(f);
+    return s;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/walltime-model-XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    char path[256], path2[256], bad[256];
+    snprintf(path, sizeof(path), "%s/a.model", dir);
+    snprintf(path2, sizeof(path2), "%s/b.model", dir);
+    snprintf(bad, sizeof(bad), "%s/bad.model", dir);
+
+    struct walltime_model *m = walltime_model_new(NULL);
+    unsigned seed = 5;
+    for (int i = 0; i < 600; i++) {
+        struct walltime_job j = synth_job(i, i * 100, 1 + i % 9, &seed);
+        j.wait_time = 0;
+        walltime_observe_finished(m, &j, err, sizeof(err));
+    }
+    tap_is_int(walltime_train(m, err, sizeof(err)), 0, "train on 600 synthetic jobs");
+    static struct walltime_prediction before[PROBES], after[PROBES];
+    predict_all(m, before);
+    tap_is_int(walltime_model_save(m, path, err, sizeof(err)), 0, "model saved");
+
+    struct walltime_model *r = walltime_model_load(path, err, sizeof(err));
+    tap_ok(r != NULL, "model reloaded (%s)", r ? "ok" : err);
+    if (!r)
+        return tap_done();
+    predict_all(r, after);
+    tap_ok(memcmp(before, after, sizeof(before)) == 0,
+           "reloaded model gives bit-identical predictions for %d jobs", PROBES);
+    tap_is_int(walltime_model_observed(r), 600, "reloaded model remembers 600 observed jobs");
+    walltime_model_save(r, path2, err, sizeof(err));
+    char *a = slurp(path), *b = slurp(path2);
+    tap_ok(strcmp(a, b) == 0 && strlen(a) > 1000, "save -> load -> save writes the same file");
+
+    /* Both keep learning identically from the same finished jobs. */
+    for (int i = 0; i < 50; i++) {
+        struct walltime_job j = synth_job(700 + i, 60000 + i * 50, 1 + i % 4, &seed);
+        j.wait_time = 0;
+        walltime_observe_finished(m, &j, err, sizeof(err));
+        walltime_observe_finished(r, &j, err, sizeof(err));
+    }
+    walltime_train(m, err, sizeof(err));
+    walltime_train(r, err, sizeof(err));
+    predict_all(m, before);
+    predict_all(r, after);
+    tap_ok(memcmp(before, after, sizeof(before)) == 0,
+           "after 50 more observations and a retrain both still agree");
+
+    /* Conservative >= median, both <= request. */
+    int ordered = 1;
+    unsigned s2 = 11;
+    for (int i = 0; i < PROBES; i++) {
+        struct walltime_job j = synth_job(5000 + i, 60000 + i * 30, 1 + i % 9, &s2);
+        ordered &= after[i].median_s >= 0 && after[i].median_s <= after[i].conservative_s &&
+                   after[i].conservative_s <= (double)j.req_time;
+    }
+    tap_ok(ordered, "0 <= median <= conservative <= requested time");
+
+    struct walltime_job nojob;
+    walltime_job_init(&nojob);
+    nojob.job_id = 77;
+    struct walltime_prediction p;
+    tap_is_int(walltime_predict(m, &nojob, &p, err, sizeof(err)), -22, "predict without request is -EINVAL");
+    tap_is_str(err, "job 77 has no requested time (-1)", "predict error names the job");
+    tap_is_int(walltime_observe_finished(m, &nojob, err, sizeof(err)), -22,
+               "observe without run time is -EINVAL");
+    tap_is_str(err, "job 77 cannot be learned from: requested time -1, run time -1, "
+               "submit time -1 (all must be known)", "observe error names what is missing");
+
+    /* Bad files. */
+    tap_ok(walltime_model_load("/nonexistent/x.model", err, sizeof(err)) == NULL,
+           "missing model file refused");
+    tap_is_str(err, "cannot open model file /nonexistent/x.model: No such file or directory",
+               "missing model file error names path and errno");
+    write_file(bad, "adafs-walltime-model 2\n");
+    walltime_model_load(bad, err, sizeof(err));
+    char want[512];
+    snprintf(want, sizeof(want), "%s:1: unsupported model version '2' (this build reads 1)", bad);
+    tap_is_str(err, want, "future model version refused");
+    a[strlen(a) / 2] = '\0';               /* truncated in the middle */
+    *strrchr(a, '\n') = '\0';
+    write_file(bad, a);
+    tap_ok(walltime_model_load(bad, err, sizeof(err)) == NULL && strstr(err, bad) &&
+           (strstr(err, "unexpected end of file") || strstr(err, "expected")),
+           "truncated model file refused: %s", err);
+    write_file(bad, "adafs-walltime-model 1\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-7 10 10 0\n"
+                    "state 0 0 0\nensemble median 0 1 1\nroots 0\nnode 0 0 0 0 0\n");
+    walltime_model_load(bad, err, sizeof(err));
+    snprintf(want, sizeof(want), "%s:6: node 0 has a child before it", bad);
+    tap_is_str(err, want, "a tree that loops is refused");
+
+    free(a);
+    free(b);
+    walltime_model_free(m);
+    walltime_model_free(r);
+    unlink(path);
+    unlink(path2);
+    unlink(bad);
+    rmdir(dir);
+    return tap_done();
+}

@@ -1,0 +1,155 @@
+/* SWF and sacct line parsing, and whole-trace reading with malformed lines. */
+#include "tap.h"
+#include "walltime.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static char err[256];
+
+static void swf(void)
+{
+    struct walltime_job j;
+    const char *ok = "  7   100  20  3600 16 -1 -1 16 7200 1024 1 42 5 3 -1 2 -1 -1\n";
+    tap_is_int(walltime_parse_swf_line(ok, &j, err, sizeof(err)), 1, "swf: a job line parses");
+    tap_ok(j.job_id == 7 && j.submit_time == 100 && j.wait_time == 20 && j.run_time == 3600 &&
+           j.procs == 16 && j.req_time == 7200 && j.uid == 42 && j.gid == 5 && j.status == 1,
+           "swf: fields 1-4, 8, 9, 11-13 land in the job");
+    tap_is_int(j.req_mem_kb, 1024 * 16, "swf: requested memory is per processor");
+    tap_ok(j.exe == walltime_key_id(3) && j.partition == walltime_key_id(2) && j.account == 0,
+           "swf: executable and partition ids kept, unknown queue is 0");
+    tap_is_int(walltime_parse_swf_line("; Version: 2.2\n", &j, err, sizeof(err)), 0,
+               "swf: header comment is not a job");
+    tap_is_int(walltime_parse_swf_line("   \n", &j, err, sizeof(err)), 0, "swf: blank line is not a job");
+
+    tap_is_int(walltime_parse_swf_line("1 2 3\n", &j, err, sizeof(err)), -1, "swf: short line rejected");
+    tap_is_str(err, "expected 18 fields, got 3", "swf: short line error names the count");
+    tap_is_int(walltime_parse_swf_line("1 0 0 10 1 -1 -1 1 abc -1 1 1 1 -1 -1 -1 -1 -1", &j,
+                                       err, sizeof(err)), -1, "swf: non-number rejected");
+    tap_is_str(err, "field 9 (requested time) is not a number: 'abc'",
+               "swf: non-number error names field and text");
+    walltime_parse_swf_line("1 -5 0 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1", &j, err, sizeof(err));
+    tap_is_str(err, "field 2 (submit time) is negative: -5", "swf: negative submit rejected");
+    walltime_parse_swf_line("1 5 0 10 1 -1 -1 1 0 -1 1 1 1 -1 -1 -1 -1 -1", &j, err, sizeof(err));
+    tap_is_str(err, "field 9 (requested time) must be > 0 or -1: 0", "swf: zero request rejected");
+    walltime_parse_swf_line("1 5 -3 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1", &j, err, sizeof(err));
+    tap_is_str(err, "field 3 (wait time) is negative: -3", "swf: negative wait rejected");
+    walltime_parse_swf_line("1 5 0 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1 9", &j, err, sizeof(err));
+    tap_is_str(err, "more than 18 fields", "swf: extra field rejected");
+    walltime_parse_swf_line("1 5 0 10 1 -1 -1 1 1e300 -1 1 1 1 -1 -1 -1 -1 -1", &j, err, sizeof(err));
+    tap_is_str(err, "field 9 (requested time) is not a number: '1e300'", "swf: out-of-range number rejected");
+}
+
+static void sacct(void)
+{
+    struct walltime_job j;
+    const char *ok = "1234|1000|100|proj|batch|sim|2024-01-02T03:00:00|2024-01-02T03:10:00|"
+                     "120|3000|8|2|2Gc|COMPLETED\n";
+    tap_is_int(walltime_parse_sacct_line(ok, &j, err, sizeof(err)), 1, "sacct: a job line parses");
+    tap_ok(j.job_id == 1234 && j.uid == 1000 && j.gid == 100 && j.req_time == 7200 &&
+           j.run_time == 3000 && j.procs == 8 && j.nodes == 2 && j.wait_time == 600 &&
+           j.status == 1, "sacct: ids, TimelimitRaw (min), ElapsedRaw, CPUs, nodes, wait");
+    tap_is_int(j.submit_time, 1704164400, "sacct: ISO submit time read as UTC");
+    tap_is_int(j.req_mem_kb, 8LL * 2 * 1024 * 1024, "sacct: ReqMem 2Gc is per CPU");
+    tap_ok(j.account == walltime_key("proj") && j.partition == walltime_key("batch") &&
+           j.exe == walltime_key("sim"), "sacct: account, partition, job name keyed");
+    walltime_parse_sacct_line("5|1|1|a|p|n|1700000000|1700000100|10|60|1|1|100Mn|CANCELLED by 0",
+                              &j, err, sizeof(err));
+    tap_ok(j.submit_time == 1700000000 && j.status == 5 && j.req_mem_kb == 100 * 1024,
+           "sacct: epoch times, 'CANCELLED by N', ReqMem per node");
+    tap_is_int(walltime_parse_sacct_line("5|1|1|a|p|n|1700000000|1700000100|UNLIMITED|60|1|1||FAILED",
+                                         &j, err, sizeof(err)), 1, "sacct: UNLIMITED time limit is a job");
+    tap_ok(j.req_time == -1 && j.req_mem_kb == -1 && j.status == 0,
+           "sacct: no request (-1), unknown memory, FAILED is status 0");
+
+    tap_is_int(walltime_parse_sacct_line("1234.batch|1000|100|proj|batch|batch|2024-01-02T03:00:00|"
+                                         "2024-01-02T03:10:00|120|3000|8|2|2Gc|COMPLETED", &j, err,
+                                         sizeof(err)), 0, "sacct: job step ignored");
+    tap_is_int(walltime_parse_sacct_line("9|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|10|60|1|1|1G|RUNNING",
+                                         &j, err, sizeof(err)), 0, "sacct: running job ignored");
+    tap_is_int(walltime_parse_sacct_line("9|1|1|a|p|n|2024-01-02T03:00:00|Unknown|10|0|1|1|1G|CANCELLED by 5",
+                                         &j, err, sizeof(err)), 0, "sacct: never-started job ignored");
+    tap_is_int(walltime_parse_sacct_line("JobIDRaw|UID|GID|Account|Partition|JobName|Submit|Start|"
+                                         "TimelimitRaw|ElapsedRaw|NCPUS|NNodes|ReqMem|State", &j, err,
+                                         sizeof(err)), 0, "sacct: header line ignored");
+
+    tap_is_int(walltime_parse_sacct_line("1|2|3", &j, err, sizeof(err)), -1, "sacct: short line rejected");
+    tap_is_str(err, "expected 14 '|'-separated fields (" WALLTIME_SACCT_FORMAT "), got 3",
+               "sacct: short line error names the expected format");
+    walltime_parse_sacct_line("x1|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|10|60|1|1|1G|COMPLETED",
+                              &j, err, sizeof(err));
+    tap_is_str(err, "field 1 (JobIDRaw) is not a job id: 'x1'", "sacct: bad job id");
+    walltime_parse_sacct_line("1|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|10|60|1|1|1G|EXPLODED",
+                              &j, err, sizeof(err));
+    tap_is_str(err, "field 14 (State) is not a Slurm job state: 'EXPLODED'", "sacct: bad state");
+    walltime_parse_sacct_line("1|1|1|a|p|n|yesterday|2024-01-02T03:10:00|10|60|1|1|1G|COMPLETED",
+                              &j, err, sizeof(err));
+    tap_is_str(err, "field 7 (Submit) is not a time: 'yesterday'", "sacct: bad submit time");
+    walltime_parse_sacct_line("1|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|1:00:00|60|1|1|1G|COMPLETED",
+                              &j, err, sizeof(err));
+    tap_is_str(err, "field 9 (TimelimitRaw) is not minutes > 0: '1:00:00'", "sacct: bad time limit");
+    walltime_parse_sacct_line("1|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|10|-4|1|1|1G|COMPLETED",
+                              &j, err, sizeof(err));
+    tap_is_str(err, "field 10 (ElapsedRaw) is not a non-negative integer: '-4'", "sacct: bad elapsed");
+    walltime_parse_sacct_line("1|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|10|60|1|1|lots|COMPLETED",
+                              &j, err, sizeof(err));
+    tap_is_str(err, "field 13 (ReqMem) is not a memory size: 'lots'", "sacct: bad memory");
+    walltime_parse_sacct_line("1|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|10|60|1|1|1G|COMPLETED|x",
+                              &j, err, sizeof(err));
+    tap_is_str(err, "more than 14 '|'-separated fields", "sacct: extra field rejected");
+}
+
+static char *write_temp(const char *text)
+{
+    char *path = strdup("/tmp/walltime-test-XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+        abort();
+    close(fd);
+    return path;
+}
+
+static void trace(void)
+{
+    char *path = write_temp(
+        "; UnixStartTime: 1000\n"
+        "; MaxProcs: 64\n"
+        "2 50 0 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n"
+        "1 2\n"
+        "1 20 0 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n"
+        "3 70 0 10 1 -1 -1 1 sixty -1 1 1 1 -1 -1 -1 -1 -1\n"
+        "4 90 0 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n");
+    FILE *report = tmpfile();
+    struct walltime_trace t;
+    tap_is_int(walltime_trace_read(path, WALLTIME_SWF, report, &t, err, sizeof(err)), 0,
+               "trace: file with malformed lines is read");
+    tap_ok(t.n == 3 && t.malformed == 2, "trace: 3 jobs kept, 2 malformed lines skipped");
+    tap_ok(t.n == 3 && t.jobs[0].job_id == 1 && t.jobs[0].submit_time == 1020 &&
+           t.jobs[2].job_id == 4, "trace: jobs in submit order, times shifted by UnixStartTime");
+    tap_is_int(t.max_procs, 64, "trace: MaxProcs header read");
+    char buf[512] = "", want[512];
+    rewind(report);
+    size_t got = fread(buf, 1, sizeof(buf) - 1, report);
+    buf[got] = '\0';
+    snprintf(want, sizeof(want),
+             "%s:4: expected 18 fields, got 2 (line skipped)\n"
+             "%s:6: field 9 (requested time) is not a number: 'sixty' (line skipped)\n", path, path);
+    tap_is_str(buf, want, "trace: each malformed line reported with its number");
+    fclose(report);
+    walltime_trace_free(&t);
+    unlink(path);
+    free(path);
+
+    tap_is_int(walltime_trace_read("/nonexistent/trace.swf", WALLTIME_SWF, NULL, &t, err, sizeof(err)),
+               -2, "trace: missing file is -ENOENT");
+    tap_is_str(err, "cannot open trace /nonexistent/trace.swf: No such file or directory",
+               "trace: missing file error names the path");
+}
+
+int main(void)
+{
+    swf();
+    sacct();
+    trace();
+    return tap_done();
+}
