@@ -444,6 +444,7 @@ static int queue_requests(struct stage_run *run)
     /* A directory we made gets the source's attributes like any other; one
      * that existed (a job's mount point, a user's project dir) keeps its own. */
     n->set_attrs = !existed && (o->workers <= 1 || o->finalize);
+    n->fresh = !existed;
     if (o->follow_symlinks)
         stage_seen_dir(run, sst.st_dev, sst.st_ino);
     atomic_fetch_add(&run->dirs, 1);

@@ -57,6 +57,7 @@ struct dnode {
     mode_t mode;
     struct timespec mtime;
     int set_attrs;
+    int fresh;            /* we created dst just now: nothing of ours is in it */
 };
 
 /* stage.c */

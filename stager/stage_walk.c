@@ -78,8 +78,10 @@ static void subdir_task(struct pool_thread *self, void *arg)
         atomic_fetch_add(&run->skipped, 1);
         goto out;
     }
+    int fresh = 0;
     if (!run->opt.finalize) {
         rc = dops->dir_make(p->dst, t->dname, S_IRWXU);
+        fresh = rc == 0;
         if (rc < 0 && rc != -EEXIST) {
             stage_fail_at(run, p->dst, t->dname, -rc, "create directory");
             goto out;
@@ -107,7 +109,8 @@ static void subdir_task(struct pool_thread *self, void *arg)
     }
     *n = (struct dnode){ .run = run, .parent = p, .pending = 1, .src = sd, .dst = dd,
                          .rel = rel, .mode = sst.st_mode, .mtime = sst.st_mtim,
-                         .set_attrs = worker_count(run) == 1 || run->opt.finalize };
+                         .set_attrs = worker_count(run) == 1 || run->opt.finalize,
+                         .fresh = fresh };
     atomic_fetch_add(&run->dirs, 1);
     free(t->sname);
     free(t->dname);
@@ -311,7 +314,10 @@ void walk_entry(struct pool_thread *self, struct dnode *parent, const char *snam
         atomic_fetch_add(&run->files_seen, 1);
         atomic_fetch_add(&run->bytes_seen, (uint64_t)sst.st_size);
     }
-    int have_dst = dops->stat_at(parent->dst, dname, 0, &dst) == 0;
+    /* In a directory made by this run no earlier copy can exist: skip the
+     * restart check (a round trip per file on a fresh stage-in). Other
+     * workers only ever create files they own. */
+    int have_dst = !parent->fresh && dops->stat_at(parent->dst, dname, 0, &dst) == 0;
     if (have_dst && S_ISREG(dst.st_mode) && dst.st_size == sst.st_size && same_mtime(&dst, &sst)) {
         atomic_fetch_add(&run->unchanged, 1);
         sops->close(src);
