@@ -31,12 +31,9 @@ static const char *transport(const char *name)
 
 json_t *extract_block(const struct source *src, char *err, size_t errlen)
 {
-    char **names = src_list(src, "/sys/block");
-    if (!names) {
-        snprintf(err, errlen, "block: cannot list %s/sys/block: %s",
-                 strcmp(src->root, "/") ? src->root : "", strerror(errno));
+    char **names = src_list_for(src, "block", "/sys/block", 0, err, errlen);
+    if (!names)
         return NULL;
-    }
     json_t *devices = json_array();
     for (size_t i = 0; names[i]; i++) {
         const char *n = names[i];
@@ -66,10 +63,7 @@ json_t *extract_block(const struct source *src, char *err, size_t errlen)
             json_set_str(d, "scheduler", NULL);
         }
         json_set_file_int(d, "logical_block_size", src, "/sys/block/%s/queue/logical_block_size", n);
-        char dir[300];
-        snprintf(dir, sizeof(dir), "/sys/block/%s", n);
-        int numa = src_numa_node(src, dir);
-        json_object_set_new(d, "numa_node", numa >= 0 ? json_integer(numa) : json_null());
+        json_set_numa(d, src, "/sys/block/%s", n);
         json_array_append_new(devices, d);
     }
     names_free(names);

@@ -6,7 +6,6 @@
 #ifndef SYSMAP_EXTRACT_H
 #define SYSMAP_EXTRACT_H
 
-#include <dirent.h>
 #include <jansson.h>
 #include <stddef.h>
 
@@ -53,8 +52,6 @@ int src_read(const struct source *src, char *buf, size_t len, const char *fmt, .
 int src_read_ll(const struct source *src, long long *out, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-DIR *src_opendir(const struct source *src, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 
 /* The NUMA node of a sysfs device: the numa_node file of the device or of
  * the nearest parent that has one, following the sysfs symlink below the
@@ -75,5 +72,14 @@ void json_set_file_str(json_t *o, const char *key, const struct source *src, con
 char **src_list(const struct source *src, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void names_free(char **names);
+
+/* src_list for extractor who: a missing directory is an empty list when
+ * missing_ok (no PCI bus, no HCA), otherwise NULL with err naming the path. */
+char **src_list_for(const struct source *src, const char *who, const char *dir, int missing_ok,
+                    char *err, size_t errlen);
+
+/* Adds "numa_node": the NUMA node of the sysfs device dir, or null. */
+void json_set_numa(json_t *o, const struct source *src, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -45,14 +45,10 @@ static json_t *port_json(const struct source *src, const char *hca, const char *
 
 json_t *extract_ib(const struct source *src, char *err, size_t errlen)
 {
-    char **hcas = src_list(src, "/sys/class/infiniband");
-    if (!hcas) {
-        if (errno == ENOENT)        /* no HCA: an empty list, not an error */
-            return json_pack("{s[]}", "hcas");
-        snprintf(err, errlen, "ib: cannot list %s/sys/class/infiniband: %s",
-                 strcmp(src->root, "/") ? src->root : "", strerror(errno));
+    /* No HCA: an empty list, not an error. */
+    char **hcas = src_list_for(src, "ib", "/sys/class/infiniband", 1, err, errlen);
+    if (!hcas)
         return NULL;
-    }
     json_t *list = json_array();
     for (size_t i = 0; hcas[i]; i++) {
         const char *h = hcas[i];
@@ -61,10 +57,7 @@ json_t *extract_ib(const struct source *src, char *err, size_t errlen)
         json_set_file_str(o, "node_guid", src, "/sys/class/infiniband/%s/node_guid", h);
         json_set_file_str(o, "fw_ver", src, "/sys/class/infiniband/%s/fw_ver", h);
         json_set_file_str(o, "board_id", src, "/sys/class/infiniband/%s/board_id", h);
-        char dir[300];
-        snprintf(dir, sizeof(dir), "/sys/class/infiniband/%s/device", h);
-        int numa = src_numa_node(src, dir);
-        json_object_set_new(o, "numa_node", numa >= 0 ? json_integer(numa) : json_null());
+        json_set_numa(o, src, "/sys/class/infiniband/%s/device", h);
         json_t *ports = json_array();
         char **pnames = src_list(src, "/sys/class/infiniband/%s/ports", h);
         for (size_t j = 0; pnames && pnames[j]; j++)

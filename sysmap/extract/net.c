@@ -23,12 +23,9 @@ static const char *link_type(long long type)
 
 json_t *extract_net(const struct source *src, char *err, size_t errlen)
 {
-    char **names = src_list(src, "/sys/class/net");
-    if (!names) {
-        snprintf(err, errlen, "net: cannot list %s/sys/class/net: %s",
-                 strcmp(src->root, "/") ? src->root : "", strerror(errno));
+    char **names = src_list_for(src, "net", "/sys/class/net", 0, err, errlen);
+    if (!names)
         return NULL;
-    }
     json_t *ifaces = json_array();
     for (size_t i = 0; names[i]; i++) {
         const char *n = names[i];
@@ -45,12 +42,11 @@ json_t *extract_net(const struct source *src, char *err, size_t errlen)
         json_object_set_new(d, "speed_mbps",
                             src_read_ll(src, &speed, "/sys/class/net/%s/speed", n) == 0 && speed > 0
                             ? json_integer(speed) : json_null());
-        char dir[300], path[PATH_MAX], real[PATH_MAX];
-        snprintf(dir, sizeof(dir), "/sys/class/net/%s/device", n);
-        int numa = src_numa_node(src, dir);
-        json_object_set_new(d, "numa_node", numa >= 0 ? json_integer(numa) : json_null());
+        char path[PATH_MAX], real[PATH_MAX];
+        json_set_numa(d, src, "/sys/class/net/%s/device", n);
         const char *dev = NULL;
-        if (src_path(src, path, sizeof(path), "%s", dir) == 0 && realpath(path, real))
+        if (src_path(src, path, sizeof(path), "/sys/class/net/%s/device", n) == 0 &&
+            realpath(path, real))
             dev = strrchr(real, '/') + 1;
         json_set_str(d, "device", dev);
         json_array_append_new(ifaces, d);

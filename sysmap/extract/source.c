@@ -1,6 +1,7 @@
 /* source: reading /proc and /sys below the collector's root directory. */
 #include "extract.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -81,20 +82,6 @@ int src_read_ll(const struct source *src, long long *out, const char *fmt, ...)
     if (rc || (rc = read_text(path, text, sizeof(text))) < 0)
         return rc;
     return parse_ll(text, out);
-}
-
-DIR *src_opendir(const struct source *src, const char *fmt, ...)
-{
-    char path[PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = vpath(src, path, sizeof(path), fmt, ap);
-    va_end(ap);
-    if (rc) {
-        errno = -rc;
-        return NULL;
-    }
-    return opendir(path);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -208,4 +195,29 @@ void json_set_file_str(json_t *o, const char *key, const struct source *src, con
     int rc = vpath(src, path, sizeof(path), fmt, ap);
     va_end(ap);
     json_set_str(o, key, rc == 0 && read_text(path, text, sizeof(text)) >= 0 ? text : NULL);
+}
+
+char **src_list_for(const struct source *src, const char *who, const char *dir, int missing_ok,
+                    char *err, size_t errlen)
+{
+    char **names = src_list(src, "%s", dir);
+    if (names)
+        return names;
+    if (errno == ENOENT && missing_ok && (names = calloc(1, sizeof(*names))))
+        return names;
+    char path[PATH_MAX];
+    src_path(src, path, sizeof(path), "%s", dir);
+    snprintf(err, errlen, "%s: cannot list %s: %s", who, path, strerror(errno));
+    return NULL;
+}
+
+void json_set_numa(json_t *o, const struct source *src, const char *fmt, ...)
+{
+    char dir[PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(dir, sizeof(dir), fmt, ap);
+    va_end(ap);
+    int numa = n > 0 && (size_t)n < sizeof(dir) ? src_numa_node(src, dir) : -1;
+    json_object_set_new(o, "numa_node", numa >= 0 ? json_integer(numa) : json_null());
 }
