@@ -68,6 +68,11 @@ if [ "$have_munge" = yes ]; then
        "munge credential for another body"
     is "$(post -H "Authorization: Munge $cred" --data-binary '{}' "$URL")" \
        '401 {"error":"munge credential rejected: Replayed credential"}' "replayed munge credential"
+    printf '{"host":"node3","extractors":{"cpu":{}}}' >"$TMP/node3.json"
+    cred=$(./tests/munge_cred "$SOCK" node2 "$TMP/node3.json")
+    is "$(post -H "Authorization: $cred" --data-binary @"$TMP/node3.json" "$URL")" \
+       '403 {"error":"report is for host node3 but the upload is authenticated as node2"}' \
+       "valid credential of node2 carrying node3's report"
     is "$(post -H "Authorization: Munge garbage" --data-binary '{}' "$URL")" \
        '401 {"error":"munge credential rejected: Failed to match armor prefix"}' "forged munge credential"
 else
