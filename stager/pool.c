@@ -141,9 +141,11 @@ static void *worker_main(void *arg)
 {
     struct pool_thread *self = arg;
     struct pool *p = self->pool;
+    long nap_ns = 1000000;
     for (;;) {
         struct task t;
         if (find_task(self, &t)) {
+            nap_ns = 1000000;
             t.fn(self, t.arg);
             if (atomic_fetch_sub(&p->outstanding, 1) == 1) {
                 pthread_mutex_lock(&p->idle_lock);   /* last task: wake all to exit */
@@ -154,14 +156,17 @@ static void *worker_main(void *arg)
         }
         if (atomic_load(&p->outstanding) == 0)
             break;
-        /* Nothing to steal yet but work is running: it may push more. The
-         * timed wait bounds a missed wake-up to a millisecond. */
+        /* Nothing to steal yet but work is running: it may push more. A
+         * push wakes us; the timed wait (1 ms, backing off to 16 ms while
+         * idle) only bounds a wake-up missed between check and sleep. */
         pthread_mutex_lock(&p->idle_lock);
         atomic_fetch_add(&p->sleepers, 1);
         if (atomic_load(&p->outstanding) != 0) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 1000000;
+            ts.tv_nsec += nap_ns;
+            if (nap_ns < 16000000)
+                nap_ns *= 2;
             if (ts.tv_nsec >= 1000000000) {
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000;
