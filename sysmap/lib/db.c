@@ -169,7 +169,8 @@ static const char *const store_sql[DB_NSTORE] = {
     "SELECT id FROM extractor WHERE name=?1",
     "SELECT id FROM data WHERE hash=?1 AND value=?2",
     "INSERT INTO data(hash, value) VALUES(?1, ?2)",
-    "SELECT data_id FROM host_data WHERE host_id=?1 AND extractor_id=?2 AND valid_to IS NULL",
+    "SELECT data_id, valid_from FROM host_data"
+    " WHERE host_id=?1 AND extractor_id=?2 AND valid_to IS NULL",
     "UPDATE host_data SET valid_to=?3 WHERE host_id=?1 AND extractor_id=?2 AND valid_to IS NULL",
     "INSERT INTO host_data(host_id, extractor_id, data_id, valid_from) VALUES(?1, ?2, ?3, ?4)",
 };
@@ -219,13 +220,25 @@ static int store_value(struct sysmap_db *db, sqlite3_stmt **st, sqlite3_int64 ho
 
     sqlite3_bind_int64(st[LINK_CURRENT], 1, host_id);
     sqlite3_bind_int64(st[LINK_CURRENT], 2, ext_id);
-    if ((rc = step_id(st[LINK_CURRENT], &current)) < 0)
+    int step = sqlite3_step(st[LINK_CURRENT]);
+    sqlite3_int64 since = 0;
+    if (step == SQLITE_ROW) {
+        current = sqlite3_column_int64(st[LINK_CURRENT], 0);
+        since = sqlite3_column_int64(st[LINK_CURRENT], 1);
+    }
+    sqlite3_reset(st[LINK_CURRENT]);
+    sqlite3_clear_bindings(st[LINK_CURRENT]);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
         goto sql_error;
-    if (rc == 1 && current == data_id) {
+    if (step == SQLITE_ROW && current == data_id) {
         free(text);
         return 0;                  /* unchanged: the open interval goes on */
     }
-    if (rc == 1) {
+    /* A clock stepped back (or --time in the past) must not end an
+     * interval before it began: the new value starts when the old did. */
+    if (now < since)
+        now = since;
+    if (step == SQLITE_ROW) {
         sqlite3_bind_int64(st[LINK_CLOSE], 1, host_id);
         sqlite3_bind_int64(st[LINK_CLOSE], 2, ext_id);
         sqlite3_bind_int64(st[LINK_CLOSE], 3, now);

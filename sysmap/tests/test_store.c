@@ -106,6 +106,15 @@ int main(void)
     tap_is_int(count("SELECT count(*) FROM data"), 5, "one new data row");
     tap_is_int(count("SELECT count(*) FROM host_data WHERE valid_to=200"), 1, "old value closed at 200");
 
+    char *b2 = report("n2", 600, 0, "cpu A");
+    tap_is_int(store(db, b2, 90, NULL, err), 0, "store n2 with a clock 10 s behind its last report");
+    tap_is_int(count("SELECT count(*) FROM host_data WHERE valid_to < valid_from"), 0,
+               "no interval ends before it began");
+    tap_is_int(count("SELECT count(*) FROM host_data h JOIN host ON host.id=h.host_id"
+                     " WHERE name='n2' AND valid_from=100 AND valid_to IS NULL"), 4,
+               "the new value starts where the old one did");
+    free(b2);
+
     struct sysmap_deploy_view v;
     tap_is_int(sysmap_deploy_view(db, "n1", 0, &v, err, sizeof(err)), 0, "deploy view n1");
     tap_is_str(v.storage_path, "/local", "path is /local, not / or tmpfs");
@@ -128,8 +137,8 @@ int main(void)
     tap_is_int(sysmap_capacity(db, "n[1-4]", 0, &cap, err, sizeof(err)), 0, "capacity n[1-4]");
     tap_is_int(cap.hosts, 4, "4 hosts");
     tap_is_int(cap.hosts_with_storage, 2, "2 with storage");
-    tap_is_int(cap.total_bytes, 1400, "900 + 500 bytes");
-    tap_is_int(cap.min_bytes, 500, "smallest 500");
+    tap_is_int(cap.total_bytes, 1500, "900 + 600 bytes");
+    tap_is_int(cap.min_bytes, 600, "smallest 600");
     tap_is_str(cap.without_storage, "n[3-4]", "n3 (rotational) and n4 (unknown) listed");
     free(cap.without_storage);
     tap_is_int(sysmap_capacity(db, "n[1-", 0, &cap, err, sizeof(err)), -EINVAL, "bad hostlist");
