@@ -1,0 +1,231 @@
+/* conn: one thread per client connection.
+ *
+ * A client keeps one connection per server for its whole life and may send
+ * several requests before reading the answers (a large write goes out as a
+ * train of chunk writes). Requests are read through a buffer and answers are
+ * gathered in another one that is flushed only when no further complete
+ * request is already buffered, so a pipelined train costs one read and one
+ * write system call on each side, not one per message. */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "net.h"
+
+/* A client that stops reading its answers is given this long per write. */
+#define SEND_TIMEOUT_MS 30000
+#define IN_INITIAL (256u << 10)
+#define OUT_FLUSH (256u << 10)
+
+struct conn {
+    struct server *srv;
+    int fd;
+    char peer[64];
+    uint8_t *in;
+    size_t cap, start, end;
+    struct rpc_writer out;
+};
+
+static int flush(struct conn *c)
+{
+    if (c->out.len == 0)
+        return 0;
+    int rc = net_write_full(c->fd, c->out.data, c->out.len, net_now_ms() + SEND_TIMEOUT_MS);
+    c->out.len = 0;
+    return rc;
+}
+
+/* Makes sure `need` bytes from c->start are buffered. Before blocking on the
+ * socket, sends the answers gathered so far: the client may be waiting for
+ * them before it sends more. */
+static int fill(struct conn *c, size_t need)
+{
+    if (c->end - c->start >= need)
+        return 0;
+    int rc = flush(c);
+    if (rc < 0)
+        return rc;
+    if (c->cap - c->start < need) {
+        memmove(c->in, c->in + c->start, c->end - c->start);
+        c->end -= c->start;
+        c->start = 0;
+        if (c->cap < need) {
+            uint8_t *p = realloc(c->in, need);
+            if (!p)
+                return -ENOMEM;
+            c->in = p;
+            c->cap = need;
+        }
+    }
+    ssize_t n = net_read_some(c->fd, c->in + c->end, need - (c->end - c->start),
+                              c->cap - c->end, 0);
+    if (n < 0)
+        return (int)n;
+    c->end += (size_t)n;
+    return 0;
+}
+
+/* Is a whole further request already buffered? */
+static int request_buffered(const struct conn *c)
+{
+    size_t avail = c->end - c->start;
+    struct rpc_header h;
+    if (avail < RPC_HEADER_SIZE || rpc_header_decode(c->in + c->start, &h) < 0)
+        return 0;
+    return avail - RPC_HEADER_SIZE >= h.length;
+}
+
+/* Sends len bytes of file_fd from off after the gathered answers. A chunk
+ * that shrank meanwhile is padded with zeros: the length is already sent. */
+static int send_file(struct conn *c, int file_fd, uint64_t off, size_t len)
+{
+    int rc = flush(c);
+    off_t pos = (off_t)off;
+    int64_t deadline = net_now_ms() + SEND_TIMEOUT_MS;
+    while (rc == 0 && len > 0) {
+        ssize_t n = sendfile(c->fd, file_fd, &pos, len);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN) && net_now_ms() < deadline)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0) {
+            static const uint8_t zeros[4096];
+            while (rc == 0 && len > 0) {
+                size_t k = len < sizeof(zeros) ? len : sizeof(zeros);
+                rc = net_write_full(c->fd, zeros, k, net_now_ms() + SEND_TIMEOUT_MS);
+                len -= k;
+            }
+            break;
+        }
+        len -= (size_t)n;
+    }
+    return rc;
+}
+
+/* Handles the request at c->start; returns < 0 to drop the connection. */
+static int serve_one(struct conn *c, const struct rpc_header *req)
+{
+    struct server *srv = c->srv;
+    size_t hdr_at = c->out.len;
+    uint8_t *hdr = rpc_put_raw(&c->out, NULL, RPC_HEADER_SIZE);
+    if (!hdr)
+        return -ENOMEM;
+    struct rpc_header ans = { .opcode = req->opcode, .id = req->id };
+    struct reply rep = { .file_fd = -1 };
+    int drop = 0;
+    if (!rpc_secret_equal(req->secret, srv->secret)) {
+        log_warn("refused %s request from %s: wrong or missing secret",
+                 dispatch_op_name(req->opcode), c->peer);
+        ans.status = -EACCES;
+        drop = 1;
+    } else {
+        struct rpc_reader r;
+        rpc_reader_init(&r, c->in + c->start + RPC_HEADER_SIZE, req->length);
+        rep.out = c->out;
+        ans.status = dispatch(srv, req->opcode, &r, &rep);
+        c->out = rep.out;
+        if (ans.status == 0 && !rpc_writer_ok(&c->out))
+            ans.status = -ENOMEM;
+        if (ans.status == -EBADMSG || ans.status == -EOPNOTSUPP)
+            log_warn("bad %s request (opcode %u, %u bytes) from %s: %s",
+                     dispatch_op_name(req->opcode), req->opcode, req->length, c->peer,
+                     strerror(-ans.status));
+    }
+    if (ans.status < 0) {
+        c->out.len = hdr_at + RPC_HEADER_SIZE;   /* no payload with an error */
+        if (rep.file_fd >= 0)
+            close(rep.file_fd);
+        rep.file_fd = -1;
+    }
+    size_t payload = c->out.len - hdr_at - RPC_HEADER_SIZE;
+    ans.length = (uint32_t)(payload + (rep.file_fd >= 0 ? rep.file_len : 0));
+    rpc_header_encode(&ans, c->out.data + hdr_at);
+    int rc = 0;
+    if (rep.file_fd >= 0) {
+        rc = send_file(c, rep.file_fd, rep.file_off, rep.file_len);
+        close(rep.file_fd);
+    }
+    if (drop)
+        rc = flush(c) < 0 ? -EPIPE : -EACCES;
+    return rc;
+}
+
+static void *conn_main(void *arg)
+{
+    struct conn *c = arg;
+    int rc;
+    for (;;) {
+        rc = fill(c, RPC_HEADER_SIZE);
+        if (rc < 0)
+            break;
+        struct rpc_header h;
+        rc = rpc_header_decode(c->in + c->start, &h);
+        if (rc < 0) {
+            log_warn("dropping %s: bad message header: %s", c->peer, strerror(-rc));
+            break;
+        }
+        rc = fill(c, RPC_HEADER_SIZE + (size_t)h.length);
+        if (rc < 0)
+            break;
+        rc = serve_one(c, &h);
+        c->start += RPC_HEADER_SIZE + (size_t)h.length;
+        if (rc < 0)
+            break;
+        if ((!request_buffered(c) || c->out.len > OUT_FLUSH) && (rc = flush(c)) < 0)
+            break;
+    }
+    if (rc != -ECONNRESET && rc != -EACCES)
+        log_info("connection from %s closed: %s", c->peer, strerror(-rc));
+    close(c->fd);
+    free(c->in);
+    rpc_writer_free(&c->out);
+    free(c);
+    return NULL;
+}
+
+int conn_start(struct server *srv, int fd)
+{
+    struct conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->srv = srv;
+    c->fd = fd;
+    c->cap = IN_INITIAL;
+    c->in = malloc(c->cap);
+    rpc_writer_init(&c->out, NULL, 0);
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    if (getpeername(fd, (struct sockaddr *)&sa, &sl) == 0) {
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+        snprintf(c->peer, sizeof(c->peer), "%s:%d", ip, ntohs(sa.sin_port));
+    } else {
+        snprintf(c->peer, sizeof(c->peer), "fd %d", fd);
+    }
+    net_set_nodelay(fd);
+    /* Only sends time out: an idle client may stay connected for the job. */
+    struct timeval tv = { .tv_sec = SEND_TIMEOUT_MS / 1000 };
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int rc = c->in ? pthread_create(&t, &attr, conn_main, c) : ENOMEM;
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        free(c->in);
+        free(c);
+        return -rc;
+    }
+    return 0;
+}

@@ -1,0 +1,332 @@
+/* adafsd: the server of one node of an adafs instance.
+ *
+ *   adafsd --index I --hosts host:port,... --root DIR --secret-file F
+ *          [--chunk-size 512K] [--quota SIZE] [--log FILE] [--ready-fd N]
+ *          [--log-level LEVEL] [--foreground]
+ *
+ * Listens on its own entry of --hosts (port 0: any free port), keeps its
+ * metadata and chunks under --root (created 0700, must not exist or be
+ * empty), and when ready writes "ready port=P pid=N" to --ready-fd, or
+ * "error <reason>" if it cannot start. SIGTERM or SIGINT stop it: the root
+ * is wiped before it exits. */
+#include "server.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "instance.h"
+#include "log.h"
+#include "net.h"
+#include "size.h"
+
+static struct server srv;
+static int ready_fd = -1;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: adafsd --index I --hosts host:port,... --root DIR --secret-file FILE\n"
+            "              [--chunk-size SIZE] [--quota SIZE] [--log FILE]\n"
+            "              [--log-level error|warn|info|debug] [--ready-fd N] [--foreground]\n");
+}
+
+/* Reports a start-up failure on the log and to whoever waits for readiness,
+ * then exits. */
+static __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    log_error("%s", msg);
+    if (ready_fd >= 0)
+        dprintf(ready_fd, "error %s\n", msg);
+    exit(1);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    if (remove(path) < 0 && errno != ENOENT)
+        log_error("cannot remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
+static void wipe(const char *root)
+{
+    nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* The root must be ours alone: create it 0700, or accept an empty directory
+ * we own (a deployer may have made it). */
+static void make_root(const char *root)
+{
+    if (mkdir(root, 0700) == 0)
+        return;
+    if (errno != EEXIST)
+        die("cannot create root %s: %s", root, strerror(errno));
+    struct stat st;
+    if (lstat(root, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+        die("root %s exists and is not a directory owned by uid %d", root, (int)getuid());
+    DIR *d = opendir(root);
+    struct dirent *e;
+    int entries = 0;
+    while (d && (e = readdir(d)))
+        entries += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d)
+        closedir(d);
+    if (!d || entries)
+        die("root %s exists and is not empty: refusing to use (and later wipe) it", root);
+    if (chmod(root, 0700) < 0)
+        die("cannot chmod 0700 %s: %s", root, strerror(errno));
+}
+
+/* Picks entry `index` out of the comma-separated host list. */
+static void own_address(const char *hosts, unsigned index, char *host, size_t hostlen,
+                        int *port, unsigned *count)
+{
+    unsigned n = 0;
+    int found = 0;
+    for (const char *p = hosts; p; n++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char entry[INSTANCE_HOST_MAX + 16];
+        if (len == 0 || len >= sizeof(entry))
+            die("--hosts: entry %u is empty or too long", n);
+        memcpy(entry, p, len);
+        entry[len] = '\0';
+        char h[INSTANCE_HOST_MAX];
+        int pt;
+        if (net_parse_hostport(entry, h, sizeof(h), &pt) < 0)
+            die("--hosts: entry %u '%s' is not host:port", n, entry);
+        if (n == index) {
+            snprintf(host, hostlen, "%s", h);
+            *port = pt;
+            found = 1;
+        }
+        p = comma ? comma + 1 : NULL;
+    }
+    if (!found)
+        die("--index %u is out of range: --hosts lists %u servers", index, n);
+    *count = n;
+}
+
+/* Without --foreground the server detaches; the parent returns only once the
+ * child is ready (or failed), so a shell script can go on right after. */
+static int notify_fd = -1;
+
+static void daemonize(void)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        die("pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    if (pid > 0) {
+        close(p[1]);
+        char buf[16];
+        ssize_t n;
+        do
+            n = read(p[0], buf, 1);
+        while (n < 0 && errno == EINTR);
+        _exit(n == 1 ? 0 : 1);
+    }
+    close(p[0]);
+    setsid();
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        close(devnull);
+    }
+    notify_fd = p[1];   /* the parent learns of readiness through it */
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "index", required_argument, NULL, 'i' },
+        { "hosts", required_argument, NULL, 'H' },
+        { "root", required_argument, NULL, 'r' },
+        { "secret-file", required_argument, NULL, 's' },
+        { "chunk-size", required_argument, NULL, 'c' },
+        { "quota", required_argument, NULL, 'q' },
+        { "log", required_argument, NULL, 'l' },
+        { "log-level", required_argument, NULL, 'L' },
+        { "ready-fd", required_argument, NULL, 'R' },
+        { "foreground", no_argument, NULL, 'f' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *hosts = NULL, *root = NULL, *secret_file = NULL, *log_path = NULL;
+    long index = -1;
+    int foreground = 0, level = LOG_LEVEL_INFO;
+    srv.chunk_size = 512 * 1024;
+    srv.quota = UINT64_MAX;
+    log_open("adafsd", LOG_LEVEL_INFO, NULL);
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'i':
+            index = strtol(optarg, &end, 10);
+            if (*end || end == optarg || index < 0 || index >= INSTANCE_MAX_SERVERS)
+                die("--index: '%s' is not a server index", optarg);
+            break;
+        case 'H': hosts = optarg; break;
+        case 'r': root = optarg; break;
+        case 's': secret_file = optarg; break;
+        case 'l': log_path = optarg; break;
+        case 'f': foreground = 1; break;
+        case 'c':
+            if (size_parse(optarg, &srv.chunk_size) < 0 || srv.chunk_size < INSTANCE_CHUNK_MIN ||
+                srv.chunk_size > INSTANCE_CHUNK_MAX)
+                die("--chunk-size: '%s' is not a size between 4K and 64M", optarg);
+            break;
+        case 'q':
+            if (size_parse(optarg, &srv.quota) < 0)
+                die("--quota: '%s' is not a size", optarg);
+            break;
+        case 'L':
+            if ((level = log_level_parse(optarg)) < 0)
+                die("--log-level: '%s' is not error, warn, info or debug", optarg);
+            break;
+        case 'R': {
+            long fd = strtol(optarg, &end, 10);
+            if (*end || end == optarg || fd < 3 || fcntl((int)fd, F_GETFD) < 0)
+                die("--ready-fd: '%s' is not an open descriptor above 2", optarg);
+            ready_fd = (int)fd;
+            fcntl(ready_fd, F_SETFD, FD_CLOEXEC);
+            break;
+        }
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc)
+        die("unexpected argument '%s'", argv[optind]);
+    if (index < 0 || !hosts || !root || !secret_file) {
+        usage(stderr);
+        die("--index, --hosts, --root and --secret-file are required");
+    }
+    if (root[0] != '/' || strlen(root) >= sizeof(srv.root) - 64)
+        die("--root: '%s' must be an absolute path", root);
+    if (log_path && log_open("adafsd", (enum log_level)level, log_path) < 0)
+        die("cannot open log %s: %s", log_path, strerror(errno));
+    log_set_level((enum log_level)level);
+
+    char host[INSTANCE_HOST_MAX];
+    int port = 0;
+    own_address(hosts, (unsigned)index, host, sizeof(host), &port, &srv.nservers);
+    char err[512];
+    if (secret_read_file(secret_file, srv.secret, err, sizeof(err)) < 0)
+        die("%s", err);
+
+    if (!foreground)
+        daemonize();
+    srv.index = (unsigned)index;
+    for (int i = 0; i < SERVER_STRIPES; i++) {
+        pthread_mutex_init(&srv.record_locks[i], NULL);
+        pthread_mutex_init(&srv.chunk_locks[i], NULL);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);   /* threads inherit the mask */
+    int sfd = signalfd(-1, &stop, SFD_CLOEXEC);
+    if (sfd < 0)
+        die("signalfd: %s", strerror(errno));
+
+    int bound;
+    int lfd = net_listen(host, port, 1024, &bound, err, sizeof(err));
+    if (lfd < 0)
+        die("%s", err);
+    snprintf(srv.root, sizeof(srv.root), "%s", root);
+    make_root(root);
+    char dbdir[4200];
+    snprintf(dbdir, sizeof(dbdir), "%s/db", root);
+    if (meta_open(&srv, dbdir, err, sizeof(err)) < 0 || chunks_init(&srv, err, sizeof(err)) < 0) {
+        wipe(root);
+        die("%s", err);
+    }
+    log_info("server %u of %u listening on %s:%d, root %s, chunk size %llu, quota %llu",
+             srv.index, srv.nservers, host, bound, root, (unsigned long long)srv.chunk_size,
+             (unsigned long long)srv.quota);
+    if (ready_fd >= 0) {
+        dprintf(ready_fd, "ready port=%d pid=%d\n", bound, (int)getpid());
+        close(ready_fd);
+        ready_fd = -1;
+    }
+    if (notify_fd >= 0) {
+        if (write(notify_fd, "r", 1) < 0)
+            log_warn("cannot notify the starting parent: %s", strerror(errno));
+        close(notify_fd);
+        int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0 && log_path)
+            dup2(devnull, 2);   /* detached: messages go to the log only */
+        if (devnull >= 0)
+            close(devnull);
+    }
+
+    struct pollfd pfd[2] = { { .fd = lfd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+    for (;;) {
+        if (poll(pfd, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            log_error("poll: %s", strerror(errno));
+            break;
+        }
+        if (pfd[1].revents) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof(si)) == sizeof(si))
+                log_info("signal %u: stopping", si.ssi_signo);
+            break;
+        }
+        if (pfd[0].revents) {
+            int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
+                    log_warn("accept: %s", strerror(errno));
+                continue;
+            }
+            int rc = conn_start(&srv, fd);
+            if (rc < 0) {
+                log_error("cannot serve a new connection: %s", strerror(-rc));
+                close(fd);
+            }
+        }
+    }
+    /* No orderly close of RocksDB: it would flush memtables only to have
+     * them deleted. Wipe and leave; the kernel closes the connections. */
+    int64_t t0 = net_now_ms();
+    close(lfd);
+    /* Move the root aside first: threads still serving open chunk and
+     * database files by path then find nothing, so the wipe is not racing
+     * against files being created. */
+    char dead[4200];
+    snprintf(dead, sizeof(dead), "%s.wipe.%d", root, (int)getpid());
+    const char *victim = rename(root, dead) == 0 ? dead : root;
+    struct stat st;
+    for (int i = 0; i < 3 && lstat(victim, &st) == 0; i++)
+        wipe(victim);
+    log_info("root %s wiped in %lld ms; exiting", root, (long long)(net_now_ms() - t0));
+    log_close();
+    _exit(0);
+}

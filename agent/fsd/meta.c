@@ -1,0 +1,559 @@
+/* meta: the metadata records of the paths this server owns, in RocksDB.
+ *
+ * The key of "/a/b" is "/a" NUL "b": its parent, a NUL, its name. So the
+ * entries of one directory are exactly the keys starting with "dir" NUL, and
+ * listing a directory is one prefix scan without touching grandchildren. The
+ * write-ahead log is off: the file system dies with the job anyway. */
+#include "server.h"
+
+#include <errno.h>
+#include <rocksdb/c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "hash.h"
+#include "log.h"
+
+struct meta_store {
+    rocksdb_t *db;
+    rocksdb_options_t *options;
+    rocksdb_writeoptions_t *wopts;
+    rocksdb_readoptions_t *ropts;
+};
+
+/* Longest key: a path plus the NUL that replaces its last slash. */
+#define KEY_MAX (FS_PATH_MAX + 2)
+
+int meta_open(struct server *srv, const char *dir, char *err, size_t errlen)
+{
+    struct meta_store *m = calloc(1, sizeof(*m));
+    if (!m)
+        return -ENOMEM;
+    m->options = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(m->options, 1);
+    rocksdb_options_set_error_if_exists(m->options, 1);
+    rocksdb_options_set_info_log_level(m->options, 4 /* HEADER_LEVEL: quiet */);
+    rocksdb_options_set_keep_log_file_num(m->options, 1);
+    rocksdb_options_set_max_background_jobs(m->options, 1);
+    m->wopts = rocksdb_writeoptions_create();
+    rocksdb_writeoptions_disable_WAL(m->wopts, 1);
+    m->ropts = rocksdb_readoptions_create();
+    char *rerr = NULL;
+    m->db = rocksdb_open(m->options, dir, &rerr);
+    if (rerr) {
+        snprintf(err, errlen, "cannot open RocksDB in %s: %s", dir, rerr);
+        rocksdb_free(rerr);
+        return -EIO;
+    }
+    srv->meta = m;
+    return 0;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Checks a path as clients send it (normalised, absolute, not "/") and
+ * writes its key. Returns the key length or -EINVAL. */
+static int path_key(const char *path, char key[KEY_MAX])
+{
+    size_t len = strlen(path);
+    if (path[0] != '/' || len < 2 || len >= FS_PATH_MAX || path[len - 1] == '/')
+        return -EINVAL;
+    for (const char *c = path; *c; c++) {
+        if (*c != '/')
+            continue;
+        const char *n = c + 1;
+        if (*n == '/' || (n[0] == '.' && (n[1] == '/' || n[1] == '\0')) ||
+            (n[0] == '.' && n[1] == '.' && (n[2] == '/' || n[2] == '\0')))
+            return -EINVAL;
+    }
+    const char *slash = strrchr(path, '/');
+    size_t plen = slash == path ? 1 : (size_t)(slash - path);
+    memcpy(key, path, plen);
+    key[plen] = '\0';
+    memcpy(key + plen + 1, slash + 1, len - (size_t)(slash - path));
+    return (int)(plen + 1 + len - (size_t)(slash - path) - 1);
+}
+
+static pthread_mutex_t *key_lock(struct server *srv, const char *key, int klen)
+{
+    return &srv->record_locks[hash_bytes(key, (size_t)klen) % SERVER_STRIPES];
+}
+
+static int get_record(struct server *srv, const char *key, int klen, struct fs_record *rec)
+{
+    char *rerr = NULL;
+    size_t vlen;
+    char *val = rocksdb_get(srv->meta->db, srv->meta->ropts, key, (size_t)klen, &vlen, &rerr);
+    if (rerr) {
+        log_error("rocksdb get: %s", rerr);
+        rocksdb_free(rerr);
+        return -EIO;
+    }
+    if (!val)
+        return -ENOENT;
+    struct rpc_reader r;
+    rpc_reader_init(&r, val, vlen);
+    fs_record_get(&r, rec);
+    int ok = rpc_reader_done(&r);
+    rocksdb_free(val);
+    if (!ok) {
+        log_error("corrupt record of %zu bytes under key '%s'", vlen, key);
+        return -EIO;
+    }
+    return 0;
+}
+
+static int put_record(struct server *srv, const char *key, int klen, const struct fs_record *rec)
+{
+    uint8_t buf[FS_RECORD_SIZE];
+    struct rpc_writer w;
+    rpc_writer_init(&w, buf, sizeof(buf));
+    fs_record_put(&w, rec);
+    char *rerr = NULL;
+    rocksdb_put(srv->meta->db, srv->meta->wopts, key, (size_t)klen, (const char *)w.data,
+                w.len, &rerr);
+    rpc_writer_free(&w);
+    if (rerr) {
+        log_error("rocksdb put: %s", rerr);
+        rocksdb_free(rerr);
+        return -EIO;
+    }
+    return 0;
+}
+
+static int del_record(struct server *srv, const char *key, int klen)
+{
+    char *rerr = NULL;
+    rocksdb_delete(srv->meta->db, srv->meta->wopts, key, (size_t)klen, &rerr);
+    if (rerr) {
+        log_error("rocksdb delete: %s", rerr);
+        rocksdb_free(rerr);
+        return -EIO;
+    }
+    return 0;
+}
+
+/* The parent of path must be a directory: its record is on this server
+ * (the client said so with FS_CHECK_PARENT) unless it is "/". */
+static int check_parent(struct server *srv, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == path)
+        return 0;
+    char parent[FS_PATH_MAX], key[KEY_MAX];
+    memcpy(parent, path, (size_t)(slash - path));
+    parent[slash - path] = '\0';
+    int klen = path_key(parent, key);
+    if (klen < 0)
+        return klen;
+    struct fs_record rec;
+    int rc = get_record(srv, key, klen, &rec);
+    if (rc < 0)
+        return rc;
+    return S_ISDIR(rec.mode) ? 0 : -ENOTDIR;
+}
+
+/* Decodes the leading path of a request into its key. */
+static int take_path(struct rpc_reader *req, const char **path, char key[KEY_MAX])
+{
+    *path = rpc_get_str(req);
+    if (!*path)
+        return -EBADMSG;
+    return path_key(*path, key);
+}
+
+int op_stat(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    const char *path;
+    char key[KEY_MAX];
+    int klen = take_path(req, &path, key);
+    if (klen < 0 || !rpc_reader_done(req))
+        return klen < 0 ? klen : -EBADMSG;
+    struct fs_record rec;
+    int rc = get_record(srv, key, klen, &rec);
+    if (rc == 0)
+        fs_record_put(&rep->out, &rec);
+    return rc;
+}
+
+int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    const char *path;
+    char key[KEY_MAX];
+    int klen = take_path(req, &path, key);
+    uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
+    uint64_t data_key = rpc_get_u64(req);
+    if (klen < 0 || !rpc_reader_done(req))
+        return klen < 0 ? klen : -EBADMSG;
+    pthread_mutex_t *lock = key_lock(srv, key, klen);
+    pthread_mutex_lock(lock);
+    struct fs_record rec;
+    uint64_t old_key = 0, old_size = 0;
+    int rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, path) : 0;
+    if (rc == 0)
+        rc = get_record(srv, key, klen, &rec);
+    if (rc == 0) {
+        if (flags & FS_CREATE_EXCL) {
+            rc = -EEXIST;
+        } else if (S_ISREG(rec.mode) && (flags & FS_CREATE_TRUNC) && rec.size > 0) {
+            old_key = rec.key;
+            old_size = rec.size;
+            rec.size = 0;
+            rec.mtime_ns = rec.ctime_ns = now_ns();
+            rc = put_record(srv, key, klen, &rec);
+            if (rc == 0)
+                chunks_truncate(srv, old_key, 0, old_size);
+        }
+    } else if (rc == -ENOENT) {
+        int64_t now = now_ns();
+        rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .key = data_key,
+                                  .atime_ns = now, .mtime_ns = now, .ctime_ns = now };
+        rc = put_record(srv, key, klen, &rec);
+    }
+    pthread_mutex_unlock(lock);
+    if (rc == 0) {
+        fs_record_put(&rep->out, &rec);
+        rpc_put_u64(&rep->out, old_key);
+        rpc_put_u64(&rep->out, old_size);
+    }
+    return rc;
+}
+
+int op_mkdir(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    const char *path;
+    char key[KEY_MAX];
+    int klen = take_path(req, &path, key);
+    uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
+    uint64_t data_key = rpc_get_u64(req);
+    if (klen < 0 || !rpc_reader_done(req))
+        return klen < 0 ? klen : -EBADMSG;
+    pthread_mutex_t *lock = key_lock(srv, key, klen);
+    pthread_mutex_lock(lock);
+    struct fs_record rec;
+    int rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, path) : 0;
+    if (rc == 0)
+        rc = get_record(srv, key, klen, &rec) == 0 ? -EEXIST : 0;
+    if (rc == 0) {
+        int64_t now = now_ns();
+        rec = (struct fs_record){ .mode = S_IFDIR | (mode & 07777), .key = data_key,
+                                  .atime_ns = now, .mtime_ns = now, .ctime_ns = now };
+        rc = put_record(srv, key, klen, &rec);
+    }
+    pthread_mutex_unlock(lock);
+    return rc;
+}
+
+int op_remove(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    const char *path;
+    char key[KEY_MAX];
+    int klen = take_path(req, &path, key);
+    uint32_t want_dir = rpc_get_u32(req), keep_data = rpc_get_u32(req);
+    if (klen < 0 || !rpc_reader_done(req))
+        return klen < 0 ? klen : -EBADMSG;
+    pthread_mutex_t *lock = key_lock(srv, key, klen);
+    pthread_mutex_lock(lock);
+    struct fs_record rec;
+    int rc = get_record(srv, key, klen, &rec);
+    if (rc == 0 && want_dir && !S_ISDIR(rec.mode))
+        rc = -ENOTDIR;
+    else if (rc == 0 && !want_dir && S_ISDIR(rec.mode))
+        rc = -EISDIR;
+    if (rc == 0)
+        rc = del_record(srv, key, klen);
+    pthread_mutex_unlock(lock);
+    if (rc == 0) {
+        if (S_ISREG(rec.mode) && !keep_data)
+            chunks_truncate(srv, rec.key, 0, rec.size);
+        fs_record_put(&rep->out, &rec);
+    }
+    return rc;
+}
+
+/* Shared shape of SIZE and APPEND: a read-modify-write of one file's size
+ * under the record's lock. The data key guards against a path that was
+ * replaced or renamed since the client opened it. */
+static int update_size(struct server *srv, struct rpc_reader *req, struct reply *rep, int append)
+{
+    const char *path;
+    char key[KEY_MAX];
+    int klen = take_path(req, &path, key);
+    uint64_t data_key = rpc_get_u64(req), value = rpc_get_u64(req);
+    if (klen < 0 || !rpc_reader_done(req))
+        return klen < 0 ? klen : -EBADMSG;
+    pthread_mutex_t *lock = key_lock(srv, key, klen);
+    pthread_mutex_lock(lock);
+    struct fs_record rec;
+    int rc = get_record(srv, key, klen, &rec);
+    if (rc == 0 && (rec.key != data_key || !S_ISREG(rec.mode)))
+        rc = -ENOENT;
+    uint64_t answer = 0;
+    if (rc == 0) {
+        if (append) {
+            answer = rec.size;
+            rec.size += value;
+        } else {
+            rec.size = value > rec.size ? value : rec.size;
+            answer = rec.size;
+        }
+        rec.mtime_ns = rec.ctime_ns = now_ns();
+        rc = put_record(srv, key, klen, &rec);
+    }
+    pthread_mutex_unlock(lock);
+    if (rc == 0)
+        rpc_put_u64(&rep->out, answer);
+    return rc;
+}
+
+int op_size(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    return update_size(srv, req, rep, 0);
+}
+
+int op_append(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    return update_size(srv, req, rep, 1);
+}
+
+int op_truncate(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    const char *path;
+    char key[KEY_MAX];
+    int klen = take_path(req, &path, key);
+    uint64_t length = rpc_get_u64(req);
+    if (klen < 0 || !rpc_reader_done(req))
+        return klen < 0 ? klen : -EBADMSG;
+    pthread_mutex_t *lock = key_lock(srv, key, klen);
+    pthread_mutex_lock(lock);
+    struct fs_record rec, before;
+    int rc = get_record(srv, key, klen, &rec);
+    if (rc == 0 && S_ISDIR(rec.mode))
+        rc = -EISDIR;
+    if (rc == 0) {
+        before = rec;
+        rec.size = length;
+        rec.mtime_ns = rec.ctime_ns = now_ns();
+        rc = put_record(srv, key, klen, &rec);
+    }
+    pthread_mutex_unlock(lock);
+    if (rc == 0) {
+        if (length < before.size)
+            chunks_truncate(srv, before.key, length, before.size);
+        fs_record_put(&rep->out, &before);
+    }
+    return rc;
+}
+
+int op_setattr(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    const char *path;
+    char key[KEY_MAX];
+    int klen = take_path(req, &path, key);
+    uint32_t what = rpc_get_u32(req), mode = rpc_get_u32(req);
+    int64_t atime = rpc_get_i64(req), mtime = rpc_get_i64(req);
+    if (klen < 0 || !rpc_reader_done(req))
+        return klen < 0 ? klen : -EBADMSG;
+    pthread_mutex_t *lock = key_lock(srv, key, klen);
+    pthread_mutex_lock(lock);
+    struct fs_record rec;
+    int rc = get_record(srv, key, klen, &rec);
+    if (rc == 0) {
+        if (what & FS_SET_MODE)
+            rec.mode = (rec.mode & ~07777u) | (mode & 07777);
+        if (what & FS_SET_ATIME)
+            rec.atime_ns = atime;
+        if (what & FS_SET_MTIME)
+            rec.mtime_ns = mtime;
+        rec.ctime_ns = now_ns();
+        rc = put_record(srv, key, klen, &rec);
+    }
+    pthread_mutex_unlock(lock);
+    return rc;
+}
+
+int op_put(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    const char *path;
+    char key[KEY_MAX];
+    int klen = take_path(req, &path, key);
+    struct fs_record rec, old;
+    fs_record_get(req, &rec);
+    uint32_t flags = rpc_get_u32(req);
+    if (klen < 0 || !rpc_reader_done(req))
+        return klen < 0 ? klen : -EBADMSG;
+    if (!S_ISREG(rec.mode) && !S_ISDIR(rec.mode))
+        return -EINVAL;
+    pthread_mutex_t *lock = key_lock(srv, key, klen);
+    pthread_mutex_lock(lock);
+    int rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, path) : 0;
+    int had = 0;
+    if (rc == 0) {
+        rc = get_record(srv, key, klen, &old);
+        had = rc == 0;
+        if (rc == -ENOENT)
+            rc = 0;
+    }
+    if (rc == 0 && had && S_ISDIR(old.mode) && !S_ISDIR(rec.mode))
+        rc = -EISDIR;
+    else if (rc == 0 && had && !S_ISDIR(old.mode) && S_ISDIR(rec.mode))
+        rc = -ENOTDIR;
+    if (rc == 0) {
+        rec.ctime_ns = now_ns();
+        rc = put_record(srv, key, klen, &rec);
+    }
+    pthread_mutex_unlock(lock);
+    if (rc < 0)
+        return rc;
+    int replaced = had && S_ISREG(old.mode) && old.key != rec.key;
+    if (replaced)
+        chunks_truncate(srv, old.key, 0, old.size);
+    rpc_put_u64(&rep->out, replaced ? old.key : 0);
+    rpc_put_u64(&rep->out, replaced ? old.size : 0);
+    rpc_put_u32(&rep->out, had ? old.mode : 0);
+    return 0;
+}
+
+int op_remove_if(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    const char *path;
+    char key[KEY_MAX];
+    int klen = take_path(req, &path, key);
+    uint64_t data_key = rpc_get_u64(req);
+    if (klen < 0 || !rpc_reader_done(req))
+        return klen < 0 ? klen : -EBADMSG;
+    pthread_mutex_t *lock = key_lock(srv, key, klen);
+    pthread_mutex_lock(lock);
+    struct fs_record rec;
+    int rc = get_record(srv, key, klen, &rec);
+    if (rc == 0 && rec.key != data_key)
+        rc = -ENOENT;
+    if (rc == 0)
+        rc = del_record(srv, key, klen);
+    pthread_mutex_unlock(lock);
+    return rc;
+}
+
+/* A LIST answer stops at this many payload bytes; the client asks again
+ * from the last name. */
+#define LIST_REPLY_MAX (1u << 20)
+
+int op_list(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    const char *dir = rpc_get_str(req), *after = rpc_get_str(req);
+    uint32_t max = rpc_get_u32(req);
+    if (!dir || !after || !rpc_reader_done(req))
+        return -EBADMSG;
+    char key[KEY_MAX];
+    if (strcmp(dir, "/") != 0 && path_key(dir, key) < 0)
+        return -EINVAL;
+    size_t dlen = strlen(dir), alen = strlen(after);
+    char prefix[KEY_MAX + FS_PATH_MAX];
+    if (dlen + 1 + alen >= sizeof(prefix))
+        return -EINVAL;
+    memcpy(prefix, dir, dlen + 1);      /* the NUL is the separator */
+    memcpy(prefix + dlen + 1, after, alen);
+    rocksdb_iterator_t *it = rocksdb_create_iterator(srv->meta->db, srv->meta->ropts);
+    rocksdb_iter_seek(it, prefix, dlen + 1 + alen);
+    /* The count goes first but is known last: patch it in afterwards. */
+    size_t count_at = rep->out.len;
+    rpc_put_u32(&rep->out, 0);
+    uint32_t n = 0, more = 0;
+    for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t klen, vlen;
+        const char *k = rocksdb_iter_key(it, &klen);
+        if (klen <= dlen + 1 || memcmp(k, prefix, dlen + 1) != 0)
+            break;
+        const char *name = k + dlen + 1;
+        size_t nlen = klen - dlen - 1;
+        if (alen && nlen == alen && memcmp(name, after, alen) == 0)
+            continue;
+        if (n == max || rep->out.len > LIST_REPLY_MAX) {
+            more = 1;
+            break;
+        }
+        const char *v = rocksdb_iter_value(it, &vlen);
+        struct rpc_reader vr;
+        struct fs_record rec;
+        rpc_reader_init(&vr, v, vlen);
+        fs_record_get(&vr, &rec);
+        if (!rpc_reader_done(&vr) || nlen >= FS_PATH_MAX)
+            continue;
+        char nbuf[FS_PATH_MAX];
+        memcpy(nbuf, name, nlen);
+        nbuf[nlen] = '\0';
+        rpc_put_str(&rep->out, nbuf);
+        rpc_put_u32(&rep->out, rec.mode);
+        rpc_put_u64(&rep->out, rec.key);
+        n++;
+    }
+    char *rerr = NULL;
+    rocksdb_iter_get_error(it, &rerr);
+    rocksdb_iter_destroy(it);
+    if (rerr) {
+        log_error("rocksdb list %s: %s", dir, rerr);
+        rocksdb_free(rerr);
+        return -EIO;
+    }
+    rpc_put_u32(&rep->out, more);
+    if (rpc_writer_ok(&rep->out))
+        for (int i = 0; i < 4; i++)
+            rep->out.data[count_at + (size_t)i] = (uint8_t)(n >> (8 * i));
+    return 0;
+}
+
+int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    const char *path;
+    char key[KEY_MAX];
+    int klen = take_path(req, &path, key);
+    uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
+    uint64_t data_key = rpc_get_u64(req), size = rpc_get_u64(req);
+    const void *data;
+    size_t len = rpc_get_bytes(req, &data);
+    if (klen < 0 || !rpc_reader_done(req))
+        return klen < 0 ? klen : -EBADMSG;
+    if (len > srv->chunk_size || len > size)
+        return -EINVAL;
+    pthread_mutex_t *lock = key_lock(srv, key, klen);
+    pthread_mutex_lock(lock);
+    struct fs_record rec, old;
+    int rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, path) : 0;
+    int had = 0;
+    if (rc == 0) {
+        rc = get_record(srv, key, klen, &old);
+        had = rc == 0;
+        if (rc == -ENOENT)
+            rc = 0;
+    }
+    if (rc == 0 && had && S_ISDIR(old.mode))
+        rc = -EISDIR;
+    /* New data first under the new key: if it does not fit, the old file
+     * is still whole. */
+    if (rc == 0 && len > 0)
+        rc = chunks_write(srv, data_key, 0, 0, data, len);
+    if (rc == 0) {
+        int64_t now = now_ns();
+        rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .size = size,
+                                  .key = data_key, .atime_ns = now, .mtime_ns = now,
+                                  .ctime_ns = now };
+        rc = put_record(srv, key, klen, &rec);
+    }
+    pthread_mutex_unlock(lock);
+    if (rc < 0)
+        return rc;
+    int replaced = had && old.key != data_key;
+    if (replaced)
+        chunks_truncate(srv, old.key, 0, old.size);
+    rpc_put_u64(&rep->out, replaced ? old.key : 0);
+    rpc_put_u64(&rep->out, replaced ? old.size : 0);
+    return 0;
+}

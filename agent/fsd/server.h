@@ -1,0 +1,84 @@
+/* server: the state of one adafsd and the interface between its parts.
+ *
+ *   main.c     command line, root directory, listening, readiness, shutdown
+ *   conn.c     one thread per client connection: framing, auth, replies
+ *   dispatch.c the single table every request passes through
+ *   meta.c     metadata records in RocksDB, keyed by path
+ *   chunks.c   file data in chunk files, and the per-node quota
+ */
+#ifndef ADAFSD_SERVER_H
+#define ADAFSD_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "proto.h"
+#include "rpc.h"
+
+#define SERVER_STRIPES 256
+
+struct server {
+    unsigned index, nservers;
+    uint64_t chunk_size;
+    uint64_t quota;                  /* bytes of chunk data on this node */
+    _Atomic uint64_t used;
+    uint8_t secret[RPC_SECRET_SIZE];
+    char root[4096];
+    char data_dir[4200];
+    struct meta_store *meta;
+    /* Serialise read-modify-write of one record or one chunk file; striped
+     * by hash so unrelated paths proceed in parallel. Two arrays, because a
+     * record lock may be held while a chunk lock is taken. */
+    pthread_mutex_t record_locks[SERVER_STRIPES];
+    pthread_mutex_t chunk_locks[SERVER_STRIPES];
+};
+
+/* What a handler sends back: a payload, and optionally bytes of a file sent
+ * after it with sendfile (the data of a READ). */
+struct reply {
+    struct rpc_writer out;
+    int file_fd;                     /* -1: none; closed after sending */
+    uint64_t file_off;
+    size_t file_len;
+};
+
+/* A request handler: decodes req, fills rep, returns 0 or -errno. */
+typedef int (*handler_fn)(struct server *srv, struct rpc_reader *req, struct reply *rep);
+
+/* Runs the handler of an opcode (see dispatch.c). */
+int dispatch(struct server *srv, uint16_t opcode, struct rpc_reader *req, struct reply *rep);
+const char *dispatch_op_name(uint16_t opcode);
+
+/* Serves one accepted connection until the peer closes it. */
+int conn_start(struct server *srv, int fd);
+
+
+/* meta.c */
+int meta_open(struct server *srv, const char *dir, char *err, size_t errlen);
+int op_stat(struct server *, struct rpc_reader *, struct reply *);
+int op_create(struct server *, struct rpc_reader *, struct reply *);
+int op_mkdir(struct server *, struct rpc_reader *, struct reply *);
+int op_remove(struct server *, struct rpc_reader *, struct reply *);
+int op_size(struct server *, struct rpc_reader *, struct reply *);
+int op_append(struct server *, struct rpc_reader *, struct reply *);
+int op_truncate(struct server *, struct rpc_reader *, struct reply *);
+int op_setattr(struct server *, struct rpc_reader *, struct reply *);
+int op_put(struct server *, struct rpc_reader *, struct reply *);
+int op_remove_if(struct server *, struct rpc_reader *, struct reply *);
+int op_list(struct server *, struct rpc_reader *, struct reply *);
+int op_create_write(struct server *, struct rpc_reader *, struct reply *);
+
+/* chunks.c */
+int chunks_init(struct server *srv, char *err, size_t errlen);
+/* Drops this server's chunks of a file beyond new_size (0: all of them). */
+void chunks_truncate(struct server *srv, uint64_t key, uint64_t new_size, uint64_t old_size);
+/* Writes len bytes at offset into chunk index of key, within the quota. */
+int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offset,
+                 const void *data, size_t len);
+int op_write(struct server *, struct rpc_reader *, struct reply *);
+int op_read(struct server *, struct rpc_reader *, struct reply *);
+int op_trunc_data(struct server *, struct rpc_reader *, struct reply *);
+int op_statfs(struct server *, struct rpc_reader *, struct reply *);
+
+#endif

@@ -1,0 +1,56 @@
+/* instance: the description of one adafs file system instance, shared by the
+ * deployer (adafs-ctl, later the node agent), the servers and the client
+ * library: the instance file (format in adafs.h) and the secret.
+ *
+ * Files holding a secret must be readable by their owner only: readers refuse
+ * a file whose mode lets the group or others read it, so a mistake in
+ * deployment shows up as an error instead of a leaked secret. No stdio is
+ * used, so the client library may call this from inside an LD_PRELOAD
+ * interposer. */
+#ifndef ADAFS_INSTANCE_H
+#define ADAFS_INSTANCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rpc.h"
+
+#define INSTANCE_HOST_MAX 256
+#define INSTANCE_MAX_SERVERS 4096
+
+struct instance_server {
+    char host[INSTANCE_HOST_MAX];
+    int port;
+};
+
+struct instance {
+    char mount[4096];
+    uint64_t chunk_size;
+    int timeout_ms;
+    uint8_t secret[RPC_SECRET_SIZE];
+    int nservers;
+    struct instance_server *servers;   /* malloc'd, nservers entries */
+};
+
+/* Limits every deployer and reader agrees on. */
+#define INSTANCE_CHUNK_MIN  4096u
+#define INSTANCE_CHUNK_MAX  (64u << 20)
+
+/* Reads and checks an instance file. Returns 0, or -errno with a message
+ * naming the file, the line and what is wrong in err. */
+int instance_read(const char *path, struct instance *out, char *err, size_t errlen);
+/* Writes the instance file atomically (temporary file + rename), mode 0600. */
+int instance_write(const char *path, const struct instance *in, char *err, size_t errlen);
+void instance_free(struct instance *in);
+
+/* Fills secret with random bytes from the kernel. */
+int secret_generate(uint8_t secret[RPC_SECRET_SIZE]);
+/* hex must hold 2 * RPC_SECRET_SIZE + 1 bytes. */
+void secret_to_hex(const uint8_t secret[RPC_SECRET_SIZE], char *hex);
+/* Parses exactly 64 hex digits; -EINVAL otherwise. */
+int secret_from_hex(const char *hex, uint8_t secret[RPC_SECRET_SIZE]);
+/* A secret file holds the 64 hex digits and a newline, mode 0600. */
+int secret_read_file(const char *path, uint8_t secret[RPC_SECRET_SIZE], char *err, size_t errlen);
+int secret_write_file(const char *path, const uint8_t secret[RPC_SECRET_SIZE], char *err, size_t errlen);
+
+#endif

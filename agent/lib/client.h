@@ -1,0 +1,125 @@
+/* client: the inside of libadafs, shared by its modules.
+ *
+ *   handle.c     connect/disconnect, fork handling, data keys, fd table
+ *   call.c       batches of requests over one connection per server
+ *   paths.c      path normalisation and placement helpers
+ *   files.c      open/close/read/write and the other descriptor calls
+ *   namespace.c  stat, mkdir, rmdir, unlink, rename, truncate, setattr
+ *   dirs.c       opendir/readdir: a snapshot gathered from every server
+ *
+ * Locking order: table lock, then one open file's lock, then connection
+ * locks in ascending server index (call.c takes those itself). */
+#ifndef ADAFS_CLIENT_H
+#define ADAFS_CLIENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "adafs.h"
+#include "instance.h"
+#include "proto.h"
+#include "rpc.h"
+
+struct server_conn {
+    pthread_mutex_t lock;
+    int fd;                  /* -1: connect on next use */
+    pid_t pid;               /* process that opened fd: a forked child reconnects */
+    uint8_t *in;             /* receive buffer */
+    size_t cap, start, end;
+};
+
+struct open_file {
+    pthread_mutex_t lock;    /* offset, and one I/O at a time per open file */
+    int refs;                /* descriptors sharing it (dup) */
+    char *path;
+    uint64_t key;
+    uint32_t mode;
+    int flags;
+    uint64_t offset;
+    int orphan;              /* unlinked while open: data kept until last close */
+    uint64_t orphan_size;
+    struct fs_record orphan_rec;
+};
+
+struct adafs {
+    struct instance inst;
+    struct server_conn *conns;
+    uid_t uid;
+    gid_t gid;
+    uint64_t key_seed;
+    _Atomic uint64_t key_counter;
+    _Atomic uint64_t request_id;
+    pthread_mutex_t table_lock;
+    struct open_file **files;   /* by library descriptor */
+    int nfiles;
+    struct adafs *next;         /* registry for fork handling */
+};
+
+/* One request of a batch and, after fs_call(), its answer. */
+struct call {
+    int server;
+    uint16_t op;
+    struct rpc_writer req;       /* payload (before bulk) */
+    uint8_t req_inline[256];
+    const void *bulk;            /* raw bytes sent after req, e.g. chunk data */
+    size_t bulk_len;
+    void *dest;                  /* if set, the answer payload goes here raw */
+    size_t dest_cap;
+    int status;                  /* 0 or -errno (-EIO: server unreachable) */
+    uint8_t *resp;               /* answer payload (not with dest) */
+    size_t resp_len;
+    uint8_t resp_inline[128];
+};
+
+void call_init(struct call *c, int server, uint16_t op);
+void call_free(struct call *c);
+/* A reader over the answer payload. */
+void call_reader(const struct call *c, struct rpc_reader *r);
+/* Sends every request, then collects every answer, with one connection per
+ * server; requests to one server are answered in order. Returns 0 (see
+ * each call's status). */
+void fs_call(adafs *fs, struct call *calls, int n);
+/* One request; returns its status. */
+int fs_call1(adafs *fs, struct call *c);
+void conns_reset_after_fork(adafs *fs);
+/* Closes every connection (adafs_disconnect). */
+void conns_close(adafs *fs);
+
+/* paths.c */
+/* Normalises an absolute path into out[FS_PATH_MAX]: -EINVAL if not
+ * absolute or leaving "/", -ENAMETOOLONG. */
+int path_normalize(const char *in, char *out);
+/* Writes the parent of a normalised path ("/" for "/a"). */
+void path_parent(const char *path, char *out);
+int meta_server(const adafs *fs, const char *path);
+int chunk_server(const adafs *fs, uint64_t key, uint64_t index);
+/* A fresh data key whose chunk 0 lives on `server` (so a small file sits
+ * with its metadata). */
+uint64_t new_key(adafs *fs, int server);
+
+/* namespace.c */
+int stat_record(adafs *fs, const char *path, struct fs_record *rec);
+void record_to_stat(const adafs *fs, const struct fs_record *rec, struct stat *st);
+/* For a lookup that gave ENOENT: ENOTDIR if some ancestor is a file. */
+int refine_enoent(adafs *fs, const char *path);
+/* Tells the chunk holders of key (except skip_server, -1: none) to drop
+ * data beyond new_size. */
+void drop_data(adafs *fs, uint64_t key, uint64_t new_size, uint64_t old_size, int skip_server);
+/* Adds a parent check to a batch when the parent's record is on another
+ * server; returns FS_CHECK_PARENT when the server of path can check it
+ * itself, 0 otherwise (also for "/"). */
+uint32_t parent_check(adafs *fs, const char *path, struct call *c, int *used);
+int parent_check_result(adafs *fs, const char *path, struct call *c);
+
+/* handle.c: descriptors */
+int fd_alloc(adafs *fs, struct open_file *of);
+/* Returns the open file with its lock held and a reference, or NULL. */
+struct open_file *fd_get(adafs *fs, int fd);
+void fd_put(adafs *fs, struct open_file *of);
+/* Is a file with this path open here? Marks them orphans if so. */
+int files_orphan_path(adafs *fs, const char *path, const struct fs_record *rec);
+void files_rename_path(adafs *fs, const char *from, const char *to);
+
+#endif

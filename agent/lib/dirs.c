@@ -1,0 +1,167 @@
+/* dirs: a directory listing is a snapshot taken at opendir: every server is
+ * asked for the entries it holds under the directory (in pages), and the
+ * union is sorted by name. "." and ".." come first, as from a kernel file
+ * system. */
+#include "client.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct dir_entry {
+    char *name;
+    unsigned char type;
+    uint64_t ino;
+};
+
+struct adafs_dir {
+    struct dir_entry *entries;
+    size_t n, cap;
+    size_t pos;
+};
+
+#define LIST_PAGE 4096
+
+static int add_entry(struct adafs_dir *d, const char *name, uint32_t mode, uint64_t ino)
+{
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 64;
+        struct dir_entry *p = realloc(d->entries, cap * sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        d->entries = p;
+        d->cap = cap;
+    }
+    char *copy = strdup(name);
+    if (!copy)
+        return -ENOMEM;
+    d->entries[d->n++] = (struct dir_entry){ copy, S_ISDIR(mode) ? DT_DIR : DT_REG, ino };
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const struct dir_entry *)a)->name, ((const struct dir_entry *)b)->name);
+}
+
+/* Reads one page answer; sets *more and copies the last name into after. */
+static int take_page(struct adafs_dir *d, const struct call *c, int *more, char *after)
+{
+    struct rpc_reader r;
+    call_reader(c, &r);
+    uint32_t n = rpc_get_u32(&r);
+    for (uint32_t i = 0; i < n && rpc_reader_ok(&r); i++) {
+        const char *name = rpc_get_str(&r);
+        uint32_t mode = rpc_get_u32(&r);
+        uint64_t key = rpc_get_u64(&r);
+        if (!name)
+            break;
+        int rc = add_entry(d, name, mode, key);
+        if (rc < 0)
+            return rc;
+        snprintf(after, FS_PATH_MAX, "%s", name);
+    }
+    *more = (int)rpc_get_u32(&r);
+    return rpc_reader_done(&r) ? 0 : -EIO;
+}
+
+int adafs_opendir(adafs *fs, const char *path, adafs_dir **out)
+{
+    char p[FS_PATH_MAX];
+    int rc = path_normalize(path, p);
+    struct fs_record rec;
+    if (rc == 0)
+        rc = stat_record(fs, p, &rec);
+    if (rc == -ENOENT)
+        return refine_enoent(fs, p);
+    if (rc < 0)
+        return rc;
+    if (!S_ISDIR(rec.mode))
+        return -ENOTDIR;
+    int nservers = fs->inst.nservers;
+    struct adafs_dir *d = calloc(1, sizeof(*d));
+    struct call *calls = calloc((size_t)nservers, sizeof(*calls));
+    int *server = calloc((size_t)nservers, sizeof(*server));
+    char (*after)[FS_PATH_MAX] = calloc((size_t)nservers, FS_PATH_MAX);
+    if (!d || !calls || !server || !after) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    rc = add_entry(d, ".", S_IFDIR, rec.key);
+    if (rc == 0)
+        rc = add_entry(d, "..", S_IFDIR, 0);
+    /* Ask every server; those with more to say are asked again. */
+    int pending = nservers;
+    for (int s = 0; s < nservers; s++)
+        server[s] = s;
+    while (rc == 0 && pending > 0) {
+        for (int i = 0; i < pending; i++) {
+            call_init(&calls[i], server[i], FS_LIST);
+            rpc_put_str(&calls[i].req, p);
+            rpc_put_str(&calls[i].req, after[server[i]]);
+            rpc_put_u32(&calls[i].req, LIST_PAGE);
+        }
+        fs_call(fs, calls, pending);
+        int still = 0;
+        for (int i = 0; i < pending; i++) {
+            int more = 0;
+            if (rc == 0)
+                rc = calls[i].status < 0 ? calls[i].status
+                                         : take_page(d, &calls[i], &more, after[server[i]]);
+            if (more)
+                server[still++] = server[i];
+            call_free(&calls[i]);
+        }
+        pending = still;
+    }
+    if (rc == 0)
+        qsort(d->entries + 2, d->n - 2, sizeof(*d->entries), by_name);
+out:
+    free(calls);
+    free(server);
+    free(after);
+    if (rc < 0) {
+        if (d)
+            adafs_closedir(d);
+        return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+int adafs_readdir(adafs_dir *dir, struct adafs_dirent *ent)
+{
+    if (dir->pos >= dir->n)
+        return 0;
+    struct dir_entry *e = &dir->entries[dir->pos++];
+    ent->name = e->name;
+    ent->type = e->type;
+    ent->ino = e->ino;
+    return 1;
+}
+
+void adafs_rewinddir(adafs_dir *dir)
+{
+    dir->pos = 0;
+}
+
+long adafs_telldir(adafs_dir *dir)
+{
+    return (long)dir->pos;
+}
+
+void adafs_seekdir(adafs_dir *dir, long pos)
+{
+    dir->pos = pos < 0 ? 0 : (size_t)pos > dir->n ? dir->n : (size_t)pos;
+}
+
+void adafs_closedir(adafs_dir *dir)
+{
+    for (size_t i = 0; i < dir->n; i++)
+        free(dir->entries[i].name);
+    free(dir->entries);
+    free(dir);
+}

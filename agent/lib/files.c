@@ -1,0 +1,467 @@
+/* files: descriptors. A read is one batch: the size from the metadata
+ * server together with every chunk read; holes below the size read as
+ * zeros. A write sends each chunk to its server in one batch, then merges
+ * the new end into the size (servers keep the maximum, so writers of one
+ * shared file never shrink it). O_APPEND reserves its offset on the
+ * metadata server first, which makes concurrent appends land apart. */
+#include "client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int adafs_open(adafs *fs, const char *path, int flags, mode_t mode)
+{
+    char p[FS_PATH_MAX];
+    int rc = path_normalize(path, p);
+    if (rc < 0)
+        return rc;
+    int writable = (flags & O_ACCMODE) != O_RDONLY;
+    struct fs_record rec;
+    if ((flags & O_CREAT) && strcmp(p, "/") != 0) {
+        int ms = meta_server(fs, p), used;
+        uint64_t key = new_key(fs, ms);
+        struct call calls[2];
+        uint32_t cflags = parent_check(fs, p, &calls[1], &used);
+        if (flags & O_EXCL)
+            cflags |= FS_CREATE_EXCL;
+        if ((flags & O_TRUNC) && writable)
+            cflags |= FS_CREATE_TRUNC;
+        call_init(&calls[0], ms, FS_CREATE);
+        rpc_put_str(&calls[0].req, p);
+        rpc_put_u32(&calls[0].req, (uint32_t)mode);
+        rpc_put_u32(&calls[0].req, cflags);
+        rpc_put_u64(&calls[0].req, key);
+        fs_call(fs, calls, 1 + used);
+        rc = calls[0].status;
+        uint64_t old_key = 0, old_size = 0;
+        if (rc == 0) {
+            struct rpc_reader r;
+            call_reader(&calls[0], &r);
+            fs_record_get(&r, &rec);
+            old_key = rpc_get_u64(&r);
+            old_size = rpc_get_u64(&r);
+            rc = rpc_reader_ok(&r) ? 0 : -EIO;
+        }
+        if (used) {
+            int prc = parent_check_result(fs, p, &calls[1]);
+            if (prc < 0 && rc == 0 && rec.key == key) {
+                struct call u;
+                call_init(&u, ms, FS_REMOVE_IF);
+                rpc_put_str(&u.req, p);
+                rpc_put_u64(&u.req, key);
+                fs_call1(fs, &u);
+                call_free(&u);
+            }
+            if (prc < 0)
+                rc = prc;
+            call_free(&calls[1]);
+        }
+        call_free(&calls[0]);
+        if (rc == 0 && old_size)
+            drop_data(fs, old_key, 0, old_size, ms);
+    } else {
+        if ((flags & O_CREAT) && (flags & O_EXCL))
+            return -EEXIST;   /* "/" */
+        rc = stat_record(fs, p, &rec);
+        if (rc == 0 && S_ISREG(rec.mode) && writable && (flags & O_TRUNC) && rec.size > 0) {
+            rc = adafs_truncate(fs, p, 0);
+            rec.size = 0;
+        }
+    }
+    if (rc == -ENOENT)
+        rc = refine_enoent(fs, p);
+    if (rc < 0)
+        return rc;
+    if (S_ISDIR(rec.mode) && (writable || (flags & O_CREAT)))
+        return -EISDIR;
+    if ((flags & O_DIRECTORY) && !S_ISDIR(rec.mode))
+        return -ENOTDIR;
+    struct open_file *of = calloc(1, sizeof(*of));
+    if (!of || !(of->path = strdup(p))) {
+        free(of);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&of->lock, NULL);
+    of->key = rec.key;
+    of->mode = rec.mode;
+    of->flags = flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
+    int fd = fd_alloc(fs, of);
+    if (fd < 0) {
+        pthread_mutex_destroy(&of->lock);
+        free(of->path);
+        free(of);
+    }
+    return fd;
+}
+
+/* Chunk pieces of the byte range [off, off + count). */
+struct piece {
+    uint64_t index;
+    uint32_t chunk_off;
+    size_t len;
+    size_t buf_off;
+};
+
+static size_t split(const adafs *fs, uint64_t off, size_t count, struct piece **out)
+{
+    uint64_t cs = fs->inst.chunk_size;
+    size_t n = count ? (size_t)((off + count - 1) / cs - off / cs + 1) : 0;
+    struct piece *pc = calloc(n ? n : 1, sizeof(*pc));
+    if (!pc)
+        return (size_t)-1;
+    size_t done = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t pos = off + done;
+        pc[i].index = pos / cs;
+        pc[i].chunk_off = (uint32_t)(pos % cs);
+        pc[i].len = (size_t)(cs - pos % cs) < count - done ? (size_t)(cs - pos % cs) : count - done;
+        pc[i].buf_off = done;
+        done += pc[i].len;
+    }
+    *out = pc;
+    return n;
+}
+
+static ssize_t do_pread(adafs *fs, struct open_file *of, void *buf, size_t count, uint64_t off)
+{
+    if (S_ISDIR(of->mode))
+        return -EISDIR;
+    if ((of->flags & O_ACCMODE) == O_WRONLY)
+        return -EBADF;
+    if (count == 0)
+        return 0;
+    if (count > SSIZE_MAX)
+        count = SSIZE_MAX;
+    struct piece *pc;
+    size_t n = split(fs, off, count, &pc);
+    struct call *calls = n == (size_t)-1 ? NULL : calloc(n + 1, sizeof(*calls));
+    if (!calls) {
+        if (n != (size_t)-1)
+            free(pc);
+        return -ENOMEM;
+    }
+    /* The size comes in the same batch as the data: one round trip. */
+    int c0 = 0;
+    if (!of->orphan) {
+        call_init(&calls[0], meta_server(fs, of->path), FS_STAT);
+        rpc_put_str(&calls[0].req, of->path);
+        c0 = 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct call *c = &calls[c0 + i];
+        call_init(c, chunk_server(fs, of->key, pc[i].index), FS_READ);
+        rpc_put_u64(&c->req, of->key);
+        rpc_put_u64(&c->req, pc[i].index);
+        rpc_put_u32(&c->req, pc[i].chunk_off);
+        rpc_put_u32(&c->req, (uint32_t)pc[i].len);
+        c->dest = (char *)buf + pc[i].buf_off;
+        c->dest_cap = pc[i].len;
+    }
+    fs_call(fs, calls, (int)n + c0);
+    uint64_t size = of->orphan_size;
+    ssize_t rc = 0;
+    if (c0) {
+        struct fs_record rec;
+        struct rpc_reader r;
+        call_reader(&calls[0], &r);
+        fs_record_get(&r, &rec);
+        rc = calls[0].status < 0 ? calls[0].status : !rpc_reader_ok(&r) ? -EIO : 0;
+        /* Another process replaced the file under this name. */
+        if (rc == 0 && rec.key != of->key)
+            rc = -ESTALE;
+        size = rec.size;
+        call_free(&calls[0]);
+    }
+    uint64_t end = off + count < size ? off + count : size;
+    size_t want = rc == 0 && end > off ? (size_t)(end - off) : 0;
+    size_t done = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct call *c = &calls[c0 + i];
+        if (rc == 0 && done < want && done == pc[i].buf_off) {
+            if (c->status < 0) {
+                rc = c->status;
+            } else {
+                /* Short: a hole or a chunk not written yet. */
+                memset((char *)c->dest + c->resp_len, 0, pc[i].len - c->resp_len);
+                done += pc[i].len;
+            }
+        }
+        call_free(c);
+    }
+    free(calls);
+    free(pc);
+    if (done > want)
+        done = want;
+    return done > 0 ? (ssize_t)done : rc;
+}
+
+static ssize_t do_pwrite(adafs *fs, struct open_file *of, const void *buf, size_t count,
+                         uint64_t off, int size_reserved)
+{
+    if (S_ISDIR(of->mode))
+        return -EISDIR;
+    if ((of->flags & O_ACCMODE) == O_RDONLY)
+        return -EBADF;
+    if (count == 0)
+        return 0;
+    if (count > SSIZE_MAX)
+        count = SSIZE_MAX;
+    if (off + count < off || off + count > (uint64_t)INT64_MAX)
+        return -EFBIG;
+    struct piece *pc;
+    size_t n = split(fs, off, count, &pc);
+    struct call *calls = n == (size_t)-1 ? NULL : calloc(n, sizeof(*calls));
+    if (!calls) {
+        if (n != (size_t)-1)
+            free(pc);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct call *c = &calls[i];
+        call_init(c, chunk_server(fs, of->key, pc[i].index), FS_WRITE);
+        rpc_put_u64(&c->req, of->key);
+        rpc_put_u64(&c->req, pc[i].index);
+        rpc_put_u32(&c->req, pc[i].chunk_off);
+        rpc_put_u32(&c->req, (uint32_t)pc[i].len);
+        c->bulk = (const char *)buf + pc[i].buf_off;
+        c->bulk_len = pc[i].len;
+    }
+    fs_call(fs, calls, (int)n);
+    /* What counts is the leading run of chunks that made it. */
+    size_t done = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0 && calls[i].status < 0)
+            rc = calls[i].status;
+        else if (rc == 0)
+            done += pc[i].len;
+        call_free(&calls[i]);
+    }
+    free(calls);
+    free(pc);
+    if (done == 0)
+        return rc;
+    if (of->orphan) {
+        if (off + done > of->orphan_size)
+            of->orphan_size = off + done;
+    } else if (!size_reserved) {
+        struct call c;
+        call_init(&c, meta_server(fs, of->path), FS_SIZE);
+        rpc_put_str(&c.req, of->path);
+        rpc_put_u64(&c.req, of->key);
+        rpc_put_u64(&c.req, off + done);
+        rc = fs_call1(fs, &c);
+        call_free(&c);
+        if (rc < 0)
+            return rc == -ENOENT ? -ESTALE : rc;
+    }
+    return (ssize_t)done;
+}
+
+ssize_t adafs_pread(adafs *fs, int fd, void *buf, size_t count, off_t offset)
+{
+    if (offset < 0)
+        return -EINVAL;
+    struct open_file *of = fd_get(fs, fd);
+    if (!of)
+        return -EBADF;
+    ssize_t n = do_pread(fs, of, buf, count, (uint64_t)offset);
+    fd_put(fs, of);
+    return n;
+}
+
+ssize_t adafs_pwrite(adafs *fs, int fd, const void *buf, size_t count, off_t offset)
+{
+    if (offset < 0)
+        return -EINVAL;
+    struct open_file *of = fd_get(fs, fd);
+    if (!of)
+        return -EBADF;
+    ssize_t n = do_pwrite(fs, of, buf, count, (uint64_t)offset, 0);
+    fd_put(fs, of);
+    return n;
+}
+
+ssize_t adafs_read(adafs *fs, int fd, void *buf, size_t count)
+{
+    struct open_file *of = fd_get(fs, fd);
+    if (!of)
+        return -EBADF;
+    ssize_t n = do_pread(fs, of, buf, count, of->offset);
+    if (n > 0)
+        of->offset += (uint64_t)n;
+    fd_put(fs, of);
+    return n;
+}
+
+/* Reserves [offset, offset + len) at the end of the file. */
+static int64_t reserve_append(adafs *fs, struct open_file *of, size_t len)
+{
+    if (of->orphan) {
+        uint64_t at = of->orphan_size;
+        return (int64_t)at;
+    }
+    struct call c;
+    call_init(&c, meta_server(fs, of->path), FS_APPEND);
+    rpc_put_str(&c.req, of->path);
+    rpc_put_u64(&c.req, of->key);
+    rpc_put_u64(&c.req, len);
+    int rc = fs_call1(fs, &c);
+    struct rpc_reader r;
+    call_reader(&c, &r);
+    uint64_t at = rpc_get_u64(&r);
+    if (rc == 0 && !rpc_reader_ok(&r))
+        rc = -EIO;
+    call_free(&c);
+    return rc < 0 ? (rc == -ENOENT ? -ESTALE : rc) : (int64_t)at;
+}
+
+ssize_t adafs_write(adafs *fs, int fd, const void *buf, size_t count)
+{
+    struct open_file *of = fd_get(fs, fd);
+    if (!of)
+        return -EBADF;
+    ssize_t n;
+    if ((of->flags & O_APPEND) && count > 0 && S_ISREG(of->mode) &&
+        (of->flags & O_ACCMODE) != O_RDONLY) {
+        int64_t at = reserve_append(fs, of, count);
+        n = at < 0 ? at : do_pwrite(fs, of, buf, count, (uint64_t)at, 1);
+        if (n > 0)
+            of->offset = (uint64_t)at + (uint64_t)n;
+    } else {
+        n = do_pwrite(fs, of, buf, count, of->offset, 0);
+        if (n > 0)
+            of->offset += (uint64_t)n;
+    }
+    fd_put(fs, of);
+    return n;
+}
+
+/* The current size of an open file. */
+static int file_size(adafs *fs, struct open_file *of, uint64_t *size)
+{
+    if (of->orphan) {
+        *size = of->orphan_size;
+        return 0;
+    }
+    struct fs_record rec;
+    int rc = stat_record(fs, of->path, &rec);
+    *size = rec.size;
+    return rc;
+}
+
+off_t adafs_lseek(adafs *fs, int fd, off_t offset, int whence)
+{
+    struct open_file *of = fd_get(fs, fd);
+    if (!of)
+        return -EBADF;
+    int64_t base = 0;
+    uint64_t size = 0;
+    int rc = 0;
+    switch (whence) {
+    case SEEK_SET: base = 0; break;
+    case SEEK_CUR: base = (int64_t)of->offset; break;
+    case SEEK_END:
+    case SEEK_DATA:
+    case SEEK_HOLE:
+        rc = S_ISDIR(of->mode) ? 0 : file_size(fs, of, &size);
+        base = whence == SEEK_END ? (int64_t)size : 0;
+        break;
+    default: rc = -EINVAL;
+    }
+    int64_t pos = base + offset;
+    if (rc == 0 && (whence == SEEK_DATA || whence == SEEK_HOLE)) {
+        /* No hole tracking: all of the file is data, the hole is at its end. */
+        if (offset < 0 || (uint64_t)offset >= size)
+            rc = -ENXIO;
+        pos = whence == SEEK_DATA ? offset : (int64_t)size;
+    }
+    if (rc == 0 && (pos < 0 || (offset > 0 && pos < base)))
+        rc = -EINVAL;
+    if (rc == 0)
+        of->offset = (uint64_t)pos;
+    fd_put(fs, of);
+    return rc < 0 ? rc : (off_t)pos;
+}
+
+int adafs_fstat(adafs *fs, int fd, struct stat *st)
+{
+    struct open_file *of = fd_get(fs, fd);
+    if (!of)
+        return -EBADF;
+    int rc = 0;
+    struct fs_record rec;
+    if (of->orphan) {
+        rec = of->orphan_rec;
+        rec.size = of->orphan_size;
+    } else {
+        rc = stat_record(fs, of->path, &rec);
+    }
+    if (rc == 0)
+        record_to_stat(fs, &rec, st);
+    fd_put(fs, of);
+    return rc == -ENOENT ? -ESTALE : rc;
+}
+
+int adafs_ftruncate(adafs *fs, int fd, off_t length)
+{
+    struct open_file *of = fd_get(fs, fd);
+    if (!of)
+        return -EBADF;
+    int rc = 0;
+    if (length < 0 || (of->flags & O_ACCMODE) == O_RDONLY || !S_ISREG(of->mode)) {
+        rc = -EINVAL;
+    } else if (of->orphan) {
+        drop_data(fs, of->key, (uint64_t)length, of->orphan_size, -1);
+        of->orphan_size = (uint64_t)length;
+    } else {
+        rc = adafs_truncate(fs, of->path, length);
+    }
+    fd_put(fs, of);
+    return rc;
+}
+
+int adafs_fsync(adafs *fs, int fd)
+{
+    /* Servers write through to their local file system at once; there is
+     * nothing buffered on the client to push. */
+    struct open_file *of = fd_get(fs, fd);
+    if (!of)
+        return -EBADF;
+    fd_put(fs, of);
+    return 0;
+}
+
+int adafs_get_flags(adafs *fs, int fd)
+{
+    struct open_file *of = fd_get(fs, fd);
+    if (!of)
+        return -EBADF;
+    int flags = of->flags;
+    fd_put(fs, of);
+    return flags;
+}
+
+int adafs_set_flags(adafs *fs, int fd, int flags)
+{
+    struct open_file *of = fd_get(fs, fd);
+    if (!of)
+        return -EBADF;
+    const int settable = O_APPEND | O_NONBLOCK;
+    of->flags = (of->flags & ~settable) | (flags & settable);
+    fd_put(fs, of);
+    return 0;
+}
+
+const char *adafs_fd_path(adafs *fs, int fd)
+{
+    pthread_mutex_lock(&fs->table_lock);
+    const char *p = fd >= 0 && fd < fs->nfiles && fs->files[fd] ? fs->files[fd]->path : NULL;
+    pthread_mutex_unlock(&fs->table_lock);
+    return p;
+}

@@ -1,0 +1,101 @@
+/* proto: the adafs file system protocol between libadafs and adafsd, on top
+ * of the generic framing in common/rpc.h.
+ *
+ * Metadata of a path lives on server hash(path) mod N, as a record keyed by
+ * the path. Each file also has a 64-bit data key chosen at creation; chunk i
+ * of its data lives on server hash(key, i) mod N. Keeping the data key in the
+ * record is what makes rename cheap: only the record moves, never the data.
+ *
+ * Payloads, request -> response (str = rpc_put_str, rec = fs_record_put):
+ *   PING        ()                                         -> ()
+ *   STAT        str path                                   -> rec
+ *   CREATE      str path, u32 mode, u32 flags, u64 key     -> rec, u64 old_key, u64 old_size
+ *   MKDIR       str path, u32 mode, u32 flags, u64 key     -> ()
+ *   REMOVE      str path, u32 want_dir, u32 keep_data      -> rec (of what was removed)
+ *   SIZE        str path, u64 key, u64 end                 -> u64 size (max-merged)
+ *   APPEND      str path, u64 key, u64 len                 -> u64 offset reserved
+ *   TRUNCATE    str path, u64 length                       -> rec (before)
+ *   SETATTR     str path, u32 what, u32 mode, i64 atime, i64 mtime -> ()
+ *   PUT         str path, rec, u32 flags                   -> u64 old_key, u64 old_size, u32 old_mode
+ *   REMOVE_IF   str path, u64 key                          -> ()
+ *   LIST        str dir, str after, u32 max_entries        -> u32 n, n * (str name, u32 mode, u64 key), u32 more
+ *   WRITE       u64 key, u64 index, u32 offset, bytes data -> ()
+ *   READ        u64 key, u64 index, u32 offset, u32 len    -> the bytes the chunk holds there (raw)
+ *   TRUNC_DATA  u64 key, u64 new_size, u64 old_size        -> ()
+ *   CREATE_WRITE str path, u32 mode, u32 flags, u64 key, u64 size, bytes chunk0
+ *                                                          -> u64 old_key, u64 old_size
+ *   STATFS      ()                                         -> u64 quota, u64 used
+ * Servers that remove or shrink a file's record also drop the chunks of that
+ * file they hold themselves; the client tells the other chunk holders. */
+#ifndef ADAFS_PROTO_H
+#define ADAFS_PROTO_H
+
+#include <stdint.h>
+
+#include "rpc.h"
+
+enum fs_op {
+    FS_PING = 1,
+    FS_STAT,
+    FS_CREATE,
+    FS_MKDIR,
+    FS_REMOVE,
+    FS_SIZE,
+    FS_APPEND,
+    FS_TRUNCATE,
+    FS_SETATTR,
+    FS_PUT,
+    FS_REMOVE_IF,
+    FS_LIST,
+    FS_WRITE,
+    FS_READ,
+    FS_TRUNC_DATA,
+    FS_CREATE_WRITE,
+    FS_STATFS,
+    FS_OP_COUNT
+};
+
+/* CREATE / MKDIR / PUT flags. */
+#define FS_CREATE_EXCL   1u   /* fail with EEXIST if the path exists */
+#define FS_CREATE_TRUNC  2u   /* an existing file is emptied */
+#define FS_CHECK_PARENT  4u   /* the parent's record is on this server: check it */
+
+/* SETATTR what. */
+#define FS_SET_MODE  1u
+#define FS_SET_ATIME 2u
+#define FS_SET_MTIME 4u
+
+/* One path's metadata. mode carries S_IFREG or S_IFDIR. */
+struct fs_record {
+    uint32_t mode;
+    uint64_t size;
+    uint64_t key;
+    int64_t atime_ns, mtime_ns, ctime_ns;
+};
+
+#define FS_RECORD_SIZE 44
+
+static inline void fs_record_put(struct rpc_writer *w, const struct fs_record *r)
+{
+    rpc_put_u32(w, r->mode);
+    rpc_put_u64(w, r->size);
+    rpc_put_u64(w, r->key);
+    rpc_put_i64(w, r->atime_ns);
+    rpc_put_i64(w, r->mtime_ns);
+    rpc_put_i64(w, r->ctime_ns);
+}
+
+static inline void fs_record_get(struct rpc_reader *r, struct fs_record *rec)
+{
+    rec->mode = rpc_get_u32(r);
+    rec->size = rpc_get_u64(r);
+    rec->key = rpc_get_u64(r);
+    rec->atime_ns = rpc_get_i64(r);
+    rec->mtime_ns = rpc_get_i64(r);
+    rec->ctime_ns = rpc_get_i64(r);
+}
+
+/* Longest path the protocol carries (PATH_MAX of Linux). */
+#define FS_PATH_MAX 4096
+
+#endif

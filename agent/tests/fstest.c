@@ -1,0 +1,94 @@
+#include "fstest.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+static const char *ctl(void)
+{
+    const char *c = getenv("ADAFS_CTL");
+    return c ? c : "./adafs-ctl";
+}
+
+void fstest_start(struct fstest *t, int nservers, const char *extra)
+{
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(t->base, sizeof(t->base), "%s/adafs-test.XXXXXX", tmp);
+    if (!mkdtemp(t->base)) {
+        perror("mkdtemp");
+        exit(99);
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s start --servers %d --base %s --mount /mnt/adafs %s", ctl(),
+             nservers, t->base, extra ? extra : "");
+    FILE *p = popen(cmd, "r");
+    if (!p || !fgets(t->instance, sizeof(t->instance), p)) {
+        fprintf(stderr, "fstest: '%s' gave no instance file\n", cmd);
+        exit(99);
+    }
+    t->instance[strcspn(t->instance, "\n")] = '\0';
+    if (pclose(p) != 0) {
+        fprintf(stderr, "fstest: '%s' failed\n", cmd);
+        exit(99);
+    }
+    char err[512];
+    if (adafs_connect(&t->fs, t->instance, err, sizeof(err)) < 0) {
+        fprintf(stderr, "fstest: adafs_connect: %s\n", err);
+        exit(99);
+    }
+}
+
+void fstest_stop(struct fstest *t)
+{
+    if (t->fs)
+        adafs_disconnect(t->fs);
+    t->fs = NULL;
+    fstest_sh("%s stop --base %s 2>/dev/null && rm -rf %s", ctl(), t->base, t->base);
+}
+
+int fstest_sh(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int fstest_server_pid(const struct fstest *t, int index)
+{
+    char path[300];
+    snprintf(path, sizeof(path), "%s/servers", t->base);
+    FILE *f = fopen(path, "r");
+    int i, pid, port, found = -1;
+    while (f && fscanf(f, "%d %d %d", &i, &pid, &port) == 3)
+        if (i == index)
+            found = pid;
+    if (f)
+        fclose(f);
+    return found;
+}
+
+void fstest_fill(void *buf, size_t len, unsigned seed)
+{
+    unsigned char *p = buf;
+    unsigned long long x = seed * 2654435761ull + 1;
+    for (size_t i = 0; i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (unsigned char)x;
+    }
+}
+
+double fstest_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}

@@ -1,0 +1,28 @@
+/* fstest: helpers for the file system integration tests: start a real
+ * instance with adafs-ctl on loopback, connect to it, stop it. */
+#ifndef ADAFS_FSTEST_H
+#define ADAFS_FSTEST_H
+
+#include <stddef.h>
+
+#include "adafs.h"
+
+struct fstest {
+    char base[256];
+    char instance[300];
+    adafs *fs;
+};
+
+/* Starts nservers servers (extra: more adafs-ctl arguments or NULL) and
+ * connects. Exits the test with a message if that fails. */
+void fstest_start(struct fstest *t, int nservers, const char *extra);
+void fstest_stop(struct fstest *t);
+/* Runs a shell command, returns its exit status. */
+int fstest_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The pid of server i of an instance started by fstest_start. */
+int fstest_server_pid(const struct fstest *t, int index);
+/* Deterministic pseudo-random bytes. */
+void fstest_fill(void *buf, size_t len, unsigned seed);
+double fstest_now(void);
+
+#endif

@@ -1,0 +1,218 @@
+#include "net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t net_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int net_parse_hostport(const char *text, char *host, size_t hostlen, int *port)
+{
+    const char *colon = strrchr(text, ':');
+    if (!colon || colon == text || (size_t)(colon - text) >= hostlen)
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    long p = strtol(colon + 1, &end, 10);
+    if (colon[1] == '\0' || *end != '\0' || errno || p < 0 || p > 65535)
+        return -EINVAL;
+    memcpy(host, text, (size_t)(colon - text));
+    host[colon - text] = '\0';
+    *port = (int)p;
+    return 0;
+}
+
+/* Resolves host numerically or by name into an IPv4 address. */
+static int resolve(const char *host, int port, struct sockaddr_in *sa, char *err, size_t errlen)
+{
+    memset(sa, 0, sizeof(*sa));
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, host, &sa->sin_addr) == 1)
+        return 0;
+    struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot resolve host '%s': %s", host, gai_strerror(rc));
+        return -EHOSTUNREACH;
+    }
+    sa->sin_addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
+    freeaddrinfo(res);
+    return 0;
+}
+
+int net_listen(const char *host, int port, int backlog, int *bound_port,
+               char *err, size_t errlen)
+{
+    struct sockaddr_in sa;
+    int rc = resolve(host, port, &sa, err, errlen);
+    if (rc < 0)
+        return rc;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return rc;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port, strerror(errno));
+        close(fd);
+        return rc;
+    }
+    socklen_t len = sizeof(sa);
+    getsockname(fd, (struct sockaddr *)&sa, &len);
+    *bound_port = ntohs(sa.sin_port);
+    return fd;
+}
+
+int net_set_nodelay(int fd)
+{
+    int one = 1;
+    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 ? -errno : 0;
+}
+
+int net_set_timeouts(int fd, int timeout_ms)
+{
+    struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+        return -errno;
+    return 0;
+}
+
+int net_connect(const char *host, int port, int timeout_ms, char *err, size_t errlen)
+{
+    struct sockaddr_in sa;
+    int rc = resolve(host, port, &sa, err, errlen);
+    if (rc < 0)
+        return rc;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return rc;
+    }
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        if (errno != EINPROGRESS) {
+            rc = -errno;
+            goto fail;
+        }
+        struct pollfd p = { .fd = fd, .events = POLLOUT };
+        int n;
+        do
+            n = poll(&p, 1, timeout_ms);
+        while (n < 0 && errno == EINTR);
+        if (n == 0) {
+            rc = -ETIMEDOUT;
+            goto fail;
+        }
+        int soerr = 0;
+        socklen_t sl = sizeof(soerr);
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+        if (n < 0 || soerr) {
+            rc = n < 0 ? -errno : -soerr;
+            goto fail;
+        }
+    }
+    if (fcntl(fd, F_SETFL, 0) < 0 || net_set_nodelay(fd) < 0 ||
+        net_set_timeouts(fd, timeout_ms) < 0) {
+        rc = -errno;
+        goto fail;
+    }
+    return fd;
+fail:
+    snprintf(err, errlen, "cannot connect to %s:%d: %s", host, port, strerror(-rc));
+    close(fd);
+    return rc;
+}
+
+/* A blocking call returned EAGAIN (the socket timeout hit) or was
+ * interrupted: go on unless the deadline has passed. */
+static int retry_or_timeout(int64_t deadline_ms)
+{
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        return -errno;
+    if (errno == EINTR && (deadline_ms == 0 || net_now_ms() < deadline_ms))
+        return 0;
+    if (deadline_ms != 0 && net_now_ms() >= deadline_ms)
+        return -ETIMEDOUT;
+    return 0;
+}
+
+ssize_t net_read_some(int fd, void *buf, size_t min, size_t max, int64_t deadline_ms)
+{
+    size_t got = 0;
+    while (got < min) {
+        ssize_t n = recv(fd, (char *)buf + got, max - got, 0);
+        if (n < 0 && errno == ENOTSOCK)
+            n = read(fd, (char *)buf + got, max - got);   /* a pipe or a file */
+        if (n > 0) {
+            got += (size_t)n;
+        } else if (n == 0) {
+            return -ECONNRESET;
+        } else {
+            int rc = retry_or_timeout(deadline_ms);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return (ssize_t)got;
+}
+
+int net_read_full(int fd, void *buf, size_t len, int64_t deadline_ms)
+{
+    ssize_t n = net_read_some(fd, buf, len, len, deadline_ms);
+    return n < 0 ? (int)n : 0;
+}
+
+int net_writev_full(int fd, struct iovec *iov, int iovcnt, int64_t deadline_ms)
+{
+    while (iovcnt > 0) {
+        /* sendmsg with MSG_NOSIGNAL: a peer that went away must give
+         * -EPIPE, not kill the (application) process with SIGPIPE. */
+        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)iovcnt };
+        ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+        if (n < 0 && errno == ENOTSOCK)
+            n = writev(fd, iov, iovcnt);   /* a pipe or a file */
+        if (n < 0) {
+            int rc = retry_or_timeout(deadline_ms);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        while (iovcnt > 0 && (size_t)n >= iov->iov_len) {
+            n -= (ssize_t)iov->iov_len;
+            iov++;
+            iovcnt--;
+        }
+        if (iovcnt > 0) {
+            iov->iov_base = (char *)iov->iov_base + n;
+            iov->iov_len -= (size_t)n;
+        }
+    }
+    return 0;
+}
+
+int net_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms)
+{
+    struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+    return net_writev_full(fd, &iov, 1, deadline_ms);
+}

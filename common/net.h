@@ -1,0 +1,55 @@
+/* net: small TCP helpers in the spirit of Redis' anet.c.
+ *
+ * Blocking sockets with deadlines: a connection has SO_RCVTIMEO/SO_SNDTIMEO
+ * set, so a single read or write never waits forever, and the *_full helpers
+ * additionally stop at an absolute deadline (CLOCK_MONOTONIC milliseconds).
+ * On sockets they use recv/sendmsg, not read/write, so an LD_PRELOAD
+ * interposer that wraps read and write is not entered for a library's own
+ * connections; on pipes and files they fall back to read/writev.
+ * Functions return >= 0 or -errno; those that can fail for a reason worth
+ * telling a user also write a message naming the peer into err. */
+#ifndef ADAFS_NET_H
+#define ADAFS_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* Milliseconds on CLOCK_MONOTONIC, for deadlines. */
+int64_t net_now_ms(void);
+
+/* Splits "host:port" into host (copied into host[hostlen]) and *port.
+ * Returns 0 or -EINVAL for a missing colon, an empty host, a host that does
+ * not fit, or a port that is not a number in 0..65535. */
+int net_parse_hostport(const char *text, char *host, size_t hostlen, int *port);
+
+/* Listens on host:port (port 0: the kernel picks one), close-on-exec.
+ * Returns the socket and sets *bound_port, or -errno with err filled. */
+int net_listen(const char *host, int port, int backlog, int *bound_port,
+               char *err, size_t errlen);
+
+/* Connects to host:port, giving up after timeout_ms; the socket is left
+ * blocking with TCP_NODELAY and per-call I/O timeouts of timeout_ms.
+ * Returns the socket or -errno (-ETIMEDOUT, -ECONNREFUSED...) with err
+ * filled. */
+int net_connect(const char *host, int port, int timeout_ms, char *err, size_t errlen);
+
+int net_set_nodelay(int fd);
+/* Sets SO_RCVTIMEO and SO_SNDTIMEO (0: wait forever). */
+int net_set_timeouts(int fd, int timeout_ms);
+
+/* Reads exactly len bytes. Returns 0, -ECONNRESET at end of stream, or
+ * -ETIMEDOUT once deadline_ms (0: none) has passed. */
+int net_read_full(int fd, void *buf, size_t len, int64_t deadline_ms);
+
+/* Reads at least min and at most max bytes; returns the count or -errno as
+ * net_read_full. */
+ssize_t net_read_some(int fd, void *buf, size_t min, size_t max, int64_t deadline_ms);
+
+/* Writes all of iov[0..iovcnt) (the array is modified); on a socket without
+ * raising SIGPIPE. Same errors, and -EPIPE when the peer has gone. Works on
+ * pipes and files too (through writev). */
+int net_writev_full(int fd, struct iovec *iov, int iovcnt, int64_t deadline_ms);
+int net_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms);
+
+#endif
