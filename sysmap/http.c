@@ -195,6 +195,10 @@ static const char *reason(int status)
 
 void http_respond(int fd, long long deadline_ms, int status, const char *json_body)
 {
+    /* A client that used up the deadline (408) still gets told so. */
+    long long floor_ms = http_now_ms() + 1000;
+    if (deadline_ms < floor_ms)
+        deadline_ms = floor_ms;
     char head[256];
     size_t blen = strlen(json_body);
     int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"

@@ -33,7 +33,8 @@ int http_read_head(int fd, long long deadline_ms, struct http_request *req,
 int http_read_body(int fd, long long deadline_ms, struct http_request *req,
                    char *err, size_t errlen);
 
-/* Sends a complete response with a JSON body and "Connection: close". */
+/* Sends a complete response with a JSON body and "Connection: close",
+ * taking at least one more second even when the deadline has passed. */
 void http_respond(int fd, long long deadline_ms, int status, const char *json_body);
 
 long long http_now_ms(void);

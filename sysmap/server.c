@@ -1,7 +1,8 @@
 /* sysmap-server: receives collector reports over HTTP and writes them into
  * the database. It is the database's only writer (sqlite must not be shared
  * over NFS), so it serves one connection at a time; each connection has a
- * deadline, which bounds how long a slow client can delay the others.
+ * deadline (--timeout), which bounds how long a slow client can delay the
+ * others.
  *
  *   POST /upload  body: a sysmap report (JSON), authenticated (auth.h)
  *   GET  /health  {"status":"ok"} for monitoring */
@@ -27,7 +28,7 @@
 
 #define DEFAULT_PORT 8470
 #define DEFAULT_MAX_BODY (4 << 20)
-#define CONNECTION_DEADLINE_MS 10000
+#define DEFAULT_TIMEOUT_S 10
 
 struct config {
     const char *db_path;
@@ -41,6 +42,7 @@ struct config {
     struct hostlist allow;            /* empty: any host */
     long long max_body;
     long long lifetime_s;             /* 0: run until signalled */
+    long long timeout_s;              /* per connection, all reads and writes */
 };
 
 static volatile sig_atomic_t stopping;
@@ -65,8 +67,10 @@ static void usage(FILE *out)
         "      --munge-uid UID   uid munge credentials must come from (default 0)\n"
         "      --allow HOSTLIST  accept reports only for these hosts\n"
         "      --max-body BYTES  largest report accepted (default %d)\n"
+        "      --timeout SEC     time one connection may take (default %d)\n"
         "      --lifetime SEC    exit after SEC seconds (tests)\n"
-        "      --log FILE        log here instead of stderr\n", DEFAULT_PORT, DEFAULT_MAX_BODY);
+        "      --log FILE        log here instead of stderr\n", DEFAULT_PORT, DEFAULT_MAX_BODY,
+        DEFAULT_TIMEOUT_S);
 }
 
 static void reply_error(int fd, long long deadline, int status, const char *peer, const char *msg)
@@ -207,7 +211,7 @@ static int handle_upload(const struct config *cfg, struct sysmap_db *db, int fd,
 static void serve_connection(const struct config *cfg, struct sysmap_db *db, int fd,
                              const char *peer)
 {
-    long long deadline = http_now_ms() + CONNECTION_DEADLINE_MS;
+    long long deadline = http_now_ms() + cfg->timeout_s * 1000;
     struct http_request req;
     char err[512];
     int status = http_read_head(fd, deadline, &req, err, sizeof(err));
@@ -278,7 +282,7 @@ static int listen_on(struct config *cfg)
 static int parse_args(int argc, char **argv, struct config *cfg, const char **log_path)
 {
     enum { OPT_PORT_FILE = 256, OPT_TOKEN, OPT_MUNGE, OPT_MUNGE_SOCKET, OPT_MUNGE_UID,
-           OPT_ALLOW, OPT_MAX_BODY, OPT_LIFETIME, OPT_LOG };
+           OPT_ALLOW, OPT_MAX_BODY, OPT_LIFETIME, OPT_LOG, OPT_TIMEOUT };
     static const struct option opts[] = {
         { "db", required_argument, NULL, 'd' }, { "listen", required_argument, NULL, 'a' },
         { "port", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
@@ -290,6 +294,7 @@ static int parse_args(int argc, char **argv, struct config *cfg, const char **lo
         { "allow", required_argument, NULL, OPT_ALLOW },
         { "max-body", required_argument, NULL, OPT_MAX_BODY },
         { "lifetime", required_argument, NULL, OPT_LIFETIME },
+        { "timeout", required_argument, NULL, OPT_TIMEOUT },
         { "log", required_argument, NULL, OPT_LOG },
         { NULL, 0, NULL, 0 },
     };
@@ -338,12 +343,16 @@ static int parse_args(int argc, char **argv, struct config *cfg, const char **lo
             }
             break;
         case OPT_LIFETIME:
-            cfg->lifetime_s = strtoll(optarg, &end, 10);
-            if (*end || cfg->lifetime_s <= 0) {
-                fprintf(stderr, "sysmap-server: --lifetime \"%s\" is not seconds\n", optarg);
+        case OPT_TIMEOUT: {
+            long long *secs = c == OPT_LIFETIME ? &cfg->lifetime_s : &cfg->timeout_s;
+            *secs = strtoll(optarg, &end, 10);
+            if (*end || *secs <= 0 || *secs > 86400 * 365) {
+                fprintf(stderr, "sysmap-server: --%s \"%s\" is not a number of seconds\n",
+                        c == OPT_LIFETIME ? "lifetime" : "timeout", optarg);
                 return 2;
             }
             break;
+        }
         case OPT_LOG: *log_path = optarg; break;
         default: usage(stderr); return 2;
         }
@@ -363,7 +372,7 @@ static int parse_args(int argc, char **argv, struct config *cfg, const char **lo
 int main(int argc, char **argv)
 {
     struct config cfg = { .listen_addr = "0.0.0.0", .port = DEFAULT_PORT,
-                          .max_body = DEFAULT_MAX_BODY };
+                          .max_body = DEFAULT_MAX_BODY, .timeout_s = DEFAULT_TIMEOUT_S };
     const char *log_path = NULL;
     int rc = parse_args(argc, argv, &cfg, &log_path);
     if (rc)

@@ -39,7 +39,7 @@ munge_opts=
 # shellcheck disable=SC2086
 ./sysmap-server --db "$TMP/s.db" --listen 127.0.0.1 --port 0 --port-file "$TMP/port" \
     --token-file "$TMP/token" $munge_opts --allow 'node[1-3],admin' --max-body 65536 \
-    --lifetime 120 --log "$TMP/server.log" &
+    --timeout 2 --lifetime 120 --log "$TMP/server.log" &
 server_pid=$!
 i=0
 while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
@@ -109,6 +109,49 @@ is "$(./sysquery --db "$TMP/s.db" -n node3 -e cpu --compact | jq -r '.hosts[0].e
    "$evil" "stored verbatim"
 is "$(./sysquery --db "$TMP/s.db" --compact | jq -r '[.hosts[].host] | join(",")')" \
    "$( [ "$have_munge" = yes ] && echo node1,node2,node3 || echo node1,node3)" "no table dropped, no host deleted"
+
+# Raw sockets for what curl will not send: a silent client holding the only
+# connection slot, a garbage request line, an oversized head.
+raw() { # raw PAYLOAD-PYTHON-EXPR HOLD-SECONDS: prints the reply's first line
+    python3 - "$PORT" "$2" <<PY
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall($1)
+time.sleep(float(sys.argv[2]))
+s.settimeout(10)
+data = b""
+try:
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+except OSError:
+    pass
+print(data.split(b"\r\n")[0].decode(), data.split(b"\r\n\r\n", 1)[-1].decode().strip())
+PY
+}
+raw 'b""' 0 >"$TMP/silent" &
+silent=$!
+sleep 0.3
+start=$(date +%s)
+./sysmap --upload "$URL" --token-file "$TMP/token" --root "$FIX" --host node1 -e kernel
+is "$?" 0 "an upload behind a silent client still succeeds"
+check "within the 2 s --timeout (took $(( $(date +%s) - start )) s)" test $(( $(date +%s) - start )) -le 4
+wait $silent
+is "$(cat "$TMP/silent")" 'HTTP/1.1 408 Request Timeout {"error":"timed out reading the request head"}' \
+   "the silent client gets 408"
+is "$(raw 'b"GARBAGE\r\n\r\n"' 0)" 'HTTP/1.1 400 Bad Request {"error":"bad request line \"GARBAGE\""}' \
+   "garbage request line"
+is "$(raw 'b"POST /upload HTTP/1.1\r\nX-Pad: " + b"a" * 20000 + b"\r\n\r\n"' 0)" \
+   'HTTP/1.1 431 Request Header Fields Too Large {"error":"request head longer than 16384 bytes"}' \
+   "oversized request head"
+is "$(raw 'b"POST /upload HTTP/1.1\r\nContent-Length: 12x\r\n\r\n"' 0)" \
+   'HTTP/1.1 400 Bad Request {"error":"bad or repeated Content-Length \"12x\""}' "bad Content-Length"
+is "$(raw 'b"POST /upload HTTP/1.1\r\nAuthorization: Bearer test-token-0123456789abcdef\r\nContent-Length: 100\r\n\r\n{\"host\":"' 0)" \
+   'HTTP/1.1 408 Request Timeout {"error":"timed out after 8 of 100 body bytes"}' "body shorter than Content-Length"
+is "$(raw 'b"POST /upload HTTP/1.1\r\nAuthorization: Bearer test-token-0123456789abcdef\r\n\r\n"' 0)" \
+   'HTTP/1.1 411 Length Required {"error":"Content-Length required"}' "no Content-Length"
 
 is "$(post "http://127.0.0.1:$PORT/health")" '200 {"status":"ok"}' "still serving after the bad requests"
 ./sysmap --upload "$URL" --token-file "$TMP/token" --root "$FIX" --host node1 -e kernel
