@@ -37,10 +37,12 @@ int db_fail(struct sysmap_db *db, int code, char *err, size_t errlen, const char
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
+    /* sqlite's own message only when its last call failed. */
+    int sql = db->sql ? sqlite3_errcode(db->sql) : SQLITE_OK;
+    int failed = sql != SQLITE_OK && sql != SQLITE_ROW && sql != SQLITE_DONE;
     if (err && errlen)
-        snprintf(err, errlen, "%s: %s%s%s", db->path, what,
-                 db->sql && sqlite3_errcode(db->sql) != SQLITE_OK ? ": " : "",
-                 db->sql && sqlite3_errcode(db->sql) != SQLITE_OK ? sqlite3_errmsg(db->sql) : "");
+        snprintf(err, errlen, "%s: %s%s%s", db->path, what, failed ? ": " : "",
+                 failed ? sqlite3_errmsg(db->sql) : "");
     return code;
 }
 

@@ -9,8 +9,6 @@
 #include "hostlist.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,12 +363,35 @@ static char *finish_raw(struct query_run *r, json_t *missing)
     return text;
 }
 
+/* A misspelt -e NAME would otherwise give hosts without values. */
+static int check_extractor_names(struct sysmap_db *db, const struct sysmap_query *q,
+                                 char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    int rc = db_prepare(db, "SELECT 1 FROM extractor WHERE name=?1", &st, err, errlen);
+    for (size_t i = 0; rc == 0 && i < q->nextractors; i++) {
+        sqlite3_bind_text(st, 1, q->extractors[i], -1, SQLITE_STATIC);
+        int step = sqlite3_step(st);
+        if (step == SQLITE_DONE)
+            rc = db_fail(db, -ENOENT, err, errlen, "no host has reported extractor \"%s\"",
+                         q->extractors[i]);
+        else if (step != SQLITE_ROW)
+            rc = db_fail(db, -EIO, err, errlen, "cannot look up extractor %s", q->extractors[i]);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int sysmap_query_json(struct sysmap_db *db, const struct sysmap_query *q,
                       char **out, char *err, size_t errlen)
 {
+    int rc = check_extractor_names(db, q, err, errlen);
+    if (rc)
+        return rc;
     struct query_run r;
     json_t *hosts = json_array(), *missing = json_array();
-    int rc = run_init(&r, db, q, err, errlen);
+    rc = run_init(&r, db, q, err, errlen);
     if (rc == 0 && r.raw)
         sb_str(&r.out, "{\"hosts\":[");
     if (rc == 0)

@@ -57,6 +57,8 @@ is "$($V "$TMP/bad3.json")" \
 # sysquery's own errors.
 out=$(./sysquery --db "$TMP/q.db" -n 'node[1-' 2>&1); rc=$?
 is "$rc:$out" "1:sysquery: hostlist \"node[1-\": position 8: expected a digit, found the end" "bad host list"
+out=$(./sysquery --db "$TMP/q.db" -e storag 2>&1); rc=$?
+is "$rc:$out" "1:sysquery: $TMP/q.db: no host has reported extractor \"storag\"" "misspelt extractor"
 out=$(./sysquery --db "$TMP/q.db" --at yesterday 2>&1); rc=$?
 is "$rc:$out" '2:sysquery: --at "yesterday" is neither seconds since the epoch nor YYYY-MM-DDTHH:MM:SS' "bad --at"
 out=$(./sysquery --db "$TMP/none.db" 2>&1); rc=$?
