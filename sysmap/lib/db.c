@@ -70,7 +70,8 @@ int sysmap_open(const char *path, int mode, struct sysmap_db **out, char *err, s
         goto fail;
     }
     sqlite3_busy_timeout(db->sql, 10000);
-    if (mode == SYSMAP_OPEN_WRITE) {
+    db->writable = mode == SYSMAP_OPEN_WRITE;
+    if (db->writable) {
         /* WAL lets sysquery and the plugin read while the server writes;
          * NORMAL sync is durable across application crashes, which is what
          * a database rebuilt by the next collector run needs. */
@@ -106,6 +107,13 @@ void sysmap_close(struct sysmap_db *db)
         return;
     for (size_t i = 0; i < DB_NSTORE; i++)
         sqlite3_finalize(db->store[i]);
+    /* A WAL database can be read by a user without write access to its
+     * directory only while the writer keeps the -shm file. The last writer
+     * out turns it back into a plain file so the plugin (running as the
+     * Slurm user) can read it between runs; this fails harmlessly while
+     * another connection is open. */
+    if (db->writable)
+        sqlite3_exec(db->sql, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
     sqlite3_close_v2(db->sql);
     free(db);
 }

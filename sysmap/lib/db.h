@@ -21,6 +21,7 @@
 
 struct sysmap_db {
     sqlite3 *sql;
+    int writable;
     sqlite3_stmt *store[DB_NSTORE];   /* prepared once, used by sysmap_store */
     char path[4096];
 };

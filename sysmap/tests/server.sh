@@ -21,7 +21,7 @@ server_pid=
 cleanup() {
     [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
     [ "$have_munge" = yes ] && munged -s --socket="$SOCK" >/dev/null 2>&1
-    rm -rf "$TMP"
+    rm -rf "$TMP" ${RO:+"$RO"}
 }
 trap cleanup EXIT
 
@@ -160,12 +160,31 @@ out=$(./sysmap --upload "$URL" --token-file "$TMP/token" --root "$FIX" --host in
 is "$rc:$out" "1:sysmap: upload to $URL: HTTP 403: {\"error\":\"host intruder is not in the --allow list\"}" \
    "sysmap reports the server's refusal"
 
+# The Slurm plugin reads the database as the Slurm user, without write
+# access to its directory: while the server runs (WAL) and after it stops.
+reader_check() { # reader_check WHAT
+    if [ "$(id -u)" != 0 ]; then
+        ok "# SKIP $1 (needs root to switch to nobody)"
+        return
+    fi
+    rm -rf "$RO"; mkdir -m 755 "$RO"
+    cp ./sysquery "$RO/sysquery"
+    got=$(su nobody -s /bin/sh -c "$RO/sysquery --db $TMP/s.db -n node1 -e kernel" 2>&1 |
+          jq -r '.hosts[0].extractors.kernel.value.release' 2>&1)
+    is "$got" 6.1.0-18-amd64 "$1"
+}
+RO=$(mktemp -d "${TMPDIR:-/tmp}/sysmap-ro.XXXXXX")
+chmod 755 "$TMP" "$RO"
+reader_check "an unprivileged reader reads the database while the server writes"
+
 kill "$server_pid"
 i=0
 while kill -0 "$server_pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 check "server stops on SIGTERM" sh -c "! kill -0 $server_pid 2>/dev/null"
 server_pid=
 check "log says why it stopped" grep -q "stopping on a signal" "$TMP/server.log"
+reader_check "and after the server stopped"
+rm -rf "$RO"
 check "log names the refused requests" grep -q "413: report of 100000 bytes is over the limit" "$TMP/server.log"
 out=$(./sysmap --upload "$URL" --token-file "$TMP/token" --root "$FIX" --host node1 -e kernel 2>&1); rc=$?
 is "$rc:$(echo "$out" | sed 's/Failed to connect.*/Failed to connect/;s/Couldn.t connect.*/Failed to connect/')" \
