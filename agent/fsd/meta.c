@@ -198,9 +198,14 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
     struct fs_record rec;
     uint64_t old_key = 0, old_size = 0;
     int rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, path) : 0;
-    if (rc == 0)
-        rc = get_record(srv, key, klen, &rec);
+    int found = 0;
     if (rc == 0) {
+        rc = get_record(srv, key, klen, &rec);
+        found = rc == 0;
+        if (rc == -ENOENT)
+            rc = 0;
+    }
+    if (rc == 0 && found) {
         if (flags & FS_CREATE_EXCL) {
             rc = -EEXIST;
         } else if (S_ISREG(rec.mode) && (flags & FS_CREATE_TRUNC) && rec.size > 0) {
@@ -212,7 +217,7 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
             if (rc == 0)
                 chunks_truncate(srv, old_key, 0, old_size);
         }
-    } else if (rc == -ENOENT) {
+    } else if (rc == 0) {
         int64_t now = now_ns();
         rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .key = data_key,
                                   .atime_ns = now, .mtime_ns = now, .ctime_ns = now };

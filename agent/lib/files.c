@@ -200,6 +200,23 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, void *buf, size_t count
     return done > 0 ? (ssize_t)done : rc;
 }
 
+/* After a write failed part way (ENOSPC on one server), chunks after the
+ * failed one may still have been written. Beyond the file's end those bytes
+ * must go: they would count against the quota, and show through if the file
+ * later grew over them. */
+static void take_back_tail(adafs *fs, struct open_file *of, uint64_t done_end, uint64_t end)
+{
+    uint64_t size = of->orphan_size;
+    if (!of->orphan) {
+        struct fs_record rec;
+        if (stat_record(fs, of->path, &rec) < 0 || rec.key != of->key)
+            return;
+        size = rec.size;
+    }
+    uint64_t keep = size > done_end ? size : done_end;
+    drop_data(fs, of->key, keep, end, -1);
+}
+
 static ssize_t do_pwrite(adafs *fs, struct open_file *of, const void *buf, size_t count,
                          uint64_t off, int size_reserved)
 {
@@ -244,6 +261,8 @@ static ssize_t do_pwrite(adafs *fs, struct open_file *of, const void *buf, size_
     }
     free(calls);
     free(pc);
+    if (rc < 0)
+        take_back_tail(fs, of, off + done, off + count);
     if (done == 0)
         return rc;
     if (of->orphan) {
