@@ -1,8 +1,8 @@
 /* stage_copy: copying one file, or one piece of a big file.
  *
  * Only data is read and written: holes in the source (SEEK_DATA/SEEK_HOLE)
- * stay holes, and when the source cannot tell (a backend without sparse
- * information) all-zero blocks are not written into a fresh destination.
+ * are neither read nor written, and all-zero blocks are not written into a
+ * fresh destination either (for sources that cannot tell where holes are).
  * The mode and mtime are set only after the data is complete, so a
  * destination with the source's size and mtime is a finished copy. On
  * failure a partial destination this process alone wrote is removed. */
@@ -38,15 +38,12 @@ static int all_zero(const char *p, size_t n)
 }
 
 /* The next data extent [*data, *hole) at or after pos, clipped to end. */
-static int next_extent(struct bfile *src, off_t pos, off_t end, off_t *data, off_t *hole,
-                       int *known)
+static int next_extent(struct bfile *src, off_t pos, off_t end, off_t *data, off_t *hole)
 {
-    *known = 0;
     if (src) {
         off_t d = src->b->ops->seek(src, pos, SEEK_DATA);
         if (d == -ENXIO) {           /* only a hole up to the end of file */
             *data = *hole = end;
-            *known = 1;
             return 0;
         }
         if (d >= 0) {
@@ -55,7 +52,6 @@ static int next_extent(struct bfile *src, off_t pos, off_t end, off_t *data, off
                 return (int)h;
             *data = d < end ? d : end;
             *hole = h < end ? h : end;
-            *known = 1;
             return 0;
         }
         if (d != -EINVAL && d != -EOPNOTSUPP && d != -ENOTSUP && d != -ENOSYS)
@@ -89,8 +85,7 @@ static int copy_range(struct stage_run *run, struct bfile *src, struct bfile *ds
     off_t pos = off;
     while (pos < end) {
         off_t data, hole;
-        int known;
-        int rc = next_extent(src, pos, end, &data, &hole, &known);
+        int rc = next_extent(src, pos, end, &data, &hole);
         if (rc < 0) {
             *what = "find data in source (SEEK_DATA)";
             return rc;
@@ -111,7 +106,9 @@ static int copy_range(struct stage_run *run, struct bfile *src, struct bfile *ds
                 return 0;
             if (h)
                 XXH3_64bits_update(h, buf, (size_t)r);
-            if (known || o < stale_end || !all_zero(buf, (size_t)r)) {
+            /* All-zero blocks over a fresh region stay holes: some file
+             * systems (adafs) answer SEEK_DATA with "all data". */
+            if (o < stale_end || !all_zero(buf, (size_t)r)) {
                 if ((rc = write_full(dst, buf, (size_t)r, o)) < 0) {
                     *what = "write destination";
                     return rc;
@@ -137,8 +134,7 @@ static int verify_range(struct bfile *extents_of, struct bfile *dst_read, off_t 
     int rc = 0;
     for (off_t pos = off; pos < end && rc == 0;) {
         off_t data, hole;
-        int known;
-        if ((rc = next_extent(extents_of, pos, end, &data, &hole, &known)) < 0)
+        if ((rc = next_extent(extents_of, pos, end, &data, &hole)) < 0)
             break;
         for (off_t o = data; o < hole;) {
             size_t n = hole - o < STAGE_BUF_SIZE ? (size_t)(hole - o) : STAGE_BUF_SIZE;
