@@ -1,5 +1,6 @@
-/* block: the node's block devices from /sys/block. */
-#include "extract.h"
+/* block: the node's block devices from /sys/block; NUMA locality from
+ * hwloc's OS devices, or from sysfs for disks hwloc does not list. */
+#include "topology.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -34,6 +35,8 @@ json_t *extract_block(const struct source *src, char *err, size_t errlen)
     char **names = src_list_for(src, "block", "/sys/block", 0, err, errlen);
     if (!names)
         return NULL;
+    struct osdev_numa numa;
+    osdev_numa_load(src, &numa);
     json_t *devices = json_array();
     for (size_t i = 0; names[i]; i++) {
         const char *n = names[i];
@@ -63,9 +66,12 @@ json_t *extract_block(const struct source *src, char *err, size_t errlen)
             json_set_str(d, "scheduler", NULL);
         }
         json_set_file_int(d, "logical_block_size", src, "/sys/block/%s/queue/logical_block_size", n);
-        json_set_numa(d, src, "/sys/block/%s", n);
+        char dir[300];
+        snprintf(dir, sizeof(dir), "/sys/block/%s", n);
+        json_set_device_numa(d, &numa, n, src, dir);
         json_array_append_new(devices, d);
     }
     names_free(names);
+    osdev_numa_free(&numa);
     return json_pack("{so}", "devices", devices);
 }

@@ -1,12 +1,11 @@
 /* cpu: packages, cores, PUs, NUMA nodes with their local memory, and caches,
- * from hwloc. A fixture root holds an XML topology (ROOT/hwloc.xml, as
- * written by `lstopo FILE.xml`), since hwloc's own sysfs reader wants far
- * more of /sys than a fixture tree should carry. */
-#include "extract.h"
+ * from hwloc (topology.c: the system, or an XML file in a fixture root,
+ * since hwloc's own sysfs reader wants far more of /sys than a fixture tree
+ * should carry). */
+#include "topology.h"
 
 #include <errno.h>
 #include <hwloc.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,29 +52,9 @@ static json_t *numa_json(hwloc_topology_t topo)
 
 json_t *extract_cpu(const struct source *src, char *err, size_t errlen)
 {
-    char xml[PATH_MAX];
-    const char *xml_path = src->hwloc_xml;
-    if (!xml_path && strcmp(src->root, "/") != 0) {
-        src_path(src, xml, sizeof(xml), "/hwloc.xml");
-        xml_path = xml;
-    }
     hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) < 0) {
-        snprintf(err, errlen, "cpu: hwloc_topology_init: %s", strerror(errno));
+    if (topo_load(src, 0, "cpu", &topo, err, errlen) < 0)
         return NULL;
-    }
-    if (xml_path && hwloc_topology_set_xml(topo, xml_path) < 0) {
-        snprintf(err, errlen, "cpu: cannot use hwloc XML topology %s: %s", xml_path,
-                 strerror(errno));
-        hwloc_topology_destroy(topo);
-        return NULL;
-    }
-    if (hwloc_topology_load(topo) < 0) {
-        snprintf(err, errlen, "cpu: cannot load the hwloc topology%s%s: %s",
-                 xml_path ? " from " : "", xml_path ? xml_path : "", strerror(errno));
-        hwloc_topology_destroy(topo);
-        return NULL;
-    }
     json_t *cpu = json_object();
     hwloc_obj_t root = hwloc_get_root_obj(topo), pkg = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PACKAGE, 0);
     json_set_str(cpu, "model", pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : NULL);

@@ -1,6 +1,6 @@
 /* ib: InfiniBand HCAs and their ports from /sys/class/infiniband. Works on
  * every node without libibnetdisc; the fabric extractor does the rest. */
-#include "extract.h"
+#include "topology.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -49,6 +49,8 @@ json_t *extract_ib(const struct source *src, char *err, size_t errlen)
     char **hcas = src_list_for(src, "ib", "/sys/class/infiniband", 1, err, errlen);
     if (!hcas)
         return NULL;
+    struct osdev_numa numa;
+    osdev_numa_load(src, &numa);
     json_t *list = json_array();
     for (size_t i = 0; hcas[i]; i++) {
         const char *h = hcas[i];
@@ -57,7 +59,9 @@ json_t *extract_ib(const struct source *src, char *err, size_t errlen)
         json_set_file_str(o, "node_guid", src, "/sys/class/infiniband/%s/node_guid", h);
         json_set_file_str(o, "fw_ver", src, "/sys/class/infiniband/%s/fw_ver", h);
         json_set_file_str(o, "board_id", src, "/sys/class/infiniband/%s/board_id", h);
-        json_set_numa(o, src, "/sys/class/infiniband/%s/device", h);
+        char dir[300];
+        snprintf(dir, sizeof(dir), "/sys/class/infiniband/%s/device", h);
+        json_set_device_numa(o, &numa, h, src, dir);
         json_t *ports = json_array();
         char **pnames = src_list(src, "/sys/class/infiniband/%s/ports", h);
         for (size_t j = 0; pnames && pnames[j]; j++)
@@ -67,5 +71,6 @@ json_t *extract_ib(const struct source *src, char *err, size_t errlen)
         json_array_append_new(list, o);
     }
     names_free(hcas);
+    osdev_numa_free(&numa);
     return json_pack("{so}", "hcas", list);
 }

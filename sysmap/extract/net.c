@@ -1,5 +1,6 @@
-/* net: network interfaces from /sys/class/net. */
-#include "extract.h"
+/* net: network interfaces from /sys/class/net; NUMA locality from hwloc's
+ * OS devices, or from sysfs for interfaces hwloc does not list. */
+#include "topology.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -26,6 +27,8 @@ json_t *extract_net(const struct source *src, char *err, size_t errlen)
     char **names = src_list_for(src, "net", "/sys/class/net", 0, err, errlen);
     if (!names)
         return NULL;
+    struct osdev_numa numa;
+    osdev_numa_load(src, &numa);
     json_t *ifaces = json_array();
     for (size_t i = 0; names[i]; i++) {
         const char *n = names[i];
@@ -42,8 +45,9 @@ json_t *extract_net(const struct source *src, char *err, size_t errlen)
         json_object_set_new(d, "speed_mbps",
                             src_read_ll(src, &speed, "/sys/class/net/%s/speed", n) == 0 && speed > 0
                             ? json_integer(speed) : json_null());
-        char path[PATH_MAX], real[PATH_MAX];
-        json_set_numa(d, src, "/sys/class/net/%s/device", n);
+        char dir[300], path[PATH_MAX], real[PATH_MAX];
+        snprintf(dir, sizeof(dir), "/sys/class/net/%s/device", n);
+        json_set_device_numa(d, &numa, n, src, dir);
         const char *dev = NULL;
         if (src_path(src, path, sizeof(path), "/sys/class/net/%s/device", n) == 0 &&
             realpath(path, real))
@@ -52,5 +56,6 @@ json_t *extract_net(const struct source *src, char *err, size_t errlen)
         json_array_append_new(ifaces, d);
     }
     names_free(names);
+    osdev_numa_free(&numa);
     return json_pack("{so}", "interfaces", ifaces);
 }

@@ -19,7 +19,8 @@ is "$(run cpu '.caches[] | select(.level == 3) | "\(.size_bytes) x\(.count)"')" 
 dev() { run block ".devices[] | select(.name == \"$1\") | $2"; }
 is "$(dev nvme0n1 '"\(.rotational) \(.numa_node) \(.size_bytes) \(.scheduler)"')" \
    "false 0 3840755982336 none" "block: nvme0n1 SSD on NUMA 0, size in bytes, scheduler"
-is "$(dev nvme1n1 .numa_node)" 1 "block: nvme1n1 on NUMA node 1"
+is "$(dev nvme1n1 .numa_node)" 1 "block: nvme1n1 on NUMA node 1 (from hwloc's OS device; sysfs says -1)"
+is "$(dev sdc .numa_node)" 0 "block: sdc on NUMA node 0 (hwloc does not list it: from sysfs)"
 is "$(dev nvme0n1 .model)" "SAMSUNG MZQL23T8HCLS-00A07" "block: NVMe model via the controller"
 is "$(dev sdb '"\(.rotational) \(.model) \(.transport) \(.scheduler)"')" \
    "true ST8000NM000A scsi mq-deadline" "block: SATA HDD is rotational"
@@ -39,6 +40,7 @@ is "$(run storage '[.mounts[] | select(.fstype == "proc" or .fstype == "sysfs")]
 
 is "$(run pci '[.devices[].address] | join(",")')" \
    "0000:00:02.0,0000:00:03.0,0000:00:17.0,0000:80:02.0,0000:80:03.0" "pci: five devices"
+is "$(run pci '.devices[] | select(.address == "0000:80:02.0") | .numa_node')" null "pci: numa_node -1 is null"
 is "$(run pci '.devices[] | select(.address == "0000:80:03.0") | "\(.class) \(.vendor) \(.numa_node)"')" \
    "0x020700 0x15b3 1" "pci: HCA class, vendor, NUMA node"
 

@@ -5,7 +5,8 @@
 #   NUMA node 1; SATA: sda SSD (/, /boot/efi), sdb HDD (/data and a mount
 #   point with a space), sdc SSD mounted read-only; tmpfs /dev/shm and /tmp;
 #   Lustre /lustre and NFS /home; eth0 on NUMA 0, ib0 and HCA mlx5_0 on
-#   NUMA 1; two packages with one NUMA node each (hwloc XML from lstopo).
+#   NUMA 1; two packages with one NUMA node each (hwloc XML from lstopo,
+#   with the NVMe disks, eth0, ib0 and mlx5_0 added as hwloc OS devices).
 # The tree is made at test time because sysfs is symlinks, which a
 # distribution tarball (tar -h) would flatten.
 set -e
@@ -81,6 +82,9 @@ nvme() { # nvme BUS ADDR CTRL DISK NUMA SECTORS
 nvme pci0000:00 0000:00:02.0 nvme0 nvme0n1 0 7501476528
 nvme pci0000:80 0000:80:02.0 nvme1 nvme1n1 1 3750738264
 w $D/pci0000:00/0000:00:02.0/nvme/nvme0/nvme0n1/nvme0n1p1/partition 1
+# sysfs does not know nvme1's node (-1, as when firmware gives no _PXM);
+# hwloc.xml places it in package 1, so its NUMA node comes from hwloc.
+w $D/pci0000:80/0000:80:02.0/numa_node -1
 w $D/pci0000:00/0000:00:02.0/nvme/nvme0/nvme0n1/nvme0n1p1/size 7501474480
 
 # SATA: AHCI function -> ataN/hostN/targetN:0:0/N:0:0:0 (SCSI device with model) -> block/sdX.
