@@ -12,7 +12,9 @@
  * burst buffer should live (sysmap_deploy_view) and how much the nodes of a
  * host list can hold together (sysmap_capacity). sysquery is a thin command
  * line over sysmap_query_json. Functions return 0 or a negative errno and
- * write a one-line message into err. */
+ * write a one-line message into err. A handle is used by one thread at a
+ * time (opened without sqlite's mutexes): give each thread its own, or
+ * serialise the calls. */
 #ifndef ADAFS_SYSMAP_H
 #define ADAFS_SYSMAP_H
 
