@@ -9,7 +9,7 @@ const char *const feature_names[NFEAT] = {
     "n_hist", "same_n", "same_last", "same_med3", "same_med5", "same_min5",
     "same_max5", "same_limit", "req_n", "req_med5", "exe_med3", "last1",
     "last2", "ratio_med5", "ratio_max5", "ratio_mean", "limit10", "fail5",
-    "since_end", "req_rel",
+    "since_end", "req_rel", "same_wmed", "req_wmed",
 };
 
 int hit_limit(int64_t run, int64_t req)
@@ -29,6 +29,30 @@ static float median(float *v, int n)
         return -1;
     qsort(v, (size_t)n, sizeof(*v), cmp_float);
     return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Weighted median of v[0..n) with weights w (both permuted in place). */
+static float weighted_median(float *v, float *w, int n)
+{
+    if (n == 0)
+        return -1;
+    for (int i = 1; i < n; i++)         /* insertion sort: n <= HIST_LEN */
+        for (int k = i; k > 0 && v[k - 1] > v[k]; k--) {
+            float tv = v[k], tw = w[k];
+            v[k] = v[k - 1];
+            w[k] = w[k - 1];
+            v[k - 1] = tv;
+            w[k - 1] = tw;
+        }
+    float total = 0, acc = 0;
+    for (int i = 0; i < n; i++)
+        total += w[i];
+    for (int i = 0; i < n; i++) {
+        acc += w[i];
+        if (acc >= 0.5f * total)
+            return v[i];
+    }
+    return v[n - 1];
 }
 
 static float log2_or_unknown(int64_t v)
@@ -66,9 +90,11 @@ float features_compute(const struct user_hist *u, const struct walltime_job *job
     f[F_NHIST] = (float)n;
 
     float same[HIST_LEN], byreq[HIST_LEN], exe[HIST_LEN], own[HIST_LEN], tmp[HIST_LEN];
+    float same_w[HIST_LEN], req_w[HIST_LEN], same_v[HIST_LEN], req_v[HIST_LEN];
     int ns = 0, nr = 0, ne = 0, same_limit = 0, limit10 = 0, fail5 = 0;
     double ratio_sum = 0, req_log_sum = 0;
-    for (int i = 0; i < n; i++) {
+    float weight = 1;                    /* RECENCY_DECAY ^ age among all jobs */
+    for (int i = 0; i < n; i++, weight *= RECENCY_DECAY) {
         const struct hist_entry *e = h[i];
         own[i] = (float)e->run / (float)e->req;
         ratio_sum += own[i] > 1 ? 1 : own[i];
@@ -78,10 +104,14 @@ float features_compute(const struct user_hist *u, const struct walltime_job *job
         if (i < 5)
             fail5 += e->status == 0;
         if (e->req == req) {
+            req_w[nr] = weight;
+            req_v[nr] = rel(e->run, req);
             byreq[nr++] = rel(e->run, req);
             if (e->procs == job->procs) {
                 if (ns < 10)
                     same_limit += hit_limit(e->run, e->req);
+                same_w[ns] = weight;
+                same_v[ns] = rel(e->run, req);
                 same[ns++] = rel(e->run, req);
             }
         }
@@ -111,15 +141,18 @@ float features_compute(const struct user_hist *u, const struct walltime_job *job
     f[F_FAIL5] = n ? (float)fail5 / (float)(n < 5 ? n : 5) : -1;
     f[F_SINCE_END] = n ? (float)log2(1.0 + (double)(t - h[0]->end)) : -1;
     f[F_REQ_REL] = n ? (float)(log2((double)req) - req_log_sum / n) : 0;
+    f[F_SAME_WMED] = weighted_median(same_v, same_w, ns);
+    f[F_REQ_WMED] = weighted_median(req_v, req_w, nr);
 
     return features_baseline(f);
 }
 
 float features_baseline(const float f[NFEAT])
 {
-    /* The recent runs of the most similar jobs, else of any job. */
-    float r = f[F_SAME_MED5] >= 0 ? f[F_SAME_MED5]
-            : f[F_REQ_MED5] >= 0 ? f[F_REQ_MED5]
+    /* The recency-weighted median run of the user's jobs with the same
+     * request and size, else the same request, else any job. */
+    float r = f[F_SAME_WMED] >= 0 ? f[F_SAME_WMED]
+            : f[F_REQ_WMED] >= 0 ? f[F_REQ_WMED]
             : f[F_RATIO_MED5] >= 0 ? f[F_RATIO_MED5] : BASELINE_NEW_USER;
     return r > 1 ? 1 : r;
 }

@@ -16,10 +16,12 @@ enum {
     F_NHIST, F_SAME_N, F_SAME_LAST, F_SAME_MED3, F_SAME_MED5, F_SAME_MIN5,
     F_SAME_MAX5, F_SAME_LIMIT, F_REQ_N, F_REQ_MED5, F_EXE_MED3, F_LAST1,
     F_LAST2, F_RATIO_MED5, F_RATIO_MAX5, F_RATIO_MEAN, F_LIMIT10, F_FAIL5,
-    F_SINCE_END, F_REQ_REL,
+    F_SINCE_END, F_REQ_REL, F_SAME_WMED, F_REQ_WMED,
     NFEAT
 };
 
+/* Per-job decay of the recency weights in the weighted medians. */
+#define RECENCY_DECAY 0.92f
 /* Ratio guessed for a user without history. */
 #define BASELINE_NEW_USER 0.3f
 

@@ -19,12 +19,12 @@
 
 void walltime_params_default(struct walltime_params *p)
 {
-    p->trees = 30;
-    p->depth = 4;
-    p->learning_rate = 0.15;
-    p->min_leaf = 100;
+    p->trees = 50;
+    p->depth = 3;
+    p->learning_rate = 0.1;
+    p->min_leaf = 500;
     p->quantile = 0.97;
-    p->target_miss = 0.01;
+    p->target_miss = 0.02;
     p->max_train = 30000;
     p->retrain_every = 1000;
     p->auto_retrain = 0;

@@ -20,7 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_TOKENS (3 + NFEAT + 2)
+/* The longest line is "roots" with one index per tree. */
+#define MAX_TREES 1000
+#define MAX_TOKENS (MAX_TREES + 1)
 
 static int save_ensemble(FILE *f, const char *name, const struct gbdt *g)
 {
@@ -174,7 +176,7 @@ static int load_ensemble(struct reader *r, const char *name, struct gbdt *g)
         snprintf(r->err, r->errlen, "%s:%ld: expected ensemble '%s'", r->path, r->lineno, name);
         return -1;
     }
-    if (num(r, 2, &base) < 0 || integer(r, 3, 0, 100000, &nt) < 0 ||
+    if (num(r, 2, &base) < 0 || integer(r, 3, 0, MAX_TREES, &nt) < 0 ||
         integer(r, 4, 0, 100000000, &nn) < 0)
         return -1;
     g->base = (float)base;
@@ -224,7 +226,7 @@ static int load_body(struct reader *r, struct walltime_model **out)
                  r->path, r->tok[1]);
         return -1;
     }
-    if (next(r, "params", 10) < 0 || integer(r, 1, 1, 100000, &v[0]) < 0 ||
+    if (next(r, "params", 10) < 0 || integer(r, 1, 1, MAX_TREES, &v[0]) < 0 ||
         integer(r, 2, 1, 30, &v[1]) < 0 || num(r, 3, &d[0]) < 0 ||
         integer(r, 4, 1, 1000000, &v[2]) < 0 || num(r, 5, &d[1]) < 0 ||
         num(r, 6, &d[2]) < 0 || integer(r, 7, 1, 100000000, &v[3]) < 0 ||

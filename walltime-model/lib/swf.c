@@ -68,7 +68,7 @@ int walltime_parse_swf_line(const char *line, struct walltime_job *job,
                      swf_names[i], v[i]);
             return -1;
         }
-    if (v[8] <= 0 && v[8] != -1) {
+    if (v[8] != -1 && llround(v[8]) <= 0) {
         snprintf(err, errlen, "field 9 (requested time) must be > 0 or -1: %g", v[8]);
         return -1;
     }

@@ -92,7 +92,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'J': o->json = 1; break;
         case 'u': o->update = 1; break;
         case 'S': o->simulate = optarg; break;
-        case 1: if (parse_number(name, optarg, 1, 10000, &v)) return -1; p->trees = (int)v; break;
+        case 1: if (parse_number(name, optarg, 1, 1000, &v)) return -1; p->trees = (int)v; break;
         case 2: if (parse_number(name, optarg, 1, 20, &v)) return -1; p->depth = (int)v; break;
         case 3: if (parse_number(name, optarg, 1e-4, 1, &v)) return -1; p->learning_rate = v; break;
         case 4: if (parse_number(name, optarg, 1, 1e6, &v)) return -1; p->min_leaf = (int)v; break;

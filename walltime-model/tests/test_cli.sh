@@ -83,7 +83,7 @@ check "missing trace file named with errno" \
     '[ $? -eq 1 ] && grep -q "cannot open trace $tmp/none.swf: No such file or directory" "$tmp/err"'
 "$W" evaluate --swf "$tmp/t.swf" --trees 0 2> "$tmp/err"
 check "out-of-range tuning value refused" \
-    '[ $? -eq 2 ] && grep -q "trees must be a number in \[1, 10000\], not '"'0'"'" "$tmp/err"'
+    '[ $? -eq 2 ] && grep -q "trees must be a number in \[1, 1000\], not '"'0'"'" "$tmp/err"'
 "$W" train --swf "$tmp/t.swf" 2> "$tmp/err"
 check "train without --model is a usage error" '[ $? -eq 2 ] && grep -q "train needs --model OUT" "$tmp/err"'
 "$W" predict --model "$tmp/none.model" --job '{}' 2> "$tmp/err"

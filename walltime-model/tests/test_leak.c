@@ -109,8 +109,23 @@ static void model_is_leak_free(void)
     }
     walltime_train(with, err, sizeof(err));
     walltime_train(without, err, sizeof(err));
-    struct walltime_job probe = synth_job(1000, 40000, 2, &seed);
-    struct walltime_job late = probe;       /* submitted before, ends after probe's submit */
+    /* The probe's user has one long job in the past... */
+    struct walltime_job probe;
+    walltime_job_init(&probe);
+    probe.job_id = 1000;
+    probe.uid = 42;
+    probe.procs = 8;
+    probe.req_time = 3600;
+    probe.submit_time = 40000;
+    struct walltime_job old = probe;
+    old.job_id = 997;
+    old.submit_time = 1000;
+    old.wait_time = 0;
+    old.run_time = 1000;
+    walltime_observe_finished(with, &old, err, sizeof(err));
+    walltime_observe_finished(without, &old, err, sizeof(err));
+    /* ...and a short one submitted just before the probe. */
+    struct walltime_job late = probe;
     late.job_id = 999;
     late.submit_time = probe.submit_time - 10;
     late.wait_time = 0;

@@ -32,6 +32,9 @@ static void swf(void)
     tap_is_str(err, "field 2 (submit time) is negative: -5", "swf: negative submit rejected");
     walltime_parse_swf_line("1 5 0 10 1 -1 -1 1 0 -1 1 1 1 -1 -1 -1 -1 -1", &j, err, sizeof(err));
     tap_is_str(err, "field 9 (requested time) must be > 0 or -1: 0", "swf: zero request rejected");
+    walltime_parse_swf_line("1 5 0 10 1 -1 -1 1 .34 -1 1 1 1 -1 -1 -1 -1 -1", &j, err, sizeof(err));
+    tap_is_str(err, "field 9 (requested time) must be > 0 or -1: 0.34",
+               "swf: request rounding to 0 s rejected (found by the fuzzer)");
     walltime_parse_swf_line("1 5 -3 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1", &j, err, sizeof(err));
     tap_is_str(err, "field 3 (wait time) is negative: -3", "swf: negative wait rejected");
     walltime_parse_swf_line("1 5 0 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1 9", &j, err, sizeof(err));
