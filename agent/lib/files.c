@@ -186,8 +186,13 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, void *buf, size_t count
             if (c->status < 0) {
                 rc = c->status;
             } else {
-                /* Short: a hole or a chunk not written yet. */
-                memset((char *)c->dest + c->resp_len, 0, pc[i].len - c->resp_len);
+                /* Short: a hole or a chunk not written yet. Zeros up to the
+                 * end of the file, not beyond: the caller's buffer past
+                 * what read returns is not ours to write. */
+                size_t got_end = pc[i].buf_off + c->resp_len;
+                size_t fill_end = pc[i].buf_off + pc[i].len < want ? pc[i].buf_off + pc[i].len : want;
+                if (got_end < fill_end)
+                    memset((char *)buf + got_end, 0, fill_end - got_end);
                 done += pc[i].len;
             }
         }

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 static const char *ctl(void)
@@ -91,4 +93,26 @@ double fstest_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int fstest_stop_process(int pid)
+{
+    if (pid <= 0 || kill(pid, SIGSTOP) < 0)
+        return -1;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    for (int i = 0; i < 200; i++) {
+        char buf[512] = "";
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(buf, sizeof(buf), f))
+                buf[0] = '\0';
+            fclose(f);
+        }
+        const char *state = strrchr(buf, ')');
+        if (state && state[1] == ' ' && state[2] == 'T')
+            return 0;
+        usleep(10000);
+    }
+    return -1;
 }

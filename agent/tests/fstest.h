@@ -21,6 +21,9 @@ void fstest_stop(struct fstest *t);
 int fstest_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The pid of server i of an instance started by fstest_start. */
 int fstest_server_pid(const struct fstest *t, int index);
+/* Stops (SIGSTOP) a process and returns once the kernel shows it stopped
+ * (kill() returns before every thread has stopped). 0, or -1 after 2 s. */
+int fstest_stop_process(int pid);
 /* Deterministic pseudo-random bytes. */
 void fstest_fill(void *buf, size_t len, unsigned seed);
 double fstest_now(void);
