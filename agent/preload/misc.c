@@ -13,12 +13,18 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 PL_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     int lfd;
-    if ((flags & MAP_ANONYMOUS) || !PL_ADAFS_FD(fd, lfd))
+    /* Anonymous mappings go straight to the kernel: allocators (ASan's
+     * among them) map memory before anything, this library included, is
+     * initialised. */
+    if (flags & MAP_ANONYMOUS)
+        return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off); /* -1 is MAP_FAILED */
+    if (!PL_ADAFS_FD(fd, lfd))
         return real.mmap(addr, len, prot, flags, fd, off);
     errno = ENODEV; /* mmap(2): "the file system does not support memory mapping" */
     return MAP_FAILED;

@@ -41,6 +41,8 @@ fi
 TAP_N=0
 ok() { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N - $*"; }
 not_ok() { TAP_N=$((TAP_N + 1)); echo "not ok $TAP_N - $*"; }
+# skip DESCRIPTION REASON
+skip() { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N - $1 # SKIP $2"; }
 
 # check DESCRIPTION COMMAND...: one TAP line; the output of a failing
 # command is shown as TAP comments.

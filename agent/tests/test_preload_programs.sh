@@ -49,11 +49,18 @@ suite() {
     same "$n servers: cat of files across chunk boundaries" "$WORK/exp" "$WORK/got"
 
     # dd writing into adafs with several block sizes, seeks and notrunc
+    # (dd asks aligned_alloc for a page-aligned buffer of any size, which
+    # glibc grants and the ASan runtime refuses)
     i=0
+    [ -n "${ADAFS_TEST_ASAN_RT:-}" ] && dd_skip=yes || dd_skip=
     for spec in "bs=1k count=100" "bs=64k count=3 seek=2 conv=notrunc" \
                 "bs=7000 count=5 seek=3 conv=notrunc" "bs=1M count=1 seek=1" \
                 "bs=4096 skip=100 count=10 seek=500 conv=notrunc"; do
         i=$((i + 1))
+        if [ -n "$dd_skip" ]; then
+            skip "$n servers: dd $spec" "dd cannot run under the ASan runtime"
+            continue
+        fi
         # shellcheck disable=SC2086 # spec is a list of dd operands
         dd if="$SRC/big" of="$L/dd" $spec status=none
         # shellcheck disable=SC2086
@@ -96,10 +103,13 @@ suite() {
     same "$n servers: find -name -type -size" "$WORK/exp" "$WORK/got"
 
     # rm -r removes the whole tree and nothing else
+    pl ls "$MNT" | grep -vx untar >"$WORK/exp"
     pl rm -r "$MNT/untar"
-    printf 'dd\ndeep\ntree\n' >"$WORK/exp"
     pl ls "$MNT" >"$WORK/got"
-    same "$n servers: rm -r removes the tree" "$WORK/exp" "$WORK/got"
+    if pl test -e "$MNT/untar"; then
+        echo "untar still exists" >>"$WORK/got"
+    fi
+    same "$n servers: rm -r removes the tree and nothing else" "$WORK/exp" "$WORK/got"
 
     # python3: file I/O, os.walk, os.fwalk, scandir, shutil copytree/rmtree
     "$PYTHON" "$FIXTURES/preload_walk.py" "$L/py" >"$WORK/exp" 2>&1
@@ -136,6 +146,20 @@ suite() {
     pl sh -c "cd '$MNT/tree/files' && cat f65537" >"$WORK/got"
     same "$n servers: cd into adafs, then a relative path in a child" \
         "$SRC/files/f65537" "$WORK/got"
+
+    # bash builtins and stdio-based programs writing to a redirected
+    # standard output, and reading a redirected standard input
+    pl bash -c "echo builtin > '$MNT/std'; printf '%s\n' x y >> '$MNT/std'; \
+        sed 's/[0-9]/#/g' '$SRC/many/s42.txt' >> '$MNT/std'; awk 'END { print NR }' \
+        < '$SRC/big' >> '$MNT/std'"
+    { echo builtin; printf '%s\n' x y; sed 's/[0-9]/#/g' "$SRC/many/s42.txt"
+      awk 'END { print NR }' <"$SRC/big"; } >"$WORK/exp"
+    pl cat "$MNT/std" >"$WORK/got"
+    same "$n servers: bash builtins, sed and awk write to a redirected stdout" \
+        "$WORK/exp" "$WORK/got"
+    wc -c <"$SRC/big" >"$WORK/exp"
+    pl sh -c "wc -c < '$MNT/tree/big'" >"$WORK/got"
+    same "$n servers: a program reads a redirected stdin with stdio" "$WORK/exp" "$WORK/got"
 
     # exec with an emptied environment still sees the mount
     pl env -i /bin/cat "$MNT/tree/files/f4095" >"$WORK/got"
