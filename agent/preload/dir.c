@@ -3,6 +3,7 @@
  * opendir()/fdopendir() on adafs return a DIR* that is really our own
  * struct pl_dir; readdir, closedir, dirfd, rewinddir, telldir and seekdir
  * recognise it through a small registry and pass any other DIR* to glibc.
+ * scandir() is answered here too (glibc's uses its internal opendir).
  * A directory stream holds an adafs descriptor (so dirfd() works for
  * openat, fstat and fchdir, as find and rm use them) and a library
  * listing snapshot. "." and ".." come first, as from a kernel file system
@@ -10,6 +11,7 @@
  * entries, 2 + n is the library's position n. */
 #include "preload.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +262,85 @@ PL_EXPORT void seekdir(DIR *dirp, long pos)
         return;
     }
     listing_seek(&d->l, pos);
+}
+
+/* ---- scandir ---- */
+
+typedef int (*scandir_filter)(const struct dirent *);
+typedef int (*scandir_compar)(const struct dirent **, const struct dirent **);
+
+/* qsort's comparator type differs from scandir's: call through this. */
+static __thread scandir_compar current_compar;
+
+static int compar_entries(const void *a, const void *b)
+{
+    return current_compar((const struct dirent **)a, (const struct dirent **)b);
+}
+
+static int scandir_common(const char *path, struct dirent ***namelist,
+                          scandir_filter filter, scandir_compar compar)
+{
+    struct pathres r;
+    if (!pl_active())
+        return real.scandir(path, namelist, filter, compar);
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.scandir(r.kpath, namelist, filter, compar));
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    struct dirent **list = NULL, *e;
+    size_t n = 0, cap = 0;
+    int err = 0;
+    errno = 0;
+    while ((e = readdir(d))) {
+        if (filter && !filter(e))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 32;
+            struct dirent **grown = realloc(list, cap * sizeof *grown);
+            if (!grown) {
+                err = ENOMEM;
+                break;
+            }
+            list = grown;
+        }
+        if (!(list[n] = malloc(sizeof *e))) {
+            err = ENOMEM;
+            break;
+        }
+        memcpy(list[n++], e, sizeof *e);
+        errno = 0;
+    }
+    if (!err)
+        err = errno;
+    closedir(d);
+    if (err || n > INT_MAX) {
+        while (n > 0)
+            free(list[--n]);
+        free(list);
+        errno = err ? err : EOVERFLOW;
+        return -1;
+    }
+    if (compar && n > 1) {
+        current_compar = compar;
+        qsort(list, n, sizeof *list, compar_entries);
+    }
+    *namelist = list;
+    return (int)n;
+}
+
+PL_EXPORT int scandir(const char *path, struct dirent ***namelist, scandir_filter filter,
+                      scandir_compar compar)
+{
+    return scandir_common(path, namelist, filter, compar);
+}
+
+PL_EXPORT int scandir64(const char *path, struct dirent64 ***namelist,
+                        int (*filter)(const struct dirent64 *),
+                        int (*compar)(const struct dirent64 **, const struct dirent64 **))
+{
+    /* struct dirent64 is struct dirent on LP64 (asserted above) */
+    return scandir_common(path, (struct dirent ***)namelist, (scandir_filter)(void (*)(void))filter,
+                          (scandir_compar)(void (*)(void))compar);
 }
 
 /* ---- getdents64 on an adafs directory descriptor ---- */

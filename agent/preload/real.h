@@ -64,6 +64,8 @@
     X(long, telldir, (DIR *)) \
     X(void, seekdir, (DIR *, long)) \
     X(ssize_t, getdents64, (int, void *, size_t)) \
+    X(int, scandir, (const char *, struct dirent ***, int (*)(const struct dirent *), \
+                     int (*)(const struct dirent **, const struct dirent **))) \
     X(int, truncate, (const char *, off_t)) \
     X(int, ftruncate, (int, off_t)) \
     X(int, fsync, (int)) \

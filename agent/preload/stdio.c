@@ -93,11 +93,27 @@ static int cookie_seek(void *c, off64_t *pos, int whence)
     return 0;
 }
 
+static FILE *glibc_std[3]; /* glibc's own stream while ours replaces it */
+
+static FILE **std_variable(int fd)
+{
+    return fd == 0 ? &stdin : fd == 1 ? &stdout : &stderr;
+}
+
 static int cookie_close(void *c)
 {
     struct pl_file *f = c;
     ptrmap_get(&pl_file_streams, f->fp, true);
-    int rc = f->owns_fd ? close(f->fd) : 0;
+    bool close_fd = f->owns_fd;
+    if (!f->owns_fd && glibc_std[f->fd] && *std_variable(f->fd) == f->fp) {
+        /* The program itself closes stdin/stdout/stderr: as with glibc's
+         * stream, the descriptor goes too, and the variable must not be
+         * left pointing at freed memory. */
+        *std_variable(f->fd) = glibc_std[f->fd];
+        glibc_std[f->fd] = NULL;
+        close_fd = true;
+    }
+    int rc = close_fd ? close(f->fd) : 0;
     free(f);
     return rc;
 }
@@ -251,13 +267,6 @@ PL_EXPORT int fileno_unlocked(FILE *stream)
 }
 
 /* ---- standard streams ---- */
-
-static FILE *glibc_std[3]; /* glibc's own stream while ours replaces it */
-
-static FILE **std_variable(int fd)
-{
-    return fd == 0 ? &stdin : fd == 1 ? &stdout : &stderr;
-}
 
 void pl_std_attach(int fd)
 {

@@ -167,6 +167,34 @@ static void test_descriptors(void)
     is_err(read(12345, back, 1), EBADF, "read on a descriptor nobody opened: EBADF");
 }
 
+/* The entry points programs reach through other names: 64-bit, fortified
+ * and pre-2.33 stat, each checked to reach adafs. */
+int __open_2(const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+int __xstat(int ver, const char *path, struct stat *st);
+int __fxstat64(int ver, int fd, struct stat64 *st);
+int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags);
+
+static void test_entry_points(void)
+{
+    struct stat st;
+    struct stat64 st64;
+    int fd = open64(in_mnt("data"), O_RDONLY);
+    tap_ok(fd >= 0 && fstat64(fd, &st64) == 0 && st64.st_size == 1000, "open64 and fstat64");
+    close(fd);
+    fd = __open_2(in_mnt("data"), O_RDONLY);
+    tap_ok(fd >= 0 && __fxstat64(1, fd, &st64) == 0 && st64.st_size == 1000,
+           "__open_2 and __fxstat64");
+    close(fd);
+    fd = __openat64_2(AT_FDCWD, in_mnt("data"), O_RDONLY);
+    tap_ok(fd >= 0 && close(fd) == 0, "__openat64_2");
+    tap_ok(__xstat(1, in_mnt("data"), &st) == 0 && st.st_size == 1000, "__xstat");
+    tap_ok(__fxstatat(1, AT_FDCWD, in_mnt("data"), &st, 0) == 0 && st.st_size == 1000,
+           "__fxstatat");
+    tap_ok(lstat64(in_mnt("data"), &st64) == 0 && st64.st_size == 1000, "lstat64");
+    is_err(__xstat(1, in_mnt("none"), &st), ENOENT, "__xstat of nothing: ENOENT");
+}
+
 static void test_refusals(void)
 {
     is_err(link(in_mnt("data"), in_mnt("hard")), EPERM, "link inside adafs: EPERM");
@@ -206,8 +234,8 @@ static void test_namespace(void)
     tap_is_int(rename(in_mnt("dir/f"), in_mnt("dir/g")), 0, "rename a file");
     tap_ok(stat(in_mnt("dir/f"), &st) == -1 && stat(in_mnt("dir/g"), &st) == 0,
            "rename moved it");
-    tap_is_int(renameat2(AT_FDCWD, in_mnt("data"), AT_FDCWD, in_mnt("dir/g"), RENAME_NOREPLACE),
-               -1, "RENAME_NOREPLACE onto an existing file fails");
+    is_err(renameat2(AT_FDCWD, in_mnt("data"), AT_FDCWD, in_mnt("dir/g"), RENAME_NOREPLACE),
+           EEXIST, "RENAME_NOREPLACE onto an existing file: EEXIST");
     tap_is_int(truncate(in_mnt("dir/g"), 70000), 0, "truncate to grow");
     tap_ok(stat(in_mnt("dir/g"), &st) == 0 && st.st_size == 70000, "truncate size");
     tap_is_int(chmod(in_mnt("dir/g"), 0640), 0, "chmod");
@@ -323,6 +351,15 @@ static void test_dirs(void)
     tap_is_int(closedir(d), 0, "closedir");
     is_null_err(opendir(in_mnt("dir/g")), ENOTDIR, "opendir of a file: ENOTDIR");
     is_null_err(opendir(in_mnt("nothing")), ENOENT, "opendir of nothing: ENOENT");
+
+    struct dirent **names;
+    int n_names = scandir(in_mnt("dir"), &names, NULL, alphasort);
+    tap_ok(n_names == 5 && !strcmp(names[0]->d_name, ".") && !strcmp(names[2]->d_name, "g") &&
+           !strcmp(names[4]->d_name, "rel"), "scandir with alphasort");
+    for (int i = 0; i < n_names; i++)
+        free(names[i]);
+    free(names);
+    is_err(scandir(in_mnt("nothing"), &names, NULL, alphasort), ENOENT, "scandir of nothing: ENOENT");
 
     int fd = open(in_mnt("dir"), O_RDONLY | O_DIRECTORY);
     char buf[4096];
@@ -455,6 +492,32 @@ static void test_fork_exec(void)
     close(fd);
 }
 
+/* A program that redirects its own stdout into adafs, prints with stdio and
+ * closes stdout: the text lands in the file and descriptor 1 is closed. */
+static void test_stdout_redirect(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int o = open(in_mnt("stdout.txt"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        if (o < 0 || dup2(o, 1) != 1 || close(o) != 0)
+            _exit(2);
+        printf("printed %d\n", 42);
+        if (fclose(stdout) != 0 || fcntl(1, F_GETFD) != -1 || errno != EBADF)
+            _exit(3);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "fclose(stdout) on a redirected stdout closes descriptor 1 (status %d)",
+           WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    char buf[32] = "";
+    int fd = open(in_mnt("stdout.txt"), O_RDONLY);
+    tap_ok(read(fd, buf, sizeof buf) == 11 && !strcmp(buf, "printed 42\n"),
+           "printf to stdout dup2'ed onto an adafs file lands in it");
+    close(fd);
+}
+
 static void *thread_io(void *arg)
 {
     long id = (long)arg, bad = 0;
@@ -511,6 +574,7 @@ int main(int argc, char **argv)
     outside = argv[2];
     setvbuf(stdout, NULL, _IOLBF, 0);
     test_descriptors();
+    test_entry_points();
     test_refusals();
     test_namespace();
     test_cwd();
@@ -518,6 +582,7 @@ int main(int argc, char **argv)
     test_stdio();
     test_copies();
     test_fork_exec();
+    test_stdout_redirect();
     test_threads();
     test_outside();
     return tap_done();

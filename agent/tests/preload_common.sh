@@ -83,7 +83,8 @@ start_instance() {
     INSTANCE=$BASE/instance
 }
 
-# pl COMMAND...: runs COMMAND under the interposer on the current instance,
+# pl [NAME=VALUE...] COMMAND...: runs COMMAND under the interposer on the
+# current instance (NAME=VALUE override its environment, as for env(1)),
 # bounded in time so that a hang fails the test instead of stalling it.
 pl() {
     timeout -k 5 60 env LD_PRELOAD="$PRELOAD_LIST" \

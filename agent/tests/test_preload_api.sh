@@ -26,4 +26,44 @@ for n in 1 2 4; do
         not_ok "$n servers: preload_api exited with status $status"
     fi
 done
+# Bad configuration: each case names the problem in one line on stderr.
+# stderr_has DESCRIPTION TEXT COMMAND...: COMMAND's stderr contains TEXT.
+stderr_has() {
+    desc=$1
+    text=$2
+    shift 2
+    "$@" >"$WORK/out" 2>"$WORK/err"
+    if grep -qF -- "$text" "$WORK/err"; then
+        ok "$desc"
+    else
+        not_ok "$desc"
+        sed 's/^/#   /' "$WORK/err" | head -n 10
+    fi
+}
+pl sh -c "echo kept > '$MNT/kept'"
+stderr_has "an unusable instance file is named in one line" \
+    "cannot use the adafs instance ADAFS_INSTANCE=$WORK/none" \
+    pl ADAFS_INSTANCE="$WORK/none" cat "$MNT/kept"
+stderr_has "and calls under the mount fail with EIO" "Input/output error" \
+    pl ADAFS_INSTANCE="$WORK/none" cat "$MNT/kept"
+pl ADAFS_INSTANCE="$WORK/none" cat "$SRCDIR/tests/preload_sql.sql" >"$WORK/got" 2>/dev/null
+same "while calls elsewhere still work" "$SRCDIR/tests/preload_sql.sql" "$WORK/got"
+stderr_has "a relative ADAFS_MOUNT is refused" \
+    "ADAFS_MOUNT=relative/mnt is not an absolute path" \
+    pl ADAFS_MOUNT=relative/mnt true
+stderr_has "ADAFS_MOUNT=/ is refused" "ADAFS_MOUNT=/ would hide the whole kernel file system" \
+    pl ADAFS_MOUNT=/ true
+stderr_has "a malformed ADAFS_PRELOAD_FDS is reported" \
+    'ignoring malformed ADAFS_PRELOAD_FDS at "12,zz"' \
+    pl ADAFS_PRELOAD_FDS=12,zz true
+stderr_has "a handed-on descriptor that was not inherited is reported" \
+    "names descriptor 77 for /kept, but it was not inherited" \
+    pl ADAFS_PRELOAD_FDS=77,0,0,5:/kept true
+stderr_has "a handed-on file that is gone is reported" \
+    "cannot reopen inherited descriptor 0 ($MNT/gone): No such file or directory" \
+    pl ADAFS_PRELOAD_FDS=0,0,0,5:/gone true
+pl cat "$MNT/kept" >"$WORK/got"
+echo kept >"$WORK/exp"
+same "an instance keeps working for others meanwhile" "$WORK/exp" "$WORK/got"
+
 echo "1..$TAP_N"
