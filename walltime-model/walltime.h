@@ -1,9 +1,10 @@
 /* walltime: predicts how long a batch job will really run, at submit time.
  *
- * The model learns from the user's own finished jobs (recent run times of
- * jobs with the same request and size, run/request ratios, how often they hit
- * the limit) and a small gradient-boosted tree ensemble, trained on every
- * finished job, that turns these history features into two estimates:
+ * The model starts from the user's own finished jobs - the recency-weighted
+ * median run of the jobs with the same request and size - and a small
+ * gradient-boosted tree ensemble, trained on every finished job, corrects it
+ * from history features (run/request ratios, how often jobs hit the limit,
+ * request, size, time of day...). Two estimates per job:
  *   - median:       the run time the job most likely has (minimises MAE);
  *   - conservative: an upper estimate the job rarely exceeds (an upper
  *                   quantile, widened online per user after each miss).
@@ -12,18 +13,23 @@
  * Only what is known when the job is submitted is used: its request, user,
  * group, account, partition, size, memory, name, submit time, and the jobs of
  * the same user that had *finished* by then (their end time <= this submit
- * time). Features are always computed "as of" the job's submit time, so a job
- * observed too early can never leak into a prediction.
+ * time). Features and margins are always taken "as of" the job's submit
+ * time, so a job observed too early never leaks into a prediction through
+ * its user's history; the trees learn from every job observed before the
+ * last walltime_train() (in the replay: only jobs finished by then).
  *
- * Thread safety (for the Slurm plugin): a struct walltime_model is not
- * locked internally. walltime_predict() only reads the model, so several
- * threads may predict at once; walltime_observe_finished(), walltime_train(),
- * walltime_model_save() excepted, everything that changes the model needs the
- * caller's exclusive lock (a pthread_rwlock_t: read lock around predict, write
- * lock around observe/retrain/load). walltime_observe_finished() does not
- * retrain unless auto_retrain is set; a plugin should call walltime_train()
- * outside the scheduler's hot path (it takes well under a second per 30,000
- * jobs here) or let the admin retrain offline with `adafs-walltime train`.
+ * Thread safety (for the Slurm plugin): a struct walltime_model has no lock
+ * of its own. walltime_predict() and walltime_model_save() only read it, so
+ * any number of threads may call them at once; walltime_observe_finished(),
+ * walltime_train() and walltime_model_free() change it and need the caller's
+ * exclusive lock. A pthread_rwlock_t fits: read lock around predict (about
+ * 1-5 us a job), write lock around observe (a few us) and train. Training on
+ * 30,000 jobs takes ~2.5 s here, too long under slurmctld's job lock: train a
+ * fresh model (walltime_model_load() of a saved copy, or `adafs-walltime
+ * train`) in a background thread or offline and swap the pointer under the
+ * write lock. walltime_observe_finished() retrains by itself only when
+ * params.auto_retrain is set. The model holds no global state, so separate
+ * models are independent.
  * The library never prints; errors come back as negative errno plus a message
  * in the caller's buffer. */
 #ifndef ADAFS_WALLTIME_H
@@ -39,7 +45,8 @@ struct walltime_job {
     int64_t submit_time;   /* seconds, any fixed epoch */
     int64_t req_time;      /* requested wall time, seconds, > 0 */
     int64_t run_time;      /* real run time (finished jobs only), else -1 */
-    int64_t wait_time;     /* queue wait; only the scheduling replay uses it */
+    int64_t wait_time;     /* queue wait; submit + wait + run = end time, which
+                              decides from when on a finished job is history */
     int64_t uid;
     int64_t gid;
     int64_t procs;         /* requested processors (CPUs) */
