@@ -73,13 +73,7 @@ float features_compute(const struct user_hist *u, const struct walltime_job *job
 {
     const int64_t req = job->req_time, t = job->submit_time;
     const struct hist_entry *h[HIST_LEN];
-    int n = 0;
-    if (u)
-        for (int k = 0; k < u->count; k++) {
-            const struct hist_entry *e = user_hist_at(u, k);
-            if (e->end <= t)             /* finished before this submit only */
-                h[n++] = e;
-        }
+    int n = user_hist_as_of(u, t, h, HIST_LEN);
 
     f[F_LOG_REQ] = log2_or_unknown(req);
     f[F_LOG_PROCS] = log2_or_unknown(job->procs);

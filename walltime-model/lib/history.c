@@ -80,3 +80,15 @@ const struct hist_entry *user_hist_at(const struct user_hist *u, int k)
 {
     return &u->e[(u->head - 1 - k + 2 * HIST_LEN) % HIST_LEN];
 }
+
+int user_hist_as_of(const struct user_hist *u, int64_t t,
+                    const struct hist_entry **out, int max)
+{
+    int n = 0;
+    for (int k = 0; u && k < u->count && n < max; k++) {
+        const struct hist_entry *e = user_hist_at(u, k);
+        if (e->end <= t)
+            out[n++] = e;
+    }
+    return n;
+}

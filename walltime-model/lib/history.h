@@ -37,6 +37,11 @@ const struct user_hist *history_find(const struct history *h, int64_t uid);
  * an unknown user (uid < 0), who has no history. */
 struct user_hist *history_get(struct history *h, int64_t uid);
 void user_hist_add(struct user_hist *u, const struct hist_entry *e);
+/* The user's jobs that had finished by time t (end <= t), newest first: up
+ * to max entry pointers into out; returns how many. u may be NULL. This is
+ * the one place that decides what "known at submit time" means. */
+int user_hist_as_of(const struct user_hist *u, int64_t t,
+                    const struct hist_entry **out, int max);
 /* The k-th newest entry (k = 0 is the newest), k < u->count. */
 const struct hist_entry *user_hist_at(const struct user_hist *u, int k);
 

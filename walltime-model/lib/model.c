@@ -92,12 +92,8 @@ static double clamp01(double r)
  * finished by `t`: like the features, it is taken as of the submit time. */
 static double margin_as_of(const struct user_hist *u, int64_t t)
 {
-    for (int k = 0; u && k < u->count; k++) {
-        const struct hist_entry *e = user_hist_at(u, k);
-        if (e->end <= t)
-            return e->log_margin;
-    }
-    return 0;
+    const struct hist_entry *newest;
+    return user_hist_as_of(u, t, &newest, 1) ? newest->log_margin : 0;
 }
 
 /* Both ratios for a job from its features and its user's record. */

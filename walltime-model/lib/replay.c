@@ -11,23 +11,10 @@ const char *const replay_predictor_names[P_COUNT] = {
     "request", "last2", "alea", "model", "model_safe",
 };
 
-/* The user's finished jobs as of the job's submit, newest first. */
-static int usable(const struct user_hist *u, const struct walltime_job *job,
-                  const struct hist_entry **h, int max)
-{
-    int n = 0;
-    for (int k = 0; u && k < u->count && n < max; k++) {
-        const struct hist_entry *e = user_hist_at(u, k);
-        if (e->end <= job->submit_time)
-            h[n++] = e;
-    }
-    return n;
-}
-
 double baseline_last2(const struct user_hist *u, const struct walltime_job *job)
 {
     const struct hist_entry *h[2];
-    int n = usable(u, job, h, 2);
+    int n = user_hist_as_of(u, job->submit_time, h, 2);
     double v = n == 0 ? (double)job->req_time
              : n == 1 ? (double)h[0]->run : ((double)h[0]->run + (double)h[1]->run) / 2;
     return v < (double)job->req_time ? v : (double)job->req_time;
@@ -36,7 +23,7 @@ double baseline_last2(const struct user_hist *u, const struct walltime_job *job)
 double baseline_alea(const struct user_hist *u, const struct walltime_job *job)
 {
     const struct hist_entry *h[5];
-    int n = usable(u, job, h, 5);
+    int n = user_hist_as_of(u, job->submit_time, h, 5);
     if (n == 0)
         return (double)job->req_time;
     double r = 0;
