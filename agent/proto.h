@@ -12,8 +12,11 @@
  *   CREATE      str path, u32 mode, u32 flags, u64 key     -> rec, u64 old_key, u64 old_size
  *   MKDIR       str path, u32 mode, u32 flags, u64 key     -> ()
  *   REMOVE      str path, u32 want_dir, u32 keep_data      -> rec (of what was removed)
- *   SIZE        str path, u64 key, u64 end                 -> u64 size (max-merged)
- *   APPEND      str path, u64 key, u64 len                 -> u64 offset reserved
+ *   SIZE        str path, u64 key, u64 end                 -> u64 before, u64 after (max-merged)
+ *   APPEND      str path, u64 key, u64 len                 -> u64 before (the offset reserved), u64 after
+ *   SIZE_UNDO   str path, u64 key, u64 expect, u64 to      -> u64 before, u64 after
+ *               (size := to, if it is still expect: a write sent with its
+ *               SIZE failed part way)
  *   TRUNCATE    str path, u64 length                       -> rec (before)
  *   SETATTR     str path, u32 what, u32 mode, i64 atime, i64 mtime -> ()
  *   PUT         str path, rec, u32 flags                   -> u64 old_key, u64 old_size, u32 old_mode
@@ -52,6 +55,7 @@ enum fs_op {
     FS_TRUNC_DATA,
     FS_CREATE_WRITE,
     FS_STATFS,
+    FS_SIZE_UNDO,
     FS_OP_COUNT
 };
 

@@ -1,10 +1,16 @@
-/* chunks: file data, one file per chunk under <root>/data, named
- * "<data key in hex>.<chunk index>", and the per-node byte quota.
+/* chunks: file data and the per-node byte quota.
  *
- * The quota counts the bytes the chunk files hold. A write that would pass it
- * fails with ENOSPC before touching the chunk, so nothing already written is
- * lost. Reservation and the size check of one chunk happen under that
- * chunk's stripe lock so that concurrent writers do not count growth twice. */
+ * The chunks of one file that this server holds live in one sparse local
+ * file, <root>/data/<data key in hex>, each at its place in the file (chunk
+ * i at i * chunk size), the other servers' chunks being holes. One local
+ * file per file, not per chunk: creating an inode per 512 KiB was the most
+ * expensive part of a large write, and truncate becomes one ftruncate.
+ *
+ * The quota counts the blocks the local files occupy. A write that might
+ * pass it fails with ENOSPC before anything is written, so nothing already
+ * written is lost; what it really allocated is settled afterwards. Writes to
+ * one local file are serialised by its stripe lock so that the allocation
+ * each one measures is its own. */
 #include "server.h"
 
 #include <errno.h>
@@ -28,15 +34,14 @@ int chunks_init(struct server *srv, char *err, size_t errlen)
     return 0;
 }
 
-static void chunk_path(const struct server *srv, uint64_t key, uint64_t index, char *buf, size_t len)
+static void data_path(const struct server *srv, uint64_t key, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/%016llx.%llu", srv->data_dir, (unsigned long long)key,
-             (unsigned long long)index);
+    snprintf(buf, len, "%s/%016llx", srv->data_dir, (unsigned long long)key);
 }
 
-static pthread_mutex_t *chunk_lock(struct server *srv, uint64_t key, uint64_t index)
+static pthread_mutex_t *data_lock(struct server *srv, uint64_t key)
 {
-    return &srv->chunk_locks[(key * 0x9E3779B97F4A7C15ull + index) % SERVER_STRIPES];
+    return &srv->chunk_locks[(key * 0x9E3779B97F4A7C15ull >> 32) % SERVER_STRIPES];
 }
 
 /* Takes `bytes` from the quota, or fails with ENOSPC leaving it untouched. */
@@ -55,6 +60,23 @@ static void quota_give(struct server *srv, uint64_t bytes)
     atomic_fetch_sub(&srv->used, bytes);
 }
 
+static uint64_t allocated(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+}
+
+/* At most how many new bytes writing [pos, pos + len) can allocate: none
+ * if the range is data already (an overwrite), else all of it rounded out
+ * to blocks. */
+static uint64_t may_allocate(int fd, uint64_t pos, size_t len)
+{
+    off_t hole = lseek(fd, (off_t)pos, SEEK_HOLE);
+    if (hole >= 0 && (uint64_t)hole >= pos + len)
+        return 0;
+    return ((pos + len + 4095) & ~4095ull) - (pos & ~4095ull);
+}
+
 int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offset,
                  const void *data, size_t len)
 {
@@ -66,43 +88,42 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
         return -EINVAL;
     }
     char path[4300];
-    chunk_path(srv, key, index, path, sizeof(path));
-    pthread_mutex_t *lock = chunk_lock(srv, key, index);
+    data_path(srv, key, path, sizeof(path));
+    uint64_t pos = index * srv->chunk_size + offset;
+    pthread_mutex_t *lock = data_lock(srv, key);
     pthread_mutex_lock(lock);
     int rc = 0;
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0) {
+    if (fd < 0) {
         rc = -errno;
-        log_error("cannot open chunk %s: %s", path, strerror(errno));
-        goto out;
+        log_error("cannot open %s: %s", path, strerror(errno));
+        pthread_mutex_unlock(lock);
+        return rc;
     }
-    uint64_t growth = offset + len > (uint64_t)st.st_size ? offset + len - (uint64_t)st.st_size : 0;
-    rc = quota_take(srv, growth);
-    if (rc < 0)
-        goto out;
+    uint64_t before = allocated(fd), worst = may_allocate(fd, pos, len);
+    rc = quota_take(srv, worst);
+    int took = rc == 0;
     size_t done = 0;
-    while (done < len) {
-        ssize_t n = pwrite(fd, (const char *)data + done, len - done, (off_t)(offset + done));
+    while (rc == 0 && done < len) {
+        ssize_t n = pwrite(fd, (const char *)data + done, len - done, (off_t)(pos + done));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
             rc = n < 0 ? -errno : -EIO;
-            log_error("cannot write chunk %s: %s", path, strerror(-rc));
-            break;
+            log_error("cannot write %s: %s", path, strerror(-rc));
+        } else {
+            done += (size_t)n;
         }
-        done += (size_t)n;
     }
-    if (rc < 0) {
-        /* Give back what the failed write did not use, and cut off a
-         * partial tail so the chunk is as it was. */
-        if (ftruncate(fd, st.st_size) < 0)
-            log_error("cannot restore chunk %s: %s", path, strerror(errno));
-        quota_give(srv, growth);
+    if (took) {
+        /* Settle: keep what was really allocated, give back the rest. */
+        uint64_t grown = allocated(fd) - before;
+        if (grown > worst)
+            atomic_fetch_add(&srv->used, grown - worst);
+        else
+            quota_give(srv, worst - grown);
     }
-out:
-    if (fd >= 0)
-        close(fd);
+    close(fd);
     pthread_mutex_unlock(lock);
     return rc;
 }
@@ -111,26 +132,26 @@ void chunks_truncate(struct server *srv, uint64_t key, uint64_t new_size, uint64
 {
     if (old_size <= new_size)
         return;
-    uint64_t cs = srv->chunk_size;
-    uint64_t last = (old_size - 1) / cs;
-    for (uint64_t i = new_size / cs; i <= last; i++) {
-        if (hash_place_chunk(key, i, srv->nservers) != srv->index)
-            continue;
-        char path[4300];
-        chunk_path(srv, key, i, path, sizeof(path));
-        pthread_mutex_t *lock = chunk_lock(srv, key, i);
-        pthread_mutex_lock(lock);
-        struct stat st;
-        uint64_t keep = i * cs >= new_size ? 0 : new_size - i * cs;
-        if (stat(path, &st) == 0 && (uint64_t)st.st_size > keep) {
-            int rc = keep == 0 ? unlink(path) : truncate(path, (off_t)keep);
-            if (rc == 0)
-                quota_give(srv, (uint64_t)st.st_size - keep);
+    char path[4300];
+    data_path(srv, key, path, sizeof(path));
+    pthread_mutex_t *lock = data_lock(srv, key);
+    pthread_mutex_lock(lock);
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        uint64_t had = (uint64_t)st.st_blocks * 512;
+        if (new_size == 0) {
+            if (unlink(path) == 0)
+                quota_give(srv, had);
             else
-                log_error("cannot drop chunk %s: %s", path, strerror(errno));
+                log_error("cannot remove %s: %s", path, strerror(errno));
+        } else if ((uint64_t)st.st_size > new_size) {
+            if (truncate(path, (off_t)new_size) == 0 && stat(path, &st) == 0)
+                quota_give(srv, had - (uint64_t)st.st_blocks * 512);
+            else
+                log_error("cannot truncate %s: %s", path, strerror(errno));
         }
-        pthread_mutex_unlock(lock);
     }
+    pthread_mutex_unlock(lock);
 }
 
 int op_write(struct server *srv, struct rpc_reader *req, struct reply *rep)
@@ -153,19 +174,20 @@ int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
     if ((uint64_t)offset + len > srv->chunk_size)
         return -EINVAL;
     char path[4300];
-    chunk_path(srv, key, index, path, sizeof(path));
+    data_path(srv, key, path, sizeof(path));
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return errno == ENOENT ? 0 : -errno;   /* a hole: the client zero-fills */
+        return errno == ENOENT ? 0 : -errno;   /* nothing here: the client zero-fills */
     struct stat st;
     if (fstat(fd, &st) < 0) {
         int rc = -errno;
         close(fd);
         return rc;
     }
-    uint64_t avail = (uint64_t)st.st_size > offset ? (uint64_t)st.st_size - offset : 0;
+    uint64_t pos = index * srv->chunk_size + offset;
+    uint64_t avail = (uint64_t)st.st_size > pos ? (uint64_t)st.st_size - pos : 0;
     rep->file_fd = fd;
-    rep->file_off = offset;
+    rep->file_off = pos;
     rep->file_len = avail < len ? (size_t)avail : len;
     return 0;
 }

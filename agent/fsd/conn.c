@@ -67,8 +67,12 @@ static int fill(struct conn *c, size_t need)
             c->cap = need;
         }
     }
-    ssize_t n = net_read_some(c->fd, c->in + c->end, need - (c->end - c->start),
-                              c->cap - c->end, 0);
+    /* Read ahead for small requests (a pipelined train arrives in one
+     * call), but not past a large one: bytes of the next request read now
+     * would have to be moved to the front of the buffer afterwards. */
+    size_t missing = need - (c->end - c->start);
+    size_t room = need > IN_INITIAL ? missing : c->cap - c->end;
+    ssize_t n = net_read_some(c->fd, c->in + c->end, missing, room, 0);
     if (n < 0)
         return (int)n;
     c->end += (size_t)n;
@@ -179,6 +183,8 @@ static void *conn_main(void *arg)
             break;
         rc = serve_one(c, &h);
         c->start += RPC_HEADER_SIZE + (size_t)h.length;
+        if (c->start == c->end)
+            c->start = c->end = 0;
         if (rc < 0)
             break;
         if ((!request_buffered(c) || c->out.len > OUT_FLUSH) && (rc = flush(c)) < 0)

@@ -33,6 +33,7 @@ static const struct {
     [FS_TRUNC_DATA] = { "trunc_data", op_trunc_data },
     [FS_CREATE_WRITE] = { "create_write", op_create_write },
     [FS_STATFS] = { "statfs", op_statfs },
+    [FS_SIZE_UNDO] = { "size_undo", op_size_undo },
 };
 
 const char *dispatch_op_name(uint16_t opcode)

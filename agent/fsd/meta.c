@@ -38,9 +38,14 @@ int meta_open(struct server *srv, const char *dir, char *err, size_t errlen)
     rocksdb_options_set_info_log_level(m->options, 4 /* HEADER_LEVEL: quiet */);
     rocksdb_options_set_keep_log_file_num(m->options, 1);
     rocksdb_options_set_max_background_jobs(m->options, 1);
+    /* A bloom filter over whole keys in the memtable: a lookup of a path
+     * that does not exist (every create checks) skips the skip list. */
+    rocksdb_options_set_memtable_prefix_bloom_size_ratio(m->options, 0.05);
+    rocksdb_options_set_memtable_whole_key_filtering(m->options, 1);
     m->wopts = rocksdb_writeoptions_create();
     rocksdb_writeoptions_disable_WAL(m->wopts, 1);
     m->ropts = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_verify_checksums(m->ropts, 0);   /* ephemeral data */
     char *rerr = NULL;
     m->db = rocksdb_open(m->options, dir, &rerr);
     if (rerr) {
@@ -90,20 +95,24 @@ static pthread_mutex_t *key_lock(struct server *srv, const char *key, int klen)
 static int get_record(struct server *srv, const char *key, int klen, struct fs_record *rec)
 {
     char *rerr = NULL;
-    size_t vlen;
-    char *val = rocksdb_get(srv->meta->db, srv->meta->ropts, key, (size_t)klen, &vlen, &rerr);
+    /* Pinned: the value is read in place, without a copy into a malloc'd
+     * buffer. */
+    rocksdb_pinnableslice_t *v =
+        rocksdb_get_pinned(srv->meta->db, srv->meta->ropts, key, (size_t)klen, &rerr);
     if (rerr) {
         log_error("rocksdb get: %s", rerr);
         rocksdb_free(rerr);
         return -EIO;
     }
-    if (!val)
+    if (!v)
         return -ENOENT;
+    size_t vlen;
+    const char *val = rocksdb_pinnableslice_value(v, &vlen);
     struct rpc_reader r;
     rpc_reader_init(&r, val, vlen);
     fs_record_get(&r, rec);
     int ok = rpc_reader_done(&r);
-    rocksdb_free(val);
+    rocksdb_pinnableslice_destroy(v);
     if (!ok) {
         log_error("corrupt record of %zu bytes under key '%s'", vlen, key);
         return -EIO;
@@ -284,15 +293,20 @@ int op_remove(struct server *srv, struct rpc_reader *req, struct reply *rep)
     return rc;
 }
 
-/* Shared shape of SIZE and APPEND: a read-modify-write of one file's size
- * under the record's lock. The data key guards against a path that was
- * replaced or renamed since the client opened it. */
-static int update_size(struct server *srv, struct rpc_reader *req, struct reply *rep, int append)
+enum size_change { SIZE_GROW, SIZE_APPEND, SIZE_UNDO };
+
+/* Shared shape of SIZE, APPEND and SIZE_UNDO: a read-modify-write of one
+ * file's size under the record's lock. The data key guards against a path
+ * that was replaced or renamed since the client opened it. Answers the
+ * size before and after. */
+static int update_size(struct server *srv, struct rpc_reader *req, struct reply *rep,
+                       enum size_change how)
 {
     const char *path;
     char key[KEY_MAX];
     int klen = take_path(req, &path, key);
     uint64_t data_key = rpc_get_u64(req), value = rpc_get_u64(req);
+    uint64_t to = how == SIZE_UNDO ? rpc_get_u64(req) : 0;
     if (klen < 0 || !rpc_reader_done(req))
         return klen < 0 ? klen : -EBADMSG;
     pthread_mutex_t *lock = key_lock(srv, key, klen);
@@ -301,32 +315,39 @@ static int update_size(struct server *srv, struct rpc_reader *req, struct reply 
     int rc = get_record(srv, key, klen, &rec);
     if (rc == 0 && (rec.key != data_key || !S_ISREG(rec.mode)))
         rc = -ENOENT;
-    uint64_t answer = 0;
+    uint64_t before = rec.size;
     if (rc == 0) {
-        if (append) {
-            answer = rec.size;
+        if (how == SIZE_APPEND)
             rec.size += value;
-        } else {
+        else if (how == SIZE_GROW)
             rec.size = value > rec.size ? value : rec.size;
-            answer = rec.size;
-        }
+        else if (rec.size == value)   /* UNDO: only if nobody grew it since */
+            rec.size = to;
         rec.mtime_ns = rec.ctime_ns = now_ns();
-        rc = put_record(srv, key, klen, &rec);
+        if (rec.size != before || how == SIZE_GROW)
+            rc = put_record(srv, key, klen, &rec);
     }
     pthread_mutex_unlock(lock);
-    if (rc == 0)
-        rpc_put_u64(&rep->out, answer);
+    if (rc == 0) {
+        rpc_put_u64(&rep->out, before);
+        rpc_put_u64(&rep->out, rec.size);
+    }
     return rc;
 }
 
 int op_size(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
-    return update_size(srv, req, rep, 0);
+    return update_size(srv, req, rep, SIZE_GROW);
 }
 
 int op_append(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
-    return update_size(srv, req, rep, 1);
+    return update_size(srv, req, rep, SIZE_APPEND);
+}
+
+int op_size_undo(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    return update_size(srv, req, rep, SIZE_UNDO);
 }
 
 int op_truncate(struct server *srv, struct rpc_reader *req, struct reply *rep)

@@ -62,6 +62,7 @@ int op_mkdir(struct server *, struct rpc_reader *, struct reply *);
 int op_remove(struct server *, struct rpc_reader *, struct reply *);
 int op_size(struct server *, struct rpc_reader *, struct reply *);
 int op_append(struct server *, struct rpc_reader *, struct reply *);
+int op_size_undo(struct server *, struct rpc_reader *, struct reply *);
 int op_truncate(struct server *, struct rpc_reader *, struct reply *);
 int op_setattr(struct server *, struct rpc_reader *, struct reply *);
 int op_put(struct server *, struct rpc_reader *, struct reply *);

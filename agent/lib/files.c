@@ -205,6 +205,30 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, void *buf, size_t count
     return done > 0 ? (ssize_t)done : rc;
 }
 
+/* A SIZE, APPEND or SIZE_UNDO request for an open file. */
+static void size_call(struct call *c, adafs *fs, struct open_file *of, uint16_t op,
+                      uint64_t value, uint64_t to)
+{
+    call_init(c, meta_server(fs, of->path), op);
+    rpc_put_str(&c->req, of->path);
+    rpc_put_u64(&c->req, of->key);
+    rpc_put_u64(&c->req, value);
+    if (op == FS_SIZE_UNDO)
+        rpc_put_u64(&c->req, to);
+}
+
+/* Its answer: the size before and after; frees the call. */
+static int size_answer(struct call *c, uint64_t *before, uint64_t *after)
+{
+    struct rpc_reader r;
+    call_reader(c, &r);
+    *before = rpc_get_u64(&r);
+    *after = rpc_get_u64(&r);
+    int rc = c->status < 0 ? c->status : rpc_reader_done(&r) ? 0 : -EIO;
+    call_free(c);
+    return rc;
+}
+
 /* After a write failed part way (ENOSPC on one server), chunks after the
  * failed one may still have been written. Beyond the file's end those bytes
  * must go: they would count against the quota, and show through if the file
@@ -237,7 +261,10 @@ static ssize_t do_pwrite(adafs *fs, struct open_file *of, const void *buf, size_
         return -EFBIG;
     struct piece *pc;
     size_t n = split(fs, off, count, &pc);
-    struct call *calls = n == (size_t)-1 ? NULL : calloc(n, sizeof(*calls));
+    /* The size update rides in the same batch as the data (one round trip
+     * per write); should a chunk fail, it is undone below. */
+    int with_size = !of->orphan && !size_reserved;
+    struct call *calls = n == (size_t)-1 ? NULL : calloc(n + 1, sizeof(*calls));
     if (!calls) {
         if (n != (size_t)-1)
             free(pc);
@@ -253,7 +280,9 @@ static ssize_t do_pwrite(adafs *fs, struct open_file *of, const void *buf, size_
         c->bulk = (const char *)buf + pc[i].buf_off;
         c->bulk_len = pc[i].len;
     }
-    fs_call(fs, calls, (int)n);
+    if (with_size)
+        size_call(&calls[n], fs, of, FS_SIZE, off + count, 0);
+    fs_call(fs, calls, (int)n + with_size);
     /* What counts is the leading run of chunks that made it. */
     size_t done = 0;
     int rc = 0;
@@ -264,26 +293,26 @@ static ssize_t do_pwrite(adafs *fs, struct open_file *of, const void *buf, size_
             done += pc[i].len;
         call_free(&calls[i]);
     }
+    uint64_t before = 0, after = 0;
+    int size_rc = with_size ? size_answer(&calls[n], &before, &after) : 0;
     free(calls);
     free(pc);
-    if (rc < 0)
+    if (rc < 0) {
+        uint64_t fair = before > off + done ? before : off + done;
+        if (with_size && size_rc == 0 && after == off + count && fair < after) {
+            struct call undo;
+            size_call(&undo, fs, of, FS_SIZE_UNDO, after, fair);
+            fs_call1(fs, &undo);
+            call_free(&undo);
+        }
         take_back_tail(fs, of, off + done, off + count);
+    }
     if (done == 0)
         return rc;
-    if (of->orphan) {
-        if (off + done > of->orphan_size)
-            of->orphan_size = off + done;
-    } else if (!size_reserved) {
-        struct call c;
-        call_init(&c, meta_server(fs, of->path), FS_SIZE);
-        rpc_put_str(&c.req, of->path);
-        rpc_put_u64(&c.req, of->key);
-        rpc_put_u64(&c.req, off + done);
-        rc = fs_call1(fs, &c);
-        call_free(&c);
-        if (rc < 0)
-            return rc == -ENOENT ? -ESTALE : rc;
-    }
+    if (of->orphan && off + done > of->orphan_size)
+        of->orphan_size = off + done;
+    if (size_rc < 0)
+        return size_rc == -ENOENT ? -ESTALE : size_rc;
     return (ssize_t)done;
 }
 
@@ -326,22 +355,13 @@ ssize_t adafs_read(adafs *fs, int fd, void *buf, size_t count)
 /* Reserves [offset, offset + len) at the end of the file. */
 static int64_t reserve_append(adafs *fs, struct open_file *of, size_t len)
 {
-    if (of->orphan) {
-        uint64_t at = of->orphan_size;
-        return (int64_t)at;
-    }
+    if (of->orphan)
+        return (int64_t)of->orphan_size;
     struct call c;
-    call_init(&c, meta_server(fs, of->path), FS_APPEND);
-    rpc_put_str(&c.req, of->path);
-    rpc_put_u64(&c.req, of->key);
-    rpc_put_u64(&c.req, len);
-    int rc = fs_call1(fs, &c);
-    struct rpc_reader r;
-    call_reader(&c, &r);
-    uint64_t at = rpc_get_u64(&r);
-    if (rc == 0 && !rpc_reader_ok(&r))
-        rc = -EIO;
-    call_free(&c);
+    size_call(&c, fs, of, FS_APPEND, len, 0);
+    fs_call1(fs, &c);
+    uint64_t at, after;
+    int rc = size_answer(&c, &at, &after);
     return rc < 0 ? (rc == -ENOENT ? -ESTALE : rc) : (int64_t)at;
 }
 

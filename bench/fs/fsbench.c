@@ -1,0 +1,412 @@
+/* fsbench: the file system benchmarks and the transport limits they are
+ * measured against, in one program so that one run measures all of them.
+ *
+ *   fsbench pingpong [--seconds S]       64-byte request/response over TCP
+ *   fsbench bulk [--mib N]               1 MiB messages, one direction
+ *   fsbench mdtest --dir D [--files N] [--procs P] [--api]
+ *   fsbench ior --dir D [--procs P] [--xfer SIZE] [--block SIZE]
+ *               [--random] [--shared] [--api]
+ *
+ * mdtest and ior use plain POSIX calls, so the same binary measures the
+ * backing directory directly and adafs through the LD_PRELOAD interposer;
+ * --api uses libadafs instead ($ADAFS_INSTANCE, paths below $ADAFS_MOUNT).
+ * Every result is one line "name value unit" on stdout. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "adafs.h"
+#include "net.h"
+#include "size.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "fsbench: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+/* ---- transport limits ------------------------------------------------ */
+
+/* A child process that answers each 64-byte message, or swallows bulk
+ * data: a separate process, as adafsd is. */
+static pid_t start_peer(int bulk, int *port)
+{
+    char err[256];
+    int lfd = net_listen("127.0.0.1", 0, 4, port, err, sizeof(err));
+    if (lfd < 0) {
+        fprintf(stderr, "fsbench: %s\n", err);
+        exit(1);
+    }
+    pid_t pid = fork();
+    if (pid != 0) {
+        close(lfd);
+        return pid;
+    }
+    int fd = accept(lfd, NULL, NULL);
+    net_set_nodelay(fd);
+    static char buf[1 << 20];
+    for (;;) {
+        if (bulk) {
+            if (recv(fd, buf, sizeof(buf), 0) <= 0)
+                _exit(0);
+        } else {
+            if (net_read_full(fd, buf, 64, 0) < 0 || net_write_full(fd, buf, 64, 0) < 0)
+                _exit(0);
+        }
+    }
+}
+
+static int connect_peer(int port)
+{
+    char err[256];
+    int fd = net_connect("127.0.0.1", port, 5000, err, sizeof(err));
+    if (fd < 0) {
+        fprintf(stderr, "fsbench: %s\n", err);
+        exit(1);
+    }
+    net_set_timeouts(fd, 0);
+    return fd;
+}
+
+static int pingpong(double seconds)
+{
+    int port;
+    pid_t pid = start_peer(0, &port);
+    int fd = connect_peer(port);
+    char msg[64] = "ping";
+    long n = 0;
+    double t0 = now(), t;
+    do {
+        for (int i = 0; i < 1000; i++)
+            if (net_write_full(fd, msg, 64, 0) < 0 || net_read_full(fd, msg, 64, 0) < 0)
+                die("ping-pong");
+        n += 1000;
+    } while ((t = now() - t0) < seconds);
+    close(fd);
+    waitpid(pid, NULL, 0);
+    printf("pingpong %.0f round_trips/s\n", n / t);
+    printf("pingpong_latency %.2f us\n", t / n * 1e6);
+    return 0;
+}
+
+static int bulk(long mib)
+{
+    int port;
+    pid_t pid = start_peer(1, &port);
+    int fd = connect_peer(port);
+    char *buf = malloc(1 << 20);
+    memset(buf, 'b', 1 << 20);
+    double t0 = now();
+    for (long i = 0; i < mib; i++)
+        if (net_write_full(fd, buf, 1 << 20, 0) < 0)
+            die("bulk send");
+    shutdown(fd, SHUT_WR);
+    waitpid(pid, NULL, 0);   /* the peer has read everything */
+    double t = now() - t0;
+    close(fd);
+    free(buf);
+    printf("bulk %.0f MiB/s\n", mib / t);
+    return 0;
+}
+
+/* ---- file system operations: POSIX or libadafs ----------------------- */
+
+static adafs *fs;          /* non-NULL: --api */
+static size_t mount_len;
+
+static const char *inner(const char *path)
+{
+    return path + mount_len;
+}
+
+static void api_connect(void)
+{
+    char err[512];
+    if (adafs_connect(&fs, NULL, err, sizeof(err)) < 0) {
+        fprintf(stderr, "fsbench: %s\n", err);
+        exit(1);
+    }
+    mount_len = strlen(adafs_mount_point(fs));
+}
+
+static int x_open(const char *p, int flags, mode_t mode)
+{
+    if (!fs)
+        return open(p, flags, mode);
+    int rc = adafs_open(fs, inner(p), flags, mode);
+    return rc < 0 ? (errno = -rc, -1) : rc;
+}
+
+static int x_close(int fd)
+{
+    return fs ? adafs_close(fs, fd) : close(fd);
+}
+
+static int x_stat(const char *p, struct stat *st)
+{
+    if (!fs)
+        return stat(p, st);
+    int rc = adafs_stat(fs, inner(p), st);
+    return rc < 0 ? (errno = -rc, -1) : 0;
+}
+
+static int x_unlink(const char *p)
+{
+    if (!fs)
+        return unlink(p);
+    int rc = adafs_unlink(fs, inner(p));
+    return rc < 0 ? (errno = -rc, -1) : 0;
+}
+
+static int x_mkdir(const char *p)
+{
+    if (!fs)
+        return mkdir(p, 0755);
+    int rc = adafs_mkdir(fs, inner(p), 0755);
+    return rc < 0 ? (errno = -rc, -1) : 0;
+}
+
+static ssize_t x_pwrite(int fd, const void *b, size_t n, off_t off)
+{
+    if (!fs)
+        return pwrite(fd, b, n, off);
+    ssize_t rc = adafs_pwrite(fs, fd, b, n, off);
+    return rc < 0 ? (errno = (int)-rc, -1) : rc;
+}
+
+static ssize_t x_pread(int fd, void *b, size_t n, off_t off)
+{
+    if (!fs)
+        return pread(fd, b, n, off);
+    ssize_t rc = adafs_pread(fs, fd, b, n, off);
+    return rc < 0 ? (errno = (int)-rc, -1) : rc;
+}
+
+/* ---- phases over several processes ----------------------------------- */
+
+/* Runs fn(rank) in procs processes phase by phase; the parent times each
+ * phase from the moment all children are released until all are done, so
+ * the slowest process counts, as in mdtest and IOR. */
+typedef void (*phase_fn)(int rank, int phase);
+
+static void run_phases(int procs, int nphases, phase_fn fn, double *times)
+{
+    int go[2], done[2];
+    if (pipe(go) < 0 || pipe(done) < 0)
+        die("pipe");
+    for (int r = 0; r < procs; r++) {
+        if (fork() == 0) {
+            close(go[1]);
+            close(done[0]);
+            if (fs)
+                api_connect();   /* each process has its own connections */
+            for (int ph = 0; ph < nphases; ph++) {
+                char c;
+                if (read(go[0], &c, 1) != 1)
+                    _exit(1);
+                fn(r, ph);
+                if (write(done[1], "d", 1) != 1)
+                    _exit(1);
+            }
+            _exit(0);
+        }
+    }
+    close(go[0]);
+    close(done[1]);
+    for (int ph = 0; ph < nphases; ph++) {
+        double t0 = now();
+        for (int r = 0; r < procs; r++)
+            if (write(go[1], "g", 1) != 1)
+                die("release");
+        for (int r = 0; r < procs; r++) {
+            char c;
+            if (read(done[0], &c, 1) != 1) {
+                fprintf(stderr, "fsbench: a worker died in phase %d\n", ph);
+                exit(1);
+            }
+        }
+        times[ph] = now() - t0;
+    }
+    int st, ok = 1;
+    while (wait(&st) > 0)
+        ok &= WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (!ok) {
+        fprintf(stderr, "fsbench: a worker failed\n");
+        exit(1);
+    }
+}
+
+static const char *bench_dir;
+static long md_files;
+
+static void md_phase(int rank, int phase)
+{
+    char path[4200];
+    struct stat st;
+    for (long i = 0; i < md_files; i++) {
+        snprintf(path, sizeof(path), "%s/f.%d.%ld", bench_dir, rank, i);
+        if (phase == 0) {
+            int fd = x_open(path, O_CREAT | O_WRONLY | O_EXCL, 0644);
+            if (fd < 0 || x_close(fd) < 0)
+                die(path);
+        } else if (phase == 1) {
+            if (x_stat(path, &st) < 0)
+                die(path);
+        } else if (x_unlink(path) < 0) {
+            die(path);
+        }
+    }
+}
+
+static int mdtest(int procs)
+{
+    if (x_mkdir(bench_dir) < 0 && errno != EEXIST)
+        die(bench_dir);
+    double t[3];
+    run_phases(procs, 3, md_phase, t);
+    static const char *names[] = { "create", "stat", "remove" };
+    for (int i = 0; i < 3; i++)
+        printf("mdtest_%s %.0f ops/s\n", names[i], procs * md_files / t[i]);
+    return 0;
+}
+
+static uint64_t ior_xfer, ior_block;
+static int ior_random, ior_shared;
+
+static void ior_phase(int rank, int phase)
+{
+    char path[4200];
+    if (ior_shared)
+        snprintf(path, sizeof(path), "%s/ior.shared", bench_dir);
+    else
+        snprintf(path, sizeof(path), "%s/ior.%d", bench_dir, rank);
+    int fd = x_open(path, phase == 0 ? O_CREAT | O_WRONLY : O_RDONLY, 0644);
+    if (fd < 0)
+        die(path);
+    size_t n = (size_t)(ior_block / ior_xfer);
+    uint64_t base = ior_shared ? (uint64_t)rank * ior_block : 0;
+    char *buf = malloc(ior_xfer);
+    memset(buf, 'a' + rank, ior_xfer);
+    /* Random: a permutation of the transfer slots, the same in both
+     * phases, different per rank. */
+    size_t *order = malloc(n * sizeof(*order));
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    if (ior_random) {
+        unsigned seed = (unsigned)rank * 7919 + 1;
+        for (size_t i = n - 1; i > 0; i--) {
+            size_t j = (size_t)rand_r(&seed) % (i + 1), k = order[i];
+            order[i] = order[j];
+            order[j] = k;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        off_t off = (off_t)(base + order[i] * ior_xfer);
+        ssize_t got = phase == 0 ? x_pwrite(fd, buf, ior_xfer, off) : x_pread(fd, buf, ior_xfer, off);
+        if (got != (ssize_t)ior_xfer)
+            die(phase == 0 ? "write" : "read");
+    }
+    x_close(fd);
+    free(order);
+    free(buf);
+}
+
+static int ior(int procs)
+{
+    if (x_mkdir(bench_dir) < 0 && errno != EEXIST)
+        die(bench_dir);
+    double t[2];
+    run_phases(procs, 2, ior_phase, t);
+    double mib = (double)procs * (double)ior_block / (1 << 20);
+    printf("ior_write %.0f MiB/s\n", mib / t[0]);
+    printf("ior_read %.0f MiB/s\n", mib / t[1]);
+    char path[4200];
+    for (int r = 0; r < (ior_shared ? 1 : procs); r++) {
+        if (ior_shared)
+            snprintf(path, sizeof(path), "%s/ior.shared", bench_dir);
+        else
+            snprintf(path, sizeof(path), "%s/ior.%d", bench_dir, r);
+        x_unlink(path);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "seconds", required_argument, NULL, 's' }, { "mib", required_argument, NULL, 'm' },
+        { "dir", required_argument, NULL, 'd' },     { "files", required_argument, NULL, 'n' },
+        { "procs", required_argument, NULL, 'p' },   { "xfer", required_argument, NULL, 'x' },
+        { "block", required_argument, NULL, 'b' },   { "random", no_argument, NULL, 'r' },
+        { "shared", no_argument, NULL, 'S' },        { "api", no_argument, NULL, 'a' },
+        { NULL, 0, NULL, 0 },
+    };
+    if (argc < 2) {
+        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior [options]\n");
+        return 2;
+    }
+    const char *cmd = argv[1];
+    double seconds = 2;
+    long mib = 2048;
+    int procs = 1, api = 0;
+    md_files = 10000;
+    ior_xfer = 1 << 20;
+    ior_block = 256 << 20;
+    optind = 2;
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': seconds = atof(optarg); break;
+        case 'm': mib = atol(optarg); break;
+        case 'd': bench_dir = optarg; break;
+        case 'n': md_files = atol(optarg); break;
+        case 'p': procs = atoi(optarg); break;
+        case 'r': ior_random = 1; break;
+        case 'S': ior_shared = 1; break;
+        case 'a': api = 1; break;
+        case 'x':
+        case 'b':
+            if (size_parse(optarg, c == 'x' ? &ior_xfer : &ior_block) < 0) {
+                fprintf(stderr, "fsbench: '%s' is not a size\n", optarg);
+                return 2;
+            }
+            break;
+        default: return 2;
+        }
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (strcmp(cmd, "pingpong") == 0)
+        return pingpong(seconds);
+    if (strcmp(cmd, "bulk") == 0)
+        return bulk(mib);
+    if (!bench_dir || procs < 1 || ior_xfer == 0 || ior_block % ior_xfer) {
+        fprintf(stderr, "fsbench: --dir is required, --block a multiple of --xfer\n");
+        return 2;
+    }
+    if (api) {
+        api_connect();
+        /* Children connect themselves; the parent only makes the dir. */
+    }
+    if (strcmp(cmd, "mdtest") == 0)
+        return mdtest(procs);
+    if (strcmp(cmd, "ior") == 0)
+        return ior(procs);
+    fprintf(stderr, "fsbench: unknown benchmark '%s'\n", cmd);
+    return 2;
+}

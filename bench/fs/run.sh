@@ -1,0 +1,150 @@
+#!/bin/sh
+# bench/fs/run.sh BUILD_DIR [REPEATS]
+#
+# The file system benchmarks of issue 3 in one run: the transport limits
+# (64-byte TCP ping-pong, 1 MiB bulk TCP), mdtest-like create/stat/remove
+# and IOR-like sequential/random, file-per-process/shared, 64 KiB/1 MiB
+# runs on adafs with 1, 2 and 4 servers (through the LD_PRELOAD interposer,
+# and mdtest also through libadafs directly) and on the backing directory,
+# plus start and stop times of 4 servers. Each measurement is repeated
+# REPEATS times (default 3), interleaved, and the best is kept: on a shared
+# machine noise only ever slows a run down. Prints Markdown.
+set -eu
+build=$(cd "${1:?usage: run.sh BUILD_DIR [REPEATS]}" && pwd)
+repeats=${2:-3}
+ctl=$build/agent/adafs-ctl
+fsb=$build/bench/fs/fsbench
+preload=$build/agent/.libs/libadafs_preload.so
+for f in "$ctl" "$fsb" "$preload"; do
+    test -e "$f" || { echo "run.sh: $f is missing: build first (make -C $build)" >&2; exit 1; }
+done
+work=$(mktemp -d "${TMPDIR:-/tmp}/fsbench.XXXXXX")
+results=$work/results
+mount=/adafs-bench
+files=5000           # per process, mdtest
+block=256M           # per process, ior
+trap 'for b in "$work"/inst*; do test -e "$b/servers" && "$ctl" stop --base "$b" 2>/dev/null; done; rm -rf "$work"' EXIT
+
+# record KEY: reads "name value unit" lines, stores "KEY.name value".
+record() {
+    while read -r name value unit; do
+        echo "$1.$name $value" >>"$results"
+    done
+}
+
+# on TARGET CMD...: runs fsbench against the backing directory ("local") or
+# the current instance ("adafsN" through LD_PRELOAD, "apiN" through libadafs).
+on() {
+    target=$1
+    shift
+    case $target in
+    local) "$fsb" "$@" --dir "$work/local/d$$" ;;
+    api*) ADAFS_INSTANCE=$instance "$fsb" "$@" --api --dir "$mount/d$$" ;;
+    *) ADAFS_INSTANCE=$instance LD_PRELOAD=$preload "$fsb" "$@" --dir "$mount/d$$" ;;
+    esac
+}
+
+workloads() {
+    t=$1
+    on "$t" mdtest --files $files --procs 1 | record "$t.md1"
+    case $t in api*) return ;; esac
+    on "$t" mdtest --files $files --procs 2 | record "$t.md2"
+    for xfer in 1M 64K; do
+        on "$t" ior --xfer $xfer --block $block | record "$t.fpp.seq.$xfer"
+        on "$t" ior --xfer $xfer --block $block --random | record "$t.fpp.rand.$xfer"
+        on "$t" ior --xfer $xfer --block $block --shared --procs 2 | record "$t.shared.seq.$xfer"
+        on "$t" ior --xfer $xfer --block $block --shared --procs 2 --random | record "$t.shared.rand.$xfer"
+    done
+}
+
+mkdir -p "$work/local"
+for r in $(seq "$repeats"); do
+    "$fsb" pingpong --seconds 1 | record net
+    "$fsb" bulk --mib 2048 | record net
+    workloads local
+    for n in 1 2 4; do
+        base=$work/inst$n
+        instance=$("$ctl" start --servers $n --base "$base" --mount $mount 2>"$work/start.err")
+        sed -n 's/.* ready in \([0-9]*\) ms/start\.ms -\1/p' "$work/start.err" | record "srv$n"
+        workloads adafs$n
+        workloads api$n
+        "$ctl" stop --base "$base" 2>"$work/stop.err"
+        sed -n 's/.*stopped .* in \([0-9]*\) ms/stop\.ms -\1/p' "$work/stop.err" | record "srv$n"
+    done
+done
+
+# Best of the repeats (times were stored negated, so the max is the best).
+best=$work/best
+awk '{ if (!($1 in b) || $2 > b[$1]) b[$1] = $2 } END { for (k in b) print k, b[k] }' \
+    "$results" >"$best"
+get() { awk -v k="$1" '$1 == k { v = $2 < 0 ? -$2 : $2; print v; f = 1 } END { if (!f) print "n/a" }' "$best"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.0f%%", 100 * a / b; else print "n/a" }'; }
+min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a + 0 < b + 0) ? a : b }'; }
+
+pp=$(get net.pingpong)
+bulk=$(get net.bulk)
+echo "Machine: $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), \
+load average at the end $(cut -d' ' -f1-3 /proc/loadavg); backing directory $work ($(df -T "$work" | awk 'NR == 2 { print $2 }'))."
+echo "Best of $repeats interleaved repeats. $files files per mdtest process, $block per IOR process."
+echo
+echo "## Transport limits (same run)"
+echo
+echo "| limit | value |"
+echo "|---|---|"
+echo "| 64-byte TCP ping-pong, one connection | $pp round trips/s ($(get net.pingpong_latency) us) |"
+echo "| 1 MiB bulk TCP, one connection | $bulk MiB/s |"
+echo
+echo "## Metadata (mdtest-like: zero-byte files in one directory)"
+echo
+echo "| target | procs | create/s | stat/s | remove/s |"
+echo "|---|---|---|---|---|"
+for t in local adafs1 adafs2 adafs4 api1 api2 api4; do
+    for p in 1 2; do
+        c=$(get $t.md$p.mdtest_create)
+        test "$c" = n/a && continue
+        echo "| $t | $p | $c | $(get $t.md$p.mdtest_stat) | $(get $t.md$p.mdtest_remove) |"
+    done
+done
+echo
+echo "adafsN: N servers through the LD_PRELOAD interposer; apiN: libadafs called directly."
+echo
+echo "## Data (IOR-like)"
+echo
+echo "| target | layout | order | transfer | write MiB/s | read MiB/s |"
+echo "|---|---|---|---|---|---|"
+for t in local adafs1 adafs2 adafs4; do
+    for layout in fpp shared; do
+        for order in seq rand; do
+            for xfer in 1M 64K; do
+                k=$t.$layout.$order.$xfer
+                echo "| $t | $layout | $order | $xfer | $(get $k.ior_write) | $(get $k.ior_read) |"
+            done
+        done
+    done
+done
+echo
+echo "fpp: one file per process, 1 process; shared: one file, 2 processes."
+echo
+echo "## Start and stop"
+echo
+echo "| servers | ready (ms) | stopped and wiped (ms) |"
+echo "|---|---|---|"
+for n in 1 2 4; do
+    echo "| $n | $(get srv$n.start.ms) | $(get srv$n.stop.ms) |"
+done
+echo
+echo "## Targets"
+echo
+echo "| target | measured | ratio | goal |"
+echo "|---|---|---|---|"
+echo "| stat, LD_PRELOAD, 1 client, 1 server | $(get adafs1.md1.mdtest_stat)/s | $(ratio "$(get adafs1.md1.mdtest_stat)" "$pp") of ping-pong | >= 60% |"
+echo "| create, LD_PRELOAD, 1 client, 1 server | $(get adafs1.md1.mdtest_create)/s | $(ratio "$(get adafs1.md1.mdtest_create)" "$pp") of ping-pong | >= 40% |"
+echo "| remove, LD_PRELOAD, 1 client, 1 server | $(get adafs1.md1.mdtest_remove)/s | $(ratio "$(get adafs1.md1.mdtest_remove)" "$pp") of ping-pong | >= 40% |"
+w=$(get adafs2.fpp.seq.1M.ior_write)
+rd=$(get adafs2.fpp.seq.1M.ior_read)
+lw=$(min "$(get local.fpp.seq.1M.ior_write)" "$bulk")
+lr=$(min "$(get local.fpp.seq.1M.ior_read)" "$bulk")
+echo "| 1 MiB sequential write, 2 servers | $w MiB/s | $(ratio "$w" "$lw") of min(local $(get local.fpp.seq.1M.ior_write), bulk $bulk) | >= 70% |"
+echo "| 1 MiB sequential read, 2 servers | $rd MiB/s | $(ratio "$rd" "$lr") of min(local $(get local.fpp.seq.1M.ior_read), bulk $bulk) | >= 70% |"
+echo "| 4 servers ready | $(get srv4.start.ms) ms | | < 100 ms |"
+echo "| 4 servers stopped, data wiped | $(get srv4.stop.ms) ms | | < 200 ms |"
