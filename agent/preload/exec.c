@@ -5,7 +5,8 @@
  *   a program that builds a fresh environment for its child does not lose
  *   the mount; and PWD names the working directory when it is inside
  *   adafs (the kernel's one is elsewhere), which the child's pathres
- *   picks up.
+ *   picks up; a PWD naming the mount when the working directory is no
+ *   longer there is dropped.
  * - adafs descriptors without close-on-exec are handed on in
  *   $ADAFS_PRELOAD_FDS (number, flags, offset, path) and reopened on the
  *   same numbers by the new program's interposer before main(), so that a
@@ -32,6 +33,12 @@ static bool has_name(const char *entry, const char *name)
 {
     size_t n = strlen(name);
     return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
+static bool names_mount(const char *path)
+{
+    struct pathres r;
+    return path[0] == '/' && pathres_resolve(AT_FDCWD, path, &r) == 0 && r.adafs;
 }
 
 /* "ADAFS_PRELOAD_FDS=" followed by one "kfd,flags,offset,len:path" per
@@ -95,7 +102,12 @@ static char **exec_env(char *const envp[], char **added, int *nadded)
     bool present[NKEPT] = { false };
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (has_name(envp[i], FDS_ENV) || (virtual_cwd && has_name(envp[i], "PWD")))
+        /* PWD: ours when the working directory is in adafs; dropped when it
+         * names the mount but the working directory is the kernel's again
+         * (a program that chdir'ed out without updating it), or the new
+         * program would take it for its working directory. */
+        if (has_name(envp[i], FDS_ENV) ||
+            (has_name(envp[i], "PWD") && (virtual_cwd || names_mount(envp[i] + 4))))
             continue;
         for (size_t j = 0; j < NKEPT; j++)
             if (has_name(envp[i], kept_names[j]))

@@ -41,6 +41,19 @@ PL_EXPORT mode_t umask(mode_t mask)
     return old;
 }
 
+/* fork() copies the stream registries; none may be copied locked. */
+static void lock_streams(void)
+{
+    ptrmap_lock(&pl_dir_streams);
+    ptrmap_lock(&pl_file_streams);
+}
+
+static void unlock_streams(void)
+{
+    ptrmap_unlock(&pl_file_streams);
+    ptrmap_unlock(&pl_dir_streams);
+}
+
 void pl_init(void)
 {
     real_resolve();
@@ -56,6 +69,7 @@ void pl_init(void)
         return;
     route_register_atfork();
     pathres_register_atfork();
+    pthread_atfork(lock_streams, unlock_streams, unlock_streams);
     pl_exec_adopt();
 }
 

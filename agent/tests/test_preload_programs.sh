@@ -5,6 +5,16 @@
 set -u
 . "${srcdir:-.}/tests/preload_common.sh"
 FIXTURES=$SRCDIR/tests
+for tool in fio sqlite3 tar bash awk sed; do
+    if ! command -v "$tool" >/dev/null; then
+        echo "Bail out! $tool is not installed (scripts/install-deps.sh installs it)"
+        exit 1
+    fi
+done
+if [ ! -x "$PYTHON" ]; then
+    echo "Bail out! python3 is not installed (scripts/install-deps.sh installs it)"
+    exit 1
+fi
 
 # The source tree: sizes around the 64 KiB chunk size of the instances,
 # nested and empty directories, a name with a space, many small files.
@@ -160,6 +170,15 @@ suite() {
     wc -c <"$SRC/big" >"$WORK/exp"
     pl sh -c "wc -c < '$MNT/tree/big'" >"$WORK/got"
     same "$n servers: a program reads a redirected stdin with stdio" "$WORK/exp" "$WORK/got"
+
+    # a program that leaves the mount without updating PWD: its children
+    # must not take the stale PWD for their working directory
+    pl sh -c "cd '$MNT/tree' && exec $PYTHON -c 'import os, subprocess
+os.chdir(\"$WORK\")
+print(subprocess.run([\"pwd\"], capture_output=True, text=True).stdout, end=\"\")
+print(subprocess.run([\"test\", \"-f\", \"src/files/f1\"]).returncode)'" >"$WORK/got" 2>&1
+    printf '%s\n0\n' "$WORK" >"$WORK/exp"
+    same "$n servers: a stale PWD naming the mount is not inherited" "$WORK/exp" "$WORK/got"
 
     # exec with an emptied environment still sees the mount
     pl env -i /bin/cat "$MNT/tree/files/f4095" >"$WORK/got"
