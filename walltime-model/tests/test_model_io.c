@@ -113,13 +113,25 @@ int main(void)
                "submit time -1 (all must be known)", "observe error names what is missing");
 
     /* Bad files. */
+    char want[512];
     tap_ok(walltime_model_load("/nonexistent/x.model", err, sizeof(err)) == NULL,
            "missing model file refused");
     tap_is_str(err, "cannot open model file /nonexistent/x.model: No such file or directory",
                "missing model file error names path and errno");
+    tap_is_int(walltime_model_save(m, "/nonexistent/x.model", err, sizeof(err)), -2,
+               "saving into a missing directory is -ENOENT");
+    tap_is_str(err, "cannot create model file /nonexistent/x.model.tmp: No such file or directory",
+               "save error names the file and errno");
+    write_file(bad, "adafs-walltime-model 1\nparams x 4 0x1p-1 100 0x1p-1 0x1p-7 10 10 0\n");
+    walltime_model_load(bad, err, sizeof(err));
+    snprintf(want, sizeof(want), "%s:2: field 2 is not an integer in [1, 1000]: 'x'", bad);
+    tap_is_str(err, want, "a bad parameter is refused with its line and field");
+    write_file(bad, "adafs-walltime-model 1\nstate 0 0 0\n");
+    walltime_model_load(bad, err, sizeof(err));
+    snprintf(want, sizeof(want), "%s:2: expected a 'params' line with 10 fields", bad);
+    tap_is_str(err, want, "a missing section is refused with what was expected");
     write_file(bad, "adafs-walltime-model 2\n");
     walltime_model_load(bad, err, sizeof(err));
-    char want[512];
     snprintf(want, sizeof(want), "%s:1: unsupported model version '2' (this build reads 1)", bad);
     tap_is_str(err, want, "future model version refused");
     a[strlen(a) / 2] = '\0';               /* truncated in the middle */
