@@ -12,7 +12,9 @@
  *   same numbers by the new program's interposer before main(), so that a
  *   shell's `cmd > /mount/file` works. After the exec the two processes no
  *   longer share the offset (doc/preload.md).
- * Static binaries and posix_spawn() do not pass through here. */
+ * posix_spawn() and posix_spawnp() get the same environment; descriptors
+ * their file actions dup2 onto other numbers are not described (the new
+ * program sees EBADF on them). Static binaries do not pass through here. */
 #include "preload.h"
 
 #include <inttypes.h>
@@ -187,6 +189,36 @@ PL_EXPORT int execvp(const char *file, char *const argv[])
 PL_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
     return exec_with(EXEC_FD, NULL, fd, argv, envp);
+}
+
+static int spawn_with(bool search, pid_t *pid, const char *file,
+                      const posix_spawn_file_actions_t *actions,
+                      const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    if (!pl_active())
+        return search ? real.posix_spawnp(pid, file, actions, attr, argv, envp)
+                      : real.posix_spawn(pid, file, actions, attr, argv, envp);
+    char *added[2];
+    int nadded;
+    char **env = exec_env(envp, added, &nadded);
+    if (!env)
+        return ENOMEM;
+    int rc = search ? real.posix_spawnp(pid, file, actions, attr, argv, env)
+                    : real.posix_spawn(pid, file, actions, attr, argv, env);
+    free_env(env, added, nadded); /* the child has its copy by now */
+    return rc;
+}
+
+PL_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return spawn_with(false, pid, path, actions, attr, argv, envp);
+}
+
+PL_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
+                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return spawn_with(true, pid, file, actions, attr, argv, envp);
 }
 
 /* execl, execlp, execle: gather the variadic arguments into an argv. */

@@ -10,6 +10,7 @@
 #define ADAFS_PRELOAD_REAL_H
 
 #include <dirent.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -142,6 +143,10 @@
     X(int, execve, (const char *, char *const *, char *const *)) \
     X(int, execvpe, (const char *, char *const *, char *const *)) \
     X(int, fexecve, (int, char *const *, char *const *)) \
+    X(int, posix_spawn, (pid_t *, const char *, const posix_spawn_file_actions_t *, \
+                         const posix_spawnattr_t *, char *const *, char *const *)) \
+    X(int, posix_spawnp, (pid_t *, const char *, const posix_spawn_file_actions_t *, \
+                          const posix_spawnattr_t *, char *const *, char *const *)) \
     X(mode_t, umask, (mode_t)) \
     X(int, mkostemps, (char *, int, int)) \
     X(char *, mkdtemp, (char *))

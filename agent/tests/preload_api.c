@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -476,6 +477,28 @@ static void test_fork_exec(void)
     waitpid(pid, &status, 0);
     tap_ok(n == 13 && !memcmp(buf, "parent;child;", 13) && WIFEXITED(status) &&
            WEXITSTATUS(status) == 0, "an exec'ed program sees the mount");
+    /* posix_spawnp with an environment that lacks everything adafs needs,
+     * reading through an inherited (non close-on-exec) adafs descriptor */
+    int in = open(in_mnt("forked"), O_RDONLY);
+    if (in < 0 || dup2(in, 7) != 7 || (in != 7 && close(in) != 0) || pipe(p) < 0)
+        return;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    char *spawn_argv[] = { "sh", "-c", "cat <&7", NULL };
+    char *spawn_env[] = { "PATH=/usr/bin:/bin", NULL };
+    int rc = posix_spawnp(&pid, "sh", &fa, NULL, spawn_argv, spawn_env);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    memset(buf, 0, sizeof buf);
+    n = rc == 0 ? read(p[0], buf, sizeof buf) : -1;
+    close(p[0]);
+    if (rc == 0)
+        waitpid(pid, &status, 0);
+    close(7);
+    tap_ok(rc == 0 && n == 13 && !memcmp(buf, "parent;child;", 13),
+           "posix_spawnp with a bare environment reads an inherited adafs descriptor");
+
     pid = fork();
     if (pid == 0) {
         int o = open(in_mnt("exec-out"), O_CREAT | O_WRONLY | O_TRUNC, 0644);

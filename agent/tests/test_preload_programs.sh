@@ -171,6 +171,14 @@ suite() {
     pl sh -c "wc -c < '$MNT/tree/big'" >"$WORK/got"
     same "$n servers: a program reads a redirected stdin with stdio" "$WORK/exp" "$WORK/got"
 
+    # relative paths that enter the mount from the kernel directory holding
+    # it, and from a sibling with ..
+    (cd "$WORK/s$n" && pl cat mnt/tree/files/f4095) >"$WORK/got"
+    same "$n servers: a relative path from the mount's parent" "$SRC/files/f4095" "$WORK/got"
+    (cd "$SRC" && pl cat "../s$n/mnt/tree/files/f65537") >"$WORK/got"
+    same "$n servers: a relative path entering the mount with .." \
+        "$SRC/files/f65537" "$WORK/got"
+
     # a program that leaves the mount without updating PWD: its children
     # must not take the stale PWD for their working directory
     pl sh -c "cd '$MNT/tree' && exec $PYTHON -c 'import os, subprocess
