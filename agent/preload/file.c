@@ -540,28 +540,31 @@ static int fcntl_adafs(int fd, int lfd, int cmd, void *arg)
     }
 }
 
-PL_EXPORT int fcntl(int fd, int cmd, ...)
+/* The third argument is an int or a pointer depending on cmd; like glibc,
+ * read it as a pointer-sized value and hand it on unchanged. */
+#define FCNTL_ARG(cmd) __extension__ ({                                       \
+        va_list ap_;                                                           \
+        va_start(ap_, cmd);                                                    \
+        void *arg_ = va_arg(ap_, void *);                                      \
+        va_end(ap_);                                                           \
+        arg_; })
+
+static int fcntl_common(int fd, int cmd, void *arg)
 {
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
     int lfd;
     if (!PL_ADAFS_FD(fd, lfd))
         return real.fcntl(fd, cmd, arg);
     return fcntl_adafs(fd, lfd, cmd, arg);
 }
 
+PL_EXPORT int fcntl(int fd, int cmd, ...)
+{
+    return fcntl_common(fd, cmd, FCNTL_ARG(cmd));
+}
+
 PL_EXPORT int fcntl64(int fd, int cmd, ...)
 {
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    int lfd;
-    if (!PL_ADAFS_FD(fd, lfd))
-        return real.fcntl(fd, cmd, arg);
-    return fcntl_adafs(fd, lfd, cmd, arg);
+    return fcntl_common(fd, cmd, FCNTL_ARG(cmd));
 }
 
 PL_EXPORT int flock(int fd, int op)

@@ -73,6 +73,15 @@ void pl_init(void)
     pl_exec_adopt();
 }
 
+/* Runs at exit, before glibc's final stdio flush: the counts leave out
+ * what that flush writes. */
+__attribute__((destructor)) static void pl_destructor(void)
+{
+    const char *stats = getenv("ADAFS_PRELOAD_STATS");
+    if (stats && *stats && pathres_active())
+        route_append_counts(stats);
+}
+
 /* Initialise before main() so that $PWD and inherited descriptors are
  * picked up before the program changes anything; wrappers called by other
  * libraries' constructors initialise on their first call instead. */

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 __thread int route_depth __attribute__((tls_model("initial-exec")));
 
@@ -79,6 +80,27 @@ int route_fd_path(int lfd, char *buf, size_t len)
 unsigned long route_count(enum route_op op)
 {
     return atomic_load_explicit(&counts[op], memory_order_relaxed);
+}
+
+void route_append_counts(const char *file)
+{
+    static const char *const names[ROUTE_NOPS] = {
+        "open", "close", "read", "write", "seek", "stat",
+        "dir", "namespace", "attr", "sync", "fd",
+    };
+    char line[512];
+    int n = snprintf(line, sizeof line, "pid=%d", (int)getpid());
+    for (int op = 0; op < ROUTE_NOPS && n > 0 && (size_t)n < sizeof line - 1; op++)
+        n += snprintf(line + n, sizeof line - (size_t)n, " %s=%lu", names[op],
+                      route_count((enum route_op)op));
+    if (n <= 0 || (size_t)n >= sizeof line - 1)
+        return;
+    line[n++] = '\n';
+    int fd = real.open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0 || real.write(fd, line, (size_t)n) != n)
+        pl_log("cannot append call counts to ADAFS_PRELOAD_STATS=%s: %s", file, strerror(errno));
+    if (fd >= 0)
+        real.close(fd);
 }
 
 static void lock_for_fork(void)

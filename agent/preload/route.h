@@ -55,8 +55,12 @@ const char *route_connect_for_mount(void);
 /* Copies the inner path of library descriptor lfd; 0 or -errno. */
 int route_fd_path(int lfd, char *buf, size_t len);
 
-/* Calls made per operation class (for tests and diagnostics). */
+/* Calls made per operation class. With $ADAFS_PRELOAD_STATS naming a
+ * (kernel) file, each process appends one line of counts to it when it
+ * exits: diagnostics for "did this program's I/O reach adafs at all?".
+ * A file, not stderr: programs such as coreutils close stderr at exit. */
 unsigned long route_count(enum route_op op);
+void route_append_counts(const char *file);
 
 void route_register_atfork(void);
 

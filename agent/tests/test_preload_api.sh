@@ -66,4 +66,15 @@ pl cat "$MNT/kept" >"$WORK/got"
 echo kept >"$WORK/exp"
 same "an instance keeps working for others meanwhile" "$WORK/exp" "$WORK/got"
 
+# every call reaching adafs passes the one door, which counts it
+pl ADAFS_PRELOAD_STATS="$WORK/stats" cat "$MNT/kept" >/dev/null
+pl ADAFS_PRELOAD_STATS="$WORK/stats" cat "$SRCDIR/tests/preload_sql.sql" >/dev/null
+if grep -q ' open=1 close=1 read=2 write=0 seek=0 stat=1 ' "$WORK/stats" &&
+   grep -q ' open=0 close=0 read=0 write=0 seek=0 stat=0 ' "$WORK/stats"; then
+    ok "ADAFS_PRELOAD_STATS counts what cat did in adafs, and nothing for a local file"
+else
+    not_ok "ADAFS_PRELOAD_STATS counts what cat did in adafs, and nothing for a local file"
+    sed 's/^/#   /' "$WORK/stats"
+fi
+
 echo "1..$TAP_N"
