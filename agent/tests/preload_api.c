@@ -463,7 +463,7 @@ static void test_fork_exec(void)
     /* exec: a child process reads the file by path, and writes to an adafs
      * descriptor it inherited as its standard output */
     int p[2];
-    if (pipe(p) < 0)
+    if (!tap_ok(pipe(p) == 0, "pipe"))
         return;
     pid = fork();
     if (pid == 0) {
@@ -480,7 +480,8 @@ static void test_fork_exec(void)
     /* posix_spawnp with an environment that lacks everything adafs needs,
      * reading through an inherited (non close-on-exec) adafs descriptor */
     int in = open(in_mnt("forked"), O_RDONLY);
-    if (in < 0 || dup2(in, 7) != 7 || (in != 7 && close(in) != 0) || pipe(p) < 0)
+    if (!tap_ok(in >= 0 && dup2(in, 7) == 7 && (in == 7 || close(in) == 0) && pipe(p) == 0,
+                "setting up descriptor 7 and a pipe for posix_spawnp (%s)", strerror(errno)))
         return;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -548,11 +549,22 @@ static void *thread_io(void *arg)
         char path[PATH_MAX], buf[64], back[64];
         snprintf(path, sizeof path, "%s/thr%ld-%d", id % 2 ? mnt : outside, id, i);
         int len = snprintf(buf, sizeof buf, "thread %ld file %d", id, i);
+        const char *failed = NULL;
         int fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0644);
-        if (fd < 0 || write(fd, buf, (size_t)len) != len ||
-            pread(fd, back, (size_t)len, 0) != len || memcmp(buf, back, (size_t)len) ||
-            close(fd) != 0 || unlink(path) != 0)
+        if (fd < 0)
+            failed = "open";
+        else if (write(fd, buf, (size_t)len) != len)
+            failed = "write";
+        else if (pread(fd, back, (size_t)len, 0) != len || memcmp(buf, back, (size_t)len))
+            failed = "pread";
+        if (fd >= 0 && close(fd) != 0 && !failed)
+            failed = "close";
+        if (unlink(path) != 0 && !failed)
+            failed = "unlink";
+        if (failed) {
+            printf("# thread %ld: %s of %s failed: %s\n", id, failed, path, strerror(errno));
             bad++;
+        }
     }
     return (void *)bad;
 }
