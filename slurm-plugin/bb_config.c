@@ -54,6 +54,7 @@ static const struct key_spec keys[] = {
     KEY("AdafsWalltimeModel", V_STRING, walltime_model),
     KEY("AdafsWalltimeSetTimeMin", V_BOOL, walltime_set_time_min),
     KEY("AdafsWalltimeMargin", V_PERCENT, walltime_margin),
+    KEY("AdafsWalltimeComment", V_STRING, walltime_comment),
 };
 
 static void set_defaults(struct bb_config *cfg)
@@ -69,6 +70,7 @@ static void set_defaults(struct bb_config *cfg)
         .storage_path = strdup("/var/tmp/adafs"),
         .preload = strdup(ADAFS_LIBDIR "/libadafs_preload.so"),
         .mount_prefix = strdup("/adafs"),
+        .walltime_comment = strdup("admin_comment"),
         .agent_port = 6830,
         .server_timeout_ms = 10000,
         .stage_out_keep = 3600,
@@ -265,6 +267,11 @@ int bb_config_load(const char *path, struct bb_config *cfg, char *err, size_t er
         snprintf(err, errlen, "%s: AdafsMountPrefix and AdafsStoragePath must be absolute paths", path);
         rc = -1;
     }
+    if (rc == 0 && strcmp(cfg->walltime_comment, "admin_comment") != 0 &&
+        strcmp(cfg->walltime_comment, "comment") != 0 && strcmp(cfg->walltime_comment, "none") != 0) {
+        snprintf(err, errlen, "%s: AdafsWalltimeComment must be admin_comment, comment or none", path);
+        rc = -1;
+    }
     if (rc == 0 && cfg->directive[strcspn(cfg->directive, " \t#")]) {
         snprintf(err, errlen, "%s: Directive must be one word without '#'", path);
         rc = -1;
@@ -287,6 +294,7 @@ void bb_config_free(struct bb_config *cfg)
     free(cfg->preload);
     free(cfg->mount_prefix);
     free(cfg->walltime_model);
+    free(cfg->walltime_comment);
     *cfg = (struct bb_config){ 0 };
 }
 

@@ -47,6 +47,7 @@ struct bb_config {
     char *mount_prefix;           /* ADAFS_MOUNT is <prefix>/<job id> */
     char *walltime_model;         /* NULL: no predictions */
     int walltime_set_time_min;    /* let backfill use the conservative estimate */
+    char *walltime_comment;       /* "admin_comment", "comment" or "none" */
     uint32_t walltime_margin;     /* percent added to the conservative estimate */
 };
 

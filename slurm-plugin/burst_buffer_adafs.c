@@ -47,6 +47,7 @@
 #include "directive.h"
 #include "lifecycle.h"
 #include "log_sink.h"
+#include "predict.h"
 
 const char plugin_name[] = "burst_buffer adafs plugin";
 const char plugin_type[] = "burst_buffer/adafs";
@@ -54,6 +55,8 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 /* Finished jobs stay visible in bbstat this long. */
 #define KEEP_COMPLETE_S 3600
+/* How often the driver teaches the walltime model the newly finished jobs. */
+#define OBSERVE_EVERY_S 30
 
 static pthread_mutex_t bb_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t bb_wake = PTHREAD_COND_INITIALIZER;
@@ -226,10 +229,81 @@ static void step_one(uint32_t job_id)
     free(node);
 }
 
+/* --- walltime predictions ---------------------------------------------- */
+
+static void walltime_job_of(const job_record_t *job_ptr, struct walltime_job *w)
+{
+    walltime_job_init(w);
+    w->job_id = job_ptr->job_id;
+    w->uid = job_ptr->user_id;
+    w->gid = job_ptr->group_id;
+    w->account = walltime_key(job_ptr->account);
+    w->partition = walltime_key(job_ptr->partition);
+    w->exe = walltime_key(job_ptr->name);
+    if (job_ptr->time_limit != NO_VAL && job_ptr->time_limit != INFINITE)
+        w->req_time = (int64_t)job_ptr->time_limit * 60;
+    if (job_ptr->details) {
+        w->submit_time = job_ptr->details->submit_time;
+        w->procs = job_ptr->details->min_cpus;
+        w->nodes = job_ptr->details->min_nodes;
+    }
+}
+
+struct finished {
+    time_t since;
+    struct walltime_job *jobs;
+    size_t n, cap;
+};
+
+static int collect_finished(void *x, void *arg)
+{
+    job_record_t *job_ptr = x;
+    struct finished *f = arg;
+    if (!IS_JOB_FINISHED(job_ptr) || job_ptr->end_time <= f->since || !job_ptr->start_time ||
+        job_ptr->end_time < job_ptr->start_time)
+        return 0;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 64;
+        struct walltime_job *grown = realloc(f->jobs, cap * sizeof(*grown));
+        if (!grown)
+            return 0;
+        f->jobs = grown;
+        f->cap = cap;
+    }
+    struct walltime_job *w = &f->jobs[f->n++];
+    walltime_job_of(job_ptr, w);
+    w->run_time = job_ptr->end_time - job_ptr->start_time;
+    w->status = IS_JOB_COMPLETE(job_ptr) ? 1 : IS_JOB_CANCELLED(job_ptr) ? 5 : 0;
+    return 0;
+}
+
+/* Teaches the model the jobs that finished since the last call. */
+static void observe_finished_jobs(void)
+{
+    static time_t last;
+    time_t now = time(NULL);
+    if (!predict_enabled() || now - last < OBSERVE_EVERY_S)
+        return;
+    struct finished f = { .since = last };
+    slurmctld_lock_t job_read_lock = { .job = READ_LOCK };
+    lock_slurmctld(job_read_lock);
+    list_for_each(job_list, collect_finished, &f);
+    unlock_slurmctld(job_read_lock);
+    for (size_t i = 0; i < f.n; i++)
+        if (f.jobs[i].req_time > 0)
+            predict_observe(&f.jobs[i]);
+    free(f.jobs);
+    last = now;
+    predict_maintain(false);
+}
+
 static void *driver_main(void *arg)
 {
     slurm_mutex_lock(&bb_mutex);
     while (!stopping) {
+        slurm_mutex_unlock(&bb_mutex);
+        observe_finished_jobs();
+        slurm_mutex_lock(&bb_mutex);
         size_t n = 0, cap = 16;
         uint32_t *ids = malloc(cap * sizeof(*ids));
         time_t now = time(NULL);
@@ -295,6 +369,8 @@ extern int init(void)
     for (struct bb_job *j = jobs; j; j = j->next)
         n++;
     stopping = false;
+    if (config.walltime_model && predict_open(config.walltime_model, err, sizeof(err)) < 0)
+        error("%s: walltime predictions are OFF: %s", plugin_type, err);
     slurm_mutex_unlock(&bb_mutex);
     slurm_thread_create(&driver, driver_main, NULL);
     driver_running = true;
@@ -324,6 +400,9 @@ extern int fini(void)
     bb_config_free(&config);
     xfree(state_file);
     slurm_mutex_unlock(&bb_mutex);
+    if (predict_enabled())
+        predict_maintain(true);
+    predict_close();
     log_set_sink(NULL);
     return SLURM_SUCCESS;
 }
@@ -354,6 +433,10 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
     slurm_mutex_unlock(&bb_mutex);
     char *out = xstrdup(text ? text : "out of memory\n");
     free(text);
+    struct walltime_prediction p;
+    if (only && predict_lookup(only, &p))
+        xstrfmtcat(out, "JobId=%u Walltime: Median=%.0fs Conservative=%.0fs\n", only,
+                   p.median_s, p.conservative_s);
     return out;
 }
 
@@ -495,8 +578,45 @@ out:
     return rc;
 }
 
+/* Every job, with or without a burst buffer, gets run-time estimates. */
 extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg)
 {
+    if (!predict_enabled())
+        return SLURM_SUCCESS;
+    struct walltime_job w;
+    walltime_job_of(job_ptr, &w);
+    if (w.req_time <= 0)
+        return SLURM_SUCCESS;   /* no limit asked: nothing to cap or improve */
+    struct walltime_prediction p;
+    char err[256];
+    if (predict_job(&w, &p, err, sizeof(err)) < 0) {
+        debug("%s: %pJ: no walltime prediction: %s", plugin_type, job_ptr, err);
+        return SLURM_SUCCESS;
+    }
+    slurm_mutex_lock(&bb_mutex);
+    bool set_time_min = config.walltime_set_time_min;
+    uint32_t margin = config.walltime_margin;
+    char where = config.walltime_comment[0];   /* 'a'dmin_comment, 'c'omment, 'n'one */
+    slurm_mutex_unlock(&bb_mutex);
+    char *note = xstrdup_printf("adafs-walltime: median=%.0fs conservative=%.0fs",
+                                p.median_s, p.conservative_s);
+    char **field = where == 'a' ? &job_ptr->admin_comment : where == 'c' ? &job_ptr->comment : NULL;
+    if (field && *field && **field)
+        xstrfmtcat(*field, "; %s", note);
+    else if (field)
+        *field = xstrdup(note);
+    /* Backfill may plan with the conservative estimate plus the admin's
+     * margin; the limit that kills the job is never touched. */
+    if (set_time_min && job_ptr->time_min == 0) {
+        double seconds = p.conservative_s * (100.0 + margin) / 100.0;
+        uint32_t minutes = (uint32_t)((seconds + 59) / 60);
+        if (minutes < 1)
+            minutes = 1;
+        if (minutes < job_ptr->time_limit)
+            job_ptr->time_min = minutes;
+    }
+    debug("%s: %pJ %s", plugin_type, job_ptr, note);
+    xfree(note);
     return SLURM_SUCCESS;
 }
 

@@ -285,6 +285,7 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         { "node", required_argument, NULL, 'n' }, { "listen", required_argument, NULL, 'l' },
         { "socket", required_argument, NULL, 's' }, { "storage-root", required_argument, NULL, 'S' },
+        { "mount-prefix", required_argument, NULL, 'M' },
         { "adafsd", required_argument, NULL, 'a' }, { "stager", required_argument, NULL, 'g' },
         { "slurm-user", required_argument, NULL, 'u' }, { "munge-socket", required_argument, NULL, 'm' },
         { "log", required_argument, NULL, 'L' }, { "log-dir", required_argument, NULL, 'D' },

@@ -26,6 +26,10 @@ ctld_port=${ADAFS_CTLD_PORT:-16817}
 slurmd_port=${ADAFS_SLURMD_PORT:-17001}
 agent_offset=${ADAFS_AGENT_PORT_OFFSET:-1000}
 build=${ADAFS_BUILD_DIR:-}
+# Later commands (stop, restart-ctld) use the build the cluster started with.
+if [ -z "$build" ] && [ -f "$base/env" ]; then
+    build=$(sed -n 's/^export ADAFS_BUILD_DIR=//p' "$base/env")
+fi
 prefix=${ADAFS_PREFIX:-/usr/local}
 munge_dir=/run/adafs-cluster-munge
 conf=$base/etc/slurm.conf
@@ -152,6 +156,7 @@ EPI
     cat > "$base/env" <<ENV
 export SLURM_CONF=$conf
 export ADAFS_CLUSTER_DIR=$base
+export ADAFS_BUILD_DIR=$build
 ENV
 }
 
@@ -195,6 +200,11 @@ start_slurmds() {
 
 start_agents() {
     local su; su=$(slurm_user)
+    local prog
+    for prog in "$(program agent adafs-agentd)" "$(program agent adafsd)" "$(stage_program)" \
+                "$(program prolog adafs-epilog)"; do
+        [ -x "$prog" ] || die "$prog not found: build adafs and set ADAFS_BUILD_DIR, or install it (ADAFS_PREFIX)"
+    done
     for i in $(seq "$nodes"); do
         local pid; pid=$(pid_of "$base/run/agent.n$i.pid")
         pid_alive "$pid" && continue
