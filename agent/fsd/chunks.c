@@ -55,9 +55,14 @@ static int quota_take(struct server *srv, uint64_t bytes)
     return 0;
 }
 
+/* Saturating: the file system may report a few more blocks for a file
+ * when it is removed than were counted while it was written (extent blocks
+ * allocated at writeback), and the count must not wrap below zero. */
 static void quota_give(struct server *srv, uint64_t bytes)
 {
-    atomic_fetch_sub(&srv->used, bytes);
+    uint64_t used = atomic_load(&srv->used);
+    while (!atomic_compare_exchange_weak(&srv->used, &used, used > bytes ? used - bytes : 0))
+        ;
 }
 
 static uint64_t allocated(int fd)
@@ -117,7 +122,8 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
     }
     if (took) {
         /* Settle: keep what was really allocated, give back the rest. */
-        uint64_t grown = allocated(fd) - before;
+        uint64_t after = allocated(fd);
+        uint64_t grown = after > before ? after - before : 0;
         if (grown > worst)
             atomic_fetch_add(&srv->used, grown - worst);
         else

@@ -91,6 +91,9 @@ void conns_close(adafs *fs);
 /* Normalises an absolute path into out[FS_PATH_MAX]: -EINVAL if not
  * absolute or leaving "/", -ENAMETOOLONG. */
 int path_normalize(const char *in, char *out);
+/* path_normalize for calls that cannot act on "/" itself: root_err for it
+ * (each call has its own answer: EBUSY for rmdir, EISDIR for unlink...). */
+int path_take(const char *in, char *out, int root_err);
 /* Writes the parent of a normalised path ("/" for "/a"). */
 void path_parent(const char *path, char *out);
 int meta_server(const adafs *fs, const char *path);
@@ -111,7 +114,11 @@ void drop_data(adafs *fs, uint64_t key, uint64_t new_size, uint64_t old_size, in
  * server; returns FS_CHECK_PARENT when the server of path can check it
  * itself, 0 otherwise (also for "/"). */
 uint32_t parent_check(adafs *fs, const char *path, struct call *c, int *used);
-int parent_check_result(adafs *fs, const char *path, struct call *c);
+/* After the batch: the status of op (which created path's record under
+ * key), or the parent check's error, in which case that record is removed
+ * again. Frees the check call. */
+int parent_check_finish(adafs *fs, const char *path, struct call *op, struct call *check,
+                        int used, uint64_t key);
 
 /* handle.c: descriptors */
 int fd_alloc(adafs *fs, struct open_file *of);

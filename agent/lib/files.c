@@ -37,30 +37,16 @@ int adafs_open(adafs *fs, const char *path, int flags, mode_t mode)
         rpc_put_u32(&calls[0].req, cflags);
         rpc_put_u64(&calls[0].req, key);
         fs_call(fs, calls, 1 + used);
-        rc = calls[0].status;
         uint64_t old_key = 0, old_size = 0;
-        if (rc == 0) {
-            struct rpc_reader r;
-            call_reader(&calls[0], &r);
-            fs_record_get(&r, &rec);
-            old_key = rpc_get_u64(&r);
-            old_size = rpc_get_u64(&r);
-            rc = rpc_reader_ok(&r) ? 0 : -EIO;
-        }
-        if (used) {
-            int prc = parent_check_result(fs, p, &calls[1]);
-            if (prc < 0 && rc == 0 && rec.key == key) {
-                struct call u;
-                call_init(&u, ms, FS_REMOVE_IF);
-                rpc_put_str(&u.req, p);
-                rpc_put_u64(&u.req, key);
-                fs_call1(fs, &u);
-                call_free(&u);
-            }
-            if (prc < 0)
-                rc = prc;
-            call_free(&calls[1]);
-        }
+        struct rpc_reader r;
+        call_reader(&calls[0], &r);
+        fs_record_get(&r, &rec);
+        old_key = rpc_get_u64(&r);
+        old_size = rpc_get_u64(&r);
+        if (calls[0].status == 0 && !rpc_reader_ok(&r))
+            calls[0].status = -EIO;
+        /* The undo removes the record only if it is the one made here. */
+        rc = parent_check_finish(fs, p, &calls[0], &calls[1], used, key);
         call_free(&calls[0]);
         if (rc == 0 && old_size)
             drop_data(fs, old_key, 0, old_size, ms);

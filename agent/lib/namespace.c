@@ -149,7 +149,7 @@ uint32_t parent_check(adafs *fs, const char *path, struct call *c, int *used)
     return 0;
 }
 
-int parent_check_result(adafs *fs, const char *path, struct call *c)
+static int parent_check_result(adafs *fs, const char *path, struct call *c)
 {
     struct fs_record rec;
     int rc = c->status;
@@ -169,6 +169,19 @@ static void undo_create(adafs *fs, const char *path, uint64_t key)
     rpc_put_u64(&c.req, key);
     fs_call1(fs, &c);
     call_free(&c);
+}
+
+int parent_check_finish(adafs *fs, const char *path, struct call *op, struct call *check,
+                        int used, uint64_t key)
+{
+    int rc = op->status;
+    if (!used)
+        return rc;
+    int prc = parent_check_result(fs, path, check);
+    if (prc < 0 && rc == 0)
+        undo_create(fs, path, key);
+    call_free(check);
+    return prc < 0 ? prc : rc;
 }
 
 int adafs_stat(adafs *fs, const char *path, struct stat *st)
@@ -200,11 +213,9 @@ int adafs_access(adafs *fs, const char *path, int mode)
 int adafs_mkdir(adafs *fs, const char *path, mode_t mode)
 {
     char p[FS_PATH_MAX];
-    int rc = path_normalize(path, p);
+    int rc = path_take(path, p, -EEXIST);
     if (rc < 0)
         return rc;
-    if (strcmp(p, "/") == 0)
-        return -EEXIST;
     int ms = meta_server(fs, p), used;
     uint64_t key = new_key(fs, ms);
     struct call calls[2];
@@ -215,15 +226,7 @@ int adafs_mkdir(adafs *fs, const char *path, mode_t mode)
     rpc_put_u32(&calls[0].req, flags);
     rpc_put_u64(&calls[0].req, key);
     fs_call(fs, calls, 1 + used);
-    rc = calls[0].status;
-    if (used) {
-        int prc = parent_check_result(fs, p, &calls[1]);
-        if (prc < 0 && rc == 0)
-            undo_create(fs, p, key);
-        if (prc < 0)
-            rc = prc;
-        call_free(&calls[1]);
-    }
+    rc = parent_check_finish(fs, p, &calls[0], &calls[1], used, key);
     call_free(&calls[0]);
     return rc == -ENOENT ? refine_enoent(fs, p) : rc;
 }
@@ -258,11 +261,9 @@ static int dir_has_entries(adafs *fs, const char *dir)
 int adafs_rmdir(adafs *fs, const char *path)
 {
     char p[FS_PATH_MAX];
-    int rc = path_normalize(path, p);
+    int rc = path_take(path, p, -EBUSY);
     if (rc < 0)
         return rc;
-    if (strcmp(p, "/") == 0)
-        return -EBUSY;
     rc = dir_has_entries(fs, p);
     if (rc != 0)
         return rc > 0 ? -ENOTEMPTY : rc;
@@ -279,11 +280,9 @@ int adafs_rmdir(adafs *fs, const char *path)
 int adafs_unlink(adafs *fs, const char *path)
 {
     char p[FS_PATH_MAX];
-    int rc = path_normalize(path, p);
+    int rc = path_take(path, p, -EISDIR);
     if (rc < 0)
         return rc;
-    if (strcmp(p, "/") == 0)
-        return -EISDIR;
     /* Open here: keep the data until the last close (unlink of open files). */
     int keep = files_orphan_path(fs, p, NULL) > 0;
     int ms = meta_server(fs, p);
@@ -360,22 +359,14 @@ int adafs_rename(adafs *fs, const char *from, const char *to)
     fs_record_put(&calls[0].req, &src);
     rpc_put_u32(&calls[0].req, flags);
     fs_call(fs, calls, 1 + used);
-    rc = calls[0].status;
     uint64_t old_key = 0, old_size = 0;
-    if (rc == 0) {
+    if (calls[0].status == 0) {
         struct rpc_reader r;
         call_reader(&calls[0], &r);
         old_key = rpc_get_u64(&r);
         old_size = rpc_get_u64(&r);
     }
-    if (used) {
-        int prc = parent_check_result(fs, t, &calls[1]);
-        if (prc < 0 && rc == 0)
-            undo_create(fs, t, src.key);
-        if (prc < 0)
-            rc = prc;
-        call_free(&calls[1]);
-    }
+    rc = parent_check_finish(fs, t, &calls[0], &calls[1], used, src.key);
     call_free(&calls[0]);
     if (rc == -ENOENT)
         return refine_enoent(fs, t);
@@ -397,13 +388,11 @@ int adafs_rename(adafs *fs, const char *from, const char *to)
 int adafs_truncate(adafs *fs, const char *path, off_t length)
 {
     char p[FS_PATH_MAX];
-    int rc = path_normalize(path, p);
+    int rc = path_take(path, p, -EISDIR);
     if (rc < 0)
         return rc;
     if (length < 0)
         return -EINVAL;
-    if (strcmp(p, "/") == 0)
-        return -EISDIR;
     int ms = meta_server(fs, p);
     struct call c;
     call_init(&c, ms, FS_TRUNCATE);
@@ -425,11 +414,9 @@ static int setattr(adafs *fs, const char *path, uint32_t what, mode_t mode, int6
                    int64_t mtime)
 {
     char p[FS_PATH_MAX];
-    int rc = path_normalize(path, p);
+    int rc = path_take(path, p, -EPERM);
     if (rc < 0)
         return rc;
-    if (strcmp(p, "/") == 0)
-        return -EPERM;
     struct call c;
     call_init(&c, meta_server(fs, p), FS_SETATTR);
     rpc_put_str(&c.req, p);
@@ -508,11 +495,9 @@ int adafs_statvfs(adafs *fs, struct statvfs *st)
 int adafs_create_write(adafs *fs, const char *path, mode_t mode, const void *data, size_t len)
 {
     char p[FS_PATH_MAX];
-    int rc = path_normalize(path, p);
+    int rc = path_take(path, p, -EISDIR);
     if (rc < 0)
         return rc;
-    if (strcmp(p, "/") == 0)
-        return -EISDIR;
     uint64_t cs = fs->inst.chunk_size, nchunks = len ? (len + cs - 1) / cs : 1;
     int ms = meta_server(fs, p), used;
     uint64_t key = new_key(fs, ms);
@@ -557,13 +542,15 @@ int adafs_create_write(adafs *fs, const char *path, mode_t mode, const void *dat
         old_key = rpc_get_u64(&r);
         old_size = rpc_get_u64(&r);
     }
-    int prc = used ? parent_check_result(fs, p, &calls[n]) : 0;
-    for (int i = 0; i < n + used; i++)
+    int prc = parent_check_finish(fs, p, &calls[cw], &calls[n], used, key);
+    for (int i = 0; i < n; i++)
         call_free(&calls[i]);
     free(calls);
     if (rc == 0 && (prc < 0 || data_rc < 0)) {
-        /* Half a file is worse than none. */
-        undo_create(fs, p, key);
+        /* Half a file is worse than none (a failed parent check has
+         * already removed the record). */
+        if (prc == 0)
+            undo_create(fs, p, key);
         drop_data(fs, key, 0, len, -1);
         rc = prc < 0 ? prc : data_rc;
     } else if (rc < 0) {

@@ -40,6 +40,14 @@ int path_normalize(const char *in, char *out)
     return 0;
 }
 
+int path_take(const char *in, char *out, int root_err)
+{
+    int rc = path_normalize(in, out);
+    if (rc == 0 && out[0] == '/' && out[1] == '\0')
+        rc = root_err;
+    return rc;
+}
+
 void path_parent(const char *path, char *out)
 {
     const char *slash = strrchr(path, '/');
