@@ -211,7 +211,7 @@ void copy_file(struct pool_thread *self, struct dnode *parent, struct bfile *src
     struct stage_run *run = parent->run;
     struct bdir *dd = parent->dst;
     const struct backend_ops *dops = dd->b->ops;
-    if (sst->st_size <= STAGE_BUF_SIZE) {
+    if (sst->st_size <= STAGE_SMALL_MAX) {
         copy_small(self, parent, src, sst, dname);
         src->b->ops->close(src);
         return;

@@ -15,9 +15,11 @@
 #include "ratelimit.h"
 #include "stage.h"
 
-/* Files up to this size are read whole and written with one create_write;
- * it is also the per-thread copy buffer. */
-#define STAGE_BUF_SIZE (1u << 20)
+/* Files up to STAGE_SMALL_MAX are read whole and written with one
+ * create_write. Bigger ones are streamed through a per-thread buffer of
+ * STAGE_BUF_SIZE: several adafs chunks per request, fetched in parallel. */
+#define STAGE_SMALL_MAX (1u << 20)
+#define STAGE_BUF_SIZE (4u << 20)
 #define STAGE_DEFAULT_PIECE (64ull << 20)
 #define STAGE_DEFAULT_THREADS 8
 

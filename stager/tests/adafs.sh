@@ -37,8 +37,10 @@ is "stage-in again (path given with the mount point): all unchanged" "$(json_fie
 
 # Restart of an interrupted stage-out.
 rm -rf "$O"
-"$STAGE" out $I --max-bw 4M --piece-size 1M --json /in "$O" > "$WORK/killed.json" 2>/dev/null &
-pid=$!; sleep 1; kill -9 $pid; wait $pid 2>/dev/null
+"$STAGE" out $I --max-bw 2M --piece-size 1M --json --progress-json "$WORK/progress" /in "$O" \
+    > "$WORK/killed.json" 2>/dev/null &
+kill_when_done 5 "$WORK/progress" $!
+ok "stage-out was interrupted in mid-copy" test ! -s "$WORK/killed.json"
 "$STAGE" out $I --piece-size 1M --json /in "$O" > "$WORK/resumed.json" 2>/dev/null
 is "resumed stage-out exits 0" $? 0
 ok "it skipped what was complete" test "$(json_field "$WORK/resumed.json" unchanged)" -gt 0

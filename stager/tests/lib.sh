@@ -19,6 +19,17 @@ tree_listing() { (cd "$1" && find . -mindepth 1 ! -type l -printf '%P %y %s %m %
 json_field() {          # json_field FILE KEY: a number or bool from our one-line JSON
     sed -n "s/.*\"$2\":\([^,}]*\).*/\1/p" "$1"
 }
+# kill_when_done N PROGRESS PID: SIGKILL PID once its --progress-json FILE
+# shows N files done (or after 8 s): an interruption in mid-copy.
+kill_when_done() {
+    i=0
+    while [ $i -lt 80 ]; do
+        d=$(tail -n 1 "$2" 2>/dev/null | sed -n 's/.*"files_done":\([0-9]*\).*/\1/p')
+        [ "${d:-0}" -ge "$1" ] && break
+        sleep 0.1; i=$((i + 1))
+    done
+    kill -9 "$3"; wait "$3" 2>/dev/null
+}
 WORK=$(mktemp -d /tmp/stager-test.XXXXXX)
 chmod 755 "$WORK"
 cleanup() { rm -rf "$WORK"; }

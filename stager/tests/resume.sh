@@ -9,11 +9,11 @@ head -c 8388608 /dev/urandom > "$S/big1"; head -c 8388608 /dev/urandom > "$S/b/b
 chmod 0500 "$S/b/c"; touch -d '2010-10-10' "$S/a"
 total=302
 
-# 35 MB at 8 MB/s takes over 4 s: kill it after 1.5 s.
-"$STAGE" copy --max-bw 8M --piece-size 2M --json "$S" "$D" > "$WORK/killed.json" 2>/dev/null &
-pid=$!
-sleep 1.5
-kill -9 $pid; wait $pid 2>/dev/null
+# 35 MB at 8 MB/s (read + write) takes about 9 s: kill it once 50 files
+# are done (at most 8 s in).
+"$STAGE" copy --max-bw 8M --piece-size 2M --json --progress-json "$WORK/progress" "$S" "$D" \
+    > "$WORK/killed.json" 2>/dev/null &
+kill_when_done 50 "$WORK/progress" $!
 ok "the first run was interrupted before it finished" test ! -s "$WORK/killed.json"
 ok "... with part of the tree copied" test -d "$D"
 tree_listing "$S" > "$WORK/s.lst"; tree_listing "$D" > "$WORK/d.lst"
