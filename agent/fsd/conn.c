@@ -116,35 +116,39 @@ static int send_file(struct conn *c, int file_fd, uint64_t off, size_t len)
     return rc;
 }
 
+/* A request without the instance's secret: answer EACCES and hang up,
+ * before its payload is read (or its announced length allocated). */
+static void refuse(struct conn *c, const struct rpc_header *req)
+{
+    log_warn("refused %s request from %s: wrong or missing secret",
+             dispatch_op_name(req->opcode), c->peer);
+    struct rpc_header ans = { .opcode = req->opcode, .id = req->id, .status = -EACCES };
+    uint8_t *hdr = rpc_put_raw(&c->out, NULL, RPC_HEADER_SIZE);
+    if (hdr)
+        rpc_header_encode(&ans, hdr);
+    flush(c);
+}
+
 /* Handles the request at c->start; returns < 0 to drop the connection. */
 static int serve_one(struct conn *c, const struct rpc_header *req)
 {
     struct server *srv = c->srv;
     size_t hdr_at = c->out.len;
-    uint8_t *hdr = rpc_put_raw(&c->out, NULL, RPC_HEADER_SIZE);
-    if (!hdr)
+    if (!rpc_put_raw(&c->out, NULL, RPC_HEADER_SIZE))
         return -ENOMEM;
     struct rpc_header ans = { .opcode = req->opcode, .id = req->id };
     struct reply rep = { .file_fd = -1 };
-    int drop = 0;
-    if (!rpc_secret_equal(req->secret, srv->secret)) {
-        log_warn("refused %s request from %s: wrong or missing secret",
-                 dispatch_op_name(req->opcode), c->peer);
-        ans.status = -EACCES;
-        drop = 1;
-    } else {
-        struct rpc_reader r;
-        rpc_reader_init(&r, c->in + c->start + RPC_HEADER_SIZE, req->length);
-        rep.out = c->out;
-        ans.status = dispatch(srv, req->opcode, &r, &rep);
-        c->out = rep.out;
-        if (ans.status == 0 && !rpc_writer_ok(&c->out))
-            ans.status = -ENOMEM;
-        if (ans.status == -EBADMSG || ans.status == -EOPNOTSUPP)
-            log_warn("bad %s request (opcode %u, %u bytes) from %s: %s",
-                     dispatch_op_name(req->opcode), req->opcode, req->length, c->peer,
-                     strerror(-ans.status));
-    }
+    struct rpc_reader r;
+    rpc_reader_init(&r, c->in + c->start + RPC_HEADER_SIZE, req->length);
+    rep.out = c->out;
+    ans.status = dispatch(srv, req->opcode, &r, &rep);
+    c->out = rep.out;
+    if (ans.status == 0 && !rpc_writer_ok(&c->out))
+        ans.status = -ENOMEM;
+    if (ans.status == -EBADMSG || ans.status == -EOPNOTSUPP)
+        log_warn("bad %s request (opcode %u, %u bytes) from %s: %s",
+                 dispatch_op_name(req->opcode), req->opcode, req->length, c->peer,
+                 strerror(-ans.status));
     if (ans.status < 0) {
         c->out.len = hdr_at + RPC_HEADER_SIZE;   /* no payload with an error */
         if (rep.file_fd >= 0)
@@ -159,8 +163,6 @@ static int serve_one(struct conn *c, const struct rpc_header *req)
         rc = send_file(c, rep.file_fd, rep.file_off, rep.file_len);
         close(rep.file_fd);
     }
-    if (drop)
-        rc = flush(c) < 0 ? -EPIPE : -EACCES;
     return rc;
 }
 
@@ -176,6 +178,11 @@ static void *conn_main(void *arg)
         rc = rpc_header_decode(c->in + c->start, &h);
         if (rc < 0) {
             log_warn("dropping %s: bad message header: %s", c->peer, strerror(-rc));
+            break;
+        }
+        if (!rpc_secret_equal(h.secret, c->srv->secret)) {
+            refuse(c, &h);
+            rc = -EACCES;
             break;
         }
         rc = fill(c, RPC_HEADER_SIZE + (size_t)h.length);

@@ -170,24 +170,42 @@ static int check_parent(struct server *srv, const char *path)
     return S_ISDIR(rec.mode) ? 0 : -ENOTDIR;
 }
 
-/* Decodes the leading path of a request into its key. */
-static int take_path(struct rpc_reader *req, const char **path, char key[KEY_MAX])
+/* The path a request is about: its key and the lock of its record. */
+struct target {
+    const char *path;
+    char key[KEY_MAX];
+    int klen;                  /* < 0: the path was bad (-EINVAL, -EBADMSG) */
+    pthread_mutex_t *lock;
+};
+
+/* Decodes the leading path of a request; an error is reported by
+ * target_check once the rest of the request has been decoded. */
+static void target_take(struct rpc_reader *req, struct target *t)
 {
-    *path = rpc_get_str(req);
-    if (!*path)
+    t->path = rpc_get_str(req);
+    t->klen = t->path ? path_key(t->path, t->key) : -EBADMSG;
+}
+
+/* 0 if the path was good and the whole request decoded cleanly. */
+static int target_check(struct server *srv, struct rpc_reader *req, struct target *t)
+{
+    if (t->klen < 0)
+        return t->klen;
+    if (!rpc_reader_done(req))
         return -EBADMSG;
-    return path_key(*path, key);
+    t->lock = key_lock(srv, t->key, t->klen);
+    return 0;
 }
 
 int op_stat(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
-    const char *path;
-    char key[KEY_MAX];
-    int klen = take_path(req, &path, key);
-    if (klen < 0 || !rpc_reader_done(req))
-        return klen < 0 ? klen : -EBADMSG;
+    struct target t;
+    target_take(req, &t);
+    int rc = target_check(srv, req, &t);
+    if (rc < 0)
+        return rc;
     struct fs_record rec;
-    int rc = get_record(srv, key, klen, &rec);
+    rc = get_record(srv, t.key, t.klen, &rec);
     if (rc == 0)
         fs_record_put(&rep->out, &rec);
     return rc;
@@ -195,21 +213,20 @@ int op_stat(struct server *srv, struct rpc_reader *req, struct reply *rep)
 
 int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
-    const char *path;
-    char key[KEY_MAX];
-    int klen = take_path(req, &path, key);
+    struct target t;
+    target_take(req, &t);
     uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
     uint64_t data_key = rpc_get_u64(req);
-    if (klen < 0 || !rpc_reader_done(req))
-        return klen < 0 ? klen : -EBADMSG;
-    pthread_mutex_t *lock = key_lock(srv, key, klen);
-    pthread_mutex_lock(lock);
+    int rc = target_check(srv, req, &t);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(t.lock);
     struct fs_record rec;
     uint64_t old_key = 0, old_size = 0;
-    int rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, path) : 0;
+    rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, t.path) : 0;
     int found = 0;
     if (rc == 0) {
-        rc = get_record(srv, key, klen, &rec);
+        rc = get_record(srv, t.key, t.klen, &rec);
         found = rc == 0;
         if (rc == -ENOENT)
             rc = 0;
@@ -222,7 +239,7 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
             old_size = rec.size;
             rec.size = 0;
             rec.mtime_ns = rec.ctime_ns = now_ns();
-            rc = put_record(srv, key, klen, &rec);
+            rc = put_record(srv, t.key, t.klen, &rec);
             if (rc == 0)
                 chunks_truncate(srv, old_key, 0, old_size);
         }
@@ -230,9 +247,9 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
         int64_t now = now_ns();
         rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .key = data_key,
                                   .atime_ns = now, .mtime_ns = now, .ctime_ns = now };
-        rc = put_record(srv, key, klen, &rec);
+        rc = put_record(srv, t.key, t.klen, &rec);
     }
-    pthread_mutex_unlock(lock);
+    pthread_mutex_unlock(t.lock);
     if (rc == 0) {
         fs_record_put(&rep->out, &rec);
         rpc_put_u64(&rep->out, old_key);
@@ -243,48 +260,46 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
 
 int op_mkdir(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
-    const char *path;
-    char key[KEY_MAX];
-    int klen = take_path(req, &path, key);
+    struct target t;
+    target_take(req, &t);
     uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
     uint64_t data_key = rpc_get_u64(req);
-    if (klen < 0 || !rpc_reader_done(req))
-        return klen < 0 ? klen : -EBADMSG;
-    pthread_mutex_t *lock = key_lock(srv, key, klen);
-    pthread_mutex_lock(lock);
+    int rc = target_check(srv, req, &t);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(t.lock);
     struct fs_record rec;
-    int rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, path) : 0;
+    rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, t.path) : 0;
     if (rc == 0)
-        rc = get_record(srv, key, klen, &rec) == 0 ? -EEXIST : 0;
+        rc = get_record(srv, t.key, t.klen, &rec) == 0 ? -EEXIST : 0;
     if (rc == 0) {
         int64_t now = now_ns();
         rec = (struct fs_record){ .mode = S_IFDIR | (mode & 07777), .key = data_key,
                                   .atime_ns = now, .mtime_ns = now, .ctime_ns = now };
-        rc = put_record(srv, key, klen, &rec);
+        rc = put_record(srv, t.key, t.klen, &rec);
     }
-    pthread_mutex_unlock(lock);
+    pthread_mutex_unlock(t.lock);
     return rc;
 }
 
 int op_remove(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
-    const char *path;
-    char key[KEY_MAX];
-    int klen = take_path(req, &path, key);
+    struct target t;
+    target_take(req, &t);
     uint32_t want_dir = rpc_get_u32(req), keep_data = rpc_get_u32(req);
-    if (klen < 0 || !rpc_reader_done(req))
-        return klen < 0 ? klen : -EBADMSG;
-    pthread_mutex_t *lock = key_lock(srv, key, klen);
-    pthread_mutex_lock(lock);
+    int rc = target_check(srv, req, &t);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(t.lock);
     struct fs_record rec;
-    int rc = get_record(srv, key, klen, &rec);
+    rc = get_record(srv, t.key, t.klen, &rec);
     if (rc == 0 && want_dir && !S_ISDIR(rec.mode))
         rc = -ENOTDIR;
     else if (rc == 0 && !want_dir && S_ISDIR(rec.mode))
         rc = -EISDIR;
     if (rc == 0)
-        rc = del_record(srv, key, klen);
-    pthread_mutex_unlock(lock);
+        rc = del_record(srv, t.key, t.klen);
+    pthread_mutex_unlock(t.lock);
     if (rc == 0) {
         if (S_ISREG(rec.mode) && !keep_data)
             chunks_truncate(srv, rec.key, 0, rec.size);
@@ -302,17 +317,16 @@ enum size_change { SIZE_GROW, SIZE_APPEND, SIZE_UNDO };
 static int update_size(struct server *srv, struct rpc_reader *req, struct reply *rep,
                        enum size_change how)
 {
-    const char *path;
-    char key[KEY_MAX];
-    int klen = take_path(req, &path, key);
+    struct target t;
+    target_take(req, &t);
     uint64_t data_key = rpc_get_u64(req), value = rpc_get_u64(req);
     uint64_t to = how == SIZE_UNDO ? rpc_get_u64(req) : 0;
-    if (klen < 0 || !rpc_reader_done(req))
-        return klen < 0 ? klen : -EBADMSG;
-    pthread_mutex_t *lock = key_lock(srv, key, klen);
-    pthread_mutex_lock(lock);
+    int rc = target_check(srv, req, &t);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(t.lock);
     struct fs_record rec;
-    int rc = get_record(srv, key, klen, &rec);
+    rc = get_record(srv, t.key, t.klen, &rec);
     if (rc == 0 && (rec.key != data_key || !S_ISREG(rec.mode)))
         rc = -ENOENT;
     uint64_t before = rec.size;
@@ -325,9 +339,9 @@ static int update_size(struct server *srv, struct rpc_reader *req, struct reply 
             rec.size = to;
         rec.mtime_ns = rec.ctime_ns = now_ns();
         if (rec.size != before || how == SIZE_GROW)
-            rc = put_record(srv, key, klen, &rec);
+            rc = put_record(srv, t.key, t.klen, &rec);
     }
-    pthread_mutex_unlock(lock);
+    pthread_mutex_unlock(t.lock);
     if (rc == 0) {
         rpc_put_u64(&rep->out, before);
         rpc_put_u64(&rep->out, rec.size);
@@ -352,25 +366,24 @@ int op_size_undo(struct server *srv, struct rpc_reader *req, struct reply *rep)
 
 int op_truncate(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
-    const char *path;
-    char key[KEY_MAX];
-    int klen = take_path(req, &path, key);
+    struct target t;
+    target_take(req, &t);
     uint64_t length = rpc_get_u64(req);
-    if (klen < 0 || !rpc_reader_done(req))
-        return klen < 0 ? klen : -EBADMSG;
-    pthread_mutex_t *lock = key_lock(srv, key, klen);
-    pthread_mutex_lock(lock);
+    int rc = target_check(srv, req, &t);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(t.lock);
     struct fs_record rec, before;
-    int rc = get_record(srv, key, klen, &rec);
+    rc = get_record(srv, t.key, t.klen, &rec);
     if (rc == 0 && S_ISDIR(rec.mode))
         rc = -EISDIR;
     if (rc == 0) {
         before = rec;
         rec.size = length;
         rec.mtime_ns = rec.ctime_ns = now_ns();
-        rc = put_record(srv, key, klen, &rec);
+        rc = put_record(srv, t.key, t.klen, &rec);
     }
-    pthread_mutex_unlock(lock);
+    pthread_mutex_unlock(t.lock);
     if (rc == 0) {
         if (length < before.size)
             chunks_truncate(srv, before.key, length, before.size);
@@ -381,17 +394,16 @@ int op_truncate(struct server *srv, struct rpc_reader *req, struct reply *rep)
 
 int op_setattr(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
-    const char *path;
-    char key[KEY_MAX];
-    int klen = take_path(req, &path, key);
+    struct target t;
+    target_take(req, &t);
     uint32_t what = rpc_get_u32(req), mode = rpc_get_u32(req);
     int64_t atime = rpc_get_i64(req), mtime = rpc_get_i64(req);
-    if (klen < 0 || !rpc_reader_done(req))
-        return klen < 0 ? klen : -EBADMSG;
-    pthread_mutex_t *lock = key_lock(srv, key, klen);
-    pthread_mutex_lock(lock);
+    int rc = target_check(srv, req, &t);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(t.lock);
     struct fs_record rec;
-    int rc = get_record(srv, key, klen, &rec);
+    rc = get_record(srv, t.key, t.klen, &rec);
     if (rc == 0) {
         if (what & FS_SET_MODE)
             rec.mode = (rec.mode & ~07777u) | (mode & 07777);
@@ -400,30 +412,29 @@ int op_setattr(struct server *srv, struct rpc_reader *req, struct reply *rep)
         if (what & FS_SET_MTIME)
             rec.mtime_ns = mtime;
         rec.ctime_ns = now_ns();
-        rc = put_record(srv, key, klen, &rec);
+        rc = put_record(srv, t.key, t.klen, &rec);
     }
-    pthread_mutex_unlock(lock);
+    pthread_mutex_unlock(t.lock);
     return rc;
 }
 
 int op_put(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
-    const char *path;
-    char key[KEY_MAX];
-    int klen = take_path(req, &path, key);
+    struct target t;
+    target_take(req, &t);
     struct fs_record rec, old;
     fs_record_get(req, &rec);
     uint32_t flags = rpc_get_u32(req);
-    if (klen < 0 || !rpc_reader_done(req))
-        return klen < 0 ? klen : -EBADMSG;
+    int rc = target_check(srv, req, &t);
+    if (rc < 0)
+        return rc;
     if (!S_ISREG(rec.mode) && !S_ISDIR(rec.mode))
         return -EINVAL;
-    pthread_mutex_t *lock = key_lock(srv, key, klen);
-    pthread_mutex_lock(lock);
-    int rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, path) : 0;
+    pthread_mutex_lock(t.lock);
+    rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, t.path) : 0;
     int had = 0;
     if (rc == 0) {
-        rc = get_record(srv, key, klen, &old);
+        rc = get_record(srv, t.key, t.klen, &old);
         had = rc == 0;
         if (rc == -ENOENT)
             rc = 0;
@@ -434,9 +445,9 @@ int op_put(struct server *srv, struct rpc_reader *req, struct reply *rep)
         rc = -ENOTDIR;
     if (rc == 0) {
         rec.ctime_ns = now_ns();
-        rc = put_record(srv, key, klen, &rec);
+        rc = put_record(srv, t.key, t.klen, &rec);
     }
-    pthread_mutex_unlock(lock);
+    pthread_mutex_unlock(t.lock);
     if (rc < 0)
         return rc;
     int replaced = had && S_ISREG(old.mode) && old.key != rec.key;
@@ -450,21 +461,20 @@ int op_put(struct server *srv, struct rpc_reader *req, struct reply *rep)
 
 int op_remove_if(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
-    const char *path;
-    char key[KEY_MAX];
-    int klen = take_path(req, &path, key);
+    struct target t;
+    target_take(req, &t);
     uint64_t data_key = rpc_get_u64(req);
-    if (klen < 0 || !rpc_reader_done(req))
-        return klen < 0 ? klen : -EBADMSG;
-    pthread_mutex_t *lock = key_lock(srv, key, klen);
-    pthread_mutex_lock(lock);
+    int rc = target_check(srv, req, &t);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(t.lock);
     struct fs_record rec;
-    int rc = get_record(srv, key, klen, &rec);
+    rc = get_record(srv, t.key, t.klen, &rec);
     if (rc == 0 && rec.key != data_key)
         rc = -ENOENT;
     if (rc == 0)
-        rc = del_record(srv, key, klen);
-    pthread_mutex_unlock(lock);
+        rc = del_record(srv, t.key, t.klen);
+    pthread_mutex_unlock(t.lock);
     return rc;
 }
 
@@ -538,24 +548,23 @@ int op_list(struct server *srv, struct rpc_reader *req, struct reply *rep)
 
 int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
-    const char *path;
-    char key[KEY_MAX];
-    int klen = take_path(req, &path, key);
+    struct target t;
+    target_take(req, &t);
     uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
     uint64_t data_key = rpc_get_u64(req), size = rpc_get_u64(req);
     const void *data;
     size_t len = rpc_get_bytes(req, &data);
-    if (klen < 0 || !rpc_reader_done(req))
-        return klen < 0 ? klen : -EBADMSG;
+    int rc = target_check(srv, req, &t);
+    if (rc < 0)
+        return rc;
     if (len > srv->chunk_size || len > size)
         return -EINVAL;
-    pthread_mutex_t *lock = key_lock(srv, key, klen);
-    pthread_mutex_lock(lock);
+    pthread_mutex_lock(t.lock);
     struct fs_record rec, old;
-    int rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, path) : 0;
+    rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, t.path) : 0;
     int had = 0;
     if (rc == 0) {
-        rc = get_record(srv, key, klen, &old);
+        rc = get_record(srv, t.key, t.klen, &old);
         had = rc == 0;
         if (rc == -ENOENT)
             rc = 0;
@@ -571,9 +580,9 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
         rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .size = size,
                                   .key = data_key, .atime_ns = now, .mtime_ns = now,
                                   .ctime_ns = now };
-        rc = put_record(srv, key, klen, &rec);
+        rc = put_record(srv, t.key, t.klen, &rec);
     }
-    pthread_mutex_unlock(lock);
+    pthread_mutex_unlock(t.lock);
     if (rc < 0)
         return rc;
     int replaced = had && old.key != data_key;

@@ -15,6 +15,7 @@
 #include "hash.h"
 #include "instance.h"
 #include "net.h"
+#include "rpc.h"
 #include "tap.h"
 
 static void quota(void)
@@ -174,6 +175,18 @@ static void security(void)
     char c;
     tap_ok(net_read_full(s, &c, 1, net_now_ms() + 2000) == -ECONNRESET,
            "a garbage header makes the server hang up");
+    close(s);
+    /* A header announcing 50 MiB without the secret: refused at once, the
+     * payload is never waited for (nor allocated). */
+    s = net_connect(in.servers[0].host, in.servers[0].port, 1000, err, sizeof(err));
+    struct rpc_header h = { .opcode = 2, .id = 9, .length = 50u << 20 };
+    uint8_t hdr[RPC_HEADER_SIZE];
+    rpc_header_encode(&h, hdr);
+    net_write_full(s, hdr, sizeof(hdr), net_now_ms() + 1000);
+    int got = net_read_full(s, hdr, sizeof(hdr), net_now_ms() + 2000);
+    tap_ok(got == 0 && rpc_header_decode(hdr, &h) == 0 && h.status == -EACCES,
+           "a request without the secret is answered EACCES before its payload");
+    tap_ok(net_read_full(s, &c, 1, net_now_ms() + 2000) == -ECONNRESET, "and the connection is closed");
     close(s);
     instance_free(&in);
     tap_is_int(adafs_stat(t.fs, "/secret-data", &st), 0, "and the server still serves");
