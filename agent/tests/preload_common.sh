@@ -76,7 +76,7 @@ start_instance() {
     : >"$MNT"
     INSTANCES="$INSTANCES $BASE"
     if ! "$ADAFS_TEST_CTL" start --servers "$2" --base "$BASE" --mount "$MNT" \
-            --chunk-size 64K --timeout-ms 5000 >"$WORK/ctl.out" 2>&1; then
+            --chunk-size 64K --timeout-ms 20000 >"$WORK/ctl.out" 2>&1; then
         echo "Bail out! adafs-ctl start --servers $2 failed: $(cat "$WORK/ctl.out")"
         exit 1
     fi
