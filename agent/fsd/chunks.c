@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "hash.h"
@@ -82,9 +83,50 @@ static uint64_t may_allocate(int fd, uint64_t pos, size_t len)
     return ((pos + len + 4095) & ~4095ull) - (pos & ~4095ull);
 }
 
-int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offset,
-                 const void *data, size_t len)
+/* Moves n bytes from the socket of rest into fd at *pos through the
+ * connection's pipe: the data goes from the socket buffers to the page
+ * cache without a copy through user space. On a failure on the file side
+ * the pipe is emptied, so the connection stays in step. */
+static int splice_in(int fd, off_t *pos, struct stream *rest, const char *path)
 {
+    int rc = 0;
+    while (rest->left > 0) {
+        size_t want = rest->left < STREAM_PIPE_SIZE ? rest->left : STREAM_PIPE_SIZE;
+        ssize_t got = splice(rest->sock, NULL, rest->pipe[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_MORE);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return got < 0 ? -errno : -ECONNRESET;   /* the connection is gone */
+        rest->left -= (size_t)got;
+        while (got > 0) {
+            ssize_t put = rc == 0 ? splice(rest->pipe[0], NULL, fd, pos, (size_t)got,
+                                           SPLICE_F_MOVE)
+                                  : -1;
+            if (put < 0 && rc == 0 && errno == EINTR)
+                continue;
+            if (put <= 0) {
+                if (rc == 0) {
+                    rc = put < 0 ? -errno : -EIO;
+                    log_error("cannot write %s: %s", path, strerror(-rc));
+                }
+                char sink[4096];
+                ssize_t n = read(rest->pipe[0], sink, (size_t)got < sizeof(sink) ? (size_t)got : sizeof(sink));
+                if (n <= 0)
+                    return -EPIPE;
+                put = n;
+            }
+            got -= put;
+        }
+        if (rc < 0)
+            return rc;
+    }
+    return rc;
+}
+
+int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offset,
+                 const void *data, size_t have, struct stream *rest)
+{
+    size_t len = have + (rest ? rest->left : 0);
     if (offset + len > srv->chunk_size)
         return -EINVAL;
     if (hash_place_chunk(key, index, srv->nservers) != srv->index) {
@@ -109,8 +151,8 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
     rc = quota_take(srv, worst);
     int took = rc == 0;
     size_t done = 0;
-    while (rc == 0 && done < len) {
-        ssize_t n = pwrite(fd, (const char *)data + done, len - done, (off_t)(pos + done));
+    while (rc == 0 && done < have) {
+        ssize_t n = pwrite(fd, (const char *)data + done, have - done, (off_t)(pos + done));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -120,6 +162,9 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
             done += (size_t)n;
         }
     }
+    off_t at = (off_t)(pos + done);
+    if (rc == 0 && rest && rest->left > 0)
+        rc = splice_in(fd, &at, rest, path);
     if (took) {
         /* Settle: keep what was really allocated, give back the rest. */
         uint64_t after = allocated(fd);
@@ -163,12 +208,14 @@ void chunks_truncate(struct server *srv, uint64_t key, uint64_t new_size, uint64
 int op_write(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     uint64_t key = rpc_get_u64(req), index = rpc_get_u64(req);
-    uint32_t offset = rpc_get_u32(req);
-    const void *data;
-    size_t len = rpc_get_bytes(req, &data);
-    if (!rpc_reader_done(req))
+    uint32_t offset = rpc_get_u32(req), len = rpc_get_u32(req);
+    /* The data: what is in memory, then (a large write) what is still in
+     * the socket. */
+    size_t have = rpc_reader_ok(req) ? req->len - req->off : 0;
+    size_t rest = rep->rest ? rep->rest->left : 0;
+    if (!rpc_reader_ok(req) || have + rest != len)
         return -EBADMSG;
-    return chunks_write(srv, key, index, offset, data, len);
+    return chunks_write(srv, key, index, offset, req->data + req->off, have, rep->rest);
 }
 
 int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)

@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,10 +27,15 @@
 #define SEND_TIMEOUT_MS 30000
 #define IN_INITIAL (256u << 10)
 #define OUT_FLUSH (256u << 10)
+/* A WRITE with more payload than this streams its data from the socket
+ * into the file (splice) instead of reading it into memory first. */
+#define STREAM_MIN (64u << 10)
+#define WRITE_PREFIX 24              /* u64 key, u64 index, u32 offset, u32 length */
 
 struct conn {
     struct server *srv;
     int fd;
+    int pipe[2];                     /* for splicing large writes; -1: none yet */
     char peer[64];
     uint8_t *in;
     size_t cap, start, end;
@@ -129,17 +135,20 @@ static void refuse(struct conn *c, const struct rpc_header *req)
     flush(c);
 }
 
-/* Handles the request at c->start; returns < 0 to drop the connection. */
-static int serve_one(struct conn *c, const struct rpc_header *req)
+/* Handles the request at c->start, of which in_mem payload bytes are in
+ * the buffer and rest (if not NULL) is still in the socket; returns < 0 to
+ * drop the connection. */
+static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem,
+                     struct stream *rest)
 {
     struct server *srv = c->srv;
     size_t hdr_at = c->out.len;
     if (!rpc_put_raw(&c->out, NULL, RPC_HEADER_SIZE))
         return -ENOMEM;
     struct rpc_header ans = { .opcode = req->opcode, .id = req->id };
-    struct reply rep = { .file_fd = -1 };
+    struct reply rep = { .file_fd = -1, .rest = rest };
     struct rpc_reader r;
-    rpc_reader_init(&r, c->in + c->start + RPC_HEADER_SIZE, req->length);
+    rpc_reader_init(&r, c->in + c->start + RPC_HEADER_SIZE, in_mem);
     rep.out = c->out;
     ans.status = dispatch(srv, req->opcode, &r, &rep);
     c->out = rep.out;
@@ -166,6 +175,36 @@ static int serve_one(struct conn *c, const struct rpc_header *req)
     return rc;
 }
 
+/* Reads and drops n bytes of the current request from the socket: what a
+ * handler did not take of a streamed payload. The buffer is free for it:
+ * a streamed request is the last thing buffered. */
+static int discard(struct conn *c, size_t n)
+{
+    while (n > 0) {
+        ssize_t got = net_read_some(c->fd, c->in, 1, n < c->cap ? n : c->cap, 0);
+        if (got < 0)
+            return (int)got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+/* Is this request a large write whose data should stream? Creates the
+ * connection's pipe on first use (without one, it is read into memory). */
+static int streams(struct conn *c, const struct rpc_header *h)
+{
+    if (h->opcode != FS_WRITE || h->length <= STREAM_MIN)
+        return 0;
+    if (c->pipe[0] < 0) {
+        if (pipe2(c->pipe, O_CLOEXEC) < 0) {
+            c->pipe[0] = c->pipe[1] = -1;
+            return 0;
+        }
+        fcntl(c->pipe[1], F_SETPIPE_SZ, STREAM_PIPE_SIZE);
+    }
+    return 1;
+}
+
 static void *conn_main(void *arg)
 {
     struct conn *c = arg;
@@ -185,11 +224,22 @@ static void *conn_main(void *arg)
             rc = -EACCES;
             break;
         }
-        rc = fill(c, RPC_HEADER_SIZE + (size_t)h.length);
+        struct stream rest = { .sock = c->fd, .pipe = c->pipe };
+        size_t in_mem = h.length;
+        if (streams(c, &h)) {
+            rc = fill(c, RPC_HEADER_SIZE + WRITE_PREFIX);
+            size_t avail = c->end - c->start - RPC_HEADER_SIZE;
+            in_mem = avail < h.length ? avail : h.length;
+            rest.left = h.length - in_mem;
+        } else {
+            rc = fill(c, RPC_HEADER_SIZE + (size_t)h.length);
+        }
         if (rc < 0)
             break;
-        rc = serve_one(c, &h);
-        c->start += RPC_HEADER_SIZE + (size_t)h.length;
+        rc = serve_one(c, &h, in_mem, rest.left ? &rest : NULL);
+        c->start += RPC_HEADER_SIZE + in_mem;
+        if (rc == 0 && rest.left > 0)
+            rc = discard(c, rest.left);
         if (c->start == c->end)
             c->start = c->end = 0;
         if (rc < 0)
@@ -200,6 +250,10 @@ static void *conn_main(void *arg)
     if (rc != -ECONNRESET && rc != -EACCES)
         log_info("connection from %s closed: %s", c->peer, strerror(-rc));
     close(c->fd);
+    if (c->pipe[0] >= 0) {
+        close(c->pipe[0]);
+        close(c->pipe[1]);
+    }
     free(c->in);
     rpc_writer_free(&c->out);
     free(c);
@@ -213,6 +267,7 @@ int conn_start(struct server *srv, int fd)
         return -ENOMEM;
     c->srv = srv;
     c->fd = fd;
+    c->pipe[0] = c->pipe[1] = -1;
     c->cap = IN_INITIAL;
     c->in = malloc(c->cap);
     rpc_writer_init(&c->out, NULL, 0);

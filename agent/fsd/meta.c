@@ -574,7 +574,7 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
     /* New data first under the new key: if it does not fit, the old file
      * is still whole. */
     if (rc == 0 && len > 0)
-        rc = chunks_write(srv, data_key, 0, 0, data, len);
+        rc = chunks_write(srv, data_key, 0, 0, data, len, NULL);
     if (rc == 0) {
         int64_t now = now_ns();
         rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .size = size,

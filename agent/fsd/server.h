@@ -34,13 +34,25 @@ struct server {
     pthread_mutex_t chunk_locks[SERVER_STRIPES];
 };
 
+/* The tail of a request's payload still in the socket: a large WRITE is
+ * not read into memory but spliced from the socket into the file. */
+struct stream {
+    int sock;
+    int *pipe;                       /* the connection's pipe, [0] read end */
+    size_t left;                     /* bytes still to take from sock */
+};
+#define STREAM_PIPE_SIZE (1u << 20)
+
 /* What a handler sends back: a payload, and optionally bytes of a file sent
- * after it with sendfile (the data of a READ). */
+ * after it with sendfile (the data of a READ). rest: the part of the
+ * request not in the reader (NULL: all of it is); the connection drops
+ * whatever the handler leaves of it. */
 struct reply {
     struct rpc_writer out;
     int file_fd;                     /* -1: none; closed after sending */
     uint64_t file_off;
     size_t file_len;
+    struct stream *rest;
 };
 
 /* A request handler: decodes req, fills rep, returns 0 or -errno. */
@@ -74,9 +86,10 @@ int op_create_write(struct server *, struct rpc_reader *, struct reply *);
 int chunks_init(struct server *srv, char *err, size_t errlen);
 /* Drops this server's chunks of a file beyond new_size (0: all of them). */
 void chunks_truncate(struct server *srv, uint64_t key, uint64_t new_size, uint64_t old_size);
-/* Writes len bytes at offset into chunk index of key, within the quota. */
+/* Writes have bytes from data, then rest->left bytes from rest (if not
+ * NULL), at offset into chunk index of key, within the quota. */
 int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offset,
-                 const void *data, size_t len);
+                 const void *data, size_t have, struct stream *rest);
 int op_write(struct server *, struct rpc_reader *, struct reply *);
 int op_read(struct server *, struct rpc_reader *, struct reply *);
 int op_trunc_data(struct server *, struct rpc_reader *, struct reply *);
