@@ -84,6 +84,8 @@ static void dead_servers(void)
         fstest_stop(&t);
         return;
     }
+    tap_is_int(fstest_sh("${ADAFS_CTL:-./adafs-ctl} status --base %s >%s/status.out", t.base, t.base), 0,
+               "adafs-ctl status: all up, exit 0");
     tap_is_int(fstest_stop_process(pid1), 0, "server 1 is stopped (SIGSTOP)");
     double t0 = fstest_now();
     ssize_t n = adafs_pread(fs, fd, back, sizeof(back), 0);
@@ -112,6 +114,10 @@ static void dead_servers(void)
     tap_ok(eio > 0 && found > 0 && other == 0,
            "a killed server: its paths give EIO (%d), the others still work (%d)", eio, found);
     tap_ok(waited < 1.0, "at once: connection refused is not a timeout (%.3f s)", waited);
+    tap_is_int(fstest_sh("${ADAFS_CTL:-./adafs-ctl} status --base %s >%s/status.out; rc=$?; "
+                         "grep -q '^server 1 .* down' %s/status.out && grep -q '^server 0 .* up' "
+                         "%s/status.out && exit $rc", t.base, t.base, t.base, t.base), 1,
+               "adafs-ctl status names the dead server and exits 1");
     if (fd >= 0)
         adafs_close(fs, fd);
     fstest_stop(&t);
@@ -238,6 +244,16 @@ static void security(void)
 
 static void ctl_errors(void)
 {
+    /* A port that was free a moment ago, for --port-base. */
+    char err[256];
+    int port = 0;
+    int l = net_listen("127.0.0.1", 0, 1, &port, err, sizeof(err));
+    close(l);
+    tap_ok(fstest_sh("d=$(mktemp -d) && ${ADAFS_CTL:-./adafs-ctl} start --servers 1 --base $d "
+                     "--port-base %d >/dev/null 2>&1 && grep -q '^server=127.0.0.1:%d$' $d/instance; "
+                     "r=$?; ${ADAFS_CTL:-./adafs-ctl} stop --base $d 2>/dev/null; rm -rf $d; exit $r",
+                     port, port) == 0,
+           "--port-base puts the servers on the given ports");
     tap_ok(fstest_sh("${ADAFS_CTL:-./adafs-ctl} start --servers 0 --base /tmp/x 2>/dev/null") == 2,
            "adafs-ctl refuses --servers 0");
     tap_ok(fstest_sh("${ADAFS_CTL:-./adafs-ctl} start --servers 1 2>/dev/null") == 2,
