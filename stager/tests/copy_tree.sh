@@ -69,6 +69,17 @@ ok "type=file into an existing directory keeps the name" cmp -s "$S/a/mid.bin" "
 "$STAGE" copy --type file "$S/empty" "$WORK/newdir/renamed" 2>/dev/null
 ok "type=file to a new path creates parents" test -f "$WORK/newdir/renamed"
 
+# On a terminal: a progress bar with rate and ETA (script(1) gives a pty).
+if command -v script > /dev/null; then
+    mkdir -p "$WORK/slow"; head -c 1000000 /dev/urandom > "$WORK/slow/f"
+    script -qec "'$STAGE' copy --max-bw 1M '$WORK/slow' '$WORK/slow-copy'" /dev/null > "$WORK/tty.out" 2>&1
+    ok "progress bar with percentage, rate and ETA on a terminal" grep -q '\[[#.]*\] *[0-9]*% .* MiB/s ETA [0-9]*:[0-9][0-9]' "$WORK/tty.out"
+else
+    n=$((n + 1)); echo "ok $n # SKIP script(1) not installed"
+fi
+"$STAGE" copy --json "$WORK/slow" "$WORK/slow-copy2" 2>&1 > /dev/null | grep -q ETA
+is "no progress bar when not on a terminal" $? 1
+
 # Bad requests.
 "$STAGE" copy "$S" "$S/a/inside" 2> "$WORK/err"; rc=$?
 is "copy into its own source: exit 2" $rc 2
