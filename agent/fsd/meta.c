@@ -197,6 +197,24 @@ static int target_check(struct server *srv, struct rpc_reader *req, struct targe
     return 0;
 }
 
+/* Under the record's lock, before creating or replacing it: checks the
+ * parent if the client asked (FS_CHECK_PARENT) and looks the path up.
+ * Returns 0 with *found saying whether rec holds an existing record, or the
+ * parent's error (ENOENT, ENOTDIR) or EIO. */
+static int lookup_for_create(struct server *srv, const struct target *t, uint32_t flags,
+                             struct fs_record *rec, int *found)
+{
+    int rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, t->path) : 0;
+    *found = 0;
+    if (rc == 0) {
+        rc = get_record(srv, t->key, t->klen, rec);
+        *found = rc == 0;
+        if (rc == -ENOENT)
+            rc = 0;
+    }
+    return rc;
+}
+
 int op_stat(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     struct target t;
@@ -223,14 +241,8 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
     pthread_mutex_lock(t.lock);
     struct fs_record rec;
     uint64_t old_key = 0, old_size = 0;
-    rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, t.path) : 0;
-    int found = 0;
-    if (rc == 0) {
-        rc = get_record(srv, t.key, t.klen, &rec);
-        found = rc == 0;
-        if (rc == -ENOENT)
-            rc = 0;
-    }
+    int found;
+    rc = lookup_for_create(srv, &t, flags, &rec, &found);
     if (rc == 0 && found) {
         if (flags & FS_CREATE_EXCL) {
             rc = -EEXIST;
@@ -269,9 +281,10 @@ int op_mkdir(struct server *srv, struct rpc_reader *req, struct reply *rep)
         return rc;
     pthread_mutex_lock(t.lock);
     struct fs_record rec;
-    rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, t.path) : 0;
-    if (rc == 0)
-        rc = get_record(srv, t.key, t.klen, &rec) == 0 ? -EEXIST : 0;
+    int found;
+    rc = lookup_for_create(srv, &t, flags, &rec, &found);
+    if (rc == 0 && found)
+        rc = -EEXIST;
     if (rc == 0) {
         int64_t now = now_ns();
         rec = (struct fs_record){ .mode = S_IFDIR | (mode & 07777), .key = data_key,
@@ -431,14 +444,8 @@ int op_put(struct server *srv, struct rpc_reader *req, struct reply *rep)
     if (!S_ISREG(rec.mode) && !S_ISDIR(rec.mode))
         return -EINVAL;
     pthread_mutex_lock(t.lock);
-    rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, t.path) : 0;
-    int had = 0;
-    if (rc == 0) {
-        rc = get_record(srv, t.key, t.klen, &old);
-        had = rc == 0;
-        if (rc == -ENOENT)
-            rc = 0;
-    }
+    int had;
+    rc = lookup_for_create(srv, &t, flags, &old, &had);
     if (rc == 0 && had && S_ISDIR(old.mode) && !S_ISDIR(rec.mode))
         rc = -EISDIR;
     else if (rc == 0 && had && !S_ISDIR(old.mode) && S_ISDIR(rec.mode))
@@ -561,14 +568,8 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
         return -EINVAL;
     pthread_mutex_lock(t.lock);
     struct fs_record rec, old;
-    rc = (flags & FS_CHECK_PARENT) ? check_parent(srv, t.path) : 0;
-    int had = 0;
-    if (rc == 0) {
-        rc = get_record(srv, t.key, t.klen, &old);
-        had = rc == 0;
-        if (rc == -ENOENT)
-            rc = 0;
-    }
+    int had;
+    rc = lookup_for_create(srv, &t, flags, &old, &had);
     if (rc == 0 && had && S_ISDIR(old.mode))
         rc = -EISDIR;
     /* New data first under the new key: if it does not fit, the old file

@@ -104,6 +104,9 @@ uint64_t new_key(adafs *fs, int server);
 
 /* namespace.c */
 int stat_record(adafs *fs, const char *path, struct fs_record *rec);
+/* Normalises path into p[FS_PATH_MAX] and fetches its record; a missing
+ * path is told apart from one below a file (ENOENT / ENOTDIR). */
+int lookup(adafs *fs, const char *path, char *p, struct fs_record *rec);
 void record_to_stat(const adafs *fs, const struct fs_record *rec, struct stat *st);
 /* For a lookup that gave ENOENT: ENOTDIR if some ancestor is a file. */
 int refine_enoent(adafs *fs, const char *path);

@@ -71,12 +71,8 @@ static int take_page(struct adafs_dir *d, const struct call *c, int *more, char 
 int adafs_opendir(adafs *fs, const char *path, adafs_dir **out)
 {
     char p[FS_PATH_MAX];
-    int rc = path_normalize(path, p);
     struct fs_record rec;
-    if (rc == 0)
-        rc = stat_record(fs, p, &rec);
-    if (rc == -ENOENT)
-        return refine_enoent(fs, p);
+    int rc = lookup(fs, path, p, &rec);
     if (rc < 0)
         return rc;
     if (!S_ISDIR(rec.mode))

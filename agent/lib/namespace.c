@@ -184,15 +184,19 @@ int parent_check_finish(adafs *fs, const char *path, struct call *op, struct cal
     return prc < 0 ? prc : rc;
 }
 
+int lookup(adafs *fs, const char *path, char *p, struct fs_record *rec)
+{
+    int rc = path_normalize(path, p);
+    if (rc == 0)
+        rc = stat_record(fs, p, rec);
+    return rc == -ENOENT ? refine_enoent(fs, p) : rc;
+}
+
 int adafs_stat(adafs *fs, const char *path, struct stat *st)
 {
     char p[FS_PATH_MAX];
-    int rc = path_normalize(path, p);
     struct fs_record rec;
-    if (rc == 0)
-        rc = stat_record(fs, p, &rec);
-    if (rc == -ENOENT)
-        rc = refine_enoent(fs, p);
+    int rc = lookup(fs, path, p, &rec);
     if (rc == 0)
         record_to_stat(fs, &rec, st);
     return rc;

@@ -28,6 +28,18 @@ static int wait_all(int n)
     return ok;
 }
 
+/* A forked worker's own handle (not the inherited one). */
+static adafs *child_connect(const struct fstest *t)
+{
+    adafs *fs;
+    char err[256];
+    if (adafs_connect(&fs, t->instance, err, sizeof(err)) < 0) {
+        fprintf(stderr, "child: %s\n", err);
+        _exit(1);
+    }
+    return fs;
+}
+
 /* Each child interleaves small writes into its own stripe of one file:
  * sizes merge as the maximum, whatever order the updates arrive in. */
 static void shared_file(struct fstest *t)
@@ -36,10 +48,7 @@ static void shared_file(struct fstest *t)
     adafs_close(t->fs, fd);
     for (int p = 0; p < NPROC; p++) {
         if (fork() == 0) {
-            adafs *fs;
-            char err[256];
-            if (adafs_connect(&fs, t->instance, err, sizeof(err)) < 0)
-                _exit(1);
+            adafs *fs = child_connect(t);
             int f = adafs_open(fs, "/shared", O_WRONLY, 0);
             char *buf = malloc(REGION);
             fstest_fill(buf, REGION, (unsigned)p + 100);
@@ -83,10 +92,7 @@ static void appenders(struct fstest *t)
     adafs_close(t->fs, fd);
     for (int p = 0; p < NPROC; p++) {
         if (fork() == 0) {
-            adafs *fs;
-            char err[256];
-            if (adafs_connect(&fs, t->instance, err, sizeof(err)) < 0)
-                _exit(1);
+            adafs *fs = child_connect(t);
             int f = adafs_open(fs, "/log", O_WRONLY | O_APPEND, 0);
             int ok = f >= 0;
             for (int i = 0; i < RECORDS && ok; i++) {
