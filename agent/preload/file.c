@@ -5,6 +5,7 @@
 #include "preload.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -151,10 +152,26 @@ PL_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
     return open_at(dirfd, path, flags, 0);
 }
 
+/* A program call that would close or replace one of libadafs's own
+ * descriptors (ownfd.h): refused with EBADF, as for a number the program
+ * never opened, and named once on stderr. */
+static bool touches_library_fd(const char *call, int fd)
+{
+    if (!ownfd_is_library(fd))
+        return false;
+    static atomic_bool logged;
+    if (!atomic_exchange(&logged, true))
+        pl_log("%s(%d) refused: descriptor %d is a libadafs server connection", call, fd, fd);
+    errno = EBADF;
+    return true;
+}
+
 PL_EXPORT int close(int fd)
 {
     if (!pl_active())
         return real.close(fd);
+    if (touches_library_fd("close", fd))
+        return -1;
     int rc = forget(fd);
     if (rc == 1)
         return real.close(fd);
@@ -162,25 +179,46 @@ PL_EXPORT int close(int fd)
     return (int)pl_ret(rc);
 }
 
-static void close_adafs_range(unsigned int first, unsigned int last)
+/* close_range over [first, last]: adafs files are released first, and
+ * libadafs's own descriptors are stepped around (ownfd.h). */
+static int close_range_around(unsigned int first, unsigned int last, int flags)
 {
-    for (int fd = fdmap_next((int)first); fd >= 0 && (unsigned int)fd <= last;
-         fd = fdmap_next(fd + 1))
-        forget(fd);
+    if (!(flags & CLOSE_RANGE_CLOEXEC))
+        for (int fd = fdmap_next((int)first); fd >= 0 && (unsigned int)fd <= last;
+             fd = fdmap_next(fd + 1))
+            forget(fd);
+    unsigned int base = (unsigned int)ownfd_base(), top = (unsigned int)ownfd_top();
+    if (top == 0 || last < base || first >= top)
+        return real.close_range(first, last, flags);
+    int rc = 0;
+    if (first < base)
+        rc = real.close_range(first, base - 1, flags);
+    for (unsigned int fd = first > base ? first : base; fd < top && fd <= last; fd++)
+        if (!ownfd_is_library((int)fd)) {
+            if (flags & CLOSE_RANGE_CLOEXEC)
+                real.fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+            else
+                real.close((int)fd);
+        }
+    if (last >= top && rc == 0)
+        rc = real.close_range(top, last, flags);
+    return rc;
 }
 
 PL_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
-    if (pl_active() && !(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
-        close_adafs_range(first, last);
-    return real.close_range(first, last, flags);
+    if (!pl_active() || first > last)
+        return real.close_range(first, last, flags);
+    return close_range_around(first, last, flags);
 }
 
 PL_EXPORT void closefrom(int lowfd)
 {
-    if (pl_active() && lowfd >= 0)
-        close_adafs_range((unsigned int)lowfd, UINT_MAX);
-    real.closefrom(lowfd);
+    if (!pl_active() || lowfd < 0) {
+        real.closefrom(lowfd);
+        return;
+    }
+    close_range_around((unsigned int)lowfd, UINT_MAX, 0);
 }
 
 PL_EXPORT ssize_t read(int fd, void *buf, size_t count)
@@ -470,6 +508,8 @@ PL_EXPORT int dup(int fd)
 PL_EXPORT int dup2(int fd, int newfd)
 {
     int lfd;
+    if (pl_active() && fd != newfd && touches_library_fd("dup2", newfd))
+        return -1;
     if (!PL_ADAFS_FD(fd, lfd)) {
         if (pl_active() && fd != newfd && real.fcntl(fd, F_GETFD) >= 0)
             forget(newfd);
@@ -483,6 +523,8 @@ PL_EXPORT int dup2(int fd, int newfd)
 PL_EXPORT int dup3(int fd, int newfd, int flags)
 {
     int lfd;
+    if (pl_active() && fd != newfd && touches_library_fd("dup3", newfd))
+        return -1;
     if (!PL_ADAFS_FD(fd, lfd)) {
         if (pl_active() && fd != newfd && real.fcntl(fd, F_GETFD) >= 0)
             forget(newfd);

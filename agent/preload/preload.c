@@ -57,6 +57,7 @@ static void unlock_streams(void)
 void pl_init(void)
 {
     real_resolve();
+    ownfd_init();
     mode_t m = real.umask(022);
     real.umask(m);
     atomic_store(&umask_cache, m & 0777);

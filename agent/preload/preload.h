@@ -9,7 +9,9 @@
  *
  * Modules: real (the C library's functions), fdmap (kernel fd -> library
  * fd), pathres (mount, working directory, path routing), route (the one door
- * into libadafs), and the interception families: file.c (descriptors),
+ * into libadafs), ownfd (libadafs's own descriptors kept out of the
+ * program's way), ptrmap (our DIR* and FILE*), and the interception
+ * families: file.c (descriptors),
  * meta.c (path operations), dir.c (directory streams), stdio.c (FILE*),
  * misc.c (mmap, xattr, copy offload, preallocation), exec.c (exec and the
  * descriptors it hands on). */
@@ -32,6 +34,7 @@
 #include "fdmap.h"
 #include "pathres.h"
 #include "ptrmap.h"
+#include "ownfd.h"
 #include "route.h"
 
 /* Only the wrappers are visible outside the library: internal names must

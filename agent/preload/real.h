@@ -148,6 +148,9 @@
     X(int, posix_spawnp, (pid_t *, const char *, const posix_spawn_file_actions_t *, \
                           const posix_spawnattr_t *, char *const *, char *const *)) \
     X(mode_t, umask, (mode_t)) \
+    X(int, socket, (int, int, int)) \
+    X(int, pipe, (int *)) \
+    X(int, pipe2, (int *, int)) \
     X(int, mkostemps, (char *, int, int)) \
     X(char *, mkdtemp, (char *))
 

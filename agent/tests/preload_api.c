@@ -555,19 +555,20 @@ static void *thread_io(void *arg)
         snprintf(path, sizeof path, "%s/thr%ld-%d", id % 2 ? mnt : outside, id, i);
         int len = snprintf(buf, sizeof buf, "thread %ld file %d", id, i);
         const char *failed = NULL;
+        int err = 0;
         int fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0644);
         if (fd < 0)
-            failed = "open";
+            failed = "open", err = errno;
         else if (write(fd, buf, (size_t)len) != len)
-            failed = "write";
+            failed = "write", err = errno;
         else if (pread(fd, back, (size_t)len, 0) != len || memcmp(buf, back, (size_t)len))
-            failed = "pread";
+            failed = "pread", err = errno;
         if (fd >= 0 && close(fd) != 0 && !failed)
-            failed = "close";
-        if (unlink(path) != 0 && !failed)
-            failed = "unlink";
+            failed = "close", err = errno;
+        if (fd >= 0 && unlink(path) != 0 && !failed)
+            failed = "unlink", err = errno;
         if (failed) {
-            printf("# thread %ld: %s of %s failed: %s\n", id, failed, path, strerror(errno));
+            printf("# thread %ld: %s of %s failed: %s\n", id, failed, path, strerror(err));
             bad++;
         }
     }
@@ -604,6 +605,46 @@ static void test_outside(void)
     is_err(stat(near, &st), ENOENT, "a sibling with the mount as prefix is the kernel's");
 }
 
+/* libadafs's own server connections must survive what programs do to
+ * descriptor numbers: they sit high, and dup2/close/closefrom step around
+ * them. Run last: it closes every descriptor from 3 up. */
+static void test_library_fds(void)
+{
+    struct stat st;
+    tap_ok(stat(in_mnt("data"), &st) == 0, "a call that needs the servers");
+    int lib = -1, low_sockets = 0;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int fd = atoi(e->d_name);
+        if (fd > 2 && fd != dirfd(d) && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
+            if (fd < 100)
+                low_sockets++;
+            else if (lib < 0)
+                lib = fd;
+        }
+    }
+    if (d)
+        closedir(d);
+    if (!tap_ok(lib >= 100 && low_sockets == 0,
+                "libadafs's connections sit at high descriptor numbers"))
+        printf("#   first high socket %d, %d sockets below 100\n", lib, low_sockets);
+    if (lib < 0)
+        return;
+    is_err(dup2(0, lib), EBADF, "dup2 onto a library connection: EBADF");
+    is_err(dup3(0, lib, 0), EBADF, "dup3 onto a library connection: EBADF");
+    is_err(close(lib), EBADF, "close of a library connection: EBADF");
+    int fd = open(in_mnt("before-closefrom"), O_CREAT | O_WRONLY, 0644);
+    closefrom(3);
+    is_err(fcntl(fd, F_GETFD), EBADF, "closefrom(3) closed the program's adafs descriptor");
+    tap_ok(fstat(lib, &st) == 0 && S_ISSOCK(st.st_mode), "but not the library's connection");
+    tap_ok(stat(in_mnt("before-closefrom"), &st) == 0, "adafs still works after closefrom(3)");
+    fd = open(in_mnt("after"), O_CREAT | O_WRONLY, 0644);
+    tap_ok(fd >= 3 && write(fd, "x", 1) == 1 && close_range(3, ~0U, 0) == 0,
+           "open, write and close_range(3, ~0) after it");
+    tap_ok(stat(in_mnt("after"), &st) == 0 && st.st_size == 1, "and adafs still answers");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -625,5 +666,6 @@ int main(int argc, char **argv)
     test_stdout_redirect();
     test_threads();
     test_outside();
+    test_library_fds();
     return tap_done();
 }
