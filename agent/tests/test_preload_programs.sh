@@ -188,6 +188,15 @@ print(subprocess.run([\"test\", \"-f\", \"src/files/f1\"]).returncode)'" >"$WORK
     printf '%s\n0\n' "$WORK" >"$WORK/exp"
     same "$n servers: a stale PWD naming the mount is not inherited" "$WORK/exp" "$WORK/got"
 
+    # a shell script using fixed descriptor numbers (exec 3>...), on adafs
+    # and local files, while adafs keeps working
+    pl bash -c "exec 3> '$MNT/fd3' 4> '$MNT/fd4'; echo three >&3; echo four >&4
+        exec 3>&- 4>&-
+        for i in 3 4 5 6 7 8 9; do eval \"exec \$i< '$SRC/files/f4095'\"; done
+        cat '$MNT/fd3' '$MNT/fd4'; wc -c < '$MNT/tree/files/f65537'" >"$WORK/got" 2>&1
+    printf 'three\nfour\n65537\n' >"$WORK/exp"
+    same "$n servers: a shell script's exec 3>file and fixed descriptors" "$WORK/exp" "$WORK/got"
+
     # exec with an emptied environment still sees the mount
     pl env -i /bin/cat "$MNT/tree/files/f4095" >"$WORK/got"
     same "$n servers: env -i keeps the mount visible across exec" \
