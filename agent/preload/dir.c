@@ -69,7 +69,7 @@ static void listing_close(struct listing *l)
 {
     if (!l->dir)
         return;
-    route_enter(ROUTE_DIR);
+    route_enter_existing(ROUTE_DIR);
     adafs_closedir(l->dir);
     route_leave_raw(0);
     l->dir = NULL;
@@ -79,7 +79,7 @@ static long listing_tell(struct listing *l)
 {
     if (l->dots_done < 2)
         return l->dots_done;
-    route_enter(ROUTE_DIR);
+    route_enter_existing(ROUTE_DIR);
     long pos = adafs_telldir(l->dir);
     route_leave_raw(0);
     return 2 + pos;
@@ -87,7 +87,7 @@ static long listing_tell(struct listing *l)
 
 static void listing_seek(struct listing *l, long pos)
 {
-    route_enter(ROUTE_DIR);
+    route_enter_existing(ROUTE_DIR);
     if (pos < 2) {
         l->dots_done = pos < 0 ? 0 : pos;
         adafs_rewinddir(l->dir);
@@ -113,8 +113,7 @@ static int listing_next(struct listing *l, struct dirent *ent)
     }
     for (;;) {
         struct adafs_dirent e;
-        if (!route_enter(ROUTE_DIR))
-            return -EIO;
+        route_enter_existing(ROUTE_DIR);
         int rc = adafs_readdir(l->dir, &e);
         long pos = rc == 1 ? adafs_telldir(l->dir) : 0;
         if (rc == 1 && strlen(e.name) < sizeof ent->d_name)

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FDS_ENV "ADAFS_PRELOAD_FDS"
@@ -264,6 +265,17 @@ static void adopt_one(int kfd, int flags, off_t off, const char *inner)
 {
     if (real.fcntl(kfd, F_GETFD) < 0) {
         pl_log("%s names descriptor %d for %s, but it was not inherited", FDS_ENV, kfd, inner);
+        return;
+    }
+    /* Only our own reservation may be adopted: posix_spawn file actions or
+     * a wrapper program may have put something else on that number. */
+    struct stat st, null_st;
+    int fl = real.fcntl(kfd, F_GETFL);
+    if (fl < 0 || !(fl & O_PATH) || real.fstat(kfd, &st) < 0 ||
+        real.stat("/dev/null", &null_st) < 0 || !S_ISCHR(st.st_mode) ||
+        st.st_rdev != null_st.st_rdev) {
+        pl_log("%s names descriptor %d for %s, but it is no longer the adafs reservation; "
+               "left alone", FDS_ENV, kfd, inner);
         return;
     }
     adafs *fs = route_enter(ROUTE_OPEN);

@@ -52,6 +52,12 @@ adafs *route_enter(enum route_op op)
     return fs;
 }
 
+void route_enter_existing(enum route_op op)
+{
+    route_depth++;
+    atomic_fetch_add_explicit(&counts[op], 1, memory_order_relaxed);
+}
+
 const char *route_connect_for_mount(void)
 {
     pthread_mutex_lock(&connect_lock);

@@ -30,6 +30,10 @@ extern __thread int route_depth __attribute__((tls_model("initial-exec")));
  * instance cannot be used (the reason is logged once). */
 adafs *route_enter(enum route_op op);
 
+/* Enters for a call on an object that an earlier successful call made (a
+ * directory listing): the connection exists, so this cannot fail. */
+void route_enter_existing(enum route_op op);
+
 /* Leaves the library; turns a negative result into errno and -1. */
 static inline long route_leave(long r)
 {

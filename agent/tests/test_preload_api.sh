@@ -59,9 +59,12 @@ stderr_has "a malformed ADAFS_PRELOAD_FDS is reported" \
 stderr_has "a handed-on descriptor that was not inherited is reported" \
     "names descriptor 77 for /kept, but it was not inherited" \
     pl ADAFS_PRELOAD_FDS=77,0,0,5:/kept true
+stderr_has "a handed-on number that is not the adafs reservation is left alone" \
+    "names descriptor 0 for /kept, but it is no longer the adafs reservation" \
+    pl ADAFS_PRELOAD_FDS=0,0,0,5:/kept true
 stderr_has "a handed-on file that is gone is reported" \
-    "cannot reopen inherited descriptor 0 ($MNT/gone): No such file or directory" \
-    pl ADAFS_PRELOAD_FDS=0,0,0,5:/gone true
+    "cannot reopen inherited descriptor 9 ($MNT/gone): No such file or directory" \
+    pl bash -c "exec 9> '$MNT/gone'; rm '$MNT/gone'; exec true"
 pl cat "$MNT/kept" >"$WORK/got"
 echo kept >"$WORK/exp"
 same "an instance keeps working for others meanwhile" "$WORK/exp" "$WORK/got"
