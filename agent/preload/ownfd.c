@@ -12,6 +12,17 @@ enum { OWN_WINDOW = 1024, OWN_BASE_MAX = 1 << 16 };
 
 static int own_base = INT_MAX;
 static atomic_int own_top; /* 0: the library has no descriptor yet */
+/* Which numbers in [own_base, own_base + OWN_WINDOW) were handed to the
+ * library. A bit stays set after the library closes the descriptor (it
+ * closes with a raw system call), so the socket/pipe test still applies. */
+static atomic_ulong moved[OWN_WINDOW / (8 * sizeof(unsigned long))];
+
+static bool was_moved(int fd)
+{
+    unsigned long i = (unsigned long)(fd - own_base), w = 8 * sizeof(unsigned long);
+    return i < OWN_WINDOW &&
+           (atomic_load_explicit(&moved[i / w], memory_order_relaxed) & (1UL << (i % w)));
+}
 
 void ownfd_init(void)
 {
@@ -36,7 +47,7 @@ int ownfd_top(void)
 
 bool ownfd_is_library(int fd)
 {
-    if (fd < own_base || fd >= ownfd_top() || fdmap_get(fd) >= 0)
+    if (fd < own_base || fd >= ownfd_top() || !was_moved(fd) || fdmap_get(fd) >= 0)
         return false;
     struct stat st;
     return real.fstat(fd, &st) == 0 && (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode));
@@ -53,6 +64,9 @@ static int move_high(int fd)
     if (high < 0)
         return fd;
     real.close(fd);
+    unsigned long i = (unsigned long)(high - own_base), w = 8 * sizeof(unsigned long);
+    if (i < OWN_WINDOW)
+        atomic_fetch_or(&moved[i / w], 1UL << (i % w));
     int top = atomic_load(&own_top);
     while (high + 1 > top && !atomic_compare_exchange_weak(&own_top, &top, high + 1))
         ;

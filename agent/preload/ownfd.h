@@ -18,9 +18,9 @@
 /* Computes the own base from RLIMIT_NOFILE. */
 void ownfd_init(void);
 
-/* Whether fd is, by every sign we have, one of libadafs's descriptors: at
- * or above the own base and below the highest one handed out, a socket or
- * pipe, and not an adafs file of the program. */
+/* Whether fd is, by every sign we have, one of libadafs's descriptors: a
+ * number handed to the library (at or above the own base), now a socket
+ * or pipe, and not an adafs file of the program. */
 bool ownfd_is_library(int fd);
 
 /* The lowest number close_range/closefrom may skip from (INT_MAX if the
