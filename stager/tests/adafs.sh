@@ -35,6 +35,23 @@ ok "sparse file came back sparse" test "$(stat -c %b "$O/sparse")" -lt 1000
 "$STAGE" in $I --json --piece-size 1M "$S" "$(sed -n 's/^mount=//p' "$FS/instance")/in" > "$WORK/in2.json" 2>/dev/null
 is "stage-in again (path given with the mount point): all unchanged" "$(json_field "$WORK/in2.json" unchanged)" 505
 
+# Stage-in as the job user: a root-only source is refused, never copied.
+if [ "$(id -u)" -eq 0 ] && { id adafs-test > /dev/null 2>&1 ||
+        useradd --system --no-create-home --shell /usr/sbin/nologin adafs-test; }; then
+    install -o adafs-test -m 0600 "$FS/instance" "$WORK/user.instance"
+    mkdir -p "$WORK/usrc"; echo mine > "$WORK/usrc/readable"; echo root > "$WORK/usrc/rootonly"
+    chmod 0600 "$WORK/usrc/rootonly"
+    "$STAGE" in --user adafs-test --instance "$WORK/user.instance" --json "$WORK/usrc" /user \
+        > "$WORK/user.json" 2>/dev/null
+    is "stage-in as adafs-test with a root-only source: exit 1" $? 1
+    ok "root-only source reported with EACCES" grep -q "\"path\":\"$WORK/usrc/rootonly\",\"errno\":13" "$WORK/user.json"
+    "$STAGE" out $I --json /user "$WORK/uout" > /dev/null 2>&1
+    ok "the readable file was staged in, the root-only one was not" \
+        sh -c "cmp -s '$WORK/usrc/readable' '$WORK/uout/readable' && test ! -e '$WORK/uout/rootonly'"
+else
+    for i in 1 2 3; do n=$((n + 1)); echo "ok $n # SKIP needs root and user adafs-test"; done
+fi
+
 # Restart of an interrupted stage-out.
 rm -rf "$O"
 "$STAGE" out $I --max-bw 2M --piece-size 1M --json --progress-json "$WORK/progress" /in "$O" \
