@@ -278,7 +278,7 @@ static void item_task(struct pool_thread *self, void *arg)
     if (rc == 0)
         rc = side_path(run, &run->dst_b, run->dst_adafs, t->dst, dp, sizeof(dp));
     if (rc < 0) {
-        stage_fail(run, t->src, -rc, "line %u: path", t->line);
+        stage_fail(run, t->src, -rc, "%s", t->line ? "list entry: path" : "path");
         goto out;
     }
     char sdir[PATH_MAX], ddir[PATH_MAX];
@@ -288,8 +288,8 @@ static void item_task(struct pool_thread *self, void *arg)
     char *s_parent = dirname(sdir), *d_parent = dirname(ddir);
     if (!*sname || !strcmp(sname, "/") || !strcmp(sname, ".") || !strcmp(sname, "..") ||
         !*dname || !strcmp(dname, "/") || !strcmp(dname, ".") || !strcmp(dname, "..")) {
-        stage_fail(run, t->src, EINVAL, "line %u: source and destination must each name an "
-                   "entry, not / . or ..", t->line);
+        stage_fail(run, t->src, EINVAL, "source and destination must each name an entry, "
+                   "not / . or ..");
         goto out;
     }
     if ((rc = run->src_b.ops->root_open(&run->src_b, s_parent, 0, &sd, &st)) < 0) {
@@ -386,7 +386,19 @@ static int queue_requests(struct stage_run *run)
                            e->line, e->dst, o->dst);
                 continue;
             }
-            if (queue_item(run, e->src, e->dst, e->line) < 0)
+            /* A relative source on the parallel file system is taken from
+             * the list file's directory, whatever directory we run in. */
+            char *src = NULL;
+            if (e->src[0] != '/' && !run->src_adafs) {
+                char dir[PATH_MAX];
+                snprintf(dir, sizeof(dir), "%s", o->src);
+                src = backend_join(dirname(dir), e->src);
+                if (!src)
+                    return -ENOMEM;
+            }
+            int rc = queue_item(run, src ? src : e->src, e->dst, e->line);
+            free(src);
+            if (rc < 0)
                 return -ENOMEM;
         }
         return 0;
