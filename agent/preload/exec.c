@@ -150,6 +150,18 @@ static int exec_with(enum exec_kind kind, const char *file, int fd, char *const 
              : kind == EXEC_SEARCH ? real.execvpe(file, argv, envp)
              : real.fexecve(fd, argv, envp);
     }
+    /* A program path is resolved like any other: relative to a working
+     * directory in adafs it names an absolute kernel path; in adafs it
+     * cannot be executed (the kernel cannot map it), as on a noexec mount. */
+    struct pathres r;
+    if (kind != EXEC_FD && !pl_null(file) && strchr(file, '/')) {
+        int rc = pathres_resolve(AT_FDCWD, file, &r);
+        if (rc < 0 || r.adafs) {
+            errno = rc < 0 ? -rc : EACCES;
+            return -1;
+        }
+        file = r.kpath;
+    }
     char *added[2];
     int nadded;
     char **env = exec_env(envp, added, &nadded);
@@ -199,6 +211,13 @@ static int spawn_with(bool search, pid_t *pid, const char *file,
     if (!pl_active())
         return search ? real.posix_spawnp(pid, file, actions, attr, argv, envp)
                       : real.posix_spawn(pid, file, actions, attr, argv, envp);
+    struct pathres r;
+    if (!pl_null(file) && strchr(file, '/')) {
+        int rc = pathres_resolve(AT_FDCWD, file, &r);
+        if (rc < 0 || r.adafs)
+            return rc < 0 ? -rc : EACCES;
+        file = r.kpath;
+    }
     char *added[2];
     int nadded;
     char **env = exec_env(envp, added, &nadded);

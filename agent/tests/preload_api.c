@@ -33,6 +33,8 @@
 
 #include "tap.h"
 
+extern char **environ;
+
 static const char *mnt, *outside;
 
 static char *in_mnt(const char *rel)
@@ -499,6 +501,34 @@ static void test_fork_exec(void)
     close(7);
     tap_ok(rc == 0 && n == 13 && !memcmp(buf, "parent;child;", 13),
            "posix_spawnp with a bare environment reads an inherited adafs descriptor");
+
+    int script = open(in_mnt("script.sh"), O_CREAT | O_WRONLY | O_TRUNC, 0755);
+    close(script);
+    char *script_argv[] = { "script.sh", NULL };
+    is_err(execv(in_mnt("script.sh"), script_argv), EACCES, "execv of a program in adafs: EACCES");
+    pid_t spid;
+    tap_is_int(posix_spawn(&spid, in_mnt("script.sh"), NULL, NULL, script_argv, environ), EACCES,
+               "posix_spawn of a program in adafs: EACCES");
+    /* a script in OUTSIDE (DIR/Y), run as ../../Y/run.sh from the mount
+     * (DIR/X/mnt): the path only exists from the working directory the
+     * program sees, not from the kernel's */
+    char cwd_saved[PATH_MAX], rel_prog[PATH_MAX];
+    int sfd = open(in_out("run.sh"), O_CREAT | O_WRONLY | O_TRUNC, 0755);
+    tap_ok(sfd >= 0 && write(sfd, "#!/bin/sh\nexit 7\n", 18) == 18 && close(sfd) == 0,
+           "a script outside the mount");
+    snprintf(rel_prog, sizeof rel_prog, "../../%s/run.sh", strrchr(outside, '/') + 1);
+    if (getcwd(cwd_saved, sizeof cwd_saved) && chdir(mnt) == 0) {
+        pid = fork();
+        if (pid == 0) {
+            execl(rel_prog, "run.sh", (char *)NULL);
+            _exit(127);
+        }
+        waitpid(pid, &status, 0);
+        tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 7,
+               "a relative program path from a working directory in adafs");
+        if (chdir(cwd_saved) != 0)
+            tap_ok(0, "chdir back to %s", cwd_saved);
+    }
 
     pid = fork();
     if (pid == 0) {
