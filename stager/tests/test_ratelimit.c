@@ -68,33 +68,34 @@ int main(void)
     /* 4 threads x 100 ops at 1000 ops/s with no burst: 0.4 s. */
     ratelimit_init(&rl, 1000, 0);
     t = run_threads(&rl, 4, 100, 1);
-    tap_ok(t > 0.38 && t < 0.45, "1000 ops/s over 400 ops takes 0.4 s (%.3f s)", t);
+    tap_ok(t > 0.38 && t < 0.5, "1000 ops/s over 400 ops takes 0.4 s (%.3f s)", t);
 
     /* Bytes: 8 x 1 MiB at 20 MiB/s = 0.4 s. */
     ratelimit_init(&rl, 20 << 20, 0);
     t = run_threads(&rl, 2, 4, 1 << 20);
-    tap_ok(t > 0.38 && t < 0.45, "20 MiB/s over 8 MiB takes 0.4 s (%.3f s)", t);
+    tap_ok(t > 0.38 && t < 0.5, "20 MiB/s over 8 MiB takes 0.4 s (%.3f s)", t);
 
     /* Burst: idle credit lets 100 ms of tokens through at once, no more. */
     ratelimit_init(&rl, 1000, 100);
     struct timespec idle = { 0, 200 * 1000 * 1000 };
     nanosleep(&idle, NULL);
     t = run_threads(&rl, 1, 100, 1);
-    tap_ok(t < 0.02, "100 ms of burst passes at once after idling (%.3f s)", t);
+    tap_ok(t < 0.05, "100 ms of burst passes at once after idling (%.3f s)", t);
     t = run_threads(&rl, 1, 100, 1);
-    tap_ok(t > 0.09 && t < 0.13, "after the burst the rate holds again (%.3f s)", t);
+    tap_ok(t > 0.09 && t < 0.15, "after the burst the rate holds again (%.3f s)", t);
 
     /* Changing the rate while threads run. */
     ratelimit_init(&rl, 500, 0);
     t = run_threads(&rl, 2, 50, 1);
-    tap_ok(t > 0.18 && t < 0.23, "500 ops/s: 100 ops in 0.2 s (%.3f s)", t);
+    tap_ok(t > 0.18 && t < 0.25, "500 ops/s: 100 ops in 0.2 s (%.3f s)", t);
     ratelimit_set_rate(&rl, 2000);
     tap_is_int(ratelimit_rate(&rl), 2000, "rate reads back after a change");
     t = run_threads(&rl, 2, 200, 1);
-    tap_ok(t > 0.18 && t < 0.23, "raised to 2000 ops/s: 400 ops in 0.2 s (%.3f s)", t);
+    tap_ok(t > 0.18 && t < 0.25, "raised to 2000 ops/s: 400 ops in 0.2 s (%.3f s)", t);
 
     /* A thread sleeping on a 1 s reservation blocks neither a rate change
-     * nor a take after the bucket is made unlimited. */
+     * nor a take after the bucket is made unlimited. (Upper bounds on times
+     * leave room for a loaded machine; lower bounds are the limits.) */
     ratelimit_init(&rl, 1000, 0);
     struct waiter w = { &rl, 0 };
     pthread_t tid;
@@ -105,7 +106,7 @@ int main(void)
     ratelimit_set_rate(&rl, 0);
     ratelimit_take(&rl, 10);
     t = now() - t0;
-    tap_ok(t < 0.01 && !atomic_load(&w.done),
+    tap_ok(t < 0.05 && !atomic_load(&w.done),
            "while one thread waits 1 s, others change the rate and take at once (%.4f s)", t);
     pthread_join(tid, NULL);
     tap_ok(atomic_load(&w.done), "the waiting thread got its tokens");
