@@ -18,7 +18,11 @@ static char *kernel_cwd;
 static bool kernel_cwd_above_mount;
 static char *virtual_cwd;
 
-int pathres_normalise(const char *in, char *out, size_t outlen)
+static bool under_mount(const char *p);
+
+/* Normalises like pathres_normalise and says whether the walk passed
+ * through the mount point on the way (as "/mount/../x" does). */
+static int normalise_walk(const char *in, char *out, size_t outlen, bool *visited)
 {
     size_t o = 0;
     const char *p = in;
@@ -43,6 +47,10 @@ int pathres_normalise(const char *in, char *out, size_t outlen)
         out[o++] = '/';
         memcpy(out + o, start, n);
         o += n;
+        if (visited && !*visited && mount_len && o >= mount_len) {
+            out[o] = '\0';
+            *visited = under_mount(out);
+        }
     }
     if (o == 0) {
         if (outlen < 2)
@@ -51,6 +59,11 @@ int pathres_normalise(const char *in, char *out, size_t outlen)
     }
     out[o] = '\0';
     return (int)o;
+}
+
+int pathres_normalise(const char *in, char *out, size_t outlen)
+{
+    return normalise_walk(in, out, outlen, NULL);
 }
 
 /* Whether normalised path p is the mount point or below it. */
@@ -145,7 +158,10 @@ int pathres_full_path(const char *inner, char *out, size_t outlen)
 }
 
 /* Fills res from the normalised absolute path in res->buf. rewritten says
- * whether a kernel answer must use that path instead of the caller's. */
+ * whether a kernel answer must use that path instead of the caller's: when
+ * it is relative to a directory the kernel does not know, or when it went
+ * through the mount point and came back out with "..", which the kernel
+ * cannot follow since the mount point does not exist for it. */
 static int classify(struct pathres *res, const char *original, bool rewritten)
 {
     if (under_mount(res->buf)) {
@@ -162,7 +178,7 @@ static int classify(struct pathres *res, const char *original, bool rewritten)
     return 0;
 }
 
-static int join(const char *base, const char *path, struct pathres *res)
+static int join(const char *base, const char *path, struct pathres *res, bool *visited)
 {
     char joined[2 * PATH_MAX + 2];
     size_t b = strlen(base), p = strlen(path);
@@ -171,7 +187,7 @@ static int join(const char *base, const char *path, struct pathres *res)
     memcpy(joined, base, b);
     joined[b] = '/';
     memcpy(joined + b + 1, path, p + 1);
-    int n = pathres_normalise(joined, res->buf, sizeof res->buf);
+    int n = normalise_walk(joined, res->buf, sizeof res->buf, visited);
     return n < 0 ? n : 0;
 }
 
@@ -196,10 +212,11 @@ int pathres_resolve(int dirfd, const char *path, struct pathres *res)
                 res->buf[--n] = '\0';
             return classify(res, path, false);
         }
-        int n = pathres_normalise(path, res->buf, sizeof res->buf);
+        bool visited = false;
+        int n = normalise_walk(path, res->buf, sizeof res->buf, &visited);
         if (n < 0)
             return n;
-        return classify(res, path, false);
+        return classify(res, path, visited);
     }
     if (path[0] == '\0')
         return -ENOENT;
@@ -236,10 +253,11 @@ int pathres_resolve(int dirfd, const char *path, struct pathres *res)
             return rc;
         rewritten = true;
     }
-    int rc = join(base, path, res);
+    bool visited = false;
+    int rc = join(base, path, res, &visited);
     if (rc < 0)
         return rc;
-    return classify(res, path, rewritten);
+    return classify(res, path, rewritten || visited);
 }
 
 void pathres_set_virtual_cwd(const char *inner)

@@ -630,6 +630,13 @@ static void test_outside(void)
            st.st_size == 0, "the kernel still sees the empty placeholder at the mount point");
     tap_ok(syscall(SYS_newfstatat, AT_FDCWD, in_mnt("data"), &st, 0) == -1 && errno == ENOTDIR,
            "files made in the mount are not in the kernel");
+    tap_ok(stat(in_mnt(".."), &st) == 0 && S_ISDIR(st.st_mode),
+           "MOUNT/.. is the kernel directory holding the mount point");
+    char through[PATH_MAX];
+    snprintf(through, sizeof through, "%s/dir/../../../%s/outside.txt", mnt,
+             strrchr(outside, '/') + 1);
+    tap_ok(stat(through, &st) == 0 && st.st_size == 1,
+           "an absolute path through the mount and back out with .. reaches the kernel file");
     char near[PATH_MAX];
     snprintf(near, sizeof near, "%s-not", mnt); /* shares a prefix, is not inside */
     is_err(stat(near, &st), ENOENT, "a sibling with the mount as prefix is the kernel's");
