@@ -111,8 +111,11 @@ static int send_call(adafs *fs, struct call *c)
 }
 
 /* Copies up to len buffered bytes into dst and reads the rest straight from
- * the socket, so bulk data lands in the caller's buffer without a detour. */
-static int conn_read(adafs *fs, struct server_conn *sc, void *dst, size_t len)
+ * the socket, so bulk data lands in the caller's buffer without a detour.
+ * ahead: small reads may read ahead into the buffer (the next answers of a
+ * batch come in the same system call); not before bulk data, which would
+ * then be copied twice. */
+static int conn_read(adafs *fs, struct server_conn *sc, void *dst, size_t len, int ahead)
 {
     int64_t deadline = net_now_ms() + fs->inst.timeout_ms;
     size_t have = sc->end - sc->start;
@@ -126,8 +129,7 @@ static int conn_read(adafs *fs, struct server_conn *sc, void *dst, size_t len)
     size_t rest = len - take;
     if (rest >= sc->cap / 2)
         return net_read_full(sc->fd, (uint8_t *)dst + take, rest, deadline);
-    /* Small: read ahead into the buffer, likely getting the next answer too. */
-    ssize_t n = net_read_some(sc->fd, sc->in, rest, sc->cap, deadline);
+    ssize_t n = net_read_some(sc->fd, sc->in, rest, ahead ? sc->cap : rest, deadline);
     if (n < 0)
         return (int)n;
     memcpy((uint8_t *)dst + take, sc->in, rest);
@@ -140,20 +142,20 @@ static int recv_call(adafs *fs, struct call *c)
 {
     struct server_conn *sc = &fs->conns[c->server];
     uint8_t hdr[RPC_HEADER_SIZE];
-    int rc = conn_read(fs, sc, hdr, sizeof(hdr));
+    int rc = conn_read(fs, sc, hdr, sizeof(hdr), !c->dest || c->dest_cap < sc->cap / 2);
     struct rpc_header h;
     if (rc < 0 || rpc_header_decode(hdr, &h) < 0 || h.opcode != c->op)
         return -EIO;
     if (c->dest) {
         if (h.length > c->dest_cap)
             return -EIO;
-        rc = conn_read(fs, sc, c->dest, h.length);
+        rc = conn_read(fs, sc, c->dest, h.length, 1);
         c->resp_len = h.length;
     } else {
         c->resp = h.length <= sizeof(c->resp_inline) ? c->resp_inline : malloc(h.length);
         if (!c->resp)
             return -EIO;
-        rc = conn_read(fs, sc, c->resp, h.length);
+        rc = conn_read(fs, sc, c->resp, h.length, 1);
         c->resp_len = h.length;
     }
     if (rc < 0)
