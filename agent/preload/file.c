@@ -87,12 +87,22 @@ int pl_open_adafs(const char *inner, int flags, mode_t mode)
     return install(kfd, lfd);
 }
 
+/* A kernel open of a directory is noted: it may be an ancestor of the
+ * mount point that later openat() calls walk down from. */
+static int open_kernel(int dirfd, const char *path, int flags, mode_t mode)
+{
+    int fd = real.openat(dirfd, path, flags, mode);
+    if (fd >= 0 && (flags & (O_DIRECTORY | O_PATH)))
+        pathres_note_kernel_open(dirfd, path, fd);
+    return fd;
+}
+
 static int open_at(int dirfd, const char *path, int flags, mode_t mode)
 {
     struct pathres r;
     if (!pl_active())
         return real.openat(dirfd, path, flags, mode);
-    PL_ROUTE_PATH(dirfd, path, &r, -1, real.openat(dirfd, r.kpath, flags, mode));
+    PL_ROUTE_PATH(dirfd, path, &r, -1, open_kernel(dirfd, r.kpath, flags, mode));
     return pl_open_adafs(r.inner, flags, mode);
 }
 
@@ -173,8 +183,10 @@ PL_EXPORT int close(int fd)
     if (touches_library_fd("close", fd))
         return -1;
     int rc = forget(fd);
-    if (rc == 1)
+    if (rc == 1) {
+        pathres_note_kernel_close(fd);
         return real.close(fd);
+    }
     real.close(fd);
     return (int)pl_ret(rc);
 }

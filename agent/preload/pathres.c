@@ -2,6 +2,8 @@
 #include "preload.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -99,6 +101,59 @@ static void set_kernel_cwd_locked(char *cwd)
     }
 }
 
+/* ---- kernel directory descriptors above the mount point ---- */
+
+/* Directories the program opened that are the mount point's ancestors, by
+ * descriptor, so that names relative to them can lead into the mount. A
+ * descriptor is checked against the recorded device and inode before use,
+ * in case it was closed behind our back and its number reused. */
+enum { NANCESTORS = 32 };
+struct ancestor {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    char path[PATH_MAX];
+};
+static pthread_mutex_t ancestor_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ancestor ancestors[NANCESTORS];
+static atomic_int nancestors;
+
+/* Whether normalised absolute path p is the mount point's strict ancestor. */
+static bool above_mount(const char *p)
+{
+    size_t n = strlen(p);
+    if (n == 1)
+        return true; /* "/" */
+    return n < mount_len && strncmp(mount, p, n) == 0 && mount[n] == '/';
+}
+
+/* Copies the path of ancestor descriptor fd into buf; false if fd is not
+ * one (or no longer is). */
+static bool ancestor_path(int fd, char *buf, size_t len)
+{
+    if (atomic_load_explicit(&nancestors, memory_order_acquire) == 0)
+        return false;
+    bool found = false;
+    struct stat st;
+    pthread_mutex_lock(&ancestor_lock);
+    for (int i = 0; i < NANCESTORS; i++) {
+        struct ancestor *a = &ancestors[i];
+        if (a->fd != fd || fd < 0)
+            continue;
+        if (real.fstat(fd, &st) == 0 && st.st_dev == a->dev && st.st_ino == a->ino &&
+            strlen(a->path) < len) {
+            strcpy(buf, a->path);
+            found = true;
+        } else {
+            a->fd = -1;
+            atomic_fetch_sub(&nancestors, 1);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&ancestor_lock);
+    return found;
+}
+
 int pathres_init(const char *mount_from_instance)
 {
     const char *m = getenv(ADAFS_ENV_MOUNT);
@@ -119,6 +174,8 @@ int pathres_init(const char *mount_from_instance)
         return -EINVAL;
     }
     mount_len = (size_t)n;
+    for (int i = 0; i < NANCESTORS; i++)
+        ancestors[i].fd = -1;
 
     pthread_mutex_lock(&cwd_lock);
     char *kcwd = real.getcwd(NULL, 0);
@@ -191,6 +248,60 @@ static int join(const char *base, const char *path, struct pathres *res, bool *v
     return n < 0 ? n : 0;
 }
 
+void pathres_note_kernel_open(int dirfd, const char *path, int fd)
+{
+    char base[PATH_MAX], joined[2 * PATH_MAX + 2], norm[PATH_MAX];
+    if (!mount_len || fd < 0 || !path)
+        return;
+    if (path[0] == '/') {
+        if (pathres_normalise(path, norm, sizeof norm) < 0)
+            return;
+    } else {
+        if (dirfd == AT_FDCWD) {
+            pthread_mutex_lock(&cwd_lock);
+            bool known = kernel_cwd && !virtual_cwd && strlen(kernel_cwd) < sizeof base;
+            if (known)
+                strcpy(base, kernel_cwd);
+            pthread_mutex_unlock(&cwd_lock);
+            if (!known)
+                return;
+        } else if (!ancestor_path(dirfd, base, sizeof base)) {
+            return;
+        }
+        snprintf(joined, sizeof joined, "%s/%s", base, path);
+        if (pathres_normalise(joined, norm, sizeof norm) < 0)
+            return;
+    }
+    struct stat st;
+    if (!above_mount(norm) || real.fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
+        return;
+    pthread_mutex_lock(&ancestor_lock);
+    for (int i = 0; i < NANCESTORS; i++)
+        if (ancestors[i].fd < 0 || ancestors[i].fd == fd) {
+            if (ancestors[i].fd != fd)
+                atomic_fetch_add(&nancestors, 1);
+            ancestors[i].fd = fd;
+            ancestors[i].dev = st.st_dev;
+            ancestors[i].ino = st.st_ino;
+            strcpy(ancestors[i].path, norm);
+            break;
+        }
+    pthread_mutex_unlock(&ancestor_lock);
+}
+
+void pathres_note_kernel_close(int fd)
+{
+    if (atomic_load_explicit(&nancestors, memory_order_acquire) == 0)
+        return;
+    pthread_mutex_lock(&ancestor_lock);
+    for (int i = 0; i < NANCESTORS; i++)
+        if (ancestors[i].fd == fd && fd >= 0) {
+            ancestors[i].fd = -1;
+            atomic_fetch_sub(&nancestors, 1);
+        }
+    pthread_mutex_unlock(&ancestor_lock);
+}
+
 int pathres_resolve(int dirfd, const char *path, struct pathres *res)
 {
     res->adafs = false;
@@ -242,8 +353,19 @@ int pathres_resolve(int dirfd, const char *path, struct pathres *res)
         pthread_mutex_unlock(&cwd_lock);
     } else {
         int lfd = fdmap_get(dirfd);
-        if (lfd < 0)
-            return 0; /* relative to a kernel directory: the kernel's business */
+        if (lfd < 0) {
+            /* A kernel directory: the kernel's business, unless it is one
+             * of the mount point's ancestors (a walk from "/" with openat,
+             * as rsync does) or the name climbs out with "..". */
+            if (!ancestor_path(dirfd, base, sizeof base))
+                return 0;
+            rewritten = false;
+            bool visited = false;
+            int rc = join(base, path, res, &visited);
+            if (rc < 0)
+                return rc;
+            return classify(res, path, visited);
+        }
         char inner[PATH_MAX];
         int rc = route_fd_path(lfd, inner, sizeof inner);
         if (rc < 0)

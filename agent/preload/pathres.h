@@ -37,6 +37,13 @@ const char *pathres_mount(void);
  * -ENOENT for "", -ENAMETOOLONG, -EBADF when an adafs dirfd vanished. */
 int pathres_resolve(int dirfd, const char *path, struct pathres *res);
 
+/* The program opened kernel directory fd as (dirfd, path): if that is one
+ * of the mount point's ancestors, names relative to fd are resolved (a walk
+ * from "/" with openat reaches the mount). pathres_note_kernel_close
+ * forgets fd when the program closes it. */
+void pathres_note_kernel_open(int dirfd, const char *path, int fd);
+void pathres_note_kernel_close(int fd);
+
 /* Lexically normalises the absolute path in into out ("/" when empty).
  * Returns the length or -ENAMETOOLONG. */
 int pathres_normalise(const char *in, char *out, size_t outlen);

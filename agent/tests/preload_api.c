@@ -637,6 +637,20 @@ static void test_outside(void)
              strrchr(outside, '/') + 1);
     tap_ok(stat(through, &st) == 0 && st.st_size == 1,
            "an absolute path through the mount and back out with .. reaches the kernel file");
+    /* a component-by-component walk from "/" with openat(O_PATH), as
+     * rsync does before it changes into a destination */
+    int walk = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    char comps[PATH_MAX];
+    snprintf(comps, sizeof comps, "%s", mnt + 1);
+    for (char *save, *c = strtok_r(comps, "/", &save); c && walk >= 0;
+         c = strtok_r(NULL, "/", &save)) {
+        int next = openat(walk, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(walk);
+        walk = next;
+    }
+    tap_ok(walk >= 0 && fstatat(walk, "dir/g", &st, 0) == 0 && st.st_size == 70000,
+           "an openat walk from / reaches the mount and files in it");
+    close(walk);
     char near[PATH_MAX];
     snprintf(near, sizeof near, "%s-not", mnt); /* shares a prefix, is not inside */
     is_err(stat(near, &st), ENOENT, "a sibling with the mount as prefix is the kernel's");

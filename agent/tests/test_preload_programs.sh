@@ -5,7 +5,7 @@
 set -u
 . "${srcdir:-.}/tests/preload_common.sh"
 FIXTURES=$SRCDIR/tests
-for tool in fio sqlite3 tar bash awk sed; do
+for tool in fio sqlite3 tar bash awk sed rsync; do
     if ! command -v "$tool" >/dev/null; then
         echo "Bail out! $tool is not installed (scripts/install-deps.sh installs it)"
         exit 1
@@ -120,6 +120,11 @@ suite() {
         echo "untar still exists" >>"$WORK/got"
     fi
     same "$n servers: rm -r removes the tree and nothing else" "$WORK/exp" "$WORK/got"
+
+    # rsync into adafs and back out (it walks to the destination with openat)
+    pl rsync -a "$SRC/" "$MNT/rs/"
+    pl rsync -a "$MNT/rs/" "$WORK/rsback.$n/"
+    check "$n servers: rsync -a into adafs and back is identical" diff -r "$SRC" "$WORK/rsback.$n"
 
     # python3: file I/O, os.walk, os.fwalk, scandir, shutil copytree/rmtree
     "$PYTHON" "$FIXTURES/preload_walk.py" "$L/py" >"$WORK/exp" 2>&1
