@@ -424,10 +424,12 @@ int pathres_virtual_cwd(char *buf, size_t len)
 static void lock_for_fork(void)
 {
     pthread_mutex_lock(&cwd_lock);
+    pthread_mutex_lock(&ancestor_lock);
 }
 
 static void unlock_after_fork(void)
 {
+    pthread_mutex_unlock(&ancestor_lock);
     pthread_mutex_unlock(&cwd_lock);
 }
 
