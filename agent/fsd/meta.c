@@ -17,7 +17,20 @@
 #include "hash.h"
 #include "log.h"
 
+/* Directories known to exist, for the parent check of creates: most
+ * creates go to a directory checked a moment ago. An entry holds the hash
+ * of the directory's key and the epoch it was seen in; removing any
+ * directory starts a new epoch, which forgets them all at once (a record
+ * stops being a directory only by being removed). */
+#define DIR_CACHE_SIZE 4096
+
+struct dir_cache_entry {
+    _Atomic uint64_t hash, epoch;
+};
+
 struct meta_store {
+    _Atomic uint64_t dir_epoch;
+    struct dir_cache_entry dirs[DIR_CACHE_SIZE];
     rocksdb_t *db;
     rocksdb_options_t *options;
     rocksdb_writeoptions_t *wopts;
@@ -163,11 +176,28 @@ static int check_parent(struct server *srv, const char *path)
     int klen = path_key(parent, key);
     if (klen < 0)
         return klen;
+    struct meta_store *m = srv->meta;
+    uint64_t h = hash_bytes(key, (size_t)klen) | 1;   /* 0 marks an empty entry */
+    struct dir_cache_entry *e = &m->dirs[h % DIR_CACHE_SIZE];
+    uint64_t epoch = atomic_load(&m->dir_epoch);
+    if (atomic_load(&e->hash) == h && atomic_load(&e->epoch) == epoch)
+        return 0;
     struct fs_record rec;
     int rc = get_record(srv, key, klen, &rec);
     if (rc < 0)
         return rc;
-    return S_ISDIR(rec.mode) ? 0 : -ENOTDIR;
+    if (!S_ISDIR(rec.mode))
+        return -ENOTDIR;
+    /* The epoch read before the lookup: a removal since makes it stale. */
+    atomic_store(&e->hash, h);
+    atomic_store(&e->epoch, epoch);
+    return 0;
+}
+
+/* A directory record was removed: forget every cached directory. */
+static void dirs_forget(struct server *srv)
+{
+    atomic_fetch_add(&srv->meta->dir_epoch, 1);
 }
 
 /* The path a request is about: its key and the lock of its record. */
@@ -312,6 +342,8 @@ int op_remove(struct server *srv, struct rpc_reader *req, struct reply *rep)
         rc = -EISDIR;
     if (rc == 0)
         rc = del_record(srv, t.key, t.klen);
+    if (rc == 0 && S_ISDIR(rec.mode))
+        dirs_forget(srv);   /* after the delete: see check_parent */
     pthread_mutex_unlock(t.lock);
     if (rc == 0) {
         if (S_ISREG(rec.mode) && !keep_data)
@@ -481,6 +513,8 @@ int op_remove_if(struct server *srv, struct rpc_reader *req, struct reply *rep)
         rc = -ENOENT;
     if (rc == 0)
         rc = del_record(srv, t.key, t.klen);
+    if (rc == 0 && S_ISDIR(rec.mode))
+        dirs_forget(srv);
     pthread_mutex_unlock(t.lock);
     return rc;
 }

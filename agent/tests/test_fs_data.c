@@ -286,6 +286,21 @@ static void errors(adafs *fs)
     longname[0] = '/';
     longname[299] = '\0';
     tap_is_int(adafs_stat(fs, longname, &st), -ENAMETOOLONG, W("name of 298 bytes: ENAMETOOLONG"));
+    /* A directory that was there a moment ago (servers remember checked
+     * parents) must not take new files once removed or renamed. */
+    adafs_mkdir(fs, "/gone", 0755);
+    adafs_create_write(fs, "/gone/f", 0644, "x", 1);
+    adafs_unlink(fs, "/gone/f");
+    adafs_rmdir(fs, "/gone");
+    tap_is_int(adafs_open(fs, "/gone/g", O_CREAT | O_WRONLY, 0600), -ENOENT, W("create in a removed directory: ENOENT"));
+    tap_is_int(adafs_mkdir(fs, "/gone/d", 0755), -ENOENT, W("mkdir in a removed directory: ENOENT"));
+    adafs_mkdir(fs, "/moved", 0755);
+    int f2 = adafs_open(fs, "/moved/f", O_CREAT | O_WRONLY, 0600);
+    adafs_close(fs, f2);
+    adafs_unlink(fs, "/moved/f");
+    adafs_rename(fs, "/moved", "/moved2");
+    tap_is_int(adafs_create_write(fs, "/moved/x", 0644, "x", 1), -ENOENT, W("create in a renamed-away directory: ENOENT"));
+    adafs_rmdir(fs, "/moved2");
     adafs_unlink(fs, "/dir/in");
     adafs_rmdir(fs, "/dir");
     adafs_unlink(fs, "/file");
