@@ -19,9 +19,10 @@
  * reused. Data still buffered in the cookie stream at exit is flushed by
  * glibc's exit-time cleanup like any other stream.
  *
- * freopen() of one of our streams reopens in place; freopen() of a glibc
- * stream onto an adafs path cannot be done by an interposer and fails with
- * EOPNOTSUPP, leaving the stream open (doc/preload.md). */
+ * freopen() of one of our streams reopens in place; freopen() of stdin,
+ * stdout or stderr onto an adafs path goes through the descriptor as
+ * above; freopen() of any other glibc stream onto adafs cannot be done by
+ * an interposer and fails with EOPNOTSUPP, leaving the stream open. */
 #include "preload.h"
 
 #include <stdio.h>
@@ -227,6 +228,39 @@ static FILE *reopen_cookie(struct pl_file *f, const char *path, const char *mode
     return f->fp;
 }
 
+/* freopen() of glibc's stdin, stdout or stderr onto an adafs file: the
+ * file is opened and dup2()ed onto 0, 1 or 2, which points the variable at
+ * a stream on it (pl_std_attach). That stream is returned: glibc's own one
+ * could only reach the descriptor through calls we cannot see. Any other
+ * glibc stream cannot be redirected: EOPNOTSUPP, the stream stays open. */
+static FILE *reopen_std(const char *inner, const char *mode, FILE *stream)
+{
+    int std = stream == stdin ? 0 : stream == stdout ? 1 : stream == stderr ? 2 : -1;
+    int flags;
+    char cmode[3];
+    if (std < 0) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    if (parse_mode(mode, &flags, cmode) < 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    fflush(stream);
+    int fd = pl_open_adafs(inner, flags & ~O_CLOEXEC, 0666);
+    if (fd < 0)
+        return NULL;
+    int rc = fd == std ? 0 : dup2(fd, std);
+    int saved = errno;
+    if (fd != std)
+        close(fd);
+    if (rc < 0) {
+        errno = saved;
+        return NULL;
+    }
+    return *std_variable(std);
+}
+
 static FILE *freopen_common(const char *path, const char *mode, FILE *stream)
 {
     struct pathres r;
@@ -238,8 +272,7 @@ static FILE *freopen_common(const char *path, const char *mode, FILE *stream)
     if (!path)
         return real.freopen(path, mode, stream);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, NULL, real.freopen(r.kpath, mode, stream));
-    errno = EOPNOTSUPP;
-    return NULL;
+    return reopen_std(r.inner, mode, stream);
 }
 
 PL_EXPORT FILE *freopen(const char *path, const char *mode, FILE *stream)
