@@ -29,7 +29,7 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+trap 'exit 1' INT TERM HUP PIPE
 
 PRELOAD_LIST=$ADAFS_TEST_PRELOAD
 if [ -n "${ADAFS_TEST_ASAN_RT:-}" ]; then
