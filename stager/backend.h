@@ -76,6 +76,8 @@ struct backend_ops {
     int (*create_write)(struct bdir *d, const char *name, mode_t mode,
                         const void *data, size_t len, const struct timespec *mtime);
     int (*unlink_at)(struct bdir *d, const char *name);
+    /* mkdir of a whole path the user gave (only to create request roots). */
+    int (*mkdir_path)(struct backend *b, const char *path, mode_t mode);
     int (*set_attrs_at)(struct bdir *d, const char *name, mode_t mode,
                         const struct timespec *mtime);
 };
@@ -103,6 +105,8 @@ int backend_adafs_path(struct backend *b, const char *user_path, char *out, size
 
 /* A path joined for messages: "dir/name" (malloc'd, NULL on ENOMEM). */
 char *backend_join(const char *dir, const char *name);
+/* mkdir -p through b->ops->mkdir_path (mode 0700; existing ones are fine). */
+int backend_make_path(struct backend *b, const char *path);
 /* Writes len zero bytes at off through f's backend. */
 int backend_write_zeros(struct bfile *f, off_t off, off_t len);
 

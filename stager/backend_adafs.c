@@ -38,24 +38,9 @@ static int adafs_root_open(struct backend *b, const char *path, int create,
                            struct bdir **out, struct stat *st)
 {
     if (create) {
-        char *p = strdup(path);
-        if (!p)
-            return -ENOMEM;
-        for (char *s = p + 1;; s++) {
-            if (*s != '/' && *s)
-                continue;
-            char c = *s;
-            *s = '\0';
-            int rc = adafs_mkdir(FS(b), p, 0700);
-            *s = c;
-            if (rc < 0 && rc != -EEXIST) {
-                free(p);
-                return rc;
-            }
-            if (!c)
-                break;
-        }
-        free(p);
+        int rc = backend_make_path(b, path);
+        if (rc < 0)
+            return rc;
     }
     int rc = adafs_stat(FS(b), path, st);
     if (rc < 0)
@@ -262,6 +247,11 @@ static int adafs_set_attrs_at(struct bdir *d, const char *name, mode_t mode,
     return rc;
 }
 
+static int adafs_mkdir_path(struct backend *b, const char *path, mode_t mode)
+{
+    return adafs_mkdir(FS(b), path, mode);
+}
+
 static const struct backend_ops adafs_ops = {
     .name = "adafs",
     .root_open = adafs_root_open,
@@ -283,6 +273,7 @@ static const struct backend_ops adafs_ops = {
     .create_write = adafs_create_write_at,
     .unlink_at = adafs_unlink_at,
     .set_attrs_at = adafs_set_attrs_at,
+    .mkdir_path = adafs_mkdir_path,
 };
 
 int backend_adafs_init(struct backend *b, const char *instance, char *err, size_t errlen)

@@ -29,35 +29,12 @@ static int new_dir(struct backend *b, int fd, char *path, struct bdir **out)
     return 0;
 }
 
-static int mkdir_parents(const char *path)
-{
-    char *p = strdup(path);
-    if (!p)
-        return -ENOMEM;
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s)
-            continue;
-        char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0700) < 0 && errno != EEXIST) {
-            int err = errno;
-            free(p);
-            return -err;
-        }
-        if (!c)
-            break;
-        *s = c;
-    }
-    free(p);
-    return 0;
-}
-
 static int posix_root_open(struct backend *b, const char *path, int create,
                            struct bdir **out, struct stat *st)
 {
     MD(b);
     if (create) {
-        int rc = mkdir_parents(path);
+        int rc = backend_make_path(b, path);
         if (rc < 0)
             return rc;
     }
@@ -313,6 +290,12 @@ static int posix_set_attrs_at(struct bdir *d, const char *name, mode_t mode,
     return utimensat(d->fd, name, t, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
+static int posix_mkdir_path(struct backend *b, const char *path, mode_t mode)
+{
+    MD(b);
+    return mkdir(path, mode) < 0 ? -errno : 0;
+}
+
 static const struct backend_ops posix_ops = {
     .name = "posix",
     .root_open = posix_root_open,
@@ -334,6 +317,7 @@ static const struct backend_ops posix_ops = {
     .create_write = posix_create_write,
     .unlink_at = posix_unlink_at,
     .set_attrs_at = posix_set_attrs_at,
+    .mkdir_path = posix_mkdir_path,
 };
 
 void backend_posix_init(struct backend *b, struct ratelimit *mdops, struct ratelimit *bw)
