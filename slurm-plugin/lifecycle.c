@@ -323,8 +323,7 @@ static int step_teardown(struct bb_job *j)
         }
         if (rc == 0)
             agent_reply_free(&r);
-        n->started = false;
-        n->server_port = 0;
+        n->started = false;   /* the port stays, for bbstat's history */
         changed = LC_CHANGED;
     }
     j->phase = PHASE_COMPLETE;

@@ -84,9 +84,12 @@ write_job() {  # write_job NAME <<EOF ... : a job script the test user can read
 
 # Nothing of a job may be left on any node: no server, no stager, no data.
 leftovers() {
-    local out=""
-    pgrep -f '(^|/)(lt-)?adafsd ' >/dev/null && out="$out servers:$(pgrep -f '(^|/)(lt-)?adafsd ' | tr '\n' ' ')"
-    pgrep -f '(^|/)(lt-)?adafs-stage ' >/dev/null && out="$out stagers"
+    local out="" pids
+    # Only this cluster's: other tests on the machine run servers too.
+    pids=$(pgrep -f "^[^ ]*adafsd .*$ADAFS_CLUSTER_DIR/" | tr '\n' ' ')
+    [ -n "$pids" ] && out="$out servers:$pids"
+    pids=$(pgrep -f "^[^ ]*adafs-stage .*$ADAFS_CLUSTER_DIR/" | tr '\n' ' ')
+    [ -n "$pids" ] && out="$out stagers:$pids"
     local data
     data=$(find "$ADAFS_CLUSTER_DIR/storage" -mindepth 1 \( -name 'job.*' -o -path '*/n*/*' \) 2>/dev/null | head -5)
     [ -n "$data" ] && out="$out data:$data"
