@@ -19,6 +19,7 @@ void agent_start_put(struct rpc_writer *w, const struct agent_start *m)
     rpc_put_str(w, m->listen_host);
     rpc_put_str(w, m->storage);
     rpc_put_str(w, m->secret_hex);
+    rpc_put_u32(w, (uint32_t)m->numa_node);
 }
 
 int agent_start_get(struct rpc_reader *r, struct agent_start *m)
@@ -33,6 +34,7 @@ int agent_start_get(struct rpc_reader *r, struct agent_start *m)
     m->listen_host = rpc_get_str(r);
     m->storage = rpc_get_str(r);
     m->secret_hex = rpc_get_str(r);
+    m->numa_node = (int32_t)rpc_get_u32(r);
     return finish(r);
 }
 

@@ -33,7 +33,7 @@ enum agent_op {
     AGENT_RELEASE = 7,     /* Epilog: wait for teardown (local socket only) */
 };
 
-#define AGENT_MAX_BODY (1u << 20)
+#define AGENT_MAX_BODY (16u << 20)   /* a stager summary lists every failed file */
 
 /* START: deploy this node's server of a job's instance. */
 struct agent_start {
@@ -45,6 +45,7 @@ struct agent_start {
     const char *listen_host;        /* address the server binds (port chosen by it) */
     const char *storage;            /* storage directory on the node (admin's) */
     const char *secret_hex;         /* the instance's secret (munge seals it) */
+    int32_t numa_node;              /* run the server on this NUMA node's CPUs; -1: anywhere */
 };
 /* START response body: u32 port, u32 pid. */
 

@@ -43,6 +43,7 @@ void bb_job_free(struct bb_job *job)
     for (size_t i = 0; i < job->nnodes; i++) {
         free(job->nodes[i].name);
         free(job->nodes[i].agent_host);
+        free(job->nodes[i].storage);
     }
     free(job->nodes);
     bb_request_free(&job->req);
@@ -99,10 +100,12 @@ static json_t *job_json(const struct bb_job *j)
     json_t *nodes = json_array();
     for (size_t i = 0; i < j->nnodes; i++) {
         const struct bb_node *n = &j->nodes[i];
-        json_array_append_new(nodes, json_pack("{s:s,s:s,s:i,s:i,s:b,s:b}", "name", n->name,
-                                               "agent_host", n->agent_host, "agent_port",
-                                               n->agent_port, "server_port", n->server_port,
-                                               "started", n->started, "stage_sent", n->stage_sent));
+        json_array_append_new(nodes, json_pack("{s:s,s:s,s:i,s:s?,s:i,s:i,s:b,s:b}", "name",
+                                               n->name, "agent_host", n->agent_host,
+                                               "agent_port", n->agent_port, "storage",
+                                               n->storage, "numa_node", n->numa_node,
+                                               "server_port", n->server_port, "started",
+                                               n->started, "stage_sent", n->stage_sent));
     }
     char *req = bb_request_format("X", &j->req);
     json_t *o = json_pack(
@@ -150,6 +153,13 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+/* Saved strings may be JSON null (pack's "s?"); unpack has no nullable
+ * string, so they are read as values. */
+static const char *str_of(const json_t *v)
+{
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
 static void totals_from(json_t *o, struct stage_totals *t)
 {
     json_int_t files = 0, dirs = 0, bytes = 0, errors = 0;
@@ -164,18 +174,19 @@ static struct bb_job *job_from(json_t *o, char *err, size_t errlen)
 {
     json_int_t id, uid, gid, cap, chunk, index, tb, td, tsi, te, tso, tdone;
     int phase, failure, hurry, released, finalizing;
-    const char *user = NULL, *req = NULL, *error = NULL, *secret, *storage = NULL;
-    const char *mount = NULL, *instance = NULL;
+    const char *secret;
+    json_t *user_v = NULL, *req_v = NULL, *error_v = NULL, *storage_v = NULL;
+    json_t *mount_v = NULL, *instance_v = NULL;
     json_t *nodes, *in, *out;
     json_error_t je;
     if (json_unpack_ex(o, &je, 0,
-                       "{s:I,s:I,s:I,s:s?,s:s?,s:i,s:i,s:s?,s:b,s:b,s:o,s:I,s:I,s:s,s:s?,s:s?,"
-                       "s:s?,s:I,s:b,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I}",
-                       "job_id", &id, "uid", &uid, "gid", &gid, "user", &user, "request", &req,
-                       "phase", &phase, "failure", &failure, "error", &error, "hurry", &hurry,
+                       "{s:I,s:I,s:I,s?o,s?o,s:i,s:i,s?o,s:b,s:b,s:o,s:I,s:I,s:s,s?o,s?o,"
+                       "s?o,s:I,s:b,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I}",
+                       "job_id", &id, "uid", &uid, "gid", &gid, "user", &user_v, "request", &req_v,
+                       "phase", &phase, "failure", &failure, "error", &error_v, "hurry", &hurry,
                        "released", &released, "nodes", &nodes, "node_capacity", &cap,
-                       "chunk_size", &chunk, "secret", &secret, "storage", &storage,
-                       "mount", &mount, "instance", &instance, "stage_index", &index,
+                       "chunk_size", &chunk, "secret", &secret, "storage", &storage_v,
+                       "mount", &mount_v, "instance", &instance_v, "stage_index", &index,
                        "finalizing", &finalizing, "in", &in, "out", &out, "t_begin", &tb,
                        "t_deployed", &td, "t_staged_in", &tsi, "t_ended", &te,
                        "t_staged_out", &tso, "t_done", &tdone) < 0 ||
@@ -183,6 +194,9 @@ static struct bb_job *job_from(json_t *o, char *err, size_t errlen)
         snprintf(err, errlen, "bad job record: %s", je.text);
         return NULL;
     }
+    const char *user = str_of(user_v), *req = str_of(req_v), *error = str_of(error_v);
+    const char *storage = str_of(storage_v), *mount = str_of(mount_v);
+    const char *instance = str_of(instance_v);
     struct bb_job *j = bb_job_new((uint32_t)id);
     if (!j)
         return NULL;
@@ -217,15 +231,20 @@ static struct bb_job *job_from(json_t *o, char *err, size_t errlen)
     j->nnodes = j->nodes ? n : 0;
     for (size_t i = 0; i < j->nnodes; i++) {
         const char *name, *host;
-        int port, sport, started, sent;
-        if (json_unpack(json_array_get(nodes, i), "{s:s,s:s,s:i,s:i,s:b,s:b}", "name", &name,
-                        "agent_host", &host, "agent_port", &port, "server_port", &sport,
-                        "started", &started, "stage_sent", &sent) < 0) {
+        json_t *storage_n = NULL;
+        int port, sport, started, sent, numa = -1;
+        if (json_unpack(json_array_get(nodes, i), "{s:s,s:s,s:i,s?o,s?i,s:i,s:b,s:b}", "name",
+                        &name, "agent_host", &host, "agent_port", &port, "storage", &storage_n,
+                        "numa_node", &numa, "server_port", &sport, "started", &started,
+                        "stage_sent", &sent) < 0) {
             snprintf(err, errlen, "job %u: bad node record %zu", j->job_id, i);
             bb_job_free(j);
             return NULL;
         }
-        j->nodes[i] = (struct bb_node){ strdup(name), strdup(host), port, sport, started, sent };
+        j->nodes[i] = (struct bb_node){ .name = strdup(name), .agent_host = strdup(host),
+                                        .agent_port = port, .storage = dup_or_null(str_of(storage_n)),
+                                        .numa_node = numa, .server_port = sport,
+                                        .started = started, .stage_sent = sent };
     }
     return j;
 }

@@ -34,6 +34,8 @@ struct bb_node {
     char *name;           /* Slurm node name */
     char *agent_host;     /* where its agent listens */
     int agent_port;
+    char *storage;        /* where its server keeps data (sysmap or the default) */
+    int numa_node;        /* pin the server there; -1: anywhere */
     int server_port;      /* 0 until started */
     bool started;
     bool stage_sent;      /* the current stage was started there */

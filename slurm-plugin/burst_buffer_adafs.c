@@ -47,6 +47,7 @@
 #include "directive.h"
 #include "lifecycle.h"
 #include "log_sink.h"
+#include "placement.h"
 #include "predict.h"
 
 const char plugin_name[] = "burst_buffer adafs plugin";
@@ -361,9 +362,14 @@ extern int init(void)
         state_file = xstrdup_printf("%s/adafs_state.json", slurm_conf.state_save_location);
     char err[1024];
     if (bb_job_load(state_file, &jobs, err, sizeof(err)) < 0) {
-        error("%s: %s", plugin_type, err);
-        slurm_mutex_unlock(&bb_mutex);
-        return SLURM_ERROR;
+        /* Refusing to start would stop every job on the cluster; the
+         * Epilogs still tear down what those instances left on the nodes. */
+        char *aside = xstrdup_printf("%s.bad.%ld", state_file, (long)time(NULL));
+        error("%s: %s; moved it to %s and starting without saved instances", plugin_type,
+              err, aside);
+        if (rename(state_file, aside) < 0)
+            error("%s: rename %s: %m", plugin_type, state_file);
+        xfree(aside);
     }
     size_t n = 0;
     for (struct bb_job *j = jobs; j; j = j->next)
@@ -371,6 +377,12 @@ extern int init(void)
     stopping = false;
     if (config.walltime_model && predict_open(config.walltime_model, err, sizeof(err)) < 0)
         error("%s: walltime predictions are OFF: %s", plugin_type, err);
+    if (!config.sysmap_db)
+        info("%s: no AdafsSysmapDB: servers use AdafsStoragePath=%s and AdafsNodeCapacity",
+             plugin_type, config.storage_path);
+    else if (placement_open(config.sysmap_db, err, sizeof(err)) < 0)
+        error("%s: sysmap database unusable, using AdafsStoragePath=%s: %s", plugin_type,
+              config.storage_path, err);
     slurm_mutex_unlock(&bb_mutex);
     slurm_thread_create(&driver, driver_main, NULL);
     driver_running = true;
@@ -403,6 +415,7 @@ extern int fini(void)
     if (predict_enabled())
         predict_maintain(true);
     predict_close();
+    placement_close();
     log_set_sink(NULL);
     return SLURM_SUCCESS;
 }
@@ -561,6 +574,18 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
         rc = ESLURM_BURST_BUFFER_LIMIT;
         goto out;
     }
+    if (req.capacity && placement_enabled()) {
+        char *part_name = job_desc->partition ? xstrdup(job_desc->partition) : NULL;
+        part_record_t *part = part_name ? find_part_record(part_name) : default_part_loc;
+        if (part && placement_check_fit(part->nodes, part->name, req.capacity, err,
+                                        sizeof(err)) < 0) {
+            *err_msg = xstrdup_printf("#%s %s", prefix, err);
+            rc = ESLURM_BURST_BUFFER_LIMIT;
+            xfree(part_name);
+            goto out;
+        }
+        xfree(part_name);
+    }
     char *canonical = bb_request_format(prefix, &req);
     if (!canonical) {
         *err_msg = xstrdup("out of memory formatting the burst buffer request");
@@ -698,9 +723,19 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
             continue;
         int port = config.agent_port_offset ? node_ptr->port + config.agent_port_offset
                                             : config.agent_port;
+        struct node_place place;
+        char why[512];
+        placement_node(node_ptr->name, config.storage_path, &place, why, sizeof(why));
+        if (why[0])
+            info("%s: %pJ: %s", plugin_type, job_ptr, why);
+        if (place.from_sysmap && place.available &&
+            place.available < j->req.capacity / (uint64_t)bit_set_count(job_ptr->node_bitmap))
+            info("%s: %pJ: node %s has %"PRIu64" bytes free by sysmap, less than the job's share",
+                 plugin_type, job_ptr, node_ptr->name, place.available);
         j->nodes[k++] = (struct bb_node){ .name = strdup(node_ptr->name),
                                           .agent_host = strdup(node_ptr->comm_name),
-                                          .agent_port = port };
+                                          .agent_port = port, .storage = strdup(place.storage),
+                                          .numa_node = place.numa_node };
     }
     j->nnodes = k;
     uint64_t capacity = j->req.capacity ? j->req.capacity : config.default_capacity;
@@ -717,7 +752,8 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
     j->storage = strdup(config.storage_path);
     if (asprintf(&j->mount, "%s/%u", config.mount_prefix, job_ptr->job_id) < 0)
         j->mount = NULL;
-    if (asprintf(&j->instance_path, "%s/job.%u.instance", config.storage_path, job_ptr->job_id) < 0)
+    /* Beside the mount point: the same path on every node (see the agent). */
+    if (asprintf(&j->instance_path, "%s/.job.%u.instance", config.mount_prefix, job_ptr->job_id) < 0)
         j->instance_path = NULL;
     if (expand_symbols(job_ptr, &j->req, j->user, k ? j->nodes[0].name : "") < 0 ||
         !j->mount || !j->instance_path || !j->storage) {

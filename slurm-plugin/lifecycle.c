@@ -75,8 +75,9 @@ static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
         struct agent_start m = {
             .job_id = j->job_id, .uid = j->uid, .gid = j->gid, .index = (uint32_t)i,
             .nservers = (uint32_t)j->nnodes, .chunk_size = j->chunk_size,
-            .quota = j->node_capacity, .listen_host = n->agent_host, .storage = j->storage,
-            .secret_hex = j->secret_hex,
+            .quota = j->node_capacity, .listen_host = n->agent_host,
+            .storage = n->storage ? n->storage : j->storage, .secret_hex = j->secret_hex,
+            .numa_node = n->numa_node,
         };
         agent_start_put(&w, &m);
         struct agent_reply r;

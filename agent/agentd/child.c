@@ -7,6 +7,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -127,8 +128,36 @@ static void redirect(int fd, int target)
     }
 }
 
+int child_numa_cpus(int node, cpu_set_t *cpus)
+{
+    char path[96], list[4096];
+    snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = read(fd, list, sizeof(list) - 1);
+    close(fd);
+    if (n <= 0)
+        return -EIO;
+    list[n] = '\0';
+    CPU_ZERO(cpus);
+    /* "0-3,8,10-11" */
+    for (char *p = list; *p && *p != '\n';) {
+        char *end;
+        unsigned long lo = strtoul(p, &end, 10), hi = lo;
+        if (end == p)
+            return -EINVAL;
+        if (*end == '-')
+            hi = strtoul(end + 1, &end, 10);
+        for (unsigned long c = lo; c <= hi && c < CPU_SETSIZE; c++)
+            CPU_SET(c, cpus);
+        p = *end == ',' ? end + 1 : end;
+    }
+    return CPU_COUNT(cpus) ? 0 : -EINVAL;
+}
+
 pid_t child_spawn(const struct user_id *u, char *const argv[], int out_fd, int err_fd,
-                  int keep_fd)
+                  int keep_fd, const cpu_set_t *cpus)
 {
     int report[2];
     if (pipe2(report, O_CLOEXEC) < 0)
@@ -146,7 +175,9 @@ pid_t child_spawn(const struct user_id *u, char *const argv[], int out_fd, int e
         for (int fd = 3; fd < 1024; fd++)
             if (fd != report[1] && fd != keep_fd)
                 close(fd);
-        int rc = child_drop_privileges(u);
+        int rc = cpus && sched_setaffinity(0, sizeof(*cpus), cpus) < 0 ? -errno : 0;
+        if (rc == 0)
+            rc = child_drop_privileges(u);
         if (rc == 0) {
             execv(argv[0], argv);
             rc = -errno;

@@ -7,6 +7,7 @@
 #ifndef ADAFS_AGENT_CHILD_H
 #define ADAFS_AGENT_CHILD_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -21,9 +22,14 @@ int child_init(void);
 /* Forks, drops to u (refusing uid 0 and failing if root can be regained),
  * and execs argv. stdin is /dev/null; stdout and stderr go to out_fd and
  * err_fd (-1: /dev/null). keep_fd (-1: none) stays open in the child.
- * Returns the pid or -errno. */
+ * cpus (NULL: unchanged) is the child's CPU affinity. Returns the pid or
+ * -errno. */
 pid_t child_spawn(const struct user_id *u, char *const argv[], int out_fd, int err_fd,
-                  int keep_fd);
+                  int keep_fd, const cpu_set_t *cpus);
+
+/* The CPUs of a NUMA node, from /sys/devices/system/node/node<N>/cpulist.
+ * Returns 0 or -errno (-ENOENT: no such node). */
+int child_numa_cpus(int node, cpu_set_t *cpus);
 
 /* Forks, drops to u and runs fn(arg) there (fn must not log: another
  * thread may have held the log's lock at fork time); its return value (0..255) is the

@@ -22,7 +22,7 @@
 #include "log.h"
 #include "net.h"
 
-#define OUTPUT_MAX (1u << 20)   /* a stager's output kept for STATUS */
+#define OUTPUT_MAX (15u << 20)   /* a stager's output kept for STATUS (fits AGENT_MAX_BODY) */
 
 struct stage_op {
     pid_t pid;
@@ -206,6 +206,13 @@ static void path_join(char *out, size_t len, const char *a, const char *b)
         out[0] = '\0';
 }
 
+/* The instance file and the secret: in the mount prefix, so their path is
+ * the same on every node whatever storage each node uses. */
+static void job_file_path(char *out, size_t len, uint32_t id, const char *what)
+{
+    pathf(out, len, "%s/.job.%u.%s", cfg->mount_prefix, id, what);
+}
+
 /* Removes the instance and secret files of a job once no node directory of
  * it is left under storage (several agents may share a host). */
 static void remove_job_files_if_last(const char *storage, uint32_t id)
@@ -231,11 +238,9 @@ static void remove_job_files_if_last(const char *storage, uint32_t id)
     if (d)
         closedir(d);
     if (!others) {
-        snprintf(name, sizeof(name), "job.%u.instance", id);
-        path_join(path, sizeof(path), storage, name);
+        job_file_path(path, sizeof(path), id, "instance");
         unlink(path);
-        snprintf(name, sizeof(name), "job.%u.secret", id);
-        path_join(path, sizeof(path), storage, name);
+        job_file_path(path, sizeof(path), id, "secret");
         unlink(path);
     }
     if (lock >= 0)
@@ -318,7 +323,7 @@ static int spawn_server(struct job *j, const struct agent_start *m, char *err, s
 {
     char secret_path[PATH_MAX], logpath[PATH_MAX], hosts[PATH_MAX], idx[16], chunk[32], quota[32];
     char fdtext[16];
-    pathf(secret_path, sizeof(secret_path), "%s/job.%u.secret", m->storage, m->job_id);
+    job_file_path(secret_path, sizeof(secret_path), m->job_id, "secret");
     pathf(logpath, sizeof(logpath), "%s/adafsd.job%u.%s.log", cfg->log_dir, m->job_id, cfg->node);
     /* The server only needs its own address; the others are placeholders. */
     size_t off = 0;
@@ -342,7 +347,13 @@ static int spawn_server(struct job *j, const struct agent_start *m, char *err, s
     char *argv[] = { (char *)cfg->adafsd_path, "--index", idx, "--hosts", hosts,
                      "--root", j->dir, "--secret-file", secret_path, "--chunk-size", chunk,
                      "--quota", quota, "--ready-fd", fdtext, "--foreground", NULL };
-    pid_t pid = child_spawn(&j->user, argv, logfd, logfd, child_end);
+    /* The server runs next to its storage device (sysmap tells the plugin). */
+    cpu_set_t cpus;
+    bool pin = m->numa_node >= 0 && child_numa_cpus(m->numa_node, &cpus) == 0;
+    if (m->numa_node >= 0 && !pin)
+        log_warn("job %u: NUMA node %d not found here: the server is not pinned",
+                 m->job_id, (int)m->numa_node);
+    pid_t pid = child_spawn(&j->user, argv, logfd, logfd, child_end, pin ? &cpus : NULL);
     close(child_end);
     if (logfd >= 0)
         close(logfd);
@@ -411,10 +422,14 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, si
     pathf(j->dir, sizeof(j->dir), "%s/job.%u", nodedir, m->job_id);
 
     char secret_path[PATH_MAX], text[80];
-    pathf(secret_path, sizeof(secret_path), "%s/job.%u.secret", m->storage, m->job_id);
+    job_file_path(secret_path, sizeof(secret_path), m->job_id, "secret");
     snprintf(text, sizeof(text), "%s\n", m->secret_hex);
     int rc = make_root_dirs(nodedir);
-    if (rc < 0)
+    if (rc == 0 && (rc = make_root_dirs(cfg->mount_prefix)) < 0)
+        rc = failf(err, errlen, rc, "job %u: mount prefix %s: %s", m->job_id, cfg->mount_prefix,
+                   rc == -EPERM ? "must be owned by root and not group/world-writable"
+                                : strerror(-rc));
+    else if (rc < 0)
         rc = failf(err, errlen, rc, "job %u: storage %s: %s", m->job_id, nodedir,
                    rc == -EPERM ? "must be owned by root and not group/world-writable"
                                 : strerror(-rc));
@@ -488,7 +503,7 @@ int jobs_configure(const struct agent_configure *m, char *err, size_t errlen)
         rc = failf(err, errlen, -ENOENT, "job %u: not deployed here", m->job_id);
     } else {
         char path[PATH_MAX];
-        pathf(path, sizeof(path), "%s/job.%u.instance", j->storage, j->id);
+        job_file_path(path, sizeof(path), j->id, "instance");
         rc = write_user_file(path, m->instance_text, &j->user);
         if (rc < 0)
             rc = failf(err, errlen, rc, "job %u: cannot write %s: %s", j->id, path, strerror(-rc));
@@ -566,7 +581,7 @@ int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
         return rc;
     }
     char instance[PATH_MAX], worker[32], threads[16], mdops[32], bw[32];
-    pathf(instance, sizeof(instance), "%s/job.%u.instance", j->storage, j->id);
+    job_file_path(instance, sizeof(instance), j->id, "instance");
     snprintf(worker, sizeof(worker), "%u/%u", m->worker, m->nworkers);
     snprintf(threads, sizeof(threads), "%u", m->threads ? m->threads : 4);
     snprintf(mdops, sizeof(mdops), "%llu", (unsigned long long)m->max_mdops);
@@ -594,7 +609,7 @@ int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
         pthread_mutex_unlock(&jobs_lock);
         return failf(err, errlen, -errno, "pipe: %s", strerror(errno));
     }
-    pid_t pid = child_spawn(&j->user, argv, out[1], errp[1], -1);
+    pid_t pid = child_spawn(&j->user, argv, out[1], errp[1], -1, NULL);
     close(out[1]);
     close(errp[1]);
     if (pid < 0) {

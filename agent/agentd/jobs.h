@@ -1,14 +1,15 @@
 /* jobs: this node's part of each job's adafs instance.
  *
- * Layout under a storage directory S (owned by root, not writable by users):
- *   S/job.<id>.instance, S/job.<id>.secret   the instance file and its secret,
- *                                            0600, owned by the job user
- *   S/<node>/job.<id>/                       this node's server root, 0700,
- *                                            owned by the job user
- *   S/<node>/job.<id>.pid                    the server's pid, for recovery
- * and the mount point M/<id> (M the mount prefix, root's): an empty directory
- * of the job user, so that paths up to it exist for programs that walk
- * them (mkdir -p, cd); everything below it is served by the interposer.
+ * Layout under a storage directory S and the mount prefix M (both owned by
+ * root, not writable by users):
+ *   S/<node>/job.<id>/        this node's server root, 0700, the job user's
+ *   S/<node>/job.<id>.pid     the server's pid, for recovery
+ *   M/<id>/                   the mount point: an empty directory of the job
+ *                             user, so paths up to it exist for programs that
+ *                             walk them (mkdir -p, cd); the interposer serves
+ *                             everything below it
+ *   M/.job.<id>.instance      the instance file and its secret, 0600, the job
+ *   M/.job.<id>.secret        user's; the same path on every node
  * The per-node level lets several agents share one host (the mini-cluster);
  * on a real cluster each host has one. Everything the agent writes as root
  * is in directories users cannot write; everything inside a job's directory

@@ -1,0 +1,107 @@
+#include "placement.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "size.h"
+#include "sysmap.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sysmap_db *db;
+
+int placement_open(const char *db_path, char *err, size_t errlen)
+{
+    struct sysmap_db *opened;
+    if (sysmap_open(db_path, SYSMAP_OPEN_READONLY, &opened, err, errlen) < 0)
+        return -1;
+    pthread_mutex_lock(&lock);
+    if (db)
+        sysmap_close(db);
+    db = opened;
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+void placement_close(void)
+{
+    pthread_mutex_lock(&lock);
+    if (db)
+        sysmap_close(db);
+    db = NULL;
+    pthread_mutex_unlock(&lock);
+}
+
+bool placement_enabled(void)
+{
+    return db != NULL;
+}
+
+void placement_node(const char *node, const char *default_storage, struct node_place *place,
+                    char *why, size_t whylen)
+{
+    *place = (struct node_place){ .numa_node = -1 };
+    snprintf(place->storage, sizeof(place->storage), "%s", default_storage);
+    if (why && whylen)
+        why[0] = '\0';
+    pthread_mutex_lock(&lock);
+    if (!db) {
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    struct sysmap_deploy_view v;
+    char err[256];
+    int rc = sysmap_deploy_view(db, node, 0, &v, err, sizeof(err));
+    pthread_mutex_unlock(&lock);
+    if (rc < 0) {
+        if (why)
+            snprintf(why, whylen, "sysmap does not know node %s (%s): using %s", node, err,
+                     default_storage);
+        return;
+    }
+    if (!v.has_storage) {
+        if (why)
+            snprintf(why, whylen, "sysmap has no local non-rotational storage on %s: using %s",
+                     node, default_storage);
+        return;
+    }
+    if ((size_t)snprintf(place->storage, sizeof(place->storage), "%s%sadafs", v.storage_path,
+                         v.storage_path[strlen(v.storage_path) - 1] == '/' ? "" : "/") >=
+        sizeof(place->storage)) {
+        snprintf(place->storage, sizeof(place->storage), "%s", default_storage);
+        return;
+    }
+    place->numa_node = v.storage_numa_node;
+    place->available = v.available_bytes;
+    place->from_sysmap = true;
+}
+
+int placement_check_fit(const char *hostlist, const char *partition, uint64_t capacity,
+                        char *err, size_t errlen)
+{
+    pthread_mutex_lock(&lock);
+    if (!db || !hostlist) {
+        pthread_mutex_unlock(&lock);
+        return 0;
+    }
+    struct sysmap_capacity cap;
+    char qerr[256];
+    int rc = sysmap_capacity(db, hostlist, 0, &cap, qerr, sizeof(qerr));
+    pthread_mutex_unlock(&lock);
+    if (rc < 0)
+        return 0;   /* the plugin logs that sysmap could not answer */
+    int fits = cap.hosts_with_storage == 0 || capacity <= cap.total_bytes;
+    if (!fits) {
+        char want[32], have[32];
+        size_format(capacity, want, sizeof(want));
+        size_format(cap.total_bytes, have, sizeof(have));
+        snprintf(err, errlen,
+                 "capacity=%s does not fit: the nodes of partition %s have %" PRIu64
+                 " bytes (%s) of local storage available by sysmap", want,
+                 partition ? partition : "?", cap.total_bytes, have);
+    }
+    free(cap.without_storage);
+    return fits ? 0 : -1;
+}

@@ -1,0 +1,37 @@
+/* placement: where each node's server keeps its data, from sysmap.
+ *
+ * With AdafsSysmapDB set, a node's storage is <best local file system>/adafs
+ * (sysmap's deployment view: local, non-rotational, most available bytes,
+ * writable) and its server runs on the NUMA node of that device; a request
+ * larger than the partition's nodes can hold is refused at submit. Without
+ * a database, or for a node sysmap does not know, the burst_buffer.conf
+ * defaults apply and the log says so. Thread-safe (one handle, one mutex). */
+#ifndef ADAFS_PLACEMENT_H
+#define ADAFS_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+int placement_open(const char *db_path, char *err, size_t errlen);
+void placement_close(void);
+bool placement_enabled(void);
+
+struct node_place {
+    char storage[4096];       /* storage directory for the agent */
+    int numa_node;            /* -1: unknown */
+    uint64_t available;       /* bytes free there; 0: unknown */
+    bool from_sysmap;
+};
+
+/* Fills place for node; falls back to default_storage (and says why in
+ * why, if not NULL) when sysmap has nothing suitable. */
+void placement_node(const char *node, const char *default_storage, struct node_place *place,
+                    char *why, size_t whylen);
+
+/* 0 if capacity bytes fit on the nodes of hostlist by sysmap's numbers (or
+ * sysmap is off or knows none of them); -1 with the reason in err. */
+int placement_check_fit(const char *hostlist, const char *partition, uint64_t capacity,
+                        char *err, size_t errlen);
+
+#endif
