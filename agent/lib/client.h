@@ -33,6 +33,7 @@ struct server_conn {
 struct open_file {
     pthread_mutex_t lock;    /* offset, and one I/O at a time per open file */
     int refs;                /* descriptors sharing it (dup) */
+    int holds;               /* threads using it now (fd_get..fd_put) */
     char *path;
     uint64_t key;
     uint32_t mode;

@@ -169,14 +169,15 @@ int fd_alloc(adafs *fs, struct open_file *of)
     return fd;
 }
 
-/* holds: threads using the open file right now (fd_get..fd_put); refs:
- * descriptors naming it. It is freed when both reach zero. */
+/* An open file is freed when no descriptor names it (refs) and no thread
+ * is using it (holds): a close racing with a read waits for nothing and
+ * frees nothing under the reader. */
 struct open_file *fd_get(adafs *fs, int fd)
 {
     pthread_mutex_lock(&fs->table_lock);
     struct open_file *of = fd >= 0 && fd < fs->nfiles ? fs->files[fd] : NULL;
     if (of)
-        of->refs += 1000000;   /* a hold: keeps it alive past a close */
+        of->holds++;
     pthread_mutex_unlock(&fs->table_lock);
     if (of)
         pthread_mutex_lock(&of->lock);
@@ -196,8 +197,8 @@ void fd_put(adafs *fs, struct open_file *of)
 {
     pthread_mutex_unlock(&of->lock);
     pthread_mutex_lock(&fs->table_lock);
-    of->refs -= 1000000;
-    int last = of->refs == 0;
+    of->holds--;
+    int last = of->refs == 0 && of->holds == 0;
     pthread_mutex_unlock(&fs->table_lock);
     if (last)
         release(fs, of);
@@ -210,7 +211,7 @@ int adafs_close(adafs *fs, int fd)
     int last = 0;
     if (of) {
         fs->files[fd] = NULL;
-        last = --of->refs == 0;
+        last = --of->refs == 0 && of->holds == 0;
     }
     pthread_mutex_unlock(&fs->table_lock);
     if (!of)
@@ -240,12 +241,19 @@ int files_orphan_path(adafs *fs, const char *path, const struct fs_record *rec)
         struct open_file *of = fs->files[i];
         if (!of || strcmp(of->path, path) != 0)
             continue;
-        found = 1;
-        if (rec && !of->orphan && of->key == rec->key) {
+        if (!rec) {
+            found++;
+            continue;
+        }
+        /* Table lock, then the file's lock: the documented order. */
+        pthread_mutex_lock(&of->lock);
+        if (!of->orphan && of->key == rec->key) {
             of->orphan = 1;
             of->orphan_size = rec->size;
             of->orphan_rec = *rec;
+            found++;
         }
+        pthread_mutex_unlock(&of->lock);
     }
     pthread_mutex_unlock(&fs->table_lock);
     return found;
@@ -260,8 +268,10 @@ void files_rename_path(adafs *fs, const char *from, const char *to)
             continue;
         char *copy = strdup(to);
         if (copy) {
+            pthread_mutex_lock(&of->lock);   /* no I/O is using the old path */
             free(of->path);
             of->path = copy;
+            pthread_mutex_unlock(&of->lock);
         }
     }
     pthread_mutex_unlock(&fs->table_lock);
