@@ -7,8 +7,9 @@
  * Listens on its own entry of --hosts (port 0: any free port), keeps its
  * metadata and chunks under --root (created 0700, must not exist or be
  * empty), and when ready writes "ready port=P pid=N" to --ready-fd, or
- * "error <reason>" if it cannot start. SIGTERM or SIGINT stop it: the root
- * is wiped before it exits. */
+ * "error <reason>" if it cannot start. --quota bounds the bytes its chunks
+ * may occupy (0 or none: no bound). SIGTERM or SIGINT stop it: the root is
+ * wiped before it exits. */
 #include "server.h"
 
 #include <dirent.h>
@@ -200,6 +201,8 @@ int main(int argc, char **argv)
         case 'q':
             if (size_parse(optarg, &srv.quota) < 0)
                 die("--quota: '%s' is not a size", optarg);
+            if (srv.quota == 0)
+                srv.quota = UINT64_MAX;   /* 0: no quota */
             break;
         case 'L':
             if ((level = log_level_parse(optarg)) < 0)

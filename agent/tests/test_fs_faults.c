@@ -52,6 +52,11 @@ static void quota(void)
     tap_is_int(adafs_pwrite(fs, fd2, more, sizeof(more), 0), sizeof(more), "space comes back after unlink");
     adafs_close(fs, fd2);
     fstest_stop(&t);
+
+    fstest_start(&t, 1, "--quota 0");
+    static char big[1 << 20];
+    tap_is_int(adafs_create_write(t.fs, "/big", 0600, big, sizeof(big)), 0, "--quota 0 means no bound");
+    fstest_stop(&t);
 }
 
 static void dead_servers(void)
