@@ -15,7 +15,9 @@
 #include "hash.h"
 #include "instance.h"
 #include "net.h"
+#include "proto.h"
 #include "rpc.h"
+#include "rpc_io.h"
 #include "tap.h"
 
 static void quota(void)
@@ -247,6 +249,77 @@ static void security(void)
     fstest_stop(&other);
 }
 
+/* Sends one request with the instance's secret on fd; returns the answer's
+ * status. */
+static int raw_call(int fd, const uint8_t *secret, uint16_t op, const struct rpc_writer *w)
+{
+    struct rpc_header h = { .opcode = op, .id = 1 };
+    memcpy(h.secret, secret, RPC_SECRET_SIZE);
+    if (rpc_send(fd, &h, w ? w->data : NULL, w ? w->len : 0, net_now_ms() + 2000) < 0)
+        return 1;
+    uint8_t *payload;
+    int rc = rpc_recv(fd, &h, &payload, 1 << 20, net_now_ms() + 2000);
+    free(payload);
+    return rc < 0 ? 1 : h.status;
+}
+
+/* What only a broken or hostile client sends: each is refused with its own
+ * error, and the connection goes on serving. */
+static void protocol_errors(void)
+{
+    struct fstest t;
+    fstest_start(&t, 1, "--chunk-size 64K");
+    char err[256];
+    struct instance in;
+    instance_read(t.instance, &in, err, sizeof(err));
+    int fd = net_connect(in.servers[0].host, in.servers[0].port, 1000, err, sizeof(err));
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    tap_is_int(raw_call(fd, in.secret, FS_PING, NULL), 0, "raw ping");
+    tap_is_int(raw_call(fd, in.secret, 999, NULL), -EOPNOTSUPP, "unknown opcode: EOPNOTSUPP");
+    tap_is_int(raw_call(fd, in.secret, FS_STAT, NULL), -EBADMSG, "stat without a path: EBADMSG");
+    rpc_put_str(&w, "relative");
+    tap_is_int(raw_call(fd, in.secret, FS_STAT, &w), -EINVAL, "relative path: EINVAL");
+    w.len = 0;
+    rpc_put_str(&w, "/a/../b");
+    tap_is_int(raw_call(fd, in.secret, FS_STAT, &w), -EINVAL, "path with ..: EINVAL");
+    w.len = 0;
+    rpc_put_str(&w, "/a/");
+    tap_is_int(raw_call(fd, in.secret, FS_STAT, &w), -EINVAL, "path ending in /: EINVAL");
+    w.len = 0;
+    rpc_put_str(&w, "/x");
+    rpc_put_u32(&w, 0);
+    tap_is_int(raw_call(fd, in.secret, FS_STAT, &w), -EBADMSG, "trailing bytes: EBADMSG");
+    w.len = 0;
+    rpc_put_u64(&w, 7);
+    rpc_put_u64(&w, 0);
+    rpc_put_u32(&w, 65530);
+    rpc_put_bytes(&w, "0123456789", 10);
+    tap_is_int(raw_call(fd, in.secret, FS_WRITE, &w), -EINVAL, "write past the chunk's end: EINVAL");
+    w.len = 0;
+    rpc_put_u64(&w, 7);
+    rpc_put_u64(&w, 0);
+    rpc_put_u32(&w, 0);
+    rpc_put_u32(&w, 100);   /* announces 100 bytes, sends 3 */
+    rpc_put_raw(&w, "abc", 3);
+    tap_is_int(raw_call(fd, in.secret, FS_WRITE, &w), -EBADMSG, "write whose data is short: EBADMSG");
+    w.len = 0;
+    rpc_put_u64(&w, 7);
+    rpc_put_u64(&w, 0);
+    rpc_put_u32(&w, 0);
+    rpc_put_u32(&w, 1 << 20);
+    tap_is_int(raw_call(fd, in.secret, FS_READ, &w), -EINVAL, "read past the chunk's end: EINVAL");
+    w.len = 0;
+    rpc_put_str(&w, "/");
+    rpc_put_str(&w, "");
+    rpc_put_u32(&w, 10);
+    tap_is_int(raw_call(fd, in.secret, FS_LIST, &w), 0, "and the connection still serves");
+    rpc_writer_free(&w);
+    close(fd);
+    instance_free(&in);
+    fstest_stop(&t);
+}
+
 static void ctl_errors(void)
 {
     /* A port that was free a moment ago, for --port-base. */
@@ -284,6 +357,7 @@ int main(void)
     quota();
     dead_servers();
     security();
+    protocol_errors();
     ctl_errors();
     return tap_done();
 }
