@@ -1,4 +1,5 @@
 #include "hostlist.h"
+#include "strbuf.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -307,35 +308,6 @@ static int joins_group(const struct entry *first, int width, const struct entry 
     return e->width == width || (e->width == 0 && e->digits >= width);
 }
 
-struct buf { char *data; size_t len, cap; int oom; };
-
-static void buf_printf(struct buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void buf_printf(struct buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (b->oom || n < 0)
-        return;
-    if (b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = (b->cap + (size_t)n + 1) * 2;
-        char *d = realloc(b->data, cap);
-        if (!d) {
-            b->oom = 1;
-            return;
-        }
-        b->data = d;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
 char *hostlist_compress(const char *const *names, size_t count)
 {
     struct entry *e = calloc(count ? count : 1, sizeof(*e));
@@ -359,41 +331,36 @@ char *hostlist_compress(const char *const *names, size_t count)
     }
     qsort(e, count, sizeof(*e), entry_cmp);
 
-    struct buf b = { 0 };
-    buf_printf(&b, "%s", "");
+    struct strbuf b = { 0 };
     for (size_t i = 0; i < count;) {
         if (i > 0 && entry_cmp(&e[i], &e[i - 1]) == 0) {   /* duplicate */
             i++;
             continue;
         }
         if (b.len)
-            buf_printf(&b, ",");
+            strbuf_printf(&b, ",");
         size_t j = i + 1;
         while (j < count && joins_group(&e[i], e[i].width, &e[j]))
             j++;
         if (!e[i].numbered || e[j - 1].num == e[i].num) {   /* one value */
-            buf_printf(&b, "%s", e[i].name);
+            strbuf_printf(&b, "%s", e[i].name);
             i = j;
             continue;
         }
-        buf_printf(&b, "%.*s[", (int)e[i].prefix_len, e[i].name);
+        strbuf_printf(&b, "%.*s[", (int)e[i].prefix_len, e[i].name);
         int w = e[i].width;
         for (size_t k = i; k < j;) {
             size_t end = k;
             while (end + 1 < j && e[end + 1].num <= e[end].num + 1)
                 end++;
-            buf_printf(&b, "%s%0*lu", k > i ? "," : "", w, e[k].num);
+            strbuf_printf(&b, "%s%0*lu", k > i ? "," : "", w, e[k].num);
             if (e[end].num != e[k].num)
-                buf_printf(&b, "-%0*lu", w, e[end].num);
+                strbuf_printf(&b, "-%0*lu", w, e[end].num);
             k = end + 1;
         }
-        buf_printf(&b, "]");
+        strbuf_printf(&b, "]");
         i = j;
     }
     free(e);
-    if (b.oom) {
-        free(b.data);
-        return NULL;
-    }
-    return b.data;
+    return strbuf_take(&b);
 }

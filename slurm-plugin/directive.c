@@ -1,6 +1,7 @@
 #include "directive.h"
 
 #include "size.h"
+#include "strbuf.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -378,90 +379,63 @@ const char *stage_type_name(enum stage_type type)
     return "?";
 }
 
-/* Appends to a growing malloc'd string; on ENOMEM frees it and leaves NULL. */
-static void append(char **buf, size_t *len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void append(char **buf, size_t *len, const char *fmt, ...)
-{
-    if (!*buf)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *grown = n < 0 ? NULL : realloc(*buf, *len + (size_t)n + 1);
-    if (!grown) {
-        free(*buf);
-        *buf = NULL;
-        return;
-    }
-    *buf = grown;
-    va_start(ap, fmt);
-    vsnprintf(*buf + *len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    *len += (size_t)n;
-}
-
 /* Quotes a value when it holds blanks, quotes or backslashes. */
-static void append_value(char **buf, size_t *len, const char *key, const char *value)
+static void append_value(struct strbuf *b, const char *key, const char *value)
 {
     if (!value[strcspn(value, " \t\"\\")]) {
-        append(buf, len, " %s=%s", key, value);
+        strbuf_printf(b, " %s=%s", key, value);
         return;
     }
-    append(buf, len, " %s=\"", key);
+    strbuf_printf(b, " %s=\"", key);
     for (const char *s = value; *s; s++)
-        append(buf, len, "%s%c", (*s == '"' || *s == '\\') ? "\\" : "", *s);
-    append(buf, len, "\"");
+        strbuf_printf(b, "%s%c", (*s == '"' || *s == '\\') ? "\\" : "", *s);
+    strbuf_printf(b, "\"");
 }
 
 char *bb_request_format(const char *prefix, const struct bb_request *req)
 {
-    size_t len = 0;
-    char *buf = calloc(1, 1);
+    struct strbuf b = { 0 };
     char size[32];
     if (req->capacity || req->chunk_size) {
-        append(&buf, &len, "#%s", prefix);
+        strbuf_printf(&b, "#%s", prefix);
         if (req->capacity) {
             size_format(req->capacity, size, sizeof(size));
-            append(&buf, &len, " capacity=%s", size);
+            strbuf_printf(&b, " capacity=%s", size);
         }
         if (req->chunk_size) {
             size_format(req->chunk_size, size, sizeof(size));
-            append(&buf, &len, " chunk=%s", size);
+            strbuf_printf(&b, " chunk=%s", size);
         }
-        append(&buf, &len, "\n");
+        strbuf_printf(&b, "\n");
     }
     for (size_t i = 0; i < req->nstages; i++) {
         const struct stage_spec *s = &req->stages[i];
-        append(&buf, &len, "#%s %s", prefix, s->direction == STAGE_IN ? "stage_in" : "stage_out");
-        append_value(&buf, &len, "source", s->source);
-        append_value(&buf, &len, "destination", s->destination);
-        append(&buf, &len, " type=%s\n", stage_type_name(s->type));
+        strbuf_printf(&b, "#%s %s", prefix, s->direction == STAGE_IN ? "stage_in" : "stage_out");
+        append_value(&b, "source", s->source);
+        append_value(&b, "destination", s->destination);
+        strbuf_printf(&b, " type=%s\n", stage_type_name(s->type));
     }
-    return buf;
+    return strbuf_take(&b);
 }
 
 char *directive_expand(const char *text, const struct symbol_values *v)
 {
-    size_t len = 0;
-    char *buf = calloc(1, 1);
-    for (const char *s = text; *s && buf; s++) {
+    struct strbuf b = { 0 };
+    for (const char *s = text; *s; s++) {
         if (*s != '%' || !s[1]) {
-            append(&buf, &len, "%c", *s);
+            strbuf_append(&b, s, 1);
             continue;
         }
         switch (*++s) {
-        case '%': append(&buf, &len, "%%"); break;
-        case 'j': append(&buf, &len, "%u", v->job_id); break;
-        case 'A': append(&buf, &len, "%u", v->array_job_id ? v->array_job_id : v->job_id); break;
-        case 'a': append(&buf, &len, "%u", v->array_job_id ? v->array_task_id : 0); break;
-        case 'u': append(&buf, &len, "%s", v->user ? v->user : ""); break;
-        case 'x': append(&buf, &len, "%s", v->job_name ? v->job_name : ""); break;
-        case 'N': append(&buf, &len, "%s", v->first_node ? v->first_node : ""); break;
-        default: append(&buf, &len, "%%%c", *s); break;
+        case '%': strbuf_printf(&b, "%%"); break;
+        case 'j': strbuf_printf(&b, "%u", v->job_id); break;
+        case 'A': strbuf_printf(&b, "%u", v->array_job_id ? v->array_job_id : v->job_id); break;
+        case 'a': strbuf_printf(&b, "%u", v->array_job_id ? v->array_task_id : 0); break;
+        case 'u': strbuf_printf(&b, "%s", v->user ? v->user : ""); break;
+        case 'x': strbuf_printf(&b, "%s", v->job_name ? v->job_name : ""); break;
+        case 'N': strbuf_printf(&b, "%s", v->first_node ? v->first_node : ""); break;
+        default: strbuf_printf(&b, "%%%c", *s); break;
         }
     }
-    return buf;
+    return strbuf_take(&b);
 }

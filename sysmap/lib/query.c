@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strbuf.h"
+
 static const char sql_links_current[] =
     "SELECT e.name, hd.data_id, hd.valid_from FROM host_data hd"
     " JOIN extractor e ON e.id=hd.extractor_id"
@@ -25,42 +27,24 @@ static const char sql_links_at[] =
 
 /* ---- output text ---- */
 
-struct sbuf { char *data; size_t len, cap; int oom; };
-
-static void sb_add(struct sbuf *b, const char *s, size_t n)
+static void sb_add(struct strbuf *b, const char *s, size_t n)
 {
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) {
-            b->oom = 1;
-            return;
-        }
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
+    strbuf_append(b, s, n);
 }
 
-static void sb_str(struct sbuf *b, const char *s)
+static void sb_str(struct strbuf *b, const char *s)
 {
     sb_add(b, s, strlen(s));
 }
 
-static void sb_int(struct sbuf *b, long long v)
+static void sb_int(struct strbuf *b, long long v)
 {
     char num[32];
     sb_add(b, num, (size_t)snprintf(num, sizeof(num), "%lld", v));
 }
 
 /* A JSON string literal. */
-static void sb_quoted(struct sbuf *b, const char *s)
+static void sb_quoted(struct strbuf *b, const char *s)
 {
     sb_add(b, "\"", 1);
     for (; *s; s++) {
@@ -91,7 +75,7 @@ struct query_run {
     sqlite3_stmt *links, *fetch;
     struct cached *by_id;
     sqlite3_int64 size;
-    struct sbuf out;                 /* compact output */
+    struct strbuf out;                 /* compact output */
     int raw;                         /* 1: write out directly */
     size_t nhosts;                   /* hosts written to out */
 };
@@ -156,7 +140,7 @@ static int collect_value(struct host_ctx *h, const char *extractor, sqlite3_int6
     if (!c)
         return -EIO;
     if (h->run->raw) {
-        struct sbuf *b = &h->run->out;
+        struct strbuf *b = &h->run->out;
         sb_str(b, h->raw_count++ ? ",\"" : "\"");
         sb_str(b, extractor);
         sb_str(b, "\":{\"since\":");
@@ -356,11 +340,7 @@ static char *finish_raw(struct query_run *r, json_t *missing)
     else
         sb_str(&r->out, "null");
     sb_str(&r->out, "}");
-    if (r->out.oom)
-        return NULL;
-    char *text = r->out.data;
-    r->out.data = NULL;
-    return text;
+    return strbuf_take(&r->out);
 }
 
 /* A misspelt -e NAME would otherwise give hosts without values. */
