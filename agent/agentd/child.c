@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "privdrop.h"
 #include "net.h"
 
 /* Exit statuses not yet collected by child_wait(). Small: the agent has a
@@ -98,21 +100,10 @@ static void track(pid_t pid)
 
 int child_drop_privileges(const struct user_id *u)
 {
-    if (u->uid == 0 || u->gid == 0)
-        return -EPERM;
     struct passwd pw, *found = NULL;
-    char buf[4096];
-    int rc;
-    if (getpwuid_r(u->uid, &pw, buf, sizeof(buf), &found) == 0 && found)
-        rc = initgroups(found->pw_name, u->gid);
-    else
-        rc = setgroups(0, NULL);
-    if (rc < 0 || setresgid(u->gid, u->gid, u->gid) < 0 || setresuid(u->uid, u->uid, u->uid) < 0)
-        return -errno;
-    /* Must not be able to come back. */
-    if (setuid(0) == 0 || seteuid(0) == 0)
-        return -EPERM;
-    return 0;
+    char buf[4096], err[256];
+    bool named = getpwuid_r(u->uid, &pw, buf, sizeof(buf), &found) == 0 && found;
+    return privdrop_to(u->uid, u->gid, named ? found->pw_name : NULL, err, sizeof(err));
 }
 
 static void redirect(int fd, int target)

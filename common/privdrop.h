@@ -1,11 +1,12 @@
-/* privdrop: becoming the job user for good before touching any user path.
+/* privdrop: becoming a job's user for good before touching any user path.
  *
- * The node agent runs as root and starts stage-in/out for a job; it must
- * become the job user (supplementary groups, gid, uid) before the stager
- * opens anything, so the kernel refuses what the user may not read or
- * write. The drop is checked: afterwards no way back to root may work. */
-#ifndef ADAFS_STAGE_PRIVDROP_H
-#define ADAFS_STAGE_PRIVDROP_H
+ * The node agent runs as root and starts a job's servers and stagers; each
+ * becomes the job user (supplementary groups, gid, uid) before it opens
+ * anything, so the kernel refuses what the user may not read or write.
+ * adafs-stage --user does the same. The drop is checked: afterwards no way
+ * back to root may work. */
+#ifndef ADAFS_PRIVDROP_H
+#define ADAFS_PRIVDROP_H
 
 #include <stddef.h>
 #include <sys/types.h>

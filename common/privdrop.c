@@ -38,7 +38,7 @@ static int fail(char *err, size_t errlen, const char *step, int e)
 int privdrop_to(uid_t uid, gid_t gid, const char *name, char *err, size_t errlen)
 {
     if (uid == 0 || gid == 0)
-        return fail(err, errlen, "refusing to stage as uid or gid 0", EPERM);
+        return fail(err, errlen, "refusing to become uid or gid 0", EPERM);
     /* Groups first: after setuid we could no longer change them. */
     if (name ? initgroups(name, gid) < 0 : setgroups(0, NULL) < 0)
         return fail(err, errlen, "setting supplementary groups", errno);

@@ -63,7 +63,7 @@ int main(void)
         return tap_done();
     }
     tap_is_int(privdrop_to(0, 0, "root", err, sizeof(err)), -EPERM, "dropping to root refused");
-    tap_is_str(err, "dropping privileges: refusing to stage as uid or gid 0: "
+    tap_is_str(err, "dropping privileges: refusing to become uid or gid 0: "
                "Operation not permitted", "... with the reason");
     if (privdrop_lookup("nobody", &uid, &gid, name, sizeof(name)) < 0) {
         printf("# no user nobody\n");
