@@ -49,7 +49,7 @@ is "stage in as root without --user: exit 2" $? 2
 ok "... says to use --user" grep -q "refusing to stage in as root" "$WORK/err"
 "$STAGE" copy --user root "$S" "$WORK/x" 2> "$WORK/err"
 is "--user root: exit 2" $? 2
-ok "... refused: uid 0" grep -q "refusing to stage as uid or gid 0" "$WORK/err"
+ok "... refused: uid 0" grep -q "refusing to become uid or gid 0" "$WORK/err"
 "$STAGE" copy --user no-such-user-xyz "$S" "$WORK/x" 2> "$WORK/err"
 is "--user unknown: exit 2" $? 2
 ok "... says no such user" grep -q "no-such-user-xyz: no such user" "$WORK/err"
