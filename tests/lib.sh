@@ -61,12 +61,34 @@ submit() {
 job_state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
 job_field() { scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
 
+# Starts the mini-cluster for a test file; without it nothing else can be
+# checked, so a failure bails out instead of waiting through every check.
+start_cluster() {
+    if "$cluster" start --clean; then
+        ok 0 "mini-cluster starts"
+    else
+        ok 1 "mini-cluster starts"
+        echo "Bail out! the mini-cluster did not start (see $ADAFS_CLUSTER_DIR/log)"
+        "$cluster" stop >/dev/null 2>&1
+        exit 1
+    fi
+    trap '"$cluster" stop >/dev/null 2>&1' EXIT
+    trap 'exit 1' INT TERM HUP PIPE
+}
+
 # wait_job ID STATE [SECONDS]: waits until the job reaches STATE or ends.
 wait_job() {
-    local id=$1 want=$2 limit=${3:-120} state=""
+    local id=$1 want=$2 limit=${3:-120} state="" unknown=0
     for _ in $(seq $((limit * 2))); do
         state=$(job_state "$id")
         [ "$state" = "$want" ] && return 0
+        # slurmctld not answering for 15 s (or no such job): stop waiting.
+        if [ -z "$state" ]; then
+            unknown=$((unknown + 1))
+            [ $unknown -ge 30 ] && break
+        else
+            unknown=0
+        fi
         case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE) break ;; esac
         sleep 0.5
     done

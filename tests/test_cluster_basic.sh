@@ -5,8 +5,7 @@
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 
-check "mini-cluster starts with 4 idle nodes" -- "$cluster" start --clean
-trap '"$cluster" stop >/dev/null 2>&1' EXIT
+start_cluster
 
 check "slurmctld log shows the plugin's init line" -- \
     grep -q "burst_buffer/adafs: init" "$ADAFS_CLUSTER_DIR/log/slurmctld.log"

@@ -4,8 +4,7 @@
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 
-check "mini-cluster starts" -- "$cluster" start --clean
-trap '"$cluster" stop >/dev/null 2>&1' EXIT
+start_cluster
 as_user_sh "mkdir -p $pfs/f/out && head -c 30000000 /dev/urandom > $pfs/f/big.bin && echo small > $pfs/f/small.txt"
 
 # 1. A stage-in source that does not exist: the user's mistake, job held.

@@ -5,8 +5,7 @@
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 
-check "mini-cluster starts" -- "$cluster" start --clean
-trap '"$cluster" stop >/dev/null 2>&1' EXIT
+start_cluster
 
 # The "parallel file system": 1,000 files in nested directories, and a list.
 as_user_sh "

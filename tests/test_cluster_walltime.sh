@@ -9,8 +9,7 @@ trace=$abs_top_srcdir/../shared/traces/KTH-SP2-1996-2.1-cln.swf
 [ -r "$trace" ] || skip_all "trace $trace not found"
 wt=$ADAFS_BUILD_DIR/walltime-model/adafs-walltime
 
-check "mini-cluster starts" -- "$cluster" start --clean
-trap '"$cluster" stop >/dev/null 2>&1' EXIT
+start_cluster
 model=$ADAFS_CLUSTER_DIR/state/walltime.model
 check "a model trains on the KTH trace" -- "$wt" train --swf "$trace" --model "$model"
 chown "$(stat -c %U "$ADAFS_CLUSTER_DIR/state")" "$model"

@@ -160,9 +160,23 @@ export ADAFS_BUILD_DIR=$build
 ENV
 }
 
+munge_answers() { munge -S "$munge_dir/munge.socket.2" -n >/dev/null 2>&1; }
+
 start_munge() {
     local pid; pid=$(pid_of "$munge_dir/munged.pid")
     if pid_alive "$pid"; then return 0; fi
+    # A munged of an earlier run that lost its pid file still serves the
+    # socket: find it by the socket's lock and take it over.
+    local holder
+    holder=$(pgrep -f "munged .*--socket=$munge_dir/munge.socket.2" | head -1)
+    if [ -n "$holder" ]; then
+        if munge_answers; then
+            echo "$holder" > "$munge_dir/munged.pid"
+            return 0
+        fi
+        kill -KILL "$holder" 2>/dev/null || true
+        sleep 0.2
+    fi
     mkdir -p "$munge_dir"
     chown munge:munge "$munge_dir"
     chmod 755 "$munge_dir"
@@ -176,7 +190,7 @@ start_munge() {
         --log-file="$munge_dir/munged.log" --seed-file="$munge_dir/munged.seed" ||
         die "munged failed to start, see $munge_dir/munged.log"
     for _ in $(seq 50); do
-        munge -S "$munge_dir/munge.socket.2" -n >/dev/null 2>&1 && return 0
+        munge_answers && return 0
         sleep 0.1
     done
     die "munged does not answer on $munge_dir/munge.socket.2"
