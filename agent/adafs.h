@@ -102,6 +102,12 @@ int adafs_statvfs(adafs *fs, struct statvfs *st);
  * system allows: for the stager's many small files. */
 int adafs_create_write(adafs *fs, const char *path, mode_t mode,
                        const void *data, size_t len);
+/* The same with the file's modification time set in the same request (a
+ * copier preserving mtimes saves the round trip of adafs_utimens). mtime
+ * NULL, or its tv_nsec UTIME_NOW or UTIME_OMIT: the time of creation; a
+ * tv_nsec outside [0, 1e9) is EINVAL. */
+int adafs_create_write_attr(adafs *fs, const char *path, mode_t mode,
+                            const void *data, size_t len, const struct timespec *mtime);
 
 /* Directories: a snapshot of the entries, gathered from all servers. */
 int adafs_opendir(adafs *fs, const char *path, adafs_dir **out);

@@ -25,7 +25,8 @@
  *   WRITE       u64 key, u64 index, u32 offset, bytes data -> ()
  *   READ        u64 key, u64 index, u32 offset, u32 len    -> the bytes the chunk holds there (raw)
  *   TRUNC_DATA  u64 key, u64 new_size, u64 old_size        -> ()
- *   CREATE_WRITE str path, u32 mode, u32 flags, u64 key, u64 size, bytes chunk0
+ *   CREATE_WRITE str path, u32 mode, u32 flags, u64 key, u64 size,
+ *               [i64 mtime if flags has FS_CREATE_MTIME], bytes chunk0
  *                                                          -> u64 old_key, u64 old_size
  *   STATFS      ()                                         -> u64 quota, u64 used
  * Servers that remove or shrink a file's record also drop the chunks of that
@@ -63,6 +64,7 @@ enum fs_op {
 #define FS_CREATE_EXCL   1u   /* fail with EEXIST if the path exists */
 #define FS_CREATE_TRUNC  2u   /* an existing file is emptied */
 #define FS_CHECK_PARENT  4u   /* the parent's record is on this server: check it */
+#define FS_CREATE_MTIME  8u   /* CREATE_WRITE: the request carries the mtime */
 
 /* SETATTR what. */
 #define FS_SET_MODE  1u

@@ -217,11 +217,7 @@ static int adafs_create_write_at(struct bdir *d, const char *name, mode_t mode,
     char *p = child(d, name);
     if (!p)
         return -ENOMEM;
-    int rc = adafs_create_write(FS(d->b), p, mode & 07777, data, len);
-    if (rc >= 0 && mtime) {
-        struct timespec t[2] = { { .tv_nsec = UTIME_OMIT }, *mtime };
-        rc = adafs_utimens(FS(d->b), p, t);
-    }
+    int rc = adafs_create_write_attr(FS(d->b), p, mode & 07777, data, len, mtime);
     free(p);
     return rc < 0 ? rc : 0;
 }

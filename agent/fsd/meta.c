@@ -163,6 +163,72 @@ static int del_record(struct server *srv, const char *key, int klen)
     return 0;
 }
 
+/* Inline data (see chunks.c) lives under '#' and the 8 bytes of the data
+ * key. Path keys all start with '/', so the two never meet and a LIST scan
+ * never sees inline data. */
+#define BLOB_KEY_LEN 9
+
+static void blob_key(uint64_t data_key, char key[BLOB_KEY_LEN])
+{
+    key[0] = '#';
+    for (int i = 0; i < 8; i++)
+        key[1 + i] = (char)(data_key >> (56 - 8 * i));
+}
+
+int meta_blob_get(struct server *srv, uint64_t data_key, void *buf, size_t cap)
+{
+    char key[BLOB_KEY_LEN], *rerr = NULL;
+    blob_key(data_key, key);
+    rocksdb_pinnableslice_t *v =
+        rocksdb_get_pinned(srv->meta->db, srv->meta->ropts, key, sizeof(key), &rerr);
+    if (rerr) {
+        log_error("rocksdb get of inline data %016llx: %s", (unsigned long long)data_key, rerr);
+        rocksdb_free(rerr);
+        return -EIO;
+    }
+    if (!v)
+        return -ENOENT;
+    size_t vlen;
+    const char *val = rocksdb_pinnableslice_value(v, &vlen);
+    int rc = (int)vlen;
+    if (vlen > cap) {
+        log_error("inline data %016llx of %zu bytes, more than the %zu allowed",
+                  (unsigned long long)data_key, vlen, cap);
+        rc = -EIO;
+    } else {
+        memcpy(buf, val, vlen);
+    }
+    rocksdb_pinnableslice_destroy(v);
+    return rc;
+}
+
+int meta_blob_put(struct server *srv, uint64_t data_key, const void *data, size_t len)
+{
+    char key[BLOB_KEY_LEN], *rerr = NULL;
+    blob_key(data_key, key);
+    rocksdb_put(srv->meta->db, srv->meta->wopts, key, sizeof(key), data, len, &rerr);
+    if (rerr) {
+        log_error("rocksdb put of inline data %016llx: %s", (unsigned long long)data_key, rerr);
+        rocksdb_free(rerr);
+        return -EIO;
+    }
+    return 0;
+}
+
+int meta_blob_del(struct server *srv, uint64_t data_key)
+{
+    char key[BLOB_KEY_LEN], *rerr = NULL;
+    blob_key(data_key, key);
+    rocksdb_delete(srv->meta->db, srv->meta->wopts, key, sizeof(key), &rerr);
+    if (rerr) {
+        log_error("rocksdb delete of inline data %016llx: %s", (unsigned long long)data_key,
+                  rerr);
+        rocksdb_free(rerr);
+        return -EIO;
+    }
+    return 0;
+}
+
 /* The parent of path must be a directory: its record is on this server
  * (the client said so with FS_CHECK_PARENT) unless it is "/". */
 static int check_parent(struct server *srv, const char *path)
@@ -593,6 +659,7 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
     target_take(req, &t);
     uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
     uint64_t data_key = rpc_get_u64(req), size = rpc_get_u64(req);
+    int64_t mtime = (flags & FS_CREATE_MTIME) ? rpc_get_i64(req) : 0;
     const void *data;
     size_t len = rpc_get_bytes(req, &data);
     int rc = target_check(srv, req, &t);
@@ -613,7 +680,8 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
     if (rc == 0) {
         int64_t now = now_ns();
         rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .size = size,
-                                  .key = data_key, .atime_ns = now, .mtime_ns = now,
+                                  .key = data_key, .atime_ns = now,
+                                  .mtime_ns = (flags & FS_CREATE_MTIME) ? mtime : now,
                                   .ctime_ns = now };
         rc = put_record(srv, t.key, t.klen, &rec);
     }

@@ -21,6 +21,7 @@
 struct server {
     unsigned index, nservers;
     uint64_t chunk_size;
+    uint64_t inline_max;             /* chunk 0 up to this size: in RocksDB */
     uint64_t quota;                  /* bytes of chunk data on this node */
     _Atomic uint64_t used;
     uint8_t secret[RPC_SECRET_SIZE];
@@ -81,6 +82,11 @@ int op_put(struct server *, struct rpc_reader *, struct reply *);
 int op_remove_if(struct server *, struct rpc_reader *, struct reply *);
 int op_list(struct server *, struct rpc_reader *, struct reply *);
 int op_create_write(struct server *, struct rpc_reader *, struct reply *);
+/* Inline data of a data key, for chunks.c: get copies it into buf and
+ * returns its length, or -ENOENT if there is none, or -EIO. */
+int meta_blob_get(struct server *srv, uint64_t data_key, void *buf, size_t cap);
+int meta_blob_put(struct server *srv, uint64_t data_key, const void *data, size_t len);
+int meta_blob_del(struct server *srv, uint64_t data_key);
 
 /* chunks.c */
 int chunks_init(struct server *srv, char *err, size_t errlen);

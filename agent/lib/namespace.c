@@ -496,12 +496,18 @@ int adafs_statvfs(adafs *fs, struct statvfs *st)
     return 0;
 }
 
-int adafs_create_write(adafs *fs, const char *path, mode_t mode, const void *data, size_t len)
+/* mtime: NULL (or UTIME_NOW, UTIME_OMIT) for the time of creation. */
+static int create_write(adafs *fs, const char *path, mode_t mode, const void *data, size_t len,
+                        const struct timespec *mtime)
 {
     char p[FS_PATH_MAX];
     int rc = path_take(path, p, -EISDIR);
     if (rc < 0)
         return rc;
+    if (mtime && (mtime->tv_nsec == UTIME_NOW || mtime->tv_nsec == UTIME_OMIT))
+        mtime = NULL;
+    if (mtime && (mtime->tv_nsec < 0 || mtime->tv_nsec >= 1000000000))
+        return -EINVAL;
     uint64_t cs = fs->inst.chunk_size, nchunks = len ? (len + cs - 1) / cs : 1;
     int ms = meta_server(fs, p), used;
     uint64_t key = new_key(fs, ms);
@@ -527,9 +533,11 @@ int adafs_create_write(adafs *fs, const char *path, mode_t mode, const void *dat
     call_init(&calls[cw], ms, FS_CREATE_WRITE);
     rpc_put_str(&calls[cw].req, p);
     rpc_put_u32(&calls[cw].req, (uint32_t)mode);
-    rpc_put_u32(&calls[cw].req, flags);
+    rpc_put_u32(&calls[cw].req, flags | (mtime ? FS_CREATE_MTIME : 0));
     rpc_put_u64(&calls[cw].req, key);
     rpc_put_u64(&calls[cw].req, len);
+    if (mtime)
+        rpc_put_i64(&calls[cw].req, (int64_t)mtime->tv_sec * 1000000000 + mtime->tv_nsec);
     rpc_put_u32(&calls[cw].req, (uint32_t)len0);
     calls[cw].bulk = data;
     calls[cw].bulk_len = len0;
@@ -565,4 +573,15 @@ int adafs_create_write(adafs *fs, const char *path, mode_t mode, const void *dat
     if (rc == 0 && old_key)
         drop_data(fs, old_key, 0, old_size, ms);
     return rc;
+}
+
+int adafs_create_write(adafs *fs, const char *path, mode_t mode, const void *data, size_t len)
+{
+    return create_write(fs, path, mode, data, len, NULL);
+}
+
+int adafs_create_write_attr(adafs *fs, const char *path, mode_t mode, const void *data,
+                            size_t len, const struct timespec *mtime)
+{
+    return create_write(fs, path, mode, data, len, mtime);
 }
