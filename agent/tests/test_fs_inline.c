@@ -1,0 +1,168 @@
+/* Small files kept inline in the metadata store (chunk 0 up to 64 KiB, or
+ * the chunk size if smaller, see agent/fsd/chunks.c): no local file is made
+ * for them, they move into one when they grow past the threshold, and
+ * truncate, rename, unlink of an open file, sparse writes and the quota
+ * behave exactly as for data in local files. Also create_write_attr's
+ * mtime. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+#include "fstest.h"
+#include "tap.h"
+
+#define INLINE_MAX 65536
+
+/* How many local data files server 0 of the instance holds. */
+static int data_files(const struct fstest *t)
+{
+    return fstest_sh("exit $(ls -A %s/root.0/data | wc -l)", t->base);
+}
+
+/* 1 if path holds exactly len bytes equal to want. */
+static int holds(adafs *fs, const char *path, const char *want, size_t len)
+{
+    struct stat st;
+    if (adafs_stat(fs, path, &st) < 0 || (size_t)st.st_size != len)
+        return 0;
+    char *back = malloc(len + 1);
+    int fd = adafs_open(fs, path, O_RDONLY, 0);
+    ssize_t n = adafs_pread(fs, fd, back, len + 1, 0);
+    adafs_close(fs, fd);
+    int ok = n == (ssize_t)len && memcmp(back, want, len) == 0;
+    free(back);
+    return ok;
+}
+
+static void grow_and_shrink(void)
+{
+    struct fstest t;
+    fstest_start(&t, 1, NULL);   /* 512 KiB chunks: the threshold is 64 KiB */
+    adafs *fs = t.fs;
+    static char shadow[INLINE_MAX + 10000], buf[INLINE_MAX + 10000];
+    fstest_fill(shadow, 4096, 1);
+    tap_is_int(adafs_create_write(fs, "/s", 0600, shadow, 4096), 0, "create_write of 4 KiB");
+    tap_is_int(data_files(&t), 0, "a 4 KiB file makes no local data file");
+    tap_ok(holds(fs, "/s", shadow, 4096), "it reads back");
+
+    int fd = adafs_open(fs, "/s", O_RDWR, 0);
+    fstest_fill(buf, 100, 2);
+    tap_is_int(adafs_pwrite(fs, fd, buf, 100, 10000), 100, "a sparse write inside the threshold");
+    memcpy(shadow + 10000, buf, 100);
+    tap_is_int(data_files(&t), 0, "still no local data file");
+    tap_ok(holds(fs, "/s", shadow, 10100), "the hole reads as zeros, the data as written");
+
+    fstest_fill(buf, 2000, 3);
+    tap_is_int(adafs_pwrite(fs, fd, buf, 2000, INLINE_MAX - 1000), 2000,
+               "a write across the threshold");
+    memcpy(shadow + INLINE_MAX - 1000, buf, 2000);
+    tap_is_int(data_files(&t), 1, "the file moved into a local data file");
+    tap_ok(holds(fs, "/s", shadow, INLINE_MAX + 1000), "all of it reads back after the move");
+
+    tap_is_int(adafs_ftruncate(fs, fd, 100), 0, "truncate back below the threshold");
+    tap_ok(holds(fs, "/s", shadow, 100), "the first 100 bytes remain");
+    tap_is_int(adafs_ftruncate(fs, fd, 5000), 0, "and grow again by truncate");
+    memset(shadow + 100, 0, 4900);
+    tap_ok(holds(fs, "/s", shadow, 5000), "the grown part reads as zeros");
+    tap_is_int(adafs_ftruncate(fs, fd, 0), 0, "truncate to 0");
+    tap_is_int(data_files(&t), 0, "drops the local data file");
+    tap_is_int(adafs_pwrite(fs, fd, "again", 5, 0), 5, "a small write after it");
+    tap_is_int(data_files(&t), 0, "is inline again");
+    tap_ok(holds(fs, "/s", "again", 5), "and reads back");
+    adafs_close(fs, fd);
+
+    fstest_fill(shadow, 3000, 4);
+    adafs_create_write(fs, "/r", 0600, shadow, 3000);
+    tap_is_int(adafs_rename(fs, "/r", "/renamed"), 0, "rename of an inline file");
+    tap_ok(holds(fs, "/renamed", shadow, 3000), "its data follows the new name");
+    tap_ok(adafs_rename(fs, "/renamed", "/s") == 0 && holds(fs, "/s", shadow, 3000),
+           "rename over another inline file replaces its data");
+
+    fd = adafs_open(fs, "/s", O_RDONLY, 0);
+    tap_is_int(adafs_unlink(fs, "/s"), 0, "unlink of an open inline file");
+    tap_ok(adafs_pread(fs, fd, buf, sizeof(buf), 0) == 3000 && memcmp(buf, shadow, 3000) == 0,
+           "the open descriptor still reads its data");
+    adafs_close(fs, fd);
+
+    struct timespec mt = { 1234567, 89 };
+    tap_is_int(adafs_create_write_attr(fs, "/m", 0640, "m", 1, &mt), 0, "create_write_attr");
+    struct stat st;
+    tap_ok(adafs_stat(fs, "/m", &st) == 0 && st.st_mtim.tv_sec == 1234567 &&
+           st.st_mtim.tv_nsec == 89 && (st.st_mode & 0777) == 0640 && st.st_size == 1,
+           "sets mode, size and mtime in one request");
+    struct timespec bad = { 1, 1000000000 };
+    tap_is_int(adafs_create_write_attr(fs, "/m2", 0640, "m", 1, &bad), -EINVAL,
+               "create_write_attr with bad nanoseconds: EINVAL");
+    tap_is_int(adafs_stat(fs, "/m2", &st), -ENOENT, "and creates nothing");
+    fstest_stop(&t);
+}
+
+/* Chunk 0 inline, then a write to another chunk that lives on the same
+ * (only) server: the local file is made for it and chunk 0 moves in too. */
+static void other_chunk(void)
+{
+    struct fstest t;
+    fstest_start(&t, 1, "--chunk-size 64K");
+    adafs *fs = t.fs;
+    static char shadow[70000 + 100];
+    fstest_fill(shadow, 500, 5);
+    adafs_create_write(fs, "/c", 0600, shadow, 500);
+    tap_is_int(data_files(&t), 0, "[64K chunks] a 500-byte file is inline");
+    int fd = adafs_open(fs, "/c", O_RDWR, 0);
+    fstest_fill(shadow + 70000, 100, 6);
+    tap_is_int(adafs_pwrite(fs, fd, shadow + 70000, 100, 70000), 100, "[64K chunks] a write to chunk 1");
+    adafs_close(fs, fd);
+    tap_is_int(data_files(&t), 1, "[64K chunks] makes one local file for both chunks");
+    tap_ok(holds(fs, "/c", shadow, 70100), "[64K chunks] chunk 0 moved into it intact");
+    fstest_stop(&t);
+}
+
+static void quota(void)
+{
+    struct fstest t;
+    fstest_start(&t, 1, "--quota 100000");
+    adafs *fs = t.fs;
+    static char data[20000];
+    struct statvfs sv;
+    int ok = 1;
+    char name[32];
+    for (int i = 0; i < 5 && ok; i++) {
+        fstest_fill(data, sizeof(data), 10 + (unsigned)i);
+        snprintf(name, sizeof(name), "/q%d", i);
+        ok = adafs_create_write(fs, name, 0600, data, sizeof(data)) == 0;
+    }
+    tap_ok(ok, "five inline files of 20000 bytes fill a 100000-byte quota");
+    tap_is_int(data_files(&t), 0, "all inline");
+    int src = adafs_statvfs(fs, &sv);
+    tap_ok(src == 0 && sv.f_bavail == 0,
+           "inline bytes count against the quota (%lu blocks free)", (unsigned long)sv.f_bavail);
+    tap_is_int(adafs_create_write(fs, "/q5", 0600, "x", 1), -ENOSPC, "one more byte: ENOSPC");
+    int fd = adafs_open(fs, "/q0", O_WRONLY, 0);
+    tap_is_int(adafs_pwrite(fs, fd, "y", 1, 20000), -ENOSPC, "growing an inline file: ENOSPC");
+    adafs_close(fs, fd);
+    ok = 1;
+    for (int i = 0; i < 5 && ok; i++) {
+        fstest_fill(data, sizeof(data), 10 + (unsigned)i);
+        snprintf(name, sizeof(name), "/q%d", i);
+        ok = holds(fs, name, data, sizeof(data));
+    }
+    tap_ok(ok, "nothing already written is lost");
+    adafs_unlink(fs, "/q1");
+    tap_is_int(adafs_create_write(fs, "/q5", 0600, data, 15000), 0, "unlink gives the space back");
+    fd = adafs_open(fs, "/q5", O_WRONLY, 0);
+    tap_is_int(adafs_ftruncate(fs, fd, 1000), 0, "truncate of an inline file");
+    adafs_close(fs, fd);
+    tap_is_int(adafs_create_write(fs, "/q6", 0600, data, 14000), 0, "gives back what it cut");
+    fstest_stop(&t);
+}
+
+int main(void)
+{
+    grow_and_shrink();
+    other_chunk();
+    quota();
+    return tap_done();
+}
