@@ -59,6 +59,13 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 /* How often the driver teaches the walltime model the newly finished jobs. */
 #define OBSERVE_EVERY_S 30
 
+/* How Slurm names each phase (scontrol show job: BurstBufferState). */
+static const uint16_t slurm_bb_states[] = {
+    [PHASE_DEPLOYING] = BB_STATE_ALLOCATING, [PHASE_STAGING_IN] = BB_STATE_STAGING_IN,
+    [PHASE_RUNNING] = BB_STATE_RUNNING, [PHASE_STAGING_OUT] = BB_STATE_STAGING_OUT,
+    [PHASE_TEARDOWN] = BB_STATE_TEARDOWN, [PHASE_COMPLETE] = BB_STATE_COMPLETE,
+};
+
 static pthread_mutex_t bb_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t bb_wake = PTHREAD_COND_INITIALIZER;
 static struct bb_config config;
@@ -140,6 +147,22 @@ static void requeue_job(job_record_t *job_ptr, bool hold, const char *why)
     set_reason(job_ptr, why);
 }
 
+/* squeue and scontrol show what the job waits for: BurstBufferState, and
+ * the reason BurstBufferStageIn until the job is released. Called with the
+ * job write lock. */
+static void show_phase(job_record_t *job_ptr, enum bb_phase phase, bool released)
+{
+    xfree(job_ptr->burst_buffer_state);
+    job_ptr->burst_buffer_state = xstrdup(bb_state_string(slurm_bb_states[phase]));
+    if (!released && (phase == PHASE_DEPLOYING || phase == PHASE_STAGING_IN)) {
+        job_ptr->state_reason = WAIT_BURST_BUFFER_STAGING;
+        xfree(job_ptr->state_desc);
+    } else if (job_ptr->state_reason == WAIT_BURST_BUFFER_STAGING) {
+        job_ptr->state_reason = WAIT_NO_REASON;
+    }
+    last_job_update = time(NULL);
+}
+
 static void release_job(job_record_t *job_ptr)
 {
     if (job_ptr->details && job_ptr->details->prolog_running)
@@ -147,7 +170,7 @@ static void release_job(job_record_t *job_ptr)
 }
 
 /* Applies events of one step with the job write lock held. */
-static void apply_events(uint32_t job_id, int events, enum bb_failure failure,
+static void apply_events(uint32_t job_id, int events, enum bb_phase phase, enum bb_failure failure,
                          const char *error_text, bool released, const char *first_node)
 {
     slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = WRITE_LOCK, .fed = READ_LOCK };
@@ -157,6 +180,7 @@ static void apply_events(uint32_t job_id, int events, enum bb_failure failure,
         unlock_slurmctld(job_write_lock);
         return;
     }
+    show_phase(job_ptr, phase, released || (events & LC_RELEASE));
     if (events & LC_RELEASE) {
         info("%s: %pJ staged in, releasing it", plugin_type, job_ptr);
         release_job(job_ptr);
@@ -211,9 +235,11 @@ static void step_one(uint32_t job_id)
     struct bb_config cfg = config;   /* strings stay valid: only reconfig frees, under the lock */
     slurm_mutex_unlock(&bb_mutex);
 
+    enum bb_phase before = j->phase;
     int events = lifecycle_step(j, &cfg);
 
     slurm_mutex_lock(&bb_mutex);
+    enum bb_phase phase = j->phase;
     enum bb_failure failure = j->failure;
     char *text = j->error ? strdup(j->error) : NULL;
     char *node = failure == FAIL_NODE ? failed_node(j) : NULL;
@@ -224,8 +250,8 @@ static void step_one(uint32_t job_id)
         save_state();
     slurm_mutex_unlock(&bb_mutex);
 
-    if (events & (LC_RELEASE | LC_FINISHED))
-        apply_events(job_id, events, failure, text, released && !(events & LC_RELEASE), node);
+    if ((events & (LC_RELEASE | LC_FINISHED)) || phase != before)
+        apply_events(job_id, events, phase, failure, text, released && !(events & LC_RELEASE), node);
     free(text);
     free(node);
 }
@@ -502,11 +528,6 @@ extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
     for (struct bb_job *j = jobs; j; j = j->next) {
         if (j->phase == PHASE_COMPLETE || !(see_all || j->uid == uid))
             continue;
-        static const uint16_t states[] = {
-            [PHASE_DEPLOYING] = BB_STATE_ALLOCATING, [PHASE_STAGING_IN] = BB_STATE_STAGING_IN,
-            [PHASE_RUNNING] = BB_STATE_RUNNING, [PHASE_STAGING_OUT] = BB_STATE_STAGING_OUT,
-            [PHASE_TEARDOWN] = BB_STATE_TEARDOWN, [PHASE_COMPLETE] = BB_STATE_COMPLETE,
-        };
         packstr(NULL, buffer);                  /* account */
         pack32(0, buffer);                      /* array_job_id */
         pack32(0, buffer);                      /* array_task_id */
@@ -517,7 +538,7 @@ extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
         packstr(NULL, buffer);                  /* pool */
         packstr(NULL, buffer);                  /* qos */
         pack64(j->node_capacity * j->nnodes, buffer);
-        pack16(states[j->phase], buffer);
+        pack16(slurm_bb_states[j->phase], buffer);
         pack32(j->uid, buffer);
     }
     pack32(0, buffer);                          /* usage records */
@@ -808,6 +829,7 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 
     job_ptr->details->prolog_running++;
     job_ptr->job_state |= JOB_CONFIGURING;
+    show_phase(job_ptr, PHASE_DEPLOYING, false);
     return SLURM_SUCCESS;
 }
 

@@ -85,6 +85,10 @@ echo ran
 JOB
 id=$(submit slowin.sh)
 check "cancel in stage-in: reaches staging_in" -- wait_phase "$id" staging_in 60
+check "squeue shows it configuring, waiting for BurstBufferStageIn" -- \
+    test "$(squeue -h -j "$id" -o '%t %r')" = "CF BurstBufferStageIn"
+check "scontrol shows BurstBufferState=staging-in" -- \
+    bash -c "scontrol show job $id | grep -q 'BurstBufferState=staging-in'"
 scancel "$id"
 check "cancel in stage-in: job cancelled" -- wait_job "$id" CANCELLED 60
 check "cancel in stage-in: nothing left" -- wait_clean 60

@@ -18,6 +18,8 @@
 # ADAFS_BUILD_DIR (the configured adafs build tree with the plugin),
 # ADAFS_PREFIX (where adafs programs are installed, if not run from a build).
 set -euo pipefail
+# Under set -e a failing command ends the script: say which one.
+trap 'echo "cluster.sh: line $LINENO: failed: $BASH_COMMAND" >&2' ERR
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 base=${ADAFS_CLUSTER_DIR:-/var/tmp/adafs-cluster}
@@ -168,7 +170,7 @@ start_munge() {
     # A munged of an earlier run that lost its pid file still serves the
     # socket: find it by the socket's lock and take it over.
     local holder
-    holder=$(pgrep -f "munged .*--socket=$munge_dir/munge.socket.2" | head -1)
+    holder=$(pgrep -f "munged .*--socket=$munge_dir/munge.socket.2" | head -1 || true)
     if [ -n "$holder" ]; then
         if munge_answers; then
             echo "$holder" > "$munge_dir/munged.pid"

@@ -185,7 +185,8 @@ int walltime_parse_sacct_line(const char *line, struct walltime_job *job,
     if (strcmp(f[F_TIMELIMIT], "UNLIMITED") == 0 ||
         strcmp(f[F_TIMELIMIT], "Partition_Limit") == 0) {
         job->req_time = -1;              /* no request to predict against */
-    } else if (parse_int64(f[F_TIMELIMIT], &minutes) == 0 && minutes > 0) {
+    } else if (parse_int64(f[F_TIMELIMIT], &minutes) == 0 && minutes > 0 &&
+               minutes <= INT64_MAX / 60) {   /* seconds must fit */
         job->req_time = minutes * 60;
     } else {
         snprintf(err, errlen, "field 9 (TimelimitRaw) is not minutes > 0: '%s'",

@@ -91,6 +91,10 @@ static void sacct(void)
     walltime_parse_sacct_line("1|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|1:00:00|60|1|1|1G|COMPLETED",
                               &j, err, sizeof(err));
     tap_is_str(err, "field 9 (TimelimitRaw) is not minutes > 0: '1:00:00'", "sacct: bad time limit");
+    /* Found by the fuzzer: a limit whose seconds do not fit in 64 bits. */
+    tap_is_int(walltime_parse_sacct_line("1|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|611111111111111110|60|1|1|1G|COMPLETED",
+                                         &j, err, sizeof(err)), -1, "sacct: an overflowing time limit is refused");
+    tap_is_str(err, "field 9 (TimelimitRaw) is not minutes > 0: '611111111111111110'", "... naming it");
     walltime_parse_sacct_line("1|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|10|-4|1|1|1G|COMPLETED",
                               &j, err, sizeof(err));
     tap_is_str(err, "field 10 (ElapsedRaw) is not a non-negative integer: '-4'", "sacct: bad elapsed");

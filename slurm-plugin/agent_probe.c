@@ -1,0 +1,55 @@
+/* agent_probe: sends one munge-sealed request to a node agent as the
+ * calling user and prints the agent's answer, for the security tests (an
+ * agent must refuse every user but slurmctld's).
+ *
+ *   agent_probe HOST PORT ping|start|release [MUNGE_SOCKET]
+ *
+ * Prints "status N: message" and exits 0 if the agent answered, 2 if it
+ * could not be reached. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent_client.h"
+#include "agent_proto.h"
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: agent_probe HOST PORT ping|start|release [MUNGE_SOCKET]\n");
+        return 2;
+    }
+    agent_client_init(argc > 4 ? argv[4] : NULL);
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    uint16_t op;
+    if (strcmp(argv[3], "start") == 0) {
+        op = AGENT_START;
+        struct agent_start m = {
+            .job_id = 999999, .uid = getuid(), .gid = getgid(), .index = 0, .nservers = 1,
+            .chunk_size = 524288, .quota = 1 << 20, .listen_host = "127.0.0.1",
+            .storage = "/tmp",
+            .secret_hex = "0000000000000000000000000000000000000000000000000000000000000000",
+            .numa_node = -1,
+        };
+        agent_start_put(&w, &m);
+    } else if (strcmp(argv[3], "release") == 0) {
+        op = AGENT_RELEASE;
+        agent_job_ref_put(&w, &(struct agent_job_ref){ 999999, 1 });
+    } else {
+        op = AGENT_PING;
+    }
+    struct agent_target t = { "probe", argv[1], atoi(argv[2]) };
+    struct agent_reply r;
+    char err[512];
+    if (agent_call(&t, op, w.data, w.len, 10000, &r, err, sizeof(err)) < 0) {
+        printf("unreachable: %s\n", err);
+        rpc_writer_free(&w);
+        return 2;
+    }
+    printf("status %d: %s\n", r.status, r.status < 0 ? r.message : "ok");
+    agent_reply_free(&r);
+    rpc_writer_free(&w);
+    return 0;
+}

@@ -1,0 +1,68 @@
+#!/bin/bash
+# Security on the mini-cluster: agents take orders only from slurmctld's
+# user (and the local Epilog), and one job's file system refuses every other
+# user: its instance file is private, its mount point is closed, and its
+# servers refuse a client without the instance's secret.
+. "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+require_cluster
+probe=$ADAFS_BUILD_DIR/slurm-plugin/agent_probe
+[ -x "$probe" ] || skip_all "agent_probe not built (make check builds it)"
+other=adafs-test2
+id -u "$other" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$other"
+
+start_cluster
+munge_socket=/run/adafs-cluster-munge/munge.socket.2
+agent_port=18001   # n1: slurmd port 17001 + the harness's offset 1000
+
+out=$(runuser -u "$test_user" -- "$probe" 127.0.0.1 $agent_port start $munge_socket)
+check "the agent refuses a deploy request from an ordinary user ($out)" -- \
+    bash -c "grep -q 'status -13: uid $(id -u "$test_user") may not use the agent' <<<\"\$0\"" "$out"
+out=$("$probe" 127.0.0.1 $agent_port release $munge_socket)
+check "the Epilog's release is refused over the network ($out)" -- \
+    bash -c "grep -q 'release is not allowed over the network' <<<\"\$0\"" "$out"
+out=$(runuser -u "$test_user" -- "$probe" 127.0.0.1 $agent_port ping /nonexistent/socket)
+check "a request without a valid munge credential goes nowhere ($out)" -- \
+    bash -c "grep -qi 'munge' <<<\"\$0\"" "$out"
+check "the agent's local socket is root's only" -- \
+    test "$(stat -c '%U %a' "$ADAFS_CLUSTER_DIR/run/agent.n1.sock")" = "root 600"
+
+as_user_sh "mkdir -p $pfs/sec && rm -f $pfs/sec/started"
+write_job victim.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 2 -t 5 -o victim-%j.out
+#BB_ADAFS capacity=1G
+echo "data of $test_user" > \$ADAFS_MOUNT/secret.txt
+touch $pfs/sec/started
+sleep 120
+JOB
+id=$(submit victim.sh)
+for _ in $(seq 240); do [ -e "$pfs/sec/started" ] && break; sleep 0.5; done
+check "the victim job runs on its file system" -- test -e "$pfs/sec/started"
+mount=$ADAFS_CLUSTER_DIR/mnt/$id
+instance=$ADAFS_CLUSTER_DIR/mnt/.job.$id.instance
+check "the instance file is the job user's, mode 600" -- \
+    test "$(stat -c '%U %a' "$instance")" = "$test_user 600"
+check "another user cannot read the instance file" -- \
+    bash -c "! runuser -u $other -- cat $instance >/dev/null 2>&1"
+check "another user cannot enter the mount point" -- \
+    bash -c "! runuser -u $other -- ls $mount >/dev/null 2>&1"
+
+# Another user who knows the servers' addresses, with a secret of their own.
+forged=$(runuser -u "$other" -- mktemp /tmp/forged.XXXXXX)
+{ grep -v '^secret=' "$instance"; echo "secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"; } |
+    runuser -u "$other" -- tee "$forged" >/dev/null
+chmod 600 "$forged"
+preload=$ADAFS_BUILD_DIR/agent/.libs/libadafs_preload.so
+out=$(runuser -u "$other" -- env ADAFS_INSTANCE="$forged" ADAFS_MOUNT="$mount" LD_PRELOAD="$preload" \
+      cat "$mount/secret.txt" 2>&1)
+status=$?
+check "a client with a forged secret is refused by the servers ($out)" -- \
+    bash -c "[ $status -ne 0 ] && ! grep -q 'data of' <<<\"\$0\"" "$out"
+out=$(runuser -u "$test_user" -- env ADAFS_INSTANCE="$instance" ADAFS_MOUNT="$mount" LD_PRELOAD="$preload" \
+      cat "$mount/secret.txt" 2>&1)
+check "the job's own user reads it with the real instance file" -- \
+    test "$out" = "data of $test_user"
+rm -f "$forged"
+scancel "$id"
+check "after the job: nothing is left, data wiped" -- wait_clean 60
+tap_done
