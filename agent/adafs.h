@@ -72,6 +72,9 @@ int adafs_server_count(const adafs *fs);
 /* Files. flags are open(2) flags (O_CREAT, O_EXCL, O_TRUNC, O_APPEND,
  * O_DIRECTORY, O_RDONLY/O_WRONLY/O_RDWR...). */
 int adafs_open(adafs *fs, const char *path, int flags, mode_t mode);
+/* The same, and *st as adafs_fstat would give it right after the open,
+ * without another round trip. */
+int adafs_open_stat(adafs *fs, const char *path, int flags, mode_t mode, struct stat *st);
 int adafs_close(adafs *fs, int fd);
 int adafs_dup(adafs *fs, int fd);
 ssize_t adafs_read(adafs *fs, int fd, void *buf, size_t count);

@@ -127,8 +127,9 @@ static int adafs_stat_at(struct bdir *d, const char *name, int follow, struct st
     return rc;
 }
 
+/* st: if not NULL, filled from the record the open saw. */
 static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
-                     struct bfile **out)
+                     struct bfile **out, struct stat *st)
 {
     char *p = child(d, name);
     struct bfile *f = malloc(sizeof(*f));
@@ -139,7 +140,8 @@ static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
         free(n);
         return -ENOMEM;
     }
-    int fd = adafs_open(FS(d->b), p, flags, mode);
+    int fd = st ? adafs_open_stat(FS(d->b), p, flags, mode, st)
+                : adafs_open(FS(d->b), p, flags, mode);
     free(p);
     if (fd < 0) {
         free(f);
@@ -162,11 +164,10 @@ static int adafs_close_file(struct bfile *f)
 static int adafs_open_read(struct bdir *d, const char *name, int follow,
                            struct bfile **out, struct stat *st)
 {
-    int rc = open_file(d, name, O_RDONLY, 0, out);
+    int rc = open_file(d, name, O_RDONLY, 0, out, st);
     if (rc < 0)
         return rc;
-    rc = adafs_fstat(FS(d->b), (*out)->fd, st);
-    if (rc == 0 && !S_ISREG(st->st_mode))
+    if (!S_ISREG(st->st_mode))
         rc = S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
     if (rc < 0)
         adafs_close_file(*out);
@@ -176,7 +177,7 @@ static int adafs_open_read(struct bdir *d, const char *name, int follow,
 static int adafs_open_write(struct bdir *d, const char *name, int truncate, mode_t mode,
                             struct bfile **out)
 {
-    return open_file(d, name, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0), mode, out);
+    return open_file(d, name, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0), mode, out, NULL);
 }
 
 static ssize_t adafs_pread_file(struct bfile *f, void *buf, size_t n, off_t off)

@@ -14,7 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int adafs_open(adafs *fs, const char *path, int flags, mode_t mode)
+/* Opens path; rec_out (if not NULL) gets the record the open saw. */
+static int open_record(adafs *fs, const char *path, int flags, mode_t mode,
+                       struct fs_record *rec_out)
 {
     char p[FS_PATH_MAX];
     int rc = path_normalize(path, p);
@@ -81,7 +83,23 @@ int adafs_open(adafs *fs, const char *path, int flags, mode_t mode)
         pthread_mutex_destroy(&of->lock);
         free(of->path);
         free(of);
+    } else if (rec_out) {
+        *rec_out = rec;
     }
+    return fd;
+}
+
+int adafs_open(adafs *fs, const char *path, int flags, mode_t mode)
+{
+    return open_record(fs, path, flags, mode, NULL);
+}
+
+int adafs_open_stat(adafs *fs, const char *path, int flags, mode_t mode, struct stat *st)
+{
+    struct fs_record rec;
+    int fd = open_record(fs, path, flags, mode, &rec);
+    if (fd >= 0)
+        record_to_stat(fs, &rec, st);
     return fd;
 }
 
