@@ -75,6 +75,12 @@ int adafs_open(adafs *fs, const char *path, int flags, mode_t mode);
 /* The same, and *st as adafs_fstat would give it right after the open,
  * without another round trip. */
 int adafs_open_stat(adafs *fs, const char *path, int flags, mode_t mode, struct stat *st);
+/* Opens read-only like adafs_open_stat and, in the same round trip, reads
+ * the file's first min(size, cap) bytes into buf when the server holding
+ * its record holds them too (small files made by adafs_create_write):
+ * *got is then that count, else 0 and the caller reads with adafs_pread. */
+int adafs_open_read(adafs *fs, const char *path, struct stat *st, void *buf, size_t cap,
+                    size_t *got);
 int adafs_close(adafs *fs, int fd);
 int adafs_dup(adafs *fs, int fd);
 ssize_t adafs_read(adafs *fs, int fd, void *buf, size_t count);

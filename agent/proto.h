@@ -29,6 +29,10 @@
  *               [i64 mtime if flags has FS_CREATE_MTIME], bytes chunk0
  *                                                          -> u64 old_key, u64 old_size
  *   STATFS      ()                                         -> u64 quota, u64 used
+ *   STAT_READ   str path, u32 max                          -> rec, u32 here, [bytes]
+ *               (here = 1: this server holds chunk 0 and the file's first
+ *               min(size, max) bytes fit in it; they follow raw, less if
+ *               the chunk ends in a hole: the rest reads as zeros)
  * Servers that remove or shrink a file's record also drop the chunks of that
  * file they hold themselves; the client tells the other chunk holders. */
 #ifndef ADAFS_PROTO_H
@@ -57,6 +61,7 @@ enum fs_op {
     FS_CREATE_WRITE,
     FS_STATFS,
     FS_SIZE_UNDO,
+    FS_STAT_READ,
     FS_OP_COUNT
 };
 

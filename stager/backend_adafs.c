@@ -127,12 +127,25 @@ static int adafs_stat_at(struct bdir *d, const char *name, int follow, struct st
     return rc;
 }
 
-/* st: if not NULL, filled from the record the open saw. */
+/* A file open on adafs; pre holds the whole file if it came with the
+ * open (a small file: one round trip for open, stat and read). */
+struct afile {
+    struct bfile f;
+    char *pre;
+    size_t pre_len;
+};
+
+/* Largest file read whole by the open. */
+#define PREFETCH_MAX (64u << 10)
+
+/* st: if not NULL, filled from the record the open saw; prefetch (only
+ * for O_RDONLY): try to read the whole file with the open. */
 static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
-                     struct bfile **out, struct stat *st)
+                     struct bfile **out, struct stat *st, int prefetch)
 {
+    static _Thread_local char scratch[PREFETCH_MAX];
     char *p = child(d, name);
-    struct bfile *f = malloc(sizeof(*f));
+    struct afile *f = calloc(1, sizeof(*f));
     char *n = strdup(name);
     if (!p || !f || !n) {
         free(p);
@@ -140,31 +153,39 @@ static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
         free(n);
         return -ENOMEM;
     }
-    int fd = st ? adafs_open_stat(FS(d->b), p, flags, mode, st)
-                : adafs_open(FS(d->b), p, flags, mode);
+    size_t got = 0;
+    int fd = prefetch ? adafs_open_read(FS(d->b), p, st, scratch, sizeof(scratch), &got)
+             : st     ? adafs_open_stat(FS(d->b), p, flags, mode, st)
+                      : adafs_open(FS(d->b), p, flags, mode);
     free(p);
+    if (fd >= 0 && got > 0 && got == (size_t)st->st_size && (f->pre = malloc(got))) {
+        memcpy(f->pre, scratch, got);
+        f->pre_len = got;
+    }
     if (fd < 0) {
         free(f);
         free(n);
         return fd;
     }
-    *f = (struct bfile){ d->b, fd, d, n };
-    *out = f;
+    f->f = (struct bfile){ d->b, fd, d, n };
+    *out = &f->f;
     return 0;
 }
 
 static int adafs_close_file(struct bfile *f)
 {
+    struct afile *af = (struct afile *)f;
     int rc = adafs_close(FS(f->b), f->fd);
+    free(af->pre);
     free(f->name);
-    free(f);
+    free(af);
     return rc;
 }
 
-static int adafs_open_read(struct bdir *d, const char *name, int follow,
-                           struct bfile **out, struct stat *st)
+static int open_read_file(struct bdir *d, const char *name, int follow,
+                          struct bfile **out, struct stat *st)
 {
-    int rc = open_file(d, name, O_RDONLY, 0, out, st);
+    int rc = open_file(d, name, O_RDONLY, 0, out, st, 1);
     if (rc < 0)
         return rc;
     if (!S_ISREG(st->st_mode))
@@ -177,11 +198,18 @@ static int adafs_open_read(struct bdir *d, const char *name, int follow,
 static int adafs_open_write(struct bdir *d, const char *name, int truncate, mode_t mode,
                             struct bfile **out)
 {
-    return open_file(d, name, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0), mode, out, NULL);
+    return open_file(d, name, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0), mode, out, NULL, 0);
 }
 
 static ssize_t adafs_pread_file(struct bfile *f, void *buf, size_t n, off_t off)
 {
+    struct afile *af = (struct afile *)f;
+    if (af->pre) {
+        size_t at = (uint64_t)off < af->pre_len ? (size_t)off : af->pre_len;
+        size_t k = af->pre_len - at < n ? af->pre_len - at : n;
+        memcpy(buf, af->pre + at, k);
+        return (ssize_t)k;
+    }
     return adafs_pread(FS(f->b), f->fd, buf, n, off);
 }
 
@@ -258,7 +286,7 @@ static const struct backend_ops adafs_ops = {
     .dir_set_attrs = adafs_dir_set_attrs,
     .dir_close = adafs_dir_close,
     .stat_at = adafs_stat_at,
-    .open_read = adafs_open_read,
+    .open_read = open_read_file,
     .open_write = adafs_open_write,
     .pread = adafs_pread_file,
     .pwrite = adafs_pwrite_file,

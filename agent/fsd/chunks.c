@@ -351,6 +351,52 @@ int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
     return 0;
 }
 
+int chunks_read_into(struct server *srv, uint64_t key, uint64_t index, size_t len,
+                     struct rpc_writer *out)
+{
+    if (len > srv->chunk_size)
+        return -EINVAL;
+    if (index == 0 && len <= srv->inline_max) {
+        static _Thread_local uint8_t buf[INLINE_MAX];
+        int had = meta_blob_get(srv, key, buf, sizeof(buf));
+        if (had >= 0) {
+            size_t n = (size_t)had < len ? (size_t)had : len;
+            rpc_put_raw(out, buf, n);
+            return rpc_writer_ok(out) ? (int)n : -ENOMEM;
+        }
+        if (had != -ENOENT)
+            return had;
+    }
+    char path[4300];
+    data_path(srv, key, path, sizeof(path));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    size_t at = out->len;
+    uint8_t *dst = rpc_put_raw(out, NULL, len);
+    if (!dst) {
+        close(fd);
+        return -ENOMEM;
+    }
+    size_t done = 0;
+    int rc = 0;
+    while (done < len) {
+        ssize_t n = pread(fd, dst + done, len - done, (off_t)(index * srv->chunk_size + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            log_error("cannot read %s: %s", path, strerror(errno));
+        }
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    close(fd);
+    out->len = at + done;   /* what the file held; the client zero-fills the rest */
+    return rc < 0 ? rc : (int)done;
+}
+
 int op_trunc_data(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     uint64_t key = rpc_get_u64(req), new_size = rpc_get_u64(req), old_size = rpc_get_u64(req);

@@ -34,6 +34,7 @@ static const struct {
     [FS_CREATE_WRITE] = { "create_write", op_create_write },
     [FS_STATFS] = { "statfs", op_statfs },
     [FS_SIZE_UNDO] = { "size_undo", op_size_undo },
+    [FS_STAT_READ] = { "stat_read", op_stat_read },
 };
 
 const char *dispatch_op_name(uint16_t opcode)

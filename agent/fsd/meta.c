@@ -325,6 +325,32 @@ int op_stat(struct server *srv, struct rpc_reader *req, struct reply *rep)
     return rc;
 }
 
+int op_stat_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    struct target t;
+    target_take(req, &t);
+    uint32_t max = rpc_get_u32(req);
+    int rc = target_check(srv, req, &t);
+    if (rc < 0)
+        return rc;
+    struct fs_record rec;
+    rc = get_record(srv, t.key, t.klen, &rec);
+    if (rc < 0)
+        return rc;
+    fs_record_put(&rep->out, &rec);
+    /* The data only if this server holds all of it that was asked for. */
+    uint64_t want = rec.size < max ? rec.size : max;
+    uint32_t here = S_ISREG(rec.mode) && want <= srv->chunk_size &&
+                    hash_place_chunk(rec.key, 0, srv->nservers) == srv->index;
+    rpc_put_u32(&rep->out, here);
+    if (here && want > 0) {
+        rc = chunks_read_into(srv, rec.key, 0, (size_t)want, &rep->out);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     struct target t;

@@ -82,6 +82,7 @@ int op_put(struct server *, struct rpc_reader *, struct reply *);
 int op_remove_if(struct server *, struct rpc_reader *, struct reply *);
 int op_list(struct server *, struct rpc_reader *, struct reply *);
 int op_create_write(struct server *, struct rpc_reader *, struct reply *);
+int op_stat_read(struct server *, struct rpc_reader *, struct reply *);
 /* Inline data of a data key, for chunks.c: get copies it into buf and
  * returns its length, or -ENOENT if there is none, or -EIO. */
 int meta_blob_get(struct server *srv, uint64_t data_key, void *buf, size_t cap);
@@ -96,6 +97,10 @@ void chunks_truncate(struct server *srv, uint64_t key, uint64_t new_size, uint64
  * NULL), at offset into chunk index of key, within the quota. */
 int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offset,
                  const void *data, size_t have, struct stream *rest);
+/* Appends what this server holds of bytes [0, len) of chunk index of key
+ * to out (less if the chunk is shorter); returns how many, or -errno. */
+int chunks_read_into(struct server *srv, uint64_t key, uint64_t index, size_t len,
+                     struct rpc_writer *out);
 int op_write(struct server *, struct rpc_reader *, struct reply *);
 int op_read(struct server *, struct rpc_reader *, struct reply *);
 int op_trunc_data(struct server *, struct rpc_reader *, struct reply *);

@@ -3,7 +3,8 @@
  * for them, they move into one when they grow past the threshold, and
  * truncate, rename, unlink of an open file, sparse writes and the quota
  * behave exactly as for data in local files. Also create_write_attr's
- * mtime. */
+ * mtime and adafs_open_read (open, stat and read of a small file in one
+ * round trip). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -159,8 +160,72 @@ static void quota(void)
     fstest_stop(&t);
 }
 
+/* adafs_open_read: open, stat and the first bytes in one round trip when
+ * the record's server holds them; 0 bytes (read with pread) when not. */
+static void open_read(void)
+{
+    struct fstest t;
+    fstest_start(&t, 4, "--chunk-size 64K");
+    adafs *fs = t.fs;
+    static char data[3000], buf[65536];
+    fstest_fill(data, sizeof(data), 7);
+    adafs_create_write(fs, "/o", 0600, data, sizeof(data));
+    struct stat st;
+    size_t got = 1;
+    int fd = adafs_open_read(fs, "/o", &st, buf, sizeof(buf), &got);
+    tap_ok(fd >= 0 && st.st_size == 3000 && S_ISREG(st.st_mode) && got == 3000 &&
+           memcmp(buf, data, 3000) == 0, "[4 servers] open_read of a small file brings all of it");
+    adafs_close(fs, fd);
+    fd = adafs_open_read(fs, "/o", &st, buf, 100, &got);
+    tap_ok(fd >= 0 && st.st_size == 3000 && got == 100 && memcmp(buf, data, 100) == 0,
+           "[4 servers] with a smaller buffer: its first bytes");
+    adafs_close(fs, fd);
+
+    fd = adafs_open(fs, "/sp", O_CREAT | O_RDWR, 0600);
+    adafs_pwrite(fs, fd, "tail", 4, 30000);
+    adafs_ftruncate(fs, fd, 40000);
+    adafs_close(fs, fd);
+    memset(buf, 'x', sizeof(buf));
+    fd = adafs_open_read(fs, "/sp", &st, buf, sizeof(buf), &got);
+    int zeros = 1;
+    for (size_t i = 0; i < 40000; i++)
+        zeros &= i >= 30000 && i < 30004 ? 1 : buf[i] == 0;
+    tap_ok(fd >= 0 && got == 40000 && zeros && memcmp(buf + 30000, "tail", 4) == 0,
+           "[4 servers] a sparse file: holes as zeros, also at the end");
+    adafs_close(fs, fd);
+
+    /* A renamed file's record moves, its data does not: find a name whose
+     * record lands on another server than chunk 0. */
+    int moved = 0;
+    char name[32];
+    for (int i = 0; i < 40 && !moved; i++) {
+        snprintf(name, sizeof(name), "/moved%d", i);
+        adafs_rename(fs, i ? "/prev" : "/o", name);
+        fd = adafs_open_read(fs, name, &st, buf, sizeof(buf), &got);
+        moved = fd >= 0 && got == 0;
+        if (moved)
+            moved = adafs_pread(fs, fd, buf, sizeof(buf), 0) == 3000 && memcmp(buf, data, 3000) == 0;
+        adafs_close(fs, fd);
+        if (!moved)
+            adafs_rename(fs, name, "/prev");
+    }
+    tap_ok(moved, "[4 servers] data on another server: 0 bytes with the open, pread reads it");
+    adafs_mkdir(fs, "/dir", 0700);
+    fd = adafs_open_read(fs, "/dir", &st, buf, sizeof(buf), &got);
+    tap_ok(fd >= 0 && S_ISDIR(st.st_mode) && got == 0, "[4 servers] a directory: opened, no bytes");
+    adafs_close(fs, fd);
+    tap_is_int(adafs_open_read(fs, "/none", &st, buf, sizeof(buf), &got), -ENOENT,
+               "[4 servers] a missing file: ENOENT");
+    tap_is_int(adafs_open_read(fs, "/none/x", &st, buf, sizeof(buf), &got), -ENOENT,
+               "[4 servers] below a missing directory: ENOENT");
+    tap_is_int(adafs_open_read(fs, "/sp/x", &st, buf, sizeof(buf), &got), -ENOTDIR,
+               "[4 servers] below a file: ENOTDIR");
+    fstest_stop(&t);
+}
+
 int main(void)
 {
+    open_read();
     grow_and_shrink();
     other_chunk();
     quota();
