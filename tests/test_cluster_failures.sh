@@ -43,7 +43,7 @@ check "unreadable source: nothing left" -- wait_clean 30
 scancel "$id"
 
 # 3. A server killed during the job: the application gets EIO, not a hang.
-as_user_sh "mkdir -p $pfs/kill"
+as_user_sh "rm -rf $pfs/kill && mkdir -p $pfs/kill"
 write_job kill.sh >/dev/null <<JOB
 #!/bin/bash
 #SBATCH -N 2 -t 5 -o kill-%j.out

@@ -1,7 +1,8 @@
 #!/bin/bash
 # cluster.sh: a local Slurm mini-cluster on this one host, for the demo and the tests.
 #
-#   cluster.sh start [--clean]   start munged, slurmctld and N slurmd; wait until idle
+#   cluster.sh start [--clean]   start munged, agents, slurmctld and N slurmd; wait until
+#                                idle (--clean: fresh state, logs, jobs and PFS)
 #   cluster.sh stop              stop every process this harness started (by PID)
 #   cluster.sh restart-ctld      restart slurmctld only (state kept)
 #   cluster.sh status            print what runs
@@ -272,7 +273,11 @@ cmd_start() {
     command -v slurmctld >/dev/null || die "slurmctld not installed: run scripts/install-deps.sh"
     ensure_test_user
     if [ -f "$conf" ]; then cmd_stop; fi
-    if [ "$clean" = 1 ]; then rm -rf "${base:?}"/state "${base:?}"/spool "${base:?}"/log; fi
+    # --clean: also the stand-in parallel file system and job outputs, so
+    # a test never sees an earlier run's files.
+    if [ "$clean" = 1 ]; then
+        rm -rf "${base:?}"/state "${base:?}"/spool "${base:?}"/log "${base:?}"/pfs "${base:?}"/jobs
+    fi
     write_config
     start_munge
     start_agents
