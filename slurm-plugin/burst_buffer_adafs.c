@@ -232,7 +232,9 @@ static void step_one(uint32_t job_id)
         slurm_mutex_unlock(&bb_mutex);
         return;
     }
-    struct bb_config cfg = config;   /* strings stay valid: only reconfig frees, under the lock */
+    /* A copy for the step: lifecycle reads only its numbers, so a
+     * reconfigure freeing the strings meanwhile does not matter. */
+    struct bb_config cfg = config;
     slurm_mutex_unlock(&bb_mutex);
 
     enum bb_phase before = j->phase;

@@ -277,8 +277,20 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
     for (size_t i = 0; i < asked; i++)
         agent_reply_free(&replies[i]);
     free(replies);
-    if (outcome == 0)
+    if (outcome == 0) {
+        /* StageInTimeout / StageOutTimeout bound a whole direction. */
+        time_t since = dir == STAGE_IN ? j->t_deployed : j->t_ended;
+        uint32_t limit = dir == STAGE_IN ? cfg->stage_in_timeout : cfg->stage_out_timeout;
+        if (limit && since && time(NULL) - since > (time_t)limit) {
+            bb_job_set_error(j, FAIL_USER, "%s source=%s did not finish within %s=%u s", verb,
+                             s->source, dir == STAGE_IN ? "StageInTimeout" : "StageOutTimeout",
+                             limit);
+            log_warn("job %u: %s", j->job_id, j->error);
+            to_teardown(j);
+            return LC_CHANGED;
+        }
         return 0;
+    }
     if (outcome < 0) {
         to_teardown(j);
         return LC_CHANGED;

@@ -93,6 +93,17 @@ scancel "$id"
 check "cancel in stage-in: job cancelled" -- wait_job "$id" CANCELLED 60
 check "cancel in stage-in: nothing left" -- wait_clean 60
 
+# 4b. A stage-in longer than StageInTimeout: held, saying so.
+set_bb_conf StageInTimeout 3
+sleep 1
+id=$(submit slowin.sh)
+check "StageInTimeout: the job is held saying the stage-in took too long" -- \
+    wait_reason "$id" "stage.in source=$pfs/f/big.bin did not finish within StageInTimeout=3 s" 90
+check "StageInTimeout: nothing left" -- wait_clean 60
+scancel "$id"
+set_bb_conf StageInTimeout 300
+sleep 1
+
 # 5. scancel --hurry during stage-out.
 write_job slowout.sh >/dev/null <<JOB
 #!/bin/bash
