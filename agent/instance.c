@@ -1,5 +1,7 @@
 #include "instance.h"
 
+#include "fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -41,31 +43,11 @@ static int read_private_file(const char *path, char **out, char *err, size_t err
         close(fd);
         return -EFBIG;
     }
-    char *buf = malloc((size_t)st.st_size + 1);
-    if (!buf) {
-        close(fd);
-        return -ENOMEM;
-    }
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-        if (n == 0)
-            break;
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int rc = -errno;
-            snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-            free(buf);
-            close(fd);
-            return rc;
-        }
-        got += (size_t)n;
-    }
+    int rc = fileio_read_all(fd, (size_t)st.st_size, out, NULL);
+    if (rc < 0)
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(-rc));
     close(fd);
-    buf[got] = '\0';
-    *out = buf;
-    return 0;
+    return rc;
 }
 
 /* Writes text to path through a temporary file and rename, mode 0600. */

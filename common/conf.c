@@ -1,10 +1,14 @@
 #include "conf.h"
+#include "fileio.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define CONF_MAX_SIZE (1 << 20)
 
@@ -80,29 +84,29 @@ int conf_parse(const char *name, const char *text, struct conf *out,
 int conf_load(const char *path, struct conf *out, char *err, size_t errlen)
 {
     *out = (struct conf){ 0 };
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        int e = errno;
-        snprintf(err, errlen, "%s: %s", path, strerror(e));
-        return -e;
-    }
-    char *text = malloc(CONF_MAX_SIZE + 1);
-    size_t len = text ? fread(text, 1, CONF_MAX_SIZE + 1, f) : 0;
-    int read_error = ferror(f);
-    fclose(f);
-    if (!text || read_error || len > CONF_MAX_SIZE) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    int rc = fd < 0 || fstat(fd, &st) < 0 ? -errno
+           : !S_ISREG(st.st_mode) ? -EINVAL
+           : st.st_size > CONF_MAX_SIZE ? -EFBIG : 0;
+    char *text = NULL;
+    size_t len = 0;
+    if (rc == 0)
+        rc = fileio_read_all(fd, (size_t)st.st_size, &text, &len);
+    if (fd >= 0)
+        close(fd);
+    if (rc < 0) {
         snprintf(err, errlen, "%s: %s", path,
-                 !text ? "out of memory" : read_error ? "read error" : "larger than 1 MiB");
-        free(text);
-        return !text ? -ENOMEM : read_error ? -EIO : -EFBIG;
+                 rc == -EINVAL ? "not a regular file" : rc == -EFBIG ? "larger than 1 MiB"
+                                                      : strerror(-rc));
+        return rc;
     }
-    text[len] = '\0';
     if (memchr(text, '\0', len)) {
         snprintf(err, errlen, "%s: contains a NUL byte, not a text file", path);
         free(text);
         return -EINVAL;
     }
-    int rc = conf_parse(path, text, out, err, errlen);
+    rc = conf_parse(path, text, out, err, errlen);
     free(text);
     return rc;
 }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -215,4 +217,50 @@ int net_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms)
 {
     struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
     return net_writev_full(fd, &iov, 1, deadline_ms);
+}
+
+/* Fills addr with path; -ENAMETOOLONG when it does not fit. */
+static int unix_address(const char *path, struct sockaddr_un *addr)
+{
+    *addr = (struct sockaddr_un){ .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof(addr->sun_path))
+        return -ENAMETOOLONG;
+    memcpy(addr->sun_path, path, strlen(path) + 1);
+    return 0;
+}
+
+int net_listen_unix(const char *path, int backlog)
+{
+    struct sockaddr_un addr;
+    int rc = unix_address(path, &addr);
+    if (rc < 0)
+        return rc;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    unlink(path);
+    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || chmod(path, 0600) < 0 ||
+        listen(fd, backlog) < 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+int net_connect_unix(const char *path)
+{
+    struct sockaddr_un addr;
+    int rc = unix_address(path, &addr);
+    if (rc < 0)
+        return rc;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    return fd;
 }

@@ -52,4 +52,10 @@ ssize_t net_read_some(int fd, void *buf, size_t min, size_t max, int64_t deadlin
 int net_writev_full(int fd, struct iovec *iov, int iovcnt, int64_t deadline_ms);
 int net_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms);
 
+/* Listens on a Unix socket at path (replacing a stale one), mode 0600 so
+ * only its owner may connect, close-on-exec. Returns the socket or -errno. */
+int net_listen_unix(const char *path, int backlog);
+/* Connects to the Unix socket at path. Returns the socket or -errno. */
+int net_connect_unix(const char *path);
+
 #endif

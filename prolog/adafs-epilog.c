@@ -21,8 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "agent_proto.h"
@@ -43,23 +41,6 @@ static void expand_node(const char *pattern, const char *node, char *out, size_t
         }
     }
     out[o < len ? o : len - 1] = '\0';
-}
-
-static int connect_unix(const char *path)
-{
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    if (strlen(path) >= sizeof(addr.sun_path))
-        return -ENAMETOOLONG;
-    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    return fd;
 }
 
 int main(int argc, char **argv)
@@ -104,7 +85,7 @@ int main(int argc, char **argv)
     char path[256];
     expand_node(socket_pattern ? socket_pattern : DEFAULT_SOCKET, node, path, sizeof(path));
 
-    int fd = connect_unix(path);
+    int fd = net_connect_unix(path);
     if (fd < 0) {
         fprintf(stderr, "adafs-epilog: job %lu on %s: agent socket %s: %s\n", job_id, node,
                 path, strerror(-fd));

@@ -1,5 +1,7 @@
 #include "listfile.h"
 
+#include "fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -165,28 +167,13 @@ int list_load(const char *path, struct list *out)
         close(fd);
         return -err;
     }
-    char *buf = malloc((size_t)st.st_size + 1);
-    if (!buf) {
-        close(fd);
-        return -ENOMEM;
-    }
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            err = errno;
-            free(buf);
-            close(fd);
-            return -err;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
+    char *buf;
+    size_t got;
+    int rc = fileio_read_all(fd, (size_t)st.st_size, &buf, &got);
     close(fd);
-    int rc = list_parse(buf, got, out);
+    if (rc < 0)
+        return rc;
+    rc = list_parse(buf, got, out);
     free(buf);
     return rc;
 }

@@ -26,7 +26,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "agent_proto.h"
@@ -231,25 +230,6 @@ static void accept_one(int lfd, bool local)
     pthread_detach(t);
 }
 
-static int listen_unix(const char *path)
-{
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    if (strlen(path) >= sizeof(addr.sun_path))
-        return -ENAMETOOLONG;
-    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    unlink(path);
-    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || chmod(path, 0600) < 0 ||
-        listen(fd, 64) < 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    return fd;
-}
-
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -371,7 +351,7 @@ int main(int argc, char **argv)
         }
     }
     int ufd = -1;
-    if (socket_path && (ufd = listen_unix(socket_path)) < 0)
+    if (socket_path && (ufd = net_listen_unix(socket_path, 64)) < 0)
         die("--socket %s: %s", socket_path, strerror(-ufd));
     if (log_path && log_open("adafs-agentd", (enum log_level)level, log_path) < 0)
         die("--log %s: %s", log_path, strerror(errno));
