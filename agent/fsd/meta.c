@@ -55,6 +55,14 @@ int meta_open(struct server *srv, const char *dir, char *err, size_t errlen)
      * that does not exist (every create checks) skips the skip list. */
     rocksdb_options_set_memtable_prefix_bloom_size_ratio(m->options, 0.05);
     rocksdb_options_set_memtable_whole_key_filtering(m->options, 1);
+    /* Bloom filters in the table files too: once memtables are flushed
+     * (inline data of many small files fills them fast), every create's
+     * lookup of a path or data key that does not exist yet would otherwise
+     * search each level-0 file. */
+    rocksdb_block_based_table_options_t *table = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_filter_policy(table, rocksdb_filterpolicy_create_bloom_full(10));
+    rocksdb_options_set_block_based_table_factory(m->options, table);
+    rocksdb_block_based_options_destroy(table);
     m->wopts = rocksdb_writeoptions_create();
     rocksdb_writeoptions_disable_WAL(m->wopts, 1);
     m->ropts = rocksdb_readoptions_create();
