@@ -114,9 +114,15 @@ int adafs_create_write(adafs *fs, const char *path, mode_t mode,
 /* The same with the file's modification time set in the same request (a
  * copier preserving mtimes saves the round trip of adafs_utimens). mtime
  * NULL, or its tv_nsec UTIME_NOW or UTIME_OMIT: the time of creation; a
- * tv_nsec outside [0, 1e9) is EINVAL. */
+ * tv_nsec outside [0, 1e9) is EINVAL. flags: 0 or ADAFS_PARENT_KNOWN. */
 int adafs_create_write_attr(adafs *fs, const char *path, mode_t mode,
-                            const void *data, size_t len, const struct timespec *mtime);
+                            const void *data, size_t len, const struct timespec *mtime,
+                            unsigned flags);
+/* The caller has just made or stat'ed the parent directory: no check of it
+ * rides along (a request less whenever the parent's record is on another
+ * server). Should the parent have been removed since, the file is created
+ * anyway and no listing shows it, as with any create racing an rmdir. */
+#define ADAFS_PARENT_KNOWN 1u
 
 /* Directories: a snapshot of the entries, gathered from all servers. */
 int adafs_opendir(adafs *fs, const char *path, adafs_dir **out);

@@ -246,7 +246,9 @@ static int adafs_create_write_at(struct bdir *d, const char *name, mode_t mode,
     char *p = child(d, name);
     if (!p)
         return -ENOMEM;
-    int rc = adafs_create_write_attr(FS(d->b), p, mode & 07777, data, len, mtime);
+    /* d was stat'ed as a directory when it was opened. */
+    int rc = adafs_create_write_attr(FS(d->b), p, mode & 07777, data, len, mtime,
+                                     ADAFS_PARENT_KNOWN);
     free(p);
     return rc < 0 ? rc : 0;
 }

@@ -498,7 +498,7 @@ int adafs_statvfs(adafs *fs, struct statvfs *st)
 
 /* mtime: NULL (or UTIME_NOW, UTIME_OMIT) for the time of creation. */
 static int create_write(adafs *fs, const char *path, mode_t mode, const void *data, size_t len,
-                        const struct timespec *mtime)
+                        const struct timespec *mtime, unsigned flags)
 {
     char p[FS_PATH_MAX];
     int rc = path_take(path, p, -EISDIR);
@@ -528,12 +528,15 @@ static int create_write(adafs *fs, const char *path, mode_t mode, const void *da
         calls[n].bulk_len = clen;
     }
     int cw = n++;
-    uint32_t flags = parent_check(fs, p, &calls[n], &used);
+    uint32_t cflags = 0;
+    used = 0;
+    if (!(flags & ADAFS_PARENT_KNOWN))
+        cflags = parent_check(fs, p, &calls[n], &used);
     size_t len0 = len < cs ? len : cs;
     call_init(&calls[cw], ms, FS_CREATE_WRITE);
     rpc_put_str(&calls[cw].req, p);
     rpc_put_u32(&calls[cw].req, (uint32_t)mode);
-    rpc_put_u32(&calls[cw].req, flags | (mtime ? FS_CREATE_MTIME : 0));
+    rpc_put_u32(&calls[cw].req, cflags | (mtime ? FS_CREATE_MTIME : 0));
     rpc_put_u64(&calls[cw].req, key);
     rpc_put_u64(&calls[cw].req, len);
     if (mtime)
@@ -577,11 +580,13 @@ static int create_write(adafs *fs, const char *path, mode_t mode, const void *da
 
 int adafs_create_write(adafs *fs, const char *path, mode_t mode, const void *data, size_t len)
 {
-    return create_write(fs, path, mode, data, len, NULL);
+    return create_write(fs, path, mode, data, len, NULL, 0);
 }
 
 int adafs_create_write_attr(adafs *fs, const char *path, mode_t mode, const void *data,
-                            size_t len, const struct timespec *mtime)
+                            size_t len, const struct timespec *mtime, unsigned flags)
 {
-    return create_write(fs, path, mode, data, len, mtime);
+    if (flags & ~ADAFS_PARENT_KNOWN)
+        return -EINVAL;
+    return create_write(fs, path, mode, data, len, mtime, flags);
 }

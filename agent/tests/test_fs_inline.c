@@ -89,14 +89,16 @@ static void grow_and_shrink(void)
     adafs_close(fs, fd);
 
     struct timespec mt = { 1234567, 89 };
-    tap_is_int(adafs_create_write_attr(fs, "/m", 0640, "m", 1, &mt), 0, "create_write_attr");
+    tap_is_int(adafs_create_write_attr(fs, "/m", 0640, "m", 1, &mt, 0), 0, "create_write_attr");
     struct stat st;
     tap_ok(adafs_stat(fs, "/m", &st) == 0 && st.st_mtim.tv_sec == 1234567 &&
            st.st_mtim.tv_nsec == 89 && (st.st_mode & 0777) == 0640 && st.st_size == 1,
            "sets mode, size and mtime in one request");
     struct timespec bad = { 1, 1000000000 };
-    tap_is_int(adafs_create_write_attr(fs, "/m2", 0640, "m", 1, &bad), -EINVAL,
+    tap_is_int(adafs_create_write_attr(fs, "/m2", 0640, "m", 1, &bad, 0), -EINVAL,
                "create_write_attr with bad nanoseconds: EINVAL");
+    tap_is_int(adafs_create_write_attr(fs, "/m2", 0640, "m", 1, &mt, 2), -EINVAL,
+               "create_write_attr with an unknown flag: EINVAL");
     tap_is_int(adafs_stat(fs, "/m2", &st), -ENOENT, "and creates nothing");
     fstest_stop(&t);
 }
@@ -220,6 +222,19 @@ static void open_read(void)
                "[4 servers] below a missing directory: ENOENT");
     tap_is_int(adafs_open_read(fs, "/sp/x", &st, buf, sizeof(buf), &got), -ENOTDIR,
                "[4 servers] below a file: ENOTDIR");
+    /* Files in a directory whose record is on another server than theirs:
+     * with the flag no check of it travels, the files are made all the
+     * same; without it, a missing parent is still ENOENT. */
+    adafs_mkdir(fs, "/known", 0700);
+    int ok = 1;
+    for (int i = 0; i < 20 && ok; i++) {
+        snprintf(name, sizeof(name), "/known/f%d", i);
+        ok = adafs_create_write_attr(fs, name, 0600, data, 100, NULL, ADAFS_PARENT_KNOWN) == 0 &&
+             holds(fs, name, data, 100);
+    }
+    tap_ok(ok, "[4 servers] create_write_attr with ADAFS_PARENT_KNOWN makes 20 files");
+    tap_is_int(adafs_create_write_attr(fs, "/gone/f", 0600, data, 100, NULL, 0), -ENOENT,
+               "[4 servers] without it, a missing parent: ENOENT");
     fstest_stop(&t);
 }
 
