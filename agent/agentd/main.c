@@ -258,7 +258,7 @@ int main(int argc, char **argv)
     int level = LOG_LEVEL_INFO;
     bool foreground = false;
     settings = (struct agent_settings){
-        .adafsd_path = ADAFS_SBINDIR "/adafsd", .stage_path = ADAFS_BINDIR "/adafs-stage",
+        .adafsd_path = ADAFS_BINDIR "/adafsd", .stage_path = ADAFS_BINDIR "/adafs-stage",
         .log_dir = "/var/log/adafs", .mount_prefix = "/adafs",
         .start_timeout_ms = 30000, .stop_timeout_ms = 10000,
     };

@@ -50,8 +50,10 @@ pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 pid_of() { [ -f "$1" ] && cat "$1" 2>/dev/null || true; }
 
 # adafs programs: from the build tree when given, else installed.
-program() {  # program DIR NAME
-    if [ -n "$build" ]; then echo "$build/$1/$2"; else echo "$prefix/sbin/$2"; fi
+program() {  # program DIR NAME (installed: daemons root starts in sbin, adafsd in bin)
+    if [ -n "$build" ]; then echo "$build/$1/$2"
+    elif [ "$2" = adafsd ]; then echo "$prefix/bin/$2"
+    else echo "$prefix/sbin/$2"; fi
 }
 stage_program() { if [ -n "$build" ]; then echo "$build/stager/adafs-stage"; else echo "$prefix/bin/adafs-stage"; fi; }
 preload_lib() { if [ -n "$build" ]; then echo "$build/agent/.libs/libadafs_preload.so"; else echo "$prefix/lib/libadafs_preload.so"; fi; }
