@@ -881,15 +881,9 @@ extern int bb_p_job_test_stage_out(job_record_t *job_ptr)
 
 extern int bb_p_job_cancel(job_record_t *job_ptr)
 {
-    if (has_bb(job_ptr)) {
-        /* scancel --hurry: no stage-out. */
-        bool hurry = job_ptr->bit_flags & JOB_KILL_HURRY;
-        slurm_mutex_lock(&bb_mutex);
-        struct bb_job *j = bb_job_find(jobs, job_ptr->job_id);
-        bool ran = j && (j->phase == PHASE_RUNNING || j->phase == PHASE_STAGING_OUT);
-        slurm_mutex_unlock(&bb_mutex);
-        request(job_ptr, ran, hurry);
-    }
+    /* scancel --hurry: no stage-out. */
+    if (has_bb(job_ptr))
+        request(job_ptr, false, job_ptr->bit_flags & JOB_KILL_HURRY);
     return SLURM_SUCCESS;
 }
 

@@ -318,7 +318,6 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
 
 static int step_teardown(struct bb_job *j)
 {
-    int changed = 0;
     /* Teardown is idempotent on the agents: send it to every node. */
     for (size_t i = 0; i < j->nnodes; i++) {
         struct bb_node *n = &j->nodes[i];
@@ -337,12 +336,11 @@ static int step_teardown(struct bb_job *j)
         if (rc == 0)
             agent_reply_free(&r);
         n->started = false;   /* the port stays, for bbstat's history */
-        changed = LC_CHANGED;
     }
     j->phase = PHASE_COMPLETE;
     j->t_done = time(NULL);
     log_info("job %u: adafs torn down%s%s", j->job_id, j->error ? ": " : "", j->error ? j->error : "");
-    return changed | LC_CHANGED | LC_FINISHED;
+    return LC_CHANGED | LC_FINISHED;
 }
 
 int lifecycle_step(struct bb_job *j, const struct bb_config *cfg)
@@ -361,25 +359,39 @@ int lifecycle_step(struct bb_job *j, const struct bb_config *cfg)
 
 void lifecycle_job_ended(struct bb_job *j, bool hurry)
 {
-    j->t_ended = time(NULL);
     j->hurry = hurry;
-    if (j->phase == PHASE_RUNNING && !hurry) {
+    switch (j->phase) {
+    case PHASE_RUNNING:
+        j->t_ended = time(NULL);
+        if (hurry) {
+            to_teardown(j);
+            break;
+        }
         j->phase = PHASE_STAGING_OUT;
         j->stage_index = 0;
         j->finalizing = false;
         for (size_t i = 0; i < j->nnodes; i++)
             j->nodes[i].stage_sent = false;
-    } else if (j->phase != PHASE_COMPLETE) {
+        break;
+    case PHASE_STAGING_OUT:
+        /* Only --hurry stops a stage-out under way. */
+        if (hurry)
+            to_teardown(j);
+        break;
+    case PHASE_DEPLOYING:
+    case PHASE_STAGING_IN:
+        j->t_ended = time(NULL);
         to_teardown(j);
+        break;
+    case PHASE_TEARDOWN:
+    case PHASE_COMPLETE:
+        break;
     }
 }
 
 void lifecycle_cancel(struct bb_job *j, bool hurry)
 {
-    j->hurry = hurry;
-    if (j->phase != PHASE_COMPLETE && j->phase != PHASE_TEARDOWN) {
-        if (j->failure == FAIL_NONE)
-            bb_job_set_error(j, FAIL_CANCELLED, "cancelled");
-        to_teardown(j);
-    }
+    if ((j->phase == PHASE_DEPLOYING || j->phase == PHASE_STAGING_IN) && j->failure == FAIL_NONE)
+        bb_job_set_error(j, FAIL_CANCELLED, "cancelled");
+    lifecycle_job_ended(j, hurry);
 }

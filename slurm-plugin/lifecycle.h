@@ -20,11 +20,13 @@
 
 int lifecycle_step(struct bb_job *job, const struct bb_config *cfg);
 
-/* Called at job end: moves a running instance to stage-out (or straight to
- * teardown with hurry, or when nothing is to be staged out). */
+/* The job ended: a running instance goes to stage-out (straight to
+ * teardown with hurry); one still deploying or staging in is torn down; a
+ * stage-out under way goes on unless hurry. */
 void lifecycle_job_ended(struct bb_job *job, bool hurry);
 
-/* scancel before the job ran, or a failure the shim saw: tear down. */
+/* scancel: as lifecycle_job_ended, and an instance cancelled before its job
+ * ran records why. */
 void lifecycle_cancel(struct bb_job *job, bool hurry);
 
 /* The instance file text the agents write on every node. malloc'd. */
