@@ -124,6 +124,44 @@ int adafs_create_write_attr(adafs *fs, const char *path, mode_t mode,
  * anyway and no listing shows it, as with any create racing an rmdir. */
 #define ADAFS_PARENT_KNOWN 1u
 
+/* Many whole small files at once (the stager's stage-in): the files whose
+ * records share a server go in one request, the requests to all servers in
+ * one round trip, and each server writes its share with one store write.
+ * Each entry is created as by adafs_create_write_attr (flags: 0 or
+ * ADAFS_PARENT_KNOWN) and gets its own status: one file's error (EEXIST,
+ * ENOSPC, EISDIR, ENOENT...) never fails the others, and an ENOSPC loses
+ * nothing written before. A batch names each path at most once (a repeat
+ * gets EINVAL) and each file's data is at most adafs_chunk_size() bytes
+ * (EFBIG). Returns how many entries failed (0: all were created), or
+ * -errno if none was tried (EINVAL flags, ENOMEM). */
+struct adafs_create_entry {
+    const char *path;
+    mode_t mode;
+    const void *data;
+    size_t len;
+    struct timespec mtime;      /* tv_nsec UTIME_NOW or UTIME_OMIT: time of creation */
+    int status;                 /* out: 0 or -errno */
+};
+int adafs_create_batch(adafs *fs, struct adafs_create_entry *entries, size_t n,
+                       unsigned flags);
+
+/* The stat and first bytes of many files in one round trip (the stager's
+ * stage-out of small files). For each entry: status 0 or -errno, st, and in
+ * buf the first `got` bytes of the file: min(size, cap) when the server of
+ * the record holds them (a file of one chunk, as small files are), else 0
+ * and the caller reads with adafs_open/adafs_pread. cap is at most
+ * adafs_chunk_size() (EINVAL). Returns how many entries failed, or -errno
+ * (ENOMEM). */
+struct adafs_read_entry {
+    const char *path;
+    void *buf;
+    size_t cap;
+    struct stat st;             /* out */
+    size_t got;                 /* out */
+    int status;                 /* out: 0 or -errno */
+};
+int adafs_read_batch(adafs *fs, struct adafs_read_entry *entries, size_t n);
+
 /* Directories: a snapshot of the entries, gathered from all servers. */
 int adafs_opendir(adafs *fs, const char *path, adafs_dir **out);
 /* Returns 1 and fills *ent, 0 at the end, or -errno. */

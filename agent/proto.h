@@ -33,6 +33,15 @@
  *               (here = 1: this server holds chunk 0 and the file's first
  *               min(size, max) bytes fit in it; they follow raw, less if
  *               the chunk ends in a hole: the rest reads as zeros)
+ *   CREATE_BATCH u32 n, n * (str path, u32 mode, u32 flags, u64 key, i64 mtime,
+ *               bytes data)                    -> u32 n, n * (i32 status, u64 old_key, u64 old_size)
+ *               (n whole small files, each as CREATE_WRITE with size = the
+ *               data's length, at most one chunk, chunk 0 on this server;
+ *               flags: FS_CHECK_PARENT, FS_CREATE_MTIME. One status per
+ *               entry: one file's error does not fail the others)
+ *   READ_BATCH  u32 n, u32 max, n * str path   -> u32 n, n * (i32 status, rec, u32 here,
+ *               bytes data)   (n STAT_READs in one request)
+ *   A batch has at most FS_BATCH_MAX entries and names each path once.
  * Servers that remove or shrink a file's record also drop the chunks of that
  * file they hold themselves; the client tells the other chunk holders. */
 #ifndef ADAFS_PROTO_H
@@ -62,6 +71,8 @@ enum fs_op {
     FS_STATFS,
     FS_SIZE_UNDO,
     FS_STAT_READ,
+    FS_CREATE_BATCH,
+    FS_READ_BATCH,
     FS_OP_COUNT
 };
 
@@ -70,6 +81,9 @@ enum fs_op {
 #define FS_CREATE_TRUNC  2u   /* an existing file is emptied */
 #define FS_CHECK_PARENT  4u   /* the parent's record is on this server: check it */
 #define FS_CREATE_MTIME  8u   /* CREATE_WRITE: the request carries the mtime */
+
+/* CREATE_BATCH, READ_BATCH: most entries in one request. */
+#define FS_BATCH_MAX 1024
 
 /* SETATTR what. */
 #define FS_SET_MODE  1u

@@ -35,6 +35,8 @@ static const struct {
     [FS_STATFS] = { "statfs", op_statfs },
     [FS_SIZE_UNDO] = { "size_undo", op_size_undo },
     [FS_STAT_READ] = { "stat_read", op_stat_read },
+    [FS_CREATE_BATCH] = { "create_batch", op_create_batch },
+    [FS_READ_BATCH] = { "read_batch", op_read_batch },
 };
 
 const char *dispatch_op_name(uint16_t opcode)

@@ -729,3 +729,70 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
     rpc_put_u64(&rep->out, replaced ? old.size : 0);
     return 0;
 }
+
+/* ---- For batch.c: many records (and their inline data) in one RocksDB
+ * write batch. The lock and key rules are the ones above. ---- */
+
+_Static_assert(KEY_MAX == META_KEY_MAX, "META_KEY_MAX must match meta.c's key length");
+
+int meta_path_key(const char *path, char key[META_KEY_MAX])
+{
+    return path_key(path, key);
+}
+
+unsigned meta_record_stripe(struct server *srv, const char *key, int klen)
+{
+    return (unsigned)(key_lock(srv, key, klen) - srv->record_locks);
+}
+
+int meta_get_record(struct server *srv, const char *key, int klen, struct fs_record *rec)
+{
+    return get_record(srv, key, klen, rec);
+}
+
+int meta_check_parent(struct server *srv, const char *path)
+{
+    return check_parent(srv, path);
+}
+
+struct meta_batch *meta_batch_new(void)
+{
+    return (struct meta_batch *)rocksdb_writebatch_create();
+}
+
+void meta_batch_put_record(struct meta_batch *b, const char *key, int klen,
+                           const struct fs_record *rec)
+{
+    uint8_t buf[FS_RECORD_SIZE];
+    struct rpc_writer w;
+    rpc_writer_init(&w, buf, sizeof(buf));
+    fs_record_put(&w, rec);
+    rocksdb_writebatch_put((rocksdb_writebatch_t *)b, key, (size_t)klen, (const char *)w.data,
+                           w.len);
+    rpc_writer_free(&w);
+}
+
+void meta_batch_put_blob(struct meta_batch *b, uint64_t data_key, const void *data, size_t len)
+{
+    char key[BLOB_KEY_LEN];
+    blob_key(data_key, key);
+    rocksdb_writebatch_put((rocksdb_writebatch_t *)b, key, sizeof(key), data, len);
+}
+
+int meta_batch_commit(struct server *srv, struct meta_batch *b)
+{
+    char *rerr = NULL;
+    rocksdb_write(srv->meta->db, srv->meta->wopts, (rocksdb_writebatch_t *)b, &rerr);
+    if (rerr) {
+        log_error("rocksdb write of a batch: %s", rerr);
+        rocksdb_free(rerr);
+        return -EIO;
+    }
+    return 0;
+}
+
+void meta_batch_free(struct meta_batch *b)
+{
+    if (b)
+        rocksdb_writebatch_destroy((rocksdb_writebatch_t *)b);
+}

@@ -88,6 +88,24 @@ int op_stat_read(struct server *, struct rpc_reader *, struct reply *);
 int meta_blob_get(struct server *srv, uint64_t data_key, void *buf, size_t cap);
 int meta_blob_put(struct server *srv, uint64_t data_key, const void *data, size_t len);
 int meta_blob_del(struct server *srv, uint64_t data_key);
+/* For batch.c: a batch of records and inline data written at once, with
+ * meta.c's key rules and locks (the record lock of a key is
+ * srv->record_locks[meta_record_stripe(...)]). */
+#define META_KEY_MAX (FS_PATH_MAX + 2)
+int meta_path_key(const char *path, char key[META_KEY_MAX]);
+unsigned meta_record_stripe(struct server *srv, const char *key, int klen);
+int meta_get_record(struct server *srv, const char *key, int klen, struct fs_record *rec);
+int meta_check_parent(struct server *srv, const char *path);
+struct meta_batch *meta_batch_new(void);
+void meta_batch_put_record(struct meta_batch *b, const char *key, int klen,
+                           const struct fs_record *rec);
+void meta_batch_put_blob(struct meta_batch *b, uint64_t data_key, const void *data, size_t len);
+int meta_batch_commit(struct server *srv, struct meta_batch *b);
+void meta_batch_free(struct meta_batch *b);
+
+/* batch.c */
+int op_create_batch(struct server *, struct rpc_reader *, struct reply *);
+int op_read_batch(struct server *, struct rpc_reader *, struct reply *);
 
 /* chunks.c */
 int chunks_init(struct server *srv, char *err, size_t errlen);

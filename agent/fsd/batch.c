@@ -1,0 +1,367 @@
+/* batch: many small files in one request, for the stager.
+ *
+ * CREATE_BATCH creates up to FS_BATCH_MAX whole small files whose records
+ * live on this server, and writes all their records and inline data with
+ * one RocksDB write batch: per file, one request and one write were the
+ * largest costs left after small files went inline (TCP loopback, thread
+ * wake-ups, RocksDB's write path). READ_BATCH is the way back: records and
+ * data of many files in one answer. Each entry has its own status, so one
+ * file's error (EEXIST, ENOSPC, a bad path) never fails the others.
+ *
+ * The data of a created file is chunk 0 under a data key the client just
+ * made, so nothing else can know the key before the batch is written: the
+ * inline data goes straight into the batch, with the record that names it,
+ * and becomes visible at the same moment. A key that already holds data is
+ * refused (EEXIST), so the "inline or a local file, never both" rule of
+ * chunks.c holds. Data above the inline threshold (up to one chunk) takes
+ * the ordinary chunks_write path into a local file before the batch. */
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hash.h"
+#include "log.h"
+
+/* Inline data is at most this long (chunks.c's INLINE_MAX). */
+#define BLOB_CAP (64u << 10)
+/* A READ_BATCH answer carries at most this much file data. */
+#define READ_BATCH_DATA_MAX (64u << 20)
+
+struct centry {
+    const char *path;
+    uint32_t mode, flags;
+    uint64_t key;
+    int64_t mtime;
+    const void *data;
+    size_t len;
+    char rkey[META_KEY_MAX];
+    int klen;
+    unsigned stripe;
+    int status;
+    int inline_data;           /* the data went into the batch (quota taken) */
+    uint64_t old_key, old_size;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The quota rule of chunks.c for inline bytes: all or nothing. */
+static int quota_take(struct server *srv, uint64_t bytes)
+{
+    uint64_t used = atomic_load(&srv->used);
+    do {
+        if (bytes > srv->quota || used > srv->quota - bytes)
+            return -ENOSPC;
+    } while (!atomic_compare_exchange_weak(&srv->used, &used, used + bytes));
+    return 0;
+}
+
+static void quota_give(struct server *srv, uint64_t bytes)
+{
+    uint64_t used = atomic_load(&srv->used);
+    while (!atomic_compare_exchange_weak(&srv->used, &used, used > bytes ? used - bytes : 0))
+        ;
+}
+
+/* Decodes the entries; a message that does not parse is refused whole,
+ * with the reason in the log (the client sees EBADMSG). */
+static int decode_creates(struct rpc_reader *req, struct centry **out, uint32_t *count)
+{
+    uint32_t n = rpc_get_u32(req);
+    if (!rpc_reader_ok(req)) {
+        log_warn("create_batch: no entry count");
+        return -EBADMSG;
+    }
+    if (n > FS_BATCH_MAX) {
+        log_warn("create_batch: %u entries, more than the %u allowed", n, FS_BATCH_MAX);
+        return -EBADMSG;
+    }
+    struct centry *e = calloc(n ? n : 1, sizeof(*e));
+    if (!e)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        e[i].path = rpc_get_str(req);
+        e[i].mode = rpc_get_u32(req);
+        e[i].flags = rpc_get_u32(req);
+        e[i].key = rpc_get_u64(req);
+        e[i].mtime = rpc_get_i64(req);
+        e[i].len = rpc_get_bytes(req, &e[i].data);
+        if (!rpc_reader_ok(req) || !e[i].path) {
+            log_warn("create_batch: entry %u of %u is truncated or its path is not a string",
+                     i + 1, n);
+            free(e);
+            return -EBADMSG;
+        }
+    }
+    if (!rpc_reader_done(req)) {
+        log_warn("create_batch: %zu bytes after the last of %u entries", req->len - req->off, n);
+        free(e);
+        return -EBADMSG;
+    }
+    *out = e;
+    *count = n;
+    return 0;
+}
+
+/* Checks what can be checked of an entry alone; 0 or its error. */
+static int check_create(struct server *srv, struct centry *e)
+{
+    e->klen = meta_path_key(e->path, e->rkey);
+    if (e->klen < 0)
+        return e->klen;
+    if (e->flags & ~(FS_CHECK_PARENT | FS_CREATE_MTIME))
+        return -EINVAL;
+    if (e->len > srv->chunk_size)
+        return -EFBIG;
+    if (e->len > 0 && hash_place_chunk(e->key, 0, srv->nservers) != srv->index) {
+        log_error("create_batch: %s: chunk 0 of key %016llx belongs to another server",
+                  e->path, (unsigned long long)e->key);
+        return -EINVAL;
+    }
+    e->stripe = meta_record_stripe(srv, e->rkey, e->klen);
+    return 0;
+}
+
+/* Lock order: ascending stripe; equal keys end up next to each other. */
+static int by_stripe_then_key(const void *a, const void *b, void *arg)
+{
+    const struct centry *e = arg;
+    const struct centry *x = &e[*(const uint32_t *)a], *y = &e[*(const uint32_t *)b];
+    if (x->stripe != y->stripe)
+        return x->stripe < y->stripe ? -1 : 1;
+    if (x->klen != y->klen)
+        return x->klen < y->klen ? -1 : 1;
+    return memcmp(x->rkey, y->rkey, (size_t)x->klen);
+}
+
+static int by_data_key(const void *a, const void *b, void *arg)
+{
+    const struct centry *e = arg;
+    uint64_t x = e[*(const uint32_t *)a].key, y = e[*(const uint32_t *)b].key;
+    return x < y ? -1 : x > y;
+}
+
+/* Two entries with one data key would share their data: all but the first
+ * are refused, like a key already in the store. */
+static void refuse_shared_keys(struct centry *e, uint32_t *order, uint32_t m)
+{
+    qsort_r(order, m, sizeof(*order), by_data_key, e);
+    for (uint32_t j = 1; j < m; j++) {
+        struct centry *x = &e[order[j - 1]], *y = &e[order[j]];
+        if (x->key == y->key)
+            (order[j] > order[j - 1] ? y : x)->status = -EEXIST;
+    }
+}
+
+/* A data key the client claims is fresh must hold nothing on this server. */
+static int key_is_fresh(struct server *srv, uint64_t key)
+{
+    static _Thread_local uint8_t buf[BLOB_CAP];
+    int rc = meta_blob_get(srv, key, buf, sizeof(buf));
+    if (rc != -ENOENT)
+        return rc < 0 ? rc : -EEXIST;
+    char path[sizeof(srv->data_dir) + 20];
+    snprintf(path, sizeof(path), "%s/%016llx", srv->data_dir, (unsigned long long)key);
+    return access(path, F_OK) == 0 ? -EEXIST : 0;
+}
+
+/* One entry under its record lock: the checks of CREATE_WRITE, then its
+ * record (and inline data) into the batch. */
+static int stage_create(struct server *srv, struct centry *e, struct meta_batch *b)
+{
+    int rc = (e->flags & FS_CHECK_PARENT) ? meta_check_parent(srv, e->path) : 0;
+    struct fs_record old;
+    int had = 0;
+    if (rc == 0) {
+        rc = meta_get_record(srv, e->rkey, e->klen, &old);
+        had = rc == 0;
+        if (rc == -ENOENT)
+            rc = 0;
+    }
+    if (rc == 0 && had && S_ISDIR(old.mode))
+        rc = -EISDIR;
+    if (rc == 0 && had && old.key == e->key)
+        rc = -EEXIST;            /* a key is never reused for a new file */
+    if (rc == 0 && e->len > 0 && e->len <= srv->inline_max) {
+        rc = key_is_fresh(srv, e->key);
+        if (rc == 0 && (rc = quota_take(srv, e->len)) == 0) {
+            meta_batch_put_blob(b, e->key, e->data, e->len);
+            e->inline_data = 1;
+        }
+    } else if (rc == 0 && e->len > 0) {
+        rc = chunks_write(srv, e->key, 0, 0, e->data, e->len, NULL);
+    }
+    if (rc < 0)
+        return rc;
+    int64_t now = now_ns();
+    struct fs_record rec = { .mode = S_IFREG | (e->mode & 07777), .size = e->len,
+                             .key = e->key, .atime_ns = now,
+                             .mtime_ns = (e->flags & FS_CREATE_MTIME) ? e->mtime : now,
+                             .ctime_ns = now };
+    meta_batch_put_record(b, e->rkey, e->klen, &rec);
+    if (had) {
+        e->old_key = old.key;
+        e->old_size = old.size;
+    }
+    return 0;
+}
+
+/* The batch could not be written: nothing of it exists. */
+static void undo_creates(struct server *srv, struct centry *e, uint32_t n, int err)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (e[i].status < 0)
+            continue;
+        if (e[i].inline_data)
+            quota_give(srv, e[i].len);
+        else if (e[i].len > 0)
+            chunks_truncate(srv, e[i].key, 0, e[i].len);
+        e[i].status = err;
+        e[i].old_key = e[i].old_size = 0;
+    }
+}
+
+int op_create_batch(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    struct centry *e;
+    uint32_t n;
+    int rc = decode_creates(req, &e, &n);
+    if (rc < 0)
+        return rc;
+    uint32_t *order = calloc(n ? n : 1, sizeof(*order));
+    struct meta_batch *b = meta_batch_new();
+    if (!order || !b) {
+        free(order);
+        meta_batch_free(b);
+        free(e);
+        return -ENOMEM;
+    }
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if ((e[i].status = check_create(srv, &e[i])) == 0)
+            order[m++] = i;
+    refuse_shared_keys(e, order, m);
+    uint32_t k = 0;
+    for (uint32_t j = 0; j < m; j++)
+        if (e[order[j]].status == 0)
+            order[k++] = order[j];
+    m = k;
+    qsort_r(order, m, sizeof(*order), by_stripe_then_key, e);
+    for (uint32_t j = 0; j < m; j++) {
+        struct centry *x = &e[order[j]];
+        if (j > 0 && by_stripe_then_key(&order[j - 1], &order[j], e) == 0) {
+            x->status = -EINVAL;     /* the same path twice in one batch */
+            continue;
+        }
+        if (j == 0 || e[order[j - 1]].stripe != x->stripe)
+            pthread_mutex_lock(&srv->record_locks[x->stripe]);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (e[i].status == 0)
+            e[i].status = stage_create(srv, &e[i], b);
+    int staged = 0;
+    for (uint32_t i = 0; i < n; i++)
+        staged += e[i].status == 0;
+    if (staged && (rc = meta_batch_commit(srv, b)) < 0)
+        undo_creates(srv, e, n, rc);
+    for (uint32_t j = 0; j < m; j++) {
+        unsigned s = e[order[j]].stripe;
+        if (j == 0 || e[order[j - 1]].stripe != s)
+            pthread_mutex_unlock(&srv->record_locks[s]);
+    }
+    meta_batch_free(b);
+    free(order);
+    rpc_put_u32(&rep->out, n);
+    for (uint32_t i = 0; i < n; i++) {
+        int replaced = e[i].status == 0 && e[i].old_size > 0 && e[i].old_key != e[i].key;
+        if (replaced)
+            chunks_truncate(srv, e[i].old_key, 0, e[i].old_size);
+        rpc_put_u32(&rep->out, (uint32_t)e[i].status);
+        rpc_put_u64(&rep->out, replaced ? e[i].old_key : 0);
+        rpc_put_u64(&rep->out, replaced ? e[i].old_size : 0);
+    }
+    free(e);
+    return 0;
+}
+
+/* One READ_BATCH entry: as STAT_READ, with the data length-prefixed. */
+static void read_one(struct server *srv, const char *path, uint32_t max, struct rpc_writer *out)
+{
+    char key[META_KEY_MAX];
+    struct fs_record rec;
+    int klen = meta_path_key(path, key);
+    int rc = klen < 0 ? klen : meta_get_record(srv, key, klen, &rec);
+    size_t status_at = out->len;
+    rpc_put_u32(out, (uint32_t)rc);
+    if (rc < 0)
+        return;
+    fs_record_put(out, &rec);
+    uint64_t want = rec.size < max ? rec.size : max;
+    uint32_t here = S_ISREG(rec.mode) && want <= srv->chunk_size &&
+                    hash_place_chunk(rec.key, 0, srv->nservers) == srv->index;
+    rpc_put_u32(out, here);
+    size_t len_at = out->len;
+    rpc_put_u32(out, 0);
+    if (!here || want == 0)
+        return;
+    rc = chunks_read_into(srv, rec.key, 0, (size_t)want, out);
+    if (rc < 0) {
+        /* Only this entry fails: its answer shrinks to the status. */
+        out->len = status_at;
+        rpc_put_u32(out, (uint32_t)rc);
+        return;
+    }
+    if (rpc_writer_ok(out))
+        for (int i = 0; i < 4; i++)
+            out->data[len_at + (size_t)i] = (uint8_t)((uint32_t)rc >> (8 * i));
+}
+
+int op_read_batch(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    uint32_t n = rpc_get_u32(req), max = rpc_get_u32(req);
+    if (!rpc_reader_ok(req)) {
+        log_warn("read_batch: no entry count or size");
+        return -EBADMSG;
+    }
+    if (n > FS_BATCH_MAX) {
+        log_warn("read_batch: %u entries, more than the %u allowed", n, FS_BATCH_MAX);
+        return -EBADMSG;
+    }
+    if ((uint64_t)n * max > READ_BATCH_DATA_MAX) {
+        log_warn("read_batch: %u entries of up to %u bytes, more than %u bytes in all", n, max,
+                 READ_BATCH_DATA_MAX);
+        return -EBADMSG;
+    }
+    const char **paths = calloc(n ? n : 1, sizeof(*paths));
+    if (!paths)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        paths[i] = rpc_get_str(req);
+        if (!paths[i]) {
+            log_warn("read_batch: entry %u of %u is truncated or not a string", i + 1, n);
+            free(paths);
+            return -EBADMSG;
+        }
+    }
+    if (!rpc_reader_done(req)) {
+        log_warn("read_batch: %zu bytes after the last of %u entries", req->len - req->off, n);
+        free(paths);
+        return -EBADMSG;
+    }
+    rpc_put_u32(&rep->out, n);
+    for (uint32_t i = 0; i < n; i++)
+        read_one(srv, paths[i], max, &rep->out);
+    free(paths);
+    return 0;
+}

@@ -1,0 +1,394 @@
+/* batch: many whole small files per request (CREATE_BATCH, READ_BATCH).
+ *
+ * The entries are grouped by the server that holds their records (a small
+ * file's data sits with its record: its data key is chosen so), cut into
+ * requests of at most FS_BATCH_MAX entries and BATCH_BYTES of payload, and
+ * all requests go out in one batch of calls: one round trip for all the
+ * files, however many servers they are spread over. Every entry gets its
+ * own status. */
+#include "client.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* A request stops growing past this much payload (a create's data, a
+ * read's answer). */
+#define BATCH_BYTES (4u << 20)
+
+/* One entry's place: its normalised path and the request it went in. */
+struct slot {
+    char *path;
+    int server;
+    int call;          /* index into the calls, -1: not sent */
+    uint64_t key;
+};
+
+static void slots_free(struct slot *s, size_t n)
+{
+    for (size_t i = 0; s && i < n; i++)
+        free(s[i].path);
+    free(s);
+}
+
+/* Normalises every path into its slot; an entry whose path is bad gets
+ * that error as its status and takes no further part. */
+typedef const char *(*path_fn)(void *entries, size_t i);
+typedef int *(*status_fn)(void *entries, size_t i);
+
+static struct slot *slots_make(adafs *fs, size_t n, path_fn path_of, void *entries,
+                               status_fn status_of, int root_err)
+{
+    struct slot *s = calloc(n ? n : 1, sizeof(*s));
+    if (!s)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        char p[FS_PATH_MAX];
+        int rc = path_take(path_of(entries, i), p, root_err);
+        s[i].call = -1;
+        if (rc == 0 && !(s[i].path = strdup(p)))
+            rc = -ENOMEM;
+        *status_of(entries, i) = rc;
+        if (rc == 0)
+            s[i].server = meta_server(fs, p);
+    }
+    return s;
+}
+
+static const char *create_path(void *e, size_t i)
+{
+    return ((struct adafs_create_entry *)e)[i].path;
+}
+
+static int *create_status(void *e, size_t i)
+{
+    return &((struct adafs_create_entry *)e)[i].status;
+}
+
+static const char *read_path(void *e, size_t i)
+{
+    return ((struct adafs_read_entry *)e)[i].path;
+}
+
+static int *read_status(void *e, size_t i)
+{
+    return &((struct adafs_read_entry *)e)[i].status;
+}
+
+/* The entries of each request, in order: per call, its first entry's
+ * position in idx and its count. */
+struct plan {
+    size_t *idx;
+    size_t *first, *count;
+    int ncalls;
+};
+
+static void plan_free(struct plan *p)
+{
+    free(p->idx);
+    free(p->first);
+    free(p->count);
+}
+
+/* Groups the live entries (status 0) by server and cuts each group into
+ * requests of at most FS_BATCH_MAX entries and `bytes` of payload, where
+ * size_of(i) is entry i's share. */
+static int plan_make(adafs *fs, struct slot *s, size_t n, status_fn status_of, void *entries,
+                     size_t (*size_of)(void *, size_t), struct plan *p)
+{
+    int nservers = adafs_server_count(fs);
+    memset(p, 0, sizeof(*p));
+    p->idx = calloc(n ? n : 1, sizeof(*p->idx));
+    /* At most one request per entry. */
+    p->first = calloc(n ? n : 1, sizeof(*p->first));
+    p->count = calloc(n ? n : 1, sizeof(*p->count));
+    if (!p->idx || !p->first || !p->count) {
+        plan_free(p);
+        return -ENOMEM;
+    }
+    size_t k = 0;
+    for (int srv = 0; srv < nservers; srv++) {
+        int open = -1;
+        size_t bytes = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (*status_of(entries, i) != 0 || s[i].server != srv)
+                continue;
+            size_t sz = size_of(entries, i);
+            if (open < 0 || p->count[open] == FS_BATCH_MAX ||
+                (p->count[open] > 0 && bytes + sz > BATCH_BYTES)) {
+                open = p->ncalls++;
+                p->first[open] = k;
+                bytes = 0;
+            }
+            p->idx[k++] = i;
+            p->count[open]++;
+            bytes += sz;
+            s[i].call = open;
+        }
+    }
+    return 0;
+}
+
+static size_t create_size(void *e, size_t i)
+{
+    const struct adafs_create_entry *c = &((struct adafs_create_entry *)e)[i];
+    return c->len + strlen(c->path) + 40;
+}
+
+/* Without ADAFS_PARENT_KNOWN: the parents that live on another server than
+ * their entry are stat'ed first, each once (those on the same server are
+ * checked by it: FS_CHECK_PARENT). An entry whose parent is not a
+ * directory is not sent. */
+static int check_parents(adafs *fs, struct adafs_create_entry *e, struct slot *s, size_t n,
+                         uint32_t *flags)
+{
+    char **parents = calloc(n ? n : 1, sizeof(*parents));
+    int *of = calloc(n ? n : 1, sizeof(*of));
+    struct call *calls = calloc(n ? n : 1, sizeof(*calls));
+    int np = 0, rc = 0;
+    if (!parents || !of || !calls) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        of[i] = -1;
+        if (e[i].status != 0)
+            continue;
+        char parent[FS_PATH_MAX];
+        path_parent(s[i].path, parent);
+        if (strcmp(parent, "/") == 0)
+            continue;
+        if (meta_server(fs, parent) == s[i].server) {
+            flags[i] |= FS_CHECK_PARENT;
+            continue;
+        }
+        /* Entries of one directory usually come together: look back first. */
+        int found = -1;
+        for (int j = np - 1; j >= 0 && found < 0; j--)
+            if (strcmp(parents[j], parent) == 0)
+                found = j;
+        if (found < 0) {
+            if (!(parents[np] = strdup(parent))) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            call_init(&calls[np], meta_server(fs, parent), FS_STAT);
+            rpc_put_str(&calls[np].req, parent);
+            found = np++;
+        }
+        of[i] = found;
+    }
+    fs_call(fs, calls, np);
+    for (size_t i = 0; i < n; i++) {
+        if (of[i] < 0)
+            continue;
+        struct call *c = &calls[of[i]];
+        struct fs_record rec;
+        struct rpc_reader r;
+        call_reader(c, &r);
+        fs_record_get(&r, &rec);
+        int prc = c->status < 0 ? c->status : !rpc_reader_done(&r) ? -EIO
+                                            : !S_ISDIR(rec.mode)   ? -ENOTDIR : 0;
+        if (prc == -ENOENT)
+            prc = refine_enoent(fs, s[i].path);
+        e[i].status = prc;
+    }
+out:
+    for (int j = 0; j < np; j++) {
+        free(parents[j]);
+        call_free(&calls[j]);
+    }
+    free(parents);
+    free(of);
+    free(calls);
+    return rc;
+}
+
+static int count_failed(status_fn status_of, void *entries, size_t n)
+{
+    int failed = 0;
+    for (size_t i = 0; i < n; i++)
+        failed += *status_of(entries, i) < 0;
+    return failed;
+}
+
+int adafs_create_batch(adafs *fs, struct adafs_create_entry *e, size_t n, unsigned flags)
+{
+    if (flags & ~ADAFS_PARENT_KNOWN)
+        return -EINVAL;
+    struct slot *s = slots_make(fs, n, create_path, e, create_status, -EISDIR);
+    uint32_t *cflags = calloc(n ? n : 1, sizeof(*cflags));
+    if (!s || !cflags) {
+        slots_free(s, n);
+        free(cflags);
+        return -ENOMEM;
+    }
+    uint64_t cs = adafs_chunk_size(fs);
+    for (size_t i = 0; i < n; i++) {
+        long ns = e[i].mtime.tv_nsec;
+        if (e[i].status == 0 && ns != UTIME_NOW && ns != UTIME_OMIT && (ns < 0 || ns >= 1000000000))
+            e[i].status = -EINVAL;
+        if (e[i].status == 0 && e[i].len > cs)
+            e[i].status = -EFBIG;
+        if (e[i].status == 0 && ns != UTIME_NOW && ns != UTIME_OMIT)
+            cflags[i] |= FS_CREATE_MTIME;
+    }
+    int rc = flags & ADAFS_PARENT_KNOWN ? 0 : check_parents(fs, e, s, n, cflags);
+    struct plan p;
+    if (rc == 0)
+        rc = plan_make(fs, s, n, create_status, e, create_size, &p);
+    struct call *calls = rc == 0 ? calloc(p.ncalls ? (size_t)p.ncalls : 1, sizeof(*calls)) : NULL;
+    if (rc == 0 && !calls) {
+        plan_free(&p);
+        rc = -ENOMEM;
+    }
+    if (rc < 0) {
+        slots_free(s, n);
+        free(cflags);
+        return rc;
+    }
+    for (int c = 0; c < p.ncalls; c++) {
+        size_t i0 = p.idx[p.first[c]];
+        call_init(&calls[c], s[i0].server, FS_CREATE_BATCH);
+        rpc_put_u32(&calls[c].req, (uint32_t)p.count[c]);
+        for (size_t k = 0; k < p.count[c]; k++) {
+            size_t i = p.idx[p.first[c] + k];
+            s[i].key = new_key(fs, s[i].server);
+            rpc_put_str(&calls[c].req, s[i].path);
+            rpc_put_u32(&calls[c].req, (uint32_t)e[i].mode);
+            rpc_put_u32(&calls[c].req, cflags[i]);
+            rpc_put_u64(&calls[c].req, s[i].key);
+            rpc_put_i64(&calls[c].req, (cflags[i] & FS_CREATE_MTIME)
+                                           ? (int64_t)e[i].mtime.tv_sec * 1000000000 +
+                                                 e[i].mtime.tv_nsec
+                                           : 0);
+            rpc_put_bytes(&calls[c].req, e[i].data, e[i].len);
+        }
+    }
+    fs_call(fs, calls, p.ncalls);
+    for (int c = 0; c < p.ncalls; c++) {
+        struct rpc_reader r;
+        call_reader(&calls[c], &r);
+        int crc = calls[c].status;
+        if (crc == 0 && rpc_get_u32(&r) != p.count[c])
+            crc = -EIO;
+        for (size_t k = 0; k < p.count[c]; k++) {
+            size_t i = p.idx[p.first[c] + k];
+            int st = crc < 0 ? crc : (int)rpc_get_u32(&r);
+            uint64_t old_key = crc < 0 ? 0 : rpc_get_u64(&r);
+            uint64_t old_size = crc < 0 ? 0 : rpc_get_u64(&r);
+            if (crc == 0 && !rpc_reader_ok(&r))
+                st = -EIO;
+            if (st > 0)
+                st = -EIO;
+            e[i].status = st;
+            if (st == 0 && old_key && old_size)
+                drop_data(fs, old_key, 0, old_size, s[i].server);
+        }
+        call_free(&calls[c]);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (e[i].status == -ENOENT)
+            e[i].status = refine_enoent(fs, s[i].path);
+    free(calls);
+    plan_free(&p);
+    slots_free(s, n);
+    free(cflags);
+    return count_failed(create_status, e, n);
+}
+
+static size_t read_size(void *e, size_t i)
+{
+    const struct adafs_read_entry *r = &((struct adafs_read_entry *)e)[i];
+    return r->cap + 64;
+}
+
+/* The largest cap of a request's entries: READ_BATCH has one for all. */
+static uint32_t plan_cap(const struct plan *p, int c, const struct adafs_read_entry *e)
+{
+    size_t max = 0;
+    for (size_t k = 0; k < p->count[c]; k++) {
+        size_t cap = e[p->idx[p->first[c] + k]].cap;
+        max = cap > max ? cap : max;
+    }
+    return (uint32_t)max;
+}
+
+int adafs_read_batch(adafs *fs, struct adafs_read_entry *e, size_t n)
+{
+    struct slot *s = slots_make(fs, n, read_path, e, read_status, 0);
+    if (!s)
+        return -ENOMEM;
+    uint64_t cs = adafs_chunk_size(fs);
+    for (size_t i = 0; i < n; i++) {
+        e[i].got = 0;
+        if (e[i].status == 0 && e[i].cap > cs)
+            e[i].status = -EINVAL;
+    }
+    struct plan p;
+    int rc = plan_make(fs, s, n, read_status, e, read_size, &p);
+    struct call *calls = rc == 0 ? calloc(p.ncalls ? (size_t)p.ncalls : 1, sizeof(*calls)) : NULL;
+    if (rc == 0 && !calls) {
+        plan_free(&p);
+        rc = -ENOMEM;
+    }
+    if (rc < 0) {
+        slots_free(s, n);
+        return rc;
+    }
+    for (int c = 0; c < p.ncalls; c++) {
+        call_init(&calls[c], s[p.idx[p.first[c]]].server, FS_READ_BATCH);
+        rpc_put_u32(&calls[c].req, (uint32_t)p.count[c]);
+        rpc_put_u32(&calls[c].req, plan_cap(&p, c, e));
+        for (size_t k = 0; k < p.count[c]; k++)
+            rpc_put_str(&calls[c].req, s[p.idx[p.first[c] + k]].path);
+    }
+    fs_call(fs, calls, p.ncalls);
+    for (int c = 0; c < p.ncalls; c++) {
+        struct rpc_reader r;
+        call_reader(&calls[c], &r);
+        int crc = calls[c].status;
+        uint32_t max = plan_cap(&p, c, e);
+        if (crc == 0 && rpc_get_u32(&r) != p.count[c])
+            crc = -EIO;
+        for (size_t k = 0; k < p.count[c]; k++) {
+            struct adafs_read_entry *x = &e[p.idx[p.first[c] + k]];
+            int st = crc < 0 ? crc : (int)rpc_get_u32(&r);
+            if (st > 0 || (crc == 0 && !rpc_reader_ok(&r)))
+                st = -EIO;
+            if (st == 0) {
+                struct fs_record rec;
+                fs_record_get(&r, &rec);
+                uint32_t here = rpc_get_u32(&r);
+                const void *data;
+                size_t len = rpc_get_bytes(&r, &data);
+                uint64_t want = rec.size < max ? rec.size : max;
+                if (!rpc_reader_ok(&r) || len > want || (!here && len > 0)) {
+                    st = -EIO;
+                } else {
+                    record_to_stat(fs, &rec, &x->st);
+                    /* The request's cap is its largest entry's: take what
+                     * fits this one. A chunk ending in a hole comes back
+                     * short: zeros. */
+                    size_t take = want < x->cap ? (size_t)want : x->cap;
+                    if (here) {
+                        memcpy(x->buf, data, len < take ? len : take);
+                        if (len < take)
+                            memset((char *)x->buf + len, 0, take - len);
+                        x->got = take;
+                    }
+                }
+            }
+            x->status = st;
+        }
+        call_free(&calls[c]);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (e[i].status == -ENOENT)
+            e[i].status = refine_enoent(fs, s[i].path);
+    free(calls);
+    plan_free(&p);
+    slots_free(s, n);
+    return count_failed(read_status, e, n);
+}
