@@ -1,6 +1,6 @@
 /* model_io: the model file, a line-oriented text format.
  *
- *   adafs-walltime-model 1
+ *   adafs-walltime-model 2
  *   params TREES DEPTH LR MIN_LEAF QUANTILE TARGET_MISS MAX_TRAIN RETRAIN_EVERY AUTO
  *   state OBSERVED TRAININGS SINCE_TRAIN
  *   ensemble median|upper BASE NTREES NNODES, then "roots ..." and NNODES
@@ -8,7 +8,7 @@
  *   users N, then per user "user UID COUNT HEAD" and COUNT
  *       "e SUBMIT END REQ RUN PROCS MEM EXE PARTITION STATUS MARGIN" lines
  *       (ring slots)
- *   train N HEAD, then N "t Y W F0 .. F25" lines
+ *   train N HEAD, then N "t Y W F0 .. F28" lines
  *   end
  *
  * Real numbers are written as C99 hexadecimal floats (%a), which read back
@@ -18,6 +18,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Bumped whenever the features change meaning or number: the trees and the
+ * kept training jobs of an older file would be read with the wrong
+ * features. Version 2 added ratio_wq75 (the baseline for a new request). */
+#define MODEL_VERSION "2"
 #include <unistd.h>
 
 /* The longest line is "roots" with one index per tree. */
@@ -53,7 +58,7 @@ int walltime_model_save(const struct walltime_model *m, const char *path,
         return -e;
     }
     const struct walltime_params *p = &m->params;
-    fprintf(f, "adafs-walltime-model 1\n");
+    fprintf(f, "adafs-walltime-model " MODEL_VERSION "\n");
     fprintf(f, "params %d %d %a %d %a %a %d %d %d\n", p->trees, p->depth,
             p->learning_rate, p->min_leaf, p->quantile, p->target_miss,
             p->max_train, p->retrain_every, p->auto_retrain);
@@ -221,9 +226,9 @@ static int load_body(struct reader *r, struct walltime_model **out)
     struct walltime_params p;
     if (next(r, "adafs-walltime-model", 2) < 0)
         return -1;
-    if (strcmp(r->tok[1], "1") != 0) {
-        snprintf(r->err, r->errlen, "%s:1: unsupported model version '%.20s' (this build reads 1)",
-                 r->path, r->tok[1]);
+    if (strcmp(r->tok[1], MODEL_VERSION) != 0) {
+        snprintf(r->err, r->errlen, "%s:1: unsupported model version '%.20s' (this build reads "
+                 MODEL_VERSION "; retrain with adafs-walltime train)", r->path, r->tok[1]);
         return -1;
     }
     if (next(r, "params", 10) < 0 || integer(r, 1, 1, MAX_TREES, &v[0]) < 0 ||
