@@ -88,6 +88,29 @@ ssize_t adafs_write(adafs *fs, int fd, const void *buf, size_t count);
 ssize_t adafs_pread(adafs *fs, int fd, void *buf, size_t count, off_t offset);
 ssize_t adafs_pwrite(adafs *fs, int fd, const void *buf, size_t count, off_t offset);
 off_t adafs_lseek(adafs *fs, int fd, off_t offset, int whence);
+/* Large files without passing through the caller's memory (the stager):
+ * adafs_pwrite_from_fd writes count bytes read from the caller's regular
+ * file src_fd at src_off (sendfile: no copy on the client) at offset of
+ * fd; adafs_pread_to_fd reads count bytes of fd at offset into the caller's
+ * regular file dst_fd at dst_off (spliced from the sockets: the only copy
+ * is into dst_fd's page cache). Neither moves src_fd's or dst_fd's file
+ * offset, nor fd's. Both return the bytes moved, or -errno if none were:
+ *  - pwrite_from_fd stops at the end of src_fd as it is when called (a
+ *    short count; 0 at or past it); pread_to_fd at the end of fd's file
+ *    (short; 0 at or past it), holes below it written as zeros into dst_fd.
+ *  - Each round trip carries up to 32 chunks; on an error after some were
+ *    done the count so far is returned, the next call gives the error.
+ *  - -EBADF: fd not open here or not open for this direction, src_fd/dst_fd
+ *    not an open descriptor or not readable/writable; -EISDIR: fd or
+ *    src_fd/dst_fd a directory; -EINVAL: a negative offset, src_fd/dst_fd
+ *    not a regular file, or dst_fd opened with O_APPEND; an error writing
+ *    dst_fd (-ENOSPC...) as is; -EIO if a server did not answer, or if
+ *    src_fd shrank while it was being sent. */
+ssize_t adafs_pwrite_from_fd(adafs *fs, int fd, int src_fd, off_t src_off, size_t count,
+                             off_t offset);
+ssize_t adafs_pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
+                          off_t offset);
+
 int adafs_fstat(adafs *fs, int fd, struct stat *st);
 int adafs_ftruncate(adafs *fs, int fd, off_t length);
 int adafs_fsync(adafs *fs, int fd);

@@ -7,24 +7,52 @@
  * order, so reading them in batch order cannot deadlock. Every send and
  * receive is bounded by the instance's timeout: a dead or stuck server turns
  * into -EIO for the calls addressed to it, and its connection is dropped so
- * the next call reconnects. */
+ * the next call reconnects.
+ *
+ * Bulk data avoids copies. A large payload in memory is not copied into the
+ * socket: vmsplice(2) lends its pages to the connection's pipe and splice(2)
+ * hands them on to the socket, so on loopback the server's splice into its
+ * file is the only copy. That is safe because the caller's buffer is not
+ * ours once the call returns, and the call returns only after reading the
+ * server's answer to that request, which the server sends after it has
+ * copied the bytes into its file (a connection that fails instead is
+ * closed; whatever of the buffer a server still takes afterwards is the
+ * undefined content of a write that returned EIO). A payload in a file goes
+ * out with sendfile(2), and answer data bound for a file is spliced from
+ * the socket through the pipe into it. The pipe is opened with the
+ * connection (close-on-exec) and closed with it; a forked child opens its
+ * own. splice and sendfile raise SIGPIPE on a dead peer, which a library
+ * must not do to its caller: they run with SIGPIPE blocked, and a SIGPIPE
+ * they caused is taken back. */
 #include "client.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "net.h"
 
 #define CONN_BUF (64u << 10)
+/* Payloads from memory below this go out with the request in one sendmsg:
+ * pinning pages and two more system calls cost more than copying them
+ * (measured: doc/bench/fs.md). The server streams writes above 64 KiB. */
+#define ZEROCOPY_MIN (64u << 10)
+/* The most a pipe may hold here (/proc/sys/fs/pipe-max-size, 1 MiB by
+ * default); a smaller pipe only means more system calls. */
+#define PIPE_WANT (1u << 20)
 
 void call_init(struct call *c, int server, uint16_t op)
 {
     memset(c, 0, sizeof(*c));
     c->server = server;
     c->op = op;
+    c->bulk_fd = c->dest_fd = -1;
     rpc_writer_init(&c->req, c->req_inline, sizeof(c->req_inline));
 }
 
@@ -53,44 +81,174 @@ void conns_reset_after_fork(adafs *fs)
 /* close(2) without passing through an interposer that wraps close(). */
 static void sock_close(int fd)
 {
-    syscall(SYS_close, fd);
+    if (fd >= 0)
+        syscall(SYS_close, fd);
+}
+
+/* Forgets the connection; closes its socket and pipe only in the process
+ * that opened them (a forked child's copies are closed by conn_ready
+ * without touching the parent's conversation). */
+static void conn_forget(struct server_conn *sc, int close_them)
+{
+    if (close_them) {
+        sock_close(sc->fd);
+        sock_close(sc->pipe[0]);
+        sock_close(sc->pipe[1]);
+    }
+    sc->fd = -1;
+    sc->pipe[0] = sc->pipe[1] = -1;
+    sc->start = sc->end = 0;
 }
 
 static void conn_drop(struct server_conn *sc)
 {
-    if (sc->fd >= 0 && sc->pid == getpid())
-        sock_close(sc->fd);
-    sc->fd = -1;
-    sc->start = sc->end = 0;
+    conn_forget(sc, sc->fd >= 0 && sc->pid == getpid());
 }
 
-static int conn_ready(adafs *fs, int server)
+/* The connection's pipe, opened on first need. Through the interposer,
+ * pipe2 lands in the library's own descriptor range like the socket. */
+static int conn_pipe(struct server_conn *sc)
+{
+    if (sc->pipe[0] >= 0)
+        return 0;
+    if (pipe2(sc->pipe, O_CLOEXEC) < 0) {
+        sc->pipe[0] = sc->pipe[1] = -1;
+        return -errno;
+    }
+    fcntl(sc->pipe[1], F_SETPIPE_SZ, PIPE_WANT);
+    int size = fcntl(sc->pipe[1], F_GETPIPE_SZ);
+    sc->pipe_size = size > 0 ? (size_t)size : 4096;
+    return 0;
+}
+
+static int conn_ready(adafs *fs, int server, int need_pipe)
 {
     struct server_conn *sc = &fs->conns[server];
     pid_t pid = getpid();
-    if (sc->fd >= 0 && sc->pid != pid) {
-        /* Inherited over fork: the socket is the parent's conversation.
-         * Closing our copy leaves the parent's intact. */
-        sock_close(sc->fd);
-        sc->fd = -1;
+    /* Inherited over fork: the socket and pipe are the parent's. */
+    if (sc->fd >= 0 && sc->pid != pid)
+        conn_forget(sc, 1);
+    if (sc->fd < 0) {
+        if (!sc->in) {
+            sc->in = malloc(CONN_BUF);
+            if (!sc->in)
+                return -ENOMEM;
+            sc->cap = CONN_BUF;
+        }
+        char err[256];
+        const struct instance_server *s = &fs->inst.servers[server];
+        int fd = net_connect(s->host, s->port, fs->inst.timeout_ms, err, sizeof(err));
+        if (fd < 0)
+            return -EIO;
+        sc->fd = fd;
+        sc->pid = pid;
         sc->start = sc->end = 0;
     }
-    if (sc->fd >= 0)
-        return 0;
-    if (!sc->in) {
-        sc->in = malloc(CONN_BUF);
-        if (!sc->in)
-            return -ENOMEM;
-        sc->cap = CONN_BUF;
+    return need_pipe ? conn_pipe(sc) : 0;
+}
+
+/* Whether a call moves its bulk data through the connection's pipe. */
+static int uses_pipe(const struct call *c)
+{
+    return (c->bulk_fd < 0 && c->bulk_len >= ZEROCOPY_MIN) || c->dest_fd >= 0;
+}
+
+/* After a splice or sendfile failed with errno: 0 to try again (interrupted,
+ * or the socket's own timeout ran out before the deadline), else -errno or
+ * -ETIMEDOUT. */
+static int retry(int64_t deadline)
+{
+    if (errno != EINTR && errno != EAGAIN)
+        return -errno;
+    return net_now_ms() < deadline ? 0 : -ETIMEDOUT;
+}
+
+/* SIGPIPE blocked around a splice or sendfile into a socket. */
+struct nopipe {
+    sigset_t old;
+    int was_pending;
+};
+
+static void nopipe_begin(struct nopipe *np)
+{
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &np->old);
+    sigpending(&pending);
+    np->was_pending = sigismember(&pending, SIGPIPE);
+}
+
+static void nopipe_end(struct nopipe *np, int rc)
+{
+    if (rc == -EPIPE && !np->was_pending) {
+        sigset_t pipe_set;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        struct timespec zero = { 0, 0 };
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            ;
     }
-    char err[256];
-    const struct instance_server *s = &fs->inst.servers[server];
-    int fd = net_connect(s->host, s->port, fs->inst.timeout_ms, err, sizeof(err));
-    if (fd < 0)
-        return -EIO;
-    sc->fd = fd;
-    sc->pid = pid;
-    sc->start = sc->end = 0;
+    pthread_sigmask(SIG_SETMASK, &np->old, NULL);
+}
+
+/* Moves n bytes from the pipe into the socket. */
+static int pipe_to_sock(struct server_conn *sc, size_t n, int more, int64_t deadline)
+{
+    while (n > 0) {
+        ssize_t k = syscall(SYS_splice, sc->pipe[0], NULL, sc->fd, NULL, n,
+                            more ? SPLICE_F_MORE : 0);
+        if (k < 0) {
+            int rc = retry(deadline);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Sends len bytes of memory without copying them (see the top). */
+static int send_spliced(struct server_conn *sc, const char *buf, size_t len, int64_t deadline)
+{
+    size_t done = 0;
+    while (done < len) {
+        struct iovec v = { .iov_base = (void *)(buf + done),
+                           .iov_len = len - done < sc->pipe_size ? len - done : sc->pipe_size };
+        /* The pipe is empty here: this never waits. */
+        ssize_t n = vmsplice(sc->pipe[1], &v, 1, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        done += (size_t)n;
+        int rc = pipe_to_sock(sc, (size_t)n, done < len, deadline);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Sends len bytes of file fd from off; the caller made sure it holds them.
+ * A file that shrank meanwhile gives -ENODATA (the request is then
+ * incomplete, and the connection must go). */
+static int send_from_file(struct server_conn *sc, int fd, uint64_t off, size_t len,
+                          int64_t deadline)
+{
+    off_t pos = (off_t)off;
+    while (len > 0) {
+        ssize_t n = syscall(SYS_sendfile, sc->fd, fd, &pos, len);
+        if (n < 0) {
+            int rc = retry(deadline);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        if (n == 0)
+            return -ENODATA;
+        len -= (size_t)n;
+    }
     return 0;
 }
 
@@ -107,7 +265,19 @@ static int send_call(adafs *fs, struct call *c)
         { .iov_base = c->req.data, .iov_len = c->req.len },
         { .iov_base = (void *)c->bulk, .iov_len = c->bulk_len },
     };
-    return net_writev_full(sc->fd, iov, c->bulk_len ? 3 : 2, net_now_ms() + fs->inst.timeout_ms);
+    int64_t deadline = net_now_ms() + fs->inst.timeout_ms;
+    int copied = c->bulk_len > 0 && c->bulk_fd < 0 && !uses_pipe(c);
+    int rc = net_writev_full(sc->fd, iov, copied ? 3 : 2, deadline);
+    if (rc < 0 || c->bulk_len == 0 || copied)
+        return rc;
+    struct nopipe np;
+    nopipe_begin(&np);
+    if (c->bulk_fd >= 0)
+        rc = send_from_file(sc, c->bulk_fd, c->bulk_fd_off, c->bulk_len, deadline);
+    else
+        rc = send_spliced(sc, c->bulk, c->bulk_len, deadline);
+    nopipe_end(&np, rc);
+    return rc;
 }
 
 /* Copies up to len buffered bytes into dst and reads the rest straight from
@@ -138,18 +308,93 @@ static int conn_read(adafs *fs, struct server_conn *sc, void *dst, size_t len, i
     return 0;
 }
 
+/* Writes n bytes into fd at *off; -errno on failure. Raw system calls on
+ * the caller's file, as on our sockets: an interposer must not route them. */
+static int pwrite_all(int fd, const uint8_t *p, size_t n, loff_t *off)
+{
+    while (n > 0) {
+        ssize_t k = syscall(SYS_pwrite64, fd, p, n, *off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return k < 0 ? -errno : -EIO;
+        p += k;
+        n -= (size_t)k;
+        *off += k;
+    }
+    return 0;
+}
+
+/* Moves the len bytes of an answer's payload into c->dest_fd at
+ * c->dest_off: what is buffered already with pwrite, the rest from the
+ * socket through the pipe. Should the file refuse them (c->dest_err), the
+ * rest is still read and dropped, so the connection stays in step. */
+static int conn_read_to_fd(adafs *fs, struct server_conn *sc, struct call *c, size_t len)
+{
+    int64_t deadline = net_now_ms() + fs->inst.timeout_ms;
+    loff_t off = (loff_t)c->dest_off;
+    size_t have = sc->end - sc->start;
+    size_t take = have < len ? have : len;
+    if (take > 0)
+        c->dest_err = pwrite_all(c->dest_fd, sc->in + sc->start, take, &off);
+    sc->start += take;
+    len -= take;
+    if (sc->start == sc->end)
+        sc->start = sc->end = 0;
+    while (len > 0) {
+        if (c->dest_err < 0) {
+            /* The buffer is empty: a sink for the rest. */
+            ssize_t n = net_read_some(sc->fd, sc->in, 1, len < sc->cap ? len : sc->cap, deadline);
+            if (n < 0)
+                return (int)n;
+            len -= (size_t)n;
+            continue;
+        }
+        ssize_t got = syscall(SYS_splice, sc->fd, NULL, sc->pipe[1], NULL,
+                              len < sc->pipe_size ? len : sc->pipe_size, SPLICE_F_MOVE);
+        if (got == 0)
+            return -ECONNRESET;
+        if (got < 0) {
+            int rc = retry(deadline);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        len -= (size_t)got;
+        while (got > 0) {
+            ssize_t put = c->dest_err < 0 ? -1 :
+                syscall(SYS_splice, sc->pipe[0], NULL, c->dest_fd, &off, (size_t)got, SPLICE_F_MOVE);
+            if (put < 0 && c->dest_err == 0 && errno == EINTR)
+                continue;
+            if (put <= 0) {
+                if (c->dest_err == 0)
+                    c->dest_err = put < 0 ? -errno : -EIO;
+                ssize_t n = syscall(SYS_read, sc->pipe[0], sc->in,
+                                    (size_t)got < sc->cap ? (size_t)got : sc->cap);
+                if (n <= 0)
+                    return -EIO;
+                put = n;
+            }
+            got -= put;
+        }
+    }
+    return 0;
+}
+
 static int recv_call(adafs *fs, struct call *c)
 {
     struct server_conn *sc = &fs->conns[c->server];
     uint8_t hdr[RPC_HEADER_SIZE];
-    int rc = conn_read(fs, sc, hdr, sizeof(hdr), !c->dest || c->dest_cap < sc->cap / 2);
+    int bulk = (c->dest || c->dest_fd >= 0) && c->dest_cap >= sc->cap / 2;
+    int rc = conn_read(fs, sc, hdr, sizeof(hdr), !bulk);
     struct rpc_header h;
     if (rc < 0 || rpc_header_decode(hdr, &h) < 0 || h.opcode != c->op)
         return -EIO;
-    if (c->dest) {
+    if (c->dest || c->dest_fd >= 0) {
         if (h.length > c->dest_cap)
             return -EIO;
-        rc = conn_read(fs, sc, c->dest, h.length, 1);
+        rc = c->dest ? conn_read(fs, sc, c->dest, h.length, 1)
+                     : conn_read_to_fd(fs, sc, c, h.length);
         c->resp_len = h.length;
     } else {
         c->resp = h.length <= sizeof(c->resp_inline) ? c->resp_inline : malloc(h.length);
@@ -167,23 +412,28 @@ static int recv_call(adafs *fs, struct call *c)
 void fs_call(adafs *fs, struct call *calls, int n)
 {
     int nservers = fs->inst.nservers;
-    /* Which servers take part, locked in ascending order. */
-    uint8_t small[64], *used = nservers <= 64 ? small : calloc((size_t)nservers, 1);
-    if (!used) {
+    /* Per server: 0 not in the batch, 1 in it and needs no pipe, 2 needs
+     * one, 3 ready; < 0 its connection failed (-errno) in this batch. */
+    int small[64], *state = nservers <= 64 ? small : calloc((size_t)nservers, sizeof(int));
+    if (!state) {
         for (int i = 0; i < n; i++)
             calls[i].status = -ENOMEM;
         return;
     }
-    memset(used, 0, nservers <= 64 ? sizeof(small) : 0);
-    for (int i = 0; i < n; i++)
-        used[calls[i].server] = 1;
+    if (state == small)
+        memset(small, 0, sizeof(small));
+    for (int i = 0; i < n; i++) {
+        int *st = &state[calls[i].server];
+        if (*st < 2)
+            *st = uses_pipe(&calls[i]) ? 2 : 1;
+    }
+    /* Locked in ascending order. */
     for (int s = 0; s < nservers; s++) {
-        if (!used[s])
+        if (!state[s])
             continue;
         pthread_mutex_lock(&fs->conns[s].lock);
-        /* used[s] == 2: the connection failed in this batch. */
-        if (conn_ready(fs, s) < 0)
-            used[s] = 2;
+        int rc = conn_ready(fs, s, state[s] == 2);
+        state[s] = rc < 0 ? rc : 3;
     }
     for (int i = 0; i < n; i++) {
         struct call *c = &calls[i];
@@ -192,11 +442,13 @@ void fs_call(adafs *fs, struct call *calls, int n)
             c->status = -ENOMEM;
             continue;
         }
-        if (used[c->server] == 2)
+        if (state[c->server] < 0) {
+            c->status = state[c->server];
             continue;
+        }
         if (send_call(fs, c) < 0) {
             conn_drop(&fs->conns[c->server]);
-            used[c->server] = 2;
+            state[c->server] = -EIO;
             continue;
         }
         c->status = 1;   /* sent: an answer is due */
@@ -205,18 +457,18 @@ void fs_call(adafs *fs, struct call *calls, int n)
         struct call *c = &calls[i];
         if (c->status != 1)
             continue;
-        if (used[c->server] == 2 || recv_call(fs, c) < 0) {
+        if (state[c->server] < 0 || recv_call(fs, c) < 0) {
             c->status = -EIO;
-            if (used[c->server] != 2)
+            if (state[c->server] >= 0)
                 conn_drop(&fs->conns[c->server]);
-            used[c->server] = 2;
+            state[c->server] = -EIO;
         }
     }
     for (int s = 0; s < nservers; s++)
-        if (used[s])
+        if (state[s])
             pthread_mutex_unlock(&fs->conns[s].lock);
-    if (used != small)
-        free(used);
+    if (state != small)
+        free(state);
 }
 
 int fs_call1(adafs *fs, struct call *c)

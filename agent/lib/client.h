@@ -26,6 +26,8 @@ struct server_conn {
     pthread_mutex_t lock;
     int fd;                  /* -1: connect on next use */
     pid_t pid;               /* process that opened fd: a forked child reconnects */
+    int pipe[2];             /* for splicing bulk data; lives and dies with fd; -1: none yet */
+    size_t pipe_size;
     uint8_t *in;             /* receive buffer */
     size_t cap, start, end;
 };
@@ -66,8 +68,13 @@ struct call {
     uint8_t req_inline[256];
     const void *bulk;            /* raw bytes sent after req, e.g. chunk data */
     size_t bulk_len;
+    int bulk_fd;                 /* >= 0: the bulk_len bytes come from this file */
+    uint64_t bulk_fd_off;        /* at this offset instead (sendfile), not from bulk */
     void *dest;                  /* if set, the answer payload goes here raw */
     size_t dest_cap;
+    int dest_fd;                 /* >= 0: the answer payload (at most dest_cap) */
+    uint64_t dest_off;           /* goes into this file at dest_off (splice) */
+    int dest_err;                /* -errno writing into dest_fd (the call itself worked) */
     int status;                  /* 0 or -errno (-EIO: server unreachable) */
     uint8_t *resp;               /* answer payload (not with dest) */
     size_t resp_len;

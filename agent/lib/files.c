@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The first bytes of a file fetched with its record by adafs_open_read. */
@@ -183,7 +184,34 @@ static size_t split(const adafs *fs, uint64_t off, size_t count, struct piece **
     return n;
 }
 
-static ssize_t do_pread(adafs *fs, struct open_file *of, void *buf, size_t count, uint64_t off)
+/* Where the bytes of a read go, or a write's come from: the caller's
+ * memory, or a file of the caller (adafs_pread_to_fd, adafs_pwrite_from_fd)
+ * from fd_off on. */
+struct span {
+    char *buf;          /* NULL: fd */
+    int fd;
+    uint64_t fd_off;
+};
+
+/* Zeros for the holes of a read into a file. */
+static int zero_fill_fd(int fd, uint64_t off, size_t len)
+{
+    static const char zeros[65536];
+    while (len > 0) {
+        ssize_t n = syscall(SYS_pwrite64, fd, zeros, len < sizeof(zeros) ? len : sizeof(zeros),
+                            (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        off += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst, size_t count,
+                        uint64_t off)
 {
     if (S_ISDIR(of->mode))
         return -EISDIR;
@@ -215,7 +243,12 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, void *buf, size_t count
         rpc_put_u64(&c->req, pc[i].index);
         rpc_put_u32(&c->req, pc[i].chunk_off);
         rpc_put_u32(&c->req, (uint32_t)pc[i].len);
-        c->dest = (char *)buf + pc[i].buf_off;
+        if (dst->buf) {
+            c->dest = dst->buf + pc[i].buf_off;
+        } else {
+            c->dest_fd = dst->fd;
+            c->dest_off = dst->fd_off + pc[i].buf_off;
+        }
         c->dest_cap = pc[i].len;
     }
     fs_call(fs, calls, (int)n + c0);
@@ -239,17 +272,20 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, void *buf, size_t count
     for (size_t i = 0; i < n; i++) {
         struct call *c = &calls[c0 + i];
         if (rc == 0 && done < want && done == pc[i].buf_off) {
-            if (c->status < 0) {
-                rc = c->status;
+            if (c->status < 0 || c->dest_err < 0) {
+                rc = c->status < 0 ? c->status : c->dest_err;
             } else {
                 /* Short: a hole or a chunk not written yet. Zeros up to the
                  * end of the file, not beyond: the caller's buffer past
                  * what read returns is not ours to write. */
                 size_t got_end = pc[i].buf_off + c->resp_len;
                 size_t fill_end = pc[i].buf_off + pc[i].len < want ? pc[i].buf_off + pc[i].len : want;
-                if (got_end < fill_end)
-                    memset((char *)buf + got_end, 0, fill_end - got_end);
-                done += pc[i].len;
+                if (got_end < fill_end && dst->buf)
+                    memset(dst->buf + got_end, 0, fill_end - got_end);
+                else if (got_end < fill_end)
+                    rc = zero_fill_fd(dst->fd, dst->fd_off + got_end, fill_end - got_end);
+                if (rc == 0)
+                    done += pc[i].len;
             }
         }
         call_free(c);
@@ -302,7 +338,7 @@ static void take_back_tail(adafs *fs, struct open_file *of, uint64_t done_end, u
     drop_data(fs, of->key, keep, end, -1);
 }
 
-static ssize_t do_pwrite(adafs *fs, struct open_file *of, const void *buf, size_t count,
+static ssize_t do_pwrite(adafs *fs, struct open_file *of, const struct span *src, size_t count,
                          uint64_t off, int size_reserved)
 {
     if (S_ISDIR(of->mode))
@@ -333,7 +369,12 @@ static ssize_t do_pwrite(adafs *fs, struct open_file *of, const void *buf, size_
         rpc_put_u64(&c->req, pc[i].index);
         rpc_put_u32(&c->req, pc[i].chunk_off);
         rpc_put_u32(&c->req, (uint32_t)pc[i].len);
-        c->bulk = (const char *)buf + pc[i].buf_off;
+        if (src->buf) {
+            c->bulk = src->buf + pc[i].buf_off;
+        } else {
+            c->bulk_fd = src->fd;
+            c->bulk_fd_off = src->fd_off + pc[i].buf_off;
+        }
         c->bulk_len = pc[i].len;
     }
     if (with_size)
@@ -379,7 +420,8 @@ ssize_t adafs_pread(adafs *fs, int fd, void *buf, size_t count, off_t offset)
     struct open_file *of = fd_get(fs, fd);
     if (!of)
         return -EBADF;
-    ssize_t n = do_pread(fs, of, buf, count, (uint64_t)offset);
+    struct span dst = { .buf = buf, .fd = -1 };
+    ssize_t n = do_pread(fs, of, &dst, count, (uint64_t)offset);
     fd_put(fs, of);
     return n;
 }
@@ -391,9 +433,101 @@ ssize_t adafs_pwrite(adafs *fs, int fd, const void *buf, size_t count, off_t off
     struct open_file *of = fd_get(fs, fd);
     if (!of)
         return -EBADF;
-    ssize_t n = do_pwrite(fs, of, buf, count, (uint64_t)offset, 0);
+    struct span src = { .buf = (char *)buf, .fd = -1 };
+    ssize_t n = do_pwrite(fs, of, &src, count, (uint64_t)offset, 0);
     fd_put(fs, of);
     return n;
+}
+
+/* The caller's file for adafs_pwrite_from_fd (want O_RDONLY readable) or
+ * adafs_pread_to_fd: a regular file open for reading, or for writing and
+ * not O_APPEND (splice cannot write at an offset there); its size. */
+static int check_caller_file(int fd, int reading, uint64_t *size)
+{
+    struct stat st;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fstat(fd, &st) < 0)
+        return -errno;
+    int acc = fl & O_ACCMODE;
+    if ((fl & O_PATH) || (reading ? acc == O_WRONLY : acc == O_RDONLY))
+        return -EBADF;
+    if (S_ISDIR(st.st_mode))
+        return -EISDIR;
+    if (!S_ISREG(st.st_mode) || (!reading && (fl & O_APPEND)))
+        return -EINVAL;
+    *size = (uint64_t)st.st_size;
+    return 0;
+}
+
+/* Bytes per batch of the *_fd calls: 32 chunks in flight, then the next
+ * round trip (a whole large file in one batch would need a call per chunk
+ * in memory at once). */
+static size_t fd_slice(const adafs *fs, uint64_t off, size_t left)
+{
+    uint64_t cs = fs->inst.chunk_size, room = 32 * cs - off % cs;
+    return left < room ? left : (size_t)room;
+}
+
+/* Moves count bytes between of at offset and the caller's file at
+ * fd_off, batch by batch, up to the first short or failed one. */
+static ssize_t fd_transfer(adafs *fs, struct open_file *of, int writing, int fd, uint64_t fd_off,
+                           size_t count, uint64_t offset)
+{
+    if (count > SSIZE_MAX)
+        count = SSIZE_MAX;
+    size_t done = 0;
+    ssize_t rc = 0;
+    while (done < count) {
+        struct span sp = { .fd = fd, .fd_off = fd_off + done };
+        size_t want = fd_slice(fs, offset + done, count - done);
+        rc = writing ? do_pwrite(fs, of, &sp, want, offset + done, 0)
+                     : do_pread(fs, of, &sp, want, offset + done);
+        if (rc < 0)
+            break;
+        done += (size_t)rc;
+        if ((size_t)rc < want)
+            break;   /* the end of the file, or a short write */
+    }
+    return done > 0 ? (ssize_t)done : rc;
+}
+
+ssize_t adafs_pwrite_from_fd(adafs *fs, int fd, int src_fd, off_t src_off, size_t count,
+                             off_t offset)
+{
+    if (offset < 0 || src_off < 0)
+        return -EINVAL;
+    struct open_file *of = fd_get(fs, fd);
+    if (!of)
+        return -EBADF;
+    uint64_t size = 0;
+    ssize_t rc = S_ISDIR(of->mode) ? -EISDIR
+               : (of->flags & O_ACCMODE) == O_RDONLY ? -EBADF
+               : check_caller_file(src_fd, 1, &size);
+    /* Only what the source holds now: the length goes out before the data. */
+    uint64_t avail = size > (uint64_t)src_off ? size - (uint64_t)src_off : 0;
+    if (rc == 0)
+        rc = fd_transfer(fs, of, 1, src_fd, (uint64_t)src_off, count < avail ? count : (size_t)avail,
+                         (uint64_t)offset);
+    fd_put(fs, of);
+    return rc;
+}
+
+ssize_t adafs_pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
+                          off_t offset)
+{
+    if (offset < 0 || dst_off < 0)
+        return -EINVAL;
+    struct open_file *of = fd_get(fs, fd);
+    if (!of)
+        return -EBADF;
+    uint64_t size;
+    ssize_t rc = S_ISDIR(of->mode) ? -EISDIR
+               : (of->flags & O_ACCMODE) == O_WRONLY ? -EBADF
+               : check_caller_file(dst_fd, 0, &size);
+    if (rc == 0)
+        rc = fd_transfer(fs, of, 0, dst_fd, (uint64_t)dst_off, count, (uint64_t)offset);
+    fd_put(fs, of);
+    return rc;
 }
 
 ssize_t adafs_read(adafs *fs, int fd, void *buf, size_t count)
@@ -401,7 +535,8 @@ ssize_t adafs_read(adafs *fs, int fd, void *buf, size_t count)
     struct open_file *of = fd_get(fs, fd);
     if (!of)
         return -EBADF;
-    ssize_t n = do_pread(fs, of, buf, count, of->offset);
+    struct span dst = { .buf = buf, .fd = -1 };
+    ssize_t n = do_pread(fs, of, &dst, count, of->offset);
     if (n > 0)
         of->offset += (uint64_t)n;
     fd_put(fs, of);
@@ -427,14 +562,15 @@ ssize_t adafs_write(adafs *fs, int fd, const void *buf, size_t count)
     if (!of)
         return -EBADF;
     ssize_t n;
+    struct span src = { .buf = (char *)buf, .fd = -1 };
     if ((of->flags & O_APPEND) && count > 0 && S_ISREG(of->mode) &&
         (of->flags & O_ACCMODE) != O_RDONLY) {
         int64_t at = reserve_append(fs, of, count);
-        n = at < 0 ? at : do_pwrite(fs, of, buf, count, (uint64_t)at, 1);
+        n = at < 0 ? at : do_pwrite(fs, of, &src, count, (uint64_t)at, 1);
         if (n > 0)
             of->offset = (uint64_t)at + (uint64_t)n;
     } else {
-        n = do_pwrite(fs, of, buf, count, of->offset, 0);
+        n = do_pwrite(fs, of, &src, count, of->offset, 0);
         if (n > 0)
             of->offset += (uint64_t)n;
     }

@@ -81,6 +81,7 @@ int adafs_connect(adafs **out, const char *instance_file, char *err, size_t errl
     for (int i = 0; i < fs->inst.nservers; i++) {
         pthread_mutex_init(&fs->conns[i].lock, NULL);
         fs->conns[i].fd = -1;
+        fs->conns[i].pipe[0] = fs->conns[i].pipe[1] = -1;
     }
     pthread_mutex_init(&fs->table_lock, NULL);
     fs->uid = getuid();

@@ -1,0 +1,384 @@
+/* Bulk data without copies: adafs_pwrite_from_fd and adafs_pread_to_fd
+ * (integrity across chunk boundaries and batches, short sources, holes,
+ * every bad descriptor with its errno, a destination that refuses data),
+ * and the zero-copy path of large writes from memory (a forked child's own
+ * pipe, close-on-exec, a stopped or killed server: EIO in bounded time and
+ * no SIGPIPE). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fstest.h"
+#include "tap.h"
+
+#define CHUNK 65536
+static int nservers;
+static char what[256];
+#define W(...) (snprintf(what, sizeof(what), "[%d servers] ", nservers), \
+                snprintf(what + strlen(what), sizeof(what) - strlen(what), __VA_ARGS__), what)
+
+static char tmpdir[256];
+/* Pipes open before the library made any: the test's own (make's...). */
+static unsigned char fifo_before[1024];
+
+static int is_fifo(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+/* A local file holding len pseudo-random bytes (seed); returns an fd open
+ * for reading and writing, and the bytes in *data (caller frees). */
+static int local_file(const char *name, size_t len, unsigned seed, char **data)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    *data = malloc(len ? len : 1);
+    fstest_fill(*data, len, seed);
+    if (fd < 0 || pwrite(fd, *data, len, 0) != (ssize_t)len) {
+        fprintf(stderr, "cannot make %s\n", path);
+        exit(1);
+    }
+    return fd;
+}
+
+/* Reads back len bytes of path from adafs at off and compares them. */
+static int adafs_holds(adafs *fs, const char *path, uint64_t off, const char *want, size_t len)
+{
+    char *back = malloc(len + 1);
+    int fd = adafs_open(fs, path, O_RDONLY, 0);
+    int ok = adafs_pread(fs, fd, back, len + 1, (off_t)off) >= (ssize_t)len &&
+             memcmp(back, want, len) == 0;
+    adafs_close(fs, fd);
+    free(back);
+    return ok;
+}
+
+static int local_holds(int fd, uint64_t off, const char *want, size_t len)
+{
+    char *back = malloc(len);
+    int ok = pread(fd, back, len, (off_t)off) == (ssize_t)len && memcmp(back, want, len) == 0;
+    free(back);
+    return ok;
+}
+
+static void from_fd(adafs *fs)
+{
+    /* 3 MiB + a bit: more than one batch of 32 chunks. */
+    const size_t len = 3 * (1 << 20) + 4321;
+    char *data;
+    int src = local_file("src", len, 7, &data);
+    int fd = adafs_open(fs, "/from", O_CREAT | O_RDWR, 0600);
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, src, 0, len, 0), len,
+               W("pwrite_from_fd of a whole 3 MiB file"));
+    tap_ok(adafs_holds(fs, "/from", 0, data, len), "%s", W("it reads back byte for byte"));
+    struct stat st;
+    adafs_fstat(fs, fd, &st);
+    tap_is_int(st.st_size, len, W("the size is the file's"));
+    tap_is_int(lseek(src, 0, SEEK_CUR), 0, W("the source's offset did not move"));
+    /* Unaligned on both sides, straddling chunk boundaries. */
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, src, 12345, 3 * CHUNK, CHUNK - 100), 3 * CHUNK,
+               W("unaligned source and target offsets"));
+    tap_ok(adafs_holds(fs, "/from", CHUNK - 100, data + 12345, 3 * CHUNK), "%s",
+           W("the range landed where asked"));
+    tap_ok(adafs_holds(fs, "/from", 0, data, CHUNK - 100), "%s", W("and nothing before it moved"));
+    /* Short source. */
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, src, (off_t)len - 1000, 50000, 0), 1000,
+               W("a source shorter than asked: the bytes it holds"));
+    tap_ok(adafs_holds(fs, "/from", 0, data + len - 1000, 1000), "%s", W("those bytes"));
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, src, (off_t)len, 10, 0), 0, W("at the source's end: 0"));
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, src, (off_t)len + 5, 10, 0), 0, W("past it: 0"));
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, src, 0, 0, 0), 0, W("count 0: 0"));
+    adafs_close(fs, fd);
+    adafs_unlink(fs, "/from");
+    close(src);
+    free(data);
+}
+
+static void to_fd(adafs *fs)
+{
+    const size_t len = 3 * (1 << 20) + 777;
+    char *data = malloc(len), *ones = malloc(len);
+    fstest_fill(data, len, 11);
+    adafs_create_write(fs, "/to", 0600, data, len);
+    char *junk;
+    int dst = local_file("dst", len + 1000, 12, &junk);
+    int fd = adafs_open(fs, "/to", O_RDONLY, 0);
+    tap_is_int(adafs_pread_to_fd(fs, fd, dst, 999, len, 0), len, W("pread_to_fd of a 3 MiB file"));
+    tap_ok(local_holds(dst, 999, data, len), "%s", W("the local file holds it at dst_off"));
+    tap_ok(local_holds(dst, 0, junk, 999), "%s", W("and nothing before dst_off changed"));
+    tap_is_int(lseek(dst, 0, SEEK_CUR), 0, W("the destination's offset did not move"));
+    tap_is_int(adafs_pread_to_fd(fs, fd, dst, 0, 3 * CHUNK, CHUNK - 1), 3 * CHUNK,
+               W("an unaligned range straddling chunks"));
+    tap_ok(local_holds(dst, 0, data + CHUNK - 1, 3 * CHUNK), "%s", W("is that range"));
+    tap_is_int(adafs_pread_to_fd(fs, fd, dst, 0, 100000, (off_t)len - 10), 10,
+               W("near the end: short, the bytes there"));
+    tap_is_int(adafs_pread_to_fd(fs, fd, dst, 0, 100, (off_t)len), 0, W("at the end: 0"));
+    adafs_close(fs, fd);
+    /* Holes read as zeros into the file, over what it held. */
+    fd = adafs_open(fs, "/sparse", O_CREAT | O_RDWR, 0600);
+    adafs_pwrite(fs, fd, "head", 4, 0);
+    adafs_pwrite(fs, fd, "tail", 4, 5 * CHUNK);
+    memset(ones, 0xff, len);
+    pwrite(dst, ones, len, 0);
+    tap_is_int(adafs_pread_to_fd(fs, fd, dst, 0, len, 0), 5 * CHUNK + 4, W("a sparse file"));
+    memset(ones, 0, 5 * CHUNK + 4);
+    memcpy(ones, "head", 4);
+    memcpy(ones + 5 * CHUNK, "tail", 4);
+    tap_ok(local_holds(dst, 0, ones, 5 * CHUNK + 4), "%s", W("its holes arrive as zeros"));
+    adafs_close(fs, fd);
+    adafs_unlink(fs, "/sparse");
+    adafs_unlink(fs, "/to");
+    close(dst);
+    free(junk);
+    free(data);
+    free(ones);
+}
+
+/* The number of a descriptor that was just closed. */
+static int closed_fd(void)
+{
+    int fd = dup(0);
+    close(fd);
+    return fd;
+}
+
+static void bad_fds(adafs *fs)
+{
+    char *data, dirpath[300];
+    int src = local_file("bsrc", 1000, 3, &data);
+    int fd = adafs_open(fs, "/bad", O_CREAT | O_RDWR, 0600);
+    adafs_pwrite(fs, fd, data, 1000, 0);
+    int ro = adafs_open(fs, "/bad", O_RDONLY, 0), wo = adafs_open(fs, "/bad", O_WRONLY, 0);
+    adafs_mkdir(fs, "/bdir", 0700);
+    int dfd = adafs_open(fs, "/bdir", O_RDONLY | O_DIRECTORY, 0);
+    snprintf(dirpath, sizeof(dirpath), "%s/bsrc", tmpdir);
+    int src_wo = open(dirpath, O_WRONLY), src_path = open(dirpath, O_PATH);
+    int app = open(dirpath, O_WRONLY | O_APPEND), local_dir = open(tmpdir, O_RDONLY);
+    int p[2];
+    if (pipe(p) < 0)
+        exit(1);
+
+    tap_is_int(adafs_pwrite_from_fd(fs, 999, src, 0, 10, 0), -EBADF, W("from_fd: adafs fd not open: EBADF"));
+    tap_is_int(adafs_pwrite_from_fd(fs, ro, src, 0, 10, 0), -EBADF, W("from_fd: adafs fd read-only: EBADF"));
+    tap_is_int(adafs_pwrite_from_fd(fs, dfd, src, 0, 10, 0), -EISDIR, W("from_fd: adafs directory: EISDIR"));
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, -1, 0, 10, 0), -EBADF, W("from_fd: src_fd -1: EBADF"));
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, closed_fd(), 0, 10, 0), -EBADF, W("from_fd: src_fd closed: EBADF"));
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, src_wo, 0, 10, 0), -EBADF, W("from_fd: src_fd write-only: EBADF"));
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, src_path, 0, 10, 0), -EBADF, W("from_fd: src_fd O_PATH: EBADF"));
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, local_dir, 0, 10, 0), -EISDIR, W("from_fd: src_fd a directory: EISDIR"));
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, p[0], 0, 10, 0), -EINVAL, W("from_fd: src_fd a pipe: EINVAL"));
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, src, -1, 10, 0), -EINVAL, W("from_fd: negative src_off: EINVAL"));
+    tap_is_int(adafs_pwrite_from_fd(fs, fd, src, 0, 10, -1), -EINVAL, W("from_fd: negative offset: EINVAL"));
+
+    char *dd;
+    int dst = local_file("bdst", 10, 4, &dd);
+    free(dd);
+    tap_is_int(adafs_pread_to_fd(fs, 999, dst, 0, 10, 0), -EBADF, W("to_fd: adafs fd not open: EBADF"));
+    tap_is_int(adafs_pread_to_fd(fs, wo, dst, 0, 10, 0), -EBADF, W("to_fd: adafs fd write-only: EBADF"));
+    tap_is_int(adafs_pread_to_fd(fs, dfd, dst, 0, 10, 0), -EISDIR, W("to_fd: adafs directory: EISDIR"));
+    tap_is_int(adafs_pread_to_fd(fs, fd, -1, 0, 10, 0), -EBADF, W("to_fd: dst_fd -1: EBADF"));
+    tap_is_int(adafs_pread_to_fd(fs, fd, closed_fd(), 0, 10, 0), -EBADF, W("to_fd: dst_fd closed: EBADF"));
+    tap_is_int(adafs_pread_to_fd(fs, fd, local_dir, 0, 10, 0), -EBADF, W("to_fd: dst_fd read-only (a directory): EBADF"));
+    tap_is_int(adafs_pread_to_fd(fs, fd, app, 0, 10, 0), -EINVAL, W("to_fd: dst_fd O_APPEND: EINVAL"));
+    tap_is_int(adafs_pread_to_fd(fs, fd, p[1], 0, 10, 0), -EINVAL, W("to_fd: dst_fd a pipe: EINVAL"));
+    tap_is_int(adafs_pread_to_fd(fs, fd, dst, -1, 10, 0), -EINVAL, W("to_fd: negative dst_off: EINVAL"));
+    tap_is_int(adafs_pread_to_fd(fs, fd, dst, 0, 10, -1), -EINVAL, W("to_fd: negative offset: EINVAL"));
+    tap_is_int(adafs_pread_to_fd(fs, fd, dst, 0, 10, 0), 10, W("and with good arguments it works"));
+
+    close(dst);
+    close(p[0]);
+    close(p[1]);
+    close(src);
+    close(src_wo);
+    close(src_path);
+    close(app);
+    close(local_dir);
+    adafs_close(fs, fd);
+    adafs_close(fs, ro);
+    adafs_close(fs, wo);
+    adafs_close(fs, dfd);
+    adafs_unlink(fs, "/bad");
+    adafs_rmdir(fs, "/bdir");
+    free(data);
+}
+
+/* A destination that refuses the data part way: its error, and the
+ * connection stays in step for the next call. */
+static void dst_refuses(adafs *fs)
+{
+    const size_t len = 1 << 20;
+    char *data = malloc(len), *dd;
+    fstest_fill(data, len, 21);
+    adafs_create_write(fs, "/refused", 0600, data, len);
+    int dst = local_file("rdst", 0, 1, &dd);
+    free(dd);
+    int fd = adafs_open(fs, "/refused", O_RDONLY, 0);
+    struct rlimit old, small = { 300000, 300000 };
+    getrlimit(RLIMIT_FSIZE, &old);
+    small.rlim_max = old.rlim_max;
+    signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &small);
+    ssize_t n = adafs_pread_to_fd(fs, fd, dst, 0, len, 0);
+    setrlimit(RLIMIT_FSIZE, &old);
+    tap_ok(n > 0 && n < 300000 && n % CHUNK == 0,
+           "%s", W("a file size limit of 300000: the whole chunks before it (%zd)", n));
+    tap_is_int(adafs_pread_to_fd(fs, fd, dst, 0, len, 0), len, W("the limit gone, the same call works"));
+    tap_ok(local_holds(dst, 0, data, len), "%s", W("with the right bytes: the connection kept in step"));
+    setrlimit(RLIMIT_FSIZE, &small);
+    n = adafs_pread_to_fd(fs, fd, dst, 400000, 1000, 0);
+    setrlimit(RLIMIT_FSIZE, &old);
+    tap_is_int(n, -EFBIG, W("nothing fits: the file's own error, EFBIG"));
+    adafs_close(fs, fd);
+    adafs_unlink(fs, "/refused");
+    close(dst);
+    free(data);
+}
+
+/* Large writes from memory go through a pipe per connection: a forked
+ * child must get its own (a shared one would mix both processes' data),
+ * and exec must not inherit it. */
+static void zero_copy_procs(adafs *fs)
+{
+    const size_t len = 4 << 20;
+    char *a = malloc(len), *b = malloc(len);
+    fstest_fill(a, len, 31);
+    fstest_fill(b, len, 32);
+    int fd = adafs_open(fs, "/zc.parent", O_CREAT | O_RDWR, 0600);
+    tap_is_int(adafs_pwrite(fs, fd, a, len, 0), len, W("a 4 MiB write (pipes opened)"));
+    int cloexec = 1, pipes = 0;
+    for (int i = 0; i < 1024; i++) {
+        if (!fifo_before[i] && is_fifo(i)) {
+            pipes++;
+            cloexec &= (fcntl(i, F_GETFD) & FD_CLOEXEC) != 0;
+        }
+    }
+    tap_ok(pipes >= 2 && cloexec, "%s", W("the library's %d pipe ends are close-on-exec", pipes));
+    pid_t pid = fork();
+    if (pid == 0) {
+        int cfd = adafs_open(fs, "/zc.child", O_CREAT | O_RDWR, 0600);
+        int ok = 1;
+        for (int i = 0; i < 8 && ok; i++)
+            ok = adafs_pwrite(fs, cfd, b, len, 0) == (ssize_t)len;
+        _exit(ok && adafs_close(fs, cfd) == 0 ? 0 : 1);
+    }
+    int ok = 1;
+    for (int i = 0; i < 8 && ok; i++)
+        ok = adafs_pwrite(fs, fd, a, len, 0) == (ssize_t)len;
+    int status;
+    waitpid(pid, &status, 0);
+    tap_ok(ok && WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s",
+           W("parent and forked child write 8 x 4 MiB at the same time"));
+    tap_ok(adafs_holds(fs, "/zc.parent", 0, a, len) && adafs_holds(fs, "/zc.child", 0, b, len),
+           "%s", W("each file holds its own process's bytes"));
+    adafs_close(fs, fd);
+    adafs_unlink(fs, "/zc.parent");
+    adafs_unlink(fs, "/zc.child");
+    free(a);
+    free(b);
+}
+
+/* A server that stops or dies in the middle of zero-copy writes: EIO in
+ * bounded time, never a hang, and no SIGPIPE for the caller. */
+static void zero_copy_faults(void)
+{
+    struct fstest t;
+    nservers = 2;
+    fstest_start(&t, 2, "--chunk-size 512K --timeout-ms 1000");
+    adafs *fs = t.fs;
+    signal(SIGPIPE, SIG_DFL);   /* a SIGPIPE would kill the test */
+    const size_t len = 8 << 20;
+    char *a = malloc(len);
+    fstest_fill(a, len, 41);
+    int fd = adafs_open(fs, "/zc.fault", O_CREAT | O_RDWR, 0600);
+    tap_is_int(adafs_pwrite(fs, fd, a, len, 0), len, "8 MiB over 2 servers (connections up)");
+    int pid1 = fstest_server_pid(&t, 1);
+    tap_is_int(fstest_stop_process(pid1), 0, "server 1 is stopped (SIGSTOP)");
+    double t0 = fstest_now();
+    ssize_t n = adafs_pwrite(fs, fd, a, len, 0);
+    double waited = fstest_now() - t0;
+    tap_ok(n == -EIO || (n >= 0 && n < (ssize_t)len), "a write to it fails (%zd)", n);
+    tap_ok(waited < 4.0, "within the bounded time (%.2f s for a 1 s timeout)", waited);
+    kill(pid1, SIGKILL);
+    kill(pid1, SIGCONT);
+    waitpid(pid1, NULL, WNOHANG);
+    /* The failed write dropped the connection: these reconnect, refused. */
+    t0 = fstest_now();
+    int failed = 0;
+    for (int i = 0; i < 4; i++) {
+        n = adafs_pwrite(fs, fd, a, len, 0);
+        failed += n == -EIO || (n >= 0 && n < (ssize_t)len);
+    }
+    tap_is_int(failed, 4, "4 writes after it was killed fail, and the process lives (no SIGPIPE)");
+    tap_ok(fstest_now() - t0 < 2.0, "at once: connection refused (%.3f s)", fstest_now() - t0);
+    adafs_close(fs, fd);
+    free(a);
+    fstest_stop(&t);
+}
+
+/* A server killed while the client holds a live connection to it: the
+ * next large write goes out on that connection and meets a closed peer. */
+static void killed_under_connection(void)
+{
+    struct fstest t;
+    nservers = 2;
+    fstest_start(&t, 2, "--chunk-size 512K --timeout-ms 1000");
+    adafs *fs = t.fs;
+    signal(SIGPIPE, SIG_DFL);
+    const size_t len = 8 << 20;
+    char *a = malloc(len);
+    fstest_fill(a, len, 51);
+    int fd = adafs_open(fs, "/zc.kill", O_CREAT | O_RDWR, 0600);
+    tap_is_int(adafs_pwrite(fs, fd, a, len, 0), len, "8 MiB over 2 servers (connections up)");
+    int pid1 = fstest_server_pid(&t, 1);
+    kill(pid1, SIGKILL);
+    for (int i = 0; i < 200 && kill(pid1, 0) == 0; i++)
+        usleep(10000);
+    double t0 = fstest_now();
+    ssize_t n = adafs_pwrite(fs, fd, a, len, 0);
+    double waited = fstest_now() - t0;
+    tap_ok(n == -EIO || (n >= 0 && n < (ssize_t)len),
+           "a large write on the connection of a killed server fails (%zd), no SIGPIPE", n);
+    tap_ok(waited < 2.0, "at once (%.3f s)", waited);
+    sigset_t pending;
+    sigpending(&pending);
+    tap_ok(!sigismember(&pending, SIGPIPE), "and no SIGPIPE is left pending");
+    adafs_close(fs, fd);
+    free(a);
+    fstest_stop(&t);
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "%s/fdio.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    for (int i = 0; i < 1024; i++)
+        fifo_before[i] = (unsigned char)is_fifo(i);
+    static const int counts[] = { 1, 2 };
+    for (size_t i = 0; i < 2; i++) {
+        nservers = counts[i];
+        struct fstest t;
+        fstest_start(&t, nservers, "--chunk-size 64K");
+        from_fd(t.fs);
+        to_fd(t.fs);
+        bad_fds(t.fs);
+        dst_refuses(t.fs);
+        zero_copy_procs(t.fs);
+        fstest_stop(&t);
+    }
+    zero_copy_faults();
+    killed_under_connection();
+    fstest_sh("rm -rf %s", tmpdir);
+    return tap_done();
+}
