@@ -38,6 +38,24 @@ struct bfile {
 
 typedef int (*bdir_list_cb)(void *arg, const char *name, unsigned char d_type);
 
+/* One whole small file of a create_many. */
+struct bcreate {
+    const char *name;
+    mode_t mode;
+    const void *data;
+    size_t len;
+    struct timespec mtime;
+    int status;      /* out: 0 or -errno */
+};
+
+/* One file of an open_read_many. */
+struct bopen {
+    const char *name;
+    struct bfile *f;  /* out, if rc is 0 */
+    struct stat st;   /* out: fstat of f */
+    int rc;           /* out: 0 or -errno, as open_read would give */
+};
+
 struct backend_ops {
     const char *name;
     /* Opens the directory at a path the user gave (symlinks in it are
@@ -80,6 +98,15 @@ struct backend_ops {
     int (*mkdir_path)(struct backend *b, const char *path, mode_t mode);
     int (*set_attrs_at)(struct bdir *d, const char *name, mode_t mode,
                         const struct timespec *mtime);
+    /* Optional (NULL: the backend has none): whole small files of one
+     * directory, each of at most create_many_max bytes, in as few round
+     * trips as possible; each entry gets its own status. Returns 0, or
+     * -errno if none was tried. */
+    int (*create_many)(struct bdir *d, struct bcreate *e, size_t n);
+    size_t create_many_max;
+    /* Optional: open_read of many entries of one directory at once (small
+     * files come with their data). Returns 0, or -errno if none was tried. */
+    int (*open_read_many)(struct bdir *d, struct bopen *e, size_t n);
 };
 
 struct backend {

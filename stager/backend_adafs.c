@@ -2,7 +2,9 @@
  *
  * adafs has no symlinks and runs as the job user, so path-based calls are
  * safe here; directories carry their absolute path inside the file system.
- * Small files go out with adafs_create_write (one request per file). */
+ * Small files go in with adafs_create_batch (one request per server for
+ * all the small files a copy thread has ready in one directory) and come
+ * out with adafs_read_batch (records and data of many files at once). */
 #include "backend.h"
 
 #include <errno.h>
@@ -133,6 +135,7 @@ struct afile {
     struct bfile f;
     char *pre;
     size_t pre_len;
+    int whole;       /* pre is all of the file; f.fd is -1 (nothing open) */
 };
 
 /* Largest file read whole by the open. */
@@ -175,7 +178,7 @@ static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
 static int adafs_close_file(struct bfile *f)
 {
     struct afile *af = (struct afile *)f;
-    int rc = adafs_close(FS(f->b), f->fd);
+    int rc = f->fd >= 0 ? adafs_close(FS(f->b), f->fd) : 0;
     free(af->pre);
     free(f->name);
     free(af);
@@ -204,7 +207,7 @@ static int adafs_open_write(struct bdir *d, const char *name, int truncate, mode
 static ssize_t adafs_pread_file(struct bfile *f, void *buf, size_t n, off_t off)
 {
     struct afile *af = (struct afile *)f;
-    if (af->pre) {
+    if (af->pre || af->whole) {
         size_t at = (uint64_t)off < af->pre_len ? (size_t)off : af->pre_len;
         size_t k = af->pre_len - at < n ? af->pre_len - at : n;
         memcpy(buf, af->pre + at, k);
@@ -250,6 +253,91 @@ static int adafs_create_write_at(struct bdir *d, const char *name, mode_t mode,
     int rc = adafs_create_write_attr(FS(d->b), p, mode & 07777, data, len, mtime,
                                      ADAFS_PARENT_KNOWN);
     free(p);
+    return rc < 0 ? rc : 0;
+}
+
+/* Largest file a create_many takes: what the servers keep inline. */
+#define CREATE_MANY_MAX (64u << 10)
+
+static int adafs_create_many(struct bdir *d, struct bcreate *e, size_t n)
+{
+    struct adafs_create_entry *ce = calloc(n ? n : 1, sizeof(*ce));
+    if (!ce)
+        return -ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char *p = child(d, e[i].name);
+        if (!p)
+            rc = -ENOMEM;
+        ce[i] = (struct adafs_create_entry){ .path = p, .mode = e[i].mode & 07777,
+                                             .data = e[i].data, .len = e[i].len,
+                                             .mtime = e[i].mtime };
+    }
+    /* d was stat'ed as a directory when it was opened. */
+    if (rc == 0)
+        rc = adafs_create_batch(FS(d->b), ce, n, ADAFS_PARENT_KNOWN);
+    for (size_t i = 0; i < n; i++) {
+        e[i].status = rc < 0 ? rc : ce[i].status;
+        free((char *)ce[i].path);
+    }
+    free(ce);
+    return rc < 0 ? rc : 0;
+}
+
+/* A file read whole by a batch: nothing stays open on the file system. */
+static int whole_file(struct bdir *d, struct bopen *o, const void *data, size_t len)
+{
+    struct afile *f = calloc(1, sizeof(*f));
+    char *n = strdup(o->name);
+    char *pre = len ? malloc(len) : NULL;
+    if (!f || !n || (len && !pre)) {
+        free(f);
+        free(n);
+        free(pre);
+        return -ENOMEM;
+    }
+    if (len)
+        memcpy(pre, data, len);
+    f->pre = pre;
+    f->pre_len = len;
+    f->whole = 1;
+    f->f = (struct bfile){ d->b, -1, d, n };
+    o->f = &f->f;
+    return 0;
+}
+
+static int adafs_open_read_many(struct bdir *d, struct bopen *o, size_t n)
+{
+    struct adafs_read_entry *re = calloc(n ? n : 1, sizeof(*re));
+    char *bufs = malloc((n ? n : 1) * (size_t)PREFETCH_MAX);
+    int rc = re && bufs ? 0 : -ENOMEM;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char *p = child(d, o[i].name);
+        if (!p)
+            rc = -ENOMEM;
+        re[i] = (struct adafs_read_entry){ .path = p, .buf = bufs + i * PREFETCH_MAX,
+                                           .cap = PREFETCH_MAX };
+    }
+    if (rc == 0)
+        rc = adafs_read_batch(FS(d->b), re, n);
+    for (size_t i = 0; i < n && rc >= 0; i++) {
+        struct adafs_read_entry *r = &re[i];
+        o[i].f = NULL;
+        o[i].rc = r->status;
+        if (o[i].rc < 0)
+            continue;
+        o[i].st = r->st;
+        if (!S_ISREG(r->st.st_mode))
+            o[i].rc = S_ISDIR(r->st.st_mode) ? -EISDIR : -EINVAL;
+        else if (r->got == (size_t)r->st.st_size)
+            o[i].rc = whole_file(d, &o[i], r->buf, r->got);
+        else   /* bigger than a batch carries: an ordinary open */
+            o[i].rc = open_read_file(d, o[i].name, 0, &o[i].f, &o[i].st);
+    }
+    for (size_t i = 0; re && i < n; i++)
+        free((char *)re[i].path);
+    free(re);
+    free(bufs);
     return rc < 0 ? rc : 0;
 }
 
@@ -301,6 +389,9 @@ static const struct backend_ops adafs_ops = {
     .unlink_at = adafs_unlink_at,
     .set_attrs_at = adafs_set_attrs_at,
     .mkdir_path = adafs_mkdir_path,
+    .create_many = adafs_create_many,
+    .create_many_max = CREATE_MANY_MAX,
+    .open_read_many = adafs_open_read_many,
 };
 
 int backend_adafs_init(struct backend *b, const char *instance, char *err, size_t errlen)

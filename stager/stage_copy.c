@@ -205,12 +205,69 @@ static void copy_small(struct pool_thread *self, struct dnode *parent, struct bf
     }
 }
 
+void small_batch_flush(struct small_batch *sb)
+{
+    if (sb->n == 0)
+        return;
+    struct stage_run *run = sb->parent->run;
+    struct bdir *dd = sb->parent->dst;
+    int rc = dd->b->ops->create_many(dd, sb->e, sb->n);
+    for (size_t i = 0; i < sb->n; i++) {
+        int err = rc < 0 ? rc : sb->e[i].status;
+        if (err < 0) {
+            stage_fail_at(run, sb->parent->src, sb->snames[i], -err, "create destination");
+            dd->b->ops->unlink_at(dd, sb->e[i].name);
+        } else {
+            atomic_fetch_add(&run->files, 1);
+            atomic_fetch_add(&run->bytes, sb->e[i].len);
+        }
+    }
+    sb->n = sb->used = 0;
+}
+
+/* Reads a small file into the batch; it is created at the next flush. */
+static void batch_small(struct small_batch *sb, struct bfile *src, const struct stat *sst,
+                        const char *dname)
+{
+    size_t size = (size_t)sst->st_size;
+    if (sb->n == SMALL_BATCH_FILES || sb->used + size > sb->cap)
+        small_batch_flush(sb);
+    char *buf = sb->buf + sb->used;
+    size_t len = 0;
+    int rc = 0;
+    while (len < size) {
+        ssize_t r = src->b->ops->pread(src, buf + len, size - len, (off_t)len);
+        if (r <= 0) {
+            rc = (int)r;
+            break;
+        }
+        len += (size_t)r;
+    }
+    if (rc < 0) {
+        stage_fail_at(sb->parent->run, src->dir, src->name, -rc, "read source");
+        return;
+    }
+    /* In a files task the source and destination names are the same. */
+    sb->snames[sb->n] = dname;
+    sb->e[sb->n++] = (struct bcreate){ .name = dname, .mode = sst->st_mode, .data = buf,
+                                       .len = len, .mtime = sst->st_mtim };
+    sb->used += len;
+}
+
 void copy_file(struct pool_thread *self, struct dnode *parent, struct bfile *src,
-               const struct stat *sst, const char *dname)
+               const struct stat *sst, const char *dname, struct small_batch *sb)
 {
     struct stage_run *run = parent->run;
     struct bdir *dd = parent->dst;
     const struct backend_ops *dops = dd->b->ops;
+    if (sb && sb->parent == parent && (uint64_t)sst->st_size <= dops->create_many_max) {
+        batch_small(sb, src, sst, dname);
+        src->b->ops->close(src);
+        return;
+    }
+    /* This copy needs the scratch buffer that holds the batch's data. */
+    if (sb)
+        small_batch_flush(sb);
     if (sst->st_size <= STAGE_SMALL_MAX) {
         copy_small(self, parent, src, sst, dname);
         src->b->ops->close(src);

@@ -62,6 +62,21 @@ struct dnode {
     int fresh;            /* we created dst just now: nothing of ours is in it */
 };
 
+/* Small files of one directory read by one copy thread and waiting to be
+ * created together (backend create_many): flushed when the thread's
+ * scratch buffer, which holds their data, is full, when a file comes that
+ * needs the buffer for itself, and when its task is done, so no file
+ * waits longer than its task of a few dozen files. */
+#define SMALL_BATCH_FILES 128
+
+struct small_batch {
+    struct dnode *parent;
+    char *buf;                       /* the thread's scratch */
+    size_t cap, used, n;
+    struct bcreate e[SMALL_BATCH_FILES];
+    const char *snames[SMALL_BATCH_FILES];
+};
+
 /* stage.c */
 void stage_fail(struct stage_run *run, const char *path, int err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -83,12 +98,19 @@ void walk_list(struct pool_thread *self, struct dnode *n);
  * something to skip. d_type may be DT_UNKNOWN. */
 void walk_entry(struct pool_thread *self, struct dnode *parent, const char *sname,
                 const char *dname, unsigned char d_type, int named_by_user);
+/* The same for an entry of a files task: pre, if not NULL, is the source
+ * already opened (open_read_many), sb the task's small-file batch (NULL:
+ * none). */
+void walk_file(struct pool_thread *self, struct dnode *parent, const char *name,
+               unsigned char d_type, struct bopen *pre, struct small_batch *sb);
 
 /* stage_copy.c */
 /* Copies the regular file sname (already opened: src, sst) of parent to
  * dname, owned by this worker; takes over src. */
 void copy_file(struct pool_thread *self, struct dnode *parent, struct bfile *src,
-               const struct stat *sst, const char *dname);
+               const struct stat *sst, const char *dname, struct small_batch *sb);
+/* Creates the files waiting in sb (the names must still be valid). */
+void small_batch_flush(struct small_batch *sb);
 /* Queues this worker's pieces of a big file. src may be NULL (opened here). */
 void copy_split(struct pool_thread *self, struct dnode *parent, const char *sname,
                 const char *dname, const char *rel, const struct stat *sst, int follow);

@@ -13,7 +13,12 @@
 #include "log.h"
 #include "stage_internal.h"
 
-#define BATCH 32
+/* Files per files task: enough for a small-file batch to fill requests to
+ * every server of an adafs instance, few enough to spread a directory over
+ * the threads. */
+#define BATCH SMALL_BATCH_FILES
+/* Entries opened together on a backend with open_read_many. */
+#define PREOPEN 32
 
 struct subdir_task {
     struct dnode *parent;
@@ -148,14 +153,51 @@ void walk_push_subdir(struct pool_thread *self, struct dnode *parent,
     stage_fail_at(run, parent->src, sname, ENOMEM, "queue directory");
 }
 
+/* Opens the regular files among names[0..n) with one open_read_many;
+ * of[i] is entry i's result, NULL where walk_file must open it itself. */
+static void preopen(struct dnode *p, char **names, const unsigned char *types, unsigned n,
+                    struct bopen *pre, struct bopen **of)
+{
+    unsigned m = 0;
+    for (unsigned i = 0; i < n; i++) {
+        of[i] = NULL;
+        if (types[i] == DT_REG) {
+            pre[m] = (struct bopen){ .name = names[i] };
+            of[i] = &pre[m++];
+        }
+    }
+    if (m && p->src->b->ops->open_read_many(p->src, pre, m) < 0)
+        for (unsigned i = 0; i < n; i++)
+            of[i] = NULL;   /* could not even try: one by one */
+}
+
 static void files_task(struct pool_thread *self, void *arg)
 {
     struct files_task *t = arg;
-    for (unsigned i = 0; i < t->n; i++) {
-        walk_entry(self, t->parent, t->names[i], t->names[i], t->types[i], 0);
-        free(t->names[i]);
+    struct dnode *p = t->parent;
+    struct stage_run *run = p->run;
+    struct small_batch batch, *sb = NULL;
+    if (p->dst->b->ops->create_many && !run->opt.verify && !run->opt.finalize) {
+        batch = (struct small_batch){ .parent = p, .buf = pool_scratch(self),
+                                      .cap = STAGE_BUF_SIZE };
+        sb = &batch;
     }
-    dnode_release(t->parent);
+    /* With one worker every regular file listed is opened (with several,
+     * walk_entry stats first to find the owner). */
+    int pre = p->src->b->ops->open_read_many && worker_count(run) == 1 && !run->opt.finalize;
+    for (unsigned i0 = 0; i0 < t->n; i0 += PREOPEN) {
+        unsigned k = t->n - i0 < PREOPEN ? t->n - i0 : PREOPEN;
+        struct bopen opened[PREOPEN], *of[PREOPEN] = { NULL };
+        if (pre)
+            preopen(p, t->names + i0, t->types + i0, k, opened, of);
+        for (unsigned i = 0; i < k; i++)
+            walk_file(self, p, t->names[i0 + i], t->types[i0 + i], of[i], sb);
+    }
+    if (sb)
+        small_batch_flush(sb);
+    for (unsigned i = 0; i < t->n; i++)
+        free(t->names[i]);
+    dnode_release(p);
     free(t);
 }
 
@@ -240,14 +282,22 @@ static void finalize_file(struct stage_run *run, struct dnode *parent, const cha
         atomic_fetch_add(&run->files, 1);
 }
 
-void walk_entry(struct pool_thread *self, struct dnode *parent, const char *sname,
-                const char *dname, unsigned char d_type, int named_by_user)
+static void entry(struct pool_thread *self, struct dnode *parent, const char *sname,
+                  const char *dname, unsigned char d_type, int named_by_user,
+                  struct bopen *pre, struct small_batch *sb)
 {
     struct stage_run *run = parent->run;
     const struct backend_ops *sops = parent->src->b->ops, *dops = parent->dst->b->ops;
     unsigned n = (unsigned)worker_count(run), k = run->opt.worker;
     int follow = run->opt.follow_symlinks || named_by_user;
     struct stat sst, dst;
+    int stated = n > 1 || run->opt.finalize || d_type != DT_REG;
+    if (pre && stated) {
+        /* Not the path open_read_many was for: open as usual below. */
+        if (pre->rc == 0)
+            sops->close(pre->f);
+        pre = NULL;
+    }
 
     if (d_type == DT_DIR) {
         walk_push_subdir(self, parent, sname, dname, 0);
@@ -264,9 +314,10 @@ void walk_entry(struct pool_thread *self, struct dnode *parent, const char *snam
     char *rel = stage_rel(parent->rel, dname);
     if (!rel) {
         stage_fail_at(run, parent->src, sname, ENOMEM, "walk");
+        if (pre && pre->rc == 0)
+            sops->close(pre->f);
         return;
     }
-    int stated = n > 1 || run->opt.finalize || d_type != DT_REG;
     if (stated) {
         int rc = sops->stat_at(parent->src, sname, follow, &sst);
         if (rc < 0) {
@@ -299,8 +350,15 @@ void walk_entry(struct pool_thread *self, struct dnode *parent, const char *snam
     }
 
     /* The open is what counts: decisions below use fstat of this file. */
-    struct bfile *src;
-    int rc = sops->open_read(parent->src, sname, follow, &src, &sst);
+    struct bfile *src = NULL;
+    int rc;
+    if (pre) {
+        rc = pre->rc;
+        src = pre->f;
+        sst = pre->st;
+    } else {
+        rc = sops->open_read(parent->src, sname, follow, &src, &sst);
+    }
     if (rc == -ELOOP && !follow) {
         skip(run, parent, sname, "symbolic link (use --follow-symlinks to copy its target)");
         goto out;
@@ -329,7 +387,19 @@ void walk_entry(struct pool_thread *self, struct dnode *parent, const char *snam
         copy_split(self, parent, sname, dname, rel, &sst, follow);
         goto out;
     }
-    copy_file(self, parent, src, &sst, dname);
+    copy_file(self, parent, src, &sst, dname, sb);
 out:
     free(rel);
+}
+
+void walk_entry(struct pool_thread *self, struct dnode *parent, const char *sname,
+                const char *dname, unsigned char d_type, int named_by_user)
+{
+    entry(self, parent, sname, dname, d_type, named_by_user, NULL, NULL);
+}
+
+void walk_file(struct pool_thread *self, struct dnode *parent, const char *name,
+               unsigned char d_type, struct bopen *pre, struct small_batch *sb)
+{
+    entry(self, parent, name, name, d_type, 0, pre, sb);
 }

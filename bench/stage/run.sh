@@ -9,7 +9,13 @@
 # Environment: SMALL (files of 4 KiB, default 100000), MID (files of 1 MiB,
 # 1000), BIG (files of 1 GiB, 4), BIGMIB (size of a big file, 1024),
 # THREADS (stager threads, 8), LIMIT_BW (bytes/s, 150M), LIMIT_MD (ops/s,
-# 4000). Prints a Markdown report on stdout; progress on stderr.
+# 4000), SETS (which sets to run: any of "small mid big", default all),
+# LIMITS (1: also measure the rate limits, the default; 0: skip them),
+# TOOLS (local-to-local tools, default "cp rsync tar stagecopy"; cp is
+# what the ratios compare with).
+# Prints a Markdown report on stdout; progress on stderr. Under a shared
+# machine, run it under `flock /tmp/adafs-bench.lock` so timed runs of
+# different people never overlap.
 #
 # Nothing is deleted between timed runs: on a file system mounted with
 # `discard` (as here), the first create-heavy run after a mass delete is
@@ -22,6 +28,10 @@ BUILD=$(cd "${1:?usage: run.sh BUILD_DIR [WORK_DIR]}" && pwd)
 W=${2:-/tmp/adafs-bench-stage}
 SMALL=${SMALL:-100000} MID=${MID:-1000} BIG=${BIG:-4} BIGMIB=${BIGMIB:-1024}
 THREADS=${THREADS:-8} LIMIT_BW=${LIMIT_BW:-150M} LIMIT_MD=${LIMIT_MD:-4000}
+SETS=${SETS:-small mid big} LIMITS=${LIMITS:-1} TOOLS=${TOOLS:-cp rsync tar stagecopy}
+for set in $SETS; do
+    case $set in small|mid|big) ;; *) echo "run.sh: unknown set '$set' in SETS (small mid big)" >&2; exit 2 ;; esac
+done
 STAGE=$BUILD/stager/adafs-stage CTL=$BUILD/agent/adafs-ctl
 export LD_LIBRARY_PATH=$BUILD/agent/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 for p in "$STAGE" "$CTL"; do [ -x "$p" ] || { echo "run.sh: $p not built" >&2; exit 2; }; done
@@ -32,33 +42,43 @@ stop_all() { for b in "$W"/fs-*; do [ -d "$b" ] && "$CTL" stop --base "$b" > /de
 trap 'stop_all' EXIT
 say() { echo "[$(date +%T)] $*" >&2; }
 
-make_data() {
-    local stamp="$SMALL $MID $BIG $BIGMIB"
-    if [ "$(cat "$W/src/.params" 2>/dev/null)" = "$stamp" ]; then
-        say "reusing data in $W/src"
+# Each set is generated once and reused while its parameters stay the
+# same (the stamps live outside the copied trees).
+make_set() {
+    local set=$1 stamp
+    case $set in small) stamp=$SMALL ;; mid) stamp=$MID ;; big) stamp="$BIG $BIGMIB" ;; esac
+    mkdir -p "$W/src" "$W/stamps"
+    if [ -d "$W/src/$set" ] && [ "$(cat "$W/stamps/$set" 2>/dev/null)" = "$stamp" ]; then
+        say "reusing data in $W/src/$set"
         return
     fi
-    say "generating data in $W/src"
-    rm -rf "$W/src"; mkdir -p "$W/src/small" "$W/src/mid" "$W/src/big"
-    python3 - "$W/src" "$SMALL" "$MID" <<'PY'
+    say "generating data in $W/src/$set"
+    rm -rf "$W/src/$set" "$W/stamps/$set"; mkdir -p "$W/src/$set"
+    case $set in
+    small|mid) python3 - "$W/src" "$set" "$stamp" <<'PY'
 import os, sys
-root, small, mid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+root, which, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 block = os.urandom(1 << 20)
-for i in range(small):
-    d = os.path.join(root, "small", "d%03d" % (i % 100))
-    if i < 100: os.mkdir(d)
-    with open(os.path.join(d, "f%06d" % i), "wb") as f:
-        off = (i * 4096) % (1 << 20)
-        f.write(block[off:off + 4096])
-for i in range(mid):
-    d = os.path.join(root, "mid", "d%02d" % (i % 10))
-    if i < 10: os.mkdir(d)
-    with open(os.path.join(d, "f%04d" % i), "wb") as f:
-        f.write(block[i % 4096:] + block[:i % 4096])
+for i in range(count):
+    if which == "small":
+        d = os.path.join(root, "small", "d%03d" % (i % 100))
+        if i < 100: os.mkdir(d)
+        with open(os.path.join(d, "f%06d" % i), "wb") as f:
+            off = (i * 4096) % (1 << 20)
+            f.write(block[off:off + 4096])
+    else:
+        d = os.path.join(root, "mid", "d%02d" % (i % 10))
+        if i < 10: os.mkdir(d)
+        with open(os.path.join(d, "f%04d" % i), "wb") as f:
+            f.write(block[i % 4096:] + block[:i % 4096])
 PY
-    head -c $((BIGMIB << 20)) /dev/urandom > "$W/src/big/g0"
-    for i in $(seq 1 $((BIG - 1))); do cp "$W/src/big/g0" "$W/src/big/g$i"; done
-    echo "$stamp" > "$W/src/.params"
+    ;;
+    big)
+        head -c $((BIGMIB << 20)) /dev/urandom > "$W/src/big/g0"
+        for i in $(seq 1 $((BIG - 1))); do cp "$W/src/big/g0" "$W/src/big/g$i"; done
+        ;;
+    esac
+    echo "$stamp" > "$W/stamps/$set"
     sync
 }
 
@@ -87,7 +107,7 @@ run_set() {
     local set=$1 src=$W/src/$1 d t fs=$W/fs-$1
     FILES[$set]=$(find "$src" -type f | wc -l)
     BYTES[$set]=$(du -sb --apparent-size "$src" | cut -f1)
-    for tool in cp rsync tar stagecopy; do
+    for tool in $TOOLS; do
         d=$W/dst-$set-$tool
         case $tool in
         cp) t=$(timed cp -r "$src" "$d") ;;
@@ -149,22 +169,42 @@ limits() {
     BW_WANT=$bw
 }
 
-make_data
+for set in $SETS; do make_set $set; done
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 say "untimed warm-up copy (absorbs earlier deletes)"
-cp -r "$W/src/small" "$W/warmup"; sync
-for set in small mid big; do run_set $set; done
-limits
+first=${SETS%% *}
+cp -r "$W/src/$first" "$W/warmup"; sync
+for set in $SETS; do run_set $set; done
+BW_RATES="(not run)" MD_RATES="(not run)" BW_WANT="(not run)"
+if [ "$LIMITS" = 1 ]; then
+    for set in small big; do make_set $set; done
+    limits
+fi
 stop_all
 say "removing copies"
 rm -rf "$W"/dst-* "$W"/fs-* "$W/warmup"
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+ratio() { if [ -n "${1:-}" ] && [ -n "${2:-}" ]; then awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; else echo "n/a"; fi; }
+ratios() {
+    local set name target cp in out copy
+    for set in $SETS; do
+        cp=R_${set}_cp in=R_${set}_stage_in out=R_${set}_stage_out copy=R_${set}_stagecopy
+        case $set in
+        small) name="small files" target=" (target >= 1.00)" ;;
+        big) name="$BIGMIB MiB files" target=" (target >= 0.80)" ;;
+        mid) name="1 MiB files" target="" ;;
+        esac
+        echo "- $name: stage-in $(ratio "${!cp:-}" "${!in:-}"), stage-out" \
+             "$(ratio "${!cp:-}" "${!out:-}")$target; adafs-stage copy $(ratio "${!cp:-}" "${!copy:-}")"
+    done
+}
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
 cat <<REPORT
 ## Stager benchmark ($(date -u +%Y-%m-%dT%H:%MZ))
 
 Machine: $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, work dir $W on
-$(df -h --output=source,fstype "$W" | tail -1 | tr -s ' '). Command: \`bench/stage/run.sh $BUILD $W\`
+$(df -h --output=source,fstype "$W" | tail -1 | tr -s ' '). Command: \`SETS="$SETS" TOOLS="$TOOLS" LIMITS=$LIMITS bench/stage/run.sh $BUILD $W\`
+(load average before the run: $LOAD0)
 (SMALL=$SMALL x 4 KiB, MID=$MID x 1 MiB, BIG=$BIG x $BIGMIB MiB, stager threads $THREADS).
 Page cache warm (nothing dropped between runs), \`sync\` after every run (not timed),
 every tool writes a fresh directory (nothing deleted between timed runs, see run.sh).
@@ -175,10 +215,7 @@ adafs: 4 servers on 127.0.0.1 (adafs-ctl), chunk size 512 KiB.
 $(printf '%s\n' "${RESULTS[@]}")
 
 Ratios, stager speed / cp -r speed (same data set):
-- small files: stage-in $(ratio "$R_small_cp" "$R_small_stage_in"), stage-out $(ratio "$R_small_cp" "$R_small_stage_out") (target >= 1.00)
-- 1 GiB files: stage-in $(ratio "$R_big_cp" "$R_big_stage_in"), stage-out $(ratio "$R_big_cp" "$R_big_stage_out") (target >= 0.80)
-- 1 MiB files: stage-in $(ratio "$R_mid_cp" "$R_mid_stage_in"), stage-out $(ratio "$R_mid_cp" "$R_mid_stage_out")
-- adafs-stage copy (local to local): small $(ratio "$R_small_cp" "$R_small_stagecopy"), mid $(ratio "$R_mid_cp" "$R_mid_stagecopy"), big $(ratio "$R_big_cp" "$R_big_stagecopy")
+$(ratios)
 
 Rate limits, over 10 s windows of the stager's own per-second progress (--progress-json):
 - --max-bw $LIMIT_BW = $BW_WANT B/s; bytes/s read from the parallel fs per window: $BW_RATES

@@ -90,5 +90,30 @@ missing=$(for i in 1 2 3 4 5 6 7 8 9 10 11 12; do cmp -s "$WORK/q/f$i" "$WORK/qo
 reported=$(grep -o "\"path\":\"[^\"]*\",\"errno\":28" "$WORK/q.json" | sed 's/"path":"\([^"]*\)".*/\1/' | sort)
 ok "some files reported with ENOSPC" test -n "$reported"
 is "exactly the missing files are reported with ENOSPC" "$reported" "$missing"
+
+# Small files go in batches (one request per server for many files): a
+# quota running out inside a batch still reports exactly the missing files.
+mkdir -p "$WORK/qs"; i=0; while [ $i -lt 500 ]; do head -c 20000 /dev/urandom > "$WORK/qs/f$i"; i=$((i + 1)); done
+"$STAGE" in $I --json "$WORK/qs" /qs > "$WORK/qs.json" 2>/dev/null
+is "small files over quota: exit 1" $? 1
+"$STAGE" out $I --json /qs "$WORK/qsout" > /dev/null 2>&1
+missing=$(i=0; while [ $i -lt 500 ]; do cmp -s "$WORK/qs/f$i" "$WORK/qsout/f$i" 2>/dev/null || echo "$WORK/qs/f$i"; i=$((i + 1)); done | sort)
+reported=$(grep -o "\"path\":\"[^\"]*\",\"errno\":28" "$WORK/qs.json" | sed 's/"path":"\([^"]*\)".*/\1/' | sort)
+ok "small files: some reported with ENOSPC" test -n "$reported"
+is "small files: exactly the missing ones are reported with ENOSPC" "$reported" "$missing"
+stop_fs
+
+# One file's error inside a batch fails only that file: directories stand
+# where two of the files should go.
+rm -rf "$FS"; start_fs
+mkdir -p "$WORK/pre/f7" "$WORK/pre/f300"
+"$STAGE" in $I "$WORK/pre" /e 2>/dev/null
+"$STAGE" in $I --json "$S/a/b" /e > "$WORK/e.json" 2>/dev/null
+is "two files over directories: exit 1" $? 1
+reported=$(grep -o "\"path\":\"[^\"]*\",\"errno\":21" "$WORK/e.json" | sed 's/"path":"\([^"]*\)".*/\1/' | sort | tr '\n' ' ')
+is "exactly those two are reported with EISDIR" "$reported" "$S/a/b/f300 $S/a/b/f7 "
+is "the other 498 files were copied" "$(json_field "$WORK/e.json" files)" 498
+"$STAGE" out $I /e "$WORK/eout" 2>/dev/null
+ok "and read back intact" sh -c "for i in 0 1 6 8 299 301 499; do cmp -s '$S/a/b/f'\$i '$WORK/eout/f'\$i || exit 1; done"
 stop_fs
 done_testing
