@@ -107,6 +107,14 @@ struct backend_ops {
     /* Optional: open_read of many entries of one directory at once (small
      * files come with their data). Returns 0, or -errno if none was tried. */
     int (*open_read_many)(struct bdir *d, struct bopen *e, size_t n);
+    /* Optional: writes n bytes of src (a file of a backend with
+     * kernel_fds) from src_off to f at off, without passing through the
+     * caller's memory. Returns the bytes written (short at the end of
+     * src), or -errno. The caller charges src's rate limits. */
+    ssize_t (*pwrite_from)(struct bfile *f, struct bfile *src, off_t src_off, size_t n,
+                           off_t off);
+    /* bfile.fd is a kernel descriptor (the POSIX backend). */
+    int kernel_fds;
 };
 
 struct backend {

@@ -221,6 +221,12 @@ static ssize_t adafs_pwrite_file(struct bfile *f, const void *buf, size_t n, off
     return adafs_pwrite(FS(f->b), f->fd, buf, n, off);
 }
 
+static ssize_t adafs_pwrite_from(struct bfile *f, struct bfile *src, off_t src_off, size_t n,
+                                 off_t off)
+{
+    return adafs_pwrite_from_fd(FS(f->b), f->fd, src->fd, src_off, n, off);
+}
+
 static off_t adafs_seek_file(struct bfile *f, off_t off, int whence)
 {
     return adafs_lseek(FS(f->b), f->fd, off, whence);
@@ -392,6 +398,7 @@ static const struct backend_ops adafs_ops = {
     .create_many = adafs_create_many,
     .create_many_max = CREATE_MANY_MAX,
     .open_read_many = adafs_open_read_many,
+    .pwrite_from = adafs_pwrite_from,
 };
 
 int backend_adafs_init(struct backend *b, const char *instance, char *err, size_t errlen)

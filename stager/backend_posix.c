@@ -318,6 +318,7 @@ static const struct backend_ops posix_ops = {
     .unlink_at = posix_unlink_at,
     .set_attrs_at = posix_set_attrs_at,
     .mkdir_path = posix_mkdir_path,
+    .kernel_fds = 1,
 };
 
 void backend_posix_init(struct backend *b, struct ratelimit *mdops, struct ratelimit *bw)

@@ -20,6 +20,8 @@
  * STAGE_BUF_SIZE: several adafs chunks per request, fetched in parallel. */
 #define STAGE_SMALL_MAX (1u << 20)
 #define STAGE_BUF_SIZE (4u << 20)
+/* Bytes per call when data moves file to file without our memory. */
+#define STAGE_DIRECT_SIZE (16u << 20)
 #define STAGE_DEFAULT_PIECE (64ull << 20)
 #define STAGE_DEFAULT_THREADS 8
 
