@@ -17,11 +17,16 @@ enum {
     F_SAME_MAX5, F_SAME_LIMIT, F_REQ_N, F_REQ_MED5, F_EXE_MED3, F_LAST1,
     F_LAST2, F_RATIO_MED5, F_RATIO_MAX5, F_RATIO_MEAN, F_LIMIT10, F_FAIL5,
     F_SINCE_END, F_REQ_REL, F_SAME_WMED, F_REQ_WMED, F_RATIO_WQ75,
+    F_SAME_AGE,
     NFEAT
 };
 
 /* Per-job decay of the recency weights in the weighted medians. */
 #define RECENCY_DECAY 0.92f
+/* log2(1 + seconds) since the newest finished job with the same request and
+ * size was submitted, beyond which the baseline treats the request as half
+ * new: one day. */
+#define SAME_STALE_LOG2 16.4f
 /* Ratio guessed for a user without history. */
 #define BASELINE_NEW_USER 0.3f
 

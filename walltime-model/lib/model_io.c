@@ -8,7 +8,7 @@
  *   users N, then per user "user UID COUNT HEAD" and COUNT
  *       "e SUBMIT END REQ RUN PROCS MEM EXE PARTITION STATUS MARGIN" lines
  *       (ring slots)
- *   train N HEAD, then N "t Y W F0 .. F28" lines
+ *   train N HEAD, then N "t Y W F0 .. F29" lines
  *   end
  *
  * Real numbers are written as C99 hexadecimal floats (%a), which read back
@@ -18,12 +18,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Bumped whenever the features change meaning or number: the trees and the
  * kept training jobs of an older file would be read with the wrong
- * features. Version 2 added ratio_wq75 (the baseline for a new request). */
+ * features. Version 2 added ratio_wq75 and same_age (the baseline for new
+ * and stale requests). */
 #define MODEL_VERSION "2"
-#include <unistd.h>
 
 /* The longest line is "roots" with one index per tree. */
 #define MAX_TREES 1000
