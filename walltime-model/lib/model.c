@@ -21,7 +21,7 @@ void walltime_params_default(struct walltime_params *p)
 {
     p->trees = 50;
     p->depth = 3;
-    p->learning_rate = 0.1;
+    p->learning_rate = 0.05;
     p->min_leaf = 500;
     p->quantile = 0.97;
     p->target_miss = 0.02;
