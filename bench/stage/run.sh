@@ -12,17 +12,20 @@
 # 4000), SETS (which sets to run: any of "small mid big", default all),
 # LIMITS (1: also measure the rate limits, the default; 0: skip them),
 # TOOLS (local-to-local tools, default "cp rsync tar stagecopy"; cp is
-# what the ratios compare with).
+# what the ratios compare with), KEEP (1: leave the copies in WORK_DIR/run.*
+# instead of deleting them at the end; see below).
 # Prints a Markdown report on stdout; progress on stderr. Under a shared
 # machine, run it under `flock /tmp/adafs-bench.lock` so timed runs of
 # different people never overlap.
 #
-# Nothing is deleted between timed runs: on a file system mounted with
-# `discard` (as here), the first create-heavy run after a mass delete is
-# slowed ten-fold while the kernel discards the freed blocks, which would
-# penalise whichever tool came next. Every tool writes a fresh directory,
-# an untimed warm-up copy absorbs earlier deletes, and all is removed at
-# the end (about 40 GB at the peak with the default sizes).
+# Nothing is deleted between timed runs: on this ext4 the creates of the
+# first minutes after a mass delete are slowed five- to twenty-fold (perf:
+# the inode allocator's find_inode_bit -> recently_deleted skips inodes
+# freed in the last 60-300 s, one inode table lookup each), which would
+# penalise whichever tool came next. Every tool writes a fresh directory
+# and all is removed at the end (about 40 GB at the peak with the default
+# sizes); with KEEP=1 nothing is removed, so runs can follow each other
+# without waiting five minutes after the previous run's clean-up.
 set -euo pipefail
 BUILD=$(cd "${1:?usage: run.sh BUILD_DIR [WORK_DIR]}" && pwd)
 W=${2:-/tmp/adafs-bench-stage}
@@ -32,13 +35,14 @@ SETS=${SETS:-small mid big} LIMITS=${LIMITS:-1} TOOLS=${TOOLS:-cp rsync tar stag
 for set in $SETS; do
     case $set in small|mid|big) ;; *) echo "run.sh: unknown set '$set' in SETS (small mid big)" >&2; exit 2 ;; esac
 done
-STAGE=$BUILD/stager/adafs-stage CTL=$BUILD/agent/adafs-ctl
+STAGE=$BUILD/stager/adafs-stage CTL=$BUILD/agent/adafs-ctl KEEP=${KEEP:-0}
+R=$W/run.$(date +%s)   # this run's copies and instances
 export LD_LIBRARY_PATH=$BUILD/agent/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 for p in "$STAGE" "$CTL"; do [ -x "$p" ] || { echo "run.sh: $p not built" >&2; exit 2; }; done
 for p in rsync tar python3; do command -v $p > /dev/null || { echo "run.sh: $p missing" >&2; exit 2; }; done
 
 mkdir -p "$W"
-stop_all() { for b in "$W"/fs-*; do [ -d "$b" ] && "$CTL" stop --base "$b" > /dev/null 2>&1; done; true; }
+stop_all() { for b in "$R"/fs-*; do [ -d "$b" ] && "$CTL" stop --base "$b" > /dev/null 2>&1; done; true; }
 trap 'stop_all' EXIT
 say() { echo "[$(date +%T)] $*" >&2; }
 
@@ -104,11 +108,11 @@ record() {              # record SET TOOL SECONDS
 }
 
 run_set() {
-    local set=$1 src=$W/src/$1 d t fs=$W/fs-$1
+    local set=$1 src=$W/src/$1 d t fs=$R/fs-$1
     FILES[$set]=$(find "$src" -type f | wc -l)
     BYTES[$set]=$(du -sb --apparent-size "$src" | cut -f1)
     for tool in $TOOLS; do
-        d=$W/dst-$set-$tool
+        d=$R/dst-$set-$tool
         case $tool in
         cp) t=$(timed cp -r "$src" "$d") ;;
         rsync) t=$(timed rsync -a "$src/" "$d/") ;;
@@ -123,7 +127,7 @@ run_set() {
     t=$(timed "$STAGE" in --allow-root --quiet --threads "$THREADS" --instance "$fs/instance" "$src" /in)
     sync
     record "$set" stage_in "$t"
-    d=$W/dst-$set-out
+    d=$R/dst-$set-out
     t=$(timed "$STAGE" out --allow-root --quiet --threads "$THREADS" --instance "$fs/instance" /in "$d")
     sync
     diff -rq "$src" "$d" > /dev/null || { echo "run.sh: stage in+out of $set differs" >&2; exit 1; }
@@ -154,7 +158,7 @@ PY
 }
 
 limits() {
-    local fs=$W/fs-limits bw
+    local fs=$R/fs-limits bw
     "$CTL" start --servers 4 --base "$fs" > /dev/null
     bw=$(numfmt --from=iec "${LIMIT_BW%B}")
     rm -f "$W/bw.jsonl" "$W/md.jsonl"
@@ -173,7 +177,7 @@ for set in $SETS; do make_set $set; done
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 say "untimed warm-up copy (absorbs earlier deletes)"
 first=${SETS%% *}
-cp -r "$W/src/$first" "$W/warmup"; sync
+mkdir -p "$R"; cp -r "$W/src/$first" "$R/warmup"; sync
 for set in $SETS; do run_set $set; done
 BW_RATES="(not run)" MD_RATES="(not run)" BW_WANT="(not run)"
 if [ "$LIMITS" = 1 ]; then
@@ -181,8 +185,7 @@ if [ "$LIMITS" = 1 ]; then
     limits
 fi
 stop_all
-say "removing copies"
-rm -rf "$W"/dst-* "$W"/fs-* "$W/warmup"
+if [ "$KEEP" = 1 ]; then say "keeping the copies in $R"; else rm -rf "$R"; fi
 
 ratio() { if [ -n "${1:-}" ] && [ -n "${2:-}" ]; then awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; else echo "n/a"; fi; }
 ratios() {
