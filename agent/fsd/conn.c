@@ -27,6 +27,8 @@
 #define SEND_TIMEOUT_MS 30000
 #define IN_INITIAL (256u << 10)
 #define OUT_FLUSH (256u << 10)
+/* At most this much is read beyond the request being completed. */
+#define READ_AHEAD (16u << 10)
 /* A WRITE with more payload than this streams its data from the socket
  * into the file (splice) instead of reading it into memory first. */
 #define STREAM_MIN (64u << 10)
@@ -75,9 +77,13 @@ static int fill(struct conn *c, size_t need)
     }
     /* Read ahead for small requests (a pipelined train arrives in one
      * call), but not past a large one: bytes of the next request read now
-     * would have to be moved to the front of the buffer afterwards. */
+     * would have to be moved to the front of the buffer afterwards. And
+     * only a little: what is read ahead of a large WRITE's data is copied
+     * twice (into this buffer, then into the file) instead of spliced. */
     size_t missing = need - (c->end - c->start);
     size_t room = need > IN_INITIAL ? missing : c->cap - c->end;
+    if (room > missing && room > READ_AHEAD)
+        room = missing > READ_AHEAD ? missing : READ_AHEAD;
     ssize_t n = net_read_some(c->fd, c->in + c->end, missing, room, 0);
     if (n < 0)
         return (int)n;

@@ -9,21 +9,17 @@
  * into -EIO for the calls addressed to it, and its connection is dropped so
  * the next call reconnects.
  *
- * Bulk data avoids copies. A large payload in memory is not copied into the
- * socket: vmsplice(2) lends its pages to the connection's pipe and splice(2)
- * hands them on to the socket, so on loopback the server's splice into its
- * file is the only copy. That is safe because the caller's buffer is not
- * ours once the call returns, and the call returns only after reading the
- * server's answer to that request, which the server sends after it has
- * copied the bytes into its file (a connection that fails instead is
- * closed; whatever of the buffer a server still takes afterwards is the
- * undefined content of a write that returned EIO). A payload in a file goes
+ * Bulk data in files avoids the caller's memory: a payload in a file goes
  * out with sendfile(2), and answer data bound for a file is spliced from
- * the socket through the pipe into it. The pipe is opened with the
- * connection (close-on-exec) and closed with it; a forked child opens its
- * own. splice and sendfile raise SIGPIPE on a dead peer, which a library
- * must not do to its caller: they run with SIGPIPE blocked, and a SIGPIPE
- * they caused is taken back. */
+ * the socket through the connection's pipe into it (adafs_pwrite_from_fd,
+ * adafs_pread_to_fd). The pipe is opened with the connection on first need
+ * (close-on-exec) and closed with it; a forked child opens its own. splice
+ * and sendfile raise SIGPIPE on a dead peer, which a library must not do to
+ * its caller: they run with SIGPIPE blocked, and a SIGPIPE they caused is
+ * taken back. A payload in memory is copied into the socket by sendmsg:
+ * lending its pages with vmsplice(2) + splice(2) instead was measured no
+ * faster on loopback (doc/bench/fs.md: the profile trades the copy for
+ * page pinning and one socket fragment per 4 KiB page). */
 #include "client.h"
 
 #include <errno.h>
@@ -39,10 +35,6 @@
 #include "net.h"
 
 #define CONN_BUF (64u << 10)
-/* Payloads from memory below this go out with the request in one sendmsg:
- * pinning pages and two more system calls cost more than copying them
- * (measured: doc/bench/fs.md). The server streams writes above 64 KiB. */
-#define ZEROCOPY_MIN (64u << 10)
 /* The most a pipe may hold here (/proc/sys/fs/pipe-max-size, 1 MiB by
  * default); a smaller pipe only means more system calls. */
 #define PIPE_WANT (1u << 20)
@@ -150,7 +142,7 @@ static int conn_ready(adafs *fs, int server, int need_pipe)
 /* Whether a call moves its bulk data through the connection's pipe. */
 static int uses_pipe(const struct call *c)
 {
-    return (c->bulk_fd < 0 && c->bulk_len >= ZEROCOPY_MIN) || c->dest_fd >= 0;
+    return c->dest_fd >= 0;
 }
 
 /* After a splice or sendfile failed with errno: 0 to try again (interrupted,
@@ -192,44 +184,6 @@ static void nopipe_end(struct nopipe *np, int rc)
     pthread_sigmask(SIG_SETMASK, &np->old, NULL);
 }
 
-/* Moves n bytes from the pipe into the socket. */
-static int pipe_to_sock(struct server_conn *sc, size_t n, int more, int64_t deadline)
-{
-    while (n > 0) {
-        ssize_t k = syscall(SYS_splice, sc->pipe[0], NULL, sc->fd, NULL, n,
-                            more ? SPLICE_F_MORE : 0);
-        if (k < 0) {
-            int rc = retry(deadline);
-            if (rc < 0)
-                return rc;
-            continue;
-        }
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-/* Sends len bytes of memory without copying them (see the top). */
-static int send_spliced(struct server_conn *sc, const char *buf, size_t len, int64_t deadline)
-{
-    size_t done = 0;
-    while (done < len) {
-        struct iovec v = { .iov_base = (void *)(buf + done),
-                           .iov_len = len - done < sc->pipe_size ? len - done : sc->pipe_size };
-        /* The pipe is empty here: this never waits. */
-        ssize_t n = vmsplice(sc->pipe[1], &v, 1, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        done += (size_t)n;
-        int rc = pipe_to_sock(sc, (size_t)n, done < len, deadline);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
-}
-
 /* Sends len bytes of file fd from off; the caller made sure it holds them.
  * A file that shrank meanwhile gives -ENODATA (the request is then
  * incomplete, and the connection must go). */
@@ -266,16 +220,13 @@ static int send_call(adafs *fs, struct call *c)
         { .iov_base = (void *)c->bulk, .iov_len = c->bulk_len },
     };
     int64_t deadline = net_now_ms() + fs->inst.timeout_ms;
-    int copied = c->bulk_len > 0 && c->bulk_fd < 0 && !uses_pipe(c);
-    int rc = net_writev_full(sc->fd, iov, copied ? 3 : 2, deadline);
-    if (rc < 0 || c->bulk_len == 0 || copied)
+    int from_file = c->bulk_len > 0 && c->bulk_fd >= 0;
+    int rc = net_writev_full(sc->fd, iov, from_file ? 2 : 3, deadline);
+    if (rc < 0 || !from_file)
         return rc;
     struct nopipe np;
     nopipe_begin(&np);
-    if (c->bulk_fd >= 0)
-        rc = send_from_file(sc, c->bulk_fd, c->bulk_fd_off, c->bulk_len, deadline);
-    else
-        rc = send_spliced(sc, c->bulk, c->bulk_len, deadline);
+    rc = send_from_file(sc, c->bulk_fd, c->bulk_fd_off, c->bulk_len, deadline);
     nopipe_end(&np, rc);
     return rc;
 }

@@ -5,7 +5,7 @@
  *   fsbench bulk [--mib N]               1 MiB messages, one direction
  *   fsbench mdtest --dir D [--files N] [--procs P] [--api]
  *   fsbench ior --dir D [--procs P] [--xfer SIZE] [--block SIZE]
- *               [--random] [--shared] [--api]
+ *               [--random] [--shared] [--api] [--write-only]
  *
  * mdtest and ior use plain POSIX calls, so the same binary measures the
  * backing directory directly and adafs through the LD_PRELOAD interposer;
@@ -287,7 +287,7 @@ static int mdtest(int procs)
 }
 
 static uint64_t ior_xfer, ior_block;
-static int ior_random, ior_shared;
+static int ior_random, ior_shared, ior_write_only;
 
 static void ior_phase(int rank, int phase)
 {
@@ -332,10 +332,11 @@ static int ior(int procs)
     if (x_mkdir(bench_dir) < 0 && errno != EEXIST)
         die(bench_dir);
     double t[2];
-    run_phases(procs, 2, ior_phase, t);
+    run_phases(procs, ior_write_only ? 1 : 2, ior_phase, t);
     double mib = (double)procs * (double)ior_block / (1 << 20);
     printf("ior_write %.0f MiB/s\n", mib / t[0]);
-    printf("ior_read %.0f MiB/s\n", mib / t[1]);
+    if (!ior_write_only)
+        printf("ior_read %.0f MiB/s\n", mib / t[1]);
     char path[4200];
     for (int r = 0; r < (ior_shared ? 1 : procs); r++) {
         if (ior_shared)
@@ -355,6 +356,7 @@ int main(int argc, char **argv)
         { "procs", required_argument, NULL, 'p' },   { "xfer", required_argument, NULL, 'x' },
         { "block", required_argument, NULL, 'b' },   { "random", no_argument, NULL, 'r' },
         { "shared", no_argument, NULL, 'S' },        { "api", no_argument, NULL, 'a' },
+        { "write-only", no_argument, NULL, 'w' },
         { NULL, 0, NULL, 0 },
     };
     if (argc < 2) {
@@ -380,6 +382,7 @@ int main(int argc, char **argv)
         case 'r': ior_random = 1; break;
         case 'S': ior_shared = 1; break;
         case 'a': api = 1; break;
+        case 'w': ior_write_only = 1; break;
         case 'x':
         case 'b':
             if (size_parse(optarg, c == 'x' ? &ior_xfer : &ior_block) < 0) {
