@@ -1,5 +1,6 @@
 #!/bin/sh
 # bench/fs/run.sh BUILD_DIR [REPEATS]
+# bench/fs/run.sh BUILD_DIR REPEATS data1m [OLD_BUILD_DIR]
 #
 # The file system benchmarks of issue 3 in one run: the transport limits
 # (64-byte TCP ping-pong, 1 MiB bulk TCP), mdtest-like create/stat/remove
@@ -9,15 +10,26 @@
 # plus start and stop times of 4 servers. Each measurement is repeated
 # REPEATS times (default 3), interleaved, and the best is kept: on a shared
 # machine noise only ever slows a run down. Prints Markdown.
+#
+# data1m: only the 1 MiB sequential write/read target with 2 servers, each
+# repeat measuring bulk TCP and the local directory right before adafs, and
+# with OLD_BUILD_DIR also an older build's adafs in the same repeats (the
+# two take turns going first), for before/after comparisons.
 set -eu
-build=$(cd "${1:?usage: run.sh BUILD_DIR [REPEATS]}" && pwd)
+usage="usage: run.sh BUILD_DIR [REPEATS [data1m [OLD_BUILD_DIR]]]"
+build=$(cd "${1:?$usage}" && pwd)
 repeats=${2:-3}
+set_=${3:-all}
+old=${4:+$(cd "$4" && pwd)}
+case $set_ in all|data1m) ;; *) echo "run.sh: unknown set '$set_'; $usage" >&2; exit 2 ;; esac
+for b in $build $old; do
+    for f in agent/adafs-ctl bench/fs/fsbench agent/.libs/libadafs_preload.so; do
+        test -e "$b/$f" || { echo "run.sh: $b/$f is missing: build first (make -C $b)" >&2; exit 1; }
+    done
+done
 ctl=$build/agent/adafs-ctl
 fsb=$build/bench/fs/fsbench
 preload=$build/agent/.libs/libadafs_preload.so
-for f in "$ctl" "$fsb" "$preload"; do
-    test -e "$f" || { echo "run.sh: $f is missing: build first (make -C $build)" >&2; exit 1; }
-done
 work=$(mktemp -d "${TMPDIR:-/tmp}/fsbench.XXXXXX")
 results=$work/results
 mount=/adafs-bench
@@ -60,6 +72,62 @@ workloads() {
 }
 
 mkdir -p "$work/local"
+
+# The data1m set: per repeat, bulk TCP, the local 1 MiB write and read,
+# then adafs with 2 servers for each build (new, old), alternating which
+# goes first. Ratios pair each result with min(bulk, local) of its repeat.
+if [ "$set_" = data1m ]; then
+    builds="new${old:+ old}"
+    for which in $builds; do
+        b=$build
+        test "$which" = old && b=$old
+        "$b/agent/adafs-ctl" start --servers 2 --base "$work/inst.$which" --mount $mount \
+            >"$work/inst.$which.path" 2>/dev/null
+    done
+    for r in $(seq "$repeats"); do
+        "$fsb" bulk --mib 2048 | record net
+        "$fsb" ior --dir "$work/local/n$$" --xfer 1M --block $block | record local
+        order=$builds
+        test $((r % 2)) = 0 && test -n "$old" && order="old new"
+        for which in $order; do
+            b=$build
+            test "$which" = old && b=$old
+            ADAFS_INSTANCE=$(cat "$work/inst.$which.path") LD_PRELOAD=$b/agent/.libs/libadafs_preload.so \
+                "$b/bench/fs/fsbench" ior --xfer 1M --block $block --dir "$mount/d$$" | record "$which"
+        done
+    done
+    for which in $builds; do
+        b=$build
+        test "$which" = old && b=$old
+        "$b/agent/adafs-ctl" stop --base "$work/inst.$which" 2>/dev/null
+    done
+    echo "Machine: $(nproc) cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
+    echo "1 MiB sequential transfers, one process, $block, 2 servers; $repeats repeats; new: $build${old:+, old: $old}."
+    echo
+    echo "| build | phase | ratios per repeat (to min(bulk, local) of the repeat) | median | best | best MiB/s |"
+    echo "|---|---|---|---|---|---|"
+    for which in $builds; do
+        for phase in write read; do
+            awk -v w="$which" -v p="ior_$phase" -v n="$repeats" '
+                { v[$1] = $2 }
+                END {
+                    for (r = 1; r <= n; r++) {
+                        l = v["r" r ".net.bulk"]; x = v["r" r ".local." p]
+                        if (x + 0 < l + 0) l = x
+                        a[r] = v["r" r "." w "." p] / l; m[r] = v["r" r "." w "." p]
+                    }
+                    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+                        if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t; t = m[i]; m[i] = m[j]; m[j] = t }
+                    s = ""
+                    for (i = 1; i <= n; i++) s = s sprintf("%.0f%% ", 100 * a[i])
+                    med = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+                    printf "| %s | %s | %s| %.0f%% | %.0f%% | %.0f |\n", w, substr(p, 5), s, 100 * med, 100 * a[n], m[n]
+                }' "$results"
+        done
+    done
+    exit 0
+fi
+
 for r in $(seq "$repeats"); do
     "$fsb" pingpong --seconds 1 | record net
     "$fsb" bulk --mib 2048 | record net
