@@ -187,16 +187,43 @@ static void refuse_shared_keys(struct centry *e, uint32_t *order, uint32_t m)
     }
 }
 
-/* A data key the client claims is fresh must hold nothing on this server. */
+/* The data directory, opened once: a lookup of one name in it is much
+ * cheaper than of the whole path (access() of the full path was a tenth
+ * of the server's time in a batch). One server per process. */
+static int data_dir_fd(struct server *srv)
+{
+    static _Atomic int fd = -1;
+    int have = atomic_load(&fd);
+    if (have >= 0)
+        return have;
+    int mine = open(srv->data_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (mine < 0) {
+        log_error("cannot open %s: %s", srv->data_dir, strerror(errno));
+        return -errno;
+    }
+    if (!atomic_compare_exchange_strong(&fd, &have, mine)) {
+        close(mine);
+        return have;
+    }
+    return mine;
+}
+
+/* A data key the client claims is fresh must hold nothing on this server:
+ * no inline data and no local file (chunks.c's name for it). */
 static int key_is_fresh(struct server *srv, uint64_t key)
 {
     static _Thread_local uint8_t buf[BLOB_CAP];
     int rc = meta_blob_get(srv, key, buf, sizeof(buf));
     if (rc != -ENOENT)
         return rc < 0 ? rc : -EEXIST;
-    char path[sizeof(srv->data_dir) + 20];
-    snprintf(path, sizeof(path), "%s/%016llx", srv->data_dir, (unsigned long long)key);
-    return access(path, F_OK) == 0 ? -EEXIST : 0;
+    int dir = data_dir_fd(srv);
+    if (dir < 0)
+        return -EIO;
+    char name[20];
+    snprintf(name, sizeof(name), "%016llx", (unsigned long long)key);
+    if (faccessat(dir, name, F_OK, 0) == 0)
+        return -EEXIST;
+    return errno == ENOENT ? 0 : -errno;
 }
 
 /* One entry under its record lock: the checks of CREATE_WRITE, its quota,
