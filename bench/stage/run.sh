@@ -42,7 +42,7 @@ for p in "$STAGE" "$CTL"; do [ -x "$p" ] || { echo "run.sh: $p not built" >&2; e
 for p in rsync tar python3; do command -v $p > /dev/null || { echo "run.sh: $p missing" >&2; exit 2; }; done
 
 mkdir -p "$W"
-stop_all() { for b in "$R"/fs-*; do [ -d "$b" ] && "$CTL" stop --base "$b" > /dev/null 2>&1; done; true; }
+stop_all() { for b in "$R"/fs-*; do [ -d "$b" ] && { "$CTL" stop --base "$b" > /dev/null 2>&1 || true; }; done; true; }
 trap 'stop_all' EXIT
 say() { echo "[$(date +%T)] $*" >&2; }
 
