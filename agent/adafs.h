@@ -101,8 +101,9 @@ off_t adafs_lseek(adafs *fs, int fd, off_t offset, int whence);
  *  - Each round trip carries up to 32 chunks; on an error after some were
  *    done the count so far is returned, the next call gives the error.
  *  - -EBADF: fd not open here or not open for this direction, src_fd/dst_fd
- *    not an open descriptor or not readable/writable; -EISDIR: fd or
- *    src_fd/dst_fd a directory; -EINVAL: a negative offset, src_fd/dst_fd
+ *    not an open descriptor, or src_fd not readable (O_WRONLY, O_PATH) or
+ *    dst_fd not writable (a directory too); -EISDIR: fd or src_fd a
+ *    directory; -EINVAL: a negative offset, src_fd/dst_fd
  *    not a regular file, or dst_fd opened with O_APPEND; an error writing
  *    dst_fd (-ENOSPC...) as is; -EIO if a server did not answer, or if
  *    src_fd shrank while it was being sent. */

@@ -3,7 +3,9 @@
  * zeros. A write sends each chunk to its server in one batch, then merges
  * the new end into the size (servers keep the maximum, so writers of one
  * shared file never shrink it). O_APPEND reserves its offset on the
- * metadata server first, which makes concurrent appends land apart. */
+ * metadata server first, which makes concurrent appends land apart. The
+ * *_fd calls do the same with the data coming from or going to a file of
+ * the caller (struct span), in batches of 32 chunks. */
 #include "client.h"
 
 #include <errno.h>
