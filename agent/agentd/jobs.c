@@ -144,19 +144,25 @@ static int make_root_dirs(const char *path)
 }
 
 /* Creates dir (in a root-owned parent) for the job user, 0700. An existing
- * directory is accepted only if it is a real directory of that user. */
+ * directory is accepted only if it is a real directory of that user. The
+ * directory appears with its owner already set (made under a temporary
+ * name, then renamed without replacing), because agents sharing a mount
+ * prefix create a job's mount point at the same moment and one must never
+ * see the other's directory while it still belongs to root. */
 static int make_user_dir(const char *dir, const struct user_id *u)
 {
-    if (mkdir(dir, 0700) == 0) {
-        if (lchown(dir, u->uid, u->gid) < 0) {
-            int e = errno;
-            rmdir(dir);
-            return -e;
-        }
-        return 0;
-    }
-    if (errno != EEXIST)
+    char tmp[PATH_MAX];
+    pathf(tmp, sizeof(tmp), "%s.tmp.%d.%lu", dir, (int)getpid(), (unsigned long)pthread_self());
+    if (mkdir(tmp, 0700) < 0)
         return -errno;
+    int rc = 0;
+    if (lchown(tmp, u->uid, u->gid) < 0 || renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_NOREPLACE) < 0)
+        rc = -errno;
+    if (rc == 0)
+        return 0;
+    rmdir(tmp);
+    if (rc != -EEXIST)
+        return rc;
     struct stat st;
     if (lstat(dir, &st) < 0)
         return -errno;
