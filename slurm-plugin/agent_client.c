@@ -2,12 +2,15 @@
 
 #include <errno.h>
 #include <munge.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "agent_proto.h"
+#include "log.h"
 #include "net.h"
 #include "rpc_io.h"
 
@@ -86,4 +89,43 @@ void agent_reply_free(struct agent_reply *reply)
 {
     free(reply->body);
     *reply = (struct agent_reply){ 0 };
+}
+
+struct fan_out {
+    struct agent_request *reqs;
+    size_t n;
+    int timeout_ms;
+    atomic_size_t next;
+};
+
+static void *fan_out_worker(void *arg)
+{
+    struct fan_out *f = arg;
+    for (size_t i; (i = atomic_fetch_add(&f->next, 1)) < f->n;) {
+        struct agent_request *q = &f->reqs[i];
+        q->rc = agent_call(&q->target, q->op, q->body, q->len, f->timeout_ms, &q->reply, q->err,
+                           sizeof(q->err));
+    }
+    return NULL;
+}
+
+void agent_call_all(struct agent_request *reqs, size_t n, int timeout_ms)
+{
+    struct fan_out f = { .reqs = reqs, .n = n, .timeout_ms = timeout_ms };
+    atomic_init(&f.next, 0);
+    pthread_t threads[AGENT_FAN_OUT];
+    size_t want = n < AGENT_FAN_OUT ? n : AGENT_FAN_OUT, started = 0;
+    /* The calling thread is one of the workers. */
+    while (started + 1 < want) {
+        int rc = pthread_create(&threads[started], NULL, fan_out_worker, &f);
+        if (rc != 0) {
+            log_warn("agent fan-out: pthread_create: %s; going on with %zu threads",
+                     strerror(rc), started + 1);
+            break;
+        }
+        started++;
+    }
+    fan_out_worker(&f);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
 }

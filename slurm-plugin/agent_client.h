@@ -35,4 +35,22 @@ int agent_call(const struct agent_target *t, uint16_t op, const void *body, size
                int timeout_ms, struct agent_reply *reply, char *err, size_t errlen);
 void agent_reply_free(struct agent_reply *reply);
 
+/* One request of a fan-out: the caller fills target, op and body;
+ * agent_call_all fills rc (as agent_call's), reply and err. */
+struct agent_request {
+    struct agent_target target;
+    uint16_t op;
+    const void *body;
+    size_t len;
+    int rc;
+    struct agent_reply reply;   /* valid when rc == 0: free it */
+    char err[512];
+};
+
+/* Sends every request and returns when each has been answered or has
+ * failed, AGENT_FAN_OUT at a time, so a job's nodes are driven side by side
+ * and one slow or dead node costs one timeout, not one per node. */
+#define AGENT_FAN_OUT 32
+void agent_call_all(struct agent_request *reqs, size_t n, int timeout_ms);
+
 #endif

@@ -18,28 +18,88 @@ static struct agent_target target_of(const struct bb_node *n)
     return (struct agent_target){ n->name, n->agent_host, n->agent_port };
 }
 
-/* Sends one request body to node n. On any failure records it on the job
- * (as a node problem when the agent could not be reached, else as `kind`)
- * and returns -1. */
-static int call(struct bb_job *j, struct bb_node *n, uint16_t op, struct rpc_writer *w,
-                enum bb_failure kind, struct agent_reply *reply)
+/* One request to each of a set of a job's nodes, sent side by side. */
+struct node_calls {
+    struct bb_job *job;
+    size_t n;
+    size_t *node;                  /* index in job->nodes of each request */
+    struct rpc_writer *body;
+    struct agent_request *req;
+};
+
+static int calls_init(struct node_calls *c, struct bb_job *j)
 {
-    char err[1024];
-    struct agent_target t = target_of(n);
-    if (!rpc_writer_ok(w)) {
-        bb_job_set_error(j, FAIL_NODE, "out of memory encoding a request");
-        return -1;
-    }
-    if (agent_call(&t, op, w->data, w->len, CALL_TIMEOUT_MS, reply, err, sizeof(err)) < 0) {
-        bb_job_set_error(j, FAIL_NODE, "%s", err);
-        return -1;
-    }
-    if (reply->status < 0) {
-        bb_job_set_error(j, kind, "%s", reply->message);
-        agent_reply_free(reply);
+    *c = (struct node_calls){ .job = j };
+    c->node = calloc(j->nnodes, sizeof(*c->node));
+    c->body = calloc(j->nnodes, sizeof(*c->body));
+    c->req = calloc(j->nnodes, sizeof(*c->req));
+    if (!c->node || !c->body || !c->req) {
+        free(c->node);
+        free(c->body);
+        free(c->req);
+        bb_job_set_error(j, FAIL_NODE, "out of memory preparing requests to %zu nodes", j->nnodes);
         return -1;
     }
     return 0;
+}
+
+/* The body to fill for a request to node i. */
+static struct rpc_writer *calls_add(struct node_calls *c, size_t i, uint16_t op)
+{
+    struct bb_node *n = &c->job->nodes[i];
+    size_t k = c->n++;
+    c->node[k] = i;
+    rpc_writer_init(&c->body[k], NULL, 0);
+    c->req[k].target = target_of(n);
+    c->req[k].op = op;
+    return &c->body[k];
+}
+
+/* Sends every request and records the first failure on the job (in node
+ * order): an agent that could not be reached as a node problem, an agent's
+ * refusal as `kind`. Returns how many failed; their replies are freed, the
+ * others' stay for the caller (c->req[k].reply). */
+static size_t calls_run(struct node_calls *c, enum bb_failure kind)
+{
+    for (size_t k = 0; k < c->n; k++) {
+        if (!rpc_writer_ok(&c->body[k])) {
+            bb_job_set_error(c->job, FAIL_NODE, "out of memory encoding a request");
+            for (size_t m = 0; m < c->n; m++)
+                c->req[m].rc = -ENOMEM;
+            return c->n;
+        }
+        c->req[k].body = c->body[k].data;
+        c->req[k].len = c->body[k].len;
+    }
+    agent_call_all(c->req, c->n, CALL_TIMEOUT_MS);
+    size_t failed = 0;
+    for (size_t k = 0; k < c->n; k++) {
+        struct agent_request *q = &c->req[k];
+        if (q->rc < 0) {
+            bb_job_set_error(c->job, FAIL_NODE, "%s", q->err);
+            failed++;
+        } else if (q->reply.status < 0) {
+            int status = q->reply.status;
+            bb_job_set_error(c->job, kind, "%s", q->reply.message);
+            agent_reply_free(&q->reply);
+            q->rc = status;
+            failed++;
+        }
+    }
+    return failed;
+}
+
+static void calls_free(struct node_calls *c)
+{
+    for (size_t k = 0; k < c->n; k++) {
+        rpc_writer_free(&c->body[k]);
+        if (c->req[k].rc == 0)
+            agent_reply_free(&c->req[k].reply);
+    }
+    free(c->node);
+    free(c->body);
+    free(c->req);
+    c->n = 0;
 }
 
 char *lifecycle_instance_text(const struct bb_job *j, const struct bb_config *cfg)
@@ -66,12 +126,15 @@ static void to_teardown(struct bb_job *j)
 
 static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
 {
+    struct node_calls c;
+    if (calls_init(&c, j) < 0) {
+        to_teardown(j);
+        return LC_CHANGED;
+    }
     for (size_t i = 0; i < j->nnodes; i++) {
         struct bb_node *n = &j->nodes[i];
         if (n->started)
             continue;
-        struct rpc_writer w;
-        rpc_writer_init(&w, NULL, 0);
         struct agent_start m = {
             .job_id = j->job_id, .uid = j->uid, .gid = j->gid, .index = (uint32_t)i,
             .nservers = (uint32_t)j->nnodes, .chunk_size = j->chunk_size,
@@ -79,39 +142,45 @@ static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
             .storage = n->storage ? n->storage : j->storage, .secret_hex = j->secret_hex,
             .numa_node = n->numa_node,
         };
-        agent_start_put(&w, &m);
-        struct agent_reply r;
-        int rc = call(j, n, AGENT_START, &w, FAIL_NODE, &r);
-        rpc_writer_free(&w);
-        if (rc < 0) {
-            to_teardown(j);
-            return LC_CHANGED;
-        }
-        n->server_port = (int)rpc_get_u32(&r.reader);
-        n->started = rpc_reader_ok(&r.reader) && n->server_port > 0;
-        agent_reply_free(&r);
+        agent_start_put(calls_add(&c, i, AGENT_START), &m);
+    }
+    size_t failed = calls_run(&c, FAIL_NODE);
+    for (size_t k = 0; k < c.n; k++) {
+        struct bb_node *n = &j->nodes[c.node[k]];
+        if (c.req[k].rc < 0)
+            continue;
+        struct rpc_reader *r = &c.req[k].reply.reader;
+        n->server_port = (int)rpc_get_u32(r);
+        n->started = rpc_reader_ok(r) && n->server_port > 0;
         if (!n->started) {
             bb_job_set_error(j, FAIL_NODE, "node %s: agent gave no server port", n->name);
-            to_teardown(j);
-            return LC_CHANGED;
+            failed++;
         }
     }
+    calls_free(&c);
+    if (failed) {
+        to_teardown(j);
+        return LC_CHANGED;
+    }
+
     char *text = lifecycle_instance_text(j, cfg);
-    for (size_t i = 0; text && i < j->nnodes; i++) {
-        struct rpc_writer w;
-        rpc_writer_init(&w, NULL, 0);
-        agent_configure_put(&w, &(struct agent_configure){ j->job_id, text, j->mount });
-        struct agent_reply r;
-        int rc = call(j, &j->nodes[i], AGENT_CONFIGURE, &w, FAIL_NODE, &r);
-        rpc_writer_free(&w);
-        if (rc < 0) {
-            free(text);
-            to_teardown(j);
-            return LC_CHANGED;
-        }
-        agent_reply_free(&r);
+    if (!text || calls_init(&c, j) < 0) {
+        if (!text)
+            bb_job_set_error(j, FAIL_NODE, "out of memory writing the instance file");
+        free(text);
+        to_teardown(j);
+        return LC_CHANGED;
     }
+    for (size_t i = 0; i < j->nnodes; i++)
+        agent_configure_put(calls_add(&c, i, AGENT_CONFIGURE),
+                            &(struct agent_configure){ j->job_id, text, j->mount });
+    failed = calls_run(&c, FAIL_NODE);
+    calls_free(&c);
     free(text);
+    if (failed) {
+        to_teardown(j);
+        return LC_CHANGED;
+    }
     j->t_deployed = time(NULL);
     j->phase = PHASE_STAGING_IN;
     j->stage_index = 0;
@@ -139,8 +208,9 @@ static char *inside_path(const char *relative)
     return asprintf(&p, "/%s", relative) < 0 ? NULL : p;
 }
 
-static int send_stage(struct bb_job *j, const struct bb_config *cfg, const struct stage_spec *s,
-                      size_t node, uint32_t flags)
+/* Encodes the stage request for worker `node` of the job into w. */
+static int put_stage(struct rpc_writer *w, struct bb_job *j, const struct bb_config *cfg,
+                     const struct stage_spec *s, size_t node, uint32_t flags)
 {
     char *inside = inside_path(s->direction == STAGE_IN ? s->destination : s->source);
     if (!inside)
@@ -153,16 +223,9 @@ static int send_stage(struct bb_job *j, const struct bb_config *cfg, const struc
         .source = s->direction == STAGE_IN ? s->source : inside,
         .destination = s->direction == STAGE_IN ? inside : s->destination,
     };
-    struct rpc_writer w;
-    rpc_writer_init(&w, NULL, 0);
-    agent_stage_put(&w, &m);
-    struct agent_reply r;
-    int rc = call(j, &j->nodes[node], AGENT_STAGE, &w, FAIL_NODE, &r);
-    rpc_writer_free(&w);
+    agent_stage_put(w, &m);
     free(inside);
-    if (rc == 0)
-        agent_reply_free(&r);
-    return rc;
+    return 0;
 }
 
 /* Adds a worker's JSON summary to the totals; returns the first failure
@@ -221,42 +284,47 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
     }
     /* The finalize pass runs on the first node only. */
     size_t nodes = j->finalizing ? 1 : j->nnodes;
-    int changed = 0;
+    struct node_calls c;
+    if (calls_init(&c, j) < 0) {
+        to_teardown(j);
+        return LC_CHANGED;
+    }
     for (size_t i = 0; i < nodes; i++) {
         if (j->nodes[i].stage_sent)
             continue;
-        if (send_stage(j, cfg, s, i, j->finalizing ? AGENT_STAGE_FINALIZE : 0) < 0) {
+        if (put_stage(calls_add(&c, i, AGENT_STAGE), j, cfg, s, i,
+                      j->finalizing ? AGENT_STAGE_FINALIZE : 0) < 0) {
+            bb_job_set_error(j, FAIL_NODE, "out of memory encoding a stage request");
+            calls_free(&c);
             to_teardown(j);
             return LC_CHANGED;
         }
-        j->nodes[i].stage_sent = true;
-        changed = LC_CHANGED;
     }
-    if (changed)
-        return changed;   /* poll on the next step */
+    if (c.n) {
+        size_t failed = calls_run(&c, FAIL_NODE);
+        for (size_t k = 0; k < c.n; k++)
+            if (c.req[k].rc == 0)
+                j->nodes[c.node[k]].stage_sent = true;
+        calls_free(&c);
+        if (failed)
+            to_teardown(j);
+        return LC_CHANGED;   /* poll on the next step */
+    }
 
     /* Ask every worker; only when none is still copying are the summaries
      * added up, so each is counted once. */
-    struct agent_reply *replies = calloc(nodes, sizeof(*replies));
-    if (!replies)
-        return 0;
-    size_t asked = 0;
-    int outcome = 1;   /* 1 all done, 0 still running, -1 a node failed */
-    for (; asked < nodes && outcome == 1; asked++) {
-        struct rpc_writer w;
-        rpc_writer_init(&w, NULL, 0);
-        agent_job_ref_put(&w, &(struct agent_job_ref){ j->job_id, 0 });
-        int rc = call(j, &j->nodes[asked], AGENT_STATUS, &w, FAIL_NODE, &replies[asked]);
-        rpc_writer_free(&w);
-        if (rc < 0)
-            outcome = -1;
-        else if (rpc_get_u32(&replies[asked].reader) != AGENT_OP_DONE)
-            outcome = 0;
+    for (size_t i = 0; i < nodes; i++) {
+        struct rpc_writer *w = calls_add(&c, i, AGENT_STATUS);
+        agent_job_ref_put(w, &(struct agent_job_ref){ j->job_id, 0 });
     }
+    int outcome = calls_run(&c, FAIL_NODE) ? -1 : 1;   /* 1 all done, 0 still running, -1 a node failed */
+    for (size_t k = 0; outcome == 1 && k < c.n; k++)
+        if (rpc_get_u32(&c.req[k].reply.reader) != AGENT_OP_DONE)
+            outcome = 0;
     int failed = 0;
     char *cause = NULL;
-    for (size_t i = 0; outcome == 1 && i < nodes; i++) {
-        struct rpc_reader *rd = &replies[i].reader;
+    for (size_t k = 0; outcome == 1 && k < c.n; k++) {
+        struct rpc_reader *rd = &c.req[k].reply.reader;
         int exit_status = (int)rpc_get_u32(rd);
         const char *summary = rpc_get_str(rd);
         const char *errors = rpc_get_str(rd);
@@ -266,7 +334,7 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
             if (!cause) {
                 char *line = first ? NULL : first_line(errors ? errors : "");
                 if (asprintf(&cause, "%s source=%s on node %s: %s", verb, s->source,
-                             j->nodes[i].name,
+                             j->nodes[c.node[k]].name,
                              first ? first : line ? line : "the stager failed") < 0)
                     cause = NULL;
                 free(line);
@@ -274,9 +342,7 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
         }
         free(first);
     }
-    for (size_t i = 0; i < asked; i++)
-        agent_reply_free(&replies[i]);
-    free(replies);
+    calls_free(&c);
     if (outcome == 0) {
         /* StageInTimeout / StageOutTimeout bound a whole direction. */
         time_t since = dir == STAGE_IN ? j->t_deployed : j->t_ended;
@@ -318,25 +384,38 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
 
 static int step_teardown(struct bb_job *j)
 {
-    /* Teardown is idempotent on the agents: send it to every node. */
+    /* Teardown is idempotent on the agents: send it to every node. A node
+     * that fails it is not the job's failure: the Epilog's RELEASE on that
+     * node tears down what is left. */
+    struct agent_request *reqs = calloc(j->nnodes, sizeof(*reqs));
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    agent_job_ref_put(&w, &(struct agent_job_ref){ j->job_id, j->hurry });
+    if (!reqs || !rpc_writer_ok(&w)) {
+        /* Try again on the next step rather than leave data behind. */
+        log_error("job %u: out of memory sending teardown to %zu nodes", j->job_id, j->nnodes);
+        free(reqs);
+        rpc_writer_free(&w);
+        return 0;
+    }
     for (size_t i = 0; i < j->nnodes; i++) {
         struct bb_node *n = &j->nodes[i];
-        struct rpc_writer w;
-        rpc_writer_init(&w, NULL, 0);
-        agent_job_ref_put(&w, &(struct agent_job_ref){ j->job_id, j->hurry });
-        struct agent_reply r;
-        char err[1024];
-        struct agent_target t = target_of(n);
-        int rc = agent_call(&t, AGENT_TEARDOWN, w.data, w.len, CALL_TIMEOUT_MS, &r, err, sizeof(err));
-        rpc_writer_free(&w);
-        if (rc < 0 || r.status < 0) {
-            /* The Epilog's RELEASE on that node tears down what is left. */
-            log_warn("job %u: teardown on %s: %s", j->job_id, n->name, rc < 0 ? err : r.message);
-        }
-        if (rc == 0)
-            agent_reply_free(&r);
-        n->started = false;   /* the port stays, for bbstat's history */
+        reqs[i] = (struct agent_request){
+            .target = target_of(n),
+            .op = AGENT_TEARDOWN, .body = w.data, .len = w.len,
+        };
     }
+    agent_call_all(reqs, j->nnodes, CALL_TIMEOUT_MS);
+    for (size_t i = 0; i < j->nnodes; i++) {
+        if (reqs[i].rc < 0 || reqs[i].reply.status < 0)
+            log_warn("job %u: teardown on %s: %s", j->job_id, j->nodes[i].name,
+                     reqs[i].rc < 0 ? reqs[i].err : reqs[i].reply.message);
+        if (reqs[i].rc == 0)
+            agent_reply_free(&reqs[i].reply);
+        j->nodes[i].started = false;   /* the port stays, for bbstat's history */
+    }
+    free(reqs);
+    rpc_writer_free(&w);
     j->phase = PHASE_COMPLETE;
     j->t_done = time(NULL);
     log_info("job %u: adafs torn down%s%s", j->job_id, j->error ? ": " : "", j->error ? j->error : "");
