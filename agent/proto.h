@@ -2,9 +2,8 @@
  * of the generic framing in common/rpc.h.
  *
  * Metadata of a path lives on server hash(path) mod N, as a record keyed by
- * the path. Each file also has a 64-bit data key chosen at creation; chunk 0
- * of its data lives on server hash(key, 0) mod N and chunk i on the i-th
- * server after that one (fs_chunk_server). Keeping the data key in the
+ * the path. Each file also has a 64-bit data key chosen at creation; chunk i
+ * of its data lives on server hash(key, i) mod N. Keeping the data key in the
  * record is what makes rename cheap: only the record moves, never the data.
  *
  * Payloads, request -> response (str = rpc_put_str, rec = fs_record_put):
@@ -50,7 +49,6 @@
 
 #include <stdint.h>
 
-#include "hash.h"
 #include "rpc.h"
 
 enum fs_op {
@@ -120,17 +118,6 @@ static inline void fs_record_get(struct rpc_reader *r, struct fs_record *rec)
     rec->atime_ns = rpc_get_i64(r);
     rec->mtime_ns = rpc_get_i64(r);
     rec->ctime_ns = rpc_get_i64(r);
-}
-
-/* The server holding chunk `index` of the file with data key `key`:
- * chunk 0 where the key hashes to (the client picks keys so that it is the
- * metadata server), the following chunks round-robin from there, so that
- * consecutive chunks are always on different servers and a large I/O
- * keeps them all busy (placing each chunk by its own hash puts both
- * chunks of a 1 MiB write on one of two servers every other time). */
-static inline unsigned fs_chunk_server(uint64_t key, uint64_t index, unsigned nservers)
-{
-    return (unsigned)((hash_place_chunk(key, 0, nservers) + index % nservers) % nservers);
 }
 
 /* Longest path the protocol carries (PATH_MAX of Linux). */

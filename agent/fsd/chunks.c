@@ -200,7 +200,7 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
     size_t len = have + (rest ? rest->left : 0);
     if (offset + len > srv->chunk_size)
         return -EINVAL;
-    if (fs_chunk_server(key, index, srv->nservers) != srv->index) {
+    if (hash_place_chunk(key, index, srv->nservers) != srv->index) {
         log_error("chunk %llu of %016llx sent to server %u, but it belongs elsewhere",
                   (unsigned long long)index, (unsigned long long)key, srv->index);
         return -EINVAL;

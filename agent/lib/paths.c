@@ -63,5 +63,5 @@ int meta_server(const adafs *fs, const char *path)
 
 int chunk_server(const adafs *fs, uint64_t key, uint64_t index)
 {
-    return (int)fs_chunk_server(key, index, (unsigned)fs->inst.nservers);
+    return (int)hash_place_chunk(key, index, (unsigned)fs->inst.nservers);
 }
