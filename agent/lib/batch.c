@@ -82,6 +82,7 @@ struct plan {
     size_t *idx;
     size_t *first, *count;
     int ncalls;
+    struct call *calls;     /* one per request, to be filled in */
 };
 
 static void plan_free(struct plan *p)
@@ -89,6 +90,7 @@ static void plan_free(struct plan *p)
     free(p->idx);
     free(p->first);
     free(p->count);
+    free(p->calls);
 }
 
 /* Groups the live entries (status 0) by server and cuts each group into
@@ -126,6 +128,10 @@ static int plan_make(adafs *fs, struct slot *s, size_t n, status_fn status_of, v
             bytes += sz;
             s[i].call = open;
         }
+    }
+    if (!(p->calls = calloc(p->ncalls ? (size_t)p->ncalls : 1, sizeof(*p->calls)))) {
+        plan_free(p);
+        return -ENOMEM;
     }
     return 0;
 }
@@ -244,11 +250,6 @@ int adafs_create_batch(adafs *fs, struct adafs_create_entry *e, size_t n, unsign
     struct plan p;
     if (rc == 0)
         rc = plan_make(fs, s, n, create_status, e, create_size, &p);
-    struct call *calls = rc == 0 ? calloc(p.ncalls ? (size_t)p.ncalls : 1, sizeof(*calls)) : NULL;
-    if (rc == 0 && !calls) {
-        plan_free(&p);
-        rc = -ENOMEM;
-    }
     if (rc < 0) {
         slots_free(s, n);
         free(cflags);
@@ -263,36 +264,36 @@ int adafs_create_batch(adafs *fs, struct adafs_create_entry *e, size_t n, unsign
     char *wire = malloc(total ? total : 1), *at = wire;
     for (int c = 0; c < p.ncalls; c++) {
         size_t i0 = p.idx[p.first[c]];
-        call_init(&calls[c], s[i0].server, FS_CREATE_BATCH);
+        call_init(&p.calls[c], s[i0].server, FS_CREATE_BATCH);
         size_t size = 4;
         for (size_t k = 0; k < p.count[c]; k++) {
             size_t i = p.idx[p.first[c] + k];
             size += create_wire_size(&e[i], s[i].path);
         }
         if (wire) {
-            rpc_writer_init(&calls[c].req, at, size);
+            rpc_writer_init(&p.calls[c].req, at, size);
             at += size;
         }
-        rpc_put_u32(&calls[c].req, (uint32_t)p.count[c]);
+        rpc_put_u32(&p.calls[c].req, (uint32_t)p.count[c]);
         for (size_t k = 0; k < p.count[c]; k++) {
             size_t i = p.idx[p.first[c] + k];
             s[i].key = new_key(fs, s[i].server);
-            rpc_put_str(&calls[c].req, s[i].path);
-            rpc_put_u32(&calls[c].req, (uint32_t)e[i].mode);
-            rpc_put_u32(&calls[c].req, cflags[i]);
-            rpc_put_u64(&calls[c].req, s[i].key);
-            rpc_put_i64(&calls[c].req, (cflags[i] & FS_CREATE_MTIME)
+            rpc_put_str(&p.calls[c].req, s[i].path);
+            rpc_put_u32(&p.calls[c].req, (uint32_t)e[i].mode);
+            rpc_put_u32(&p.calls[c].req, cflags[i]);
+            rpc_put_u64(&p.calls[c].req, s[i].key);
+            rpc_put_i64(&p.calls[c].req, (cflags[i] & FS_CREATE_MTIME)
                                            ? (int64_t)e[i].mtime.tv_sec * 1000000000 +
                                                  e[i].mtime.tv_nsec
                                            : 0);
-            rpc_put_bytes(&calls[c].req, e[i].data, e[i].len);
+            rpc_put_bytes(&p.calls[c].req, e[i].data, e[i].len);
         }
     }
-    fs_call(fs, calls, p.ncalls);
+    fs_call(fs, p.calls, p.ncalls);
     for (int c = 0; c < p.ncalls; c++) {
         struct rpc_reader r;
-        call_reader(&calls[c], &r);
-        int crc = calls[c].status;
+        call_reader(&p.calls[c], &r);
+        int crc = p.calls[c].status;
         if (crc == 0 && rpc_get_u32(&r) != p.count[c])
             crc = -EIO;
         for (size_t k = 0; k < p.count[c]; k++) {
@@ -308,13 +309,12 @@ int adafs_create_batch(adafs *fs, struct adafs_create_entry *e, size_t n, unsign
             if (st == 0 && old_key && old_size)
                 drop_data(fs, old_key, 0, old_size, s[i].server);
         }
-        call_free(&calls[c]);
+        call_free(&p.calls[c]);
     }
     for (size_t i = 0; i < n; i++)
         if (e[i].status == -ENOENT)
             e[i].status = refine_enoent(fs, s[i].path);
     free(wire);
-    free(calls);
     plan_free(&p);
     slots_free(s, n);
     free(cflags);
@@ -351,27 +351,22 @@ int adafs_read_batch(adafs *fs, struct adafs_read_entry *e, size_t n)
     }
     struct plan p;
     int rc = plan_make(fs, s, n, read_status, e, read_size, &p);
-    struct call *calls = rc == 0 ? calloc(p.ncalls ? (size_t)p.ncalls : 1, sizeof(*calls)) : NULL;
-    if (rc == 0 && !calls) {
-        plan_free(&p);
-        rc = -ENOMEM;
-    }
     if (rc < 0) {
         slots_free(s, n);
         return rc;
     }
     for (int c = 0; c < p.ncalls; c++) {
-        call_init(&calls[c], s[p.idx[p.first[c]]].server, FS_READ_BATCH);
-        rpc_put_u32(&calls[c].req, (uint32_t)p.count[c]);
-        rpc_put_u32(&calls[c].req, plan_cap(&p, c, e));
+        call_init(&p.calls[c], s[p.idx[p.first[c]]].server, FS_READ_BATCH);
+        rpc_put_u32(&p.calls[c].req, (uint32_t)p.count[c]);
+        rpc_put_u32(&p.calls[c].req, plan_cap(&p, c, e));
         for (size_t k = 0; k < p.count[c]; k++)
-            rpc_put_str(&calls[c].req, s[p.idx[p.first[c] + k]].path);
+            rpc_put_str(&p.calls[c].req, s[p.idx[p.first[c] + k]].path);
     }
-    fs_call(fs, calls, p.ncalls);
+    fs_call(fs, p.calls, p.ncalls);
     for (int c = 0; c < p.ncalls; c++) {
         struct rpc_reader r;
-        call_reader(&calls[c], &r);
-        int crc = calls[c].status;
+        call_reader(&p.calls[c], &r);
+        int crc = p.calls[c].status;
         uint32_t max = plan_cap(&p, c, e);
         if (crc == 0 && rpc_get_u32(&r) != p.count[c])
             crc = -EIO;
@@ -405,12 +400,11 @@ int adafs_read_batch(adafs *fs, struct adafs_read_entry *e, size_t n)
             }
             x->status = st;
         }
-        call_free(&calls[c]);
+        call_free(&p.calls[c]);
     }
     for (size_t i = 0; i < n; i++)
         if (e[i].status == -ENOENT)
             e[i].status = refine_enoent(fs, s[i].path);
-    free(calls);
     plan_free(&p);
     slots_free(s, n);
     return count_failed(read_status, e, n);
