@@ -312,6 +312,19 @@ static int whole_file(struct bdir *d, struct bopen *o, const void *data, size_t 
     return 0;
 }
 
+/* Opens a file the batch found too big to carry: its first bytes came
+ * already and were dropped, so no second prefetch; st is the open's. */
+static int open_plain(struct bdir *d, struct bopen *o)
+{
+    int rc = open_file(d, o->name, O_RDONLY, 0, &o->f, &o->st, 0);
+    if (rc == 0 && !S_ISREG(o->st.st_mode)) {
+        rc = S_ISDIR(o->st.st_mode) ? -EISDIR : -EINVAL;
+        adafs_close_file(o->f);
+        o->f = NULL;
+    }
+    return rc;
+}
+
 static int adafs_open_read_many(struct bdir *d, struct bopen *o, size_t n)
 {
     struct adafs_read_entry *re = calloc(n ? n : 1, sizeof(*re));
@@ -337,8 +350,8 @@ static int adafs_open_read_many(struct bdir *d, struct bopen *o, size_t n)
             o[i].rc = S_ISDIR(r->st.st_mode) ? -EISDIR : -EINVAL;
         else if (r->got == (size_t)r->st.st_size)
             o[i].rc = whole_file(d, &o[i], r->buf, r->got);
-        else   /* bigger than a batch carries: an ordinary open */
-            o[i].rc = open_read_file(d, o[i].name, 0, &o[i].f, &o[i].st);
+        else   /* bigger than a batch carries: an open without a prefetch */
+            o[i].rc = open_plain(d, &o[i]);
     }
     for (size_t i = 0; re && i < n; i++)
         free((char *)re[i].path);
