@@ -1,0 +1,160 @@
+/* libFuzzer target for adafsd's batch requests (CREATE_BATCH, READ_BATCH):
+ * the first input byte picks the request, the rest is its payload, handled
+ * by the real batch.c against a store that holds nothing (the meta and
+ * chunks functions below). Nothing a client sends may crash the handler,
+ * leak, or give an answer that does not decode: a refused message is
+ * EBADMSG (or ENOMEM), an accepted one is answered with one status per
+ * entry, each 0 or a negative errno. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "log.h"
+#include "server.h"
+
+/* ---- a store with nothing in it ---- */
+int meta_path_key(const char *path, char key[META_KEY_MAX])
+{
+    size_t len = strlen(path);
+    if (path[0] != '/' || len < 2 || len >= FS_PATH_MAX)
+        return -EINVAL;
+    memcpy(key, path, len + 1);   /* at most len + 2 bytes, as meta.c's */
+    return (int)len;
+}
+
+unsigned meta_record_stripe(struct server *srv, const char *key, int klen)
+{
+    return (unsigned)(hash_bytes(key, (size_t)klen) % SERVER_STRIPES);
+}
+
+int meta_get_record(struct server *srv, const char *key, int klen, struct fs_record *rec)
+{
+    return -ENOENT;
+}
+
+int meta_check_parent(struct server *srv, const char *path)
+{
+    return 0;
+}
+
+int meta_blob_get(struct server *srv, uint64_t data_key, void *buf, size_t cap)
+{
+    return -ENOENT;
+}
+
+struct meta_batch {
+    size_t puts;
+};
+
+struct meta_batch *meta_batch_new(void)
+{
+    return calloc(1, sizeof(struct meta_batch));
+}
+
+void meta_batch_put_record(struct meta_batch *b, const char *key, int klen,
+                           const struct fs_record *rec)
+{
+    b->puts++;
+}
+
+void meta_batch_put_blob(struct meta_batch *b, uint64_t data_key, const void *data, size_t len)
+{
+    b->puts++;
+}
+
+int meta_batch_commit(struct server *srv, struct meta_batch *b)
+{
+    return 0;
+}
+
+void meta_batch_free(struct meta_batch *b)
+{
+    free(b);
+}
+
+int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offset,
+                 const void *data, size_t have, struct stream *rest)
+{
+    return 0;
+}
+
+void chunks_truncate(struct server *srv, uint64_t key, uint64_t new_size, uint64_t old_size)
+{
+}
+
+int chunks_read_into(struct server *srv, uint64_t key, uint64_t index, size_t len,
+                     struct rpc_writer *out)
+{
+    return 0;   /* nothing stored: the client zero-fills */
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+}
+
+/* ---- the target ---- */
+static struct server srv;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    srv.index = 0;
+    srv.nservers = 1;
+    srv.chunk_size = 512 * 1024;
+    srv.inline_max = 64 * 1024;
+    srv.quota = 1u << 20;
+    strcpy(srv.data_dir, "/");
+    for (int i = 0; i < SERVER_STRIPES; i++)
+        pthread_mutex_init(&srv.record_locks[i], NULL);
+    return 0;
+}
+
+/* Every status is 0 or a negative errno. */
+static int32_t take_status(struct rpc_reader *r)
+{
+    int32_t st = (int32_t)rpc_get_u32(r);
+    if (st > 0 || st < -4095)
+        abort();
+    return st;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    int create = data[0] & 1;
+    struct rpc_reader req;
+    rpc_reader_init(&req, data + 1, size - 1);
+    struct reply rep = { .file_fd = -1 };
+    rpc_writer_init(&rep.out, NULL, 0);
+    int rc = create ? op_create_batch(&srv, &req, &rep) : op_read_batch(&srv, &req, &rep);
+    if (rc != 0 && rc != -EBADMSG && rc != -ENOMEM)
+        abort();
+    if (rc == 0 && rpc_writer_ok(&rep.out)) {
+        struct rpc_reader ans;
+        rpc_reader_init(&ans, rep.out.data, rep.out.len);
+        uint32_t n = rpc_get_u32(&ans);
+        uint32_t asked = size >= 5 ? (uint32_t)data[1] | (uint32_t)data[2] << 8 |
+                                         (uint32_t)data[3] << 16 | (uint32_t)data[4] << 24
+                                   : 0;
+        if (n != asked || n > FS_BATCH_MAX)
+            abort();
+        for (uint32_t i = 0; i < n; i++) {
+            int32_t st = take_status(&ans);
+            if (create) {
+                rpc_get_u64(&ans);
+                rpc_get_u64(&ans);
+            } else if (st == 0) {
+                struct fs_record rec;
+                fs_record_get(&ans, &rec);
+                rpc_get_u32(&ans);
+                const void *p;
+                rpc_get_bytes(&ans, &p);
+            }
+        }
+        if (!rpc_reader_done(&ans))
+            abort();
+    }
+    rpc_writer_free(&rep.out);
+    return 0;
+}
