@@ -57,24 +57,6 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The quota rule of chunks.c for inline bytes: all or nothing. */
-static int quota_take(struct server *srv, uint64_t bytes)
-{
-    uint64_t used = atomic_load(&srv->used);
-    do {
-        if (bytes > srv->quota || used > srv->quota - bytes)
-            return -ENOSPC;
-    } while (!atomic_compare_exchange_weak(&srv->used, &used, used + bytes));
-    return 0;
-}
-
-static void quota_give(struct server *srv, uint64_t bytes)
-{
-    uint64_t used = atomic_load(&srv->used);
-    while (!atomic_compare_exchange_weak(&srv->used, &used, used > bytes ? used - bytes : 0))
-        ;
-}
-
 /* Decodes the entries; a message that does not parse is refused whole,
  * with the reason in the log (the client sees EBADMSG). */
 static int decode_creates(struct rpc_reader *req, struct centry **out, uint32_t *count,

@@ -62,27 +62,6 @@ static pthread_mutex_t *data_lock(struct server *srv, uint64_t key)
     return &srv->chunk_locks[(key * 0x9E3779B97F4A7C15ull >> 32) % SERVER_STRIPES];
 }
 
-/* Takes `bytes` from the quota, or fails with ENOSPC leaving it untouched. */
-static int quota_take(struct server *srv, uint64_t bytes)
-{
-    uint64_t used = atomic_load(&srv->used);
-    do {
-        if (bytes > srv->quota || used > srv->quota - bytes)
-            return -ENOSPC;
-    } while (!atomic_compare_exchange_weak(&srv->used, &used, used + bytes));
-    return 0;
-}
-
-/* Saturating: the file system may report a few more blocks for a file
- * when it is removed than were counted while it was written (extent blocks
- * allocated at writeback), and the count must not wrap below zero. */
-static void quota_give(struct server *srv, uint64_t bytes)
-{
-    uint64_t used = atomic_load(&srv->used);
-    while (!atomic_compare_exchange_weak(&srv->used, &used, used > bytes ? used - bytes : 0))
-        ;
-}
-
 static uint64_t allocated(int fd)
 {
     struct stat st;

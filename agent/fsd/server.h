@@ -4,7 +4,9 @@
  *   conn.c     one thread per client connection: framing, auth, replies
  *   dispatch.c the single table every request passes through
  *   meta.c     metadata records in RocksDB, keyed by path
- *   chunks.c   file data in chunk files, and the per-node quota
+ *   chunks.c   file data in chunk files
+ *   batch.c    many small files created or read in one request
+ *   quota.c    the per-node byte quota
  */
 #ifndef ADAFSD_SERVER_H
 #define ADAFSD_SERVER_H
@@ -119,6 +121,10 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
  * to out (less if the chunk is shorter); returns how many, or -errno. */
 int chunks_read_into(struct server *srv, uint64_t key, uint64_t index, size_t len,
                      struct rpc_writer *out);
+/* quota.c: take is all or nothing (-ENOSPC leaves the quota untouched),
+ * give saturates at zero. */
+int quota_take(struct server *srv, uint64_t bytes);
+void quota_give(struct server *srv, uint64_t bytes);
 int op_write(struct server *, struct rpc_reader *, struct reply *);
 int op_read(struct server *, struct rpc_reader *, struct reply *);
 int op_trunc_data(struct server *, struct rpc_reader *, struct reply *);
