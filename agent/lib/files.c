@@ -193,6 +193,7 @@ struct span {
     char *buf;          /* NULL: fd */
     int fd;
     uint64_t fd_off;
+    int keep_holes;     /* fd: bytes no server holds are not written */
 };
 
 /* Zeros for the holes of a read into a file. */
@@ -284,7 +285,7 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
                 size_t fill_end = pc[i].buf_off + pc[i].len < want ? pc[i].buf_off + pc[i].len : want;
                 if (got_end < fill_end && dst->buf)
                     memset(dst->buf + got_end, 0, fill_end - got_end);
-                else if (got_end < fill_end)
+                else if (got_end < fill_end && !dst->keep_holes)
                     rc = zero_fill_fd(dst->fd, dst->fd_off + got_end, fill_end - got_end);
                 if (rc == 0)
                     done += pc[i].len;
@@ -473,14 +474,14 @@ static size_t fd_slice(const adafs *fs, uint64_t off, size_t left)
 /* Moves count bytes between of at offset and the caller's file at
  * fd_off, batch by batch, up to the first short or failed one. */
 static ssize_t fd_transfer(adafs *fs, struct open_file *of, int writing, int fd, uint64_t fd_off,
-                           size_t count, uint64_t offset)
+                           size_t count, uint64_t offset, int keep_holes)
 {
     if (count > SSIZE_MAX)
         count = SSIZE_MAX;
     size_t done = 0;
     ssize_t rc = 0;
     while (done < count) {
-        struct span sp = { .fd = fd, .fd_off = fd_off + done };
+        struct span sp = { .fd = fd, .fd_off = fd_off + done, .keep_holes = keep_holes };
         size_t want = fd_slice(fs, offset + done, count - done);
         rc = writing ? do_pwrite(fs, of, &sp, want, offset + done, 0)
                      : do_pread(fs, of, &sp, want, offset + done);
@@ -509,13 +510,13 @@ ssize_t adafs_pwrite_from_fd(adafs *fs, int fd, int src_fd, off_t src_off, size_
     uint64_t avail = size > (uint64_t)src_off ? size - (uint64_t)src_off : 0;
     if (rc == 0)
         rc = fd_transfer(fs, of, 1, src_fd, (uint64_t)src_off, count < avail ? count : (size_t)avail,
-                         (uint64_t)offset);
+                         (uint64_t)offset, 0);
     fd_put(fs, of);
     return rc;
 }
 
-ssize_t adafs_pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
-                          off_t offset)
+static ssize_t pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
+                           off_t offset, int keep_holes)
 {
     if (offset < 0 || dst_off < 0)
         return -EINVAL;
@@ -527,9 +528,22 @@ ssize_t adafs_pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t c
                : (of->flags & O_ACCMODE) == O_WRONLY ? -EBADF
                : check_caller_file(dst_fd, 0, &size);
     if (rc == 0)
-        rc = fd_transfer(fs, of, 0, dst_fd, (uint64_t)dst_off, count, (uint64_t)offset);
+        rc = fd_transfer(fs, of, 0, dst_fd, (uint64_t)dst_off, count, (uint64_t)offset,
+                         keep_holes);
     fd_put(fs, of);
     return rc;
+}
+
+ssize_t adafs_pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
+                          off_t offset)
+{
+    return pread_to_fd(fs, fd, dst_fd, dst_off, count, offset, 0);
+}
+
+ssize_t adafs_pread_to_fd_sparse(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
+                                 off_t offset)
+{
+    return pread_to_fd(fs, fd, dst_fd, dst_off, count, offset, 1);
 }
 
 ssize_t adafs_read(adafs *fs, int fd, void *buf, size_t count)

@@ -138,8 +138,55 @@ static void to_fd(adafs *fs)
     adafs_unlink(fs, "/to");
     close(dst);
     free(junk);
-    free(data);
     free(ones);
+    free(data);
+}
+
+/* adafs_pread_to_fd_sparse: what no server holds is not written. */
+static void to_fd_sparse(adafs *fs)
+{
+    const size_t size = 200 * CHUNK;
+    int fd = adafs_open(fs, "/holes", O_CREAT | O_RDWR, 0600);
+    adafs_pwrite(fs, fd, "head", 4, 0);
+    adafs_pwrite(fs, fd, "tail", 4, CHUNK - 4);
+    adafs_ftruncate(fs, fd, (off_t)size);
+    char *want = calloc(1, size), *junk;
+    memcpy(want, "head", 4);
+    memcpy(want + CHUNK - 4, "tail", 4);
+    /* A fresh destination extended to the size afterwards keeps the hole. */
+    int dst = local_file("holes", 0, 0, &junk);
+    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, dst, 0, size, 0), size,
+               W("pread_to_fd_sparse: the count includes the hole"));
+    tap_is_int(ftruncate(dst, (off_t)size), 0, W("the destination extended to the size"));
+    struct stat st;
+    fstat(dst, &st);
+    tap_ok(st.st_size == (off_t)size && st.st_blocks * 512 < 1024 * 1024, "%s",
+           W("199 chunks of hole stay a hole (%lld of %zu bytes allocated)",
+             (long long)st.st_blocks * 512, size));
+    tap_ok(local_holds(dst, 0, want, size), "%s", W("and the data around it is exact"));
+    close(dst);
+    free(junk);
+    /* Over data: the bytes of the hole are left as they were. */
+    char *ones;
+    dst = local_file("holes", size, 13, &ones);
+    memset(ones, 0xff, size);
+    pwrite(dst, ones, size, 0);
+    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, dst, 0, size, 0), size,
+               W("pread_to_fd_sparse over old data"));
+    memcpy(ones, want, CHUNK);
+    tap_ok(local_holds(dst, 0, ones, size), "%s",
+           W("the data written, the hole past it left untouched"));
+    tap_is_int(adafs_pread_to_fd(fs, fd, dst, 0, size, 0), size, W("pread_to_fd of the same"));
+    tap_ok(local_holds(dst, 0, want, size), "%s", W("writes the hole as zeros"));
+    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, -1, 0, size, 0), -EBADF,
+               W("pread_to_fd_sparse: dst_fd -1: EBADF"));
+    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, dst, -1, size, 0), -EINVAL,
+               W("pread_to_fd_sparse: negative dst_off: EINVAL"));
+    close(dst);
+    adafs_close(fs, fd);
+    adafs_unlink(fs, "/holes");
+    free(ones);
+    free(want);
 }
 
 /* The number of a descriptor that was just closed. */
@@ -392,6 +439,7 @@ int main(void)
         fstest_start(&t, nservers, "--chunk-size 64K");
         from_fd(t.fs);
         to_fd(t.fs);
+        to_fd_sparse(t.fs);
         bad_fds(t.fs);
         dst_refuses(t.fs);
         pipes_and_fork(t.fs);
