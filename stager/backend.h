@@ -75,9 +75,10 @@ struct backend_ops {
     /* Opens for reading, then fstat()s the open file (no check-then-use). */
     int (*open_read)(struct bdir *d, const char *name, int follow,
                      struct bfile **out, struct stat *st);
-    /* Opens for writing, creating with mode; truncate empties it. Never
-     * follows a symlink. A file of ours left read-only by an earlier run is
-     * made writable (we are its owner and are about to replace it). */
+    /* Opens for writing (and reading), creating with mode; truncate empties
+     * it. Never follows a symlink. A file of ours left read-only or
+     * write-only by an earlier run is made readable and writable (we are
+     * its owner and are about to replace it). */
     int (*open_write)(struct bdir *d, const char *name, int truncate, mode_t mode,
                       struct bfile **out);
     ssize_t (*pread)(struct bfile *f, void *buf, size_t n, off_t off);
@@ -113,6 +114,18 @@ struct backend_ops {
      * src), or -errno. The caller charges src's rate limits. */
     ssize_t (*pwrite_from)(struct bfile *f, struct bfile *src, off_t src_off, size_t n,
                            off_t off);
+    /* Optional: reads n bytes of f from off into dst (a file of a backend
+     * with kernel_fds) at dst_off, without passing through the caller's
+     * memory. keep_holes: bytes f's storage holds no data for are not
+     * written (dst keeps what it had there). Returns the bytes covered
+     * (short at the end of f), or -errno. The caller charges dst's rate
+     * limits. */
+    ssize_t (*pread_to)(struct bfile *f, struct bfile *dst, off_t dst_off, size_t n, off_t off,
+                        int keep_holes);
+    /* Optional: makes the all-zero blocks of [off, off + len) holes, the
+     * content unchanged (after a pread_to, which writes the zeros a source
+     * cannot tell from data). */
+    int (*zeros_to_holes)(struct bfile *f, off_t off, off_t len);
     /* bfile.fd is a kernel descriptor (the POSIX backend). */
     int kernel_fds;
 };

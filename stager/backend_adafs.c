@@ -227,6 +227,20 @@ static ssize_t adafs_pwrite_from(struct bfile *f, struct bfile *src, off_t src_o
     return adafs_pwrite_from_fd(FS(f->b), f->fd, src->fd, src_off, n, off);
 }
 
+static ssize_t adafs_pread_to(struct bfile *f, struct bfile *dst, off_t dst_off, size_t n,
+                              off_t off, int keep_holes)
+{
+    struct afile *af = (struct afile *)f;
+    if (af->pre || af->whole) {
+        size_t at = (uint64_t)off < af->pre_len ? (size_t)off : af->pre_len;
+        size_t k = af->pre_len - at < n ? af->pre_len - at : n;
+        ssize_t w = pwrite(dst->fd, af->pre + at, k, dst_off);
+        return w < 0 ? -errno : w;
+    }
+    return keep_holes ? adafs_pread_to_fd_sparse(FS(f->b), f->fd, dst->fd, dst_off, n, off)
+                      : adafs_pread_to_fd(FS(f->b), f->fd, dst->fd, dst_off, n, off);
+}
+
 static off_t adafs_seek_file(struct bfile *f, off_t off, int whence)
 {
     return adafs_lseek(FS(f->b), f->fd, off, whence);
@@ -412,6 +426,7 @@ static const struct backend_ops adafs_ops = {
     .create_many_max = CREATE_MANY_MAX,
     .open_read_many = adafs_open_read_many,
     .pwrite_from = adafs_pwrite_from,
+    .pread_to = adafs_pread_to,
 };
 
 int backend_adafs_init(struct backend *b, const char *instance, char *err, size_t errlen)

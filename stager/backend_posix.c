@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define MD(b) ratelimit_take((b)->mdops, 1)
@@ -177,12 +178,13 @@ static int posix_open_write(struct bdir *d, const char *name, int truncate, mode
                             struct bfile **out)
 {
     MD(d->b);
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | (truncate ? O_TRUNC : 0);
+    /* Read too: zeros_to_holes maps what was written. */
+    int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | (truncate ? O_TRUNC : 0);
     int fd = openat(d->fd, name, flags, mode & 07777);
     if (fd < 0 && errno == EACCES) {
         struct stat st;
         if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-            st.st_uid == geteuid() && fchmodat(d->fd, name, st.st_mode | S_IWUSR, 0) == 0)
+            st.st_uid == geteuid() && fchmodat(d->fd, name, st.st_mode | S_IRUSR | S_IWUSR, 0) == 0)
             fd = openat(d->fd, name, flags, mode & 07777);
         else
             errno = EACCES;
@@ -225,6 +227,40 @@ static int posix_punch(struct bfile *f, off_t off, off_t len)
     if (errno != EOPNOTSUPP)
         return -errno;
     return backend_write_zeros(f, off, len);   /* no hole punching here */
+}
+
+/* Block by block through a read-only mapping of what was just written (in
+ * the page cache: no read, no copy); a data block is told by its first
+ * bytes, so only zero blocks are read whole. */
+static int posix_zeros_to_holes(struct bfile *f, off_t off, off_t len)
+{
+    const off_t bs = 4096;
+    struct stat st;
+    if (fstat(f->fd, &st) < 0)
+        return -errno;
+    off_t from = (off + bs - 1) / bs * bs;
+    off_t to = off + len < st.st_size ? off + len : st.st_size;
+    to -= to % bs;
+    if (to <= from)
+        return 0;
+    const unsigned char *map = mmap(NULL, (size_t)(to - from), PROT_READ, MAP_SHARED, f->fd, from);
+    if (map == MAP_FAILED)
+        return -errno;
+    int rc = 0;
+    off_t run = -1;                  /* start of the zero blocks so far */
+    for (off_t b = from; b <= to && rc == 0; b += bs) {
+        const unsigned char *p = map + (b - from);
+        int zero = b < to && p[0] == 0 && memcmp(p, p + 1, (size_t)bs - 1) == 0;
+        if (zero && run < 0)
+            run = b;
+        if (!zero && run >= 0) {
+            if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, run, b - run) < 0)
+                rc = errno == EOPNOTSUPP ? 1 : -errno;   /* holes not possible: zeros stay */
+            run = -1;
+        }
+    }
+    munmap((void *)map, (size_t)(to - from));
+    return rc < 0 ? rc : 0;
 }
 
 static int posix_truncate(struct bfile *f, off_t len)
@@ -311,6 +347,7 @@ static const struct backend_ops posix_ops = {
     .pwrite = posix_pwrite,
     .seek = posix_seek,
     .punch = posix_punch,
+    .zeros_to_holes = posix_zeros_to_holes,
     .truncate = posix_truncate,
     .set_attrs = posix_set_attrs,
     .close = posix_close,

@@ -2,7 +2,8 @@
  *
  * Only data is read and written: holes in the source (SEEK_DATA/SEEK_HOLE)
  * are neither read nor written, and all-zero blocks are not written into a
- * fresh destination either (for sources that cannot tell where holes are).
+ * fresh destination either (for sources that cannot tell where holes are;
+ * copied without our memory, they are made holes after the write).
  * The mode and mtime are set only after the data is complete, so a
  * destination with the source's size and mtime is a finished copy. On
  * failure a partial destination this process alone wrote is removed. */
@@ -99,6 +100,39 @@ static int copy_extent_direct(struct stage_run *run, struct bfile *src, struct b
     return 0;
 }
 
+/* Copies the data extent [o, hole) of an adafs file straight into a kernel
+ * file (pread_to: spliced from the servers' sockets, one copy). Over a
+ * fresh region what no server holds is not written, and the zeros a server
+ * sends for a hole in its own data become holes afterwards; over stale data
+ * (below stale_end) zeros are written. Steps of a few MiB when the bytes
+ * are limited, so the limiter stays smooth. */
+static int copy_extent_to(struct stage_run *run, struct bfile *src, struct bfile *dst,
+                          off_t o, off_t hole, off_t stale_end, const char **what)
+{
+    size_t step = dst->b->bw ? STAGE_BUF_SIZE : STAGE_DIRECT_SIZE;
+    while (o < hole) {
+        int fresh = o >= stale_end;
+        off_t lim = !fresh && stale_end < hole ? stale_end : hole;
+        size_t want = lim - o < (off_t)step ? (size_t)(lim - o) : step;
+        ratelimit_take(dst->b->bw, want);
+        ssize_t r = src->b->ops->pread_to(src, dst, o, want, o, fresh);
+        if (r < 0) {
+            *what = "copy source to destination";
+            return (int)r;
+        }
+        if (r == 0)                   /* the source shrank: the rest reads as zeros */
+            return 0;
+        int rc = fresh ? dst->b->ops->zeros_to_holes(dst, o, r) : 0;
+        if (rc < 0) {
+            *what = "make holes of zeros in destination";
+            return rc;
+        }
+        atomic_fetch_add(&run->bytes, (uint64_t)r);
+        o += r;
+    }
+    return 0;
+}
+
 /* Copies [off, end) of src to dst, hashing the data into h. */
 static int copy_range(struct stage_run *run, struct bfile *src, struct bfile *dst, off_t off,
                       off_t end, off_t stale_end, char *buf, XXH3_state_t *h,
@@ -106,6 +140,8 @@ static int copy_range(struct stage_run *run, struct bfile *src, struct bfile *ds
 {
     off_t pos = off;
     int direct = !h && dst->b->ops->pwrite_from && src->b->ops->kernel_fds;
+    int direct_out = !h && src->b->ops->pread_to && dst->b->ops->kernel_fds &&
+                     dst->b->ops->zeros_to_holes;
     while (pos < end) {
         off_t data, hole;
         int rc = next_extent(src, pos, end, &data, &hole);
@@ -120,6 +156,12 @@ static int copy_range(struct stage_run *run, struct bfile *src, struct bfile *ds
         }
         if (direct) {
             if ((rc = copy_extent_direct(run, src, dst, data, hole, what)) < 0)
+                return rc;
+            pos = hole;
+            continue;
+        }
+        if (direct_out) {
+            if ((rc = copy_extent_to(run, src, dst, data, hole, stale_end, what)) < 0)
                 return rc;
             pos = hole;
             continue;
