@@ -161,14 +161,18 @@ limits() {
     local fs=$R/fs-limits bw
     "$CTL" start --servers 4 --base "$fs" > /dev/null
     bw=$(numfmt --from=iec "${LIMIT_BW%B}")
-    rm -f "$W/bw.jsonl" "$W/md.jsonl"
+    rm -f "$W/bw.jsonl" "$W/bwout.jsonl" "$W/md.jsonl"
     say "stage-in of big files at --max-bw $LIMIT_BW"
     "$STAGE" in --allow-root --quiet --max-bw "$LIMIT_BW" --progress-json "$W/bw.jsonl" \
         --instance "$fs/instance" "$W/src/big" /limit-bw
+    say "stage-out of big files at --max-bw $LIMIT_BW"
+    "$STAGE" out --allow-root --quiet --max-bw "$LIMIT_BW" --progress-json "$W/bwout.jsonl" \
+        --instance "$fs/instance" /limit-bw "$R/limit-bw-out"
     say "stage-in of small files at --max-mdops $LIMIT_MD"
     "$STAGE" in --allow-root --quiet --max-mdops "$LIMIT_MD" --progress-json "$W/md.jsonl" \
         --instance "$fs/instance" "$W/src/small" /limit-md
     BW_RATES=$(window_rates "$W/bw.jsonl" pfs_bytes)
+    BWOUT_RATES=$(window_rates "$W/bwout.jsonl" pfs_bytes)
     MD_RATES=$(window_rates "$W/md.jsonl" pfs_mdops)
     BW_WANT=$bw
 }
@@ -179,7 +183,7 @@ say "untimed warm-up copy (absorbs earlier deletes)"
 first=${SETS%% *}
 mkdir -p "$R"; cp -r "$W/src/$first" "$R/warmup"; sync
 for set in $SETS; do run_set $set; done
-BW_RATES="(not run)" MD_RATES="(not run)" BW_WANT="(not run)"
+BW_RATES="(not run)" BWOUT_RATES="(not run)" MD_RATES="(not run)" BW_WANT="(not run)"
 if [ "$LIMITS" = 1 ]; then
     for set in small big; do make_set $set; done
     limits
@@ -222,5 +226,6 @@ $(ratios)
 
 Rate limits, over 10 s windows of the stager's own per-second progress (--progress-json):
 - --max-bw $LIMIT_BW = $BW_WANT B/s; bytes/s read from the parallel fs per window: $BW_RATES
+- --max-bw $LIMIT_BW = $BW_WANT B/s; bytes/s written to the parallel fs per window (stage-out): $BWOUT_RATES
 - --max-mdops $LIMIT_MD; metadata ops/s toward the parallel fs per window: $MD_RATES
 REPORT
