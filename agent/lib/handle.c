@@ -136,12 +136,17 @@ int adafs_server_count(const adafs *fs)
 uint64_t new_key(adafs *fs, int server)
 {
     for (;;) {
-        /* splitmix64 of a per-process seed and a counter: unique without a
-         * system call per file. */
-        uint64_t z = fs->key_seed + atomic_fetch_add(&fs->key_counter, 1) * 0x9E3779B97F4A7C15ull;
+        /* Blocks of 65,536 consecutive keys, each block at a random place
+         * (splitmix64 of a per-process seed and the block number): unique
+         * without a system call per file, and the keys one process hands
+         * out rise, so a server inserts a client's new files next to each
+         * other in its ordered store instead of at random places. */
+        uint64_t n = atomic_fetch_add(&fs->key_counter, 1);
+        uint64_t z = fs->key_seed + (n >> 16) * 0x9E3779B97F4A7C15ull;
         z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
         z ^= z >> 31;
+        z = (z & ~0xFFFFull) | (n & 0xFFFF);
         if (z != 0 && chunk_server(fs, z, 0) == server)
             return z;
     }
