@@ -23,6 +23,9 @@
 
 struct backend;
 
+/* Connections of the adafs backend (see struct backend). */
+#define BACKEND_ADAFS_CONNECTIONS 4
+
 struct bdir {
     struct backend *b;
     int fd;          /* POSIX: the directory; adafs: unused */
@@ -136,6 +139,11 @@ struct backend {
     struct ratelimit *bw;      /* NULL: bytes not limited */
     uint64_t chunk_size;       /* pieces of big files align to this */
     void *fs;                  /* adafs: the connected client */
+    /* adafs: the connections open files are spread over, in turn (fs is
+     * the first): libadafs sends one batch at a time per connection, so a
+     * single one would make the copy threads take turns. */
+    void *file_fs[BACKEND_ADAFS_CONNECTIONS];
+    unsigned next_file_fs;     /* atomic */
 };
 
 /* The POSIX backend (no state besides the limits). */

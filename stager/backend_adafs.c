@@ -17,6 +17,8 @@
 #include "adafs.h"
 
 #define FS(b) ((adafs *)(b)->fs)
+/* The connection an open file was opened on. */
+#define AFS(f) (((struct afile *)(f))->fs)
 
 static int new_dir(struct backend *b, char *path, struct bdir **out)
 {
@@ -133,6 +135,7 @@ static int adafs_stat_at(struct bdir *d, const char *name, int follow, struct st
  * open (a small file: one round trip for open, stat and read). */
 struct afile {
     struct bfile f;
+    adafs *fs;       /* the connection fd belongs to */
     char *pre;
     size_t pre_len;
     int whole;       /* pre is all of the file; f.fd is -1 (nothing open) */
@@ -157,9 +160,11 @@ static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
         return -ENOMEM;
     }
     size_t got = 0;
-    int fd = prefetch ? adafs_open_read(FS(d->b), p, st, scratch, sizeof(scratch), &got)
-             : st     ? adafs_open_stat(FS(d->b), p, flags, mode, st)
-                      : adafs_open(FS(d->b), p, flags, mode);
+    unsigned turn = __atomic_fetch_add(&d->b->next_file_fs, 1, __ATOMIC_RELAXED);
+    adafs *fs = d->b->file_fs[turn % BACKEND_ADAFS_CONNECTIONS];
+    int fd = prefetch ? adafs_open_read(fs, p, st, scratch, sizeof(scratch), &got)
+             : st     ? adafs_open_stat(fs, p, flags, mode, st)
+                      : adafs_open(fs, p, flags, mode);
     free(p);
     if (fd >= 0 && got > 0 && got == (size_t)st->st_size && (f->pre = malloc(got))) {
         memcpy(f->pre, scratch, got);
@@ -171,6 +176,7 @@ static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
         return fd;
     }
     f->f = (struct bfile){ d->b, fd, d, n };
+    f->fs = fs;
     *out = &f->f;
     return 0;
 }
@@ -178,7 +184,7 @@ static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
 static int adafs_close_file(struct bfile *f)
 {
     struct afile *af = (struct afile *)f;
-    int rc = f->fd >= 0 ? adafs_close(FS(f->b), f->fd) : 0;
+    int rc = f->fd >= 0 ? adafs_close(AFS(f), f->fd) : 0;
     free(af->pre);
     free(f->name);
     free(af);
@@ -213,18 +219,18 @@ static ssize_t adafs_pread_file(struct bfile *f, void *buf, size_t n, off_t off)
         memcpy(buf, af->pre + at, k);
         return (ssize_t)k;
     }
-    return adafs_pread(FS(f->b), f->fd, buf, n, off);
+    return adafs_pread(AFS(f), f->fd, buf, n, off);
 }
 
 static ssize_t adafs_pwrite_file(struct bfile *f, const void *buf, size_t n, off_t off)
 {
-    return adafs_pwrite(FS(f->b), f->fd, buf, n, off);
+    return adafs_pwrite(AFS(f), f->fd, buf, n, off);
 }
 
 static ssize_t adafs_pwrite_from(struct bfile *f, struct bfile *src, off_t src_off, size_t n,
                                  off_t off)
 {
-    return adafs_pwrite_from_fd(FS(f->b), f->fd, src->fd, src_off, n, off);
+    return adafs_pwrite_from_fd(AFS(f), f->fd, src->fd, src_off, n, off);
 }
 
 static ssize_t adafs_pread_to(struct bfile *f, struct bfile *dst, off_t dst_off, size_t n,
@@ -237,13 +243,13 @@ static ssize_t adafs_pread_to(struct bfile *f, struct bfile *dst, off_t dst_off,
         ssize_t w = pwrite(dst->fd, af->pre + at, k, dst_off);
         return w < 0 ? -errno : w;
     }
-    return keep_holes ? adafs_pread_to_fd_sparse(FS(f->b), f->fd, dst->fd, dst_off, n, off)
-                      : adafs_pread_to_fd(FS(f->b), f->fd, dst->fd, dst_off, n, off);
+    return keep_holes ? adafs_pread_to_fd_sparse(AFS(f), f->fd, dst->fd, dst_off, n, off)
+                      : adafs_pread_to_fd(AFS(f), f->fd, dst->fd, dst_off, n, off);
 }
 
 static off_t adafs_seek_file(struct bfile *f, off_t off, int whence)
 {
-    return adafs_lseek(FS(f->b), f->fd, off, whence);
+    return adafs_lseek(AFS(f), f->fd, off, whence);
 }
 
 static int adafs_punch(struct bfile *f, off_t off, off_t len)
@@ -254,12 +260,12 @@ static int adafs_punch(struct bfile *f, off_t off, off_t len)
 
 static int adafs_truncate_file(struct bfile *f, off_t len)
 {
-    return adafs_ftruncate(FS(f->b), f->fd, len);
+    return adafs_ftruncate(AFS(f), f->fd, len);
 }
 
 static int adafs_set_attrs(struct bfile *f, mode_t mode, const struct timespec *mtime)
 {
-    const char *path = adafs_fd_path(FS(f->b), f->fd);
+    const char *path = adafs_fd_path(AFS(f), f->fd);
     return path ? set_path_attrs(f->b, path, mode, mtime) : -EBADF;
 }
 
@@ -431,18 +437,24 @@ static const struct backend_ops adafs_ops = {
 
 int backend_adafs_init(struct backend *b, const char *instance, char *err, size_t errlen)
 {
-    adafs *fs;
-    int rc = adafs_connect(&fs, instance, err, errlen);
-    if (rc < 0)
-        return rc;
-    *b = (struct backend){ .ops = &adafs_ops, .fs = fs, .chunk_size = adafs_chunk_size(fs) };
+    adafs *fs[BACKEND_ADAFS_CONNECTIONS];
+    for (int i = 0; i < BACKEND_ADAFS_CONNECTIONS; i++) {
+        int rc = adafs_connect(&fs[i], instance, err, errlen);
+        if (rc < 0) {
+            while (i-- > 0)
+                adafs_disconnect(fs[i]);
+            return rc;
+        }
+    }
+    *b = (struct backend){ .ops = &adafs_ops, .fs = fs[0], .chunk_size = adafs_chunk_size(fs[0]) };
+    memcpy(b->file_fs, fs, sizeof(fs));
     return 0;
 }
 
 void backend_adafs_fini(struct backend *b)
 {
-    if (b->fs)
-        adafs_disconnect(FS(b));
+    for (int i = 0; b->fs && i < BACKEND_ADAFS_CONNECTIONS; i++)
+        adafs_disconnect(b->file_fs[i]);
     b->fs = NULL;
 }
 
