@@ -7,12 +7,15 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include "log.h"
 
 #define MD(b) ratelimit_take((b)->mdops, 1)
 
@@ -220,13 +223,23 @@ static off_t posix_seek(struct bfile *f, off_t off, int whence)
     return r < 0 ? -errno : r;
 }
 
+/* Said once per run: the copies are right, only not sparse. */
+static void holes_unsupported(void)
+{
+    static atomic_flag said = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&said))
+        log_warn("the destination file system cannot punch holes (fallocate: %s): "
+                 "sparse files are written in full", strerror(EOPNOTSUPP));
+}
+
 static int posix_punch(struct bfile *f, off_t off, off_t len)
 {
     if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len) == 0)
         return 0;
     if (errno != EOPNOTSUPP)
         return -errno;
-    return backend_write_zeros(f, off, len);   /* no hole punching here */
+    holes_unsupported();
+    return backend_write_zeros(f, off, len);
 }
 
 /* Block by block through a read-only mapping of what was just written (in
@@ -254,8 +267,11 @@ static int posix_zeros_to_holes(struct bfile *f, off_t off, off_t len)
         if (zero && run < 0)
             run = b;
         if (!zero && run >= 0) {
-            if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, run, b - run) < 0)
+            if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, run, b - run) < 0) {
                 rc = errno == EOPNOTSUPP ? 1 : -errno;   /* holes not possible: zeros stay */
+                if (rc == 1)
+                    holes_unsupported();
+            }
             run = -1;
         }
     }
