@@ -1,10 +1,15 @@
 #include "fstest.h"
 
+#include "net.h"
+#include "rpc_io.h"
+
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <time.h>
@@ -115,4 +120,39 @@ int fstest_stop_process(int pid)
         usleep(10000);
     }
     return -1;
+}
+
+int fstest_holds(adafs *fs, const char *path, const void *want, size_t len)
+{
+    struct stat st;
+    if (adafs_stat(fs, path, &st) < 0 || (size_t)st.st_size != len)
+        return 0;
+    char *back = malloc(len + 1);
+    int fd = adafs_open(fs, path, O_RDONLY, 0);
+    ssize_t n = back ? adafs_pread(fs, fd, back, len + 1, 0) : -1;
+    adafs_close(fs, fd);
+    int ok = n == (ssize_t)len && memcmp(back, want, len) == 0;
+    free(back);
+    return ok;
+}
+
+int fstest_raw_call(int fd, const uint8_t *secret, uint16_t op, const struct rpc_writer *w,
+                    struct rpc_reader *ans, uint8_t **payload)
+{
+    struct rpc_header h = { .opcode = op, .id = 1 };
+    memcpy(h.secret, secret, RPC_SECRET_SIZE);
+    if (rpc_send(fd, &h, w ? w->data : NULL, w ? w->len : 0, net_now_ms() + 2000) < 0)
+        return 1;
+    uint8_t *body = NULL;
+    if (rpc_recv(fd, &h, &body, 1 << 20, net_now_ms() + 2000) < 0) {
+        free(body);
+        return 1;
+    }
+    if (payload) {
+        *payload = body;
+        rpc_reader_init(ans, body, h.length);
+    } else {
+        free(body);
+    }
+    return h.status;
 }

@@ -18,21 +18,6 @@
 #include "rpc_io.h"
 #include "tap.h"
 
-/* 1 if path holds exactly len bytes equal to want. */
-static int holds(adafs *fs, const char *path, const void *want, size_t len)
-{
-    struct stat st;
-    if (adafs_stat(fs, path, &st) < 0 || (size_t)st.st_size != len)
-        return 0;
-    char *back = malloc(len + 1);
-    int fd = adafs_open(fs, path, O_RDONLY, 0);
-    ssize_t n = adafs_pread(fs, fd, back, len + 1, 0);
-    adafs_close(fs, fd);
-    int ok = n == (ssize_t)len && memcmp(back, want, len) == 0;
-    free(back);
-    return ok;
-}
-
 static struct adafs_create_entry entry(const char *path, const void *data, size_t len)
 {
     return (struct adafs_create_entry){ .path = path, .mode = 0640, .data = data, .len = len,
@@ -63,7 +48,7 @@ static void round_trip(void)
     int ok = 1;
     for (int i = 0; i < N && ok; i++) {
         struct stat st;
-        ok = e[i].status == 0 && holds(fs, names[i], data[i], e[i].len) &&
+        ok = e[i].status == 0 && fstest_holds(fs, names[i], data[i], e[i].len) &&
              adafs_stat(fs, names[i], &st) == 0 && (st.st_mode & 07777) == e[i].mode &&
              st.st_mtim.tv_sec == 1000000 + i && st.st_mtim.tv_nsec == i * 1000 + 7;
         if (!ok)
@@ -99,7 +84,7 @@ static void round_trip(void)
     struct adafs_create_entry again[2] = { entry("/d0/f000", "new", 3), entry("/d1/f001", "", 0) };
     tap_is_int(adafs_create_batch(fs, again, 2, ADAFS_PARENT_KNOWN), 0,
                "a batch replacing existing files (one of 1.5 MiB)");
-    tap_ok(holds(fs, "/d0/f000", "new", 3) && holds(fs, "/d1/f001", "", 0),
+    tap_ok(fstest_holds(fs, "/d0/f000", "new", 3) && fstest_holds(fs, "/d1/f001", "", 0),
            "they hold the new data");
     fstest_stop(&t);
 }
@@ -138,7 +123,7 @@ static void per_entry_errors(void)
     tap_is_int(e[7].status, -EFBIG, "more than a chunk: EFBIG");
     tap_is_int(e[8].status, -EINVAL, "tv_nsec of 1e9: EINVAL");
     tap_is_int(e[9].status, 0, "the entry after the bad ones: created");
-    tap_ok(holds(fs, "/dir/a", "a", 1) && holds(fs, "/dir/z", "z", 1),
+    tap_ok(fstest_holds(fs, "/dir/a", "a", 1) && fstest_holds(fs, "/dir/z", "z", 1),
            "the good files hold their data (the first of a repeated path wins)");
     struct stat st;
     tap_is_int(adafs_stat(fs, "/dir/big", &st), -ENOENT, "nothing was made for a refused entry");
@@ -188,10 +173,10 @@ static void quota(void)
     tap_is_int(e[4].status, -ENOSPC, "the fifth of 20000 bytes: ENOSPC");
     tap_is_int(e[5].status, 0, "a smaller one after it still fits");
     tap_is_int(e[6].status, -ENOSPC, "the next of 20000: ENOSPC");
-    int ok = holds(fs, "/before", d[7], 10000);
+    int ok = fstest_holds(fs, "/before", d[7], 10000);
     for (int i = 0; i < 4 && ok; i++)
-        ok = holds(fs, e[i].path, d[i], 20000);
-    tap_ok(ok && holds(fs, "/q5", d[5], 5000), "nothing written before or in the batch is lost");
+        ok = fstest_holds(fs, e[i].path, d[i], 20000);
+    tap_ok(ok && fstest_holds(fs, "/q5", d[5], 5000), "nothing written before or in the batch is lost");
     struct stat st;
     tap_is_int(adafs_stat(fs, "/q4", &st), -ENOENT, "a refused file does not exist");
     adafs_unlink(fs, "/q0");
@@ -219,7 +204,7 @@ static void limits(void)
                "2500 files on 2 servers: more than FS_BATCH_MAX per server");
     int ok = 1;
     for (int i = 0; i < MANY && ok; i++)
-        ok = holds(fs, names[i], tiny[i], strlen(tiny[i]));
+        ok = fstest_holds(fs, names[i], tiny[i], strlen(tiny[i]));
     tap_ok(ok, "all 2500 read back");
 
     /* Past the request's byte limit (4 MiB) and across the inline limit. */
@@ -233,7 +218,7 @@ static void limits(void)
     tap_is_int(adafs_create_batch(fs, e, 100, 0), 0, "100 files of 64 KiB: 6.4 MiB, several requests");
     ok = 1;
     for (int i = 0; i < 100 && ok; i++)
-        ok = holds(fs, bnames[i], blob[i], sizeof(blob[i]));
+        ok = fstest_holds(fs, bnames[i], blob[i], sizeof(blob[i]));
     tap_ok(ok, "all read back");
     static char chunk[(512 << 10) + 1];
     fstest_fill(chunk, sizeof(chunk), 7);
@@ -246,7 +231,7 @@ static void limits(void)
            "up to one chunk is taken, one byte more is EFBIG");
     ok = 1;
     for (int i = 0; i < 3 && ok; i++)
-        ok = holds(fs, sn[i], chunk, sizes[i]);
+        ok = fstest_holds(fs, sn[i], chunk, sizes[i]);
     tap_ok(ok, "inline, local-file and whole-chunk files read back");
 
     static char rb[3][512 << 10];
@@ -266,25 +251,11 @@ static void limits(void)
 }
 
 /* Sends one request with the secret; returns the status, the answer in *w. */
-static int raw_call(int fd, const uint8_t *secret, uint16_t op, struct rpc_writer *w,
-                    struct rpc_reader *ans, uint8_t **payload)
-{
-    struct rpc_header h = { .opcode = op, .id = 1 };
-    memcpy(h.secret, secret, RPC_SECRET_SIZE);
-    if (rpc_send(fd, &h, w->data, w->len, net_now_ms() + 2000) < 0)
-        return 1;
-    int rc = rpc_recv(fd, &h, payload, 1 << 20, net_now_ms() + 2000);
-    if (rc < 0)
-        return 1;
-    rpc_reader_init(ans, *payload, h.length);
-    return h.status;
-}
-
 static int bad_batch(int fd, const uint8_t *secret, uint16_t op, struct rpc_writer *w)
 {
     struct rpc_reader r;
     uint8_t *p = NULL;
-    int rc = raw_call(fd, secret, op, w, &r, &p);
+    int rc = fstest_raw_call(fd, secret, op, w, &r, &p);
     free(p);
     w->len = 0;
     return rc;
@@ -346,7 +317,7 @@ static void malformed(void)
     put_entry(&w, "/three", 0, 11, "3");        /* the key of /one again */
     struct rpc_reader r;
     uint8_t *p = NULL;
-    int rc = raw_call(fd, in.secret, FS_CREATE_BATCH, &w, &r, &p);
+    int rc = fstest_raw_call(fd, in.secret, FS_CREATE_BATCH, &w, &r, &p);
     w.len = 0;
     uint32_t n = rpc_get_u32(&r);
     int st1 = (int)rpc_get_u32(&r);

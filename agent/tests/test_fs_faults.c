@@ -251,18 +251,6 @@ static void security(void)
 
 /* Sends one request with the instance's secret on fd; returns the answer's
  * status. */
-static int raw_call(int fd, const uint8_t *secret, uint16_t op, const struct rpc_writer *w)
-{
-    struct rpc_header h = { .opcode = op, .id = 1 };
-    memcpy(h.secret, secret, RPC_SECRET_SIZE);
-    if (rpc_send(fd, &h, w ? w->data : NULL, w ? w->len : 0, net_now_ms() + 2000) < 0)
-        return 1;
-    uint8_t *payload;
-    int rc = rpc_recv(fd, &h, &payload, 1 << 20, net_now_ms() + 2000);
-    free(payload);
-    return rc < 0 ? 1 : h.status;
-}
-
 /* What only a broken or hostile client sends: each is refused with its own
  * error, and the connection goes on serving. */
 static void protocol_errors(void)
@@ -275,45 +263,45 @@ static void protocol_errors(void)
     int fd = net_connect(in.servers[0].host, in.servers[0].port, 1000, err, sizeof(err));
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
-    tap_is_int(raw_call(fd, in.secret, FS_PING, NULL), 0, "raw ping");
-    tap_is_int(raw_call(fd, in.secret, 999, NULL), -EOPNOTSUPP, "unknown opcode: EOPNOTSUPP");
-    tap_is_int(raw_call(fd, in.secret, FS_STAT, NULL), -EBADMSG, "stat without a path: EBADMSG");
+    tap_is_int(fstest_raw_call(fd, in.secret, FS_PING, NULL, NULL, NULL), 0, "raw ping");
+    tap_is_int(fstest_raw_call(fd, in.secret, 999, NULL, NULL, NULL), -EOPNOTSUPP, "unknown opcode: EOPNOTSUPP");
+    tap_is_int(fstest_raw_call(fd, in.secret, FS_STAT, NULL, NULL, NULL), -EBADMSG, "stat without a path: EBADMSG");
     rpc_put_str(&w, "relative");
-    tap_is_int(raw_call(fd, in.secret, FS_STAT, &w), -EINVAL, "relative path: EINVAL");
+    tap_is_int(fstest_raw_call(fd, in.secret, FS_STAT, &w, NULL, NULL), -EINVAL, "relative path: EINVAL");
     w.len = 0;
     rpc_put_str(&w, "/a/../b");
-    tap_is_int(raw_call(fd, in.secret, FS_STAT, &w), -EINVAL, "path with ..: EINVAL");
+    tap_is_int(fstest_raw_call(fd, in.secret, FS_STAT, &w, NULL, NULL), -EINVAL, "path with ..: EINVAL");
     w.len = 0;
     rpc_put_str(&w, "/a/");
-    tap_is_int(raw_call(fd, in.secret, FS_STAT, &w), -EINVAL, "path ending in /: EINVAL");
+    tap_is_int(fstest_raw_call(fd, in.secret, FS_STAT, &w, NULL, NULL), -EINVAL, "path ending in /: EINVAL");
     w.len = 0;
     rpc_put_str(&w, "/x");
     rpc_put_u32(&w, 0);
-    tap_is_int(raw_call(fd, in.secret, FS_STAT, &w), -EBADMSG, "trailing bytes: EBADMSG");
+    tap_is_int(fstest_raw_call(fd, in.secret, FS_STAT, &w, NULL, NULL), -EBADMSG, "trailing bytes: EBADMSG");
     w.len = 0;
     rpc_put_u64(&w, 7);
     rpc_put_u64(&w, 0);
     rpc_put_u32(&w, 65530);
     rpc_put_bytes(&w, "0123456789", 10);
-    tap_is_int(raw_call(fd, in.secret, FS_WRITE, &w), -EINVAL, "write past the chunk's end: EINVAL");
+    tap_is_int(fstest_raw_call(fd, in.secret, FS_WRITE, &w, NULL, NULL), -EINVAL, "write past the chunk's end: EINVAL");
     w.len = 0;
     rpc_put_u64(&w, 7);
     rpc_put_u64(&w, 0);
     rpc_put_u32(&w, 0);
     rpc_put_u32(&w, 100);   /* announces 100 bytes, sends 3 */
     rpc_put_raw(&w, "abc", 3);
-    tap_is_int(raw_call(fd, in.secret, FS_WRITE, &w), -EBADMSG, "write whose data is short: EBADMSG");
+    tap_is_int(fstest_raw_call(fd, in.secret, FS_WRITE, &w, NULL, NULL), -EBADMSG, "write whose data is short: EBADMSG");
     w.len = 0;
     rpc_put_u64(&w, 7);
     rpc_put_u64(&w, 0);
     rpc_put_u32(&w, 0);
     rpc_put_u32(&w, 1 << 20);
-    tap_is_int(raw_call(fd, in.secret, FS_READ, &w), -EINVAL, "read past the chunk's end: EINVAL");
+    tap_is_int(fstest_raw_call(fd, in.secret, FS_READ, &w, NULL, NULL), -EINVAL, "read past the chunk's end: EINVAL");
     w.len = 0;
     rpc_put_str(&w, "/");
     rpc_put_str(&w, "");
     rpc_put_u32(&w, 10);
-    tap_is_int(raw_call(fd, in.secret, FS_LIST, &w), 0, "and the connection still serves");
+    tap_is_int(fstest_raw_call(fd, in.secret, FS_LIST, &w, NULL, NULL), 0, "and the connection still serves");
     rpc_writer_free(&w);
     close(fd);
     instance_free(&in);

@@ -23,21 +23,6 @@ static int data_files(const struct fstest *t)
     return fstest_sh("exit $(ls -A %s/root.0/data | wc -l)", t->base);
 }
 
-/* 1 if path holds exactly len bytes equal to want. */
-static int holds(adafs *fs, const char *path, const char *want, size_t len)
-{
-    struct stat st;
-    if (adafs_stat(fs, path, &st) < 0 || (size_t)st.st_size != len)
-        return 0;
-    char *back = malloc(len + 1);
-    int fd = adafs_open(fs, path, O_RDONLY, 0);
-    ssize_t n = adafs_pread(fs, fd, back, len + 1, 0);
-    adafs_close(fs, fd);
-    int ok = n == (ssize_t)len && memcmp(back, want, len) == 0;
-    free(back);
-    return ok;
-}
-
 static void grow_and_shrink(void)
 {
     struct fstest t;
@@ -47,39 +32,39 @@ static void grow_and_shrink(void)
     fstest_fill(shadow, 4096, 1);
     tap_is_int(adafs_create_write(fs, "/s", 0600, shadow, 4096), 0, "create_write of 4 KiB");
     tap_is_int(data_files(&t), 0, "a 4 KiB file makes no local data file");
-    tap_ok(holds(fs, "/s", shadow, 4096), "it reads back");
+    tap_ok(fstest_holds(fs, "/s", shadow, 4096), "it reads back");
 
     int fd = adafs_open(fs, "/s", O_RDWR, 0);
     fstest_fill(buf, 100, 2);
     tap_is_int(adafs_pwrite(fs, fd, buf, 100, 10000), 100, "a sparse write inside the threshold");
     memcpy(shadow + 10000, buf, 100);
     tap_is_int(data_files(&t), 0, "still no local data file");
-    tap_ok(holds(fs, "/s", shadow, 10100), "the hole reads as zeros, the data as written");
+    tap_ok(fstest_holds(fs, "/s", shadow, 10100), "the hole reads as zeros, the data as written");
 
     fstest_fill(buf, 2000, 3);
     tap_is_int(adafs_pwrite(fs, fd, buf, 2000, INLINE_MAX - 1000), 2000,
                "a write across the threshold");
     memcpy(shadow + INLINE_MAX - 1000, buf, 2000);
     tap_is_int(data_files(&t), 1, "the file moved into a local data file");
-    tap_ok(holds(fs, "/s", shadow, INLINE_MAX + 1000), "all of it reads back after the move");
+    tap_ok(fstest_holds(fs, "/s", shadow, INLINE_MAX + 1000), "all of it reads back after the move");
 
     tap_is_int(adafs_ftruncate(fs, fd, 100), 0, "truncate back below the threshold");
-    tap_ok(holds(fs, "/s", shadow, 100), "the first 100 bytes remain");
+    tap_ok(fstest_holds(fs, "/s", shadow, 100), "the first 100 bytes remain");
     tap_is_int(adafs_ftruncate(fs, fd, 5000), 0, "and grow again by truncate");
     memset(shadow + 100, 0, 4900);
-    tap_ok(holds(fs, "/s", shadow, 5000), "the grown part reads as zeros");
+    tap_ok(fstest_holds(fs, "/s", shadow, 5000), "the grown part reads as zeros");
     tap_is_int(adafs_ftruncate(fs, fd, 0), 0, "truncate to 0");
     tap_is_int(data_files(&t), 0, "drops the local data file");
     tap_is_int(adafs_pwrite(fs, fd, "again", 5, 0), 5, "a small write after it");
     tap_is_int(data_files(&t), 0, "is inline again");
-    tap_ok(holds(fs, "/s", "again", 5), "and reads back");
+    tap_ok(fstest_holds(fs, "/s", "again", 5), "and reads back");
     adafs_close(fs, fd);
 
     fstest_fill(shadow, 3000, 4);
     adafs_create_write(fs, "/r", 0600, shadow, 3000);
     tap_is_int(adafs_rename(fs, "/r", "/renamed"), 0, "rename of an inline file");
-    tap_ok(holds(fs, "/renamed", shadow, 3000), "its data follows the new name");
-    tap_ok(adafs_rename(fs, "/renamed", "/s") == 0 && holds(fs, "/s", shadow, 3000),
+    tap_ok(fstest_holds(fs, "/renamed", shadow, 3000), "its data follows the new name");
+    tap_ok(adafs_rename(fs, "/renamed", "/s") == 0 && fstest_holds(fs, "/s", shadow, 3000),
            "rename over another inline file replaces its data");
 
     fd = adafs_open(fs, "/s", O_RDONLY, 0);
@@ -119,7 +104,7 @@ static void other_chunk(void)
     tap_is_int(adafs_pwrite(fs, fd, shadow + 70000, 100, 70000), 100, "[64K chunks] a write to chunk 1");
     adafs_close(fs, fd);
     tap_is_int(data_files(&t), 1, "[64K chunks] makes one local file for both chunks");
-    tap_ok(holds(fs, "/c", shadow, 70100), "[64K chunks] chunk 0 moved into it intact");
+    tap_ok(fstest_holds(fs, "/c", shadow, 70100), "[64K chunks] chunk 0 moved into it intact");
     fstest_stop(&t);
 }
 
@@ -150,7 +135,7 @@ static void quota(void)
     for (int i = 0; i < 5 && ok; i++) {
         fstest_fill(data, sizeof(data), 10 + (unsigned)i);
         snprintf(name, sizeof(name), "/q%d", i);
-        ok = holds(fs, name, data, sizeof(data));
+        ok = fstest_holds(fs, name, data, sizeof(data));
     }
     tap_ok(ok, "nothing already written is lost");
     adafs_unlink(fs, "/q1");
@@ -230,7 +215,7 @@ static void open_read(void)
     for (int i = 0; i < 20 && ok; i++) {
         snprintf(name, sizeof(name), "/known/f%d", i);
         ok = adafs_create_write_attr(fs, name, 0600, data, 100, NULL, ADAFS_PARENT_KNOWN) == 0 &&
-             holds(fs, name, data, 100);
+             fstest_holds(fs, name, data, 100);
     }
     tap_ok(ok, "[4 servers] create_write_attr with ADAFS_PARENT_KNOWN makes 20 files");
     tap_is_int(adafs_create_write_attr(fs, "/gone/f", 0600, data, 100, NULL, 0), -ENOENT,
