@@ -292,6 +292,21 @@ int op_write(struct server *srv, struct rpc_reader *req, struct reply *rep)
     return chunks_write(srv, key, index, offset, req->data + req->off, have, rep->rest);
 }
 
+/* Appends up to len bytes from offset of a file's inline chunk 0 to out;
+ * returns how many, -ENOENT when the chunk is not inline, or -errno. */
+static int read_inline(struct server *srv, uint64_t key, uint64_t offset, size_t len,
+                       struct rpc_writer *out)
+{
+    static _Thread_local uint8_t buf[INLINE_MAX];
+    int had = meta_blob_get(srv, key, buf, sizeof(buf));
+    if (had < 0)
+        return had;
+    size_t avail = (size_t)had > offset ? (size_t)had - offset : 0;
+    size_t n = avail < len ? avail : len;
+    rpc_put_raw(out, buf + offset, n);
+    return rpc_writer_ok(out) ? (int)n : -ENOMEM;
+}
+
 int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     uint64_t key = rpc_get_u64(req), index = rpc_get_u64(req);
@@ -301,15 +316,9 @@ int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
     if ((uint64_t)offset + len > srv->chunk_size)
         return -EINVAL;
     if (index == 0 && offset < srv->inline_max) {
-        static _Thread_local uint8_t buf[INLINE_MAX];
-        int had = meta_blob_get(srv, key, buf, sizeof(buf));
-        if (had >= 0) {
-            size_t avail = (size_t)had > offset ? (size_t)had - offset : 0;
-            rpc_put_raw(&rep->out, buf + offset, avail < len ? avail : len);
-            return rpc_writer_ok(&rep->out) ? 0 : -ENOMEM;
-        }
-        if (had != -ENOENT)
-            return had;
+        int n = read_inline(srv, key, offset, len, &rep->out);
+        if (n != -ENOENT)
+            return n < 0 ? n : 0;
     }
     char path[4300];
     data_path(srv, key, path, sizeof(path));
@@ -336,15 +345,9 @@ int chunks_read_into(struct server *srv, uint64_t key, uint64_t index, size_t le
     if (len > srv->chunk_size)
         return -EINVAL;
     if (index == 0 && len <= srv->inline_max) {
-        static _Thread_local uint8_t buf[INLINE_MAX];
-        int had = meta_blob_get(srv, key, buf, sizeof(buf));
-        if (had >= 0) {
-            size_t n = (size_t)had < len ? (size_t)had : len;
-            rpc_put_raw(out, buf, n);
-            return rpc_writer_ok(out) ? (int)n : -ENOMEM;
-        }
-        if (had != -ENOENT)
-            return had;
+        int n = read_inline(srv, key, 0, len, out);
+        if (n != -ENOENT)
+            return n;
     }
     char path[4300];
     data_path(srv, key, path, sizeof(path));
