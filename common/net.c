@@ -219,29 +219,28 @@ int net_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms)
     return net_writev_full(fd, &iov, 1, deadline_ms);
 }
 
-/* Fills addr with path; -ENAMETOOLONG when it does not fit. */
-static int unix_address(const char *path, struct sockaddr_un *addr)
+/* A Unix stream socket, with addr filled for path: the fd, or
+ * -ENAMETOOLONG when path does not fit, or -errno. */
+static int unix_socket(const char *path, struct sockaddr_un *addr)
 {
     *addr = (struct sockaddr_un){ .sun_family = AF_UNIX };
     if (strlen(path) >= sizeof(addr->sun_path))
         return -ENAMETOOLONG;
     memcpy(addr->sun_path, path, strlen(path) + 1);
-    return 0;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    return fd < 0 ? -errno : fd;
 }
 
 int net_listen_unix(const char *path, int backlog)
 {
     struct sockaddr_un addr;
-    int rc = unix_address(path, &addr);
-    if (rc < 0)
-        return rc;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = unix_socket(path, &addr);
     if (fd < 0)
-        return -errno;
+        return fd;
     unlink(path);
     if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || chmod(path, 0600) < 0 ||
         listen(fd, backlog) < 0) {
-        rc = -errno;
+        int rc = -errno;
         close(fd);
         return rc;
     }
@@ -251,14 +250,11 @@ int net_listen_unix(const char *path, int backlog)
 int net_connect_unix(const char *path)
 {
     struct sockaddr_un addr;
-    int rc = unix_address(path, &addr);
-    if (rc < 0)
-        return rc;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = unix_socket(path, &addr);
     if (fd < 0)
-        return -errno;
+        return fd;
     if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-        rc = -errno;
+        int rc = -errno;
         close(fd);
         return rc;
     }
