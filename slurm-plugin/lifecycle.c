@@ -56,10 +56,10 @@ static struct rpc_writer *calls_add(struct node_calls *c, size_t i, uint16_t op)
 }
 
 /* Sends every request and records the first failure on the job (in node
- * order): an agent that could not be reached as a node problem, an agent's
- * refusal as `kind`. Returns how many failed; their replies are freed, the
+ * order) as a node problem, whether the agent could not be reached or
+ * refused. Returns how many failed; their replies are freed, the
  * others' stay for the caller (c->req[k].reply). */
-static size_t calls_run(struct node_calls *c, enum bb_failure kind)
+static size_t calls_run(struct node_calls *c)
 {
     for (size_t k = 0; k < c->n; k++) {
         if (!rpc_writer_ok(&c->body[k])) {
@@ -80,7 +80,7 @@ static size_t calls_run(struct node_calls *c, enum bb_failure kind)
             failed++;
         } else if (q->reply.status < 0) {
             int status = q->reply.status;
-            bb_job_set_error(c->job, kind, "%s", q->reply.message);
+            bb_job_set_error(c->job, FAIL_NODE, "%s", q->reply.message);
             agent_reply_free(&q->reply);
             q->rc = status;
             failed++;
@@ -144,7 +144,7 @@ static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
         };
         agent_start_put(calls_add(&c, i, AGENT_START), &m);
     }
-    size_t failed = calls_run(&c, FAIL_NODE);
+    size_t failed = calls_run(&c);
     for (size_t k = 0; k < c.n; k++) {
         struct bb_node *n = &j->nodes[c.node[k]];
         if (c.req[k].rc < 0)
@@ -174,7 +174,7 @@ static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
     for (size_t i = 0; i < j->nnodes; i++)
         agent_configure_put(calls_add(&c, i, AGENT_CONFIGURE),
                             &(struct agent_configure){ j->job_id, text, j->mount });
-    failed = calls_run(&c, FAIL_NODE);
+    failed = calls_run(&c);
     calls_free(&c);
     free(text);
     if (failed) {
@@ -301,7 +301,7 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
         }
     }
     if (c.n) {
-        size_t failed = calls_run(&c, FAIL_NODE);
+        size_t failed = calls_run(&c);
         for (size_t k = 0; k < c.n; k++)
             if (c.req[k].rc == 0)
                 j->nodes[c.node[k]].stage_sent = true;
@@ -317,7 +317,7 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
         struct rpc_writer *w = calls_add(&c, i, AGENT_STATUS);
         agent_job_ref_put(w, &(struct agent_job_ref){ j->job_id, 0 });
     }
-    int outcome = calls_run(&c, FAIL_NODE) ? -1 : 1;   /* 1 all done, 0 still running, -1 a node failed */
+    int outcome = calls_run(&c) ? -1 : 1;   /* 1 all done, 0 still running, -1 a node failed */
     for (size_t k = 0; outcome == 1 && k < c.n; k++)
         if (rpc_get_u32(&c.req[k].reply.reader) != AGENT_OP_DONE)
             outcome = 0;
