@@ -361,27 +361,122 @@ int op_create_batch(struct server *srv, struct rpc_reader *req, struct reply *re
     return 0;
 }
 
-/* One READ_BATCH entry: as STAT_READ, with the data length-prefixed. */
-static void read_one(struct server *srv, const char *path, uint32_t max, struct rpc_writer *out)
-{
-    char key[META_KEY_MAX];
+/* One READ_BATCH entry as it is looked up: as STAT_READ, with the data
+ * length-prefixed. */
+struct rentry {
+    const char *path;
+    const char *key;           /* the record's key, in the batch's key arena */
+    size_t klen;
+    int status;
     struct fs_record rec;
-    int klen = meta_path_key(path, key);
-    int rc = klen < 0 ? klen : meta_get_record(srv, key, klen, &rec);
+    uint64_t want;             /* bytes of chunk 0 to send */
+    int here;                  /* chunk 0 is on this server */
+    size_t blob;               /* its inline data's lookup, or SIZE_MAX */
+};
+
+/* The keys of the entries' records, side by side in one arena. */
+static char *record_keys(struct rentry *e, uint32_t n)
+{
+    size_t total = 1;
+    for (uint32_t i = 0; i < n; i++)
+        total += strlen(e[i].path) + 2;
+    char *arena = malloc(total), *at = arena;
+    for (uint32_t i = 0; arena && i < n; i++) {
+        char key[META_KEY_MAX];
+        int klen = meta_path_key(e[i].path, key);
+        e[i].status = klen < 0 ? klen : 0;
+        if (klen < 0)
+            continue;
+        memcpy(at, key, (size_t)klen);
+        e[i].key = at;
+        e[i].klen = (size_t)klen;
+        at += klen;
+    }
+    return arena;
+}
+
+/* Looks up every entry's record, then the inline data of those whose
+ * chunk 0 is here and small; blobs_out gets the second lookup. */
+static int look_up(struct server *srv, struct rentry *e, uint32_t n, uint32_t max,
+                   struct meta_values **blobs_out)
+{
+    const char **keys = calloc(n ? n : 1, sizeof(*keys));
+    size_t *klens = calloc(n ? n : 1, sizeof(*klens));
+    uint32_t *which = calloc(n ? n : 1, sizeof(*which));
+    uint64_t *data_keys = calloc(n ? n : 1, sizeof(*data_keys));
+    struct meta_values *recs = NULL, *blobs = NULL;
+    int rc = -ENOMEM;
+    if (!keys || !klens || !which || !data_keys)
+        goto out;
+    size_t m = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (e[i].status == 0) {
+            keys[m] = e[i].key;
+            klens[m] = e[i].klen;
+            which[m++] = i;
+        }
+    if (!(recs = meta_get_records(srv, m, keys, klens)))
+        goto out;
+    size_t b = 0;
+    for (size_t j = 0; j < m; j++) {
+        struct rentry *x = &e[which[j]];
+        x->blob = SIZE_MAX;
+        if ((x->status = meta_values_record(recs, j, &x->rec)) < 0)
+            continue;
+        x->want = x->rec.size < max ? x->rec.size : max;
+        x->here = S_ISREG(x->rec.mode) && x->want <= srv->chunk_size &&
+                  hash_place_chunk(x->rec.key, 0, srv->nservers) == srv->index;
+        if (x->here && x->want > 0 && x->want <= srv->inline_max) {
+            x->blob = b;
+            data_keys[b++] = x->rec.key;
+        }
+    }
+    if ((blobs = meta_get_blobs(srv, b, data_keys)))
+        rc = 0;
+out:
+    meta_values_free(recs);
+    free(keys);
+    free(klens);
+    free(which);
+    free(data_keys);
+    *blobs_out = blobs;
+    return rc;
+}
+
+/* Chunk 0 of an entry: its inline data found by the lookup, or what
+ * chunks.c reads (a local file; or inline data written since). */
+static int put_data(struct server *srv, const struct rentry *x, const struct meta_values *blobs,
+                    struct rpc_writer *out)
+{
+    if (x->blob != SIZE_MAX) {
+        const void *data;
+        size_t len;
+        int rc = meta_values_blob(blobs, x->blob, &data, &len);
+        if (rc == 0) {
+            size_t n = len < x->want ? len : (size_t)x->want;
+            rpc_put_raw(out, data, n);
+            return rpc_writer_ok(out) ? (int)n : -ENOMEM;
+        }
+        if (rc != -ENOENT)
+            return rc;
+    }
+    return chunks_read_into(srv, x->rec.key, 0, (size_t)x->want, out);
+}
+
+static void put_entry(struct server *srv, const struct rentry *x,
+                      const struct meta_values *blobs, struct rpc_writer *out)
+{
     size_t status_at = out->len;
-    rpc_put_u32(out, (uint32_t)rc);
-    if (rc < 0)
+    rpc_put_u32(out, (uint32_t)x->status);
+    if (x->status < 0)
         return;
-    fs_record_put(out, &rec);
-    uint64_t want = rec.size < max ? rec.size : max;
-    uint32_t here = S_ISREG(rec.mode) && want <= srv->chunk_size &&
-                    hash_place_chunk(rec.key, 0, srv->nservers) == srv->index;
-    rpc_put_u32(out, here);
+    fs_record_put(out, &x->rec);
+    rpc_put_u32(out, (uint32_t)x->here);
     size_t len_at = out->len;
     rpc_put_u32(out, 0);
-    if (!here || want == 0)
+    if (!x->here || x->want == 0)
         return;
-    rc = chunks_read_into(srv, rec.key, 0, (size_t)want, out);
+    int rc = put_data(srv, x, blobs, out);
     if (rc < 0) {
         /* Only this entry fails: its answer shrinks to the status. */
         out->len = status_at;
@@ -409,25 +504,32 @@ int op_read_batch(struct server *srv, struct rpc_reader *req, struct reply *rep)
                  READ_BATCH_DATA_MAX);
         return -EBADMSG;
     }
-    const char **paths = calloc(n ? n : 1, sizeof(*paths));
-    if (!paths)
+    struct rentry *e = calloc(n ? n : 1, sizeof(*e));
+    if (!e)
         return -ENOMEM;
     for (uint32_t i = 0; i < n; i++) {
-        paths[i] = rpc_get_str(req);
-        if (!paths[i]) {
+        e[i].path = rpc_get_str(req);
+        if (!e[i].path) {
             log_warn("read_batch: entry %u of %u is truncated or not a string", i + 1, n);
-            free(paths);
+            free(e);
             return -EBADMSG;
         }
     }
     if (!rpc_reader_done(req)) {
         log_warn("read_batch: %zu bytes after the last of %u entries", req->len - req->off, n);
-        free(paths);
+        free(e);
         return -EBADMSG;
     }
-    rpc_put_u32(&rep->out, n);
-    for (uint32_t i = 0; i < n; i++)
-        read_one(srv, paths[i], max, &rep->out);
-    free(paths);
-    return 0;
+    struct meta_values *blobs = NULL;
+    char *keys = record_keys(e, n);
+    int rc = keys ? look_up(srv, e, n, max, &blobs) : -ENOMEM;
+    if (rc == 0) {
+        rpc_put_u32(&rep->out, n);
+        for (uint32_t i = 0; i < n; i++)
+            put_entry(srv, &e[i], blobs, &rep->out);
+    }
+    meta_values_free(blobs);
+    free(keys);
+    free(e);
+    return rc;
 }

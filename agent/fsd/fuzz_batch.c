@@ -43,6 +43,43 @@ int meta_blob_get(struct server *srv, uint64_t data_key, void *buf, size_t cap)
     return -ENOENT;
 }
 
+struct meta_values {
+    size_t n;
+};
+
+struct meta_values *meta_get_records(struct server *srv, size_t n, const char *const *keys,
+                                     const size_t *klens)
+{
+    struct meta_values *v = malloc(sizeof(*v));
+    if (v)
+        v->n = n;
+    return v;
+}
+
+struct meta_values *meta_get_blobs(struct server *srv, size_t n, const uint64_t *data_keys)
+{
+    return meta_get_records(srv, n, NULL, NULL);
+}
+
+int meta_values_record(const struct meta_values *v, size_t i, struct fs_record *rec)
+{
+    if (i >= v->n)
+        abort();
+    return -ENOENT;
+}
+
+int meta_values_blob(const struct meta_values *v, size_t i, const void **data, size_t *len)
+{
+    if (i >= v->n)
+        abort();
+    return -ENOENT;
+}
+
+void meta_values_free(struct meta_values *v)
+{
+    free(v);
+}
+
 struct meta_batch {
     size_t puts;
 };

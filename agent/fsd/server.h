@@ -104,6 +104,15 @@ void meta_batch_put_record(struct meta_batch *b, const char *key, int klen,
 void meta_batch_put_blob(struct meta_batch *b, uint64_t data_key, const void *data, size_t len);
 int meta_batch_commit(struct server *srv, struct meta_batch *b);
 void meta_batch_free(struct meta_batch *b);
+/* Many records or inline data looked up at once; lookup i's answer by
+ * meta_values_record/blob: 0, -ENOENT, or -EIO. A blob's bytes stay valid
+ * until meta_values_free. NULL: out of memory. */
+struct meta_values *meta_get_records(struct server *srv, size_t n, const char *const *keys,
+                                     const size_t *klens);
+struct meta_values *meta_get_blobs(struct server *srv, size_t n, const uint64_t *data_keys);
+int meta_values_record(const struct meta_values *v, size_t i, struct fs_record *rec);
+int meta_values_blob(const struct meta_values *v, size_t i, const void **data, size_t *len);
+void meta_values_free(struct meta_values *v);
 
 /* batch.c */
 int op_create_batch(struct server *, struct rpc_reader *, struct reply *);
