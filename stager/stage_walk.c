@@ -18,7 +18,7 @@
  * the threads. */
 #define BATCH SMALL_BATCH_FILES
 /* Entries opened together on a backend with open_read_many. */
-#define PREOPEN 32
+#define PREOPEN 128
 
 struct subdir_task {
     struct dnode *parent;

@@ -18,20 +18,23 @@ printf 'head' | dd of="$S/sparse3g" conv=notrunc status=none
 printf 'tail' | dd of="$S/sparse3g" bs=1 seek=$((3 * 1024 * 1024 * 1024 - 4)) conv=notrunc status=none
 echo secret > "$S/ro/readonly.txt"; chmod 0400 "$S/ro/readonly.txt"; chmod 0555 "$S/ro"
 chmod 0751 "$S/a"; chmod 0600 "$S/a/mid.bin"; chmod 4755 "$S/empty"
+# Bits the umask takes from a new file: the copy must give them back.
+echo shared > "$S/a/group-writable"; chmod 0664 "$S/a/group-writable"
+umask 022
 touch -d '2001-02-03 04:05:06.123456789' "$S/a/mid.bin" "$S/a/b"
 ln -s ../a/mid.bin "$S/with space/link-to-mid"
 ln -s /etc "$S/link-to-etc"
 
 "$STAGE" copy --json --piece-size 2M "$S" "$D" > "$WORK/out.json" 2> "$WORK/err"
 is "copy exits 0" $? 0
-is "10,000 small files + 9 others copied" "$(json_field "$WORK/out.json" files)" 10009
+is "10,000 small files + 10 others copied" "$(json_field "$WORK/out.json" files)" 10010
 is "directories counted (root, 5 nested, 2 spaced, many + 100, ro)" "$(json_field "$WORK/out.json" dirs)" 110
 is "two symlinks skipped" "$(json_field "$WORK/out.json" skipped)" 2
 is "files over 2 MiB went in pieces (5 + 3 + 1536 for 3 GiB)" "$(json_field "$WORK/out.json" pieces)" 1544
 ok "symlink skip is warned about with its path" grep -q "skipping $S/with space/link-to-mid: symbolic link" "$WORK/err"
 ok "no symlink in the destination" test ! -e "$D/with space/link-to-mid" -a ! -e "$D/link-to-etc"
 tree_listing "$S" > "$WORK/s.lst"; tree_listing "$D" > "$WORK/d.lst"
-ok "tree, sizes, modes (incl. setuid, 0400, 0555) and ns mtimes identical" cmp -s "$WORK/s.lst" "$WORK/d.lst"
+ok "tree, sizes, modes (incl. setuid, 0400, 0555, 0664 under umask 022) and ns mtimes identical" cmp -s "$WORK/s.lst" "$WORK/d.lst"
 ok "contents identical" diff -r --no-dereference "$S/a" "$D/a"
 ok "UTF-8 and spaced names copied" cmp -s "$S/with space/und ümlaut/日本語 ファイル.dat" "$D/with space/und ümlaut/日本語 ファイル.dat"
 ok "10,000 small files identical" diff -r "$S/many" "$D/many"
@@ -45,7 +48,7 @@ ok "... but all data is: at least the non-sparse bytes" test "$bytes" -ge 140000
 
 # Restart: nothing changed, nothing copied.
 "$STAGE" copy --json --piece-size 2M "$S" "$D" > "$WORK/again.json" 2>/dev/null
-is "second run: everything unchanged" "$(json_field "$WORK/again.json" unchanged)" 10009
+is "second run: everything unchanged" "$(json_field "$WORK/again.json" unchanged)" 10010
 is "second run copies no bytes" "$(json_field "$WORK/again.json" bytes)" 0
 # A changed file (same size, new mtime) is copied again, nothing else.
 head -c 5000000 /dev/urandom > "$S/a/mid.bin"
