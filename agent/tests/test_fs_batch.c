@@ -150,6 +150,15 @@ static void per_entry_errors(void)
            "a directory: its stat, no data");
     tap_ok(r[3].status == 0 && r[3].got == 1 && b[3][0] == 'z', "the entry after: its data");
     tap_is_int(r[4].status, -ENOTDIR, "below a file: ENOTDIR");
+    /* The server looks the batch's keys up together: a key asked twice
+     * must still answer both entries. */
+    const char *twice[] = { "/dir/a", "/dir/z", "/dir/a" };
+    for (int i = 0; i < 3; i++)
+        r[i] = (struct adafs_read_entry){ .path = twice[i], .buf = b[i], .cap = sizeof(b[i]) };
+    tap_is_int(adafs_read_batch(fs, r, 3), 0, "read_batch naming a path twice");
+    tap_ok(r[0].got == 1 && b[0][0] == 'a' && r[1].got == 1 && b[1][0] == 'z' &&
+               r[2].got == 1 && b[2][0] == 'a',
+           "both entries of the repeated path get its data");
     fstest_stop(&t);
 }
 
