@@ -6,8 +6,10 @@
  * from history features (run/request ratios, how often jobs hit the limit,
  * request, size, time of day...). Two estimates per job:
  *   - median:       the run time the job most likely has (minimises MAE);
- *   - conservative: an upper estimate the job rarely exceeds (an upper
- *                   quantile, widened online per user after each miss).
+ *   - conservative: an upper estimate the job rarely exceeds, chosen per
+ *                   job from the user's runs of the same request and size
+ *                   and an upper quantile, at a price per underestimate
+ *                   tracked online so that about 4-5% of the jobs exceed it.
  * Both are never above the requested time.
  *
  * Only what is known when the job is submitted is used: its request, user,
@@ -77,7 +79,8 @@ struct walltime_params {
     double learning_rate;
     int min_leaf;           /* minimum jobs per leaf */
     double quantile;        /* quantile of the conservative ensemble */
-    double target_miss;     /* conservative: wanted share of underestimates */
+    double target_miss;     /* conservative: share of underestimates the price
+                               tracker aims at (the result ends a little above) */
     int max_train;          /* finished jobs kept for retraining */
     int retrain_every;      /* auto-retrain after this many observations */
     int auto_retrain;       /* observe_finished() retrains by itself */
@@ -113,8 +116,8 @@ int walltime_train(struct walltime_model *model, char *err, size_t errlen);
 long walltime_model_observed(const struct walltime_model *model);
 long walltime_model_trainings(const struct walltime_model *model);
 
-/* Text model file ("adafs-walltime-model 1"): parameters, trees, per-user
- * histories and margins, and the kept training jobs, with every number
+/* Text model file ("adafs-walltime-model 3"): parameters, trees, per-user
+ * histories and margins, the price of an underestimate, the kept training jobs, with every number
  * written exactly, so a reloaded model predicts bit-identically.
  * save returns 0 or -errno; load returns the model or NULL with the reason
  * (path and line) in err. */

@@ -69,7 +69,7 @@ static float rel(int64_t run, int64_t req)
 }
 
 float features_compute(const struct user_hist *u, const struct walltime_job *job,
-                       float f[NFEAT])
+                       float f[NFEAT], struct same_runs *same_out)
 {
     const int64_t req = job->req_time, t = job->submit_time;
     const struct hist_entry *h[HIST_LEN];
@@ -141,7 +141,14 @@ float features_compute(const struct user_hist *u, const struct walltime_job *job
     f[F_FAIL5] = n ? (float)fail5 / (float)(n < 5 ? n : 5) : -1;
     f[F_SINCE_END] = n ? (float)log2(1.0 + (double)(t - h[0]->end)) : -1;
     f[F_REQ_REL] = n ? (float)(log2((double)req) - req_log_sum / n) : 0;
-    f[F_SAME_WMED] = weighted_quantile(same_v, same_w, ns, 0.5f);
+    f[F_SAME_WMED] = weighted_quantile(same_v, same_w, ns, 0.5f);  /* sorts them */
+    if (same_out) {
+        same_out->n = ns;
+        for (int i = 0; i < ns; i++) {
+            same_out->ratio[i] = same_v[i] > 1 ? 1 : same_v[i];
+            same_out->weight[i] = same_w[i];
+        }
+    }
     f[F_REQ_WMED] = weighted_quantile(req_v, req_w, nr, 0.5f);
     f[F_RATIO_WQ75] = weighted_quantile(own_v, own_w, n, 0.75f);
     f[F_SAME_AGE] = ns ? (float)log2(1.0 + (double)(t - same_newest_submit)) : -1;

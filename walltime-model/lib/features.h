@@ -30,10 +30,19 @@ enum {
 /* Ratio guessed for a user without history. */
 #define BASELINE_NEW_USER 0.3f
 
+/* The user's finished runs with the same request and size, as run/request
+ * ratios (capped at 1) with their recency weights, sorted by ratio: the
+ * distribution the conservative estimate is chosen from. */
+struct same_runs {
+    int n;
+    float ratio[HIST_LEN], weight[HIST_LEN];
+};
+
 /* Fills f[NFEAT] for job from u (may be NULL), using only entries whose end
- * time is <= job->submit_time. Returns features_baseline(f). */
+ * time is <= job->submit_time, and *same if not NULL. Returns
+ * features_baseline(f). */
 float features_compute(const struct user_hist *u, const struct walltime_job *job,
-                       float f[NFEAT]);
+                       float f[NFEAT], struct same_runs *same);
 
 /* History-only estimate of the run/request ratio (median of the latest runs
  * of the most similar jobs), <= 1: the trees start from it and correct it. */

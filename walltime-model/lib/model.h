@@ -8,6 +8,13 @@
 #include "history.h"
 #include "walltime.h"
 
+/* Price of an underestimate after an observation, for "as of" lookups. */
+#define LAMBDA_STEPS 1024
+struct lambda_step {
+    int64_t end;            /* end time of the job observed */
+    double log_lambda;      /* log of the price (seconds) after it */
+};
+
 struct walltime_model {
     struct walltime_params params;
     struct history hist;
@@ -16,6 +23,12 @@ struct walltime_model {
     float *tx, *ty, *tw;             /* max_train * NFEAT, max_train, max_train */
     size_t tn, thead;
     long observed, trainings, since_train;
+    /* The conservative estimate's price of an underestimate, one for all
+     * users: a ring of its values after each of the last LAMBDA_STEPS
+     * observations (in observation order), and its value before them. */
+    struct lambda_step steps[LAMBDA_STEPS];
+    int nsteps, step_head;
+    double log_lambda_base;
 };
 
 /* Allocates the training ring; 0 or -ENOMEM. */

@@ -1,8 +1,9 @@
 /* model_io: the model file, a line-oriented text format.
  *
- *   adafs-walltime-model 2
+ *   adafs-walltime-model 3
  *   params TREES DEPTH LR MIN_LEAF QUANTILE TARGET_MISS MAX_TRAIN RETRAIN_EVERY AUTO
  *   state OBSERVED TRAININGS SINCE_TRAIN
+ *   price BASE NSTEPS HEAD, then NSTEPS "step END LOG_PRICE" lines (ring slots)
  *   ensemble median|upper BASE NTREES NNODES, then "roots ..." and NNODES
  *       "node FEATURE THRESHOLD LEFT RIGHT VALUE" lines
  *   users N, then per user "user UID COUNT HEAD" and COUNT
@@ -23,8 +24,9 @@
 /* Bumped whenever the features change meaning or number: the trees and the
  * kept training jobs of an older file would be read with the wrong
  * features. Version 2 added ratio_wq75 and same_age (the baseline for new
- * and stale requests). */
-#define MODEL_VERSION "2"
+ * and stale requests); version 3 the price of an underestimate (the
+ * conservative estimate's choice). */
+#define MODEL_VERSION "3"
 
 /* The longest line is "roots" with one index per tree. */
 #define MAX_TREES 1000
@@ -64,6 +66,9 @@ int walltime_model_save(const struct walltime_model *m, const char *path,
             p->learning_rate, p->min_leaf, p->quantile, p->target_miss,
             p->max_train, p->retrain_every, p->auto_retrain);
     fprintf(f, "state %ld %ld %ld\n", m->observed, m->trainings, m->since_train);
+    fprintf(f, "price %a %d %d\n", m->log_lambda_base, m->nsteps, m->step_head);
+    for (int k = 0; k < m->nsteps; k++)
+        fprintf(f, "step %lld %a\n", (long long)m->steps[k].end, m->steps[k].log_lambda);
     save_ensemble(f, "median", &m->median);
     save_ensemble(f, "upper", &m->upper);
     fprintf(f, "users %zu\n", m->hist.used);
@@ -255,6 +260,18 @@ static int load_body(struct reader *r, struct walltime_model **out)
     m->observed = (long)v[0];
     m->trainings = (long)v[1];
     m->since_train = (long)v[2];
+    if (next(r, "price", 4) < 0 || num(r, 1, &m->log_lambda_base) < 0 ||
+        integer(r, 2, 0, LAMBDA_STEPS, &v[0]) < 0 ||
+        integer(r, 3, 0, LAMBDA_STEPS - 1, &v[1]) < 0)
+        return -1;
+    m->nsteps = (int)v[0];
+    m->step_head = (int)v[1];
+    for (int k = 0; k < m->nsteps; k++) {
+        if (next(r, "step", 3) < 0 || integer(r, 1, -(1LL << 62), 1LL << 62, &v[0]) < 0 ||
+            num(r, 2, &m->steps[k].log_lambda) < 0)
+            return -1;
+        m->steps[k].end = (int64_t)v[0];
+    }
     if (load_ensemble(r, "median", &m->median) < 0 || load_ensemble(r, "upper", &m->upper) < 0)
         return -1;
 

@@ -122,34 +122,45 @@ int main(void)
                "saving into a missing directory is -ENOENT");
     tap_is_str(err, "cannot create model file /nonexistent/x.model.tmp: No such file or directory",
                "save error names the file and errno");
-    write_file(bad, "adafs-walltime-model 2\nparams x 4 0x1p-1 100 0x1p-1 0x1p-7 10 10 0\n");
+    write_file(bad, "adafs-walltime-model 3\nparams x 4 0x1p-1 100 0x1p-1 0x1p-7 10 10 0\n");
     walltime_model_load(bad, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:2: field 2 is not an integer in [1, 1000]: 'x'", bad);
     tap_is_str(err, want, "a bad parameter is refused with its line and field");
-    write_file(bad, "adafs-walltime-model 2\nstate 0 0 0\n");
+    write_file(bad, "adafs-walltime-model 3\nstate 0 0 0\n");
     walltime_model_load(bad, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:2: expected a 'params' line with 10 fields", bad);
     tap_is_str(err, want, "a missing section is refused with what was expected");
-    write_file(bad, "adafs-walltime-model 3\n");
+    write_file(bad, "adafs-walltime-model 4\n");
     walltime_model_load(bad, err, sizeof(err));
-    snprintf(want, sizeof(want), "%s:1: unsupported model version '3' (this build reads 2; "
+    snprintf(want, sizeof(want), "%s:1: unsupported model version '4' (this build reads 3; "
              "retrain with adafs-walltime train)", bad);
     tap_is_str(err, want, "future model version refused");
     write_file(bad, "adafs-walltime-model 1\n");
     walltime_model_load(bad, err, sizeof(err));
-    snprintf(want, sizeof(want), "%s:1: unsupported model version '1' (this build reads 2; "
+    snprintf(want, sizeof(want), "%s:1: unsupported model version '1' (this build reads 3; "
              "retrain with adafs-walltime train)", bad);
     tap_is_str(err, want, "a model file from before ratio_wq75 is refused, not misread");
+    write_file(bad, "adafs-walltime-model 2\n");
+    walltime_model_load(bad, err, sizeof(err));
+    snprintf(want, sizeof(want), "%s:1: unsupported model version '2' (this build reads 3; "
+             "retrain with adafs-walltime train)", bad);
+    tap_is_str(err, want, "a model file without the underestimate price is refused, not misread");
+    write_file(bad, "adafs-walltime-model 3\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-7 10 10 0\n"
+                    "state 0 0 0\nprice 0x1p+3 1025 0\n");
+    walltime_model_load(bad, err, sizeof(err));
+    snprintf(want, sizeof(want), "%s:4: field 3 is not an integer in [0, 1024]: '1025'", bad);
+    tap_is_str(err, want, "a price ring longer than the model's is refused");
     a[strlen(a) / 2] = '\0';               /* truncated in the middle */
     *strrchr(a, '\n') = '\0';
     write_file(bad, a);
     tap_ok(walltime_model_load(bad, err, sizeof(err)) == NULL && strstr(err, bad) &&
            (strstr(err, "unexpected end of file") || strstr(err, "expected")),
            "truncated model file refused: %s", err);
-    write_file(bad, "adafs-walltime-model 2\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-7 10 10 0\n"
-                    "state 0 0 0\nensemble median 0 1 1\nroots 0\nnode 0 0 0 0 0\n");
+    write_file(bad, "adafs-walltime-model 3\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-7 10 10 0\n"
+                    "state 0 0 0\nprice 0x1p+3 1 1\nstep 100 0x1p+3\n"
+                    "ensemble median 0 1 1\nroots 0\nnode 0 0 0 0 0\n");
     walltime_model_load(bad, err, sizeof(err));
-    snprintf(want, sizeof(want), "%s:6: node 0 has a child before it", bad);
+    snprintf(want, sizeof(want), "%s:8: node 0 has a child before it", bad);
     tap_is_str(err, want, "a tree that loops is refused");
 
     free(a);
