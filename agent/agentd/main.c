@@ -5,7 +5,7 @@
  *                [--mount-prefix DIR] [--socket PATH] [--adafsd PATH] [--stager PATH]
  *                [--slurm-user USER] [--munge-socket PATH] [--log FILE]
  *                [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE]
- *                [--foreground]
+ *                [--request-timeout SECONDS] [--foreground]
  *
  * Serves the plugin over TCP (munge-sealed requests from slurmctld's user)
  * and the Epilog over a Unix socket (root only). Every request passes one
@@ -16,6 +16,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -36,7 +37,18 @@
 #include "net.h"
 #include "rpc_io.h"
 
-#define REQUEST_TIMEOUT_MS 30000
+/* Anyone who can reach the port may connect before munge has said who they
+ * are, so what a connection may cost is bounded: its time (each socket call
+ * waits at most IO_SLICE_MS, so the request deadline is checked), the
+ * connections open at once per listener, and a request's size (a sealed
+ * START or CONFIGURE is a few KB; replies may still be AGENT_MAX_BODY). */
+#define IO_SLICE_MS 1000
+#define MAX_CONNECTIONS 64
+#define MAX_REQUEST (1u << 20)
+
+static int request_timeout_ms = 30000;
+static atomic_int open_connections[2];   /* [local] */
+static atomic_bool at_capacity[2];       /* the refusal is logged once per episode */
 
 struct conn {
     int fd;
@@ -170,7 +182,11 @@ static void *serve(void *arg)
     rpc_writer_init(&out.body, NULL, 0);
     void *body = NULL;
     size_t len = 0;
-    int rc = rpc_recv(c.fd, &h, &payload, AGENT_MAX_BODY, net_now_ms() + REQUEST_TIMEOUT_MS);
+    int64_t deadline = net_now_ms() + request_timeout_ms;
+    int rc = net_set_timeouts(c.fd, request_timeout_ms < IO_SLICE_MS ? request_timeout_ms
+                                                                    : IO_SLICE_MS);
+    if (rc == 0)
+        rc = rpc_recv(c.fd, &h, &payload, MAX_REQUEST, deadline);
     if (rc < 0) {
         log_warn("dropping a %s connection: %s", c.local ? "local" : "network", strerror(-rc));
         goto done;
@@ -200,20 +216,41 @@ static void *serve(void *arg)
     }
     struct rpc_header resp = { .opcode = h.opcode, .id = h.id, .status = rc < 0 ? rc : 0 };
     if (rpc_writer_ok(&out.body))
-        rpc_send(c.fd, &resp, out.body.data, out.body.len, net_now_ms() + REQUEST_TIMEOUT_MS);
+        rpc_send(c.fd, &resp, out.body.data, out.body.len, net_now_ms() + request_timeout_ms);
 done:
     rpc_writer_free(&out.body);
     free(payload);
     free(body);
     close(c.fd);
+    atomic_fetch_sub(&open_connections[c.local], 1);
     return NULL;
 }
 
 static void accept_one(int lfd, bool local)
 {
+    static atomic_bool out_of_fds;
+    const char *kind = local ? "local" : "network";
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
+        /* The connection stays queued: without a pause poll() would
+         * report it again at once and this loop would spin. */
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            if (!atomic_exchange(&out_of_fds, true))
+                log_error("accepting a %s connection: %s: pausing 100 ms between attempts",
+                          kind, strerror(errno));
+            poll(NULL, 0, 100);
+        }
         return;
+    }
+    atomic_store(&out_of_fds, false);
+    if (atomic_load(&open_connections[local]) >= MAX_CONNECTIONS) {
+        if (!atomic_exchange(&at_capacity[local], true))
+            log_warn("refusing %s connections: %d are open, the most this agent serves at once",
+                     kind, MAX_CONNECTIONS);
+        close(fd);
+        return;
+    }
+    atomic_store(&at_capacity[local], false);
     struct conn *c = malloc(sizeof(*c));
     pthread_t t;
     if (!c) {
@@ -221,8 +258,10 @@ static void accept_one(int lfd, bool local)
         return;
     }
     *c = (struct conn){ fd, local };
+    atomic_fetch_add(&open_connections[local], 1);
     /* Requests like RELEASE wait for long; a thread each keeps it simple. */
     if (pthread_create(&t, NULL, serve, c) != 0) {
+        atomic_fetch_sub(&open_connections[local], 1);
         close(fd);
         free(c);
         return;
@@ -236,7 +275,8 @@ static void usage(FILE *out)
             "usage: adafs-agentd --node NAME --listen HOST:PORT --storage-root DIR\n"
             "                    [--mount-prefix DIR] [--socket PATH] [--adafsd PATH] [--stager PATH]\n"
             "                    [--slurm-user USER] [--munge-socket PATH] [--log FILE]\n"
-            "                    [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE] [--foreground]\n");
+            "                    [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE]\n"
+            "                    [--request-timeout SECONDS] [--foreground]\n");
 }
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -270,6 +310,7 @@ int main(int argc, char **argv)
         { "slurm-user", required_argument, NULL, 'u' }, { "munge-socket", required_argument, NULL, 'm' },
         { "log", required_argument, NULL, 'L' }, { "log-dir", required_argument, NULL, 'D' },
         { "log-level", required_argument, NULL, 'v' }, { "pidfile", required_argument, NULL, 'p' },
+        { "request-timeout", required_argument, NULL, 't' },
         { "foreground", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -305,6 +346,14 @@ int main(int argc, char **argv)
                 die("--log-level %s: use error, warn, info or debug", optarg);
             break;
         case 'p': pidfile = optarg; break;
+        case 't': {
+            char *end;
+            long secs = strtol(optarg, &end, 10);
+            if (*end || secs <= 0 || secs > 3600)
+                die("--request-timeout %s: expected seconds in 1..3600", optarg);
+            request_timeout_ms = (int)secs * 1000;
+            break;
+        }
         case 'f': foreground = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;

@@ -1,0 +1,107 @@
+#!/bin/bash
+# test_agentd.sh: the node agent adafs-agentd as it runs on a node: as root,
+# with its own munged, a real adafsd per job and a stand-in stager, driven
+# over TCP by agentd_client as the plugin would drive it. Checks what an
+# unauthenticated peer may cost the agent, that a job user cannot make
+# teardown fail, the bound on stager output kept for STATUS, and the checks
+# on the storage path. Needs root and munged; skips otherwise.
+set -u
+builddir=${abs_builddir:-$(pwd)}
+client=$builddir/tests/agentd_client
+agentd=$builddir/adafs-agentd
+adafsd=$builddir/adafsd
+n=0
+fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
+check() {  # check WHAT COMMAND...: one TAP line for a command's success
+    local what=$1; shift
+    if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+
+[ "$(id -u)" = 0 ] || skip_all "needs root (the agent starts servers as job users)"
+command -v munged >/dev/null && id munge >/dev/null 2>&1 || skip_all "needs munged and the munge user"
+command -v setpriv >/dev/null || skip_all "needs setpriv"
+[ -x "$client" ] && [ -x "$agentd" ] && [ -x "$adafsd" ] || skip_all "programs not built"
+
+base=$(mktemp -d /tmp/adafs-agentd-test.XXXXXX)
+chmod 755 "$base"
+agent_pid=
+cleanup() {
+    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+    [ -f "$base/munge/munged.pid" ] && kill "$(cat "$base/munge/munged.pid")" 2>/dev/null
+    rm -rf "$base"
+}
+trap cleanup EXIT
+
+# munged of our own, as the cluster harness starts one.
+mkdir -p "$base/munge"
+chown munge:munge "$base/munge"
+chmod 700 "$base/munge"
+dd if=/dev/urandom of="$base/munge/key" bs=1024 count=1 status=none
+chown munge:munge "$base/munge/key"
+chmod 400 "$base/munge/key"
+export ADAFS_TEST_MUNGE_SOCKET=$base/munge/sock
+setpriv --reuid=munge --regid=munge --clear-groups /usr/sbin/munged --force \
+    --socket="$ADAFS_TEST_MUNGE_SOCKET" --key-file="$base/munge/key" \
+    --pid-file="$base/munge/munged.pid" --log-file="$base/munge/log" \
+    --seed-file="$base/munge/seed" 2>"$base/munge/err" ||
+    skip_all "munged does not start: $(cat "$base/munge/err")"
+chmod 755 "$base/munge"
+
+# The stand-in stager: more output than the agent keeps for STATUS.
+cat > "$base/stage.sh" <<'EOF'
+#!/bin/sh
+head -c 6000000 /dev/zero | tr '\0' 's'
+head -c 6000000 /dev/zero | tr '\0' 'e' >&2
+EOF
+chmod 755 "$base/stage.sh"
+
+mkdir -p "$base/storage" "$base/mnt" "$base/log"
+user=$(id -u nobody)
+group=$(id -g nobody)
+as_user() { setpriv --reuid="$user" --regid="$group" --clear-groups "$@"; }
+
+start_agent() {  # start_agent STORAGE_ROOT: in the foreground, in the background
+    "$agentd" --node t1 --listen 127.0.0.1:0 --storage-root "$1" --mount-prefix "$base/mnt" \
+        --socket "$base/agent.sock" --adafsd "$adafsd" --stager "$base/stage.sh" \
+        --slurm-user root --munge-socket "$ADAFS_TEST_MUNGE_SOCKET" --log "$base/agent.log" \
+        --log-dir "$base/log" --request-timeout 3 --foreground 2>"$base/agent.err" &
+    agent_pid=$!
+    for _ in $(seq 50); do
+        port=$(sed -n 's/.*agent listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$base/agent.log" 2>/dev/null)
+        [ -n "$port" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+agent() { "$client" 127.0.0.1 "$port" "$@"; }
+logged() { grep -q -- "$1" "$base/agent.log"; }
+
+check "the agent starts" start_agent "$base/storage"
+
+# --- an unauthenticated peer's cost is bounded ---
+out=$(agent silent)
+ms=$(echo "$out" | sed -n 's/closed after \([0-9]*\) ms/\1/p')
+check "a silent connection is dropped at the 3 s request timeout ($out)" \
+    test -n "$ms" -a "${ms:-0}" -ge 2500 -a "${ms:-0}" -lt 6000
+check "the drop is logged as a timeout" logged "dropping a network connection: Connection timed out"
+
+out=$(agent oversize 2097152)
+ms=$(echo "$out" | sed -n 's/closed after \([0-9]*\) ms/\1/p')
+check "a 2 MiB request is refused at its header ($out)" test -n "$ms" -a "${ms:-9999}" -lt 1000
+check "the refusal is logged" logged "dropping a network connection: Message too long"
+
+out=$(agent crowd 64)
+check "connection 65 is refused while 64 are open ($out)" \
+    eval 'echo "$out" | grep -q "^connection 64+1 closed"'
+check "the refusal names the cap" \
+    logged "refusing network connections: 64 are open, the most this agent serves at once"
+sleep 0.5
+check "the agent serves again once they are gone" eval 'agent teardown 4 | grep -qx ok'
+
+if [ "$fails" -gt 0 ]; then
+    echo "# agent log:"; sed 's/^/# /' "$base/agent.log"
+fi
+echo "1..$n"
