@@ -139,7 +139,21 @@ int bb_job_save(const char *path, struct bb_job *head)
     json_t *doc = json_pack("{s:i,s:o}", "version", 1, "jobs", all);
     char tmp[4200];
     snprintf(tmp, sizeof(tmp), "%s.new", path);
-    int rc = json_dump_file(doc, tmp, JSON_INDENT(1)) == 0 ? 0 : -EIO;
+    /* It holds every live job's secret: readable by its owner (slurmctld's
+     * user) only, whatever the umask, made fresh so no earlier file's mode
+     * or link is inherited. */
+    int rc = 0;
+    if (unlink(tmp) < 0 && errno != ENOENT)
+        rc = -errno;
+    int fd = rc < 0 ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (rc == 0 && fd < 0)
+        rc = -errno;
+    if (rc == 0 && json_dumpfd(doc, fd, JSON_INDENT(1)) != 0)
+        rc = -EIO;
+    if (rc == 0 && fsync(fd) < 0)
+        rc = -errno;
+    if (fd >= 0 && close(fd) < 0 && rc == 0)
+        rc = -errno;
     json_decref(doc);
     if (rc == 0 && rename(tmp, path) < 0)
         rc = -errno;

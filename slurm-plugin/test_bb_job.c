@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char path[] = "/tmp/test_bb_job.XXXXXX";
@@ -27,7 +28,7 @@ int main(void)
     a->node_capacity = 1ULL << 30;
     a->chunk_size = 512 << 10;
     snprintf(a->secret_hex, sizeof(a->secret_hex), "%064d", 5);
-    a->storage = strdup("/var/tmp/adafs");
+    a->storage = strdup("/var/lib/adafs");
     a->mount = strdup("/adafs/7");
     /* instance_path and error stay NULL: they must survive as NULL */
     a->in.files = 1002;
@@ -40,7 +41,20 @@ int main(void)
     snprintf(b->secret_hex, sizeof(b->secret_hex), "ab");
     a->next = b;
 
+    /* A state file left by an older version with a loose mode, and a
+     * permissive umask: the new file is still the owner's alone. */
+    char stale[4200];
+    snprintf(stale, sizeof(stale), "%s.new", path);
+    FILE *sf = fopen(stale, "w");
+    if (sf)
+        fclose(sf);
+    chmod(stale, 0666);
+    mode_t old_mask = umask(0);
     tap_is_int(bb_job_save(path, a), 0, "a table of two jobs saves");
+    umask(old_mask);
+    struct stat st;
+    tap_ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600,
+           "the state file (it holds the jobs' secrets) is 0600 under umask 0");
     struct bb_job *loaded = NULL;
     tap_is_int(bb_job_load(path, &loaded, err, sizeof(err)), 0, "and loads back");
     if (!loaded) {
