@@ -30,9 +30,14 @@ static int seal(const void *body, size_t len, char **cred, char *err, size_t err
     }
     if (munge_socket_path)
         munge_ctx_set(ctx, MUNGE_OPT_SOCKET, munge_socket_path);
-    munge_err_t e = munge_encode(cred, ctx, body, (int)len);
+    /* Only root (the agent) may decode it: a request carries the job's
+     * secret, and a user process squatting on the agent's port must not
+     * be able to read it with unmunge. */
+    munge_err_t e = munge_ctx_set(ctx, MUNGE_OPT_UID_RESTRICTION, (uid_t)0);
+    if (e == EMUNGE_SUCCESS)
+        e = munge_encode(cred, ctx, body, (int)len);
     if (e != EMUNGE_SUCCESS)
-        snprintf(err, errlen, "munge_encode: %s", munge_ctx_strerror(ctx));
+        snprintf(err, errlen, "munge: %s", munge_ctx_strerror(ctx));
     munge_ctx_destroy(ctx);
     return e == EMUNGE_SUCCESS ? 0 : -EACCES;
 }
