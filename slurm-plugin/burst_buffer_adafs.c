@@ -195,9 +195,11 @@ static void apply_events(uint32_t job_id, int events, enum bb_phase phase, enum 
             drain_nodes((char *)first_node, reason, slurm_conf.slurm_user_id);
             xfree(reason);
         }
-        info("%s: %pJ %s: %s", plugin_type, job_ptr,
-             failure == FAIL_USER ? "held" : "requeued", error_text);
-        requeue_job(job_ptr, failure == FAIL_USER, error_text);
+        /* A job that already failed on other nodes is likely the cause
+         * itself: held, so it cannot drain node after node. */
+        bool hold = failure == FAIL_USER || job_ptr->restart_cnt > 0;
+        info("%s: %pJ %s: %s", plugin_type, job_ptr, hold ? "held" : "requeued", error_text);
+        requeue_job(job_ptr, hold, error_text);
     } else if ((events & LC_FINISHED) && failure == FAIL_USER && error_text) {
         /* After the run (stage-out): the job keeps a note of what failed. */
         xfree(job_ptr->system_comment);
@@ -580,6 +582,13 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
         rc = ESLURM_BURST_BUFFER_PERMISSION;
         goto out;
     }
+    if (job_desc->group_id == 0) {
+        /* The servers and stager run with the job's group: never root's. */
+        *err_msg = xstrdup("group root (gid 0) can not use adafs burst buffers: submit with "
+                           "another group (sbatch --gid or newgrp)");
+        rc = ESLURM_BURST_BUFFER_PERMISSION;
+        goto out;
+    }
     slurm_mutex_lock(&bb_mutex);
     if (bb_config_check_user(&config, job_desc->user_id, err, sizeof(err)) < 0) {
         *err_msg = xstrdup(err);
@@ -763,6 +772,15 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
     j->nnodes = k;
     uint64_t capacity = j->req.capacity ? j->req.capacity : config.default_capacity;
     j->node_capacity = (capacity + k - 1) / (k ? k : 1);
+    if (j->node_capacity > config.node_capacity) {
+        /* Checked at submit for the nodes asked then; the owner may have
+         * shrunk the job since (scontrol update NumNodes). */
+        snprintf(err, errlen, "capacity=%"PRIu64" on %zu node(s) needs %"PRIu64" bytes per node, "
+                 "more than AdafsNodeCapacity=%"PRIu64, capacity, k, j->node_capacity,
+                 config.node_capacity);
+        bb_job_free(j);
+        return NULL;
+    }
     j->chunk_size = j->req.chunk_size ? j->req.chunk_size : config.chunk_size;
     uint8_t secret[32];
     if (getrandom(secret, sizeof(secret), 0) != sizeof(secret)) {
