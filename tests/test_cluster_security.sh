@@ -26,6 +26,39 @@ check "a request without a valid munge credential goes nowhere ($out)" -- \
 check "the agent's local socket is root's only" -- \
     test "$(stat -c '%U %a' "$ADAFS_CLUSTER_DIR/run/agent.n1.sock")" = "root 600"
 
+# A user process listening where an agent should be (the agent down, the
+# port free) receives the plugin's requests; it must not be able to read
+# them (they carry the job's secret): the credential decodes for root only
+# (that root, the agent, decodes it, every job of these tests shows).
+squat_port=18999 cap=$(runuser -u "$other" -- mktemp /tmp/squat.XXXXXX)
+runuser -u "$other" -- python3 - "$squat_port" "$cap" <<'PY' &
+import re, socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(1)
+s.settimeout(20)
+c, _ = s.accept()
+c.settimeout(5)
+data = b""
+while not re.search(rb"MUNGE:[A-Za-z0-9+/=]+:", data):
+    d = c.recv(65536)
+    if not d:
+        break
+    data += d
+open(sys.argv[2], "wb").write(data)
+PY
+squatter=$!
+sleep 1
+"$probe" 127.0.0.1 $squat_port start $munge_socket >/dev/null 2>&1
+wait $squatter
+cred=$(grep -ao 'MUNGE:[A-Za-z0-9+/=]*:' "$cap" | head -1)
+check "a process on the agent's port receives a munge credential" -- test -n "$cred"
+out=$(runuser -u "$other" -- unmunge --socket "$munge_socket" <<<"$cred" 2>&1)
+check "it cannot decode it: only root may ($(head -1 <<<"$out"))" -- \
+    bash -c "grep -qi 'unauthorized' <<<\"\$0\"" "$out"
+rm -f "$cap"
+
 as_user_sh "mkdir -p $pfs/sec && rm -f $pfs/sec/started"
 write_job victim.sh >/dev/null <<JOB
 #!/bin/bash
@@ -46,6 +79,9 @@ check "another user cannot read the instance file" -- \
     bash -c "! runuser -u $other -- cat $instance >/dev/null 2>&1"
 check "another user cannot enter the mount point" -- \
     bash -c "! runuser -u $other -- ls $mount >/dev/null 2>&1"
+state=$ADAFS_CLUSTER_DIR/state/adafs_state.json
+check "slurmctld's state file, which holds the jobs' secrets, is mode 600" -- \
+    test "$(stat -c %a "$state")" = 600
 
 # Another user who knows the servers' addresses, with a secret of their own.
 forged=$(runuser -u "$other" -- mktemp /tmp/forged.XXXXXX)
@@ -65,4 +101,10 @@ check "the job's own user reads it with the real instance file" -- \
 rm -f "$forged"
 scancel "$id"
 check "after the job: nothing is left, data wiped" -- wait_clean 60
+
+# The servers and the stager run with the job's group: never root's.
+out=$(cd "$ADAFS_CLUSTER_DIR/jobs" && sbatch --parsable --uid="$test_user" --gid=0 victim.sh 2>&1)
+status=$?
+check "a job with group root is refused at submit ($out)" -- \
+    bash -c "[ $status -ne 0 ] && grep -q 'group root (gid 0) can not use adafs' <<<\"\$0\"" "$out"
 tap_done
