@@ -200,10 +200,29 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return remove(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
-/* Runs as the job user: empties the job's server root. */
+#define WIPE_WALK (FTW_PHYS | FTW_MOUNT)   /* never follow a link, never leave the file system */
+
+/* Gives the user rwx on every directory, before anything is removed: a
+ * directory the job made read-only or unreadable must not stop the wipe
+ * (a failed teardown drains the node). Pre-order, so each directory is
+ * opened up before its entries are visited; one that could not even be
+ * read is opened up, then walked on its own. A chmod that fails shows up
+ * as a failed removal. */
+static int open_up_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    if (flag == FTW_D && (st->st_mode & 0700) != 0700)
+        chmod(path, 0700);
+    if (flag == FTW_DNR && chmod(path, 0700) == 0)
+        return nftw(path, open_up_entry, 16, WIPE_WALK) == 0 ? 0 : -1;
+    return 0;
+}
+
+/* Runs as the job user: empties the job's server root (or mount point). */
 static int wipe_as_user(void *dir)
 {
-    return nftw(dir, remove_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0 ? 0 : 1;
+    if (nftw(dir, open_up_entry, 16, WIPE_WALK) != 0)
+        return 1;
+    return nftw(dir, remove_entry, 32, FTW_DEPTH | WIPE_WALK) == 0 ? 0 : 1;
 }
 
 static void path_join(char *out, size_t len, const char *a, const char *b)

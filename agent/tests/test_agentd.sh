@@ -101,6 +101,20 @@ check "the refusal names the cap" \
 sleep 0.5
 check "the agent serves again once they are gone" eval 'agent teardown 4 | grep -qx ok'
 
+# --- a job user cannot make teardown fail ---
+jobdir=$base/storage/t1/job.1
+check "START runs a server as the job user" eval 'agent start 1 $user $group $base/storage | grep -qx ok'
+check "CONFIGURE makes the mount point" eval 'agent configure 1 $base/mnt/1 | grep -qx ok'
+for dir in "$jobdir" "$base/mnt/1"; do
+    as_user sh -c "cd '$dir' && mkdir -p ro none/ro2 && touch ro/f none/ro2/f &&
+                   chmod 555 ro none/ro2 && chmod 000 none && mkdir wx && chmod 300 wx"
+done
+check "the job user made a 0555, a 0000 and a 0300 directory"     test -d "$jobdir/none" -a -f "$jobdir/ro/f" -a -f "$base/mnt/1/ro/f"
+out=$(agent teardown 1)
+check "TEARDOWN wipes them ($out)" test "$out" = ok
+check "the job's directory is gone" test ! -e "$jobdir"
+check "the job's mount point is gone" test ! -e "$base/mnt/1"
+
 if [ "$fails" -gt 0 ]; then
     echo "# agent log:"; sed 's/^/# /' "$base/agent.log"
 fi
