@@ -22,7 +22,10 @@
 #include "log.h"
 #include "net.h"
 
-#define OUTPUT_MAX (15u << 20)   /* a stager's output kept for STATUS (fits AGENT_MAX_BODY) */
+/* What is kept of a stager's stdout and of its stderr for STATUS: the
+ * start of each, so that both, the note on what was dropped and the rest
+ * of the reply stay well under AGENT_MAX_BODY. */
+#define OUTPUT_MAX (4u << 20)
 
 struct stage_op {
     pid_t pid;
@@ -31,6 +34,8 @@ struct stage_op {
     int out_fd, err_fd;
     char *out, *errors;
     size_t out_len, err_len;
+    size_t out_dropped, err_dropped;   /* bytes beyond OUTPUT_MAX */
+    bool discard;              /* torn down: nobody will ask for output */
 };
 
 struct job {
@@ -272,6 +277,16 @@ static void remove_job_files_if_last(const char *storage, uint32_t id)
         close(lock);
 }
 
+/* Frees a stage's output and drops whatever still comes. */
+static void discard_output(struct stage_op *op)
+{
+    free(op->out);
+    free(op->errors);
+    op->out = op->errors = NULL;
+    op->out_len = op->err_len = op->out_dropped = op->err_dropped = 0;
+    op->discard = true;
+}
+
 static void pidfile_path(char *out, size_t len, const struct job *j)
 {
     pathf(out, len, "%s.pid", j->dir);
@@ -284,6 +299,7 @@ static int teardown_locked(struct job *j, bool hurry, char *err, size_t errlen)
         return 0;
     if (j->stage.state == AGENT_OP_RUNNING)
         child_kill(j->stage.pid, hurry ? SIGKILL : SIGTERM);
+    discard_output(&j->stage);
     int rc = 0;
     if (j->server_pid > 0) {
         child_kill(j->server_pid, SIGTERM);
@@ -569,15 +585,17 @@ static void *stage_watcher(void *arg)
             pthread_mutex_lock(&jobs_lock);
             char **dst = i == 0 ? &op->out : &op->errors;
             size_t *len = i == 0 ? &op->out_len : &op->err_len;
-            if (*len + (size_t)n <= OUTPUT_MAX) {
-                char *grown = realloc(*dst, *len + (size_t)n + 1);
-                if (grown) {
-                    memcpy(grown + *len, buf, (size_t)n);
-                    *len += (size_t)n;
-                    grown[*len] = '\0';
-                    *dst = grown;
-                }
+            size_t *dropped = i == 0 ? &op->out_dropped : &op->err_dropped;
+            size_t keep = OUTPUT_MAX - *len < (size_t)n ? OUTPUT_MAX - *len : (size_t)n;
+            char *grown = keep && !op->discard ? realloc(*dst, *len + keep + 1) : NULL;
+            if (grown) {
+                memcpy(grown + *len, buf, keep);
+                *len += keep;
+                grown[*len] = '\0';
+                *dst = grown;
             }
+            if (!op->discard)
+                *dropped += (size_t)n - (grown ? keep : 0);
             pthread_mutex_unlock(&jobs_lock);
         }
     }
@@ -661,6 +679,15 @@ int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
     return 0;
 }
 
+/* A copy of kept output, with a note on how much was dropped. */
+static char *output_text(const char *kept, size_t dropped)
+{
+    char *text;
+    if (!dropped)
+        return strdup(kept ? kept : "");
+    return asprintf(&text, "%s\n... %zu bytes dropped\n", kept ? kept : "", dropped) < 0 ? NULL : text;
+}
+
 int jobs_status(uint32_t job_id, struct stage_status *st)
 {
     *st = (struct stage_status){ .state = AGENT_OP_NONE, .exit_status = -1 };
@@ -669,8 +696,8 @@ int jobs_status(uint32_t job_id, struct stage_status *st)
     if (j) {
         st->state = j->stage.state;
         st->exit_status = j->stage.exit_status;
-        st->summary = strdup(j->stage.out ? j->stage.out : "");
-        st->errors = strdup(j->stage.errors ? j->stage.errors : "");
+        st->summary = output_text(j->stage.out, j->stage.out_dropped);
+        st->errors = output_text(j->stage.errors, j->stage.err_dropped);
     }
     pthread_mutex_unlock(&jobs_lock);
     if (j && (!st->summary || !st->errors)) {

@@ -53,8 +53,10 @@ int jobs_stage(const struct agent_stage *m, char *err, size_t errlen);
 struct stage_status {
     int state;            /* enum agent_op_state */
     int exit_status;      /* the stager's exit status, -1 if killed */
-    char *summary;        /* malloc'd; the stager's JSON (stdout) */
-    char *errors;         /* malloc'd; the stager's messages (stderr) */
+    /* Each malloc'd: the first 4 MiB and a note on how much was dropped;
+     * both are freed at teardown. */
+    char *summary;        /* the stager's JSON (stdout) */
+    char *errors;         /* the stager's messages (stderr) */
 };
 int jobs_status(uint32_t job_id, struct stage_status *st);
 void stage_status_free(struct stage_status *st);

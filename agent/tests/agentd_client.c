@@ -94,6 +94,15 @@ static int wait_closed(int fd, int wait_ms)
     }
 }
 
+/* Prints the last 40 bytes of text on one line, newlines as "|". */
+static void print_end(const char *label, const char *text)
+{
+    size_t len = strlen(text);
+    fputs(label, stdout);
+    for (const char *p = text + (len > 40 ? len - 40 : 0); *p; p++)
+        putchar(*p == '\n' ? '|' : *p);
+}
+
 static int simple(uint16_t op, const struct rpc_writer *w)
 {
     uint8_t *reply = NULL;
@@ -150,11 +159,12 @@ int main(int argc, char **argv)
                 printf("malformed STATUS reply\n");
                 return 2;
             }
-            size_t slen = strlen(summary), elen = strlen(errors);
             /* The ends show whether a note on dropped output was added. */
-            printf("state=%u exit=%d summary=%zu errors=%zu summary_end=%s errors_end=%s\n",
-                   state, (int)exit_status, slen, elen, summary + (slen > 40 ? slen - 40 : 0),
-                   errors + (elen > 40 ? elen - 40 : 0));
+            printf("state=%u exit=%d summary=%zu errors=%zu", state, (int)exit_status,
+                   strlen(summary), strlen(errors));
+            print_end(" summary_end=", summary);
+            print_end(" errors_end=", errors);
+            printf("\n");
         }
         free(reply);
         return 0;

@@ -115,6 +115,25 @@ check "TEARDOWN wipes them ($out)" test "$out" = ok
 check "the job's directory is gone" test ! -e "$jobdir"
 check "the job's mount point is gone" test ! -e "$base/mnt/1"
 
+# --- what is kept of a stager's output is bounded, and freed at teardown ---
+check "START job 2" eval 'agent start 2 $user $group $base/storage | grep -qx ok'
+check "STAGE starts the stand-in stager" eval 'agent stage 2 /src /dst | grep -qx ok'
+for _ in $(seq 100); do
+    out=$(agent status 2)
+    case $out in state=2*) break ;; esac
+    sleep 0.1
+done
+# 6000000 bytes each way; 4 MiB (4194304) kept.
+check "STATUS: the stager finished ($out)" eval 'case $out in "state=2 exit=0 "*) true ;; *) false ;; esac'
+check "STATUS keeps the first 4 MiB of stdout and says what it dropped" \
+    eval 'echo "$out" | grep -q " summary=4194331 .*summary_end=s*|\.\.\. 1805696 bytes dropped| "'
+check "STATUS keeps the first 4 MiB of stderr and says what it dropped" \
+    eval 'echo "$out" | grep -q " errors=4194331 .*errors_end=e*|\.\.\. 1805696 bytes dropped|$"'
+check "TEARDOWN job 2" eval 'agent teardown 2 | grep -qx ok'
+out=$(agent status 2)
+check "the output is freed at teardown ($out)" \
+    eval 'echo "$out" | grep -q "summary=0 errors=0 "'
+
 if [ "$fails" -gt 0 ]; then
     echo "# agent log:"; sed 's/^/# /' "$base/agent.log"
 fi
