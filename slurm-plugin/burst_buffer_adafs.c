@@ -732,8 +732,12 @@ static int expand_symbols(job_record_t *job_ptr, struct bb_request *req, const c
     return 0;
 }
 
-static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errlen)
+/* The job's instance, from its request and nodes; NULL with err (and
+ * *users_fault set when only the user can fix it) if it cannot have one. */
+static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errlen,
+                                   bool *users_fault)
 {
+    *users_fault = false;
     struct bb_job *j = bb_job_new(job_ptr->job_id);
     if (!j)
         return NULL;
@@ -743,6 +747,7 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
     j->user = strdup(user ? user : "");
     xfree(user);
     if (directive_parse(config.directive, NULL, job_ptr->burst_buffer, &j->req, err, errlen) < 0) {
+        *users_fault = true;
         bb_job_free(j);
         return NULL;
     }
@@ -778,6 +783,7 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
         snprintf(err, errlen, "capacity=%"PRIu64" on %zu node(s) needs %"PRIu64" bytes per node, "
                  "more than AdafsNodeCapacity=%"PRIu64, capacity, k, j->node_capacity,
                  config.node_capacity);
+        *users_fault = true;
         bb_job_free(j);
         return NULL;
     }
@@ -828,10 +834,13 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
         return SLURM_ERROR;
     }
     bb_job_remove(&jobs, job_ptr->job_id);   /* a requeued job's finished record */
-    struct bb_job *j = new_instance(job_ptr, err, sizeof(err));
+    bool users_fault;
+    struct bb_job *j = new_instance(job_ptr, err, sizeof(err), &users_fault);
     if (!j) {
         slurm_mutex_unlock(&bb_mutex);
         error("%s: %pJ: %s", plugin_type, job_ptr, err);
+        if (users_fault)
+            job_ptr->priority = 0;   /* held: retrying cannot help until the user changes it */
         set_reason(job_ptr, err);
         return SLURM_ERROR;
     }

@@ -102,6 +102,26 @@ rm -f "$forged"
 scancel "$id"
 check "after the job: nothing is left, data wiped" -- wait_clean 60
 
+# The per-node share is checked again when the nodes are known: a job
+# shrunk after submit (its owner may) cannot take more of one node than
+# AdafsNodeCapacity (4G here), and is held saying so.
+write_job big.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 2 -t 5 -o big-%j.out
+#BB_ADAFS capacity=8G
+true
+JOB
+id=$(submit -H big.sh)
+as_user scontrol update jobid="$id" NumNodes=1-1
+as_user scontrol release "$id"
+for _ in $(seq 60); do job_field "$id" Reason | grep -q AdafsNodeCapacity && break; sleep 0.5; done
+reason=$(job_field "$id" Reason)
+check "a job shrunk to one node after submit is refused at begin ($reason)" -- \
+    bash -c "grep -q 'needs_8589934592_bytes_per_node,_more_than_AdafsNodeCapacity' <<<\"\$0\"" "$reason"
+check "and held (priority 0), still pending" -- \
+    test "$(job_state "$id") $(job_field "$id" Priority)" = "PENDING 0"
+scancel "$id"
+
 # The servers and the stager run with the job's group: never root's.
 out=$(cd "$ADAFS_CLUSTER_DIR/jobs" && sbatch --parsable --uid="$test_user" --gid=0 victim.sh 2>&1)
 status=$?
