@@ -87,15 +87,38 @@ static int failf(char *err, size_t errlen, int rc, const char *fmt, ...)
     return rc;
 }
 
-int jobs_init(const struct agent_settings *settings)
+static int check_root_path(const char *path, bool create, char *why, size_t whylen);
+
+int jobs_init(const struct agent_settings *settings, char *err, size_t errlen)
 {
     cfg = settings;
-    if (strlen(cfg->node) > 64 || strchr(cfg->node, '/') || cfg->node[0] == '.')
+    char why[PATH_MAX + 128];
+    if (strlen(cfg->node) > 64 || strchr(cfg->node, '/') || cfg->node[0] == '.') {
+        snprintf(err, errlen, "--node %s: must be a plain name of at most 64 characters", cfg->node);
         return -EINVAL;
-    for (size_t i = 0; i < cfg->nroots; i++)
-        if (strlen(cfg->storage_roots[i]) + PATH_SLACK >= PATH_MAX)
+    }
+    for (size_t i = 0; i < cfg->nroots; i++) {
+        const char *root = cfg->storage_roots[i];
+        if (strlen(root) + PATH_SLACK >= PATH_MAX) {
+            snprintf(err, errlen, "--storage-root %s: longer than PATH_MAX - %d", root, PATH_SLACK);
             return -ENAMETOOLONG;
-    return strlen(cfg->log_dir) + PATH_SLACK >= PATH_MAX ? -ENAMETOOLONG : 0;
+        }
+        int rc = check_root_path(root, false, why, sizeof(why));
+        if (rc < 0) {
+            snprintf(err, errlen, "--storage-root %s: %s", root, why);
+            return rc;
+        }
+    }
+    int rc = check_root_path(cfg->mount_prefix, false, why, sizeof(why));
+    if (rc < 0) {
+        snprintf(err, errlen, "--mount-prefix %s: %s", cfg->mount_prefix, why);
+        return rc;
+    }
+    if (strlen(cfg->log_dir) + PATH_SLACK >= PATH_MAX) {
+        snprintf(err, errlen, "--log-dir %s: longer than PATH_MAX - %d", cfg->log_dir, PATH_SLACK);
+        return -ENAMETOOLONG;
+    }
+    return 0;
 }
 
 static struct job *find_locked(uint32_t id)
@@ -122,30 +145,71 @@ static bool storage_allowed(const char *path)
     return false;
 }
 
-/* mkdir -p as root for the admin's storage path, 0755. */
-static int make_root_dirs(const char *path)
+/* Checks one component of a path root writes below (last: the path
+ * itself). Returns 0 or -errno with why filled. */
+static int check_root_component(const char *dir, bool last, char *why, size_t whylen)
+{
+    struct stat st;
+    int rc = 0;
+    if (lstat(dir, &st) < 0)
+        rc = -errno;
+    else if (S_ISLNK(st.st_mode))
+        rc = -ELOOP;
+    else if (!S_ISDIR(st.st_mode))
+        rc = -ENOTDIR;
+    else if (st.st_uid != 0)
+        rc = -EPERM;
+    else if ((st.st_mode & 022) && (last || !(st.st_mode & S_ISVTX)))
+        rc = -EPERM;
+    if (rc == 0)
+        return 0;
+    if (rc == -ELOOP)
+        snprintf(why, whylen, "%s is a symbolic link", dir);
+    else if (rc == -EPERM && st.st_uid != 0)
+        snprintf(why, whylen, "%s is owned by uid %u, not root", dir, (unsigned)st.st_uid);
+    else if (rc == -EPERM)
+        snprintf(why, whylen, "%s is group/world-writable%s", dir, last ? "" : " and not sticky");
+    else
+        snprintf(why, whylen, "%s: %s", dir, strerror(-rc));
+    return rc;
+}
+
+/* Root makes and writes files below the storage paths and the mount
+ * prefix, so no user may be able to change any directory on the way
+ * there (a user-owned /var/tmp/adafs would let them plant links): every
+ * component from / must be a real directory of root's, not writable by
+ * others unless sticky (so /tmp may be on the way; the path itself may
+ * not be writable at all). create: mkdir -p what is missing, 0755;
+ * otherwise a missing component ends the check (it is made, and checked,
+ * when first used). Returns 0 or -errno with why naming the component. */
+static int check_root_path(const char *path, bool create, char *why, size_t whylen)
 {
     char buf[PATH_MAX];
     pathf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == '\0') {
-            char saved = *p;
-            *p = '\0';
-            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                return -errno;
-            *p = saved;
-            if (!saved)
-                break;
+    size_t len = strlen(buf);
+    while (len > 1 && buf[len - 1] == '/')
+        buf[--len] = '\0';
+    int rc = check_root_component("/", len == 1, why, whylen);
+    for (size_t i = 1; rc == 0 && i <= len; i++) {
+        if ((buf[i] != '/' && buf[i] != '\0') || buf[i - 1] == '/')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (create && mkdir(buf, 0755) == 0) {
+            if (chmod(buf, 0755) < 0)   /* whatever the umask */
+                rc = -errno;
+        } else if (create && errno != EEXIST) {
+            rc = -errno;
         }
+        if (rc < 0)
+            snprintf(why, whylen, "cannot create %s: %s", buf, strerror(-rc));
+        else
+            rc = check_root_component(buf, i == len, why, whylen);
+        buf[i] = saved;
+        if (rc == -ENOENT && !create)
+            return 0;
     }
-    struct stat st;
-    if (lstat(path, &st) < 0)
-        return -errno;
-    if (!S_ISDIR(st.st_mode))
-        return -ENOTDIR;
-    if (st.st_uid != 0 || (st.st_mode & 022))
-        return -EPERM;   /* users could plant links where root writes */
-    return 0;
+    return rc;
 }
 
 /* Creates dir (in a root-owned parent) for the job user, 0700. An existing
@@ -465,15 +529,13 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, si
     char secret_path[PATH_MAX], text[80];
     job_file_path(secret_path, sizeof(secret_path), m->job_id, "secret");
     snprintf(text, sizeof(text), "%s\n", m->secret_hex);
-    int rc = make_root_dirs(nodedir);
-    if (rc == 0 && (rc = make_root_dirs(cfg->mount_prefix)) < 0)
+    char why[PATH_MAX + 128];
+    int rc = check_root_path(nodedir, true, why, sizeof(why));
+    if (rc < 0)
+        rc = failf(err, errlen, rc, "job %u: storage %s: %s", m->job_id, nodedir, why);
+    else if ((rc = check_root_path(cfg->mount_prefix, true, why, sizeof(why))) < 0)
         rc = failf(err, errlen, rc, "job %u: mount prefix %s: %s", m->job_id, cfg->mount_prefix,
-                   rc == -EPERM ? "must be owned by root and not group/world-writable"
-                                : strerror(-rc));
-    else if (rc < 0)
-        rc = failf(err, errlen, rc, "job %u: storage %s: %s", m->job_id, nodedir,
-                   rc == -EPERM ? "must be owned by root and not group/world-writable"
-                                : strerror(-rc));
+                   why);
     if (rc == 0 && (rc = make_user_dir(j->dir, &j->user)) < 0)
         rc = failf(err, errlen, rc, "job %u: cannot create %s: %s", m->job_id, j->dir,
                    rc == -EEXIST ? "exists and is not the job user's directory" : strerror(-rc));
@@ -522,11 +584,10 @@ static int make_mount(struct job *j, const char *mount, char *err, size_t errlen
         strlen(mount) + PATH_SLACK >= PATH_MAX)
         return failf(err, errlen, -EPERM, "job %u: mount point %s is not a name below %s",
                      j->id, mount, cfg->mount_prefix);
-    int rc = make_root_dirs(cfg->mount_prefix);
+    char why[PATH_MAX + 128];
+    int rc = check_root_path(cfg->mount_prefix, true, why, sizeof(why));
     if (rc < 0)
-        return failf(err, errlen, rc, "job %u: mount prefix %s: %s", j->id, cfg->mount_prefix,
-                     rc == -EPERM ? "must be owned by root and not group/world-writable"
-                                  : strerror(-rc));
+        return failf(err, errlen, rc, "job %u: mount prefix %s: %s", j->id, cfg->mount_prefix, why);
     rc = make_user_dir(mount, &j->user);
     if (rc < 0)
         return failf(err, errlen, rc, "job %u: cannot create mount point %s: %s", j->id, mount,

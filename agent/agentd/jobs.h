@@ -37,8 +37,11 @@ struct agent_settings {
 };
 
 /* Checks the settings: -EINVAL for a node name that is not a plain word,
- * -ENAMETOOLONG for paths too long to build job paths under. */
-int jobs_init(const struct agent_settings *settings);
+ * -ENAMETOOLONG for paths too long to build job paths under, -EPERM,
+ * -ELOOP or -ENOTDIR for a storage root or mount prefix with a component
+ * a user could change (see check_root_path). Returns 0 or -errno with a
+ * message naming the option and the component in err. */
+int jobs_init(const struct agent_settings *settings, char *err, size_t errlen);
 
 /* Removes what crashed agents left on this node: stops their servers and
  * wipes their directories. Called once at start-up. */

@@ -405,6 +405,10 @@ int main(int argc, char **argv)
     if (log_path && log_open("adafs-agentd", (enum log_level)level, log_path) < 0)
         die("--log %s: %s", log_path, strerror(errno));
     log_set_level((enum log_level)level);
+    if (jobs_init(&settings, err, sizeof(err)) < 0) {
+        log_error("%s", err);
+        die("%s", err);
+    }
     if (!foreground && daemon(0, 0) < 0)
         die("daemon: %s", strerror(errno));
     if (pidfile) {
@@ -424,12 +428,6 @@ int main(int argc, char **argv)
     int sfd = signalfd(-1, &stop, SFD_CLOEXEC);
     if (auth_init(munge_socket, pw->pw_uid) < 0 || child_init() < 0 || sfd < 0) {
         log_error("cannot initialise munge, the reaper or signals");
-        return 1;
-    }
-    int rc = jobs_init(&settings);
-    if (rc < 0) {
-        log_error("--node must be a plain name and paths shorter than PATH_MAX - 512: %s",
-                  strerror(-rc));
         return 1;
     }
     jobs_recover();

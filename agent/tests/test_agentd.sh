@@ -79,7 +79,7 @@ start_agent() {  # start_agent STORAGE_ROOT: in the foreground, in the backgroun
 agent() { "$client" 127.0.0.1 "$port" "$@"; }
 logged() { grep -q -- "$1" "$base/agent.log"; }
 
-check "the agent starts" start_agent "$base/storage"
+check "the agent starts (storage below the sticky /tmp)" start_agent "$base/storage"
 
 # --- an unauthenticated peer's cost is bounded ---
 out=$(agent silent)
@@ -133,6 +133,31 @@ check "TEARDOWN job 2" eval 'agent teardown 2 | grep -qx ok'
 out=$(agent status 2)
 check "the output is freed at teardown ($out)" \
     eval 'echo "$out" | grep -q "summary=0 errors=0 "'
+
+# --- no user may be able to change a directory on root's way to storage ---
+mkdir -p "$base/user/storage" "$base/gw/storage" "$base/storage/sub"
+chown "$user" "$base/user" "$base/storage/sub"
+chmod 775 "$base/gw"
+ln -s storage "$base/link"
+refused_root() {  # refused_root ROOT MESSAGE: the agent does not start, saying why
+    "$agentd" --node t2 --listen 127.0.0.1:0 --storage-root "$1" --mount-prefix "$base/mnt" \
+        --socket "$base/agent2.sock" --slurm-user root --log-dir "$base/log" --foreground \
+        2>"$base/agent2.err" && return 1
+    grep -qxF "adafs-agentd: --storage-root $1: $2" "$base/agent2.err" ||
+        { sed 's/^/# /' "$base/agent2.err"; return 1; }
+}
+check "a storage root below a user's directory is refused" \
+    refused_root "$base/user/storage" "$base/user is owned by uid $user, not root"
+check "a storage root below a group-writable directory is refused" \
+    refused_root "$base/gw/storage" "$base/gw is group/world-writable and not sticky"
+check "a storage root through a symbolic link is refused" \
+    refused_root "$base/link/x" "$base/link is a symbolic link"
+check "a storage root that is itself world-writable is refused" \
+    refused_root "/tmp" "/tmp is group/world-writable"
+out=$(agent start 3 $user $group $base/storage/sub)
+check "START refuses storage below a user's directory ($out)" test "$out" = \
+    "status -1: node t1: job 3: storage $base/storage/sub/t1: $base/storage/sub is owned by uid $user, not root"
+check "and creates nothing there" test ! -e "$base/storage/sub/t1"
 
 if [ "$fails" -gt 0 ]; then
     echo "# agent log:"; sed 's/^/# /' "$base/agent.log"
