@@ -14,8 +14,9 @@
  *
  * The agent's socket: --socket, else $ADAFS_AGENT_SOCKET, else
  * /run/adafs/agent.%n.sock, where %n is this node's name ($SLURMD_NODENAME).
- * Exit status: 0 released (or no instance here); 1 the node may hold
- * leftovers (then slurmd drains it, for an admin to look at). */
+ * Exit status: 0 released (or no agent socket: adafs is not on this node);
+ * 1 the node may hold leftovers, also when the agent cannot be reached
+ * (then slurmd drains it, for an admin to look at). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -86,11 +87,22 @@ int main(int argc, char **argv)
     expand_node(socket_pattern ? socket_pattern : DEFAULT_SOCKET, node, path, sizeof(path));
 
     int fd = net_connect_unix(path);
-    if (fd < 0) {
-        fprintf(stderr, "adafs-epilog: job %lu on %s: agent socket %s: %s\n", job_id, node,
-                path, strerror(-fd));
-        /* No agent: nothing of adafs can be running here to wait for. */
+    if (fd == -ENOENT) {
+        /* No socket: adafs is not installed on this node (the agent
+         * removes it only when it stops and has torn everything down),
+         * so nothing of adafs can be running here to wait for. */
+        fprintf(stderr, "adafs-epilog: job %lu on %s: no agent socket %s: nothing to release\n",
+                job_id, node, path);
         return 0;
+    }
+    if (fd < 0) {
+        /* A socket nobody listens on (ECONNREFUSED) is what a crashed
+         * agent leaves: the job's server may still run here. */
+        fprintf(stderr, "adafs-epilog: job %lu on %s: cannot reach the agent at %s: %s%s\n",
+                job_id, node, path, strerror(-fd),
+                fd == -ECONNREFUSED ? " (the agent is not running but left its socket:"
+                                      " this job's server may still run here)" : "");
+        return prolog ? 0 : 1;
     }
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);

@@ -1,0 +1,40 @@
+#!/bin/bash
+# test_epilog.sh: adafs-epilog when the agent cannot be asked. Only a node
+# without the agent's socket is released; a socket nobody listens on (an
+# agent that crashed) must fail the Epilog, so slurmd drains the node.
+set -u
+epilog=${abs_builddir:-$(pwd)}/adafs-epilog
+dir=$(mktemp -d /tmp/adafs-epilog-test.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+n=0
+check() {  # check WHAT COMMAND...
+    local what=$1; shift
+    n=$((n + 1))
+    if "$@"; then echo "ok $n - $what"; else echo "not ok $n - $what"; fi
+}
+run() {  # run SOCKET [OPTIONS]: the Epilog of job 7 on node n1; sets rc and err
+    SLURM_JOB_ID=7 SLURMD_NODENAME=n1 "$epilog" --socket "$@" 2>"$dir/err"
+    rc=$?
+    err=$(cat "$dir/err")
+}
+
+run "$dir/none.sock"
+check "no agent socket: released (rc $rc)" test "$rc" = 0
+check "and says so" test "$err" = \
+    "adafs-epilog: job 7 on n1: no agent socket $dir/none.sock: nothing to release"
+
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$dir/stale.sock"
+run "$dir/stale.sock"
+check "a socket nobody listens on fails the Epilog (rc $rc)" test "$rc" = 1
+check "naming the refused connection and the risk" test "$err" = \
+    "adafs-epilog: job 7 on n1: cannot reach the agent at $dir/stale.sock: Connection refused (the agent is not running but left its socket: this job's server may still run here)"
+run "$dir/stale.sock" --prolog
+check "as the Prolog it does not fail the job (rc $rc)" test "$rc" = 0
+
+touch "$dir/file"
+chmod 600 "$dir/file"
+run "$dir/file/x.sock"
+check "any other error fails the Epilog (rc $rc)" test "$rc" = 1
+check "naming the error" test "$err" = \
+    "adafs-epilog: job 7 on n1: cannot reach the agent at $dir/file/x.sock: Not a directory"
+echo "1..$n"
