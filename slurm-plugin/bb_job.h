@@ -56,6 +56,10 @@ struct bb_job {
     char *error;                  /* what failed, where (for the job's reason) */
     bool hurry;                   /* scancel --hurry: skip stage-out */
     bool released;                /* prolog_running was decremented */
+    /* Not saved: the driver steps a copy (busy) and puts it back; an end
+     * or a cancel that arrives meanwhile waits here until then. */
+    bool busy;
+    bool pending_end, pending_cancel, pending_hurry;
 
     struct bb_node *nodes;
     size_t nnodes;

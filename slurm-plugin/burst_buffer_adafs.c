@@ -226,23 +226,64 @@ static char *failed_node(const struct bb_job *j)
     return len ? strndup(j->error + 5, len) : NULL;
 }
 
+/* The record a step works on, taken with bb_mutex held: the step runs
+ * without the mutex (it waits on agents), while slurmctld's threads read
+ * the record (state saving, bbstat, stage-out tests) and scancel may
+ * arrive. So it gets its own error string and node array, the only parts
+ * it changes besides plain numbers; the other strings are shared and
+ * left alone. 0, or -ENOMEM. */
+static int step_copy(const struct bb_job *j, struct bb_job *work)
+{
+    *work = *j;
+    work->error = j->error ? strdup(j->error) : NULL;
+    work->nodes = malloc((j->nnodes ? j->nnodes : 1) * sizeof(*work->nodes));
+    if ((j->error && !work->error) || !work->nodes) {
+        free(work->error);
+        free(work->nodes);
+        return -ENOMEM;
+    }
+    memcpy(work->nodes, j->nodes, j->nnodes * sizeof(*work->nodes));
+    return 0;
+}
+
+/* Puts the step's result back into j (bb_mutex held) and applies what
+ * arrived meanwhile; returns events to add. */
+static int step_adopt(struct bb_job *j, struct bb_job *work)
+{
+    struct bb_job kept = *j;
+    free(j->error);
+    free(j->nodes);
+    *j = *work;
+    j->next = kept.next;
+    j->busy = false;
+    j->pending_end = j->pending_cancel = j->pending_hurry = false;
+    if (kept.pending_cancel)
+        lifecycle_cancel(j, kept.pending_hurry);
+    else if (kept.pending_end)
+        lifecycle_job_ended(j, kept.pending_hurry);
+    return kept.pending_cancel || kept.pending_end ? LC_CHANGED : 0;
+}
+
 static void step_one(uint32_t job_id)
 {
     slurm_mutex_lock(&bb_mutex);
     struct bb_job *j = bb_job_find(jobs, job_id);
-    if (!j || !needs_work(j)) {
+    struct bb_job work;
+    if (!j || !needs_work(j) || j->busy || step_copy(j, &work) < 0) {
         slurm_mutex_unlock(&bb_mutex);
         return;
     }
+    j->busy = true;
     /* A copy for the step: lifecycle reads only its numbers, so a
      * reconfigure freeing the strings meanwhile does not matter. */
     struct bb_config cfg = config;
     slurm_mutex_unlock(&bb_mutex);
 
-    enum bb_phase before = j->phase;
-    int events = lifecycle_step(j, &cfg);
+    enum bb_phase before = work.phase;
+    int events = lifecycle_step(&work, &cfg);
 
     slurm_mutex_lock(&bb_mutex);
+    events |= step_adopt(j, &work);
     enum bb_phase phase = j->phase;
     enum bb_failure failure = j->failure;
     char *text = j->error ? strdup(j->error) : NULL;
@@ -871,7 +912,14 @@ static void request(job_record_t *job_ptr, bool ended, bool hurry)
 {
     slurm_mutex_lock(&bb_mutex);
     struct bb_job *j = bb_job_find(jobs, job_ptr->job_id);
-    if (j) {
+    if (j && j->busy) {
+        /* The driver is stepping it: applied when the step is put back. */
+        if (ended)
+            j->pending_end = true;
+        else
+            j->pending_cancel = true;
+        j->pending_hurry |= hurry;
+    } else if (j) {
         if (ended)
             lifecycle_job_ended(j, hurry);
         else
