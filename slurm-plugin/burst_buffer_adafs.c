@@ -513,6 +513,19 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
         only = (uint32_t)id;
     }
     slurm_mutex_lock(&bb_mutex);
+    if (config.flags & BBCONF_PRIVATE_DATA) {
+        /* Slurm does not say who asks for bbstat: with PrivateData nobody
+         * sees other jobs' users, servers or errors (which name paths). */
+        size_t active = 0;
+        for (struct bb_job *j = jobs; j; j = j->next)
+            active += j->phase != PHASE_COMPLETE;
+        char *out = xstrdup_printf("%s: per-job status is private (Flags=PrivateData); %zu "
+                                   "instances active. Users: scontrol show job; administrators: "
+                                   "%s and slurmctld's log\n", plugin_type, active,
+                                   state_file ? state_file : "the plugin's state file");
+        slurm_mutex_unlock(&bb_mutex);
+        return out;
+    }
     char *text = bb_status_text(jobs, only);
     slurm_mutex_unlock(&bb_mutex);
     char *out = xstrdup(text ? text : "out of memory\n");

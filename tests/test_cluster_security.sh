@@ -99,6 +99,13 @@ out=$(runuser -u "$test_user" -- env ADAFS_INSTANCE="$instance" ADAFS_MOUNT="$mo
 check "the job's own user reads it with the real instance file" -- \
     test "$out" = "data of $test_user"
 rm -f "$forged"
+set_bb_conf Flags PrivateData >/dev/null
+sleep 1
+out=$(runuser -u "$other" -- env SLURM_CONF="$SLURM_CONF" scontrol show bbstat 2>&1)
+check "Flags=PrivateData: bbstat shows no job's user, servers or errors ($(head -c 80 <<<"$out"))" -- \
+    bash -c "grep -q 'per-job status is private' <<<\"\$0\" && ! grep -q 'JobId=\|Servers=' <<<\"\$0\"" "$out"
+set_bb_conf Flags "" >/dev/null
+sleep 1
 scancel "$id"
 check "after the job: nothing is left, data wiped" -- wait_clean 60
 
