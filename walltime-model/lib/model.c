@@ -33,7 +33,6 @@
  * ends 0.3-1.1 points above the tracker's target. */
 #define LAMBDA_START_LOG 11.513 /* log(100000) */
 #define LAMBDA_ETA 0.02
-#define LAMBDA_MAX_LOG 27.6     /* log(1e12): at most "never underestimate" */
 
 void walltime_params_default(struct walltime_params *p)
 {

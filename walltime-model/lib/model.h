@@ -10,6 +10,9 @@
 
 /* Price of an underestimate after an observation, for "as of" lookups. */
 #define LAMBDA_STEPS 1024
+/* The log price stays in [0, LAMBDA_MAX_LOG]: 1 s to 1e12 s ("never
+ * underestimate"). */
+#define LAMBDA_MAX_LOG 27.6
 struct lambda_step {
     int64_t end;            /* end time of the job observed */
     double log_lambda;      /* log of the price (seconds) after it */

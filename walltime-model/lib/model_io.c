@@ -164,6 +164,19 @@ static int num(struct reader *r, int i, double *v)
     return 0;
 }
 
+/* A log price of an underestimate: a number in [0, LAMBDA_MAX_LOG]. */
+static int log_price(struct reader *r, int i, double *v)
+{
+    if (num(r, i, v) < 0)
+        return -1;
+    if (!(*v >= 0 && *v <= LAMBDA_MAX_LOG)) {
+        snprintf(r->err, r->errlen, "%s:%ld: field %d is not a log price in [0, %g]: '%.40s'",
+                 r->path, r->lineno, i + 1, LAMBDA_MAX_LOG, r->tok[i]);
+        return -1;
+    }
+    return 0;
+}
+
 static int integer(struct reader *r, int i, long long lo, long long hi, long long *v)
 {
     char *end;
@@ -260,7 +273,7 @@ static int load_body(struct reader *r, struct walltime_model **out)
     m->observed = (long)v[0];
     m->trainings = (long)v[1];
     m->since_train = (long)v[2];
-    if (next(r, "price", 4) < 0 || num(r, 1, &m->log_lambda_base) < 0 ||
+    if (next(r, "price", 4) < 0 || log_price(r, 1, &m->log_lambda_base) < 0 ||
         integer(r, 2, 0, LAMBDA_STEPS, &v[0]) < 0 ||
         integer(r, 3, 0, LAMBDA_STEPS - 1, &v[1]) < 0)
         return -1;
@@ -268,7 +281,7 @@ static int load_body(struct reader *r, struct walltime_model **out)
     m->step_head = (int)v[1];
     for (int k = 0; k < m->nsteps; k++) {
         if (next(r, "step", 3) < 0 || integer(r, 1, -(1LL << 62), 1LL << 62, &v[0]) < 0 ||
-            num(r, 2, &m->steps[k].log_lambda) < 0)
+            log_price(r, 2, &m->steps[k].log_lambda) < 0)
             return -1;
         m->steps[k].end = (int64_t)v[0];
     }

@@ -150,6 +150,11 @@ int main(void)
     walltime_model_load(bad, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:4: field 3 is not an integer in [0, 1024]: '1025'", bad);
     tap_is_str(err, want, "a price ring longer than the model's is refused");
+    write_file(bad, "adafs-walltime-model 3\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-7 10 10 0\n"
+                    "state 0 0 0\nprice 0x1p+3 1 1\nstep 100 nan\n");
+    walltime_model_load(bad, err, sizeof(err));
+    snprintf(want, sizeof(want), "%s:5: field 3 is not a log price in [0, 27.6]: 'nan'", bad);
+    tap_is_str(err, want, "a price that is not a number in range is refused");
     a[strlen(a) / 2] = '\0';               /* truncated in the middle */
     *strrchr(a, '\n') = '\0';
     write_file(bad, a);
