@@ -103,7 +103,8 @@ static void print_end(const char *label, const char *text)
         putchar(*p == '\n' ? '|' : *p);
 }
 
-static int simple(uint16_t op, const struct rpc_writer *w)
+/* Sends a request whose answer has no body to print; frees w. */
+static int simple(uint16_t op, struct rpc_writer *w)
 {
     uint8_t *reply = NULL;
     struct rpc_reader r;
@@ -111,6 +112,7 @@ static int simple(uint16_t op, const struct rpc_writer *w)
     if (status == 0)
         printf("ok\n");
     free(reply);
+    rpc_writer_free(w);
     return 0;
 }
 
@@ -167,6 +169,7 @@ int main(int argc, char **argv)
             printf("\n");
         }
         free(reply);
+        rpc_writer_free(&w);
         return 0;
     }
     if (strcmp(cmd, "silent") == 0) {

@@ -159,6 +159,14 @@ check "START refuses storage below a user's directory ($out)" test "$out" = \
     "status -1: node t1: job 3: storage $base/storage/sub/t1: $base/storage/sub is owned by uid $user, not root"
 check "and creates nothing there" test ! -e "$base/storage/sub/t1"
 
+kill "$agent_pid"
+wait "$agent_pid"
+rc=$?
+agent_pid=
+check "SIGTERM stops the agent cleanly (status $rc)" test "$rc" = 0
+check "nothing on its stderr (no sanitizer reports)" test ! -s "$base/agent.err"
+[ -s "$base/agent.err" ] && sed 's/^/# /' "$base/agent.err" | head -40
+
 if [ "$fails" -gt 0 ]; then
     echo "# agent log:"; sed 's/^/# /' "$base/agent.log"
 fi
