@@ -8,6 +8,7 @@
  *   agentd_client HOST PORT silent          connect, send nothing
  *   agentd_client HOST PORT oversize LENGTH announce a request of LENGTH bytes
  *   agentd_client HOST PORT crowd N         hold N silent connections, open one more
+ *   agentd_client HOST PORT hold N SECONDS  hold N silent connections that long
  *
  * Requests are sealed with munge (socket from $ADAFS_TEST_MUNGE_SOCKET) as
  * the plugin seals them. Prints one line saying what happened; exits 0 when
@@ -199,6 +200,13 @@ int main(int argc, char **argv)
             printf("connection %u+1 still open after 1000 ms\n", job);
         else
             printf("connection %u+1 closed after %d ms\n", job, ms);
+        return 0;
+    }
+    if (strcmp(cmd, "hold") == 0 && argc == 6) {
+        for (uint32_t i = 0; i < job; i++)
+            connect_agent();   /* queued, if the agent cannot accept them */
+        sleep((unsigned)atoi(argv[5]));
+        printf("held %u connections\n", job);
         return 0;
     }
     fprintf(stderr, "agentd_client: bad command or arguments: %s\n", cmd);

@@ -63,8 +63,9 @@ user=$(id -u nobody)
 group=$(id -g nobody)
 as_user() { setpriv --reuid="$user" --regid="$group" --clear-groups "$@"; }
 
-start_agent() {  # start_agent STORAGE_ROOT: in the foreground, in the background
-    "$agentd" --node t1 --listen 127.0.0.1:0 --storage-root "$1" --mount-prefix "$base/mnt" \
+start_agent() {  # start_agent STORAGE_ROOT [WRAPPER...]: in the foreground, in the background
+    local root=$1; shift
+    "$@" "$agentd" --node t1 --listen 127.0.0.1:0 --storage-root "$root" --mount-prefix "$base/mnt" \
         --socket "$base/agent.sock" --adafsd "$adafsd" --stager "$base/stage.sh" \
         --slurm-user root --munge-socket "$ADAFS_TEST_MUNGE_SOCKET" --log "$base/agent.log" \
         --log-dir "$base/log" --request-timeout 3 --foreground 2>"$base/agent.err" &
@@ -159,13 +160,32 @@ check "START refuses storage below a user's directory ($out)" test "$out" = \
     "status -1: node t1: job 3: storage $base/storage/sub/t1: $base/storage/sub is owned by uid $user, not root"
 check "and creates nothing there" test ! -e "$base/storage/sub/t1"
 
-kill "$agent_pid"
-wait "$agent_pid"
-rc=$?
-agent_pid=
-check "SIGTERM stops the agent cleanly (status $rc)" test "$rc" = 0
-check "nothing on its stderr (no sanitizer reports)" test ! -s "$base/agent.err"
-[ -s "$base/agent.err" ] && sed 's/^/# /' "$base/agent.err" | head -40
+stop_agent() {  # SIGTERM; checks a clean exit with nothing on stderr
+    kill "$agent_pid"
+    wait "$agent_pid"
+    local rc=$?
+    agent_pid=
+    check "SIGTERM stops the agent cleanly (status $rc)" test "$rc" = 0
+    check "nothing on its stderr (no sanitizer reports)" test ! -s "$base/agent.err"
+    [ -s "$base/agent.err" ] && sed 's/^/# /' "$base/agent.err" | head -40
+}
+stop_agent
+
+# --- out of file descriptors, the agent waits instead of spinning ---
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$agent_pid/stat"; }
+: > "$base/agent.log"
+check "the agent starts with 32 file descriptors" start_agent "$base/storage" prlimit --nofile=32:32
+agent hold 48 3 >/dev/null &
+holder=$!
+sleep 0.5
+before=$(cpu_ticks)
+sleep 1
+after=$(cpu_ticks)
+wait "$holder"
+check "it uses under 20% of a CPU while accept fails (ticks $before -> $after)" \
+    test $((after - before)) -lt 20
+check "and says so once" test "$(grep -c "accepting a network connection: Too many open files: pausing 100 ms between attempts" "$base/agent.log")" = 1
+stop_agent
 
 if [ "$fails" -gt 0 ]; then
     echo "# agent log:"; sed 's/^/# /' "$base/agent.log"
