@@ -121,12 +121,31 @@ int jobs_init(const struct agent_settings *settings, char *err, size_t errlen)
     return 0;
 }
 
+/* The job's record on this node, unless it is torn down. */
 static struct job *find_locked(uint32_t id)
 {
     for (struct job *j = jobs; j; j = j->next)
-        if (j->id == id)
+        if (j->id == id && !j->torn_down)
             return j;
     return NULL;
+}
+
+/* Frees the records of torn-down jobs, except one whose stager's watcher
+ * still runs (it holds the record until the stager's output ends): an
+ * agent serves jobs for months, and a record each would add up. */
+static void forget_torn_down_locked(void)
+{
+    for (struct job **p = &jobs; *p;) {
+        struct job *j = *p;
+        if (j->torn_down && j->stage.state != AGENT_OP_RUNNING) {
+            *p = j->next;
+            free(j->stage.out);
+            free(j->stage.errors);
+            free(j);
+        } else {
+            p = &j->next;
+        }
+    }
 }
 
 /* A storage path from the plugin must be absolute, free of "..", and one of
@@ -508,8 +527,7 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, si
                      m->nservers);
 
     pthread_mutex_lock(&jobs_lock);
-    struct job *old = find_locked(m->job_id);
-    if (old && !old->torn_down) {
+    if (find_locked(m->job_id)) {
         pthread_mutex_unlock(&jobs_lock);
         return failf(err, errlen, -EEXIST, "job %u: already deployed here", m->job_id);
     }
@@ -554,16 +572,6 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, si
         pthread_mutex_unlock(&jobs_lock);
         return rc;
     }
-    if (old) {   /* replace the torn-down record of an earlier run */
-        for (struct job **p = &jobs; *p; p = &(*p)->next)
-            if (*p == old) {
-                *p = old->next;
-                break;
-            }
-        free(old->stage.out);
-        free(old->stage.errors);
-        free(old);
-    }
     j->next = jobs;
     jobs = j;
     *port = j->port;
@@ -601,7 +609,7 @@ int jobs_configure(const struct agent_configure *m, char *err, size_t errlen)
     pthread_mutex_lock(&jobs_lock);
     struct job *j = find_locked(m->job_id);
     int rc;
-    if (!j || j->torn_down) {
+    if (!j) {
         rc = failf(err, errlen, -ENOENT, "job %u: not deployed here", m->job_id);
     } else {
         char path[PATH_MAX];
@@ -619,9 +627,9 @@ int jobs_configure(const struct agent_configure *m, char *err, size_t errlen)
 /* Collects a stager's stdout and stderr, then its exit status. */
 static void *stage_watcher(void *arg)
 {
-    uint32_t id = (uint32_t)(uintptr_t)arg;
+    struct job *j = arg;   /* kept while the stage runs (forget_torn_down_locked) */
     pthread_mutex_lock(&jobs_lock);
-    struct job *j = find_locked(id);
+    uint32_t id = j->id;
     struct stage_op *op = &j->stage;
     int fds[2] = { op->out_fd, op->err_fd };
     pid_t pid = op->pid;
@@ -666,6 +674,7 @@ static void *stage_watcher(void *arg)
     op->state = AGENT_OP_DONE;
     log_info("job %u: stager pid %d finished with status %d", id, (int)pid, op->exit_status);
     pthread_cond_broadcast(&jobs_changed);
+    forget_torn_down_locked();
     pthread_mutex_unlock(&jobs_lock);
     return NULL;
 }
@@ -676,7 +685,7 @@ int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
     pthread_mutex_lock(&jobs_lock);
     struct job *j = find_locked(m->job_id);
     int rc = 0;
-    if (!j || j->torn_down)
+    if (!j)
         rc = failf(err, errlen, -ENOENT, "job %u: not deployed here", m->job_id);
     else if (j->stage.state == AGENT_OP_RUNNING)
         rc = failf(err, errlen, -EBUSY, "job %u: a stage is already running", m->job_id);
@@ -730,8 +739,12 @@ int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
     log_info("job %u: stage-%s worker %s started (pid %d): %s -> %s", j->id,
              argv[1], worker, (int)pid, m->source, m->destination);
     pthread_t t;
-    if ((rc = pthread_create(&t, NULL, stage_watcher, (void *)(uintptr_t)j->id)) != 0) {
+    if ((rc = pthread_create(&t, NULL, stage_watcher, j)) != 0) {
         child_kill(pid, SIGKILL);
+        close(out[0]);
+        close(errp[0]);
+        j->stage.state = AGENT_OP_DONE;   /* no watcher: nothing holds the record */
+        j->stage.exit_status = -1;
         pthread_mutex_unlock(&jobs_lock);
         return failf(err, errlen, -rc, "cannot start a thread: %s", strerror(rc));
     }
@@ -780,6 +793,7 @@ int jobs_teardown(uint32_t job_id, bool hurry, char *err, size_t errlen)
     pthread_mutex_lock(&jobs_lock);
     struct job *j = find_locked(job_id);
     int rc = j ? teardown_locked(j, hurry, err, errlen) : 0;
+    forget_torn_down_locked();
     pthread_mutex_unlock(&jobs_lock);
     return rc;
 }
@@ -790,12 +804,13 @@ int jobs_release(uint32_t job_id, int timeout_s, char *err, size_t errlen)
     pthread_mutex_lock(&jobs_lock);
     for (;;) {
         struct job *j = find_locked(job_id);
-        if (!j || j->torn_down)
+        if (!j)
             break;
         if (net_now_ms() >= deadline) {
             log_warn("job %u: not torn down %d s after the job ended: tearing down now",
                      job_id, timeout_s);
             int rc = teardown_locked(j, true, err, errlen);
+            forget_torn_down_locked();
             pthread_mutex_unlock(&jobs_lock);
             return rc;
         }

@@ -53,6 +53,8 @@ chmod 755 "$base/munge"
 # The stand-in stager: more output than the agent keeps for STATUS.
 cat > "$base/stage.sh" <<'EOF'
 #!/bin/sh
+# A source named /slow: a child keeps the output open after a kill.
+for arg; do [ "$arg" = /slow ] && sleep 2; done
 head -c 6000000 /dev/zero | tr '\0' 's'
 head -c 6000000 /dev/zero | tr '\0' 'e' >&2
 EOF
@@ -132,8 +134,21 @@ check "STATUS keeps the first 4 MiB of stderr and says what it dropped" \
     eval 'echo "$out" | grep -q " errors=4194331 .*errors_end=e*|\.\.\. 1805696 bytes dropped|$"'
 check "TEARDOWN job 2" eval 'agent teardown 2 | grep -qx ok'
 out=$(agent status 2)
-check "the output is freed at teardown ($out)" \
-    eval 'echo "$out" | grep -q "summary=0 errors=0 "'
+check "the job's record and output are freed at teardown ($out)" \
+    test "$out" = "status -2: node t1: job 2: not deployed here"
+check "START of the same job again works" eval 'agent start 2 $user $group $base/storage | grep -qx ok'
+check "and TEARDOWN" eval 'agent teardown 2 | grep -qx ok'
+# A record whose stager's output is still open is kept until it ends, and
+# does not get in the way of the job's next run.
+check "START job 5" eval 'agent start 5 $user $group $base/storage | grep -qx ok'
+check "STAGE a stager that is slow to go" eval 'agent stage 5 /slow /dst | grep -qx ok'
+check "TEARDOWN while it runs" eval 'agent teardown 5 | grep -qx ok'
+check "START job 5 again at once" eval 'agent start 5 $user $group $base/storage | grep -qx ok'
+sleep 2.5
+out=$(agent status 5)
+check "the new run is untouched when the old stager ends ($out)" \
+    eval 'case $out in "state=0 exit=0 summary=0 errors=0 "*) true ;; *) false ;; esac'
+check "TEARDOWN the new run" eval 'agent teardown 5 | grep -qx ok'
 
 # --- no user may be able to change a directory on root's way to storage ---
 mkdir -p "$base/user/storage" "$base/gw/storage" "$base/storage/sub"
