@@ -40,15 +40,17 @@
 /* Anyone who can reach the port may connect before munge has said who they
  * are, so what a connection may cost is bounded: its time (each socket call
  * waits at most IO_SLICE_MS, so the request deadline is checked), the
- * connections open at once per listener, and a request's size (a sealed
- * START or CONFIGURE is a few KB; replies may still be AGENT_MAX_BODY). */
+ * network connections open at once, and a request's size (a sealed START
+ * or CONFIGURE is a few KB; replies may still be AGENT_MAX_BODY). The
+ * local socket is root's alone and never refused: a refused Epilog would
+ * drain the node. */
 #define IO_SLICE_MS 1000
 #define MAX_CONNECTIONS 64
 #define MAX_REQUEST (1u << 20)
 
 static int request_timeout_ms = 30000;
 static atomic_int open_connections[2];   /* [local] */
-static atomic_bool at_capacity[2];       /* the refusal is logged once per episode */
+static atomic_bool at_capacity;          /* the refusal is logged once per episode */
 
 struct conn {
     int fd;
@@ -243,14 +245,15 @@ static void accept_one(int lfd, bool local)
         return;
     }
     atomic_store(&out_of_fds, false);
-    if (atomic_load(&open_connections[local]) >= MAX_CONNECTIONS) {
-        if (!atomic_exchange(&at_capacity[local], true))
-            log_warn("refusing %s connections: %d are open, the most this agent serves at once",
-                     kind, MAX_CONNECTIONS);
+    if (!local && atomic_load(&open_connections[false]) >= MAX_CONNECTIONS) {
+        if (!atomic_exchange(&at_capacity, true))
+            log_warn("refusing network connections: %d are open, the most this agent serves at once",
+                     MAX_CONNECTIONS);
         close(fd);
         return;
     }
-    atomic_store(&at_capacity[local], false);
+    if (!local)
+        atomic_store(&at_capacity, false);
     struct conn *c = malloc(sizeof(*c));
     pthread_t t;
     if (!c) {

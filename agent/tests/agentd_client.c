@@ -9,6 +9,7 @@
  *   agentd_client HOST PORT oversize LENGTH announce a request of LENGTH bytes
  *   agentd_client HOST PORT crowd N         hold N silent connections, open one more
  *   agentd_client HOST PORT hold N SECONDS  hold N silent connections that long
+ *   agentd_client SOCKET 0 localcrowd N     the same on the local socket, then PING
  *
  * Requests are sealed with munge (socket from $ADAFS_TEST_MUNGE_SOCKET) as
  * the plugin seals them. Prints one line saying what happened; exits 0 when
@@ -200,6 +201,26 @@ int main(int argc, char **argv)
             printf("connection %u+1 still open after 1000 ms\n", job);
         else
             printf("connection %u+1 closed after %d ms\n", job, ms);
+        return 0;
+    }
+    if (strcmp(cmd, "localcrowd") == 0 && argc == 5) {   /* HOST is the Unix socket */
+        for (uint32_t i = 0; i < job; i++)
+            if (net_connect_unix(host) < 0) {
+                printf("cannot connect to %s\n", host);
+                return 2;
+            }
+        int fd = net_connect_unix(host);
+        struct rpc_header h = { .opcode = AGENT_PING, .id = 1 };
+        uint8_t *reply = NULL;
+        int64_t deadline = net_now_ms() + 5000;
+        int rc = fd < 0 ? fd : rpc_send(fd, &h, NULL, 0, deadline);
+        if (rc == 0)
+            rc = rpc_recv(fd, &h, &reply, AGENT_MAX_BODY, deadline);
+        free(reply);
+        if (rc < 0)
+            printf("local PING %u+1: %s\n", job, strerror(-rc));
+        else
+            printf("local PING %u+1: status %d\n", job, h.status);
         return 0;
     }
     if (strcmp(cmd, "hold") == 0 && argc == 6) {

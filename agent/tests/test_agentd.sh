@@ -101,6 +101,9 @@ check "connection 65 is refused while 64 are open ($out)" \
     eval 'echo "$out" | grep -q "^connection 64+1 closed"'
 check "the refusal names the cap" \
     logged "refusing network connections: 64 are open, the most this agent serves at once"
+out=$("$client" "$base/agent.sock" 0 localcrowd 80)
+check "the local socket (root's Epilog) is never refused ($out)" \
+    test "$out" = "local PING 80+1: status 0"
 sleep 0.5
 check "the agent serves again once they are gone" eval 'agent teardown 4 | grep -qx ok'
 
