@@ -168,10 +168,6 @@ ssize_t net_read_some(int fd, void *buf, size_t min, size_t max, int64_t deadlin
             n = read(fd, (char *)buf + got, max - got);   /* a pipe or a file */
         if (n > 0) {
             got += (size_t)n;
-            /* A peer sending a byte now and then must not hold the reader
-             * past its deadline either. */
-            if (got < min && deadline_ms != 0 && net_now_ms() >= deadline_ms)
-                return -ETIMEDOUT;
         } else if (n == 0) {
             return -ECONNRESET;
         } else {

@@ -39,8 +39,7 @@ int net_set_nodelay(int fd);
 int net_set_timeouts(int fd, int timeout_ms);
 
 /* Reads exactly len bytes. Returns 0, -ECONNRESET at end of stream, or
- * -ETIMEDOUT once deadline_ms (0: none) has passed (checked after each
- * socket call, so the socket needs I/O timeouts for a silent peer). */
+ * -ETIMEDOUT once deadline_ms (0: none) has passed. */
 int net_read_full(int fd, void *buf, size_t len, int64_t deadline_ms);
 
 /* Reads at least min and at most max bytes; returns the count or -errno as

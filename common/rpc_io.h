@@ -17,7 +17,9 @@ int rpc_send(int fd, struct rpc_header *h, const void *payload, size_t len,
 
 /* Receives one message: fills h and a malloc'd *payload (NULL when empty;
  * the caller frees it). Refuses payloads above max_len with -EMSGSIZE.
- * Returns 0 or -errno; -ECONNRESET when the peer closed first. */
+ * Returns 0 or -errno; -ECONNRESET when the peer closed first, -ETIMEDOUT
+ * once deadline_ms has passed, even if bytes still come (checked between
+ * socket calls: fd needs I/O timeouts for a peer that sends nothing). */
 int rpc_recv(int fd, struct rpc_header *h, uint8_t **payload, size_t max_len,
              int64_t deadline_ms);
 

@@ -6,6 +6,7 @@
  *   agentd_client HOST PORT status JOB
  *   agentd_client HOST PORT teardown JOB
  *   agentd_client HOST PORT silent          connect, send nothing
+ *   agentd_client HOST PORT drip            send a header a byte every 500 ms
  *   agentd_client HOST PORT oversize LENGTH announce a request of LENGTH bytes
  *   agentd_client HOST PORT crowd N         hold N silent connections, open one more
  *   agentd_client HOST PORT hold N SECONDS  hold N silent connections that long
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "agent_proto.h"
@@ -177,6 +179,19 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "silent") == 0) {
         int ms = wait_closed(connect_agent(), 20000);
         printf(ms < 0 ? "still open after 20000 ms\n" : "closed after %d ms\n", ms);
+        return 0;
+    }
+    if (strcmp(cmd, "drip") == 0) {   /* a header's bytes, one every 500 ms */
+        int fd = connect_agent();
+        int64_t start = net_now_ms();
+        for (int i = 0; i < RPC_HEADER_SIZE; i++) {
+            int ms = wait_closed(fd, 500);
+            if (ms >= 0 || send(fd, "x", 1, MSG_NOSIGNAL) != 1) {
+                printf("closed after %d ms\n", (int)(net_now_ms() - start));
+                return 0;
+            }
+        }
+        printf("still open after %d bytes\n", RPC_HEADER_SIZE);
         return 0;
     }
     if (strcmp(cmd, "oversize") == 0 && argc == 5) {

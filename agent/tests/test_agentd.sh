@@ -91,6 +91,11 @@ check "a silent connection is dropped at the 3 s request timeout ($out)" \
     test -n "$ms" -a "${ms:-0}" -ge 2500 -a "${ms:-0}" -lt 6000
 check "the drop is logged as a timeout" logged "dropping a network connection: Connection timed out"
 
+out=$(agent drip)
+ms=$(echo "$out" | sed -n 's/closed after \([0-9]*\) ms/\1/p')
+check "a client dripping a byte every 500 ms is dropped at the timeout too ($out)" \
+    test -n "$ms" -a "${ms:-0}" -ge 2500 -a "${ms:-0}" -lt 6000
+
 out=$(agent oversize 2097152)
 ms=$(echo "$out" | sed -n 's/closed after \([0-9]*\) ms/\1/p')
 check "a 2 MiB request is refused at its header ($out)" test -n "$ms" -a "${ms:-9999}" -lt 1000
