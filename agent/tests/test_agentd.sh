@@ -22,7 +22,7 @@ skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 
 [ "$(id -u)" = 0 ] || skip_all "needs root (the agent starts servers as job users)"
 command -v munged >/dev/null && id munge >/dev/null 2>&1 || skip_all "needs munged and the munge user"
-command -v setpriv >/dev/null || skip_all "needs setpriv"
+command -v setpriv >/dev/null && command -v prlimit >/dev/null || skip_all "needs setpriv and prlimit"
 [ -x "$client" ] && [ -x "$agentd" ] && [ -x "$adafsd" ] || skip_all "programs not built"
 
 base=$(mktemp -d /tmp/adafs-agentd-test.XXXXXX)
