@@ -133,6 +133,15 @@ static int copy_extent_to(struct stage_run *run, struct bfile *src, struct bfile
     return 0;
 }
 
+/* Whether data can go from src straight into a file of backend dops
+ * (stage-out: spliced from the servers' sockets into the page cache)
+ * instead of through our buffer; not when it must be hashed. */
+static int direct_out_possible(const struct bfile *src, const struct backend_ops *dops,
+                               int hashing)
+{
+    return !hashing && src->b->ops->pread_to && dops->kernel_fds && dops->zeros_to_holes;
+}
+
 /* Copies [off, end) of src to dst, hashing the data into h. */
 static int copy_range(struct stage_run *run, struct bfile *src, struct bfile *dst, off_t off,
                       off_t end, off_t stale_end, char *buf, XXH3_state_t *h,
@@ -140,8 +149,7 @@ static int copy_range(struct stage_run *run, struct bfile *src, struct bfile *ds
 {
     off_t pos = off;
     int direct = !h && dst->b->ops->pwrite_from && src->b->ops->kernel_fds;
-    int direct_out = !h && src->b->ops->pread_to && dst->b->ops->kernel_fds &&
-                     dst->b->ops->zeros_to_holes;
+    int direct_out = direct_out_possible(src, dst->b->ops, h != NULL);
     while (pos < end) {
         off_t data, hole;
         int rc = next_extent(src, pos, end, &data, &hole);
@@ -339,7 +347,9 @@ void copy_file(struct pool_thread *self, struct dnode *parent, struct bfile *src
     /* This copy needs the scratch buffer that holds the batch's data. */
     if (sb)
         small_batch_flush(sb);
-    if (sst->st_size <= STAGE_SMALL_MAX) {
+    off_t whole_max = direct_out_possible(src, dops, run->opt.verify) ? STAGE_DIRECT_OUT_MIN
+                                                                     : STAGE_SMALL_MAX;
+    if (sst->st_size <= whole_max) {
         copy_small(self, parent, src, sst, dname);
         src->b->ops->close(src);
         return;

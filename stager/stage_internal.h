@@ -19,6 +19,11 @@
  * create_write. Bigger ones are streamed through a per-thread buffer of
  * STAGE_BUF_SIZE: several adafs chunks per request, fetched in parallel. */
 #define STAGE_SMALL_MAX (1u << 20)
+/* Except on stage-out, where from this size a file goes from the servers'
+ * sockets into the destination file (one copy fewer than through memory):
+ * what a batched read cannot carry whole. 1,000 files of 1 MiB: 35% less
+ * time (doc/bench/stager.md). */
+#define STAGE_DIRECT_OUT_MIN (64u << 10)
 #define STAGE_BUF_SIZE (4u << 20)
 /* Bytes per call when data moves file to file without our memory. */
 #define STAGE_DIRECT_SIZE (16u << 20)
