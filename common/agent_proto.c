@@ -1,6 +1,8 @@
 #include "agent_proto.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 
 static int finish(struct rpc_reader *r)
 {
@@ -112,4 +114,27 @@ const char *agent_op_name(uint16_t op)
     case AGENT_RELEASE: return "release";
     }
     return "unknown";
+}
+
+void agent_seal_head_put(struct rpc_writer *w, uint16_t op, const char *node)
+{
+    rpc_put_u32(w, op);
+    rpc_put_str(w, node);
+}
+
+int agent_seal_head_check(struct rpc_reader *r, uint16_t op, const char *node, char *err,
+                          size_t errlen)
+{
+    uint32_t sealed_op = rpc_get_u32(r);
+    const char *sealed_node = rpc_get_str(r);
+    if (!sealed_node) {
+        snprintf(err, errlen, "node %s: the credential names no request and node", node);
+        return -EACCES;
+    }
+    if (sealed_op != op || strcmp(sealed_node, node) != 0) {
+        snprintf(err, errlen, "node %s: the credential is for %s on node %s, not %s here", node,
+                 agent_op_name((uint16_t)sealed_op), sealed_node, agent_op_name(op));
+        return -EACCES;
+    }
+    return 0;
 }

@@ -98,4 +98,14 @@ int agent_job_ref_get(struct rpc_reader *r, struct agent_job_ref *m);
 
 const char *agent_op_name(uint16_t op);
 
+/* Over TCP the sealed payload starts with the request's opcode and the
+ * node it is for (the agent's --node, Slurm's node name), then the body:
+ * munge's replay cache is per node, so without them a credential seen on
+ * the wire could be sent again to another node of the job, or as another
+ * request with the same body (a STATUS as a TEARDOWN). */
+void agent_seal_head_put(struct rpc_writer *w, uint16_t op, const char *node);
+/* Takes that head from r; 0, or -EACCES with what did not match in err. */
+int agent_seal_head_check(struct rpc_reader *r, uint16_t op, const char *node, char *err,
+                          size_t errlen);
+
 #endif

@@ -47,7 +47,16 @@ int agent_call(const struct agent_target *t, uint16_t op, const void *body, size
 {
     *reply = (struct agent_reply){ 0 };
     char *cred = NULL, cerr[256];
-    if (seal(body, len, &cred, cerr, sizeof(cerr)) < 0) {
+    struct rpc_writer sealed;
+    rpc_writer_init(&sealed, NULL, 0);
+    agent_seal_head_put(&sealed, op, t->node);
+    rpc_put_raw(&sealed, body, len);
+    int sealed_rc = -ENOMEM;
+    snprintf(cerr, sizeof(cerr), "out of memory");
+    if (rpc_writer_ok(&sealed))
+        sealed_rc = seal(sealed.data, sealed.len, &cred, cerr, sizeof(cerr));
+    rpc_writer_free(&sealed);
+    if (sealed_rc < 0) {
         snprintf(err, errlen, "node %s: %s", t->node, cerr);
         return -EACCES;
     }

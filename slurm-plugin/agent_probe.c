@@ -2,8 +2,10 @@
  * calling user and prints the agent's answer, for the security tests (an
  * agent must refuse every user but slurmctld's).
  *
- *   agent_probe HOST PORT ping|start|release [MUNGE_SOCKET]
+ *   agent_probe HOST PORT ping|start|release [MUNGE_SOCKET [NODE]]
  *
+ * NODE is the node the request is sealed for (the agent's --node; default
+ * "probe", which no agent is).
  * Prints "status N: message" and exits 0 if the agent answered, 2 if it
  * could not be reached. */
 #include <stdio.h>
@@ -17,7 +19,7 @@
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: agent_probe HOST PORT ping|start|release [MUNGE_SOCKET]\n");
+        fprintf(stderr, "usage: agent_probe HOST PORT ping|start|release [MUNGE_SOCKET [NODE]]\n");
         return 2;
     }
     agent_client_init(argc > 4 ? argv[4] : NULL);
@@ -40,7 +42,7 @@ int main(int argc, char **argv)
     } else {
         op = AGENT_PING;
     }
-    struct agent_target t = { "probe", argv[1], atoi(argv[2]) };
+    struct agent_target t = { argc > 5 ? argv[5] : "probe", argv[1], atoi(argv[2]) };
     struct agent_reply r;
     char err[512];
     if (agent_call(&t, op, w.data, w.len, 10000, &r, err, sizeof(err)) < 0) {

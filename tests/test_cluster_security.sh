@@ -17,9 +17,14 @@ agent_port=18001   # n1: slurmd port 17001 + the harness's offset 1000
 out=$(runuser -u "$test_user" -- "$probe" 127.0.0.1 $agent_port start $munge_socket)
 check "the agent refuses a deploy request from an ordinary user ($out)" -- \
     bash -c "grep -q 'status -13: uid $(id -u "$test_user") may not use the agent' <<<\"\$0\"" "$out"
-out=$("$probe" 127.0.0.1 $agent_port release $munge_socket)
+out=$("$probe" 127.0.0.1 $agent_port release $munge_socket n1)
 check "the Epilog's release is refused over the network ($out)" -- \
     bash -c "grep -q 'release is not allowed over the network' <<<\"\$0\"" "$out"
+out=$("$probe" 127.0.0.1 $agent_port ping $munge_socket n2)
+check "a credential sealed for another node is refused ($out)" -- \
+    bash -c "grep -q 'status -13: node n1: the credential is for ping on node n2' <<<\"\$0\"" "$out"
+out=$("$probe" 127.0.0.1 $agent_port ping $munge_socket n1)
+check "and for this node it is served ($out)" -- test "$out" = "status 0: ok"
 out=$(runuser -u "$test_user" -- "$probe" 127.0.0.1 $agent_port ping /nonexistent/socket)
 check "a request without a valid munge credential goes nowhere ($out)" -- \
     bash -c "grep -qi 'munge' <<<\"\$0\"" "$out"

@@ -207,7 +207,10 @@ static void *serve(void *arg)
     if (rc == 0) {
         struct rpc_reader r;
         rpc_reader_init(&r, body, len);
-        rc = dispatch(&c, h.opcode, &r, &out);
+        if (!c.local)
+            rc = agent_seal_head_check(&r, h.opcode, settings.node, out.err, sizeof(out.err));
+        if (rc == 0)
+            rc = dispatch(&c, h.opcode, &r, &out);
     }
     if (rc < 0 && out.err[0])
         log_warn("%s request refused: %s", agent_op_name(h.opcode), out.err);

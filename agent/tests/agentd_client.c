@@ -51,7 +51,16 @@ static int call(uint16_t op, const struct rpc_writer *body, uint8_t **reply, str
     if (sock)
         munge_ctx_set(ctx, MUNGE_OPT_SOCKET, sock);
     char *cred = NULL;
-    munge_err_t e = munge_encode(&cred, ctx, body->data, (int)body->len);
+    /* The head the plugin seals (agent_proto.h): the node and opcode the
+     * test agent expects, unless a test asks for others. */
+    const char *node = getenv("ADAFS_TEST_SEAL_NODE");
+    const char *sealed_op = getenv("ADAFS_TEST_SEAL_OP");
+    struct rpc_writer s;
+    rpc_writer_init(&s, NULL, 0);
+    agent_seal_head_put(&s, sealed_op ? (uint16_t)atoi(sealed_op) : op, node ? node : "t1");
+    rpc_put_raw(&s, body->data, body->len);
+    munge_err_t e = munge_encode(&cred, ctx, s.data, (int)s.len);
+    rpc_writer_free(&s);
     if (e != EMUNGE_SUCCESS) {
         printf("munge: %s\n", munge_ctx_strerror(ctx));
         exit(2);
@@ -132,6 +141,8 @@ int main(int argc, char **argv)
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
     uint32_t job = argc > 4 ? (uint32_t)strtoul(argv[4], NULL, 10) : 0;
+    if (strcmp(cmd, "ping") == 0)
+        return simple(AGENT_PING, &w);
     if (strcmp(cmd, "start") == 0 && argc == 8) {
         agent_start_put(&w, &(struct agent_start){
             .job_id = job, .uid = (uint32_t)atoi(argv[5]), .gid = (uint32_t)atoi(argv[6]),

@@ -84,6 +84,16 @@ logged() { grep -q -- "$1" "$base/agent.log"; }
 
 check "the agent starts (storage below the sticky /tmp)" start_agent "$base/storage"
 
+# --- a credential names its request and node ---
+out=$(agent ping)
+check "a ping sealed for this node (t1) is served ($out)" test "$out" = "ok"
+out=$(ADAFS_TEST_SEAL_NODE=t2 agent ping)
+check "one sealed for another node is refused ($out)" test "$out" = \
+    "status -13: node t1: the credential is for ping on node t2, not ping here"
+out=$(ADAFS_TEST_SEAL_OP=1 agent teardown 5)
+check "one sealed as another request is refused ($out)" test "$out" = \
+    "status -13: node t1: the credential is for ping on node t1, not teardown here"
+
 # --- an unauthenticated peer's cost is bounded ---
 out=$(agent silent)
 ms=$(echo "$out" | sed -n 's/closed after \([0-9]*\) ms/\1/p')
