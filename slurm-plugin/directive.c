@@ -379,10 +379,12 @@ const char *stage_type_name(enum stage_type type)
     return "?";
 }
 
-/* Quotes a value when it holds blanks, quotes or backslashes. */
+/* Quotes a value when it holds what the tokenizer would split at (any
+ * isspace character: a quoted path may hold a carriage return), quotes or
+ * backslashes. */
 static void append_value(struct strbuf *b, const char *key, const char *value)
 {
-    if (!value[strcspn(value, " \t\"\\")]) {
+    if (!value[strcspn(value, " \t\n\v\f\r\"\\")]) {
         strbuf_printf(b, " %s=%s", key, value);
         return;
     }

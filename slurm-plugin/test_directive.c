@@ -80,6 +80,17 @@ int main(void)
     free(canon);
     bb_request_free(&req);
 
+    /* A carriage return inside quotes is part of the value; the canonical
+     * form must quote it too (found by the directive fuzzer). */
+    tap_is_int(parse(NULL, "stage_in source=\"/x/a\rb\" destination=b type=file", &req), 1,
+               "a quoted value holding a carriage return");
+    canon = bb_request_format("BB_ADAFS", &req);
+    bb_request_free(&req);
+    tap_is_int(parse(NULL, canon, &req), 1, "it survives formatting");
+    tap_is_str(req.nstages ? req.stages[0].source : NULL, "/x/a\rb", "with the same value");
+    free(canon);
+    bb_request_free(&req);
+
     /* The three malformed directives of the acceptance tests. */
     rejected("#BB_ADAFS capacty=10G\n", "'capacty'");
     rejected("#BB_ADAFS capacity=12QB\n", "'12QB'");
