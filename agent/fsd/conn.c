@@ -133,31 +133,30 @@ static int send_file(struct conn *c, int file_fd, uint64_t off, size_t len)
  * that were not: anyone who reaches the port could otherwise fill the
  * job's log (root's, not capped) one connection at a time. */
 static pthread_mutex_t refusal_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool refusal_logged;
-static int64_t refusal_logged_ms;
+static int64_t refusal_logged_ms = INT64_MIN / 2;   /* long ago: the first is logged */
 static unsigned long refusals_unlogged;
 
 static void log_refusal(const struct conn *c, const struct rpc_header *req)
 {
     pthread_mutex_lock(&refusal_lock);
     int64_t now = net_now_ms();
-    bool log_now = !refusal_logged || now - refusal_logged_ms >= 1000;
+    bool log_now = now - refusal_logged_ms >= 1000;
     unsigned long unlogged = refusals_unlogged;
     if (log_now) {
-        refusal_logged = true;
         refusal_logged_ms = now;
         refusals_unlogged = 0;
     } else {
         refusals_unlogged++;
     }
     pthread_mutex_unlock(&refusal_lock);
-    if (log_now && unlogged)
-        log_warn("refused %s request from %s: wrong or missing secret "
-                 "(and %lu more refusals since the last one logged)",
-                 dispatch_op_name(req->opcode), c->peer, unlogged);
-    else if (log_now)
-        log_warn("refused %s request from %s: wrong or missing secret",
-                 dispatch_op_name(req->opcode), c->peer);
+    if (!log_now)
+        return;
+    char more[80] = "";
+    if (unlogged)
+        snprintf(more, sizeof(more), " (and %lu more refusals since the last one logged)",
+                 unlogged);
+    log_warn("refused %s request from %s: wrong or missing secret%s",
+             dispatch_op_name(req->opcode), c->peer, more);
 }
 
 /* A request without the instance's secret: answer EACCES and hang up,

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <rocksdb/c.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,15 @@ static pthread_mutex_t *key_lock(struct server *srv, const char *key, int klen)
     return &srv->record_locks[hash_bytes(key, (size_t)klen) % SERVER_STRIPES];
 }
 
+/* A stored record's value decoded into rec; false if it is not one. */
+static bool record_decode(const char *val, size_t vlen, struct fs_record *rec)
+{
+    struct rpc_reader r;
+    rpc_reader_init(&r, val, vlen);
+    fs_record_get(&r, rec);
+    return rpc_reader_done(&r);
+}
+
 static int get_record(struct server *srv, const char *key, int klen, struct fs_record *rec)
 {
     char *rerr = NULL;
@@ -135,10 +145,7 @@ static int get_record(struct server *srv, const char *key, int klen, struct fs_r
         return -ENOENT;
     size_t vlen;
     const char *val = rocksdb_pinnableslice_value(v, &vlen);
-    struct rpc_reader r;
-    rpc_reader_init(&r, val, vlen);
-    fs_record_get(&r, rec);
-    int ok = rpc_reader_done(&r);
+    bool ok = record_decode(val, vlen, rec);
     rocksdb_pinnableslice_destroy(v);
     if (!ok) {
         log_error("corrupt record of %zu bytes under key '%s'", vlen, key);
@@ -664,11 +671,8 @@ int op_list(struct server *srv, struct rpc_reader *req, struct reply *rep)
             break;
         }
         const char *v = rocksdb_iter_value(it, &vlen);
-        struct rpc_reader vr;
         struct fs_record rec;
-        rpc_reader_init(&vr, v, vlen);
-        fs_record_get(&vr, &rec);
-        if (!rpc_reader_done(&vr) || nlen >= FS_PATH_MAX)
+        if (!record_decode(v, vlen, &rec) || nlen >= FS_PATH_MAX)
             continue;
         char nbuf[FS_PATH_MAX];
         memcpy(nbuf, name, nlen);
@@ -882,10 +886,7 @@ int meta_values_record(const struct meta_values *v, size_t i, struct fs_record *
     int rc = value_at(v, i, &val, &vlen);
     if (rc < 0)
         return rc;
-    struct rpc_reader r;
-    rpc_reader_init(&r, val, vlen);
-    fs_record_get(&r, rec);
-    if (!rpc_reader_done(&r)) {
+    if (!record_decode(val, vlen, rec)) {
         log_error("corrupt record of %zu bytes found by a multi-get", vlen);
         return -EIO;
     }
