@@ -210,13 +210,22 @@ static int adafs_open_write(struct bdir *d, const char *name, int truncate, mode
     return open_file(d, name, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0), mode, out, NULL, 0);
 }
 
+/* Of a file read whole by its open: where up to n bytes from off start in
+ * pre, and (returned) how many there are. */
+static size_t pre_range(const struct afile *af, off_t off, size_t n, const char **start)
+{
+    size_t at = (uint64_t)off < af->pre_len ? (size_t)off : af->pre_len;
+    *start = af->pre + at;
+    return af->pre_len - at < n ? af->pre_len - at : n;
+}
+
 static ssize_t adafs_pread_file(struct bfile *f, void *buf, size_t n, off_t off)
 {
     struct afile *af = (struct afile *)f;
     if (af->pre || af->whole) {
-        size_t at = (uint64_t)off < af->pre_len ? (size_t)off : af->pre_len;
-        size_t k = af->pre_len - at < n ? af->pre_len - at : n;
-        memcpy(buf, af->pre + at, k);
+        const char *start;
+        size_t k = pre_range(af, off, n, &start);
+        memcpy(buf, start, k);
         return (ssize_t)k;
     }
     return adafs_pread(AFS(f), f->fd, buf, n, off);
@@ -238,9 +247,9 @@ static ssize_t adafs_pread_to(struct bfile *f, struct bfile *dst, off_t dst_off,
 {
     struct afile *af = (struct afile *)f;
     if (af->pre || af->whole) {
-        size_t at = (uint64_t)off < af->pre_len ? (size_t)off : af->pre_len;
-        size_t k = af->pre_len - at < n ? af->pre_len - at : n;
-        ssize_t w = pwrite(dst->fd, af->pre + at, k, dst_off);
+        const char *start;
+        size_t k = pre_range(af, off, n, &start);
+        ssize_t w = pwrite(dst->fd, start, k, dst_off);
         return w < 0 ? -errno : w;
     }
     return keep_holes ? adafs_pread_to_fd_sparse(AFS(f), f->fd, dst->fd, dst_off, n, off)

@@ -235,14 +235,22 @@ static void holes_unsupported(void)
                  "sparse files are written in full", strerror(EOPNOTSUPP));
 }
 
+/* 0, -EOPNOTSUPP (said once) where the file system has no holes, or
+ * -errno. */
+static int punch_hole(int fd, off_t off, off_t len)
+{
+    if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len) == 0)
+        return 0;
+    int rc = -errno;
+    if (rc == -EOPNOTSUPP)
+        holes_unsupported();
+    return rc;
+}
+
 static int posix_punch(struct bfile *f, off_t off, off_t len)
 {
-    if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len) == 0)
-        return 0;
-    if (errno != EOPNOTSUPP)
-        return -errno;
-    holes_unsupported();
-    return backend_write_zeros(f, off, len);
+    int rc = punch_hole(f->fd, off, len);
+    return rc == -EOPNOTSUPP ? backend_write_zeros(f, off, len) : rc;
 }
 
 /* Block by block through a read-only mapping of what was just written (in
@@ -270,16 +278,12 @@ static int posix_zeros_to_holes(struct bfile *f, off_t off, off_t len)
         if (zero && run < 0)
             run = b;
         if (!zero && run >= 0) {
-            if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, run, b - run) < 0) {
-                rc = errno == EOPNOTSUPP ? 1 : -errno;   /* holes not possible: zeros stay */
-                if (rc == 1)
-                    holes_unsupported();
-            }
+            rc = punch_hole(f->fd, run, b - run);
             run = -1;
         }
     }
     munmap((void *)map, (size_t)(to - from));
-    return rc < 0 ? rc : 0;
+    return rc == -EOPNOTSUPP ? 0 : rc;   /* holes not possible: the zeros stay */
 }
 
 static int posix_truncate(struct bfile *f, off_t len)
