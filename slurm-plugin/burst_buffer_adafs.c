@@ -246,6 +246,15 @@ static int step_copy(const struct bb_job *j, struct bb_job *work)
     return 0;
 }
 
+/* scancel (cancel) or the job's end; bb_mutex held, j not busy. */
+static void end_instance(struct bb_job *j, bool cancel, bool hurry)
+{
+    if (cancel)
+        lifecycle_cancel(j, hurry);
+    else
+        lifecycle_job_ended(j, hurry);
+}
+
 /* Puts the step's result back into j (bb_mutex held) and applies what
  * arrived meanwhile; returns events to add. */
 static int step_adopt(struct bb_job *j, struct bb_job *work)
@@ -257,10 +266,8 @@ static int step_adopt(struct bb_job *j, struct bb_job *work)
     j->next = kept.next;
     j->busy = false;
     j->pending_end = j->pending_cancel = j->pending_hurry = false;
-    if (kept.pending_cancel)
-        lifecycle_cancel(j, kept.pending_hurry);
-    else if (kept.pending_end)
-        lifecycle_job_ended(j, kept.pending_hurry);
+    if (kept.pending_cancel || kept.pending_end)
+        end_instance(j, kept.pending_cancel, kept.pending_hurry);
     return kept.pending_cancel || kept.pending_end ? LC_CHANGED : 0;
 }
 
@@ -933,10 +940,7 @@ static void request(job_record_t *job_ptr, bool ended, bool hurry)
             j->pending_cancel = true;
         j->pending_hurry |= hurry;
     } else if (j) {
-        if (ended)
-            lifecycle_job_ended(j, hurry);
-        else
-            lifecycle_cancel(j, hurry);
+        end_instance(j, !ended, hurry);
         save_state();
         pthread_cond_broadcast(&bb_wake);
     }
