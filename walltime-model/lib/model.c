@@ -128,12 +128,6 @@ static double log_lambda_as_of(const struct walltime_model *m, int64_t t)
     return m->log_lambda_base;
 }
 
-static double log_lambda_newest(const struct walltime_model *m)
-{
-    return m->nsteps ? m->steps[(m->step_head - 1 + LAMBDA_STEPS) % LAMBDA_STEPS].log_lambda
-                     : m->log_lambda_base;
-}
-
 static void lambda_push(struct walltime_model *m, int64_t end, double log_lambda)
 {
     if (m->nsteps == LAMBDA_STEPS)
@@ -258,7 +252,8 @@ int walltime_observe_finished(struct walltime_model *m, const struct walltime_jo
     /* Every job counts, those estimated at the request too: the target is
      * the share of all jobs. */
     double tau = m->params.target_miss;
-    double l = log_lambda_newest(m) + (ratio > cons ? LAMBDA_ETA * (1 - tau) : -LAMBDA_ETA * tau);
+    double l = log_lambda_as_of(m, INT64_MAX) +
+               (ratio > cons ? LAMBDA_ETA * (1 - tau) : -LAMBDA_ETA * tau);
     lambda_push(m, end, l < 0 ? 0 : l > LAMBDA_MAX_LOG ? LAMBDA_MAX_LOG : l);
 
     size_t slot = m->thead;
