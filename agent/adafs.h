@@ -151,6 +151,15 @@ int adafs_create_write(adafs *fs, const char *path, mode_t mode,
 int adafs_create_write_attr(adafs *fs, const char *path, mode_t mode,
                             const void *data, size_t len, const struct timespec *mtime,
                             unsigned flags);
+/* The same with the data taken from the caller's file src_fd (len bytes
+ * from src_off, open for reading): sent with sendfile, not copied through
+ * memory, for a copier's whole files of a few chunks. len is at most
+ * ADAFS_CREATE_FD_CHUNKS chunks (EFBIG); a source holding fewer bytes is
+ * ENODATA. */
+#define ADAFS_CREATE_FD_CHUNKS 32
+int adafs_create_write_fd(adafs *fs, const char *path, mode_t mode, int src_fd,
+                          off_t src_off, size_t len, const struct timespec *mtime,
+                          unsigned flags);
 /* The caller has just made or stat'ed the parent directory: no check of it
  * rides along (a request less whenever the parent's record is on another
  * server). Should the parent have been removed since, the file is created

@@ -186,6 +186,14 @@ size_t rpc_get_bytes(struct rpc_reader *r, const void **data)
     return p ? len : 0;
 }
 
+size_t rpc_get_rest(struct rpc_reader *r, const void **data)
+{
+    size_t n = r->failed ? 0 : r->len - r->off;
+    *data = r->data + r->off;
+    r->off += n;
+    return n;
+}
+
 const char *rpc_get_str(struct rpc_reader *r)
 {
     const void *p;

@@ -86,5 +86,8 @@ size_t rpc_get_bytes(struct rpc_reader *r, const void **data);
 /* Returns a NUL-terminated string inside the payload, or NULL (and fails the
  * reader) if it is missing its NUL or has one inside. */
 const char *rpc_get_str(struct rpc_reader *r);
+/* Points *data at everything not yet read (a payload's trailing bulk data,
+ * perhaps only its first part) and returns its length; 0 if failed. */
+size_t rpc_get_rest(struct rpc_reader *r, const void **data);
 
 #endif

@@ -108,6 +108,12 @@ struct backend_ops {
      * -errno if none was tried. */
     int (*create_many)(struct bdir *d, struct bcreate *e, size_t n);
     size_t create_many_max;
+    /* Optional: a whole file of len bytes taken from the start of src (a
+     * file of a backend with kernel_fds), without passing through the
+     * caller's memory, in as few round trips as possible; len at most
+     * create_from_max of the backend. */
+    int (*create_write_from)(struct bdir *d, const char *name, mode_t mode, struct bfile *src,
+                             size_t len, const struct timespec *mtime);
     /* Optional: open_read of many entries of one directory at once (small
      * files come with their data). Returns 0, or -errno if none was tried. */
     int (*open_read_many)(struct bdir *d, struct bopen *e, size_t n);
@@ -138,6 +144,7 @@ struct backend {
     struct ratelimit *mdops;   /* NULL: metadata operations not limited */
     struct ratelimit *bw;      /* NULL: bytes not limited */
     uint64_t chunk_size;       /* pieces of big files align to this */
+    uint64_t create_from_max;  /* largest file for ops->create_write_from */
     void *fs;                  /* adafs: the connected client */
     /* adafs: the connections open files are spread over, in turn (fs is
      * the first): libadafs sends one batch at a time per connection, so a

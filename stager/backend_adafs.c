@@ -20,6 +20,13 @@
 /* The connection an open file was opened on. */
 #define AFS(f) (((struct afile *)(f))->fs)
 
+/* The connection for the next file's data, in turn. */
+static adafs *next_file_fs(struct backend *b)
+{
+    unsigned turn = __atomic_fetch_add(&b->next_file_fs, 1, __ATOMIC_RELAXED);
+    return b->file_fs[turn % BACKEND_ADAFS_CONNECTIONS];
+}
+
 static int new_dir(struct backend *b, char *path, struct bdir **out)
 {
     struct bdir *d = malloc(sizeof(*d));
@@ -160,8 +167,7 @@ static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
         return -ENOMEM;
     }
     size_t got = 0;
-    unsigned turn = __atomic_fetch_add(&d->b->next_file_fs, 1, __ATOMIC_RELAXED);
-    adafs *fs = d->b->file_fs[turn % BACKEND_ADAFS_CONNECTIONS];
+    adafs *fs = next_file_fs(d->b);
     int fd = prefetch ? adafs_open_read(fs, p, st, scratch, sizeof(scratch), &got)
              : st     ? adafs_open_stat(fs, p, flags, mode, st)
                       : adafs_open(fs, p, flags, mode);
@@ -287,6 +293,18 @@ static int adafs_create_write_at(struct bdir *d, const char *name, mode_t mode,
     /* d was stat'ed as a directory when it was opened. */
     int rc = adafs_create_write_attr(FS(d->b), p, mode & 07777, data, len, mtime,
                                      ADAFS_PARENT_KNOWN);
+    free(p);
+    return rc < 0 ? rc : 0;
+}
+
+static int adafs_create_write_from(struct bdir *d, const char *name, mode_t mode,
+                                   struct bfile *src, size_t len, const struct timespec *mtime)
+{
+    char *p = child(d, name);
+    if (!p)
+        return -ENOMEM;
+    int rc = adafs_create_write_fd(next_file_fs(d->b), p, mode & 07777, src->fd, 0, len, mtime,
+                                   ADAFS_PARENT_KNOWN);
     free(p);
     return rc < 0 ? rc : 0;
 }
@@ -434,6 +452,7 @@ static const struct backend_ops adafs_ops = {
     .set_attrs = adafs_set_attrs,
     .close = adafs_close_file,
     .create_write = adafs_create_write_at,
+    .create_write_from = adafs_create_write_from,
     .unlink_at = adafs_unlink_at,
     .set_attrs_at = adafs_set_attrs_at,
     .mkdir_path = adafs_mkdir_path,
@@ -455,7 +474,8 @@ int backend_adafs_init(struct backend *b, const char *instance, char *err, size_
             return rc;
         }
     }
-    *b = (struct backend){ .ops = &adafs_ops, .fs = fs[0], .chunk_size = adafs_chunk_size(fs[0]) };
+    *b = (struct backend){ .ops = &adafs_ops, .fs = fs[0], .chunk_size = adafs_chunk_size(fs[0]),
+                          .create_from_max = ADAFS_CREATE_FD_CHUNKS * adafs_chunk_size(fs[0]) };
     memcpy(b->file_fs, fs, sizeof(fs));
     return 0;
 }

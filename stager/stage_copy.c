@@ -284,6 +284,34 @@ static void copy_small(struct pool_thread *self, struct dnode *parent, struct bf
     }
 }
 
+/* Whether src can become a new destination file in one request taken
+ * straight from src's file: no holes to keep, no hash to take. */
+static int whole_from_possible(const struct bfile *src, const struct backend *db,
+                               const struct stat *sst, int hashing)
+{
+    return !hashing && db->ops->create_write_from && src->b->ops->kernel_fds &&
+           (uint64_t)sst->st_size <= db->create_from_max &&
+           (uint64_t)sst->st_blocks * 512 >= (uint64_t)sst->st_size;
+}
+
+static void copy_whole_from(struct dnode *parent, struct bfile *src, const struct stat *sst,
+                            const char *dname)
+{
+    struct stage_run *run = parent->run;
+    struct bdir *dd = parent->dst;
+    size_t len = (size_t)sst->st_size;
+    ratelimit_take(src->b->bw, len);
+    int rc = dd->b->ops->create_write_from(dd, dname, sst->st_mode, src, len, &sst->st_mtim);
+    if (rc < 0) {
+        stage_fail_at(run, src->dir, src->name, -rc,
+                      rc == -ENODATA ? "source shrank during the copy" : "copy to destination");
+        dd->b->ops->unlink_at(dd, dname);
+    } else {
+        atomic_fetch_add(&run->files, 1);
+        atomic_fetch_add(&run->bytes, len);
+    }
+}
+
 void small_batch_flush(struct small_batch *sb)
 {
     if (sb->n == 0)
@@ -349,6 +377,11 @@ void copy_file(struct pool_thread *self, struct dnode *parent, struct bfile *src
         small_batch_flush(sb);
     off_t whole_max = direct_out_possible(src, dops, run->opt.verify) ? STAGE_DIRECT_OUT_MIN
                                                                      : STAGE_SMALL_MAX;
+    if (whole_from_possible(src, dd->b, sst, run->opt.verify)) {
+        copy_whole_from(parent, src, sst, dname);
+        src->b->ops->close(src);
+        return;
+    }
     if (sst->st_size <= whole_max) {
         copy_small(self, parent, src, sst, dname);
         src->b->ops->close(src);

@@ -285,11 +285,12 @@ int op_write(struct server *srv, struct rpc_reader *req, struct reply *rep)
     uint32_t offset = rpc_get_u32(req), len = rpc_get_u32(req);
     /* The data: what is in memory, then (a large write) what is still in
      * the socket. */
-    size_t have = rpc_reader_ok(req) ? req->len - req->off : 0;
+    const void *data;
+    size_t have = rpc_get_rest(req, &data);
     size_t rest = rep->rest ? rep->rest->left : 0;
     if (!rpc_reader_ok(req) || have + rest != len)
         return -EBADMSG;
-    return chunks_write(srv, key, index, offset, req->data + req->off, have, rep->rest);
+    return chunks_write(srv, key, index, offset, data, have, rep->rest);
 }
 
 /* Appends up to len bytes from offset of a file's inline chunk 0 to out;

@@ -30,8 +30,9 @@
 #define OUT_FLUSH (256u << 10)
 /* At most this much is read beyond the request being completed. */
 #define READ_AHEAD (16u << 10)
-/* A WRITE with more payload than this streams its data from the socket
- * into the file (splice) instead of reading it into memory first. */
+/* A WRITE or CREATE_WRITE with more payload than this streams its data
+ * from the socket into the file (splice) instead of reading it into memory
+ * first. */
 #define STREAM_MIN (64u << 10)
 #define WRITE_PREFIX 24              /* u64 key, u64 index, u32 offset, u32 length */
 
@@ -225,11 +226,31 @@ static int discard(struct conn *c, size_t n)
     return 0;
 }
 
-/* Is this request a large write whose data should stream? Creates the
- * connection's pipe on first use (without one, it is read into memory). */
-static int streams(struct conn *c, const struct rpc_header *h)
+/* Where the data of a WRITE or CREATE_WRITE starts in its payload (layouts
+ * in proto.h), given the first avail bytes of it at p. A result above avail
+ * means: buffer that much, then ask again. */
+static size_t data_offset(uint16_t opcode, const uint8_t *p, size_t avail)
 {
-    if (h->opcode != FS_WRITE || h->length <= STREAM_MIN)
+    if (opcode == FS_WRITE)
+        return WRITE_PREFIX;
+    /* bytes path, u32 mode, u32 flags, u64 key, u64 size, [i64 mtime], u32 length */
+    struct rpc_reader r;
+    rpc_reader_init(&r, p, avail);
+    size_t flags_end = 4 + (size_t)rpc_get_u32(&r) + 8;
+    if (avail < 4 || avail < flags_end)
+        return avail < 4 ? 4 : flags_end;
+    rpc_reader_init(&r, p + flags_end - 4, 4);
+    uint32_t flags = rpc_get_u32(&r);
+    return flags_end + 16 + ((flags & FS_CREATE_MTIME) ? 8 : 0) + 4;
+}
+
+/* Is this a large write whose data should stream from the socket into the
+ * file? If so, buffers its payload up to the data and returns 1. Creates
+ * the connection's pipe on first use (without one, and for a request
+ * whose prefix is malformed, it is read into memory: 0). */
+static int stream_prefix(struct conn *c, const struct rpc_header *h)
+{
+    if ((h->opcode != FS_WRITE && h->opcode != FS_CREATE_WRITE) || h->length <= STREAM_MIN)
         return 0;
     if (c->pipe[0] < 0) {
         if (pipe2(c->pipe, O_CLOEXEC) < 0) {
@@ -238,7 +259,19 @@ static int streams(struct conn *c, const struct rpc_header *h)
         }
         fcntl(c->pipe[1], F_SETPIPE_SZ, STREAM_PIPE_SIZE);
     }
-    return 1;
+    for (;;) {
+        size_t avail = c->end - c->start - RPC_HEADER_SIZE;
+        if (avail > h->length)
+            avail = h->length;
+        size_t at = data_offset(h->opcode, c->in + c->start + RPC_HEADER_SIZE, avail);
+        if (at > h->length)
+            return 0;
+        if (at <= avail)
+            return 1;
+        int rc = fill(c, RPC_HEADER_SIZE + at);
+        if (rc < 0)
+            return rc;
+    }
 }
 
 static void *conn_main(void *arg)
@@ -262,12 +295,12 @@ static void *conn_main(void *arg)
         }
         struct stream rest = { .sock = c->fd, .pipe = c->pipe };
         size_t in_mem = h.length;
-        if (streams(c, &h)) {
-            rc = fill(c, RPC_HEADER_SIZE + WRITE_PREFIX);
+        int streaming = rc = stream_prefix(c, &h);
+        if (streaming > 0) {
             size_t avail = c->end - c->start - RPC_HEADER_SIZE;
             in_mem = avail < h.length ? avail : h.length;
             rest.left = h.length - in_mem;
-        } else {
+        } else if (streaming == 0) {
             rc = fill(c, RPC_HEADER_SIZE + (size_t)h.length);
         }
         if (rc < 0)

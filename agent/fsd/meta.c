@@ -704,23 +704,31 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
     uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
     uint64_t data_key = rpc_get_u64(req), size = rpc_get_u64(req);
     int64_t mtime = (flags & FS_CREATE_MTIME) ? rpc_get_i64(req) : 0;
+    uint32_t len = rpc_get_u32(req);
+    /* The data: what is in memory, then (a large one) what is still in the
+     * socket. */
     const void *data;
-    size_t len = rpc_get_bytes(req, &data);
+    size_t have = rpc_get_rest(req, &data);
     int rc = target_check(srv, req, &t);
     if (rc < 0)
         return rc;
+    if (have + (rep->rest ? rep->rest->left : 0) != len)
+        return -EBADMSG;
     if (len > srv->chunk_size || len > size)
         return -EINVAL;
+    /* The data first, under the new key and without the record's lock (a
+     * streamed chunk takes as long as the client needs to send it): if it
+     * does not fit, the old file is still whole. */
+    if (len > 0 && (rc = chunks_write(srv, data_key, 0, 0, data, have, rep->rest)) < 0) {
+        chunks_truncate(srv, data_key, 0, len);     /* a part streamed before a failure */
+        return rc;
+    }
     pthread_mutex_lock(t.lock);
     struct fs_record rec, old;
     int had;
     rc = lookup_for_create(srv, &t, flags, &old, &had);
     if (rc == 0 && had && S_ISDIR(old.mode))
         rc = -EISDIR;
-    /* New data first under the new key: if it does not fit, the old file
-     * is still whole. */
-    if (rc == 0 && len > 0)
-        rc = chunks_write(srv, data_key, 0, 0, data, len, NULL);
     if (rc == 0) {
         int64_t now = now_ns();
         rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .size = size,
@@ -730,8 +738,10 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
         rc = put_record(srv, t.key, t.klen, &rec);
     }
     pthread_mutex_unlock(t.lock);
-    if (rc < 0)
+    if (rc < 0) {
+        chunks_truncate(srv, data_key, 0, len);
         return rc;
+    }
     int replaced = had && old.key != data_key;
     if (replaced)
         chunks_truncate(srv, old.key, 0, old.size);

@@ -131,6 +131,23 @@ uint32_t parent_check(adafs *fs, const char *path, struct call *c, int *used);
 int parent_check_finish(adafs *fs, const char *path, struct call *op, struct call *check,
                         int used, uint64_t key);
 
+/* files.c: data */
+/* Where the bytes of a read go, or a write's come from: the caller's
+ * memory, or a file of the caller (adafs_pread_to_fd, adafs_pwrite_from_fd,
+ * adafs_create_write_fd) from fd_off on. */
+struct span {
+    char *buf;          /* NULL: fd */
+    int fd;
+    uint64_t fd_off;
+    int keep_holes;     /* fd: bytes no server holds are not written */
+};
+/* Calls that move data between the file system and a file of the caller
+ * send at most this many chunks per round trip. */
+#define FD_BATCH_CHUNKS 32
+/* The caller's file for a *_fd call (reading: data comes from it): a
+ * regular file open that way, not O_APPEND when written; its size. */
+int check_caller_file(int fd, int reading, uint64_t *size);
+
 /* handle.c: descriptors */
 int fd_alloc(adafs *fs, struct open_file *of);
 /* Returns the open file with its lock held and a reference, or NULL. */

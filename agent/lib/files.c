@@ -186,16 +186,6 @@ static size_t split(const adafs *fs, uint64_t off, size_t count, struct piece **
     return n;
 }
 
-/* Where the bytes of a read go, or a write's come from: the caller's
- * memory, or a file of the caller (adafs_pread_to_fd, adafs_pwrite_from_fd)
- * from fd_off on. */
-struct span {
-    char *buf;          /* NULL: fd */
-    int fd;
-    uint64_t fd_off;
-    int keep_holes;     /* fd: bytes no server holds are not written */
-};
-
 /* Zeros for the holes of a read into a file. */
 static int zero_fill_fd(int fd, uint64_t off, size_t len)
 {
@@ -442,10 +432,8 @@ ssize_t adafs_pwrite(adafs *fs, int fd, const void *buf, size_t count, off_t off
     return n;
 }
 
-/* The caller's file for adafs_pwrite_from_fd (want O_RDONLY readable) or
- * adafs_pread_to_fd: a regular file open for reading, or for writing and
- * not O_APPEND (splice cannot write at an offset there); its size. */
-static int check_caller_file(int fd, int reading, uint64_t *size)
+/* Not O_APPEND: splice cannot write at an offset there. */
+int check_caller_file(int fd, int reading, uint64_t *size)
 {
     struct stat st;
     int fl = fcntl(fd, F_GETFL);
@@ -462,12 +450,12 @@ static int check_caller_file(int fd, int reading, uint64_t *size)
     return 0;
 }
 
-/* Bytes per batch of the *_fd calls: 32 chunks in flight, then the next
- * round trip (a whole large file in one batch would need a call per chunk
- * in memory at once). */
+/* Bytes per batch of the *_fd calls: FD_BATCH_CHUNKS chunks in flight,
+ * then the next round trip (a whole large file in one batch would need a
+ * call per chunk in memory at once). */
 static size_t fd_slice(const adafs *fs, uint64_t off, size_t left)
 {
-    uint64_t cs = fs->inst.chunk_size, room = 32 * cs - off % cs;
+    uint64_t cs = fs->inst.chunk_size, room = FD_BATCH_CHUNKS * cs - off % cs;
     return left < room ? left : (size_t)room;
 }
 

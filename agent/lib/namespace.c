@@ -496,9 +496,22 @@ int adafs_statvfs(adafs *fs, struct statvfs *st)
     return 0;
 }
 
-/* mtime: NULL (or UTIME_NOW, UTIME_OMIT) for the time of creation. */
-static int create_write(adafs *fs, const char *path, mode_t mode, const void *data, size_t len,
-                        const struct timespec *mtime, unsigned flags)
+/* Makes len bytes of src from off the bulk data of c. */
+static void put_bulk(struct call *c, const struct span *src, uint64_t off, size_t len)
+{
+    c->bulk_len = len;
+    if (src->buf) {
+        c->bulk = src->buf + off;
+    } else {
+        c->bulk_fd = src->fd;
+        c->bulk_fd_off = src->fd_off + off;
+    }
+}
+
+/* The data comes from src (memory, or the caller's file from fd_off).
+ * mtime: NULL (or UTIME_NOW, UTIME_OMIT) for the time of creation. */
+static int create_write(adafs *fs, const char *path, mode_t mode, const struct span *src,
+                        size_t len, const struct timespec *mtime, unsigned flags)
 {
     char p[FS_PATH_MAX];
     int rc = path_take(path, p, -EISDIR);
@@ -524,8 +537,7 @@ static int create_write(adafs *fs, const char *path, mode_t mode, const void *da
         rpc_put_u64(&calls[n].req, i);
         rpc_put_u32(&calls[n].req, 0);
         rpc_put_u32(&calls[n].req, (uint32_t)clen);
-        calls[n].bulk = (const char *)data + i * cs;
-        calls[n].bulk_len = clen;
+        put_bulk(&calls[n], src, i * cs, clen);
     }
     int cw = n++;
     uint32_t cflags = 0;
@@ -542,8 +554,7 @@ static int create_write(adafs *fs, const char *path, mode_t mode, const void *da
     if (mtime)
         rpc_put_i64(&calls[cw].req, (int64_t)mtime->tv_sec * 1000000000 + mtime->tv_nsec);
     rpc_put_u32(&calls[cw].req, (uint32_t)len0);
-    calls[cw].bulk = data;
-    calls[cw].bulk_len = len0;
+    put_bulk(&calls[cw], src, 0, len0);
     fs_call(fs, calls, n + used);
     int data_rc = 0;
     for (int i = 0; i < cw; i++)
@@ -580,7 +591,8 @@ static int create_write(adafs *fs, const char *path, mode_t mode, const void *da
 
 int adafs_create_write(adafs *fs, const char *path, mode_t mode, const void *data, size_t len)
 {
-    return create_write(fs, path, mode, data, len, NULL, 0);
+    struct span src = { .buf = (char *)data, .fd = -1 };
+    return create_write(fs, path, mode, &src, len, NULL, 0);
 }
 
 int adafs_create_write_attr(adafs *fs, const char *path, mode_t mode, const void *data,
@@ -588,5 +600,24 @@ int adafs_create_write_attr(adafs *fs, const char *path, mode_t mode, const void
 {
     if (flags & ~ADAFS_PARENT_KNOWN)
         return -EINVAL;
-    return create_write(fs, path, mode, data, len, mtime, flags);
+    struct span src = { .buf = (char *)data, .fd = -1 };
+    return create_write(fs, path, mode, &src, len, mtime, flags);
+}
+
+int adafs_create_write_fd(adafs *fs, const char *path, mode_t mode, int src_fd, off_t src_off,
+                          size_t len, const struct timespec *mtime, unsigned flags)
+{
+    if ((flags & ~ADAFS_PARENT_KNOWN) || src_off < 0)
+        return -EINVAL;
+    if (len > ADAFS_CREATE_FD_CHUNKS * fs->inst.chunk_size)
+        return -EFBIG;
+    uint64_t size;
+    int rc = check_caller_file(src_fd, 1, &size);
+    if (rc < 0)
+        return rc;
+    /* The lengths go out before the data: the source must hold it now. */
+    if ((uint64_t)src_off > size || len > size - (uint64_t)src_off)
+        return -ENODATA;
+    struct span src = { .fd = src_fd, .fd_off = (uint64_t)src_off };
+    return create_write(fs, path, mode, &src, len, mtime, flags);
 }

@@ -1,4 +1,4 @@
-/* adafs_pwrite_from_fd and adafs_pread_to_fd: integrity across chunk
+/* adafs_pwrite_from_fd, adafs_create_write_fd and adafs_pread_to_fd: integrity across chunk
  * boundaries and batches, short sources, holes, every bad descriptor with
  * its errno, a destination that refuses data; the connection's pipe (a
  * forked child's own, close-on-exec); a stopped or killed server (EIO in
@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,6 +99,78 @@ static void from_fd(adafs *fs)
     tap_is_int(adafs_pwrite_from_fd(fs, fd, src, 0, 0, 0), 0, W("count 0: 0"));
     adafs_close(fs, fd);
     adafs_unlink(fs, "/from");
+    close(src);
+    free(data);
+}
+
+static uint64_t used_blocks(adafs *fs)
+{
+    struct statvfs sv;
+    return adafs_statvfs(fs, &sv) == 0 ? sv.f_blocks - sv.f_bfree : (uint64_t)-1;
+}
+
+static void create_from_fd(adafs *fs)
+{
+    /* Several chunks, each past the size from which servers splice a
+     * request's data into the file instead of reading it into memory. */
+    const size_t len = 5 * CHUNK + 123, skip = 1000;
+    char *data;
+    int src = local_file("create", len + skip, 21, &data);
+    struct timespec mt = { .tv_sec = 1234567890, .tv_nsec = 42 };
+    tap_is_int(adafs_create_write_fd(fs, "/created", 0640, src, (off_t)skip, len, &mt, 0), 0,
+               W("create_write_fd of 5 chunks and a bit from offset %zu", skip));
+    tap_ok(adafs_holds(fs, "/created", 0, data + skip, len), "%s", W("it reads back byte for byte"));
+    struct stat st;
+    adafs_stat(fs, "/created", &st);
+    tap_ok(st.st_size == (off_t)len && (st.st_mode & 07777) == 0640 &&
+           st.st_mtim.tv_sec == mt.tv_sec && st.st_mtim.tv_nsec == mt.tv_nsec,
+           "%s", W("size, mode and mtime are the ones asked for"));
+    tap_is_int(lseek(src, 0, SEEK_CUR), 0, W("the source's offset did not move"));
+    tap_is_int(adafs_create_write_fd(fs, "/created", 0600, src, 0, 2 * CHUNK, NULL, 0), 0,
+               W("again over the same name, shorter"));
+    tap_ok(adafs_holds(fs, "/created", 0, data, 2 * CHUNK), "%s", W("the new data replaced the old"));
+    adafs_stat(fs, "/created", &st);
+    tap_is_int(st.st_size, 2 * CHUNK, W("and the new size"));
+    tap_is_int(adafs_create_write_fd(fs, "/empty", 0600, src, 0, 0, NULL, 0), 0, W("an empty file"));
+    tap_ok(adafs_stat(fs, "/empty", &st) == 0 && st.st_size == 0, "%s", W("exists, empty"));
+
+    /* Refused before anything is sent. */
+    tap_is_int(adafs_create_write_fd(fs, "/short", 0600, src, (off_t)skip, len + 1, NULL, 0),
+               -ENODATA, W("a source holding fewer bytes than asked: ENODATA"));
+    tap_is_int(adafs_create_write_fd(fs, "/big", 0600, src, 0,
+                                     ADAFS_CREATE_FD_CHUNKS * (size_t)CHUNK + 1, NULL, 0),
+               -EFBIG, W("more than ADAFS_CREATE_FD_CHUNKS chunks: EFBIG"));
+    tap_is_int(adafs_create_write_fd(fs, "/bad", 0600, src, -1, 10, NULL, 0), -EINVAL,
+               W("a negative source offset: EINVAL"));
+    tap_is_int(adafs_create_write_fd(fs, "/bad", 0600, src, 0, 10, NULL, 99), -EINVAL,
+               W("unknown flags: EINVAL"));
+    char path[512];
+    snprintf(path, sizeof(path), "%s/create", tmpdir);
+    int wronly = open(path, O_WRONLY);
+    tap_is_int(adafs_create_write_fd(fs, "/bad", 0600, wronly, 0, 10, NULL, 0), -EBADF,
+               W("a write-only source: EBADF"));
+    close(wronly);
+    int dirfd = open(tmpdir, O_RDONLY | O_DIRECTORY);
+    tap_is_int(adafs_create_write_fd(fs, "/bad", 0600, dirfd, 0, 10, NULL, 0), -EISDIR,
+               W("a directory as the source: EISDIR"));
+    close(dirfd);
+    tap_ok(adafs_stat(fs, "/short", &st) == -ENOENT && adafs_stat(fs, "/bad", &st) == -ENOENT,
+           "%s", W("none of the refused names exists"));
+
+    /* Over a directory: the streamed data is refused and not kept. */
+    adafs_mkdir(fs, "/dir", 0700);
+    uint64_t used = used_blocks(fs);
+    tap_is_int(adafs_create_write_fd(fs, "/dir", 0600, src, 0, 3 * CHUNK, NULL, 0), -EISDIR,
+               W("over a directory: EISDIR"));
+    tap_ok(adafs_stat(fs, "/dir", &st) == 0 && S_ISDIR(st.st_mode), "%s",
+           W("the directory is still one"));
+    tap_is_int(used_blocks(fs), used, W("and no data of the refused file stays behind"));
+    tap_is_int(adafs_create_write_fd(fs, "/nodir/f", 0600, src, 0, 3 * CHUNK, NULL, 0), -ENOENT,
+               W("in a missing directory: ENOENT"));
+    tap_is_int(used_blocks(fs), used, W("nothing of it stays behind either"));
+    adafs_rmdir(fs, "/dir");
+    adafs_unlink(fs, "/created");
+    adafs_unlink(fs, "/empty");
     close(src);
     free(data);
 }
@@ -438,6 +511,7 @@ int main(void)
         struct fstest t;
         fstest_start(&t, nservers, "--chunk-size 64K");
         from_fd(t.fs);
+        create_from_fd(t.fs);
         to_fd(t.fs);
         to_fd_sparse(t.fs);
         bad_fds(t.fs);
