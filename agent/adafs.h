@@ -81,6 +81,12 @@ int adafs_open_stat(adafs *fs, const char *path, int flags, mode_t mode, struct 
  * *got is then that count, else 0 and the caller reads with adafs_pread. */
 int adafs_open_read(adafs *fs, const char *path, struct stat *st, void *buf, size_t cap,
                     size_t *got);
+/* Opens read-only, without a round trip, the regular file st describes:
+ * what adafs_read_batch or adafs_stat (of this instance, on any of its
+ * connections) gave for path. Reads check that the name still names that
+ * file (ESTALE if it was replaced, ENOENT if another client removed it).
+ * EINVAL if st is not an adafs regular file. */
+int adafs_open_known(adafs *fs, const char *path, const struct stat *st);
 int adafs_close(adafs *fs, int fd);
 int adafs_dup(adafs *fs, int fd);
 ssize_t adafs_read(adafs *fs, int fd, void *buf, size_t count);
@@ -187,13 +193,13 @@ struct adafs_create_entry {
 int adafs_create_batch(adafs *fs, struct adafs_create_entry *entries, size_t n,
                        unsigned flags);
 
-/* The stat and first bytes of many files in one round trip (the stager's
- * stage-out of small files). For each entry: status 0 or -errno, st, and in
- * buf the first `got` bytes of the file: min(size, cap) when the server of
- * the record holds them (a file of one chunk, as small files are), else 0
- * and the caller reads with adafs_open/adafs_pread. cap is at most
- * adafs_chunk_size() (EINVAL). Returns how many entries failed, or -errno
- * (ENOMEM). */
+/* The stat and data of many small files in one round trip (the stager's
+ * stage-out). For each entry: status 0 or -errno, st, and in buf the whole
+ * file (got = its size) when it has at most cap bytes and the server of
+ * its record holds them (a file of one chunk, as small files are); else
+ * got is 0, no data was sent, and the caller reads with adafs_open and
+ * adafs_pread. cap is at most adafs_chunk_size() (EINVAL). Returns how
+ * many entries failed, or -errno (ENOMEM). */
 struct adafs_read_entry {
     const char *path;
     void *buf;

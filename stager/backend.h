@@ -87,7 +87,9 @@ struct backend_ops {
     ssize_t (*pread)(struct bfile *f, void *buf, size_t n, off_t off);
     ssize_t (*pwrite)(struct bfile *f, const void *buf, size_t n, off_t off);
     /* SEEK_DATA / SEEK_HOLE; -ENXIO past the last data; -EINVAL or
-     * -EOPNOTSUPP when the backend cannot tell (then all is data). */
+     * -EOPNOTSUPP when the file system cannot tell (then all is data).
+     * NULL when the backend never can (adafs: asking would only cost a
+     * round trip). */
     off_t (*seek)(struct bfile *f, off_t off, int whence);
     /* Makes [off, off+len) read as zeros (used only over stale data). */
     int (*punch)(struct bfile *f, off_t off, off_t len);

@@ -151,10 +151,14 @@ struct afile {
 /* Largest file read whole by the open. */
 #define PREFETCH_MAX (64u << 10)
 
-/* st: if not NULL, filled from the record the open saw; prefetch (only
- * for O_RDONLY): try to read the whole file with the open. */
+enum open_how {
+    OPEN_PLAIN,      /* st: if not NULL, filled from the record the open saw */
+    OPEN_PREFETCH,   /* O_RDONLY, trying to read the whole file with the open */
+    OPEN_KNOWN,      /* O_RDONLY, as st (a batch's record of it) describes: no round trip */
+};
+
 static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
-                     struct bfile **out, struct stat *st, int prefetch)
+                     struct bfile **out, struct stat *st, enum open_how how)
 {
     static _Thread_local char scratch[PREFETCH_MAX];
     char *p = child(d, name);
@@ -168,9 +172,10 @@ static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
     }
     size_t got = 0;
     adafs *fs = next_file_fs(d->b);
-    int fd = prefetch ? adafs_open_read(fs, p, st, scratch, sizeof(scratch), &got)
-             : st     ? adafs_open_stat(fs, p, flags, mode, st)
-                      : adafs_open(fs, p, flags, mode);
+    int fd = how == OPEN_PREFETCH ? adafs_open_read(fs, p, st, scratch, sizeof(scratch), &got)
+           : how == OPEN_KNOWN    ? adafs_open_known(fs, p, st)
+           : st                   ? adafs_open_stat(fs, p, flags, mode, st)
+                                  : adafs_open(fs, p, flags, mode);
     free(p);
     if (fd >= 0 && got > 0 && got == (size_t)st->st_size && (f->pre = malloc(got))) {
         memcpy(f->pre, scratch, got);
@@ -200,7 +205,7 @@ static int adafs_close_file(struct bfile *f)
 static int open_read_file(struct bdir *d, const char *name, int follow,
                           struct bfile **out, struct stat *st)
 {
-    int rc = open_file(d, name, O_RDONLY, 0, out, st, 1);
+    int rc = open_file(d, name, O_RDONLY, 0, out, st, OPEN_PREFETCH);
     if (rc < 0)
         return rc;
     if (!S_ISREG(st->st_mode))
@@ -213,7 +218,7 @@ static int open_read_file(struct bdir *d, const char *name, int follow,
 static int adafs_open_write(struct bdir *d, const char *name, int truncate, mode_t mode,
                             struct bfile **out)
 {
-    return open_file(d, name, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0), mode, out, NULL, 0);
+    return open_file(d, name, O_WRONLY | O_CREAT | (truncate ? O_TRUNC : 0), mode, out, NULL, OPEN_PLAIN);
 }
 
 /* Of a file read whole by its open: where up to n bytes from off start in
@@ -260,11 +265,6 @@ static ssize_t adafs_pread_to(struct bfile *f, struct bfile *dst, off_t dst_off,
     }
     return keep_holes ? adafs_pread_to_fd_sparse(AFS(f), f->fd, dst->fd, dst_off, n, off)
                       : adafs_pread_to_fd(AFS(f), f->fd, dst->fd, dst_off, n, off);
-}
-
-static off_t adafs_seek_file(struct bfile *f, off_t off, int whence)
-{
-    return adafs_lseek(AFS(f), f->fd, off, whence);
 }
 
 static int adafs_punch(struct bfile *f, off_t off, off_t len)
@@ -359,18 +359,6 @@ static int whole_file(struct bdir *d, struct bopen *o, const void *data, size_t 
     return 0;
 }
 
-/* Opens a file the batch found too big to carry: its first bytes came
- * already and were dropped, so no second prefetch; st is the open's. */
-static int open_plain(struct bdir *d, struct bopen *o)
-{
-    int rc = open_file(d, o->name, O_RDONLY, 0, &o->f, &o->st, 0);
-    if (rc == 0 && !S_ISREG(o->st.st_mode)) {
-        rc = S_ISDIR(o->st.st_mode) ? -EISDIR : -EINVAL;
-        adafs_close_file(o->f);
-        o->f = NULL;
-    }
-    return rc;
-}
 
 static int adafs_open_read_many(struct bdir *d, struct bopen *o, size_t n)
 {
@@ -397,8 +385,8 @@ static int adafs_open_read_many(struct bdir *d, struct bopen *o, size_t n)
             o[i].rc = S_ISDIR(r->st.st_mode) ? -EISDIR : -EINVAL;
         else if (r->got == (size_t)r->st.st_size)
             o[i].rc = whole_file(d, &o[i], r->buf, r->got);
-        else   /* bigger than a batch carries: an open without a prefetch */
-            o[i].rc = open_plain(d, &o[i]);
+        else   /* bigger than a batch carries: read in pieces */
+            o[i].rc = open_file(d, o[i].name, O_RDONLY, 0, &o[i].f, &o[i].st, OPEN_KNOWN);
     }
     for (size_t i = 0; re && i < n; i++)
         free((char *)re[i].path);
@@ -446,7 +434,6 @@ static const struct backend_ops adafs_ops = {
     .open_write = adafs_open_write,
     .pread = adafs_pread_file,
     .pwrite = adafs_pwrite_file,
-    .seek = adafs_seek_file,
     .punch = adafs_punch,
     .truncate = adafs_truncate_file,
     .set_attrs = adafs_set_attrs,

@@ -41,7 +41,7 @@ static int all_zero(const char *p, size_t n)
 /* The next data extent [*data, *hole) at or after pos, clipped to end. */
 static int next_extent(struct bfile *src, off_t pos, off_t end, off_t *data, off_t *hole)
 {
-    if (src) {
+    if (src && src->b->ops->seek) {
         off_t d = src->b->ops->seek(src, pos, SEEK_DATA);
         if (d == -ENXIO) {           /* only a hole up to the end of file */
             *data = *hole = end;

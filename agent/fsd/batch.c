@@ -423,8 +423,10 @@ static int look_up(struct server *srv, struct rentry *e, uint32_t n, uint32_t ma
         x->blob = SIZE_MAX;
         if ((x->status = meta_values_record(recs, j, &x->rec)) < 0)
             continue;
-        x->want = x->rec.size < max ? x->rec.size : max;
-        x->here = S_ISREG(x->rec.mode) && x->want <= srv->chunk_size &&
+        /* Whole files only: the first bytes of a bigger one would be
+         * read again with the rest. */
+        x->want = x->rec.size;
+        x->here = S_ISREG(x->rec.mode) && x->want <= max && x->want <= srv->chunk_size &&
                   hash_place_chunk(x->rec.key, 0, srv->nservers) == srv->index;
         if (x->here && x->want > 0 && x->want <= srv->inline_max) {
             x->blob = b;

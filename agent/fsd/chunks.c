@@ -198,7 +198,9 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
             return rc;
         }
         fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        if (fd >= 0 && (rc = inline_move_out(srv, key, fd, path)) < 0) {
+        /* Only chunk 0's server can hold inline bytes of the key. */
+        if (fd >= 0 && hash_place_chunk(key, 0, srv->nservers) == srv->index &&
+            (rc = inline_move_out(srv, key, fd, path)) < 0) {
             close(fd);
             unlink(path);
             pthread_mutex_unlock(lock);

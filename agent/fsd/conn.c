@@ -29,7 +29,7 @@
 #define IN_INITIAL (256u << 10)
 #define OUT_FLUSH (256u << 10)
 /* At most this much is read beyond the request being completed. */
-#define READ_AHEAD (16u << 10)
+#define READ_AHEAD (4u << 10)
 /* A WRITE or CREATE_WRITE with more payload than this streams its data
  * from the socket into the file (splice) instead of reading it into memory
  * first. */

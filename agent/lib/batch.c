@@ -381,20 +381,18 @@ int adafs_read_batch(adafs *fs, struct adafs_read_entry *e, size_t n)
                 uint32_t here = rpc_get_u32(&r);
                 const void *data;
                 size_t len = rpc_get_bytes(&r, &data);
-                uint64_t want = rec.size < max ? rec.size : max;
-                if (!rpc_reader_ok(&r) || len > want || (!here && len > 0)) {
+                if (!rpc_reader_ok(&r) || len > rec.size || (here && rec.size > max) ||
+                    (!here && len > 0)) {
                     st = -EIO;
                 } else {
                     record_to_stat(fs, &rec, &x->st);
-                    /* The request's cap is its largest entry's: take what
-                     * fits this one. A chunk ending in a hole comes back
-                     * short: zeros. */
-                    size_t take = want < x->cap ? (size_t)want : x->cap;
-                    if (here) {
-                        memcpy(x->buf, data, len < take ? len : take);
-                        if (len < take)
-                            memset((char *)x->buf + len, 0, take - len);
-                        x->got = take;
+                    /* The request's cap is its largest entry's: a file
+                     * may fit it and not this entry's. A chunk ending in
+                     * a hole comes back short: zeros. */
+                    if (here && rec.size <= x->cap) {
+                        memcpy(x->buf, data, len);
+                        memset((char *)x->buf + len, 0, (size_t)rec.size - len);
+                        x->got = (size_t)rec.size;
                     }
                 }
             }

@@ -35,6 +35,11 @@
 #include "net.h"
 
 #define CONN_BUF (64u << 10)
+/* At most this much is read beyond the answer being read: enough for the
+ * next few small answers of a batch in the same system call, and little
+ * of a next answer's bulk data (which would be copied twice: into the
+ * buffer, then where it goes, instead of spliced). */
+#define CONN_AHEAD (4u << 10)
 /* The most a pipe may hold here (/proc/sys/fs/pipe-max-size, 1 MiB by
  * default); a smaller pipe only means more system calls. */
 #define PIPE_WANT (1u << 20)
@@ -233,9 +238,8 @@ static int send_call(adafs *fs, struct call *c)
 
 /* Copies up to len buffered bytes into dst and reads the rest straight from
  * the socket, so bulk data lands in the caller's buffer without a detour.
- * ahead: small reads may read ahead into the buffer (the next answers of a
- * batch come in the same system call); not before bulk data, which would
- * then be copied twice. */
+ * ahead: small reads may read a little ahead into the buffer (CONN_AHEAD);
+ * not before bulk data. */
 static int conn_read(adafs *fs, struct server_conn *sc, void *dst, size_t len, int ahead)
 {
     int64_t deadline = net_now_ms() + fs->inst.timeout_ms;
@@ -250,7 +254,10 @@ static int conn_read(adafs *fs, struct server_conn *sc, void *dst, size_t len, i
     size_t rest = len - take;
     if (rest >= sc->cap / 2)
         return net_read_full(sc->fd, (uint8_t *)dst + take, rest, deadline);
-    ssize_t n = net_read_some(sc->fd, sc->in, rest, ahead ? sc->cap : rest, deadline);
+    size_t room = rest;
+    if (ahead)
+        room = rest + CONN_AHEAD < sc->cap ? rest + CONN_AHEAD : sc->cap;
+    ssize_t n = net_read_some(sc->fd, sc->in, rest, room, deadline);
     if (n < 0)
         return (int)n;
     memcpy((uint8_t *)dst + take, sc->in, rest);

@@ -116,6 +116,8 @@ int stat_record(adafs *fs, const char *path, struct fs_record *rec);
  * path is told apart from one below a file (ENOENT / ENOTDIR). */
 int lookup(adafs *fs, const char *path, char *p, struct fs_record *rec);
 void record_to_stat(const adafs *fs, const struct fs_record *rec, struct stat *st);
+/* st_dev of every file (adafs_open_known tells our stat results by it). */
+#define FS_DEV 0xada5
 /* For a lookup that gave ENOENT: ENOTDIR if some ancestor is a file. */
 int refine_enoent(adafs *fs, const char *path);
 /* Tells the chunk holders of key (except skip_server, -1: none) to drop

@@ -54,6 +54,27 @@ static int stat_read_record(adafs *fs, const char *p, struct fs_record *rec,
     return rc;
 }
 
+/* A descriptor for the file of key at the normalized path p. */
+static int open_as(adafs *fs, const char *p, uint64_t key, mode_t mode, int flags)
+{
+    struct open_file *of = calloc(1, sizeof(*of));
+    if (!of || !(of->path = strdup(p))) {
+        free(of);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&of->lock, NULL);
+    of->key = key;
+    of->mode = mode;
+    of->flags = flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
+    int fd = fd_alloc(fs, of);
+    if (fd < 0) {
+        pthread_mutex_destroy(&of->lock);
+        free(of->path);
+        free(of);
+    }
+    return fd;
+}
+
 /* Opens path; rec_out (if not NULL) gets the record the open saw; pf (if
  * not NULL, only without O_CREAT) the file's first bytes if they come with
  * it. */
@@ -112,29 +133,26 @@ static int open_record(adafs *fs, const char *path, int flags, mode_t mode,
         return -EISDIR;
     if ((flags & O_DIRECTORY) && !S_ISDIR(rec.mode))
         return -ENOTDIR;
-    struct open_file *of = calloc(1, sizeof(*of));
-    if (!of || !(of->path = strdup(p))) {
-        free(of);
-        return -ENOMEM;
-    }
-    pthread_mutex_init(&of->lock, NULL);
-    of->key = rec.key;
-    of->mode = rec.mode;
-    of->flags = flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
-    int fd = fd_alloc(fs, of);
-    if (fd < 0) {
-        pthread_mutex_destroy(&of->lock);
-        free(of->path);
-        free(of);
-    } else if (rec_out) {
+    int fd = open_as(fs, p, rec.key, rec.mode, flags);
+    if (fd >= 0 && rec_out)
         *rec_out = rec;
-    }
     return fd;
 }
 
 int adafs_open(adafs *fs, const char *path, int flags, mode_t mode)
 {
     return open_record(fs, path, flags, mode, NULL, NULL);
+}
+
+int adafs_open_known(adafs *fs, const char *path, const struct stat *st)
+{
+    char p[FS_PATH_MAX];
+    int rc = path_normalize(path, p);
+    if (rc < 0)
+        return rc;
+    if (st->st_dev != FS_DEV || !S_ISREG(st->st_mode))
+        return -EINVAL;
+    return open_as(fs, p, (uint64_t)st->st_ino, st->st_mode, O_RDONLY);
 }
 
 int adafs_open_stat(adafs *fs, const char *path, int flags, mode_t mode, struct stat *st)

@@ -11,7 +11,6 @@
 #include <time.h>
 
 #define ROOT_INO 1
-#define FS_DEV 0xada5
 
 static void root_record(struct fs_record *rec)
 {
