@@ -121,11 +121,13 @@ ssize_t adafs_pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t c
  * what dst_fd had there stays (in a fresh file that is later extended with
  * ftruncate to the size, a hole). A server holds no bytes of a chunk it has
  * no data for, nor past the last byte it stores of that file; it answers
- * such a read short, and that is all the READ answer tells: a hole between
- * two chunks one server holds data for arrives as zeros and is written.
- * Same return values and errors; the count includes the skipped bytes. */
+ * such a read short. A hole inside what a server stores (between two
+ * chunks it holds, or inside one) arrives as zeros and is written; *zeros
+ * (if not NULL) is then set to 1, else left as it was: a copier keeping
+ * holes needs to look for zero blocks only then. Same return values and
+ * errors; the count includes the skipped bytes. */
 ssize_t adafs_pread_to_fd_sparse(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
-                                 off_t offset);
+                                 off_t offset, int *zeros);
 
 int adafs_fstat(adafs *fs, int fd, struct stat *st);
 int adafs_ftruncate(adafs *fs, int fd, off_t length);

@@ -128,14 +128,14 @@ struct backend_ops {
     /* Optional: reads n bytes of f from off into dst (a file of a backend
      * with kernel_fds) at dst_off, without passing through the caller's
      * memory. keep_holes: bytes f's storage holds no data for are not
-     * written (dst keeps what it had there). Returns the bytes covered
-     * (short at the end of f), or -errno. The caller charges dst's rate
-     * limits. */
+     * written (dst keeps what it had there); *zeros is set to 1 if zeros
+     * of holes it cannot skip so may have been written. Returns the bytes
+     * covered (short at the end of f), or -errno. The caller charges dst's
+     * rate limits. */
     ssize_t (*pread_to)(struct bfile *f, struct bfile *dst, off_t dst_off, size_t n, off_t off,
-                        int keep_holes);
+                        int keep_holes, int *zeros);
     /* Optional: makes the all-zero blocks of [off, off + len) holes, the
-     * content unchanged (after a pread_to, which writes the zeros a source
-     * cannot tell from data). */
+     * content unchanged (after a pread_to that wrote zeros of holes). */
     int (*zeros_to_holes)(struct bfile *f, off_t off, off_t len);
     /* bfile.fd is a kernel descriptor (the POSIX backend). */
     int kernel_fds;

@@ -254,16 +254,17 @@ static ssize_t adafs_pwrite_from(struct bfile *f, struct bfile *src, off_t src_o
 }
 
 static ssize_t adafs_pread_to(struct bfile *f, struct bfile *dst, off_t dst_off, size_t n,
-                              off_t off, int keep_holes)
+                              off_t off, int keep_holes, int *zeros)
 {
     struct afile *af = (struct afile *)f;
     if (af->pre || af->whole) {
         const char *start;
         size_t k = pre_range(af, off, n, &start);
         ssize_t w = pwrite(dst->fd, start, k, dst_off);
+        *zeros = 1;        /* whatever the prefetched bytes hold */
         return w < 0 ? -errno : w;
     }
-    return keep_holes ? adafs_pread_to_fd_sparse(AFS(f), f->fd, dst->fd, dst_off, n, off)
+    return keep_holes ? adafs_pread_to_fd_sparse(AFS(f), f->fd, dst->fd, dst_off, n, off, zeros)
                       : adafs_pread_to_fd(AFS(f), f->fd, dst->fd, dst_off, n, off);
 }
 

@@ -115,14 +115,15 @@ static int copy_extent_to(struct stage_run *run, struct bfile *src, struct bfile
         off_t lim = !fresh && stale_end < hole ? stale_end : hole;
         size_t want = lim - o < (off_t)step ? (size_t)(lim - o) : step;
         ratelimit_take(dst->b->bw, want);
-        ssize_t r = src->b->ops->pread_to(src, dst, o, want, o, fresh);
+        int zeros = 0;
+        ssize_t r = src->b->ops->pread_to(src, dst, o, want, o, fresh, &zeros);
         if (r < 0) {
             *what = "copy source to destination";
             return (int)r;
         }
         if (r == 0)                   /* the source shrank: the rest reads as zeros */
             return 0;
-        int rc = fresh ? dst->b->ops->zeros_to_holes(dst, o, r) : 0;
+        int rc = fresh && zeros ? dst->b->ops->zeros_to_holes(dst, o, r) : 0;
         if (rc < 0) {
             *what = "make holes of zeros in destination";
             return rc;

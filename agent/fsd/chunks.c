@@ -318,20 +318,26 @@ int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
         return -EBADMSG;
     if ((uint64_t)offset + len > srv->chunk_size)
         return -EINVAL;
+    size_t flags_at = rep->out.len;
     if (index == 0 && offset < srv->inline_max) {
+        rpc_put_u32(&rep->out, FS_READ_HOLES);   /* inline bytes keep a gap as zeros */
         int n = read_inline(srv, key, offset, len, &rep->out);
         if (n != -ENOENT)
             return n < 0 ? n : 0;
+        rep->out.len = flags_at;
     }
     char path[4300];
     data_path(srv, key, path, sizeof(path));
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : -errno;   /* nothing here: the client zero-fills */
+    if (fd < 0 && errno == ENOENT) {
+        rpc_put_u32(&rep->out, 0);               /* nothing here: the client zero-fills */
+        return 0;
+    }
     struct stat st;
-    if (fstat(fd, &st) < 0) {
+    if (fd < 0 || fstat(fd, &st) < 0) {
         int rc = -errno;
-        close(fd);
+        if (fd >= 0)
+            close(fd);
         return rc;
     }
     uint64_t pos = index * srv->chunk_size + offset;
@@ -339,6 +345,10 @@ int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
     rep->file_fd = fd;
     rep->file_off = pos;
     rep->file_len = avail < len ? (size_t)avail : len;
+    /* One look at the extents spares a copier from scanning for zeros. */
+    off_t hole = rep->file_len ? lseek(fd, (off_t)pos, SEEK_HOLE) : -1;
+    int holes = rep->file_len && (hole < 0 || (uint64_t)hole < pos + rep->file_len);
+    rpc_put_u32(&rep->out, holes ? FS_READ_HOLES : 0);
     return 0;
 }
 

@@ -238,9 +238,9 @@ static int send_call(adafs *fs, struct call *c)
 
 /* Copies up to len buffered bytes into dst and reads the rest straight from
  * the socket, so bulk data lands in the caller's buffer without a detour.
- * ahead: small reads may read a little ahead into the buffer (CONN_AHEAD);
- * not before bulk data. */
-static int conn_read(adafs *fs, struct server_conn *sc, void *dst, size_t len, int ahead)
+ * ahead: how much more may be read into the buffer (CONN_AHEAD for small
+ * answers; not into bulk data). */
+static int conn_read(adafs *fs, struct server_conn *sc, void *dst, size_t len, size_t ahead)
 {
     int64_t deadline = net_now_ms() + fs->inst.timeout_ms;
     size_t have = sc->end - sc->start;
@@ -254,9 +254,7 @@ static int conn_read(adafs *fs, struct server_conn *sc, void *dst, size_t len, i
     size_t rest = len - take;
     if (rest >= sc->cap / 2)
         return net_read_full(sc->fd, (uint8_t *)dst + take, rest, deadline);
-    size_t room = rest;
-    if (ahead)
-        room = rest + CONN_AHEAD < sc->cap ? rest + CONN_AHEAD : sc->cap;
+    size_t room = rest + ahead < sc->cap ? rest + ahead : sc->cap;
     ssize_t n = net_read_some(sc->fd, sc->in, rest, room, deadline);
     if (n < 0)
         return (int)n;
@@ -344,21 +342,32 @@ static int recv_call(adafs *fs, struct call *c)
     struct server_conn *sc = &fs->conns[c->server];
     uint8_t hdr[RPC_HEADER_SIZE];
     int bulk = (c->dest || c->dest_fd >= 0) && c->dest_cap >= sc->cap / 2;
-    int rc = conn_read(fs, sc, hdr, sizeof(hdr), !bulk);
+    uint8_t flags[4];
+    size_t head = c->dest_flags ? sizeof(flags) : 0;
+    int rc = conn_read(fs, sc, hdr, sizeof(hdr), bulk ? head : CONN_AHEAD);
     struct rpc_header h;
     if (rc < 0 || rpc_header_decode(hdr, &h) < 0 || h.opcode != c->op)
         return -EIO;
     if (c->dest || c->dest_fd >= 0) {
-        if (h.length > c->dest_cap)
+        size_t len = h.length;
+        if (head && h.status == 0) {
+            if (len < head || conn_read(fs, sc, flags, head, 0) < 0)
+                return -EIO;
+            struct rpc_reader r;
+            rpc_reader_init(&r, flags, head);
+            c->flags = rpc_get_u32(&r);
+            len -= head;
+        }
+        if (len > c->dest_cap)
             return -EIO;
-        rc = c->dest ? conn_read(fs, sc, c->dest, h.length, 1)
-                     : conn_read_to_fd(fs, sc, c, h.length);
-        c->resp_len = h.length;
+        rc = c->dest ? conn_read(fs, sc, c->dest, len, CONN_AHEAD)
+                     : conn_read_to_fd(fs, sc, c, len);
+        c->resp_len = len;
     } else {
         c->resp = h.length <= sizeof(c->resp_inline) ? c->resp_inline : malloc(h.length);
         if (!c->resp)
             return -EIO;
-        rc = conn_read(fs, sc, c->resp, h.length, 1);
+        rc = conn_read(fs, sc, c->resp, h.length, CONN_AHEAD);
         c->resp_len = h.length;
     }
     if (rc < 0)

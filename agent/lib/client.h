@@ -75,6 +75,8 @@ struct call {
     int dest_fd;                 /* >= 0: the answer payload (at most dest_cap) */
     uint64_t dest_off;           /* goes into this file at dest_off (splice) */
     int dest_err;                /* -errno writing into dest_fd (the call itself worked) */
+    int dest_flags;              /* with dest: a successful answer starts with a u32 */
+    uint32_t flags;              /* of flags (READ's), read into here, not into dest */
     int status;                  /* 0 or -errno (-EIO: server unreachable) */
     uint8_t *resp;               /* answer payload (not with dest) */
     size_t resp_len;
@@ -142,6 +144,7 @@ struct span {
     int fd;
     uint64_t fd_off;
     int keep_holes;     /* fd: bytes no server holds are not written */
+    int *zeros;         /* fd, if not NULL: set to 1 when zeros of holes were written */
 };
 /* Calls that move data between the file system and a file of the caller
  * send at most this many chunks per round trip. */

@@ -254,6 +254,7 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
         rpc_put_u64(&c->req, pc[i].index);
         rpc_put_u32(&c->req, pc[i].chunk_off);
         rpc_put_u32(&c->req, (uint32_t)pc[i].len);
+        c->dest_flags = 1;
         if (dst->buf) {
             c->dest = dst->buf + pc[i].buf_off;
         } else {
@@ -295,6 +296,8 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
                     memset(dst->buf + got_end, 0, fill_end - got_end);
                 else if (got_end < fill_end && !dst->keep_holes)
                     rc = zero_fill_fd(dst->fd, dst->fd_off + got_end, fill_end - got_end);
+                if (rc == 0 && dst->zeros && (c->flags & FS_READ_HOLES) && c->resp_len > 0)
+                    *dst->zeros = 1;
                 if (rc == 0)
                     done += pc[i].len;
             }
@@ -480,14 +483,15 @@ static size_t fd_slice(const adafs *fs, uint64_t off, size_t left)
 /* Moves count bytes between of at offset and the caller's file at
  * fd_off, batch by batch, up to the first short or failed one. */
 static ssize_t fd_transfer(adafs *fs, struct open_file *of, int writing, int fd, uint64_t fd_off,
-                           size_t count, uint64_t offset, int keep_holes)
+                           size_t count, uint64_t offset, int keep_holes, int *zeros)
 {
     if (count > SSIZE_MAX)
         count = SSIZE_MAX;
     size_t done = 0;
     ssize_t rc = 0;
     while (done < count) {
-        struct span sp = { .fd = fd, .fd_off = fd_off + done, .keep_holes = keep_holes };
+        struct span sp = { .fd = fd, .fd_off = fd_off + done, .keep_holes = keep_holes,
+                           .zeros = zeros };
         size_t want = fd_slice(fs, offset + done, count - done);
         rc = writing ? do_pwrite(fs, of, &sp, want, offset + done, 0)
                      : do_pread(fs, of, &sp, want, offset + done);
@@ -516,13 +520,13 @@ ssize_t adafs_pwrite_from_fd(adafs *fs, int fd, int src_fd, off_t src_off, size_
     uint64_t avail = size > (uint64_t)src_off ? size - (uint64_t)src_off : 0;
     if (rc == 0)
         rc = fd_transfer(fs, of, 1, src_fd, (uint64_t)src_off, count < avail ? count : (size_t)avail,
-                         (uint64_t)offset, 0);
+                         (uint64_t)offset, 0, NULL);
     fd_put(fs, of);
     return rc;
 }
 
 static ssize_t pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
-                           off_t offset, int keep_holes)
+                           off_t offset, int keep_holes, int *zeros)
 {
     if (offset < 0 || dst_off < 0)
         return -EINVAL;
@@ -535,7 +539,7 @@ static ssize_t pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t 
                : check_caller_file(dst_fd, 0, &size);
     if (rc == 0)
         rc = fd_transfer(fs, of, 0, dst_fd, (uint64_t)dst_off, count, (uint64_t)offset,
-                         keep_holes);
+                         keep_holes, zeros);
     fd_put(fs, of);
     return rc;
 }
@@ -543,13 +547,13 @@ static ssize_t pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t 
 ssize_t adafs_pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
                           off_t offset)
 {
-    return pread_to_fd(fs, fd, dst_fd, dst_off, count, offset, 0);
+    return pread_to_fd(fs, fd, dst_fd, dst_off, count, offset, 0, NULL);
 }
 
 ssize_t adafs_pread_to_fd_sparse(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
-                                 off_t offset)
+                                 off_t offset, int *zeros)
 {
-    return pread_to_fd(fs, fd, dst_fd, dst_off, count, offset, 1);
+    return pread_to_fd(fs, fd, dst_fd, dst_off, count, offset, 1, zeros);
 }
 
 ssize_t adafs_read(adafs *fs, int fd, void *buf, size_t count)

@@ -228,8 +228,10 @@ static void to_fd_sparse(adafs *fs)
     memcpy(want + CHUNK - 4, "tail", 4);
     /* A fresh destination extended to the size afterwards keeps the hole. */
     int dst = local_file("holes", 0, 0, &junk);
-    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, dst, 0, size, 0), size,
+    int zeros = 0;
+    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, dst, 0, size, 0, &zeros), size,
                W("pread_to_fd_sparse: the count includes the hole"));
+    tap_is_int(zeros, 1, W("chunk 0 (inline, a gap inside) may have written zeros"));
     tap_is_int(ftruncate(dst, (off_t)size), 0, W("the destination extended to the size"));
     struct stat st;
     fstat(dst, &st);
@@ -244,20 +246,48 @@ static void to_fd_sparse(adafs *fs)
     dst = local_file("holes", size, 13, &ones);
     memset(ones, 0xff, size);
     pwrite(dst, ones, size, 0);
-    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, dst, 0, size, 0), size,
-               W("pread_to_fd_sparse over old data"));
+    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, dst, 0, size, 0, NULL), size,
+               W("pread_to_fd_sparse over old data (zeros not asked for)"));
     memcpy(ones, want, CHUNK);
     tap_ok(local_holds(dst, 0, ones, size), "%s",
            W("the data written, the hole past it left untouched"));
     tap_is_int(adafs_pread_to_fd(fs, fd, dst, 0, size, 0), size, W("pread_to_fd of the same"));
     tap_ok(local_holds(dst, 0, want, size), "%s", W("writes the hole as zeros"));
-    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, -1, 0, size, 0), -EBADF,
+    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, -1, 0, size, 0, NULL), -EBADF,
                W("pread_to_fd_sparse: dst_fd -1: EBADF"));
-    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, dst, -1, size, 0), -EINVAL,
+    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, dst, -1, size, 0, NULL), -EINVAL,
                W("pread_to_fd_sparse: negative dst_off: EINVAL"));
-    close(dst);
     adafs_close(fs, fd);
     adafs_unlink(fs, "/holes");
+
+    /* Whether zeros of holes may have been written: servers look at their
+     * extents. Dense chunks past chunk 0 (which may be inline): no. */
+    char *data = malloc(4 * CHUNK);
+    fstest_fill(data, 4 * CHUNK, 5);
+    adafs_create_write(fs, "/dense", 0600, data, 4 * CHUNK);
+    fd = adafs_open(fs, "/dense", O_RDONLY, 0);
+    zeros = 0;
+    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, dst, 0, 3 * CHUNK, CHUNK, &zeros), 3 * CHUNK,
+               W("chunks 1-3 of a dense file"));
+    tap_is_int(zeros, 0, W("no zeros of holes written"));
+    adafs_close(fs, fd);
+    /* A hole of a block inside chunk 1, and one of chunks 2-3 before 4. */
+    fd = adafs_open(fs, "/gaps", O_CREAT | O_RDWR, 0600);
+    adafs_pwrite(fs, fd, data, 4096, CHUNK);
+    adafs_pwrite(fs, fd, data, CHUNK - 8192, CHUNK + 8192);
+    adafs_pwrite(fs, fd, data, 100, 4 * CHUNK);
+    zeros = 0;
+    tap_is_int(adafs_pread_to_fd_sparse(fs, fd, dst, 0, CHUNK, CHUNK, &zeros), CHUNK,
+               W("chunk 1, a block of hole inside"));
+    tap_is_int(zeros, 1, W("zeros of a hole may have been written"));
+    memset(data + 4096, 0, 4096);
+    tap_ok(local_holds(dst, 0, data, 4096) && local_holds(dst, 4096, data + 4096, 4096), "%s",
+           W("the data and the zeros of the hole"));
+    adafs_close(fs, fd);
+    adafs_unlink(fs, "/dense");
+    adafs_unlink(fs, "/gaps");
+    close(dst);
+    free(data);
     free(ones);
     free(want);
 }
