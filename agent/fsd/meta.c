@@ -37,6 +37,7 @@ struct meta_store {
     rocksdb_options_t *options;
     rocksdb_writeoptions_t *wopts;
     rocksdb_readoptions_t *ropts;
+    rocksdb_readoptions_t *ropts_once;   /* data a copier reads once: not cached */
 };
 
 /* Longest key: a path plus the NUL that replaces its last slash. */
@@ -69,6 +70,9 @@ int meta_open(struct server *srv, const char *dir, char *err, size_t errlen)
     rocksdb_writeoptions_disable_WAL(m->wopts, 1);
     m->ropts = rocksdb_readoptions_create();
     rocksdb_readoptions_set_verify_checksums(m->ropts, 0);   /* ephemeral data */
+    m->ropts_once = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_verify_checksums(m->ropts_once, 0);
+    rocksdb_readoptions_set_fill_cache(m->ropts_once, 0);
     char *rerr = NULL;
     /* Opened by column family only to hold the default family's handle,
      * which the batched lookups need. */
@@ -829,8 +833,9 @@ struct meta_values {
     char (*blob_keys)[BLOB_KEY_LEN];
 };
 
-static struct meta_values *get_many(struct server *srv, size_t n, const char *const *keys,
-                                    const size_t *klens, struct meta_values *v)
+static struct meta_values *get_many(struct server *srv, const rocksdb_readoptions_t *ropts,
+                                    size_t n, const char *const *keys, const size_t *klens,
+                                    struct meta_values *v)
 {
     v->n = n;
     v->vals = calloc(n ? n : 1, sizeof(*v->vals));
@@ -840,7 +845,7 @@ static struct meta_values *get_many(struct server *srv, size_t n, const char *co
         return NULL;
     }
     if (n)
-        rocksdb_batched_multi_get_cf(srv->meta->db, srv->meta->ropts, srv->meta->cf, n, keys,
+        rocksdb_batched_multi_get_cf(srv->meta->db, ropts, srv->meta->cf, n, keys,
                                      klens, v->vals, v->errs, 0);
     return v;
 }
@@ -849,7 +854,7 @@ struct meta_values *meta_get_records(struct server *srv, size_t n, const char *c
                                      const size_t *klens)
 {
     struct meta_values *v = calloc(1, sizeof(*v));
-    return v ? get_many(srv, n, keys, klens, v) : NULL;
+    return v ? get_many(srv, srv->meta->ropts, n, keys, klens, v) : NULL;
 }
 
 struct meta_values *meta_get_blobs(struct server *srv, size_t n, const uint64_t *data_keys)
@@ -870,7 +875,9 @@ struct meta_values *meta_get_blobs(struct server *srv, size_t n, const uint64_t 
         keys[i] = v->blob_keys[i];
         klens[i] = BLOB_KEY_LEN;
     }
-    v = get_many(srv, n, keys, klens, v);
+    /* A batch's inline data is a copier's, read once: filling the block
+     * cache with it would only push out the records. */
+    v = get_many(srv, srv->meta->ropts_once, n, keys, klens, v);
     free(keys);
     free(klens);
     return v;
