@@ -49,6 +49,11 @@ struct job {
     int port;
     struct stage_op stage;
     bool torn_down;
+    /* A thread works on the job without jobs_lock (starting it, tearing it
+     * down: seconds of waiting on a server or a wipe), so the agent serves
+     * other jobs meanwhile; others wait for it (job_take_locked). */
+    bool busy;
+    int waiters;               /* threads waiting to take it: keep the record */
     struct job *next;
 };
 
@@ -130,14 +135,35 @@ static struct job *find_locked(uint32_t id)
     return NULL;
 }
 
+/* Takes j for work on it, waiting (jobs_lock released meanwhile) while
+ * another thread has it. False if it was torn down meanwhile. */
+static bool job_take_locked(struct job *j)
+{
+    j->waiters++;
+    while (j->busy)
+        pthread_cond_wait(&jobs_changed, &jobs_lock);
+    j->waiters--;
+    if (j->torn_down)
+        return false;
+    j->busy = true;
+    return true;
+}
+
+static void job_give_locked(struct job *j)
+{
+    j->busy = false;
+    pthread_cond_broadcast(&jobs_changed);
+}
+
 /* Frees the records of torn-down jobs, except one whose stager's watcher
- * still runs (it holds the record until the stager's output ends): an
- * agent serves jobs for months, and a record each would add up. */
+ * still runs (it holds the record until the stager's output ends) or that
+ * a thread has or waits for: an agent serves jobs for months, and a record
+ * each would add up. */
 static void forget_torn_down_locked(void)
 {
     for (struct job **p = &jobs; *p;) {
         struct job *j = *p;
-        if (j->torn_down && j->stage.state != AGENT_OP_RUNNING) {
+        if (j->torn_down && j->stage.state != AGENT_OP_RUNNING && !j->busy && !j->waiters) {
             *p = j->next;
             free(j->stage.out);
             free(j->stage.errors);
@@ -375,14 +401,42 @@ static void pidfile_path(char *out, size_t len, const struct job *j)
     pathf(out, len, "%s.pid", j->dir);
 }
 
-/* Stops the server (and a running stager), wipes this node's data. */
-static int teardown_locked(struct job *j, bool hurry, char *err, size_t errlen)
+/* Waits up to ms for a running stager to end (its watcher says so). */
+static void await_stager_locked(struct job *j, int ms)
+{
+    int64_t deadline = net_now_ms() + ms;
+    while (j->stage.state == AGENT_OP_RUNNING && net_now_ms() < deadline) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&jobs_changed, &jobs_lock, &ts);
+    }
+}
+
+/* Stops a running stager, then the server, and wipes this node's data.
+ * Called with jobs_lock held and j taken (or not yet shared: recovery);
+ * the lock is released while waiting for the processes and wiping. Not
+ * in a hurry, a stager is given stop_timeout_ms to end after SIGTERM
+ * before it is killed. */
+static int teardown_taken(struct job *j, bool hurry, char *err, size_t errlen)
 {
     if (j->torn_down)
         return 0;
+    if (j->stage.state == AGENT_OP_RUNNING && !hurry) {
+        child_kill(j->stage.pid, SIGTERM);
+        await_stager_locked(j, cfg->stop_timeout_ms);
+        if (j->stage.state == AGENT_OP_RUNNING)
+            log_warn("job %u: stager pid %d still running %d ms after SIGTERM, killing it",
+                     j->id, (int)j->stage.pid, cfg->stop_timeout_ms);
+    }
     if (j->stage.state == AGENT_OP_RUNNING)
-        child_kill(j->stage.pid, hurry ? SIGKILL : SIGTERM);
+        child_kill(j->stage.pid, SIGKILL);
     discard_output(&j->stage);
+    pthread_mutex_unlock(&jobs_lock);
     int rc = 0;
     if (j->server_pid > 0) {
         child_kill(j->server_pid, SIGTERM);
@@ -409,6 +463,7 @@ static int teardown_locked(struct job *j, bool hurry, char *err, size_t errlen)
     pidfile_path(pidfile, sizeof(pidfile), j);
     unlink(pidfile);
     remove_job_files_if_last(j->storage, j->id);
+    pthread_mutex_lock(&jobs_lock);
     if (rc == 0) {
         j->torn_down = true;
         log_info("job %u: torn down, %s wiped", j->id, j->dir);
@@ -526,16 +581,9 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, si
         return failf(err, errlen, -EINVAL, "job %u: server index %u of %u", m->job_id, m->index,
                      m->nservers);
 
-    pthread_mutex_lock(&jobs_lock);
-    if (find_locked(m->job_id)) {
-        pthread_mutex_unlock(&jobs_lock);
-        return failf(err, errlen, -EEXIST, "job %u: already deployed here", m->job_id);
-    }
     struct job *j = calloc(1, sizeof(*j));
-    if (!j) {
-        pthread_mutex_unlock(&jobs_lock);
+    if (!j)
         return failf(err, errlen, -ENOMEM, "out of memory");
-    }
     j->id = m->job_id;
     j->user = (struct user_id){ m->uid, m->gid };
     j->index = m->index;
@@ -543,6 +591,18 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, si
     char nodedir[PATH_MAX];
     pathf(nodedir, sizeof(nodedir), "%s/%s", m->storage, cfg->node);
     pathf(j->dir, sizeof(j->dir), "%s/job.%u", nodedir, m->job_id);
+    /* Listed at once, taken: a second START of the job is refused and a
+     * TEARDOWN waits, while the slow part below runs without the lock. */
+    pthread_mutex_lock(&jobs_lock);
+    if (find_locked(m->job_id)) {
+        pthread_mutex_unlock(&jobs_lock);
+        free(j);
+        return failf(err, errlen, -EEXIST, "job %u: already deployed here", m->job_id);
+    }
+    j->busy = true;
+    j->next = jobs;
+    jobs = j;
+    pthread_mutex_unlock(&jobs_lock);
 
     char secret_path[PATH_MAX], text[80];
     job_file_path(secret_path, sizeof(secret_path), m->job_id, "secret");
@@ -565,19 +625,21 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, si
                    strerror(-rc));
     if (rc == 0)
         rc = spawn_server(j, m, err, errlen);
+    pthread_mutex_lock(&jobs_lock);
     if (rc < 0) {
         char ignored[256];
-        teardown_locked(j, true, ignored, sizeof(ignored));
-        free(j);
+        teardown_taken(j, true, ignored, sizeof(ignored));
+        j->torn_down = true;    /* forgotten even if the wipe failed (logged) */
+        job_give_locked(j);
+        forget_torn_down_locked();
         pthread_mutex_unlock(&jobs_lock);
         return rc;
     }
-    j->next = jobs;
-    jobs = j;
     *port = j->port;
     *pid = j->server_pid;
     log_info("job %u: server %u of %u up as uid %u on port %d (pid %d), root %s", j->id,
              j->index, m->nservers, (unsigned)m->uid, j->port, (int)j->server_pid, j->dir);
+    job_give_locked(j);
     pthread_mutex_unlock(&jobs_lock);
     return 0;
 }
@@ -609,7 +671,7 @@ int jobs_configure(const struct agent_configure *m, char *err, size_t errlen)
     pthread_mutex_lock(&jobs_lock);
     struct job *j = find_locked(m->job_id);
     int rc;
-    if (!j) {
+    if (!j || !job_take_locked(j)) {
         rc = failf(err, errlen, -ENOENT, "job %u: not deployed here", m->job_id);
     } else {
         char path[PATH_MAX];
@@ -619,6 +681,7 @@ int jobs_configure(const struct agent_configure *m, char *err, size_t errlen)
             rc = failf(err, errlen, rc, "job %u: cannot write %s: %s", j->id, path, strerror(-rc));
         if (rc == 0)
             rc = make_mount(j, m->mount, err, errlen);
+        job_give_locked(j);
     }
     pthread_mutex_unlock(&jobs_lock);
     return rc;
@@ -685,13 +748,16 @@ int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
     pthread_mutex_lock(&jobs_lock);
     struct job *j = find_locked(m->job_id);
     int rc = 0;
-    if (!j)
-        rc = failf(err, errlen, -ENOENT, "job %u: not deployed here", m->job_id);
-    else if (j->stage.state == AGENT_OP_RUNNING)
-        rc = failf(err, errlen, -EBUSY, "job %u: a stage is already running", m->job_id);
-    if (rc) {
+    if (!j || !job_take_locked(j)) {
         pthread_mutex_unlock(&jobs_lock);
-        return rc;
+        return failf(err, errlen, -ENOENT, "job %u: not deployed here", m->job_id);
+    }
+    /* Taken only to wait for a start or teardown in progress: what
+     * follows is quick and holds the lock. */
+    job_give_locked(j);
+    if (j->stage.state == AGENT_OP_RUNNING) {
+        pthread_mutex_unlock(&jobs_lock);
+        return failf(err, errlen, -EBUSY, "job %u: a stage is already running", m->job_id);
     }
     char instance[PATH_MAX], worker[32], threads[16], mdops[32], bw[32];
     job_file_path(instance, sizeof(instance), j->id, "instance");
@@ -792,7 +858,11 @@ int jobs_teardown(uint32_t job_id, bool hurry, char *err, size_t errlen)
 {
     pthread_mutex_lock(&jobs_lock);
     struct job *j = find_locked(job_id);
-    int rc = j ? teardown_locked(j, hurry, err, errlen) : 0;
+    int rc = 0;
+    if (j && job_take_locked(j)) {
+        rc = teardown_taken(j, hurry, err, errlen);
+        job_give_locked(j);
+    }
     forget_torn_down_locked();
     pthread_mutex_unlock(&jobs_lock);
     return rc;
@@ -809,7 +879,11 @@ int jobs_release(uint32_t job_id, int timeout_s, char *err, size_t errlen)
         if (net_now_ms() >= deadline) {
             log_warn("job %u: not torn down %d s after the job ended: tearing down now",
                      job_id, timeout_s);
-            int rc = teardown_locked(j, true, err, errlen);
+            int rc = 0;
+            if (job_take_locked(j)) {
+                rc = teardown_taken(j, true, err, errlen);
+                job_give_locked(j);
+            }
             forget_torn_down_locked();
             pthread_mutex_unlock(&jobs_lock);
             return rc;
@@ -828,7 +902,10 @@ void jobs_shutdown(void)
     pthread_mutex_lock(&jobs_lock);
     for (struct job *j = jobs; j; j = j->next) {
         char err[512];
-        teardown_locked(j, true, err, sizeof(err));
+        if (job_take_locked(j)) {
+            teardown_taken(j, true, err, sizeof(err));
+            job_give_locked(j);
+        }
     }
     pthread_mutex_unlock(&jobs_lock);
 }
@@ -891,7 +968,7 @@ static void recover_dir(const char *storage)
             unlink(pidfile);
             remove_job_files_if_last(storage, id);
         } else {
-            teardown_locked(&j, true, err, sizeof(err));
+            teardown_taken(&j, true, err, sizeof(err));   /* not listed: nobody else sees it */
         }
     }
     closedir(d);

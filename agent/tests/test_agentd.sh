@@ -168,6 +168,27 @@ check "the new run is untouched when the old stager ends ($out)" \
     eval 'case $out in "state=0 exit=0 summary=0 errors=0 "*) true ;; *) false ;; esac'
 check "TEARDOWN the new run" eval 'agent teardown 5 | grep -qx ok'
 
+# --- one job's slow teardown does not hold up the other jobs ---
+ms_now() { echo $(( $(date +%s%N) / 1000000 )); }
+check "START jobs 6 and 7" eval 'agent start 6 $user $group $base/storage | grep -qx ok &&
+                                 agent start 7 $user $group $base/storage | grep -qx ok'
+# A stopped server ignores SIGTERM: the agent waits 10 s, then kills it.
+kill -STOP "$(cat "$base/storage/t1/job.6.pid")"
+t0=$(ms_now)
+agent teardown 6 > "$base/teardown6" &
+td=$!
+sleep 0.5
+s0=$(ms_now); status7=$(agent status 7); start8=$(agent start 8 $user $group $base/storage); s1=$(ms_now)
+wait "$td"
+t1=$(ms_now)
+check "while job 6's server holds up its teardown, STATUS and START of other jobs are served ($((s1 - s0)) ms)" \
+    eval 'test "$((s1 - s0))" -lt 2000 && case $status7 in "state=0 exit=0 "*) true ;; *) false ;; esac'
+check "and START of job 8 worked ($start8)" test "$start8" = ok
+check "job 6's teardown ends once its server is killed ($((t1 - t0)) ms: $(cat "$base/teardown6"))" \
+    test "$((t1 - t0))" -ge 9000 -a "$(cat "$base/teardown6")" = ok
+check "the kill is logged" logged "job 6: server pid .* ignored SIGTERM for 10000 ms, killing it"
+check "TEARDOWN jobs 7 and 8" eval 'agent teardown 7 | grep -qx ok && agent teardown 8 | grep -qx ok'
+
 # --- no user may be able to change a directory on root's way to storage ---
 mkdir -p "$base/user/storage" "$base/gw/storage" "$base/storage/sub"
 chown "$user" "$base/user" "$base/storage/sub"
