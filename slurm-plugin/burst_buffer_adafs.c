@@ -28,6 +28,7 @@
 
 #include "slurm/slurm.h"
 #include "slurm/slurm_errno.h"
+#include "src/common/group_cache.h"
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
 #include "src/common/pack.h"
@@ -613,6 +614,18 @@ extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
 
 /* At submit: reject malformed directives with a message naming the token,
  * and requests that cannot fit; store the canonical form. */
+/* Is group root among uid's groups (Slurm's cached lookup, as slurmd's)? */
+static bool in_group_root(uid_t uid, gid_t gid)
+{
+    gid_t *gids = NULL;
+    int n = group_cache_lookup(uid, gid, NULL, &gids);
+    bool found = false;
+    for (int i = 0; i < n && !found; i++)
+        found = gids[i] == 0;
+    xfree(gids);
+    return found;
+}
+
 extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **err_msg)
 {
     struct bb_request req = { 0 };
@@ -647,6 +660,17 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
         /* The servers and stager run with the job's group: never root's. */
         *err_msg = xstrdup("group root (gid 0) can not use adafs burst buffers: submit with "
                            "another group (sbatch --gid or newgrp)");
+        rc = ESLURM_BURST_BUFFER_PERMISSION;
+        goto out;
+    }
+    if (in_group_root(job_desc->user_id, job_desc->group_id)) {
+        /* The agent gives servers and stagers the user's groups and refuses
+         * group root among them: the job would fail on every node. */
+        char *name = uid_to_string(job_desc->user_id);
+        *err_msg = xstrdup_printf("user %s is a member of group root (gid 0), which adafs "
+                                  "servers and stagers never run with: such users can not use "
+                                  "adafs burst buffers", name);
+        xfree(name);
         rc = ESLURM_BURST_BUFFER_PERMISSION;
         goto out;
     }

@@ -139,4 +139,12 @@ out=$(cd "$ADAFS_CLUSTER_DIR/jobs" && sbatch --parsable --uid="$test_user" --gid
 status=$?
 check "a job with group root is refused at submit ($out)" -- \
     bash -c "[ $status -ne 0 ] && grep -q 'group root (gid 0) can not use adafs' <<<\"\$0\"" "$out"
+# Nor with group root among the user's other groups (the agent would
+# refuse to start its servers on every node).
+rooted=adafs-test3
+id -u "$rooted" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash -G root "$rooted"
+out=$(cd "$ADAFS_CLUSTER_DIR/jobs" && sbatch --parsable --uid="$rooted" victim.sh 2>&1)
+status=$?
+check "a user in group root is refused at submit ($out)" -- \
+    bash -c "[ $status -ne 0 ] && grep -q 'user $rooted is a member of group root (gid 0)' <<<\"\$0\"" "$out"
 tap_done
