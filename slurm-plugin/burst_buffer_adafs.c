@@ -137,6 +137,9 @@ static void requeue_job(job_record_t *job_ptr, bool hold, const char *why)
     job_ptr->end_time = last_job_update;
     if (hold)
         job_ptr->priority = 0;
+    /* Counted as Slurm's own requeues are: the next failure holds the job,
+     * and the job sees SLURM_RESTART_COUNT. */
+    job_ptr->restart_cnt++;
     build_cg_bitmap(job_ptr);
     job_ptr->exit_code = 1;
     set_reason(job_ptr, why);

@@ -18,7 +18,8 @@ JOB
 id=$(submit missing.sh)
 check "missing source: job is held with the path and the errno in its reason" -- \
     wait_reason "$id" "stage.in source=$pfs/f/no-such-dir .*No such file or directory" 60
-check "missing source: the job stays pending (held), not failed" -- test "$(job_state "$id")" = PENDING
+# (Its nodes are given back first: COMPLETING for a moment.)
+check "missing source: the job stays pending (held), not failed" -- wait_job "$id" PENDING 30
 check "missing source: held with priority 0" -- test "$(job_field "$id" Priority)" = 0
 check "missing source: no node was drained for it" -- bash -c "! sinfo -h -o %t | grep -q drain"
 check "missing source: nothing left on the nodes" -- wait_clean 30
@@ -153,4 +154,42 @@ check "restart while running: job completes" -- wait_job "$id" COMPLETED 120
 check "restart while running: its result is staged out" -- \
     bash -c "for _ in \$(seq 120); do grep -qx 'computed by $id' $pfs/f/out/$id.txt 2>/dev/null && exit 0; sleep 0.5; done; exit 1"
 check "restart while running: nothing left" -- wait_clean 60
+
+# 8. A job failing on a second node is held, not requeued again: it cannot
+# drain node after node. Storage for n1 and n2 that a user owns makes their
+# agents refuse to start servers (a node fault each).
+storage=$ADAFS_CLUSTER_DIR/storage
+mkdir -p "$storage/n1" "$storage/n2"
+chown "$test_user" "$storage/n1" "$storage/n2"
+write_job twofail.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 1 -t 5 --exclude=n3,n4
+#BB_ADAFS capacity=1G
+true
+JOB
+id=$(submit twofail.sh)
+check "first node fault: requeued, not held" -- \
+    bash -c "for _ in \$(seq 120); do [ \"\$(scontrol show job $id | grep -o 'Restarts=1 .*')\" ] && exit 0; sleep 0.5; done; exit 1"
+check "its priority is left alone ($(job_field "$id" Priority))" -- test "$(job_field "$id" Priority)" != 0
+# Slurm lets a requeued job start again after the credential lifetime
+# (AuthInfo cred_expire, 20 minutes by default): now, for the test.
+wait_job "$id" PENDING 30
+scontrol update jobid="$id" starttime=now
+for _ in $(seq 240); do
+    [ "$(job_field "$id" Priority)" = 0 ] && [ "$(job_field "$id" Restarts)" = 2 ] && break
+    sleep 0.5
+done
+check "second node fault: held (Restarts=$(job_field "$id" Restarts), Priority=$(job_field "$id" Priority))" -- \
+    test "$(job_state "$id") $(job_field "$id" Restarts) $(job_field "$id" Priority)" = "PENDING 2 0"
+reason=$(job_field "$id" Reason)
+check "its reason names the storage refused ($reason)" -- \
+    bash -c "grep -q 'is_owned_by_uid' <<<\"\$0\"" "$reason"
+states=$(sinfo -h -N -n n1,n2 -o '%N %t' | sort | tr '\n' ' ')
+check "the two nodes it failed on are drained, no more ($states)" -- \
+    bash -c "grep -q 'n1 drain' <<<\"\$0\" && grep -q 'n2 drain' <<<\"\$0\" &&
+             ! sinfo -h -n n3,n4 -o %t | grep -q drain" "$states"
+scancel "$id"
+chown root "$storage/n1" "$storage/n2"
+scontrol update nodename=n1,n2 state=resume
+check "two node faults: nothing left" -- wait_clean 60
 tap_done

@@ -143,7 +143,7 @@ check "a job with group root is refused at submit ($out)" -- \
 # refuse to start its servers on every node).
 rooted=adafs-test3
 id -u "$rooted" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash -G root "$rooted"
-out=$(cd "$ADAFS_CLUSTER_DIR/jobs" && sbatch --parsable --uid="$rooted" victim.sh 2>&1)
+out=$(cd "$ADAFS_CLUSTER_DIR/jobs" && sbatch --parsable --uid="$rooted" --gid="$rooted" victim.sh 2>&1)
 status=$?
 check "a user in group root is refused at submit ($out)" -- \
     bash -c "[ $status -ne 0 ] && grep -q 'user $rooted is a member of group root (gid 0)' <<<\"\$0\"" "$out"

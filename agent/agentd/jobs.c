@@ -123,6 +123,13 @@ int jobs_init(const struct agent_settings *settings, char *err, size_t errlen)
         snprintf(err, errlen, "--log-dir %s: longer than PATH_MAX - %d", cfg->log_dir, PATH_SLACK);
         return -ENAMETOOLONG;
     }
+    /* Root creates the servers' logs there and hands them to job users: a
+     * user who could write in it could plant a name there first. */
+    rc = check_root_path(cfg->log_dir, false, why, sizeof(why));
+    if (rc < 0) {
+        snprintf(err, errlen, "--log-dir %s: %s", cfg->log_dir, why);
+        return rc;
+    }
     return 0;
 }
 
@@ -672,6 +679,7 @@ int jobs_configure(const struct agent_configure *m, char *err, size_t errlen)
     struct job *j = find_locked(m->job_id);
     int rc;
     if (!j || !job_take_locked(j)) {
+        forget_torn_down_locked();   /* one we waited for may be done with */
         rc = failf(err, errlen, -ENOENT, "job %u: not deployed here", m->job_id);
     } else {
         char path[PATH_MAX];
@@ -749,6 +757,7 @@ int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
     struct job *j = find_locked(m->job_id);
     int rc = 0;
     if (!j || !job_take_locked(j)) {
+        forget_torn_down_locked();
         pthread_mutex_unlock(&jobs_lock);
         return failf(err, errlen, -ENOENT, "job %u: not deployed here", m->job_id);
     }

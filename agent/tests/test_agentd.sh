@@ -209,6 +209,14 @@ check "a storage root through a symbolic link is refused" \
     refused_root "$base/link/x" "$base/link is a symbolic link"
 check "a storage root that is itself world-writable is refused" \
     refused_root "/tmp" "/tmp is group/world-writable"
+mkdir -p "$base/user/log"
+chown "$user" "$base/user/log"
+"$agentd" --node t2 --listen 127.0.0.1:0 --storage-root "$base/storage" --mount-prefix "$base/mnt" \
+    --socket "$base/agent2.sock" --slurm-user root --log-dir "$base/user/log" --foreground \
+    2>"$base/agent2.err"
+check "a log directory a user owns is refused ($(cat "$base/agent2.err"))" \
+    grep -qxF "adafs-agentd: --log-dir $base/user/log: $base/user is owned by uid $user, not root" \
+    "$base/agent2.err"
 out=$(agent start 3 $user $group $base/storage/sub)
 check "START refuses storage below a user's directory ($out)" test "$out" = \
     "status -1: node t1: job 3: storage $base/storage/sub/t1: $base/storage/sub is owned by uid $user, not root"
@@ -238,7 +246,11 @@ after=$(cpu_ticks)
 wait "$holder"
 check "it uses under 20% of a CPU while accept fails (ticks $before -> $after)" \
     test $((after - before)) -lt 20
-check "and says so once" test "$(grep -c "accepting a network connection: Too many open files: pausing 100 ms between attempts" "$base/agent.log")" = 1
+# Once per time it runs out (a held connection the agent drops at its
+# request timeout frees a descriptor and may start a second one), not once
+# per attempt (ten a second).
+said=$(grep -c "accepting a network connection: Too many open files: pausing 100 ms between attempts" "$base/agent.log")
+check "and says so once per time it runs out, not per attempt ($said)" test "$said" -ge 1 -a "$said" -le 3
 stop_agent
 
 if [ "$fails" -gt 0 ]; then

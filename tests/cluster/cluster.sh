@@ -77,9 +77,9 @@ ensure_test_user() {
 
 write_config() {
     local su; su=$(slurm_user)
-    mkdir -p "$base"/{etc,state,spool,log,run,jobs,pfs,storage}
-    chown root:root "$base/storage"
-    chmod 755 "$base/storage"
+    mkdir -p "$base"/{etc,state,spool,log,run,jobs,pfs,storage,adafs-log}
+    chown root:root "$base/storage" "$base/adafs-log"
+    chmod 755 "$base/storage" "$base/adafs-log"
     chmod 755 "$base" "$base"/etc "$base"/log "$base"/run
     chown "$su" "$base/log"
     chown "$su" "$base/state"
@@ -233,7 +233,7 @@ start_agents() {
             --mount-prefix "$base/mnt" \
             --adafsd "$(program agent adafsd)" --stager "$(stage_program)" \
             --slurm-user "$su" --munge-socket "$munge_dir/munge.socket.2" \
-            --log "$base/log/agent.n$i.log" --log-dir "$base/log" \
+            --log "$base/log/agent.n$i.log" --log-dir "$base/adafs-log" \
             --pidfile "$base/run/agent.n$i.pid" ||
             die "adafs-agentd n$i failed, see $base/log/agent.n$i.log"
     done
