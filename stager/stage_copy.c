@@ -33,6 +33,13 @@ struct piece_task {
     off_t off, end;
 };
 
+/* Is b's side limited in bytes per second (the limiter is always there,
+ * unlimited at rate 0)? */
+static int bytes_limited(const struct backend *b)
+{
+    return b->bw && ratelimit_rate(b->bw) != 0;
+}
+
 static int all_zero(const char *p, size_t n)
 {
     return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
@@ -109,7 +116,7 @@ static int copy_extent_direct(struct stage_run *run, struct bfile *src, struct b
 static int copy_extent_to(struct stage_run *run, struct bfile *src, struct bfile *dst,
                           off_t o, off_t hole, off_t stale_end, const char **what)
 {
-    size_t step = dst->b->bw ? STAGE_BUF_SIZE : STAGE_DIRECT_SIZE;
+    size_t step = bytes_limited(dst->b) ? STAGE_BUF_SIZE : STAGE_DIRECT_SIZE;
     while (o < hole) {
         int fresh = o >= stale_end;
         off_t lim = !fresh && stale_end < hole ? stale_end : hole;
@@ -286,12 +293,15 @@ static void copy_small(struct pool_thread *self, struct dnode *parent, struct bf
 }
 
 /* Whether src can become a new destination file in one request taken
- * straight from src's file: no holes to keep, no hash to take. */
+ * straight from src's file: no holes to keep, no hash to take. Under a
+ * byte limit only files of a few MiB, so the limiter stays smooth. */
 static int whole_from_possible(const struct bfile *src, const struct backend *db,
                                const struct stat *sst, int hashing)
 {
+    uint64_t max = bytes_limited(src->b) && db->create_from_max > STAGE_BUF_SIZE
+                       ? STAGE_BUF_SIZE : db->create_from_max;
     return !hashing && db->ops->create_write_from && src->b->ops->kernel_fds &&
-           (uint64_t)sst->st_size <= db->create_from_max &&
+           (uint64_t)sst->st_size <= max &&
            (uint64_t)sst->st_blocks * 512 >= (uint64_t)sst->st_size;
 }
 
