@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -68,13 +69,20 @@ static uint64_t allocated(int fd)
     return fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
 }
 
+/* Is [pos, pos + len) of fd all data, no hole (one look at the extents)?
+ * False when the file system cannot tell. */
+static bool all_data(int fd, uint64_t pos, size_t len)
+{
+    off_t hole = lseek(fd, (off_t)pos, SEEK_HOLE);
+    return hole >= 0 && (uint64_t)hole >= pos + len;
+}
+
 /* At most how many new bytes writing [pos, pos + len) can allocate: none
  * if the range is data already (an overwrite), else all of it rounded out
  * to blocks. */
 static uint64_t may_allocate(int fd, uint64_t pos, size_t len)
 {
-    off_t hole = lseek(fd, (off_t)pos, SEEK_HOLE);
-    if (hole >= 0 && (uint64_t)hole >= pos + len)
+    if (all_data(fd, pos, len))
         return 0;
     return ((pos + len + 4095) & ~4095ull) - (pos & ~4095ull);
 }
@@ -346,8 +354,7 @@ int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
     rep->file_off = pos;
     rep->file_len = avail < len ? (size_t)avail : len;
     /* One look at the extents spares a copier from scanning for zeros. */
-    off_t hole = rep->file_len ? lseek(fd, (off_t)pos, SEEK_HOLE) : -1;
-    int holes = rep->file_len && (hole < 0 || (uint64_t)hole < pos + rep->file_len);
+    bool holes = rep->file_len && !all_data(fd, pos, rep->file_len);
     rpc_put_u32(&rep->out, holes ? FS_READ_HOLES : 0);
     return 0;
 }

@@ -146,9 +146,12 @@ struct span {
     int keep_holes;     /* fd: bytes no server holds are not written */
     int *zeros;         /* fd, if not NULL: set to 1 when zeros of holes were written */
 };
-/* Calls that move data between the file system and a file of the caller
- * send at most this many chunks per round trip. */
-#define FD_BATCH_CHUNKS 32
+/* Makes len bytes of src from off the bulk data of c. */
+void span_bulk(struct call *c, const struct span *src, uint64_t off, size_t len);
+/* A WRITE of len bytes of src from src_off into chunk index of key at
+ * chunk_off. */
+void write_call(struct call *c, adafs *fs, uint64_t key, uint64_t index, uint32_t chunk_off,
+                const struct span *src, uint64_t src_off, size_t len);
 /* The caller's file for a *_fd call (reading: data comes from it): a
  * regular file open that way, not O_APPEND when written; its size. */
 int check_caller_file(int fd, int reading, uint64_t *size);

@@ -204,6 +204,28 @@ static size_t split(const adafs *fs, uint64_t off, size_t count, struct piece **
     return n;
 }
 
+void span_bulk(struct call *c, const struct span *src, uint64_t off, size_t len)
+{
+    c->bulk_len = len;
+    if (src->buf) {
+        c->bulk = src->buf + off;
+    } else {
+        c->bulk_fd = src->fd;
+        c->bulk_fd_off = src->fd_off + off;
+    }
+}
+
+void write_call(struct call *c, adafs *fs, uint64_t key, uint64_t index, uint32_t chunk_off,
+                const struct span *src, uint64_t src_off, size_t len)
+{
+    call_init(c, chunk_server(fs, key, index), FS_WRITE);
+    rpc_put_u64(&c->req, key);
+    rpc_put_u64(&c->req, index);
+    rpc_put_u32(&c->req, chunk_off);
+    rpc_put_u32(&c->req, (uint32_t)len);
+    span_bulk(c, src, src_off, len);
+}
+
 /* Zeros for the holes of a read into a file. */
 static int zero_fill_fd(int fd, uint64_t off, size_t len)
 {
@@ -376,21 +398,9 @@ static ssize_t do_pwrite(adafs *fs, struct open_file *of, const struct span *src
             free(pc);
         return -ENOMEM;
     }
-    for (size_t i = 0; i < n; i++) {
-        struct call *c = &calls[i];
-        call_init(c, chunk_server(fs, of->key, pc[i].index), FS_WRITE);
-        rpc_put_u64(&c->req, of->key);
-        rpc_put_u64(&c->req, pc[i].index);
-        rpc_put_u32(&c->req, pc[i].chunk_off);
-        rpc_put_u32(&c->req, (uint32_t)pc[i].len);
-        if (src->buf) {
-            c->bulk = src->buf + pc[i].buf_off;
-        } else {
-            c->bulk_fd = src->fd;
-            c->bulk_fd_off = src->fd_off + pc[i].buf_off;
-        }
-        c->bulk_len = pc[i].len;
-    }
+    for (size_t i = 0; i < n; i++)
+        write_call(&calls[i], fs, of->key, pc[i].index, pc[i].chunk_off, src, pc[i].buf_off,
+                   pc[i].len);
     if (with_size)
         size_call(&calls[n], fs, of, FS_SIZE, off + count, 0);
     fs_call(fs, calls, (int)n + with_size);
@@ -471,12 +481,13 @@ int check_caller_file(int fd, int reading, uint64_t *size)
     return 0;
 }
 
-/* Bytes per batch of the *_fd calls: FD_BATCH_CHUNKS chunks in flight,
- * then the next round trip (a whole large file in one batch would need a
- * call per chunk in memory at once). */
+/* Bytes per batch of the *_fd calls: ADAFS_CREATE_FD_CHUNKS chunks in
+ * flight (what one adafs_create_write_fd sends at once), then the next
+ * round trip (a whole large file in one batch would need a call per chunk
+ * in memory at once). */
 static size_t fd_slice(const adafs *fs, uint64_t off, size_t left)
 {
-    uint64_t cs = fs->inst.chunk_size, room = FD_BATCH_CHUNKS * cs - off % cs;
+    uint64_t cs = fs->inst.chunk_size, room = ADAFS_CREATE_FD_CHUNKS * cs - off % cs;
     return left < room ? left : (size_t)room;
 }
 

@@ -495,18 +495,6 @@ int adafs_statvfs(adafs *fs, struct statvfs *st)
     return 0;
 }
 
-/* Makes len bytes of src from off the bulk data of c. */
-static void put_bulk(struct call *c, const struct span *src, uint64_t off, size_t len)
-{
-    c->bulk_len = len;
-    if (src->buf) {
-        c->bulk = src->buf + off;
-    } else {
-        c->bulk_fd = src->fd;
-        c->bulk_fd_off = src->fd_off + off;
-    }
-}
-
 /* The data comes from src (memory, or the caller's file from fd_off).
  * mtime: NULL (or UTIME_NOW, UTIME_OMIT) for the time of creation. */
 static int create_write(adafs *fs, const char *path, mode_t mode, const struct span *src,
@@ -531,12 +519,7 @@ static int create_write(adafs *fs, const char *path, mode_t mode, const struct s
     int n = 0;
     for (uint64_t i = 1; i < nchunks; i++, n++) {
         size_t clen = i == nchunks - 1 ? len - i * cs : cs;
-        call_init(&calls[n], chunk_server(fs, key, i), FS_WRITE);
-        rpc_put_u64(&calls[n].req, key);
-        rpc_put_u64(&calls[n].req, i);
-        rpc_put_u32(&calls[n].req, 0);
-        rpc_put_u32(&calls[n].req, (uint32_t)clen);
-        put_bulk(&calls[n], src, i * cs, clen);
+        write_call(&calls[n], fs, key, i, 0, src, i * cs, clen);
     }
     int cw = n++;
     uint32_t cflags = 0;
@@ -553,7 +536,7 @@ static int create_write(adafs *fs, const char *path, mode_t mode, const struct s
     if (mtime)
         rpc_put_i64(&calls[cw].req, (int64_t)mtime->tv_sec * 1000000000 + mtime->tv_nsec);
     rpc_put_u32(&calls[cw].req, (uint32_t)len0);
-    put_bulk(&calls[cw], src, 0, len0);
+    span_bulk(&calls[cw], src, 0, len0);
     fs_call(fs, calls, n + used);
     int data_rc = 0;
     for (int i = 0; i < cw; i++)
