@@ -212,6 +212,26 @@ struct adafs_read_entry {
 };
 int adafs_read_batch(adafs *fs, struct adafs_read_entry *entries, size_t n);
 
+/* A directory's entries with their stat and small files' data (the
+ * stager's stage-out: listing a directory of small files is all it takes
+ * to copy them out). fn gets each entry but "." and "..", in no set order,
+ * page by page from all servers at once, so memory stays bounded however
+ * big the directory. A regular file of at most max bytes (max at most
+ * adafs_chunk_size(), else EINVAL) whose record's server holds its data,
+ * as it does a small file's, comes whole: data points to st.st_size bytes,
+ * valid during the call; otherwise data is NULL. status is -errno if that
+ * server could not read the file's data (st is then zeroed). Stops at fn's
+ * first nonzero answer and returns it; else 0, or -errno (ENOENT, ENOTDIR,
+ * EIO, ENOMEM). Entries created or removed meanwhile may or may not show. */
+struct adafs_listed {
+    const char *name;
+    int status;
+    struct stat st;
+    const void *data;
+};
+typedef int (*adafs_list_fn)(void *arg, const struct adafs_listed *e);
+int adafs_list_plus(adafs *fs, const char *dir, size_t max, adafs_list_fn fn, void *arg);
+
 /* Directories: a snapshot of the entries, gathered from all servers. */
 int adafs_opendir(adafs *fs, const char *path, adafs_dir **out);
 /* Returns 1 and fills *ent, 0 at the end, or -errno. */

@@ -42,6 +42,10 @@
  *               entry: one file's error does not fail the others)
  *   READ_BATCH  u32 n, u32 max, n * str path   -> u32 n, n * (i32 status, rec, u32 here,
  *               bytes data)   (n STAT_READs in one request)
+ *   LIST_PLUS   str dir, str after, u32 max_entries, u32 max
+ *               -> u32 n, n * (str name, i32 status, rec, u32 here, bytes data), u32 more
+ *               (a LIST page whose entries come as READ_BATCH answers them;
+ *               the page also ends at about 4 MiB of payload)
  *   A batch has at most FS_BATCH_MAX entries and names each path once.
  * Servers that remove or shrink a file's record also drop the chunks of that
  * file they hold themselves; the client tells the other chunk holders. */
@@ -74,6 +78,7 @@ enum fs_op {
     FS_STAT_READ,
     FS_CREATE_BATCH,
     FS_READ_BATCH,
+    FS_LIST_PLUS,
     FS_OP_COUNT
 };
 

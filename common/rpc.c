@@ -99,6 +99,12 @@ void rpc_put_u32(struct rpc_writer *w, uint32_t v)
         put_le(p, v, 4);
 }
 
+void rpc_patch_u32(struct rpc_writer *w, size_t at, uint32_t v)
+{
+    if (rpc_writer_ok(w) && at + 4 <= w->len)
+        put_le(w->data + at, v, 4);
+}
+
 void rpc_put_u64(struct rpc_writer *w, uint64_t v)
 {
     uint8_t *p = reserve(w, 8);

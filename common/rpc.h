@@ -57,6 +57,8 @@ void rpc_writer_init(struct rpc_writer *w, void *buf, size_t cap);
 void rpc_writer_free(struct rpc_writer *w);
 static inline int rpc_writer_ok(const struct rpc_writer *w) { return !w->failed; }
 void rpc_put_u32(struct rpc_writer *w, uint32_t v);
+/* Overwrites the u32 put at offset at (a count known only at the end). */
+void rpc_patch_u32(struct rpc_writer *w, size_t at, uint32_t v);
 void rpc_put_u64(struct rpc_writer *w, uint64_t v);
 void rpc_put_i64(struct rpc_writer *w, int64_t v);
 /* Appends len raw bytes (no length prefix) and returns where they are, so a

@@ -39,7 +39,6 @@ struct bfile {
     char *name;
 };
 
-typedef int (*bdir_list_cb)(void *arg, const char *name, unsigned char d_type);
 
 /* One whole small file of a create_many. */
 struct bcreate {
@@ -59,6 +58,12 @@ struct bopen {
     int rc;           /* out: 0 or -errno, as open_read would give */
 };
 
+/* A directory entry; opened: if not NULL, the file as open_read_many would
+ * have opened it (rc 0; its name is only the entry's for this call), the
+ * callee's to close. */
+typedef int (*bdir_list_cb)(void *arg, const char *name, unsigned char d_type,
+                            struct bopen *opened);
+
 struct backend_ops {
     const char *name;
     /* Opens the directory at a path the user gave (symlinks in it are
@@ -69,8 +74,11 @@ struct backend_ops {
     int (*dir_open)(struct bdir *parent, const char *name, int follow,
                     struct bdir **out, struct stat *st);
     int (*dir_make)(struct bdir *parent, const char *name, mode_t mode);
-    /* Calls cb for each entry except "." and ".."; stops at a cb error. */
-    int (*dir_list)(struct bdir *d, bdir_list_cb cb, void *arg);
+    /* Calls cb for each entry except "." and ".."; stops at a cb error.
+     * open_files: the caller would open every regular file listed with
+     * open_read_many; a backend that can open some with the listing itself
+     * (adafs: small files come with their data) hands them over opened. */
+    int (*dir_list)(struct bdir *d, int open_files, bdir_list_cb cb, void *arg);
     int (*dir_set_attrs)(struct bdir *d, mode_t mode, const struct timespec *mtime);
     void (*dir_close)(struct bdir *d);
     /* lstat, or stat when follow is set. */
@@ -153,6 +161,7 @@ struct backend {
      * single one would make the copy threads take turns. */
     void *file_fs[BACKEND_ADAFS_CONNECTIONS];
     unsigned next_file_fs;     /* atomic */
+    size_t listed_bytes;       /* adafs, atomic: data of files opened by listings */
 };
 
 /* The POSIX backend (no state besides the limits). */

@@ -7,6 +7,7 @@
  * out with adafs_read_batch (records and data of many files at once). */
 #include "backend.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -87,8 +88,12 @@ static int adafs_dir_make(struct bdir *parent, const char *name, mode_t mode)
     return rc;
 }
 
-static int adafs_dir_list(struct bdir *d, bdir_list_cb cb, void *arg)
+static int list_opening(struct bdir *d, bdir_list_cb cb, void *arg);
+
+static int adafs_dir_list(struct bdir *d, int open_files, bdir_list_cb cb, void *arg)
 {
+    if (open_files)
+        return list_opening(d, cb, arg);
     adafs_dir *dir;
     int rc = adafs_opendir(FS(d->b), d->path, &dir);
     if (rc < 0)
@@ -97,7 +102,7 @@ static int adafs_dir_list(struct bdir *d, bdir_list_cb cb, void *arg)
     while ((rc = adafs_readdir(dir, &ent)) == 1) {
         if (ent.name[0] == '.' && (!ent.name[1] || (ent.name[1] == '.' && !ent.name[2])))
             continue;
-        rc = cb(arg, ent.name, ent.type);
+        rc = cb(arg, ent.name, ent.type, NULL);
         if (rc < 0)
             break;
     }
@@ -146,6 +151,7 @@ struct afile {
     char *pre;
     size_t pre_len;
     int whole;       /* pre is all of the file; f.fd is -1 (nothing open) */
+    size_t listed;   /* pre's bytes counted in the backend's listed_bytes */
 };
 
 /* Largest file read whole by the open. */
@@ -196,6 +202,8 @@ static int adafs_close_file(struct bfile *f)
 {
     struct afile *af = (struct afile *)f;
     int rc = f->fd >= 0 ? adafs_close(AFS(f), f->fd) : 0;
+    if (af->listed)
+        __atomic_fetch_sub(&f->b->listed_bytes, af->listed, __ATOMIC_RELAXED);
     free(af->pre);
     free(f->name);
     free(af);
@@ -358,6 +366,49 @@ static int whole_file(struct bdir *d, struct bopen *o, const void *data, size_t 
     f->f = (struct bfile){ d->b, -1, d, n };
     o->f = &f->f;
     return 0;
+}
+
+/* Data of small files opened by listings and not yet closed, at most: past
+ * it a listing hands files over unopened (they are opened in batches as
+ * they are copied), so a huge directory of small files cannot fill the
+ * stager's memory while its copy tasks wait in the queue. */
+#define LISTED_BYTES_MAX (256u << 20)
+
+struct listing {
+    struct bdir *d;
+    bdir_list_cb cb;
+    void *arg;
+};
+
+static int listed_entry(void *arg, const struct adafs_listed *e)
+{
+    struct listing *l = arg;
+    struct backend *b = l->d->b;
+    unsigned char type = S_ISDIR(e->st.st_mode) ? DT_DIR : DT_REG;
+    size_t len = (size_t)e->st.st_size;
+    struct bopen o = { .name = e->name, .st = e->st };
+    int opened = 0;
+    if (e->status == 0 && e->data && S_ISREG(e->st.st_mode)) {
+        /* Out of memory: handed over unopened, opened (or its error
+         * reported) like any other file later. */
+        if (__atomic_add_fetch(&b->listed_bytes, len, __ATOMIC_RELAXED) <= LISTED_BYTES_MAX &&
+            whole_file(l->d, &o, e->data, len) == 0) {
+            ((struct afile *)o.f)->listed = len;
+            opened = 1;
+        } else {
+            __atomic_fetch_sub(&b->listed_bytes, len, __ATOMIC_RELAXED);
+        }
+    }
+    return l->cb(l->arg, e->name, type, opened ? &o : NULL);
+}
+
+/* A listing that opens small files on the way: their records and data
+ * come with the directory's pages (LIST_PLUS), no request per file. */
+static int list_opening(struct bdir *d, bdir_list_cb cb, void *arg)
+{
+    struct listing l = { d, cb, arg };
+    int rc = adafs_list_plus(FS(d->b), d->path, PREFETCH_MAX, listed_entry, &l);
+    return rc > 0 ? 0 : rc;
 }
 
 

@@ -75,7 +75,7 @@ static int posix_dir_make(struct bdir *parent, const char *name, mode_t mode)
     return mkdirat(parent->fd, name, mode) < 0 ? -errno : 0;
 }
 
-static int posix_dir_list(struct bdir *d, bdir_list_cb cb, void *arg)
+static int posix_dir_list(struct bdir *d, int open_files, bdir_list_cb cb, void *arg)
 {
     MD(d->b);
     /* fdopendir takes over the fd it gets, so list through a duplicate. */
@@ -101,7 +101,7 @@ static int posix_dir_list(struct bdir *d, bdir_list_cb cb, void *arg)
             continue;
         if (++n % 1024 == 0)      /* about one getdents per 1024 entries */
             MD(d->b);
-        rc = cb(arg, e->d_name, e->d_type);
+        rc = cb(arg, e->d_name, e->d_type, NULL);
         if (rc < 0)
             break;
     }

@@ -31,7 +31,19 @@ struct files_task {
     unsigned n;
     char *names[BATCH];
     unsigned char types[BATCH];
+    struct bopen listed[BATCH];   /* opened by the listing where .f is set */
 };
+
+/* Frees a files task that will not run. */
+static void files_task_free(struct files_task *t)
+{
+    for (unsigned i = 0; i < t->n; i++) {
+        if (t->listed[i].f)
+            t->listed[i].f->b->ops->close(t->listed[i].f);
+        free(t->names[i]);
+    }
+    free(t);
+}
 
 void dnode_hold(struct dnode *n)
 {
@@ -61,6 +73,14 @@ void dnode_release(struct dnode *n)
 static int worker_count(const struct stage_run *run)
 {
     return run->opt.workers ? (int)run->opt.workers : 1;
+}
+
+/* Every regular file listed is opened (with open_read_many, or by the
+ * listing itself): with one worker; with several, walk_entry stats first
+ * to find the owner. */
+static int opens_listed(const struct dnode *p)
+{
+    return p->src->b->ops->open_read_many && worker_count(p->run) == 1 && !p->run->opt.finalize;
 }
 
 static void subdir_task(struct pool_thread *self, void *arg)
@@ -153,22 +173,26 @@ void walk_push_subdir(struct pool_thread *self, struct dnode *parent,
     stage_fail_at(run, parent->src, sname, ENOMEM, "queue directory");
 }
 
-/* Opens the regular files among names[0..n) with one open_read_many;
- * of[i] is entry i's result, NULL where walk_file must open it itself. */
-static void preopen(struct dnode *p, char **names, const unsigned char *types, unsigned n,
-                    struct bopen *pre, struct bopen **of)
+/* Opens the regular files among names[0..n) the listing did not open
+ * (listed[i].f NULL) with one open_read_many; of[i] is entry i's result,
+ * NULL where walk_file must open it itself. */
+static void preopen(struct dnode *p, char **names, const unsigned char *types,
+                    struct bopen *listed, unsigned n, struct bopen *pre, struct bopen **of)
 {
     unsigned m = 0;
     for (unsigned i = 0; i < n; i++) {
         of[i] = NULL;
-        if (types[i] == DT_REG) {
+        if (listed[i].f) {
+            of[i] = &listed[i];
+        } else if (types[i] == DT_REG) {
             pre[m] = (struct bopen){ .name = names[i] };
             of[i] = &pre[m++];
         }
     }
     if (m && p->src->b->ops->open_read_many(p->src, pre, m) < 0)
         for (unsigned i = 0; i < n; i++)
-            of[i] = NULL;   /* could not even try: one by one */
+            if (!listed[i].f)
+                of[i] = NULL;   /* could not even try: one by one */
 }
 
 static void files_task(struct pool_thread *self, void *arg)
@@ -182,14 +206,12 @@ static void files_task(struct pool_thread *self, void *arg)
                                       .cap = STAGE_BUF_SIZE };
         sb = &batch;
     }
-    /* With one worker every regular file listed is opened (with several,
-     * walk_entry stats first to find the owner). */
-    int pre = p->src->b->ops->open_read_many && worker_count(run) == 1 && !run->opt.finalize;
+    int pre = opens_listed(p);
     for (unsigned i0 = 0; i0 < t->n; i0 += PREOPEN) {
         unsigned k = t->n - i0 < PREOPEN ? t->n - i0 : PREOPEN;
         struct bopen opened[PREOPEN], *of[PREOPEN] = { NULL };
         if (pre)
-            preopen(p, t->names + i0, t->types + i0, k, opened, of);
+            preopen(p, t->names + i0, t->types + i0, t->listed + i0, k, opened, of);
         for (unsigned i = 0; i < k; i++)
             walk_file(self, p, t->names[i0 + i], t->types[i0 + i], of[i], sb);
     }
@@ -217,32 +239,42 @@ static int push_batch(struct list_ctx *c)
     if (pool_push(c->n->run->pool, c->self, files_task, t) == 0)
         return 0;
     dnode_release(c->n);
-    for (unsigned i = 0; i < t->n; i++)
-        free(t->names[i]);
-    free(t);
+    files_task_free(t);
     return -ENOMEM;
 }
 
-static int list_cb(void *arg, const char *name, unsigned char d_type)
+static int list_cb(void *arg, const char *name, unsigned char d_type, struct bopen *opened)
 {
     struct list_ctx *c = arg;
     if (d_type == DT_DIR) {
         walk_push_subdir(c->self, c->n, name, name, 0);
         return 0;
     }
-    if (!c->batch && !(c->batch = calloc(1, sizeof(*c->batch))))
+    char *copy = strdup(name);
+    if (!c->batch && copy && !(c->batch = calloc(1, sizeof(*c->batch)))) {
+        free(copy);
+        copy = NULL;
+    }
+    if (!copy) {
+        if (opened)
+            opened->f->b->ops->close(opened->f);
         return -ENOMEM;
-    c->batch->parent = c->n;
-    if (!(c->batch->names[c->batch->n] = strdup(name)))
-        return -ENOMEM;
-    c->batch->types[c->batch->n++] = d_type;
-    return c->batch->n == BATCH ? push_batch(c) : 0;
+    }
+    struct files_task *t = c->batch;
+    t->parent = c->n;
+    t->names[t->n] = copy;
+    t->types[t->n] = d_type;
+    if (opened) {
+        t->listed[t->n] = *opened;
+        t->listed[t->n].name = copy;
+    }
+    return ++t->n == BATCH ? push_batch(c) : 0;
 }
 
 void walk_list(struct pool_thread *self, struct dnode *n)
 {
     struct list_ctx c = { self, n, NULL };
-    int rc = n->src->b->ops->dir_list(n->src, list_cb, &c);
+    int rc = n->src->b->ops->dir_list(n->src, opens_listed(n), list_cb, &c);
     int prc = push_batch(&c);
     if (rc == 0)
         rc = prc;

@@ -7,6 +7,9 @@
  * wake-ups, RocksDB's write path). READ_BATCH is the way back: records and
  * data of many files in one answer. Each entry has its own status, so one
  * file's error (EEXIST, ENOSPC, a bad path) never fails the others.
+ * LIST_PLUS is READ_BATCH by directory: a page of a directory's entries,
+ * each answered as READ_BATCH answers it, found by the scan instead of
+ * looked up (a copier listing a directory of small files needs nothing else).
  *
  * The data of a created file is chunk 0 under a data key the client just
  * made, so nothing else can know the key before the batch is written: the
@@ -395,18 +398,15 @@ static char *record_keys(struct rentry *e, uint32_t n)
     return arena;
 }
 
-/* Looks up every entry's record, then the inline data of those whose
- * chunk 0 is here and small; blobs_out gets the second lookup. */
-static int look_up(struct server *srv, struct rentry *e, uint32_t n, uint32_t max,
-                   struct meta_values **blobs_out)
+/* Looks up the records of the entries that have no status yet. */
+static int look_up_records(struct server *srv, struct rentry *e, uint32_t n)
 {
     const char **keys = calloc(n ? n : 1, sizeof(*keys));
     size_t *klens = calloc(n ? n : 1, sizeof(*klens));
     uint32_t *which = calloc(n ? n : 1, sizeof(*which));
-    uint64_t *data_keys = calloc(n ? n : 1, sizeof(*data_keys));
-    struct meta_values *recs = NULL, *blobs = NULL;
+    struct meta_values *recs = NULL;
     int rc = -ENOMEM;
-    if (!keys || !klens || !which || !data_keys)
+    if (!keys || !klens || !which)
         goto out;
     size_t m = 0;
     for (uint32_t i = 0; i < n; i++)
@@ -417,14 +417,33 @@ static int look_up(struct server *srv, struct rentry *e, uint32_t n, uint32_t ma
         }
     if (!(recs = meta_get_records(srv, m, keys, klens)))
         goto out;
+    for (size_t j = 0; j < m; j++)
+        e[which[j]].status = meta_values_record(recs, j, &e[which[j]].rec);
+    rc = 0;
+out:
+    meta_values_free(recs);
+    free(keys);
+    free(klens);
+    free(which);
+    return rc;
+}
+
+/* Decides whose data goes with the answer (whole regular files of at most
+ * max bytes whose chunk 0 is here: the first bytes of a bigger one would be
+ * read again with the rest) and looks up the inline data among them at
+ * once. NULL: out of memory. */
+static struct meta_values *plan_data(struct server *srv, struct rentry *e, uint32_t n,
+                                     uint32_t max)
+{
+    uint64_t *data_keys = calloc(n ? n : 1, sizeof(*data_keys));
+    if (!data_keys)
+        return NULL;
     size_t b = 0;
-    for (size_t j = 0; j < m; j++) {
-        struct rentry *x = &e[which[j]];
+    for (uint32_t i = 0; i < n; i++) {
+        struct rentry *x = &e[i];
         x->blob = SIZE_MAX;
-        if ((x->status = meta_values_record(recs, j, &x->rec)) < 0)
+        if (x->status < 0)
             continue;
-        /* Whole files only: the first bytes of a bigger one would be
-         * read again with the rest. */
         x->want = x->rec.size;
         x->here = S_ISREG(x->rec.mode) && x->want <= max && x->want <= srv->chunk_size &&
                   hash_place_chunk(x->rec.key, 0, srv->nservers) == srv->index;
@@ -433,16 +452,9 @@ static int look_up(struct server *srv, struct rentry *e, uint32_t n, uint32_t ma
             data_keys[b++] = x->rec.key;
         }
     }
-    if ((blobs = meta_get_blobs(srv, b, data_keys)))
-        rc = 0;
-out:
-    meta_values_free(recs);
-    free(keys);
-    free(klens);
-    free(which);
+    struct meta_values *blobs = meta_get_blobs(srv, b, data_keys);
     free(data_keys);
-    *blobs_out = blobs;
-    return rc;
+    return blobs;
 }
 
 /* Chunk 0 of an entry: its inline data found by the lookup, or what
@@ -485,9 +497,7 @@ static void put_entry(struct server *srv, const struct rentry *x,
         rpc_put_u32(out, (uint32_t)rc);
         return;
     }
-    if (rpc_writer_ok(out))
-        for (int i = 0; i < 4; i++)
-            out->data[len_at + (size_t)i] = (uint8_t)((uint32_t)rc >> (8 * i));
+    rpc_patch_u32(out, len_at, (uint32_t)rc);
 }
 
 int op_read_batch(struct server *srv, struct rpc_reader *req, struct reply *rep)
@@ -524,7 +534,9 @@ int op_read_batch(struct server *srv, struct rpc_reader *req, struct reply *rep)
     }
     struct meta_values *blobs = NULL;
     char *keys = record_keys(e, n);
-    int rc = keys ? look_up(srv, e, n, max, &blobs) : -ENOMEM;
+    int rc = keys ? look_up_records(srv, e, n) : -ENOMEM;
+    if (rc == 0 && !(blobs = plan_data(srv, e, n, max)))
+        rc = -ENOMEM;
     if (rc == 0) {
         rpc_put_u32(&rep->out, n);
         for (uint32_t i = 0; i < n; i++)
@@ -533,5 +545,67 @@ int op_read_batch(struct server *srv, struct rpc_reader *req, struct reply *rep)
     meta_values_free(blobs);
     free(keys);
     free(e);
+    return rc;
+}
+
+/* A LIST_PLUS answer stops growing past about this much payload. */
+#define LIST_PLUS_BYTES (4u << 20)
+
+/* The entries of one LIST_PLUS page as the scan finds them. */
+struct plus_page {
+    struct rentry *e;
+    uint32_t n, cap, max, data_max;
+    size_t bytes;
+};
+
+static int plus_one(void *arg, const char *name, const struct fs_record *rec)
+{
+    struct plus_page *p = arg;
+    if (p->n == p->max || p->bytes > LIST_PLUS_BYTES)
+        return 1;
+    if (p->n == p->cap) {
+        uint32_t cap = p->cap ? p->cap * 2 : 256;
+        struct rentry *e = realloc(p->e, cap * sizeof(*e));
+        if (!e)
+            return -ENOMEM;
+        p->e = e;
+        p->cap = cap;
+    }
+    char *copy = strdup(name);
+    if (!copy)
+        return -ENOMEM;
+    p->e[p->n++] = (struct rentry){ .path = copy, .rec = *rec };
+    p->bytes += strlen(name) + 64;
+    if (S_ISREG(rec->mode) && rec->size <= p->data_max)
+        p->bytes += rec->size;
+    return 0;
+}
+
+int op_list_plus(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    const char *dir = rpc_get_str(req), *after = rpc_get_str(req);
+    uint32_t max = rpc_get_u32(req), data_max = rpc_get_u32(req);
+    if (!dir || !after || !rpc_reader_done(req)) {
+        log_warn("list_plus: not a directory, a name, an entry count and a size");
+        return -EBADMSG;
+    }
+    struct plus_page p = { .max = max, .data_max = data_max };
+    struct meta_values *blobs = NULL;
+    int rc = meta_scan_dir(srv, dir, after, plus_one, &p);
+    if (rc >= 0 && !(blobs = plan_data(srv, p.e, p.n, data_max)))
+        rc = -ENOMEM;
+    if (rc >= 0) {
+        rpc_put_u32(&rep->out, p.n);
+        for (uint32_t i = 0; i < p.n; i++) {
+            rpc_put_str(&rep->out, p.e[i].path);
+            put_entry(srv, &p.e[i], blobs, &rep->out);
+        }
+        rpc_put_u32(&rep->out, rc == 1);
+        rc = 0;
+    }
+    meta_values_free(blobs);
+    for (uint32_t i = 0; i < p.n; i++)
+        free((char *)p.e[i].path);
+    free(p.e);
     return rc;
 }

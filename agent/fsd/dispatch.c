@@ -37,6 +37,7 @@ static const struct {
     [FS_STAT_READ] = { "stat_read", op_stat_read },
     [FS_CREATE_BATCH] = { "create_batch", op_create_batch },
     [FS_READ_BATCH] = { "read_batch", op_read_batch },
+    [FS_LIST_PLUS] = { "list_plus", op_list_plus },
 };
 
 const char *dispatch_op_name(uint16_t opcode)

@@ -1,13 +1,14 @@
-/* libFuzzer target for adafsd's batch requests (CREATE_BATCH, READ_BATCH):
- * the first input byte picks the request, the rest is its payload, handled
- * by the real batch.c against a store that holds nothing (the meta and
- * chunks functions below). Nothing a client sends may crash the handler,
+/* libFuzzer target for adafsd's batch requests (CREATE_BATCH, READ_BATCH,
+ * LIST_PLUS): the first input byte picks the request, the rest is its
+ * payload, handled by the real batch.c against a store that holds nothing
+ * but a few directory entries (the meta and chunks functions below). Nothing a client sends may crash the handler,
  * leak, or give an answer that does not decode: a refused message is
  * EBADMSG (or ENOMEM), an accepted one is answered with one status per
  * entry, each 0 or a negative errno. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "hash.h"
 #include "log.h"
@@ -31,6 +32,26 @@ unsigned meta_record_stripe(struct server *srv, const char *key, int klen)
 int meta_get_record(struct server *srv, const char *key, int klen, struct fs_record *rec)
 {
     return -ENOENT;
+}
+
+/* Every directory holds the same five entries: files of several sizes
+ * (with data keys this server does or does not hold chunk 0 of) and a
+ * directory. */
+int meta_scan_dir(struct server *srv, const char *dir, const char *after, meta_scan_fn fn,
+                  void *arg)
+{
+    static const char *names[] = { "a", "b", "c", "d", "e" };
+    static const uint64_t sizes[] = { 0, 100, 70000, 1u << 20, 0 };
+    for (int i = 0; i < 5; i++) {
+        if (strcmp(names[i], after) <= 0)
+            continue;
+        struct fs_record rec = { .mode = (i == 4 ? S_IFDIR : S_IFREG) | 0644,
+                                 .size = sizes[i], .key = 0x1234567890abcdefull * (i + 1) };
+        int rc = fn(arg, names[i], &rec);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
 }
 
 int meta_check_parent(struct server *srv, const char *path)
@@ -159,12 +180,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    int create = data[0] & 1;
+    int op = data[0] % 3, create = op == 1;
     struct rpc_reader req;
     rpc_reader_init(&req, data + 1, size - 1);
     struct reply rep = { .file_fd = -1 };
     rpc_writer_init(&rep.out, NULL, 0);
-    int rc = create ? op_create_batch(&srv, &req, &rep) : op_read_batch(&srv, &req, &rep);
+    int rc = op == 0 ? op_read_batch(&srv, &req, &rep)
+           : op == 1 ? op_create_batch(&srv, &req, &rep)
+                     : op_list_plus(&srv, &req, &rep);
     if (rc != 0 && rc != -EBADMSG && rc != -ENOMEM)
         abort();
     if (rc == 0 && rpc_writer_ok(&rep.out)) {
@@ -174,9 +197,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint32_t asked = size >= 5 ? (uint32_t)data[1] | (uint32_t)data[2] << 8 |
                                          (uint32_t)data[3] << 16 | (uint32_t)data[4] << 24
                                    : 0;
-        if (n != asked || n > FS_BATCH_MAX)
+        if (op != 2 && (n != asked || n > FS_BATCH_MAX))
             abort();
         for (uint32_t i = 0; i < n; i++) {
+            if (op == 2 && !rpc_get_str(&ans))
+                abort();
             int32_t st = take_status(&ans);
             if (create) {
                 rpc_get_u64(&ans);
@@ -189,6 +214,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 rpc_get_bytes(&ans, &p);
             }
         }
+        if (op == 2 && rpc_get_u32(&ans) > 1)
+            abort();
         if (!rpc_reader_done(&ans))
             abort();
     }

@@ -636,16 +636,9 @@ int op_remove_if(struct server *srv, struct rpc_reader *req, struct reply *rep)
     return rc;
 }
 
-/* A LIST answer stops at this many payload bytes; the client asks again
- * from the last name. */
-#define LIST_REPLY_MAX (1u << 20)
-
-int op_list(struct server *srv, struct rpc_reader *req, struct reply *rep)
+int meta_scan_dir(struct server *srv, const char *dir, const char *after, meta_scan_fn fn,
+                  void *arg)
 {
-    const char *dir = rpc_get_str(req), *after = rpc_get_str(req);
-    uint32_t max = rpc_get_u32(req);
-    if (!dir || !after || !rpc_reader_done(req))
-        return -EBADMSG;
     char key[KEY_MAX];
     if (strcmp(dir, "/") != 0 && path_key(dir, key) < 0)
         return -EINVAL;
@@ -657,10 +650,7 @@ int op_list(struct server *srv, struct rpc_reader *req, struct reply *rep)
     memcpy(prefix + dlen + 1, after, alen);
     rocksdb_iterator_t *it = rocksdb_create_iterator(srv->meta->db, srv->meta->ropts);
     rocksdb_iter_seek(it, prefix, dlen + 1 + alen);
-    /* The count goes first but is known last: patch it in afterwards. */
-    size_t count_at = rep->out.len;
-    rpc_put_u32(&rep->out, 0);
-    uint32_t n = 0, more = 0;
+    int rc = 0;
     for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
         size_t klen, vlen;
         const char *k = rocksdb_iter_key(it, &klen);
@@ -670,10 +660,6 @@ int op_list(struct server *srv, struct rpc_reader *req, struct reply *rep)
         size_t nlen = klen - dlen - 1;
         if (alen && nlen == alen && memcmp(name, after, alen) == 0)
             continue;
-        if (n == max || rep->out.len > LIST_REPLY_MAX) {
-            more = 1;
-            break;
-        }
         const char *v = rocksdb_iter_value(it, &vlen);
         struct fs_record rec;
         if (!record_decode(v, vlen, &rec) || nlen >= FS_PATH_MAX)
@@ -681,10 +667,8 @@ int op_list(struct server *srv, struct rpc_reader *req, struct reply *rep)
         char nbuf[FS_PATH_MAX];
         memcpy(nbuf, name, nlen);
         nbuf[nlen] = '\0';
-        rpc_put_str(&rep->out, nbuf);
-        rpc_put_u32(&rep->out, rec.mode);
-        rpc_put_u64(&rep->out, rec.key);
-        n++;
+        if ((rc = fn(arg, nbuf, &rec)) != 0)
+            break;
     }
     char *rerr = NULL;
     rocksdb_iter_get_error(it, &rerr);
@@ -694,10 +678,45 @@ int op_list(struct server *srv, struct rpc_reader *req, struct reply *rep)
         rocksdb_free(rerr);
         return -EIO;
     }
-    rpc_put_u32(&rep->out, more);
-    if (rpc_writer_ok(&rep->out))
-        for (int i = 0; i < 4; i++)
-            rep->out.data[count_at + (size_t)i] = (uint8_t)(n >> (8 * i));
+    return rc;
+}
+
+/* A LIST answer stops at this many payload bytes; the client asks again
+ * from the last name. */
+#define LIST_REPLY_MAX (1u << 20)
+
+struct list_page {
+    struct rpc_writer *out;
+    uint32_t n, max;
+};
+
+static int list_one(void *arg, const char *name, const struct fs_record *rec)
+{
+    struct list_page *p = arg;
+    if (p->n == p->max || p->out->len > LIST_REPLY_MAX)
+        return 1;
+    rpc_put_str(p->out, name);
+    rpc_put_u32(p->out, rec->mode);
+    rpc_put_u64(p->out, rec->key);
+    p->n++;
+    return 0;
+}
+
+int op_list(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    const char *dir = rpc_get_str(req), *after = rpc_get_str(req);
+    uint32_t max = rpc_get_u32(req);
+    if (!dir || !after || !rpc_reader_done(req))
+        return -EBADMSG;
+    /* The count goes first but is known last: patch it in afterwards. */
+    size_t count_at = rep->out.len;
+    rpc_put_u32(&rep->out, 0);
+    struct list_page page = { &rep->out, 0, max };
+    int rc = meta_scan_dir(srv, dir, after, list_one, &page);
+    if (rc < 0)
+        return rc;
+    rpc_put_u32(&rep->out, rc == 1);
+    rpc_patch_u32(&rep->out, count_at, page.n);
     return 0;
 }
 

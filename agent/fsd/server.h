@@ -83,6 +83,12 @@ int op_setattr(struct server *, struct rpc_reader *, struct reply *);
 int op_put(struct server *, struct rpc_reader *, struct reply *);
 int op_remove_if(struct server *, struct rpc_reader *, struct reply *);
 int op_list(struct server *, struct rpc_reader *, struct reply *);
+/* Calls fn for each entry of directory dir after the name after (""; from
+ * the first), in name order; stops at fn's first nonzero answer, which it
+ * returns (0 when all were seen). -EINVAL for a bad dir, -EIO. */
+typedef int (*meta_scan_fn)(void *arg, const char *name, const struct fs_record *rec);
+int meta_scan_dir(struct server *srv, const char *dir, const char *after, meta_scan_fn fn,
+                  void *arg);
 int op_create_write(struct server *, struct rpc_reader *, struct reply *);
 int op_stat_read(struct server *, struct rpc_reader *, struct reply *);
 /* Inline data of a data key, for chunks.c: get copies it into buf and
@@ -117,6 +123,7 @@ void meta_values_free(struct meta_values *v);
 /* batch.c */
 int op_create_batch(struct server *, struct rpc_reader *, struct reply *);
 int op_read_batch(struct server *, struct rpc_reader *, struct reply *);
+int op_list_plus(struct server *, struct rpc_reader *, struct reply *);
 
 /* chunks.c */
 int chunks_init(struct server *srv, char *err, size_t errlen);

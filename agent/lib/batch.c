@@ -1,4 +1,5 @@
-/* batch: many whole small files per request (CREATE_BATCH, READ_BATCH).
+/* batch: many whole small files per request (CREATE_BATCH, READ_BATCH,
+ * LIST_PLUS).
  *
  * The entries are grouped by the server that holds their records (a small
  * file's data sits with its record: its data key is chosen so), cut into
@@ -9,6 +10,7 @@
 #include "client.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -327,6 +329,27 @@ static size_t read_size(void *e, size_t i)
     return r->cap + 64;
 }
 
+/* Reads the rest of one READ_BATCH / LIST_PLUS entry answer after its
+ * status 0: the stat, and the data if the server sent it (*data NULL if
+ * not: chunk 0 is elsewhere or the file is bigger than max). *len can be
+ * below *size: a chunk ending in a hole comes back short (zeros). */
+static int take_entry(adafs *fs, struct rpc_reader *r, uint32_t max, struct stat *st,
+                      const void **data, size_t *len, uint64_t *size)
+{
+    struct fs_record rec;
+    fs_record_get(r, &rec);
+    uint32_t here = rpc_get_u32(r);
+    const void *bytes;
+    size_t n = rpc_get_bytes(r, &bytes);
+    if (!rpc_reader_ok(r) || n > rec.size || (here && rec.size > max) || (!here && n > 0))
+        return -EIO;
+    record_to_stat(fs, &rec, st);
+    *data = here ? bytes : NULL;
+    *len = n;
+    *size = rec.size;
+    return 0;
+}
+
 /* The largest cap of a request's entries: READ_BATCH has one for all. */
 static uint32_t plan_cap(const struct plan *p, int c, const struct adafs_read_entry *e)
 {
@@ -375,26 +398,17 @@ int adafs_read_batch(adafs *fs, struct adafs_read_entry *e, size_t n)
             int st = crc < 0 ? crc : (int)rpc_get_u32(&r);
             if (st > 0 || (crc == 0 && !rpc_reader_ok(&r)))
                 st = -EIO;
-            if (st == 0) {
-                struct fs_record rec;
-                fs_record_get(&r, &rec);
-                uint32_t here = rpc_get_u32(&r);
-                const void *data;
-                size_t len = rpc_get_bytes(&r, &data);
-                if (!rpc_reader_ok(&r) || len > rec.size || (here && rec.size > max) ||
-                    (!here && len > 0)) {
-                    st = -EIO;
-                } else {
-                    record_to_stat(fs, &rec, &x->st);
-                    /* The request's cap is its largest entry's: a file
-                     * may fit it and not this entry's. A chunk ending in
-                     * a hole comes back short: zeros. */
-                    if (here && rec.size <= x->cap) {
-                        memcpy(x->buf, data, len);
-                        memset((char *)x->buf + len, 0, (size_t)rec.size - len);
-                        x->got = (size_t)rec.size;
-                    }
-                }
+            const void *data = NULL;
+            size_t len = 0;
+            uint64_t size = 0;
+            if (st == 0)
+                st = take_entry(fs, &r, max, &x->st, &data, &len, &size);
+            /* The request's cap is its largest entry's: a file may fit it
+             * and not this entry's. */
+            if (st == 0 && data && size <= x->cap) {
+                memcpy(x->buf, data, len);
+                memset((char *)x->buf + len, 0, (size_t)size - len);
+                x->got = (size_t)size;
             }
             x->status = st;
         }
@@ -406,4 +420,66 @@ int adafs_read_batch(adafs *fs, struct adafs_read_entry *e, size_t n)
     plan_free(&p);
     slots_free(s, n);
     return count_failed(read_status, e, n);
+}
+
+/* adafs_list_plus: one page's entries handed to the caller's function. */
+struct plus_walk {
+    adafs *fs;
+    uint32_t max;
+    char *fill;          /* a file whose data came short is completed here */
+    adafs_list_fn fn;
+    void *arg;
+    int stopped;         /* fn's nonzero answer */
+};
+
+static int take_plus_page(void *arg, const struct call *c, int *more, char *after)
+{
+    struct plus_walk *w = arg;
+    struct rpc_reader r;
+    call_reader(c, &r);
+    uint32_t n = rpc_get_u32(&r);
+    for (uint32_t i = 0; i < n; i++) {
+        struct adafs_listed e = { .name = rpc_get_str(&r) };
+        e.status = (int)rpc_get_u32(&r);
+        if (!e.name || !rpc_reader_ok(&r) || e.status > 0)
+            return -EIO;
+        const void *data = NULL;
+        size_t len = 0;
+        uint64_t size = 0;
+        if (e.status == 0 && take_entry(w->fs, &r, w->max, &e.st, &data, &len, &size) < 0)
+            return -EIO;
+        if (data && len < size) {
+            memcpy(w->fill, data, len);
+            memset(w->fill + len, 0, (size_t)size - len);
+            data = w->fill;
+        }
+        e.data = data;
+        snprintf(after, FS_PATH_MAX, "%s", e.name);
+        int rc = w->fn(w->arg, &e);
+        if (rc != 0) {
+            w->stopped = rc;
+            return 1;
+        }
+    }
+    *more = (int)rpc_get_u32(&r);
+    return rpc_reader_done(&r) ? 0 : -EIO;
+}
+
+int adafs_list_plus(adafs *fs, const char *dir, size_t max, adafs_list_fn fn, void *arg)
+{
+    char p[FS_PATH_MAX];
+    struct fs_record rec;
+    if (max > adafs_chunk_size(fs))
+        return -EINVAL;
+    int rc = lookup(fs, dir, p, &rec);
+    if (rc < 0)
+        return rc;
+    if (!S_ISDIR(rec.mode))
+        return -ENOTDIR;
+    struct plus_walk w = { fs, (uint32_t)max, malloc(max ? max : 1), fn, arg, 0 };
+    if (!w.fill)
+        return -ENOMEM;
+    rc = list_pages(fs, p, FS_LIST_PLUS, (uint32_t)max, take_plus_page, &w);
+    free(w.fill);
+    return w.stopped ? w.stopped : rc;
 }

@@ -117,6 +117,14 @@ int stat_record(adafs *fs, const char *path, struct fs_record *rec);
 /* Normalises path into p[FS_PATH_MAX] and fetches its record; a missing
  * path is told apart from one below a file (ENOENT / ENOTDIR). */
 int lookup(adafs *fs, const char *path, char *p, struct fs_record *rec);
+/* dirs.c: asks every server for its entries of the directory p (normalised)
+ * in pages of LIST or LIST_PLUS (data_max: its max), those with more being
+ * asked again, all at once; take gets each page's answer and sets *more
+ * and the name to go on after. Returns 0, or the first error. */
+#define LIST_PAGE 4096
+typedef int (*page_fn)(void *arg, const struct call *c, int *more, char *after);
+int list_pages(adafs *fs, const char *p, uint16_t op, uint32_t data_max, page_fn take,
+               void *arg);
 void record_to_stat(const adafs *fs, const struct fs_record *rec, struct stat *st);
 /* st_dev of every file (adafs_open_known tells our stat results by it). */
 #define FS_DEV 0xada5

@@ -1,7 +1,7 @@
 /* dirs: a directory listing is a snapshot taken at opendir: every server is
  * asked for the entries it holds under the directory (in pages), and the
  * union is sorted by name. "." and ".." come first, as from a kernel file
- * system. */
+ * system. The paging is shared with adafs_list_plus (batch.c). */
 #include "client.h"
 
 #include <dirent.h>
@@ -22,8 +22,6 @@ struct adafs_dir {
     size_t n, cap;
     size_t pos;
 };
-
-#define LIST_PAGE 4096
 
 static int add_entry(struct adafs_dir *d, const char *name, uint32_t mode, uint64_t ino)
 {
@@ -48,8 +46,9 @@ static int by_name(const void *a, const void *b)
 }
 
 /* Reads one page answer; sets *more and copies the last name into after. */
-static int take_page(struct adafs_dir *d, const struct call *c, int *more, char *after)
+static int take_page(void *arg, const struct call *c, int *more, char *after)
 {
+    struct adafs_dir *d = arg;
     struct rpc_reader r;
     call_reader(c, &r);
     uint32_t n = rpc_get_u32(&r);
@@ -68,6 +67,50 @@ static int take_page(struct adafs_dir *d, const struct call *c, int *more, char 
     return rpc_reader_done(&r) ? 0 : -EIO;
 }
 
+int list_pages(adafs *fs, const char *p, uint16_t op, uint32_t data_max, page_fn take,
+               void *arg)
+{
+    int nservers = fs->inst.nservers, rc = 0;
+    struct call *calls = calloc((size_t)nservers, sizeof(*calls));
+    int *server = calloc((size_t)nservers, sizeof(*server));
+    char (*after)[FS_PATH_MAX] = calloc((size_t)nservers, FS_PATH_MAX);
+    if (!calls || !server || !after) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    /* Ask every server; those with more to say are asked again. */
+    int pending = nservers;
+    for (int s = 0; s < nservers; s++)
+        server[s] = s;
+    while (rc == 0 && pending > 0) {
+        for (int i = 0; i < pending; i++) {
+            call_init(&calls[i], server[i], op);
+            rpc_put_str(&calls[i].req, p);
+            rpc_put_str(&calls[i].req, after[server[i]]);
+            rpc_put_u32(&calls[i].req, LIST_PAGE);
+            if (op == FS_LIST_PLUS)
+                rpc_put_u32(&calls[i].req, data_max);
+        }
+        fs_call(fs, calls, pending);
+        int still = 0;
+        for (int i = 0; i < pending; i++) {
+            int more = 0;
+            if (rc == 0)
+                rc = calls[i].status < 0 ? calls[i].status
+                                         : take(arg, &calls[i], &more, after[server[i]]);
+            if (more)
+                server[still++] = server[i];
+            call_free(&calls[i]);
+        }
+        pending = still;
+    }
+out:
+    free(calls);
+    free(server);
+    free(after);
+    return rc;
+}
+
 int adafs_opendir(adafs *fs, const char *path, adafs_dir **out)
 {
     char p[FS_PATH_MAX];
@@ -77,53 +120,19 @@ int adafs_opendir(adafs *fs, const char *path, adafs_dir **out)
         return rc;
     if (!S_ISDIR(rec.mode))
         return -ENOTDIR;
-    int nservers = fs->inst.nservers;
     struct adafs_dir *d = calloc(1, sizeof(*d));
-    struct call *calls = calloc((size_t)nservers, sizeof(*calls));
-    int *server = calloc((size_t)nservers, sizeof(*server));
-    char (*after)[FS_PATH_MAX] = calloc((size_t)nservers, FS_PATH_MAX);
-    if (!d || !calls || !server || !after) {
-        rc = -ENOMEM;
-        goto out;
-    }
+    if (!d)
+        return -ENOMEM;
     rc = add_entry(d, ".", S_IFDIR, rec.key);
     if (rc == 0)
         rc = add_entry(d, "..", S_IFDIR, 0);
-    /* Ask every server; those with more to say are asked again. */
-    int pending = nservers;
-    for (int s = 0; s < nservers; s++)
-        server[s] = s;
-    while (rc == 0 && pending > 0) {
-        for (int i = 0; i < pending; i++) {
-            call_init(&calls[i], server[i], FS_LIST);
-            rpc_put_str(&calls[i].req, p);
-            rpc_put_str(&calls[i].req, after[server[i]]);
-            rpc_put_u32(&calls[i].req, LIST_PAGE);
-        }
-        fs_call(fs, calls, pending);
-        int still = 0;
-        for (int i = 0; i < pending; i++) {
-            int more = 0;
-            if (rc == 0)
-                rc = calls[i].status < 0 ? calls[i].status
-                                         : take_page(d, &calls[i], &more, after[server[i]]);
-            if (more)
-                server[still++] = server[i];
-            call_free(&calls[i]);
-        }
-        pending = still;
-    }
     if (rc == 0)
-        qsort(d->entries + 2, d->n - 2, sizeof(*d->entries), by_name);
-out:
-    free(calls);
-    free(server);
-    free(after);
+        rc = list_pages(fs, p, FS_LIST, 0, take_page, d);
     if (rc < 0) {
-        if (d)
-            adafs_closedir(d);
+        adafs_closedir(d);
         return rc;
     }
+    qsort(d->entries + 2, d->n - 2, sizeof(*d->entries), by_name);
     *out = d;
     return 0;
 }

@@ -1,4 +1,5 @@
-/* adafs_create_batch and adafs_read_batch (CREATE_BATCH, READ_BATCH):
+/* adafs_create_batch, adafs_read_batch and adafs_list_plus (CREATE_BATCH,
+ * READ_BATCH, LIST_PLUS):
  * many small files per request, against real servers. Each entry has its
  * own status, an ENOSPC in the middle loses nothing, batches bigger than one
  * request are cut correctly, and malformed batch messages are refused with
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fstest.h"
@@ -405,9 +407,95 @@ static void malformed(void)
     fstest_stop(&t);
 }
 
+/* adafs_list_plus: every entry once, in pages, small files with their
+ * data (a short chunk completed with zeros), bigger ones and directories
+ * without; the caller can stop it; bad arguments are refused. */
+struct listed_seen {
+    int count, wrong, with_data, stop_after;
+    char (*names)[32];
+    char (*data)[4096];
+    size_t *len;
+    int n;
+};
+
+static int check_listed(void *arg, const struct adafs_listed *e)
+{
+    struct listed_seen *w = arg;
+    w->count++;
+    int i;
+    if (e->status != 0) {
+        w->wrong++;
+    } else if (sscanf(e->name, "f%d", &i) == 1 && i >= 0 && i < w->n) {
+        if (e->st.st_size != (off_t)w->len[i] || !S_ISREG(e->st.st_mode) || !e->data ||
+            memcmp(e->data, w->data[i], w->len[i]) != 0) {
+            printf("# %s: size %lld, data %p\n", e->name, (long long)e->st.st_size, e->data);
+            w->wrong++;
+        }
+        w->with_data++;
+    } else if (strcmp(e->name, "big") == 0) {
+        w->wrong += e->st.st_size != 100000 || e->data != NULL;
+    } else if (strcmp(e->name, "sub") == 0) {
+        w->wrong += !S_ISDIR(e->st.st_mode) || e->data != NULL;
+    } else if (strcmp(e->name, "holey") == 0) {
+        static const char zeros[8192 - 100];
+        w->wrong += e->st.st_size != 8192 || !e->data || memcmp(e->data, "x", 1) != 0 ||
+                    memcmp((const char *)e->data + 100, zeros, sizeof(zeros)) != 0;
+        w->with_data++;
+    } else {
+        w->wrong++;
+    }
+    return w->stop_after && w->count == w->stop_after ? 7 : 0;
+}
+
+static void list_plus(void)
+{
+    struct fstest t;
+    fstest_start(&t, 4, NULL);
+    adafs *fs = t.fs;
+    enum { N = 3000 };
+    static char data[N][4096];
+    static char names[N][32];
+    static size_t len[N];
+    static struct adafs_create_entry e[N];
+    adafs_mkdir(fs, "/lp", 0755);
+    adafs_mkdir(fs, "/lp/sub", 0755);
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof(names[i]), "/lp/f%d", i);
+        fstest_fill(data[i], sizeof(data[i]), (unsigned)i + 7);
+        len[i] = i % 5 == 0 ? 0 : 4096 - (size_t)(i % 7);
+        e[i] = entry(names[i], data[i], len[i]);
+    }
+    tap_is_int(adafs_create_batch(fs, e, N, 0), 0, "3,000 small files in one directory");
+    static char big[100000], holey[100];
+    memset(holey, 'x', sizeof(holey));
+    struct adafs_create_entry h = entry("/lp/holey", holey, sizeof(holey));
+    adafs_create_batch(fs, &h, 1, 0);
+    adafs_truncate(fs, "/lp/holey", 8192);
+    int fd = adafs_open(fs, "/lp/big", O_CREAT | O_WRONLY, 0644);
+    adafs_pwrite(fs, fd, big, sizeof(big), 0);
+    adafs_close(fs, fd);
+    for (int i = 0; i < N; i++)
+        snprintf(names[i], sizeof(names[i]), "f%d", i);
+    struct listed_seen w = { .names = names, .data = data, .len = len, .n = N };
+    tap_is_int(adafs_list_plus(fs, "/lp", 64 << 10, check_listed, &w), 0, "listed /lp");
+    tap_is_int(w.count, N + 3, "every entry once (3,003; pages of 4 MiB from 4 servers)");
+    tap_is_int(w.with_data, N + 1, "each small file with its data, a short chunk zero-filled");
+    tap_is_int(w.wrong, 0, "no entry with a wrong stat or data, none of the others with data");
+    w = (struct listed_seen){ .names = names, .data = data, .len = len, .n = N, .stop_after = 10 };
+    tap_is_int(adafs_list_plus(fs, "/lp", 64 << 10, check_listed, &w), 7,
+               "the function's nonzero answer stops the listing and is returned");
+    tap_is_int(w.count, 10, "no entry after it");
+    tap_is_int(adafs_list_plus(fs, "/lp/big", 4096, check_listed, &w), -ENOTDIR, "a file: ENOTDIR");
+    tap_is_int(adafs_list_plus(fs, "/nope", 4096, check_listed, &w), -ENOENT, "missing: ENOENT");
+    tap_is_int(adafs_list_plus(fs, "/lp", adafs_chunk_size(fs) + 1, check_listed, &w), -EINVAL,
+               "max above the chunk size: EINVAL");
+    fstest_stop(&t);
+}
+
 int main(void)
 {
     round_trip();
+    list_plus();
     per_entry_errors();
     quota();
     limits();
