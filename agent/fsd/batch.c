@@ -49,6 +49,7 @@ struct centry {
     unsigned stripe;
     int status;
     int inline_data;           /* the data goes into the batch (quota taken) */
+    size_t blob_at;            /* its data key's lookup (inline data), or SIZE_MAX */
     struct fs_record rec;      /* the record to write */
     uint64_t old_key, old_size;
 };
@@ -172,54 +173,68 @@ static void refuse_shared_keys(struct centry *e, uint32_t *order, uint32_t m)
     }
 }
 
-/* The data directory, opened once: a lookup of one name in it is much
- * cheaper than of the whole path (access() of the full path was a tenth
- * of the server's time in a batch). One server per process. */
-static int data_dir_fd(struct server *srv)
+/* The lookups of a batch's entries, made at once: the record each path
+ * has now (lookup i of olds is entry i's, for those being staged) and the
+ * inline data under each data key about to get some (a key the client
+ * claims is fresh must hold nothing). */
+struct create_lookups {
+    struct meta_values *olds, *blobs;
+};
+
+static int look_up_creates(struct server *srv, struct centry *e, uint32_t n,
+                           struct create_lookups *l)
 {
-    static _Atomic int fd = -1;
-    int have = atomic_load(&fd);
-    if (have >= 0)
-        return have;
-    int mine = open(srv->data_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (mine < 0) {
-        log_error("cannot open %s: %s", srv->data_dir, strerror(errno));
-        return -errno;
+    const char **keys = calloc(n ? n : 1, sizeof(*keys));
+    size_t *klens = calloc(n ? n : 1, sizeof(*klens));
+    uint64_t *data_keys = calloc(n ? n : 1, sizeof(*data_keys));
+    int rc = -ENOMEM;
+    if (!keys || !klens || !data_keys)
+        goto out;
+    size_t b = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        keys[i] = e[i].rkey;
+        klens[i] = e[i].status == 0 ? (size_t)e[i].klen : 0;
+        e[i].blob_at = SIZE_MAX;
+        if (e[i].status == 0 && e[i].len > 0 && e[i].len <= srv->inline_max) {
+            e[i].blob_at = b;
+            data_keys[b++] = e[i].key;
+        }
     }
-    if (!atomic_compare_exchange_strong(&fd, &have, mine)) {
-        close(mine);
-        return have;
-    }
-    return mine;
+    l->olds = meta_get_records(srv, n, keys, klens);
+    l->blobs = meta_get_blobs(srv, b, data_keys);
+    if (l->olds && l->blobs)
+        rc = 0;
+out:
+    free(keys);
+    free(klens);
+    free(data_keys);
+    return rc;
 }
 
 /* A data key the client claims is fresh must hold nothing on this server:
  * no inline data and no local file (chunks.c's name for it). */
-static int key_is_fresh(struct server *srv, uint64_t key)
+static int key_is_fresh(struct server *srv, const struct centry *e,
+                        const struct create_lookups *l)
 {
-    static _Thread_local uint8_t buf[BLOB_CAP];
-    int rc = meta_blob_get(srv, key, buf, sizeof(buf));
+    const void *data;
+    size_t len;
+    int rc = meta_values_blob(l->blobs, e->blob_at, &data, &len);
     if (rc != -ENOENT)
         return rc < 0 ? rc : -EEXIST;
-    int dir = data_dir_fd(srv);
-    if (dir < 0)
-        return -EIO;
-    char name[20];
-    snprintf(name, sizeof(name), "%016llx", (unsigned long long)key);
-    if (faccessat(dir, name, F_OK, 0) == 0)
-        return -EEXIST;
-    return errno == ENOENT ? 0 : -errno;
+    rc = chunks_has_file(srv, e->key);
+    return rc < 0 ? rc : rc ? -EEXIST : 0;
 }
 
-/* One entry under its record lock: the checks of CREATE_WRITE, its quota,
+/* Entry i under its record lock: the checks of CREATE_WRITE, its quota,
  * and its record. */
-static int stage_create(struct server *srv, struct centry *e)
+static int stage_create(struct server *srv, struct centry *e, uint32_t i,
+                        const struct create_lookups *l)
 {
     int rc = (e->flags & FS_CHECK_PARENT) ? meta_check_parent(srv, e->path) : 0;
     struct fs_record old;
     int had = 0;
     if (rc == 0) {
-        rc = meta_get_record(srv, e->rkey, e->klen, &old);
+        rc = meta_values_record(l->olds, i, &old);
         had = rc == 0;
         if (rc == -ENOENT)
             rc = 0;
@@ -228,8 +243,8 @@ static int stage_create(struct server *srv, struct centry *e)
         rc = -EISDIR;
     if (rc == 0 && had && old.key == e->key)
         rc = -EEXIST;            /* a key is never reused for a new file */
-    if (rc == 0 && e->len > 0 && e->len <= srv->inline_max) {
-        rc = key_is_fresh(srv, e->key);
+    if (rc == 0 && e->blob_at != SIZE_MAX) {
+        rc = key_is_fresh(srv, e, l);
         if (rc == 0 && (rc = quota_take(srv, e->len)) == 0)
             e->inline_data = 1;
     } else if (rc == 0 && e->len > 0) {
@@ -336,9 +351,15 @@ int op_create_batch(struct server *srv, struct rpc_reader *req, struct reply *re
             locked[nlocked++] = x->stripe;
         }
     }
+    /* Looked up under the locks: nothing can change them before the
+     * batch is written. */
+    struct create_lookups looked = { NULL, NULL };
+    int lrc = look_up_creates(srv, e, n, &looked);
     for (uint32_t i = 0; i < n; i++)
         if (e[i].status == 0)
-            e[i].status = stage_create(srv, &e[i]);
+            e[i].status = lrc < 0 ? lrc : stage_create(srv, &e[i], i, &looked);
+    meta_values_free(looked.olds);
+    meta_values_free(looked.blobs);
     fill_batch(e, n, order, b);
     int staged = 0;
     for (uint32_t i = 0; i < n; i++)

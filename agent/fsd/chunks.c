@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,6 +57,87 @@ int chunks_init(struct server *srv, char *err, size_t errlen)
 static void data_path(const struct server *srv, uint64_t key, char *buf, size_t len)
 {
     snprintf(buf, len, "%s/%016llx", srv->data_dir, (unsigned long long)key);
+}
+
+/* The data keys this server has made a local file for, as a Bloom filter
+ * (one server per process): a key not in it has none, so the many small
+ * files kept inline cost no system call looking for one (a lookup of a
+ * name that is not there was a tenth of a small-file create). The data
+ * directory starts empty and only chunks_write creates files in it. */
+#define MADE_BITS (1u << 23)
+static _Atomic uint64_t made_files[MADE_BITS / 64];
+
+static void made_bits(uint64_t key, uint32_t bit[2])
+{
+    uint64_t h = key * 0x9e3779b97f4a7c15ull;
+    bit[0] = (uint32_t)(h >> 41);
+    bit[1] = (uint32_t)(h >> 9) & (MADE_BITS - 1);
+}
+
+/* Before the file is created, so a key is never without its bits while
+ * its file exists. */
+static void made_add(uint64_t key)
+{
+    uint32_t bit[2];
+    made_bits(key, bit);
+    for (int i = 0; i < 2; i++)
+        atomic_fetch_or(&made_files[bit[i] / 64], 1ull << (bit[i] % 64));
+}
+
+static bool may_have_file(uint64_t key)
+{
+    uint32_t bit[2];
+    made_bits(key, bit);
+    for (int i = 0; i < 2; i++)
+        if (!(atomic_load(&made_files[bit[i] / 64]) & (1ull << (bit[i] % 64))))
+            return false;
+    return true;
+}
+
+/* Opens key's local file, or fails with ENOENT without asking the kernel
+ * when there cannot be one. */
+static int open_data(const struct server *srv, uint64_t key, int flags, char *path, size_t len)
+{
+    data_path(srv, key, path, len);
+    if (!may_have_file(key)) {
+        errno = ENOENT;
+        return -1;
+    }
+    return open(path, flags | O_CLOEXEC);
+}
+
+/* The data directory, opened once: a lookup of one name in it is much
+ * cheaper than of the whole path. */
+static int data_dir_fd(struct server *srv)
+{
+    static _Atomic int fd = -1;
+    int have = atomic_load(&fd);
+    if (have >= 0)
+        return have;
+    int mine = open(srv->data_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (mine < 0) {
+        log_error("cannot open %s: %s", srv->data_dir, strerror(errno));
+        return -errno;
+    }
+    if (!atomic_compare_exchange_strong(&fd, &have, mine)) {
+        close(mine);
+        return have;
+    }
+    return mine;
+}
+
+int chunks_has_file(struct server *srv, uint64_t key)
+{
+    if (!may_have_file(key))
+        return 0;
+    int dir = data_dir_fd(srv);
+    if (dir < 0)
+        return dir;
+    char name[20];
+    snprintf(name, sizeof(name), "%016llx", (unsigned long long)key);
+    if (faccessat(dir, name, F_OK, 0) == 0)
+        return 1;
+    return errno == ENOENT ? 0 : -errno;
 }
 
 static pthread_mutex_t *data_lock(struct server *srv, uint64_t key)
@@ -193,18 +275,18 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
         return -EINVAL;
     }
     char path[4300];
-    data_path(srv, key, path, sizeof(path));
     uint64_t pos = index * srv->chunk_size + offset;
     pthread_mutex_t *lock = data_lock(srv, key);
     pthread_mutex_lock(lock);
     int rc = 0;
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int fd = open_data(srv, key, O_WRONLY, path, sizeof(path));
     if (fd < 0 && errno == ENOENT) {
         if (index == 0 && !rest && pos + len <= srv->inline_max) {
             rc = inline_write(srv, key, pos, data, have);
             pthread_mutex_unlock(lock);
             return rc;
         }
+        made_add(key);
         fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
         /* Only chunk 0's server can hold inline bytes of the key. */
         if (fd >= 0 && hash_place_chunk(key, 0, srv->nservers) == srv->index &&
@@ -272,7 +354,7 @@ void chunks_truncate(struct server *srv, uint64_t key, uint64_t new_size, uint64
         }
     }
     struct stat st;
-    if (stat(path, &st) == 0) {
+    if (may_have_file(key) && stat(path, &st) == 0) {
         uint64_t had = (uint64_t)st.st_blocks * 512;
         if (new_size == 0) {
             if (unlink(path) == 0)
@@ -335,8 +417,7 @@ int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
         rep->out.len = flags_at;
     }
     char path[4300];
-    data_path(srv, key, path, sizeof(path));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open_data(srv, key, O_RDONLY, path, sizeof(path));
     if (fd < 0 && errno == ENOENT) {
         rpc_put_u32(&rep->out, 0);               /* nothing here: the client zero-fills */
         return 0;
@@ -370,8 +451,7 @@ int chunks_read_into(struct server *srv, uint64_t key, uint64_t index, size_t le
             return n;
     }
     char path[4300];
-    data_path(srv, key, path, sizeof(path));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open_data(srv, key, O_RDONLY, path, sizeof(path));
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
     size_t at = out->len;

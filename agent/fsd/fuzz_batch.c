@@ -137,6 +137,11 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
     return 0;
 }
 
+int chunks_has_file(struct server *srv, uint64_t key)
+{
+    return 0;
+}
+
 void chunks_truncate(struct server *srv, uint64_t key, uint64_t new_size, uint64_t old_size)
 {
 }

@@ -137,6 +137,8 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
  * to out (less if the chunk is shorter); returns how many, or -errno. */
 int chunks_read_into(struct server *srv, uint64_t key, uint64_t index, size_t len,
                      struct rpc_writer *out);
+/* 1 if this server holds a local file of key's data, 0 if not, or -errno. */
+int chunks_has_file(struct server *srv, uint64_t key);
 /* quota.c: take is all or nothing (-ENOSPC leaves the quota untouched),
  * give saturates at zero. */
 int quota_take(struct server *srv, uint64_t bytes);
