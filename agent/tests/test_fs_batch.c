@@ -369,6 +369,33 @@ static void malformed(void)
     tap_ok(adafs_stat(t.fs, "/three", &st) == -ENOENT && adafs_stat(t.fs, "/one", &st) == 0,
            "only the good entry exists");
 
+    /* Keys in use across batches: one with inline data (/one's), one with
+     * a local file (a file of 100 KiB; its st_ino is its data key). */
+    static char big[100 << 10];
+    int bfd = adafs_open(t.fs, "/big", O_CREAT | O_WRONLY, 0600);
+    adafs_pwrite(t.fs, bfd, big, sizeof(big), 0);
+    adafs_close(t.fs, bfd);
+    struct stat bst;
+    adafs_stat(t.fs, "/big", &bst);
+    rpc_put_u32(&w, 3);
+    put_entry(&w, "/five", 0, 11, "5");
+    put_entry(&w, "/six", 0, (uint64_t)bst.st_ino, "6");
+    put_entry(&w, "/seven", 0, 13, "7");
+    rc = fstest_raw_call(fd, in.secret, FS_CREATE_BATCH, &w, &r, &p);
+    w.len = 0;
+    int sts[3] = { 1, 1, 1 };
+    n = rpc_get_u32(&r);
+    for (int i = 0; i < 3; i++) {
+        sts[i] = (int)rpc_get_u32(&r);
+        rpc_get_u64(&r), rpc_get_u64(&r);
+    }
+    tap_ok(rc == 0 && n == 3 && sts[0] == -EEXIST && sts[1] == -EEXIST && sts[2] == 0,
+           "a key holding inline data / a local file in an earlier batch: EEXIST (%d %d %d)",
+           sts[0], sts[1], sts[2]);
+    free(p);
+    tap_ok(fstest_holds(t.fs, "/big", big, sizeof(big)) && adafs_stat(t.fs, "/six", &st) == -ENOENT,
+           "the file whose key it was keeps its data");
+
     rpc_put_u32(&w, 2);
     rpc_put_u32(&w, 100);
     rpc_put_str(&w, "/one");
