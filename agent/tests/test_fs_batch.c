@@ -438,7 +438,7 @@ static void malformed(void)
  * data (a short chunk completed with zeros), bigger ones and directories
  * without; the caller can stop it; bad arguments are refused. */
 struct listed_seen {
-    int count, wrong, with_data, stop_after;
+    int count, wrong, with_data, moved_without_data, stop_after;
     char (*names)[32];
     char (*data)[4096];
     size_t *len;
@@ -463,6 +463,10 @@ static int check_listed(void *arg, const struct adafs_listed *e)
         w->wrong += e->st.st_size != 100000 || e->data != NULL;
     } else if (strcmp(e->name, "sub") == 0) {
         w->wrong += !S_ISDIR(e->st.st_mode) || e->data != NULL;
+    } else if (strncmp(e->name, "moved", 5) == 0) {
+        /* Its data stayed with its data key: here only by chance. */
+        w->wrong += e->st.st_size != 5 || (e->data && memcmp(e->data, "moved", 5) != 0);
+        w->moved_without_data += !e->data;
     } else if (strcmp(e->name, "holey") == 0) {
         static const char zeros[8192 - 100];
         w->wrong += e->st.st_size != 8192 || !e->data || memcmp(e->data, "x", 1) != 0 ||
@@ -498,6 +502,16 @@ static void list_plus(void)
     struct adafs_create_entry h = entry("/lp/holey", holey, sizeof(holey));
     adafs_create_batch(fs, &h, 1, 0);
     adafs_truncate(fs, "/lp/holey", 8192);
+    /* Renamed in: their records moved, their data did not. */
+    adafs_mkdir(fs, "/elsewhere", 0755);
+    for (int i = 0; i < 8; i++) {
+        char from[32], to[32];
+        snprintf(from, sizeof(from), "/elsewhere/m%d", i);
+        snprintf(to, sizeof(to), "/lp/moved%d", i);
+        struct adafs_create_entry m = entry(from, "moved", 5);
+        adafs_create_batch(fs, &m, 1, 0);
+        adafs_rename(fs, from, to);
+    }
     int fd = adafs_open(fs, "/lp/big", O_CREAT | O_WRONLY, 0644);
     adafs_pwrite(fs, fd, big, sizeof(big), 0);
     adafs_close(fs, fd);
@@ -505,9 +519,12 @@ static void list_plus(void)
         snprintf(names[i], sizeof(names[i]), "f%d", i);
     struct listed_seen w = { .names = names, .data = data, .len = len, .n = N };
     tap_is_int(adafs_list_plus(fs, "/lp", 64 << 10, check_listed, &w), 0, "listed /lp");
-    tap_is_int(w.count, N + 3, "every entry once (3,003; pages of 4 MiB from 4 servers)");
+    tap_is_int(w.count, N + 11, "every entry once (3,011; pages of 4 MiB from 4 servers)");
     tap_is_int(w.with_data, N + 1, "each small file with its data, a short chunk zero-filled");
     tap_is_int(w.wrong, 0, "no entry with a wrong stat or data, none of the others with data");
+    tap_ok(w.moved_without_data > 0 && w.moved_without_data < 8,
+           "files renamed in come with their data only where it is (%d of 8 without)",
+           w.moved_without_data);
     w = (struct listed_seen){ .names = names, .data = data, .len = len, .n = N, .stop_after = 10 };
     tap_is_int(adafs_list_plus(fs, "/lp", 64 << 10, check_listed, &w), 7,
                "the function's nonzero answer stops the listing and is returned");
