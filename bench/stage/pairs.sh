@@ -1,0 +1,30 @@
+#!/bin/bash
+# Alternating runs of two builds on one data set, for before/after
+# comparisons on a noisy machine:
+#
+#   bench/stage/pairs.sh NEW_BUILD BASE_BUILD SET [PAIRS] [WORK_DIR]
+#
+# SET is one of small, mid, big (see run.sh); PAIRS (default 6) pairs of
+# run.sh runs (TOOLS=cp, LIMITS=0), the order swapped every other pair so
+# neither build always goes first. KEEP as for run.sh (use KEEP=1 for the
+# small set: deleting its copies slows the next creates for minutes).
+# Prints one line per run: time, build, cp -r / stage-in / stage-out
+# seconds and the two ratios to cp -r of the same run.
+set -euo pipefail
+usage="usage: pairs.sh NEW_BUILD BASE_BUILD SET [PAIRS] [WORK_DIR]"
+new=${1:?$usage} base=${2:?$usage} set=${3:?$usage} pairs=${4:-6} work=${5:-/tmp/adafs-bench-stage}
+case $set in small|mid|big) ;; *) echo "pairs.sh: unknown set '$set' (small mid big)" >&2; exit 2 ;; esac
+here=$(cd "$(dirname "$0")" && pwd)
+field() { awk -F'|' -v s="$set" -v t="$2" '$2 ~ " "s" " && $3 ~ " "t" " { print $4 + 0 }' <<<"$1"; }
+for i in $(seq "$pairs"); do
+    order="new base"
+    [ $((i % 2)) = 0 ] && order="base new"
+    for which in $order; do
+        build=$new
+        [ "$which" = base ] && build=$base
+        out=$(env SETS="$set" TOOLS=cp LIMITS=0 KEEP="${KEEP:-0}" bash "$here/run.sh" "$build" "$work" 2>/dev/null)
+        c=$(field "$out" cp) in=$(field "$out" stage_in) o=$(field "$out" stage_out)
+        awk -v t="$(date +%T)" -v w="$which" -v s="$set" -v c="$c" -v i="$in" -v o="$o" \
+            'BEGIN { printf "%s %s %s cp=%s in=%s out=%s ratio_in=%.2f ratio_out=%.2f\n", t, w, s, c, i, o, c / i, c / o }'
+    done
+done
