@@ -21,19 +21,14 @@
 #include "server.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "hash.h"
 #include "log.h"
 
-/* Inline data is at most this long (chunks.c's INLINE_MAX). */
-#define BLOB_CAP (64u << 10)
 /* A READ_BATCH answer carries at most this much file data. */
 #define READ_BATCH_DATA_MAX (64u << 20)
 

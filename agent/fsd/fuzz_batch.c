@@ -29,11 +29,6 @@ unsigned meta_record_stripe(struct server *srv, const char *key, int klen)
     return (unsigned)(hash_bytes(key, (size_t)klen) % SERVER_STRIPES);
 }
 
-int meta_get_record(struct server *srv, const char *key, int klen, struct fs_record *rec)
-{
-    return -ENOENT;
-}
-
 /* Every directory holds the same five entries: files of several sizes
  * (with data keys this server does or does not hold chunk 0 of) and a
  * directory. */

@@ -788,11 +788,6 @@ unsigned meta_record_stripe(struct server *srv, const char *key, int klen)
     return (unsigned)(key_lock(srv, key, klen) - srv->record_locks);
 }
 
-int meta_get_record(struct server *srv, const char *key, int klen, struct fs_record *rec)
-{
-    return get_record(srv, key, klen, rec);
-}
-
 int meta_check_parent(struct server *srv, const char *path)
 {
     return check_parent(srv, path);

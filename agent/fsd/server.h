@@ -102,7 +102,6 @@ int meta_blob_del(struct server *srv, uint64_t data_key);
 #define META_KEY_MAX (FS_PATH_MAX + 2)
 int meta_path_key(const char *path, char key[META_KEY_MAX]);
 unsigned meta_record_stripe(struct server *srv, const char *key, int klen);
-int meta_get_record(struct server *srv, const char *key, int klen, struct fs_record *rec);
 int meta_check_parent(struct server *srv, const char *path);
 struct meta_batch *meta_batch_new(void);
 void meta_batch_put_record(struct meta_batch *b, const char *key, int klen,
