@@ -408,6 +408,11 @@ static void malformed(void)
     rpc_put_u32(&w, 0);
     tap_is_int(bad_batch(fd, in.secret, FS_READ_BATCH, &w), -EBADMSG,
                "read_batch without a size: EBADMSG");
+    rpc_put_str(&w, "/");
+    rpc_put_str(&w, "");
+    rpc_put_u32(&w, 4096);
+    tap_is_int(bad_batch(fd, in.secret, FS_LIST_PLUS, &w), -EBADMSG,
+               "list_plus without a data size: EBADMSG");
     rpc_writer_free(&w);
     struct rpc_writer none;
     rpc_writer_init(&none, NULL, 0);
@@ -423,6 +428,7 @@ static void malformed(void)
         "read_batch: entry 2 of 2 is truncated",
         "read_batch: 1000 entries of up to 524288 bytes",
         "read_batch: no entry count or size",
+        "list_plus: not a directory, a name, an entry count and a size",
     };
     int logged = 1;
     for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++)
