@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,11 +160,74 @@ static int retry_or_timeout(int64_t deadline_ms)
     return 0;
 }
 
+/* Receives into buf[0..max) on a Unix socket, taking the descriptors that
+ * came with the bytes into fds (those beyond what fits are closed and the
+ * call fails with -EPROTO: the peer broke the protocol). */
+static ssize_t recv_fds(int fd, void *buf, size_t max, struct net_fds *fds)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * NET_FDS_MAX)];
+    } control;
+    struct iovec iov = { .iov_base = buf, .iov_len = max };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+                          .msg_control = control.buf, .msg_controllen = sizeof(control.buf) };
+    ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0)
+        return n;
+    int overflow = (msg.msg_flags & MSG_CTRUNC) != 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int passed;
+            memcpy(&passed, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (fds->count < NET_FDS_MAX) {
+                fds->fd[(fds->first + fds->count++) % NET_FDS_MAX] = passed;
+            } else {
+                close(passed);
+                overflow = 1;
+            }
+        }
+    }
+    if (overflow) {
+        errno = EPROTO;
+        return -1;
+    }
+    return n;
+}
+
+int net_fds_take(struct net_fds *fds)
+{
+    if (fds->count == 0)
+        return -1;
+    int fd = fds->fd[fds->first];
+    fds->first = (fds->first + 1) % NET_FDS_MAX;
+    fds->count--;
+    return fd;
+}
+
+void net_fds_close(struct net_fds *fds)
+{
+    for (int fd; (fd = net_fds_take(fds)) >= 0;)
+        close(fd);
+}
+
 ssize_t net_read_some(int fd, void *buf, size_t min, size_t max, int64_t deadline_ms)
+{
+    return net_read_some_fds(fd, buf, min, max, deadline_ms, NULL);
+}
+
+ssize_t net_read_some_fds(int fd, void *buf, size_t min, size_t max, int64_t deadline_ms,
+                          struct net_fds *fds)
 {
     size_t got = 0;
     while (got < min) {
-        ssize_t n = recv(fd, (char *)buf + got, max - got, 0);
+        ssize_t n = fds ? recv_fds(fd, (char *)buf + got, max - got, fds)
+                        : recv(fd, (char *)buf + got, max - got, 0);
+        if (n < 0 && errno == EPROTO)
+            return -EPROTO;
         if (n < 0 && errno == ENOTSOCK)
             n = read(fd, (char *)buf + got, max - got);   /* a pipe or a file */
         if (n > 0) {
@@ -185,14 +249,33 @@ int net_read_full(int fd, void *buf, size_t len, int64_t deadline_ms)
     return n < 0 ? (int)n : 0;
 }
 
-int net_writev_full(int fd, struct iovec *iov, int iovcnt, int64_t deadline_ms)
+/* net_writev_full, passing pass_fd (>= 0) with the first bytes sent. */
+static int writev_passing(int fd, struct iovec *iov, int iovcnt, int pass_fd,
+                          int64_t deadline_ms)
 {
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } control;
+    memset(&control, 0, sizeof(control));
+    if (pass_fd >= 0) {
+        struct msghdr probe = { .msg_control = control.buf, .msg_controllen = sizeof(control.buf) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&probe);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+    }
     while (iovcnt > 0) {
         /* sendmsg with MSG_NOSIGNAL: a peer that went away must give
          * -EPIPE, not kill the (application) process with SIGPIPE. */
         struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)iovcnt };
+        if (pass_fd >= 0) {
+            msg.msg_control = control.buf;
+            msg.msg_controllen = sizeof(control.buf);
+        }
         ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
-        if (n < 0 && errno == ENOTSOCK)
+        if (n < 0 && errno == ENOTSOCK && pass_fd < 0)
             n = writev(fd, iov, iovcnt);   /* a pipe or a file */
         if (n < 0) {
             int rc = retry_or_timeout(deadline_ms);
@@ -200,6 +283,7 @@ int net_writev_full(int fd, struct iovec *iov, int iovcnt, int64_t deadline_ms)
                 return rc;
             continue;
         }
+        pass_fd = -1;   /* it went with these bytes */
         while (iovcnt > 0 && (size_t)n >= iov->iov_len) {
             n -= (ssize_t)iov->iov_len;
             iov++;
@@ -211,6 +295,16 @@ int net_writev_full(int fd, struct iovec *iov, int iovcnt, int64_t deadline_ms)
         }
     }
     return 0;
+}
+
+int net_writev_full(int fd, struct iovec *iov, int iovcnt, int64_t deadline_ms)
+{
+    return writev_passing(fd, iov, iovcnt, -1, deadline_ms);
+}
+
+int net_writev_fd(int fd, struct iovec *iov, int iovcnt, int pass_fd, int64_t deadline_ms)
+{
+    return writev_passing(fd, iov, iovcnt, pass_fd, deadline_ms);
 }
 
 int net_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms)
@@ -229,6 +323,60 @@ static int unix_socket(const char *path, struct sockaddr_un *addr)
     memcpy(addr->sun_path, path, strlen(path) + 1);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     return fd < 0 ? -errno : fd;
+}
+
+/* A Unix stream socket, with addr and *alen filled for the abstract name
+ * (no file: the kernel drops the name with the socket): the fd, or
+ * -ENAMETOOLONG, or -errno. */
+static int abstract_socket(const char *name, struct sockaddr_un *addr, socklen_t *alen)
+{
+    *addr = (struct sockaddr_un){ .sun_family = AF_UNIX };
+    size_t len = strlen(name);
+    if (len + 1 > sizeof(addr->sun_path))
+        return -ENAMETOOLONG;
+    memcpy(addr->sun_path + 1, name, len);
+    *alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    return fd < 0 ? -errno : fd;
+}
+
+int net_listen_abstract(const char *name, int backlog)
+{
+    struct sockaddr_un addr;
+    socklen_t alen;
+    int fd = abstract_socket(name, &addr, &alen);
+    if (fd < 0)
+        return fd;
+    if (bind(fd, (struct sockaddr *)&addr, alen) < 0 || listen(fd, backlog) < 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+int net_connect_abstract(const char *name, uid_t peer_uid, int timeout_ms)
+{
+    struct sockaddr_un addr;
+    socklen_t alen;
+    int fd = abstract_socket(name, &addr, &alen);
+    if (fd < 0)
+        return fd;
+    struct ucred cred;
+    socklen_t cl = sizeof(cred);
+    int rc = 0;
+    if (connect(fd, (struct sockaddr *)&addr, alen) < 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
+        rc = -errno;
+    else if (cred.uid != peer_uid)
+        rc = -EPERM;
+    else
+        rc = net_set_timeouts(fd, timeout_ms);
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
+    return fd;
 }
 
 int net_listen_unix(const char *path, int backlog)

@@ -1,4 +1,4 @@
-/* net: small TCP helpers in the spirit of Redis' anet.c.
+/* net: small TCP and Unix socket helpers in the spirit of Redis' anet.c.
  *
  * Blocking sockets with deadlines: a connection has SO_RCVTIMEO/SO_SNDTIMEO
  * set, so a single read or write never waits forever, and the *_full helpers
@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 /* Milliseconds on CLOCK_MONOTONIC, for deadlines. */
@@ -46,16 +47,45 @@ int net_read_full(int fd, void *buf, size_t len, int64_t deadline_ms);
  * net_read_full. */
 ssize_t net_read_some(int fd, void *buf, size_t min, size_t max, int64_t deadline_ms);
 
+/* Descriptors received with the bytes of a Unix socket (SCM_RIGHTS), in
+ * the order they came: first in, first out. */
+#define NET_FDS_MAX 16
+struct net_fds {
+    int fd[NET_FDS_MAX];
+    int first, count;
+};
+/* net_read_some on a Unix socket, keeping the descriptors that come with
+ * the bytes in fds. -EPROTO when more arrive than fds holds (they are
+ * closed). */
+ssize_t net_read_some_fds(int fd, void *buf, size_t min, size_t max, int64_t deadline_ms,
+                          struct net_fds *fds);
+/* The oldest descriptor received, or -1 if none is waiting. */
+int net_fds_take(struct net_fds *fds);
+void net_fds_close(struct net_fds *fds);
+
 /* Writes all of iov[0..iovcnt) (the array is modified); on a socket without
  * raising SIGPIPE. Same errors, and -EPIPE when the peer has gone. Works on
  * pipes and files too (through writev). */
 int net_writev_full(int fd, struct iovec *iov, int iovcnt, int64_t deadline_ms);
 int net_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms);
+/* net_writev_full on a Unix socket, passing the descriptor pass_fd with the
+ * first bytes (the receiver gets its own copy of it). */
+int net_writev_fd(int fd, struct iovec *iov, int iovcnt, int pass_fd, int64_t deadline_ms);
 
 /* Listens on a Unix socket at path (replacing a stale one), mode 0600 so
  * only its owner may connect, close-on-exec. Returns the socket or -errno. */
 int net_listen_unix(const char *path, int backlog);
 /* Connects to the Unix socket at path. Returns the socket or -errno. */
 int net_connect_unix(const char *path);
+
+/* Listens on the abstract Unix socket name (Linux: no file, gone with the
+ * socket; anyone on the node may connect, so what it serves must check
+ * who asks). Returns the socket or -errno (-EADDRINUSE: taken). */
+int net_listen_abstract(const char *name, int backlog);
+/* Connects to the abstract Unix socket name, only if the process listening
+ * there runs as peer_uid (else -EPERM: someone else took the name, and
+ * must not see what would be sent); I/O timeouts of timeout_ms. Returns the
+ * socket or -errno. */
+int net_connect_abstract(const char *name, uid_t peer_uid, int timeout_ms);
 
 #endif
