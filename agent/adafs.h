@@ -39,6 +39,11 @@ extern "C" {
 /* Environment variables that carry an instance to a job's processes. */
 #define ADAFS_ENV_INSTANCE "ADAFS_INSTANCE" /* path of the instance file */
 #define ADAFS_ENV_MOUNT    "ADAFS_MOUNT"    /* the mount point prefix */
+/* "tcp": reach the servers of this node over TCP too, not through their
+ * Unix socket (which also lets them copy data straight between their chunk
+ * files and the caller's files, see adafs_pwrite_from_fd). For comparing
+ * the two in benchmarks and tests. */
+#define ADAFS_ENV_TRANSPORT "ADAFS_TRANSPORT"
 
 /* The instance file, written by the deployer, readable only by the job user
  * (0600), one "key=value" per line, '#' starts a comment:

@@ -102,6 +102,11 @@ int secret_generate(uint8_t secret[RPC_SECRET_SIZE])
     return 0;
 }
 
+void instance_local_name(const char *host, int port, char name[INSTANCE_LOCAL_NAME_MAX])
+{
+    snprintf(name, INSTANCE_LOCAL_NAME_MAX, "adafsd/%s:%d", host, port);
+}
+
 void secret_to_hex(const uint8_t secret[RPC_SECRET_SIZE], char *hex)
 {
     static const char digits[] = "0123456789abcdef";

@@ -43,6 +43,13 @@ int instance_read(const char *path, struct instance *out, char *err, size_t errl
 int instance_write(const char *path, const struct instance *in, char *err, size_t errlen);
 void instance_free(struct instance *in);
 
+/* The abstract Unix socket name on which the server listed as host:port
+ * also takes clients of its own node (who can then pass it descriptors):
+ * host as written in the instance, so servers of one node are told apart
+ * and a name never stands for a server on another node. */
+#define INSTANCE_LOCAL_NAME_MAX (INSTANCE_HOST_MAX + 16)
+void instance_local_name(const char *host, int port, char name[INSTANCE_LOCAL_NAME_MAX]);
+
 /* Fills secret with random bytes from the kernel. */
 int secret_generate(uint8_t secret[RPC_SECRET_SIZE]);
 /* hex must hold 2 * RPC_SECRET_SIZE + 1 bytes. */

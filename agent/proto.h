@@ -47,6 +47,17 @@
  *               (a LIST page whose entries come as READ_BATCH answers them;
  *               the page also ends at about 4 MiB of payload)
  *   A batch has at most FS_BATCH_MAX entries and names each path once.
+ *
+ * On the node's Unix socket (a client on the server's own node) a request
+ * may pass a descriptor of the client (SCM_RIGHTS, with its first bytes),
+ * and the server moves the data between its chunk file and that file
+ * itself (copy_file_range), instead of the bytes crossing the socket:
+ *   WRITE_FD    u64 key, u64 index, u32 offset, u32 len, u64 src_off -> ()
+ *               (WRITE of len bytes of the passed file from src_off; those
+ *               it does not hold: ENODATA)
+ *   READ_FD     u64 key, u64 index, u32 offset, u32 len, u64 dst_off
+ *               -> u32 flags, u64 n   (READ, the n bytes the chunk holds
+ *               there written into the passed file at dst_off)
  * Servers that remove or shrink a file's record also drop the chunks of that
  * file they hold themselves; the client tells the other chunk holders. */
 #ifndef ADAFS_PROTO_H
@@ -79,6 +90,8 @@ enum fs_op {
     FS_CREATE_BATCH,
     FS_READ_BATCH,
     FS_LIST_PLUS,
+    FS_WRITE_FD,
+    FS_READ_FD,
     FS_OP_COUNT
 };
 

@@ -5,7 +5,12 @@
  * train of chunk writes). Requests are read through a buffer and answers are
  * gathered in another one that is flushed only when no further complete
  * request is already buffered, so a pipelined train costs one read and one
- * write system call on each side, not one per message. */
+ * write system call on each side, not one per message.
+ *
+ * A client on this node comes through the Unix socket instead and may pass
+ * a descriptor with a request (WRITE_FD, READ_FD): they arrive with the
+ * request's first bytes, in request order, and wait in a queue until the
+ * request is served. */
 #include "server.h"
 
 #include <arpa/inet.h>
@@ -39,12 +44,36 @@
 struct conn {
     struct server *srv;
     int fd;
+    int local;                       /* through the Unix socket */
+    struct net_fds fds;              /* descriptors passed, not yet taken */
     int pipe[2];                     /* for splicing large writes; -1: none yet */
     char peer[64];
     uint8_t *in;
     size_t cap, start, end;
     struct rpc_writer out;
 };
+
+/* net_read_some, keeping what descriptors a local client passes. */
+static ssize_t sock_read(struct conn *c, void *buf, size_t min, size_t max)
+{
+    ssize_t n = net_read_some_fds(c->fd, buf, min, max, 0, c->local ? &c->fds : NULL);
+    if (n == -EPROTO)
+        log_warn("dropping %s: it passed more descriptors than requests", c->peer);
+    return n;
+}
+
+/* The connection's pipe, made on first need (-errno if it cannot be). */
+static int conn_pipe(struct conn *c)
+{
+    if (c->pipe[0] >= 0)
+        return 0;
+    if (pipe2(c->pipe, O_CLOEXEC) < 0) {
+        c->pipe[0] = c->pipe[1] = -1;
+        return -errno;
+    }
+    fcntl(c->pipe[1], F_SETPIPE_SZ, STREAM_PIPE_SIZE);
+    return 0;
+}
 
 static int flush(struct conn *c)
 {
@@ -86,7 +115,7 @@ static int fill(struct conn *c, size_t need)
     size_t room = need > IN_INITIAL ? missing : c->cap - c->end;
     if (room > missing && room > READ_AHEAD)
         room = missing > READ_AHEAD ? missing : READ_AHEAD;
-    ssize_t n = net_read_some(c->fd, c->in + c->end, missing, room, 0);
+    ssize_t n = sock_read(c, c->in + c->end, missing, room);
     if (n < 0)
         return (int)n;
     c->end += (size_t)n;
@@ -183,12 +212,18 @@ static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem
     if (!rpc_put_raw(&c->out, NULL, RPC_HEADER_SIZE))
         return -ENOMEM;
     struct rpc_header ans = { .opcode = req->opcode, .id = req->id };
-    struct reply rep = { .file_fd = -1, .rest = rest };
+    struct reply rep = { .file_fd = -1, .rest = rest, .in_fd = -1, .pipe = c->pipe };
+    if (c->local && (req->opcode == FS_WRITE_FD || req->opcode == FS_READ_FD)) {
+        rep.in_fd = net_fds_take(&c->fds);
+        conn_pipe(c);   /* without one, only copy_file_range is tried */
+    }
     struct rpc_reader r;
     rpc_reader_init(&r, c->in + c->start + RPC_HEADER_SIZE, in_mem);
     rep.out = c->out;
     ans.status = dispatch(srv, req->opcode, &r, &rep);
     c->out = rep.out;
+    if (rep.in_fd >= 0)
+        close(rep.in_fd);
     if (ans.status == 0 && !rpc_writer_ok(&c->out))
         ans.status = -ENOMEM;
     if (ans.status == -EBADMSG || ans.status == -EOPNOTSUPP)
@@ -218,7 +253,7 @@ static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem
 static int discard(struct conn *c, size_t n)
 {
     while (n > 0) {
-        ssize_t got = net_read_some(c->fd, c->in, 1, n < c->cap ? n : c->cap, 0);
+        ssize_t got = sock_read(c, c->in, 1, n < c->cap ? n : c->cap);
         if (got < 0)
             return (int)got;
         n -= (size_t)got;
@@ -252,13 +287,8 @@ static int stream_prefix(struct conn *c, const struct rpc_header *h)
 {
     if ((h->opcode != FS_WRITE && h->opcode != FS_CREATE_WRITE) || h->length <= STREAM_MIN)
         return 0;
-    if (c->pipe[0] < 0) {
-        if (pipe2(c->pipe, O_CLOEXEC) < 0) {
-            c->pipe[0] = c->pipe[1] = -1;
-            return 0;
-        }
-        fcntl(c->pipe[1], F_SETPIPE_SZ, STREAM_PIPE_SIZE);
-    }
+    if (conn_pipe(c) < 0)
+        return 0;
     for (;;) {
         size_t avail = c->end - c->start - RPC_HEADER_SIZE;
         if (avail > h->length)
@@ -293,7 +323,7 @@ static void *conn_main(void *arg)
             rc = -EACCES;
             break;
         }
-        struct stream rest = { .sock = c->fd, .pipe = c->pipe };
+        struct stream rest = { .sock = c->fd, .pipe = c->pipe, .src_fd = -1 };
         size_t in_mem = h.length;
         int streaming = rc = stream_prefix(c, &h);
         if (streaming > 0) {
@@ -323,33 +353,48 @@ static void *conn_main(void *arg)
         close(c->pipe[0]);
         close(c->pipe[1]);
     }
+    net_fds_close(&c->fds);
     free(c->in);
     rpc_writer_free(&c->out);
     free(c);
     return NULL;
 }
 
-int conn_start(struct server *srv, int fd)
+/* Names the peer for the log: address and port, or the process of a local
+ * client. */
+static void name_peer(struct conn *c)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    struct ucred cred;
+    socklen_t cl = sizeof(cred);
+    if (c->local && getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
+        snprintf(c->peer, sizeof(c->peer), "local pid %d uid %u", (int)cred.pid,
+                 (unsigned)cred.uid);
+    } else if (!c->local && getpeername(c->fd, (struct sockaddr *)&sa, &sl) == 0) {
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+        snprintf(c->peer, sizeof(c->peer), "%s:%d", ip, ntohs(sa.sin_port));
+    } else {
+        snprintf(c->peer, sizeof(c->peer), "fd %d", c->fd);
+    }
+}
+
+int conn_start(struct server *srv, int fd, int local)
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
     c->srv = srv;
     c->fd = fd;
+    c->local = local;
     c->pipe[0] = c->pipe[1] = -1;
     c->cap = IN_INITIAL;
     c->in = malloc(c->cap);
     rpc_writer_init(&c->out, NULL, 0);
-    struct sockaddr_in sa;
-    socklen_t sl = sizeof(sa);
-    if (getpeername(fd, (struct sockaddr *)&sa, &sl) == 0) {
-        char ip[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
-        snprintf(c->peer, sizeof(c->peer), "%s:%d", ip, ntohs(sa.sin_port));
-    } else {
-        snprintf(c->peer, sizeof(c->peer), "fd %d", fd);
-    }
-    net_set_nodelay(fd);
+    name_peer(c);
+    if (!local)
+        net_set_nodelay(fd);
     /* Only sends time out: an idle client may stay connected for the job. */
     struct timeval tv = { .tv_sec = SEND_TIMEOUT_MS / 1000 };
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));

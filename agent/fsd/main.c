@@ -261,6 +261,14 @@ int main(int argc, char **argv)
     int lfd = net_listen(host, port, 1024, &bound, err, sizeof(err));
     if (lfd < 0)
         die("%s", err);
+    /* Clients on this node may also come through a Unix socket, to pass
+     * descriptors (conn.c). Without it they use TCP: slower, not wrong. */
+    char local_name[INSTANCE_LOCAL_NAME_MAX];
+    instance_local_name(host, bound, local_name);
+    int ufd = net_listen_abstract(local_name, 1024);
+    if (ufd < 0)
+        log_warn("cannot listen on the local socket @%s: %s; clients on this node use TCP",
+                 local_name, strerror(-ufd));
     snprintf(srv.root, sizeof(srv.root), "%s", root);
     make_root(root);
     char dbdir[4200];
@@ -288,9 +296,10 @@ int main(int argc, char **argv)
             close(devnull);
     }
 
-    struct pollfd pfd[2] = { { .fd = lfd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+    struct pollfd pfd[3] = { { .fd = lfd, .events = POLLIN }, { .fd = sfd, .events = POLLIN },
+                             { .fd = ufd, .events = POLLIN } };
     for (;;) {
-        if (poll(pfd, 2, -1) < 0) {
+        if (poll(pfd, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             log_error("poll: %s", strerror(errno));
@@ -302,14 +311,16 @@ int main(int argc, char **argv)
                 log_info("signal %u: stopping", si.ssi_signo);
             break;
         }
-        if (pfd[0].revents) {
-            int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        for (int i = 0; i < 3; i += 2) {
+            if (!pfd[i].revents)
+                continue;
+            int fd = accept4(pfd[i].fd, NULL, NULL, SOCK_CLOEXEC);
             if (fd < 0) {
                 if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
                     log_warn("accept: %s", strerror(errno));
                 continue;
             }
-            int rc = conn_start(&srv, fd);
+            int rc = conn_start(&srv, fd, i == 2);
             if (rc < 0) {
                 log_error("cannot serve a new connection: %s", strerror(-rc));
                 close(fd);
@@ -320,6 +331,8 @@ int main(int argc, char **argv)
      * them deleted. Wipe and leave; the kernel closes the connections. */
     int64_t t0 = net_now_ms();
     close(lfd);
+    if (ufd >= 0)
+        close(ufd);
     /* Move the root aside first: threads still serving open chunk and
      * database files by path then find nothing, so the wipe is not racing
      * against files being created. */

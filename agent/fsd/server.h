@@ -37,12 +37,15 @@ struct server {
     pthread_mutex_t chunk_locks[SERVER_STRIPES];
 };
 
-/* The tail of a request's payload still in the socket: a large WRITE is
- * not read into memory but spliced from the socket into the file. */
+/* The data of a large write not in memory: the tail of a request's
+ * payload still in the socket (spliced from the socket into the file), or
+ * (WRITE_FD) bytes of a file the client passed, from src_off on. */
 struct stream {
-    int sock;
+    int sock;                        /* -1: from src_fd */
     int *pipe;                       /* the connection's pipe, [0] read end */
-    size_t left;                     /* bytes still to take from sock */
+    size_t left;                     /* bytes still to take */
+    int src_fd;
+    uint64_t src_off;
 };
 #define STREAM_PIPE_SIZE (1u << 20)
 
@@ -56,6 +59,9 @@ struct reply {
     uint64_t file_off;
     size_t file_len;
     struct stream *rest;
+    int in_fd;                       /* the descriptor passed with a *_FD request, or -1;
+                                        closed after the handler */
+    int *pipe;                       /* the connection's pipe (created on first use) */
 };
 
 /* A request handler: decodes req, fills rep, returns 0 or -errno. */
@@ -65,8 +71,9 @@ typedef int (*handler_fn)(struct server *srv, struct rpc_reader *req, struct rep
 int dispatch(struct server *srv, uint16_t opcode, struct rpc_reader *req, struct reply *rep);
 const char *dispatch_op_name(uint16_t opcode);
 
-/* Serves one accepted connection until the peer closes it. */
-int conn_start(struct server *srv, int fd);
+/* Serves one accepted connection until the peer closes it; local: it came
+ * through the node's Unix socket, and its requests may pass descriptors. */
+int conn_start(struct server *srv, int fd, int local);
 
 
 /* meta.c */
@@ -144,6 +151,8 @@ int quota_take(struct server *srv, uint64_t bytes);
 void quota_give(struct server *srv, uint64_t bytes);
 int op_write(struct server *, struct rpc_reader *, struct reply *);
 int op_read(struct server *, struct rpc_reader *, struct reply *);
+int op_write_fd(struct server *, struct rpc_reader *, struct reply *);
+int op_read_fd(struct server *, struct rpc_reader *, struct reply *);
 int op_trunc_data(struct server *, struct rpc_reader *, struct reply *);
 int op_statfs(struct server *, struct rpc_reader *, struct reply *);
 

@@ -1,5 +1,7 @@
 /* call: requests to the servers, over one persistent TCP connection per
- * server per process (TCP_NODELAY, connected on first use).
+ * server per process (TCP_NODELAY, connected on first use); to a server of
+ * this node over its Unix socket instead, when it has one and runs as we
+ * do (ADAFS_TRANSPORT=tcp: not).
  *
  * A batch sends all its requests before reading any answer, so requests to
  * different servers overlap, and a train of chunk writes to one server
@@ -19,7 +21,14 @@
  * taken back. A payload in memory is copied into the socket by sendmsg:
  * lending its pages with vmsplice(2) + splice(2) instead was measured no
  * faster on loopback (doc/bench/fs.md: the profile trades the copy for
- * page pinning and one socket fragment per 4 KiB page). */
+ * page pinning and one socket fragment per 4 KiB page).
+ *
+ * Over a Unix socket, bulk data in files does not cross the socket at all:
+ * a WRITE from the caller's file and a READ into one go as WRITE_FD and
+ * READ_FD, passing the caller's descriptor, and the server copies between
+ * its chunk file and the caller's file itself (copy_file_range: one copy
+ * in the page cache, as cp makes, instead of a sendfile into the socket and
+ * a splice out of it). */
 #include "client.h"
 
 #include <errno.h>
@@ -27,6 +36,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -49,7 +59,7 @@ void call_init(struct call *c, int server, uint16_t op)
     memset(c, 0, sizeof(*c));
     c->server = server;
     c->op = op;
-    c->bulk_fd = c->dest_fd = -1;
+    c->bulk_fd = c->dest_fd = c->pass_fd = -1;
     rpc_writer_init(&c->req, c->req_inline, sizeof(c->req_inline));
 }
 
@@ -134,7 +144,15 @@ static int conn_ready(adafs *fs, int server, int need_pipe)
         }
         char err[256];
         const struct instance_server *s = &fs->inst.servers[server];
-        int fd = net_connect(s->host, s->port, fs->inst.timeout_ms, err, sizeof(err));
+        int fd = -1;
+        if (fs->local_sockets) {
+            char name[INSTANCE_LOCAL_NAME_MAX];
+            instance_local_name(s->host, s->port, name);
+            fd = net_connect_abstract(name, geteuid(), fs->inst.timeout_ms);
+        }
+        sc->local = fd >= 0;
+        if (fd < 0)
+            fd = net_connect(s->host, s->port, fs->inst.timeout_ms, err, sizeof(err));
         if (fd < 0)
             return -EIO;
         sc->fd = fd;
@@ -211,9 +229,41 @@ static int send_from_file(struct server_conn *sc, int fd, uint64_t off, size_t l
     return 0;
 }
 
+/* Whether writing up to end stays within our file size limit: the server
+ * writing for us is not held to it, so beyond it we write ourselves and
+ * get EFBIG as the caller expects. */
+static int within_file_limit(uint64_t end)
+{
+    struct rlimit rl;
+    return getrlimit(RLIMIT_FSIZE, &rl) == 0 &&
+           (rl.rlim_cur == RLIM_INFINITY || end <= (uint64_t)rl.rlim_cur);
+}
+
+/* On a local connection: a WRITE from the caller's file becomes WRITE_FD,
+ * a READ into one READ_FD (proto.h), the file's descriptor going along. */
+static void pass_descriptor(const struct server_conn *sc, struct call *c)
+{
+    if (!sc->local)
+        return;
+    if (c->op == FS_WRITE && c->bulk_fd >= 0 && c->bulk_len > 0) {
+        c->op = FS_WRITE_FD;
+        rpc_put_u64(&c->req, c->bulk_fd_off);
+        c->pass_fd = c->bulk_fd;
+        c->bulk_len = 0;
+    } else if (c->op == FS_READ && c->dest_fd >= 0 &&
+               within_file_limit(c->dest_off + c->dest_cap)) {
+        c->op = FS_READ_FD;
+        rpc_put_u64(&c->req, c->dest_off);
+        c->pass_fd = c->dest_fd;
+    }
+}
+
 static int send_call(adafs *fs, struct call *c)
 {
     struct server_conn *sc = &fs->conns[c->server];
+    pass_descriptor(sc, c);
+    if (!rpc_writer_ok(&c->req))
+        return -ENOMEM;
     struct rpc_header h = { .opcode = c->op, .id = atomic_fetch_add(&fs->request_id, 1) + 1,
                             .length = (uint32_t)(c->req.len + c->bulk_len) };
     memcpy(h.secret, fs->inst.secret, RPC_SECRET_SIZE);
@@ -226,7 +276,8 @@ static int send_call(adafs *fs, struct call *c)
     };
     int64_t deadline = net_now_ms() + fs->inst.timeout_ms;
     int from_file = c->bulk_len > 0 && c->bulk_fd >= 0;
-    int rc = net_writev_full(sc->fd, iov, from_file ? 2 : 3, deadline);
+    int rc = c->pass_fd >= 0 ? net_writev_fd(sc->fd, iov, 2, c->pass_fd, deadline)
+                             : net_writev_full(sc->fd, iov, from_file ? 2 : 3, deadline);
     if (rc < 0 || !from_file)
         return rc;
     struct nopipe np;
@@ -337,17 +388,42 @@ static int conn_read_to_fd(adafs *fs, struct server_conn *sc, struct call *c, si
     return 0;
 }
 
+/* The answer of a READ_FD: u32 flags, u64 the bytes written into the
+ * caller's file (0 with an error). */
+static int recv_read_fd(adafs *fs, struct server_conn *sc, struct call *c,
+                        const struct rpc_header *h)
+{
+    uint8_t ans[12];
+    if (h->status == 0) {
+        if (h->length != sizeof(ans) || conn_read(fs, sc, ans, sizeof(ans), CONN_AHEAD) < 0)
+            return -EIO;
+        struct rpc_reader r;
+        rpc_reader_init(&r, ans, sizeof(ans));
+        c->flags = rpc_get_u32(&r);
+        uint64_t n = rpc_get_u64(&r);
+        if (n > c->dest_cap)
+            return -EIO;
+        c->resp_len = (size_t)n;
+    } else if (h->length != 0) {
+        return -EIO;
+    }
+    c->status = h->status > 0 ? -EIO : h->status;
+    return 1;
+}
+
 static int recv_call(adafs *fs, struct call *c)
 {
     struct server_conn *sc = &fs->conns[c->server];
     uint8_t hdr[RPC_HEADER_SIZE];
-    int bulk = (c->dest || c->dest_fd >= 0) && c->dest_cap >= sc->cap / 2;
+    int bulk = (c->dest || c->dest_fd >= 0) && c->dest_cap >= sc->cap / 2 && c->pass_fd < 0;
     uint8_t flags[4];
     size_t head = c->dest_flags ? sizeof(flags) : 0;
     int rc = conn_read(fs, sc, hdr, sizeof(hdr), bulk ? head : CONN_AHEAD);
     struct rpc_header h;
     if (rc < 0 || rpc_header_decode(hdr, &h) < 0 || h.opcode != c->op)
         return -EIO;
+    if (c->op == FS_READ_FD)
+        return recv_read_fd(fs, sc, c, &h);
     if (c->dest || c->dest_fd >= 0) {
         size_t len = h.length;
         if (head && h.status == 0) {

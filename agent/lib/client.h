@@ -25,6 +25,7 @@
 struct server_conn {
     pthread_mutex_t lock;
     int fd;                  /* -1: connect on next use */
+    int local;               /* fd is the server's Unix socket: descriptors may pass */
     pid_t pid;               /* process that opened fd: a forked child reconnects */
     int pipe[2];             /* for splicing bulk data; lives and dies with fd; -1: none yet */
     size_t pipe_size;
@@ -49,6 +50,7 @@ struct open_file {
 struct adafs {
     struct instance inst;
     struct server_conn *conns;
+    int local_sockets;          /* try the servers' Unix sockets first */
     uid_t uid;
     gid_t gid;
     uint64_t key_seed;
@@ -78,6 +80,7 @@ struct call {
     int dest_flags;              /* with dest: a successful answer starts with a u32 */
     uint32_t flags;              /* of flags (READ's), read into here, not into dest */
     int status;                  /* 0 or -errno (-EIO: server unreachable) */
+    int pass_fd;                 /* sent as WRITE_FD/READ_FD: this descriptor goes along */
     uint8_t *resp;               /* answer payload (not with dest) */
     size_t resp_len;
     uint8_t resp_inline[128];
