@@ -2,7 +2,10 @@
  * boundaries and batches, short sources, holes, every bad descriptor with
  * its errno, a destination that refuses data; the connection's pipe (a
  * forked child's own, close-on-exec); a stopped or killed server (EIO in
- * bounded time, no SIGPIPE). */
+ * bounded time, no SIGPIPE). All of it both ways a client reaches the
+ * servers of its node: their Unix sockets (the servers copy between their
+ * chunk files and the caller's, WRITE_FD/READ_FD) and TCP
+ * (ADAFS_TRANSPORT=tcp); and what the Unix socket refuses. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -10,18 +13,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "fstest.h"
+#include "instance.h"
+#include "net.h"
+#include "proto.h"
 #include "tap.h"
 
 #define CHUNK 65536
 static int nservers;
+static const char *transport = "local";
 static char what[256];
-#define W(...) (snprintf(what, sizeof(what), "[%d servers] ", nservers), \
+#define W(...) (snprintf(what, sizeof(what), "[%d servers, %s] ", nservers, transport), \
                 snprintf(what + strlen(what), sizeof(what) - strlen(what), __VA_ARGS__), what)
 
 static char tmpdir[256];
@@ -526,6 +534,190 @@ static void killed_under_connection(void)
     fstest_stop(&t);
 }
 
+/* Data moved between adafs and files on another file system (tmpfs):
+ * the servers' copy_file_range refuses across file systems (EXDEV), so
+ * they splice instead. */
+static void other_fs(adafs *fs)
+{
+    const char *shm = "/dev/shm";
+    if (access(shm, W_OK) != 0) {
+        tap_skip(2, "%s", W("no writable /dev/shm"));
+        return;
+    }
+    const size_t len = 2 * (1 << 20) + 777;
+    char path[128], *data = malloc(len), *back = malloc(len);
+    fstest_fill(data, len, 61);
+    snprintf(path, sizeof(path), "%s/adafs-fdio.%d", shm, (int)getpid());
+    int src = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    unlink(path);
+    int ok = src >= 0 && pwrite(src, data, len, 0) == (ssize_t)len;
+    int fd = adafs_open(fs, "/other", O_CREAT | O_RDWR, 0600);
+    tap_ok(ok && adafs_pwrite_from_fd(fs, fd, src, 0, len, 0) == (ssize_t)len &&
+           adafs_holds(fs, "/other", 0, data, len), "%s",
+           W("pwrite_from_fd from a tmpfs file: every byte"));
+    ftruncate(src, 0);
+    tap_ok(adafs_pread_to_fd(fs, fd, src, 0, len, 0) == (ssize_t)len &&
+           pread(src, back, len, 0) == (ssize_t)len && memcmp(back, data, len) == 0, "%s",
+           W("pread_to_fd into a tmpfs file: every byte"));
+    adafs_close(fs, fd);
+    adafs_unlink(fs, "/other");
+    if (src >= 0)
+        close(src);
+    free(data);
+    free(back);
+}
+
+/* Sends op with payload w on a server connection, passing the descriptors
+ * pass[0..npass) with it (none: plain); returns the answer's status, or 1
+ * if the exchange failed (the server hung up). */
+static int passing_call(int sock, const uint8_t *secret, uint16_t op, const struct rpc_writer *w,
+                        const int *pass, int npass)
+{
+    struct rpc_header h = { .opcode = op, .id = 7, .length = (uint32_t)w->len };
+    memcpy(h.secret, secret, RPC_SECRET_SIZE);
+    uint8_t hdr[RPC_HEADER_SIZE];
+    rpc_header_encode(&h, hdr);
+    struct iovec iov[2] = { { hdr, sizeof(hdr) }, { w->data, w->len } };
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * 32)];
+    } control;
+    struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+    if (npass > 0) {
+        msg.msg_control = control.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)npass);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)npass);
+        memcpy(CMSG_DATA(c), pass, sizeof(int) * (size_t)npass);
+    }
+    if (sendmsg(sock, &msg, MSG_NOSIGNAL) != (ssize_t)(sizeof(hdr) + w->len))
+        return 1;
+    uint8_t ans[RPC_HEADER_SIZE];
+    struct rpc_header a;
+    if (net_read_full(sock, ans, sizeof(ans), net_now_ms() + 3000) < 0 ||
+        rpc_header_decode(ans, &a) < 0)
+        return 1;
+    uint8_t body[64];
+    if (a.length > sizeof(body) || net_read_full(sock, body, a.length, net_now_ms() + 3000) < 0)
+        return 1;
+    return a.status;
+}
+
+/* WRITE_FD as libadafs sends it, for a chunk of key 5. */
+static void write_fd_request(struct rpc_writer *w, uint32_t len)
+{
+    w->len = 0;
+    rpc_put_u64(w, 5);
+    rpc_put_u64(w, 0);
+    rpc_put_u32(w, 0);
+    rpc_put_u32(w, len);
+    rpc_put_u64(w, 0);
+}
+
+/* The Unix socket: where each server listens, what it refuses (a *_FD
+ * request without its descriptor, over TCP, with one that is not a
+ * regular file; a flood of descriptors), and that nobody else's process
+ * holding the name is ever sent the secret. */
+static void local_socket(void)
+{
+    struct fstest t;
+    nservers = 1;
+    transport = "local";
+    fstest_start(&t, 1, "--chunk-size 64K");
+    char err[256], name[INSTANCE_LOCAL_NAME_MAX];
+    struct instance in;
+    instance_read(t.instance, &in, err, sizeof(err));
+    instance_local_name(in.servers[0].host, in.servers[0].port, name);
+    tap_ok(fstest_sh("grep -q ' @%s$' /proc/net/unix", name) == 0, "the server listens on @%s",
+           name);
+    int sock = net_connect_abstract(name, geteuid(), 3000);
+    tap_ok(sock >= 0, "a process of the same user connects to it");
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    char *data;
+    int file = local_file("passed", 1000, 71, &data);
+    int pfd[2];
+    if (pipe(pfd) < 0)
+        pfd[0] = pfd[1] = -1;
+    write_fd_request(&w, 1000);
+    tap_is_int(passing_call(sock, in.secret, FS_WRITE_FD, &w, NULL, 0), -EBADMSG,
+               "write_fd without a descriptor: EBADMSG");
+    tap_is_int(passing_call(sock, in.secret, FS_WRITE_FD, &w, &pfd[0], 1), -EINVAL,
+               "write_fd passing a pipe: EINVAL");
+    tap_is_int(passing_call(sock, in.secret, FS_WRITE_FD, &w, &file, 1), 0,
+               "write_fd passing a regular file: done");
+    write_fd_request(&w, 2000);
+    tap_is_int(passing_call(sock, in.secret, FS_WRITE_FD, &w, &file, 1), -ENODATA,
+               "write_fd of more than the file holds: ENODATA");
+    uint8_t other[RPC_SECRET_SIZE];
+    memset(other, 0x5a, sizeof(other));
+    tap_is_int(passing_call(sock, other, FS_PING, &w, NULL, 0), -EACCES,
+               "a request with the wrong secret is refused here too (EACCES)");
+    close(sock);
+    sock = net_connect_abstract(name, geteuid(), 3000);
+    int many[NET_FDS_MAX + 1];
+    for (int i = 0; i <= NET_FDS_MAX; i++)
+        many[i] = file;
+    tap_ok(passing_call(sock, in.secret, FS_PING, &w, many, NET_FDS_MAX + 1) == 1,
+           "%d descriptors with one request: the server hangs up", NET_FDS_MAX + 1);
+    close(sock);
+    int tcp = net_connect(in.servers[0].host, in.servers[0].port, 3000, err, sizeof(err));
+    write_fd_request(&w, 1000);
+    struct rpc_reader r;
+    uint8_t *p = NULL;
+    tap_is_int(fstest_raw_call(tcp, in.secret, FS_WRITE_FD, &w, &r, &p), -EBADMSG,
+               "write_fd over TCP (no descriptor can come): EBADMSG");
+    free(p);
+    p = NULL;
+    tap_is_int(fstest_raw_call(tcp, in.secret, FS_READ_FD, &w, &r, &p), -EBADMSG,
+               "read_fd over TCP: EBADMSG");
+    free(p);
+    close(tcp);
+    tap_is_int(fstest_sh("grep -q 'passed more descriptors than requests' %s/server.0.log", t.base),
+               0, "the server log names the flood");
+    tap_is_int(fstest_sh("grep -q 'bad write_fd request.*from local pid' %s/server.0.log", t.base),
+               0, "and the local client that sent a write_fd without its descriptor");
+
+    /* Someone else holding the name gets nothing: the client looks at who
+     * listens before it sends a byte. */
+    if (geteuid() == 0) {
+        char squat[64];
+        snprintf(squat, sizeof(squat), "adafs-test-squat.%d", (int)getpid());
+        int ready[2];
+        if (pipe(ready) < 0)
+            ready[0] = ready[1] = -1;
+        pid_t child = fork();
+        if (child == 0) {
+            if (setgid(65534) < 0 || setuid(65534) < 0)
+                _exit(1);
+            int l = net_listen_abstract(squat, 4);
+            if (write(ready[1], "r", 1) < 0 || l < 0)
+                _exit(1);
+            pause();
+            _exit(0);
+        }
+        char c;
+        int up = read(ready[0], &c, 1) == 1;
+        tap_ok(up && net_connect_abstract(squat, geteuid(), 1000) == -EPERM,
+               "a name held by another user's process: EPERM, nothing sent");
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        close(ready[0]);
+        close(ready[1]);
+    } else {
+        tap_skip(1, "not root: cannot run a process as another user");
+    }
+    rpc_writer_free(&w);
+    close(file);
+    close(pfd[0]);
+    close(pfd[1]);
+    free(data);
+    instance_free(&in);
+    fstest_stop(&t);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof(tmpdir), "%s/fdio.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -536,21 +728,41 @@ int main(void)
     for (int i = 0; i < 1024; i++)
         fifo_before[i] = (unsigned char)is_fifo(i);
     static const int counts[] = { 1, 2 };
-    for (size_t i = 0; i < 2; i++) {
-        nservers = counts[i];
-        struct fstest t;
-        fstest_start(&t, nservers, "--chunk-size 64K");
-        from_fd(t.fs);
-        create_from_fd(t.fs);
-        to_fd(t.fs);
-        to_fd_sparse(t.fs);
-        bad_fds(t.fs);
-        dst_refuses(t.fs);
-        pipes_and_fork(t.fs);
-        fstest_stop(&t);
+    static const char *transports[] = { "local", "tcp" };
+    for (size_t k = 0; k < 2; k++) {
+        transport = transports[k];
+        if (strcmp(transport, "tcp") == 0)
+            setenv(ADAFS_ENV_TRANSPORT, "tcp", 1);
+        for (size_t i = 0; i < 2; i++) {
+            nservers = counts[i];
+            struct fstest t;
+            fstest_start(&t, nservers, "--chunk-size 64K");
+            from_fd(t.fs);
+            create_from_fd(t.fs);
+            to_fd(t.fs);
+            to_fd_sparse(t.fs);
+            bad_fds(t.fs);
+            dst_refuses(t.fs);
+            pipes_and_fork(t.fs);
+            other_fs(t.fs);
+            fstest_stop(&t);
+        }
+        faults();
+        killed_under_connection();
+        unsetenv(ADAFS_ENV_TRANSPORT);
     }
-    faults();
-    killed_under_connection();
+    local_socket();
+    adafs *fs;
+    char err[256];
+    struct fstest t;
+    fstest_start(&t, 1, NULL);
+    setenv(ADAFS_ENV_TRANSPORT, "udp", 1);
+    tap_is_int(adafs_connect(&fs, t.instance, err, sizeof(err)), -EINVAL,
+               "ADAFS_TRANSPORT=udp: EINVAL");
+    tap_ok(strstr(err, "ADAFS_TRANSPORT") && strstr(err, "'udp'"), "naming the variable and value: %s",
+           err);
+    unsetenv(ADAFS_ENV_TRANSPORT);
+    fstest_stop(&t);
     fstest_sh("rm -rf %s", tmpdir);
     return tap_done();
 }
