@@ -40,8 +40,9 @@ extern "C" {
 #define ADAFS_ENV_INSTANCE "ADAFS_INSTANCE" /* path of the instance file */
 #define ADAFS_ENV_MOUNT    "ADAFS_MOUNT"    /* the mount point prefix */
 /* "tcp": reach the servers of this node over TCP too, not through their
- * Unix socket (which also lets them copy data straight between their chunk
- * files and the caller's files, see adafs_pwrite_from_fd). For comparing
+ * Unix socket (which also lets them copy data straight from the caller's
+ * files into their chunk files: adafs_pwrite_from_fd,
+ * adafs_create_write_fd). For comparing
  * the two in benchmarks and tests. */
 #define ADAFS_ENV_TRANSPORT "ADAFS_TRANSPORT"
 

@@ -48,16 +48,18 @@
  *               the page also ends at about 4 MiB of payload)
  *   A batch has at most FS_BATCH_MAX entries and names each path once.
  *
- * On the node's Unix socket (a client on the server's own node) a request
- * may pass a descriptor of the client (SCM_RIGHTS, with its first bytes),
- * and the server moves the data between its chunk file and that file
- * itself (copy_file_range), instead of the bytes crossing the socket:
- *   WRITE_FD    u64 key, u64 index, u32 offset, u32 len, u64 src_off -> ()
- *               (WRITE of len bytes of the passed file from src_off; those
- *               it does not hold: ENODATA)
- *   READ_FD     u64 key, u64 index, u32 offset, u32 len, u64 dst_off
- *               -> u32 flags, u64 n   (READ, the n bytes the chunk holds
- *               there written into the passed file at dst_off)
+ *
+ * On the node's Unix socket (a client on the server's own node), a WRITE
+ * or CREATE_WRITE may take its data from a file of the client instead of
+ * the socket: its opcode has FS_BULK_FD set, the client's descriptor comes
+ * with its first bytes (SCM_RIGHTS), and its payload is
+ *   u64 file_off, u32 len, then the request without its trailing data
+ * whose len bytes the server copies from the passed file at file_off into
+ * its chunk file itself (copy_file_range; ENODATA if the file holds fewer).
+ * The answer is the request's, under the same opcode. Reads have no such
+ * form: servers writing into the caller's file at once contend for its
+ * inode lock, measured slower than the caller splicing READ answers itself
+ * (doc/bench/stager.md).
  * Servers that remove or shrink a file's record also drop the chunks of that
  * file they hold themselves; the client tells the other chunk holders. */
 #ifndef ADAFS_PROTO_H
@@ -90,10 +92,11 @@ enum fs_op {
     FS_CREATE_BATCH,
     FS_READ_BATCH,
     FS_LIST_PLUS,
-    FS_WRITE_FD,
-    FS_READ_FD,
     FS_OP_COUNT
 };
+
+/* Opcode flag: the request's bulk data is in the file passed with it. */
+#define FS_BULK_FD 0x8000u
 
 /* CREATE / MKDIR / PUT flags. */
 #define FS_CREATE_EXCL   1u   /* fail with EEXIST if the path exists */

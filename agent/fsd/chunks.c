@@ -231,7 +231,8 @@ static ssize_t copy_range(int in, off_t *in_off, int out, off_t *out_off, size_t
     return (ssize_t)done;
 }
 
-/* The rest of a WRITE_FD: rest->left bytes of the client's file. */
+/* The data of an FS_BULK_FD request: rest->left bytes of the client's
+ * file. */
 static int copy_in(int fd, off_t *pos, struct stream *rest, const char *path)
 {
     off_t from = (off_t)rest->src_off;
@@ -286,20 +287,6 @@ static int splice_in(int fd, off_t *pos, struct stream *rest, const char *path)
     return rc;
 }
 
-/* pwrite of all n bytes; -errno (-EIO: no progress). */
-static int pwrite_all(int fd, const void *data, size_t n, off_t pos)
-{
-    for (size_t done = 0; done < n;) {
-        ssize_t k = pwrite(fd, (const char *)data + done, n - done, pos + (off_t)done);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return k < 0 ? -errno : -EIO;
-        done += (size_t)k;
-    }
-    return 0;
-}
-
 /* Writes len bytes at pos into the inline chunk 0 of key (pos + len <=
  * inline_max), within the quota. Under the key's lock. */
 static int inline_write(struct server *srv, uint64_t key, uint64_t pos, const void *data,
@@ -333,12 +320,18 @@ static int inline_move_out(struct server *srv, uint64_t key, int fd, const char 
         return 0;
     if (len < 0)
         return len;
-    int rc = pwrite_all(fd, buf, (size_t)len, 0);
-    if (rc < 0) {
-        log_error("cannot move inline data into %s: %s", path, strerror(-rc));
-        return rc;
+    for (size_t done = 0; done < (size_t)len;) {
+        ssize_t n = pwrite(fd, buf + done, (size_t)len - done, (off_t)done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int rc = n < 0 ? -errno : -EIO;
+            log_error("cannot move inline data into %s: %s", path, strerror(-rc));
+            return rc;
+        }
+        done += (size_t)n;
     }
-    rc = meta_blob_del(srv, key);
+    int rc = meta_blob_del(srv, key);
     if (rc < 0)
         return rc;
     /* The blocks replace the inline bytes in the count (a little over the
@@ -470,65 +463,19 @@ int op_write(struct server *srv, struct rpc_reader *req, struct reply *rep)
     return chunks_write(srv, key, index, offset, data, have, rep->rest);
 }
 
-/* Points *at to up to len bytes from offset of a file's inline chunk 0
- * (valid until the thread's next call); returns how many, -ENOENT when the
- * chunk is not inline, or -errno. */
-static int inline_bytes(struct server *srv, uint64_t key, uint64_t offset, size_t len,
-                        const uint8_t **at)
+/* Appends up to len bytes from offset of a file's inline chunk 0 to out;
+ * returns how many, -ENOENT when the chunk is not inline, or -errno. */
+static int read_inline(struct server *srv, uint64_t key, uint64_t offset, size_t len,
+                       struct rpc_writer *out)
 {
     static _Thread_local uint8_t buf[INLINE_MAX];
     int had = meta_blob_get(srv, key, buf, sizeof(buf));
     if (had < 0)
         return had;
     size_t avail = (size_t)had > offset ? (size_t)had - offset : 0;
-    *at = buf + offset;
-    return (int)(avail < len ? avail : len);
-}
-
-/* Appends up to len bytes from offset of a file's inline chunk 0 to out;
- * returns how many, -ENOENT when the chunk is not inline, or -errno. */
-static int read_inline(struct server *srv, uint64_t key, uint64_t offset, size_t len,
-                       struct rpc_writer *out)
-{
-    const uint8_t *at;
-    int n = inline_bytes(srv, key, offset, len, &at);
-    if (n < 0)
-        return n;
-    rpc_put_raw(out, at, (size_t)n);
-    return rpc_writer_ok(out) ? n : -ENOMEM;
-}
-
-/* Where bytes [offset, offset + len) of chunk index of key are in its
- * local file: the file opened into *fd (-1: there is none, nothing is
- * here), the position and how many of them it holds (fewer at its end),
- * and whether they may hold holes (one look at the extents spares a copier
- * from scanning for zeros). */
-struct chunk_span {
-    int fd;
-    uint64_t pos;
-    size_t len;
-    bool holes;
-};
-
-static int chunk_span(struct server *srv, uint64_t key, uint64_t index, uint32_t offset,
-                      uint32_t len, struct chunk_span *sp)
-{
-    char path[4300];
-    *sp = (struct chunk_span){ .fd = open_data(srv, key, O_RDONLY, path, sizeof(path)) };
-    if (sp->fd < 0)
-        return errno == ENOENT ? 0 : -errno;
-    struct stat st;
-    if (fstat(sp->fd, &st) < 0) {
-        int rc = -errno;
-        close(sp->fd);
-        sp->fd = -1;
-        return rc;
-    }
-    sp->pos = index * srv->chunk_size + offset;
-    uint64_t avail = (uint64_t)st.st_size > sp->pos ? (uint64_t)st.st_size - sp->pos : 0;
-    sp->len = avail < len ? (size_t)avail : len;
-    sp->holes = sp->len && !all_data(sp->fd, sp->pos, sp->len);
-    return 0;
+    size_t n = avail < len ? avail : len;
+    rpc_put_raw(out, buf + offset, n);
+    return rpc_writer_ok(out) ? (int)n : -ENOMEM;
 }
 
 int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
@@ -547,85 +494,27 @@ int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
             return n < 0 ? n : 0;
         rep->out.len = flags_at;
     }
-    struct chunk_span sp;
-    int rc = chunk_span(srv, key, index, offset, len, &sp);
-    if (rc < 0)
-        return rc;
-    /* No local file: nothing here, the client zero-fills. */
-    rpc_put_u32(&rep->out, sp.holes ? FS_READ_HOLES : 0);
-    rep->file_fd = sp.fd;
-    rep->file_off = sp.pos;
-    rep->file_len = sp.len;
-    return 0;
-}
-
-/* A WRITE_FD or READ_FD request: a range of a chunk, and where it starts
- * in the file the client passed. */
-struct fd_request {
-    uint64_t key, index;
-    uint32_t offset, len;
-    uint64_t file_off;
-};
-
-/* Decodes one; the passed descriptor must be a regular file (EINVAL). */
-static int fd_request_get(struct rpc_reader *req, const struct reply *rep, struct fd_request *q)
-{
-    q->key = rpc_get_u64(req);
-    q->index = rpc_get_u64(req);
-    q->offset = rpc_get_u32(req);
-    q->len = rpc_get_u32(req);
-    q->file_off = rpc_get_u64(req);
-    struct stat st;
-    if (!rpc_reader_done(req) || rep->in_fd < 0 || fstat(rep->in_fd, &st) < 0)
-        return -EBADMSG;
-    if (!S_ISREG(st.st_mode) || q->file_off > (uint64_t)INT64_MAX - q->len)
-        return -EINVAL;
-    return 0;
-}
-
-int op_write_fd(struct server *srv, struct rpc_reader *req, struct reply *rep)
-{
-    struct fd_request q;
-    int rc = fd_request_get(req, rep, &q);
-    if (rc < 0 || q.len == 0)
-        return rc < 0 ? rc : -EINVAL;
-    struct stream from = { .sock = -1, .pipe = rep->pipe, .left = q.len, .src_fd = rep->in_fd,
-                           .src_off = q.file_off };
-    return chunks_write(srv, q.key, q.index, q.offset, NULL, 0, &from);
-}
-
-int op_read_fd(struct server *srv, struct rpc_reader *req, struct reply *rep)
-{
-    struct fd_request q;
-    int rc = fd_request_get(req, rep, &q);
-    if (rc < 0 || (uint64_t)q.offset + q.len > srv->chunk_size)
-        return rc < 0 ? rc : -EINVAL;
-    uint32_t flags = 0;
-    ssize_t n = 0;
-    const uint8_t *at;
-    int k = q.index == 0 && q.offset < srv->inline_max
-                ? inline_bytes(srv, q.key, q.offset, q.len, &at) : -ENOENT;
-    if (k >= 0) {
-        flags = FS_READ_HOLES;   /* inline bytes keep a gap as zeros */
-        rc = pwrite_all(rep->in_fd, at, (size_t)k, (off_t)q.file_off);
-        n = k;
-    } else if (k != -ENOENT) {
-        return k;
-    } else {
-        struct chunk_span sp;
-        rc = chunk_span(srv, q.key, q.index, q.offset, q.len, &sp);
-        if (rc == 0 && sp.fd >= 0) {
-            flags = sp.holes ? FS_READ_HOLES : 0;
-            off_t from = (off_t)sp.pos, to = (off_t)q.file_off;
-            n = copy_range(sp.fd, &from, rep->in_fd, &to, sp.len, rep->pipe);
-            close(sp.fd);
-            rc = n < 0 ? (int)n : 0;   /* short: the chunk shrank meanwhile */
-        }
+    char path[4300];
+    int fd = open_data(srv, key, O_RDONLY, path, sizeof(path));
+    if (fd < 0 && errno == ENOENT) {
+        rpc_put_u32(&rep->out, 0);               /* nothing here: the client zero-fills */
+        return 0;
     }
-    if (rc < 0)
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        int rc = -errno;
+        if (fd >= 0)
+            close(fd);
         return rc;
-    rpc_put_u32(&rep->out, flags);
-    rpc_put_u64(&rep->out, (uint64_t)n);
+    }
+    uint64_t pos = index * srv->chunk_size + offset;
+    uint64_t avail = (uint64_t)st.st_size > pos ? (uint64_t)st.st_size - pos : 0;
+    rep->file_fd = fd;
+    rep->file_off = pos;
+    rep->file_len = avail < len ? (size_t)avail : len;
+    /* One look at the extents spares a copier from scanning for zeros. */
+    bool holes = rep->file_len && !all_data(fd, pos, rep->file_len);
+    rpc_put_u32(&rep->out, holes ? FS_READ_HOLES : 0);
     return 0;
 }
 

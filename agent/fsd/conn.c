@@ -8,8 +8,8 @@
  * write system call on each side, not one per message.
  *
  * A client on this node comes through the Unix socket instead and may pass
- * a descriptor with a request (WRITE_FD, READ_FD): they arrive with the
- * request's first bytes, in request order, and wait in a queue until the
+ * a descriptor with a request (FS_BULK_FD): descriptors arrive with their
+ * request's first bytes, in request order, and wait in a queue until their
  * request is served. */
 #include "server.h"
 
@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -201,6 +202,25 @@ static void refuse(struct conn *c, const struct rpc_header *req)
     flush(c);
 }
 
+/* A request with FS_BULK_FD: its data comes from the descriptor passed
+ * with it, at the offset its payload starts with (proto.h). */
+static int bulk_from_fd(struct conn *c, uint16_t op, struct rpc_reader *r, struct stream *s)
+{
+    uint64_t off = rpc_get_u64(r);
+    uint32_t len = rpc_get_u32(r);
+    *s = (struct stream){ .sock = -1, .pipe = c->pipe, .left = len, .src_off = off,
+                          .src_fd = c->local ? net_fds_take(&c->fds) : -1 };
+    struct stat st;
+    if (!rpc_reader_ok(r) || (op != FS_WRITE && op != FS_CREATE_WRITE) || s->src_fd < 0 ||
+        fstat(s->src_fd, &st) < 0)
+        return -EBADMSG;
+    /* A regular file: not a pipe or socket the client could stall us on. */
+    if (!S_ISREG(st.st_mode) || len == 0 || off > (uint64_t)INT64_MAX - len)
+        return -EINVAL;
+    conn_pipe(c);   /* for splicing where copy_file_range will not copy */
+    return 0;
+}
+
 /* Handles the request at c->start, of which in_mem payload bytes are in
  * the buffer and rest (if not NULL) is still in the socket; returns < 0 to
  * drop the connection. */
@@ -212,24 +232,27 @@ static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem
     if (!rpc_put_raw(&c->out, NULL, RPC_HEADER_SIZE))
         return -ENOMEM;
     struct rpc_header ans = { .opcode = req->opcode, .id = req->id };
-    struct reply rep = { .file_fd = -1, .rest = rest, .in_fd = -1, .pipe = c->pipe };
-    if (c->local && (req->opcode == FS_WRITE_FD || req->opcode == FS_READ_FD)) {
-        rep.in_fd = net_fds_take(&c->fds);
-        conn_pipe(c);   /* without one, only copy_file_range is tried */
-    }
+    struct reply rep = { .file_fd = -1, .rest = rest };
     struct rpc_reader r;
     rpc_reader_init(&r, c->in + c->start + RPC_HEADER_SIZE, in_mem);
+    uint16_t op = req->opcode & ~FS_BULK_FD;
+    struct stream by_fd = { .src_fd = -1 };
+    int bad = 0;
+    if (req->opcode & FS_BULK_FD) {
+        bad = bulk_from_fd(c, op, &r, &by_fd);
+        rep.rest = &by_fd;
+    }
     rep.out = c->out;
-    ans.status = dispatch(srv, req->opcode, &r, &rep);
+    ans.status = bad < 0 ? bad : dispatch(srv, op, &r, &rep);
     c->out = rep.out;
-    if (rep.in_fd >= 0)
-        close(rep.in_fd);
+    if (by_fd.src_fd >= 0)
+        close(by_fd.src_fd);
     if (ans.status == 0 && !rpc_writer_ok(&c->out))
         ans.status = -ENOMEM;
     if (ans.status == -EBADMSG || ans.status == -EOPNOTSUPP)
-        log_warn("bad %s request (opcode %u, %u bytes) from %s: %s",
-                 dispatch_op_name(req->opcode), req->opcode, req->length, c->peer,
-                 strerror(-ans.status));
+        log_warn("bad %s%s request (opcode %#x, %u bytes) from %s: %s", dispatch_op_name(op),
+                 op != req->opcode ? " (data by descriptor)" : "", req->opcode, req->length,
+                 c->peer, strerror(-ans.status));
     if (ans.status < 0) {
         c->out.len = hdr_at + RPC_HEADER_SIZE;   /* no payload with an error */
         if (rep.file_fd >= 0)

@@ -38,8 +38,6 @@ static const struct {
     [FS_CREATE_BATCH] = { "create_batch", op_create_batch },
     [FS_READ_BATCH] = { "read_batch", op_read_batch },
     [FS_LIST_PLUS] = { "list_plus", op_list_plus },
-    [FS_WRITE_FD] = { "write_fd", op_write_fd },
-    [FS_READ_FD] = { "read_fd", op_read_fd },
 };
 
 const char *dispatch_op_name(uint16_t opcode)

@@ -183,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int op = data[0] % 3, create = op == 1;
     struct rpc_reader req;
     rpc_reader_init(&req, data + 1, size - 1);
-    struct reply rep = { .file_fd = -1, .in_fd = -1 };
+    struct reply rep = { .file_fd = -1 };
     rpc_writer_init(&rep.out, NULL, 0);
     int rc = op == 0 ? op_read_batch(&srv, &req, &rep)
            : op == 1 ? op_create_batch(&srv, &req, &rep)

@@ -39,7 +39,7 @@ struct server {
 
 /* The data of a large write not in memory: the tail of a request's
  * payload still in the socket (spliced from the socket into the file), or
- * (WRITE_FD) bytes of a file the client passed, from src_off on. */
+ * (FS_BULK_FD) bytes of a file the client passed, from src_off on. */
 struct stream {
     int sock;                        /* -1: from src_fd */
     int *pipe;                       /* the connection's pipe, [0] read end */
@@ -59,9 +59,6 @@ struct reply {
     uint64_t file_off;
     size_t file_len;
     struct stream *rest;
-    int in_fd;                       /* the descriptor passed with a *_FD request, or -1;
-                                        closed after the handler */
-    int *pipe;                       /* the connection's pipe (created on first use) */
 };
 
 /* A request handler: decodes req, fills rep, returns 0 or -errno. */
@@ -151,8 +148,6 @@ int quota_take(struct server *srv, uint64_t bytes);
 void quota_give(struct server *srv, uint64_t bytes);
 int op_write(struct server *, struct rpc_reader *, struct reply *);
 int op_read(struct server *, struct rpc_reader *, struct reply *);
-int op_write_fd(struct server *, struct rpc_reader *, struct reply *);
-int op_read_fd(struct server *, struct rpc_reader *, struct reply *);
 int op_trunc_data(struct server *, struct rpc_reader *, struct reply *);
 int op_statfs(struct server *, struct rpc_reader *, struct reply *);
 

@@ -23,12 +23,12 @@
  * faster on loopback (doc/bench/fs.md: the profile trades the copy for
  * page pinning and one socket fragment per 4 KiB page).
  *
- * Over a Unix socket, bulk data in files does not cross the socket at all:
- * a WRITE from the caller's file and a READ into one go as WRITE_FD and
- * READ_FD, passing the caller's descriptor, and the server copies between
- * its chunk file and the caller's file itself (copy_file_range: one copy
- * in the page cache, as cp makes, instead of a sendfile into the socket and
- * a splice out of it). */
+ * Over a Unix socket, data in the caller's file for a WRITE or
+ * CREATE_WRITE does not cross the socket at all: the request passes the
+ * caller's descriptor instead (FS_BULK_FD), and the server copies from
+ * that file into its chunk file itself (copy_file_range: one copy in the
+ * page cache, as cp makes, instead of a sendfile into the socket and a
+ * splice out of it). Reads come over the socket (proto.h says why). */
 #include "client.h"
 
 #include <errno.h>
@@ -36,7 +36,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -229,33 +228,26 @@ static int send_from_file(struct server_conn *sc, int fd, uint64_t off, size_t l
     return 0;
 }
 
-/* Whether writing up to end stays within our file size limit: the server
- * writing for us is not held to it, so beyond it we write ourselves and
- * get EFBIG as the caller expects. */
-static int within_file_limit(uint64_t end)
-{
-    struct rlimit rl;
-    return getrlimit(RLIMIT_FSIZE, &rl) == 0 &&
-           (rl.rlim_cur == RLIM_INFINITY || end <= (uint64_t)rl.rlim_cur);
-}
-
-/* On a local connection: a WRITE from the caller's file becomes WRITE_FD,
- * a READ into one READ_FD (proto.h), the file's descriptor going along. */
+/* On a local connection, data in the caller's file goes by descriptor:
+ * the opcode gets FS_BULK_FD and the payload the file's offset and the
+ * data's length in front (proto.h). */
 static void pass_descriptor(const struct server_conn *sc, struct call *c)
 {
-    if (!sc->local)
+    if (!sc->local || c->bulk_fd < 0 || c->bulk_len == 0)
         return;
-    if (c->op == FS_WRITE && c->bulk_fd >= 0 && c->bulk_len > 0) {
-        c->op = FS_WRITE_FD;
-        rpc_put_u64(&c->req, c->bulk_fd_off);
-        c->pass_fd = c->bulk_fd;
-        c->bulk_len = 0;
-    } else if (c->op == FS_READ && c->dest_fd >= 0 &&
-               within_file_limit(c->dest_off + c->dest_cap)) {
-        c->op = FS_READ_FD;
-        rpc_put_u64(&c->req, c->dest_off);
-        c->pass_fd = c->dest_fd;
-    }
+    uint8_t head_buf[12];
+    struct rpc_writer head;
+    rpc_writer_init(&head, head_buf, sizeof(head_buf));
+    rpc_put_u64(&head, c->bulk_fd_off);
+    rpc_put_u32(&head, (uint32_t)c->bulk_len);
+    size_t n = c->req.len;
+    if (!rpc_put_raw(&c->req, NULL, sizeof(head_buf)))
+        return;   /* the writer is failed: the call fails with ENOMEM */
+    memmove(c->req.data + sizeof(head_buf), c->req.data, n);
+    memcpy(c->req.data, head_buf, sizeof(head_buf));
+    c->op |= FS_BULK_FD;
+    c->pass_fd = c->bulk_fd;
+    c->bulk_len = 0;
 }
 
 static int send_call(adafs *fs, struct call *c)
@@ -388,42 +380,17 @@ static int conn_read_to_fd(adafs *fs, struct server_conn *sc, struct call *c, si
     return 0;
 }
 
-/* The answer of a READ_FD: u32 flags, u64 the bytes written into the
- * caller's file (0 with an error). */
-static int recv_read_fd(adafs *fs, struct server_conn *sc, struct call *c,
-                        const struct rpc_header *h)
-{
-    uint8_t ans[12];
-    if (h->status == 0) {
-        if (h->length != sizeof(ans) || conn_read(fs, sc, ans, sizeof(ans), CONN_AHEAD) < 0)
-            return -EIO;
-        struct rpc_reader r;
-        rpc_reader_init(&r, ans, sizeof(ans));
-        c->flags = rpc_get_u32(&r);
-        uint64_t n = rpc_get_u64(&r);
-        if (n > c->dest_cap)
-            return -EIO;
-        c->resp_len = (size_t)n;
-    } else if (h->length != 0) {
-        return -EIO;
-    }
-    c->status = h->status > 0 ? -EIO : h->status;
-    return 1;
-}
-
 static int recv_call(adafs *fs, struct call *c)
 {
     struct server_conn *sc = &fs->conns[c->server];
     uint8_t hdr[RPC_HEADER_SIZE];
-    int bulk = (c->dest || c->dest_fd >= 0) && c->dest_cap >= sc->cap / 2 && c->pass_fd < 0;
+    int bulk = (c->dest || c->dest_fd >= 0) && c->dest_cap >= sc->cap / 2;
     uint8_t flags[4];
     size_t head = c->dest_flags ? sizeof(flags) : 0;
     int rc = conn_read(fs, sc, hdr, sizeof(hdr), bulk ? head : CONN_AHEAD);
     struct rpc_header h;
     if (rc < 0 || rpc_header_decode(hdr, &h) < 0 || h.opcode != c->op)
         return -EIO;
-    if (c->op == FS_READ_FD)
-        return recv_read_fd(fs, sc, c, &h);
     if (c->dest || c->dest_fd >= 0) {
         size_t len = h.length;
         if (head && h.status == 0) {

@@ -80,7 +80,7 @@ struct call {
     int dest_flags;              /* with dest: a successful answer starts with a u32 */
     uint32_t flags;              /* of flags (READ's), read into here, not into dest */
     int status;                  /* 0 or -errno (-EIO: server unreachable) */
-    int pass_fd;                 /* sent as WRITE_FD/READ_FD: this descriptor goes along */
+    int pass_fd;                 /* sent with FS_BULK_FD: this descriptor goes along */
     uint8_t *resp;               /* answer payload (not with dest) */
     size_t resp_len;
     uint8_t resp_inline[128];

@@ -3,8 +3,8 @@
  * its errno, a destination that refuses data; the connection's pipe (a
  * forked child's own, close-on-exec); a stopped or killed server (EIO in
  * bounded time, no SIGPIPE). All of it both ways a client reaches the
- * servers of its node: their Unix sockets (the servers copy between their
- * chunk files and the caller's, WRITE_FD/READ_FD) and TCP
+ * servers of its node: their Unix sockets (the servers copy from the
+ * caller's files into their chunk files, FS_BULK_FD) and TCP
  * (ADAFS_TRANSPORT=tcp); and what the Unix socket refuses. */
 #include <errno.h>
 #include <fcntl.h>
@@ -605,19 +605,23 @@ static int passing_call(int sock, const uint8_t *secret, uint16_t op, const stru
     return a.status;
 }
 
-/* WRITE_FD as libadafs sends it, for a chunk of key 5. */
-static void write_fd_request(struct rpc_writer *w, uint32_t len)
+/* The payload of a WRITE by descriptor as libadafs sends it (FS_BULK_FD):
+ * len bytes for chunk 0 of key 5 from offset 0 of the passed file. */
+static void write_by_fd(struct rpc_writer *w, uint32_t len)
 {
     w->len = 0;
+    rpc_put_u64(w, 0);
+    rpc_put_u32(w, len);
     rpc_put_u64(w, 5);
     rpc_put_u64(w, 0);
     rpc_put_u32(w, 0);
     rpc_put_u32(w, len);
-    rpc_put_u64(w, 0);
 }
+#define WRITE_BY_FD (FS_WRITE | FS_BULK_FD)
 
-/* The Unix socket: where each server listens, what it refuses (a *_FD
- * request without its descriptor, over TCP, with one that is not a
+/* The Unix socket: where each server listens, what it refuses (data by
+ * descriptor without one, over TCP, for a request without data, with one
+ * that is not a
  * regular file; a flood of descriptors), and that nobody else's process
  * holding the name is ever sent the secret. */
 static void local_socket(void)
@@ -641,16 +645,18 @@ static void local_socket(void)
     int pfd[2];
     if (pipe(pfd) < 0)
         pfd[0] = pfd[1] = -1;
-    write_fd_request(&w, 1000);
-    tap_is_int(passing_call(sock, in.secret, FS_WRITE_FD, &w, NULL, 0), -EBADMSG,
-               "write_fd without a descriptor: EBADMSG");
-    tap_is_int(passing_call(sock, in.secret, FS_WRITE_FD, &w, &pfd[0], 1), -EINVAL,
-               "write_fd passing a pipe: EINVAL");
-    tap_is_int(passing_call(sock, in.secret, FS_WRITE_FD, &w, &file, 1), 0,
-               "write_fd passing a regular file: done");
-    write_fd_request(&w, 2000);
-    tap_is_int(passing_call(sock, in.secret, FS_WRITE_FD, &w, &file, 1), -ENODATA,
-               "write_fd of more than the file holds: ENODATA");
+    write_by_fd(&w, 1000);
+    tap_is_int(passing_call(sock, in.secret, WRITE_BY_FD, &w, NULL, 0), -EBADMSG,
+               "a write by descriptor without one: EBADMSG");
+    tap_is_int(passing_call(sock, in.secret, WRITE_BY_FD, &w, &pfd[0], 1), -EINVAL,
+               "passing a pipe: EINVAL");
+    tap_is_int(passing_call(sock, in.secret, FS_STAT | FS_BULK_FD, &w, &file, 1), -EBADMSG,
+               "data by descriptor for a request that takes none (STAT): EBADMSG");
+    tap_is_int(passing_call(sock, in.secret, WRITE_BY_FD, &w, &file, 1), 0,
+               "passing a regular file: done");
+    write_by_fd(&w, 2000);
+    tap_is_int(passing_call(sock, in.secret, WRITE_BY_FD, &w, &file, 1), -ENODATA,
+               "more than the file holds: ENODATA");
     uint8_t other[RPC_SECRET_SIZE];
     memset(other, 0x5a, sizeof(other));
     tap_is_int(passing_call(sock, other, FS_PING, &w, NULL, 0), -EACCES,
@@ -664,21 +670,18 @@ static void local_socket(void)
            "%d descriptors with one request: the server hangs up", NET_FDS_MAX + 1);
     close(sock);
     int tcp = net_connect(in.servers[0].host, in.servers[0].port, 3000, err, sizeof(err));
-    write_fd_request(&w, 1000);
+    write_by_fd(&w, 1000);
     struct rpc_reader r;
     uint8_t *p = NULL;
-    tap_is_int(fstest_raw_call(tcp, in.secret, FS_WRITE_FD, &w, &r, &p), -EBADMSG,
-               "write_fd over TCP (no descriptor can come): EBADMSG");
-    free(p);
-    p = NULL;
-    tap_is_int(fstest_raw_call(tcp, in.secret, FS_READ_FD, &w, &r, &p), -EBADMSG,
-               "read_fd over TCP: EBADMSG");
+    tap_is_int(fstest_raw_call(tcp, in.secret, WRITE_BY_FD, &w, &r, &p), -EBADMSG,
+               "a write by descriptor over TCP (none can come): EBADMSG");
     free(p);
     close(tcp);
     tap_is_int(fstest_sh("grep -q 'passed more descriptors than requests' %s/server.0.log", t.base),
                0, "the server log names the flood");
-    tap_is_int(fstest_sh("grep -q 'bad write_fd request.*from local pid' %s/server.0.log", t.base),
-               0, "and the local client that sent a write_fd without its descriptor");
+    tap_is_int(fstest_sh("grep -q 'bad write (data by descriptor) request.*from local pid' "
+                         "%s/server.0.log", t.base),
+               0, "and the local client that sent a write by descriptor without one");
 
     /* Someone else holding the name gets nothing: the client looks at who
      * listens before it sends a byte. */
