@@ -340,6 +340,15 @@ static int abstract_socket(const char *name, struct sockaddr_un *addr, socklen_t
     return fd < 0 ? -errno : fd;
 }
 
+void net_set_unix_sndbuf(int fd)
+{
+    /* Unix stream sockets have no autotuning; what a sender may queue is
+     * its send buffer (208 KiB by default), far below a chunk train.
+     * Capped by net.core.wmem_max; below that, what we get is fine too. */
+    int want = NET_UNIX_SNDBUF;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
+}
+
 int net_listen_abstract(const char *name, int backlog)
 {
     struct sockaddr_un addr;
@@ -372,6 +381,8 @@ int net_connect_abstract(const char *name, uid_t peer_uid, int timeout_ms)
         rc = -EPERM;
     else
         rc = net_set_timeouts(fd, timeout_ms);
+    if (rc == 0)
+        net_set_unix_sndbuf(fd);
     if (rc < 0) {
         close(fd);
         return rc;

@@ -87,5 +87,9 @@ int net_listen_abstract(const char *name, int backlog);
  * must not see what would be sent); I/O timeouts of timeout_ms. Returns the
  * socket or -errno. */
 int net_connect_abstract(const char *name, uid_t peer_uid, int timeout_ms);
+/* Asks for a send buffer of NET_UNIX_SNDBUF on a Unix stream socket (as
+ * much as net.core.wmem_max allows); net_connect_abstract does it. */
+#define NET_UNIX_SNDBUF (4 << 20)
+void net_set_unix_sndbuf(int fd);
 
 #endif

@@ -416,7 +416,9 @@ int conn_start(struct server *srv, int fd, int local)
     c->in = malloc(c->cap);
     rpc_writer_init(&c->out, NULL, 0);
     name_peer(c);
-    if (!local)
+    if (local)
+        net_set_unix_sndbuf(fd);   /* the answers of reads */
+    else
         net_set_nodelay(fd);
     /* Only sends time out: an idle client may stay connected for the job. */
     struct timeval tv = { .tv_sec = SEND_TIMEOUT_MS / 1000 };
