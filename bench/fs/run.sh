@@ -14,7 +14,11 @@
 # data1m: only the 1 MiB sequential write/read target with 2 servers, each
 # repeat measuring bulk TCP and the local directory right before adafs, and
 # with OLD_BUILD_DIR also an older build's adafs in the same repeats (the
-# two take turns going first), for before/after comparisons.
+# two take turns going first), for before/after comparisons. OLD_ENV
+# (VAR=value words) goes into the older build's environment: with the same
+# build twice, OLD_ENV=ADAFS_TRANSPORT=tcp compares TCP with the servers'
+# Unix sockets, which a client on their node uses by default. The whole
+# run under ADAFS_TRANSPORT=tcp measures adafs over TCP only.
 set -eu
 usage="usage: run.sh BUILD_DIR [REPEATS [data1m [OLD_BUILD_DIR]]]"
 build=$(cd "${1:?$usage}" && pwd)
@@ -46,11 +50,29 @@ record() {
     done
 }
 
+# warm: touches and frees 1 GiB before a run that writes data. On a
+# virtual machine whose balloon driver hands memory left free back to the
+# host, the first touch of such memory costs a host fault per page (see
+# bench/stage/run.sh); without this, whichever run came right after a
+# large free (a deleted file) wrote into cheaper memory than the others,
+# the local baseline as often as adafs. WARM=0: not.
+warm() {
+    test "${WARM:-1}" = 1 || return 0
+    python3 -c '
+import mmap
+size = 1 << 30
+m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+for off in range(0, size, 4096):
+    m[off] = 1
+'
+}
+
 # on TARGET CMD...: runs fsbench against the backing directory ("local") or
 # the current instance ("adafsN" through LD_PRELOAD, "apiN" through libadafs).
 on() {
     target=$1
     shift
+    test "$1" = ior && warm
     case $target in
     local) "$fsb" "$@" --dir "$work/local/d$$" ;;
     api*) ADAFS_INSTANCE=$instance "$fsb" "$@" --api --dir "$mount/d$$" ;;
@@ -86,13 +108,17 @@ if [ "$set_" = data1m ]; then
     done
     for r in $(seq "$repeats"); do
         "$fsb" bulk --mib 2048 | record net
+        warm
         "$fsb" ior --dir "$work/local/n$$" --xfer 1M --block $block | record local
         order=$builds
         test $((r % 2)) = 0 && test -n "$old" && order="old new"
         for which in $order; do
-            b=$build
-            test "$which" = old && b=$old
-            ADAFS_INSTANCE=$(cat "$work/inst.$which.path") LD_PRELOAD=$b/agent/.libs/libadafs_preload.so \
+            b=$build extra=
+            test "$which" = old && b=$old extra=${OLD_ENV:-}
+            warm
+            # shellcheck disable=SC2086  # extra: VAR=value words
+            env $extra ADAFS_INSTANCE="$(cat "$work/inst.$which.path")" \
+                LD_PRELOAD="$b/agent/.libs/libadafs_preload.so" \
                 "$b/bench/fs/fsbench" ior --xfer 1M --block $block --dir "$mount/d$$" | record "$which"
         done
     done
@@ -102,7 +128,7 @@ if [ "$set_" = data1m ]; then
         "$b/agent/adafs-ctl" stop --base "$work/inst.$which" 2>/dev/null
     done
     echo "Machine: $(nproc) cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
-    echo "1 MiB sequential transfers, one process, $block, 2 servers; $repeats repeats; new: $build${old:+, old: $old}."
+    echo "1 MiB sequential transfers, one process, $block, 2 servers; $repeats repeats; new: $build${old:+, old: $old}${OLD_ENV:+ with $OLD_ENV}."
     echo
     echo "| build | phase | ratios per repeat (to min(bulk, local) of the repeat) | median | best | best MiB/s |"
     echo "|---|---|---|---|---|---|"
@@ -140,7 +166,7 @@ for r in $(seq "$repeats"); do
         case $n in
         1) "$fsb" pingpong --seconds 1 | record near ;;
         2) "$fsb" bulk --mib 2048 | record near
-           "$fsb" ior --dir "$work/local/n$$" --xfer 1M --block $block | record near ;;
+           warm; "$fsb" ior --dir "$work/local/n$$" --xfer 1M --block $block | record near ;;
         esac
         sed -n 's/.* ready in \([0-9]*\) ms/start\.ms -\1/p' "$work/start.err" | record "srv$n"
         workloads adafs$n

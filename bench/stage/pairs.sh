@@ -8,6 +8,9 @@
 # run.sh runs (TOOLS=cp, LIMITS=0), the order swapped every other pair so
 # neither build always goes first. KEEP as for run.sh (use KEEP=1 for the
 # small set: deleting its copies slows the next creates for minutes).
+# NEW_ENV and BASE_ENV (VAR=value words) go into each build's environment:
+# with one build for both, BASE_ENV=ADAFS_TRANSPORT=tcp compares a client
+# reaching its node's servers over TCP with one using their Unix sockets.
 # Prints one line per run: time, build, cp -r / stage-in / stage-out
 # seconds and the two ratios to cp -r of the same run.
 set -euo pipefail
@@ -20,9 +23,10 @@ for i in $(seq "$pairs"); do
     order="new base"
     [ $((i % 2)) = 0 ] && order="base new"
     for which in $order; do
-        build=$new
-        [ "$which" = base ] && build=$base
-        out=$(env SETS="$set" TOOLS=cp LIMITS=0 KEEP="${KEEP:-0}" bash "$here/run.sh" "$build" "$work" 2>/dev/null)
+        build=$new extra=${NEW_ENV:-}
+        [ "$which" = base ] && build=$base extra=${BASE_ENV:-}
+        # shellcheck disable=SC2086  # extra: VAR=value words
+        out=$(env $extra SETS="$set" TOOLS=cp LIMITS=0 KEEP="${KEEP:-0}" bash "$here/run.sh" "$build" "$work" 2>/dev/null)
         c=$(field "$out" cp) in=$(field "$out" stage_in) o=$(field "$out" stage_out)
         awk -v t="$(date +%T)" -v w="$which" -v s="$set" -v c="$c" -v i="$in" -v o="$o" \
             'BEGIN { printf "%s %s %s cp=%s in=%s out=%s ratio_in=%.2f ratio_out=%.2f\n", t, w, s, c, i, o, c / i, c / o }'

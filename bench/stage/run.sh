@@ -13,11 +13,22 @@
 # LIMITS (1: also measure the rate limits, the default; 0: skip them),
 # TOOLS (local-to-local tools, default "cp rsync tar stagecopy"; cp is
 # what the ratios compare with), KEEP (1: leave the copies in WORK_DIR/run.*
-# instead of deleting them at the end; see below).
+# instead of deleting them at the end; see below), WARM (1: before each
+# timed run, touch as much memory as it will write, the default; 0: not;
+# see below).
 # Prints a Markdown report on stdout; progress on stderr. Under a shared
 # machine, run it under `flock /tmp/adafs-bench.lock` so timed runs of
 # different people never overlap.
 #
+# On a virtual machine whose balloon driver reports free memory to the
+# host (/sys/module/page_reporting here), memory left free for a while is
+# handed back, and the first touch of each page of it costs a fault on the
+# host: cp -r of 4 GiB took 3.7-3.9 s into such memory against 1.6-1.9 s
+# into memory freed just before. Which tool got which was an accident of
+# order (cp, first after the previous run's clean-up, got the warm
+# memory). So before each timed run a process touches and frees as much
+# memory as the run will write (and 1 GiB more); the run then writes into
+# memory the host backs, whichever tool it is.
 # Nothing is deleted between timed runs: on this ext4 the creates of the
 # first minutes after a mass delete are slowed five- to twenty-fold (perf:
 # the inode allocator's find_inode_bit -> recently_deleted skips inodes
@@ -86,9 +97,23 @@ PY
     sync
 }
 
-# seconds of wall time for "$@"
+# Touches and frees the bytes a timed run of the current set will write,
+# and 1 GiB more (see the top).
+warm() {
+    [ "${WARM:-1}" = 1 ] || return 0
+    python3 - $(( ${BYTES[$CUR_SET]} + (1 << 30) )) <<'PY'
+import mmap, sys
+size = int(sys.argv[1]) // 4096 * 4096
+m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+for off in range(0, size, 4096):
+    m[off] = 1
+PY
+}
+
+# seconds of wall time for "$@", after warm
 timed() {
     local t0 t1
+    warm
     t0=$(date +%s.%N)
     "$@"
     t1=$(date +%s.%N)
@@ -111,6 +136,7 @@ run_set() {
     local set=$1 src=$W/src/$1 d t fs=$R/fs-$1
     FILES[$set]=$(find "$src" -type f | wc -l)
     BYTES[$set]=$(du -sb --apparent-size "$src" | cut -f1)
+    CUR_SET=$set
     for tool in $TOOLS; do
         d=$R/dst-$set-$tool
         case $tool in
