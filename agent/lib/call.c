@@ -253,9 +253,6 @@ static void pass_descriptor(const struct server_conn *sc, struct call *c)
 static int send_call(adafs *fs, struct call *c)
 {
     struct server_conn *sc = &fs->conns[c->server];
-    pass_descriptor(sc, c);
-    if (!rpc_writer_ok(&c->req))
-        return -ENOMEM;
     struct rpc_header h = { .opcode = c->op, .id = atomic_fetch_add(&fs->request_id, 1) + 1,
                             .length = (uint32_t)(c->req.len + c->bulk_len) };
     memcpy(h.secret, fs->inst.secret, RPC_SECRET_SIZE);
@@ -448,12 +445,13 @@ void fs_call(adafs *fs, struct call *calls, int n)
     for (int i = 0; i < n; i++) {
         struct call *c = &calls[i];
         c->status = -EIO;
-        if (!rpc_writer_ok(&c->req)) {
-            c->status = -ENOMEM;
-            continue;
-        }
         if (state[c->server] < 0) {
             c->status = state[c->server];
+            continue;
+        }
+        pass_descriptor(&fs->conns[c->server], c);
+        if (!rpc_writer_ok(&c->req)) {
+            c->status = -ENOMEM;
             continue;
         }
         if (send_call(fs, c) < 0) {
