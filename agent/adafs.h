@@ -102,7 +102,8 @@ ssize_t adafs_pwrite(adafs *fs, int fd, const void *buf, size_t count, off_t off
 off_t adafs_lseek(adafs *fs, int fd, off_t offset, int whence);
 /* Large files without passing through the caller's memory (the stager):
  * adafs_pwrite_from_fd writes count bytes read from the caller's regular
- * file src_fd at src_off (sendfile: no copy on the client) at offset of
+ * file src_fd at src_off (sendfile: no copy on the client; a server on
+ * the caller's node is passed src_fd and copies from it) at offset of
  * fd; adafs_pread_to_fd reads count bytes of fd at offset into the caller's
  * regular file dst_fd at dst_off (spliced from the sockets: the only copy
  * is into dst_fd's page cache). Neither moves src_fd's or dst_fd's file
@@ -118,7 +119,8 @@ off_t adafs_lseek(adafs *fs, int fd, off_t offset, int whence);
  *    directory; -EINVAL: a negative offset, src_fd/dst_fd
  *    not a regular file, or dst_fd opened with O_APPEND; an error writing
  *    dst_fd (-ENOSPC...) as is; -EIO if a server did not answer, or if
- *    src_fd shrank while it was being sent. */
+ *    src_fd shrank while it was being sent (-ENODATA when a server of this
+ *    node found it shorter as it copied from it). */
 ssize_t adafs_pwrite_from_fd(adafs *fs, int fd, int src_fd, off_t src_off, size_t count,
                              off_t offset);
 ssize_t adafs_pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
@@ -166,8 +168,9 @@ int adafs_create_write_attr(adafs *fs, const char *path, mode_t mode,
                             const void *data, size_t len, const struct timespec *mtime,
                             unsigned flags);
 /* The same with the data taken from the caller's file src_fd (len bytes
- * from src_off, open for reading): sent with sendfile, not copied through
- * memory, for a copier's whole files of a few chunks. len is at most
+ * from src_off, open for reading): sent with sendfile (or src_fd passed to
+ * a server on the caller's node), not copied through memory, for a
+ * copier's whole files of a few chunks. len is at most
  * ADAFS_CREATE_FD_CHUNKS chunks (EFBIG); a source holding fewer bytes is
  * ENODATA. */
 #define ADAFS_CREATE_FD_CHUNKS 32
