@@ -39,7 +39,9 @@ results=$work/results
 mount=/adafs-bench
 files=5000           # per process, mdtest
 block=256M           # per process, ior
-trap 'for b in "$work"/inst*; do test -e "$b/servers" && "$ctl" stop --base "$b" 2>/dev/null; done; rm -rf "$work"' EXIT
+. "$(dirname "$0")/../vm_memory.sh"
+trap 'for b in "$work"/inst*; do test -e "$b/servers" && "$ctl" stop --base "$b" 2>/dev/null; done; rm -rf "$work"; release_free_memory' EXIT
+hold_free_memory
 
 # record KEY: reads "name value unit" lines, stores "KEY.name value" and
 # "rR.KEY.name value" (R: the repeat, for ratios within one repeat).
@@ -50,22 +52,12 @@ record() {
     done
 }
 
-# warm: touches and frees 1 GiB before a run that writes data. On a
-# virtual machine whose balloon driver hands memory left free back to the
-# host, the first touch of such memory costs a host fault per page (see
-# bench/stage/run.sh); without this, whichever run came right after a
-# large free (a deleted file) wrote into cheaper memory than the others,
-# the local baseline as often as adafs. WARM=0: not.
-warm() {
-    test "${WARM:-1}" = 1 || return 0
-    python3 -c '
-import mmap
-size = 1 << 30
-m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-for off in range(0, size, 4096):
-    m[off] = 1
-'
-}
+# warm: touches and frees 1 GiB before a run that writes data, into
+# memory held in the guest (bench/vm_memory.sh); without this, whichever
+# run came right after a large free (a deleted file) wrote into cheaper
+# memory than the others, the local baseline as often as adafs. WARM=0:
+# not.
+warm() { warm_memory $((1 << 30)); }
 
 # on TARGET CMD...: runs fsbench against the backing directory ("local") or
 # the current instance ("adafsN" through LD_PRELOAD, "apiN" through libadafs).

@@ -6,13 +6,13 @@
 #
 # SET is one of small, mid, big (see run.sh); PAIRS (default 6) pairs of
 # run.sh runs (TOOLS=cp, LIMITS=0), the order swapped every other pair so
-# neither build always goes first. KEEP as for run.sh (use KEEP=1 for the
-# small set: deleting its copies slows the next creates for minutes).
+# neither build always goes first. KEEP as for run.sh.
 # NEW_ENV and BASE_ENV (VAR=value words) go into each build's environment:
 # with one build for both, BASE_ENV=ADAFS_TRANSPORT=tcp compares a client
 # reaching its node's servers over TCP with one using their Unix sockets.
 # Prints one line per run: time, build, cp -r / stage-in / stage-out
-# seconds and the two ratios to cp -r of the same run.
+# seconds and the two ratios to cp -r of the same run. Every run.sh run
+# starts with its own pause (SETTLE, see run.sh).
 set -euo pipefail
 usage="usage: pairs.sh NEW_BUILD BASE_BUILD SET [PAIRS] [WORK_DIR]"
 new=${1:?$usage} base=${2:?$usage} set=${3:?$usage} pairs=${4:-6} work=${5:-/tmp/adafs-bench-stage}
