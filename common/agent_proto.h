@@ -61,6 +61,8 @@ enum agent_stage_dir { AGENT_STAGE_IN = 0, AGENT_STAGE_OUT = 1 };
 /* After all workers of a directory stage: one pass that sets the modes and
  * times of directories, which workers leave open while they fill them. */
 #define AGENT_STAGE_FINALIZE 0x1
+/* The job's verify=yes: workers re-read every copy and compare checksums. */
+#define AGENT_STAGE_VERIFY 0x2
 
 /* STAGE: start worker `worker` of `nworkers` copying source to destination. */
 struct agent_stage {
@@ -69,7 +71,7 @@ struct agent_stage {
     uint32_t type;                  /* 0 file, 1 directory, 2 list */
     uint32_t worker, nworkers;
     uint32_t threads;
-    uint32_t flags;                 /* AGENT_STAGE_FINALIZE */
+    uint32_t flags;                 /* AGENT_STAGE_FINALIZE, AGENT_STAGE_VERIFY */
     uint64_t max_mdops, max_bandwidth;   /* 0: unlimited */
     const char *source, *destination;
 };

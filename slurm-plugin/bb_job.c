@@ -90,9 +90,10 @@ int bb_job_set_error(struct bb_job *job, enum bb_failure failure, const char *fm
 
 static json_t *totals_json(const struct stage_totals *t)
 {
-    return json_pack("{s:I,s:I,s:I,s:I,s:f}", "files", (json_int_t)t->files,
+    return json_pack("{s:I,s:I,s:I,s:I,s:f,s:I}", "files", (json_int_t)t->files,
                      "dirs", (json_int_t)t->dirs, "bytes", (json_int_t)t->bytes,
-                     "errors", (json_int_t)t->errors, "seconds", t->seconds);
+                     "errors", (json_int_t)t->errors, "seconds", t->seconds,
+                     "verified", (json_int_t)t->verified);
 }
 
 static json_t *job_json(const struct bb_job *j)
@@ -176,12 +177,12 @@ static const char *str_of(const json_t *v)
 
 static void totals_from(json_t *o, struct stage_totals *t)
 {
-    json_int_t files = 0, dirs = 0, bytes = 0, errors = 0;
+    json_int_t files = 0, dirs = 0, bytes = 0, errors = 0, verified = 0;
     double seconds = 0;
-    json_unpack(o, "{s?I,s?I,s?I,s?I,s?F}", "files", &files, "dirs", &dirs, "bytes", &bytes,
-                "errors", &errors, "seconds", &seconds);
+    json_unpack(o, "{s?I,s?I,s?I,s?I,s?F,s?I}", "files", &files, "dirs", &dirs, "bytes", &bytes,
+                "errors", &errors, "seconds", &seconds, "verified", &verified);
     *t = (struct stage_totals){ (uint64_t)files, (uint64_t)dirs, (uint64_t)bytes,
-                                (uint64_t)errors, seconds };
+                                (uint64_t)errors, seconds, (uint64_t)verified };
 }
 
 static struct bb_job *job_from(json_t *o, char *err, size_t errlen)

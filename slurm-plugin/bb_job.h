@@ -44,6 +44,7 @@ struct bb_node {
 struct stage_totals {
     uint64_t files, dirs, bytes, errors;
     double seconds;
+    uint64_t verified;   /* files re-read and compared (verify=yes) */
 };
 
 struct bb_job {

@@ -10,10 +10,13 @@ static void totals(FILE *f, const char *what, const struct stage_totals *t)
 {
     double mib = (double)t->bytes / 1048576.0;
     fprintf(f, "  %s: Files=%" PRIu64 " Dirs=%" PRIu64 " Bytes=%" PRIu64 " Errors=%" PRIu64
-               " Seconds=%.2f FilesPerSec=%.0f MiBPerSec=%.1f\n",
+               " Seconds=%.2f FilesPerSec=%.0f MiBPerSec=%.1f",
             what, t->files, t->dirs, t->bytes, t->errors, t->seconds,
             t->seconds > 0 ? (double)t->files / t->seconds : 0,
             t->seconds > 0 ? mib / t->seconds : 0);
+    if (t->verified)
+        fprintf(f, " Verified=%" PRIu64, t->verified);
+    fprintf(f, "\n");
 }
 
 /* Seconds between two phase times, or "-" when the later is not reached. */

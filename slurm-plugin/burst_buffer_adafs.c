@@ -637,6 +637,7 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
     slurm_mutex_lock(&bb_mutex);
     char *prefix = xstrdup(config.directive);
     uint64_t node_capacity = config.node_capacity;
+    uint64_t site_bw = config.max_bandwidth, site_mdops = config.max_mdops;
     slurm_mutex_unlock(&bb_mutex);
 
     int found = directive_parse(prefix, job_desc->script, job_desc->burst_buffer,
@@ -686,6 +687,21 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
     if (rc != SLURM_SUCCESS)
         goto out;
 
+    /* A job may stage more gently than the site allows, never harder. */
+    if (site_bw && req.max_bw > site_bw) {
+        *err_msg = xstrdup_printf("#%s max_bw=%"PRIu64" bytes/s is above this site's maximum of "
+                                  "%"PRIu64" bytes/s per node (AdafsMaxBandwidth)",
+                                  prefix, req.max_bw, site_bw);
+        rc = ESLURM_BURST_BUFFER_LIMIT;
+        goto out;
+    }
+    if (site_mdops && req.max_mdops > site_mdops) {
+        *err_msg = xstrdup_printf("#%s max_mdops=%"PRIu64" is above this site's maximum of "
+                                  "%"PRIu64" metadata operations/s per node "
+                                  "(AdafsMaxMetadataRate)", prefix, req.max_mdops, site_mdops);
+        rc = ESLURM_BURST_BUFFER_LIMIT;
+        goto out;
+    }
     uint32_t nodes = job_desc->min_nodes == NO_VAL || job_desc->min_nodes == 0 ? 1 : job_desc->min_nodes;
     if (req.capacity && (req.capacity + nodes - 1) / nodes > node_capacity) {
         *err_msg = xstrdup_printf("#%s capacity=%"PRIu64" bytes needs more than the %"PRIu64

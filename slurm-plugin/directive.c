@@ -23,7 +23,6 @@ struct origin {
 struct parser {
     const char *prefix;
     struct bb_request *req;
-    bool saw_options;
     char *err;
     size_t errlen;
 };
@@ -144,17 +143,44 @@ static int parse_size_option(struct parser *p, const struct origin *o,
     return 0;
 }
 
+/* A positive whole number without unit (operations per second). */
+static int parse_count_option(struct parser *p, const struct origin *o,
+                              const char *key, const char *value, uint64_t *out)
+{
+    const char *s = value;
+    uint64_t n = 0;
+    if (!*s)
+        return fail(p, o, "%s= is empty", key);
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (n > (UINT64_MAX - 9) / 10)
+            return fail(p, o, "%s=%s is too large", key, value);
+        n = n * 10 + (uint64_t)(*s - '0');
+    }
+    if (*s)
+        return fail(p, o, "invalid number '%s' for %s (operations per second, digits only)",
+                    value, key);
+    if (n == 0)
+        return fail(p, o, "%s=%s must be greater than zero", key, value);
+    *out = n;
+    return 0;
+}
+
 static int parse_options(struct parser *p, const struct origin *o,
                          char **tokens, int ntokens)
 {
-    if (p->saw_options)
-        return fail(p, o, "options given twice (put capacity and chunk on one line)");
-    p->saw_options = true;
+    struct bb_request *req = p->req;
     for (int i = 0; i < ntokens; i++) {
         char *key = tokens[i];
         char *value = split_value(key);
         if (!value)
             return fail(p, o, "'%s' needs a value, as in capacity=SIZE", key);
+        /* Every option's value is above zero, so zero means not given yet. */
+        uint64_t *given = strcmp(key, "capacity") == 0  ? &req->capacity
+                        : strcmp(key, "chunk") == 0     ? &req->chunk_size
+                        : strcmp(key, "max_bw") == 0    ? &req->max_bw
+                        : strcmp(key, "max_mdops") == 0 ? &req->max_mdops : NULL;
+        if (given && *given)
+            return fail(p, o, "%s given twice", key);
         if (strcmp(key, "capacity") == 0) {
             if (parse_size_option(p, o, key, value, &p->req->capacity) < 0)
                 return -1;
@@ -167,9 +193,15 @@ static int parse_options(struct parser *p, const struct origin *o,
             if (chunk < DIRECTIVE_MIN_CHUNK || chunk > DIRECTIVE_MAX_CHUNK)
                 return fail(p, o, "chunk=%s must be between 4K and 64M", value);
             p->req->chunk_size = chunk;
+        } else if (strcmp(key, "max_bw") == 0) {
+            if (parse_size_option(p, o, key, value, &p->req->max_bw) < 0)
+                return -1;
+        } else if (strcmp(key, "max_mdops") == 0) {
+            if (parse_count_option(p, o, key, value, &p->req->max_mdops) < 0)
+                return -1;
         } else {
-            return fail(p, o, "unknown option '%s' (known: capacity, chunk, stage_in, stage_out)",
-                        key);
+            return fail(p, o, "unknown option '%s' (known: capacity, chunk, max_bw, max_mdops, "
+                        "stage_in, stage_out)", key);
         }
     }
     return 0;
@@ -193,7 +225,7 @@ static int parse_stage(struct parser *p, const struct origin *o,
                        enum stage_direction dir, char **tokens, int ntokens)
 {
     const char *verb = dir == STAGE_IN ? "stage_in" : "stage_out";
-    const char *source = NULL, *destination = NULL, *type_text = NULL;
+    const char *source = NULL, *destination = NULL, *type_text = NULL, *verify = NULL;
 
     for (int i = 1; i < ntokens; i++) {
         char *key = tokens[i];
@@ -207,8 +239,10 @@ static int parse_stage(struct parser *p, const struct origin *o,
             slot = &destination;
         else if (strcmp(key, "type") == 0)
             slot = &type_text;
+        else if (strcmp(key, "verify") == 0)
+            slot = &verify;
         else
-            return fail(p, o, "unknown %s option '%s' (known: source, destination, type)",
+            return fail(p, o, "unknown %s option '%s' (known: source, destination, type, verify)",
                         verb, key);
         if (*slot)
             return fail(p, o, "%s given twice", key);
@@ -223,9 +257,11 @@ static int parse_stage(struct parser *p, const struct origin *o,
     if (!type_text)
         return fail(p, o, "%s needs type=file|directory|list", verb);
 
-    enum stage_type type;
+    enum stage_type type = STAGE_FILE;   /* set by parse_type; GCC cannot tell */
     if (parse_type(p, o, type_text, &type) < 0)
         return -1;
+    if (verify && strcmp(verify, "yes") != 0 && strcmp(verify, "no") != 0)
+        return fail(p, o, "verify=%s: expected yes or no", verify);
     /* A list file always lives on the parallel file system; so does the other
      * end of every copy. */
     int rc;
@@ -251,6 +287,7 @@ static int parse_stage(struct parser *p, const struct origin *o,
     req->stages = grown;
     struct stage_spec *s = &req->stages[req->nstages];
     *s = (struct stage_spec){ .direction = dir, .type = type, .line = o->line,
+                              .verify = verify && strcmp(verify, "yes") == 0,
                               .source = strdup(source), .destination = strdup(destination) };
     req->nstages++;
     if (!s->source || !s->destination)
@@ -275,10 +312,13 @@ static int parse_body(struct parser *p, const struct origin *o, const char *body
         return parse_stage(p, o, STAGE_OUT, tokens, ntokens);
     if (strchr(tokens[0], '='))
         return parse_options(p, o, tokens, ntokens);
-    if (strcmp(tokens[0], "capacity") == 0 || strcmp(tokens[0], "chunk") == 0)
+    if (strcmp(tokens[0], "capacity") == 0 || strcmp(tokens[0], "chunk") == 0 ||
+        strcmp(tokens[0], "max_bw") == 0)
         return fail(p, o, "'%s' needs a value, as in %s=SIZE", tokens[0], tokens[0]);
-    return fail(p, o, "unknown keyword '%s' (known: capacity=, chunk=, stage_in, stage_out)",
-                tokens[0]);
+    if (strcmp(tokens[0], "max_mdops") == 0)
+        return fail(p, o, "'max_mdops' needs a value, as in max_mdops=1000");
+    return fail(p, o, "unknown keyword '%s' (known: capacity=, chunk=, max_bw=, max_mdops=, "
+                "stage_in, stage_out)", tokens[0]);
 }
 
 /* If line is "#<prefix>" followed by a blank or its end, returns the body. */
@@ -398,7 +438,7 @@ char *bb_request_format(const char *prefix, const struct bb_request *req)
 {
     struct strbuf b = { 0 };
     char size[32];
-    if (req->capacity || req->chunk_size) {
+    if (req->capacity || req->chunk_size || req->max_bw || req->max_mdops) {
         strbuf_printf(&b, "#%s", prefix);
         if (req->capacity) {
             size_format(req->capacity, size, sizeof(size));
@@ -408,6 +448,12 @@ char *bb_request_format(const char *prefix, const struct bb_request *req)
             size_format(req->chunk_size, size, sizeof(size));
             strbuf_printf(&b, " chunk=%s", size);
         }
+        if (req->max_bw) {
+            size_format(req->max_bw, size, sizeof(size));
+            strbuf_printf(&b, " max_bw=%s", size);
+        }
+        if (req->max_mdops)
+            strbuf_printf(&b, " max_mdops=%llu", (unsigned long long)req->max_mdops);
         strbuf_printf(&b, "\n");
     }
     for (size_t i = 0; i < req->nstages; i++) {
@@ -415,7 +461,7 @@ char *bb_request_format(const char *prefix, const struct bb_request *req)
         strbuf_printf(&b, "#%s %s", prefix, s->direction == STAGE_IN ? "stage_in" : "stage_out");
         append_value(&b, "source", s->source);
         append_value(&b, "destination", s->destination);
-        strbuf_printf(&b, " type=%s\n", stage_type_name(s->type));
+        strbuf_printf(&b, " type=%s%s\n", stage_type_name(s->type), s->verify ? " verify=yes" : "");
     }
     return strbuf_take(&b);
 }

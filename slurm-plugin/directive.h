@@ -3,9 +3,9 @@
  * A job asks for a file system with lines in its batch script's leading
  * comment block, or with the same text given to `sbatch --bb`:
  *
- *   #BB_ADAFS capacity=200G chunk=512K
+ *   #BB_ADAFS capacity=200G chunk=512K max_bw=500M max_mdops=2000
  *   #BB_ADAFS stage_in  source=/pfs/in  destination=input   type=directory
- *   #BB_ADAFS stage_out source=results  destination=/pfs/%j type=directory
+ *   #BB_ADAFS stage_out source=results  destination=/pfs/%j type=directory verify=yes
  *
  * This module knows nothing of Slurm: the plugin hands it text and gets back
  * either a request or one message naming the offending token and where it
@@ -30,11 +30,16 @@ struct stage_spec {
     char *source;       /* stage_in: absolute PFS path; stage_out: inside path */
     char *destination;  /* stage_in: inside path; stage_out: absolute PFS path */
     int line;           /* where it was written (see struct bb_request.origin) */
+    int verify;         /* verify=yes: re-read each copy and compare checksums */
 };
 
 struct bb_request {
     uint64_t capacity;      /* bytes over all nodes; 0: the configured default */
     uint64_t chunk_size;    /* 0: the configured default */
+    /* The stager's limits toward the parallel file system per node, bytes/s
+     * and metadata operations/s; 0: the site's (the plugin refuses more
+     * than the site's maximum at submit). */
+    uint64_t max_bw, max_mdops;
     struct stage_spec *stages;
     size_t nstages;
 };

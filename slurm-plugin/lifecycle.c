@@ -218,8 +218,9 @@ static int put_stage(struct rpc_writer *w, struct bb_job *j, const struct bb_con
     struct agent_stage m = {
         .job_id = j->job_id, .direction = s->direction == STAGE_IN ? AGENT_STAGE_IN : AGENT_STAGE_OUT,
         .type = (uint32_t)s->type, .worker = (uint32_t)node, .nworkers = (uint32_t)j->nnodes,
-        .threads = cfg->stage_threads, .flags = flags,
-        .max_mdops = cfg->max_mdops, .max_bandwidth = cfg->max_bandwidth,
+        .threads = cfg->stage_threads, .flags = flags | (s->verify ? AGENT_STAGE_VERIFY : 0),
+        .max_mdops = j->req.max_mdops ? j->req.max_mdops : cfg->max_mdops,
+        .max_bandwidth = j->req.max_bw ? j->req.max_bw : cfg->max_bandwidth,
         .source = s->direction == STAGE_IN ? s->source : inside,
         .destination = s->direction == STAGE_IN ? inside : s->destination,
     };
@@ -236,12 +237,14 @@ static char *add_summary(struct stage_totals *t, const char *summary)
     json_t *o = json_loads(summary, 0, &je);
     if (!o)
         return NULL;
-    json_int_t files = 0, dirs = 0, bytes = 0, errors = 0;
+    json_int_t files = 0, dirs = 0, bytes = 0, errors = 0, verified = 0;
     double seconds = 0;
     json_t *fails = NULL;
-    json_unpack(o, "{s?I,s?I,s?I,s?I,s?F,s?o}", "files", &files, "dirs", &dirs, "bytes", &bytes,
-                "errors", &errors, "seconds", &seconds, "failures", &fails);
+    json_unpack(o, "{s?I,s?I,s?I,s?I,s?F,s?o,s?I}", "files", &files, "dirs", &dirs,
+                "bytes", &bytes, "errors", &errors, "seconds", &seconds, "failures", &fails,
+                "verified", &verified);
     t->files += (uint64_t)files;
+    t->verified += (uint64_t)verified;
     t->dirs += (uint64_t)dirs;
     t->bytes += (uint64_t)bytes;
     t->errors += (uint64_t)errors;

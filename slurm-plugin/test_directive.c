@@ -96,6 +96,26 @@ int main(void)
     tap_is_str(req.nstages ? req.stages[0].source : NULL, "/x/a\rb", "with the same value");
     bb_request_free(&req);
 
+    /* The job's own stager limits and verification survive formatting. */
+    tap_is_int(parse("#BB_ADAFS capacity=1G max_bw=200M max_mdops=1500\n"
+                     "#BB_ADAFS stage_out source=r destination=/o type=directory verify=yes\n"
+                     "#BB_ADAFS stage_in source=/i destination=i type=file verify=no\n",
+                     NULL, &req), 1, "max_bw, max_mdops and verify parse");
+    tap_ok(req.max_bw == 200ULL << 20 && req.max_mdops == 1500, "limits 200M and 1500");
+    tap_ok(req.nstages == 2 && req.stages[0].verify && !req.stages[1].verify,
+           "verify=yes on stage_out, verify=no on stage_in");
+    tap_is_int(reparse(&req), 1, "they survive formatting");
+    tap_ok(req.max_bw == 200ULL << 20 && req.max_mdops == 1500 && req.nstages == 2 &&
+           req.stages[0].verify && !req.stages[1].verify, "with the same values");
+    bb_request_free(&req);
+    rejected("#BB_ADAFS max_mdops=12k\n", "invalid number '12k' for max_mdops");
+    rejected("#BB_ADAFS max_mdops=0\n", "max_mdops=0 must be greater than zero");
+    rejected("#BB_ADAFS max_mdops=99999999999999999999999\n", "too large");
+    rejected("#BB_ADAFS max_bw=fast\n", "invalid size 'fast' for max_bw");
+    rejected("#BB_ADAFS max_bw\n", "'max_bw' needs a value");
+    rejected("#BB_ADAFS stage_out source=a destination=/b type=file verify=maybe\n",
+             "verify=maybe: expected yes or no");
+
     /* The three malformed directives of the acceptance tests. */
     rejected("#BB_ADAFS capacty=10G\n", "'capacty'");
     rejected("#BB_ADAFS capacity=12QB\n", "'12QB'");
@@ -115,7 +135,12 @@ int main(void)
     rejected("#BB_ADAFS stage_out source=a destination=/out/%q type=file\n", "'%q'");
     rejected("#BB_ADAFS stage_out source=a source=b destination=/b type=file\n", "source given twice");
     rejected("#BB_ADAFS stage_in source=\"/a destination=b type=file\n", "unterminated quote");
-    rejected("#BB_ADAFS capacity=1G\n#BB_ADAFS capacity=2G\n", "options given twice");
+    rejected("#BB_ADAFS capacity=1G\n#BB_ADAFS capacity=2G\n", "line 2): capacity given twice");
+    rejected("#BB_ADAFS max_bw=1M chunk=1M max_bw=2M\n", "max_bw given twice");
+    tap_is_int(parse("#BB_ADAFS capacity=1G\n#BB_ADAFS max_mdops=10\n", NULL, &req), 1,
+               "options may take several lines");
+    tap_ok(req.capacity == 1ULL << 30 && req.max_mdops == 10, "and all count");
+    bb_request_free(&req);
     rejected("#!/bin/sh\n\n#BB_ADAFS capacity=1G\n#BB_ADAFS bogus=1\n", "line 4");
 
     struct symbol_values v = { .job_id = 42, .user = "alice", .job_name = "sim",

@@ -76,6 +76,12 @@ check "kill test: nothing left" -- wait_clean 30
 set_bb_conf AdafsMaxBandwidth 3M
 sleep 1
 
+# A job may ask to stage more gently than the site allows, never harder.
+out=$(printf '#!/bin/bash\n#SBATCH -N 1\n#BB_ADAFS capacity=1G max_bw=10M\nhostname\n' |
+      (cd "$ADAFS_CLUSTER_DIR/jobs" && as_user sbatch 2>&1))
+check "max_bw above AdafsMaxBandwidth is refused at sbatch, naming both" -- \
+    bash -c "grep -qF 'max_bw=10485760 bytes/s is above this site' <<<\"\$0\" && grep -qF '3145728 bytes/s per node (AdafsMaxBandwidth)' <<<\"\$0\"" "$out"
+
 # 4. scancel during stage-in.
 write_job slowin.sh >/dev/null <<JOB
 #!/bin/bash

@@ -31,7 +31,7 @@ write_job four.sh >/dev/null <<JOB
 #BB_ADAFS capacity=2G chunk=256K
 #BB_ADAFS stage_in  source=$pfs/proj/input    destination=input type=directory
 #BB_ADAFS stage_in  source=$pfs/proj/list.txt destination=.     type=list
-#BB_ADAFS stage_out source=results destination=$pfs/proj/out/%j type=directory
+#BB_ADAFS stage_out source=results destination=$pfs/proj/out/%j type=directory verify=yes
 set -e
 echo "mount=\$ADAFS_MOUNT"
 test -n "\$ADAFS_INSTANCE" && test -n "\$LD_PRELOAD"
@@ -61,6 +61,7 @@ stat_text=$(scontrol show bbstat "$id")
 diag "$(sed 's/^/  /' <<<"$stat_text")"
 check "bbstat shows the instance on 4 nodes" -- grep -q "Nodes=4" <<<"$stat_text"
 check "bbstat counts 1,002 staged-in files" -- grep -q "StageIn: Files=1002 " <<<"$stat_text"
+check "bbstat says stage-out verified what it copied (verify=yes)" -- grep -qE "StageOut: Files=([1-9][0-9]*) .* Verified=\1$" <<<"$stat_text"
 check "bbstat shows per-phase timings" -- grep -qE "Timings: Deploy=[0-9]+s StageIn=[0-9]+s Run=[0-9]+s StageOut=[0-9]+s" <<<"$stat_text"
 check "nothing is left on the nodes" -- wait_clean 30
 

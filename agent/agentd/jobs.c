@@ -786,6 +786,8 @@ int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
     if (m->max_bandwidth) { argv[n++] = "--max-bw"; argv[n++] = bw; }
     if (m->flags & AGENT_STAGE_FINALIZE)
         argv[n++] = "--finalize";
+    else if (m->flags & AGENT_STAGE_VERIFY)
+        argv[n++] = "--verify";
     argv[n++] = "--json";
     argv[n++] = "--";
     argv[n++] = (char *)m->source;
