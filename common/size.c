@@ -8,18 +8,43 @@
 
 static const char suffixes[] = "KMGTPE";
 
+/* Reads the digits at *p (at least one) into *out and moves *p past them. */
+static int digits(const char **p, uint64_t *out)
+{
+    const char *s = *p;
+    if (!s || !isdigit((unsigned char)*s))
+        return -EINVAL;
+    uint64_t n = 0;
+    for (; isdigit((unsigned char)*s); s++) {
+        if (n > (UINT64_MAX - 9) / 10)
+            return -ERANGE;
+        n = n * 10 + (uint64_t)(*s - '0');
+    }
+    *p = s;
+    *out = n;
+    return 0;
+}
+
+int count_parse(const char *text, uint64_t *out)
+{
+    const char *p = text;
+    uint64_t n;
+    int rc = digits(&p, &n);
+    if (rc < 0)
+        return rc;
+    if (*p)
+        return -EINVAL;
+    *out = n;
+    return 0;
+}
+
 int size_parse(const char *text, uint64_t *out)
 {
     const char *p = text;
-    if (!p || !isdigit((unsigned char)*p))
-        return -EINVAL;
-
-    uint64_t whole = 0;
-    for (; isdigit((unsigned char)*p); p++) {
-        if (whole > (UINT64_MAX - 9) / 10)
-            return -ERANGE;
-        whole = whole * 10 + (uint64_t)(*p - '0');
-    }
+    uint64_t whole;
+    int rc = digits(&p, &whole);
+    if (rc < 0)
+        return rc;
     /* Fractions keep up to 6 digits: "1.5T" is exact, "0.1K" rounds down. */
     uint64_t frac = 0, frac_scale = 1;
     if (*p == '.') {

@@ -1,6 +1,6 @@
-/* size: human byte sizes ("512K", "200G", "1.5T") as used in directives and
- * configuration files. Suffixes are binary (K = 1024), case-insensitive, with
- * an optional trailing "B" or "iB". */
+/* size: human byte sizes ("512K", "200G", "1.5T") and plain counts as used
+ * in directives and configuration files. Suffixes are binary (K = 1024),
+ * case-insensitive, with an optional trailing "B" or "iB". */
 #ifndef ADAFS_SIZE_H
 #define ADAFS_SIZE_H
 
@@ -11,6 +11,11 @@
  * unknown suffix such as "12QB", trailing garbage, negative) and -ERANGE when
  * the value does not fit in 64 bits. */
 int size_parse(const char *text, uint64_t *out);
+
+/* A plain decimal count ("2000": digits only, no sign, unit or blank).
+ * Returns 0 and sets *out, -EINVAL for anything else, -ERANGE when it does
+ * not fit in 64 bits. */
+int count_parse(const char *text, uint64_t *out);
 
 /* Writes the shortest exact form ("512K", "3G", "1000") into buf. */
 void size_format(uint64_t bytes, char *buf, size_t len);

@@ -39,6 +39,14 @@ int main(void)
     bad("99999999999999999999", -ERANGE);
     bad("17179869184G", -ERANGE);
 
+    uint64_t n = 0;
+    tap_ok(count_parse("2000", &n) == 0 && n == 2000, "count_parse 2000");
+    tap_is_int(count_parse("99999999999999999999", &n), -ERANGE, "count_parse past 64 bits: ERANGE");
+    tap_is_int(count_parse("2K", &n), -EINVAL, "count_parse takes no unit");
+    tap_is_int(count_parse("", &n), -EINVAL, "count_parse of nothing");
+    tap_is_int(count_parse("-1", &n), -EINVAL, "count_parse takes no sign");
+    tap_is_int(count_parse(" 1", &n), -EINVAL, "count_parse takes no blank");
+
     char buf[32];
     size_format(512 * 1024, buf, sizeof(buf));
     tap_is_str(buf, "512K", "size_format 512K");

@@ -4,7 +4,6 @@
 #include "directive.h"
 #include "size.h"
 
-#include <ctype.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <errno.h>
@@ -136,13 +135,10 @@ static int parse_flags(const char *text, uint32_t *flags, char *bad, size_t badl
 
 static int parse_uint(const char *text, unsigned long long max, unsigned long long *out)
 {
-    char *end;
-    if (!isdigit((unsigned char)*text))
+    uint64_t n;
+    if (count_parse(text, &n) < 0 || n > max)
         return -EINVAL;
-    errno = 0;
-    *out = strtoull(text, &end, 10);
-    if (errno || *end || *out > max)
-        return -EINVAL;
+    *out = n;
     return 0;
 }
 

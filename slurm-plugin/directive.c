@@ -147,21 +147,16 @@ static int parse_size_option(struct parser *p, const struct origin *o,
 static int parse_count_option(struct parser *p, const struct origin *o,
                               const char *key, const char *value, uint64_t *out)
 {
-    const char *s = value;
-    uint64_t n = 0;
-    if (!*s)
+    if (!*value)
         return fail(p, o, "%s= is empty", key);
-    for (; *s >= '0' && *s <= '9'; s++) {
-        if (n > (UINT64_MAX - 9) / 10)
-            return fail(p, o, "%s=%s is too large", key, value);
-        n = n * 10 + (uint64_t)(*s - '0');
-    }
-    if (*s)
+    int rc = count_parse(value, out);
+    if (rc == -ERANGE)
+        return fail(p, o, "%s=%s is too large", key, value);
+    if (rc < 0)
         return fail(p, o, "invalid number '%s' for %s (operations per second, digits only)",
                     value, key);
-    if (n == 0)
+    if (*out == 0)
         return fail(p, o, "%s=%s must be greater than zero", key, value);
-    *out = n;
     return 0;
 }
 
@@ -174,35 +169,25 @@ static int parse_options(struct parser *p, const struct origin *o,
         char *value = split_value(key);
         if (!value)
             return fail(p, o, "'%s' needs a value, as in capacity=SIZE", key);
-        /* Every option's value is above zero, so zero means not given yet. */
-        uint64_t *given = strcmp(key, "capacity") == 0  ? &req->capacity
-                        : strcmp(key, "chunk") == 0     ? &req->chunk_size
-                        : strcmp(key, "max_bw") == 0    ? &req->max_bw
-                        : strcmp(key, "max_mdops") == 0 ? &req->max_mdops : NULL;
-        if (given && *given)
-            return fail(p, o, "%s given twice", key);
-        if (strcmp(key, "capacity") == 0) {
-            if (parse_size_option(p, o, key, value, &p->req->capacity) < 0)
-                return -1;
-        } else if (strcmp(key, "chunk") == 0) {
-            uint64_t chunk;
-            if (parse_size_option(p, o, key, value, &chunk) < 0)
-                return -1;
-            if (chunk & (chunk - 1))
-                return fail(p, o, "chunk=%s must be a power of two", value);
-            if (chunk < DIRECTIVE_MIN_CHUNK || chunk > DIRECTIVE_MAX_CHUNK)
-                return fail(p, o, "chunk=%s must be between 4K and 64M", value);
-            p->req->chunk_size = chunk;
-        } else if (strcmp(key, "max_bw") == 0) {
-            if (parse_size_option(p, o, key, value, &p->req->max_bw) < 0)
-                return -1;
-        } else if (strcmp(key, "max_mdops") == 0) {
-            if (parse_count_option(p, o, key, value, &p->req->max_mdops) < 0)
-                return -1;
-        } else {
+        uint64_t *slot = strcmp(key, "capacity") == 0  ? &req->capacity
+                       : strcmp(key, "chunk") == 0     ? &req->chunk_size
+                       : strcmp(key, "max_bw") == 0    ? &req->max_bw
+                       : strcmp(key, "max_mdops") == 0 ? &req->max_mdops : NULL;
+        if (!slot)
             return fail(p, o, "unknown option '%s' (known: capacity, chunk, max_bw, max_mdops, "
                         "stage_in, stage_out)", key);
-        }
+        /* Every option's value is above zero, so zero means not given yet. */
+        if (*slot)
+            return fail(p, o, "%s given twice", key);
+        uint64_t v;
+        if ((slot == &req->max_mdops ? parse_count_option(p, o, key, value, &v)
+                                     : parse_size_option(p, o, key, value, &v)) < 0)
+            return -1;
+        if (slot == &req->chunk_size && (v & (v - 1)))
+            return fail(p, o, "chunk=%s must be a power of two", value);
+        if (slot == &req->chunk_size && (v < DIRECTIVE_MIN_CHUNK || v > DIRECTIVE_MAX_CHUNK))
+            return fail(p, o, "chunk=%s must be between 4K and 64M", value);
+        *slot = v;
     }
     return 0;
 }
