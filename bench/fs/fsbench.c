@@ -6,6 +6,7 @@
  *   fsbench mdtest --dir D [--files N] [--procs P] [--api]
  *   fsbench ior --dir D [--procs P] [--xfer SIZE] [--block SIZE]
  *               [--random] [--shared] [--api] [--write-only]
+ *   fsbench floor --dir D [--servers N] [--mib M] [--window W] [--stripe]
  *
  * mdtest and ior use plain POSIX calls, so the same binary measures the
  * backing directory directly and adafs through the LD_PRELOAD interposer;
@@ -20,11 +21,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "adafs.h"
+#include "hash.h"
 #include "net.h"
 #include "size.h"
 
@@ -43,9 +46,9 @@ static void die(const char *what)
 
 /* ---- transport limits ------------------------------------------------ */
 
-/* A child process that answers each 64-byte message, or swallows bulk
- * data: a separate process, as adafsd is. */
-static pid_t start_peer(int bulk, int *port)
+/* Forks a peer process listening on a fresh loopback port: returns its
+ * pid in the parent, 0 in the child with *fd its accepted connection. */
+static pid_t fork_peer(int *port, int *fd)
 {
     char err[256];
     int lfd = net_listen("127.0.0.1", 0, 4, port, err, sizeof(err));
@@ -54,12 +57,28 @@ static pid_t start_peer(int bulk, int *port)
         exit(1);
     }
     pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
     if (pid != 0) {
         close(lfd);
         return pid;
     }
-    int fd = accept(lfd, NULL, NULL);
-    net_set_nodelay(fd);
+    *fd = accept(lfd, NULL, NULL);
+    if (*fd < 0)
+        _exit(1);
+    close(lfd);
+    net_set_nodelay(*fd);
+    return 0;
+}
+
+/* A child process that answers each 64-byte message, or swallows bulk
+ * data: a separate process, as adafsd is. */
+static pid_t start_peer(int bulk, int *port)
+{
+    int fd;
+    pid_t pid = fork_peer(port, &fd);
+    if (pid != 0)
+        return pid;
     static char buf[1 << 20];
     for (;;) {
         if (bulk) {
@@ -348,6 +367,111 @@ static int ior(int procs)
     return 0;
 }
 
+/* ---- the floor of issue 3's write path ------------------------------- */
+
+/* What any implementation of issue 3's design must do for a 1 MiB write,
+ * and nothing more: the client sends each 512 KiB chunk over loopback TCP
+ * to the server hash_place_chunk() names (or round robin with --stripe),
+ * each server (a process, as adafsd is) splices it from its socket into
+ * one local file, as adafsd does, and answers 8 bytes. No metadata, no
+ * quota, no request headers beyond offset and length, files kept open.
+ * --window 0: a write waits for its answers before the next starts, as
+ * write(2) must when errors are to reach the caller; --window W: up to W
+ * writes go unanswered (write-behind). The result bounds from above what
+ * adafs can reach on this machine. */
+#define FLOOR_CHUNK (512u << 10)
+#define FLOOR_MAX_SERVERS 16
+
+static void sink_serve(int fd, const char *path)
+{
+    int file = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+    int pfd[2];
+    if (file < 0 || pipe(pfd) < 0)
+        _exit(1);
+    fcntl(pfd[1], F_SETPIPE_SZ, 1 << 20);
+    uint64_t head[2];
+    while (net_read_full(fd, head, sizeof(head), 0) == 0) {
+        loff_t off = (loff_t)head[0];
+        for (size_t left = head[1]; left > 0;) {
+            ssize_t got = splice(fd, NULL, pfd[1], NULL, left, SPLICE_F_MOVE | SPLICE_F_MORE);
+            if (got <= 0)
+                _exit(1);
+            left -= (size_t)got;
+            while (got > 0) {
+                ssize_t put = splice(pfd[0], NULL, file, &off, (size_t)got, SPLICE_F_MOVE);
+                if (put <= 0)
+                    _exit(1);
+                got -= put;
+            }
+        }
+        if (net_write_full(fd, &head[1], sizeof(head[1]), 0) < 0)
+            _exit(1);
+    }
+    _exit(0);
+}
+
+static int floor_write(int nservers, long mib, int window, int stripe)
+{
+    if (nservers < 1 || nservers > FLOOR_MAX_SERVERS || window < 0) {
+        fprintf(stderr, "fsbench: floor needs 1-%d servers and a window >= 0\n", FLOOR_MAX_SERVERS);
+        return 2;
+    }
+    if (mkdir(bench_dir, 0755) < 0 && errno != EEXIST)
+        die(bench_dir);
+    int fd[FLOOR_MAX_SERVERS];
+    pid_t pid[FLOOR_MAX_SERVERS];
+    char path[FLOOR_MAX_SERVERS][4200];
+    for (int s = 0; s < nservers; s++) {
+        int port;
+        snprintf(path[s], sizeof(path[s]), "%s/floor.%d", bench_dir, s);
+        int cfd;
+        pid[s] = fork_peer(&port, &cfd);
+        if (pid[s] == 0)
+            sink_serve(cfd, path[s]);
+        fd[s] = connect_peer(port);
+    }
+    char *buf = malloc(1 << 20);
+    /* Which servers each write in flight went to, oldest first. */
+    unsigned char (*to)[2] = calloc((size_t)mib, sizeof(*to));
+    if (!buf || !to)
+        die("malloc");
+    memset(buf, 'f', 1 << 20);
+    uint64_t key = hash_bytes(bench_dir, strlen(bench_dir));
+    long answered = 0;
+    double t0 = now();
+    for (long i = 0; i < mib + window; i++) {
+        for (int j = 0; i < mib && j < 2; j++) {
+            uint64_t index = (uint64_t)i * 2 + (uint64_t)j;
+            unsigned s = stripe ? (unsigned)(index % (uint64_t)nservers)
+                                : hash_place_chunk(key, index, (unsigned)nservers);
+            uint64_t head[2] = { index * FLOOR_CHUNK, FLOOR_CHUNK };
+            struct iovec iov[2] = { { head, sizeof(head) }, { buf + j * FLOOR_CHUNK, FLOOR_CHUNK } };
+            if (net_writev_full(fd[s], iov, 2, 0) < 0)
+                die("floor send");
+            to[i][j] = (unsigned char)s;
+        }
+        for (; answered <= i - window && answered < mib; answered++)
+            for (int j = 0; j < 2; j++) {
+                uint64_t len;
+                if (net_read_full(fd[to[answered][j]], &len, sizeof(len), 0) < 0)
+                    die("floor answer");
+            }
+    }
+    double t = now() - t0;
+    /* Each sink inherited the client's ends of the sockets made before it,
+     * so no sink sees its EOF until every socket is closed. */
+    for (int s = 0; s < nservers; s++)
+        close(fd[s]);
+    for (int s = 0; s < nservers; s++) {
+        waitpid(pid[s], NULL, 0);
+        unlink(path[s]);
+    }
+    free(to);
+    free(buf);
+    printf("floor_write %.0f MiB/s\n", mib / t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -356,17 +480,18 @@ int main(int argc, char **argv)
         { "procs", required_argument, NULL, 'p' },   { "xfer", required_argument, NULL, 'x' },
         { "block", required_argument, NULL, 'b' },   { "random", no_argument, NULL, 'r' },
         { "shared", no_argument, NULL, 'S' },        { "api", no_argument, NULL, 'a' },
-        { "write-only", no_argument, NULL, 'w' },
+        { "write-only", no_argument, NULL, 'w' },    { "servers", required_argument, NULL, 'N' },
+        { "window", required_argument, NULL, 'W' },  { "stripe", no_argument, NULL, 'T' },
         { NULL, 0, NULL, 0 },
     };
     if (argc < 2) {
-        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior [options]\n");
+        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior|floor [options]\n");
         return 2;
     }
     const char *cmd = argv[1];
     double seconds = 2;
     long mib = 2048;
-    int procs = 1, api = 0;
+    int procs = 1, api = 0, servers = 2, window = 0, stripe = 0;
     md_files = 10000;
     ior_xfer = 1 << 20;
     ior_block = 256 << 20;
@@ -383,6 +508,9 @@ int main(int argc, char **argv)
         case 'S': ior_shared = 1; break;
         case 'a': api = 1; break;
         case 'w': ior_write_only = 1; break;
+        case 'N': servers = atoi(optarg); break;
+        case 'W': window = atoi(optarg); break;
+        case 'T': stripe = 1; break;
         case 'x':
         case 'b':
             if (size_parse(optarg, c == 'x' ? &ior_xfer : &ior_block) < 0) {
@@ -402,6 +530,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "fsbench: --dir is required, --block a multiple of --xfer\n");
         return 2;
     }
+    if (strcmp(cmd, "floor") == 0)
+        return floor_write(servers, mib, window, stripe);
     if (api) {
         api_connect();
         /* Children connect themselves; the parent only makes the dir. */

@@ -14,7 +14,8 @@
 # data1m: only the 1 MiB sequential write/read target with 2 servers, each
 # repeat measuring bulk TCP and the local directory right before adafs, and
 # with OLD_BUILD_DIR also an older build's adafs in the same repeats (the
-# two take turns going first), for before/after comparisons. OLD_ENV
+# two take turns going first), for before/after comparisons, and the
+# floor of the design's write path (fsbench floor) in the same repeats. OLD_ENV
 # (VAR=value words) goes into the older build's environment: with the same
 # build twice, OLD_ENV=ADAFS_TRANSPORT=tcp compares TCP with the servers'
 # Unix sockets, which a client on their node uses by default. The whole
@@ -113,6 +114,14 @@ if [ "$set_" = data1m ]; then
                 LD_PRELOAD="$b/agent/.libs/libadafs_preload.so" \
                 "$b/bench/fs/fsbench" ior --xfer 1M --block $block --dir "$mount/d$$" | record "$which"
         done
+        # The floor of the design (fsbench.c, floor_write): chunks sent to
+        # 2 server processes that only store them, waiting for each write
+        # (as adafs does), with write-behind windows, and striped.
+        for f in "floor:" "floor_w16:--window 16" "floor_w64:--window 64" "floor_stripe:--stripe"; do
+            warm
+            # shellcheck disable=SC2086  # the options: words
+            "$fsb" floor --servers 2 --mib 256 ${f#*:} --dir "$work/local/f$$" | record "${f%%:*}"
+        done
     done
     for which in $builds; do
         b=$build
@@ -124,24 +133,24 @@ if [ "$set_" = data1m ]; then
     echo
     echo "| build | phase | ratios per repeat (to min(bulk, local) of the repeat) | median | best | best MiB/s |"
     echo "|---|---|---|---|---|---|"
-    for which in $builds; do
-        for phase in write read; do
-            awk -v w="$which" -v p="ior_$phase" -v n="$repeats" '
-                { v[$1] = $2 }
-                END {
-                    for (r = 1; r <= n; r++) {
-                        l = v["r" r ".net.bulk"]; x = v["r" r ".local." p]
-                        if (x + 0 < l + 0) l = x
-                        a[r] = v["r" r "." w "." p] / l; m[r] = v["r" r "." w "." p]
-                    }
-                    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-                        if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t; t = m[i]; m[i] = m[j]; m[j] = t }
-                    s = ""
-                    for (i = 1; i <= n; i++) s = s sprintf("%.0f%% ", 100 * a[i])
-                    med = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-                    printf "| %s | %s | %s| %.0f%% | %.0f%% | %.0f |\n", w, substr(p, 5), s, 100 * med, 100 * a[n], m[n]
-                }' "$results"
-        done
+    for row in $(for w in $builds; do echo "$w:ior_write $w:ior_read"; done) \
+        floor:floor_write floor_w16:floor_write floor_w64:floor_write floor_stripe:floor_write; do
+        which=${row%%:*} p=${row#*:}
+        awk -v w="$which" -v p="$p" -v lp="ior_${p#*_}" -v n="$repeats" '
+            { v[$1] = $2 }
+            END {
+                for (r = 1; r <= n; r++) {
+                    l = v["r" r ".net.bulk"]; x = v["r" r ".local." lp]
+                    if (x + 0 < l + 0) l = x
+                    a[r] = v["r" r "." w "." p] / l; m[r] = v["r" r "." w "." p]
+                }
+                for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+                    if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t; t = m[i]; m[i] = m[j]; m[j] = t }
+                s = ""
+                for (i = 1; i <= n; i++) s = s sprintf("%.0f%% ", 100 * a[i])
+                med = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+                printf "| %s | %s | %s| %.0f%% | %.0f%% | %.0f |\n", w, substr(p, index(p, "_") + 1), s, 100 * med, 100 * a[n], m[n]
+            }' "$results"
     done
     exit 0
 fi
