@@ -92,6 +92,17 @@ mkdir -p "$work/local"
 # then adafs with 2 servers for each build (new, old), alternating which
 # goes first. Ratios pair each result with min(bulk, local) of its repeat.
 if [ "$set_" = data1m ]; then
+    # The floor of the design (fsbench.c, floor_write): chunks sent to 2
+    # server processes that only store them, waiting for each write (as
+    # adafs does), with write-behind windows, and striped.
+    floors="floor floor_w16 floor_w64 floor_stripe"
+    floor_options() {
+        case $1 in
+        floor_w16) echo --window 16 ;;
+        floor_w64) echo --window 64 ;;
+        floor_stripe) echo --stripe ;;
+        esac
+    }
     builds="new${old:+ old}"
     for which in $builds; do
         b=$build
@@ -114,13 +125,10 @@ if [ "$set_" = data1m ]; then
                 LD_PRELOAD="$b/agent/.libs/libadafs_preload.so" \
                 "$b/bench/fs/fsbench" ior --xfer 1M --block $block --dir "$mount/d$$" | record "$which"
         done
-        # The floor of the design (fsbench.c, floor_write): chunks sent to
-        # 2 server processes that only store them, waiting for each write
-        # (as adafs does), with write-behind windows, and striped.
-        for f in "floor:" "floor_w16:--window 16" "floor_w64:--window 64" "floor_stripe:--stripe"; do
+        for f in $floors; do
             warm
-            # shellcheck disable=SC2086  # the options: words
-            "$fsb" floor --servers 2 --mib 256 ${f#*:} --dir "$work/local/f$$" | record "${f%%:*}"
+            # shellcheck disable=SC2046  # the options: words
+            "$fsb" floor --servers 2 --mib 256 $(floor_options "$f") --dir "$work/local/f$$" | record "$f"
         done
     done
     for which in $builds; do
@@ -134,7 +142,7 @@ if [ "$set_" = data1m ]; then
     echo "| build | phase | ratios per repeat (to min(bulk, local) of the repeat) | median | best | best MiB/s |"
     echo "|---|---|---|---|---|---|"
     for row in $(for w in $builds; do echo "$w:ior_write $w:ior_read"; done) \
-        floor:floor_write floor_w16:floor_write floor_w64:floor_write floor_stripe:floor_write; do
+        $(for f in $floors; do echo "$f:floor_write"; done); do
         which=${row%%:*} p=${row#*:}
         awk -v w="$which" -v p="$p" -v lp="ior_${p#*_}" -v n="$repeats" '
             { v[$1] = $2 }
