@@ -68,6 +68,18 @@ uint32_t walltime_key_id(int64_t id);
 /* A job with every field unknown (-1 / 0). */
 void walltime_job_init(struct walltime_job *job);
 
+/* Times and durations (seconds) and counts a job may carry: far beyond any
+ * machine, small enough that the model's sums of times (end = submit + wait
+ * + run) cannot overflow. */
+#define WALLTIME_MAX_SECONDS (INT64_C(1) << 40)     /* 34,800 years */
+#define WALLTIME_MAX_COUNT (INT64_C(1) << 40)
+
+/* 0 if every number of job is unknown (-1) or in range: times, durations,
+ * processors, nodes and ids in [0, WALLTIME_MAX_*], a request > 0, memory
+ * >= 0, status -1 to 5 (SWF's codes). Else -EINVAL and a message naming the
+ * field and its value. Readers and the model check jobs with it. */
+int walltime_job_check(const struct walltime_job *job, char *err, size_t errlen);
+
 struct walltime_prediction {
     double median_s;        /* most likely run time, seconds, <= req_time */
     double conservative_s;  /* rarely-exceeded run time, seconds, <= req_time */

@@ -209,6 +209,8 @@ int walltime_predict(const struct walltime_model *m, const struct walltime_job *
                  (long long)job->job_id, (long long)job->req_time);
         return -EINVAL;
     }
+    if (walltime_job_check(job, err, errlen) < 0)
+        return -EINVAL;
     const struct user_hist *u = history_find(&m->hist, job->uid);
     float f[NFEAT];
     struct same_runs same;
@@ -230,6 +232,8 @@ int walltime_observe_finished(struct walltime_model *m, const struct walltime_jo
                  (long long)job->run_time, (long long)job->submit_time);
         return -EINVAL;
     }
+    if (walltime_job_check(job, err, errlen) < 0)
+        return -EINVAL;
     struct user_hist *u = history_get(&m->hist, job->uid);
     if (!u && job->uid >= 0) {
         snprintf(err, errlen, "out of memory adding job %lld", (long long)job->job_id);

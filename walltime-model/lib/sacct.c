@@ -70,9 +70,10 @@ static int parse_mem_kb(const char *s, int64_t nodes, int64_t cpus, int64_t *kb)
         mult = cpus > 0 ? (double)cpus : 1;
         u++;
     }
-    if (*u)
+    double total = v * scale * mult;
+    if (*u || total > 9.0e15)           /* the conversion must be defined */
         return -1;
-    *kb = (int64_t)(v * scale * mult);
+    *kb = (int64_t)total;
     return 0;
 }
 
@@ -194,12 +195,12 @@ int walltime_parse_sacct_line(const char *line, struct walltime_job *job,
         return -1;
     }
     if (parse_mem_kb(f[F_REQMEM], job->nodes, job->procs, &job->req_mem_kb) < 0) {
-        snprintf(err, errlen, "field 13 (ReqMem) is not a memory size: '%s'",
+        snprintf(err, errlen, "field 13 (ReqMem) is not a memory size under 8 EiB: '%s'",
                  parse_quote(f[F_REQMEM], q));
         return -1;
     }
     job->account = walltime_key(f[F_ACCOUNT]);
     job->partition = walltime_key(f[F_PARTITION]);
     job->exe = walltime_key(f[F_NAME]);
-    return 1;
+    return walltime_job_check(job, err, errlen) < 0 ? -1 : 1;
 }

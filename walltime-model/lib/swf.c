@@ -72,6 +72,17 @@ int walltime_parse_swf_line(const char *line, struct walltime_job *job,
         snprintf(err, errlen, "field 9 (requested time) must be > 0 or -1: %g", v[8]);
         return -1;
     }
+    if (v[10] != -1 && !(v[10] >= 0 && v[10] <= 5)) {
+        snprintf(err, errlen, "field 11 (status) must be -1 or 0 to 5: %g", v[10]);
+        return -1;
+    }
+    /* SWF memory is KB per processor. */
+    double mem_kb = v[9] > 0 && v[7] > 0 ? v[9] * v[7] : -1;
+    if (mem_kb > 9.0e15) {
+        snprintf(err, errlen, "field 10 (requested memory) %g KB x field 8 (requested "
+                 "procs) %g is too large", v[9], v[7]);
+        return -1;
+    }
 
     walltime_job_init(job);
     job->job_id = (int64_t)v[0];
@@ -80,13 +91,12 @@ int walltime_parse_swf_line(const char *line, struct walltime_job *job,
     job->run_time = (int64_t)v[3];
     job->procs = (int64_t)v[7];
     job->req_time = (int64_t)llround(v[8]);
-    /* SWF memory is KB per processor. */
-    job->req_mem_kb = v[9] > 0 && v[7] > 0 ? (int64_t)(v[9] * v[7]) : -1;
+    job->req_mem_kb = (int64_t)mem_kb;
     job->status = (int)v[10];
     job->uid = (int64_t)v[11];
     job->gid = (int64_t)v[12];
     job->exe = walltime_key_id((int64_t)v[13]);
     job->account = walltime_key_id((int64_t)v[14]);
     job->partition = walltime_key_id((int64_t)v[15]);
-    return 1;
+    return walltime_job_check(job, err, errlen) < 0 ? -1 : 1;
 }

@@ -3,11 +3,38 @@
  * Malformed lines are reported one per line as "PATH:LINE: reason" and
  * skipped, so one bad record does not throw away a year of history. */
 #include "walltime.h"
+#include "parse_util.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* "; NAME: VALUE" with VALUE an integer in [min, max]: 1 and *out if line
+ * is that header, -1 (reason in why) if it is but VALUE is not such a
+ * number, 0 for any other line. */
+static int swf_header(const char *line, const char *name, int64_t min, int64_t max,
+                      int64_t *out, char *why, size_t whylen)
+{
+    size_t n = strlen(name);
+    if (line[0] != ';')
+        return 0;
+    line += 1 + strspn(line + 1, " \t");
+    if (strncmp(line, name, n) != 0 || line[n] != ':')
+        return 0;
+    line += n + 1;
+    line += strspn(line, " \t");
+    char tok[32], q[48];
+    size_t len = strcspn(line, " \t\r\n");
+    int64_t v;
+    snprintf(tok, sizeof(tok), "%.*s", (int)len, line);
+    if (len >= sizeof(tok) || parse_int64(tok, &v) < 0 || v < min || v > max) {
+        snprintf(why, whylen, "header %s is not a number from %lld to %lld: '%s'", name,
+                 (long long)min, (long long)max, parse_quote(tok, q));
+        return -1;
+    }
+    *out = v;
+    return 1;
+}
 
 /* Stable order by submit time: ties keep file order (job id order). */
 static int cmp_submit(const void *a, const void *b)
@@ -42,13 +69,17 @@ int walltime_trace_read(const char *path, enum walltime_format format,
         struct walltime_job job;
         int r;
         if (format == WALLTIME_SWF) {
-            long long start;
-            long procs;
-            if (sscanf(line, "; UnixStartTime: %lld", &start) == 1 && start >= 0)
-                epoch = start;
-            if (sscanf(line, "; MaxProcs: %ld", &procs) == 1 && procs > 0)
-                trace->max_procs = procs;
-            r = walltime_parse_swf_line(line, &job, why, sizeof(why));
+            int64_t v;
+            /* Bounded so that shifted times stay far from overflowing. */
+            r = swf_header(line, "UnixStartTime", 0, WALLTIME_MAX_SECONDS, &epoch,
+                           why, sizeof(why));
+            if (r == 0 && (r = swf_header(line, "MaxProcs", 1, WALLTIME_MAX_COUNT, &v,
+                                          why, sizeof(why))) == 1)
+                trace->max_procs = (long)v;
+            if (r == 0)
+                r = walltime_parse_swf_line(line, &job, why, sizeof(why));
+            else if (r == 1)
+                continue;
         } else {
             r = walltime_parse_sacct_line(line, &job, why, sizeof(why));
         }

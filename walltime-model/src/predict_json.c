@@ -39,10 +39,15 @@ int job_from_json(const char *text, struct walltime_job *job, char *err, size_t 
                     snprintf(err, errlen, "member \"%s\" must be an integer", key);
                     goto out;
                 }
+                json_int_t x = json_integer_value(v);
                 if (dst[i])
-                    *dst[i] = json_integer_value(v);
-                else
-                    job->status = (int)json_integer_value(v);
+                    *dst[i] = x;
+                else if (x < -1 || x > 5) {
+                    snprintf(err, errlen, "member \"status\" must be -1 to 5, not %lld",
+                             (long long)x);
+                    goto out;
+                } else
+                    job->status = (int)x;
                 found = 1;
             }
         for (i = 0; i < sizeof(str_members) / sizeof(str_members[0]); i++)
@@ -63,6 +68,8 @@ int job_from_json(const char *text, struct walltime_job *job, char *err, size_t 
         snprintf(err, errlen, "member \"req_time\" (seconds, > 0) is required");
         goto out;
     }
+    if (walltime_job_check(job, err, errlen) < 0)
+        goto out;
     rc = 0;
 out:
     json_decref(o);

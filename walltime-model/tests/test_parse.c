@@ -41,6 +41,41 @@ static void swf(void)
     tap_is_str(err, "more than 18 fields", "swf: extra field rejected");
     walltime_parse_swf_line("1 5 0 10 1 -1 -1 1 1e300 -1 1 1 1 -1 -1 -1 -1 -1", &j, err, sizeof(err));
     tap_is_str(err, "field 9 (requested time) is not a number: '1e300'", "swf: out-of-range number rejected");
+    /* Found by the fuzzer (UBSan): values whose conversion is undefined. */
+    tap_is_int(walltime_parse_swf_line("1 5 0 10 1 -1 -1 1 60 -1 66666666666 1 1 -1 -1 -1 -1 -1", &j,
+                                       err, sizeof(err)), -1, "swf: a status beyond int refused");
+    tap_is_str(err, "field 11 (status) must be -1 or 0 to 5: 6.66667e+10", "... naming it");
+    walltime_parse_swf_line("1 5 0 10 1 -1 -1 1 60 -1 7 1 1 -1 -1 -1 -1 -1", &j, err, sizeof(err));
+    tap_is_str(err, "field 11 (status) must be -1 or 0 to 5: 7", "swf: an unknown status code refused");
+    walltime_parse_swf_line("1 5 0 10 1 -1 -1 9e15 60 9e15 1 1 1 -1 -1 -1 -1 -1", &j, err, sizeof(err));
+    tap_is_str(err, "field 10 (requested memory) 9e+15 KB x field 8 (requested procs) 9e+15 is too large",
+               "swf: a memory total beyond 64 bits refused");
+    walltime_parse_swf_line("1 5 0 10 1 -1 -1 1 2e12 -1 1 1 1 -1 -1 -1 -1 -1", &j, err, sizeof(err));
+    tap_is_str(err, "requested time 2000000000000 is out of range (-1 for unknown, or 1 to 1099511627776)",
+               "swf: a request the model's sums could overflow refused");
+}
+
+static void job_check(void)
+{
+    struct walltime_job j;
+    walltime_job_init(&j);
+    tap_is_int(walltime_job_check(&j, err, sizeof(err)), 0, "check: all unknown is fine");
+    j.req_time = 3600;
+    j.submit_time = WALLTIME_MAX_SECONDS;
+    j.status = 5;
+    tap_is_int(walltime_job_check(&j, err, sizeof(err)), 0, "check: the limits themselves are fine");
+    j.wait_time = -2;
+    tap_is_int(walltime_job_check(&j, err, sizeof(err)), -22, "check: a negative wait refused");
+    tap_is_str(err, "wait time -2 is out of range (-1 for unknown, or 0 to 1099511627776)", "... naming it");
+    j.wait_time = 0;
+    j.req_time = 0;
+    walltime_job_check(&j, err, sizeof(err));
+    tap_is_str(err, "requested time 0 is out of range (-1 for unknown, or 1 to 1099511627776)",
+               "check: a zero request refused");
+    j.req_time = 60;
+    j.status = 6;
+    walltime_job_check(&j, err, sizeof(err));
+    tap_is_str(err, "status 6 is out of range (-1 for unknown, or 0 to 5)", "check: status beyond SWF's codes");
 }
 
 static void sacct(void)
@@ -100,7 +135,16 @@ static void sacct(void)
     tap_is_str(err, "field 10 (ElapsedRaw) is not a non-negative integer: '-4'", "sacct: bad elapsed");
     walltime_parse_sacct_line("1|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|10|60|1|1|lots|COMPLETED",
                               &j, err, sizeof(err));
-    tap_is_str(err, "field 13 (ReqMem) is not a memory size: 'lots'", "sacct: bad memory");
+    tap_is_str(err, "field 13 (ReqMem) is not a memory size under 8 EiB: 'lots'", "sacct: bad memory");
+    /* Found by the fuzzer (UBSan): a total whose conversion is undefined. */
+    tap_is_int(walltime_parse_sacct_line("1|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|10|60|1|1|"
+                                         "99999999999999T|COMPLETED", &j, err, sizeof(err)), -1,
+               "sacct: a memory size beyond 64 bits refused");
+    tap_is_str(err, "field 13 (ReqMem) is not a memory size under 8 EiB: '99999999999999T'", "... naming it");
+    walltime_parse_sacct_line("1|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|10|9000000000000000|1|1|"
+                              "1G|COMPLETED", &j, err, sizeof(err));
+    tap_is_str(err, "run time 9000000000000000 is out of range (-1 for unknown, or 0 to 1099511627776)",
+               "sacct: an elapsed time the model's sums could overflow refused");
     walltime_parse_sacct_line("1|1|1|a|p|n|2024-01-02T03:00:00|2024-01-02T03:10:00|10|60|1|1|1G|COMPLETED|x",
                               &j, err, sizeof(err));
     tap_is_str(err, "more than 14 '|'-separated fields", "sacct: extra field rejected");
@@ -147,6 +191,28 @@ static void trace(void)
     unlink(path);
     free(path);
 
+    path = write_temp("; UnixStartTime: 9223372036854775807\n"
+                      ";MaxProcs:  0\n"
+                      "1 20 0 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n");
+    report = tmpfile();
+    tap_is_int(walltime_trace_read(path, WALLTIME_SWF, report, &t, err, sizeof(err)), 0,
+               "trace: file with bad headers is read");
+    tap_ok(t.n == 1 && t.malformed == 2 && t.jobs[0].submit_time == 20 && t.max_procs == -1,
+           "trace: bad headers reported and not applied (times cannot overflow)");
+    rewind(report);
+    got = fread(buf, 1, sizeof(buf) - 1, report);
+    buf[got] = '\0';
+    snprintf(want, sizeof(want),
+             "%s:1: header UnixStartTime is not a number from 0 to 1099511627776: "
+             "'9223372036854775807' (line skipped)\n"
+             "%s:2: header MaxProcs is not a number from 1 to 1099511627776: '0' (line skipped)\n",
+             path, path);
+    tap_is_str(buf, want, "trace: each bad header reported with its line");
+    fclose(report);
+    walltime_trace_free(&t);
+    unlink(path);
+    free(path);
+
     tap_is_int(walltime_trace_read("/nonexistent/trace.swf", WALLTIME_SWF, NULL, &t, err, sizeof(err)),
                -2, "trace: missing file is -ENOENT");
     tap_is_str(err, "cannot open trace /nonexistent/trace.swf: No such file or directory",
@@ -156,6 +222,7 @@ static void trace(void)
 int main(void)
 {
     swf();
+    job_check();
     sacct();
     trace();
     return tap_done();
