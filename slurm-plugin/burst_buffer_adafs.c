@@ -356,6 +356,8 @@ static int collect_finished(void *x, void *arg)
     struct walltime_job *w = &f->jobs[f->n++];
     walltime_job_of(job_ptr, w);
     w->run_time = job_ptr->end_time - job_ptr->start_time;
+    if (w->submit_time >= 0 && job_ptr->start_time >= w->submit_time)
+        w->wait_time = job_ptr->start_time - w->submit_time;
     w->status = IS_JOB_COMPLETE(job_ptr) ? 1 : IS_JOB_CANCELLED(job_ptr) ? 5 : 0;
     return 0;
 }
