@@ -1,7 +1,7 @@
 /* libFuzzer target: the SWF and sacct line parsers must never crash, overrun
  * or leave a parsed job inconsistent on any input: a line is either a job
- * (with the invariants the model relies on), ignorable, or an error with a
- * non-empty reason. */
+ * (with the invariants the model relies on, walltime_job_check's ranges
+ * among them), ignorable, or an error with a non-empty reason. */
 #include "walltime.h"
 
 #include <stdint.h>
@@ -22,7 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int r = walltime_parse_swf_line(line, &job, err, sizeof(err));
     if (r < 0 && !err[0])
         abort();                          /* an error must say why */
-    if (r == 1 && (job.submit_time < 0 || job.req_time == 0 || job.req_time < -1))
+    if (r == 1 && (job.submit_time < 0 || job.req_time == 0 || job.req_time < -1 ||
+                   walltime_job_check(&job, err, sizeof(err)) < 0))
         abort();
 
     err[0] = '\0';
@@ -30,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (r < 0 && !err[0])
         abort();
     if (r == 1 && (job.submit_time < 0 || job.run_time < 0 || job.wait_time < 0 ||
-                   job.req_time == 0 || job.req_time < -1))
+                   job.req_time == 0 || job.req_time < -1 ||
+                   walltime_job_check(&job, err, sizeof(err)) < 0))
         abort();
     free(line);
     return 0;
