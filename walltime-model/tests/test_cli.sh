@@ -54,9 +54,15 @@ printf '%s\n' '{"job_id":1,"uid":1,"req_time":3600,"submit_time":999999}' \
     '{"job_id":3,"uid":1,"submit_time":999999}' \
     '{"job_id":4,"uid":1,"req_time":3600,"color":"red"}' \
     '{"job_id":6,"uid":1,"req_time":3600,"submit_time":999000,"run_time":100}' \
+    '{"job_id":8,"uid":1,"req_time":3600,"submit_time":9000000000000000000}' \
+    '{"job_id":9,"uid":1,"req_time":3600,"status":99}' \
     | "$W" predict --model "$tmp/m" > "$tmp/stream.out" 2> "$tmp/stream.err"
 check "predict stream: exit 1 when some lines were bad" '[ $? -eq 1 ]'
-check "predict stream: one output line per input line" '[ "$(wc -l < "$tmp/stream.out")" -eq 5 ]'
+check "predict stream: one output line per input line" '[ "$(wc -l < "$tmp/stream.out")" -eq 7 ]'
+check "predict stream: a time out of range reported with field and value" \
+    'grep -q "^adafs-walltime: input line 6: submit time 9000000000000000000 is out of range (-1 for unknown, or 0 to 1099511627776)$" "$tmp/stream.err"'
+check "predict stream: a status out of range reported" \
+    'grep -q "^adafs-walltime: input line 7: member \"status\" must be -1 to 5, not 99$" "$tmp/stream.err"'
 check "predict stream: bad JSON reported with its line number" \
     'grep -q "^adafs-walltime: input line 2: not JSON: " "$tmp/stream.err"'
 check "predict stream: missing req_time reported" \
