@@ -311,12 +311,12 @@ static int start(const struct options *o)
         int port, pid;
         if (p[i].fd >= 0)
             close(p[i].fd);
-        if (sscanf(answers[i], "ready port=%d pid=%d", &port, &pid) == 2) {
+        answers[i][strcspn(answers[i], "\n")] = '\0';
+        if (instance_ready_parse(answers[i], &port, &pid) == 0) {
             snprintf(inst.servers[i].host, sizeof(inst.servers[i].host), "127.0.0.1");
             inst.servers[i].port = port;
             continue;
         }
-        answers[i][strcspn(answers[i], "\n")] = '\0';
         fprintf(stderr, "adafs-ctl: server %d did not start: %s\n", i,
                 answers[i][0] ? answers[i] : "no answer within the start timeout");
         failed = 1;

@@ -286,3 +286,35 @@ void instance_free(struct instance *in)
     in->servers = NULL;
     in->nservers = 0;
 }
+
+/* A decimal number in [1, max] at *p, advancing *p past it. */
+static int ready_number(const char **p, long max, int *out)
+{
+    char *end;
+    if (**p < '0' || **p > '9')
+        return -EINVAL;
+    errno = 0;
+    long v = strtol(*p, &end, 10);
+    if (errno || v < 1 || v > max)
+        return -EINVAL;
+    *out = (int)v;
+    *p = end;
+    return 0;
+}
+
+int instance_ready_parse(const char *line, int *port, int *pid)
+{
+    const char *p = line;
+    int pt, pd;
+    if (strncmp(p, "ready port=", 11) != 0)
+        return -EINVAL;
+    p += 11;
+    if (ready_number(&p, 65535, &pt) < 0 || strncmp(p, " pid=", 5) != 0)
+        return -EINVAL;
+    p += 5;
+    if (ready_number(&p, 0x7fffffffL, &pd) < 0 || (*p && strcmp(p, "\n") != 0))
+        return -EINVAL;
+    *port = pt;
+    *pid = pd;
+    return 0;
+}

@@ -50,6 +50,12 @@ void instance_free(struct instance *in);
 #define INSTANCE_LOCAL_NAME_MAX (INSTANCE_HOST_MAX + 16)
 void instance_local_name(const char *host, int port, char name[INSTANCE_LOCAL_NAME_MAX]);
 
+/* The line a starting server writes when it serves (fsd/main.c): "ready
+ * port=P pid=N", optionally ending in a newline. 0 with *port (1-65535)
+ * and *pid (> 0), else -EINVAL. Strict, because the agent (root) reads it
+ * from a process of the job's user. */
+int instance_ready_parse(const char *line, int *port, int *pid);
+
 /* Fills secret with random bytes from the kernel. */
 int secret_generate(uint8_t secret[RPC_SECRET_SIZE]);
 /* hex must hold 2 * RPC_SECRET_SIZE + 1 bytes. */

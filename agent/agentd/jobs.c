@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "instance.h"
 #include "log.h"
 #include "net.h"
 
@@ -500,7 +501,8 @@ static int await_ready(int fd, int *port, char *line, size_t len)
     }
     line[got] = '\0';
     line[strcspn(line, "\n")] = '\0';
-    if (sscanf(line, "ready port=%d", port) == 1)
+    int pid;
+    if (instance_ready_parse(line, port, &pid) == 0)
         return 0;
     return got ? -EIO : -ECHILD;
 }

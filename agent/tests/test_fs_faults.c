@@ -340,8 +340,29 @@ static void ctl_errors(void)
            "adafsd with an index beyond --hosts fails");
 }
 
+/* The agent (root) reads this line from a process of the job's user. */
+static void ready_lines(void)
+{
+    int port = 0, pid = 0;
+    tap_ok(instance_ready_parse("ready port=6830 pid=42\n", &port, &pid) == 0 && port == 6830 &&
+           pid == 42, "ready line: port and pid read");
+    static const char *const bad[] = {
+        "ready port=0 pid=42", "ready port=65536 pid=42", "ready port=-1 pid=42",
+        "ready port=99999999999999999999 pid=42", "ready port=6830 pid=0",
+        "ready port=6830 pid=2147483648", "ready port=6830", "ready port=6830 pid=42 extra",
+        "ready port= 6830 pid=42", "ready port=+6830 pid=42", "error cannot bind", "",
+    };
+    int refused = 0;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        refused += instance_ready_parse(bad[i], &port, &pid) == -EINVAL;
+    tap_is_int(refused, (int)(sizeof(bad) / sizeof(bad[0])),
+               "ready line: out-of-range, signed, partial or trailing numbers refused");
+    tap_ok(port == 6830 && pid == 42, "ready line: a refused line leaves port and pid alone");
+}
+
 int main(void)
 {
+    ready_lines();
     quota();
     dead_servers();
     security();
