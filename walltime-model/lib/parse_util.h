@@ -9,6 +9,11 @@
 
 /* Whole string is a decimal integer (optionally signed) -> 0, else -1. */
 int parse_int64(const char *s, int64_t *out);
+/* Largest magnitude a parsed double may have before it is converted to an
+ * integer: below 2^53, so the value is exact and the conversion to int64_t
+ * defined, and far above any time, size or count a trace holds. */
+#define PARSE_DOUBLE_INT_MAX 9.0e15
+
 /* Whole string is a finite decimal number -> 0, else -1. */
 int parse_double(const char *s, double *out);
 /* Copies at most 40 bytes of s for error messages, replacing control chars. */

@@ -71,7 +71,7 @@ static int parse_mem_kb(const char *s, int64_t nodes, int64_t cpus, int64_t *kb)
         u++;
     }
     double total = v * scale * mult;
-    if (*u || total > 9.0e15)           /* the conversion must be defined */
+    if (*u || total > PARSE_DOUBLE_INT_MAX)
         return -1;
     *kb = (int64_t)total;
     return 0;

@@ -43,8 +43,7 @@ int walltime_parse_swf_line(const char *line, struct walltime_job *job,
         }
         memcpy(tok, p, len);
         tok[len] = '\0';
-        /* Integral range check keeps the int64 conversion below defined. */
-        if (parse_double(tok, &v[n]) < 0 || fabs(v[n]) > 9.0e15) {
+        if (parse_double(tok, &v[n]) < 0 || fabs(v[n]) > PARSE_DOUBLE_INT_MAX) {
             snprintf(err, errlen, "field %d (%s) is not a number: '%s'", n + 1,
                      swf_names[n], parse_quote(tok, q));
             return -1;
@@ -78,7 +77,7 @@ int walltime_parse_swf_line(const char *line, struct walltime_job *job,
     }
     /* SWF memory is KB per processor. */
     double mem_kb = v[9] > 0 && v[7] > 0 ? v[9] * v[7] : -1;
-    if (mem_kb > 9.0e15) {
+    if (mem_kb > PARSE_DOUBLE_INT_MAX) {
         snprintf(err, errlen, "field 10 (requested memory) %g KB x field 8 (requested "
                  "procs) %g is too large", v[9], v[7]);
         return -1;
