@@ -1,11 +1,13 @@
-/* libFuzzer target for every request adafsd serves: the first two input
- * bytes pick the opcode, the rest is the payload, handled by the real
- * dispatch table against a real server (RocksDB metadata and chunk files in
- * a temporary directory, removed at exit) that keeps its state from input
- * to input, as a long-running server does. Nothing a client sends may
- * crash a handler, leak, or be answered with anything but 0 or a negative
- * errno. With ADAFS_FUZZ_SEEDS=DIR it first writes one well-formed request
- * per opcode there (fsd/fuzz_dispatch.sh starts the corpus from them). */
+/* libFuzzer target for every request adafsd serves: the first input byte
+ * picks the opcode, the second whether the server is alone or one of two
+ * (then about half the keys belong to the other), the rest is the payload,
+ * handled by the real dispatch table against a real server (RocksDB
+ * metadata and chunk files in a temporary directory, removed at exit) that
+ * keeps its state from input to input, as a long-running server does.
+ * Nothing a client sends may crash a handler, leak, or be answered with
+ * anything but 0 or a negative errno. With ADAFS_FUZZ_SEEDS=DIR it first
+ * writes one well-formed request per opcode there (fsd/fuzz_dispatch.sh
+ * starts the corpus from them). */
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -35,8 +37,8 @@ static void seed(const char *dir, uint16_t op, const struct rpc_writer *w)
     char path[4200];
     snprintf(path, sizeof(path), "%s/op%02u", dir, op);
     FILE *f = fopen(path, "we");
-    uint8_t le[2] = { (uint8_t)op, (uint8_t)(op >> 8) };
-    if (!f || fwrite(le, 1, 2, f) != 2 || fwrite(w->data, 1, w->len, f) != w->len || fclose(f))
+    uint8_t head[2] = { (uint8_t)op, 0 };   /* one of two servers */
+    if (!f || fwrite(head, 1, 2, f) != 2 || fwrite(w->data, 1, w->len, f) != w->len || fclose(f))
         abort();
 }
 
@@ -118,7 +120,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (log_open("fuzz_dispatch", LOG_LEVEL_ERROR, "/dev/null") < 0)
         abort();
     srv.index = 0;
-    srv.nservers = 2;                /* half the keys belong to the other server */
+    srv.nservers = 2;                /* each input sets it again */
     srv.chunk_size = 64 * 1024;
     srv.quota = 16u << 20;           /* small: ENOSPC paths are reached too */
     for (int i = 0; i < SERVER_STRIPES; i++) {
@@ -142,7 +144,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2)
         return 0;
-    uint16_t op = (uint16_t)(data[0] | data[1] << 8) % (FS_OP_COUNT + 1);
+    uint16_t op = data[0] % (FS_OP_COUNT + 1);
+    srv.nservers = data[1] & 0x80 ? 1 : 2;
     struct rpc_reader req;
     rpc_reader_init(&req, data + 2, size - 2);
     struct reply rep = { .file_fd = -1 };
