@@ -19,6 +19,7 @@
  * applies the outcome under the locks afterwards. */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -772,11 +773,13 @@ extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg)
      * margin; the limit that kills the job is never touched. */
     if (set_time_min && job_ptr->time_min == 0) {
         double seconds = p.conservative_s * (100.0 + margin) / 100.0;
-        uint32_t minutes = (uint32_t)((seconds + 59) / 60);
+        double minutes = floor((seconds + 59) / 60);
         if (minutes < 1)
             minutes = 1;
-        if (minutes < job_ptr->time_limit)
-            job_ptr->time_min = minutes;
+        /* Compared before converting: with a margin of up to 1000% the
+         * minutes can exceed what a uint32_t holds. */
+        if (minutes < (double)job_ptr->time_limit)
+            job_ptr->time_min = (uint32_t)minutes;
     }
     debug("%s: %pJ %s", plugin_type, job_ptr, note);
     xfree(note);
