@@ -69,7 +69,10 @@ void report_progress(FILE *out, const struct stage_progress *p)
     bar[width] = '\0';
     double rate = per_s((double)p->bytes_done / 1048576.0, p->seconds);
     double left = p->bytes_seen > p->bytes_done ? (double)(p->bytes_seen - p->bytes_done) : 0;
-    long eta = rate > 0 ? (long)(left / 1048576.0 / rate) : 0;
+    /* Capped before the conversion: a first trickle of bytes over a long
+     * scan can give an estimate beyond what a long holds. */
+    double eta_s = rate > 0 ? left / 1048576.0 / rate : 0;
+    long eta = eta_s < 1e9 ? (long)eta_s : 1000000000L;
     fprintf(out, "\r[%s] %3.0f%% %llu/%llu files %.0f MiB/s ETA %ld:%02ld %llu err ",
             bar, frac * 100, (unsigned long long)p->files_done,
             (unsigned long long)p->files_seen, rate, eta / 60, eta % 60,
