@@ -111,6 +111,24 @@ int main(void)
                "observe without run time is -EINVAL");
     tap_is_str(err, "job 77 cannot be learned from: requested time -1, run time -1, "
                "submit time -1 (all must be known)", "observe error names what is missing");
+    /* Out of range for the model's sums of times: refused, nothing learned. */
+    struct walltime_job huge;
+    walltime_job_init(&huge);
+    huge.job_id = 78;
+    huge.req_time = 3600;
+    huge.submit_time = WALLTIME_MAX_SECONDS + 1;
+    tap_is_int(walltime_predict(m, &huge, &p, err, sizeof(err)), -22,
+               "predict with a submit time out of range is -EINVAL");
+    tap_is_str(err, "submit time 1099511627777 is out of range (-1 for unknown, or 0 to "
+               "1099511627776)", "... naming the field and value");
+    huge.submit_time = 1000;
+    huge.run_time = INT64_MAX;
+    long seen = walltime_model_observed(m);
+    tap_is_int(walltime_observe_finished(m, &huge, err, sizeof(err)), -22,
+               "observe with a run time out of range is -EINVAL");
+    tap_is_str(err, "run time 9223372036854775807 is out of range (-1 for unknown, or 0 to "
+               "1099511627776)", "... naming the field and value");
+    tap_ok(walltime_model_observed(m) == seen, "... and the model learned nothing from it");
 
     /* Bad files. */
     char want[512];
