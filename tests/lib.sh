@@ -39,6 +39,12 @@ test_user=${ADAFS_TEST_USER:-adafs-test}
 export ADAFS_BUILD_DIR=${ADAFS_BUILD_DIR:-$abs_top_builddir}
 export ADAFS_CLUSTER_DIR=${ADAFS_CLUSTER_DIR:-/var/tmp/adafs-cluster}
 export SLURM_CONF=$ADAFS_CLUSTER_DIR/etc/slurm.conf
+# Where this cluster's munged and node n1's agent are (cluster.sh's settings).
+export ADAFS_MUNGE_DIR=${ADAFS_MUNGE_DIR:-/run/adafs-cluster-munge}
+munge_socket=$ADAFS_MUNGE_DIR/munge.socket.2
+agent_port_of() {  # agent_port_of K: the TCP port of node nK's agent
+    echo $(( ${ADAFS_SLURMD_PORT:-17001} + $1 - 1 + ${ADAFS_AGENT_PORT_OFFSET:-1000} ))
+}
 
 # Cluster tests need root, the plugin built, and are not run when the suite
 # asks to skip them (sanitizer builds, distcheck).

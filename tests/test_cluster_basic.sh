@@ -54,11 +54,17 @@ check "--bb job completes" -- wait_job "$id" COMPLETED 120
 as_root=$(cd "$ADAFS_CLUSTER_DIR/jobs" && SLURM_CONF=$SLURM_CONF sbatch --uid=0 --bb "capacity=1G" --wrap hostname 2>&1)
 check "root's burst buffer request is refused" -- bash -c "grep -q 'root can not use' <<<\"\$0\"" "$as_root"
 
-pids=$(cat "$ADAFS_CLUSTER_DIR"/run/*.pid /run/adafs-cluster-munge/munged.pid 2>/dev/null)
+pids=$(cat "$ADAFS_CLUSTER_DIR"/run/*.pid $ADAFS_MUNGE_DIR/munged.pid 2>/dev/null)
 "$cluster" stop
 trap - EXIT
 left=""
 for p in $pids; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
 ok "$([ -z "$left" ] && echo 0 || echo 1)" "cluster stop leaves none of its processes (left:${left:- none})"
-check "no slurmd of this cluster remains" -- bash -c "! pgrep -f 'slurmd -N n[0-9]' >/dev/null"
+# Other clusters may run beside this one: a slurmd is this cluster's if its
+# environment names this cluster's slurm.conf.
+ours=""
+for p in $(pgrep -x slurmd); do
+    tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_CONF=$SLURM_CONF" && ours="$ours $p"
+done
+ok "$([ -z "$ours" ] && echo 0 || echo 1)" "no slurmd of this cluster remains (left:${ours:- none})"
 tap_done

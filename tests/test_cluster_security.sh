@@ -11,8 +11,7 @@ other=adafs-test2
 id -u "$other" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$other"
 
 start_cluster
-munge_socket=/run/adafs-cluster-munge/munge.socket.2
-agent_port=18001   # n1: slurmd port 17001 + the harness's offset 1000
+agent_port=$(agent_port_of 1)
 
 out=$(runuser -u "$test_user" -- "$probe" 127.0.0.1 $agent_port start $munge_socket)
 check "the agent refuses a deploy request from an ordinary user ($out)" -- \
@@ -35,7 +34,7 @@ check "the agent's local socket is root's only" -- \
 # port free) receives the plugin's requests; it must not be able to read
 # them (they carry the job's secret): the credential decodes for root only
 # (that root, the agent, decodes it, every job of these tests shows).
-squat_port=18999 cap=$(runuser -u "$other" -- mktemp /tmp/squat.XXXXXX)
+squat_port=$(( $(agent_port_of 1) + 998 )) cap=$(runuser -u "$other" -- mktemp /tmp/squat.XXXXXX)
 runuser -u "$other" -- python3 - "$squat_port" "$cap" <<'PY' &
 import re, socket, sys
 s = socket.socket()

@@ -16,6 +16,8 @@
 # Settings (environment): ADAFS_CLUSTER_DIR, ADAFS_CLUSTER_NODES (4),
 # ADAFS_CTLD_PORT (16817), ADAFS_SLURMD_PORT (17001, the first of N),
 # ADAFS_AGENT_PORT_OFFSET (1000: node nK's agent listens at its slurmd port + 1000),
+# ADAFS_MUNGE_DIR (/run/adafs-cluster-munge: the cluster's own munged; set all of
+# these differently to run two clusters side by side),
 # ADAFS_BUILD_DIR (the configured adafs build tree with the plugin),
 # ADAFS_PREFIX (where adafs programs are installed, if not run from a build).
 set -euo pipefail
@@ -34,7 +36,7 @@ if [ -z "$build" ] && [ -f "$base/env" ]; then
     build=$(sed -n 's/^export ADAFS_BUILD_DIR=//p' "$base/env")
 fi
 prefix=${ADAFS_PREFIX:-/usr/local}
-munge_dir=/run/adafs-cluster-munge
+munge_dir=${ADAFS_MUNGE_DIR:-/run/adafs-cluster-munge}
 conf=$base/etc/slurm.conf
 test_user=${ADAFS_TEST_USER:-adafs-test}
 host=$(hostname -s)
@@ -162,6 +164,10 @@ EPI
 export SLURM_CONF=$conf
 export ADAFS_CLUSTER_DIR=$base
 export ADAFS_BUILD_DIR=$build
+export ADAFS_MUNGE_DIR=$munge_dir
+export ADAFS_CTLD_PORT=$ctld_port
+export ADAFS_SLURMD_PORT=$slurmd_port
+export ADAFS_AGENT_PORT_OFFSET=$agent_offset
 ENV
 }
 
