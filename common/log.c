@@ -2,14 +2,18 @@
 #include "log_sink.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 static const char *log_progname = "adafs";
-static enum log_level log_threshold = LOG_LEVEL_INFO;
+static _Atomic enum log_level log_threshold = LOG_LEVEL_INFO;
 static FILE *log_file;           /* NULL: stderr */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static void (*log_sink)(int, const char *);
@@ -22,9 +26,20 @@ int log_open(const char *progname, enum log_level threshold, const char *path)
     log_threshold = threshold;
     if (!path)
         return 0;
-    FILE *f = fopen(path, "ae");
-    if (!f)
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd < 0)
         return -errno;
+    if (fchmod(fd, 0600) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    FILE *f = fdopen(fd, "a");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
     setvbuf(f, NULL, _IOLBF, 0);
     pthread_mutex_lock(&log_lock);
     if (log_file)
@@ -98,4 +113,60 @@ void log_msg(enum log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     log_vmsg(level, fmt, ap);
     va_end(ap);
+}
+
+static int64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Called with limit->lock held: closes the window, returning what it left out. */
+static unsigned limit_roll(struct log_limit *limit, int64_t now)
+{
+    unsigned left_out = limit->suppressed;
+    limit->window_start_ms = now;
+    limit->written = 0;
+    limit->suppressed = 0;
+    return left_out;
+}
+
+static void report_left_out(unsigned left_out, int interval_ms)
+{
+    if (left_out)
+        log_msg(LOG_LEVEL_WARN, "%u similar lines left out in the last %d s (rate limit)",
+                left_out, (interval_ms + 999) / 1000);
+}
+
+void log_limited(struct log_limit *limit, enum log_level level, const char *fmt, ...)
+{
+    if (level > log_threshold)
+        return;
+    int64_t now = monotonic_ms();
+    unsigned left_out = 0;
+    pthread_mutex_lock(&limit->lock);
+    if (limit->window_start_ms == 0 || now - limit->window_start_ms >= limit->interval_ms)
+        left_out = limit_roll(limit, now);
+    bool write = limit->written < limit->burst;
+    if (write)
+        limit->written++;
+    else
+        limit->suppressed++;
+    pthread_mutex_unlock(&limit->lock);
+    report_left_out(left_out, limit->interval_ms);
+    if (write) {
+        va_list ap;
+        va_start(ap, fmt);
+        log_vmsg(level, fmt, ap);
+        va_end(ap);
+    }
+}
+
+void log_limit_flush(struct log_limit *limit)
+{
+    pthread_mutex_lock(&limit->lock);
+    unsigned left_out = limit->suppressed ? limit_roll(limit, monotonic_ms()) : 0;
+    pthread_mutex_unlock(&limit->lock);
+    report_left_out(left_out, limit->interval_ms);
 }
