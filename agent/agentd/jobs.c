@@ -580,9 +580,9 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, si
         return failf(err, errlen, -EPERM, "job %u: refusing to run a server as root", m->job_id);
     if (strlen(m->storage) + strlen(cfg->node) + PATH_SLACK >= PATH_MAX)
         return failf(err, errlen, -ENAMETOOLONG, "job %u: storage path too long", m->job_id);
-    if (strlen(m->secret_hex) != 2 * RPC_SECRET_SIZE || m->secret_hex[strspn(m->secret_hex, "0123456789abcdef")])
+    if (strlen(m->secret_hex) != 2 * INSTANCE_SECRET_SIZE || m->secret_hex[strspn(m->secret_hex, "0123456789abcdef")])
         return failf(err, errlen, -EINVAL, "job %u: the secret is not %d hex digits", m->job_id,
-                     2 * RPC_SECRET_SIZE);
+                     2 * INSTANCE_SECRET_SIZE);
     if (!storage_allowed(m->storage))
         return failf(err, errlen, -EPERM, "job %u: storage %s is not under this agent's storage roots",
                      m->job_id, m->storage);
