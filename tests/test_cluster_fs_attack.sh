@@ -40,13 +40,14 @@ pid=$(pgrep -f "^[^ ]*adafsd .*--index 0 .*$ADAFS_CLUSTER_DIR/.*job.$id" | head 
 log=$(grep -l "listening on $host:$port" "$ADAFS_CLUSTER_DIR"/adafs-log/adafsd.job"$id".*.log | head -1)
 check "server 0 ($host:$port) runs as pid $pid, logs to $log" -- test -n "$pid" -a -n "$log"
 
-# The victim reads its file through the interposer: prints its time in ms.
+# The victim reads its file through the interposer: prints its time in ms
+# and what it printed, on one line.
 victim_reads() {  # victim_reads INSTANCE
     local t0 out
     t0=$(date +%s%N)
     out=$(runuser -u "$test_user" -- env ADAFS_INSTANCE="$1" ADAFS_MOUNT="$mount" \
           LD_PRELOAD="$preload" cat "$mount/secret.txt" 2>&1)
-    echo "$(( ($(date +%s%N) - t0) / 1000000 )) $out"
+    echo "$(( ($(date +%s%N) - t0) / 1000000 )) $(paste -sd ' ' <<<"$out")"
 }
 
 # 1. Wrong proofs: each is answered EACCES; what the attacker receives
@@ -123,6 +124,8 @@ out=$(runuser -u "$other" -- env ADAFS_INSTANCE="$forged" ADAFS_MOUNT="$mount" L
       cat "$mount/secret.txt" 2>&1)
 check "a client with a forged secret gets Permission denied, no data ($out)" -- \
     bash -c "grep -q 'Permission denied' <<<\"\$0\" && ! grep -q '$marker' <<<\"\$0\"" "$out"
+check "and the interposer says which server refused it" -- \
+    bash -c "grep -q 'adafs_preload.*server [01] (.*) refused our proof' <<<\"\$0\"" "$out"
 
 # 5. The victim's client pointed at the attacker's listener (both the TCP
 # port and the node-local socket name): it gets an error at once and sends
@@ -162,6 +165,8 @@ chown "$test_user" "$pointed"; chmod 600 "$pointed"
 read -r ms out < <(victim_reads "$pointed")
 check "the victim's client refuses the impostor ($ms ms: $out)" -- \
     bash -c "grep -q 'Operation not permitted' <<<\"\$0\" && [ $ms -lt 5000 ]" "$out"
+check "naming the address it was pointed at" -- \
+    bash -c "grep -q 'server 0 ($host:$squat_port.*) did not prove it knows' <<<\"\$0\"" "$out"
 wait "$squatter"
 check "the impostor received only the 64-byte proof: no request" -- \
     test "$(stat -c %s "$work/squat.got")" = 64
