@@ -7,22 +7,24 @@
 #include <sys/random.h>
 
 #include "net.h"
+#include "rpc.h"
 
 static const char client_label[] = "adafs handshake v1 client";
 static const char server_label[] = "adafs handshake v1 server";
 
-static void put_le(uint8_t *p, uint32_t v)
+/* The u32 at p (little-endian, as all of adafs' wire). */
+static uint32_t get_u32(const uint8_t *p)
 {
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
+    struct rpc_reader r;
+    rpc_reader_init(&r, p, 4);
+    return rpc_get_u32(&r);
 }
 
-static uint32_t get_le(const uint8_t *p, int bytes)
+static void put_u32(uint8_t *p, uint32_t v)
 {
-    uint32_t v = 0;
-    for (int i = 0; i < bytes; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
+    struct rpc_writer w;
+    rpc_writer_init(&w, p, 4);
+    rpc_put_u32(&w, v);
 }
 
 /* getrandom(2) directly, not libsodium's generator: inside an LD_PRELOAD
@@ -50,7 +52,7 @@ static void mac(const struct handshake *hs, const char *label,
 {
     crypto_auth_hmacsha256_state st;
     uint8_t bind[4];
-    put_le(bind, hs->bind);
+    put_u32(bind, hs->bind);
     crypto_auth_hmacsha256_init(&st, key, HANDSHAKE_KEY_SIZE);
     crypto_auth_hmacsha256_update(&st, (const uint8_t *)label, strlen(label));
     crypto_auth_hmacsha256_update(&st, bind, sizeof(bind));
@@ -68,8 +70,8 @@ int handshake_server_hello(struct handshake *hs, uint32_t bind,
     int rc = fresh_nonce(hs->server_nonce);
     if (rc < 0)
         return rc;
-    put_le(hello, HANDSHAKE_MAGIC);
-    put_le(hello + 4, HANDSHAKE_VERSION);   /* u16 version, u16 zero */
+    put_u32(hello, HANDSHAKE_MAGIC);
+    put_u32(hello + 4, HANDSHAKE_VERSION);   /* u16 version, u16 zero */
     memcpy(hello + 8, hs->server_nonce, HANDSHAKE_NONCE_SIZE);
     return 0;
 }
@@ -77,7 +79,7 @@ int handshake_server_hello(struct handshake *hs, uint32_t bind,
 void handshake_server_refusal(int status, uint8_t answer[HANDSHAKE_ANSWER_SIZE])
 {
     memset(answer, 0, HANDSHAKE_ANSWER_SIZE);
-    put_le(answer, (uint32_t)status);
+    put_u32(answer, (uint32_t)status);
 }
 
 int handshake_server_answer(struct handshake *hs, const uint8_t key[HANDSHAKE_KEY_SIZE],
@@ -91,7 +93,7 @@ int handshake_server_answer(struct handshake *hs, const uint8_t key[HANDSHAKE_KE
         handshake_server_refusal(-EACCES, answer);
         return -EACCES;
     }
-    put_le(answer, 0);
+    put_u32(answer, 0);
     mac(hs, server_label, key, answer + 4);
     return 0;
 }
@@ -102,7 +104,7 @@ int handshake_client_proof(struct handshake *hs, uint32_t bind,
                            uint8_t proof[HANDSHAKE_PROOF_SIZE])
 {
     memset(hs, 0, sizeof(*hs));
-    if (get_le(hello, 4) != HANDSHAKE_MAGIC || get_le(hello + 4, 2) != HANDSHAKE_VERSION)
+    if (get_u32(hello) != HANDSHAKE_MAGIC || (get_u32(hello + 4) & 0xffff) != HANDSHAKE_VERSION)
         return -EPROTO;
     hs->bind = bind;
     memcpy(hs->server_nonce, hello + 8, HANDSHAKE_NONCE_SIZE);
@@ -117,7 +119,7 @@ int handshake_client_proof(struct handshake *hs, uint32_t bind,
 int handshake_client_check(const struct handshake *hs, const uint8_t key[HANDSHAKE_KEY_SIZE],
                            const uint8_t answer[HANDSHAKE_ANSWER_SIZE])
 {
-    int32_t status = (int32_t)get_le(answer, 4);
+    int32_t status = (int32_t)get_u32(answer);
     if (status < 0)
         return status >= -4095 ? status : -EPROTO;
     if (status > 0)

@@ -14,10 +14,8 @@
  * request is served. */
 #include "server.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,27 +344,7 @@ static void *conn_main(void *arg)
     return NULL;
 }
 
-/* Names the peer for the log: address and port, or the process of a local
- * client. */
-static void name_peer(struct conn *c)
-{
-    struct sockaddr_in sa;
-    socklen_t sl = sizeof(sa);
-    struct ucred cred;
-    socklen_t cl = sizeof(cred);
-    if (c->local && getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
-        snprintf(c->peer, sizeof(c->peer), "local pid %d uid %u", (int)cred.pid,
-                 (unsigned)cred.uid);
-    } else if (!c->local && getpeername(c->fd, (struct sockaddr *)&sa, &sl) == 0) {
-        char ip[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
-        snprintf(c->peer, sizeof(c->peer), "%s:%d", ip, ntohs(sa.sin_port));
-    } else {
-        snprintf(c->peer, sizeof(c->peer), "fd %d", c->fd);
-    }
-}
-
-int conn_start(struct server *srv, int fd, int local)
+int conn_start(struct server *srv, int fd, int local, const char *peer)
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (!c)
@@ -378,7 +356,7 @@ int conn_start(struct server *srv, int fd, int local)
     c->cap = IN_INITIAL;
     c->in = malloc(c->cap);
     rpc_writer_init(&c->out, NULL, 0);
-    name_peer(c);
+    snprintf(c->peer, sizeof(c->peer), "%s", peer);
     if (local)
         net_set_unix_sndbuf(fd);   /* the answers of reads */
     else

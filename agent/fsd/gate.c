@@ -205,11 +205,13 @@ static void authenticated(struct gate *g, struct pending *p, const uint8_t answe
     unsigned clients = atomic_fetch_add(&srv->clients, 1);
     if (clients >= srv->max_clients) {
         atomic_fetch_sub(&srv->clients, 1);
+        /* Logged before the answer goes: whoever sees the answer finds
+         * the line. */
+        log_limited(&full_log, LOG_LEVEL_WARN, "refused %s: this server has its maximum of "
+                    "%u clients (--max-clients)", p->peer, srv->max_clients);
         uint8_t refusal[HANDSHAKE_ANSWER_SIZE];
         handshake_server_refusal(-EUSERS, refusal);
         send_now(p->fd, refusal, sizeof(refusal));
-        log_limited(&full_log, LOG_LEVEL_WARN, "refused %s: this server has its maximum of "
-                    "%u clients (--max-clients)", p->peer, srv->max_clients);
         release(g, p);
         return;
     }
@@ -224,7 +226,7 @@ static void authenticated(struct gate *g, struct pending *p, const uint8_t answe
     p->fd = -1;
     g->used--;
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    if ((rc = conn_start(srv, fd, p->local)) < 0) {
+    if ((rc = conn_start(srv, fd, p->local, p->peer)) < 0) {
         atomic_fetch_sub(&srv->clients, 1);
         log_error("cannot serve the connection of %s: %s", p->peer, strerror(-rc));
         close(fd);
@@ -249,9 +251,9 @@ static void on_readable(struct gate *g, struct pending *p)
         return;
     uint8_t answer[HANDSHAKE_ANSWER_SIZE];
     if (handshake_server_answer(&p->hs, g->srv->secret, p->proof, answer) < 0) {
-        send_now(p->fd, answer, sizeof(answer));
         log_limited(&refused_log, LOG_LEVEL_WARN, "refused %s: wrong proof of the "
                     "instance's secret", p->peer);
+        send_now(p->fd, answer, sizeof(answer));
         release(g, p);
         return;
     }

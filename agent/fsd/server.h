@@ -81,9 +81,10 @@ int gate_run(struct server *srv, int lfd, int ufd, int sfd);
 
 /* Serves one authenticated connection (a blocking socket) on a thread of
  * its own until the peer closes it; local: it came through the node's Unix
- * socket, and its requests may pass descriptors. When it ends,
- * srv->clients goes down by one (gate.c counted it up). */
-int conn_start(struct server *srv, int fd, int local);
+ * socket, and its requests may pass descriptors; peer: its name for the
+ * log. When it ends, srv->clients goes down by one (gate.c counted it
+ * up). */
+int conn_start(struct server *srv, int fd, int local, const char *peer);
 
 
 /* meta.c */

@@ -116,14 +116,20 @@ static double fresh_client(const char *instance, const char *transport, const ch
     return ok ? (fstest_now() - t0) * 1000 : -1;
 }
 
+/* One server, its instance read into in; returns its pid. */
+static int start_one(struct fstest *t, struct instance *in)
+{
+    char err[256];
+    fstest_start(t, 1, NULL);
+    instance_read(t->instance, in, err, sizeof(err));
+    return fstest_server_pid(t, 0);
+}
+
 static void idle_flood(void)
 {
     struct fstest t;
-    fstest_start(&t, 1, NULL);
     struct instance in;
-    char err[256];
-    instance_read(t.instance, &in, err, sizeof(err));
-    int pid = fstest_server_pid(&t, 0);
+    int pid = start_one(&t, &in);
     struct stat st;
     adafs_create_write(t.fs, "/warm", 0600, "w", 1);
     long threads0 = proc_status(pid, "Threads"), rss0 = proc_status(pid, "VmRSS");
@@ -176,11 +182,8 @@ static void idle_flood(void)
 static void many_addresses(void)
 {
     struct fstest t;
-    fstest_start(&t, 1, NULL);
     struct instance in;
-    char err[256];
-    instance_read(t.instance, &in, err, sizeof(err));
-    int pid = fstest_server_pid(&t, 0);
+    int pid = start_one(&t, &in);
     enum { ADDRS = 8, EACH = 200 };
     int *fds = malloc(sizeof(int) * ADDRS * EACH), opened = 0;
     int fds0 = open_fds(pid);

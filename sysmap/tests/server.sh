@@ -179,29 +179,24 @@ PY
     i=0
     while [ ! -s "$TMP/held" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 }
-rm -f "$TMP/held"
-hold 40 1 1 3
-is "$(cat "$TMP/held")" 40 "40 idle connections from one address are open"
-start=$(date +%s%N)
-./sysmap --upload "$URL" --token-file "$TMP/token" --root "$FIX" --host node1 -e kernel
-is "$?" 0 "an upload from that address behind them succeeds"
-took=$(( ($(date +%s%N) - start) / 1000000 ))
-check "at once (took $took ms)" test "$took" -lt 1500
-threads=$(awk '/^Threads:/ {print $2}' /proc/$server_pid/status)
-check "the server holds one thread per connection it serves, at most 16 + 1 ($threads)" \
-    test "$threads" -le 17
-wait "$holder"
-rm -f "$TMP/held"
-hold 10 2 11 3
-is "$(cat "$TMP/held")" 100 "100 idle connections from ten addresses are open"
-start=$(date +%s%N)
-./sysmap --upload "$URL" --token-file "$TMP/token" --root "$FIX" --host node1 -e kernel
-is "$?" 0 "an upload behind them succeeds"
-took=$(( ($(date +%s%N) - start) / 1000000 ))
-check "at once (took $took ms)" test "$took" -lt 1500
-threads=$(awk '/^Threads:/ {print $2}' /proc/$server_pid/status)
-check "still at most 16 + 1 threads ($threads)" test "$threads" -le 17
-wait "$holder"
+# upload_behind EACH FIRST LAST WHAT: EACH idle connections from each of
+# 127.0.0.FIRST..LAST, then an upload from 127.0.0.1
+upload_behind() {
+    rm -f "$TMP/held"
+    hold "$1" "$2" "$3" 3
+    is "$(cat "$TMP/held")" $(( $1 * ($3 - $2 + 1) )) "$4 are open"
+    start=$(date +%s%N)
+    ./sysmap --upload "$URL" --token-file "$TMP/token" --root "$FIX" --host node1 -e kernel
+    is "$?" 0 "an upload behind them succeeds"
+    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    check "at once (took $took ms)" test "$took" -lt 1500
+    threads=$(awk '/^Threads:/ {print $2}' /proc/$server_pid/status)
+    check "the server holds one thread per connection it serves, at most 16 + 1 ($threads)" \
+        test "$threads" -le 17
+    wait "$holder"
+}
+upload_behind 40 1 1 "40 idle connections from the uploader's own address"
+upload_behind 10 2 11 "100 idle connections from ten addresses"
 evictions=$(grep -c 'evicted a connection from' "$TMP/server.log")
 check "the log names the evictions, in a few lines for 140 connections ($evictions)" \
     test "$evictions" -ge 1 -a "$evictions" -le 10
