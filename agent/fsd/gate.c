@@ -6,8 +6,8 @@
  *
  * What unauthenticated peers may cost is bounded, and they cannot keep the
  * job's own clients out:
- *  - at most gate->pending_max handshakes run at once, and per_peer of them
- *    per peer (its IPv4 address; its uid on the Unix socket);
+ *  - at most --max-handshakes run at once, and --max-handshakes-per-peer
+ *    of them per peer (its IPv4 address; its uid on the Unix socket);
  *  - a new connection that finds its peer's share used evicts that peer's
  *    oldest handshake, one that finds the table full the oldest of all. A
  *    client's handshake takes a round trip, so idle connections only push
