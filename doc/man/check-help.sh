@@ -57,7 +57,7 @@ for dir in "$bindir" "$sbindir"; do
             continue
         fi
         ok 0 "$name has a man page ($(basename "$page"))"
-        help=$(LD_LIBRARY_PATH=$dest$libdir "$prog" --help 2>&1)
+        help=$(LD_LIBRARY_PATH=$dest$libdir "$prog" --help)
         check "$name --help succeeds" -- test $? = 0
         from_help=$(options_in <<<"$help")
         from_man=$(render "$page" 2>/dev/null | options_sections | options_in)
