@@ -19,7 +19,7 @@ debs=${ADAFS_TEST_PACKAGES:-}
 [ "$(id -u)" = 0 ] || skip_all "needs root to install packages"
 [ -z "${ADAFS_SKIP_CLUSTER:-}" ] || skip_all "ADAFS_SKIP_CLUSTER is set"
 command -v slurmctld >/dev/null || skip_all "slurmctld not installed"
-packages="slurm-burstbuffer-adafs adafs-node adafs-sysmap adafs-walltime libadafs0 libadafs-walltime0 libadafs-dev"
+packages=$(sed -n 's/^Package: //p' "$abs_top_srcdir/debian/control" | xargs)
 installed() { dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' $packages 2>/dev/null | grep -v '^un' || true; }
 [ -z "$(installed)" ] || skip_all "adafs packages are installed already: $(installed | xargs)"
 
