@@ -29,6 +29,7 @@
 #include "rpc_io.h"
 
 #define DEFAULT_SOCKET "/run/adafs/agent.%n.sock"
+#define USAGE "usage: adafs-epilog [--socket PATH] [--timeout SECONDS] [--prolog]\n"
 
 static void expand_node(const char *pattern, const char *node, char *out, size_t len)
 {
@@ -51,7 +52,8 @@ int main(int argc, char **argv)
     int prolog = 0;
     static const struct option opts[] = {
         { "socket", required_argument, NULL, 's' }, { "timeout", required_argument, NULL, 't' },
-        { "prolog", no_argument, NULL, 'p' }, { NULL, 0, NULL, 0 },
+        { "prolog", no_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -67,9 +69,8 @@ int main(int argc, char **argv)
             break;
         }
         case 'p': prolog = 1; break;
-        default:
-            fprintf(stderr, "usage: adafs-epilog [--socket PATH] [--timeout SECONDS] [--prolog]\n");
-            return 1;
+        case 'h': fputs(USAGE, stdout); return 0;
+        default: fputs(USAGE, stderr); return 1;
         }
     }
     const char *job = getenv("SLURM_JOB_ID");

@@ -8,7 +8,7 @@ PACKAGES="
   slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
   libsqlite3-dev sqlite3 libcurl4-openssl-dev libhwloc-dev hwloc
   libjansson-dev librocksdb-dev libxxhash-dev libsodium-dev libibnetdisc-dev libibmad-dev libibumad-dev
-  dpkg-dev devscripts fio rsync python3 curl jq time procps psmisc
+  dpkg-dev devscripts lowdown man-db fio rsync python3 curl jq time procps psmisc
   util-linux e2fsprogs
 "
 

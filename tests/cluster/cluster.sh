@@ -19,7 +19,9 @@
 # ADAFS_MUNGE_DIR (/run/adafs-cluster-munge: the cluster's own munged; set all of
 # these differently to run two clusters side by side),
 # ADAFS_BUILD_DIR (the configured adafs build tree with the plugin),
-# ADAFS_PREFIX (where adafs programs are installed, if not run from a build).
+# ADAFS_PREFIX (where adafs programs are installed, if not run from a build:
+# /usr for the Debian packages), ADAFS_LIBDIR (default: PREFIX/lib/<multiarch>
+# where adafs is installed there, else PREFIX/lib).
 set -euo pipefail
 # Under set -e a failing command ends the script: say which one.
 trap 'echo "cluster.sh: line $LINENO: failed: $BASH_COMMAND" >&2' ERR
@@ -31,11 +33,15 @@ ctld_port=${ADAFS_CTLD_PORT:-16817}
 slurmd_port=${ADAFS_SLURMD_PORT:-17001}
 agent_offset=${ADAFS_AGENT_PORT_OFFSET:-1000}
 build=${ADAFS_BUILD_DIR:-}
-# Later commands (stop, restart-ctld) use the build the cluster started with.
-if [ -z "$build" ] && [ -f "$base/env" ]; then
+# Later commands (stop, restart-ctld) use the build the cluster started with,
+# unless told to use installed programs.
+if [ -z "$build" ] && [ -z "${ADAFS_PREFIX:-}" ] && [ -f "$base/env" ]; then
     build=$(sed -n 's/^export ADAFS_BUILD_DIR=//p' "$base/env")
 fi
 prefix=${ADAFS_PREFIX:-/usr/local}
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+libdir=${ADAFS_LIBDIR:-$prefix/lib}
+if [ -z "${ADAFS_LIBDIR:-}" ] && [ -d "$prefix/lib/$multiarch/adafs" ]; then libdir=$prefix/lib/$multiarch; fi
 munge_dir=${ADAFS_MUNGE_DIR:-/run/adafs-cluster-munge}
 conf=$base/etc/slurm.conf
 test_user=${ADAFS_TEST_USER:-adafs-test}
@@ -58,14 +64,16 @@ program() {  # program DIR NAME (installed: daemons root starts in sbin, adafsd 
     else echo "$prefix/sbin/$2"; fi
 }
 stage_program() { if [ -n "$build" ]; then echo "$build/stager/adafs-stage"; else echo "$prefix/bin/adafs-stage"; fi; }
-preload_lib() { if [ -n "$build" ]; then echo "$build/agent/.libs/libadafs_preload.so"; else echo "$prefix/lib/libadafs_preload.so"; fi; }
+preload_lib() { if [ -n "$build" ]; then echo "$build/agent/.libs/libadafs_preload.so"; else echo "$libdir/adafs/libadafs_preload.so"; fi; }
 
 plugin_dir() {
-    local dirs=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/slurm-wlm
+    # Slurm takes a plugin from the first directory that has it: a build's
+    # comes before Slurm's own directory, where the adafs package puts one.
+    local dirs=/usr/lib/$multiarch/slurm-wlm
     if [ -n "$build" ] && [ -f "$build/slurm-plugin/.libs/burst_buffer_adafs.so" ]; then
-        dirs="$dirs:$build/slurm-plugin/.libs"
-    elif [ -n "${ADAFS_PREFIX:-}" ]; then
-        dirs="$dirs:$ADAFS_PREFIX/lib/slurm-wlm"
+        dirs="$build/slurm-plugin/.libs:$dirs"
+    elif [ -n "${ADAFS_PREFIX:-}" ] && [ "$libdir/slurm-wlm" != "/usr/lib/$multiarch/slurm-wlm" ]; then
+        dirs="$dirs:$libdir/slurm-wlm"
     fi
     echo "$dirs"
 }
@@ -164,6 +172,7 @@ EPI
 export SLURM_CONF=$conf
 export ADAFS_CLUSTER_DIR=$base
 export ADAFS_BUILD_DIR=$build
+export ADAFS_PREFIX=${ADAFS_PREFIX:-}
 export ADAFS_MUNGE_DIR=$munge_dir
 export ADAFS_CTLD_PORT=$ctld_port
 export ADAFS_SLURMD_PORT=$slurmd_port
