@@ -543,7 +543,9 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
     int child_end = fcntl(ready[1], F_DUPFD, 3);
     close(ready[1]);
     snprintf(fdtext, sizeof(fdtext), "%d", child_end);
-    int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
+    int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (logfd >= 0)
+        fchmod(logfd, 0600);   /* it names the job's paths: root's only, whatever made it */
     char *argv[] = { (char *)cfg->adafsd_path, "--index", idx, "--hosts", hosts,
                      "--root", j->dir, "--secret-file", secret_path, "--chunk-size", chunk,
                      "--quota", quota, "--ready-fd", fdtext, "--foreground", NULL };

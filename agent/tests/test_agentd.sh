@@ -150,6 +150,16 @@ check "the log is not world-readable" test "$(stat -c %a "$base/agent.log")" = 6
 # --- a job user cannot make teardown fail ---
 jobdir=$base/storage/t1/job.1
 check "START runs a server as the job user" eval 'agent start 1 $user $group $base/storage | grep -qx ok'
+server=$(cat "$jobdir.pid" 2>/dev/null)
+names=$(tr '\0' '\n' < "/proc/$server/environ" 2>/dev/null | sed 's/=.*//' |
+        grep -vE '^(ASAN|UBSAN|LSAN|TSAN)_OPTIONS$' | sort | tr '\n' ' ')
+check "the server's environment is only PATH, HOME, USER, LOGNAME, LANG ($names)" \
+    test "$names" = "HOME LANG LOGNAME PATH USER "
+check "none of it the agent's (HOME=/nonexistent, nobody's; PATH the stated one)" \
+    eval 'tr "\0" "\n" < /proc/$server/environ | grep -qx "HOME=/nonexistent" &&
+          tr "\0" "\n" < /proc/$server/environ | grep -qx "PATH=/usr/local/bin:/usr/bin:/bin"'
+check "its log is root's alone (mode 600)" \
+    test "$(stat -c '%U %a' "$base/log/adafsd.job1.t1.log")" = "root 600"
 check "CONFIGURE makes the mount point" eval 'agent configure 1 $base/mnt/1 | grep -qx ok'
 for dir in "$jobdir" "$base/mnt/1"; do
     as_user sh -c "cd '$dir' && mkdir -p ro none/ro2 && touch ro/f none/ro2/f &&
