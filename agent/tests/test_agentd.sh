@@ -292,6 +292,48 @@ said=$(grep -c "accepting a network connection: Too many open files: pausing 100
 check "and says so once per time it runs out, not per attempt ($said)" test "$said" -ge 1 -a "$said" -le 3
 stop_agent
 
+# --- the agent's port held by someone else ---
+free_port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+setpriv --reuid="$user" --regid="$group" --clear-groups /usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(1)
+time.sleep(5)' "$free_port" &
+squatter=$!
+for _ in $(seq 50); do grep -q ":$(printf %04X "$free_port") 00000000:0000 0A" /proc/net/tcp && break; sleep 0.1; done
+"$agentd" --node t2 --listen "127.0.0.1:$free_port" --storage-root "$base/storage" \
+    --mount-prefix "$base/mnt" --slurm-user root --log-dir "$base/log" --foreground 2>"$base/agent2.err"
+rc=$?
+kill "$squatter" 2>/dev/null; wait "$squatter" 2>/dev/null
+check "a port a user's process holds: the agent does not start (rc $rc)" test "$rc" = 1
+check "and names the port, the holder and what to do ($(head -c 160 "$base/agent2.err"))" \
+    grep -qF "port $free_port is held by another process, uid $user (nobody): while the agent was down a user's process may have taken it" "$base/agent2.err"
+
+# Started by systemd with its socket (adafs-agentd.socket), the agent takes
+# that socket instead of --listen.
+if command -v systemd-socket-activate >/dev/null; then
+    free_port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    : > "$base/agent.log"
+    systemd-socket-activate -l "127.0.0.1:$free_port" "$agentd" --node t1 \
+        --storage-root "$base/storage" --mount-prefix "$base/mnt" --socket "$base/agent.sock" \
+        --adafsd "$adafsd" --stager "$base/stage.sh" --slurm-user root \
+        --munge-socket "$ADAFS_TEST_MUNGE_SOCKET" --log "$base/agent.log" --log-dir "$base/log" \
+        --foreground 2>"$base/agent.err" &
+    activator=$!
+    sleep 0.5
+    port=$free_port
+    out=$(agent ping)
+    check "socket-activated (no --listen), the agent serves on systemd's socket ($out)" test "$out" = ok
+    check "and says where it listens" logged "agent listening on 127.0.0.1:$free_port"
+    [ "$out" = ok ] || { sed 's/^/# /' "$base/agent.err"; sed 's/^/# /' "$base/agent.log"; }
+    # (It execs the agent in its own process: this stops the agent.)
+    kill "$activator" 2>/dev/null
+    wait "$activator" 2>/dev/null
+else
+    ok "# SKIP systemd-socket-activate not installed"
+fi
+
 if [ "$fails" -gt 0 ]; then
     echo "# agent log:"; sed 's/^/# /' "$base/agent.log"
 fi
