@@ -15,6 +15,8 @@
  *   agentd_client HOST PORT oversize LENGTH announce a hello of LENGTH bytes
  *   agentd_client HOST PORT crowd N         hold N silent connections, then ping
  *   agentd_client HOST PORT hold N SECONDS  hold N silent connections that long
+ *   agentd_client HOST PORT occupy N SECONDS  the same, opening a new one for each
+ *                                          the agent closes (evicts or times out)
  *   agentd_client SOCKET 0 localcrowd N     the same on the local socket, then PING
  *
  * Requests go in agent sessions (common/agent_session.h) as the plugin's:
@@ -362,6 +364,28 @@ int main(int argc, char **argv)
             printf("local PING %u+1: %s\n", job, strerror(-rc));
         else
             printf("local PING %u+1: status %d\n", job, h.status);
+        return 0;
+    }
+    if (strcmp(cmd, "occupy") == 0 && argc == 6) {
+        struct pollfd p[512];
+        uint32_t n = job < 512 ? job : 512, reopened = 0;
+        for (uint32_t i = 0; i < n; i++)
+            p[i] = (struct pollfd){ .fd = connect_agent(), .events = POLLIN };
+        int64_t until = net_now_ms() + 1000 * atoi(argv[5]);
+        while (net_now_ms() < until) {
+            if (poll(p, n, 100) <= 0)
+                continue;
+            for (uint32_t i = 0; i < n; i++) {
+                char c;
+                if (!p[i].revents || read(p[i].fd, &c, 1) > 0)
+                    continue;
+                close(p[i].fd);
+                char err[256];
+                p[i].fd = net_connect(host, port, 2000, err, sizeof(err));
+                reopened++;
+            }
+        }
+        printf("occupied %u connections, reopened %u\n", n, reopened);
         return 0;
     }
     if (strcmp(cmd, "hold") == 0 && argc == 6) {
