@@ -145,7 +145,7 @@ static size_t calls_run(struct node_calls *c)
         }
         failed++;
     }
-    if (failed == 0)
+    if (failed == 0 && c->n > 0)
         c->job->attempts = 0;   /* progress: a later failure counts from one */
     return failed;
 }

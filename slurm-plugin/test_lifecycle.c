@@ -179,6 +179,22 @@ static void test_deploy_retries(void)
            "a job fault: the job's failure at once (held), no retry");
     bb_job_free(j);
 
+    /* All started, CONFIGURE failing: the empty START set of each retry
+     * is no progress, so the count still ends. */
+    j = deploying();
+    script[0] = OK;
+    script[1] = OK;
+    j->nodes[0].started = j->nodes[1].started = true;
+    script[1] = TRANSIENT_FAULT;
+    for (int i = 0; i < 2 * LC_ATTEMPTS && j->phase == PHASE_DEPLOYING; i++) {
+        j->retry_at = 0;
+        lifecycle_step(j, &cfg);
+    }
+    tap_ok(j->phase == PHASE_TEARDOWN && calls[1][AGENT_CONFIGURE] == LC_ATTEMPTS,
+           "a CONFIGURE that keeps failing is given up after %d attempts too (%d)", LC_ATTEMPTS,
+           calls[1][AGENT_CONFIGURE]);
+    bb_job_free(j);
+
     /* Staging: a poll that gets no answer is tried again, not a failure. */
     j = deploying();
     script[0] = script[1] = OK;
