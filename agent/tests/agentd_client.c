@@ -344,6 +344,9 @@ int main(int argc, char **argv)
             evicted += wait_closed(held[i], 1) >= 0;
         printf("with %u idle connections held, a ping: %s; %u of them evicted\n", job,
                status == 0 ? "served" : "refused", evicted);
+        for (uint32_t i = 0; i < job; i++)
+            close(held[i]);
+        free(held);
         return 0;
     }
     if (strcmp(cmd, "localcrowd") == 0 && argc == 5) {   /* HOST is the Unix socket */
