@@ -29,7 +29,10 @@ int log_open(const char *progname, enum log_level threshold, const char *path)
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
     if (fd < 0)
         return -errno;
-    if (fchmod(fd, 0600) < 0) {
+    /* Only a regular file is made private: a root daemon told to log to
+     * /dev/null (a fuzzer, a test) must not make it 0600 for everyone. */
+    struct stat st;
+    if (fstat(fd, &st) < 0 || (S_ISREG(st.st_mode) && fchmod(fd, 0600) < 0)) {
         int e = errno;
         close(fd);
         return -e;

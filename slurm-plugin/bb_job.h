@@ -26,8 +26,9 @@ enum bb_phase {
 enum bb_failure {
     FAIL_NONE,
     FAIL_USER,            /* the user's mistake (bad path, no permission): hold */
-    FAIL_NODE,            /* a node could not serve: requeue elsewhere */
+    FAIL_NODE,            /* an agent proved its node cannot serve: drain it, requeue */
     FAIL_CANCELLED,       /* scancel: nothing to report */
+    FAIL_TRANSIENT,       /* nothing proven, retried until given up: hold, drain nothing */
 };
 
 struct bb_node {
@@ -61,6 +62,11 @@ struct bb_job {
      * or a cancel that arrives meanwhile waits here until then. */
     bool busy;
     bool pending_end, pending_cancel, pending_hurry;
+    /* Not saved either: a step whose calls failed for a reason that may
+     * pass is tried again at retry_at (a restarted slurmctld starts the
+     * count again). */
+    unsigned attempts;
+    time_t retry_at;
 
     struct bb_node *nodes;
     size_t nnodes;

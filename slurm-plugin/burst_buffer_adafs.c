@@ -195,17 +195,20 @@ static void apply_events(uint32_t job_id, int events, enum bb_phase phase, enum 
         job_ptr->job_state &= ~JOB_CONFIGURING;
         release_job(job_ptr);
         if (failure == FAIL_NODE && first_node) {
-            /* A node that cannot run its server would fail every job. */
+            /* Its agent proved it cannot serve (lifecycle_classify):
+             * it would fail every job. Nothing else drains a node. */
             char *reason = xstrdup_printf("adafs: %s", error_text);
             drain_nodes((char *)first_node, reason, slurm_conf.slurm_user_id);
             xfree(reason);
         }
-        /* A job that already failed on other nodes is likely the cause
-         * itself: held, so it cannot drain node after node. */
-        bool hold = failure == FAIL_USER || job_ptr->restart_cnt > 0;
+        /* What may pass was already retried (lifecycle_retry); a job that
+         * already failed on other nodes is likely the cause itself: held,
+         * so it cannot drain node after node. */
+        bool hold = failure == FAIL_USER || failure == FAIL_TRANSIENT || job_ptr->restart_cnt > 0;
         info("%s: %pJ %s: %s", plugin_type, job_ptr, hold ? "held" : "requeued", error_text);
         requeue_job(job_ptr, hold, error_text);
-    } else if ((events & LC_FINISHED) && failure == FAIL_USER && error_text) {
+    } else if ((events & LC_FINISHED) && (failure == FAIL_USER || failure == FAIL_TRANSIENT) &&
+               error_text) {
         /* After the run (stage-out): the job keeps a note of what failed. */
         xfree(job_ptr->system_comment);
         job_ptr->system_comment = xstrdup_printf("%s: %s", plugin_type, error_text);

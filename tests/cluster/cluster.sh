@@ -5,6 +5,8 @@
 #                                idle (--clean: fresh state, logs, jobs and PFS)
 #   cluster.sh stop              stop every process this harness started (by PID)
 #   cluster.sh restart-ctld      restart slurmctld only (state kept)
+#   cluster.sh stop-agent K      stop node nK's agent (it wipes its jobs' data)
+#   cluster.sh start-agents      start the agents that are not running
 #   cluster.sh status            print what runs
 #   cluster.sh env               print the environment lines clients need
 #
@@ -328,6 +330,8 @@ case "${1:-}" in
     restart-ctld) stop_pidfile "$base/run/slurmctld.pid" slurmctld; start_ctld ;;
     kill-ctld) pid=$(pid_of "$base/run/slurmctld.pid"); pid_alive "$pid" && kill -KILL "$pid"; rm -f "$base/run/slurmctld.pid" ;;
     start-ctld) start_ctld ;;
+    stop-agent) stop_pidfile "$base/run/agent.n${2:?node number}.pid" "adafs-agentd n$2" ;;
+    start-agents) start_agents ;;   # those not running
     status) cmd_status ;;
     env) cat "$base/env" ;;
     *) echo "usage: $0 start [--clean] | stop | restart-ctld | status | env" >&2; exit 2 ;;
