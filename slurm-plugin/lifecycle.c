@@ -25,6 +25,9 @@ struct node_calls {
     size_t *node;                  /* index in job->nodes of each request */
     struct rpc_writer *body;
     struct agent_request *req;
+    /* An agent's answer that is no failure of this step (0: none): the
+     * caller finds it in req[k].reply.status. */
+    int tolerate;
 };
 
 static int calls_init(struct node_calls *c, struct bb_job *j)
@@ -78,7 +81,7 @@ static size_t calls_run(struct node_calls *c)
         if (q->rc < 0) {
             bb_job_set_error(c->job, FAIL_NODE, "%s", q->err);
             failed++;
-        } else if (q->reply.status < 0) {
+        } else if (q->reply.status < 0 && q->reply.status != c->tolerate) {
             int status = q->reply.status;
             bb_job_set_error(c->job, FAIL_NODE, "%s", q->reply.message);
             agent_reply_free(&q->reply);
@@ -124,13 +127,35 @@ static void to_teardown(struct bb_job *j)
         j->nodes[i].stage_sent = false;
 }
 
-static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
+/* Tears down, on the nodes marked in leftover, what an instance of this job
+ * whose record was lost left there (a START they refused as "already
+ * deployed": after a slurmctld restart, the START that was in flight). The
+ * plugin keeps one live record per job, so whatever the agent has for the
+ * job is stale. Returns how many failed. */
+static size_t clear_leftovers(struct bb_job *j, const bool *leftover)
 {
     struct node_calls c;
-    if (calls_init(&c, j) < 0) {
-        to_teardown(j);
-        return LC_CHANGED;
-    }
+    if (calls_init(&c, j) < 0)
+        return 1;
+    for (size_t i = 0; i < j->nnodes; i++)
+        if (leftover[i]) {
+            log_warn("job %u: node %s already has a server of this job, left by a lost "
+                     "record: tearing it down to start again", j->job_id, j->nodes[i].name);
+            agent_job_ref_put(calls_add(&c, i, AGENT_TEARDOWN),
+                              &(struct agent_job_ref){ j->job_id, true });
+        }
+    size_t failed = calls_run(&c);
+    calls_free(&c);
+    return failed;
+}
+
+/* START on every node not yet started; 0, or how many failed. */
+static size_t start_servers(struct bb_job *j, bool *leftover)
+{
+    struct node_calls c;
+    if (calls_init(&c, j) < 0)
+        return j->nnodes;
+    c.tolerate = leftover ? -EEXIST : 0;
     for (size_t i = 0; i < j->nnodes; i++) {
         struct bb_node *n = &j->nodes[i];
         if (n->started)
@@ -149,6 +174,10 @@ static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
         struct bb_node *n = &j->nodes[c.node[k]];
         if (c.req[k].rc < 0)
             continue;
+        if (leftover && c.req[k].reply.status == -EEXIST) {
+            leftover[c.node[k]] = true;
+            continue;
+        }
         struct rpc_reader *r = &c.req[k].reply.reader;
         n->server_port = (int)rpc_get_u32(r);
         n->started = rpc_reader_ok(r) && n->server_port > 0;
@@ -158,6 +187,26 @@ static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
         }
     }
     calls_free(&c);
+    return failed;
+}
+
+static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
+{
+    struct node_calls c;
+    bool *leftover = calloc(j->nnodes ? j->nnodes : 1, sizeof(*leftover));
+    if (!leftover) {
+        bb_job_set_error(j, FAIL_NODE, "out of memory preparing requests to %zu nodes", j->nnodes);
+        to_teardown(j);
+        return LC_CHANGED;
+    }
+    size_t failed = start_servers(j, leftover);
+    bool any = false;
+    for (size_t i = 0; !failed && i < j->nnodes; i++)
+        any |= leftover[i];
+    /* Once: a second refusal is a failure like any other. */
+    if (any && !(failed = clear_leftovers(j, leftover)))
+        failed = start_servers(j, NULL);
+    free(leftover);
     if (failed) {
         to_teardown(j);
         return LC_CHANGED;
@@ -304,10 +353,18 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
         }
     }
     if (c.n) {
+        /* "A stage is already running": this one, started before a restart
+         * that lost its acknowledgement (the record moves to the next line
+         * only once every worker is done). It is polled like the others. */
+        c.tolerate = -EBUSY;
         size_t failed = calls_run(&c);
         for (size_t k = 0; k < c.n; k++)
-            if (c.req[k].rc == 0)
+            if (c.req[k].rc == 0) {
+                if (c.req[k].reply.status == -EBUSY)
+                    log_info("job %u: node %s: stage already running (started before a restart): "
+                             "polling it", j->job_id, j->nodes[c.node[k]].name);
                 j->nodes[c.node[k]].stage_sent = true;
+            }
         calls_free(&c);
         if (failed)
             to_teardown(j);
