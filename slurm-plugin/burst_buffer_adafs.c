@@ -430,7 +430,7 @@ static void observe_finished_jobs(void)
 
 static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errlen,
                                    bool *users_fault);
-static void add_env(job_record_t *job_ptr, const char *name, const char *value);
+static void set_job_env(job_record_t *job_ptr, const struct bb_job *j);
 
 /* Does the job hold the nodes j was deployed on, in the same order? */
 static bool same_nodes(const struct bb_job *j, const job_record_t *job_ptr)
@@ -1059,6 +1059,15 @@ static void add_env(job_record_t *job_ptr, const char *name, const char *value)
     d->env_sup[d->env_cnt++] = xstrdup_printf("%s=%s", name, value);
 }
 
+/* What the job's processes need to find their file system. */
+static void set_job_env(job_record_t *job_ptr, const struct bb_job *j)
+{
+    add_env(job_ptr, "ADAFS_MOUNT", j->mount);
+    add_env(job_ptr, "ADAFS_INSTANCE", j->instance_path);
+    if (config.preload && config.preload[0])
+        add_env(job_ptr, "LD_PRELOAD", config.preload);
+}
+
 /* Expands %-symbols in every stage path of req for this job. */
 static int expand_symbols(job_record_t *job_ptr, struct bb_request *req, const char *user,
                           const char *first_node)
@@ -1210,6 +1219,8 @@ static int begin_again(job_record_t *job_ptr, struct bb_job *old)
                  old->phase == PHASE_TEARDOWN ? "it is torn down" : "its stage-in is done");
             old->unclaimed = false;
             pthread_cond_broadcast(&bb_wake);
+            /* Slurm saved them with the job; set again all the same. */
+            set_job_env(job_ptr, old);
             hold_configuring(job_ptr, old->phase);
             return 1;
         }
@@ -1255,10 +1266,7 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
     j->next = jobs;
     jobs = j;
     save_state();
-    add_env(job_ptr, "ADAFS_MOUNT", j->mount);
-    add_env(job_ptr, "ADAFS_INSTANCE", j->instance_path);
-    if (config.preload && config.preload[0])
-        add_env(job_ptr, "LD_PRELOAD", config.preload);
+    set_job_env(job_ptr, j);
     info("%s: %pJ begins on %s: deploying %zu servers of %"PRIu64" bytes%s", plugin_type,
          job_ptr, job_ptr->job_resrcs->nodes, j->nnodes, j->node_capacity,
          waits_for_older(j) ? " once its earlier instance is gone" : "");
