@@ -509,17 +509,22 @@ static int await_ready(int fd, int *port, char *line, size_t len)
 
 static int spawn_server(struct job *j, const struct agent_start *m, char *err, size_t errlen)
 {
-    char secret_path[PATH_MAX], logpath[PATH_MAX], hosts[PATH_MAX], idx[16], chunk[32], quota[32];
+    char secret_path[PATH_MAX], logpath[PATH_MAX], listen[INSTANCE_HOST_MAX + 8], idx[16];
+    char servers[16], chunk[32], quota[32];
     char fdtext[16];
     job_file_path(secret_path, sizeof(secret_path), m->job_id, "secret");
     pathf(logpath, sizeof(logpath), "%s/adafsd.job%u.%s.log", cfg->log_dir, m->job_id, cfg->node);
-    /* The server only needs its own address; the others are placeholders. */
-    size_t off = 0;
-    for (uint32_t i = 0; i < m->nservers && off < sizeof(hosts) - 300; i++)
-        off += (size_t)snprintf(hosts + off, sizeof(hosts) - off, "%s%s:0", i ? "," : "",
-                                i == m->index ? m->listen_host : "placeholder");
-    if (off >= sizeof(hosts) - 300)
-        return failf(err, errlen, -E2BIG, "job %u: too many servers for one command line", m->job_id);
+    /* The server needs its own address and the instance's size, nothing of
+     * the other servers: the command line is the same length for 1 server
+     * or 4,096. */
+    if (strlen(m->listen_host) >= INSTANCE_HOST_MAX || strchr(m->listen_host, ','))
+        return failf(err, errlen, -EINVAL, "job %u: listen host '%s' is not a host name",
+                     m->job_id, m->listen_host);
+    if (m->nservers > INSTANCE_MAX_SERVERS)
+        return failf(err, errlen, -E2BIG, "job %u: %u servers, more than the %d an instance may have",
+                     m->job_id, m->nservers, INSTANCE_MAX_SERVERS);
+    snprintf(listen, sizeof(listen), "%s:0", m->listen_host);
+    snprintf(servers, sizeof(servers), "%u", m->nservers);
     snprintf(idx, sizeof(idx), "%u", m->index);
     snprintf(chunk, sizeof(chunk), "%llu", (unsigned long long)m->chunk_size);
     snprintf(quota, sizeof(quota), "%llu", (unsigned long long)m->quota);
@@ -532,7 +537,7 @@ static int spawn_server(struct job *j, const struct agent_start *m, char *err, s
     close(ready[1]);
     snprintf(fdtext, sizeof(fdtext), "%d", child_end);
     int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
-    char *argv[] = { (char *)cfg->adafsd_path, "--index", idx, "--hosts", hosts,
+    char *argv[] = { (char *)cfg->adafsd_path, "--index", idx, "--listen", listen, "--servers", servers,
                      "--root", j->dir, "--secret-file", secret_path, "--chunk-size", chunk,
                      "--quota", quota, "--ready-fd", fdtext, "--foreground", NULL };
     /* The server runs next to its storage device (sysmap tells the plugin). */

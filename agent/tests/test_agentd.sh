@@ -168,6 +168,26 @@ check "the new run is untouched when the old stager ends ($out)" \
     eval 'case $out in "state=0 exit=0 summary=0 errors=0 "*) true ;; *) false ;; esac'
 check "TEARDOWN the new run" eval 'agent teardown 5 | grep -qx ok'
 
+# --- instances of any size start: nothing of the other servers is on a command line ---
+for size in 272:300 4095:4096; do
+    index=${size%%:*} servers=${size##*:}
+    job=$((900 + index % 100))
+    out=$(agent start $job $user $group $base/storage $index $servers)
+    check "START of server $index of $servers ($out)" test "$out" = ok
+    check "its server serves as $index of $servers" \
+        grep -q "server $index of $servers listening" "$base/log/adafsd.job$job.t1.log"
+    if [ "$servers" = 4096 ]; then
+        out=$(agent configure $job $base/mnt/$job 4096)
+        check "CONFIGURE with a 4,096-server instance file ($out)" test "$out" = ok
+        check "the instance file lists all 4,096 servers" \
+            test "$(grep -c '^server=' "$base/mnt/.job.$job.instance")" = 4096
+    fi
+    check "TEARDOWN it" eval 'agent teardown $job | grep -qx ok'
+done
+out=$(agent start 998 $user $group $base/storage 0 4097)
+check "START of an instance larger than 4,096 servers is refused ($out)" \
+    eval 'case $out in "status -7: node t1: job 998: 4097 servers, more than the 4096"*) true ;; *) false ;; esac'
+
 # --- one job's slow teardown does not hold up the other jobs ---
 ms_now() { echo $(( $(date +%s%N) / 1000000 )); }
 check "START jobs 6 and 7" eval 'agent start 6 $user $group $base/storage | grep -qx ok &&
