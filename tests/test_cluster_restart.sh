@@ -80,6 +80,9 @@ phase=$(bb_phase "$id")
 "$cluster" kill-ctld
 sleep 2
 check "kill -9 at phase ${phase:-?}: slurmctld starts again" -- start_ctld
+# If slurmctld had not saved the release, it lost it (its own state, not
+# adafs's): release again.
+[ "$(job_field "$id" Reason)" = JobHeldUser ] && scontrol release "$id"
 ran_whole "$id" "kill -9 at phase ${phase:-?}"
 
 # 3. kill -9 with the first line in flight, down for a few seconds.
@@ -122,11 +125,83 @@ sleep 1
 check "kill -9 at the release: slurmctld starts again" -- start_ctld
 ran_whole "$id" "kill -9 at the release"
 
+# 7. Names and paths with any bytes Slurm accepts, saved and read back
+# through a restart, while another job stages in.
+write_job named.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 1 -t 10
+#BB_ADAFS capacity=1G
+#BB_ADAFS stage_out source=r.txt destination=$out/name-%x type=file
+#BB_ADAFS stage_out source=r.txt destination=$out/pct-%j-100%% type=file
+#BB_ADAFS stage_out source=r.txt destination=$out/user-%u-%j type=file
+echo "ran \$SLURM_JOB_ID" > \$ADAFS_MOUNT/r.txt
+for _ in \$(seq 600); do [ -e $pfs/r/stop2 ] && break; sleep 0.5; done
+JOB
+mark=$(log_size)
+n1=$(submit --job-name='x%q' named.sh)
+n2=$(submit --job-name=$'two\nlines' named.sh)
+check "jobs named x%q and two<newline>lines run" -- \
+    bash -c "for _ in \$(seq 240); do [ \"\$(squeue -h -j $n1,$n2 -o %t | sort -u)\" = R ] && exit 0; sleep 0.5; done; exit 1"
+id=$(submit staging.sh)
+check "names: a job reaches staging_in beside them" -- wait_phase "$id" staging_in 60
+check "names: slurmctld restarted" -- "$cluster" restart-ctld
+check "names: every saved instance was read back" -- \
+    bash -c "! tail -c +$((mark + 1)) $log | grep -q 'unreadable\\|moved it to\\|does not parse'"
+ran_whole "$id" "names"
+as_user_sh "touch $pfs/r/stop2"
+for n in "$n1" "$n2"; do
+    check "names: job $n completes" -- wait_job "$n" COMPLETED 120
+done
+landed() { for _ in $(seq 120); do grep -qx "$2" "$1" 2>/dev/null && return 0; sleep 0.5; done; return 1; }
+check "names: %x of x%q lands at name-x%q" -- landed "$out/name-x%q" "ran $n1"
+check "names: %x of a name with a newline lands at the name with its newline" -- \
+    landed "$out/name-two"$'\n'"lines" "ran $n2"
+check "names: %% lands as one %" -- landed "$out/pct-$n1-100%" "ran $n1"
+check "names: %u lands as the user's name" -- landed "$out/user-$test_user-$n2" "ran $n2"
+
+# 8. A damaged record costs its job only: a running job's is rebuilt from
+# Slurm's record (its results still come out); a staging job is held
+# saying why; a third job is untouched.
+rm -f "$pfs/r/stop"
+r1=$(submit bystander.sh)
+r2=$(submit bystander.sh)
+check "damage: two jobs run" -- \
+    bash -c "for _ in \$(seq 240); do [ \"\$(squeue -h -j $r1,$r2 -o %t | sort -u)\" = R ] && exit 0; sleep 0.5; done; exit 1"
+s1=$(submit staging.sh)
+check "damage: a third stages in" -- wait_phase "$s1" staging_in 60
+sleep 3   # slurmctld saves its job table every few seconds: now with s1 CONFIGURING
+"$cluster" kill-ctld
+damage() {  # damage JOBID: flips a byte inside the job's saved record
+    python3 - "$ADAFS_CLUSTER_DIR/state/adafs_state" "$1" <<'PY'
+import struct, sys
+path, job = sys.argv[1], int(sys.argv[2])
+data = bytearray(open(path, 'rb').read())
+at = data.find(b'ABJR' + struct.pack('<I', job))
+assert at >= 0, 'no record of job %d' % job
+data[at + 20 + 30] ^= 0x5a
+open(path, 'wb').write(data)
+PY
+}
+check "damage: records of jobs $r1 and $s1 damaged" -- bash -c "$(declare -f damage); damage $r1 && damage $s1"
+mark=$(log_size)
+check "damage: slurmctld starts again" -- start_ctld
+check "damage: the staging job is held, saying its saved state was unreadable" -- \
+    wait_reason "$s1" "saved state of this job could not be read" 90
+check "damage: held with priority 0" -- test "$(job_field "$s1" Priority)" = 0
+check "damage: the log names only the damaged jobs" -- \
+    bash -c "tail -c +$((mark + 1)) $log | grep 'saved record' | grep -q 'JobId=$r1' &&
+             ! tail -c +$((mark + 1)) $log | grep 'saved record' | grep -q 'JobId=$r2'"
+as_user_sh "touch $pfs/r/stop"
+for r in "$r1" "$r2"; do
+    check "damage: job $r completes" -- wait_job "$r" COMPLETED 120
+    check "damage: job $r's result is staged out" -- landed "$out/bystander.$r" "result of $r"
+done
+scancel "$s1"
+
 # The bystander lived through all of it and its result comes out.
 as_user_sh "touch $pfs/r/stop"
 check "the bystander completes" -- wait_job "$by" COMPLETED 120
-check "the bystander's result is staged out" -- \
-    bash -c "for _ in \$(seq 120); do grep -qx 'result of $by' $out/bystander.$by 2>/dev/null && exit 0; sleep 0.5; done; exit 1"
+check "the bystander's result is staged out" -- landed "$out/bystander.$by" "result of $by"
 check "no node was drained" -- bash -c "! sinfo -h -o %t | grep -q drain"
 check "no job was requeued ($(grep -c 'requeued' "$log") requeues logged)" -- \
     bash -c "! grep -q 'adafs.*requeued\|already deployed' $log"

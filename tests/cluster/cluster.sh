@@ -60,12 +60,15 @@ program() {  # program DIR NAME (installed: daemons root starts in sbin, adafsd 
 stage_program() { if [ -n "$build" ]; then echo "$build/stager/adafs-stage"; else echo "$prefix/bin/adafs-stage"; fi; }
 preload_lib() { if [ -n "$build" ]; then echo "$build/agent/.libs/libadafs_preload.so"; else echo "$prefix/lib/libadafs_preload.so"; fi; }
 
+# Slurm takes a plugin from the first directory that has it: the adafs
+# plugin under test comes before the system's, so an adafs package
+# installed on the host meanwhile never replaces it.
 plugin_dir() {
     local dirs=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/slurm-wlm
     if [ -n "$build" ] && [ -f "$build/slurm-plugin/.libs/burst_buffer_adafs.so" ]; then
-        dirs="$dirs:$build/slurm-plugin/.libs"
+        dirs="$build/slurm-plugin/.libs:$dirs"
     elif [ -n "${ADAFS_PREFIX:-}" ]; then
-        dirs="$dirs:$ADAFS_PREFIX/lib/slurm-wlm"
+        dirs="$ADAFS_PREFIX/lib/slurm-wlm:$dirs"
     fi
     echo "$dirs"
 }
