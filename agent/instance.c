@@ -302,6 +302,21 @@ static int ready_number(const char **p, long max, int *out)
     return 0;
 }
 
+void instance_space(uint64_t quota, struct instance_space *s)
+{
+    const uint64_t MiB = 1 << 20;
+    uint64_t wb = quota / 256;
+    wb = wb < MiB ? MiB : wb > 64 * MiB ? 64 * MiB : wb & ~(MiB - 1);
+    s->write_buffer = wb;
+    s->headroom = 12 * wb;
+    /* RocksDB's own small files (MANIFEST, OPTIONS, LOG) take a few MiB;
+     * ext4 without a journal keeps about 2% for inode tables and bitmaps
+     * (one 256-byte inode per 16 KiB): 1/32 more covers it. */
+    uint64_t want = quota + s->headroom + 8 * MiB;
+    uint64_t image = want + want / 32;
+    s->image = (image + MiB - 1) & ~(MiB - 1);
+}
+
 int instance_ready_parse(const char *line, int *port, int *pid)
 {
     const char *p = line;

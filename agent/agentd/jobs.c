@@ -22,6 +22,7 @@
 #include "instance.h"
 #include "log.h"
 #include "net.h"
+#include "store.h"
 
 /* What is kept of a stager's stdout and of its stderr for STATUS: the
  * start of each, so that both, the note on what was dropped and the rest
@@ -45,6 +46,7 @@ struct job {
     uint32_t index;
     char storage[PATH_MAX];
     char dir[PATH_MAX];        /* S/<node>/job.<id> */
+    char image[PATH_MAX];      /* S/<node>/job.<id>.img, its file system ("": none) */
     char mount[PATH_MAX];      /* "" until CONFIGURE */
     pid_t server_pid;
     int port;
@@ -456,6 +458,13 @@ static int teardown_taken(struct job *j, bool hurry, char *err, size_t errlen)
         }
         j->server_pid = 0;
     }
+    /* Its own file system: detached and removed, the data goes with it.
+     * If that fails the wipe below still empties it through the mount. */
+    if (j->image[0]) {
+        char why[PATH_MAX + 128];
+        if (store_destroy(j->image, j->dir, why, sizeof(why)) < 0)
+            log_warn("job %u: %s", j->id, why);
+    }
     int wiped = child_run_as(&j->user, wipe_as_user, j->dir, 60000);
     if (wiped != 0)
         rc = failf(err, errlen, -EIO, "job %u: could not wipe %s (status %d)", j->id, j->dir, wiped);
@@ -631,9 +640,28 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, si
     if (rc == 0 && (rc = make_user_dir(j->dir, &j->user)) < 0)
         rc = failf(err, errlen, rc, "job %u: cannot create %s: %s", m->job_id, j->dir,
                    rc == -EEXIST ? "exists and is not the job user's directory" : strerror(-rc));
+    if (rc == 1 && m->quota) {
+        /* A requeued job's leftovers, maybe its old file system. */
+        pathf(j->image, sizeof(j->image), "%s.img", j->dir);
+        if (store_destroy(j->image, j->dir, why, sizeof(why)) < 0)
+            rc = failf(err, errlen, -EIO, "job %u: cannot remove old %s: %s", m->job_id, j->dir, why);
+        j->image[0] = '\0';
+    }
     if (rc == 1)   /* a requeued job's leftovers: start empty */
         rc = child_run_as(&j->user, wipe_as_user, j->dir, 60000) == 0 ? 0 :
              failf(err, errlen, -EIO, "job %u: cannot empty old %s", m->job_id, j->dir);
+    if (rc == 0 && m->quota) {
+        /* Everything the job puts on this node goes into a file system of
+         * its own, sized by its quota (store.h). */
+        struct instance_space space;
+        instance_space(m->quota, &space);
+        pathf(j->image, sizeof(j->image), "%s.img", j->dir);
+        if ((rc = store_create(j->image, j->dir, space.image, &j->user, why, sizeof(why))) < 0) {
+            j->image[0] = '\0';   /* store_create removed it */
+            rc = failf(err, errlen, rc, "job %u: storage of %llu bytes: %s", m->job_id,
+                       (unsigned long long)space.image, why);
+        }
+    }
     if (rc == 0 && (rc = write_user_file(secret_path, text, &j->user)) < 0)
         rc = failf(err, errlen, rc, "job %u: cannot write %s: %s", m->job_id, secret_path,
                    strerror(-rc));
@@ -953,11 +981,25 @@ static void recover_dir(const char *storage)
     while ((e = readdir(d))) {
         unsigned id;
         char tail;
-        if (sscanf(e->d_name, "job.%u%c", &id, &tail) != 1)
+        int n = sscanf(e->d_name, "job.%u%c", &id, &tail);
+        if (n == 2 && tail == '.' && strcmp(e->d_name + strlen(e->d_name) - 4, ".img") == 0) {
+            /* An image whose server root is gone (a crash mid-teardown). */
+            char image[PATH_MAX], dir[PATH_MAX];
+            pathf(image, sizeof(image), "%s/%s", nodedir, e->d_name);
+            pathf(dir, sizeof(dir), "%s/job.%u", nodedir, id);
+            struct stat st;
+            if (lstat(dir, &st) < 0 && errno == ENOENT) {
+                log_warn("recovery: job %u: removing leftover %s", id, image);
+                unlink(image);
+            }
+            continue;
+        }
+        if (n != 1)
             continue;
         struct job j = { .id = id };
         pathf(j.storage, sizeof(j.storage), "%s", storage);
         pathf(j.dir, sizeof(j.dir), "%s/%s", nodedir, e->d_name);
+        pathf(j.image, sizeof(j.image), "%s.img", j.dir);
         struct stat st;
         if (lstat(j.dir, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;

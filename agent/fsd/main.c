@@ -293,6 +293,12 @@ int main(int argc, char **argv)
         log_warn("cannot listen on the local socket @%s: %s; clients on this node use TCP",
                  local_name, strerror(-ufd));
     snprintf(srv.root, sizeof(srv.root), "%s", root);
+    if (srv.quota != UINT64_MAX) {
+        struct instance_space space;
+        instance_space(srv.quota, &space);
+        srv.headroom = space.headroom;
+        srv.write_buffer = space.write_buffer;
+    }
     make_root(root);
     char dbdir[4200];
     snprintf(dbdir, sizeof(dbdir), "%s/db", root);
@@ -300,9 +306,10 @@ int main(int argc, char **argv)
         wipe(root);
         die("%s", err);
     }
-    log_info("server %u of %u listening on %s:%d, root %s, chunk size %llu, quota %llu",
-             srv.index, srv.nservers, host, bound, root, (unsigned long long)srv.chunk_size,
-             (unsigned long long)srv.quota);
+    log_info("server %u of %u listening on %s:%d, root %s, chunk size %llu, quota %llu, "
+             "%llu kept free for metadata", srv.index, srv.nservers, host, bound, root,
+             (unsigned long long)srv.chunk_size, (unsigned long long)srv.quota,
+             (unsigned long long)srv.headroom);
     if (ready_fd >= 0) {
         dprintf(ready_fd, "ready port=%d pid=%d\n", bound, (int)getpid());
         close(ready_fd);

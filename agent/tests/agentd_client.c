@@ -3,6 +3,7 @@
  *   agentd_client HOST PORT start JOB UID GID STORAGE [INDEX SERVERS]
  *   agentd_client HOST PORT configure JOB MOUNT [SERVERS]
  *                               SERVERS: an instance file listing that many
+ *                               $ADAFS_TEST_QUOTA: START's quota (1 GiB)
  *   agentd_client HOST PORT stage JOB SOURCE DESTINATION
  *   agentd_client HOST PORT status JOB
  *   agentd_client HOST PORT teardown JOB
@@ -149,7 +150,9 @@ int main(int argc, char **argv)
             .job_id = job, .uid = (uint32_t)atoi(argv[5]), .gid = (uint32_t)atoi(argv[6]),
             .index = argc == 10 ? (uint32_t)atoi(argv[8]) : 0,
             .nservers = argc == 10 ? (uint32_t)atoi(argv[9]) : 1,
-            .chunk_size = 524288, .quota = 1 << 30,
+            .chunk_size = 524288,
+            .quota = getenv("ADAFS_TEST_QUOTA") ? strtoull(getenv("ADAFS_TEST_QUOTA"), NULL, 10)
+                                                : 1 << 30,
             .listen_host = "127.0.0.1", .storage = argv[7],
             .secret_hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
             .numa_node = -1 });
