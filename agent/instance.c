@@ -309,11 +309,13 @@ void instance_space(uint64_t quota, struct instance_space *s)
     wb = wb < MiB ? MiB : wb > 64 * MiB ? 64 * MiB : wb & ~(MiB - 1);
     s->write_buffer = wb;
     s->headroom = 12 * wb;
-    /* RocksDB's own small files (MANIFEST, OPTIONS, LOG) take a few MiB;
-     * ext4 without a journal keeps about 2% for inode tables and bitmaps
-     * (one 256-byte inode per 16 KiB): 1/32 more covers it. */
-    uint64_t want = quota + s->headroom + 8 * MiB;
-    uint64_t image = want + want / 32;
+    /* Metadata beyond the data: RocksDB's records and its own small files,
+     * 1/64 of the data or 16 MiB. ext4 (no journal, no resize reserve, one
+     * 256-byte inode per 16 KiB) keeps 1/64 for inodes and up to 2% for
+     * its own allocations: 1/24 more covers both. */
+    uint64_t meta = quota / 64 > 16 * MiB ? quota / 64 : 16 * MiB;
+    uint64_t want = quota + s->headroom + meta;
+    uint64_t image = want + want / 24;
     s->image = (image + MiB - 1) & ~(MiB - 1);
 }
 

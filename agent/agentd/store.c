@@ -124,11 +124,14 @@ static int format_and_mount(const char *image, const char *dir, const struct use
                      mkfs ? "mount" : "mkfs.ext4", mkfs ? "mount" : "e2fsprogs");
     char owner[64], out[512];
     /* -m 0: no blocks kept for root, who never writes there. No journal:
-     * the data lives as long as the job, and a crash wipes it anyway. */
+     * the data lives as long as the job, and a crash wipes it anyway. No
+     * blocks kept for growing it, and the default inode ratio whatever
+     * its size (small file systems would get one per 4 KiB): instance_space()
+     * counts on that overhead. */
     snprintf(owner, sizeof(owner), "lazy_itable_init=1,nodiscard,root_owner=%u:%u",
              (unsigned)u->uid, (unsigned)u->gid);
-    char *mkfs_argv[] = { (char *)mkfs, "-q", "-F", "-m", "0", "-b", "4096", "-O", "^has_journal",
-                          "-E", owner, (char *)image, NULL };
+    char *mkfs_argv[] = { (char *)mkfs, "-q", "-F", "-m", "0", "-b", "4096", "-i", "16384",
+                          "-O", "^has_journal,^resize_inode", "-E", owner, (char *)image, NULL };
     int rc = run_tool(mkfs_argv, out, sizeof(out));
     if (rc != 0)
         return failf(err, errlen, rc < 0 ? rc : -EIO, "mkfs.ext4 %s: %s", image,

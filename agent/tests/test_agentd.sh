@@ -145,7 +145,7 @@ check "the server root is an ext4 file system of its own" \
 check "owned by the job user, 0700, empty but for the server's files" \
     test "$(stat -c '%u %a' "$jobdir")" = "$user 700" -a ! -e "$jobdir/lost+found"
 image_size=$(stat -c %s "$jobdir.img")
-check "its image is 64 MiB and the stated reserve (87 MiB: $image_size)" test "$image_size" = 91226112
+check "its image is 64 MiB and the stated reserve (96 MiB: $image_size)" test "$image_size" = 100663296
 as_user dd if=/dev/zero of="$jobdir/by-hand" bs=1M count=512 2>"$base/dd.err"
 check "the job user writing 512 MiB into it by hand gets ENOSPC" grep -q "No space left" "$base/dd.err"
 used=$(du -B1 "$jobdir.img" | cut -f1)
