@@ -681,6 +681,40 @@ static int load_v1(const char *path, const char *text, size_t len, struct loadin
     return 0;
 }
 
+int bb_job_parse(const char *data, size_t size, const char *name, struct bb_job **head,
+                 char *err, size_t errlen)
+{
+    *head = NULL;
+    char first[512] = "";
+    struct loading l = { .tail = head, .err = first, .errlen = sizeof(first) };
+    int rc = 0;
+    struct rpc_reader h;
+    rpc_reader_init(&h, data, size);
+    if (size >= sizeof(FILE_MAGIC) + 4 && memcmp(data, FILE_MAGIC, sizeof(FILE_MAGIC)) == 0) {
+        h.off = sizeof(FILE_MAGIC);
+        uint32_t version = rpc_get_u32(&h);
+        if (version == FILE_VERSION) {
+            load_v2((const uint8_t *)data, size, &l);
+        } else {
+            snprintf(first, sizeof(first), "%s: version %u, this plugin reads version %d "
+                     "(and adafs 0.x's JSON)", name, version, FILE_VERSION);
+            rc = -1;
+        }
+    } else if (size && data[0] == '{') {
+        rc = load_v1(name, data, size, &l);
+    } else {
+        snprintf(first, sizeof(first), "%s: not an adafs state file", name);
+        rc = -1;
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s", first);
+        return -1;
+    }
+    if (l.unreadable)
+        snprintf(err, errlen, "%s: %d record(s) unreadable, first: %s", name, l.unreadable, first);
+    return l.unreadable;
+}
+
 int bb_job_load(const char *path, struct bb_job **head, char *err, size_t errlen)
 {
     *head = NULL;
@@ -701,33 +735,7 @@ int bb_job_load(const char *path, struct bb_job **head, char *err, size_t errlen
         snprintf(err, errlen, "%s: %s", path, strerror(-rc));
         return -1;
     }
-    char first[512] = "";
-    struct loading l = { .tail = head, .err = first, .errlen = sizeof(first) };
-    rc = 0;
-    struct rpc_reader h;
-    rpc_reader_init(&h, data, size);
-    if (size >= sizeof(FILE_MAGIC) + 4 && memcmp(data, FILE_MAGIC, sizeof(FILE_MAGIC)) == 0) {
-        h.off = sizeof(FILE_MAGIC);
-        uint32_t version = rpc_get_u32(&h);
-        if (version == FILE_VERSION) {
-            load_v2((const uint8_t *)data, size, &l);
-        } else {
-            snprintf(first, sizeof(first), "%s: version %u, this plugin reads version %d "
-                     "(and adafs 0.x's JSON)", path, version, FILE_VERSION);
-            rc = -1;
-        }
-    } else if (size && data[0] == '{') {
-        rc = load_v1(path, data, size, &l);
-    } else {
-        snprintf(first, sizeof(first), "%s: not an adafs state file", path);
-        rc = -1;
-    }
+    rc = bb_job_parse(data, size, path, head, err, errlen);
     free(data);
-    if (rc < 0) {
-        snprintf(err, errlen, "%s", first);
-        return -1;
-    }
-    if (l.unreadable)
-        snprintf(err, errlen, "%s: %d record(s) unreadable, first: %s", path, l.unreadable, first);
-    return l.unreadable;
+    return rc;
 }

@@ -125,6 +125,10 @@ int bb_job_save(const char *path, struct bb_job *head);
  * or -1 with a message naming the file in err when nothing could be read. */
 int bb_job_load(const char *path, struct bb_job **head, char *err, size_t errlen);
 
+/* bb_job_load() of a table already in memory; name is for messages. */
+int bb_job_parse(const char *data, size_t size, const char *name, struct bb_job **head,
+                 char *err, size_t errlen);
+
 /* The typed record codec the table is saved with (for tests and fuzzing):
  * encode appends one job's fields; decode reads them back into a new job,
  * or returns NULL with why in err. */
