@@ -64,17 +64,6 @@ void bb_job_free(struct bb_job *job)
     free(job);
 }
 
-void bb_job_remove(struct bb_job **head, uint32_t job_id)
-{
-    for (struct bb_job **p = head; *p; p = &(*p)->next)
-        if ((*p)->job_id == job_id) {
-            struct bb_job *gone = *p;
-            *p = gone->next;
-            bb_job_free(gone);
-            return;
-        }
-}
-
 void bb_job_remove_key(struct bb_job **head, uint64_t key)
 {
     for (struct bb_job **p = head; *p; p = &(*p)->next)

@@ -107,8 +107,6 @@ const char *bb_phase_name(enum bb_phase phase);
  * the newest comes first, and that is the one bb_job_find() returns. */
 struct bb_job *bb_job_find(struct bb_job *head, uint32_t job_id);
 struct bb_job *bb_job_new(uint32_t job_id);
-/* Unlinks and frees the (first) record of job_id, if any. */
-void bb_job_remove(struct bb_job **head, uint32_t job_id);
 /* Unlinks and frees the record with this key, if any. */
 void bb_job_remove_key(struct bb_job **head, uint64_t key);
 void bb_job_free(struct bb_job *job);
