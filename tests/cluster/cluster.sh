@@ -75,7 +75,7 @@ plugin_dir() {
     if [ -n "$build" ] && [ -f "$build/slurm-plugin/.libs/burst_buffer_adafs.so" ]; then
         dirs="$build/slurm-plugin/.libs:$dirs"
     elif [ -n "${ADAFS_PREFIX:-}" ] && [ "$libdir/slurm-wlm" != "/usr/lib/$multiarch/slurm-wlm" ]; then
-        dirs="$dirs:$libdir/slurm-wlm"
+        dirs="$libdir/slurm-wlm:$dirs"
     fi
     echo "$dirs"
 }
