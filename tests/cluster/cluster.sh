@@ -7,6 +7,8 @@
 #   cluster.sh restart-ctld      restart slurmctld only (state kept)
 #   cluster.sh status            print what runs
 #   cluster.sh env               print the environment lines clients need
+#   cluster.sh check-access      fail, saying why, if the Slurm user or the test
+#                                user cannot read the build (start checks it too)
 #
 # Everything lives under $ADAFS_CLUSTER_DIR (default /var/tmp/adafs-cluster):
 # its own slurm.conf, state, spool, logs and munge key. The system's
@@ -133,12 +135,13 @@ plugin_dir() {
     echo "$dirs"
 }
 
-# unreachable USER PATH: the first directory on PATH that USER cannot
-# enter, with its mode and owner; nothing when USER reaches PATH.
+# unreachable USER PATH: why USER cannot read PATH (the first directory on
+# the way it cannot enter, with mode and owner), or nothing. A PATH not
+# built yet is judged by the directories that exist on its way.
 unreachable() {
-    local user=$1 path=$2 d=""
+    local user=$1 path=$2
     runuser -u "$user" -- test -r "$path" && return 0
-    local IFS=/ part
+    local d="" part IFS=/
     for part in ${path#/}; do
         d=$d/$part
         [ -d "$d" ] || break
@@ -147,7 +150,8 @@ unreachable() {
             return 0
         fi
     done
-    echo "$path is mode $(stat -c %a "$path" 2>/dev/null || echo '?') owner $(stat -c %U "$path" 2>/dev/null || echo '?')"
+    [ -e "$path" ] && echo "$path is mode $(stat -c %a "$path") owner $(stat -c %U "$path")"
+    return 0
 }
 
 # slurmctld (the Slurm user) loads the plugin from the build; servers, the
@@ -479,6 +483,7 @@ case "${1:-}" in
     kill-ctld) pid=$(pid_of "$base/run/slurmctld.pid"); pid_alive "$pid" && kill -KILL "$pid"; rm -f "$base/run/slurmctld.pid" ;;
     start-ctld) start_ctld ;;
     status) cmd_status ;;
+    check-access) ensure_test_user; check_access ;;
     env) cat "$base/env" ;;
-    *) echo "usage: $0 start [--clean] | stop | restart-ctld | status | env" >&2; exit 2 ;;
+    *) echo "usage: $0 start [--clean] | stop | restart-ctld | status | env | check-access" >&2; exit 2 ;;
 esac
