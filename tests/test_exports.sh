@@ -10,7 +10,8 @@ build=$abs_top_builddir
 exports() { nm -D --defined-only "$1" | awk '{print $NF}' | sed 's/@.*//' | sort -u; }
 
 found=0
-# Libraries of tests/ directories (LD_PRELOAD shims for tests) are not installed.
+# Libraries of tests/ directories (LD_PRELOAD shims for tests) are not
+# installed; adafs-* is make distcheck's tree.
 while IFS= read -r so; do
     found=$((found + 1))
     rel=${so#"$build"/}
@@ -26,7 +27,8 @@ while IFS= read -r so; do
     [ -n "$extra" ] && diag "$rel exports what $dir/$name.sym does not list:" $extra
     [ -n "$missing" ] && diag "$rel does not export what $dir/$name.sym lists:" $missing
     ok "$([ -z "$extra$missing" ]; echo $?)" "$rel exports exactly $dir/$name.sym ($(wc -l <"$list") names)"
-done < <(find "$build" -path '*/.libs/*.so' ! -path '*/tests/*' ! -path '*/adafs-*/_build/*' | sort)
+done < <(find "$build" -path "$build/adafs-*" -prune -o \
+              -path "$build/*/.libs/*.so" ! -path "$build/*/tests/*" -print | sort)
 check "found the shared objects ($found)" -- test "$found" -ge 3
 
 # slurmctld looks up plugin_name, plugin_type, plugin_version, init and fini
