@@ -85,6 +85,7 @@
 #pragma redefine_extname net_set_nodelay adafs_net_set_nodelay
 #pragma redefine_extname net_set_timeouts adafs_net_set_timeouts
 #pragma redefine_extname net_set_unix_sndbuf adafs_net_set_unix_sndbuf
+#pragma redefine_extname net_wall_after_ms adafs_net_wall_after_ms
 #pragma redefine_extname net_write_full adafs_net_write_full
 #pragma redefine_extname net_writev_fd adafs_net_writev_fd
 #pragma redefine_extname net_writev_full adafs_net_writev_full

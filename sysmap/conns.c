@@ -13,6 +13,7 @@
 
 #include "http.h"
 #include "log.h"
+#include "net.h"
 
 struct conn_slot {
     int fd;                           /* -1: free */
@@ -146,13 +147,7 @@ int conns_make_room(struct conns *cs, volatile sig_atomic_t *stopping)
         if (!evicting)
             evict_oldest(cs, 0, 0);
         /* Woken when a slot frees; the timeout only rechecks *stopping. */
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 200 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = net_wall_after_ms(200);
         pthread_cond_timedwait(&cs->freed, &cs->lock, &until);
     }
     pthread_mutex_unlock(&cs->lock);

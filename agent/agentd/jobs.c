@@ -428,13 +428,7 @@ static void await_stager_locked(struct job *j, int ms)
 {
     int64_t deadline = net_now_ms() + ms;
     while (j->stage.state == AGENT_OP_RUNNING && net_now_ms() < deadline) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = net_wall_after_ms(100);
         pthread_cond_timedwait(&jobs_changed, &jobs_lock, &ts);
     }
 }
@@ -980,9 +974,7 @@ int jobs_release(uint32_t job_id, int timeout_s, struct agent_error *e)
             pthread_mutex_unlock(&jobs_lock);
             return rc;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
+        struct timespec ts = net_wall_after_ms(1000);
         pthread_cond_timedwait(&jobs_changed, &jobs_lock, &ts);
     }
     pthread_mutex_unlock(&jobs_lock);
