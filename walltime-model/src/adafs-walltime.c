@@ -22,7 +22,8 @@
 #define USAGE \
     "usage: adafs-walltime train    (--swf FILE | --sacct FILE) --model OUT [TUNING]\n" \
     "       adafs-walltime predict  --model FILE [--job JSON] [--update]\n" \
-    "       adafs-walltime evaluate (--swf FILE | --sacct FILE) [--json] [--simulate easy] [TUNING]\n" \
+    "       adafs-walltime evaluate (--swf FILE | --sacct FILE) [--json]\n" \
+    "                               [--simulate easy [--cores-per-node N]] [TUNING]\n" \
     "TUNING: --trees N --depth N --learning-rate X --min-leaf N --quantile Q\n" \
     "        --target-miss R --calib-eta X --inflight-k0 X --episode-gap S\n" \
     "        --retrain-every N\n" \
@@ -31,6 +32,7 @@
 struct options {
     const char *swf, *sacct, *model, *job, *simulate;
     int json, update;
+    long cores_per_node;
     struct walltime_params params;
 };
 
@@ -77,10 +79,12 @@ static int parse_options(int argc, char **argv, struct options *o)
         { "calib-eta", required_argument, NULL, 8 },
         { "inflight-k0", required_argument, NULL, 9 },
         { "episode-gap", required_argument, NULL, 10 },
+        { "cores-per-node", required_argument, NULL, 'c' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     memset(o, 0, sizeof(*o));
+    o->cores_per_node = 1;
     walltime_params_default(&o->params);
     struct walltime_params *p = &o->params;
     int c;
@@ -96,6 +100,10 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'J': o->json = 1; break;
         case 'u': o->update = 1; break;
         case 'S': o->simulate = optarg; break;
+        case 'c':
+            if (parse_number("cores-per-node", optarg, 1, 1e6, &v)) return -1;
+            o->cores_per_node = (long)v;
+            break;
         case 1: if (parse_number(name, optarg, 1, 1000, &v)) return -1; p->trees = (int)v; break;
         case 2: if (parse_number(name, optarg, 1, 20, &v)) return -1; p->depth = (int)v; break;
         case 3: if (parse_number(name, optarg, 1e-4, 1, &v)) return -1; p->learning_rate = v; break;
@@ -258,10 +266,10 @@ static int cmd_predict(const struct options *o)
 
 /* ---- evaluate --------------------------------------------------------- */
 
-/* The EASY simulations: planning with the request, the median and the
- * conservative estimate. */
-#define SIM_COUNT 3
-#define SIM_NAMES { "request", "model", "model_safe" }
+/* The EASY simulations: planning with the request, the median, the
+ * conservative estimate, and the real run time (an oracle). */
+#define SIM_COUNT 4
+#define SIM_NAMES { "request", "model", "model_safe", "exact" }
 
 static void print_json(const char *path, const struct replay_result *r,
                        const struct easy_result *sim)
@@ -307,9 +315,11 @@ static void print_json(const char *path, const struct replay_result *r,
         static const char *const names[] = SIM_NAMES;
         printf(",\"simulate_easy\":{");
         for (int k = 0; k < SIM_COUNT; k++)
-            printf("%s\"%s\":{\"jobs\":%zu,\"avg_wait_s\":%.3f,\"avg_bounded_slowdown\":%.4f}",
+            printf("%s\"%s\":{\"jobs\":%zu,\"avg_wait_s\":%.3f,\"avg_bounded_slowdown\":%.4f,"
+                   "\"t_nap\":{\"at_once\":%zu,\"le_1s\":%zu,\"le_10min\":%zu,\"gt_10min\":%zu}}",
                    k ? "," : "", names[k], sim[k].jobs, sim[k].avg_wait_s,
-                   sim[k].avg_bounded_slowdown);
+                   sim[k].avg_bounded_slowdown, sim[k].nap.at_once, sim[k].nap.le_1s,
+                   sim[k].nap.le_10min, sim[k].nap.gt_10min);
         printf("}");
     }
     printf("}\n");
@@ -340,6 +350,14 @@ static void print_text(const char *path, const struct replay_result *r,
         for (int k = 0; k < SIM_COUNT; k++)
             printf("  %-11s avg wait %10.1f s   avg bounded slowdown %8.2f\n", names[k],
                    sim[k].avg_wait_s, sim[k].avg_bounded_slowdown);
+        printf("Nodes known before the start (T_NAP): started at once / <= 1 s / 1 s-10 min / "
+               "> 10 min ahead\n");
+        for (int k = 0; k < SIM_COUNT; k++) {
+            double n = sim[k].jobs ? (double)sim[k].jobs / 100 : 1;
+            printf("  %-11s %5.1f%% %5.1f%% %5.1f%% %5.1f%%\n", names[k],
+                   (double)sim[k].nap.at_once / n, (double)sim[k].nap.le_1s / n,
+                   (double)sim[k].nap.le_10min / n, (double)sim[k].nap.gt_10min / n);
+        }
     }
 }
 
@@ -360,13 +378,24 @@ static int cmd_evaluate(const struct options *o)
     }
     struct easy_result sim[SIM_COUNT];
     if (o->simulate) {
-        const double *est[SIM_COUNT] = { r.pred[P_REQUEST], r.pred[P_MODEL], r.pred[P_MODEL_SAFE] };
+        /* The last, the real run times, is what no estimate can beat. */
+        double *exact = malloc((t.n + 1) * sizeof(double));
+        for (size_t i = 0; exact && i < t.n; i++)
+            exact[i] = isnan(r.pred[P_REQUEST][i]) ? NAN : (double)t.jobs[i].run_time;
+        const double *est[SIM_COUNT] = { r.pred[P_REQUEST], r.pred[P_MODEL],
+                                         r.pred[P_MODEL_SAFE], exact };
+        double *nap = malloc((t.n + 1) * sizeof(double));
         for (int k = 0; k < SIM_COUNT; k++)
-            if (easy_simulate(&t, est[k], t.max_procs, &sim[k]) < 0) {
+            if (!nap || !exact || easy_simulate(&t, est[k], t.max_procs, o->cores_per_node,
+                                                &sim[k], nap) < 0) {
                 fprintf(stderr, "adafs-walltime: out of memory simulating %zu jobs\n", t.n);
+                free(nap);
+                free(exact);
                 rc = 1;
                 goto out;
             }
+        free(nap);
+        free(exact);
     }
     const char *path = o->swf ? o->swf : o->sacct;
     if (o->json)
