@@ -114,8 +114,13 @@ void predict_observe(const struct walltime_job *job)
 {
     char err[256];
     pthread_rwlock_wrlock(&lock);
-    if (model && walltime_observe_finished(model, job, err, sizeof(err)) == 0)
-        observed_since_training++;
+    if (model) {
+        if (walltime_observe_finished(model, job, err, sizeof(err)) == 0)
+            observed_since_training++;
+        else
+            log_error("walltime model: not learning from job %lld: %s",
+                      (long long)job->job_id, err);
+    }
     pthread_rwlock_unlock(&lock);
 }
 
