@@ -4,7 +4,8 @@
  * up to an hour, replayed like a trace (each job predicted at its submit,
  * learned from when it ends). The share of jobs that run longer than their
  * conservative estimate must converge to the target, and come back to it
- * soon after every user's runs become 5 times longer. */
+ * soon after every user's runs become 5 times longer; when they become 5
+ * times shorter, the estimates must come down to the new runs as soon. */
 #include "tap.h"
 #include "walltime.h"
 #include "lib/replay.h"
@@ -82,23 +83,60 @@ static double mae_vs_oracle(const struct walltime_trace *t, const double *pred,
     return mae / oracle;
 }
 
-int main(void)
+/* The stream with every run `factor` times as long from job BEFORE on,
+ * replayed: r holds each job's estimates. */
+static int replay_shifted(struct walltime_trace *t, double factor, struct replay_result *r)
 {
-    struct walltime_trace t = { .n = BEFORE + AFTER, .max_procs = -1 };
-    t.jobs = calloc(t.n, sizeof(*t.jobs));
-    for (long i = 0; i < (long)t.n; i++)
-        make_job(&t.jobs[i], i, i < BEFORE ? 1 : 5);
-
+    rng = 88172645463325252ull;         /* the same users and draws each time */
+    *t = (struct walltime_trace){ .n = BEFORE + AFTER, .max_procs = -1 };
+    t->jobs = calloc(t->n, sizeof(*t->jobs));
+    for (long i = 0; i < (long)t->n; i++)
+        make_job(&t->jobs[i], i, i < BEFORE ? 1 : factor);
     struct walltime_params p;
     walltime_params_default(&p);
     p.target_miss = TARGET;
     p.retrain_every = 2000;
-    struct replay_result r;
     char err[256];
-    if (replay_run(&t, &p, &r, err, sizeof(err)) < 0) {
+    if (replay_run(t, &p, r, err, sizeof(err)) < 0) {
         tap_ok(0, "replay: %s", err);
-        return tap_done();
+        return -1;
     }
+    return 0;
+}
+
+/* Runs 5x shorter: no miss is forced, but estimates drawn from the old
+ * runs would be 5x too long. Within 500 jobs the estimates must be about
+ * as tight as the new runs' known quantiles, the miss rate still held. */
+static void shorter(void)
+{
+    struct walltime_trace t;
+    struct replay_result r;
+    if (replay_shifted(&t, 0.2, &r) < 0)
+        return;
+    const double *safe = r.pred[P_MODEL_SAFE];
+    double first = mae_vs_oracle(&t, safe, BEFORE, BEFORE + 500, 0.2);
+    double next = mae_vs_oracle(&t, safe, BEFORE + 500, BEFORE + 1500, 0.2);
+    double rest = mae_vs_oracle(&t, safe, BEFORE + 500, (long)t.n, 0.2);
+    tap_ok(first > next, "runs 5x shorter: the first 500 jobs after the shift are estimated "
+           "too long (MAE %.2f x the known quantiles')", first);
+    tap_ok(next < 1.5 && rest < 1.5,
+           "from 500 jobs after the shift on the estimates are as tight as before it: "
+           "MAE %.2f x the known quantiles' over the next 1,000 jobs, %.2f over all after",
+           next, rest);
+    double since = miss_rate(&t, safe, BEFORE, BEFORE + AFTER);
+    tap_ok(since <= TARGET + 0.01,
+           "... and the miss rate holds over the %d jobs after the shift: %.2f%%", AFTER,
+           100 * since);
+    replay_free(&r);
+    free(t.jobs);
+}
+
+int main(void)
+{
+    struct walltime_trace t;
+    struct replay_result r;
+    if (replay_shifted(&t, 5, &r) < 0)
+        return tap_done();
     const double *safe = r.pred[P_MODEL_SAFE];
     double start = miss_rate(&t, safe, 0, 5000), settled = miss_rate(&t, safe, 5000, BEFORE);
     tap_ok(fabs(settled - TARGET) <= 0.01,
@@ -136,5 +174,6 @@ int main(void)
            before, after);
     replay_free(&r);
     free(t.jobs);
+    shorter();
     return tap_done();
 }
