@@ -4,12 +4,15 @@
 #     with the default settings: the conservative estimate's miss rate
 #     overall and in windows of 1,000 consecutive jobs, its MAE, and the
 #     median's MAE against min(last-two, ALEA);
+#  heldout: the same for streams added after the settings were fixed
+#     (stress.sh: drift, user-flip, and joined - one trace, then the other
+#     as a new site);
 #  cross: each setting of a small grid replayed on both traces; the setting
 #     chosen on one trace (the lowest conservative MAE among those holding
 #     the miss-rate targets there; the lowest median MAE) is then read off
 #     the other trace, never re-tuned on it.
 #
-#   bench/walltime/robust.sh BUILD_DIR [streams|cross|all]
+#   bench/walltime/robust.sh BUILD_DIR [streams|heldout|cross|all]
 #
 # Environment: TRACES (default ../shared/traces), OUT (the JSON of every
 # replay, kept and reused; default /tmp/adafs-walltime-robust), JOBS
@@ -19,6 +22,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 traces=${TRACES:-$here/../../../shared/traces}
 out=${OUT:-/tmp/adafs-walltime-robust}
+TRACE_NAMES="KTH-SP2-1996-2.1-cln CEA-Curie-2011-sample"
 
 # One replay: robust.sh BUILD_DIR one TRACE STREAM NAME [TUNING...]
 if [ "${2:-}" = one ]; then
@@ -26,7 +30,9 @@ if [ "${2:-}" = one ]; then
     shift 5
     f=$out/$t.$s.swf
     if [ ! -s "$f" ]; then
-        sh "$here/stress.sh" "$s" "$traces/$t.swf" > "$f.tmp"
+        other=
+        for o in $TRACE_NAMES; do [ "$o" = "$t" ] || other=$traces/$o.swf; done
+        sh "$here/stress.sh" "$s" "$traces/$t.swf" $other > "$f.tmp"
         mv "$f.tmp" "$f"
     fi
     "$W" evaluate --swf "$f" --json "$@" > "$out/$t.$s.$name.json.tmp" 2>/dev/null
@@ -34,13 +40,13 @@ if [ "${2:-}" = one ]; then
     exit 0
 fi
 
-build=$(cd "${1:?usage: robust.sh BUILD_DIR [streams|cross|all]}" && pwd)
+build=$(cd "${1:?usage: robust.sh BUILD_DIR [streams|heldout|cross|all]}" && pwd)
 what=${2:-all}
 jobs=${JOBS:-2}
 mkdir -p "$out"
 [ -x "$build/walltime-model/adafs-walltime" ] || { echo "robust.sh: build $build first" >&2; exit 1; }
-TRACE_NAMES="KTH-SP2-1996-2.1-cln CEA-Curie-2011-sample"
 STREAMS="orig user-longer user-shorter new-users runs-x2 runs-x0.5 default-request"
+HELDOUT="drift user-flip joined"
 # The grid of the cross-trace protocol: NAME TUNING (default = no options).
 GRID="default
 fewer-trees --trees 20 --min-leaf 1000
@@ -74,19 +80,27 @@ header() {
     echo "|---|---|---|---|---|---|---|---|"
 }
 
-if [ "$what" = streams ] || [ "$what" = all ]; then
+# streams LIST: replays and tables of the given streams of both traces
+streams() {
     for t in $TRACE_NAMES; do
-        for s in $STREAMS; do
+        for s in $1; do
             echo "$t $s default"
         done
     done | run_all
     for t in $TRACE_NAMES; do
         echo
         header "$t"
-        for s in $STREAMS; do
+        for s in $1; do
             row "$out/$t.$s.default.json" "$s"
         done
     done
+}
+
+if [ "$what" = streams ] || [ "$what" = all ]; then
+    streams "$STREAMS"
+fi
+if [ "$what" = heldout ] || [ "$what" = all ]; then
+    streams "$HELDOUT"
 fi
 
 if [ "$what" = cross ] || [ "$what" = all ]; then
