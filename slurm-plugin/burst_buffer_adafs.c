@@ -407,6 +407,7 @@ struct finished {
     struct walltime_job *jobs;
     enum job_event *event;
     size_t n, cap;
+    size_t dropped;             /* events lost for want of memory */
 };
 
 static int collect_finished(void *x, void *arg)
@@ -427,8 +428,10 @@ static int collect_finished(void *x, void *arg)
         enum job_event *events = grown ? realloc(f->event, cap * sizeof(*events)) : NULL;
         if (grown)
             f->jobs = grown;
-        if (!events)
+        if (!events) {
+            f->dropped++;
             return 0;
+        }
         f->event = events;
         f->cap = cap;
     }
@@ -461,6 +464,9 @@ static void observe_finished_jobs(void)
     lock_slurmctld(job_read_lock);
     list_for_each(job_list, collect_finished, &f);
     unlock_slurmctld(job_read_lock);
+    if (f.dropped)
+        error("%s: out of memory: %zu job events not given to the walltime model",
+              plugin_type, f.dropped);
     for (size_t i = 0; i < f.n; i++) {
         if (f.jobs[i].req_time <= 0)
             continue;
