@@ -12,7 +12,8 @@
 
 /* The summary as one JSON object (malloc'd; NULL on ENOMEM). Fields:
  * direction, source, destination, worker, workers, files, dirs, bytes,
- * unchanged, skipped, pieces, errors, seconds, files_per_s, mib_per_s,
+ * unchanged, skipped, pieces, errors, verified, src_mdops, dst_mdops
+ * (metadata operations made on each side), seconds, files_per_s, mib_per_s,
  * complete (bool), failures: [{path, errno, error, what}]. */
 char *report_json(const struct stage_options *opt, const struct stage_result *r);
 void report_text(FILE *out, const struct stage_options *opt, const struct stage_result *r);

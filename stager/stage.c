@@ -487,6 +487,8 @@ int stage_execute(struct stage_run *run)
     r->unchanged = atomic_load(&run->unchanged);
     r->skipped = atomic_load(&run->skipped);
     r->pieces = atomic_load(&run->pieces);
+    r->src_mdops = __atomic_load_n(&run->src_b.md_count, __ATOMIC_RELAXED);
+    r->dst_mdops = __atomic_load_n(&run->dst_b.md_count, __ATOMIC_RELAXED);
     r->seconds = since(&run->t0);
     if (atomic_load(&run->no_memory))
         stage_fail(run, run->opt.src, ENOMEM, "recording failures (list incomplete)");

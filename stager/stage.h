@@ -61,6 +61,8 @@ struct stage_result {
     uint64_t skipped;         /* symlinks and special files left out */
     uint64_t pieces;          /* pieces of split files written */
     uint64_t errors;          /* number of failures below */
+    uint64_t src_mdops;       /* metadata operations this process made on the source */
+    uint64_t dst_mdops;       /* ... and on the destination (backend.h says which) */
     double seconds;
     struct stage_failure *failures;
     size_t nfailures;
