@@ -1,5 +1,8 @@
 /* The pool: every task runs once, tasks pushed by tasks run too, idle
- * threads steal, and placement of files and pieces over workers is even. */
+ * threads steal, and a hold keeps it running for work pushed from outside
+ * later (a distributed run's items), and placement of files and pieces
+ * over workers is even. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
@@ -24,6 +27,19 @@ static void spawner(struct pool_thread *self, void *arg)
     struct pool *p = arg;
     for (int i = 0; i < 400; i++)
         pool_push(p, self, leaf, NULL);   /* all on this thread's own deque */
+}
+
+/* Pushes a task now and then from outside, then releases its hold. */
+static void *feeder(void *arg)
+{
+    struct pool *p = arg;
+    for (int i = 0; i < 3; i++) {
+        struct timespec ts = { 0, 30 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        pool_push(p, NULL, leaf, NULL);
+    }
+    pool_release(p);
+    return NULL;
 }
 
 int main(void)
@@ -63,5 +79,15 @@ int main(void)
         pieces[stage_piece_owner("big.dat", (uint64_t)i, 4)]++;
     tap_ok(pieces[0] == 4 && pieces[1] == 4 && pieces[2] == 4 && pieces[3] == 4,
            "16 pieces of one file: 4 per worker");
+    /* A hold: the pool waits, idle, for what a thread outside pushes. */
+    atomic_store(&ran, 0);
+    p = pool_create(2, 0);
+    pool_hold(p);
+    pthread_t t;
+    pthread_create(&t, NULL, feeder, p);
+    tap_is_int(pool_run(p), 0, "a held pool ran");
+    pthread_join(t, NULL);
+    tap_is_int(atomic_load(&ran), 3, "it returned only after the feeder's 3 late tasks and release");
+    pool_destroy(p);
     return tap_done();
 }
