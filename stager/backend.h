@@ -114,6 +114,8 @@ struct backend_ops {
     int (*create_write)(struct bdir *d, const char *name, mode_t mode,
                         const void *data, size_t len, const struct timespec *mtime);
     int (*unlink_at)(struct bdir *d, const char *name);
+    /* Removes the empty directory name of d. */
+    int (*rmdir_at)(struct bdir *d, const char *name);
     /* mkdir of a whole path the user gave (only to create request roots). */
     int (*mkdir_path)(struct backend *b, const char *path, mode_t mode);
     int (*set_attrs_at)(struct bdir *d, const char *name, mode_t mode,

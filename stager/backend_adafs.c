@@ -502,6 +502,17 @@ static int adafs_unlink_at(struct bdir *d, const char *name)
     return rc;
 }
 
+static int adafs_rmdir_at(struct bdir *d, const char *name)
+{
+    char *p = child(d, name);
+    if (!p)
+        return -ENOMEM;
+    MD(d->b, 1);
+    int rc = adafs_rmdir(FS(d->b), p);
+    free(p);
+    return rc;
+}
+
 static int adafs_set_attrs_at(struct bdir *d, const char *name, mode_t mode,
                               const struct timespec *mtime)
 {
@@ -540,6 +551,7 @@ static const struct backend_ops adafs_ops = {
     .create_write = adafs_create_write_at,
     .create_write_from = adafs_create_write_from,
     .unlink_at = adafs_unlink_at,
+    .rmdir_at = adafs_rmdir_at,
     .set_attrs_at = adafs_set_attrs_at,
     .mkdir_path = adafs_mkdir_path,
     .create_many = adafs_create_many,

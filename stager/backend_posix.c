@@ -405,6 +405,12 @@ static int posix_unlink_at(struct bdir *d, const char *name)
     return unlinkat(d->fd, name, 0) < 0 ? -errno : 0;
 }
 
+static int posix_rmdir_at(struct bdir *d, const char *name)
+{
+    MD(d->b);
+    return unlinkat(d->fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
 static int posix_set_attrs_at(struct bdir *d, const char *name, mode_t mode,
                               const struct timespec *mtime)
 {
@@ -451,6 +457,7 @@ static const struct backend_ops posix_ops = {
     .close = posix_close,
     .create_write = posix_create_write,
     .unlink_at = posix_unlink_at,
+    .rmdir_at = posix_rmdir_at,
     .set_attrs_at = posix_set_attrs_at,
     .mkdir_path = posix_mkdir_path,
     .kernel_fds = 1,
