@@ -81,6 +81,8 @@ struct dist {
     int joined, done, stop;
     struct hub *hub;            /* worker 0 */
     unsigned lost, taken_over;  /* worker 0: workers given up, items moved */
+    _Atomic uint64_t final_ns;  /* threads' time in finalize items */
+    double tail;                /* worker 0: last copy done -> DONE (s) */
 };
 
 double dist_now(void);

@@ -525,6 +525,7 @@ static void pieces_item(struct pool_thread *self, struct xitem *xi)
 static void final_file_item(struct xitem *xi)
 {
     struct dist *d = xi->d;
+    double t0 = dist_now();
     const struct dmsg *m = &xi->m;
     struct bdir *dd;
     int rc = open_dir(d, 1, m->loc.rd, m->loc.drel, &dd);
@@ -546,12 +547,14 @@ static void final_file_item(struct xitem *xi)
     else
         atomic_fetch_add(&d->run->files, 1);
     dcache_put(d->cache, dd);
+    atomic_fetch_add(&d->final_ns, (uint64_t)((dist_now() - t0) * 1e9));
     ack(xi, rc < 0);
 }
 
 static void final_dir_item(struct xitem *xi)
 {
     struct dist *d = xi->d;
+    double t0 = dist_now();
     const struct dmsg *m = &xi->m;
     struct bdir *dd;
     int rc = open_dir(d, 1, m->loc.rd, m->loc.drel, &dd);
@@ -562,6 +565,7 @@ static void final_dir_item(struct xitem *xi)
     } else {
         fail_at(d->run, m->loc.rd, m->loc.drel, -rc, "open destination directory");
     }
+    atomic_fetch_add(&d->final_ns, (uint64_t)((dist_now() - t0) * 1e9));
     ack(xi, rc < 0);
 }
 

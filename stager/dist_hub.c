@@ -91,7 +91,7 @@ struct hub {
     size_t live;             /* items queued or held */
     struct { uint64_t dev, ino; } *seen;
     size_t nseen, seen_cap;
-    double start, done_at;
+    double start, done_at, last_copy;
     int done_sent;
 };
 
@@ -323,6 +323,8 @@ static void file_release(struct hub *h, uint64_t id, int failed)
 static void complete(struct hub *h, struct hitem *it, int failed)
 {
     h->live--;
+    if (it->kind != DK_FINAL_DIR && it->kind != DK_FINAL_FILE)
+        h->last_copy = dist_now();
     switch (it->kind) {
     case DK_DIR:
     case DK_TOP:
@@ -738,6 +740,10 @@ static void deliver(struct hub *h, unsigned wi, double now)
     if (rc == 0) {
         w->out_seq++;
         w->last_sent = now;
+        /* Work sent is acknowledged soon: look again shortly. */
+        w->poll = 0.001;
+        if (w->next_poll > now + w->poll)
+            w->next_poll = now + w->poll;
         rpc_writer_free(&w->out);
         rpc_writer_init(&w->out, NULL, 0);
         w->out_n = 0;
@@ -787,6 +793,7 @@ void hub_loop(struct hub *h)
                 }
             h->done_sent = 1;
             h->done_at = now;
+            d->tail = h->last_copy ? now - h->last_copy : 0;
         }
         for (unsigned i = 0; i < d->n; i++) {
             deliver(h, i, now);

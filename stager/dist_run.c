@@ -273,7 +273,7 @@ static int join(struct dist *d, char *err, size_t errlen)
                      "(%s/%s: nothing from it)", d->timeout, d->store, d->id);
             return -ETIMEDOUT;
         }
-        sleep_s(cur ? 0.002 : 0.02);
+        sleep_s(cur ? 0.002 : 0.005);
     }
     return d->stop ? -ECANCELED : 0;
 }
@@ -352,6 +352,10 @@ static void *worker_main(void *arg)
                 rpc_writer_init(&pending, NULL, 0);
                 have_pending = 0;
                 last_sent = now;
+                /* What was sent (acknowledgements) brings an answer soon. */
+                poll = 0.001;
+                if (next_poll > now + poll)
+                    next_poll = now + poll;
             } else if (now - last_sent > d->timeout) {
                 stage_fail(run, d->store, -rc, "write to worker 0's mailbox (for %.0f s)",
                            d->timeout);
@@ -485,6 +489,8 @@ int dist_execute(struct stage_run *run)
     run->result.coord_ops = __atomic_load_n(&d->sb.md_count, __ATOMIC_RELAXED);
     run->result.lost_workers = d->lost;
     run->result.taken_over = d->taken_over;
+    run->result.finalize_seconds = (double)atomic_load(&d->final_ns) / 1e9;
+    run->result.tail_seconds = d->tail;
     return rc;
 }
 
