@@ -1,0 +1,168 @@
+#!/bin/bash
+# Stager benchmark (issue 22): one process against N workers (--worker K/N,
+# all started at once on this host, as the agents of a job's nodes start
+# them), through one 4-server adafs instance on this host.
+#
+#   bench/stage/workers.sh BUILD_DIR [WORK_DIR]
+#
+# For each set (sets.sh), REPEAT times, in turns whose order alternates:
+# one process stages the set in (to a fresh directory) and K workers do
+# (to another), then both stage it back out (to fresh local directories);
+# every copy is checked with diff -r. Then, once, OPS_K workers stage it in
+# and out for their metadata operation counts. Ratios are one process's
+# time over the workers' (>= 1: the workers are as fast), repeat by repeat
+# and their median; operations are summed over the workers (source side of
+# stage-in: the parallel file system; destination side of stage-out: the
+# same) against one process's in the same run.
+#
+# Environment: SETS (default "small big uneven"), K (2), OPS_K ("2 4 8"),
+# REPEAT (3), THREADS (8, per process), SETTLE (65 s of pause first, as
+# run.sh), SMALL, MID, BIG, BIGMIB as run.sh. KEEP=1 leaves the copies.
+# Run it under `flock /tmp/adafs-bench.lock` on a shared machine.
+set -euo pipefail
+BUILD=$(cd "${1:?usage: workers.sh BUILD_DIR [WORK_DIR]}" && pwd)
+W=${2:-/tmp/adafs-bench-stage}
+SMALL=${SMALL:-100000} MID=${MID:-1000} BIG=${BIG:-4} BIGMIB=${BIGMIB:-1024}
+SETS=${SETS:-small big uneven} K=${K:-2} OPS_K=${OPS_K:-2 4 8} REPEAT=${REPEAT:-3}
+THREADS=${THREADS:-8} SETTLE=${SETTLE:-65} KEEP=${KEEP:-0}
+STAGE=$BUILD/stager/adafs-stage CTL=$BUILD/agent/adafs-ctl
+export LD_LIBRARY_PATH=$BUILD/agent/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+for p in "$STAGE" "$CTL"; do [ -x "$p" ] || { echo "workers.sh: $p not built" >&2; exit 2; }; done
+R=$W/workers.$(date +%s)
+say() { echo "[$(date +%T)] $*" >&2; }
+. "$(dirname "$0")/sets.sh"
+. "$(dirname "$0")/../vm_memory.sh"
+stop_all() { for b in "$R"/fs-*; do [ -d "$b" ] && { "$CTL" stop --base "$b" > /dev/null 2>&1 || true; }; done; true; }
+trap 'stop_all; release_free_memory' EXIT
+
+# stage DIR SRC DST N PREFIX: N processes (N=1: one, no --worker) at once;
+# prints the wall seconds; their JSON summaries in PREFIX.K.json.
+stage() {
+    local dir=$1 src=$2 dst=$3 n=$4 prefix=$5 t0 t1 k pids="" rc=0
+    warm_memory $(( BYTES + (1 << 30) ))
+    t0=$(date +%s.%N)
+    if [ "$n" = 1 ]; then
+        "$STAGE" "$dir" --allow-root --json --threads "$THREADS" --instance "$FS/instance" \
+            "$src" "$dst" > "$prefix.0.json" || rc=1
+    else
+        for k in $(seq 0 $((n - 1))); do
+            "$STAGE" "$dir" --allow-root --json --threads "$THREADS" --instance "$FS/instance" \
+                --worker "$k/$n" "$src" "$dst" > "$prefix.$k.json" &
+            pids="$pids $!"
+        done
+        for p in $pids; do wait "$p" || rc=1; done
+    fi
+    t1=$(date +%s.%N)
+    sync
+    [ $rc = 0 ] || { echo "workers.sh: stage $dir of $src with $n processes failed" >&2; exit 1; }
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
+}
+
+# sumf PREFIX N FIELD: FIELD summed over PREFIX.0..N-1.json
+sumf() {
+    python3 - "$@" <<'PY'
+import json, sys
+prefix, n, field = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+print(sum(json.load(open("%s.%d.json" % (prefix, k)))[field] for k in range(n)))
+PY
+}
+maxf() {
+    python3 - "$@" <<'PY'
+import json, sys
+prefix, n, field = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+print("%.3f" % max(json.load(open("%s.%d.json" % (prefix, k)))[field] for k in range(n)))
+PY
+}
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+ROWS=() OPS=() FIN=()
+run_set() {
+    local set=$1 src=$W/src/$1 rep t1 tk o1 ok in_r out_r ri=() ro=()
+    FS=$R/fs-$set
+    BYTES=$(du -sb --apparent-size "$src" | cut -f1)
+    cp -r "$src" "$R/warmup-$set"; sync          # the first copy after a pause (run.sh)
+    "$CTL" start --servers 4 --base "$FS" > /dev/null
+    for rep in $(seq "$REPEAT"); do
+        if [ $((rep % 2)) = 1 ]; then
+            t1=$(stage in "$src" /one$rep 1 "$R/$set.in1.$rep")
+            tk=$(stage in "$src" /k$rep "$K" "$R/$set.ink.$rep")
+            o1=$(stage out /one$rep "$R/out-$set-one$rep" 1 "$R/$set.out1.$rep")
+            ok=$(stage out /k$rep "$R/out-$set-k$rep" "$K" "$R/$set.outk.$rep")
+        else
+            tk=$(stage in "$src" /k$rep "$K" "$R/$set.ink.$rep")
+            t1=$(stage in "$src" /one$rep 1 "$R/$set.in1.$rep")
+            ok=$(stage out /k$rep "$R/out-$set-k$rep" "$K" "$R/$set.outk.$rep")
+            o1=$(stage out /one$rep "$R/out-$set-one$rep" 1 "$R/$set.out1.$rep")
+        fi
+        for d in "$R/out-$set-one$rep" "$R/out-$set-k$rep"; do
+            diff -rq "$src" "$d" > /dev/null || { echo "workers.sh: $d differs from $src" >&2; exit 1; }
+        done
+        in_r=$(awk -v a="$t1" -v b="$tk" 'BEGIN { printf "%.2f", a / b }')
+        out_r=$(awk -v a="$o1" -v b="$ok" 'BEGIN { printf "%.2f", a / b }')
+        ri+=("$in_r") ro+=("$out_r")
+        ROWS+=("| $set | $rep | $t1 | $tk | $in_r | $o1 | $ok | $out_r |")
+        FIN+=("| $set | $rep | in | $(maxf "$R/$set.ink.$rep" "$K" finalize_seconds) | $(maxf "$R/$set.ink.$rep" "$K" tail_seconds) | $tk |")
+        FIN+=("| $set | $rep | out | $(maxf "$R/$set.outk.$rep" "$K" finalize_seconds) | $(maxf "$R/$set.outk.$rep" "$K" tail_seconds) | $ok |")
+        say "$set rep $rep: in $t1 s / $tk s = $in_r, out $o1 s / $ok s = $out_r"
+    done
+    MED+=("- $set: stage-in $(echo "${ri[*]}" | median) x, stage-out $(echo "${ro[*]}" | median) x (median of $REPEAT; $K workers against one process)")
+    local s1 d1 n sn dn cn
+    s1=$(sumf "$R/$set.in1.1" 1 src_mdops) d1=$(sumf "$R/$set.out1.1" 1 dst_mdops)
+    OPS+=("| $set | 1 | $s1 | 1.000 | $d1 | 1.000 | - |")
+    for n in $OPS_K; do
+        stage in "$src" /ops$n "$n" "$R/$set.opsin.$n" > /dev/null
+        stage out /ops$n "$R/out-$set-ops$n" "$n" "$R/$set.opsout.$n" > /dev/null
+        diff -rq "$src" "$R/out-$set-ops$n" > /dev/null || { echo "workers.sh: ops$n copy differs" >&2; exit 1; }
+        sn=$(sumf "$R/$set.opsin.$n" "$n" src_mdops) dn=$(sumf "$R/$set.opsout.$n" "$n" dst_mdops)
+        cn=$(( $(sumf "$R/$set.opsin.$n" "$n" coord_ops) + $(sumf "$R/$set.opsout.$n" "$n" coord_ops) ))
+        OPS+=("| $set | $n | $sn | $(awk -v a="$sn" -v b="$s1" 'BEGIN { printf "%.3f", a / b }') | $dn | $(awk -v a="$dn" -v b="$d1" 'BEGIN { printf "%.3f", a / b }') | $cn |")
+    done
+    "$CTL" stop --base "$FS" > /dev/null
+}
+
+mkdir -p "$W" "$R"
+for set in $SETS; do make_set "$set"; done
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+hold_free_memory
+say "reading the sources into the page cache, then sync and $SETTLE s of pause"
+for set in $SETS; do find "$W/src/$set" -type f -exec cat {} + > /dev/null; done
+sync; sleep "$SETTLE"
+MED=()
+for set in $SETS; do run_set "$set"; done
+stop_all
+if [ "$KEEP" = 1 ]; then say "keeping the copies in $R"; else rm -rf "$R"; fi
+
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
+cat <<REPORT
+## Stager workers benchmark ($(date -u +%Y-%m-%dT%H:%MZ))
+
+Machine: $(nproc) cores ($cpu), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, work dir $W on
+$(df -h --output=source,fstype "$W" | tail -1 | tr -s ' '). Command: \`SETS="$SETS" K=$K OPS_K="$OPS_K" REPEAT=$REPEAT bench/stage/workers.sh $BUILD $W\`
+(load average before the run: $LOAD0; stager threads $THREADS per process; adafs: 4 servers on
+127.0.0.1, chunk size 512 KiB; $SETTLE s of pause first, memory held and touched as run.sh does).
+
+Seconds of wall time, one process against $K workers started at once, and the ratio (one's
+time / the workers'):
+
+| set | repeat | in, 1 | in, $K | ratio | out, 1 | out, $K | ratio |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+$(printf '%s\n' "${ROWS[@]}")
+
+$(printf '%s\n' "${MED[@]}")
+
+Metadata operations on the parallel file system summed over the workers (the source of
+stage-in, the destination of stage-out), and their ratio to one process's; the workers'
+operations on their mailboxes (in the adafs instance) in and out together:
+
+| set | workers | source ops (in) | ratio | destination ops (out) | ratio | mailbox ops |
+| --- | --- | --- | --- | --- | --- | --- |
+$(printf '%s\n' "${OPS[@]}")
+
+Finalizing, $K workers: threads' time setting the attributes of directories and split files
+(largest of the workers), the time from the last copy done to the end (worker 0), and the
+stage's wall time, in seconds:
+
+| set | repeat | direction | finalize | tail | stage |
+| --- | --- | --- | --- | --- | --- |
+$(printf '%s\n' "${FIN[@]}")
+REPORT
