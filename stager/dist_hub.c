@@ -222,9 +222,17 @@ static struct hitem *item_new(struct hub *h, struct dmsg *m)
     return it;
 }
 
+/* The bookkeeping is not to be trusted any more: the run stops. */
 static void no_memory(struct hub *h, const char *what)
 {
     stage_fail(h->d->run, h->d->run->opt.src, ENOMEM, "coordinate the workers: %s", what);
+    h->d->stop = 1;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&t, NULL);
 }
 
 /* Hands it to worker wi: into the next message (worker 0: no message). */
@@ -345,6 +353,20 @@ static void complete(struct hub *h, struct hitem *it, int failed)
 
 /* ---- what workers say ---- */
 
+/* Writes worker wi an ABORT saying why, in the next message of its own. */
+static void tell_stop(struct hub *h, unsigned wi, const char *why)
+{
+    struct hworker *w = &h->w[wi];
+    struct rpc_writer a;
+    char name[64];
+    rpc_writer_init(&a, NULL, 0);
+    dmsg_put(&a, &(struct dmsg){ .type = DM_ABORT, .text = why });
+    dist_msg_name(name, sizeof(name), 0, wi, w->out_seq);
+    if (rpc_writer_ok(&a) && mbox_put(h->d->mdir, name, a.data, a.len) == 0)
+        w->out_seq++;
+    rpc_writer_free(&a);
+}
+
 static void worker_gone(struct hub *h, unsigned wi, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -387,15 +409,9 @@ static void worker_gone(struct hub *h, unsigned wi, const char *fmt, ...)
     h->d->taken_over += (unsigned)moved;
     log_warn("worker %u of %u %s: %s%zu items it held go to the others", wi, h->d->n, why,
              joined ? "" : "never joined; ", moved);
-    /* If it is alive after all, it stops (its copies are done by others). */
-    struct rpc_writer a;
-    char name[64];
-    rpc_writer_init(&a, NULL, 0);
-    dmsg_put(&a, &(struct dmsg){ .type = DM_ABORT, .text = why });
-    dist_msg_name(name, sizeof(name), 0, wi, w->out_seq);
-    if (joined && rpc_writer_ok(&a) && mbox_put(h->d->mdir, name, a.data, a.len) == 0)
-        w->out_seq++;
-    rpc_writer_free(&a);
+    /* If it is alive after all (or joins late), it stops: its copies are
+     * done by others. */
+    tell_stop(h, wi, why);
     rpc_writer_free(&w->out);
     rpc_writer_init(&w->out, NULL, 0);
     w->out_n = 0;
@@ -585,6 +601,7 @@ static void receive(struct hub *h, unsigned wi, const void *data, size_t len)
             if (wi == 0) {
                 stage_fail(h->d->run, h->d->run->opt.src, EPROTO,
                            "coordinate the workers: %s", why);
+                h->d->stop = 1;
                 return;
             }
             worker_gone(h, wi, "sent a malformed message (%s)", why);
@@ -760,6 +777,15 @@ void hub_loop(struct hub *h)
     struct dist *d = h->d;
     for (;;) {
         double now = dist_now();
+        if (d->stop) {
+            /* Worker 0 cannot go on (its failure says why): nor can the run. */
+            for (unsigned i = 1; i < d->n; i++)
+                if (h->w[i].state == W_LIVE)
+                    tell_stop(h, i, "worker 0 failed (see its messages)");
+            while (atomic_load(&d->running) > 0)
+                sleep_ms(10);
+            break;
+        }
         struct rpc_writer local;
         int n = dist_take_out(d, &local);
         if (n < 0)
