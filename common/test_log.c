@@ -50,6 +50,14 @@ int main(void)
     rc = stat(old, &st);
     tap_ok(rc == 0 && (st.st_mode & 0777) == 0600,
            "an existing world-readable log is made 0600 (mode %o)", (unsigned)(st.st_mode & 0777));
+    struct stat null_before, null_after;
+    stat("/dev/null", &null_before);
+    tap_is_int(log_open("test_log", LOG_LEVEL_INFO, "/dev/null"), 0, "/dev/null as the log opens");
+    stat("/dev/null", &null_after);
+    tap_ok(null_after.st_mode == null_before.st_mode, "and keeps its mode (%o)",
+           (unsigned)(null_after.st_mode & 0777));
+    if (null_after.st_mode != null_before.st_mode)
+        chmod("/dev/null", null_before.st_mode & 07777);
     tap_is_int(log_open("test_log", LOG_LEVEL_INFO, path), 0, "back to the new file");
 
     static struct log_limit flood = LOG_LIMIT_INIT(5, 300);
