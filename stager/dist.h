@@ -91,6 +91,9 @@ void dist_send(struct dist *d, const struct dmsg *m, int urgent);
 /* Whether what was queued should be sent now; if not, lowers *when to the
  * time it should (a few ms of acknowledgements go in one message). */
 int dist_out_due(struct dist *d, double now, double *when);
+/* Sleeps until when (dist_now() time), or until a record is queued (any),
+ * or an urgent one (!any). */
+void dist_wait(struct dist *d, double when, int any);
 /* Takes what was queued (for the coordinator of worker 0 or the mailbox). */
 int dist_take_out(struct dist *d, struct rpc_writer *into);
 /* Handles records from the coordinator (payload is taken over). */

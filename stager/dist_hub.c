@@ -286,18 +286,25 @@ static void dir_release(struct hub *h, uint64_t id)
     }
 }
 
-static void file_done(struct hub *h, uint64_t id)
+static void hfile_free(struct hfile *f)
 {
-    struct hfile *f = id < h->nfiles ? h->files[id] : NULL;
     if (!f)
         return;
-    uint64_t dir = f->dir;
     free(f->rs);
     free(f->rd);
     free(f->srel);
     free(f->drel);
     free(f->dname);
     free(f);
+}
+
+static void file_done(struct hub *h, uint64_t id)
+{
+    struct hfile *f = id < h->nfiles ? h->files[id] : NULL;
+    if (!f)
+        return;
+    uint64_t dir = f->dir;
+    hfile_free(f);
     h->files[id] = NULL;
     dir_release(h, dir);
 }
@@ -457,14 +464,7 @@ static void on_split(struct hub *h, const struct dmsg *m)
                              .mtime = m->mtime };
     }
     if (!f || !f->rs || !f->rd || !f->srel || !f->drel || !f->dname) {
-        if (f) {
-            free(f->rs);
-            free(f->rd);
-            free(f->srel);
-            free(f->drel);
-            free(f->dname);
-        }
-        free(f);
+        hfile_free(f);
         no_memory(h, "split a file");
         return;
     }
@@ -837,20 +837,7 @@ void hub_loop(struct hub *h)
                 break;
             }
         }
-        pthread_mutex_lock(&d->lock);
-        if (!d->out_records && next > dist_now()) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            double wait = next - dist_now();
-            ts.tv_sec += (time_t)wait;
-            ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&d->wake, &d->lock, &ts);
-        }
-        pthread_mutex_unlock(&d->lock);
+        dist_wait(d, next, 1);
     }
     dist_store_cleanup(d);
 }
@@ -876,14 +863,7 @@ void hub_destroy(struct hub *h)
             free(h->dirs[i]);
         }
     for (size_t i = 0; i < h->nfiles; i++)
-        if (h->files[i]) {
-            free(h->files[i]->rs);
-            free(h->files[i]->rd);
-            free(h->files[i]->srel);
-            free(h->files[i]->drel);
-            free(h->files[i]->dname);
-            free(h->files[i]);
-        }
+        hfile_free(h->files[i]);
     free(h->roots);
     free(h->dirs);
     free(h->files);

@@ -365,31 +365,18 @@ int dmsg_get(struct rpc_reader *r, struct dmsg *m, const char **why)
     return 0;
 }
 
-static void put_le(uint8_t *p, uint64_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 int mbox_put(struct bdir *dir, const char *name, const void *payload, size_t len)
 {
-    uint8_t *buf = malloc(FRAME + len);
-    if (!buf)
-        return -ENOMEM;
-    put_le(buf, MBOX_MAGIC, 4);
-    put_le(buf + 4, len, 4);
-    put_le(buf + 8, XXH3_64bits(payload, len), 8);
-    memcpy(buf + FRAME, payload, len);
-    int rc = dir->b->ops->create_write(dir, name, S_IRUSR | S_IWUSR, buf, FRAME + len, NULL);
-    free(buf);
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    rpc_put_u32(&w, MBOX_MAGIC);
+    rpc_put_u32(&w, (uint32_t)len);
+    rpc_put_u64(&w, XXH3_64bits(payload, len));
+    rpc_put_raw(&w, payload, len);
+    int rc = rpc_writer_ok(&w) ? dir->b->ops->create_write(dir, name, S_IRUSR | S_IWUSR,
+                                                           w.data, w.len, NULL)
+                               : -ENOMEM;
+    rpc_writer_free(&w);
     return rc;
 }
 
@@ -420,9 +407,12 @@ int mbox_get(struct bdir *dir, const char *name, void **payload, size_t *len)
         got += (size_t)r;
     }
     ops->close(f);
-    size_t plen = rc == 0 ? (size_t)get_le(buf + 4, 4) : 0;
-    if (rc == 0 && (get_le(buf, 4) != MBOX_MAGIC || plen != size - FRAME ||
-                    get_le(buf + 8, 8) != XXH3_64bits(buf + FRAME, plen)))
+    struct rpc_reader r;
+    rpc_reader_init(&r, buf, size);
+    uint32_t magic = rpc_get_u32(&r), plen = rpc_get_u32(&r);
+    uint64_t sum = rpc_get_u64(&r);
+    if (rc == 0 && (magic != MBOX_MAGIC || plen != size - FRAME ||
+                    sum != XXH3_64bits(buf + FRAME, plen)))
         rc = -EAGAIN;              /* still being written */
     if (rc < 0) {
         free(buf);

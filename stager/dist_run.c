@@ -278,6 +278,24 @@ static int join(struct dist *d, char *err, size_t errlen)
     return d->stop ? -ECANCELED : 0;
 }
 
+void dist_wait(struct dist *d, double when, int any)
+{
+    pthread_mutex_lock(&d->lock);
+    double wait = when - dist_now();
+    if (wait > 0 && !(any ? d->out_records > 0 : d->urgent)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += (time_t)wait;
+        ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&d->wake, &d->lock, &ts);
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
 /* The message thread of worker K > 0. */
 struct comm {
     struct dist *d;
@@ -375,20 +393,7 @@ static void *worker_main(void *arg)
             when = last_sent + d->beat;
         if (finishing)
             when = now + 0.001;
-        pthread_mutex_lock(&d->lock);
-        if (!d->urgent && when > dist_now()) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            double wait = when - dist_now();
-            ts.tv_sec += (time_t)wait;
-            ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&d->wake, &d->lock, &ts);
-        }
-        pthread_mutex_unlock(&d->lock);
+        dist_wait(d, when, 0);
     }
     rpc_writer_free(&pending);
     pool_release(run->pool);

@@ -23,17 +23,6 @@ listing() { (cd "$1" && find . -mindepth 1 ! -type l \( -type d -printf '%P d %m
     -printf '%P %y %s %m %T@\n' \) | LC_ALL=C sort); }
 listing "$S" > "$WORK/s.lst"
 
-run_workers() {         # run_workers N PREFIX ARGS...
-    rn=$1 rp=$2; shift 2
-    k=0; pids=""
-    while [ $k -lt $rn ]; do
-        "$STAGE" "$@" --worker $k/$rn --json > "$rp.$k.json" 2> "$rp.$k.err" &
-        pids="$pids $!"; k=$((k + 1))
-    done
-    rcs=0; for p in $pids; do wait $p || rcs=$((rcs + 1)); done
-    return $rcs
-}
-sum() { k=0; t=0; while [ $k -lt $2 ]; do t=$((t + $(json_field "$1.$k.json" $3))); k=$((k + 1)); done; echo $t; }
 
 "$STAGE" copy --threads 2 --piece-size 1M --json "$S" "$WORK/one" > "$WORK/one.json" 2>/dev/null
 one=$(json_field "$WORK/one.json" src_mdops)

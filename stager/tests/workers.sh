@@ -15,19 +15,6 @@ N=3
 "$STAGE" copy --piece-size 1M --json "$S" "$WORK/single" > "$WORK/single.json" 2>/dev/null
 want_bytes=$(json_field "$WORK/single.json" bytes)
 
-# run_workers N PREFIX ARGS...: N workers at once; their JSON in PREFIX.K.json
-run_workers() {
-    rn=$1 rp=$2; shift 2
-    k=0; pids=""
-    while [ $k -lt $rn ]; do
-        "$STAGE" "$@" --worker $k/$rn --json > "$rp.$k.json" 2> "$rp.$k.err" &
-        pids="$pids $!"; k=$((k + 1))
-    done
-    rcs=0; for p in $pids; do wait $p || rcs=$((rcs + 1)); done
-    return $rcs
-}
-# sum PREFIX N FIELD
-sum() { k=0; t=0; while [ $k -lt $2 ]; do t=$((t + $(json_field "$1.$k.json" $3))); k=$((k + 1)); done; echo $t; }
 
 run_workers $N "$WORK/w" copy --piece-size 1M "$S" "$D"
 is "all $N workers exit 0" $? 0
