@@ -47,7 +47,7 @@ find "$data" -type f -exec cat {} + > /dev/null
 sync; sleep "$SETTLE"
 
 "$CTL" start --servers 4 --base "$R/fs" > /dev/null
-chmod 755 "$R"; chown "$test_user" "$R/fs/instance"
+chmod 755 "$W" "$R"; chmod 711 "$R/fs"; chown "$test_user" "$R/fs/instance"
 # one DIR SRC DST: one process as the test user; prints its wall seconds
 one() {
     local t0 t1
