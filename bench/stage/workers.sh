@@ -73,6 +73,17 @@ prefix, n, field = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 print("%.3f" % max(json.load(open("%s.%d.json" % (prefix, k)))[field] for k in range(n)))
 PY
 }
+# share PREFIX N: the busiest worker's part of the files and of the bytes
+# copied (1/N: even), as "files/bytes"
+share() {
+    python3 - "$@" <<'PY'
+import json, sys
+prefix, n = sys.argv[1], int(sys.argv[2])
+w = [json.load(open("%s.%d.json" % (prefix, k))) for k in range(n)]
+f = [x["files"] for x in w]; b = [x["bytes"] for x in w]
+print("%.2f/%.2f" % (max(f) / max(sum(f), 1), max(b) / max(sum(b), 1)))
+PY
+}
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 ROWS=() OPS=() FIN=()
@@ -108,14 +119,14 @@ run_set() {
     MED+=("- $set: stage-in $(echo "${ri[*]}" | median) x, stage-out $(echo "${ro[*]}" | median) x (median of $REPEAT; $K workers against one process)")
     local s1 d1 n sn dn cn
     s1=$(sumf "$R/$set.in1.1" 1 src_mdops) d1=$(sumf "$R/$set.out1.1" 1 dst_mdops)
-    OPS+=("| $set | 1 | $s1 | 1.000 | $d1 | 1.000 | - |")
+    OPS+=("| $set | 1 | $s1 | 1.000 | $d1 | 1.000 | - | - |")
     for n in $OPS_K; do
         stage in "$src" /ops$n "$n" "$R/$set.opsin.$n" > /dev/null
         stage out /ops$n "$R/out-$set-ops$n" "$n" "$R/$set.opsout.$n" > /dev/null
         diff -rq "$src" "$R/out-$set-ops$n" > /dev/null || { echo "workers.sh: ops$n copy differs" >&2; exit 1; }
         sn=$(sumf "$R/$set.opsin.$n" "$n" src_mdops) dn=$(sumf "$R/$set.opsout.$n" "$n" dst_mdops)
         cn=$(( $(sumf "$R/$set.opsin.$n" "$n" coord_ops) + $(sumf "$R/$set.opsout.$n" "$n" coord_ops) ))
-        OPS+=("| $set | $n | $sn | $(awk -v a="$sn" -v b="$s1" 'BEGIN { printf "%.3f", a / b }') | $dn | $(awk -v a="$dn" -v b="$d1" 'BEGIN { printf "%.3f", a / b }') | $cn |")
+        OPS+=("| $set | $n | $sn | $(awk -v a="$sn" -v b="$s1" 'BEGIN { printf "%.3f", a / b }') | $dn | $(awk -v a="$dn" -v b="$d1" 'BEGIN { printf "%.3f", a / b }') | $cn | $(share "$R/$set.opsin.$n" "$n"), $(share "$R/$set.opsout.$n" "$n") |")
     done
     "$CTL" stop --base "$FS" > /dev/null
 }
@@ -152,10 +163,11 @@ $(printf '%s\n' "${MED[@]}")
 
 Metadata operations on the parallel file system summed over the workers (the source of
 stage-in, the destination of stage-out), and their ratio to one process's; the workers'
-operations on their mailboxes (in the adafs instance) in and out together:
+operations on their mailboxes (in the adafs instance) in and out together; the busiest
+worker's part of the files and of the bytes, in and out (1/N: even):
 
-| set | workers | source ops (in) | ratio | destination ops (out) | ratio | mailbox ops |
-| --- | --- | --- | --- | --- | --- | --- |
+| set | workers | source ops (in) | ratio | destination ops (out) | ratio | mailbox ops | busiest in, out |
+| --- | --- | --- | --- | --- | --- | --- | --- |
 $(printf '%s\n' "${OPS[@]}")
 
 Finalizing, $K workers: threads' time setting the attributes of directories and split files
