@@ -355,6 +355,7 @@ struct xitem {
     uint64_t dir;          /* the coordinator's directory it belongs to */
     char **owned;          /* a kept batch's names */
     char *own_rs, *own_rd; /* a request's parents, for loc */
+    char *own_srel, *own_drel; /* a kept subdirectory's, for loc */
     struct bfile *src;     /* pieces: the source, from the file cache */
 };
 
@@ -374,6 +375,8 @@ static void xitem_free(struct xitem *xi)
     free(xi->owned);
     free(xi->own_rs);
     free(xi->own_rd);
+    free(xi->own_srel);
+    free(xi->own_drel);
     payload_put(xi->p);
     free(xi);
 }
@@ -577,7 +580,7 @@ struct lister {
     uint64_t dir;
     const struct dloc *loc;
     struct bdir *src, *dst;
-    int follow, kept;
+    int follow, kept, kept_dir;
     uint32_t fresh;             /* DF_FRESH: the destination was made by this listing */
     char *names[DIST_BATCH];
     unsigned char types[DIST_BATCH];
@@ -605,13 +608,18 @@ static int send_batch(struct lister *L)
         k->d = d;
         k->p = L->xi->p;
         atomic_fetch_add(&k->p->refs, 1);
+        /* The lister's paths may be its own (a kept subdirectory's), gone
+         * when it is: the batch keeps copies. */
+        k->own_srel = strdup(L->loc->srel);
+        k->own_drel = strdup(L->loc->drel);
         k->m = (struct dmsg){ .type = DM_ITEM, .kind = DK_FILES, .id = m.id, .dir = L->dir,
-                              .loc = *L->loc, .flags = L->fresh, .n = L->n };
+                              .loc = { L->loc->rs, L->loc->rd, k->own_srel, k->own_drel },
+                              .flags = L->fresh, .n = L->n };
         memcpy(k->m.types, L->types, L->n);
         k->dir = L->dir;
-        k->loc = *L->loc;
+        k->loc = k->m.loc;
         k->owned = malloc(L->n * sizeof(*k->owned));
-        if (!k->owned) {
+        if (!k->owned || !k->own_srel || !k->own_drel) {
             xitem_free(k);
             k = NULL;
             m.id = 0;
@@ -652,6 +660,38 @@ static void skip(struct stage_run *run, struct bdir *dir, const char *name, cons
     atomic_fetch_add(&run->skipped, 1);
 }
 
+/* The first subdirectory of a listing is listed by this worker too, right
+ * after (depth first, as one process walks): a deep, narrow tree is walked
+ * without a round trip to the coordinator per level. It gets ids of this
+ * worker's, told in m. Not with --follow-symlinks: a loop must be seen by
+ * the coordinator before anyone goes into it. */
+static struct xitem *keep_subdir(struct lister *L, const char *name, struct dmsg *m)
+{
+    struct dist *d = L->xi->d;
+    if (L->kept_dir || d->run->opt.follow_symlinks)
+        return NULL;
+    struct xitem *k = calloc(1, sizeof(*k));
+    if (!k)
+        return NULL;
+    k->own_srel = stage_rel(L->loc->srel, name);
+    k->own_drel = stage_rel(L->loc->drel, name);
+    if (!k->own_srel || !k->own_drel) {
+        xitem_free(k);
+        return NULL;
+    }
+    uint64_t base = (1ull << 63) | ((uint64_t)d->me << 40);
+    m->id = base | atomic_fetch_add(&d->next_kept, 1);
+    m->child = base | atomic_fetch_add(&d->next_kept, 1);
+    k->d = d;
+    k->p = L->xi->p;
+    atomic_fetch_add(&k->p->refs, 1);
+    k->m = (struct dmsg){ .type = DM_ITEM, .kind = DK_DIR, .id = m->id, .dir = m->child,
+                          .loc = { L->loc->rs, L->loc->rd, k->own_srel, k->own_drel } };
+    k->dir = m->child;
+    L->kept_dir = 1;
+    return k;
+}
+
 static int lister_entry(void *arg, const char *name, unsigned char type, struct bopen *opened)
 {
     struct lister *L = arg;
@@ -678,7 +718,15 @@ static int lister_entry(void *arg, const char *name, unsigned char type, struct 
     }
     if (type == DT_DIR) {
         struct dmsg m = { .type = DM_SUBDIR, .dir = L->dir, .sname = name, .dname = name };
-        dist_send(d, &m, 1);
+        struct xitem *k = keep_subdir(L, name, &m);
+        dist_send(d, &m, k == NULL);
+        if (k) {
+            atomic_fetch_add(&d->running, 1);
+            if (pool_push(run->pool, L->self, item_task, k) < 0) {
+                fail_at(run, L->loc->rs, k->own_srel, ENOMEM, "queue a directory");
+                ack(k, 1);
+            }
+        }
     } else if (type == DT_REG) {
         if (!(L->names[L->n] = strdup(name)))
             return -ENOMEM;

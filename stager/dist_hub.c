@@ -54,7 +54,8 @@ struct hworker {
 };
 
 struct hdir {
-    uint64_t parent;
+    uint64_t id, parent;
+    struct hdir *next;       /* in its hash bucket */
     long pending;
     uint32_t root;
     char *srel, *drel;
@@ -83,8 +84,12 @@ struct hub {
     struct hq dirq, workq;
     struct hroot *roots;
     size_t nroots, roots_cap;
-    struct hdir **dirs;      /* by id; [0] unused */
+    /* Directories by id: ids the coordinator gives (1, 2, ...) and those
+     * a lister gives the subdirectory it goes on into itself (top bit set),
+     * in a hash table of chains. */
+    struct hdir **dirs;
     size_t ndirs, dirs_cap;
+    uint64_t next_dir;
     struct hfile **files;
     size_t nfiles, files_cap;
     uint64_t next_id;
@@ -173,19 +178,64 @@ static uint32_t add_root(struct hub *h, const char *rs, const char *rd)
     return (uint32_t)h->nroots++;
 }
 
-static struct hdir *dir_get(struct hub *h, uint64_t id)
+static size_t dir_bucket(const struct hub *h, uint64_t id)
 {
-    return id > 0 && id < h->ndirs ? h->dirs[id] : NULL;
+    return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 17) & (h->dirs_cap - 1);
 }
 
-/* A new directory record: pending 1 (its listing). Returns its id or 0. */
-static uint64_t dir_new(struct hub *h, uint64_t parent, uint32_t root, const char *srel,
-                        const char *drel)
+static struct hdir *dir_get(struct hub *h, uint64_t id)
 {
-    if (h->ndirs == 0)
-        h->ndirs = 1;
-    if (grow((void **)&h->dirs, &h->dirs_cap, h->ndirs + 1, sizeof(*h->dirs)) < 0)
-        return 0;
+    if (!id || !h->dirs_cap)
+        return NULL;
+    struct hdir *dr = h->dirs[dir_bucket(h, id)];
+    while (dr && dr->id != id)
+        dr = dr->next;
+    return dr;
+}
+
+/* Enters dr, doubling the table past two records a bucket. */
+static int dir_enter(struct hub *h, struct hdir *dr)
+{
+    if (h->ndirs >= 2 * h->dirs_cap) {
+        size_t cap = h->dirs_cap ? 2 * h->dirs_cap : 1024;
+        struct hdir **t = calloc(cap, sizeof(*t));
+        if (!t)
+            return -ENOMEM;
+        struct hdir **old = h->dirs;
+        size_t ocap = h->dirs_cap;
+        h->dirs = t;
+        h->dirs_cap = cap;
+        for (size_t i = 0; i < ocap; i++)
+            while (old[i]) {
+                struct hdir *e = old[i];
+                old[i] = e->next;
+                size_t b = dir_bucket(h, e->id);
+                e->next = t[b];
+                t[b] = e;
+            }
+        free(old);
+    }
+    size_t b = dir_bucket(h, dr->id);
+    dr->next = h->dirs[b];
+    h->dirs[b] = dr;
+    h->ndirs++;
+    return 0;
+}
+
+static void dir_remove(struct hub *h, struct hdir *dr)
+{
+    struct hdir **p = &h->dirs[dir_bucket(h, dr->id)];
+    while (*p != dr)
+        p = &(*p)->next;
+    *p = dr->next;
+    h->ndirs--;
+}
+
+/* A new directory record (id 0: the next of ours): pending 1, its
+ * listing. Returns its id, or 0. */
+static uint64_t dir_new(struct hub *h, uint64_t id, uint64_t parent, uint32_t root,
+                        const char *srel, const char *drel)
+{
     struct hdir *dr = calloc(1, sizeof(*dr));
     if (!dr || !(dr->srel = strdup(srel)) || !(dr->drel = strdup(drel))) {
         if (dr)
@@ -193,11 +243,17 @@ static uint64_t dir_new(struct hub *h, uint64_t parent, uint32_t root, const cha
         free(dr);
         return 0;
     }
+    dr->id = id ? id : ++h->next_dir;
     dr->parent = parent;
     dr->pending = 1;
     dr->root = root;
-    h->dirs[h->ndirs] = dr;
-    return h->ndirs++;
+    if (dir_get(h, dr->id) || dir_enter(h, dr) < 0) {
+        free(dr->srel);
+        free(dr->drel);
+        free(dr);
+        return 0;
+    }
+    return dr->id;
 }
 
 static struct hitem *item_new(struct hub *h, struct dmsg *m)
@@ -251,10 +307,10 @@ static uint64_t dir_drop(struct hub *h, uint64_t id)
     if (!dr)
         return 0;
     uint64_t parent = dr->parent;
+    dir_remove(h, dr);
     free(dr->srel);
     free(dr->drel);
     free(dr);
-    h->dirs[id] = NULL;
     return parent;
 }
 
@@ -494,6 +550,12 @@ static void on_split(struct hub *h, const struct dmsg *m)
     file_release(h, id, f->failed);     /* drops our own hold */
 }
 
+/* An id worker wi chose (the coordinator's never have the top bit). */
+static int workers_id(uint64_t id, unsigned wi)
+{
+    return (id >> 63) && ((id >> 40) & 0xffff) == wi;
+}
+
 static int handle(struct hub *h, unsigned wi, const struct dmsg *m)
 {
     struct hworker *w = &h->w[wi];
@@ -534,18 +596,24 @@ static int handle(struct hub *h, unsigned wi, const struct dmsg *m)
         return 0;
     }
     case DM_SUBDIR: {
+        /* Kept: the lister goes on into it itself, under ids it chose. */
+        int kept = m->id != 0;
+        if (kept && (!workers_id(m->id, wi) || !workers_id(m->child, wi) ||
+                     dir_get(h, m->child)))
+            return -EPROTO;
         struct hdir *p = dir_get(h, m->dir);
         if (!p || p->loop)
-            return 0;
+            return 0;                   /* a kept one is done there, unknown here */
         char *srel = stage_rel(p->srel, m->sname), *drel = stage_rel(p->drel, m->dname);
-        uint64_t id = srel && drel ? dir_new(h, m->dir, p->root, srel, drel) : 0;
+        uint64_t id = srel && drel ? dir_new(h, kept ? m->child : 0, m->dir, p->root, srel,
+                                             drel) : 0;
         struct hroot *r = &h->roots[p->root];
-        struct dmsg dm = { .kind = DK_DIR, .dir = id, .loc = { r->rs, r->rd, srel, drel } };
+        struct dmsg dm = { .kind = DK_DIR, .id = m->id, .dir = id,
+                           .loc = { r->rs, r->rd, srel, drel } };
         struct hitem *it = id ? item_new(h, &dm) : NULL;
         if (it) {
-            p = dir_get(h, m->dir);     /* dir_new may have moved the table */
             p->pending++;
-            hq_push(&h->dirq, it, 0);
+            hq_push(kept ? &w->held : &h->dirq, it, 0);
         } else {
             no_memory(h, "queue a directory");
             dir_drop(h, id);
@@ -557,7 +625,7 @@ static int handle(struct hub *h, unsigned wi, const struct dmsg *m)
     case DM_BATCH: {
         struct hdir *p = dir_get(h, m->dir);
         int kept = m->id != 0;
-        if (kept && (!(m->id >> 63) || ((m->id >> 40) & 0xffff) != wi))
+        if (kept && !workers_id(m->id, wi))
             return -EPROTO;
         if (!p || p->loop)
             return 0;               /* a kept one is done there, unknown here */
@@ -665,7 +733,7 @@ static int seed_top(void *arg, const char *src, const char *dst, const char *rel
     struct hub *h = arg;
     (void)rel;
     uint32_t root = add_root(h, src, dst);
-    uint64_t id = root != UINT32_MAX ? dir_new(h, 0, root, "", "") : 0;
+    uint64_t id = root != UINT32_MAX ? dir_new(h, 0, 0, root, "", "") : 0;
     struct dmsg m = { .kind = DK_TOP, .dir = id, .sname = src, .dname = dst, .count = line };
     struct hitem *it = id ? item_new(h, &m) : NULL;
     if (!it)
@@ -680,7 +748,7 @@ int hub_seed(struct hub *h)
     if (run->opt.type != STAGE_TYPE_DIRECTORY)
         return stage_requests(run, seed_top, h);
     uint32_t root = add_root(h, run->opt.src, run->opt.dst);
-    uint64_t id = root != UINT32_MAX ? dir_new(h, 0, root, "", "") : 0;
+    uint64_t id = root != UINT32_MAX ? dir_new(h, 0, 0, root, "", "") : 0;
     struct dmsg m = { .kind = DK_DIR, .dir = id,
                       .loc = { run->opt.src, run->opt.dst, "", "" } };
     struct hitem *it = id ? item_new(h, &m) : NULL;
@@ -856,11 +924,13 @@ void hub_destroy(struct hub *h)
         free(h->roots[i].rs);
         free(h->roots[i].rd);
     }
-    for (size_t i = 0; i < h->ndirs; i++)
-        if (h->dirs[i]) {
-            free(h->dirs[i]->srel);
-            free(h->dirs[i]->drel);
-            free(h->dirs[i]);
+    for (size_t i = 0; i < h->dirs_cap; i++)
+        while (h->dirs[i]) {
+            struct hdir *dr = h->dirs[i];
+            h->dirs[i] = dr->next;
+            free(dr->srel);
+            free(dr->drel);
+            free(dr);
         }
     for (size_t i = 0; i < h->nfiles; i++)
         hfile_free(h->files[i]);

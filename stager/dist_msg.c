@@ -135,6 +135,8 @@ void dmsg_put(struct rpc_writer *w, const struct dmsg *m)
         break;
     case DM_SUBDIR:
         rpc_put_u64(w, m->dir);
+        rpc_put_u64(w, m->id);
+        rpc_put_u64(w, m->child);
         rpc_put_str(w, m->sname);
         rpc_put_str(w, m->dname);
         rpc_put_u32(w, m->flags);
@@ -318,6 +320,8 @@ int dmsg_get(struct rpc_reader *r, struct dmsg *m, const char **why)
         break;
     case DM_SUBDIR:
         m->dir = rpc_get_u64(r);
+        m->id = rpc_get_u64(r);
+        m->child = rpc_get_u64(r);
         m->sname = rpc_get_str(r);
         m->dname = rpc_get_str(r);
         m->flags = rpc_get_u32(r);

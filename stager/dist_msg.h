@@ -39,7 +39,9 @@ enum dmsg_type {
     DM_ITEM,        /* coordinator -> worker: a piece of work (kind) */
     DM_ACK,         /* worker -> coordinator: item id done; count 1 if it failed */
     DM_DIRINFO,     /* worker -> coordinator: the listed directory's attributes */
-    DM_SUBDIR,      /* worker -> coordinator: a subdirectory found by a listing */
+    DM_SUBDIR,      /* worker -> coordinator: a subdirectory found by a listing;
+                     * id != 0: the lister lists it itself, as item id of
+                     * directory child (ids it chose) */
     DM_BATCH,       /* worker -> coordinator: files found by a listing; id != 0:
                      * kept by the lister as item id */
     DM_SPLIT,       /* worker -> coordinator: a file to copy in pieces */
@@ -73,7 +75,7 @@ struct dloc {
 /* One decoded record; strings point into the payload it came from. */
 struct dmsg {
     uint32_t type, kind, flags;
-    uint64_t id, dir, file, count;
+    uint64_t id, dir, file, count, child;
     struct dloc loc;
     const char *sname, *dname, *text;
     uint32_t mode;
