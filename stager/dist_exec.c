@@ -559,17 +559,37 @@ static void final_dir_item(struct xitem *xi)
     struct dist *d = xi->d;
     double t0 = dist_now();
     const struct dmsg *m = &xi->m;
-    struct bdir *dd;
-    int rc = open_dir(d, 1, m->loc.rd, m->loc.drel, &dd);
-    if (rc == 0) {
-        if ((rc = dd->b->ops->dir_set_attrs(dd, m->mode, &m->mtime)) < 0)
-            stage_fail(d->run, dd->path, -rc, "set mode and mtime of directory");
-        dcache_put(d->cache, dd);
-    } else {
-        fail_at(d->run, m->loc.rd, m->loc.drel, -rc, "open destination directory");
+    char rel[PATH_MAX];
+    int failed = 0;
+    snprintf(rel, sizeof(rel), "%s", m->loc.drel);
+    /* The directory, then the parents it completed, deepest first. */
+    for (uint32_t i = 0; i < m->n; i++) {
+        struct bdir *dd;
+        const char *what = "open destination directory";
+        int rc;
+        if (d->run->dst_adafs && *rel) {
+            /* adafs has no symlinks: by path, without a stat to open it. */
+            what = "set mode and mtime of directory";
+            rc = open_root(d, 1, m->loc.rd, 0, &dd);
+            if (rc == 0) {
+                rc = dd->b->ops->set_attrs_at(dd, rel, m->modes[i], &m->mtimes[i]);
+                dcache_put(d->cache, dd);
+            }
+        } else if ((rc = open_dir(d, 1, m->loc.rd, rel, &dd)) == 0) {
+            what = "set mode and mtime of directory";
+            rc = dd->b->ops->dir_set_attrs(dd, m->modes[i], &m->mtimes[i]);
+            dcache_put(d->cache, dd);
+        }
+        if (rc < 0) {
+            fail_at(d->run, m->loc.rd, rel, -rc, what);
+            failed = 1;
+        }
+        char up[PATH_MAX];
+        dist_rel_parent(rel, up, sizeof(up));
+        memcpy(rel, up, strlen(up) + 1);
     }
     atomic_fetch_add(&d->final_ns, (uint64_t)((dist_now() - t0) * 1e9));
-    ack(xi, rc < 0);
+    ack(xi, failed);
 }
 
 /* ---- listing a directory ---- */

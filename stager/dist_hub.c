@@ -314,24 +314,39 @@ static uint64_t dir_drop(struct hub *h, uint64_t id)
     return parent;
 }
 
+static int gets_attrs(const struct hdir *dr)
+{
+    return dr->info && (dr->flags & DF_SET_ATTRS) && !dr->loop && !dr->finalizing;
+}
+
 /* One less pending in directory id. When nothing is, a directory that
  * gets the source's attributes is given to worker 0 to set them (a
- * FINAL_DIR item, whose acknowledgement comes back here); then it is
- * done, and its parent counts one less, and so on up. */
+ * FINAL_DIR item, whose acknowledgement comes back here), with the
+ * parents this completes in turn (a deep, narrow tree's last directory
+ * completes its whole chain: one item, not a round trip per level); then
+ * it is done, and its parent counts one less, and so on up. */
 static void dir_release(struct hub *h, uint64_t id)
 {
     while (id) {
         struct hdir *dr = dir_get(h, id);
         if (!dr || --dr->pending > 0)
             return;
-        if (dr->info && (dr->flags & DF_SET_ATTRS) && !dr->loop && !dr->finalizing) {
+        if (gets_attrs(dr)) {
             struct hroot *r = &h->roots[dr->root];
             struct dmsg m = { .kind = DK_FINAL_DIR, .dir = id,
-                              .loc = { r->rs, r->rd, dr->srel, dr->drel },
-                              .mode = dr->mode, .mtime = dr->mtime };
+                              .loc = { r->rs, r->rd, dr->srel, dr->drel } };
+            struct hdir *chain[DIST_BATCH];
+            struct hdir *p = dr;
+            do {
+                chain[m.n] = p;
+                m.modes[m.n] = p->mode;
+                m.mtimes[m.n++] = p->mtime;
+                p = dir_get(h, p->parent);
+            } while (p && p->pending == 1 && gets_attrs(p) && m.n < DIST_BATCH);
             struct hitem *it = item_new(h, &m);
             if (it) {
-                dr->finalizing = 1;
+                for (uint32_t i = 0; i < m.n; i++)
+                    chain[i]->finalizing = 1;
                 dr->pending = 1;
                 give(h, 0, it);
                 return;

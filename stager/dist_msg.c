@@ -11,6 +11,16 @@
 #define MBOX_MAGIC 0x4d475341u   /* "ASGM" */
 #define FRAME 16                 /* magic, length, XXH3 */
 
+void dist_rel_parent(const char *rel, char *out, size_t outlen)
+{
+    const char *slash = strrchr(rel, '/');
+    size_t n = slash ? (size_t)(slash - rel) : 0;
+    if (n >= outlen)
+        n = outlen - 1;
+    memcpy(out, rel, n);
+    out[n] = '\0';
+}
+
 int dist_name_ok(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
@@ -118,7 +128,12 @@ void dmsg_put(struct rpc_writer *w, const struct dmsg *m)
         case DK_FINAL_DIR:
             rpc_put_u64(w, m->dir);
             put_loc(w, &m->loc);
-            put_attrs(w, m);
+            rpc_put_u32(w, m->n);
+            for (uint32_t i = 0; i < m->n; i++) {
+                rpc_put_u32(w, m->modes[i]);
+                rpc_put_i64(w, m->mtimes[i].tv_sec);
+                rpc_put_i64(w, m->mtimes[i].tv_nsec);
+            }
             break;
         }
         break;
@@ -298,7 +313,28 @@ int dmsg_get(struct rpc_reader *r, struct dmsg *m, const char **why)
         case DK_FINAL_DIR:
             m->dir = rpc_get_u64(r);
             rc = get_loc(r, &m->loc, why);
-            get_attrs(r, m);
+            m->n = rpc_get_u32(r);
+            if (rc || !rpc_reader_ok(r))
+                break;
+            /* As many levels as the path has, the root's included. */
+            uint32_t levels = 1;
+            for (const char *c = m->loc.drel; *c; c++)
+                levels += *c == '/' || c == m->loc.drel;
+            if (m->n == 0 || m->n > DIST_BATCH || m->n > levels) {
+                *why = "directories to finalize above the root, or none";
+                rc = -EPROTO;
+                break;
+            }
+            for (uint32_t i = 0; i < m->n; i++) {
+                m->modes[i] = rpc_get_u32(r);
+                m->mtimes[i].tv_sec = (time_t)rpc_get_i64(r);
+                m->mtimes[i].tv_nsec = (long)rpc_get_i64(r);
+                if (m->mtimes[i].tv_nsec < 0 || m->mtimes[i].tv_nsec >= 1000000000L) {
+                    *why = "an mtime with nanoseconds out of range";
+                    rc = -EPROTO;
+                    break;
+                }
+            }
             break;
         default:
             if (rpc_reader_ok(r)) {

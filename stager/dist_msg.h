@@ -56,7 +56,9 @@ enum dmsg_kind {
     DK_FILES,       /* copy names[] of dir (loc) */
     DK_PIECES,      /* copy pieces [first, last) of file sname (loc) to dname */
     DK_FINAL_FILE,  /* check size and set mode, mtime of split file dname (loc) */
-    DK_FINAL_DIR,   /* set mode, mtime of directory (loc) */
+    DK_FINAL_DIR,   /* set mode, mtime of directory (loc), then of n - 1 of its
+                     * parents in turn (modes[], mtimes[]: the directory's
+                     * first): a chain completed at once is one item */
 };
 
 /* DM_DIRINFO flags */
@@ -84,7 +86,12 @@ struct dmsg {
     uint32_t n;
     const char *names[DIST_BATCH];
     unsigned char types[DIST_BATCH];
+    uint32_t modes[DIST_BATCH];
+    struct timespec mtimes[DIST_BATCH];
 };
+
+/* The parent of relative path rel in out ("a/b" -> "a", "a" -> ""). */
+void dist_rel_parent(const char *rel, char *out, size_t outlen);
 
 /* Appends m to w (check rpc_writer_ok). */
 void dmsg_put(struct rpc_writer *w, const struct dmsg *m);

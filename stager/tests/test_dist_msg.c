@@ -83,7 +83,7 @@ int main(void)
         { .type = DM_ITEM, .kind = DK_DIR, .id = 2, .dir = 9, .loc = loc },
         { .type = DM_ITEM, .kind = DK_FINAL_FILE, .id = 2, .file = 9, .loc = loc,
           .dname = "f", .size = 5 },
-        { .type = DM_ITEM, .kind = DK_FINAL_DIR, .id = 2, .dir = 9, .loc = loc },
+        { .type = DM_ITEM, .kind = DK_FINAL_DIR, .id = 2, .dir = 9, .loc = loc, .n = 3 },
         { .type = DM_DONE, .count = 0 },
         { .type = DM_ABORT, .text = "why" },
         { .type = DM_BYE },
@@ -118,6 +118,8 @@ int main(void)
     m = files;
     m.loc.rs = "";
     tap_ok(refused(&m), "an empty root is refused");
+    m = (struct dmsg){ .type = DM_ITEM, .kind = DK_FINAL_DIR, .dir = 1, .loc = loc, .n = 4 };
+    tap_ok(refused(&m), "finalizing more levels than a path has (above the root) is refused");
     m = (struct dmsg){ .type = 99 };
     tap_ok(refused(&m), "an unknown record type is refused");
     m = (struct dmsg){ .type = DM_ITEM, .kind = 42 };
