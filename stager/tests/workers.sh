@@ -42,13 +42,15 @@ is "and finds all 244 files unchanged" "$(sum "$WORK/r" $N unchanged)" 244
 # A shared list split over workers: entries, a listed directory, a split file.
 find "$S/x" -maxdepth 1 -type f -printf '%p list/%P\n' > "$WORK/list"
 echo "$S/z list/zdir" >> "$WORK/list"
+echo "a bad line" >> "$WORK/list"
 mkdir -p "$WORK/ldst"
 run_workers 2 "$WORK/l" copy --type list --piece-size 1M "$WORK/list" "$WORK/ldst"
-is "a list split over 2 workers: both exit 0" $? 0
+is "a list split over 2 workers, one bad line: one of them fails" $? 1
 ok "it copies every entry" diff -r "$S/x" "$WORK/ldst/list" -x y -x zdir
 ok "and the listed directory" diff -r "$S/z" "$WORK/ldst/list/zdir"
 is "a listed split file gets its mtime" "$(stat -c %Y "$WORK/ldst/list/big1")" "$(stat -c %Y "$S/x/big1")"
-is "the list was read once (by worker 0): no error twice" "$(sum "$WORK/l" 2 errors)" 0
+is "the list was read once (by worker 0): the bad line reported once" "$(sum "$WORK/l" 2 errors)" 1
+ok "naming its line" grep -q "line $(wc -l < "$WORK/list"): unexpected third field" "$WORK/l.0.json"
 
 # A worker started with another N never meets the others: it says so.
 "$STAGE" copy --worker 1/2 --peer-timeout 1 --json "$S" "$WORK/alone" > "$WORK/alone.json" 2> "$WORK/alone.err"
