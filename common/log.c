@@ -29,9 +29,9 @@ int log_open(const char *progname, enum log_level threshold, const char *path)
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
     if (fd < 0)
         return -errno;
-    /* A log file is made private; a device given as the log (/dev/null, a
-     * terminal) is not ours to change: as root, fchmod would close
-     * /dev/null to every other user. */
+    /* A log an older version created 0644 is tightened; a device named
+     * instead of a file (/dev/null, a tty) is not ours to change: as root,
+     * fchmod made /dev/null 0600 for the whole machine. */
     struct stat st;
     if (fstat(fd, &st) < 0 || (S_ISREG(st.st_mode) && fchmod(fd, 0600) < 0)) {
         int e = errno;
