@@ -66,13 +66,6 @@ prefix, n, field = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 print(sum(json.load(open("%s.%d.json" % (prefix, k)))[field] for k in range(n)))
 PY
 }
-maxf() {
-    python3 - "$@" <<'PY'
-import json, sys
-prefix, n, field = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-print("%.3f" % max(json.load(open("%s.%d.json" % (prefix, k)))[field] for k in range(n)))
-PY
-}
 # share PREFIX N: the busiest worker's part of the files and of the bytes
 # copied (1/N: even), as "files/bytes"
 share() {
@@ -84,16 +77,36 @@ f = [x["files"] for x in w]; b = [x["bytes"] for x in w]
 print("%.2f/%.2f" % (max(f) / max(sum(f), 1), max(b) / max(sum(b), 1)))
 PY
 }
+# fin_row SET REP DIR PREFIX SECONDS: finalize's threads' time summed over
+# the K workers and its share of all their threads' time (K x THREADS x
+# the stage's wall time), worker 0's tail and its share of the wall time.
+fin_row() {
+    python3 - "$@" "$K" "$THREADS" <<'PY'
+import json, sys
+s, rep, way, prefix, wall, k, threads = sys.argv[1:8]
+w = [json.load(open("%s.%d.json" % (prefix, i))) for i in range(int(k))]
+fin = sum(x["finalize_seconds"] for x in w); tail = w[0]["tail_seconds"]; wall = float(wall)
+print("| %s | %s | %s | %.3f | %.1f%% | %.3f | %.1f%% | %.3f |" % (s, rep, way, fin,
+      100 * fin / (int(k) * int(threads) * wall), tail, 100 * tail / wall, wall))
+PY
+}
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# Each repeat gets a fresh instance, and what it copied is removed once
+# checked (KEEP=1: kept), so the disk holds one repeat's copies at a time.
+fresh_fs() { FS=$R/fs-$1; "$CTL" start --servers 4 --base "$FS" > /dev/null; }
+drop_fs() {
+    "$CTL" stop --base "$FS" > /dev/null
+    [ "$KEEP" = 1 ] || rm -rf "$FS" "$@"
+}
 
 ROWS=() OPS=() FIN=()
 run_set() {
     local set=$1 src=$W/src/$1 rep t1 tk o1 ok in_r out_r ri=() ro=()
-    FS=$R/fs-$set
     BYTES=$(du -sb --apparent-size "$src" | cut -f1)
     cp -r "$src" "$R/warmup-$set"; sync          # the first copy after a pause (run.sh)
-    "$CTL" start --servers 4 --base "$FS" > /dev/null
     for rep in $(seq "$REPEAT"); do
+        fresh_fs "$set-$rep"
         if [ $((rep % 2)) = 1 ]; then
             t1=$(stage in "$src" /one$rep 1 "$R/$set.in1.$rep")
             tk=$(stage in "$src" /k$rep "$K" "$R/$set.ink.$rep")
@@ -111,9 +124,10 @@ run_set() {
         in_r=$(awk -v a="$t1" -v b="$tk" 'BEGIN { printf "%.2f", a / b }')
         out_r=$(awk -v a="$o1" -v b="$ok" 'BEGIN { printf "%.2f", a / b }')
         ri+=("$in_r") ro+=("$out_r")
+        drop_fs "$R/out-$set-one$rep" "$R/out-$set-k$rep"
         ROWS+=("| $set | $rep | $t1 | $tk | $in_r | $o1 | $ok | $out_r |")
-        FIN+=("| $set | $rep | in | $(maxf "$R/$set.ink.$rep" "$K" finalize_seconds) | $(maxf "$R/$set.ink.$rep" "$K" tail_seconds) | $tk |")
-        FIN+=("| $set | $rep | out | $(maxf "$R/$set.outk.$rep" "$K" finalize_seconds) | $(maxf "$R/$set.outk.$rep" "$K" tail_seconds) | $ok |")
+        FIN+=("$(fin_row "$set" "$rep" in "$R/$set.ink.$rep" "$tk")")
+        FIN+=("$(fin_row "$set" "$rep" out "$R/$set.outk.$rep" "$ok")")
         say "$set rep $rep: in $t1 s / $tk s = $in_r, out $o1 s / $ok s = $out_r"
     done
     MED+=("- $set: stage-in $(echo "${ri[*]}" | median) x, stage-out $(echo "${ro[*]}" | median) x (median of $REPEAT; $K workers against one process)")
@@ -121,14 +135,16 @@ run_set() {
     s1=$(sumf "$R/$set.in1.1" 1 src_mdops) d1=$(sumf "$R/$set.out1.1" 1 dst_mdops)
     OPS+=("| $set | 1 | $s1 | 1.000 | $d1 | 1.000 | - | - |")
     for n in $OPS_K; do
+        fresh_fs "$set-ops$n"
         stage in "$src" /ops$n "$n" "$R/$set.opsin.$n" > /dev/null
         stage out /ops$n "$R/out-$set-ops$n" "$n" "$R/$set.opsout.$n" > /dev/null
         diff -rq "$src" "$R/out-$set-ops$n" > /dev/null || { echo "workers.sh: ops$n copy differs" >&2; exit 1; }
+        drop_fs "$R/out-$set-ops$n"
         sn=$(sumf "$R/$set.opsin.$n" "$n" src_mdops) dn=$(sumf "$R/$set.opsout.$n" "$n" dst_mdops)
         cn=$(( $(sumf "$R/$set.opsin.$n" "$n" coord_ops) + $(sumf "$R/$set.opsout.$n" "$n" coord_ops) ))
         OPS+=("| $set | $n | $sn | $(awk -v a="$sn" -v b="$s1" 'BEGIN { printf "%.3f", a / b }') | $dn | $(awk -v a="$dn" -v b="$d1" 'BEGIN { printf "%.3f", a / b }') | $cn | $(share "$R/$set.opsin.$n" "$n"), $(share "$R/$set.opsout.$n" "$n") |")
     done
-    "$CTL" stop --base "$FS" > /dev/null
+    rm -rf "$R/warmup-$set"
 }
 
 mkdir -p "$W" "$R"
@@ -141,7 +157,8 @@ sync; sleep "$SETTLE"
 MED=()
 for set in $SETS; do run_set "$set"; done
 stop_all
-if [ "$KEEP" = 1 ]; then say "keeping the copies in $R"; else rm -rf "$R"; fi
+# The workers' JSON summaries stay in $R (small); the copies, with KEEP=1.
+if [ "$KEEP" = 1 ]; then say "keeping the copies in $R"; else say "the JSON summaries are in $R"; fi
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
 cat <<REPORT
@@ -171,10 +188,11 @@ worker's part of the files and of the bytes, in and out (1/N: even):
 $(printf '%s\n' "${OPS[@]}")
 
 Finalizing, $K workers: threads' time setting the attributes of directories and split files
-(largest of the workers), the time from the last copy done to the end (worker 0), and the
-stage's wall time, in seconds:
+(summed over the workers; its share of all their threads' time, $K x $THREADS threads x the
+stage's wall time), the time from the last copy done to the end (worker 0; its share of the
+wall time: what finalizing adds to the stage), and the stage's wall time, in seconds:
 
-| set | repeat | direction | finalize | tail | stage |
-| --- | --- | --- | --- | --- | --- |
+| set | repeat | direction | finalize | share | tail | share | stage |
+| --- | --- | --- | --- | --- | --- | --- | --- |
 $(printf '%s\n' "${FIN[@]}")
 REPORT
