@@ -19,7 +19,7 @@ char *report_json(const struct stage_options *opt, const struct stage_result *r)
                                                "error", strerror(r->failures[i].err),
                                                "what", r->failures[i].what));
     json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-                          " s:I, s:f, s:f, s:f, s:b, s:o}",
+                          " s:I, s:I, s:I, s:I, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:b, s:o}",
                           "direction", stage_direction_name(opt->direction),
                           "source", opt->src, "destination", opt->dst,
                           "worker", (int)opt->worker, "workers", (int)(opt->workers ? opt->workers : 1),
@@ -29,6 +29,13 @@ char *report_json(const struct stage_options *opt, const struct stage_result *r)
                           "errors", (json_int_t)r->errors,
                           /* every file it copied was re-read and compared */
                           "verified", (json_int_t)(opt->verify ? r->files : 0),
+                          "src_mdops", (json_int_t)r->src_mdops,
+                          "dst_mdops", (json_int_t)r->dst_mdops,
+                          "coord_ops", (json_int_t)r->coord_ops,
+                          "lost_workers", (int)r->lost_workers,
+                          "taken_over", (int)r->taken_over,
+                          "finalize_seconds", r->finalize_seconds,
+                          "tail_seconds", r->tail_seconds,
                           "seconds", r->seconds,
                           "files_per_s", per_s((double)r->files, r->seconds),
                           "mib_per_s", per_s((double)r->bytes / 1048576.0, r->seconds),
