@@ -276,6 +276,7 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
         rpc_put_u64(&c->req, pc[i].index);
         rpc_put_u32(&c->req, pc[i].chunk_off);
         rpc_put_u32(&c->req, (uint32_t)pc[i].len);
+        rpc_put_u32(&c->req, dst->zeros ? FS_READ_HOLES : 0);
         c->dest_flags = 1;
         if (dst->buf) {
             c->dest = dst->buf + pc[i].buf_off;
