@@ -45,6 +45,11 @@ struct open_file {
     int orphan;              /* unlinked while open: data kept until last close */
     uint64_t orphan_size;
     struct fs_record orphan_rec;
+    /* The size as this descriptor last learned it (open, its own writes
+     * and truncates, fstat, the reads that asked): a read below it goes
+     * without the size (files.c). */
+    uint64_t known_size;
+    int ask_size;            /* the last read came back short: ask with the next */
 };
 
 struct adafs {
