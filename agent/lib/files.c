@@ -247,8 +247,8 @@ static int zero_fill_fd(int fd, uint64_t off, size_t len)
 }
 
 /* The size of an open file from a STAT answer (frees the call): its
- * record must still be the descriptor's, else another process removed or
- * replaced the file (ESTALE). */
+ * record must still be the descriptor's, else another process replaced
+ * the file (ESTALE) or removed it (ENOENT, adafs.h). */
 static int stat_size(struct call *c, const struct open_file *of, uint64_t *size)
 {
     struct fs_record rec;
@@ -260,7 +260,7 @@ static int stat_size(struct call *c, const struct open_file *of, uint64_t *size)
     if (rc == 0 && rec.key != of->key)
         rc = -ESTALE;
     *size = rec.size;
-    return rc == -ENOENT ? -ESTALE : rc;
+    return rc;
 }
 
 static void stat_call(struct call *c, adafs *fs, const struct open_file *of)

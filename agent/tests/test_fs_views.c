@@ -134,6 +134,13 @@ static void others_changes(const struct fstest *t, adafs *b)
     tap_is_int(adafs_pread(a, fd, back, 100, 0), -ESTALE, W("a's descriptor of the removed one: ESTALE"));
     adafs_close(a, fd);
     adafs_unlink(a, "/f");
+    /* Removed without a successor: ENOENT (adafs.h). */
+    put(b, "/r", orig, CHUNK + 1);
+    fd = adafs_open(a, "/r", O_RDONLY, 0);
+    tap_is_int(adafs_pread(a, fd, back, 40, CHUNK - 50), 40, W("a reads /r"));
+    tap_is_int(adafs_unlink(b, "/r"), 0, W("b removes /r"));
+    tap_is_int(adafs_pread(a, fd, back, 40, CHUNK - 50), -ENOENT, W("a's read of it: ENOENT"));
+    adafs_close(a, fd);
     tap_is_int(deleted_open(t), 0, W("no server holds an unlinked data file open"));
     free(orig);
     free(back);
