@@ -5,7 +5,8 @@
  *   fsbench bulk [--mib N]               1 MiB messages, one direction
  *   fsbench mdtest --dir D [--files N] [--procs P] [--api]
  *   fsbench ior --dir D [--procs P] [--xfer SIZE] [--block SIZE]
- *               [--random] [--shared] [--api] [--write-only]
+ *               [--random] [--shared] [--api] [--write-only] [--read-seconds S]
+ *   fsbench offsets --dir D [--xfer SIZE] [--block SIZE] [--api]
  *   fsbench floor --dir D [--servers N] [--mib M] [--window W] [--stripe]
  *
  * mdtest and ior use plain POSIX calls, so the same binary measures the
@@ -307,6 +308,11 @@ static int mdtest(int procs)
 
 static uint64_t ior_xfer, ior_block;
 static int ior_random, ior_shared, ior_write_only;
+/* The read phase stops after this long (0: never) and its rate is that
+ * of what it read: an old build whose reads slow down with the file's
+ * size would otherwise take hours. */
+static double ior_read_seconds;
+static int ior_pipe[2];              /* each rank tells how much it read */
 
 static void ior_phase(int rank, int phase)
 {
@@ -335,11 +341,23 @@ static void ior_phase(int rank, int phase)
             order[j] = k;
         }
     }
-    for (size_t i = 0; i < n; i++) {
+    double t0 = now();
+    size_t i = 0;
+    for (; i < n; i++) {
         off_t off = (off_t)(base + order[i] * ior_xfer);
         ssize_t got = phase == 0 ? x_pwrite(fd, buf, ior_xfer, off) : x_pread(fd, buf, ior_xfer, off);
         if (got != (ssize_t)ior_xfer)
             die(phase == 0 ? "write" : "read");
+        if (phase == 1 && ior_read_seconds > 0 && (i & 15) == 15 && now() - t0 > ior_read_seconds) {
+            i++;
+            break;
+        }
+    }
+    if (phase == 1) {
+        /* What this rank read, for the parent: ranks are processes. */
+        uint64_t msg[2] = { (uint64_t)rank, (uint64_t)i * ior_xfer };   /* < PIPE_BUF: atomic */
+        if (write(ior_pipe[1], msg, sizeof(msg)) != sizeof(msg))
+            die("report");
     }
     x_close(fd);
     free(order);
@@ -350,12 +368,24 @@ static int ior(int procs)
 {
     if (x_mkdir(bench_dir) < 0 && errno != EEXIST)
         die(bench_dir);
+    if (pipe(ior_pipe) < 0)
+        die("pipe");
     double t[2];
     run_phases(procs, ior_write_only ? 1 : 2, ior_phase, t);
     double mib = (double)procs * (double)ior_block / (1 << 20);
     printf("ior_write %.0f MiB/s\n", mib / t[0]);
-    if (!ior_write_only)
-        printf("ior_read %.0f MiB/s\n", mib / t[1]);
+    if (!ior_write_only) {
+        double got = 0;
+        for (int r = 0; r < procs; r++) {
+            uint64_t msg[2];
+            if (read(ior_pipe[0], msg, sizeof(msg)) != sizeof(msg))
+                die("report");
+            got += (double)msg[1] / (1 << 20);
+        }
+        printf("ior_read %.0f MiB/s\n", got / t[1]);
+    }
+    close(ior_pipe[0]);
+    close(ior_pipe[1]);
     char path[4200];
     for (int r = 0; r < (ior_shared ? 1 : procs); r++) {
         if (ior_shared)
@@ -364,6 +394,60 @@ static int ior(int procs)
             snprintf(path, sizeof(path), "%s/ior.%d", bench_dir, r);
         x_unlink(path);
     }
+    return 0;
+}
+
+/* ---- the cost of a read against its offset --------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A file of --block + --xfer bytes, then reads of --xfer bytes at offset
+ * 0 and at offset --block in turns, 101 of each: the median time of each
+ * and their ratio. No read may cost more for a larger offset or file
+ * (issue 21: each read had cost time in proportion to the rest of the
+ * file on a tmpfs storage root). */
+#define OFFSET_READS 101
+
+static int offsets(void)
+{
+    if (x_mkdir(bench_dir) < 0 && errno != EEXIST)
+        die(bench_dir);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/offsets", bench_dir);
+    int fd = x_open(path, O_CREAT | O_RDWR | O_TRUNC, 0644);
+    char *buf = malloc(1 << 20);
+    if (fd < 0 || !buf)
+        die(path);
+    memset(buf, 'o', 1 << 20);
+    for (uint64_t at = 0, end = ior_block + ior_xfer; at < end;) {
+        size_t n = end - at < (1 << 20) ? (size_t)(end - at) : (1 << 20);
+        if (x_pwrite(fd, buf, n, (off_t)at) != (ssize_t)n)
+            die("write");
+        at += n;
+    }
+    char *rbuf = malloc(ior_xfer);
+    double t[2][OFFSET_READS];
+    for (int i = 0; i < OFFSET_READS; i++)
+        for (int k = 0; k < 2; k++) {
+            double t0 = now();
+            if (x_pread(fd, rbuf, ior_xfer, k ? (off_t)ior_block : 0) != (ssize_t)ior_xfer)
+                die("read");
+            t[k][i] = now() - t0;
+        }
+    x_close(fd);
+    x_unlink(path);
+    for (int k = 0; k < 2; k++)
+        qsort(t[k], OFFSET_READS, sizeof(double), cmp_double);
+    double at0 = t[0][OFFSET_READS / 2], atb = t[1][OFFSET_READS / 2];
+    printf("read_at_0 %.1f us\n", at0 * 1e6);
+    printf("read_at_block %.1f us\n", atb * 1e6);
+    printf("read_offset_ratio %.3f x\n", atb / at0);
+    free(buf);
+    free(rbuf);
     return 0;
 }
 
@@ -484,10 +568,11 @@ int main(int argc, char **argv)
         { "shared", no_argument, NULL, 'S' },        { "api", no_argument, NULL, 'a' },
         { "write-only", no_argument, NULL, 'w' },    { "servers", required_argument, NULL, 'N' },
         { "window", required_argument, NULL, 'W' },  { "stripe", no_argument, NULL, 'T' },
+        { "read-seconds", required_argument, NULL, 'R' },
         { NULL, 0, NULL, 0 },
     };
     if (argc < 2) {
-        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior|floor [options]\n");
+        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior|offsets|floor [options]\n");
         return 2;
     }
     const char *cmd = argv[1];
@@ -513,6 +598,7 @@ int main(int argc, char **argv)
         case 'N': servers = atoi(optarg); break;
         case 'W': window = atoi(optarg); break;
         case 'T': stripe = 1; break;
+        case 'R': ior_read_seconds = atof(optarg); break;
         case 'x':
         case 'b':
             if (size_parse(optarg, c == 'x' ? &ior_xfer : &ior_block) < 0) {
@@ -542,6 +628,8 @@ int main(int argc, char **argv)
         return mdtest(procs);
     if (strcmp(cmd, "ior") == 0)
         return ior(procs);
+    if (strcmp(cmd, "offsets") == 0)
+        return offsets();
     fprintf(stderr, "fsbench: unknown benchmark '%s'\n", cmd);
     return 2;
 }
