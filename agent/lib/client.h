@@ -86,6 +86,7 @@ struct call {
     uint32_t flags;              /* of flags (READ's), read into here, not into dest */
     int status;                  /* 0 or -errno (-EIO: server unreachable) */
     int pass_fd;                 /* sent with FS_BULK_FD: this descriptor goes along */
+    int last;                    /* fs_call: the last answer due on its connection */
     uint8_t *resp;               /* answer payload (not with dest) */
     size_t resp_len;
     uint8_t resp_inline[128];
