@@ -272,7 +272,13 @@ struct datafile *datafile_get(struct server *srv, uint64_t key, int create)
     int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0);
     int fd = openat(dir_fd, name, flags, 0600);
     if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-        log_warn("out of descriptors opening data file %s: closing the cached ones", name);
+        /* Once, then every 1000th time: a server at its limit meets this
+         * on every open. */
+        static _Atomic unsigned long times;
+        unsigned long n = atomic_fetch_add(&times, 1);
+        if (n % 1000 == 0)
+            log_warn("out of descriptors opening data file %s: closing the cached ones "
+                     "(%lu times so far)", name, n + 1);
         drop_all();
         fd = openat(dir_fd, name, flags, 0600);
     }
