@@ -8,6 +8,7 @@
  *               [--random] [--shared] [--api] [--write-only] [--read-seconds S]
  *   fsbench offsets --dir D [--xfer SIZE] [--block SIZE] [--api]
  *   fsbench floor --dir D [--servers N] [--mib M] [--window W] [--stripe]
+ *   fsbench readfloor --dir D [--xfer SIZE] [--block SIZE]
  *
  * mdtest and ior use plain POSIX calls, so the same binary measures the
  * backing directory directly and adafs through the LD_PRELOAD interposer;
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -558,6 +560,97 @@ static int floor_write(int nservers, long mib, int window, int stripe)
     return 0;
 }
 
+/* ---- the floor of a read ----------------------------------------------- */
+
+/* What any synchronous read from a server process on this node must do,
+ * and nothing more: the client sends a 64-byte request (offset, length)
+ * over a Unix socket, the server (a process, as adafsd is) answers a
+ * 64-byte header and the bytes from a --block file under --dir with
+ * sendfile, and the client takes the header and the bytes with one
+ * recvmsg where they have arrived, as libadafs does. No metadata, no
+ * request decoding, the file kept open. The file is read once, in --xfer
+ * pieces; the rate bounds from above what an adafs read of that size can
+ * reach here (issue 21). */
+static void read_serve(int fd, int file)
+{
+    uint64_t req[8], head[8] = { 0 };
+    while (net_read_full(fd, req, sizeof(req), 0) == 0) {
+        off_t off = (off_t)req[0];
+        if (net_write_full(fd, head, sizeof(head), 0) < 0)
+            _exit(1);
+        for (size_t left = req[1]; left > 0;) {
+            ssize_t n = sendfile(fd, file, &off, left);
+            if (n <= 0)
+                _exit(1);
+            left -= (size_t)n;
+        }
+    }
+    _exit(0);
+}
+
+static int floor_read(void)
+{
+    if (mkdir(bench_dir, 0755) < 0 && errno != EEXIST)
+        die(bench_dir);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/readfloor", bench_dir);
+    int file = open(path, O_CREAT | O_RDWR | O_TRUNC | O_CLOEXEC, 0600);
+    char *buf = malloc(1 << 20), *rbuf = malloc(ior_xfer);   /* as ior's */
+    if (file < 0 || !buf || !rbuf)
+        die(path);
+    memset(buf, 'r', 1 << 20);
+    for (uint64_t at = 0; at < ior_block; at += 1 << 20)
+        if (pwrite(file, buf, (size_t)(ior_block - at < (1 << 20) ? ior_block - at : (1 << 20)),
+                   (off_t)at) < 0)
+            die("write");
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        die("socketpair");
+    net_set_unix_sndbuf(sv[1]);   /* as adafsd's, for its answers */
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        close(sv[0]);
+        read_serve(sv[1], file);
+    }
+    close(sv[1]);
+    double t0 = now();
+    for (uint64_t at = 0; at + ior_xfer <= ior_block; at += ior_xfer) {
+        uint64_t req[8] = { at, ior_xfer }, head[8];
+        if (net_write_full(sv[0], req, sizeof(req), 0) < 0)
+            die("request");
+        struct iovec iov[2] = { { head, sizeof(head) }, { rbuf, ior_xfer } };
+        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+        size_t got = 0, want = sizeof(head) + ior_xfer;
+        while (got < want) {
+            ssize_t n = recvmsg(sv[0], &msg, 0);
+            if (n <= 0)
+                die("answer");
+            got += (size_t)n;
+            for (size_t left = (size_t)n; left > 0;) {
+                size_t take = left < msg.msg_iov->iov_len ? left : msg.msg_iov->iov_len;
+                msg.msg_iov->iov_base = (char *)msg.msg_iov->iov_base + take;
+                msg.msg_iov->iov_len -= take;
+                left -= take;
+                if (msg.msg_iov->iov_len == 0) {
+                    msg.msg_iov++;
+                    msg.msg_iovlen--;
+                }
+            }
+        }
+    }
+    double t = now() - t0;
+    close(sv[0]);
+    waitpid(pid, NULL, 0);
+    close(file);
+    unlink(path);
+    free(buf);
+    free(rbuf);
+    printf("floor_read %.0f MiB/s\n", (double)(ior_block / ior_xfer * ior_xfer) / (1 << 20) / t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -572,7 +665,7 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     if (argc < 2) {
-        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior|offsets|floor [options]\n");
+        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior|offsets|floor|readfloor [options]\n");
         return 2;
     }
     const char *cmd = argv[1];
@@ -620,6 +713,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "floor") == 0)
         return floor_write(servers, mib, window, stripe);
+    if (strcmp(cmd, "readfloor") == 0)
+        return floor_read();
     if (api) {
         api_connect();
         /* Children connect themselves; the parent only makes the dir. */

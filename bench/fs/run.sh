@@ -97,12 +97,18 @@ record() {
     done
 }
 
-# warm: touches and frees 1 GiB before a run that writes data, into
-# memory held in the guest (bench/vm_memory.sh); without this, whichever
-# run came right after a large free (a deleted file) wrote into cheaper
-# memory than the others, the local baseline as often as adafs. WARM=0:
-# not.
-warm() { warm_memory $((1 << 30)); }
+# warm: writes back what earlier runs left dirty (on the disk root the
+# next run otherwise pays for the previous one's writeback: the run after
+# the local directory's, whichever build that was), then touches and
+# frees 1 GiB, into memory held in the guest (bench/vm_memory.sh);
+# without this, whichever run came right after a large free (a deleted
+# file) wrote into cheaper memory than the others, the local baseline as
+# often as adafs. WARM=0: neither.
+warm() {
+    test "${WARM:-1}" = 1 || return 0
+    sync
+    warm_memory $((1 << 30))
+}
 
 # use_build new|old: the programs of that build (preload_b, ctl_b), and
 # the environment its clients run in (env_b: its libadafs first on the
@@ -250,6 +256,10 @@ if [ "$set_" = data1m ]; then
         test "$which" = old && b=$old
         "$b/agent/adafs-ctl" stop --base "$work/inst.$which" 2>/dev/null
     done
+    if [ -n "$old" ]; then
+        echo "new / old, per repeat: write $(median_ratio new.ior_write old.ior_write), read $(median_ratio new.ior_read old.ior_read)."
+        echo
+    fi
     echo "Machine: $(nproc) cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
     echo "1 MiB sequential transfers, one process, $block, 2 servers; $repeats repeats; new: $build${old:+, old: $old}${OLD_ENV:+ with $OLD_ENV}."
     echo
@@ -317,6 +327,8 @@ if [ "$set_" = data1g ]; then
             for x in 1M 64K; do
                 warm
                 "$fsb" ior --dir "$d/local/l$$" --xfer $x --block 1G | record "local.$root.$x"
+                warm
+                "$fsb" readfloor --dir "$d/local/r$$" --xfer $x --block 1G | record "rfloor.$root.$x"
             done
             for n in $servers; do
                 warm
@@ -346,16 +358,21 @@ if [ "$set_" = data1g ]; then
     echo "One process, a 1 GiB file; reads stop after $rs s (a rate of what they read)."
     echo "Each cell: the median over the repeats (the per-repeat values, sorted, in brackets)."
     echo
-    echo "### Reads, to min(local read of the same transfer size, bulk TCP) of each repeat"
+    echo "### Reads, to min(local read of the same transfer size, bulk TCP) of each repeat,"
+    echo "### and to the read floor (fsbench readfloor: a request/response over a Unix socket)"
     echo
-    echo "| root | servers | build | 1 MiB read | MiB/s | 64 KiB read | MiB/s |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| root | servers | build | 1 MiB read | / floor | MiB/s | 64 KiB read | / floor | MiB/s |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     for root in $roots; do
         for n in $servers; do
             for w in $builds; do
-                echo "| $root | $n | $w | $(median_ratio "$w.$root.$n.1M.ior_read" "net.bulk,local.$root.1M.ior_read") \
-| $(median "$w.$root.$n.1M.ior_read") | $(median_ratio "$w.$root.$n.64K.ior_read" "net.bulk,local.$root.64K.ior_read") \
-| $(median "$w.$root.$n.64K.ior_read") |"
+                row="| $root | $n | $w"
+                for x in 1M 64K; do
+                    row="$row | $(median_ratio "$w.$root.$n.$x.ior_read" "net.bulk,local.$root.$x.ior_read")"
+                    row="$row | $(median_ratio "$w.$root.$n.$x.ior_read" "rfloor.$root.$x.floor_read")"
+                    row="$row | $(median "$w.$root.$n.$x.ior_read")"
+                done
+                echo "$row |"
             done
         done
     done
@@ -388,7 +405,8 @@ if [ "$set_" = data1g ]; then
     echo "Limits (medians): bulk TCP $(median net.bulk) MiB/s; local directories (write / read MiB/s):"
     for root in $roots; do
         echo "$root 1 MiB $(median "local.$root.1M.ior_write") / $(median "local.$root.1M.ior_read"),\
- 64 KiB $(median "local.$root.64K.ior_write") / $(median "local.$root.64K.ior_read");"
+ 64 KiB $(median "local.$root.64K.ior_write") / $(median "local.$root.64K.ior_read");\
+ read floor 1 MiB $(median "rfloor.$root.1M.floor_read"), 64 KiB $(median "rfloor.$root.64K.floor_read");"
     done
     if [ -n "$old" ]; then
         echo
@@ -420,7 +438,7 @@ fio_target() {
     env "$@" mkdir -p "$dir"
     for job in $fio_jobs; do
         rw=${job%:*} bs=${job#*:}
-        test "$rw" = write && warm
+        warm
         env "$@" fio --name=j --filename="$dir/fio.dat" --size=1g --ioengine=psync --rw="$rw" \
             --bs="$bs" --runtime="${FIO_SECONDS:-5}" --invalidate=0 --fallocate=none \
             --output-format=json 2>"$work/fio.err" >"$work/fio.json" ||
