@@ -418,6 +418,10 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
     struct options o = { .servers = 1, .timeout_ms = 5000, .chunk_size = "512K",
                          .quota = "8E", .log_level = "info" };
     char *end;

@@ -14,6 +14,8 @@
  *
  * The agent's socket: --socket, else $ADAFS_AGENT_SOCKET, else
  * /run/adafs/agent.%n.sock, where %n is this node's name ($SLURMD_NODENAME).
+ * The process listening there must be root's (SO_PEERCRED), as the agent
+ * accepts only root on it.
  * Exit status: 0 released (or no agent socket: adafs is not on this node);
  * 1 the node may hold leftovers, also when the agent cannot be reached
  * (then slurmd drains it, for an admin to look at). */
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "agent_proto.h"
@@ -29,6 +32,7 @@
 #include "rpc_io.h"
 
 #define DEFAULT_SOCKET "/run/adafs/agent.%n.sock"
+#define USAGE "usage: adafs-epilog [--socket PATH] [--timeout SECONDS] [--prolog]\n"
 
 static void expand_node(const char *pattern, const char *node, char *out, size_t len)
 {
@@ -51,7 +55,8 @@ int main(int argc, char **argv)
     int prolog = 0;
     static const struct option opts[] = {
         { "socket", required_argument, NULL, 's' }, { "timeout", required_argument, NULL, 't' },
-        { "prolog", no_argument, NULL, 'p' }, { NULL, 0, NULL, 0 },
+        { "prolog", no_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -67,9 +72,8 @@ int main(int argc, char **argv)
             break;
         }
         case 'p': prolog = 1; break;
-        default:
-            fprintf(stderr, "usage: adafs-epilog [--socket PATH] [--timeout SECONDS] [--prolog]\n");
-            return 1;
+        case 'h': fputs(USAGE, stdout); return 0;
+        default: fputs(USAGE, stderr); return 1;
         }
     }
     const char *job = getenv("SLURM_JOB_ID");
@@ -102,6 +106,16 @@ int main(int argc, char **argv)
                 job_id, node, path, strerror(-fd),
                 fd == -ECONNREFUSED ? " (the agent is not running but left its socket:"
                                       " this job's server may still run here)" : "");
+        return prolog ? 0 : 1;
+    }
+    /* Only root's agent may hear about (and answer for) the job: the
+     * kernel says who listens on the socket. */
+    struct ucred cred;
+    socklen_t clen = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != 0) {
+        fprintf(stderr, "adafs-epilog: job %lu on %s: %s is not served by root (uid %d):"
+                " not the agent\n", job_id, node, path, clen == sizeof(cred) ? (int)cred.uid : -1);
+        close(fd);
         return prolog ? 0 : 1;
     }
     struct rpc_writer w;

@@ -6,9 +6,12 @@
 set -eu
 
 dest=${1:-/var/cache/adafs/slurm-src}
-installed=$(dpkg-query -W -f='${Version}' slurmctld 2>/dev/null || true)
+# The release of libslurm-dev, whose headers configure compares with the
+# source (slurmctld, where installed, is the same source package's).
+installed=$(dpkg-query -W -f='${Version}' libslurm-dev 2>/dev/null ||
+            dpkg-query -W -f='${Version}' slurmctld 2>/dev/null || true)
 if [ -z "$installed" ]; then
-    echo "get-slurm-source: slurmctld is not installed (run scripts/install-deps.sh)" >&2
+    echo "get-slurm-source: neither libslurm-dev nor slurmctld is installed (run scripts/install-deps.sh)" >&2
     exit 1
 fi
 upstream=${installed%%-*}             # 22.05.8-4+deb12u1 -> 22.05.8

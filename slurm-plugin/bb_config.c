@@ -67,7 +67,7 @@ static void set_defaults(struct bb_config *cfg)
         .default_capacity = 1ULL << 30,
         .node_capacity = 100ULL << 30,
         .storage_path = strdup("/var/lib/adafs"),
-        .preload = strdup(ADAFS_LIBDIR "/libadafs_preload.so"),
+        .preload = strdup(ADAFS_PKGLIBDIR "/libadafs_preload.so"),
         .mount_prefix = strdup("/adafs"),
         .walltime_comment = strdup("admin_comment"),
         .agent_port = 6830,

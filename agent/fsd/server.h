@@ -27,6 +27,13 @@ struct server {
     uint64_t inline_max;             /* chunk 0 up to this size: in RocksDB */
     uint64_t quota;                  /* bytes of chunk data on this node */
     _Atomic uint64_t used;
+    /* The file system under root: new data and metadata are refused while
+     * less than headroom is free there (0: no such floor), so RocksDB can
+     * always flush and compact (quota.c). */
+    uint64_t headroom;
+    uint64_t write_buffer;           /* RocksDB's memtable size; 0: its default */
+    _Atomic int64_t room_checked_ms; /* when free space was last looked at */
+    _Atomic uint64_t room_free;      /* what it was */
     uint8_t secret[RPC_SECRET_SIZE];
     char root[4096];
     char data_dir[4200];
@@ -158,10 +165,13 @@ int datafile_exists(struct server *srv, uint64_t key);
 _Bool datafile_all_data(struct datafile *f, const struct stat *st, uint64_t pos, size_t len);
 void datafile_truncated(struct datafile *f);
 void datafile_stop(void);
-/* quota.c: take is all or nothing (-ENOSPC leaves the quota untouched),
- * give saturates at zero. */
+/* quota.c: take is all or nothing (-ENOSPC leaves the quota untouched, as
+ * when the file system under root has no room for bytes above the
+ * headroom), give saturates at zero. quota_room: 0 while metadata may
+ * grow, -ENOSPC once only the headroom is left (deletes always pass). */
 int quota_take(struct server *srv, uint64_t bytes);
 void quota_give(struct server *srv, uint64_t bytes);
+int quota_room(struct server *srv, uint64_t bytes);
 int op_write(struct server *, struct rpc_reader *, struct reply *);
 int op_read(struct server *, struct rpc_reader *, struct reply *);
 int op_trunc_data(struct server *, struct rpc_reader *, struct reply *);
