@@ -277,6 +277,9 @@ static void offset_cost(void)
     tap_ok(small > 0 && at0 > 0 && at0 < 3 * small + 300e-6,
            "a read at offset 0 of the big file costs what one of the small file does");
     tap_ok(at1g > 0 && at1g < 3 * small + 300e-6, "and one at 1 GiB too");
+    /* Issue 21 asks for 1.2 x; bench/fs/run.sh data1g measures that. */
+    tap_ok(at1g < 2 * at0 + 100e-6, "a read at 1 GiB costs what one at 0 does (%.2f x)",
+           at1g / at0);
     adafs_close(fs, fd);
     adafs_close(fs, sfd);
     free(buf);
