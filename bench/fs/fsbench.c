@@ -9,10 +9,13 @@
  *   fsbench offsets --dir D [--xfer SIZE] [--block SIZE] [--api]
  *   fsbench floor --dir D [--servers N] [--mib M] [--window W] [--stripe]
  *   fsbench readfloor --dir D [--xfer SIZE] [--block SIZE]
+ *   fsbench connect --dir D [--seconds S]
  *
  * mdtest and ior use plain POSIX calls, so the same binary measures the
  * backing directory directly and adafs through the LD_PRELOAD interposer;
  * --api uses libadafs instead ($ADAFS_INSTANCE, paths below $ADAFS_MOUNT).
+ * connect (libadafs only) measures what a short-lived client pays: a new
+ * handle, its connection to D's server with the handshake, one stat. 
  * Every result is one line "name value unit" on stdout. */
 #include <errno.h>
 #include <fcntl.h>
@@ -305,6 +308,34 @@ static int mdtest(int procs)
     static const char *names[] = { "create", "stat", "remove" };
     for (int i = 0; i < 3; i++)
         printf("mdtest_%s %.0f ops/s\n", names[i], procs * md_files / t[i]);
+    return 0;
+}
+
+/* New handles, each connecting to the server of dir and stating it, for
+ * seconds: a short-lived process's cost of connecting. */
+static int connect_stat(double seconds)
+{
+    char err[512];
+    long n = 0;
+    double t0 = now(), t = t0;
+    while (t - t0 < seconds) {
+        adafs *h;
+        struct stat st;
+        if (adafs_connect(&h, NULL, err, sizeof(err)) < 0) {
+            fprintf(stderr, "fsbench: %s\n", err);
+            return 1;
+        }
+        mount_len = strlen(adafs_mount_point(h));
+        int rc = adafs_stat(h, inner(bench_dir), &st);
+        adafs_disconnect(h);
+        if (rc < 0 && rc != -ENOENT) {
+            fprintf(stderr, "fsbench: stat %s: %s\n", bench_dir, strerror(-rc));
+            return 1;
+        }
+        n++;
+        t = now();
+    }
+    printf("connect_stat %.0f conns/s\n", n / (t - t0));
     return 0;
 }
 
@@ -665,7 +696,7 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     if (argc < 2) {
-        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior|offsets|floor|readfloor [options]\n");
+        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior|offsets|floor|readfloor|connect [options]\n");
         return 2;
     }
     const char *cmd = argv[1];
@@ -715,6 +746,8 @@ int main(int argc, char **argv)
         return floor_write(servers, mib, window, stripe);
     if (strcmp(cmd, "readfloor") == 0)
         return floor_read();
+    if (strcmp(cmd, "connect") == 0)
+        return connect_stat(seconds);
     if (api) {
         api_connect();
         /* Children connect themselves; the parent only makes the dir. */
