@@ -71,8 +71,9 @@ struct adafs_dirent {
 
 /* Connects to the instance described by instance_file (NULL: the file named
  * by $ADAFS_INSTANCE). Connections are opened lazily; this only reads and
- * checks the instance file. On failure writes a message naming the file and
- * the problem into err (if errlen > 0). */
+ * checks the instance file, and $ADAFS_TRANSPORT ("tcp", or empty or unset
+ * for the default; anything else is EINVAL). On failure writes a message
+ * naming the file or variable and the problem into err (if errlen > 0). */
 int adafs_connect(adafs **out, const char *instance_file, char *err, size_t errlen);
 void adafs_disconnect(adafs *fs);
 

@@ -11,24 +11,27 @@ __thread int route_depth __attribute__((tls_model("initial-exec")));
 
 static _Atomic(adafs *) route_fs;
 static pthread_mutex_t connect_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool connect_failed;
+static int connect_errno;     /* the connection failed: every call's errno */
 static atomic_ulong counts[ROUTE_NOPS];
 
 static adafs *connect_locked(void)
 {
     adafs *fs = atomic_load(&route_fs);
-    if (fs || connect_failed)
+    if (fs || connect_errno)
         return fs;
     char err[512] = "";
     route_depth++;
     int rc = adafs_connect(&fs, NULL, err, sizeof err);
     route_depth--;
     if (rc < 0) {
+        /* Settings adafs cannot take (a malformed instance file, a bad
+         * $ADAFS_TRANSPORT) are the caller's to fix: EINVAL. An instance
+         * that cannot be reached at all: EIO, as a dead server. */
+        connect_errno = rc == -EINVAL ? EINVAL : EIO;
         const char *inst = getenv(ADAFS_ENV_INSTANCE);
-        pl_log("cannot use the adafs instance %s=%s: %s (%s); calls under the mount fail with EIO",
+        pl_log("cannot use the adafs instance %s=%s: %s (%s); calls under the mount fail with %s",
                ADAFS_ENV_INSTANCE, inst ? inst : "(unset)", err[0] ? err : "no detail",
-               strerror(-rc));
-        connect_failed = true;
+               strerror(-rc), connect_errno == EINVAL ? "EINVAL" : "EIO");
         return NULL;
     }
     atomic_store(&route_fs, fs);
@@ -54,7 +57,7 @@ adafs *route_enter(enum route_op op)
         fs = connect_locked();
         pthread_mutex_unlock(&connect_lock);
         if (!fs) {
-            errno = EIO;
+            errno = connect_errno;
             return NULL;
         }
     }
