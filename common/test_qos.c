@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include "qos_attach.h"
 #include "qos_client.h"
 #include "qos_limits.h"
+#include "qos_paths.h"
 #include "qos_seg.h"
 #include "tap.h"
 
@@ -58,6 +60,90 @@ static void test_limits(void)
     tap_ok(strstr(err, "stat=6000") && strstr(err, "stat=5000"), "named: %s", err);
     qos_limits_parse("stat=5000,write=1G", &want, err, sizeof(err));
     tap_is_int(qos_limits_check_max(&want, &max, err, sizeof(err)), 0, "at the maximum is fine");
+}
+
+static bool plain_naive(const char *s)
+{
+    for (const char *p = s; *p; p++)
+        if (p[0] == '/' && (p[1] == '/' || p[1] == '.'))
+            return false;
+    return true;
+}
+
+static void test_paths(void)
+{
+    struct qos_paths p;
+    char err[256];
+    tap_is_int(qos_paths_parse("/pfs/,/home//proj:/scratch/../lustre", &p, err, sizeof(err)), 0,
+               "three mount points");
+    tap_ok(p.n == 3 && strcmp(p.path[0], "/pfs") == 0 && strcmp(p.path[1], "/home/proj") == 0 &&
+           strcmp(p.path[2], "/lustre") == 0, "normalised");
+    tap_ok(qos_paths_match(&p, "/pfs") && qos_paths_match(&p, "/pfs/a/b") &&
+           qos_paths_match(&p, "/lustre/x"), "the mount points and below are on the PFS");
+    tap_ok(!qos_paths_match(&p, "/pfsx/a") && !qos_paths_match(&p, "/home/projx") &&
+           !qos_paths_match(&p, "/tmp/pfs") && !qos_paths_match(&p, "/"), "lookalikes are not");
+    tap_ok(qos_paths_match(&p, "/tmp/../pfs/a") && qos_paths_match(&p, "//pfs//a") &&
+           qos_paths_match(&p, "/./home/./proj/x") && !qos_paths_match(&p, "/pfs/../tmp/x"),
+           "'..', '.' and '//' are normalised away");
+    tap_ok(qos_paths_above(&p, "/") && qos_paths_above(&p, "/home") && !qos_paths_above(&p, "/pfs") &&
+           !qos_paths_above(&p, "/hom"), "ancestors of the mount points");
+    tap_is_int(qos_paths_parse("pfs", &p, err, sizeof(err)), -EINVAL, "a relative path is refused");
+    tap_is_int(qos_paths_parse(",:", &p, err, sizeof(err)), -EINVAL, "no path at all is refused");
+    /* The vector scan against the plain loop, at every alignment and
+     * across blocks, up to the end of a page. */
+    const char *cases[] = { "/a/b/c", "/a//b", "/a/./b", "/a/../b", "/a/.hidden", "a/b", "/",
+                            "/abcdefghijklmno/", "/abcdefghijklmn//x", "/abcdefghijklmno/.",
+                            "/abcdefghijklmnopqrstuvwxyz012345/x/y", "abcdefghijklmno/.x", "" };
+    char buf[256];
+    int bad = 0;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        for (int off = 0; off < 32; off++) {
+            strcpy(buf + off, cases[i]);
+            if (qos_path_plain(buf + off) != plain_naive(cases[i]))
+                bad++;
+        }
+    long page = sysconf(_SC_PAGESIZE);
+    char *pg = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    mprotect(pg + page, (size_t)page, PROT_NONE);
+    for (int len = 0; len < 40; len++) {
+        char *s = pg + page - len - 1;
+        memset(s, 'x', (size_t)len);
+        if (len > 3)
+            s[len - 2] = '/', s[len - 1] = '.';
+        s[len] = '\0';
+        if (qos_path_plain(s) != plain_naive(s))
+            bad++;
+    }
+    munmap(pg, 2 * (size_t)page);
+    tap_is_int(bad, 0, "qos_path_plain agrees with a byte loop everywhere");
+    /* qos_paths_match's vector shortcut against normalise-then-compare. */
+    qos_paths_parse("/pfs,/home/proj,/a-very-long-mount-point-name-over-32-bytes", &p, err, sizeof(err));
+    const char *paths[] = { "/pfs", "/pfs/", "/pfs/x", "/pfsx", "/pf", "/home/proj", "/home/pro",
+                            "/home/projects/x", "/home/proj/a/b/c/d/e/f/g/h/i/j/k/l/m", "/x/../pfs/y",
+                            "/pfs/../x", "//pfs", "/a-very-long-mount-point-name-over-32-bytes/f",
+                            "/a-very-long-mount-point-name-over-32-byte", "/tmp/abcdefghijklmnopqrstuvwxyz/pfs" };
+    bad = 0;
+    /* A page followed by one that faults: a read past a path's end there
+     * would crash the test. */
+    pg = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    mprotect(pg + page, (size_t)page, PROT_NONE);
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        char norm[4096];
+        qos_path_normalise(paths[i], norm, sizeof(norm));
+        bool want = qos_paths_under(&p, norm);
+        size_t len = strlen(paths[i]);
+        for (int off = 0; off < 40; off++) {
+            strcpy(buf + off, paths[i]);
+            if (qos_paths_match(&p, buf + off) != want)
+                bad++;
+            char *end = pg + page - len - 1 - (size_t)off % 8;   /* near a page's end */
+            strcpy(end, paths[i]);
+            if (qos_paths_match(&p, end) != want)
+                bad++;
+        }
+    }
+    munmap(pg, 2 * (size_t)page);
+    tap_is_int(bad, 0, "qos_paths_match agrees with normalising first, at every alignment");
 }
 
 static void test_seg(void)
@@ -215,6 +301,7 @@ static void test_client(void)
 int main(void)
 {
     test_limits();
+    test_paths();
     test_seg();
     test_client();
     return tap_done();

@@ -10,19 +10,14 @@
 #include <unistd.h>
 
 #include "qos_client.h"
+#include "qos_paths.h"
 
 /* The C library's functions, as the table held them before QoS. */
 static struct real_functions orig;
 
 /* ---- where the parallel file system is ---- */
 
-#define QOS_MAX_PATHS 16
-static char pfs_text[4096];
-static struct {
-    const char *path;   /* normalised, no trailing '/' ("/" for the root) */
-    size_t len;
-} pfs[QOS_MAX_PATHS];
-static int npfs;
+static struct qos_paths pfs;
 
 /* The kernel's working directory: inside the PFS, outside it, or above
  * one of its mount points (only then can a relative path without ".."
@@ -57,46 +52,17 @@ static void fd_tag(int fd, bool on)
     }
 }
 
-/* Whether normalised absolute path p is on the PFS. */
-static bool under_pfs(const char *p)
-{
-    for (int i = 0; i < npfs; i++)
-        if (pfs[i].len == 1 ||
-            (strncmp(p, pfs[i].path, pfs[i].len) == 0 && (p[pfs[i].len] == '/' || !p[pfs[i].len])))
-            return true;
-    return false;
-}
-
-/* Whether normalised absolute path p is an ancestor of a PFS mount. */
-static bool above_pfs(const char *p)
-{
-    size_t n = strlen(p);
-    for (int i = 0; i < npfs; i++)
-        if (pfs[i].len > n && (n == 1 || (strncmp(pfs[i].path, p, n) == 0 && pfs[i].path[n] == '/')))
-            return true;
-    return false;
-}
-
-static bool abs_pfs(const char *path)
-{
-    /* Only a path with "//", "/." or "/.." needs normalising first. */
-    if (!strstr(path, "/.") && !strstr(path, "//"))
-        return under_pfs(path);
-    char buf[PATH_MAX];
-    return pathres_normalise(path, buf, sizeof(buf)) >= 0 && under_pfs(buf);
-}
-
 static bool cwd_pfs(const char *path)
 {
     int where = atomic_load_explicit(&cwd_where, memory_order_relaxed);
-    if (where != CWD_ABOVE && !strstr(path, ".."))
+    if (where != CWD_ABOVE && path[0] != '.' && qos_path_plain(path))
         return where == CWD_INSIDE;
     char joined[PATH_MAX], buf[PATH_MAX];
     pthread_mutex_lock(&cwd_lock);
     int n = snprintf(joined, sizeof(joined), "%s/%s", cwd_path, path);
     pthread_mutex_unlock(&cwd_lock);
     return n > 0 && (size_t)n < sizeof(joined) &&
-           pathres_normalise(joined, buf, sizeof(buf)) >= 0 && under_pfs(buf);
+           qos_path_normalise(joined, buf, sizeof(buf)) >= 0 && qos_paths_under(&pfs, buf);
 }
 
 /* Whether (dirfd, path) names something on the PFS. A path relative to a
@@ -106,7 +72,7 @@ static inline bool is_pfs(int dirfd, const char *path)
     if (pl_null(path))
         return false;
     if (path[0] == '/')
-        return abs_pfs(path);
+        return qos_paths_match(&pfs, path);
     if (dirfd == AT_FDCWD)
         return cwd_pfs(path);
     return fd_pfs(dirfd);
@@ -119,7 +85,8 @@ static void update_cwd(void)
     pthread_mutex_lock(&cwd_lock);
     if (orig.getcwd && orig.getcwd(buf, sizeof(buf)) && buf[0] == '/') {
         snprintf(cwd_path, sizeof(cwd_path), "%s", buf);
-        where = under_pfs(buf) ? CWD_INSIDE : above_pfs(buf) ? CWD_ABOVE : CWD_OUTSIDE;
+        where = qos_paths_under(&pfs, buf) ? CWD_INSIDE : qos_paths_above(&pfs, buf) ? CWD_ABOVE
+                                                                     : CWD_OUTSIDE;
     } else {
         cwd_path[0] = '\0';
         where = CWD_ABOVE;   /* unknown: look at every relative path */
@@ -148,47 +115,11 @@ static void tag_inherited(void)
                 (len = orig.readlinkat(dfd, d->d_name, target, sizeof(target) - 1)) <= 0)
                 continue;
             target[len] = '\0';
-            if (target[0] == '/' && abs_pfs(target))
+            if (target[0] == '/' && qos_paths_match(&pfs, target))
                 fd_tag((int)fd, true);
         }
     }
     orig.close(dfd);
-}
-
-/* ADAFS_QOS_PATHS: absolute paths separated by ':' or ','. */
-static int parse_paths(const char *text, char *err, size_t errlen)
-{
-    size_t used = 0;
-    const char *p = text;
-    while (*p) {
-        size_t n = strcspn(p, ":,");
-        if (n) {
-            char one[PATH_MAX];
-            if (n >= sizeof(one) || p[0] != '/') {
-                snprintf(err, errlen, "'%.*s' is not an absolute path", (int)(n > 200 ? 200 : n), p);
-                return -1;
-            }
-            memcpy(one, p, n);
-            one[n] = '\0';
-            int len = pathres_normalise(one, pfs_text + used, sizeof(pfs_text) - used);
-            if (len < 0 || npfs == QOS_MAX_PATHS) {
-                snprintf(err, errlen, "more than %d paths or %zu characters", QOS_MAX_PATHS,
-                         sizeof(pfs_text));
-                return -1;
-            }
-            pfs[npfs].path = pfs_text + used;
-            pfs[npfs++].len = (size_t)len;
-            used += (size_t)len + 1;
-        }
-        p += n;
-        if (*p)
-            p++;
-    }
-    if (!npfs) {
-        snprintf(err, errlen, "no path");
-        return -1;
-    }
-    return 0;
 }
 
 /* ---- the wrappers ---- */
@@ -590,7 +521,7 @@ void pl_qos_init(struct real_functions *r)
         return;
     char err[512];
     struct qos_client_conf conf;
-    if (parse_paths(paths, err, sizeof(err)) < 0) {
+    if (qos_paths_parse(paths, &pfs, err, sizeof(err)) < 0) {
         pl_log("%s=%s: %s; I/O quality of service is off in this process", QOS_ENV_PATHS, paths, err);
         return;
     }
