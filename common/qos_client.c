@@ -238,18 +238,19 @@ static int64_t delay(struct qos_seg *s, int64_t wait_ns)
 
 static void charge(int c, uint64_t n);
 
-/* Without a limit: the thread's next lease, sized to its pace. */
-static uint64_t unlimited_grant(struct qos_tls *t, int c, uint64_t need)
+/* The thread's next lease, sized to its pace (see qos_client.h), at most
+ * `most`: a short-lived process is counted for what it did, not for a
+ * lease it never used. */
+static uint64_t paced_grant(struct qos_tls *t, int c, uint64_t need, uint64_t most)
 {
     int64_t now = clock_ns(CLOCK_MONOTONIC), took = now - t->lease_at[c];
-    uint64_t lease = t->lease[c], most = qos_class_is_data(c) ? QOS_LEASE_BYTES : QOS_LEASE_OPS;
-    if (took < 1000000) {
+    uint64_t lease = t->lease[c];
+    if (took < 1000000)
         lease = 2 * (lease > need ? lease : need);
-        if (lease > most)
-            lease = most;
-    } else if (took > 10000000) {
+    else if (took > 10000000)
         lease /= 2;
-    }
+    if (lease > most)
+        lease = most;
     t->lease[c] = lease;
     t->lease_at[c] = now;
     return need > lease ? need : lease;
@@ -266,6 +267,12 @@ void qos_charge_slow(int c, uint64_t n)
 static void charge(int c, uint64_t n)
 {
     struct qos_tls *t = &qos_tls;
+    if (!atomic_load_explicit(&qc.on, memory_order_relaxed)) {
+        t->epoch = atomic_load(&qos_epoch);
+        t->credit[c] = INT64_MAX / 2;
+        return;
+    }
+    refresh();   /* may move the epoch: new limits, a new segment */
     uint64_t epoch = atomic_load_explicit(&qos_epoch, memory_order_acquire);
     if (t->epoch != epoch) {
         /* Credit granted under other limits (or inherited over fork) is
@@ -276,20 +283,14 @@ static void charge(int c, uint64_t n)
     }
     if (t->credit[c] >= 0)
         return;
-    if (!atomic_load_explicit(&qc.on, memory_order_relaxed)) {
-        t->credit[c] = INT64_MAX / 2;
-        return;
-    }
-    refresh();
     struct qos_seg *s = atomic_load_explicit(&qc.seg, memory_order_acquire);
     struct qos_seg_slot *slot = atomic_load_explicit(&qc.slot, memory_order_acquire);
     uint64_t limit = atomic_load_explicit(&qc.limit[c], memory_order_relaxed);
     uint64_t need = (uint64_t)-t->credit[c], grant;
     if (limit == QOS_UNLIMITED) {
-        grant = unlimited_grant(t, c, need);
+        grant = paced_grant(t, c, need, qos_class_is_data(c) ? QOS_LEASE_BYTES : QOS_LEASE_OPS);
     } else {
-        uint64_t lease = (uint64_t)((long double)limit * QOS_LEASE_NS / 1e9L);
-        grant = need > lease ? need : lease;
+        grant = paced_grant(t, c, need, (uint64_t)((long double)limit * QOS_LEASE_NS / 1e9L));
         int64_t wait = qos_seg_reserve(s, c, limit, grant, clock_ns(CLOCK_MONOTONIC),
                                        QOS_BURST_NS);
         if (wait > 0)
@@ -340,6 +341,11 @@ void qos_client_init(const struct qos_client_conf *c)
         return;
     qc.conf = *c;
     pthread_once(&qc.once, init_once);
+}
+
+bool qos_client_on(void)
+{
+    return atomic_load(&qc.on);
 }
 
 void qos_client_state(struct qos_client_state *st)

@@ -10,11 +10,11 @@
  * charge that the credit covers is a subtraction and a compare. When it
  * runs out, the slow path takes a new lease from the job's shared budget
  * (qos_seg.h) at the class's limit, sleeping if the budget is spent, and
- * counts the lease in the process's slot. Under a limit a lease is about
- * 1 ms of the limit, so idle threads hold back almost nothing. Without
- * one it adapts to the thread's own pace (doubling while a lease lasts
- * under 1 ms, halving when one lasts over 10 ms, from one operation, at
- * most QOS_LEASE_OPS or QOS_LEASE_BYTES), so the slow path runs at most
+ * counts the lease in the process's slot. A lease adapts to the thread's
+ * own pace (doubling while one lasts under 1 ms, halving when one lasts
+ * over 10 ms, from one operation), at most 1 ms of the limit (so idle
+ * threads hold back almost nothing of the job's rate) or, without a
+ * limit, QOS_LEASE_OPS or QOS_LEASE_BYTES. So the slow path runs at most
  * about a thousand times a second per thread and class, and the counts
  * run ahead of what was done by at most one recent lease per thread.
  *
@@ -61,6 +61,8 @@ int qos_client_conf_from_env(struct qos_client_conf *c, char *err, size_t errlen
 
 /* Starts charging (once per process; later calls do nothing). */
 void qos_client_init(const struct qos_client_conf *c);
+/* Whether qos_client_init ran: charges count. */
+bool qos_client_on(void);
 
 struct qos_tls {
     int64_t credit[QOS_NCLASSES];      /* the fast path's */
