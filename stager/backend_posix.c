@@ -16,8 +16,11 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "qos_limits.h"
 
-#define MD(b) ratelimit_take((b)->mdops, 1)
+/* A metadata operation toward the PFS: the stager's own limit, and the
+ * job's I/O budget as its class (ratelimit.h). */
+#define MD(b, cls) ratelimit_take_as((b)->mdops, 1, (cls))
 
 static int new_dir(struct backend *b, int fd, char *path, struct bdir **out)
 {
@@ -36,7 +39,7 @@ static int new_dir(struct backend *b, int fd, char *path, struct bdir **out)
 static int posix_root_open(struct backend *b, const char *path, int create,
                            struct bdir **out, struct stat *st)
 {
-    MD(b);
+    MD(b, QOS_OPEN);
     if (create) {
         int rc = backend_make_path(b, path);
         if (rc < 0)
@@ -56,7 +59,7 @@ static int posix_root_open(struct backend *b, const char *path, int create,
 static int posix_dir_open(struct bdir *parent, const char *name, int follow,
                           struct bdir **out, struct stat *st)
 {
-    MD(parent->b);
+    MD(parent->b, QOS_OPEN);
     int fd = openat(parent->fd, name,
                     O_RDONLY | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
     if (fd < 0)
@@ -71,13 +74,13 @@ static int posix_dir_open(struct bdir *parent, const char *name, int follow,
 
 static int posix_dir_make(struct bdir *parent, const char *name, mode_t mode)
 {
-    MD(parent->b);
+    MD(parent->b, QOS_MKDIR);
     return mkdirat(parent->fd, name, mode) < 0 ? -errno : 0;
 }
 
 static int posix_dir_list(struct bdir *d, int open_files, bdir_list_cb cb, void *arg)
 {
-    MD(d->b);
+    MD(d->b, QOS_READDIR);
     /* fdopendir takes over the fd it gets, so list through a duplicate. */
     int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -100,7 +103,7 @@ static int posix_dir_list(struct bdir *d, int open_files, bdir_list_cb cb, void 
         if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
             continue;
         if (++n % 1024 == 0)      /* about one getdents per 1024 entries */
-            MD(d->b);
+            MD(d->b, QOS_READDIR);
         rc = cb(arg, e->d_name, e->d_type, NULL);
         if (rc < 0)
             break;
@@ -126,7 +129,7 @@ static int set_fd_attrs(int fd, mode_t mode, const struct timespec *mtime)
 
 static int posix_dir_set_attrs(struct bdir *d, mode_t mode, const struct timespec *mtime)
 {
-    MD(d->b);
+    MD(d->b, QOS_OTHER);
     return set_fd_attrs(d->fd, mode, mtime);
 }
 
@@ -141,7 +144,7 @@ static void posix_dir_close(struct bdir *d)
 
 static int posix_stat_at(struct bdir *d, const char *name, int follow, struct stat *st)
 {
-    MD(d->b);
+    MD(d->b, QOS_STAT);
     return fstatat(d->fd, name, st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
@@ -163,7 +166,7 @@ static int new_file(struct bdir *d, const char *name, int fd, struct bfile **out
 static int posix_open_read(struct bdir *d, const char *name, int follow,
                            struct bfile **out, struct stat *st)
 {
-    MD(d->b);
+    MD(d->b, QOS_OPEN);
     /* O_NONBLOCK: a FIFO planted in the tree must not hang the copy; it is
      * refused below once fstat shows what was opened. */
     int fd = openat(d->fd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
@@ -183,7 +186,7 @@ static int posix_open_read(struct bdir *d, const char *name, int follow,
 static int posix_open_write(struct bdir *d, const char *name, int truncate, mode_t mode,
                             struct bfile **out)
 {
-    MD(d->b);
+    MD(d->b, QOS_OPEN);
     /* Read too: zeros_to_holes maps what was written. */
     int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | (truncate ? O_TRUNC : 0);
     int fd = openat(d->fd, name, flags, mode & 07777);
@@ -293,7 +296,7 @@ static int posix_truncate(struct bfile *f, off_t len)
 
 static int posix_set_attrs(struct bfile *f, mode_t mode, const struct timespec *mtime)
 {
-    MD(f->b);
+    MD(f->b, QOS_OTHER);
     return set_fd_attrs(f->fd, mode, mtime);
 }
 
@@ -314,7 +317,7 @@ static int posix_create_write(struct bdir *d, const char *name, mode_t mode,
         /* A new file made with its mode needs no fchmod (one inode update
          * less per small file) unless the umask or a default ACL took bits
          * away: fstat tells, at the cost of no write. */
-        MD(d->b);
+        MD(d->b, QOS_OPEN);
         int fd = openat(d->fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY,
                         mode & 0777);
         struct stat st;
@@ -342,14 +345,14 @@ static int posix_create_write(struct bdir *d, const char *name, mode_t mode,
 
 static int posix_unlink_at(struct bdir *d, const char *name)
 {
-    MD(d->b);
+    MD(d->b, QOS_UNLINK);
     return unlinkat(d->fd, name, 0) < 0 ? -errno : 0;
 }
 
 static int posix_set_attrs_at(struct bdir *d, const char *name, mode_t mode,
                               const struct timespec *mtime)
 {
-    MD(d->b);
+    MD(d->b, QOS_OTHER);
     /* fchmodat cannot refuse a symlink; this runs as the user on the user's
      * own destination, so the check only keeps a planted link from being
      * "finalized". */
@@ -366,7 +369,7 @@ static int posix_set_attrs_at(struct bdir *d, const char *name, mode_t mode,
 
 static int posix_mkdir_path(struct backend *b, const char *path, mode_t mode)
 {
-    MD(b);
+    MD(b, QOS_MKDIR);
     return mkdir(path, mode) < 0 ? -errno : 0;
 }
 

@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "log.h"
+#include "qos_client.h"
 #include "stage_internal.h"
 
 unsigned stage_owner(const char *relpath, unsigned n)
@@ -177,6 +178,10 @@ int stage_create(const struct stage_options *opt, struct stage_run **out, char *
         run->opt.threads = STAGE_DEFAULT_THREADS;
     ratelimit_init(&run->md, opt->max_mdops, 100);
     ratelimit_init(&run->bw, opt->max_bw, 100);
+    if (qos_client_on() && opt->direction != STAGE_COPY) {
+        run->md.qos_class = QOS_OTHER;
+        run->bw.qos_class = opt->direction == STAGE_IN ? QOS_READ : QOS_WRITE;
+    }
 
     int rc = 0;
     if (opt->direction == STAGE_COPY && opt->type == STAGE_TYPE_DIRECTORY)
