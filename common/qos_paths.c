@@ -106,10 +106,15 @@ bool qos_paths_above(const struct qos_paths *p, const char *s)
 }
 
 #ifdef __SSE2__
+/* The vector code reads whole blocks, past a path's NUL but never into
+ * another page (as the C library's string functions do, which the
+ * sanitizer does not instrument either). */
+#define WHOLE_BLOCKS __attribute__((no_sanitize_address))
+
 /* 16 bytes at a time from an aligned address (an aligned load never
  * crosses into an unmapped page): a '/' followed by '/' or '.' before
  * the terminating NUL. strstr() costs several times more here. */
-long qos_path_scan(const char *s)
+WHOLE_BLOCKS long qos_path_scan(const char *s)
 {
     const __m128i slash = _mm_set1_epi8('/'), dot = _mm_set1_epi8('.'), nul = _mm_setzero_si128();
     uintptr_t off = (uintptr_t)s & 15;
@@ -151,7 +156,7 @@ bool qos_path_plain(const char *s)
  * first 32 bytes can be loaded without crossing into another page, and
  * hold its end, or at least every root's whole text. Returns 1 or 0, or
  * -1 when the general way must decide. */
-static int match_head(const struct qos_paths *p, const char *s)
+WHOLE_BLOCKS static int match_head(const struct qos_paths *p, const char *s)
 {
     if (((uintptr_t)s & 4095) > 4096 - 32)
         return -1;
