@@ -1,0 +1,204 @@
+/* Unit tests of adafs-qosd's policies and control cycle, without a
+ * network: agents' reports are made up, the messages decoded back. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "policy.h"
+#include "tap.h"
+
+static struct policy_job pj[8];
+static uint32_t order[8];
+static double want[8];
+
+static void jobs3(double d0, double d1, double d2)
+{
+    memset(pj, 0, sizeof(pj));
+    pj[0].demand = d0;
+    pj[1].demand = d1;
+    pj[2].demand = d2;
+    for (int i = 0; i < 3; i++)
+        pj[i].weight = 1;
+}
+
+static int near(double a, double b)
+{
+    return fabs(a - b) <= 1e-6 * (fabs(b) + 1);
+}
+
+static void test_policies(void)
+{
+    tap_ok(qos_policy_from_name("PSFA") == QOS_POLICY_PSFA && qos_policy_from_name("x") < 0 &&
+           strcmp(qos_policy_name(QOS_POLICY_PROPORTIONAL), "proportional") == 0, "policy names");
+    jobs3(100, 400, 500);
+    policy_allocate(QOS_POLICY_PSFA, 600, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 100) && near(pj[1].alloc, 250) && near(pj[2].alloc, 250),
+           "psfa: max-min in order of demand (100, 250, 250 of 600)");
+    jobs3(500, 400, 100);
+    policy_allocate(QOS_POLICY_PSFA, 600, pj, 3, order, want);
+    tap_ok(near(pj[2].alloc, 100) && near(pj[0].alloc, 250) && near(pj[1].alloc, 250),
+           "psfa: the same whatever the order the jobs come in (the published fault)");
+    jobs3(100, 200, 300);
+    pj[0].usage = 100;
+    pj[1].usage = 200;
+    pj[2].usage = 300;
+    policy_allocate(QOS_POLICY_PSFA, 1200, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 200) && near(pj[1].alloc, 400) && near(pj[2].alloc, 600),
+           "psfa: what no demand takes goes in proportion to usage (200, 400, 600)");
+    jobs3(100, 200, 300);
+    pj[2].asked = 250;
+    policy_allocate(QOS_POLICY_PSFA, 1200, pj, 3, order, want);
+    tap_ok(pj[2].alloc <= 250 + 1e-9 && near(pj[0].alloc + pj[1].alloc + pj[2].alloc, 1200),
+           "psfa: a job never gets more than it asked; the rest goes to the others");
+    jobs3(INFINITY, 100, 100);
+    policy_allocate(QOS_POLICY_PSFA, 600, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 400), "psfa: a job not yet measured takes what the others leave");
+
+    jobs3(1000, 1000, 1000);
+    pj[0].weight = 1;
+    pj[1].weight = 2;
+    pj[2].weight = 3;
+    policy_allocate(QOS_POLICY_PRIORITY, 600, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 100) && near(pj[1].alloc, 200) && near(pj[2].alloc, 300),
+           "priority: capacity by weight");
+    jobs3(1, 1000, 1000);
+    policy_allocate(QOS_POLICY_PRIORITY, 600, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 200), "priority: whatever the demand (equal weights: uniform)");
+
+    jobs3(50, 1000, 1000);
+    pj[0].asked = 300;
+    policy_allocate(QOS_POLICY_PROPORTIONAL, 600, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 300) && near(pj[1].alloc, 150) && near(pj[2].alloc, 150),
+           "proportional: a reservation is kept whatever the demand, the rest max-min");
+    jobs3(1000, 1000, 1000);
+    pj[0].asked = 600;
+    pj[1].asked = 600;
+    policy_allocate(QOS_POLICY_PROPORTIONAL, 600, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 300) && near(pj[1].alloc, 300) && near(pj[2].alloc, 0),
+           "proportional: overbooked reservations are scaled down together");
+
+    jobs3(5, 5, 5);
+    pj[0].asked = 70;
+    pj[1].dflt = 40;
+    pj[2].dflt = INFINITY;
+    policy_allocate(QOS_POLICY_STATIC, 10, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 70) && near(pj[1].alloc, 40) && isinf(pj[2].alloc),
+           "static: what was asked, else the default, whatever the capacity");
+    jobs3(5, 5, 5);
+    pj[1].asked = 70;
+    policy_allocate(QOS_POLICY_PSFA, INFINITY, pj, 3, order, want);
+    tap_ok(isinf(pj[0].alloc) && near(pj[1].alloc, 70), "no capacity for a class: only what was asked");
+}
+
+/* --- the control cycle ---------------------------------------------- */
+
+static struct qos_report report(uint32_t job, uint32_t procs, int cls, uint64_t used, uint64_t waited_ns)
+{
+    static struct qos_job_usage u[4];
+    static int next;
+    struct qos_job_usage *e = &u[next++ % 4];
+    memset(e, 0, sizeof(*e));
+    e->job_id = job;
+    e->procs = procs;
+    e->used[cls] = used;
+    e->waited_ns[cls] = waited_ns;
+    return (struct qos_report){ .njobs = 1, .jobs = e };
+}
+
+/* The limit node's message gives job for class cls. */
+static uint64_t limit_in(struct ctl *c, uint32_t node, uint32_t job, int cls)
+{
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    ctl_node_message(c, node, 1, &w);
+    struct rpc_reader r;
+    rpc_reader_init(&r, w.data, w.len);
+    struct qos_cycle cy;
+    uint64_t v = 0;
+    if (qos_cycle_get(&r, &cy) == 0)
+        for (uint32_t i = 0; i < cy.njobs; i++)
+            if (cy.jobs[i].job_id == job)
+                v = cy.jobs[i].limit.v[cls];
+    free(cy.jobs);
+    rpc_writer_free(&w);
+    return v;
+}
+
+static void test_ctl(void)
+{
+    struct ctl *c = ctl_new();
+    uint32_t n01[] = { 0, 1 }, n2[] = { 2 };
+    struct ctl_job_spec jobs[] = {
+        { .id = 10, .uid = 1000, .weight = 2, .nnodes = 2, .nodes = n01 },
+        { .id = 11, .uid = 1001, .weight = 1, .nnodes = 1, .nodes = n2 },
+    };
+    tap_is_int(ctl_set_jobs(c, jobs, 2, 4), 0, "two jobs on three of four nodes");
+    tap_ok(ctl_node_busy(c, 0) && ctl_node_busy(c, 2) && !ctl_node_busy(c, 3), "busy nodes");
+    struct ctl_settings s = { .policy = QOS_POLICY_PSFA, .agent_timeout_ms = 3000 };
+    s.capacity.v[QOS_STAT] = 1000;
+    int64_t t = 100000;
+    ctl_compute(c, &s, t);
+    tap_ok(limit_in(c, 0, 10, QOS_STAT) == 250 && limit_in(c, 1, 10, QOS_STAT) == 250 &&
+           limit_in(c, 2, 11, QOS_STAT) == 500,
+           "not yet measured: equal shares, each job's split evenly over its nodes");
+    tap_ok(limit_in(c, 0, 10, QOS_READ) == QOS_UNLIMITED, "a class without capacity: no limit");
+
+    /* Job 10 uses 400/s, all on node 0, held back; job 11 uses 50/s. */
+    for (int k = 0; k < 3; k++) {
+        t += 1000;
+        struct qos_report r0 = report(10, 4, QOS_STAT, 400ull * (uint64_t)k, 600000000ull * (uint64_t)k);
+        struct qos_report r1 = report(10, 0, QOS_STAT, 0, 0);
+        struct qos_report r2 = report(11, 1, QOS_STAT, 50ull * (uint64_t)k, 0);
+        ctl_take_report(c, 0, &r0, t);
+        ctl_take_report(c, 1, &r1, t);
+        ctl_take_report(c, 2, &r2, t);
+        ctl_compute(c, &s, t);
+    }
+    uint64_t l0 = limit_in(c, 0, 10, QOS_STAT), l1 = limit_in(c, 1, 10, QOS_STAT);
+    uint64_t l2 = limit_in(c, 2, 11, QOS_STAT);
+    tap_ok(l2 >= 62 && l2 <= 100, "a job using 50/s unhindered gets what it uses with headroom (%llu)",
+           (unsigned long long)l2);
+    tap_ok(l0 + l1 + l2 <= 1001 && l0 + l1 + l2 >= 990, "the capacity is all given out (%llu)",
+           (unsigned long long)(l0 + l1 + l2));
+    tap_ok(l0 > 10 * l1 && l1 >= 1, "a job's share follows its usage over its nodes (%llu on the busy"
+           " node, %llu on the idle one)", (unsigned long long)l0, (unsigned long long)l1);
+
+    /* Node 2's agent stops reporting: job 11 leaves the sums. */
+    for (int k = 3; k < 8; k++) {
+        t += 1000;
+        struct qos_report r0 = report(10, 4, QOS_STAT, 400ull * (uint64_t)k, 600000000ull * (uint64_t)k);
+        ctl_take_report(c, 0, &r0, t);
+        struct qos_report r1 = report(10, 0, QOS_STAT, 0, 0);
+        ctl_take_report(c, 1, &r1, t);
+        ctl_compute(c, &s, t);
+    }
+    tap_ok(!ctl_node_up(c, 2) && ctl_node_up(c, 0), "an agent silent past the timeout is down");
+    l0 = limit_in(c, 0, 10, QOS_STAT);
+    l1 = limit_in(c, 1, 10, QOS_STAT);
+    tap_ok(l0 + l1 >= 990, "the job on live nodes gets the capacity the silent one's job held (%llu)",
+           (unsigned long long)(l0 + l1));
+    tap_ok(limit_in(c, 2, 11, QOS_STAT) == l2, "the silent node keeps the last limits it was sent");
+
+    struct qos_status st;
+    ctl_status(c, &st);
+    tap_ok(st.njobs == 2 && st.jobs[0].job_id == 10 && st.jobs[0].nodes == 2 &&
+           st.jobs[0].usage[QOS_STAT] == 400 && st.jobs[1].nodes_reporting == 0,
+           "status: nodes, reporting nodes, usage");
+    free(st.jobs);
+
+    /* The job set changes: measurements of pairs still there are kept. */
+    struct ctl_job_spec again[] = { jobs[0] };
+    ctl_set_jobs(c, again, 1, 4);
+    tap_ok(limit_in(c, 0, 10, QOS_STAT) == l0 && !ctl_node_busy(c, 2),
+           "a job set refresh keeps what was measured, drops what ended");
+    ctl_free(c);
+}
+
+int main(void)
+{
+    test_policies();
+    test_ctl();
+    return tap_done();
+}
