@@ -13,4 +13,9 @@
  * that shrank meanwhile gives what is there. Returns 0 or -errno. */
 int fileio_read_all(int fd, size_t size, char **out, size_t *len);
 
+/* Replaces path with data atomically: written to path.new (made fresh:
+ * O_EXCL, O_NOFOLLOW, mode whatever the umask), synced, renamed over
+ * path. Returns 0 or -errno. */
+int fileio_replace(const char *path, const void *data, size_t len, int mode);
+
 #endif

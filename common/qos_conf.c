@@ -2,6 +2,7 @@
 #include "qos_conf.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,9 @@ void qos_conf_defaults(struct qos_conf *c)
         .socket = strdup("/run/adafs/qos.sock"),
         .state_dir = strdup("/var/lib/adafs-qosd"),
         .agent_timeout_ms = 5000,
+        .directive = strdup("BB_ADAFS"),
+        .preload = strdup(ADAFS_PKGLIBDIR "/libadafs_preload.so"),
+        .agent_port = 6830,
     };
 }
 
@@ -44,6 +48,9 @@ void qos_conf_free(struct qos_conf *c)
     free(c->paths);
     free(c->socket);
     free(c->state_dir);
+    free(c->directive);
+    free(c->preload);
+    free(c->munge_socket);
     memset(c, 0, sizeof(*c));
 }
 
@@ -151,6 +158,34 @@ oom:
     return -1;
 }
 
+/* The plugin's keys qosd needs to reach the agents and to read jobs'
+ * directives; the plugin itself checks them in full. */
+static int plugin_key(struct qos_conf *c, const char *key, const char *value, char *err,
+                      size_t errlen)
+{
+    char *end;
+    long v;
+    if (strcasecmp(key, "Directive") == 0)
+        return set_string(&c->directive, value);
+    if (strcasecmp(key, "AdafsPreload") == 0)
+        return set_string(&c->preload, value);
+    if (strcasecmp(key, "AdafsMungeSocket") == 0)
+        return set_string(&c->munge_socket, value);
+    if (strcasecmp(key, "AdafsAgentPort") == 0 || strcasecmp(key, "AdafsAgentPortOffset") == 0) {
+        v = strtol(value, &end, 10);
+        bool port = strcasecmp(key, "AdafsAgentPort") == 0;
+        if (*end || !*value || (port ? v < 1 || v > 65535 : v < -65535 || v > 65535)) {
+            snprintf(err, errlen, "%s=%s: not a port%s", key, value, port ? "" : " offset");
+            return -1;
+        }
+        if (port)
+            c->agent_port = (uint16_t)v;
+        else
+            c->agent_port_offset = (int)v;
+    }
+    return 0;
+}
+
 int qos_conf_load(const char *path, struct qos_conf *c, char *err, size_t errlen)
 {
     qos_conf_defaults(c);
@@ -159,8 +194,10 @@ int qos_conf_load(const char *path, struct qos_conf *c, char *err, size_t errlen
         return -1;
     int rc = 0;
     for (size_t i = 0; i < conf.count && rc == 0; i++) {
-        char why[600];
-        if (qos_conf_set(c, conf.entries[i].key, conf.entries[i].value, why, sizeof(why)) < 0) {
+        char why[600] = "";
+        const char *key = conf.entries[i].key, *value = conf.entries[i].value;
+        if (qos_conf_set(c, key, value, why, sizeof(why)) < 0 || plugin_key(c, key, value, why,
+                                                                             sizeof(why)) < 0) {
             snprintf(err, errlen, "%s line %d: %s", path, conf.entries[i].line, why);
             rc = -1;
         }
@@ -184,4 +221,42 @@ int qos_conf_job_env(const struct qos_conf *c, char *out[3])
     if (dflt[0] && asprintf(&out[n], "%s=%s", QOS_ENV_DEFAULT, dflt) > 0)
         n++;
     return n;
+}
+
+int qos_directive_find(const char *prefix, const char *text, struct qos_limits *out, char *err,
+                       size_t errlen)
+{
+    size_t plen = strlen(prefix);
+    int found = 0;
+    memset(out, 0, sizeof(*out));
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *p = line;
+        while (p < line + len && (*p == ' ' || *p == '\t'))
+            p++;
+        if (*p == '#' && (size_t)(line + len - p) > plen && strncmp(p + 1, prefix, plen) == 0) {
+            p += 1 + plen;
+            while (p < line + len && (*p == ' ' || *p == '\t'))
+                p++;
+            if ((size_t)(line + len - p) >= 3 && strncmp(p, "qos", 3) == 0 &&
+                (p + 3 == line + len || p[3] == ' ' || p[3] == '\t')) {
+                char buf[1024], why[512];
+                size_t n = (size_t)(line + len - (p + 3));
+                if (n >= sizeof(buf))
+                    n = sizeof(buf) - 1;
+                memcpy(buf, p + 3, n);
+                buf[n] = '\0';
+                struct qos_limits one;
+                if (qos_limits_parse(buf, &one, why, sizeof(why)) < 0) {
+                    snprintf(err, errlen, "%s", why);
+                    return -1;
+                }
+                qos_limits_merge(out, &one);
+                found = 1;
+            }
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return found;
 }

@@ -30,6 +30,13 @@ struct qos_conf {
     char *socket;                /* AdafsQosSocket: the agents' --qos-socket */
     char *state_dir;             /* AdafsQosStateDir: adafs-qosd's state and records */
     uint32_t agent_timeout_ms;   /* AdafsQosAgentTimeout: a silent agent's jobs leave the sums */
+    /* The plugin's keys adafs-qosd and the TaskProlog read too (set by
+     * qos_conf_load only; the plugin checks them itself). */
+    char *directive;             /* Directive (BB_ADAFS) */
+    char *preload;               /* AdafsPreload */
+    char *munge_socket;          /* AdafsMungeSocket; NULL: munge's default */
+    uint16_t agent_port;         /* AdafsAgentPort (6830) ... */
+    int agent_port_offset;       /* ... or AdafsAgentPortOffset + the slurmd port */
 };
 
 void qos_conf_defaults(struct qos_conf *c);
@@ -47,5 +54,12 @@ int qos_conf_load(const char *path, struct qos_conf *c, char *err, size_t errlen
 /* The job's environment for the interposer (qos_client.h): NAME=VALUE
  * strings into out[0..3) (malloc'd; NULL past the last); how many. */
 int qos_conf_job_env(const struct qos_conf *c, char *out[3]);
+
+/* The limits a job's "#<prefix> qos ..." line asks for, from the text of
+ * its directives (as the plugin stores them in the job's burst_buffer
+ * field). 1 and *out filled when there is one, 0 when none, -1 with err
+ * for a malformed one. */
+int qos_directive_find(const char *prefix, const char *text, struct qos_limits *out, char *err,
+                       size_t errlen);
 
 #endif
