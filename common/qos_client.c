@@ -348,6 +348,25 @@ bool qos_client_on(void)
     return atomic_load(&qc.on);
 }
 
+bool qos_client_await(int timeout_ms)
+{
+    if (!atomic_load(&qc.on))
+        return false;
+    try_attach();
+    if (!atomic_load(&qc.shared))
+        return false;
+    struct qos_seg *s = atomic_load(&qc.seg);
+    int64_t end = clock_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000;
+    while (atomic_load(&s->head.gen) == 0 && clock_ns(CLOCK_MONOTONIC) < end) {
+        struct timespec ts = { 0, 50000000 };
+        nanosleep(&ts, NULL);
+    }
+    atomic_store(&qc.gen_seen, atomic_load(&s->head.gen));
+    load_limits(s);
+    atomic_fetch_add(&qos_epoch, 1);
+    return atomic_load(&s->head.gen) != 0;
+}
+
 void qos_client_state(struct qos_client_state *st)
 {
     memset(st, 0, sizeof(*st));

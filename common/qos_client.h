@@ -64,6 +64,12 @@ void qos_client_init(const struct qos_client_conf *c);
 /* Whether qos_client_init ran: charges count. */
 bool qos_client_on(void);
 
+/* Attaches now and waits up to timeout_ms for the controller's first
+ * limits in a budget that has none yet: for a process whose first burst
+ * would otherwise run unlimited (the stager, started moments after its
+ * job). Returns whether limits are in force; never waits longer. */
+bool qos_client_await(int timeout_ms);
+
 struct qos_tls {
     int64_t credit[QOS_NCLASSES];      /* the fast path's */
     uint64_t epoch;

@@ -279,12 +279,23 @@ static double as_rate(uint64_t v)
     return v == QOS_NOT_GIVEN || v == QOS_UNLIMITED ? INFINITY : (double)v;
 }
 
-/* Job j's allocation of class cl over its nodes that report, by demand. */
-static void split(struct ctl *c, const struct job *j, int cl)
+/* Job j's allocation of class cl over its nodes that report, by demand;
+ * under the static policy a job that asked nothing gets the site default
+ * on each node as it is (it is per node already). */
+static void split(struct ctl *c, const struct job *j, int cl, const struct ctl_settings *s)
 {
     double alloc = j->alloc[cl];
     if (!j->up)
         return;
+    if (s->policy == QOS_POLICY_STATIC && (j->asked.v[cl] == QOS_NOT_GIVEN ||
+                                           j->asked.v[cl] == QOS_UNLIMITED)) {
+        for (uint32_t k = 0; k < j->npairs; k++) {
+            struct pair *p = &c->pairs[j->first + k];
+            if (c->nodes[p->node].up)
+                p->limit[cl] = s->dflt.v[cl] == QOS_NOT_GIVEN ? QOS_UNLIMITED : s->dflt.v[cl];
+        }
+        return;
+    }
     double floor = alloc * CTL_NODE_FLOOR / j->up, sum = 0;
     for (uint32_t k = 0; k < j->npairs; k++) {
         struct pair *p = &c->pairs[j->first + k];
@@ -355,7 +366,7 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
         policy_allocate(s->policy, capacity, c->pj, c->njobs, c->order, c->want);
         for (size_t i = 0; i < c->njobs; i++) {
             c->jobs[i].alloc[cl] = c->pj[i].alloc;
-            split(c, &c->jobs[i], cl);
+            split(c, &c->jobs[i], cl, s);
         }
     }
 }

@@ -132,8 +132,17 @@ static void reload_if_changed(bool force)
 static void apply_jobs(void)
 {
     struct ctl_job_spec *specs = malloc((world.njobs ? world.njobs : 1) * sizeof(*specs));
-    if (!specs)
+    uint32_t *ids = malloc((world.njobs ? world.njobs : 1) * sizeof(*ids));
+    if (!specs || !ids) {
+        free(specs);
+        free(ids);
         return;
+    }
+    for (size_t i = 0; i < world.njobs; i++)
+        ids[i] = world.jobs[i].id;
+    /* Limits set for a job that ended go with it (job ids come back). */
+    state_prune_jobs(&st, ids, world.njobs);
+    free(ids);
     for (size_t i = 0; i < world.njobs; i++) {
         specs[i] = world.jobs[i];
         const struct qos_limits *set = state_job(&st, specs[i].id);

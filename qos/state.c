@@ -2,6 +2,7 @@
 #include "state.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ int state_save(const char *path, const struct state *s, char *err, size_t errlen
     rpc_put_u32(&w, s->njobs);
     for (uint32_t i = 0; i < s->njobs; i++) {
         rpc_put_u32(&w, s->jobs[i].job_id);
+        rpc_put_u32(&w, s->jobs[i].seen);
         put_limits(&w, &s->jobs[i].limits);
     }
     rpc_put_u32(&w, s->nlimits);
@@ -101,6 +103,7 @@ int state_load(const char *path, struct state *s, char *err, size_t errlen)
         goto out;
     for (uint32_t i = 0; i < s->njobs; i++) {
         s->jobs[i].job_id = rpc_get_u32(&r);
+        s->jobs[i].seen = rpc_get_u32(&r) != 0;
         get_limits(&r, &s->jobs[i].limits);
     }
     s->nlimits = rpc_get_u32(&r);
@@ -150,4 +153,23 @@ int state_set_job(struct state *s, uint32_t job_id, const struct qos_limits *l)
     s->jobs = grown;
     s->jobs[s->njobs++] = (struct state_job){ .job_id = job_id, .limits = *l };
     return 0;
+}
+
+unsigned state_prune_jobs(struct state *s, const uint32_t *running, size_t n)
+{
+    unsigned dropped = 0;
+    for (uint32_t i = 0; i < s->njobs;) {
+        bool runs = false;
+        for (size_t k = 0; k < n && !runs; k++)
+            runs = running[k] == s->jobs[i].job_id;
+        if (runs)
+            s->jobs[i].seen = true;
+        if (!runs && s->jobs[i].seen) {
+            s->jobs[i] = s->jobs[--s->njobs];
+            dropped++;
+        } else {
+            i++;
+        }
+    }
+    return dropped;
 }

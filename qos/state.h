@@ -12,10 +12,11 @@
 #include "qos_limits.h"
 
 #define STATE_MAGIC 0x44514441u   /* "ADQD" read as little-endian */
-#define STATE_VERSION 1
+#define STATE_VERSION 2
 
 struct state_job {               /* adafs-qos set job */
     uint32_t job_id;
+    bool seen;                   /* seen running: dropped once it is not */
     struct qos_limits limits;
 };
 
@@ -48,5 +49,8 @@ int state_save(const char *path, const struct state *s, char *err, size_t errlen
 const struct qos_limits *state_job(const struct state *s, uint32_t job_id);
 /* Sets (or with an empty set, clears) a job's limits. -ENOMEM. */
 int state_set_job(struct state *s, uint32_t job_id, const struct qos_limits *l);
+/* Marks the jobs running (ids[0..n)) seen and drops the limits of jobs
+ * seen before that no longer run; returns how many were dropped. */
+unsigned state_prune_jobs(struct state *s, const uint32_t *running, size_t n);
 
 #endif

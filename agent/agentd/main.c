@@ -109,6 +109,8 @@ static int handle_start(struct rpc_reader *r, struct reply *out)
     int port;
     pid_t pid;
     int rc = jobs_start(&m, &port, &pid, &out->err);
+    if (rc == 0)
+        qos_agent_ensure(m.job_id, m.uid);   /* its I/O budget, before its processes ask */
     if (rc == 0) {
         rpc_put_u32(&out->body, (uint32_t)port);
         rpc_put_u32(&out->body, (uint32_t)pid);

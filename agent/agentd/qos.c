@@ -30,6 +30,7 @@ struct qjob {
     int fd;
     struct qos_seg *seg;
     unsigned missing;      /* cycles since qosd last named the job */
+    bool provisional;      /* made at a process's request, not yet named by qosd */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -110,6 +111,20 @@ static struct qjob *get_locked(uint32_t job_id, uid_t uid, char *err, size_t err
     return &jobs[i];
 }
 
+void qos_agent_ensure(uint32_t job_id, uid_t uid)
+{
+    if (!running)
+        return;
+    char err[256];
+    pthread_mutex_lock(&lock);
+    struct qjob *j = get_locked(job_id, uid, err, sizeof(err));
+    if (!j)
+        log_warn("%s", err);
+    else
+        j->provisional = false;   /* the plugin's START names the job's owner */
+    pthread_mutex_unlock(&lock);
+}
+
 int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, size_t errlen)
 {
     if (!running) {
@@ -132,6 +147,7 @@ int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, siz
             break;
         }
         j->missing = 0;
+        j->provisional = false;
         qos_seg_set_limits(j->seg, &c.jobs[k].limit);
     }
     for (size_t i = njobs; i-- > 0;)
@@ -161,6 +177,27 @@ int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, siz
     return rc;
 }
 
+/* A job qosd has not named yet (it is down, or has not seen the job):
+ * its processes still share one budget on this node, at the site's
+ * default, the uid that asks first taken for the owner until qosd or the
+ * plugin says otherwise (then the budget is made anew for the right one).
+ * A user may have a few such budgets only, so none can fill the table. */
+#define PROVISIONAL_PER_UID 16
+
+static struct qjob *provisional_locked(uint32_t job_id, uid_t uid)
+{
+    unsigned mine = 0;
+    for (size_t i = 0; i < njobs; i++)
+        mine += jobs[i].provisional && jobs[i].uid == uid;
+    if (mine >= PROVISIONAL_PER_UID)
+        return NULL;
+    char err[256];
+    struct qjob *j = get_locked(job_id, uid, err, sizeof(err));
+    if (j)
+        j->provisional = true;
+    return j;
+}
+
 /* For qos_attach_answer: a duplicate of the job's budget descriptor (the
  * table may drop the job while the answer is sent), kept in *ctx. */
 static int lookup(void *ctx, uint32_t job_id, uid_t uid)
@@ -168,6 +205,8 @@ static int lookup(void *ctx, uint32_t job_id, uid_t uid)
     int rc;
     pthread_mutex_lock(&lock);
     size_t i = find_locked(job_id);
+    if ((i == njobs || jobs[i].job_id != job_id) && provisional_locked(job_id, uid))
+        i = find_locked(job_id);
     if (i == njobs || jobs[i].job_id != job_id)
         rc = -ENOENT;
     else if (uid != jobs[i].uid && uid != 0)

@@ -13,6 +13,8 @@
 #ifndef ADAFS_AGENT_QOS_H
 #define ADAFS_AGENT_QOS_H
 
+#include <sys/types.h>
+
 #include "rpc.h"
 
 #define QOS_AGENT_GRACE 3
@@ -26,6 +28,11 @@ int qos_agent_start(const char *path, char *err, size_t errlen);
 /* AGENT_QOS: applies a cycle and writes the report into out. 0 or
  * -EBADMSG / -ENOMEM / -ENOSPC (too many jobs; the message says which). */
 int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, size_t errlen);
+
+/* Makes job_id's budget (uid's) if there is none yet, with no limits of
+ * its own: for a job the agent starts itself, so its processes and its
+ * stager find their budget before qosd first names the job. */
+void qos_agent_ensure(uint32_t job_id, uid_t uid);
 
 /* Closes the socket (its file is removed) and frees every budget. */
 void qos_agent_stop(void);

@@ -326,7 +326,8 @@ cmd_start() {
     # --clean: also the stand-in parallel file system and job outputs, so
     # a test never sees an earlier run's files.
     if [ "$clean" = 1 ]; then
-        rm -rf "${base:?}"/state "${base:?}"/spool "${base:?}"/log "${base:?}"/pfs "${base:?}"/jobs
+        rm -rf "${base:?}"/state "${base:?}"/spool "${base:?}"/log "${base:?}"/pfs "${base:?}"/jobs \
+            "${base:?}"/qos
     fi
     write_config
     start_munge
