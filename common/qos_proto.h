@@ -87,6 +87,9 @@ struct qos_status {
     struct qos_job_status *jobs;   /* decoded: malloc'd */
 };
 
+/* One class vector (QOS_NCLASSES x u64), as the messages carry them. */
+void qos_classes_put(struct rpc_writer *w, const uint64_t *v);
+
 void qos_cycle_put(struct rpc_writer *w, const struct qos_cycle *c);
 int qos_cycle_get(struct rpc_reader *r, struct qos_cycle *c);
 void qos_report_put(struct rpc_writer *w, const struct qos_report *rep);

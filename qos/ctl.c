@@ -393,8 +393,7 @@ void ctl_node_message(struct ctl *c, uint32_t node, uint64_t cycle, struct rpc_w
         const struct pair *p = &c->pairs[n->pairs[k]];
         rpc_put_u32(w, c->jobs[p->job].id);
         rpc_put_u32(w, c->jobs[p->job].uid);
-        for (int cl = 0; cl < QOS_NCLASSES; cl++)
-            rpc_put_u64(w, p->limit[cl]);
+        qos_classes_put(w, p->limit);
     }
 }
 
