@@ -223,14 +223,14 @@ void ctl_take_report(struct ctl *c, uint32_t node, const struct qos_report *rep,
             continue;
         double dt = (double)(now_ms - p->last_ms) / 1000.0;
         if (p->samples && dt > 0.001) {
-            double procs = u->procs ? u->procs : 1;
+            double per_s = 1 / dt, held_per_ns = per_s / 1e9 / (u->procs ? u->procs : 1);
             for (int cl = 0; cl < QOS_NCLASSES; cl++) {
                 /* Totals that went back: a new budget (an agent restarted). */
                 uint64_t du = u->used[cl] >= p->last_used[cl] ? u->used[cl] - p->last_used[cl] : 0;
                 uint64_t dw = u->waited_ns[cl] >= p->last_waited[cl]
                                   ? u->waited_ns[cl] - p->last_waited[cl] : 0;
-                p->rate[cl] = (double)du / dt;
-                double held = (double)dw / 1e9 / dt / procs;
+                p->rate[cl] = (double)du * per_s;
+                double held = (double)dw * held_per_ns;
                 p->held[cl] = held > 1 ? 1 : held;
             }
         }
@@ -331,11 +331,22 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
         nd->up = nd->last_ms ? now_ms - nd->last_ms <= s->agent_timeout_ms
                              : nd->first_ms && now_ms - nd->first_ms <= s->agent_timeout_ms;
     }
+    /* A class nobody limits (no capacity, nothing asked, no static
+     * default) needs no demand and no share: no limit on any node. */
+    bool limited[QOS_NCLASSES];
+    for (int cl = 0; cl < QOS_NCLASSES; cl++) {
+        limited[cl] = s->policy == QOS_POLICY_STATIC ? !isinf(as_rate(s->dflt.v[cl]))
+                                                     : !isinf(as_rate(s->capacity.v[cl]));
+        for (size_t i = 0; i < c->njobs && !limited[cl]; i++)
+            limited[cl] = !isinf(as_rate(c->jobs[i].asked.v[cl]));
+    }
     for (size_t i = 0; i < c->njobs; i++) {
         struct job *j = &c->jobs[i];
         j->procs = j->up = 0;
-        for (int cl = 0; cl < QOS_NCLASSES; cl++)
-            j->demand[cl] = j->usage[cl] = 0;
+        for (int cl = 0; cl < QOS_NCLASSES; cl++) {
+            j->demand[cl] = limited[cl] ? 0 : INFINITY;
+            j->usage[cl] = 0;
+        }
         for (uint32_t k = 0; k < j->npairs; k++) {
             struct pair *p = &c->pairs[j->first + k];
             if (!c->nodes[p->node].up)
@@ -343,14 +354,24 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
             j->up++;
             j->procs += p->procs;
             for (int cl = 0; cl < QOS_NCLASSES; cl++) {
-                p->demand[cl] = pair_demand(p, cl);
-                j->demand[cl] += p->demand[cl];
+                if (limited[cl]) {
+                    p->demand[cl] = pair_demand(p, cl);
+                    j->demand[cl] += p->demand[cl];
+                }
                 if (p->samples >= 2)
                     j->usage[cl] += p->rate[cl];
             }
         }
     }
     for (int cl = 0; cl < QOS_NCLASSES; cl++) {
+        if (!limited[cl]) {
+            for (size_t i = 0; i < c->npairs; i++)
+                if (c->nodes[c->pairs[i].node].up)
+                    c->pairs[i].limit[cl] = QOS_UNLIMITED;
+            for (size_t i = 0; i < c->njobs; i++)
+                c->jobs[i].alloc[cl] = INFINITY;
+            continue;
+        }
         double capacity = as_rate(s->capacity.v[cl]);
         for (size_t i = 0; i < c->njobs; i++) {
             const struct job *j = &c->jobs[i];
