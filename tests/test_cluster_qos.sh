@@ -26,9 +26,9 @@ check "adafs-qosd starts when burst_buffer.conf sets AdafsQosPaths" -- "$cluster
 # logs, "UNIXTIME COUNT" lines), averaged over seconds [FROM, TO).
 rate() {
     local a=$1 b=$2; shift 2
-    cat "$@" 2>/dev/null | awk -v a="$a" -v b="$b" '$1 >= a && $1 < b { s += $2 } END { printf "%.0f", s / (b - a) }'
+    cat "$@" 2>/dev/null | awk -v a="$a" -v b="$b" '$1 ~ /^[0-9]/ && $1 >= a && $1 < b { s += $2 } END { printf "%.0f", s / (b - a) }'
 }
-first_second() { cat "$@" 2>/dev/null | awk 'NR == 1 || $1 < m { m = $1 } END { print m }'; }
+first_second() { cat "$@" 2>/dev/null | awk '$1 ~ /^[0-9]/ && (!m || $1 < m) { m = $1 } END { print m }'; }
 within() {  # within VALUE WANT PERCENT
     awk -v v="$1" -v w="$2" -v p="$3" 'BEGIN { exit !(v >= w * (1 - p / 100) && v <= w * (1 + p / 100)) }'
 }

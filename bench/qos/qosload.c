@@ -1,14 +1,18 @@
 /* qosload: the load programs of the QoS acceptance runs (issue 24), each
  * process logging what it did in each second:
  *
- *   qosload stat DIR SECONDS LOG      stat() the files DIR/f0..f63 in a loop
- *   qosload storm DIR SECONDS LOG     open, fstat, close them in a loop
- *   qosload write FILE SECONDS LOG    1 MiB write()s, rewinding every 64 MiB
- *   qosload idle SECONDS              sleep (a job that stops its I/O)
+ *   qosload stat DIR SECONDS LOG [OPTION...]    stat() DIR/f0..f63 in a loop
+ *   qosload storm DIR SECONDS LOG [OPTION...]   open, fstat, close them in a loop
+ *   qosload write FILE SECONDS LOG [OPTION...]  1 MiB write()s, rewinding every 64 MiB
+ *   qosload idle SECONDS                        sleep (a job that stops its I/O)
+ * options:
+ *   --rate R       at most R operations (bytes) per second: the process's demand
+ *   --ops N        stop after N operations (bytes) instead of after SECONDS
+ *   --idle AT:FOR  do nothing from second AT for FOR seconds
  *
  * LOG gets one line per second: "UNIXTIME COUNT" (operations, or bytes for
- * write); "%p" in LOG is the process id, "%r" $SLURM_PROCID. Missing
- * files of DIR are created first. */
+ * write), and a last "done UNIXTIME" line; "%p" in LOG is the process id,
+ * "%r" $SLURM_PROCID. Missing files of DIR are created first. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -54,12 +58,21 @@ int main(int argc, char **argv)
         sleep((unsigned)atoi(argv[2]));
         return 0;
     }
-    if (argc != 5) {
-        fprintf(stderr, "usage: qosload stat|storm DIR SECONDS LOG | write FILE SECONDS LOG | idle SECONDS\n");
+    if (argc < 5) {
+        fprintf(stderr, "usage: qosload stat|storm DIR SECONDS LOG [--rate R] [--ops N] [--idle AT:FOR]\n"
+                        "       qosload write FILE SECONDS LOG [...] | idle SECONDS\n");
         return 2;
     }
     const char *mode = argv[1], *target = argv[2];
-    double seconds = atof(argv[3]);
+    double seconds = atof(argv[3]), rate = 0, ops = 0, idle_at = -1, idle_for = 0;
+    for (int a = 5; a + 1 < argc; a += 2) {
+        if (strcmp(argv[a], "--rate") == 0)
+            rate = atof(argv[a + 1]);
+        else if (strcmp(argv[a], "--ops") == 0)
+            ops = atof(argv[a + 1]);
+        else if (strcmp(argv[a], "--idle") == 0)
+            sscanf(argv[a + 1], "%lf:%lf", &idle_at, &idle_for);
+    }
     FILE *log = open_log(argv[4]);
     if (!log)
         return 1;
@@ -80,7 +93,7 @@ int main(int argc, char **argv)
         }
     }
     int storm = strcmp(mode, "storm") == 0;
-    double start = now_s(), second = (double)(long)start + 1;
+    double start = now_s(), second = (double)(long)start + 1, done_total = 0, paused = 0;
     unsigned long long count = 0, off = 0;
     for (unsigned long i = 0;; i++) {
         double t = now_s();
@@ -89,8 +102,21 @@ int main(int argc, char **argv)
             fflush(log);
             count = 0;
             second += 1;
-            if (t - start >= seconds)
+            if (!ops && t - start >= seconds)
                 break;
+        }
+        if (ops && done_total >= ops)
+            break;
+        if (idle_at >= 0 && t - start >= idle_at && t - start < idle_at + idle_for) {
+            usleep(10000);
+            paused = idle_for;
+            continue;
+        }
+        /* Paced: never ahead of rate x the time spent working. */
+        double ahead = rate > 0 ? done_total / rate - (t - start - paused) : 0;
+        if (ahead > 0.002) {
+            usleep((useconds_t)(ahead * 1e6 > 20000 ? 20000 : ahead * 1e6));
+            continue;
         }
         struct stat st;
         if (writing) {
@@ -98,6 +124,7 @@ int main(int argc, char **argv)
             if (n < 0)
                 return perror(target), 1;
             count += (unsigned long long)n;
+            done_total += (double)n;
             if ((off += (unsigned long long)n) >= (64u << 20)) {
                 lseek(fd, 0, SEEK_SET);
                 off = 0;
@@ -109,11 +136,16 @@ int main(int argc, char **argv)
                 close(f);
             }
             count++;
+            done_total++;
         } else {
             stat(names[i % 64], &st);
             count++;
+            done_total++;
         }
     }
+    if (count)
+        fprintf(log, "%.0f %llu\n", second - 1, count);
+    fprintf(log, "done %.3f\n", now_s());
     if (fd >= 0)
         close(fd);
     fclose(log);
