@@ -70,6 +70,9 @@ struct node_calls {
     struct agent_request *req;
     enum bb_failure worst;         /* of the failed requests */
     char *why;                     /* the first message of the worst kind */
+    /* An agent's refusal that is no failure of this step (0: none): the
+     * caller finds it in req[k].reply.status. */
+    int tolerate;
 };
 
 static int calls_init(struct node_calls *c, struct bb_job *j)
@@ -131,9 +134,16 @@ static size_t calls_run(struct node_calls *c)
     for (size_t k = 0; k < c->n; k++) {
         struct agent_request *q = &c->req[k];
         /* A stage already running there: our earlier STAGE arrived, its
-         * answer did not. */
-        if (q->rc == 0 && q->op == AGENT_STAGE && q->reply.status == -EBUSY)
+         * answer did not (a timeout, or a slurmctld restart that lost the
+         * acknowledgement; the record moves to the next line only once every
+         * worker is done). It is polled like the others. */
+        if (q->rc == 0 && q->op == AGENT_STAGE && q->reply.status == -EBUSY) {
+            log_info("job %u: node %s: stage already running (started before a lost answer): "
+                     "polling it", c->job->job_id, q->target.node);
             q->reply.status = 0;
+        }
+        if (q->rc == 0 && c->tolerate && q->reply.status == c->tolerate)
+            continue;
         enum bb_failure f = lifecycle_classify(q->rc, q->reply.status, q->reply.fault);
         if (f == FAIL_NONE)
             continue;
@@ -203,13 +213,47 @@ static void to_teardown(struct bb_job *j)
         j->nodes[i].stage_sent = false;
 }
 
-static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
+/* Tears down, on the nodes marked in leftover, what an instance of this job
+ * whose record was lost left there (a START they refused as "already
+ * deployed": after a slurmctld restart, the START that was in flight). The
+ * plugin keeps one live record per job, so whatever the agent has for the
+ * job is stale. Returns how many failed; *events is the step's outcome
+ * then (fail_or_retry). */
+static size_t clear_leftovers(struct bb_job *j, const bool *leftover, int *events)
 {
     struct node_calls c;
     if (calls_init(&c, j) < 0) {
         to_teardown(j);
-        return LC_CHANGED;
+        *events = LC_CHANGED;
+        return 1;
     }
+    for (size_t i = 0; i < j->nnodes; i++)
+        if (leftover[i]) {
+            log_warn("job %u: node %s already has a server of this job, left by a lost "
+                     "record: tearing it down to start again", j->job_id, j->nodes[i].name);
+            agent_job_ref_put(calls_add(&c, i, AGENT_TEARDOWN),
+                              &(struct agent_job_ref){ j->job_id, true });
+        }
+    size_t failed = calls_run(&c);
+    if (failed)
+        *events = fail_or_retry(j, &c);
+    calls_free(&c);
+    return failed;
+}
+
+/* START on every node not yet started. With leftover, a START refused as
+ * "already deployed" marks its node there instead of failing. Returns how
+ * many failed; *events is the step's outcome then (fail_or_retry). Nodes
+ * that started keep their servers for the next attempt. */
+static size_t start_servers(struct bb_job *j, bool *leftover, int *events)
+{
+    struct node_calls c;
+    if (calls_init(&c, j) < 0) {
+        to_teardown(j);
+        *events = LC_CHANGED;
+        return j->nnodes;
+    }
+    c.tolerate = leftover ? -EEXIST : 0;
     for (size_t i = 0; i < j->nnodes; i++) {
         struct bb_node *n = &j->nodes[i];
         if (n->started)
@@ -228,6 +272,10 @@ static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
         struct bb_node *n = &j->nodes[c.node[k]];
         if (c.req[k].rc < 0)
             continue;
+        if (leftover && c.req[k].reply.status == -EEXIST) {
+            leftover[c.node[k]] = true;
+            continue;
+        }
         struct rpc_reader *r = &c.req[k].reply.reader;
         n->server_port = (int)rpc_get_u32(r);
         n->started = rpc_reader_ok(r) && n->server_port > 0;
@@ -238,9 +286,31 @@ static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
             failed++;
         }
     }
-    /* Nodes that started keep their servers for the next attempt. */
-    int events = failed ? fail_or_retry(j, &c) : 0;
+    if (failed)
+        *events = fail_or_retry(j, &c);
     calls_free(&c);
+    return failed;
+}
+
+static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
+{
+    struct node_calls c;
+    bool *leftover = calloc(j->nnodes ? j->nnodes : 1, sizeof(*leftover));
+    if (!leftover) {
+        bb_job_set_error(j, FAIL_TRANSIENT, "out of memory preparing requests to %zu nodes",
+                         j->nnodes);
+        to_teardown(j);
+        return LC_CHANGED;
+    }
+    int events = 0;
+    size_t failed = start_servers(j, leftover, &events);
+    bool any = false;
+    for (size_t i = 0; !failed && i < j->nnodes; i++)
+        any |= leftover[i];
+    /* Once: a second refusal is a failure like any other. */
+    if (any && !(failed = clear_leftovers(j, leftover, &events)))
+        failed = start_servers(j, NULL, &events);
+    free(leftover);
     if (failed)
         return events;
 

@@ -84,7 +84,7 @@ check "another user cannot read the instance file" -- \
     bash -c "! runuser -u $other -- cat $instance >/dev/null 2>&1"
 check "another user cannot enter the mount point" -- \
     bash -c "! runuser -u $other -- ls $mount >/dev/null 2>&1"
-state=$ADAFS_CLUSTER_DIR/state/adafs_state.json
+state=$ADAFS_CLUSTER_DIR/state/adafs_state
 check "slurmctld's state file, which holds the jobs' secrets, is mode 600" -- \
     test "$(stat -c %a "$state")" = 600
 

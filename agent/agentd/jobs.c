@@ -22,6 +22,7 @@
 #include "instance.h"
 #include "log.h"
 #include "net.h"
+#include "store.h"
 
 /* What is kept of a stager's stdout and of its stderr for STATUS: the
  * start of each, so that both, the note on what was dropped and the rest
@@ -46,6 +47,7 @@ struct job {
     char secret_hex[2 * RPC_SECRET_SIZE + 1];   /* which instance: a START again must match */
     char storage[PATH_MAX];
     char dir[PATH_MAX];        /* S/<node>/job.<id> */
+    char image[PATH_MAX];      /* S/<node>/job.<id>.img, its file system ("": none) */
     char mount[PATH_MAX];      /* "" until CONFIGURE */
     pid_t server_pid;
     int port;
@@ -468,6 +470,13 @@ static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
         }
         j->server_pid = 0;
     }
+    /* Its own file system: detached and removed, the data goes with it.
+     * If that fails the wipe below still empties it through the mount. */
+    if (j->image[0]) {
+        char why[PATH_MAX + 128];
+        if (store_destroy(j->image, j->dir, why, sizeof(why)) < 0)
+            log_warn("job %u: %s", j->id, why);
+    }
     int wiped = child_run_as(&j->user, wipe_as_user, j->dir, 60000);
     if (wiped != 0)
         rc = failf(e, AGENT_FAULT_TRANSIENT, -EIO, "job %u: could not wipe %s (status %d)", j->id, j->dir, wiped);
@@ -521,17 +530,23 @@ static int await_ready(int fd, int *port, char *line, size_t len)
 
 static int spawn_server(struct job *j, const struct agent_start *m, struct agent_error *e)
 {
-    char secret_path[PATH_MAX], logpath[PATH_MAX], hosts[PATH_MAX], idx[16], chunk[32], quota[32];
+    char secret_path[PATH_MAX], logpath[PATH_MAX], listen[INSTANCE_HOST_MAX + 8], idx[16];
+    char servers[16], chunk[32], quota[32];
     char fdtext[16];
     job_file_path(secret_path, sizeof(secret_path), m->job_id, "secret");
     pathf(logpath, sizeof(logpath), "%s/adafsd.job%u.%s.log", cfg->log_dir, m->job_id, cfg->node);
-    /* The server only needs its own address; the others are placeholders. */
-    size_t off = 0;
-    for (uint32_t i = 0; i < m->nservers && off < sizeof(hosts) - 300; i++)
-        off += (size_t)snprintf(hosts + off, sizeof(hosts) - off, "%s%s:0", i ? "," : "",
-                                i == m->index ? m->listen_host : "placeholder");
-    if (off >= sizeof(hosts) - 300)
-        return failf(e, AGENT_FAULT_JOB, -E2BIG, "job %u: too many servers for one command line", m->job_id);
+    /* The server needs its own address and the instance's size, nothing of
+     * the other servers: the command line is the same length for 1 server
+     * or 4,096. */
+    if (strlen(m->listen_host) >= INSTANCE_HOST_MAX || strchr(m->listen_host, ','))
+        return failf(e, AGENT_FAULT_JOB, -EINVAL, "job %u: listen host '%s' is not a host name",
+                     m->job_id, m->listen_host);
+    if (m->nservers > INSTANCE_MAX_SERVERS)
+        return failf(e, AGENT_FAULT_JOB, -E2BIG,
+                     "job %u: %u servers, more than the %d an instance may have",
+                     m->job_id, m->nservers, INSTANCE_MAX_SERVERS);
+    snprintf(listen, sizeof(listen), "%s:0", m->listen_host);
+    snprintf(servers, sizeof(servers), "%u", m->nservers);
     snprintf(idx, sizeof(idx), "%u", m->index);
     snprintf(chunk, sizeof(chunk), "%llu", (unsigned long long)m->chunk_size);
     snprintf(quota, sizeof(quota), "%llu", (unsigned long long)m->quota);
@@ -546,7 +561,7 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
     int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (logfd >= 0)
         fchmod(logfd, 0600);   /* it names the job's paths: root's only, whatever made it */
-    char *argv[] = { (char *)cfg->adafsd_path, "--index", idx, "--hosts", hosts,
+    char *argv[] = { (char *)cfg->adafsd_path, "--index", idx, "--listen", listen, "--servers", servers,
                      "--root", j->dir, "--secret-file", secret_path, "--chunk-size", chunk,
                      "--quota", quota, "--ready-fd", fdtext, "--foreground", NULL };
     /* The server runs next to its storage device (sysmap tells the plugin). */
@@ -667,9 +682,32 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
     if (rc == 0 && (rc = make_user_dir(j->dir, &j->user)) < 0)
         rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot create %s: %s", m->job_id, j->dir,
                    rc == -EEXIST ? "exists and is not the job user's directory" : strerror(-rc));
+    if (rc == 1 && m->quota) {
+        /* A requeued job's leftovers, maybe its old file system. */
+        pathf(j->image, sizeof(j->image), "%s.img", j->dir);
+        if (store_destroy(j->image, j->dir, why, sizeof(why)) < 0)
+            rc = failf(e, AGENT_FAULT_TRANSIENT, -EIO, "job %u: cannot remove old %s: %s", m->job_id,
+                       j->dir, why);
+        j->image[0] = '\0';
+    }
     if (rc == 1)   /* a requeued job's leftovers: start empty */
         rc = child_run_as(&j->user, wipe_as_user, j->dir, 60000) == 0 ? 0 :
              failf(e, AGENT_FAULT_TRANSIENT, -EIO, "job %u: cannot empty old %s", m->job_id, j->dir);
+    if (rc == 0 && m->quota) {
+        /* Everything the job puts on this node goes into a file system of
+         * its own, sized by its quota (store.h). */
+        struct instance_space space;
+        instance_space(m->quota, &space);
+        pathf(j->image, sizeof(j->image), "%s.img", j->dir);
+        if ((rc = store_create(j->image, j->dir, space.image, &j->user, why, sizeof(why))) < 0) {
+            j->image[0] = '\0';   /* store_create removed it */
+            /* Out of space may pass when other jobs end; anything else
+             * (no loop device, mkfs failing) is this node's. */
+            rc = failf(e, rc == -ENOSPC ? AGENT_FAULT_TRANSIENT : AGENT_FAULT_NODE, rc,
+                       "job %u: storage of %llu bytes: %s", m->job_id,
+                       (unsigned long long)space.image, why);
+        }
+    }
     if (rc == 0 && (rc = write_user_file(secret_path, text, &j->user)) < 0)
         rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot write %s: %s", m->job_id, secret_path,
                    strerror(-rc));
@@ -996,11 +1034,25 @@ static void recover_dir(const char *storage)
     while ((e = readdir(d))) {
         unsigned id;
         char tail;
-        if (sscanf(e->d_name, "job.%u%c", &id, &tail) != 1)
+        int n = sscanf(e->d_name, "job.%u%c", &id, &tail);
+        if (n == 2 && tail == '.' && strcmp(e->d_name + strlen(e->d_name) - 4, ".img") == 0) {
+            /* An image whose server root is gone (a crash mid-teardown). */
+            char image[PATH_MAX], dir[PATH_MAX];
+            pathf(image, sizeof(image), "%s/%s", nodedir, e->d_name);
+            pathf(dir, sizeof(dir), "%s/job.%u", nodedir, id);
+            struct stat st;
+            if (lstat(dir, &st) < 0 && errno == ENOENT) {
+                log_warn("recovery: job %u: removing leftover %s", id, image);
+                unlink(image);
+            }
+            continue;
+        }
+        if (n != 1)
             continue;
         struct job j = { .id = id };
         pathf(j.storage, sizeof(j.storage), "%s", storage);
         pathf(j.dir, sizeof(j.dir), "%s/%s", nodedir, e->d_name);
+        pathf(j.image, sizeof(j.image), "%s.img", j.dir);
         struct stat st;
         if (lstat(j.dir, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;

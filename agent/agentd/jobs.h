@@ -2,7 +2,10 @@
  *
  * Layout under a storage directory S and the mount prefix M (both owned by
  * root, not writable by users):
- *   S/<node>/job.<id>/        this node's server root, 0700, the job user's
+ *   S/<node>/job.<id>/        this node's server root, 0700, the job user's:
+ *                             with a quota, a file system of its own mounted
+ *                             there (store.h), so all it holds is bounded
+ *   S/<node>/job.<id>.img     that file system's image, root's, 0600
  *   S/<node>/job.<id>.pid     the server's pid, for recovery
  *   M/<id>/                   the mount point: an empty directory of the job
  *                             user, so paths up to it exist for programs that

@@ -1,8 +1,10 @@
 /* agentd_client: drives a running adafs-agentd for tests/test_agentd.sh.
  *
  *   agentd_client HOST PORT ping
- *   agentd_client HOST PORT start JOB UID GID STORAGE
- *   agentd_client HOST PORT configure JOB MOUNT
+ *   agentd_client HOST PORT start JOB UID GID STORAGE [INDEX SERVERS]
+ *   agentd_client HOST PORT configure JOB MOUNT [SERVERS]
+ *                               SERVERS: an instance file listing that many
+ *                               $ADAFS_TEST_QUOTA: START's quota (1 GiB)
  *   agentd_client HOST PORT stage JOB SOURCE DESTINATION
  *   agentd_client HOST PORT status JOB
  *   agentd_client HOST PORT teardown JOB
@@ -266,18 +268,37 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "ping") == 0)
         return simple(AGENT_PING, &w);
-    if (strcmp(cmd, "start") == 0 && argc == 8) {
+    if (strcmp(cmd, "start") == 0 && (argc == 8 || argc == 10)) {
         agent_start_put(&w, &(struct agent_start){
             .job_id = job, .uid = (uint32_t)atoi(argv[5]), .gid = (uint32_t)atoi(argv[6]),
-            .index = 0, .nservers = 1, .chunk_size = 524288, .quota = 1 << 30,
+            .index = argc == 10 ? (uint32_t)atoi(argv[8]) : 0,
+            .nservers = argc == 10 ? (uint32_t)atoi(argv[9]) : 1,
+            .chunk_size = 524288,
+            .quota = getenv("ADAFS_TEST_QUOTA") ? strtoull(getenv("ADAFS_TEST_QUOTA"), NULL, 10)
+                                                : 1 << 30,
             .listen_host = "127.0.0.1", .storage = argv[7],
             .secret_hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
             .numa_node = -1 });
         return simple(AGENT_START, &w);
     }
-    if (strcmp(cmd, "configure") == 0 && argc == 6) {
-        agent_configure_put(&w, &(struct agent_configure){ job, "test instance\n", argv[5] });
-        return simple(AGENT_CONFIGURE, &w);
+    if (strcmp(cmd, "configure") == 0 && (argc == 6 || argc == 7)) {
+        /* As the plugin writes it: one line per server, names as long as
+         * a cluster's ("node-rack12-chassis3-blade4.example.org"). */
+        int servers = argc == 7 ? atoi(argv[6]) : 0;
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        fprintf(f, "mount=%s\nchunk_size=524288\ntimeout_ms=5000\nsecret="
+                   "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n", argv[5]);
+        for (int i = 0; i < servers; i++)
+            fprintf(f, "server=node-rack%02d-chassis%d-blade%04d.example.org:%d\n", i / 64,
+                    i % 8, i, 40000 + i % 20000);
+        fclose(f);
+        agent_configure_put(&w, &(struct agent_configure){ job, servers ? text : "test instance\n",
+                                                           argv[5] });
+        int rc = simple(AGENT_CONFIGURE, &w);
+        free(text);
+        return rc;
     }
     if (strcmp(cmd, "stage") == 0 && argc == 7) {
         agent_stage_put(&w, &(struct agent_stage){ .job_id = job, .nworkers = 1,

@@ -171,6 +171,25 @@ check "TEARDOWN wipes them ($out)" test "$out" = ok
 check "the job's directory is gone" test ! -e "$jobdir"
 check "the job's mount point is gone" test ! -e "$base/mnt/1"
 
+# --- everything a job puts on the node is bounded by its own file system ---
+jobdir=$base/storage/t1/job.11
+out=$(ADAFS_TEST_QUOTA=67108864 agent start 11 $user $group $base/storage)
+check "START with a 64 MiB quota ($out)" test "$out" = ok
+check "the server root is an ext4 file system of its own" \
+    test "$(findmnt -n -o FSTYPE --target "$jobdir")" = ext4 -a "$(findmnt -n -o TARGET --target "$jobdir")" = "$jobdir"
+check "owned by the job user, 0700, empty but for the server's files" \
+    test "$(stat -c '%u %a' "$jobdir")" = "$user 700" -a ! -e "$jobdir/lost+found"
+image_size=$(stat -c %s "$jobdir.img")
+check "its image is 64 MiB and the stated reserve (96 MiB: $image_size)" test "$image_size" = 100663296
+as_user dd if=/dev/zero of="$jobdir/by-hand" bs=1M count=512 2>"$base/dd.err"
+check "the job user writing 512 MiB into it by hand gets ENOSPC" grep -q "No space left" "$base/dd.err"
+used=$(du -B1 "$jobdir.img" | cut -f1)
+check "and no byte lands beyond the image ($used <= $image_size)" test "$used" -le "$image_size"
+check "the server still answers STATUS" eval 'agent status 11 | grep -q "^state="'
+check "TEARDOWN job 11" eval 'agent teardown 11 | grep -qx ok'
+check "its file system is detached and its image gone" \
+    test "$(findmnt -n -o TARGET --target "$base/storage/t1")" != "$jobdir" -a ! -e "$jobdir.img" -a ! -e "$jobdir"
+
 # --- what is kept of a stager's output is bounded, and freed at teardown ---
 check "START job 2" eval 'agent start 2 $user $group $base/storage | grep -qx ok'
 check "STAGE starts the stand-in stager" eval 'agent stage 2 /src /dst | grep -qx ok'
@@ -205,6 +224,26 @@ out=$(agent status 5)
 check "the new run is untouched when the old stager ends ($out)" \
     eval 'case $out in "state=0 exit=0 summary=0 errors=0 "*) true ;; *) false ;; esac'
 check "TEARDOWN the new run" eval 'agent teardown 5 | grep -qx ok'
+
+# --- instances of any size start: nothing of the other servers is on a command line ---
+for size in 272:300 4095:4096; do
+    index=${size%%:*} servers=${size##*:}
+    job=$((900 + index % 100))
+    out=$(agent start $job $user $group $base/storage $index $servers)
+    check "START of server $index of $servers ($out)" test "$out" = ok
+    check "its server serves as $index of $servers" \
+        grep -q "server $index of $servers listening" "$base/log/adafsd.job$job.t1.log"
+    if [ "$servers" = 4096 ]; then
+        out=$(agent configure $job $base/mnt/$job 4096)
+        check "CONFIGURE with a 4,096-server instance file ($out)" test "$out" = ok
+        check "the instance file lists all 4,096 servers" \
+            test "$(grep -c '^server=' "$base/mnt/.job.$job.instance")" = 4096
+    fi
+    check "TEARDOWN it" eval 'agent teardown $job | grep -qx ok'
+done
+out=$(agent start 998 $user $group $base/storage 0 4097)
+check "START of an instance larger than 4,096 servers is refused ($out)" \
+    eval 'case $out in "status -7 (job fault): node t1: job 998: 4097 servers, more than the 4096"*) true ;; *) false ;; esac'
 
 # --- one job's slow teardown does not hold up the other jobs ---
 ms_now() { echo $(( $(date +%s%N) / 1000000 )); }
@@ -259,6 +298,23 @@ out=$(agent start 3 $user $group $base/storage/sub)
 check "START refuses storage below a user's directory, the node's fault ($out)" test "$out" = \
     "status -1 (node fault): node t1: job 3: storage $base/storage/sub/t1: $base/storage/sub is owned by uid $user, not root"
 check "and creates nothing there" test ! -e "$base/storage/sub/t1"
+
+# --- an agent that crashed leaves a mounted file system: the next one removes it ---
+check "START job 12" eval 'agent start 12 $user $group $base/storage | grep -qx ok'
+server12=$(cat "$base/storage/t1/job.12.pid")
+kill -KILL "$agent_pid"
+wait "$agent_pid" 2>/dev/null
+agent_pid=
+check "after kill -9 of the agent, job 12's file system is still mounted" \
+    test "$(findmnt -n -o TARGET --target "$base/storage/t1/job.12")" = "$base/storage/t1/job.12"
+: > "$base/agent.log"
+check "the agent starts again" start_agent "$base/storage"
+gone() { ! kill -0 "$1" 2>/dev/null || grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"; }
+check "it stopped the orphaned server" gone "$server12"
+check "detached its file system and removed the image" \
+    eval '[ ! -e $base/storage/t1/job.12.img ] &&
+          [ "$(findmnt -n -o TARGET --target $base/storage/t1)" != "$base/storage/t1/job.12" ]'
+check "and said so" grep -q "recovery: job 12: wiping leftover" "$base/agent.log"
 
 stop_agent() {  # SIGTERM; checks a clean exit with nothing on stderr
     kill "$agent_pid"
