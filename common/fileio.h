@@ -1,4 +1,4 @@
-/* fileio: reading a whole small file into memory.
+/* fileio: reading a whole small file into memory, and replacing one atomically.
  *
  * No stdio, so code inside the LD_PRELOAD interposer's library may use it;
  * callers open and fstat the file themselves (each has its own checks: a

@@ -13,6 +13,8 @@
 #ifndef ADAFS_QOS_ATTACH_H
 #define ADAFS_QOS_ATTACH_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>

@@ -28,6 +28,8 @@
 #ifndef ADAFS_QOS_CLIENT_H
 #define ADAFS_QOS_CLIENT_H
 
+#include "linknames.h"
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -5,6 +5,8 @@
 #ifndef ADAFS_QOS_CONF_H
 #define ADAFS_QOS_CONF_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

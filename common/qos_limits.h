@@ -15,6 +15,8 @@
 #ifndef ADAFS_QOS_LIMITS_H
 #define ADAFS_QOS_LIMITS_H
 
+#include "linknames.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

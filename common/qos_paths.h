@@ -9,6 +9,8 @@
 #ifndef ADAFS_QOS_PATHS_H
 #define ADAFS_QOS_PATHS_H
 
+#include "linknames.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 

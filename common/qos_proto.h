@@ -31,6 +31,8 @@
 #ifndef ADAFS_QOS_PROTO_H
 #define ADAFS_QOS_PROTO_H
 
+#include "linknames.h"
+
 #include <stdint.h>
 
 #include "qos_limits.h"

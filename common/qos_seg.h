@@ -22,6 +22,8 @@
 #ifndef ADAFS_QOS_SEG_H
 #define ADAFS_QOS_SEG_H
 
+#include "linknames.h"
+
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
