@@ -70,8 +70,17 @@ int main(int argc, char **argv)
             rate = atof(argv[a + 1]);
         else if (strcmp(argv[a], "--ops") == 0)
             ops = atof(argv[a + 1]);
-        else if (strcmp(argv[a], "--idle") == 0)
-            sscanf(argv[a + 1], "%lf:%lf", &idle_at, &idle_for);
+        else if (strcmp(argv[a], "--idle") == 0 &&
+                 sscanf(argv[a + 1], "%lf:%lf", &idle_at, &idle_for) == 2)
+            ;
+        else {
+            fprintf(stderr, "qosload: bad option '%s %s'\n", argv[a], argv[a + 1]);
+            return 2;
+        }
+    }
+    if ((argc - 5) % 2) {
+        fprintf(stderr, "qosload: option '%s' without a value\n", argv[argc - 1]);
+        return 2;
     }
     FILE *log = open_log(argv[4]);
     if (!log)
@@ -93,7 +102,7 @@ int main(int argc, char **argv)
         }
     }
     int storm = strcmp(mode, "storm") == 0;
-    double start = now_s(), second = (double)(long)start + 1, done_total = 0, paused = 0;
+    double start = now_s(), second = (double)(long)start + 1, done_total = 0, next_at = start;
     unsigned long long count = 0, off = 0;
     for (unsigned long i = 0;; i++) {
         double t = now_s();
@@ -109,14 +118,19 @@ int main(int argc, char **argv)
             break;
         if (idle_at >= 0 && t - start >= idle_at && t - start < idle_at + idle_for) {
             usleep(10000);
-            paused = idle_for;
             continue;
         }
-        /* Paced: never ahead of rate x the time spent working. */
-        double ahead = rate > 0 ? done_total / rate - (t - start - paused) : 0;
-        if (ahead > 0.002) {
-            usleep((useconds_t)(ahead * 1e6 > 20000 ? 20000 : ahead * 1e6));
-            continue;
+        /* Paced at rate with at most 50 ms of credit: a process held back
+         * below its demand does not make up for it later, so its demand
+         * stays what it was given. */
+        if (rate > 0) {
+            if (next_at < t - 0.05)
+                next_at = t - 0.05;
+            double ahead = next_at - t;
+            if (ahead > 0.002) {
+                usleep((useconds_t)(ahead * 1e6 > 20000 ? 20000 : ahead * 1e6));
+                continue;
+            }
         }
         struct stat st;
         if (writing) {
@@ -125,6 +139,7 @@ int main(int argc, char **argv)
                 return perror(target), 1;
             count += (unsigned long long)n;
             done_total += (double)n;
+            next_at += rate > 0 ? (double)n / rate : 0;
             if ((off += (unsigned long long)n) >= (64u << 20)) {
                 lseek(fd, 0, SEEK_SET);
                 off = 0;
@@ -137,10 +152,12 @@ int main(int argc, char **argv)
             }
             count++;
             done_total++;
+            next_at += rate > 0 ? 1 / rate : 0;
         } else {
             stat(names[i % 64], &st);
             count++;
             done_total++;
+            next_at += rate > 0 ? 1 / rate : 0;
         }
     }
     if (count)
