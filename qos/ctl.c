@@ -131,7 +131,7 @@ int ctl_set_jobs(struct ctl *c, const struct ctl_job_spec *specs, size_t njobs, 
         }
     }
     struct policy_job *pj = njobs > c->scratch ? malloc(njobs * sizeof(*pj)) : NULL;
-    uint32_t *order = njobs > c->scratch ? malloc(njobs * sizeof(*order)) : NULL;
+    uint32_t *order = njobs > c->scratch ? malloc(2 * njobs * sizeof(*order)) : NULL;
     double *want = njobs > c->scratch ? malloc(njobs * sizeof(*want)) : NULL;
     if (!jobs || !pairs || !hash || !sorted || (nnodes && !nodes) ||
         (njobs > c->scratch && (!pj || !order || !want))) {

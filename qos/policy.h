@@ -38,7 +38,7 @@ struct policy_job {
 };
 
 /* Allocates capacity (none: INFINITY) among jobs[0..n) by policy. order
- * and want are scratch space for n entries each. */
+ * (2 n entries) and want (n) are scratch space. */
 void policy_allocate(int policy, double capacity, struct policy_job *jobs, size_t n,
                      uint32_t *order, double *want);
 

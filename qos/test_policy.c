@@ -92,6 +92,68 @@ static void test_policies(void)
     tap_ok(isinf(pj[0].alloc) && near(pj[1].alloc, 70), "no capacity for a class: only what was asked");
 }
 
+/* Max-min by demand, the plain way: repeatedly give every job left an
+ * equal share, settling those whose demand fits. */
+static void maxmin_reference(double capacity, const double *demand, size_t n, double *alloc)
+{
+    char *done = calloc(n, 1);
+    size_t left = n;
+    while (left) {
+        double share = capacity / (double)left;
+        size_t settled = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!done[i] && demand[i] <= share) {
+                alloc[i] = demand[i];
+                capacity -= demand[i];
+                done[i] = 1;
+                settled++;
+            }
+        if (!settled) {
+            for (size_t i = 0; i < n; i++)
+                if (!done[i])
+                    alloc[i] = share;
+            break;
+        }
+        left -= settled;
+    }
+    free(done);
+}
+
+static void test_many_jobs(void)
+{
+    enum { N = 1000 };
+    static struct policy_job many[N];
+    static uint32_t ord[2 * N];
+    static double scratch[N], demand[N], ref[N];
+    uint64_t x = 88172645463325252ull;
+    double sum = 0;
+    for (size_t i = 0; i < N; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        /* repeats, zeros, the unmeasured (INFINITY) and a wide range */
+        demand[i] = i % 97 == 0 ? INFINITY : i % 31 == 0 ? 0 : (double)(x % 5000) * (i % 3 ? 1 : 1e-3);
+        many[i] = (struct policy_job){ .demand = demand[i], .weight = 1 };
+        sum += isinf(demand[i]) ? 0 : demand[i];
+    }
+    double capacity = sum / 2;
+    policy_allocate(QOS_POLICY_PSFA, capacity, many, N, ord, scratch);
+    maxmin_reference(capacity, demand, N, ref);
+    int same = 1;
+    double given = 0;
+    for (size_t i = 0; i < N; i++) {
+        same &= near(many[i].alloc, ref[i]);
+        given += many[i].alloc;
+    }
+    tap_ok(same && near(given, capacity),
+           "psfa: 1,000 jobs (ties, zeros, unmeasured ones) get exactly max-min by demand");
+    for (size_t i = 0; i < N; i++)
+        many[i].demand = demand[N - 1 - i];
+    policy_allocate(QOS_POLICY_PSFA, capacity, many, N, ord, scratch);
+    same = 1;
+    for (size_t i = 0; i < N; i++)
+        same &= near(many[i].alloc, ref[N - 1 - i]);
+    tap_ok(same, "and the same in reverse order");
+}
+
 /* --- the control cycle ---------------------------------------------- */
 
 static struct qos_report report(uint32_t job, uint32_t procs, int cls, uint64_t used, uint64_t waited_ns)
@@ -199,6 +261,7 @@ static void test_ctl(void)
 int main(void)
 {
     test_policies();
+    test_many_jobs();
     test_ctl();
     return tap_done();
 }
