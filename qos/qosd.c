@@ -94,6 +94,11 @@ static void set_paths(void)
     snprintf(path_socket, sizeof(path_socket), "%s/qosd.sock", conf.state_dir);
 }
 
+static bool same_string(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
 /* Rereads burst_buffer.conf when it changed: its values replace what
  * adafs-qos set changed (the file is the later word). */
 static void reload_if_changed(bool force)
@@ -115,6 +120,13 @@ static void reload_if_changed(bool force)
         log_warn("%s: AdafsQosStateDir changed to %s: takes effect at restart", conf_path, next.state_dir);
     free(next.state_dir);
     next.state_dir = strdup(conf.state_dir);
+    /* The agents' sessions hold the socket name given at start (munge). */
+    if (!same_string(next.munge_socket, conf.munge_socket))
+        log_warn("%s: AdafsMungeSocket changed to %s: takes effect at restart", conf_path,
+                 next.munge_socket ? next.munge_socket : "munge's default");
+    free(next.munge_socket);
+    next.munge_socket = conf.munge_socket;
+    conf.munge_socket = NULL;
     qos_conf_free(&conf);
     conf = next;
     st.policy = -1;

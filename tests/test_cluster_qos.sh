@@ -59,6 +59,9 @@ write_job asks.sh >/dev/null <<JOB
 test -z "\$ADAFS_MOUNT" && echo "no file system"
 srun $load stat $pfs/q/b 14 $B/jobs/asks.%r.log
 JOB
+# Edited while adafs-qosd runs: it rereads the file and must still reach
+# the agents (their sessions keep the munge socket it started with).
+sed -i '1a # edited while adafs-qosd runs' "$B/etc/burst_buffer.conf"
 id=$(submit asks.sh)
 check "a job asking for QoS only runs" -- wait_job "$id" RUNNING 60
 sleep 5
@@ -77,6 +80,8 @@ check "its 4 processes held the 200 stats/s it asked: $r/s (+-10%)" -- within "$
 r=$(rate $((changed + 1)) $((changed + 5)) $(logs asks))
 check "the limit set at run time reached every process within 2 periods: $r/s (800 due, +-10%)" -- \
     within "$r" 800 10
+check "adafs-qosd reread burst_buffer.conf edited at run time and kept reaching the agents" -- \
+    eval "grep -q 'settings from' '$B/log/qosd.log' && ! grep 'munge' '$B/log/qosd.log'"
 
 # --- 3. adafs-qosd killed mid-run: fail-static; restarted from its state ---
 write_job still.sh >/dev/null <<JOB
