@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 void qos_seg_init(struct qos_seg *s, uint32_t job_id, unsigned nslots)
@@ -46,14 +47,32 @@ void qos_seg_unmap(struct qos_seg *s)
         munmap(s, qos_seg_size(s->head.nslots));
 }
 
+/* What was reserved ahead of now under the old rate, in time at the new
+ * one: the tokens are owed whatever the rate (dropping them let every
+ * process through at each change: 10-15% over a limit split anew over a
+ * job's nodes every period), at most QOS_CARRY_MAX_NS. */
+static int64_t carried(int64_t next, int64_t now, uint64_t old_rate, uint64_t new_rate)
+{
+    if (next <= now || old_rate == QOS_NOT_GIVEN || old_rate == QOS_UNLIMITED ||
+        new_rate == QOS_NOT_GIVEN || new_rate == QOS_UNLIMITED)
+        return 0;
+    long double debt = (long double)(next - now) * (long double)old_rate / (long double)new_rate;
+    return now + (int64_t)(debt > QOS_CARRY_MAX_NS ? QOS_CARRY_MAX_NS : debt);
+}
+
 int qos_seg_set_limits(struct qos_seg *s, const struct qos_limits *l)
 {
     int changed = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     for (int c = 0; c < QOS_NCLASSES; c++) {
-        if (atomic_load(&s->head.limit[c]) == l->v[c])
+        uint64_t old = atomic_load(&s->head.limit[c]);
+        if (old == l->v[c])
             continue;
         atomic_store(&s->head.limit[c], l->v[c]);
-        atomic_store(&s->bucket[c].next_ns, 0);
+        atomic_store(&s->bucket[c].next_ns,
+                     carried(atomic_load(&s->bucket[c].next_ns), now, old, l->v[c]));
         changed = 1;
     }
     if (changed)

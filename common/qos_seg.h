@@ -78,9 +78,12 @@ void qos_seg_init(struct qos_seg *s, uint32_t job_id, unsigned nslots);
 int qos_seg_create(uint32_t job_id, unsigned nslots, int *fd, struct qos_seg **seg);
 void qos_seg_unmap(struct qos_seg *s);
 
-/* Writes limits and bumps gen if any class changed; a class whose rate
- * changed starts from a fresh bucket, so a reservation made under a low
- * old rate does not hold back the new one. Returns whether it changed. */
+/* Writes limits and bumps gen if any class changed. A class whose rate
+ * changed keeps what was reserved ahead of now, rescaled to the new rate
+ * (so it takes less time under a higher one, more under a lower one, at
+ * most QOS_CARRY_MAX_NS): those tokens were granted and are owed. Returns
+ * whether it changed. */
+#define QOS_CARRY_MAX_NS 1000000000LL
 int qos_seg_set_limits(struct qos_seg *s, const struct qos_limits *l);
 void qos_seg_beat(struct qos_seg *s, uint64_t now_ms);
 

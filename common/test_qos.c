@@ -163,6 +163,28 @@ static void test_seg(void)
                "the next waits one token's time");
     tap_is_int(qos_seg_reserve(s, QOS_STAT, 1000, 1, t + 50000000, 20000000), 0,
                "after idling it is granted again");
+    /* Reserved 100 ms ahead at 1000/s: owed at any new rate. */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    atomic_store(&s->bucket[QOS_STAT].next_ns, now + 100000000);
+    l.v[QOS_STAT] = 2000;
+    qos_seg_set_limits(s, &l);
+    int64_t ahead = atomic_load(&s->bucket[QOS_STAT].next_ns) - now;
+    tap_ok(ahead > 45000000 && ahead <= 51000000,
+           "a higher limit keeps what was reserved, in its own time (%.1f ms of 50)", ahead / 1e6);
+    l.v[QOS_STAT] = 500;
+    qos_seg_set_limits(s, &l);
+    ahead = atomic_load(&s->bucket[QOS_STAT].next_ns) - now;
+    tap_ok(ahead > 180000000 && ahead <= 204000000, "a lower one too (%.1f ms of 200)", ahead / 1e6);
+    l.v[QOS_STAT] = 1;
+    qos_seg_set_limits(s, &l);
+    ahead = atomic_load(&s->bucket[QOS_STAT].next_ns) - now;
+    tap_ok(ahead <= QOS_CARRY_MAX_NS + 10000000 && ahead > QOS_CARRY_MAX_NS - 100000000,
+           "at most QOS_CARRY_MAX_NS (%.0f ms)", ahead / 1e6);
+    l.v[QOS_STAT] = QOS_UNLIMITED;
+    qos_seg_set_limits(s, &l);
+    tap_is_int(atomic_load(&s->bucket[QOS_STAT].next_ns), 0, "no limit owes nothing");
     struct qos_seg_slot *a = qos_seg_claim(s, getpid()), *b = qos_seg_claim(s, 999999999);
     tap_ok(a && b && a != b, "two slots");
     a->used[QOS_STAT] = 5;
@@ -248,11 +270,12 @@ static void test_client(void)
     dt = now_s() - t0;
     tap_ok(dt > 0.08 && dt < 2.0, "600 stats at 5000/s took %.3f s (0.12 s due)", dt);
 
-    /* A new limit reaches the process at its next lease. */
+    /* A new limit reaches the process at its next lease: a lease is at
+     * most 1 ms of 5000/s, so the sixth charge takes one. */
     l.v[QOS_STAT] = 100;
     qos_seg_set_limits(s, &l);
-    qos_charge(QOS_STAT, 1);
-    qos_charge(QOS_STAT, 1);
+    for (int i = 0; i < 6; i++)
+        qos_charge(QOS_STAT, 1);
     qos_client_state(&st);
     tap_ok(st.limit[QOS_STAT] == 100, "a changed limit is seen at once");
 
