@@ -192,9 +192,14 @@ int ctl_set_jobs(struct ctl *c, const struct ctl_job_spec *specs, size_t njobs, 
     c->npairs = at;
     c->hash = hash;
     c->hmask = hsize - 1;
-    /* Each node's pairs. */
-    for (size_t n = 0; n < c->nnodes; n++)
+    /* Each node's pairs. A node that had none was not asked for reports:
+     * ctl_compute takes it as new (first_ms 0), so an old last report
+     * does not make it look down. */
+    for (size_t n = 0; n < c->nnodes; n++) {
+        if (!c->nodes[n].npairs)
+            c->nodes[n].first_ms = 0;
         c->nodes[n].npairs = 0;
+    }
     for (size_t i = 0; i < at; i++) {
         struct node *n = &c->nodes[pairs[i].node];
         if (n->npairs == n->cap) {
@@ -323,8 +328,11 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
 {
     for (size_t n = 0; n < c->nnodes; n++) {
         struct node *nd = &c->nodes[n];
-        if (nd->npairs && !nd->first_ms)
+        if (nd->npairs && !nd->first_ms) {
+            /* Busy again: its agent is asked from now on, as a new one's. */
             nd->first_ms = now_ms;
+            nd->last_ms = 0;
+        }
         if (!nd->npairs)
             nd->first_ms = 0;
         /* Never reported yet: up until the timeout, so new jobs count. */

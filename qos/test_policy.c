@@ -255,6 +255,18 @@ static void test_ctl(void)
     ctl_set_jobs(c, again, 1, 4);
     tap_ok(limit_in(c, 0, 10, QOS_STAT) == l0 && !ctl_node_busy(c, 2),
            "a job set refresh keeps what was measured, drops what ended");
+
+    /* Node 2, idle (so not asked) far past the timeout, gets a new job: it
+     * is up as a new node is, and the job gets a limit in the first cycle
+     * (not a cycle or two unlimited while its agent's report comes). */
+    t += 60000;
+    struct ctl_job_spec later[] = { jobs[0], { .id = 12, .uid = 1002, .weight = 1, .nnodes = 1, .nodes = n2 } };
+    ctl_set_jobs(c, later, 2, 4);
+    ctl_compute(c, &s, t);
+    uint64_t l12 = limit_in(c, 2, 12, QOS_STAT);
+    tap_ok(ctl_node_up(c, 2) && l12 >= 1 && l12 <= 1000,
+           "a node busy again after idling is up, its new job limited at once (%llu)",
+           (unsigned long long)l12);
     ctl_free(c);
 }
 
