@@ -10,6 +10,8 @@
 # gives a ratio on/off measured seconds apart, so a machine whose speed
 # drifts moves both; the median of the ratios is the result, min and max
 # show the spread. Also the micro-benchmark of the check alone.
+# QOS_BENCH_CLOCK=cpu: rates per second of CPU time instead of wall time;
+# QOS_BENCH_STATS, QOS_BENCH_MIB: the loops' lengths (300000, 1024).
 # Run it under flock /tmp/adafs-bench.lock (the machine is shared).
 set -eu
 build=$(cd "${1:?usage: overhead.sh BUILD_DIR [REPEATS] [DIR]}" && pwd)
@@ -58,7 +60,7 @@ measure() {  # measure NAME ARGS...: REPEATS pairs, alternating who goes first
     sed 's/^/    /' "$out" >&2
 }
 
-echo "## QoS cost, $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
+echo "## QoS cost, $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, ${QOS_BENCH_CLOCK:-wall} clock"
 echo
 "$bench" check 2 | sed 's/^/    /'
 echo
