@@ -272,10 +272,12 @@ static double pair_demand(const struct pair *p, int cl)
 {
     if (p->samples < 2)
         return p->restored && p->limit[cl] != QOS_UNLIMITED ? (double)p->limit[cl] : INFINITY;
-    if (p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD) {
-        double allowed = (double)p->limit[cl];
-        return 2 * (p->rate[cl] > allowed ? p->rate[cl] : allowed);
-    }
+    /* Held back: it wants more than it was allowed, how much more cannot
+     * be seen. Wanting all it can get gives it its max-min share at once;
+     * growing from what it was allowed (doubling each period) took 16
+     * periods for a job back from idling at 1 op/s to reach 66,000/s. */
+    if (p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD)
+        return INFINITY;
     return p->rate[cl] * CTL_HEADROOM + unit(cl);
 }
 

@@ -4,9 +4,9 @@
  * Each cycle: take each agent's report (usage totals of each job on its
  * node) and turn the differences into rates and into how much of the
  * time the job's processes there were held back; estimate each job's
- * demand per node (what it used, with headroom, or twice what it was
- * allowed when it was held back: demand can only be seen by letting a job
- * try; a job not yet measured wants as much as it can get); share each
+ * demand per node (what it used, with headroom; when it was held back,
+ * or is not yet measured, as much as it can get, which max-min turns into
+ * its fair share, since a demand above a limit cannot be seen); share each
  * class's capacity among jobs by the policy (policy.h); split each job's
  * share over its nodes by their demand, each node keeping a floor so a
  * node that starts doing I/O can be seen to; and write each agent's

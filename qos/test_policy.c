@@ -270,10 +270,55 @@ static void test_ctl(void)
     ctl_free(c);
 }
 
+/* A job back from idling: held at the 1/s it was left with, it gets its
+ * fair share in the next cycle, not a doubling per period. */
+static void test_back_from_idle(void)
+{
+    struct ctl *c = ctl_new();
+    uint32_t n0[] = { 0 }, n1[] = { 1 };
+    struct ctl_job_spec jobs[] = {
+        { .id = 20, .uid = 1000, .weight = 1, .nnodes = 1, .nodes = n0 },
+        { .id = 21, .uid = 1001, .weight = 1, .nnodes = 1, .nodes = n1 },
+    };
+    ctl_set_jobs(c, jobs, 2, 2);
+    struct ctl_settings s = { .policy = QOS_POLICY_PSFA, .agent_timeout_ms = 3000 };
+    s.capacity.v[QOS_STAT] = 1000;
+    int64_t t = 100000;
+    uint64_t used20 = 0, used21 = 0, waited21 = 0, waited20 = 0;
+    for (int k = 0; k < 4; k++) {   /* job 20 idle, job 21 takes all it gets */
+        t += 1000;
+        used21 += limit_in(c, 1, 21, QOS_STAT) == QOS_UNLIMITED ? 500 : limit_in(c, 1, 21, QOS_STAT);
+        waited21 += 1000000000ull;
+        struct qos_report r0 = report(20, 1, QOS_STAT, used20, 0);
+        ctl_take_report(c, 0, &r0, t);
+        struct qos_report r1 = report(21, 1, QOS_STAT, used21, waited21);
+        ctl_take_report(c, 1, &r1, t);
+        ctl_compute(c, &s, t);
+    }
+    uint64_t idle = limit_in(c, 0, 20, QOS_STAT);
+    /* Job 20 comes back: held all the period at what it was left with. */
+    t += 1000;
+    used20 += idle;
+    waited20 += 1000000000ull;
+    used21 += limit_in(c, 1, 21, QOS_STAT);
+    waited21 += 1000000000ull;
+    struct qos_report r0 = report(20, 1, QOS_STAT, used20, waited20);
+    ctl_take_report(c, 0, &r0, t);
+    struct qos_report r1 = report(21, 1, QOS_STAT, used21, waited21);
+    ctl_take_report(c, 1, &r1, t);
+    ctl_compute(c, &s, t);
+    uint64_t back = limit_in(c, 0, 20, QOS_STAT);
+    tap_ok(idle <= 5 && back >= 450 && back <= 550,
+           "a job held back after idling gets its fair share in one cycle (%llu -> %llu of 1000)",
+           (unsigned long long)idle, (unsigned long long)back);
+    ctl_free(c);
+}
+
 int main(void)
 {
     test_policies();
     test_many_jobs();
     test_ctl();
+    test_back_from_idle();
     return tap_done();
 }
