@@ -75,6 +75,21 @@ def share(capacity, period, specs):
         per_s, first, done = read(logs.split(','))
         jobs[name] = {'demand': float(demand), 'per_s': per_s, 'first': first, 'done': done,
                       'idle': (float(idle_at), float(idle_for))}
+    # Where each idling really began and ended: the first second from
+    # about its nominal start in which the job did under half its demand,
+    # and the first after that in which it did half again.
+    for j in jobs.values():
+        ia, ifor = j['idle']
+        j['idle_span'] = None
+        if ia < 0:
+            continue
+        t = j['first'] + int(ia) - 2
+        while t < j['done'] and j['per_s'].get(t, 0) >= j['demand'] / 2:
+            t += 1
+        e = t + 1
+        while e < j['done'] and j['per_s'].get(e, 0) < j['demand'] / 2:
+            e += 1
+        j['idle_span'] = (t, e)
     t0 = min(j['first'] for j in jobs.values())
     end = int(max(j['done'] for j in jobs.values()))
     over = []
@@ -85,9 +100,8 @@ def share(capacity, period, specs):
     events = []
     for j in jobs.values():
         events += [j['first'], int(j['done'])]
-        ia, ifor = j['idle']
-        if ia >= 0:
-            events += [j['first'] + int(ia), j['first'] + int(ia + ifor)]
+        if j['idle_span']:
+            events += list(j['idle_span'])
     for t in range(t0 + 1, end):
         total = sum(j['per_s'].get(t, 0) for j in jobs.values())
         over.append(total / capacity)
@@ -97,9 +111,7 @@ def share(capacity, period, specs):
         for k, j in jobs.items():
             if t < j['first'] or t >= int(j['done']):
                 continue
-            ia, ifor = j['idle']
-            local = t - j['first']
-            if ia >= 0 and ia <= local < ia + ifor:
+            if j['idle_span'] and j['idle_span'][0] <= t < j['idle_span'][1]:
                 continue
             active[k] = j['demand']
         if len(active) < 2 or sum(active.values()) <= capacity:
@@ -114,13 +126,15 @@ def share(capacity, period, specs):
     # A job going idle: the others' sum in the 2 periods after.
     reaction = []
     for k, j in jobs.items():
-        ia, ifor = j['idle']
-        if ia < 0:
+        if not j['idle_span']:
             continue
-        s = j['first'] + int(ia)
+        # s: the first second the job was idle (it stopped within it or
+        # just before); the others' sum from 2 periods after its start.
+        s, e = j['idle_span']
         after = [sum(o['per_s'].get(t, 0) for n, o in jobs.items() if n != k) / capacity
-                 for t in range(s + int(2 * period), s + int(ifor) - 1)]
-        reaction.append({'job': k, 'others_over_capacity_after_2_periods':
+                 for t in range(s + int(2 * period), e - 1)]
+        reaction.append({'job': k, 'idle_seconds': [s - t0, e - t0],
+                         'others_over_capacity_after_2_periods':
                          round(min(after), 3) if after else None})
     jain_values.sort()
     return {'capacity': capacity, 'max_over_capacity': round(max(over), 4),
