@@ -50,8 +50,6 @@ static void get_classes(struct rpc_reader *r, uint64_t *v)
     }
 }
 
-#define put_classes qos_classes_put
-
 /* The job count, checked against the bytes left (each job takes at least
  * min_bytes) so that a short message cannot make us allocate much. */
 static int get_count(struct rpc_reader *r, size_t min_bytes, uint32_t *n, void **array, size_t size)
@@ -82,7 +80,7 @@ void qos_cycle_put(struct rpc_writer *w, const struct qos_cycle *c)
     for (uint32_t i = 0; i < c->njobs; i++) {
         rpc_put_u32(w, c->jobs[i].job_id);
         rpc_put_u32(w, c->jobs[i].uid);
-        put_classes(w, c->jobs[i].limit.v);
+        qos_classes_put(w, c->jobs[i].limit.v);
     }
 }
 
@@ -111,8 +109,8 @@ void qos_report_put(struct rpc_writer *w, const struct qos_report *rep)
     for (uint32_t i = 0; i < rep->njobs; i++) {
         rpc_put_u32(w, rep->jobs[i].job_id);
         rpc_put_u32(w, rep->jobs[i].procs);
-        put_classes(w, rep->jobs[i].used);
-        put_classes(w, rep->jobs[i].waited_ns);
+        qos_classes_put(w, rep->jobs[i].used);
+        qos_classes_put(w, rep->jobs[i].waited_ns);
     }
 }
 
@@ -142,7 +140,7 @@ void qos_status_put(struct rpc_writer *w, const struct qos_status *s)
     rpc_put_u64(w, s->time_ms);
     rpc_put_u32(w, s->period_ms);
     rpc_put_str(w, s->policy);
-    put_classes(w, s->capacity.v);
+    qos_classes_put(w, s->capacity.v);
     rpc_put_u32(w, s->agents);
     rpc_put_u32(w, s->agents_up);
     rpc_put_u32(w, s->njobs);
@@ -154,10 +152,10 @@ void qos_status_put(struct rpc_writer *w, const struct qos_status *s)
         rpc_put_u32(w, j->nodes_reporting);
         rpc_put_u32(w, j->procs);
         rpc_put_u32(w, j->weight_milli);
-        put_classes(w, j->asked);
-        put_classes(w, j->demand);
-        put_classes(w, j->alloc);
-        put_classes(w, j->usage);
+        qos_classes_put(w, j->asked);
+        qos_classes_put(w, j->demand);
+        qos_classes_put(w, j->alloc);
+        qos_classes_put(w, j->usage);
     }
 }
 
