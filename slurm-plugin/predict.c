@@ -24,7 +24,7 @@ static char *model_path;
 static struct remembered table[REMEMBERED];
 static long observed_since_training;
 
-int predict_open(const char *path, char *err, size_t errlen)
+int predict_open(const char *path, double miss_rate, char *err, size_t errlen)
 {
     struct walltime_model *m;
     if (access(path, F_OK) < 0 && errno == ENOENT) {
@@ -39,6 +39,10 @@ int predict_open(const char *path, char *err, size_t errlen)
     } else if (!(m = walltime_model_load(path, err, errlen))) {
         return -1;
     }
+    /* The calibration aims at 4/5 of the rate that must hold: misses come
+     * in bursts of identical jobs, so a window of recent jobs can see 1.5
+     * times the average (doc/walltime.md). */
+    walltime_model_set_target_miss(m, PREDICT_AIM * miss_rate);
     pthread_rwlock_wrlock(&lock);
     walltime_model_free(model);
     model = m;
@@ -58,6 +62,14 @@ void predict_close(void)
     pthread_rwlock_unlock(&lock);
 }
 
+time_t predict_last_end(void)
+{
+    pthread_rwlock_rdlock(&lock);
+    time_t t = model ? (time_t)walltime_model_last_end(model) : 0;
+    pthread_rwlock_unlock(&lock);
+    return t > 0 ? t : 0;
+}
+
 bool predict_enabled(void)
 {
     return model != NULL;
@@ -66,8 +78,9 @@ bool predict_enabled(void)
 int predict_job(const struct walltime_job *job, struct walltime_prediction *out,
                 char *err, size_t errlen)
 {
-    pthread_rwlock_rdlock(&lock);
-    int rc = model ? walltime_predict(model, job, out, err, errlen) : -ENOENT;
+    /* Submitting records the job with its estimates: a write. */
+    pthread_rwlock_wrlock(&lock);
+    int rc = model ? walltime_submit(model, job, out, err, errlen) : -ENOENT;
     pthread_rwlock_unlock(&lock);
     if (rc == 0 && job->job_id > 0) {
         pthread_mutex_lock(&table_lock);
@@ -88,12 +101,34 @@ bool predict_lookup(uint32_t job_id, struct walltime_prediction *out)
     return found;
 }
 
+void predict_started(const struct walltime_job *job)
+{
+    char err[256];
+    pthread_rwlock_wrlock(&lock);
+    if (model && walltime_observe_started(model, job, err, sizeof(err)) < 0)
+        log_error("walltime model: job %lld: %s", (long long)job->job_id, err);
+    pthread_rwlock_unlock(&lock);
+}
+
 void predict_observe(const struct walltime_job *job)
 {
     char err[256];
     pthread_rwlock_wrlock(&lock);
-    if (model && walltime_observe_finished(model, job, err, sizeof(err)) == 0)
-        observed_since_training++;
+    if (model) {
+        if (walltime_observe_finished(model, job, err, sizeof(err)) == 0)
+            observed_since_training++;
+        else
+            log_error("walltime model: not learning from job %lld: %s",
+                      (long long)job->job_id, err);
+    }
+    pthread_rwlock_unlock(&lock);
+}
+
+void predict_cancelled(const struct walltime_job *job)
+{
+    pthread_rwlock_wrlock(&lock);
+    if (model)
+        walltime_observe_cancelled(model, job);
     pthread_rwlock_unlock(&lock);
 }
 
