@@ -112,6 +112,7 @@ const char *agent_op_name(uint16_t op)
     case AGENT_STATUS: return "status";
     case AGENT_TEARDOWN: return "teardown";
     case AGENT_RELEASE: return "release";
+    case AGENT_QOS: return "qos";
     }
     return "unknown";
 }

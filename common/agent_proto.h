@@ -34,6 +34,7 @@ enum agent_op {
     AGENT_STATUS = 5,
     AGENT_TEARDOWN = 6,
     AGENT_RELEASE = 7,     /* Epilog: wait for teardown (local socket only) */
+    AGENT_QOS = 8,         /* adafs-qosd: limits in, usage out (qos_proto.h) */
 };
 
 #define AGENT_MAX_BODY (16u << 20)   /* a stager summary lists every failed file */

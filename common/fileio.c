@@ -1,6 +1,9 @@
 #include "fileio.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -28,4 +31,32 @@ int fileio_read_all(int fd, size_t size, char **out, size_t *len)
     if (len)
         *len = got;
     return 0;
+}
+
+int fileio_replace(const char *path, const void *data, size_t len, int mode)
+{
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.new", path) >= sizeof(tmp))
+        return -ENAMETOOLONG;
+    if (unlink(tmp) < 0 && errno != ENOENT)
+        return -errno;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0)
+        return -errno;
+    int rc = fchmod(fd, (mode_t)mode) < 0 ? -errno : 0;
+    for (size_t done = 0; rc == 0 && done < len;) {
+        ssize_t n = write(fd, (const char *)data + done, len - done);
+        if (n < 0 && errno != EINTR)
+            rc = -errno;
+        done += n > 0 ? (size_t)n : 0;
+    }
+    if (rc == 0 && fsync(fd) < 0)
+        rc = -errno;
+    if (close(fd) < 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = -errno;
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
 }

@@ -1,4 +1,4 @@
-/* fileio: reading a whole small file into memory.
+/* fileio: reading a whole small file into memory, and replacing one atomically.
  *
  * No stdio, so code inside the LD_PRELOAD interposer's library may use it;
  * callers open and fstat the file themselves (each has its own checks: a
@@ -14,5 +14,10 @@
  * a NUL-terminated heap buffer; *len (may be NULL) gets the count. A file
  * that shrank meanwhile gives what is there. Returns 0 or -errno. */
 int fileio_read_all(int fd, size_t size, char **out, size_t *len);
+
+/* Replaces path with data atomically: written to path.new (made fresh:
+ * O_EXCL, O_NOFOLLOW, mode whatever the umask), synced, renamed over
+ * path. Returns 0 or -errno. */
+int fileio_replace(const char *path, const void *data, size_t len, int mode);
 
 #endif

@@ -78,6 +78,7 @@ static void set_defaults(struct bb_config *cfg)
         .walltime_margin = 10,
         .walltime_miss_rate = 0.05,
     };
+    qos_conf_defaults(&cfg->qos);
 }
 
 static int parse_users(const char *text, uid_t **out, size_t *count,
@@ -266,7 +267,14 @@ int bb_config_load(const char *path, struct bb_config *cfg, char *err, size_t er
         for (size_t j = 0; j < sizeof(keys) / sizeof(keys[0]); j++)
             if (strcasecmp(e->key, keys[j].name) == 0)
                 k = &keys[j];
-        if (!k) {
+        char why[600];
+        int qos = k ? 0 : qos_conf_set(&cfg->qos, e->key, e->value, why, sizeof(why));
+        if (qos < 0) {
+            snprintf(err, errlen, "%s line %d: %s", path, e->line, why);
+            rc = -1;
+        } else if (qos > 0) {
+            continue;
+        } else if (!k) {
             snprintf(err, errlen, "%s line %d: unknown key '%s'", path, e->line, e->key);
             rc = -1;
         } else {
@@ -310,6 +318,7 @@ void bb_config_free(struct bb_config *cfg)
     free(cfg->mount_prefix);
     free(cfg->walltime_model);
     free(cfg->walltime_comment);
+    qos_conf_free(&cfg->qos);
     *cfg = (struct bb_config){ 0 };
 }
 

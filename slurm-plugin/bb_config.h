@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "qos_conf.h"
+
 #define BBCONF_PRIVATE_DATA     0x0001   /* users see only their own buffers */
 #define BBCONF_TEARDOWN_FAILURE 0x0002   /* tear down even if stage-out failed */
 
@@ -50,6 +52,7 @@ struct bb_config {
     char *walltime_comment;       /* "admin_comment", "comment" or "none" */
     uint32_t walltime_margin;     /* percent added to the conservative estimate */
     double walltime_miss_rate;    /* share of jobs that may outrun it (0.05) */
+    struct qos_conf qos;          /* AdafsQos*: I/O quality of service (qos_conf.h) */
 };
 
 /* Loads path into cfg (defaults first). A missing file gives the defaults and

@@ -46,6 +46,7 @@
 #include "agent_client.h"
 #include "bb_config.h"
 #include "bb_job.h"
+#include "bb_qos.h"
 #include "bb_status.h"
 #include "directive.h"
 #include "lifecycle.h"
@@ -845,9 +846,13 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
         return out;
     }
     char *text = bb_status_text(jobs, only);
+    char *qos = config.qos.paths ? bb_qos_text(config.qos.state_dir, only) : NULL;
     slurm_mutex_unlock(&bb_mutex);
     char *out = xstrdup(text ? text : "out of memory\n");
     free(text);
+    if (qos)
+        xstrcat(out, qos);
+    free(qos);
     struct walltime_prediction p;
     if (only && predict_lookup(only, &p))
         xstrfmtcat(out, "JobId=%u Walltime: Median=%.0fs Conservative=%.0fs Group=%s "
@@ -946,6 +951,8 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
     char *prefix = xstrdup(config.directive);
     uint64_t node_capacity = config.node_capacity;
     uint64_t site_bw = config.max_bandwidth, site_mdops = config.max_mdops;
+    struct qos_limits site_qos_max = config.qos.max;
+    bool site_qos = config.qos.paths != NULL;
     slurm_mutex_unlock(&bb_mutex);
 
     int found = directive_parse(prefix, job_desc->script, job_desc->burst_buffer,
@@ -1007,6 +1014,17 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
         *err_msg = xstrdup_printf("#%s max_mdops=%"PRIu64" is above this site's maximum of "
                                   "%"PRIu64" metadata operations/s per node "
                                   "(AdafsMaxMetadataRate)", prefix, req.max_mdops, site_mdops);
+        rc = ESLURM_BURST_BUFFER_LIMIT;
+        goto out;
+    }
+    /* A job may ask for its own I/O demand toward the PFS, up to the site's maximum. */
+    if (qos_limits_any(&req.qos) &&
+        (!site_qos || qos_limits_check_max(&req.qos, &site_qos_max, err, sizeof(err)) < 0)) {
+        *err_msg = xstrdup_printf("#%s qos (%s line %d): %s", prefix, req.qos_origin, req.qos_line,
+                                  site_qos ? err : "this site has no I/O quality of service "
+                                  "(AdafsQosPaths is not set)");
+        if (site_qos)
+            xstrcat(*err_msg, " (AdafsQosMax)");
         rc = ESLURM_BURST_BUFFER_LIMIT;
         goto out;
     }
@@ -1130,6 +1148,33 @@ static void add_env(job_record_t *job_ptr, const char *name, const char *value)
         }
     xrecalloc(d->env_sup, d->env_cnt + 2, sizeof(char *));
     d->env_sup[d->env_cnt++] = xstrdup_printf("%s=%s", name, value);
+}
+
+/* The job's processes under I/O quality of service (qos_conf.h): the
+ * interposer's settings, and LD_PRELOAD for a job without a file system. */
+static void add_qos_env(job_record_t *job_ptr, bool preload)
+{
+    char *env[3];
+    int n = qos_conf_job_env(&config.qos, env);
+    for (int i = 0; i < n; i++) {
+        char *eq = strchr(env[i], '=');
+        *eq = '\0';
+        add_env(job_ptr, env[i], eq + 1);
+        free(env[i]);
+    }
+    if (n && preload && config.preload && config.preload[0])
+        add_env(job_ptr, "LD_PRELOAD", config.preload);
+}
+
+/* True when the job asks for I/O quality of service only. */
+static bool qos_only(const job_record_t *job_ptr)
+{
+    struct bb_request req = { 0 };
+    char err[256];
+    bool only = directive_parse(config.directive, NULL, job_ptr->burst_buffer, &req, err,
+                                sizeof(err)) > 0 && bb_request_qos_only(&req);
+    bb_request_free(&req);
+    return only;
 }
 
 /* What the job's processes need to find their file system. */
@@ -1320,6 +1365,13 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
     }
     char err[1024];
     slurm_mutex_lock(&bb_mutex);
+    if (qos_only(job_ptr)) {
+        /* No file system to deploy: only its processes' QoS settings. */
+        add_qos_env(job_ptr, true);
+        slurm_mutex_unlock(&bb_mutex);
+        info("%s: %pJ asks for I/O quality of service only: no file system", plugin_type, job_ptr);
+        return SLURM_SUCCESS;
+    }
     struct bb_job *old = bb_job_find(jobs, job_ptr->job_id);
     int settled = old ? begin_again(job_ptr, old) : 0;
     if (settled) {
@@ -1340,6 +1392,7 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
     jobs = j;
     save_state();
     set_job_env(job_ptr, j);
+    add_qos_env(job_ptr, false);
     info("%s: %pJ begins on %s: deploying %zu servers of %"PRIu64" bytes%s", plugin_type,
          job_ptr, job_ptr->job_resrcs->nodes, j->nnodes, j->node_capacity,
          waits_for_older(j) ? " once its earlier instance is gone" : "");

@@ -175,7 +175,7 @@ static int parse_options(struct parser *p, const struct origin *o,
                        : strcmp(key, "max_mdops") == 0 ? &req->max_mdops : NULL;
         if (!slot)
             return fail(p, o, "unknown option '%s' (known: capacity, chunk, max_bw, max_mdops, "
-                        "stage_in, stage_out)", key);
+                        "stage_in, stage_out, qos)", key);
         /* Every option's value is above zero, so zero means not given yet. */
         if (*slot)
             return fail(p, o, "%s given twice", key);
@@ -280,6 +280,31 @@ static int parse_stage(struct parser *p, const struct origin *o,
     return 0;
 }
 
+/* qos CLASS=RATE...: the job's demand toward the parallel file system. */
+static int parse_qos(struct parser *p, const struct origin *o, char **tokens, int ntokens)
+{
+    if (ntokens < 2)
+        return fail(p, o, "qos needs CLASS=RATE, as in qos mdops=2000 bw=500M");
+    char text[MAX_LINE] = "", why[512];
+    for (int i = 1; i < ntokens; i++) {
+        strncat(text, tokens[i], sizeof(text) - strlen(text) - 2);
+        strcat(text, " ");
+    }
+    struct qos_limits l;
+    if (qos_limits_parse(text, &l, why, sizeof(why)) < 0)
+        return fail(p, o, "qos: %s", why);
+    qos_limits_merge(&p->req->qos, &l);
+    p->req->qos_line = o->line;
+    p->req->qos_origin = o->what;
+    return 0;
+}
+
+int bb_request_qos_only(const struct bb_request *req)
+{
+    return qos_limits_any(&req->qos) && !req->capacity && !req->chunk_size && !req->max_bw &&
+           !req->max_mdops && !req->nstages;
+}
+
 static int parse_body(struct parser *p, const struct origin *o, const char *body)
 {
     char buf[MAX_LINE];
@@ -295,6 +320,8 @@ static int parse_body(struct parser *p, const struct origin *o, const char *body
         return parse_stage(p, o, STAGE_IN, tokens, ntokens);
     if (strcmp(tokens[0], "stage_out") == 0)
         return parse_stage(p, o, STAGE_OUT, tokens, ntokens);
+    if (strcmp(tokens[0], "qos") == 0)
+        return parse_qos(p, o, tokens, ntokens);
     if (strchr(tokens[0], '='))
         return parse_options(p, o, tokens, ntokens);
     if (strcmp(tokens[0], "capacity") == 0 || strcmp(tokens[0], "chunk") == 0 ||
@@ -303,7 +330,7 @@ static int parse_body(struct parser *p, const struct origin *o, const char *body
     if (strcmp(tokens[0], "max_mdops") == 0)
         return fail(p, o, "'max_mdops' needs a value, as in max_mdops=1000");
     return fail(p, o, "unknown keyword '%s' (known: capacity=, chunk=, max_bw=, max_mdops=, "
-                "stage_in, stage_out)", tokens[0]);
+                "stage_in, stage_out, qos)", tokens[0]);
 }
 
 /* If line is "#<prefix>" followed by a blank or its end, returns the body. */
@@ -447,6 +474,11 @@ char *bb_request_format(const char *prefix, const struct bb_request *req)
         append_value(&b, "source", s->source);
         append_value(&b, "destination", s->destination);
         strbuf_printf(&b, " type=%s%s\n", stage_type_name(s->type), s->verify ? " verify=yes" : "");
+    }
+    if (qos_limits_any(&req->qos)) {
+        char text[1024];
+        qos_limits_format(&req->qos, text, sizeof(text));
+        strbuf_printf(&b, "#%s qos %s\n", prefix, text);
     }
     return strbuf_take(&b);
 }

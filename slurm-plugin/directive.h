@@ -6,6 +6,7 @@
  *   #BB_ADAFS capacity=200G chunk=512K max_bw=500M max_mdops=2000
  *   #BB_ADAFS stage_in  source=/pfs/in  destination=input   type=directory
  *   #BB_ADAFS stage_out source=results  destination=/pfs/%j type=directory verify=yes
+ *   #BB_ADAFS qos mdops=2000 bw=500M
  *
  * This module knows nothing of Slurm: the plugin hands it text and gets back
  * either a request or one message naming the offending token and where it
@@ -18,6 +19,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "qos_limits.h"
 
 #define DIRECTIVE_DEFAULT_PREFIX "BB_ADAFS"
 
@@ -42,7 +45,16 @@ struct bb_request {
     uint64_t max_bw, max_mdops;
     struct stage_spec *stages;
     size_t nstages;
+    /* "#BB_ADAFS qos stat=1000 bw=500M": the job's own I/O demand toward
+     * the parallel file system (qos_limits.h), and where it was written. */
+    struct qos_limits qos;
+    int qos_line;
+    const char *qos_origin;
 };
+
+/* True when req asks for I/O quality of service and nothing else: the job
+ * gets no file system, only the interposer under QoS. */
+int bb_request_qos_only(const struct bb_request *req);
 
 /* Limits a site may want to change live in the plugin's configuration; these
  * bound what the parser itself accepts. */

@@ -849,7 +849,7 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
     snprintf(threads, sizeof(threads), "%u", m->threads ? m->threads : 4);
     snprintf(mdops, sizeof(mdops), "%llu", (unsigned long long)m->max_mdops);
     snprintf(bw, sizeof(bw), "%llu", (unsigned long long)m->max_bandwidth);
-    char *argv[24];
+    char *argv[28];
     int n = 0;
     argv[n++] = (char *)cfg->stage_path;
     argv[n++] = m->direction == AGENT_STAGE_IN ? "in" : "out";
@@ -859,6 +859,13 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
     argv[n++] = "--threads"; argv[n++] = threads;
     if (m->max_mdops) { argv[n++] = "--max-mdops"; argv[n++] = mdops; }
     if (m->max_bandwidth) { argv[n++] = "--max-bw"; argv[n++] = bw; }
+    /* The job's I/O budget toward the PFS is charged for the copies too. */
+    char qos_job[16];
+    snprintf(qos_job, sizeof(qos_job), "%u", j->id);
+    if (cfg->qos_socket) {
+        argv[n++] = "--qos-socket"; argv[n++] = (char *)cfg->qos_socket;
+        argv[n++] = "--qos-job"; argv[n++] = qos_job;
+    }
     if (m->flags & AGENT_STAGE_FINALIZE)
         argv[n++] = "--finalize";
     else if (m->flags & AGENT_STAGE_VERIFY)

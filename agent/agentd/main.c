@@ -5,7 +5,7 @@
  *                [--mount-prefix DIR] [--socket PATH] [--adafsd PATH] [--stager PATH]
  *                [--slurm-user USER] [--munge-socket PATH] [--log FILE]
  *                [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE]
- *                [--request-timeout SECONDS] [--foreground]
+ *                [--request-timeout SECONDS] [--qos-socket PATH] [--foreground]
  *
  * Serves the plugin over TCP in agent sessions (common/agent_session.h:
  * slurmctld's user or root proved by munge, the agent proving it is root,
@@ -42,6 +42,7 @@
 #include "log.h"
 #include "munge_auth.h"
 #include "net.h"
+#include "qos.h"
 #include "rpc_io.h"
 
 /* What a connection may cost the root agent. Before its peer has proved
@@ -108,6 +109,8 @@ static int handle_start(struct rpc_reader *r, struct reply *out)
     int port;
     pid_t pid;
     int rc = jobs_start(&m, &port, &pid, &out->err);
+    if (rc == 0)
+        qos_agent_ensure(m.job_id, m.uid);   /* its I/O budget, before its processes ask */
     if (rc == 0) {
         rpc_put_u32(&out->body, (uint32_t)port);
         rpc_put_u32(&out->body, (uint32_t)pid);
@@ -173,6 +176,16 @@ static int handle_release(struct rpc_reader *r, struct reply *out)
     return jobs_release(m.job_id, (int)m.arg, &out->err);
 }
 
+/* adafs-qosd's control cycle: limits in, usage out (qos.h). */
+static int handle_qos(struct rpc_reader *r, struct reply *out)
+{
+    char why[512] = "";
+    int rc = qos_agent_cycle(r, &out->body, why, sizeof(why));
+    if (rc < 0 && why[0])
+        refuse(out, rc, "%s", why);
+    return rc;
+}
+
 typedef int (*handler_fn)(struct rpc_reader *, struct reply *);
 
 static const struct {
@@ -187,6 +200,7 @@ static const struct {
     [AGENT_STATUS] = { handle_status, true, true },
     [AGENT_TEARDOWN] = { handle_teardown, true, true },
     [AGENT_RELEASE] = { handle_release, false, true },
+    [AGENT_QOS] = { handle_qos, true, false },
 };
 
 /* The one place every request passes. */
@@ -470,7 +484,7 @@ static void usage(FILE *out)
             "                    [--mount-prefix DIR] [--socket PATH] [--adafsd PATH] [--stager PATH]\n"
             "                    [--slurm-user USER] [--munge-socket PATH] [--log FILE]\n"
             "                    [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE]\n"
-            "                    [--request-timeout SECONDS] [--foreground]\n");
+            "                    [--request-timeout SECONDS] [--qos-socket PATH] [--foreground]\n");
 }
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -485,10 +499,20 @@ static void die(const char *fmt, ...)
     exit(1);
 }
 
+/* path with its first "%n" replaced by the node's name. */
+static void expand_node(const char *path, char *out, size_t len)
+{
+    const char *pn = strstr(path, "%n");
+    if (pn)
+        snprintf(out, len, "%.*s%s%s", (int)(pn - path), path, settings.node, pn + 2);
+    else
+        snprintf(out, len, "%s", path);
+}
+
 int main(int argc, char **argv)
 {
     const char *listen_addr = NULL, *socket_path = NULL, *slurm_user = "slurm";
-    const char *munge_socket = NULL, *log_path = NULL, *pidfile = NULL;
+    const char *munge_socket = NULL, *log_path = NULL, *pidfile = NULL, *qos_socket = NULL;
     int level = LOG_LEVEL_INFO;
     bool foreground = false;
     settings = (struct agent_settings){
@@ -505,6 +529,7 @@ int main(int argc, char **argv)
         { "log", required_argument, NULL, 'L' }, { "log-dir", required_argument, NULL, 'D' },
         { "log-level", required_argument, NULL, 'v' }, { "pidfile", required_argument, NULL, 'p' },
         { "request-timeout", required_argument, NULL, 't' },
+        { "qos-socket", required_argument, NULL, 'Q' },
         { "foreground", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -548,6 +573,7 @@ int main(int argc, char **argv)
             request_timeout_ms = (int)secs * 1000;
             break;
         }
+        case 'Q': qos_socket = optarg; break;
         case 'f': foreground = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -588,16 +614,15 @@ int main(int argc, char **argv)
             die("--listen %s: %s", listen_addr, err);
         snprintf(listening, sizeof(listening), "%s:%d", host, port);
     }
-    /* "%n" in the socket path is the node name: the Epilog finds it the
-     * same way from $SLURMD_NODENAME. */
-    char socket_buf[108];
+    /* "%n" in the socket paths is the node name: the Epilog and the
+     * job's processes find them the same way from $SLURMD_NODENAME. */
+    char socket_buf[108], qos_buf[108];
+    if (qos_socket) {
+        expand_node(qos_socket, qos_buf, sizeof(qos_buf));
+        settings.qos_socket = qos_socket = qos_buf;
+    }
     if (socket_path) {
-        const char *pn = strstr(socket_path, "%n");
-        if (pn)
-            snprintf(socket_buf, sizeof(socket_buf), "%.*s%s%s", (int)(pn - socket_path),
-                     socket_path, settings.node, pn + 2);
-        else
-            snprintf(socket_buf, sizeof(socket_buf), "%s", socket_path);
+        expand_node(socket_path, socket_buf, sizeof(socket_buf));
         socket_path = socket_buf;
         char dir[108];
         snprintf(dir, sizeof(dir), "%s", socket_path);
@@ -641,6 +666,10 @@ int main(int argc, char **argv)
         return 1;
     }
     jobs_recover();
+    if (qos_socket && qos_agent_start(qos_socket, err, sizeof(err)) < 0) {
+        log_error("%s", err);
+        return 1;
+    }
     log_info("node %s: agent listening on %s%s%s, storage %s, servers %s, stager %s",
              settings.node, listening, socket_path ? " and " : "", socket_path ? socket_path : "",
              settings.storage_roots[0], settings.adafsd_path, settings.stage_path);
@@ -667,6 +696,7 @@ int main(int argc, char **argv)
     }
     log_info("node %s: stopping: tearing down every instance on this node", settings.node);
     jobs_shutdown();
+    qos_agent_stop();
     if (socket_path)
         unlink(socket_path);
     if (pidfile)

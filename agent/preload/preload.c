@@ -1,6 +1,7 @@
 /* preload: the interposer's one-time initialisation and small shared
  * helpers (see preload.h for the module map). */
 #include "preload.h"
+#include "qos.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -57,6 +58,7 @@ static void unlock_streams(void)
 void pl_init(void)
 {
     real_resolve();
+    pl_qos_init(&real);   /* QoS toward the parallel file system (qos.h) */
     ownfd_init();
     mode_t m = real.umask(022);
     real.umask(m);
