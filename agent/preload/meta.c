@@ -4,6 +4,7 @@
  * statfs/statvfs, chmod, chown, the utime family, realpath, remove, and
  * the operations adafs refuses (hard and symbolic links, device nodes). */
 #include "preload.h"
+#include "mapping.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -409,7 +410,14 @@ PL_EXPORT int truncate(const char *path, off_t length)
     adafs *fs = route_enter(ROUTE_ATTR);
     if (!fs)
         return -1;
-    return (int)route_leave(adafs_truncate(fs, r.inner, length));
+    int rc = adafs_truncate(fs, r.inner, length);
+    struct stat st;
+    /* This process's mappings of the file follow its new size. */
+    bool mapped = rc == 0 && mapping_count() && adafs_stat(fs, r.inner, &st) == 0;
+    route_leave_raw(0);
+    if (mapped)
+        mapping_resized((uint64_t)st.st_ino, (uint64_t)length);
+    return (int)pl_ret(rc);
 }
 
 PL_EXPORT int truncate64(const char *path, off_t length)
