@@ -910,12 +910,24 @@ static ssize_t readlink_inner(const char *inner)
     return -1;
 }
 
+/* A program run from adafs: its /proc/self/exe names its adafs path, not
+ * the memfd it runs from. */
+static ssize_t readlink_kernel(int dirfd, const char *kpath, char *buf, size_t size)
+{
+    const char *exe = pl_exec_self_exe(kpath);
+    if (!exe)
+        return real.readlinkat(dirfd, kpath, buf, size);
+    size_t n = strlen(exe) < size ? strlen(exe) : size;
+    memcpy(buf, exe, n);
+    return (ssize_t)n;
+}
+
 PL_EXPORT ssize_t readlink(const char *path, char *buf, size_t size)
 {
     struct pathres r;
     if (!pl_active())
         return real.readlink(path, buf, size);
-    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.readlink(r.kpath, buf, size));
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, readlink_kernel(AT_FDCWD, r.kpath, buf, size));
     return readlink_inner(r.inner);
 }
 
@@ -924,7 +936,7 @@ PL_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size
     struct pathres r;
     if (!pl_active())
         return real.readlinkat(dirfd, path, buf, size);
-    PL_ROUTE_PATH(dirfd, path, &r, -1, real.readlinkat(dirfd, r.kpath, buf, size));
+    PL_ROUTE_PATH(dirfd, path, &r, -1, readlink_kernel(dirfd, r.kpath, buf, size));
     return readlink_inner(r.inner);
 }
 
@@ -983,6 +995,14 @@ PL_EXPORT int mkfifoat(int dirfd, const char *path, mode_t mode)
 
 /* ---- realpath: glibc's uses internal readlink/stat, so answer here ---- */
 
+static char *realpath_kernel(const char *kpath, char *resolved)
+{
+    const char *exe = pl_exec_self_exe(kpath);
+    if (!exe)
+        return real.realpath(kpath, resolved);
+    return resolved ? strcpy(resolved, exe) : strdup(exe);
+}
+
 PL_EXPORT char *realpath(const char *path, char *resolved)
 {
     struct pathres r;
@@ -992,7 +1012,7 @@ PL_EXPORT char *realpath(const char *path, char *resolved)
         errno = EINVAL;
         return NULL;
     }
-    PL_ROUTE_PATH(AT_FDCWD, path, &r, NULL, real.realpath(r.kpath, resolved));
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, NULL, realpath_kernel(r.kpath, resolved));
     if (exists_inner(r.inner) < 0)
         return NULL;
     char full[PATH_MAX];
