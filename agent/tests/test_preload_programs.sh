@@ -223,4 +223,22 @@ print(subprocess.run([\"test\", \"-f\", \"src/files/f1\"]).returncode)'" >"$WORK
 for n in 1 2 4; do
     suite "$n"
 done
+
+# Programs that map their files or run programs stored in adafs (git, gcc
+# and what it builds, #! scripts, numpy.memmap, sqlite3 WAL): the whole
+# transcript of tests/real_programs.sh, byte for byte as on a local
+# directory.
+if command -v git >/dev/null && command -v gcc >/dev/null &&
+   "$PYTHON" -c 'import numpy' 2>/dev/null && [ -x /bin/busybox ]; then
+    start_instance real 2
+    mkdir -p "$WORK/real.local" "$WORK/real.scratch1" "$WORK/real.scratch2"
+    "$SRCDIR/tests/real_programs.sh" "$WORK/real.local" "$WORK/real.scratch1" >"$WORK/exp" 2>&1
+    pl mkdir "$MNT/real"
+    pl bash "$SRCDIR/tests/real_programs.sh" "$MNT/real" "$WORK/real.scratch2" >"$WORK/got" 2>&1
+    same "gcc, #! scripts, git, numpy.memmap and sqlite3 WAL in adafs as on a local directory" \
+        "$WORK/exp" "$WORK/got"
+else
+    skip "gcc, #! scripts, git, numpy.memmap and sqlite3 WAL in adafs" \
+        "needs git, gcc, python3-numpy and busybox-static (scripts/install-deps.sh)"
+fi
 echo "1..$TAP_N"
