@@ -10,6 +10,7 @@ PACKAGES="
   libjansson-dev librocksdb-dev libxxhash-dev libsodium-dev libibnetdisc-dev libibmad-dev libibumad-dev
   dpkg-dev devscripts lowdown man-db fio rsync python3 curl jq time procps psmisc
   util-linux e2fsprogs
+  libfuse3-dev fuse3 git python3-numpy busybox-static
 "
 
 missing=""
