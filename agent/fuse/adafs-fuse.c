@@ -1,7 +1,7 @@
 /* adafs-fuse: a job's adafs file system as a kernel mount, through FUSE.
  *
  *   adafs-fuse [--instance FILE] [--connections N] [--foreground]
- *              [-o OPTION[,OPTION...]] MOUNTPOINT
+ *              [--ready-fd N] [-o OPTION[,OPTION...]] MOUNTPOINT
  *
  * The LD_PRELOAD interposer reaches adafs from dynamically linked programs
  * only. A kernel mount serves the rest: static binaries, programs the
@@ -55,6 +55,7 @@
 static adafs *pool[CONNECTIONS_MAX];
 static int npool;
 static atomic_uint next_handle;
+static int ready_fd = -1;   /* told "ready" once the kernel's INIT is answered */
 
 /* The handle for path operations of this thread, and for a new open file. */
 static adafs *thread_fs(void)
@@ -478,6 +479,16 @@ static void *x_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
         conn->want |= FUSE_CAP_READDIRPLUS;
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
     conn->max_background = 64;
+    if (ready_fd >= 0) {
+        /* The mount answers from now on: tell whoever waits for it. */
+        if (write(ready_fd, "ready\n", 6) != 6)
+            fprintf(stderr, "adafs-fuse: cannot write to --ready-fd %d: %s\n", ready_fd,
+                    strerror(errno));
+        close(ready_fd);
+        if (ready_fd <= 2)
+            open("/dev/null", O_WRONLY);   /* takes its number back */
+        ready_fd = -1;
+    }
     return NULL;
 }
 
@@ -514,13 +525,14 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: adafs-fuse [--instance FILE] [--connections N] [--foreground]\n"
-            "                  [-o OPTION[,OPTION...]] MOUNTPOINT\n"
+            "                  [--ready-fd N] [-o OPTION[,OPTION...]] MOUNTPOINT\n"
             "Mounts an adafs instance at MOUNTPOINT (a directory, or /dev/fd/N: a\n"
             "/dev/fuse descriptor a privileged parent mounted).\n"
             "  --instance FILE   the instance file (default $ADAFS_INSTANCE)\n"
             "  --connections N   handles to the servers, each with its own\n"
             "                    connections (default 4, at most %d)\n"
             "  --foreground, -f  stay in the foreground (otherwise detach once mounted)\n"
+            "  --ready-fd N      write \"ready\" to descriptor N once the mount answers\n"
             "  -o OPTIONS        FUSE options, e.g. entry_timeout=SECONDS,\n"
             "                    attr_timeout=SECONDS (both 0 by default), ro\n"
             "  --help, -h        this text\n", CONNECTIONS_MAX);
@@ -532,6 +544,7 @@ int main(int argc, char **argv)
         { "instance", required_argument, NULL, 'i' },
         { "connections", required_argument, NULL, 'c' },
         { "foreground", no_argument, NULL, 'f' },
+        { "ready-fd", required_argument, NULL, 'r' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -563,6 +576,13 @@ int main(int argc, char **argv)
             break;
         case 'f':
             foreground = 1;
+            break;
+        case 'r':
+            ready_fd = (int)strtol(optarg, &end, 10);
+            if (*end || ready_fd < 0 || fcntl(ready_fd, F_GETFD) < 0) {
+                fprintf(stderr, "adafs-fuse: --ready-fd %s: not an open descriptor\n", optarg);
+                return 2;
+            }
             break;
         case 'o':
             if (fuse_opt_add_arg(&args, "-o") < 0 || fuse_opt_add_arg(&args, optarg) < 0) {

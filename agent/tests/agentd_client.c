@@ -152,8 +152,18 @@ int main(int argc, char **argv)
             .numa_node = -1 });
         return simple(AGENT_START, &w);
     }
-    if (strcmp(cmd, "configure") == 0 && argc == 6) {
-        agent_configure_put(&w, &(struct agent_configure){ job, "test instance\n", argv[5] });
+    /* configure JOB MOUNT [ACCESS INSTANCE-TEXT-FILE] */
+    if (strcmp(cmd, "configure") == 0 && (argc == 6 || argc == 8)) {
+        char text[4096] = "test instance\n";
+        if (argc == 8) {
+            FILE *f = fopen(argv[7], "r");
+            size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+            text[n] = '\0';
+            if (f)
+                fclose(f);
+        }
+        agent_configure_put(&w, &(struct agent_configure){
+            job, text, argv[5], argc == 8 ? (uint32_t)atoi(argv[6]) : AGENT_ACCESS_PRELOAD });
         return simple(AGENT_CONFIGURE, &w);
     }
     if (strcmp(cmd, "stage") == 0 && argc == 7) {
