@@ -897,6 +897,9 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
         return NULL;
     }
     j->chunk_size = j->req.chunk_size ? j->req.chunk_size : config.chunk_size;
+    /* Fixed now: a later change of the site's default leaves the job as it began. */
+    if (!j->req.access)
+        j->req.access = config.access;
     uint8_t secret[32];
     if (getrandom(secret, sizeof(secret), 0) != sizeof(secret)) {
         snprintf(err, errlen, "getrandom: %s", strerror(errno));
@@ -958,7 +961,8 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
     save_state();
     add_env(job_ptr, "ADAFS_MOUNT", j->mount);
     add_env(job_ptr, "ADAFS_INSTANCE", j->instance_path);
-    if (config.preload && config.preload[0])
+    /* access=fuse: every program goes through the kernel mount. */
+    if (config.preload && config.preload[0] && j->req.access != BB_ACCESS_FUSE)
         add_env(job_ptr, "LD_PRELOAD", config.preload);
     info("%s: %pJ begins on %s: deploying %zu servers of %"PRIu64" bytes", plugin_type,
          job_ptr, job_ptr->job_resrcs->nodes, j->nnodes, j->node_capacity);
