@@ -34,14 +34,12 @@
 #include "mapping.h"
 
 #include <inttypes.h>
-#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -228,14 +226,6 @@ static int launch_memfd(struct launch *l, int memfd, const char *full, char *con
     return rc;
 }
 
-/* Whether the kernel has the file system mounted at the mount point (a
- * FUSE mount: access=both), and so can run programs from it itself. */
-static bool kernel_has_mount(void)
-{
-    struct statfs sf;
-    return real.statfs(pathres_mount(), &sf) == 0 && sf.f_type == FUSE_SUPER_MAGIC;
-}
-
 /* The first line of a script, "#!interpreter [argument]", split as the
  * kernel splits it: blanks around both, the argument one word with any
  * blanks inside. */
@@ -371,7 +361,7 @@ static int run_adafs(struct launch *l, const char *inner, const char *shown,
     char full[PATH_MAX];
     if (pathres_full_path(inner, full, sizeof full) < 0)
         return -ENAMETOOLONG;
-    if (kernel_has_mount())
+    if (pathres_kernel_mount())   /* access=both: the kernel runs it itself */
         return launch_kernel(l, full, argv);
     adafs *fs = route_enter_private(ROUTE_OPEN, instance_file());
     if (!fs)

@@ -697,6 +697,9 @@ PL_EXPORT int ftruncate(int fd, off_t length)
     route_leave_raw(0);
     if (mapped)
         mapping_resized((uint64_t)st.st_ino, (uint64_t)length);
+    char inner[PATH_MAX];
+    if (rc == 0 && pathres_kernel_mount() && route_fd_path(lfd, inner, sizeof inner) == 0)
+        mapping_tell_kernel(inner);
     return (int)pl_ret(rc);
 }
 

@@ -361,8 +361,36 @@ static int read_into_memfd(adafs *fs, int lfd, off_t off, uint64_t *data, int *o
     return 0;
 }
 
+/* With the kernel's own mount of the file system (access=both), the file
+ * is mapped through it: pages come on demand and stay coherent between
+ * processes, as on a local disk. NULL with errno when the kernel cannot
+ * open it (a file removed while open here): then it is mapped from
+ * memory as without the mount. */
+static void *map_through_kernel(void *addr, size_t len, int prot, int flags, int lfd, off_t off)
+{
+    char inner[PATH_MAX], full[PATH_MAX];
+    adafs *fs = route_enter(ROUTE_FD);
+    int fl = fs ? (int)route_leave_raw(adafs_get_flags(fs, lfd)) : -EIO;
+    if (fl < 0 || route_fd_path(lfd, inner, sizeof inner) < 0 ||
+        pathres_full_path(inner, full, sizeof full) < 0)
+        return NULL;
+    int kfd = real.open(full, (fl & O_ACCMODE) | O_CLOEXEC);
+    if (kfd < 0)
+        return NULL;
+    void *p = real.mmap(addr, len, prot, flags, kfd, off);
+    int saved = errno;
+    real.close(kfd);   /* the mapping holds the file */
+    errno = saved;
+    return p;
+}
+
 void *mapping_map(void *addr, size_t len, int prot, int flags, int lfd, off_t off)
 {
+    if (pathres_kernel_mount()) {
+        void *p = map_through_kernel(addr, len, prot, flags, lfd, off);
+        if (p)
+            return p;
+    }
     int type = flags & MAP_TYPE;
     if (len == 0 || len > SIZE_MAX - page_size() || off < 0 ||
         ((uintptr_t)off & (page_size() - 1)) ||
@@ -587,6 +615,14 @@ void mapping_resized(uint64_t ino, uint64_t new_size)
             m->data_end = de;
     }
     pthread_mutex_unlock(&lock);
+}
+
+void mapping_tell_kernel(const char *inner)
+{
+    char full[PATH_MAX];
+    struct stat st;
+    if (pathres_kernel_mount() && pathres_full_path(inner, full, sizeof full) >= 0)
+        real.stat(full, &st);   /* attributes are never cached: this asks adafs-fuse */
 }
 
 void mapping_sync_all(void)

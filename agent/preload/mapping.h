@@ -25,6 +25,10 @@
  * shared mapping costs twice its size in memory; a mapping larger than
  * half the node's memory fails with ENOMEM, since it is read whole.
  *
+ * With the kernel's own mount of the file system (access=both), files
+ * are mapped through it instead: all of the above, coherent and on
+ * demand, is then the kernel's.
+ *
  * Mappings are kept in a small table (locked; a lock-free count lets the
  * many munmap/mprotect calls of programs that map no adafs file go
  * straight to the kernel). */
@@ -60,6 +64,11 @@ void mapping_moved(uintptr_t old, size_t old_len, uintptr_t new, size_t new_len)
 /* The file with inode number ino now has new_size bytes (this process
  * truncated or extended it): its mappings follow. */
 void mapping_resized(uint64_t ino, uint64_t new_size);
+
+/* This process truncated or extended the file inner (ftruncate,
+ * truncate): with the kernel's own mount, the kernel is made to look at
+ * the file again, so mappings through it follow the new size. */
+void mapping_tell_kernel(const char *inner);
 
 /* Writes back every shared writable mapping: at exit. */
 void mapping_sync_all(void);

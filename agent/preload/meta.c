@@ -417,6 +417,8 @@ PL_EXPORT int truncate(const char *path, off_t length)
     route_leave_raw(0);
     if (mapped)
         mapping_resized((uint64_t)st.st_ino, (uint64_t)length);
+    if (rc == 0)
+        mapping_tell_kernel(r.inner);
     return (int)pl_ret(rc);
 }
 

@@ -1,15 +1,18 @@
 /* mmap_check: what mmap of files in DIR gives, checked against what a
  * local disk gives.
  *
- *   mmap_check DIR MODE        MODE: local, preload or fuse
+ *   mmap_check DIR MODE        MODE: local, preload, fuse or both
  *
  * A plain program: run on a local directory (MODE local) it checks the
  * expectations themselves; under libadafs_preload.so (MODE preload) the
  * interposer's mappings served from memory; on an adafs-fuse mount (MODE
- * fuse) the kernel's page cache over FUSE. Every check holds in every
- * mode, except the few that doc/preload.md lists as not coherent through
- * the interposer (a mapping is a snapshot taken at mmap time): those
- * check the documented behaviour under MODE preload. Prints TAP. */
+ * fuse) the kernel's page cache over FUSE; under the interposer with the
+ * mount there too (MODE both, a job's access=both) the interposer mapping
+ * through the kernel. Every check holds in every mode, except the few
+ * that doc/preload.md lists as not coherent through the interposer (a
+ * mapping is a snapshot taken at mmap time; with both, a write() through
+ * the interposer reaches a mapping when the kernel next looks at the
+ * file): those check the documented behaviour. Prints TAP. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -26,7 +29,7 @@
 #include "tap.h"
 
 static const char *dir;
-static bool preload;
+static bool preload, both;
 static size_t page;
 
 static char *path_of(const char *name)
@@ -321,6 +324,9 @@ static void test_coherence(void)
     if (preload) {
         tap_ok(b[0] == pattern(0) && a[1] == pattern(1),
                "through the interposer each mapping is a snapshot (documented)");
+    } else if (both) {
+        tap_ok(b[0] == 'A', "a write through one mapping shows in the other (the pwrite went "
+               "around the kernel: documented)");
     } else {
         tap_ok(b[0] == 'A' && a[1] == 'W', "a write through one mapping and pwrite show in both");
     }
@@ -356,12 +362,13 @@ static void test_mremap(void)
 int main(int argc, char **argv)
 {
     if (argc != 3 || (strcmp(argv[2], "local") && strcmp(argv[2], "preload") &&
-                      strcmp(argv[2], "fuse"))) {
-        fprintf(stderr, "usage: mmap_check DIR local|preload|fuse\n");
+                      strcmp(argv[2], "fuse") && strcmp(argv[2], "both"))) {
+        fprintf(stderr, "usage: mmap_check DIR local|preload|fuse|both\n");
         return 2;
     }
     dir = argv[1];
     preload = strcmp(argv[2], "preload") == 0;
+    both = strcmp(argv[2], "both") == 0;
     page = (size_t)sysconf(_SC_PAGESIZE);
     test_private();
     test_access_modes();

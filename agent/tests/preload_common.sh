@@ -11,7 +11,9 @@
 #
 # With ADAFS_TEST_ACCESS=fuse the same tests run through adafs-fuse
 # instead: the mount point is a directory with the instance mounted there,
-# and programs run without the interposer.
+# and programs run without the interposer. With ADAFS_TEST_ACCESS=both,
+# as a job's access=both: the mount is there and programs run under the
+# interposer.
 
 : "${ADAFS_TEST_PRELOAD:?not set: run this test through make check}"
 : "${ADAFS_TEST_CTL:?not set: run this test through make check}"
@@ -23,7 +25,9 @@ for f in "$ADAFS_TEST_PRELOAD" "$ADAFS_TEST_CTL"; do
 done
 
 ACCESS=${ADAFS_TEST_ACCESS:-preload}
-if [ "$ACCESS" = fuse ]; then
+KERNEL_MOUNT=
+case $ACCESS in fuse|both) KERNEL_MOUNT=yes ;; esac
+if [ -n "$KERNEL_MOUNT" ]; then
     : "${ADAFS_TEST_FUSE:?not set: run this test through make check}"
     if [ ! -e "$ADAFS_TEST_FUSE" ]; then
         echo "Bail out! $ADAFS_TEST_FUSE is missing (build agent/ first)"
@@ -101,14 +105,14 @@ start_instance() {
     INSTANCES="$INSTANCES $BASE"
     n=$2
     shift 2
-    if [ "$ACCESS" = fuse ]; then mkdir "$MNT"; else : >"$MNT"; fi
+    if [ -n "$KERNEL_MOUNT" ]; then mkdir "$MNT"; else : >"$MNT"; fi
     if ! "$ADAFS_TEST_CTL" start --servers "$n" --base "$BASE" --mount "$MNT" \
             --chunk-size 64K --timeout-ms 20000 "$@" >"$WORK/ctl.out" 2>&1; then
         echo "Bail out! adafs-ctl start --servers $n failed: $(cat "$WORK/ctl.out")"
         exit 1
     fi
     INSTANCE=$BASE/instance
-    if [ "$ACCESS" = fuse ]; then
+    if [ -n "$KERNEL_MOUNT" ]; then
         "$ADAFS_TEST_FUSE" --instance "$INSTANCE" --foreground "$MNT" \
             >"$BASE/fuse.log" 2>&1 &
         MOUNTS="$MOUNTS $!:$MNT"

@@ -49,11 +49,13 @@ unmounted() {
     return 1
 }
 
-# ---- mmap through the kernel's page cache over FUSE
+# ---- mmap through the kernel's page cache over FUSE, and through the
+# interposer with the mount there too (access=both)
 for n in 1 4; do
     start_instance "m$n" "$n"
-    mkdir "$MNT/maps"
+    mkdir "$MNT/maps" "$MNT/both"
     run_check "$n servers" "$CHECK" "$MNT/maps" fuse
+    ACCESS=both run_check "$n servers, access=both" pl "$CHECK" "$MNT/both" both
 done
 
 # ---- quota: ENOSPC through the mount, and nothing written before is lost

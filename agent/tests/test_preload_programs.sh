@@ -2,7 +2,8 @@
 # Real, unmodified programs under libadafs_preload.so against real adafsd
 # servers (1, 2 and 4 on loopback): every result is compared byte for byte
 # with the same operation done on a local directory. test_fuse_programs.sh
-# runs it through an adafs-fuse mount instead (ADAFS_TEST_ACCESS=fuse).
+# runs it through an adafs-fuse mount instead (ADAFS_TEST_ACCESS=fuse),
+# test_both_programs.sh under the interposer with the mount there too.
 set -u
 . "${srcdir:-.}/tests/preload_common.sh"
 FIXTURES=$SRCDIR/tests
@@ -216,7 +217,7 @@ print(subprocess.run([\"test\", \"-f\", \"src/files/f1\"]).returncode)'" >"$WORK
         not_ok "$n servers: mv from adafs to a local directory"
     fi
 
-    if [ "$ACCESS" = fuse ]; then
+    if [ -n "$KERNEL_MOUNT" ]; then
         check "$n servers: the mount is still adafs-fuse's" grep -q " $MNT fuse.adafs " /proc/mounts
     else
         # the kernel still sees only the placeholder file at the mount point
@@ -240,7 +241,7 @@ if command -v git >/dev/null && command -v gcc >/dev/null &&
     # through FUSE the kernel sees the files: static binaries and concurrent
     # sqlite3 processes on them too
     kernel=
-    [ "$ACCESS" = fuse ] && kernel=kernel
+    [ -n "$KERNEL_MOUNT" ] && kernel=kernel
     "$SRCDIR/tests/real_programs.sh" "$WORK/real.local" "$WORK/real.scratch1" $kernel \
         >"$WORK/exp" 2>&1
     pl mkdir "$MNT/real"
