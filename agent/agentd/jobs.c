@@ -693,9 +693,11 @@ static int make_mount(struct job *j, const char *mount, char *err, size_t errlen
     int rc = check_root_path(cfg->mount_prefix, true, why, sizeof(why));
     if (rc < 0)
         return failf(err, errlen, rc, "job %u: mount prefix %s: %s", j->id, cfg->mount_prefix, why);
-    /* Mounted already by another node of this host (root may not look
-     * inside): fusemount checks it is the job's. */
-    rc = fusemount_present(mount) ? 1 : make_user_dir(mount, &j->user);
+    rc = make_user_dir(mount, &j->user);
+    /* Mounted already by another node of this host, root may not look
+     * inside (EACCES): fusemount_attach checks it is the job's. */
+    if (rc < 0 && fusemount_present(mount))
+        rc = 1;
     if (rc < 0)
         return failf(err, errlen, rc, "job %u: cannot create mount point %s: %s", j->id, mount,
                      rc == -EEXIST ? "exists and is not the job user's" : strerror(-rc));

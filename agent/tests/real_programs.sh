@@ -13,7 +13,8 @@
 # The transcript names DIR as @DIR@ and SCRATCH as @SCRATCH@, so that runs
 # in two places can be compared byte for byte (the tests compare an adafs
 # run with a run on a local directory). Each step prints "== step" first;
-# a failing command prints "FAILED: ..." and the rest goes on.
+# a command that exits non-zero prints "exit N: ..." (hello exits 3 and
+# script.sh 4 on purpose) and the rest goes on.
 set -u
 DIR=$1
 SCRATCH=$2
@@ -31,12 +32,12 @@ git config --global gc.auto 0
 git config --global advice.detachedHead false
 
 step() { echo "== $*"; }
-run() { "$@" 2>&1 || echo "FAILED ($?): $*"; }
+run() { "$@" 2>&1 || echo "exit $?: $*"; }
 names() { sed -e "s,$DIR,@DIR@,g" -e "s,$SCRATCH,@SCRATCH@,g"; }
 
 main() {
     if [ -n "$(ls -A "$DIR")" ]; then
-        echo "FAILED: $DIR is not empty"
+        echo "exit 1: $DIR is not empty"
         return
     fi
     step "compile a C program into the directory and run it"

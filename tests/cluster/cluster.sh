@@ -64,6 +64,7 @@ program() {  # program DIR NAME (installed: daemons root starts in sbin, adafsd 
     else echo "$prefix/sbin/$2"; fi
 }
 stage_program() { if [ -n "$build" ]; then echo "$build/stager/adafs-stage"; else echo "$prefix/bin/adafs-stage"; fi; }
+fuse_program() { if [ -n "$build" ]; then echo "$build/agent/adafs-fuse"; else echo "$prefix/bin/adafs-fuse"; fi; }
 preload_lib() { if [ -n "$build" ]; then echo "$build/agent/.libs/libadafs_preload.so"; else echo "$libdir/adafs/libadafs_preload.so"; fi; }
 
 plugin_dir() {
@@ -236,7 +237,7 @@ start_agents() {
     local su; su=$(slurm_user)
     local prog
     for prog in "$(program agent adafs-agentd)" "$(program agent adafsd)" "$(stage_program)" \
-                "$(program prolog adafs-epilog)"; do
+                "$(fuse_program)" "$(program prolog adafs-epilog)"; do
         [ -x "$prog" ] || die "$prog not found: build adafs and set ADAFS_BUILD_DIR, or install it (ADAFS_PREFIX)"
     done
     for i in $(seq "$nodes"); do
@@ -246,7 +247,7 @@ start_agents() {
             --listen "127.0.0.1:$((slurmd_port + i - 1 + agent_offset))" \
             --socket "$base/run/agent.n$i.sock" --storage-root "$base/storage" \
             --mount-prefix "$base/mnt" \
-            --adafsd "$(program agent adafsd)" --stager "$(stage_program)" \
+            --adafsd "$(program agent adafsd)" --stager "$(stage_program)" --fuse "$(fuse_program)" \
             --slurm-user "$su" --munge-socket "$munge_dir/munge.socket.2" \
             --log "$base/log/agent.n$i.log" --log-dir "$base/adafs-log" \
             --pidfile "$base/run/agent.n$i.pid" ||
