@@ -15,31 +15,39 @@
  * The mount and the interposer stay consistent (doc/fuse.md): the kernel
  * caches no name, attribute or absence (entry_timeout, attr_timeout and
  * negative_timeout are 0 by default), so every lookup and stat asks the
- * servers as the interposer does; file data is cached in the page cache
- * while a file is open here, dropped at every open (no keep_cache) and
- * whenever a read finds the size or modification time changed
- * (auto_inval_data); writes go through to the servers before write()
- * returns (no writeback cache). Record locks are the kernel's, per node.
+ * servers as the interposer does; file data is read and written directly
+ * (no page cache) where the kernel lets such files be mapped (below), and
+ * otherwise cached while a file is open here, dropped at every open (no
+ * keep_cache) and whenever a read finds the size or modification time
+ * changed (auto_inval_data); writes go through to the servers before
+ * write() returns (no writeback cache). Record locks are the kernel's, per
+ * node.
  *
  * MOUNTPOINT may be /dev/fd/N, a /dev/fuse descriptor already mounted by a
  * privileged parent: the node agent mounts as root for the job and runs
  * this program as the job's user (libfuse's "mount by parent"). */
 #define FUSE_USE_VERSION 312
 #include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <linux/fuse.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
+#include <malloc.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +64,57 @@ static adafs *pool[CONNECTIONS_MAX];
 static int npool;
 static atomic_uint next_handle;
 static int ready_fd = -1;   /* told "ready" once the kernel's INIT is answered */
+
+/* Direct I/O with mmap allowed (the kernel's FUSE_DIRECT_IO_ALLOW_MMAP,
+ * Linux 6.6; libfuse 3.14 cannot ask for it, so the INIT answer is amended
+ * on its way out, below). With it every open file is FOPEN_DIRECT_IO: a
+ * read or write goes to adafs as one request of its size, with no page
+ * cache between, exactly as through the interposer (and two copies of the
+ * data instead of three); mmap still works, through the page cache.
+ * Without it, files go through the page cache (see the header). */
+#define ALLOW_MMAP_FLAGS2 (1u << (36 - 32))
+static uint64_t init_unique;   /* the INIT request being answered */
+static bool init_offers;       /* the kernel offered ALLOW_MMAP */
+static bool direct_io;         /* and we asked for it */
+
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+    (void)userdata;
+    ssize_t n = read(fd, buf, len);
+    const struct fuse_in_header *h = buf;
+    if (n >= (ssize_t)(sizeof *h + offsetof(struct fuse_init_in, flags2) + 4) &&
+        h->opcode == FUSE_INIT) {
+        const struct fuse_init_in *in = (const void *)(h + 1);
+        init_unique = h->unique;
+        init_offers = (in->flags & FUSE_INIT_EXT) && (in->flags2 & ALLOW_MMAP_FLAGS2);
+    }
+    return n;
+}
+
+static ssize_t io_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
+                         unsigned int flags, void *userdata)
+{
+    (void)userdata;
+    return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+    (void)userdata;
+    if (init_unique && count >= 2 && iov[0].iov_len >= sizeof(struct fuse_out_header) &&
+        iov[1].iov_len >= offsetof(struct fuse_init_out, flags2) + 4) {
+        struct fuse_out_header *h = iov[0].iov_base;
+        struct fuse_init_out *out = iov[1].iov_base;
+        if (h->unique == init_unique && h->error == 0 && init_offers &&
+            (out->flags & FUSE_INIT_EXT)) {
+            out->flags2 |= ALLOW_MMAP_FLAGS2;
+            direct_io = true;
+        }
+        if (h->unique == init_unique)
+            init_unique = 0;
+    }
+    return writev(fd, iov, count);
+}
 
 /* The handle for path operations of this thread, and for a new open file. */
 static adafs *thread_fs(void)
@@ -259,6 +318,7 @@ static int open_with(const char *path, struct fuse_file_info *fi, int flags, mod
     h->append = flags & O_APPEND;
     h->fresh = created;
     fi->fh = (uintptr_t)h;
+    fi->direct_io = direct_io;
     fi->keep_cache = 0;   /* the page cache starts afresh at each open */
     return 0;
 }
@@ -273,53 +333,142 @@ static int x_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     return open_with(path, fi, fi->flags | O_CREAT, mode, true);
 }
 
-/* The kernel takes a short read for the end of the file: read it all. */
-static int x_read(const char *path, char *buf, size_t size, off_t off,
-                  struct fuse_file_info *fi)
+/* File data crosses this process through a memfd of each thread's, never
+ * through its memory: a read goes from the servers' sockets into it
+ * (spliced, one copy) and from there to the kernel (spliced again,
+ * FUSE_CAP_SPLICE_WRITE: one copy into the reader's pages); a write comes
+ * from /dev/fuse by splice (FUSE_CAP_SPLICE_READ: the writer's pages, no
+ * copy), is spliced into it (one copy), and a server copies it from there
+ * into its chunk file. As many copies as through the interposer for a
+ * write, one more for a read. libfuse uses a thread's buffer before the
+ * thread takes its next request, so one memfd per thread is enough. */
+static int thread_memfd(size_t size)
 {
-    (void)path;
-    struct handle *h = handle_of(fi);
-    size_t done = 0;
-    ssize_t n = 0;
-    pthread_mutex_lock(&h->io);
-    while (!h->failed && done < size) {
-        n = adafs_pread(h->fs, h->lfd, buf + done, size - done, off + (off_t)done);
-        if (n <= 0)
-            break;
-        done += (size_t)n;
+    static __thread int fd = -1;
+    static __thread size_t have;
+    if (fd < 0 && (fd = memfd_create("adafs-fuse-io", MFD_CLOEXEC)) < 0)
+        return -errno;
+    if (size > have) {
+        if (ftruncate(fd, (off_t)size) < 0)
+            return -errno;
+        have = size;
     }
-    if (n == -EIO)
-        h->failed = true;
-    pthread_mutex_unlock(&h->io);
-    if (h->failed && !done)
-        return -EIO;
-    return done || n >= 0 ? (int)done : (int)n;
+    return fd;
 }
 
-/* O_APPEND: the library appends at the end the servers know (another
- * node may have grown the file), not where the kernel thinks it is. */
-static int x_write(const char *path, const char *buf, size_t size, off_t off,
-                   struct fuse_file_info *fi)
+/* Runs one I/O of h under its lock: after the first EIO of an open file,
+ * its others fail at once (see struct handle). */
+static ssize_t handle_io(struct handle *h, ssize_t (*io)(struct handle *, void *), void *arg)
 {
-    (void)path;
-    struct handle *h = handle_of(fi);
-    size_t done = 0;
-    ssize_t n = 0;
     pthread_mutex_lock(&h->io);
-    h->fresh = false;
-    while (!h->failed && done < size) {
-        n = h->append ? adafs_write(h->fs, h->lfd, buf + done, size - done)
-                      : adafs_pwrite(h->fs, h->lfd, buf + done, size - done, off + (off_t)done);
-        if (n <= 0)
-            break;
-        done += (size_t)n;
-    }
+    ssize_t n = h->failed ? -EIO : io(h, arg);
     if (n == -EIO)
         h->failed = true;
     pthread_mutex_unlock(&h->io);
-    if (h->failed && !done)
-        return -EIO;
-    return done || n >= 0 ? (int)done : (int)n;
+    return n;
+}
+
+struct read_args {
+    int memfd;
+    size_t size;
+    off_t off;
+};
+
+/* The kernel takes a short read for the end of the file: read it all. */
+static ssize_t read_io(struct handle *h, void *arg)
+{
+    struct read_args *a = arg;
+    size_t done = 0;
+    while (done < a->size) {
+        ssize_t n = adafs_pread_to_fd(h->fs, h->lfd, a->memfd, (off_t)done, a->size - done,
+                                      a->off + (off_t)done);
+        if (n < 0)
+            return done ? (ssize_t)done : n;
+        if (n == 0)
+            break;
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}
+
+static int x_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off,
+                      struct fuse_file_info *fi)
+{
+    (void)path;
+    struct read_args a = { .memfd = thread_memfd(size), .size = size, .off = off };
+    struct fuse_bufvec *v = malloc(sizeof *v);
+    if (a.memfd < 0 || !v) {
+        free(v);
+        return a.memfd < 0 ? a.memfd : -ENOMEM;
+    }
+    ssize_t n = handle_io(handle_of(fi), read_io, &a);
+    if (n < 0) {
+        free(v);
+        return (int)n;
+    }
+    *v = FUSE_BUFVEC_INIT((size_t)n);
+    v->buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+    v->buf[0].fd = a.memfd;
+    v->buf[0].pos = 0;
+    *bufp = v;
+    return 0;
+}
+
+struct write_args {
+    struct fuse_bufvec *data;
+    size_t size;
+    off_t off;
+};
+
+/* Into the thread's memfd and from there to the servers; O_APPEND from
+ * memory: the library appends at the end the servers know (another node
+ * may have grown the file), not where the kernel thinks it is. */
+static ssize_t write_io(struct handle *h, void *arg)
+{
+    struct write_args *a = arg;
+    h->fresh = false;
+    if (h->append) {
+        char *mem = malloc(a->size ? a->size : 1);
+        struct fuse_bufvec dst = FUSE_BUFVEC_INIT(a->size);
+        dst.buf[0].mem = mem;
+        ssize_t n = mem ? fuse_buf_copy(&dst, a->data, 0) : -ENOMEM;
+        size_t done = 0;
+        while (n >= 0 && done < (size_t)n) {
+            ssize_t w = adafs_write(h->fs, h->lfd, mem + done, (size_t)n - done);
+            if (w <= 0) {
+                n = done ? (ssize_t)done : (w < 0 ? w : -EIO);
+                break;
+            }
+            done += (size_t)w;
+        }
+        free(mem);
+        return n;
+    }
+    int memfd = thread_memfd(a->size);
+    if (memfd < 0)
+        return memfd;
+    struct fuse_bufvec dst = FUSE_BUFVEC_INIT(a->size);
+    dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+    dst.buf[0].fd = memfd;
+    dst.buf[0].pos = 0;
+    ssize_t n = fuse_buf_copy(&dst, a->data, 0);
+    size_t done = 0;
+    while (n > 0 && done < (size_t)n) {
+        ssize_t w = adafs_pwrite_from_fd(h->fs, h->lfd, memfd, (off_t)done, (size_t)n - done,
+                                         a->off + (off_t)done);
+        if (w <= 0)
+            return done ? (ssize_t)done : (w < 0 ? w : -EIO);
+        done += (size_t)w;
+    }
+    return n;
+}
+
+static int x_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
+                       struct fuse_file_info *fi)
+{
+    (void)path;
+    struct write_args a = { .data = buf, .size = fuse_buf_size(buf), .off = off };
+    return (int)handle_io(handle_of(fi), write_io, &a);
 }
 
 static int x_statfs(const char *path, struct statvfs *st)
@@ -477,6 +626,7 @@ static void *x_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
         conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
     if (conn->capable & FUSE_CAP_READDIRPLUS)
         conn->want |= FUSE_CAP_READDIRPLUS;
+    conn->want |= conn->capable & (FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE);
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
     conn->max_background = 64;
     if (ready_fd >= 0) {
@@ -509,8 +659,8 @@ static const struct fuse_operations ops = {
     .utimens = x_utimens,
     .open = x_open,
     .create = x_create,
-    .read = x_read,
-    .write = x_write,
+    .read_buf = x_read_buf,
+    .write_buf = x_write_buf,
     .statfs = x_statfs,
     .release = x_release,
     .fsync = x_fsync,
@@ -621,6 +771,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "adafs-fuse: cannot mount at %s (see above)\n", mountpoint);
         goto out;
     }
+    static const struct fuse_custom_io io = { .read = io_read, .writev = io_writev,
+                                              .splice_receive = io_splice,
+                                              .splice_send = io_splice };
+    struct fuse_session *se = fuse_get_session(f);
+    if (fuse_session_custom_io(se, &io, fuse_session_fd(se)) != 0) {
+        fprintf(stderr, "adafs-fuse: cannot set up its I/O on /dev/fuse\n");
+        goto unmount;
+    }
+    /* Reads and writes of up to 1 MiB each take a buffer that size: from
+     * the heap, reused, not a fresh mapping faulted in every time. */
+    mallopt(M_MMAP_THRESHOLD, 8 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
     if (fuse_daemonize(foreground) != 0 || fuse_set_signal_handlers(fuse_get_session(f)) != 0) {
         fprintf(stderr, "adafs-fuse: cannot detach or set signal handlers\n");
         goto unmount;
