@@ -302,6 +302,23 @@ static int ready_number(const char **p, long max, int *out)
     return 0;
 }
 
+void instance_space(uint64_t quota, struct instance_space *s)
+{
+    const uint64_t MiB = 1 << 20;
+    uint64_t wb = quota / 256;
+    wb = wb < MiB ? MiB : wb > 64 * MiB ? 64 * MiB : wb & ~(MiB - 1);
+    s->write_buffer = wb;
+    s->headroom = 12 * wb;
+    /* Metadata beyond the data: RocksDB's records and its own small files,
+     * 1/64 of the data or 16 MiB. ext4 (no journal, no resize reserve, one
+     * 256-byte inode per 16 KiB) keeps 1/64 for inodes and up to 2% for
+     * its own allocations: 1/24 more covers both. */
+    uint64_t meta = quota / 64 > 16 * MiB ? quota / 64 : 16 * MiB;
+    uint64_t want = quota + s->headroom + meta;
+    uint64_t image = want + want / 24;
+    s->image = (image + MiB - 1) & ~(MiB - 1);
+}
+
 int instance_ready_parse(const char *line, int *port, int *pid)
 {
     const char *p = line;

@@ -56,6 +56,25 @@ void instance_local_name(const char *host, int port, char name[INSTANCE_LOCAL_NA
  * from a process of the job's user. */
 int instance_ready_parse(const char *line, int *port, int *pid);
 
+/* The storage of one server whose data may take quota bytes (the job's
+ * share of its capacity on a node). The agent gives each server a file
+ * system of its own of `image` bytes, so whatever lands there (chunks,
+ * RocksDB, anything the job's user writes into it by hand) is bounded;
+ * the server keeps `headroom` of it free for RocksDB, whose flushes and
+ * compactions need room to write before they free any (a RocksDB that
+ * runs out of space stops taking writes for good), by refusing new data
+ * and metadata with ENOSPC below it. RocksDB's files are sized by
+ * write_buffer so that bound holds: a flush writes one memtable
+ * (write_buffer), a compaction at most 8 of them before it frees its
+ * inputs. doc/filesystem.md gives the figures. */
+struct instance_space {
+    uint64_t write_buffer;   /* RocksDB memtable and table file size: quota/256, 1-64 MiB */
+    uint64_t headroom;       /* kept free for RocksDB: 12 write buffers */
+    uint64_t image;          /* quota + headroom + metadata (quota/64, at least 16 MiB),
+                              * + 1/24 for ext4's own */
+};
+void instance_space(uint64_t quota, struct instance_space *space);
+
 /* Fills secret with random bytes from the kernel. */
 int secret_generate(uint8_t secret[RPC_SECRET_SIZE]);
 /* hex must hold 2 * RPC_SECRET_SIZE + 1 bytes. */

@@ -120,25 +120,25 @@ const char *agent_op_name(uint16_t op)
     return "unknown";
 }
 
-void agent_seal_head_put(struct rpc_writer *w, uint16_t op, const char *node)
+const char *agent_fault_name(uint32_t fault)
 {
-    rpc_put_u32(w, op);
-    rpc_put_str(w, node);
+    switch (fault) {
+    case AGENT_FAULT_TRANSIENT: return "transient";
+    case AGENT_FAULT_JOB: return "job";
+    case AGENT_FAULT_NODE: return "node";
+    }
+    return "unknown";
 }
 
-int agent_seal_head_check(struct rpc_reader *r, uint16_t op, const char *node, char *err,
-                          size_t errlen)
+void agent_error_put(struct rpc_writer *w, const struct agent_error *e)
 {
-    uint32_t sealed_op = rpc_get_u32(r);
-    const char *sealed_node = rpc_get_str(r);
-    if (!sealed_node) {
-        snprintf(err, errlen, "node %s: the credential names no request and node", node);
-        return -EACCES;
-    }
-    if (sealed_op != op || strcmp(sealed_node, node) != 0) {
-        snprintf(err, errlen, "node %s: the credential is for %s on node %s, not %s here", node,
-                 agent_op_name((uint16_t)sealed_op), sealed_node, agent_op_name(op));
-        return -EACCES;
-    }
-    return 0;
+    rpc_put_str(w, e->text);
+    rpc_put_u32(w, e->fault);
+}
+
+int agent_error_get(struct rpc_reader *r, const char **text, uint32_t *fault)
+{
+    *text = rpc_get_str(r);
+    *fault = rpc_get_u32(r);
+    return finish(r) == 0 && *fault <= AGENT_FAULT_NODE ? 0 : -EBADMSG;
 }

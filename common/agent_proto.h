@@ -1,12 +1,13 @@
 /* agent_proto: the messages between slurmctld's burst_buffer/adafs plugin,
  * the Epilog, and the node agent adafs-agentd.
  *
- * Framed with rpc.h. Over TCP a request's payload is a munge credential
- * (rpc_put_str) whose sealed payload is the request body below, so the agent
- * knows the sender's uid and that nothing was changed on the way; over the
- * agent's local Unix socket the body is sent as is and the peer is known
- * from SO_PEERCRED. A response carries status 0 or -errno in its header and
- * a body: for errors, one string saying what failed where.
+ * Over TCP every request and reply is a message of an agent_session
+ * (agent_session.h: both sides proved by munge, every message sealed), its
+ * op one of agent_op and its body as below; over the agent's local Unix
+ * socket they are rpc.h frames sent as is, the peer known from
+ * SO_PEERCRED (root only, both ways). A reply carries status 0 or -errno,
+ * and for errors a body of struct agent_error: what failed where, and
+ * whose fault it is.
  *
  * The plugin drives each job's instance through: START on every node (each
  * agent starts its adafsd as the job user and answers with the port), then
@@ -17,6 +18,8 @@
  * while stage-out still reads from it. */
 #ifndef ADAFS_AGENT_PROTO_H
 #define ADAFS_AGENT_PROTO_H
+
+#include "linknames.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -44,7 +47,7 @@ struct agent_start {
     uint64_t quota;                 /* bytes this node may hold */
     const char *listen_host;        /* address the server binds (port chosen by it) */
     const char *storage;            /* storage directory on the node (admin's) */
-    const char *secret_hex;         /* the instance's secret (munge seals it) */
+    const char *secret_hex;         /* the instance's secret (the session seals it) */
     int32_t numa_node;              /* run the server on this NUMA node's CPUs; -1: anywhere */
 };
 /* START response body: u32 port, u32 pid. */
@@ -108,14 +111,25 @@ int agent_job_ref_get(struct rpc_reader *r, struct agent_job_ref *m);
 
 const char *agent_op_name(uint16_t op);
 
-/* Over TCP the sealed payload starts with the request's opcode and the
- * node it is for (the agent's --node, Slurm's node name), then the body:
- * munge's replay cache is per node, so without them a credential seen on
- * the wire could be sent again to another node of the job, or as another
- * request with the same body (a STATUS as a TEARDOWN). */
-void agent_seal_head_put(struct rpc_writer *w, uint16_t op, const char *node);
-/* Takes that head from r; 0, or -EACCES with what did not match in err. */
-int agent_seal_head_check(struct rpc_reader *r, uint16_t op, const char *node, char *err,
-                          size_t errlen);
+/* Whose fault a refused request is. The plugin drains a node only for
+ * AGENT_FAULT_NODE, which an agent says only where it has proof: a job
+ * must not be able to take nodes out of service, nor can anything said
+ * outside an authenticated session (agent_session.h). */
+enum agent_fault {
+    AGENT_FAULT_TRANSIENT = 0,   /* may pass: retry, then hold the job */
+    AGENT_FAULT_JOB = 1,         /* this job's request cannot be served: hold it */
+    AGENT_FAULT_NODE = 2,        /* this node cannot serve any job: drain it */
+};
+const char *agent_fault_name(uint32_t fault);
+
+/* An error reply's body: str text ("node N: what failed: why"), u32 fault. */
+struct agent_error {
+    char text[1024];
+    uint32_t fault;   /* enum agent_fault */
+};
+void agent_error_put(struct rpc_writer *w, const struct agent_error *e);
+/* Points *text into the reader's buffer. 0 or -EBADMSG (also for a fault
+ * that is not one of enum agent_fault). */
+int agent_error_get(struct rpc_reader *r, const char **text, uint32_t *fault);
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +51,19 @@ int main(void)
     rc = stat(old, &st);
     tap_ok(rc == 0 && (st.st_mode & 0777) == 0600,
            "an existing world-readable log is made 0600 (mode %o)", (unsigned)(st.st_mode & 0777));
+    /* A device (a copy of /dev/null, made where it harms nobody) keeps
+     * its mode: a root daemon logging to /dev/null once made it 0600. */
+    char dev[256];
+    snprintf(dev, sizeof(dev), "%s/null", dir);
+    if (mknod(dev, S_IFCHR | 0666, makedev(1, 3)) == 0 && chmod(dev, 0666) == 0) {
+        tap_is_int(log_open("test_log", LOG_LEVEL_INFO, dev), 0, "a device opens as a log");
+        rc = stat(dev, &st);
+        tap_ok(rc == 0 && (st.st_mode & 0777) == 0666, "and keeps its mode (%o)",
+               (unsigned)(st.st_mode & 0777));
+        unlink(dev);
+    } else {
+        tap_skip(2, "mknod needs root");
+    }
     tap_is_int(log_open("test_log", LOG_LEVEL_INFO, path), 0, "back to the new file");
 
     static struct log_limit flood = LOG_LIMIT_INIT(5, 300);

@@ -14,6 +14,8 @@
  *
  * The agent's socket: --socket, else $ADAFS_AGENT_SOCKET, else
  * /run/adafs/agent.%n.sock, where %n is this node's name ($SLURMD_NODENAME).
+ * The process listening there must be root's (SO_PEERCRED), as the agent
+ * accepts only root on it.
  * Exit status: 0 released (or no agent socket: adafs is not on this node);
  * 1 the node may hold leftovers, also when the agent cannot be reached
  * (then slurmd drains it, for an admin to look at). */
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "agent_proto.h"
@@ -103,6 +106,16 @@ int main(int argc, char **argv)
                 job_id, node, path, strerror(-fd),
                 fd == -ECONNREFUSED ? " (the agent is not running but left its socket:"
                                       " this job's server may still run here)" : "");
+        return prolog ? 0 : 1;
+    }
+    /* Only root's agent may hear about (and answer for) the job: the
+     * kernel says who listens on the socket. */
+    struct ucred cred;
+    socklen_t clen = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != 0) {
+        fprintf(stderr, "adafs-epilog: job %lu on %s: %s is not served by root (uid %d):"
+                " not the agent\n", job_id, node, path, clen == sizeof(cred) ? (int)cred.uid : -1);
+        close(fd);
         return prolog ? 0 : 1;
     }
     struct rpc_writer w;

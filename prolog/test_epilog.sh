@@ -37,4 +37,32 @@ run "$dir/file/x.sock"
 check "any other error fails the Epilog (rc $rc)" test "$rc" = 1
 check "naming the error" test "$err" = \
     "adafs-epilog: job 7 on n1: cannot reach the agent at $dir/file/x.sock: Not a directory"
+# A process of a user listening where the agent's socket should be (a
+# misconfigured, user-writable directory): the Epilog tells it nothing.
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+    chmod 777 "$dir"
+    setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(1)
+s.settimeout(5)
+try:
+    c, _ = s.accept()
+    c.settimeout(1)
+    open(sys.argv[2], "wb").write(c.recv(4096))
+except Exception:
+    pass
+' "$dir/user.sock" "$dir/heard" &
+    squatter=$!
+    for _ in $(seq 50); do [ -S "$dir/user.sock" ] && break; sleep 0.1; done
+    run "$dir/user.sock"
+    wait "$squatter"
+    check "a socket served by a user fails the Epilog (rc $rc)" test "$rc" = 1
+    check "naming the listener's uid" test "$err" = \
+        "adafs-epilog: job 7 on n1: $dir/user.sock is not served by root (uid $(id -u nobody)): not the agent"
+    check "and the user's process heard nothing" test ! -s "$dir/heard"
+else
+    echo "ok $((n + 1)) # SKIP needs root and the user nobody"; n=$((n + 1))
+fi
 echo "1..$n"

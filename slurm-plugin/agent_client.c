@@ -1,7 +1,8 @@
 #include "agent_client.h"
 
 #include <errno.h>
-#include <munge.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -10,91 +11,99 @@
 #include <unistd.h>
 
 #include "agent_proto.h"
+#include "agent_session.h"
 #include "log.h"
+#include "munge_auth.h"
 #include "net.h"
-#include "rpc_io.h"
 
-static const char *munge_socket_path;
+/* A reconfigure may change the socket while the driver calls agents. */
+static pthread_mutex_t socket_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *munge_socket_path;
 
 void agent_client_init(const char *munge_socket)
 {
-    munge_socket_path = munge_socket;
+    char *copy = munge_socket ? strdup(munge_socket) : NULL;
+    pthread_mutex_lock(&socket_lock);
+    free(munge_socket_path);
+    munge_socket_path = copy;
+    pthread_mutex_unlock(&socket_lock);
 }
 
-static int seal(const void *body, size_t len, char **cred, char *err, size_t errlen)
+/* How often a connection is tried again when it was refused or cut
+ * before any request went out (an agent restarting, or evicting idle
+ * connections under a flood): safe, since nothing was asked yet. */
+#define CONNECT_TRIES 3
+#define CONNECT_BACKOFF_MS 200
+
+static int open_session(const struct agent_target *t, int64_t deadline, struct agent_session *s,
+                        char *err, size_t errlen)
 {
-    munge_ctx_t ctx = munge_ctx_create();
-    if (!ctx) {
-        snprintf(err, errlen, "munge: out of memory");
-        return -ENOMEM;
-    }
+    char path[PATH_MAX] = "";
+    pthread_mutex_lock(&socket_lock);
     if (munge_socket_path)
-        munge_ctx_set(ctx, MUNGE_OPT_SOCKET, munge_socket_path);
-    /* Only root (the agent) may decode it: a request carries the job's
-     * secret, and a user process squatting on the agent's port must not
-     * be able to read it with unmunge. */
-    munge_err_t e = munge_ctx_set(ctx, MUNGE_OPT_UID_RESTRICTION, (uid_t)0);
-    if (e == EMUNGE_SUCCESS)
-        e = munge_encode(cred, ctx, body, (int)len);
-    if (e != EMUNGE_SUCCESS)
-        snprintf(err, errlen, "munge: %s", munge_ctx_strerror(ctx));
-    munge_ctx_destroy(ctx);
-    return e == EMUNGE_SUCCESS ? 0 : -EACCES;
+        snprintf(path, sizeof(path), "%s", munge_socket_path);
+    pthread_mutex_unlock(&socket_lock);
+    struct session_auth munge;
+    munge_auth_init(&munge, path[0] ? path : NULL);
+    int rc = -ETIMEDOUT;
+    for (int attempt = 0; attempt < CONNECT_TRIES; attempt++) {
+        int64_t left = deadline - net_now_ms();
+        if (attempt > 0) {
+            int pause = CONNECT_BACKOFF_MS << (attempt - 1);
+            if (left <= pause)
+                break;
+            poll(NULL, 0, pause);
+            left -= pause;
+        }
+        if (left <= 0)
+            break;
+        rc = agent_session_connect(s, &munge, t->node, t->host, t->port,
+                                   left < 10000 ? (int)left : 10000, err, errlen);
+        if (rc != -ECONNREFUSED && rc != -ECONNRESET && rc != -EPIPE)
+            break;
+    }
+    if (rc == -ETIMEDOUT && !err[0])
+        snprintf(err, errlen, "node %s: agent %s:%d: no time left to connect", t->node, t->host,
+                 t->port);
+    return rc;
 }
 
 int agent_call(const struct agent_target *t, uint16_t op, const void *body, size_t len,
                int timeout_ms, struct agent_reply *reply, char *err, size_t errlen)
 {
     *reply = (struct agent_reply){ 0 };
-    char *cred = NULL, cerr[256];
-    struct rpc_writer sealed;
-    rpc_writer_init(&sealed, NULL, 0);
-    agent_seal_head_put(&sealed, op, t->node);
-    rpc_put_raw(&sealed, body, len);
-    int sealed_rc = -ENOMEM;
-    snprintf(cerr, sizeof(cerr), "out of memory");
-    if (rpc_writer_ok(&sealed))
-        sealed_rc = seal(sealed.data, sealed.len, &cred, cerr, sizeof(cerr));
-    rpc_writer_free(&sealed);
-    if (sealed_rc < 0) {
-        snprintf(err, errlen, "node %s: %s", t->node, cerr);
-        return -EACCES;
-    }
-    struct rpc_writer w;
-    rpc_writer_init(&w, NULL, 0);
-    rpc_put_str(&w, cred);
-    free(cred);
-    if (!rpc_writer_ok(&w)) {
-        rpc_writer_free(&w);
-        snprintf(err, errlen, "node %s: out of memory", t->node);
-        return -ENOMEM;
-    }
-
+    err[0] = '\0';
     int64_t deadline = net_now_ms() + timeout_ms;
-    char nerr[256];
-    int fd = net_connect(t->host, t->port, timeout_ms < 10000 ? timeout_ms : 10000, nerr, sizeof(nerr));
-    int rc = fd;
-    struct rpc_header h = { .opcode = op, .id = 1 };
-    if (fd >= 0)
-        rc = rpc_send(fd, &h, w.data, w.len, deadline);
-    if (rc >= 0)
-        rc = rpc_recv(fd, &h, &reply->body, AGENT_MAX_BODY, deadline);
-    if (fd >= 0)
-        close(fd);
-    rpc_writer_free(&w);
+    struct agent_session s;
+    int rc = open_session(t, deadline, &s, err, errlen);
+    if (rc < 0)
+        return rc;
+    struct session_msg m;
+    rc = agent_session_send(&s, op, 0, body, len, deadline);
+    if (rc == 0)
+        rc = agent_session_recv(&s, &m, AGENT_MAX_BODY, deadline);
+    agent_session_close(&s);
+    /* An agent at its session limit answers before reading the request,
+     * so its refusal names no request (op 0). */
+    if (rc == 0 && m.op != op && !(m.op == 0 && m.status < 0)) {
+        free(m.plain);
+        rc = -EBADMSG;
+    }
     if (rc < 0) {
         snprintf(err, errlen, "node %s: agent %s:%d: %s: %s", t->node, t->host, t->port,
-                 agent_op_name(op), fd < 0 ? nerr : strerror(-rc));
-        agent_reply_free(reply);
+                 agent_op_name(op), rc == -EBADMSG ? "the session's reply did not open"
+                                                   : strerror(-rc));
         return rc;
     }
-    reply->len = h.length;
-    reply->status = h.status;
-    rpc_reader_init(&reply->reader, reply->body, reply->len);
-    if (reply->status < 0) {
-        reply->message = rpc_get_str(&reply->reader);
-        if (!reply->message)
-            reply->message = strerror(-reply->status);
+    reply->body = m.plain;
+    reply->len = m.len;
+    reply->status = m.status;
+    reply->fault = AGENT_FAULT_TRANSIENT;
+    rpc_reader_init(&reply->reader, m.body, m.len);
+    if (reply->status < 0 &&
+        agent_error_get(&reply->reader, &reply->message, &reply->fault) < 0) {
+        reply->message = "the agent's error reply is malformed";
+        reply->fault = AGENT_FAULT_TRANSIENT;
     }
     return 0;
 }

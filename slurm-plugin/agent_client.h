@@ -1,9 +1,14 @@
-/* agent_client: one request to a node agent, sealed with munge.
+/* agent_client: one request to a node agent, in an agent session.
  *
  * Used by the plugin (as slurmctld's user) to drive the agents on a job's
- * nodes. A call either fails to reach the agent (a node problem: -errno
- * with a message naming the node and address) or gets the agent's answer,
- * whose status may itself be an error with the agent's message. */
+ * nodes. Each call opens a session (common/agent_session.h: the plugin's
+ * munge credential, readable by root only; the agent's reply, root's), so
+ * a process squatting on an agent's port learns nothing and can make the
+ * plugin believe nothing. A call either gets no authenticated answer (the
+ * agent could not be reached, refused the handshake, or something else
+ * answered: -errno with a message naming the node and address, which
+ * proves nothing about the node) or gets the agent's answer, whose status
+ * may itself be an error with the agent's message and whose fault it is. */
 #ifndef ADAFS_AGENT_CLIENT_H
 #define ADAFS_AGENT_CLIENT_H
 
@@ -20,17 +25,20 @@ struct agent_target {
 
 struct agent_reply {
     int status;           /* the agent's: 0 or -errno */
-    uint8_t *body;        /* malloc'd */
+    uint8_t *body;        /* malloc'd (the body is inside it) */
     size_t len;
-    struct rpc_reader reader;   /* over body, for the caller's decoding */
+    struct rpc_reader reader;   /* over the body, for the caller's decoding */
     const char *message;  /* the agent's error text when status < 0 */
+    uint32_t fault;       /* and whose fault (enum agent_fault) */
 };
 
 /* munge_socket NULL: munge's default socket. */
 void agent_client_init(const char *munge_socket);
 
-/* Returns 0 when the agent answered (see reply->status), or -errno when it
- * could not be reached or answered nonsense, with err filled. */
+/* Returns 0 when the agent answered (see reply->status), or -errno when no
+ * authenticated answer came, with err filled. A connection refused or cut
+ * before the request went out is tried again (3 times in all, 200 and
+ * 400 ms apart) within timeout_ms. */
 int agent_call(const struct agent_target *t, uint16_t op, const void *body, size_t len,
                int timeout_ms, struct agent_reply *reply, char *err, size_t errlen);
 void agent_reply_free(struct agent_reply *reply);

@@ -1,13 +1,14 @@
-/* agent_probe: sends one munge-sealed request to a node agent as the
- * calling user and prints the agent's answer, for the security tests (an
- * agent must refuse every user but slurmctld's).
+/* agent_probe: sends one request to a node agent in an agent session, as
+ * the calling user, and prints the agent's answer, for the security tests
+ * (an agent must refuse every user but slurmctld's and root).
  *
  *   agent_probe HOST PORT ping|start|release [MUNGE_SOCKET [NODE]]
  *
- * NODE is the node the request is sealed for (the agent's --node; default
+ * NODE is the node the session is opened with (the agent's --node; default
  * "probe", which no agent is).
- * Prints "status N: message" and exits 0 if the agent answered, 2 if it
- * could not be reached. */
+ * Prints "status N (F fault): message" (or "status 0: ok") and exits 0 if
+ * the agent answered in the session; "unreachable: why" and exits 2 if no
+ * authenticated answer came (a refused handshake among them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,10 @@ int main(int argc, char **argv)
         rpc_writer_free(&w);
         return 2;
     }
-    printf("status %d: %s\n", r.status, r.status < 0 ? r.message : "ok");
+    if (r.status < 0)
+        printf("status %d (%s fault): %s\n", r.status, agent_fault_name(r.fault), r.message);
+    else
+        printf("status 0: ok\n");
     agent_reply_free(&r);
     rpc_writer_free(&w);
     return 0;

@@ -7,7 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "fileio.h"
+#include "hash.h"
+#include "rpc.h"
 
 static const char *phase_names[] = {
     [PHASE_DEPLOYING] = "deploying", [PHASE_STAGING_IN] = "staging_in",
@@ -30,9 +35,12 @@ struct bb_job *bb_job_find(struct bb_job *head, uint32_t job_id)
 
 struct bb_job *bb_job_new(uint32_t job_id)
 {
+    static uint64_t last_key;
     struct bb_job *job = calloc(1, sizeof(*job));
-    if (job)
+    if (job) {
         job->job_id = job_id;
+        job->key = __atomic_add_fetch(&last_key, 1, __ATOMIC_RELAXED);
+    }
     return job;
 }
 
@@ -52,13 +60,14 @@ void bb_job_free(struct bb_job *job)
     free(job->storage);
     free(job->mount);
     free(job->instance_path);
+    free(job->unreadable);
     free(job);
 }
 
-void bb_job_remove(struct bb_job **head, uint32_t job_id)
+void bb_job_remove_key(struct bb_job **head, uint64_t key)
 {
     for (struct bb_job **p = head; *p; p = &(*p)->next)
-        if ((*p)->job_id == job_id) {
+        if ((*p)->key == key) {
             struct bb_job *gone = *p;
             *p = gone->next;
             bb_job_free(gone);
@@ -86,60 +95,331 @@ int bb_job_set_error(struct bb_job *job, enum bb_failure failure, const char *fm
     return 0;
 }
 
-/* --- saving ----------------------------------------------------------- */
+/* --- the saved table ---------------------------------------------------
+ *
+ *   "ADAFSBB\n"  u32 version (2)
+ *   records, each:  u32 RECORD_MAGIC  u32 job id  u32 length  u64 check
+ *                   length bytes of fields (bb_job_encode)
+ *
+ * check is hash_bytes() of the fields: a torn or bit-flipped record is
+ * found and skipped on its own; a record whose framing is damaged is
+ * skipped by looking for the next magic whose record checks out. Integers
+ * are little-endian (rpc.h). */
 
-static json_t *totals_json(const struct stage_totals *t)
+static const char FILE_MAGIC[8] = { 'A', 'D', 'A', 'F', 'S', 'B', 'B', '\n' };
+#define FILE_VERSION 2
+#define RECORD_MAGIC 0x524a4241u        /* "ABJR" */
+#define FRAME_SIZE 20
+/* What one record may take: 4,096 nodes with long names fit many times. */
+#define RECORD_MAX (64u << 20)
+
+enum record_kind { RECORD_JOB = 1, RECORD_UNREADABLE = 2 };
+
+static void put_opt_str(struct rpc_writer *w, const char *s)
 {
-    return json_pack("{s:I,s:I,s:I,s:I,s:f,s:I}", "files", (json_int_t)t->files,
-                     "dirs", (json_int_t)t->dirs, "bytes", (json_int_t)t->bytes,
-                     "errors", (json_int_t)t->errors, "seconds", t->seconds,
-                     "verified", (json_int_t)t->verified);
+    rpc_put_u32(w, s != NULL);
+    if (s)
+        rpc_put_str(w, s);
 }
 
-static json_t *job_json(const struct bb_job *j)
+/* A copy of an optional string; *ok turns false when a present one cannot
+ * be read or copied. */
+static char *get_opt_str(struct rpc_reader *r, bool *ok)
 {
-    json_t *nodes = json_array();
+    uint32_t present = rpc_get_u32(r);
+    if (!present)
+        return NULL;
+    const char *s = present == 1 ? rpc_get_str(r) : NULL;
+    char *copy = s ? strdup(s) : NULL;
+    if (!copy)
+        *ok = false;
+    return copy;
+}
+
+static char *get_str(struct rpc_reader *r, bool *ok)
+{
+    const char *s = rpc_get_str(r);
+    char *copy = s ? strdup(s) : NULL;
+    if (!copy)
+        *ok = false;
+    return copy;
+}
+
+static uint64_t double_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof(u));
+    return u;
+}
+
+static double bits_double(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof(d));
+    return d;
+}
+
+static void put_totals(struct rpc_writer *w, const struct stage_totals *t)
+{
+    rpc_put_u64(w, t->files);
+    rpc_put_u64(w, t->dirs);
+    rpc_put_u64(w, t->bytes);
+    rpc_put_u64(w, t->errors);
+    rpc_put_u64(w, double_bits(t->seconds));
+    rpc_put_u64(w, t->verified);
+}
+
+static void get_totals(struct rpc_reader *r, struct stage_totals *t)
+{
+    t->files = rpc_get_u64(r);
+    t->dirs = rpc_get_u64(r);
+    t->bytes = rpc_get_u64(r);
+    t->errors = rpc_get_u64(r);
+    t->seconds = bits_double(rpc_get_u64(r));
+    t->verified = rpc_get_u64(r);
+}
+
+static void put_request(struct rpc_writer *w, const struct bb_request *q)
+{
+    rpc_put_u64(w, q->capacity);
+    rpc_put_u64(w, q->chunk_size);
+    rpc_put_u64(w, q->max_bw);
+    rpc_put_u64(w, q->max_mdops);
+    rpc_put_u32(w, (uint32_t)q->nstages);
+    for (size_t i = 0; i < q->nstages; i++) {
+        const struct stage_spec *s = &q->stages[i];
+        rpc_put_u32(w, (uint32_t)s->direction);
+        rpc_put_u32(w, (uint32_t)s->type);
+        rpc_put_str(w, s->source);
+        rpc_put_str(w, s->destination);
+        rpc_put_u32(w, (uint32_t)s->line);
+        rpc_put_u32(w, (uint32_t)s->verify);
+    }
+}
+
+static bool get_request(struct rpc_reader *r, struct bb_request *q)
+{
+    q->capacity = rpc_get_u64(r);
+    q->chunk_size = rpc_get_u64(r);
+    q->max_bw = rpc_get_u64(r);
+    q->max_mdops = rpc_get_u64(r);
+    uint32_t n = rpc_get_u32(r);
+    if (!rpc_reader_ok(r) || n > DIRECTIVE_MAX_STAGES)
+        return false;
+    q->stages = calloc(n ? n : 1, sizeof(*q->stages));
+    if (!q->stages)
+        return false;
+    bool ok = true;
+    for (uint32_t i = 0; i < n && ok; i++) {
+        struct stage_spec *s = &q->stages[i];
+        uint32_t dir = rpc_get_u32(r), type = rpc_get_u32(r);
+        s->source = get_str(r, &ok);
+        s->destination = get_str(r, &ok);
+        s->line = (int)rpc_get_u32(r);
+        s->verify = (int)rpc_get_u32(r);
+        q->nstages = i + 1;
+        if (dir > STAGE_OUT || type > STAGE_LIST)
+            ok = false;
+        s->direction = (enum stage_direction)dir;
+        s->type = (enum stage_type)type;
+    }
+    return ok && rpc_reader_ok(r);
+}
+
+void bb_job_encode(struct rpc_writer *w, const struct bb_job *j)
+{
+    if (j->unreadable) {
+        /* Kept until the plugin settles it, across further restarts. */
+        rpc_put_u32(w, RECORD_UNREADABLE);
+        rpc_put_u32(w, j->job_id);
+        rpc_put_str(w, j->unreadable);
+        return;
+    }
+    rpc_put_u32(w, RECORD_JOB);
+    rpc_put_u32(w, j->job_id);
+    rpc_put_u32(w, j->uid);
+    rpc_put_u32(w, j->gid);
+    put_opt_str(w, j->user);
+    put_request(w, &j->req);
+    rpc_put_u32(w, (uint32_t)j->phase);
+    rpc_put_u32(w, (uint32_t)j->failure);
+    put_opt_str(w, j->error);
+    rpc_put_u32(w, (uint32_t)j->hurry | (uint32_t)j->released << 1 |
+                   (uint32_t)j->finalizing << 2 | (uint32_t)j->superseded << 3);
+    rpc_put_u32(w, (uint32_t)j->nnodes);
     for (size_t i = 0; i < j->nnodes; i++) {
         const struct bb_node *n = &j->nodes[i];
-        json_array_append_new(nodes, json_pack("{s:s,s:s,s:i,s:s?,s:i,s:i,s:b,s:b}", "name",
-                                               n->name, "agent_host", n->agent_host,
-                                               "agent_port", n->agent_port, "storage",
-                                               n->storage, "numa_node", n->numa_node,
-                                               "server_port", n->server_port, "started",
-                                               n->started, "stage_sent", n->stage_sent));
+        rpc_put_str(w, n->name);
+        rpc_put_str(w, n->agent_host);
+        rpc_put_u32(w, (uint32_t)n->agent_port);
+        put_opt_str(w, n->storage);
+        rpc_put_u32(w, (uint32_t)n->numa_node);
+        rpc_put_u32(w, (uint32_t)n->server_port);
+        rpc_put_u32(w, (uint32_t)n->started | (uint32_t)n->stage_sent << 1);
     }
-    char *req = bb_request_format("X", &j->req);
-    json_t *o = json_pack(
-        "{s:I,s:I,s:I,s:s?,s:s?,s:i,s:i,s:s?,s:b,s:b,s:o,s:I,s:I,s:s,s:s?,s:s?,s:s?,"
-        "s:I,s:b,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I}",
-        "job_id", (json_int_t)j->job_id, "uid", (json_int_t)j->uid, "gid", (json_int_t)j->gid,
-        "user", j->user, "request", req, "phase", (int)j->phase, "failure", (int)j->failure,
-        "error", j->error, "hurry", j->hurry, "released", j->released, "nodes", nodes,
-        "node_capacity", (json_int_t)j->node_capacity, "chunk_size", (json_int_t)j->chunk_size,
-        "secret", j->secret_hex, "storage", j->storage, "mount", j->mount,
-        "instance", j->instance_path, "stage_index", (json_int_t)j->stage_index,
-        "finalizing", j->finalizing, "in", totals_json(&j->in), "out", totals_json(&j->out),
-        "t_begin", (json_int_t)j->t_begin, "t_deployed", (json_int_t)j->t_deployed,
-        "t_staged_in", (json_int_t)j->t_staged_in, "t_ended", (json_int_t)j->t_ended,
-        "t_staged_out", (json_int_t)j->t_staged_out, "t_done", (json_int_t)j->t_done);
-    free(req);
-    return o;
+    rpc_put_u64(w, j->node_capacity);
+    rpc_put_u64(w, j->chunk_size);
+    rpc_put_str(w, j->secret_hex);
+    put_opt_str(w, j->storage);
+    put_opt_str(w, j->mount);
+    put_opt_str(w, j->instance_path);
+    rpc_put_u64(w, j->stage_index);
+    put_totals(w, &j->in);
+    put_totals(w, &j->out);
+    const time_t *times[] = { &j->t_begin, &j->t_deployed, &j->t_staged_in,
+                              &j->t_ended, &j->t_staged_out, &j->t_done };
+    for (size_t i = 0; i < sizeof(times) / sizeof(*times); i++)
+        rpc_put_i64(w, (int64_t)*times[i]);
+}
+
+static bool get_nodes(struct rpc_reader *r, struct bb_job *j)
+{
+    uint32_t n = rpc_get_u32(r);
+    /* Each node takes at least 30 bytes: a count beyond what is left is
+     * damage, not a reason to allocate. */
+    if (!rpc_reader_ok(r) || n > (r->len - r->off) / 30)
+        return false;
+    j->nodes = calloc(n ? n : 1, sizeof(*j->nodes));
+    if (!j->nodes)
+        return false;
+    bool ok = true;
+    for (uint32_t i = 0; i < n && ok; i++) {
+        struct bb_node *node = &j->nodes[i];
+        j->nnodes = i + 1;
+        node->name = get_str(r, &ok);
+        node->agent_host = get_str(r, &ok);
+        node->agent_port = (int)rpc_get_u32(r);
+        node->storage = get_opt_str(r, &ok);
+        node->numa_node = (int)(int32_t)rpc_get_u32(r);
+        node->server_port = (int)rpc_get_u32(r);
+        uint32_t flags = rpc_get_u32(r);
+        node->started = flags & 1;
+        node->stage_sent = flags & 2;
+    }
+    return ok && rpc_reader_ok(r);
+}
+
+struct bb_job *bb_job_decode(struct rpc_reader *r, char *err, size_t errlen)
+{
+    uint32_t kind = rpc_get_u32(r);
+    uint32_t id = rpc_get_u32(r);
+    if (!rpc_reader_ok(r) || (kind != RECORD_JOB && kind != RECORD_UNREADABLE)) {
+        snprintf(err, errlen, "record of unknown kind %u", kind);
+        return NULL;
+    }
+    struct bb_job *j = bb_job_new(id);
+    if (!j) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    bool ok = true;
+    const char *what = "fields";
+    if (kind == RECORD_UNREADABLE) {
+        j->unreadable = get_str(r, &ok);
+        goto check;
+    }
+    j->uid = rpc_get_u32(r);
+    j->gid = rpc_get_u32(r);
+    j->user = get_opt_str(r, &ok);
+    if (ok && !get_request(r, &j->req)) {
+        ok = false;
+        what = "request";
+        goto check;
+    }
+    uint32_t phase = rpc_get_u32(r), failure = rpc_get_u32(r);
+    j->error = get_opt_str(r, &ok);
+    uint32_t flags = rpc_get_u32(r);
+    if (phase > PHASE_COMPLETE || failure > FAIL_CANCELLED) {
+        ok = false;
+        what = "phase";
+        goto check;
+    }
+    j->phase = (enum bb_phase)phase;
+    j->failure = (enum bb_failure)failure;
+    j->hurry = flags & 1;
+    j->released = flags & 2;
+    j->finalizing = flags & 4;
+    j->superseded = flags & 8;
+    if (ok && !get_nodes(r, j)) {
+        ok = false;
+        what = "nodes";
+        goto check;
+    }
+    j->node_capacity = rpc_get_u64(r);
+    j->chunk_size = rpc_get_u64(r);
+    const char *secret = rpc_get_str(r);
+    if (!secret || strlen(secret) >= sizeof(j->secret_hex)) {
+        ok = false;
+        what = "secret";
+        goto check;
+    }
+    snprintf(j->secret_hex, sizeof(j->secret_hex), "%s", secret);
+    j->storage = get_opt_str(r, &ok);
+    j->mount = get_opt_str(r, &ok);
+    j->instance_path = get_opt_str(r, &ok);
+    j->stage_index = (size_t)rpc_get_u64(r);
+    get_totals(r, &j->in);
+    get_totals(r, &j->out);
+    time_t *times[] = { &j->t_begin, &j->t_deployed, &j->t_staged_in,
+                        &j->t_ended, &j->t_staged_out, &j->t_done };
+    for (size_t i = 0; i < sizeof(times) / sizeof(*times); i++)
+        *times[i] = (time_t)rpc_get_i64(r);
+check:
+    if (!ok || !rpc_reader_done(r)) {
+        snprintf(err, errlen, "job %u: its %s do not decode (%s)", id,
+                 ok ? "fields" : what, rpc_reader_ok(r) ? "bad value or extra bytes"
+                                                         : "truncated or malformed");
+        bb_job_free(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* Writes all of buf; 0 or -errno. */
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int write_record(int fd, const struct bb_job *j)
+{
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    uint8_t frame[FRAME_SIZE];
+    rpc_put_raw(&w, frame, sizeof(frame));   /* filled in below */
+    bb_job_encode(&w, j);
+    if (!rpc_writer_ok(&w) || w.len - FRAME_SIZE > RECORD_MAX) {
+        rpc_writer_free(&w);
+        return -ENOMEM;
+    }
+    size_t len = w.len - FRAME_SIZE;
+    uint64_t check = hash_bytes(w.data + FRAME_SIZE, len);
+    struct rpc_writer f;
+    rpc_writer_init(&f, w.data, FRAME_SIZE);
+    rpc_put_u32(&f, RECORD_MAGIC);
+    rpc_put_u32(&f, j->job_id);
+    rpc_put_u32(&f, (uint32_t)len);
+    rpc_put_u64(&f, check);
+    int rc = write_all(fd, w.data, w.len);
+    rpc_writer_free(&w);
+    return rc;
 }
 
 int bb_job_save(const char *path, struct bb_job *head)
 {
-    json_t *all = json_array();
-    for (struct bb_job *j = head; j; j = j->next) {
-        json_t *o = job_json(j);
-        if (!o) {
-            json_decref(all);
-            return -ENOMEM;
-        }
-        json_array_append_new(all, o);
-    }
-    json_t *doc = json_pack("{s:i,s:o}", "version", 1, "jobs", all);
     char tmp[4200];
-    snprintf(tmp, sizeof(tmp), "%s.new", path);
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.new", path) >= sizeof(tmp))
+        return -ENAMETOOLONG;
     /* It holds every live job's secret: readable by its owner (slurmctld's
      * user) only, whatever the umask, made fresh so no earlier file's mode
      * or link is inherited. */
@@ -149,27 +429,125 @@ int bb_job_save(const char *path, struct bb_job *head)
     int fd = rc < 0 ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (rc == 0 && fd < 0)
         rc = -errno;
-    if (rc == 0 && json_dumpfd(doc, fd, JSON_INDENT(1)) != 0)
-        rc = -EIO;
+    if (rc == 0) {
+        uint8_t header[sizeof(FILE_MAGIC) + 4];
+        struct rpc_writer h;
+        rpc_writer_init(&h, header, sizeof(header));
+        rpc_put_raw(&h, FILE_MAGIC, sizeof(FILE_MAGIC));
+        rpc_put_u32(&h, FILE_VERSION);
+        rc = write_all(fd, header, sizeof(header));
+    }
+    for (const struct bb_job *j = head; rc == 0 && j; j = j->next)
+        rc = write_record(fd, j);
     if (rc == 0 && fsync(fd) < 0)
         rc = -errno;
     if (fd >= 0 && close(fd) < 0 && rc == 0)
         rc = -errno;
-    json_decref(doc);
     if (rc == 0 && rename(tmp, path) < 0)
         rc = -errno;
+    if (rc < 0 && fd >= 0)
+        unlink(tmp);
     return rc;
 }
 
-/* --- loading ---------------------------------------------------------- */
+/* --- loading ------------------------------------------------------------ */
 
+/* The table being read: records appended in order, the first problem kept
+ * for the caller's message. */
+struct loading {
+    struct bb_job **tail;
+    int unreadable;
+    char *err;
+    size_t errlen;
+};
+
+/* A record that could not be read: its job gets a marker saying why (when
+ * the job is known) and the others go on. */
+static void lost_record(struct loading *l, uint32_t job_id, const char *why)
+{
+    if (l->unreadable++ == 0)
+        snprintf(l->err, l->errlen, "%s", why);
+    if (!job_id)
+        return;
+    struct bb_job *j = bb_job_new(job_id);
+    if (!j)
+        return;
+    j->unreadable = strdup(why);
+    *l->tail = j;
+    l->tail = &j->next;
+}
+
+static void add_loaded(struct loading *l, struct bb_job *j)
+{
+    *l->tail = j;
+    l->tail = &j->next;
+}
+
+/* A frame at data[at] whose record checks out: 1, with its length. */
+static int frame_at(const uint8_t *data, size_t size, size_t at, uint32_t *id, uint32_t *len)
+{
+    if (size - at < FRAME_SIZE)
+        return 0;
+    struct rpc_reader r;
+    rpc_reader_init(&r, data + at, FRAME_SIZE);
+    uint32_t magic = rpc_get_u32(&r);
+    *id = rpc_get_u32(&r);
+    *len = rpc_get_u32(&r);
+    uint64_t check = rpc_get_u64(&r);
+    if (magic != RECORD_MAGIC)
+        return 0;
+    if (*len > RECORD_MAX || *len > size - at - FRAME_SIZE)
+        return -1;
+    return hash_bytes(data + at + FRAME_SIZE, *len) == check ? 1 : -1;
+}
+
+static void load_v2(const uint8_t *data, size_t size, struct loading *l)
+{
+    size_t at = sizeof(FILE_MAGIC) + 4;
+    while (at < size) {
+        uint32_t id, len;
+        int found = frame_at(data, size, at, &id, &len);
+        if (found <= 0) {
+            /* With its magic whole the job id is believable (the checksum
+             * or length is not); without, nothing is. Resume at the next
+             * record that checks out. */
+            char why[160];
+            if (found < 0)
+                snprintf(why, sizeof(why), "job %u: its saved record (at byte %zu) is damaged: "
+                         "its checksum or length does not match", id, at);
+            else
+                snprintf(why, sizeof(why), "bytes from %zu on are no record", at);
+            lost_record(l, found < 0 ? id : 0, why);
+            size_t next = at + 1;
+            uint32_t nid, nlen;
+            while (next < size && frame_at(data, size, next, &nid, &nlen) != 1)
+                next++;
+            at = next;
+            continue;
+        }
+        struct rpc_reader r;
+        rpc_reader_init(&r, data + at + FRAME_SIZE, len);
+        char why[256];
+        struct bb_job *j = bb_job_decode(&r, why, sizeof(why));
+        if (j && j->job_id != id) {
+            snprintf(why, sizeof(why), "job %u: its saved record says job %u", id, j->job_id);
+            bb_job_free(j);
+            j = NULL;
+        }
+        if (j)
+            add_loaded(l, j);
+        else
+            lost_record(l, id, why);
+        at += FRAME_SIZE + len;
+    }
+}
+
+/* adafs 0.x saved a JSON table; its request is canonical directive text. */
 static char *dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
 }
 
-/* Saved strings may be JSON null (pack's "s?"); unpack has no nullable
- * string, so they are read as values. */
 static const char *str_of(const json_t *v)
 {
     return json_is_string(v) ? json_string_value(v) : NULL;
@@ -185,7 +563,7 @@ static void totals_from(json_t *o, struct stage_totals *t)
                                 (uint64_t)errors, seconds, (uint64_t)verified };
 }
 
-static struct bb_job *job_from(json_t *o, char *err, size_t errlen)
+static struct bb_job *job_from_v1(json_t *o, char *err, size_t errlen)
 {
     json_int_t id, uid, gid, cap, chunk, index, tb, td, tsi, te, tso, tdone;
     int phase, failure, hurry, released, finalizing;
@@ -205,36 +583,35 @@ static struct bb_job *job_from(json_t *o, char *err, size_t errlen)
                        "finalizing", &finalizing, "in", &in, "out", &out, "t_begin", &tb,
                        "t_deployed", &td, "t_staged_in", &tsi, "t_ended", &te,
                        "t_staged_out", &tso, "t_done", &tdone) < 0 ||
-        phase < 0 || phase > PHASE_COMPLETE || strlen(secret) >= sizeof(((struct bb_job *)0)->secret_hex)) {
-        snprintf(err, errlen, "bad job record: %s", je.text);
+        phase < 0 || phase > PHASE_COMPLETE || failure < 0 || failure > FAIL_CANCELLED ||
+        strlen(secret) >= sizeof(((struct bb_job *)0)->secret_hex) || !json_is_array(nodes)) {
+        snprintf(err, errlen, "its saved record does not decode: %s", je.text);
         return NULL;
     }
-    const char *user = str_of(user_v), *req = str_of(req_v), *error = str_of(error_v);
-    const char *storage = str_of(storage_v), *mount = str_of(mount_v);
-    const char *instance = str_of(instance_v);
     struct bb_job *j = bb_job_new((uint32_t)id);
     if (!j)
         return NULL;
     j->uid = (uint32_t)uid;
     j->gid = (uint32_t)gid;
-    j->user = dup_or_null(user);
+    j->user = dup_or_null(str_of(user_v));
     char perr[256];
+    const char *req = str_of(req_v);
     if (req && directive_parse("X", NULL, req, &j->req, perr, sizeof(perr)) < 0) {
-        snprintf(err, errlen, "job %u: saved request does not parse: %s", j->job_id, perr);
+        snprintf(err, errlen, "its saved request (adafs 0.x text) does not parse: %s", perr);
         bb_job_free(j);
         return NULL;
     }
     j->phase = (enum bb_phase)phase;
     j->failure = (enum bb_failure)failure;
-    j->error = dup_or_null(error);
+    j->error = dup_or_null(str_of(error_v));
     j->hurry = hurry;
     j->released = released;
     j->node_capacity = (uint64_t)cap;
     j->chunk_size = (uint64_t)chunk;
     snprintf(j->secret_hex, sizeof(j->secret_hex), "%s", secret);
-    j->storage = dup_or_null(storage);
-    j->mount = dup_or_null(mount);
-    j->instance_path = dup_or_null(instance);
+    j->storage = dup_or_null(str_of(storage_v));
+    j->mount = dup_or_null(str_of(mount_v));
+    j->instance_path = dup_or_null(str_of(instance_v));
     j->stage_index = (size_t)index;
     j->finalizing = finalizing;
     totals_from(in, &j->in);
@@ -243,8 +620,7 @@ static struct bb_job *job_from(json_t *o, char *err, size_t errlen)
     j->t_ended = te, j->t_staged_out = tso, j->t_done = tdone;
     size_t n = json_array_size(nodes);
     j->nodes = calloc(n ? n : 1, sizeof(*j->nodes));
-    j->nnodes = j->nodes ? n : 0;
-    for (size_t i = 0; i < j->nnodes; i++) {
+    for (size_t i = 0; j->nodes && i < n; i++) {
         const char *name, *host;
         json_t *storage_n = NULL;
         int port, sport, started, sent, numa = -1;
@@ -252,10 +628,11 @@ static struct bb_job *job_from(json_t *o, char *err, size_t errlen)
                         &name, "agent_host", &host, "agent_port", &port, "storage", &storage_n,
                         "numa_node", &numa, "server_port", &sport, "started", &started,
                         "stage_sent", &sent) < 0) {
-            snprintf(err, errlen, "job %u: bad node record %zu", j->job_id, i);
+            snprintf(err, errlen, "its saved node %zu does not decode", i);
             bb_job_free(j);
             return NULL;
         }
+        j->nnodes = i + 1;
         j->nodes[i] = (struct bb_node){ .name = strdup(name), .agent_host = strdup(host),
                                         .agent_port = port, .storage = dup_or_null(str_of(storage_n)),
                                         .numa_node = numa, .server_port = sport,
@@ -264,31 +641,90 @@ static struct bb_job *job_from(json_t *o, char *err, size_t errlen)
     return j;
 }
 
-int bb_job_load(const char *path, struct bb_job **head, char *err, size_t errlen)
+static int load_v1(const char *path, const char *text, size_t len, struct loading *l)
 {
-    *head = NULL;
-    if (access(path, F_OK) < 0 && errno == ENOENT)
-        return 0;
     json_error_t je;
-    json_t *doc = json_load_file(path, 0, &je);
+    json_t *doc = json_loadb(text, len, 0, &je);
     json_t *jobs = doc ? json_object_get(doc, "jobs") : NULL;
     if (!jobs || !json_is_array(jobs)) {
-        snprintf(err, errlen, "%s: %s (line %d)", path, doc ? "no jobs array" : je.text, je.line);
+        snprintf(l->err, l->errlen, "%s: %s (line %d)", path, doc ? "no jobs array" : je.text,
+                 je.line);
         json_decref(doc);
         return -1;
     }
-    struct bb_job **tail = head;
     for (size_t i = 0; i < json_array_size(jobs); i++) {
-        char jerr[512];
-        struct bb_job *j = job_from(json_array_get(jobs, i), jerr, sizeof(jerr));
-        if (!j) {
-            snprintf(err, errlen, "%s: %s", path, jerr);
-            json_decref(doc);
-            return -1;
+        json_t *o = json_array_get(jobs, i);
+        char why[512];
+        struct bb_job *j = job_from_v1(o, why, sizeof(why));
+        if (j) {
+            add_loaded(l, j);
+            continue;
         }
-        *tail = j;
-        tail = &j->next;
+        json_int_t id = 0;
+        json_unpack(o, "{s:I}", "job_id", &id);
+        char named[600];
+        snprintf(named, sizeof(named), "job %lld: %s", (long long)id, why);
+        lost_record(l, id > 0 && id <= UINT32_MAX ? (uint32_t)id : 0, named);
     }
     json_decref(doc);
     return 0;
+}
+
+int bb_job_parse(const char *data, size_t size, const char *name, struct bb_job **head,
+                 char *err, size_t errlen)
+{
+    *head = NULL;
+    char first[512] = "";
+    struct loading l = { .tail = head, .err = first, .errlen = sizeof(first) };
+    int rc = 0;
+    struct rpc_reader h;
+    rpc_reader_init(&h, data, size);
+    if (size >= sizeof(FILE_MAGIC) + 4 && memcmp(data, FILE_MAGIC, sizeof(FILE_MAGIC)) == 0) {
+        h.off = sizeof(FILE_MAGIC);
+        uint32_t version = rpc_get_u32(&h);
+        if (version == FILE_VERSION) {
+            load_v2((const uint8_t *)data, size, &l);
+        } else {
+            snprintf(first, sizeof(first), "%s: version %u, this plugin reads version %d "
+                     "(and adafs 0.x's JSON)", name, version, FILE_VERSION);
+            rc = -1;
+        }
+    } else if (size && data[0] == '{') {
+        rc = load_v1(name, data, size, &l);
+    } else {
+        snprintf(first, sizeof(first), "%s: not an adafs state file", name);
+        rc = -1;
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s", first);
+        return -1;
+    }
+    if (l.unreadable)
+        snprintf(err, errlen, "%s: %d record(s) unreadable, first: %s", name, l.unreadable, first);
+    return l.unreadable;
+}
+
+int bb_job_load(const char *path, struct bb_job **head, char *err, size_t errlen)
+{
+    *head = NULL;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        return 0;
+    struct stat st;
+    char *data = NULL;
+    size_t size = 0;
+    int rc = fd < 0 ? -errno : fstat(fd, &st) < 0 ? -errno : 0;
+    if (rc == 0 && !S_ISREG(st.st_mode))
+        rc = -EINVAL;
+    if (rc == 0)
+        rc = fileio_read_all(fd, (size_t)st.st_size, &data, &size);
+    if (fd >= 0)
+        close(fd);
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+        return -1;
+    }
+    rc = bb_job_parse(data, size, path, head, err, errlen);
+    free(data);
+    return rc;
 }

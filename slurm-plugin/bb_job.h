@@ -2,6 +2,13 @@
  * them that is saved after every change and reloaded after a slurmctld
  * restart, so deployment, staging and teardown resume where they were.
  *
+ * The saved table holds each record as typed fields (common/rpc.h's writer
+ * and reader), the request already parsed and its %-symbols expanded, so
+ * what is read back is exactly what was saved, whatever bytes a job name or
+ * path holds. Each record is framed and checksummed on its own: one that
+ * cannot be read becomes a marker naming the job and why (see
+ * bb_job.unreadable), and costs that job only.
+ *
  * No Slurm types here: the shim copies what it needs out of job_record_t. */
 #ifndef ADAFS_BB_JOB_H
 #define ADAFS_BB_JOB_H
@@ -26,8 +33,9 @@ enum bb_phase {
 enum bb_failure {
     FAIL_NONE,
     FAIL_USER,            /* the user's mistake (bad path, no permission): hold */
-    FAIL_NODE,            /* a node could not serve: requeue elsewhere */
+    FAIL_NODE,            /* an agent proved its node cannot serve: drain it, requeue */
     FAIL_CANCELLED,       /* scancel: nothing to report */
+    FAIL_TRANSIENT,       /* nothing proven, retried until given up: hold, drain nothing */
 };
 
 struct bb_node {
@@ -61,6 +69,11 @@ struct bb_job {
      * or a cancel that arrives meanwhile waits here until then. */
     bool busy;
     bool pending_end, pending_cancel, pending_hurry;
+    /* Not saved either: a step whose calls failed for a reason that may
+     * pass is tried again at retry_at (a restarted slurmctld starts the
+     * count again). */
+    unsigned attempts;
+    time_t retry_at;
 
     struct bb_node *nodes;
     size_t nnodes;
@@ -76,24 +89,56 @@ struct bb_job {
     struct stage_totals in, out;
 
     time_t t_begin, t_deployed, t_staged_in, t_ended, t_staged_out, t_done;
+
+    /* Saved: its saved record could not be read (why); job_id is the only
+     * other field that holds anything. The plugin settles it with Slurm's
+     * record of the job (hold it, or rebuild it to stage out). */
+    char *unreadable;
+    /* Saved: torn down because the job was given another allocation (a
+     * restart found it pending, or on other nodes): it never acts on the
+     * Slurm job, whose newer instance waits until this one is gone. */
+    bool superseded;
+    /* Not saved, set when loaded before its release: slurmctld has not yet
+     * said whether the job still holds these nodes, so it is not stepped
+     * until bb_p_job_begin() or the driver's first look claims it. */
+    bool unclaimed;
+    uint64_t key;                 /* not saved: unique in this process */
     struct bb_job *next;
 };
 
 const char *bb_phase_name(enum bb_phase phase);
 
-/* Table: a singly linked list; callers hold the plugin's mutex. */
+/* Table: a singly linked list; callers hold the plugin's mutex. A job may
+ * have several records while older allocations' instances are torn down:
+ * the newest comes first, and that is the one bb_job_find() returns. */
 struct bb_job *bb_job_find(struct bb_job *head, uint32_t job_id);
 struct bb_job *bb_job_new(uint32_t job_id);
-/* Unlinks and frees the job with job_id, if any. */
-void bb_job_remove(struct bb_job **head, uint32_t job_id);
+/* Unlinks and frees the record with this key, if any. */
+void bb_job_remove_key(struct bb_job **head, uint64_t key);
 void bb_job_free(struct bb_job *job);
 int bb_job_set_error(struct bb_job *job, enum bb_failure failure, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Saves all jobs atomically (temporary file + rename). 0 or -errno. */
+/* Saves all jobs atomically (temporary file 0600, O_EXCL|O_NOFOLLOW, fsync,
+ * rename). 0 or -errno. */
 int bb_job_save(const char *path, struct bb_job *head);
-/* Loads the saved table; a missing file is an empty table. Returns 0, or -1
- * with a message naming the file in err. */
+/* Loads the saved table; a missing file is an empty table. Also reads the
+ * JSON table of adafs 0.x (version 1), whose requests are text parsed again
+ * here. Returns how many records could not be read (each is in the table
+ * as an unreadable marker when its job is known; err describes the first),
+ * or -1 with a message naming the file in err when nothing could be read. */
 int bb_job_load(const char *path, struct bb_job **head, char *err, size_t errlen);
+
+/* bb_job_load() of a table already in memory; name is for messages. */
+int bb_job_parse(const char *data, size_t size, const char *name, struct bb_job **head,
+                 char *err, size_t errlen);
+
+/* The typed record codec the table is saved with (for tests and fuzzing):
+ * encode appends one job's fields; decode reads them back into a new job,
+ * or returns NULL with why in err. */
+struct rpc_writer;
+struct rpc_reader;
+void bb_job_encode(struct rpc_writer *w, const struct bb_job *job);
+struct bb_job *bb_job_decode(struct rpc_reader *r, char *err, size_t errlen);
 
 #endif

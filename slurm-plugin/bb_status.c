@@ -30,12 +30,17 @@ static void span(FILE *f, const char *name, time_t from, time_t to)
 
 static void one(FILE *f, const struct bb_job *j)
 {
+    if (j->unreadable) {
+        fprintf(f, "JobId=%u SavedStateUnreadable=%s\n", j->job_id, j->unreadable);
+        return;
+    }
     char cap[32], chunk[32];
     size_format(j->node_capacity, cap, sizeof(cap));
     size_format(j->chunk_size, chunk, sizeof(chunk));
-    fprintf(f, "JobId=%u User=%s(%u) Phase=%s Nodes=%zu NodeCapacity=%s Chunk=%s Mount=%s\n",
-            j->job_id, j->user ? j->user : "?", j->uid, bb_phase_name(j->phase), j->nnodes,
-            cap, chunk, j->mount ? j->mount : "-");
+    fprintf(f, "JobId=%u User=%s(%u) Phase=%s%s Nodes=%zu NodeCapacity=%s Chunk=%s Mount=%s\n",
+            j->job_id, j->user ? j->user : "?", j->uid, bb_phase_name(j->phase),
+            j->superseded ? " (an earlier allocation's)" : "", j->nnodes, cap, chunk,
+            j->mount ? j->mount : "-");
     fprintf(f, "  Servers=");
     for (size_t i = 0; i < j->nnodes; i++)
         fprintf(f, "%s%s(%s:%d)", i ? "," : "", j->nodes[i].name, j->nodes[i].agent_host,

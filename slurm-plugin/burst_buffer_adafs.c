@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "slurm/slurm.h"
 #include "slurm/slurm_errno.h"
@@ -51,6 +52,38 @@
 #include "log_sink.h"
 #include "placement.h"
 #include "predict.h"
+
+/* What slurmctld looks up, the only symbols this plugin exports: the
+ * plugin is built with hidden visibility, so a name we share with Slurm or
+ * slurmctld (hostlist_push once) binds inside the plugin to our own
+ * definition, never to theirs (burst_buffer_adafs.sym; the list is in
+ * Slurm's src/common/plugin.c and src/slurmctld/burst_buffer.c). */
+#pragma GCC visibility push(default)
+extern const char plugin_name[], plugin_type[];
+extern const uint32_t plugin_version;
+extern int init(void);
+extern int fini(void);
+extern uint64_t bb_p_get_system_size(void);
+extern int bb_p_load_state(bool init_config);
+extern char *bb_p_get_status(uint32_t argc, char **argv);
+extern int bb_p_reconfig(void);
+extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version);
+extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **err_msg);
+extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg);
+extern void bb_p_job_set_tres_cnt(job_record_t *job_ptr, uint64_t *tres_cnt, bool locked);
+extern time_t bb_p_job_get_est_start(job_record_t *job_ptr);
+extern int bb_p_job_try_stage_in(List job_queue);
+extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only);
+extern int bb_p_job_begin(job_record_t *job_ptr);
+extern int bb_p_job_revoke_alloc(job_record_t *job_ptr);
+extern int bb_p_job_start_stage_out(job_record_t *job_ptr);
+extern int bb_p_job_test_post_run(job_record_t *job_ptr);
+extern int bb_p_job_test_stage_out(job_record_t *job_ptr);
+extern int bb_p_job_cancel(job_record_t *job_ptr);
+extern int bb_p_run_script(char *func, uint32_t job_id, uint32_t argc, char **argv,
+                           char **resp_msg);
+extern char *bb_p_xlate_bb_2_tres_str(char *burst_buffer);
+#pragma GCC visibility pop
 
 const char plugin_name[] = "burst_buffer adafs plugin";
 const char plugin_type[] = "burst_buffer/adafs";
@@ -195,17 +228,20 @@ static void apply_events(uint32_t job_id, int events, enum bb_phase phase, enum 
         job_ptr->job_state &= ~JOB_CONFIGURING;
         release_job(job_ptr);
         if (failure == FAIL_NODE && first_node) {
-            /* A node that cannot run its server would fail every job. */
+            /* Its agent proved it cannot serve (lifecycle_classify):
+             * it would fail every job. Nothing else drains a node. */
             char *reason = xstrdup_printf("adafs: %s", error_text);
             drain_nodes((char *)first_node, reason, slurm_conf.slurm_user_id);
             xfree(reason);
         }
-        /* A job that already failed on other nodes is likely the cause
-         * itself: held, so it cannot drain node after node. */
-        bool hold = failure == FAIL_USER || job_ptr->restart_cnt > 0;
+        /* What may pass was already retried (lifecycle_retry); a job that
+         * already failed on other nodes is likely the cause itself: held,
+         * so it cannot drain node after node. */
+        bool hold = failure == FAIL_USER || failure == FAIL_TRANSIENT || job_ptr->restart_cnt > 0;
         info("%s: %pJ %s: %s", plugin_type, job_ptr, hold ? "held" : "requeued", error_text);
         requeue_job(job_ptr, hold, error_text);
-    } else if ((events & LC_FINISHED) && failure == FAIL_USER && error_text) {
+    } else if ((events & LC_FINISHED) && (failure == FAIL_USER || failure == FAIL_TRANSIENT) &&
+               error_text) {
         /* After the run (stage-out): the job keeps a note of what failed. */
         xfree(job_ptr->system_comment);
         job_ptr->system_comment = xstrdup_printf("%s: %s", plugin_type, error_text);
@@ -216,10 +252,33 @@ static void apply_events(uint32_t job_id, int events, enum bb_phase phase, enum 
 
 /* --- the driver thread ------------------------------------------------ */
 
+/* Is an older instance of j's job still on its nodes? A new allocation's
+ * instance deploys only once the older ones are gone (torn down, or staged
+ * out and torn down), so two never meet on a node. bb_mutex held. */
+static bool waits_for_older(const struct bb_job *j)
+{
+    if (j->phase != PHASE_DEPLOYING)
+        return false;
+    for (const struct bb_job *o = jobs; o; o = o->next)
+        if (o != j && o->job_id == j->job_id && o->superseded && o->phase != PHASE_COMPLETE)
+            return true;
+    return false;
+}
+
 static bool needs_work(const struct bb_job *j)
 {
+    if (j->unreadable || j->unclaimed || waits_for_older(j))
+        return false;
     return j->phase == PHASE_DEPLOYING || j->phase == PHASE_STAGING_IN ||
            j->phase == PHASE_STAGING_OUT || j->phase == PHASE_TEARDOWN;
+}
+
+static struct bb_job *find_key(uint64_t key)
+{
+    for (struct bb_job *j = jobs; j; j = j->next)
+        if (j->key == key)
+            return j;
+    return NULL;
 }
 
 /* Which node's problem a FAIL_NODE message names ("node nX: ..."). */
@@ -276,10 +335,10 @@ static int step_adopt(struct bb_job *j, struct bb_job *work)
     return kept.pending_cancel || kept.pending_end ? LC_CHANGED : 0;
 }
 
-static void step_one(uint32_t job_id)
+static void step_one(uint64_t key)
 {
     slurm_mutex_lock(&bb_mutex);
-    struct bb_job *j = bb_job_find(jobs, job_id);
+    struct bb_job *j = find_key(key);
     struct bb_job work;
     if (!j || !needs_work(j) || j->busy || step_copy(j, &work) < 0) {
         slurm_mutex_unlock(&bb_mutex);
@@ -291,6 +350,7 @@ static void step_one(uint32_t job_id)
     struct bb_config cfg = config;
     slurm_mutex_unlock(&bb_mutex);
 
+    uint32_t job_id = work.job_id;
     enum bb_phase before = work.phase;
     int events = lifecycle_step(&work, &cfg);
 
@@ -305,9 +365,14 @@ static void step_one(uint32_t job_id)
         j->released = true;
     if (events & LC_CHANGED)
         save_state();
+    /* An instance of an older allocation never acts on the job: its newer
+     * instance does. */
+    bool superseded = j->superseded;
+    if (events & LC_FINISHED)
+        pthread_cond_broadcast(&bb_wake);   /* a newer instance may wait for it */
     slurm_mutex_unlock(&bb_mutex);
 
-    if ((events & (LC_RELEASE | LC_FINISHED)) || phase != before)
+    if (!superseded && ((events & (LC_RELEASE | LC_FINISHED)) || phase != before))
         apply_events(job_id, events, phase, failure, text, released && !(events & LC_RELEASE), node);
     free(text);
     free(node);
@@ -383,15 +448,192 @@ static void observe_finished_jobs(void)
     predict_maintain(false);
 }
 
+/* --- after a restart: what the saved instances become ------------------
+ *
+ * The plugin's table is saved after every step; slurmctld saves its job
+ * table on its own schedule. After a restart (kill -9 included) the two may
+ * disagree, and Slurm itself forgets that we held a job: it zeroes
+ * prolog_running and calls bb_p_job_begin() again for every job still
+ * CONFIGURING (read_config.c, _sync_nodes_to_jobs), then launches any
+ * CONFIGURING job whose prolog_running is 0 at its next periodic check.
+ * So an instance loaded before its release is "unclaimed" until slurmctld
+ * says where its job is: bb_p_job_begin() of the same allocation holds the
+ * job again and the stage-in goes on (a stage in flight is polled again,
+ * or started again if it was never acknowledged); otherwise the driver's
+ * first look, which runs once slurmctld has finished loading (it waits
+ * for the job lock that loading holds), settles the rest. */
+
+static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errlen,
+                                   bool *users_fault);
+static void set_job_env(job_record_t *job_ptr, const struct bb_job *j);
+
+/* Does the job hold the nodes j was deployed on, in the same order? */
+static bool same_nodes(const struct bb_job *j, const job_record_t *job_ptr)
+{
+    if (!job_ptr->node_bitmap || (size_t)bit_set_count(job_ptr->node_bitmap) != j->nnodes)
+        return false;
+    size_t k = 0;
+    for (int i = 0; i < node_record_count; i++) {
+        node_record_t *node_ptr = node_record_table_ptr[i];
+        if (!node_ptr || !bit_test(job_ptr->node_bitmap, i))
+            continue;
+        if (k >= j->nnodes || strcmp(node_ptr->name, j->nodes[k].name) != 0)
+            return false;
+        k++;
+    }
+    return k == j->nnodes;
+}
+
+/* Holds the job in CONFIGURING until the plugin releases it. */
+static void hold_configuring(job_record_t *job_ptr, enum bb_phase phase)
+{
+    job_ptr->details->prolog_running++;
+    job_ptr->job_state |= JOB_CONFIGURING;
+    show_phase(job_ptr, phase, false);
+}
+
+/* Marks an instance of an earlier allocation of its job: torn down unless
+ * it is staging out (its results are not lost), never acting on the job
+ * again. bb_mutex held. */
+static void supersede(struct bb_job *old, const char *why)
+{
+    info("%s: JobId=%u: its instance from an earlier allocation (%s) %s: %s", plugin_type,
+         old->job_id, bb_phase_name(old->phase),
+         old->phase == PHASE_STAGING_OUT || old->phase == PHASE_RUNNING ?
+             "stages out and is torn down first" : "is torn down first", why);
+    old->superseded = true;
+    old->unclaimed = false;
+    bool hurry = old->phase == PHASE_DEPLOYING || old->phase == PHASE_STAGING_IN;
+    if (old->busy) {
+        old->pending_end = true;
+        old->pending_hurry |= hurry;
+    } else {
+        lifecycle_job_ended(old, hurry);
+    }
+}
+
+/* A job whose saved record could not be read, found still being set up: what
+ * its instance left on its nodes is torn down and the job is held with the
+ * reason (how far its stage-in got is unknown). Returns the teardown
+ * record, or NULL (err) when even that cannot be made. bb_mutex and the job
+ * write lock held. */
+static struct bb_job *unreadable_held(job_record_t *job_ptr, const char *why, char *err,
+                                      size_t errlen)
+{
+    bool users_fault;
+    struct bb_job *j = new_instance(job_ptr, err, errlen, &users_fault);
+    if (!j)
+        return NULL;
+    bb_job_set_error(j, FAIL_USER, "the plugin's saved state of this job could not be read "
+                     "after a slurmctld restart (%s); its stage-in is not known to be complete: "
+                     "held, release it to run again", why);
+    j->phase = PHASE_TEARDOWN;
+    j->hurry = true;
+    return j;
+}
+
+/* A running job whose saved record could not be read: rebuilt from Slurm's
+ * record (request, nodes: all a stage-out and a teardown need; the agents
+ * keep the instance file), so its results are still staged out. */
+static struct bb_job *unreadable_rebuilt(job_record_t *job_ptr, const char *why)
+{
+    char err[1024];
+    bool users_fault;
+    struct bb_job *j = new_instance(job_ptr, err, sizeof(err), &users_fault);
+    if (!j) {
+        error("%s: %pJ: saved state unreadable (%s) and cannot be rebuilt: %s; its "
+              "results are not staged out", plugin_type, job_ptr, why, err);
+        xfree(job_ptr->system_comment);
+        job_ptr->system_comment = xstrdup_printf("%s: saved state lost after a slurmctld "
+                                                 "restart: no stage-out (%s)", plugin_type, why);
+        return NULL;
+    }
+    error("%s: %pJ: saved state unreadable (%s): rebuilt from the job's record for its "
+          "stage-out and teardown", plugin_type, job_ptr, why);
+    j->phase = PHASE_RUNNING;
+    j->released = true;
+    for (size_t i = 0; i < j->nnodes; i++)
+        j->nodes[i].started = true;
+    return j;
+}
+
+static void replace_record(struct bb_job *old, struct bb_job *fresh)
+{
+    for (struct bb_job **p = &jobs; *p; p = &(*p)->next)
+        if (*p == old) {
+            fresh->next = old->next;
+            *p = fresh;
+            bb_job_free(old);
+            return;
+        }
+}
+
+/* The driver's first look after a restart: settles every saved instance
+ * bb_p_job_begin() did not claim. Takes the job write lock, then bb_mutex. */
+static void settle_saved(void)
+{
+    slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = WRITE_LOCK, .fed = READ_LOCK };
+    lock_slurmctld(job_write_lock);
+    slurm_mutex_lock(&bb_mutex);
+    bool changed = false;
+    for (struct bb_job *j = jobs, *next; j; j = next) {
+        next = j->next;
+        if (!j->unclaimed && !j->unreadable)
+            continue;
+        job_record_t *job_ptr = find_job_record(j->job_id);
+        bool configuring = job_ptr && IS_JOB_CONFIGURING(job_ptr) && job_ptr->details;
+        bool running = job_ptr && (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)) &&
+                       !configuring;
+        changed = true;
+        if (j->unreadable) {
+            struct bb_job *fresh = NULL;
+            char err[1024];
+            if (configuring && !(fresh = unreadable_held(job_ptr, j->unreadable, err, sizeof(err))))
+                error("%s: %pJ: saved state unreadable (%s): %s", plugin_type, job_ptr,
+                      j->unreadable, err);
+            else if (configuring)
+                hold_configuring(job_ptr, PHASE_TEARDOWN);
+            else if (running)
+                fresh = unreadable_rebuilt(job_ptr, j->unreadable);
+            else
+                info("%s: JobId=%u: saved state unreadable (%s); the job no longer holds "
+                     "nodes: forgotten", plugin_type, j->job_id, j->unreadable);
+            if (fresh)
+                replace_record(j, fresh);
+            else
+                bb_job_remove_key(&jobs, j->key);
+            continue;
+        }
+        if (configuring && same_nodes(j, job_ptr)) {
+            /* Still CONFIGURING, but bb_p_job_begin() was not called
+             * (slurmctld's saved prolog_running was already 0). */
+            info("%s: %pJ: held again after a slurmctld restart until its stage-in is done",
+                 plugin_type, job_ptr);
+            j->unclaimed = false;
+            hold_configuring(job_ptr, j->phase);
+            continue;
+        }
+        supersede(j, !job_ptr ? "the job is gone" :
+                     IS_JOB_PENDING(job_ptr) ? "slurmctld restarted with the job pending" :
+                     "slurmctld restarted with the job elsewhere or finished");
+    }
+    if (changed)
+        save_state();
+    pthread_cond_broadcast(&bb_wake);
+    slurm_mutex_unlock(&bb_mutex);
+    unlock_slurmctld(job_write_lock);
+}
+
 static void *driver_main(void *arg)
 {
+    settle_saved();
     slurm_mutex_lock(&bb_mutex);
     while (!stopping) {
         slurm_mutex_unlock(&bb_mutex);
         observe_finished_jobs();
         slurm_mutex_lock(&bb_mutex);
         size_t n = 0, cap = 16;
-        uint32_t *ids = malloc(cap * sizeof(*ids));
+        uint64_t *ids = malloc(cap * sizeof(*ids));
         time_t now = time(NULL);
         for (struct bb_job **p = &jobs; *p && ids;) {
             struct bb_job *j = *p;
@@ -403,12 +645,12 @@ static void *driver_main(void *arg)
             }
             if (needs_work(j)) {
                 if (n == cap) {
-                    uint32_t *grown = realloc(ids, (cap *= 2) * sizeof(*ids));
+                    uint64_t *grown = realloc(ids, (cap *= 2) * sizeof(*ids));
                     if (!grown)
                         break;
                     ids = grown;
                 }
-                ids[n++] = j->job_id;
+                ids[n++] = j->key;
             }
             p = &j->next;
         }
@@ -441,24 +683,49 @@ extern int init(void)
     if (load_config(true) != SLURM_SUCCESS)
         return SLURM_ERROR;
     slurm_mutex_lock(&bb_mutex);
-    if (config.state_dir)
-        state_file = xstrdup_printf("%s/adafs_state.json", config.state_dir);
-    else
-        state_file = xstrdup_printf("%s/adafs_state.json", slurm_conf.state_save_location);
+    const char *dir = config.state_dir ? config.state_dir : slurm_conf.state_save_location;
+    state_file = xstrdup_printf("%s/adafs_state", dir);
+    /* adafs 0.x kept a JSON table: read once, then saved in the new form. */
+    char *old_file = xstrdup_printf("%s/adafs_state.json", dir);
+    bool from_old = access(state_file, F_OK) < 0 && access(old_file, F_OK) == 0;
+    const char *load_from = from_old ? old_file : state_file;
     char err[1024];
-    if (bb_job_load(state_file, &jobs, err, sizeof(err)) < 0) {
-        /* Refusing to start would stop every job on the cluster; the
-         * Epilogs still tear down what those instances left on the nodes. */
-        char *aside = xstrdup_printf("%s.bad.%ld", state_file, (long)time(NULL));
+    int lost = bb_job_load(load_from, &jobs, err, sizeof(err));
+    if (lost < 0) {
+        /* Nothing in it could be read. Refusing to start would stop every
+         * job on the cluster; the Epilogs still tear down what its
+         * instances left on the nodes. */
+        char *aside = xstrdup_printf("%s.bad.%ld", load_from, (long)time(NULL));
         error("%s: %s; moved it to %s and starting without saved instances", plugin_type,
               err, aside);
-        if (rename(state_file, aside) < 0)
-            error("%s: rename %s: %m", plugin_type, state_file);
+        if (rename(load_from, aside) < 0)
+            error("%s: rename %s: %m", plugin_type, load_from);
         xfree(aside);
+    } else if (lost > 0) {
+        error("%s: %s", plugin_type, err);
     }
     size_t n = 0;
-    for (struct bb_job *j = jobs; j; j = j->next)
+    for (struct bb_job *j = jobs; j; j = j->next) {
         n++;
+        if (j->unreadable)
+            error("%s: JobId=%u: %s: the job is held if still being set up, rebuilt if "
+                  "running", plugin_type, j->job_id, j->unreadable);
+        else if (!j->released && !j->superseded &&
+                 (j->phase == PHASE_DEPLOYING || j->phase == PHASE_STAGING_IN ||
+                  j->phase == PHASE_TEARDOWN))
+            j->unclaimed = true;
+    }
+    if (from_old && lost >= 0) {
+        save_state();
+        char *done = xstrdup_printf("%s.read", old_file);
+        if (rename(old_file, done) < 0)
+            error("%s: rename %s: %m", plugin_type, old_file);
+        else
+            info("%s: read %s (adafs 0.x) into %s; kept it as %s", plugin_type, old_file,
+                 state_file, done);
+        xfree(done);
+    }
+    xfree(old_file);
     stopping = false;
     if (config.walltime_model && predict_open(config.walltime_model, err, sizeof(err)) < 0)
         error("%s: walltime predictions are OFF: %s", plugin_type, err);
@@ -811,11 +1078,30 @@ static bool has_bb(const job_record_t *job_ptr)
     return job_ptr->burst_buffer && job_ptr->burst_buffer[0];
 }
 
+/* Sets name=value in the job's extra environment, replacing an earlier
+ * value (a job that begins again after a restart has them saved). */
 static void add_env(job_record_t *job_ptr, const char *name, const char *value)
 {
     struct job_details *d = job_ptr->details;
+    size_t len = strlen(name);
+    for (uint32_t i = 0; i < d->env_cnt; i++)
+        if (d->env_sup[i] && strncmp(d->env_sup[i], name, len) == 0 && d->env_sup[i][len] == '=') {
+            xfree(d->env_sup[i]);
+            d->env_sup[i] = xstrdup_printf("%s=%s", name, value);
+            return;
+        }
     xrecalloc(d->env_sup, d->env_cnt + 2, sizeof(char *));
     d->env_sup[d->env_cnt++] = xstrdup_printf("%s=%s", name, value);
+}
+
+/* What the job's processes need to find their file system. */
+static void set_job_env(job_record_t *job_ptr, const struct bb_job *j)
+{
+    add_env(job_ptr, "ADAFS_MOUNT", j->mount);
+    add_env(job_ptr, "ADAFS_INSTANCE", j->instance_path);
+    /* access=fuse: every program goes through the kernel mount. */
+    if (config.preload && config.preload[0] && j->req.access != BB_ACCESS_FUSE)
+        add_env(job_ptr, "LD_PRELOAD", config.preload);
 }
 
 /* Expands %-symbols in every stage path of req for this job. */
@@ -925,6 +1211,69 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
     return j;
 }
 
+/* bb_p_job_begin() for a job that already has a record: 1 when that settled
+ * it (held again, or let go on), 0 when a new instance is to be made, -1
+ * (reason set) when the job cannot begin now. bb_mutex held. */
+static int begin_again(job_record_t *job_ptr, struct bb_job *old)
+{
+    /* Pending: a new allocation. Not pending: slurmctld restarted and
+     * asks again for a job still CONFIGURING on the nodes it had. */
+    bool restart = !IS_JOB_PENDING(job_ptr);
+    char err[1024];
+    if (old->unreadable && restart) {
+        struct bb_job *j = unreadable_held(job_ptr, old->unreadable, err, sizeof(err));
+        if (!j) {
+            error("%s: %pJ: saved state unreadable (%s): %s", plugin_type, job_ptr,
+                  old->unreadable, err);
+            set_reason(job_ptr, err);
+            return -1;
+        }
+        error("%s: %pJ: %s", plugin_type, job_ptr, j->error);
+        replace_record(old, j);
+        save_state();
+        pthread_cond_broadcast(&bb_wake);
+        hold_configuring(job_ptr, PHASE_TEARDOWN);
+        return 1;
+    }
+    if (old->unreadable) {
+        info("%s: %pJ: its unreadable saved record (%s) is of an earlier allocation: "
+             "starting afresh", plugin_type, job_ptr, old->unreadable);
+        bb_job_remove_key(&jobs, old->key);
+        return 0;
+    }
+    if (restart && !old->superseded && same_nodes(old, job_ptr)) {
+        if (old->released) {
+            /* Staged in before the restart; slurmctld's saved state had
+             * not caught up with the release. */
+            info("%s: %pJ: staged in before the slurmctld restart: may run", plugin_type,
+                 job_ptr);
+            return 1;
+        }
+        if (old->phase == PHASE_DEPLOYING || old->phase == PHASE_STAGING_IN ||
+            old->phase == PHASE_TEARDOWN) {
+            /* In teardown before its release, it failed: held until then,
+             * when the failure holds or requeues it. */
+            info("%s: %pJ: still %s after a slurmctld restart: held until %s", plugin_type,
+                 job_ptr, bb_phase_name(old->phase),
+                 old->phase == PHASE_TEARDOWN ? "it is torn down" : "its stage-in is done");
+            old->unclaimed = false;
+            pthread_cond_broadcast(&bb_wake);
+            /* Slurm saved them with the job; set again all the same. */
+            set_job_env(job_ptr, old);
+            hold_configuring(job_ptr, old->phase);
+            return 1;
+        }
+    }
+    if (old->phase == PHASE_COMPLETE && !old->superseded) {
+        bb_job_remove_key(&jobs, old->key);   /* a requeued job's finished record */
+        return 0;
+    }
+    if (old->phase != PHASE_COMPLETE && !old->superseded)
+        supersede(old, restart ? "slurmctld restarted with the job on other nodes"
+                               : "the job was given new nodes");
+    return 0;
+}
+
 /* The nodes are known: hold the job while its file system deploys and
  * stages in. Called with the job write lock held. */
 extern int bb_p_job_begin(job_record_t *job_ptr)
@@ -938,14 +1287,11 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
     char err[1024];
     slurm_mutex_lock(&bb_mutex);
     struct bb_job *old = bb_job_find(jobs, job_ptr->job_id);
-    if (old && old->phase != PHASE_COMPLETE) {
+    int settled = old ? begin_again(job_ptr, old) : 0;
+    if (settled) {
         slurm_mutex_unlock(&bb_mutex);
-        error("%s: %pJ begins while its previous instance is %s", plugin_type, job_ptr,
-              bb_phase_name(old->phase));
-        set_reason(job_ptr, "previous instance still being torn down");
-        return SLURM_ERROR;
+        return settled > 0 ? SLURM_SUCCESS : SLURM_ERROR;
     }
-    bb_job_remove(&jobs, job_ptr->job_id);   /* a requeued job's finished record */
     bool users_fault;
     struct bb_job *j = new_instance(job_ptr, err, sizeof(err), &users_fault);
     if (!j) {
@@ -959,19 +1305,14 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
     j->next = jobs;
     jobs = j;
     save_state();
-    add_env(job_ptr, "ADAFS_MOUNT", j->mount);
-    add_env(job_ptr, "ADAFS_INSTANCE", j->instance_path);
-    /* access=fuse: every program goes through the kernel mount. */
-    if (config.preload && config.preload[0] && j->req.access != BB_ACCESS_FUSE)
-        add_env(job_ptr, "LD_PRELOAD", config.preload);
-    info("%s: %pJ begins on %s: deploying %zu servers of %"PRIu64" bytes", plugin_type,
-         job_ptr, job_ptr->job_resrcs->nodes, j->nnodes, j->node_capacity);
+    set_job_env(job_ptr, j);
+    info("%s: %pJ begins on %s: deploying %zu servers of %"PRIu64" bytes%s", plugin_type,
+         job_ptr, job_ptr->job_resrcs->nodes, j->nnodes, j->node_capacity,
+         waits_for_older(j) ? " once its earlier instance is gone" : "");
     pthread_cond_broadcast(&bb_wake);
     slurm_mutex_unlock(&bb_mutex);
 
-    job_ptr->details->prolog_running++;
-    job_ptr->job_state |= JOB_CONFIGURING;
-    show_phase(job_ptr, PHASE_DEPLOYING, false);
+    hold_configuring(job_ptr, PHASE_DEPLOYING);
     return SLURM_SUCCESS;
 }
 
@@ -984,7 +1325,13 @@ static void request(job_record_t *job_ptr, bool ended, bool hurry)
 {
     slurm_mutex_lock(&bb_mutex);
     struct bb_job *j = bb_job_find(jobs, job_ptr->job_id);
-    if (j && j->busy) {
+    if (j && j->unreadable) {
+        /* Not settled yet (the driver's first look after a restart). */
+        info("%s: %pJ ended; its saved record was unreadable (%s): its nodes' Epilogs "
+             "tear down what is left", plugin_type, job_ptr, j->unreadable);
+        bb_job_remove_key(&jobs, j->key);
+        save_state();
+    } else if (j && j->busy) {
         /* The driver is stepping it: applied when the step is put back. */
         if (ended)
             j->pending_end = true;
@@ -992,6 +1339,7 @@ static void request(job_record_t *job_ptr, bool ended, bool hurry)
             j->pending_cancel = true;
         j->pending_hurry |= hurry;
     } else if (j) {
+        j->unclaimed = false;   /* ended before the driver's first look: just tear down */
         end_instance(j, !ended, hurry);
         save_state();
         pthread_cond_broadcast(&bb_wake);

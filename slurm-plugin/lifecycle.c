@@ -13,9 +13,52 @@
 
 #define CALL_TIMEOUT_MS 30000
 
+static void (*call_all)(struct agent_request *, size_t, int) = agent_call_all;
+
+void lifecycle_set_transport(void (*fn)(struct agent_request *, size_t, int))
+{
+    call_all = fn ? fn : agent_call_all;
+}
+
 static struct agent_target target_of(const struct bb_node *n)
 {
     return (struct agent_target){ n->name, n->agent_host, n->agent_port };
+}
+
+enum bb_failure lifecycle_classify(int rc, int status, uint32_t fault)
+{
+    if (rc < 0)
+        return FAIL_TRANSIENT;   /* no authenticated answer: it proves nothing */
+    if (status >= 0)
+        return FAIL_NONE;
+    switch (fault) {
+    case AGENT_FAULT_NODE: return FAIL_NODE;
+    case AGENT_FAULT_JOB: return FAIL_USER;
+    default: return FAIL_TRANSIENT;
+    }
+}
+
+/* How bad a failure is for the job: a proven node fault first (the node
+ * must be drained), then the job's own, then what may pass. */
+static int severity(enum bb_failure f)
+{
+    return f == FAIL_NODE ? 3 : f == FAIL_USER ? 2 : f == FAIL_TRANSIENT ? 1 : 0;
+}
+
+bool lifecycle_retry(struct bb_job *j, const char *why, time_t now)
+{
+    if (++j->attempts < LC_ATTEMPTS) {
+        time_t wait = (time_t)LC_RETRY_S << (j->attempts - 1);
+        j->retry_at = now + wait;
+        log_warn("job %u: %s: trying again in %ld s (attempt %u of %d failed; no node is blamed)",
+                 j->job_id, why, (long)wait, j->attempts, LC_ATTEMPTS);
+        return true;
+    }
+    bb_job_set_error(j, FAIL_TRANSIENT, "%s (held after %d attempts; no node drained)", why,
+                     LC_ATTEMPTS);
+    j->attempts = 0;
+    j->retry_at = 0;
+    return false;
 }
 
 /* One request to each of a set of a job's nodes, sent side by side. */
@@ -25,6 +68,11 @@ struct node_calls {
     size_t *node;                  /* index in job->nodes of each request */
     struct rpc_writer *body;
     struct agent_request *req;
+    enum bb_failure worst;         /* of the failed requests */
+    char *why;                     /* the first message of the worst kind */
+    /* An agent's refusal that is no failure of this step (0: none): the
+     * caller finds it in req[k].reply.status. */
+    int tolerate;
 };
 
 static int calls_init(struct node_calls *c, struct bb_job *j)
@@ -37,7 +85,8 @@ static int calls_init(struct node_calls *c, struct bb_job *j)
         free(c->node);
         free(c->body);
         free(c->req);
-        bb_job_set_error(j, FAIL_NODE, "out of memory preparing requests to %zu nodes", j->nnodes);
+        bb_job_set_error(j, FAIL_TRANSIENT, "out of memory preparing requests to %zu nodes",
+                         j->nnodes);
         return -1;
     }
     return 0;
@@ -55,15 +104,24 @@ static struct rpc_writer *calls_add(struct node_calls *c, size_t i, uint16_t op)
     return &c->body[k];
 }
 
-/* Sends every request and records the first failure on the job (in node
- * order) as a node problem, whether the agent could not be reached or
- * refused. Returns how many failed; their replies are freed, the
- * others' stay for the caller (c->req[k].reply). */
+static void note_failure(struct node_calls *c, enum bb_failure f, const char *why)
+{
+    if (severity(f) <= severity(c->worst))
+        return;
+    c->worst = f;
+    free(c->why);
+    c->why = strdup(why);
+}
+
+/* Sends every request and notes, of those that failed, the worst kind of
+ * failure (lifecycle_classify) and its first message, in node order; the
+ * caller decides (fail_or_retry). Returns how many failed; their replies
+ * are freed, the others' stay for the caller (c->req[k].reply). */
 static size_t calls_run(struct node_calls *c)
 {
     for (size_t k = 0; k < c->n; k++) {
         if (!rpc_writer_ok(&c->body[k])) {
-            bb_job_set_error(c->job, FAIL_NODE, "out of memory encoding a request");
+            note_failure(c, FAIL_TRANSIENT, "out of memory encoding a request");
             for (size_t m = 0; m < c->n; m++)
                 c->req[m].rc = -ENOMEM;
             return c->n;
@@ -71,22 +129,51 @@ static size_t calls_run(struct node_calls *c)
         c->req[k].body = c->body[k].data;
         c->req[k].len = c->body[k].len;
     }
-    agent_call_all(c->req, c->n, CALL_TIMEOUT_MS);
+    call_all(c->req, c->n, CALL_TIMEOUT_MS);
     size_t failed = 0;
     for (size_t k = 0; k < c->n; k++) {
         struct agent_request *q = &c->req[k];
-        if (q->rc < 0) {
-            bb_job_set_error(c->job, FAIL_NODE, "%s", q->err);
-            failed++;
-        } else if (q->reply.status < 0) {
+        /* A stage already running there: our earlier STAGE arrived, its
+         * answer did not (a timeout, or a slurmctld restart that lost the
+         * acknowledgement; the record moves to the next line only once every
+         * worker is done). It is polled like the others. */
+        if (q->rc == 0 && q->op == AGENT_STAGE && q->reply.status == -EBUSY) {
+            log_info("job %u: node %s: stage already running (started before a lost answer): "
+                     "polling it", c->job->job_id, q->target.node);
+            q->reply.status = 0;
+        }
+        if (q->rc == 0 && c->tolerate && q->reply.status == c->tolerate)
+            continue;
+        enum bb_failure f = lifecycle_classify(q->rc, q->reply.status, q->reply.fault);
+        if (f == FAIL_NONE)
+            continue;
+        note_failure(c, f, q->rc < 0 ? q->err : q->reply.message);
+        if (q->rc == 0) {
             int status = q->reply.status;
-            bb_job_set_error(c->job, FAIL_NODE, "%s", q->reply.message);
             agent_reply_free(&q->reply);
             q->rc = status;
-            failed++;
         }
+        failed++;
     }
+    if (failed == 0 && c->n > 0)
+        c->job->attempts = 0;   /* progress: a later failure counts from one */
     return failed;
+}
+
+static void to_teardown(struct bb_job *j);
+
+/* After calls that failed: a node's or the job's fault ends the instance
+ * (teardown, then the shim drains or holds); one that may pass is tried
+ * again later, up to LC_ATTEMPTS times. Returns the step's events. */
+static int fail_or_retry(struct bb_job *j, struct node_calls *c)
+{
+    const char *why = c->why ? c->why : "a request failed";
+    if (c->worst == FAIL_TRANSIENT && lifecycle_retry(j, why, time(NULL)))
+        return LC_CHANGED;
+    if (c->worst != FAIL_TRANSIENT)
+        bb_job_set_error(j, c->worst, "%s", why);
+    to_teardown(j);
+    return LC_CHANGED;
 }
 
 static void calls_free(struct node_calls *c)
@@ -99,6 +186,8 @@ static void calls_free(struct node_calls *c)
     free(c->node);
     free(c->body);
     free(c->req);
+    free(c->why);
+    c->why = NULL;
     c->n = 0;
 }
 
@@ -124,13 +213,47 @@ static void to_teardown(struct bb_job *j)
         j->nodes[i].stage_sent = false;
 }
 
-static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
+/* Tears down, on the nodes marked in leftover, what an instance of this job
+ * whose record was lost left there (a START they refused as "already
+ * deployed": after a slurmctld restart, the START that was in flight). The
+ * plugin keeps one live record per job, so whatever the agent has for the
+ * job is stale. Returns how many failed; *events is the step's outcome
+ * then (fail_or_retry). */
+static size_t clear_leftovers(struct bb_job *j, const bool *leftover, int *events)
 {
     struct node_calls c;
     if (calls_init(&c, j) < 0) {
         to_teardown(j);
-        return LC_CHANGED;
+        *events = LC_CHANGED;
+        return 1;
     }
+    for (size_t i = 0; i < j->nnodes; i++)
+        if (leftover[i]) {
+            log_warn("job %u: node %s already has a server of this job, left by a lost "
+                     "record: tearing it down to start again", j->job_id, j->nodes[i].name);
+            agent_job_ref_put(calls_add(&c, i, AGENT_TEARDOWN),
+                              &(struct agent_job_ref){ j->job_id, true });
+        }
+    size_t failed = calls_run(&c);
+    if (failed)
+        *events = fail_or_retry(j, &c);
+    calls_free(&c);
+    return failed;
+}
+
+/* START on every node not yet started. With leftover, a START refused as
+ * "already deployed" marks its node there instead of failing. Returns how
+ * many failed; *events is the step's outcome then (fail_or_retry). Nodes
+ * that started keep their servers for the next attempt. */
+static size_t start_servers(struct bb_job *j, bool *leftover, int *events)
+{
+    struct node_calls c;
+    if (calls_init(&c, j) < 0) {
+        to_teardown(j);
+        *events = LC_CHANGED;
+        return j->nnodes;
+    }
+    c.tolerate = leftover ? -EEXIST : 0;
     for (size_t i = 0; i < j->nnodes; i++) {
         struct bb_node *n = &j->nodes[i];
         if (n->started)
@@ -149,24 +272,52 @@ static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
         struct bb_node *n = &j->nodes[c.node[k]];
         if (c.req[k].rc < 0)
             continue;
+        if (leftover && c.req[k].reply.status == -EEXIST) {
+            leftover[c.node[k]] = true;
+            continue;
+        }
         struct rpc_reader *r = &c.req[k].reply.reader;
         n->server_port = (int)rpc_get_u32(r);
         n->started = rpc_reader_ok(r) && n->server_port > 0;
         if (!n->started) {
-            bb_job_set_error(j, FAIL_NODE, "node %s: agent gave no server port", n->name);
+            char why[256];
+            snprintf(why, sizeof(why), "node %s: agent gave no server port", n->name);
+            note_failure(&c, FAIL_TRANSIENT, why);
             failed++;
         }
     }
+    if (failed)
+        *events = fail_or_retry(j, &c);
     calls_free(&c);
-    if (failed) {
+    return failed;
+}
+
+static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
+{
+    struct node_calls c;
+    bool *leftover = calloc(j->nnodes ? j->nnodes : 1, sizeof(*leftover));
+    if (!leftover) {
+        bb_job_set_error(j, FAIL_TRANSIENT, "out of memory preparing requests to %zu nodes",
+                         j->nnodes);
         to_teardown(j);
         return LC_CHANGED;
     }
+    int events = 0;
+    size_t failed = start_servers(j, leftover, &events);
+    bool any = false;
+    for (size_t i = 0; !failed && i < j->nnodes; i++)
+        any |= leftover[i];
+    /* Once: a second refusal is a failure like any other. */
+    if (any && !(failed = clear_leftovers(j, leftover, &events)))
+        failed = start_servers(j, NULL, &events);
+    free(leftover);
+    if (failed)
+        return events;
 
     char *text = lifecycle_instance_text(j, cfg);
     if (!text || calls_init(&c, j) < 0) {
         if (!text)
-            bb_job_set_error(j, FAIL_NODE, "out of memory writing the instance file");
+            bb_job_set_error(j, FAIL_TRANSIENT, "out of memory writing the instance file");
         free(text);
         to_teardown(j);
         return LC_CHANGED;
@@ -177,13 +328,13 @@ static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
         agent_configure_put(calls_add(&c, i, AGENT_CONFIGURE),
                             &(struct agent_configure){ j->job_id, text, j->mount, access });
     failed = calls_run(&c);
+    events = failed ? fail_or_retry(j, &c) : 0;
     calls_free(&c);
     free(text);
-    if (failed) {
-        to_teardown(j);
-        return LC_CHANGED;
-    }
+    if (failed)
+        return events;
     j->t_deployed = time(NULL);
+    j->retry_at = 0;
     j->phase = PHASE_STAGING_IN;
     j->stage_index = 0;
     log_info("job %u: adafs deployed on %zu nodes in %lds", j->job_id, j->nnodes,
@@ -299,7 +450,7 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
             continue;
         if (put_stage(calls_add(&c, i, AGENT_STAGE), j, cfg, s, i,
                       j->finalizing ? AGENT_STAGE_FINALIZE : 0) < 0) {
-            bb_job_set_error(j, FAIL_NODE, "out of memory encoding a stage request");
+            bb_job_set_error(j, FAIL_TRANSIENT, "out of memory encoding a stage request");
             calls_free(&c);
             to_teardown(j);
             return LC_CHANGED;
@@ -310,10 +461,9 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
         for (size_t k = 0; k < c.n; k++)
             if (c.req[k].rc == 0)
                 j->nodes[c.node[k]].stage_sent = true;
+        int events = failed ? fail_or_retry(j, &c) : LC_CHANGED;
         calls_free(&c);
-        if (failed)
-            to_teardown(j);
-        return LC_CHANGED;   /* poll on the next step */
+        return events;   /* poll on the next step */
     }
 
     /* Ask every worker; only when none is still copying are the summaries
@@ -322,10 +472,15 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
         struct rpc_writer *w = calls_add(&c, i, AGENT_STATUS);
         agent_job_ref_put(w, &(struct agent_job_ref){ j->job_id, 0 });
     }
-    int outcome = calls_run(&c) ? -1 : 1;   /* 1 all done, 0 still running, -1 a node failed */
+    int outcome = calls_run(&c) ? -1 : 1;   /* 1 all done, 0 still running, -1 a call failed */
     for (size_t k = 0; outcome == 1 && k < c.n; k++)
         if (rpc_get_u32(&c.req[k].reply.reader) != AGENT_OP_DONE)
             outcome = 0;
+    if (outcome < 0) {
+        int events = fail_or_retry(j, &c);
+        calls_free(&c);
+        return events;
+    }
     int failed = 0;
     char *cause = NULL;
     for (size_t k = 0; outcome == 1 && k < c.n; k++) {
@@ -361,10 +516,6 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
             return LC_CHANGED;
         }
         return 0;
-    }
-    if (outcome < 0) {
-        to_teardown(j);
-        return LC_CHANGED;
     }
     for (size_t i = 0; i < j->nnodes; i++)
         j->nodes[i].stage_sent = false;
@@ -429,6 +580,9 @@ static int step_teardown(struct bb_job *j)
 
 int lifecycle_step(struct bb_job *j, const struct bb_config *cfg)
 {
+    if (j->phase != PHASE_TEARDOWN && j->retry_at && time(NULL) < j->retry_at)
+        return 0;
+    j->retry_at = 0;
     switch (j->phase) {
     case PHASE_DEPLOYING: return step_deploy(j, cfg);
     case PHASE_STAGING_IN: return step_stage(j, cfg, STAGE_IN);

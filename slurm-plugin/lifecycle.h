@@ -10,6 +10,11 @@
 #ifndef ADAFS_LIFECYCLE_H
 #define ADAFS_LIFECYCLE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
 #include "bb_config.h"
 #include "bb_job.h"
 
@@ -28,6 +33,27 @@ void lifecycle_job_ended(struct bb_job *job, bool hurry);
 /* scancel: as lifecycle_job_ended, and an instance cancelled before its job
  * ran records why. */
 void lifecycle_cancel(struct bb_job *job, bool hurry);
+
+/* What a failed call to an agent means for the job (rc and status as
+ * agent_call's, fault the agent's): FAIL_NODE only for a fault the agent
+ * proved in an authenticated answer; FAIL_USER for the job's own; every
+ * other failure (no authenticated answer: refused, reset, timed out, a
+ * handshake refused or not the agent's; an agent at its limit; a server
+ * that did not start) is FAIL_TRANSIENT. FAIL_NONE for a success. */
+enum bb_failure lifecycle_classify(int rc, int status, uint32_t fault);
+
+/* A step whose calls failed for a reason that may pass is tried again:
+ * LC_ATTEMPTS attempts in all, LC_RETRY_S seconds after the first failure
+ * and twice as long after each next (5, 10, 20 s), counted while no call
+ * set of the job succeeds. Records the next attempt (true) or, at the
+ * last, the failure (FAIL_TRANSIENT, why and the count: false). */
+#define LC_ATTEMPTS 4
+#define LC_RETRY_S 5
+bool lifecycle_retry(struct bb_job *job, const char *why, time_t now);
+
+/* Replaces agent_call_all (NULL: back to it), for the unit tests. */
+struct agent_request;
+void lifecycle_set_transport(void (*call_all)(struct agent_request *reqs, size_t n, int timeout_ms));
 
 /* The instance file text the agents write on every node. malloc'd. */
 char *lifecycle_instance_text(const struct bb_job *job, const struct bb_config *cfg);

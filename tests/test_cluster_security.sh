@@ -14,14 +14,14 @@ start_cluster
 agent_port=$(agent_port_of 1)
 
 out=$(runuser -u "$test_user" -- "$probe" 127.0.0.1 $agent_port start $munge_socket)
-check "the agent refuses a deploy request from an ordinary user ($out)" -- \
-    bash -c "grep -q 'status -13: uid $(id -u "$test_user") may not use the agent' <<<\"\$0\"" "$out"
+check "the agent refuses a session with an ordinary user ($out)" -- \
+    bash -c "grep -q 'refused the handshake: node n1: uid $(id -u "$test_user") may not use the agent' <<<\"\$0\"" "$out"
 out=$("$probe" 127.0.0.1 $agent_port release $munge_socket n1)
 check "the Epilog's release is refused over the network ($out)" -- \
     bash -c "grep -q 'release is not allowed over the network' <<<\"\$0\"" "$out"
 out=$("$probe" 127.0.0.1 $agent_port ping $munge_socket n2)
-check "a credential sealed for another node is refused ($out)" -- \
-    bash -c "grep -q 'status -13: node n1: the credential is for ping on node n2' <<<\"\$0\"" "$out"
+check "a session opened for another node is refused ($out)" -- \
+    bash -c "grep -q 'refused the handshake: node n1: the hello is for node n2, this is n1' <<<\"\$0\"" "$out"
 out=$("$probe" 127.0.0.1 $agent_port ping $munge_socket n1)
 check "and for this node it is served ($out)" -- test "$out" = "status 0: ok"
 out=$(runuser -u "$test_user" -- "$probe" 127.0.0.1 $agent_port ping /nonexistent/socket)
@@ -31,9 +31,10 @@ check "the agent's local socket is root's only" -- \
     test "$(stat -c '%U %a' "$ADAFS_CLUSTER_DIR/run/agent.n1.sock")" = "root 600"
 
 # A user process listening where an agent should be (the agent down, the
-# port free) receives the plugin's requests; it must not be able to read
-# them (they carry the job's secret): the credential decodes for root only
-# (that root, the agent, decodes it, every job of these tests shows).
+# port free) receives the plugin's hello; it must not be able to read it:
+# the credential decodes for root only (that root, the agent, decodes it,
+# every job of these tests shows). test_cluster_attacks.sh plays the whole
+# attack against a job.
 squat_port=$(( $(agent_port_of 1) + 998 )) cap=$(runuser -u "$other" -- mktemp /tmp/squat.XXXXXX)
 runuser -u "$other" -- python3 - "$squat_port" "$cap" <<'PY' &
 import re, socket, sys
@@ -83,7 +84,7 @@ check "another user cannot read the instance file" -- \
     bash -c "! runuser -u $other -- cat $instance >/dev/null 2>&1"
 check "another user cannot enter the mount point" -- \
     bash -c "! runuser -u $other -- ls $mount >/dev/null 2>&1"
-state=$ADAFS_CLUSTER_DIR/state/adafs_state.json
+state=$ADAFS_CLUSTER_DIR/state/adafs_state
 check "slurmctld's state file, which holds the jobs' secrets, is mode 600" -- \
     test "$(stat -c %a "$state")" = 600
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
@@ -106,6 +107,45 @@ int child_drop_privileges(const struct user_id *u)
     return privdrop_to(u->uid, u->gid, named ? found->pw_name : NULL, err, sizeof(err));
 }
 
+/* A child's whole environment, made before the fork: nothing of root's
+ * (HOME, PATH) or of wherever the agent was started, which the job's user
+ * could read in /proc. The sanitizer options of a test build are kept:
+ * they carry no secret and a sanitized child needs them. */
+static const char *const sanitizer_vars[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+                                              "TSAN_OPTIONS" };
+#define SANITIZER_VARS (sizeof(sanitizer_vars) / sizeof(sanitizer_vars[0]))
+
+struct child_env {
+    char home[PATH_MAX + 8], user[300], logname[300];
+    char sanitizer[SANITIZER_VARS][2048];
+    char *vars[5 + SANITIZER_VARS + 1];
+};
+
+static void child_env_make(const struct user_id *u, struct child_env *e)
+{
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    bool named = getpwuid_r(u->uid, &pw, buf, sizeof(buf), &found) == 0 && found;
+    size_t n = 0;
+    e->vars[n++] = "PATH=" CHILD_PATH;
+    snprintf(e->home, sizeof(e->home), "HOME=%s", named && pw.pw_dir[0] ? pw.pw_dir : "/");
+    e->vars[n++] = e->home;
+    if (named) {
+        snprintf(e->user, sizeof(e->user), "USER=%s", pw.pw_name);
+        snprintf(e->logname, sizeof(e->logname), "LOGNAME=%s", pw.pw_name);
+        e->vars[n++] = e->user;
+        e->vars[n++] = e->logname;
+    }
+    e->vars[n++] = "LANG=C";
+    for (size_t i = 0; i < SANITIZER_VARS; i++) {
+        const char *v = getenv(sanitizer_vars[i]);
+        if (v && snprintf(e->sanitizer[i], sizeof(e->sanitizer[i]), "%s=%s", sanitizer_vars[i], v) <
+                     (int)sizeof(e->sanitizer[i]))
+            e->vars[n++] = e->sanitizer[i];
+    }
+    e->vars[n] = NULL;
+}
+
 static void redirect(int fd, int target)
 {
     if (fd < 0) {
@@ -150,6 +190,8 @@ int child_numa_cpus(int node, cpu_set_t *cpus)
 pid_t child_spawn(const struct user_id *u, char *const argv[], int out_fd, int err_fd,
                   int keep_fd, const cpu_set_t *cpus)
 {
+    struct child_env env;
+    child_env_make(u, &env);
     int report[2];
     if (pipe2(report, O_CLOEXEC) < 0)
         return -errno;
@@ -170,7 +212,7 @@ pid_t child_spawn(const struct user_id *u, char *const argv[], int out_fd, int e
         if (rc == 0)
             rc = child_drop_privileges(u);
         if (rc == 0) {
-            execv(argv[0], argv);
+            execve(argv[0], argv, env.vars);
             rc = -errno;
         }
         if (write(report[1], &rc, sizeof(rc)) < 0)

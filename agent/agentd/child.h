@@ -22,8 +22,12 @@ int child_init(void);
 /* Forks, drops to u (refusing uid 0 and failing if root can be regained),
  * and execs argv. stdin is /dev/null; stdout and stderr go to out_fd and
  * err_fd (-1: /dev/null). keep_fd (-1: none) stays open in the child.
- * cpus (NULL: unchanged) is the child's CPU affinity. Returns the pid or
- * -errno. */
+ * cpus (NULL: unchanged) is the child's CPU affinity. The environment is
+ * exactly PATH=CHILD_PATH, HOME (the user's home, "/" if it has none),
+ * USER and LOGNAME (if the uid has a name), LANG=C, and those of
+ * ASAN_OPTIONS, UBSAN_OPTIONS, LSAN_OPTIONS and TSAN_OPTIONS the agent
+ * has (sanitizer builds). Returns the pid or -errno. */
+#define CHILD_PATH "/usr/local/bin:/usr/bin:/bin"
 pid_t child_spawn(const struct user_id *u, char *const argv[], int out_fd, int err_fd,
                   int keep_fd, const cpu_set_t *cpus);
 

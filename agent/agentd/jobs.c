@@ -23,6 +23,7 @@
 #include "instance.h"
 #include "log.h"
 #include "net.h"
+#include "store.h"
 
 /* What is kept of a stager's stdout and of its stderr for STATUS: the
  * start of each, so that both, the note on what was dropped and the rest
@@ -44,8 +45,10 @@ struct job {
     uint32_t id;
     struct user_id user;
     uint32_t index;
+    char secret_hex[2 * RPC_SECRET_SIZE + 1];   /* which instance: a START again must match */
     char storage[PATH_MAX];
     char dir[PATH_MAX];        /* S/<node>/job.<id> */
+    char image[PATH_MAX];      /* S/<node>/job.<id>.img, its file system ("": none) */
     char mount[PATH_MAX];      /* "" until CONFIGURE */
     bool fuse;                 /* access=fuse|both: a kernel mount there (fusemount.h) */
     pid_t server_pid;
@@ -78,21 +81,32 @@ static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t jobs_changed = PTHREAD_COND_INITIALIZER;
 static struct job *jobs;
 
-static int failf(char *err, size_t errlen, int rc, const char *fmt, ...)
+static int failf(struct agent_error *e, enum agent_fault fault, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Formats "node N: <message>" into err and returns rc (a -errno). */
-static int failf(char *err, size_t errlen, int rc, const char *fmt, ...)
+/* Formats "node N: <message>" into e with whose fault it is (agent_proto.h:
+ * the node's only where it is proven, since the plugin drains the node for
+ * it) and returns rc (a -errno). */
+static int failf(struct agent_error *e, enum agent_fault fault, int rc, const char *fmt, ...)
 {
-    int n = snprintf(err, errlen, "node %s: ", cfg->node);
-    if (n >= 0 && (size_t)n < errlen) {
+    int n = snprintf(e->text, sizeof(e->text), "node %s: ", cfg->node);
+    if (n >= 0 && (size_t)n < sizeof(e->text)) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+        vsnprintf(e->text + n, sizeof(e->text) - (size_t)n, fmt, ap);
         va_end(ap);
     }
-    log_error("%s", err);
+    e->fault = fault;
+    log_error("%s", e->text);
     return rc;
+}
+
+/* A program that cannot be executed is the node's fault (missing, not
+ * executable); a fork or a drop that failed may pass. */
+static enum agent_fault exec_fault(int rc)
+{
+    return rc == -ENOENT || rc == -EACCES || rc == -ENOEXEC ? AGENT_FAULT_NODE
+                                                            : AGENT_FAULT_TRANSIENT;
 }
 
 static int check_root_path(const char *path, bool create, char *why, size_t whylen);
@@ -447,7 +461,7 @@ static void await_stager_locked(struct job *j, int ms)
  * the lock is released while waiting for the processes and wiping. Not
  * in a hurry, a stager is given stop_timeout_ms to end after SIGTERM
  * before it is killed. */
-static int teardown_taken(struct job *j, bool hurry, char *err, size_t errlen)
+static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
 {
     if (j->torn_down)
         return 0;
@@ -481,11 +495,18 @@ static int teardown_taken(struct job *j, bool hurry, char *err, size_t errlen)
         }
         j->server_pid = 0;
     }
+    /* Its own file system: detached and removed, the data goes with it.
+     * If that fails the wipe below still empties it through the mount. */
+    if (j->image[0]) {
+        char why[PATH_MAX + 128];
+        if (store_destroy(j->image, j->dir, why, sizeof(why)) < 0)
+            log_warn("job %u: %s", j->id, why);
+    }
     int wiped = child_run_as(&j->user, wipe_as_user, j->dir, 60000);
     if (wiped != 0)
-        rc = failf(err, errlen, -EIO, "job %u: could not wipe %s (status %d)", j->id, j->dir, wiped);
+        rc = failf(e, AGENT_FAULT_TRANSIENT, -EIO, "job %u: could not wipe %s (status %d)", j->id, j->dir, wiped);
     else if (rmdir(j->dir) < 0 && errno != ENOENT)
-        rc = failf(err, errlen, -errno, "job %u: rmdir %s: %s", j->id, j->dir, strerror(errno));
+        rc = failf(e, AGENT_FAULT_NODE, -errno, "job %u: rmdir %s: %s", j->id, j->dir, strerror(errno));
     /* Another node of this host may still serve its mount there. */
     if (j->mount[0] && !fusemount_present(j->mount)) {
         /* Real files there came from a process without the interposer. */
@@ -533,32 +554,40 @@ static int await_ready(int fd, int *port, char *line, size_t len)
     return got ? -EIO : -ECHILD;
 }
 
-static int spawn_server(struct job *j, const struct agent_start *m, char *err, size_t errlen)
+static int spawn_server(struct job *j, const struct agent_start *m, struct agent_error *e)
 {
-    char secret_path[PATH_MAX], logpath[PATH_MAX], hosts[PATH_MAX], idx[16], chunk[32], quota[32];
+    char secret_path[PATH_MAX], logpath[PATH_MAX], listen[INSTANCE_HOST_MAX + 8], idx[16];
+    char servers[16], chunk[32], quota[32];
     char fdtext[16];
     job_file_path(secret_path, sizeof(secret_path), m->job_id, "secret");
     pathf(logpath, sizeof(logpath), "%s/adafsd.job%u.%s.log", cfg->log_dir, m->job_id, cfg->node);
-    /* The server only needs its own address; the others are placeholders. */
-    size_t off = 0;
-    for (uint32_t i = 0; i < m->nservers && off < sizeof(hosts) - 300; i++)
-        off += (size_t)snprintf(hosts + off, sizeof(hosts) - off, "%s%s:0", i ? "," : "",
-                                i == m->index ? m->listen_host : "placeholder");
-    if (off >= sizeof(hosts) - 300)
-        return failf(err, errlen, -E2BIG, "job %u: too many servers for one command line", m->job_id);
+    /* The server needs its own address and the instance's size, nothing of
+     * the other servers: the command line is the same length for 1 server
+     * or 4,096. */
+    if (strlen(m->listen_host) >= INSTANCE_HOST_MAX || strchr(m->listen_host, ','))
+        return failf(e, AGENT_FAULT_JOB, -EINVAL, "job %u: listen host '%s' is not a host name",
+                     m->job_id, m->listen_host);
+    if (m->nservers > INSTANCE_MAX_SERVERS)
+        return failf(e, AGENT_FAULT_JOB, -E2BIG,
+                     "job %u: %u servers, more than the %d an instance may have",
+                     m->job_id, m->nservers, INSTANCE_MAX_SERVERS);
+    snprintf(listen, sizeof(listen), "%s:0", m->listen_host);
+    snprintf(servers, sizeof(servers), "%u", m->nservers);
     snprintf(idx, sizeof(idx), "%u", m->index);
     snprintf(chunk, sizeof(chunk), "%llu", (unsigned long long)m->chunk_size);
     snprintf(quota, sizeof(quota), "%llu", (unsigned long long)m->quota);
 
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) < 0)
-        return failf(err, errlen, -errno, "pipe: %s", strerror(errno));
+        return failf(e, AGENT_FAULT_TRANSIENT, -errno, "pipe: %s", strerror(errno));
     /* The write end must survive exec in the child. */
     int child_end = fcntl(ready[1], F_DUPFD, 3);
     close(ready[1]);
     snprintf(fdtext, sizeof(fdtext), "%d", child_end);
-    int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
-    char *argv[] = { (char *)cfg->adafsd_path, "--index", idx, "--hosts", hosts,
+    int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (logfd >= 0)
+        fchmod(logfd, 0600);   /* it names the job's paths: root's only, whatever made it */
+    char *argv[] = { (char *)cfg->adafsd_path, "--index", idx, "--listen", listen, "--servers", servers,
                      "--root", j->dir, "--secret-file", secret_path, "--chunk-size", chunk,
                      "--quota", quota, "--ready-fd", fdtext, "--foreground", NULL };
     /* The server runs next to its storage device (sysmap tells the plugin). */
@@ -573,7 +602,7 @@ static int spawn_server(struct job *j, const struct agent_start *m, char *err, s
         close(logfd);
     if (pid < 0) {
         close(ready[0]);
-        return failf(err, errlen, pid, "job %u: cannot start %s as uid %u: %s", m->job_id,
+        return failf(e, exec_fault(pid), pid, "job %u: cannot start %s as uid %u: %s", m->job_id,
                      cfg->adafsd_path, (unsigned)m->uid, strerror(-pid));
     }
     char line[512];
@@ -582,7 +611,7 @@ static int spawn_server(struct job *j, const struct agent_start *m, char *err, s
     if (rc < 0) {
         child_kill(pid, SIGKILL);
         child_wait(pid, -1);
-        return failf(err, errlen, rc == -ECHILD ? -EIO : rc,
+        return failf(e, AGENT_FAULT_TRANSIENT, rc == -ECHILD ? -EIO : rc,
                      "job %u: server did not start%s%s (see %s)", m->job_id,
                      line[0] ? ": " : (rc == -ETIMEDOUT ? ": timed out" : ": it exited"),
                      line, logpath);
@@ -600,25 +629,51 @@ static int spawn_server(struct job *j, const struct agent_start *m, char *err, s
     return 0;
 }
 
-int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, size_t errlen)
+/* START of a job already listed. The same instance (user, place and
+ * secret) gets the answer of the start before, once that is done: a
+ * plugin whose reply was lost (a timeout, a connection cut) asks again.
+ * Anything else is refused. Called with jobs_lock held; releases it. */
+static int start_again_locked(struct job *j, const struct agent_start *m, int *port, pid_t *pid,
+                              struct agent_error *e)
+{
+    bool same = j->user.uid == m->uid && j->user.gid == m->gid && j->index == m->index &&
+                strcmp(j->secret_hex, m->secret_hex) == 0;
+    bool up = false;
+    if (same && job_take_locked(j)) {
+        up = j->server_pid > 0;
+        *port = j->port;
+        *pid = j->server_pid;
+        job_give_locked(j);
+    }
+    forget_torn_down_locked();
+    pthread_mutex_unlock(&jobs_lock);
+    if (!up)
+        return failf(e, AGENT_FAULT_TRANSIENT, -EEXIST, "job %u: already deployed here%s", m->job_id,
+                     same ? " (its start failed: try again)" : " for another user or secret");
+    log_info("job %u: started again: its server is up on port %d (pid %d)", m->job_id, *port,
+             (int)*pid);
+    return 0;
+}
+
+int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_error *e)
 {
     if (m->uid == 0 || m->gid == 0)
-        return failf(err, errlen, -EPERM, "job %u: refusing to run a server as root", m->job_id);
+        return failf(e, AGENT_FAULT_JOB, -EPERM, "job %u: refusing to run a server as root", m->job_id);
     if (strlen(m->storage) + strlen(cfg->node) + PATH_SLACK >= PATH_MAX)
-        return failf(err, errlen, -ENAMETOOLONG, "job %u: storage path too long", m->job_id);
+        return failf(e, AGENT_FAULT_NODE, -ENAMETOOLONG, "job %u: storage path too long", m->job_id);
     if (strlen(m->secret_hex) != 2 * RPC_SECRET_SIZE || m->secret_hex[strspn(m->secret_hex, "0123456789abcdef")])
-        return failf(err, errlen, -EINVAL, "job %u: the secret is not %d hex digits", m->job_id,
+        return failf(e, AGENT_FAULT_JOB, -EINVAL, "job %u: the secret is not %d hex digits", m->job_id,
                      2 * RPC_SECRET_SIZE);
     if (!storage_allowed(m->storage))
-        return failf(err, errlen, -EPERM, "job %u: storage %s is not under this agent's storage roots",
+        return failf(e, AGENT_FAULT_NODE, -EPERM, "job %u: storage %s is not under this agent's storage roots",
                      m->job_id, m->storage);
     if (m->index >= m->nservers)
-        return failf(err, errlen, -EINVAL, "job %u: server index %u of %u", m->job_id, m->index,
+        return failf(e, AGENT_FAULT_JOB, -EINVAL, "job %u: server index %u of %u", m->job_id, m->index,
                      m->nservers);
 
     struct job *j = calloc(1, sizeof(*j));
     if (!j)
-        return failf(err, errlen, -ENOMEM, "out of memory");
+        return failf(e, AGENT_FAULT_TRANSIENT, -ENOMEM, "out of memory");
     j->id = m->job_id;
     j->user = (struct user_id){ m->uid, m->gid };
     j->index = m->index;
@@ -626,13 +681,14 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, si
     char nodedir[PATH_MAX];
     pathf(nodedir, sizeof(nodedir), "%s/%s", m->storage, cfg->node);
     pathf(j->dir, sizeof(j->dir), "%s/job.%u", nodedir, m->job_id);
-    /* Listed at once, taken: a second START of the job is refused and a
-     * TEARDOWN waits, while the slow part below runs without the lock. */
+    pathf(j->secret_hex, sizeof(j->secret_hex), "%s", m->secret_hex);
+    /* Listed at once, taken: a second START of the job waits for this one
+     * and a TEARDOWN too, while the slow part below runs without the lock. */
     pthread_mutex_lock(&jobs_lock);
-    if (find_locked(m->job_id)) {
-        pthread_mutex_unlock(&jobs_lock);
+    struct job *listed = find_locked(m->job_id);
+    if (listed) {
         free(j);
-        return failf(err, errlen, -EEXIST, "job %u: already deployed here", m->job_id);
+        return start_again_locked(listed, m, port, pid, e);
     }
     j->busy = true;
     j->next = jobs;
@@ -645,25 +701,48 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, si
     char why[PATH_MAX + 128];
     int rc = check_root_path(nodedir, true, why, sizeof(why));
     if (rc < 0)
-        rc = failf(err, errlen, rc, "job %u: storage %s: %s", m->job_id, nodedir, why);
+        rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: storage %s: %s", m->job_id, nodedir, why);
     else if ((rc = check_root_path(cfg->mount_prefix, true, why, sizeof(why))) < 0)
-        rc = failf(err, errlen, rc, "job %u: mount prefix %s: %s", m->job_id, cfg->mount_prefix,
+        rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: mount prefix %s: %s", m->job_id, cfg->mount_prefix,
                    why);
     if (rc == 0 && (rc = make_user_dir(j->dir, &j->user)) < 0)
-        rc = failf(err, errlen, rc, "job %u: cannot create %s: %s", m->job_id, j->dir,
+        rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot create %s: %s", m->job_id, j->dir,
                    rc == -EEXIST ? "exists and is not the job user's directory" : strerror(-rc));
+    if (rc == 1 && m->quota) {
+        /* A requeued job's leftovers, maybe its old file system. */
+        pathf(j->image, sizeof(j->image), "%s.img", j->dir);
+        if (store_destroy(j->image, j->dir, why, sizeof(why)) < 0)
+            rc = failf(e, AGENT_FAULT_TRANSIENT, -EIO, "job %u: cannot remove old %s: %s", m->job_id,
+                       j->dir, why);
+        j->image[0] = '\0';
+    }
     if (rc == 1)   /* a requeued job's leftovers: start empty */
         rc = child_run_as(&j->user, wipe_as_user, j->dir, 60000) == 0 ? 0 :
-             failf(err, errlen, -EIO, "job %u: cannot empty old %s", m->job_id, j->dir);
+             failf(e, AGENT_FAULT_TRANSIENT, -EIO, "job %u: cannot empty old %s", m->job_id, j->dir);
+    if (rc == 0 && m->quota) {
+        /* Everything the job puts on this node goes into a file system of
+         * its own, sized by its quota (store.h). */
+        struct instance_space space;
+        instance_space(m->quota, &space);
+        pathf(j->image, sizeof(j->image), "%s.img", j->dir);
+        if ((rc = store_create(j->image, j->dir, space.image, &j->user, why, sizeof(why))) < 0) {
+            j->image[0] = '\0';   /* store_create removed it */
+            /* Out of space may pass when other jobs end; anything else
+             * (no loop device, mkfs failing) is this node's. */
+            rc = failf(e, rc == -ENOSPC ? AGENT_FAULT_TRANSIENT : AGENT_FAULT_NODE, rc,
+                       "job %u: storage of %llu bytes: %s", m->job_id,
+                       (unsigned long long)space.image, why);
+        }
+    }
     if (rc == 0 && (rc = write_user_file(secret_path, text, &j->user)) < 0)
-        rc = failf(err, errlen, rc, "job %u: cannot write %s: %s", m->job_id, secret_path,
+        rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot write %s: %s", m->job_id, secret_path,
                    strerror(-rc));
     if (rc == 0)
-        rc = spawn_server(j, m, err, errlen);
+        rc = spawn_server(j, m, e);
     pthread_mutex_lock(&jobs_lock);
     if (rc < 0) {
-        char ignored[256];
-        teardown_taken(j, true, ignored, sizeof(ignored));
+        struct agent_error ignored;
+        teardown_taken(j, true, &ignored);
         j->torn_down = true;    /* forgotten even if the wipe failed (logged) */
         job_give_locked(j);
         forget_torn_down_locked();
@@ -680,47 +759,47 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, si
 }
 
 /* The mount point must be one plain name below the mount prefix. */
-static int make_mount(struct job *j, const char *mount, char *err, size_t errlen)
+static int make_mount(struct job *j, const char *mount, struct agent_error *e)
 {
     size_t plen = strlen(cfg->mount_prefix);
     const char *name = mount + plen + 1;
     if (strncmp(mount, cfg->mount_prefix, plen) != 0 || mount[plen] != '/' || !*name ||
         strchr(name, '/') || strcmp(name, "..") == 0 || strcmp(name, ".") == 0 ||
         strlen(mount) + PATH_SLACK >= PATH_MAX)
-        return failf(err, errlen, -EPERM, "job %u: mount point %s is not a name below %s",
+        return failf(e, AGENT_FAULT_NODE, -EPERM, "job %u: mount point %s is not a name below %s",
                      j->id, mount, cfg->mount_prefix);
     char why[PATH_MAX + 128];
     int rc = check_root_path(cfg->mount_prefix, true, why, sizeof(why));
     if (rc < 0)
-        return failf(err, errlen, rc, "job %u: mount prefix %s: %s", j->id, cfg->mount_prefix, why);
+        return failf(e, AGENT_FAULT_NODE, rc, "job %u: mount prefix %s: %s", j->id, cfg->mount_prefix, why);
     rc = make_user_dir(mount, &j->user);
     /* Mounted already by another node of this host, root may not look
      * inside (EACCES): fusemount_attach checks it is the job's. */
     if (rc < 0 && fusemount_present(mount))
         rc = 1;
     if (rc < 0)
-        return failf(err, errlen, rc, "job %u: cannot create mount point %s: %s", j->id, mount,
+        return failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot create mount point %s: %s", j->id, mount,
                      rc == -EEXIST ? "exists and is not the job user's" : strerror(-rc));
     pathf(j->mount, sizeof(j->mount), "%s", mount);
     return 0;
 }
 
-int jobs_configure(const struct agent_configure *m, char *err, size_t errlen)
+int jobs_configure(const struct agent_configure *m, struct agent_error *e)
 {
     pthread_mutex_lock(&jobs_lock);
     struct job *j = find_locked(m->job_id);
     int rc;
     if (!j || !job_take_locked(j)) {
         forget_torn_down_locked();   /* one we waited for may be done with */
-        rc = failf(err, errlen, -ENOENT, "job %u: not deployed here", m->job_id);
+        rc = failf(e, AGENT_FAULT_TRANSIENT, -ENOENT, "job %u: not deployed here", m->job_id);
     } else {
         char path[PATH_MAX];
         job_file_path(path, sizeof(path), j->id, "instance");
         rc = write_user_file(path, m->instance_text, &j->user);
         if (rc < 0)
-            rc = failf(err, errlen, rc, "job %u: cannot write %s: %s", j->id, path, strerror(-rc));
+            rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot write %s: %s", j->id, path, strerror(-rc));
         if (rc == 0)
-            rc = make_mount(j, m->mount, err, errlen);
+            rc = make_mount(j, m->mount, e);
         if (rc == 0 && m->access != AGENT_ACCESS_PRELOAD) {
             /* Waits for adafs-fuse to answer: the job is taken, others
              * are served meanwhile. */
@@ -731,7 +810,7 @@ int jobs_configure(const struct agent_configure *m, char *err, size_t errlen)
             rc = fusemount_attach(&fj, why, sizeof(why));
             pthread_mutex_lock(&jobs_lock);
             if (rc < 0)
-                rc = failf(err, errlen, rc, "job %u: %s", j->id, why);
+                rc = failf(e, AGENT_FAULT_TRANSIENT, rc, "job %u: %s", j->id, why);
             j->fuse = rc == 0;
         }
         job_give_locked(j);
@@ -795,7 +874,7 @@ static void *stage_watcher(void *arg)
     return NULL;
 }
 
-int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
+int jobs_stage(const struct agent_stage *m, struct agent_error *e)
 {
     static const char *types[] = { "file", "directory", "list" };
     pthread_mutex_lock(&jobs_lock);
@@ -804,14 +883,14 @@ int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
     if (!j || !job_take_locked(j)) {
         forget_torn_down_locked();
         pthread_mutex_unlock(&jobs_lock);
-        return failf(err, errlen, -ENOENT, "job %u: not deployed here", m->job_id);
+        return failf(e, AGENT_FAULT_TRANSIENT, -ENOENT, "job %u: not deployed here", m->job_id);
     }
     /* Taken only to wait for a start or teardown in progress: what
      * follows is quick and holds the lock. */
     job_give_locked(j);
     if (j->stage.state == AGENT_OP_RUNNING) {
         pthread_mutex_unlock(&jobs_lock);
-        return failf(err, errlen, -EBUSY, "job %u: a stage is already running", m->job_id);
+        return failf(e, AGENT_FAULT_TRANSIENT, -EBUSY, "job %u: a stage is already running", m->job_id);
     }
     char instance[PATH_MAX], worker[32], threads[16], mdops[32], bw[32];
     job_file_path(instance, sizeof(instance), j->id, "instance");
@@ -842,7 +921,7 @@ int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
     int out[2], errp[2];
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
         pthread_mutex_unlock(&jobs_lock);
-        return failf(err, errlen, -errno, "pipe: %s", strerror(errno));
+        return failf(e, AGENT_FAULT_TRANSIENT, -errno, "pipe: %s", strerror(errno));
     }
     pid_t pid = child_spawn(&j->user, argv, out[1], errp[1], -1, NULL);
     close(out[1]);
@@ -851,7 +930,7 @@ int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
         close(out[0]);
         close(errp[0]);
         pthread_mutex_unlock(&jobs_lock);
-        return failf(err, errlen, pid, "job %u: cannot start %s: %s", j->id, cfg->stage_path,
+        return failf(e, exec_fault(pid), pid, "job %u: cannot start %s: %s", j->id, cfg->stage_path,
                      strerror(-pid));
     }
     free(j->stage.out);
@@ -868,7 +947,7 @@ int jobs_stage(const struct agent_stage *m, char *err, size_t errlen)
         j->stage.state = AGENT_OP_DONE;   /* no watcher: nothing holds the record */
         j->stage.exit_status = -1;
         pthread_mutex_unlock(&jobs_lock);
-        return failf(err, errlen, -rc, "cannot start a thread: %s", strerror(rc));
+        return failf(e, AGENT_FAULT_TRANSIENT, -rc, "cannot start a thread: %s", strerror(rc));
     }
     pthread_detach(t);
     pthread_mutex_unlock(&jobs_lock);
@@ -910,13 +989,13 @@ void stage_status_free(struct stage_status *st)
     st->summary = st->errors = NULL;
 }
 
-int jobs_teardown(uint32_t job_id, bool hurry, char *err, size_t errlen)
+int jobs_teardown(uint32_t job_id, bool hurry, struct agent_error *e)
 {
     pthread_mutex_lock(&jobs_lock);
     struct job *j = find_locked(job_id);
     int rc = 0;
     if (j && job_take_locked(j)) {
-        rc = teardown_taken(j, hurry, err, errlen);
+        rc = teardown_taken(j, hurry, e);
         job_give_locked(j);
     }
     forget_torn_down_locked();
@@ -924,7 +1003,7 @@ int jobs_teardown(uint32_t job_id, bool hurry, char *err, size_t errlen)
     return rc;
 }
 
-int jobs_release(uint32_t job_id, int timeout_s, char *err, size_t errlen)
+int jobs_release(uint32_t job_id, int timeout_s, struct agent_error *e)
 {
     int64_t deadline = net_now_ms() + (int64_t)timeout_s * 1000;
     pthread_mutex_lock(&jobs_lock);
@@ -937,7 +1016,7 @@ int jobs_release(uint32_t job_id, int timeout_s, char *err, size_t errlen)
                      job_id, timeout_s);
             int rc = 0;
             if (job_take_locked(j)) {
-                rc = teardown_taken(j, true, err, errlen);
+                rc = teardown_taken(j, true, e);
                 job_give_locked(j);
             }
             forget_torn_down_locked();
@@ -957,9 +1036,9 @@ void jobs_shutdown(void)
 {
     pthread_mutex_lock(&jobs_lock);
     for (struct job *j = jobs; j; j = j->next) {
-        char err[512];
+        struct agent_error err;
         if (job_take_locked(j)) {
-            teardown_taken(j, true, err, sizeof(err));
+            teardown_taken(j, true, &err);
             job_give_locked(j);
         }
     }
@@ -991,11 +1070,25 @@ static void recover_dir(const char *storage)
     while ((e = readdir(d))) {
         unsigned id;
         char tail;
-        if (sscanf(e->d_name, "job.%u%c", &id, &tail) != 1)
+        int n = sscanf(e->d_name, "job.%u%c", &id, &tail);
+        if (n == 2 && tail == '.' && strcmp(e->d_name + strlen(e->d_name) - 4, ".img") == 0) {
+            /* An image whose server root is gone (a crash mid-teardown). */
+            char image[PATH_MAX], dir[PATH_MAX];
+            pathf(image, sizeof(image), "%s/%s", nodedir, e->d_name);
+            pathf(dir, sizeof(dir), "%s/job.%u", nodedir, id);
+            struct stat st;
+            if (lstat(dir, &st) < 0 && errno == ENOENT) {
+                log_warn("recovery: job %u: removing leftover %s", id, image);
+                unlink(image);
+            }
+            continue;
+        }
+        if (n != 1)
             continue;
         struct job j = { .id = id };
         pathf(j.storage, sizeof(j.storage), "%s", storage);
         pathf(j.dir, sizeof(j.dir), "%s/%s", nodedir, e->d_name);
+        pathf(j.image, sizeof(j.image), "%s.img", j.dir);
         struct stat st;
         if (lstat(j.dir, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
@@ -1021,13 +1114,13 @@ static void recover_dir(const char *storage)
             kill(pid, SIGKILL);
         }
         log_warn("recovery: job %u: wiping leftover %s", id, j.dir);
-        char err[512];
+        struct agent_error err;
         if (st.st_uid == 0) {
             rmdir(j.dir);   /* never filled: a user's files are never root's */
             unlink(pidfile);
             remove_job_files_if_last(storage, id);
         } else {
-            teardown_taken(&j, true, err, sizeof(err));   /* not listed: nobody else sees it */
+            teardown_taken(&j, true, &err);   /* not listed: nobody else sees it */
         }
     }
     closedir(d);

@@ -2,7 +2,10 @@
  *
  * Layout under a storage directory S and the mount prefix M (both owned by
  * root, not writable by users):
- *   S/<node>/job.<id>/        this node's server root, 0700, the job user's
+ *   S/<node>/job.<id>/        this node's server root, 0700, the job user's:
+ *                             with a quota, a file system of its own mounted
+ *                             there (store.h), so all it holds is bounded
+ *   S/<node>/job.<id>.img     that file system's image, root's, 0600
  *   S/<node>/job.<id>.pid     the server's pid, for recovery
  *   M/<id>/                   the mount point: an empty directory of the job
  *                             user, so paths up to it exist for programs that
@@ -50,11 +53,16 @@ int jobs_init(const struct agent_settings *settings, char *err, size_t errlen);
  * wipes their directories. Called once at start-up. */
 void jobs_recover(void);
 
-/* Each returns 0 or -errno with a message for the plugin in err (naming the
- * node, the path and the errno). */
-int jobs_start(const struct agent_start *m, int *port, pid_t *pid, char *err, size_t errlen);
-int jobs_configure(const struct agent_configure *m, char *err, size_t errlen);
-int jobs_stage(const struct agent_stage *m, char *err, size_t errlen);
+/* Each returns 0 or -errno with a message for the plugin in e (naming the
+ * node, the path and the errno) and whose fault it is: AGENT_FAULT_NODE
+ * only for what proves this node cannot serve (its storage root or mount
+ * prefix unusable, a program it must run missing); what a job's own user
+ * can cause (a server killed or stopped while it starts) is transient.
+ * START of a job already up here with the same user and secret answers
+ * as the first did: a retry after a lost reply is not an error. */
+int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_error *e);
+int jobs_configure(const struct agent_configure *m, struct agent_error *e);
+int jobs_stage(const struct agent_stage *m, struct agent_error *e);
 
 struct stage_status {
     int state;            /* enum agent_op_state */
@@ -67,11 +75,11 @@ struct stage_status {
 int jobs_status(uint32_t job_id, struct stage_status *st);
 void stage_status_free(struct stage_status *st);
 
-int jobs_teardown(uint32_t job_id, bool hurry, char *err, size_t errlen);
+int jobs_teardown(uint32_t job_id, bool hurry, struct agent_error *e);
 
 /* Waits until job_id is torn down on this node or timeout_s passes; then
  * tears down whatever is left. For the Epilog. */
-int jobs_release(uint32_t job_id, int timeout_s, char *err, size_t errlen);
+int jobs_release(uint32_t job_id, int timeout_s, struct agent_error *e);
 
 /* Stops every server and wipes every job: the agent is going away. */
 void jobs_shutdown(void);

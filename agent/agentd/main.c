@@ -8,10 +8,14 @@
  *                [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE]
  *                [--request-timeout SECONDS] [--foreground]
  *
- * Serves the plugin over TCP (munge-sealed requests from slurmctld's user)
- * and the Epilog over a Unix socket (root only). Every request passes one
- * dispatch point, dispatch(), where admission control can later go.
- * SIGTERM stops every instance it runs and wipes their data. */
+ * Serves the plugin over TCP in agent sessions (common/agent_session.h:
+ * slurmctld's user or root proved by munge, the agent proving it is root,
+ * every message sealed) and the Epilog over a Unix socket (root only, both
+ * ways). Started by systemd with a socket (adafs-agentd.socket), it takes
+ * that instead of --listen. What an unauthenticated peer may cost is
+ * bounded (admit.h, and the handshake deadline below). Every request
+ * passes one dispatch point, dispatch(). SIGTERM stops every instance it
+ * runs and wipes their data. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -30,40 +34,66 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "admit.h"
 #include "agent_proto.h"
+#include "agent_session.h"
 #include "auth.h"
 #include "child.h"
 #include "jobs.h"
 #include "log.h"
+#include "munge_auth.h"
 #include "net.h"
 #include "rpc_io.h"
 
-/* Anyone who can reach the port may connect before munge has said who they
- * are, so what a connection may cost is bounded: its time (each socket call
- * waits at most IO_SLICE_MS, so the request deadline is checked), the
- * network connections open at once, and a request's size (a sealed START
- * or CONFIGURE is a few KB; replies may still be AGENT_MAX_BODY). The
- * local socket is root's alone and never refused: a refused Epilog would
- * drain the node. */
+/* What a connection may cost the root agent. Before its peer has proved
+ * who it is (admit.h bounds how many such connections there are): the
+ * handshake deadline, and a hello of at most SESSION_HELLO_MAX bytes.
+ * After: a request must arrive within the request timeout, each socket
+ * call waits at most IO_SLICE_MS so the deadline is checked, and a request
+ * is at most MAX_REQUEST bytes (a START or CONFIGURE is a few KB; replies
+ * may be AGENT_MAX_BODY). The local socket is root's alone and never
+ * refused: a refused Epilog would drain the node. */
 #define IO_SLICE_MS 1000
-#define MAX_CONNECTIONS 64
+#define HANDSHAKE_TIMEOUT_MS 5000
 #define MAX_REQUEST (1u << 20)
+#define THREAD_STACK (512u << 10)
 
 static int request_timeout_ms = 30000;
-static atomic_int open_connections[2];   /* [local] */
-static atomic_bool at_capacity;          /* the refusal is logged once per episode */
+static struct session_auth munge;
+static uid_t trusted_uid;   /* slurmctld's user; root is always trusted */
+
+/* Lines an unauthenticated peer can cause, each kind on a budget. */
+#define LOG_BUDGET_MS 10000
+static struct log_limit refused_log = LOG_LIMIT_INIT(10, LOG_BUDGET_MS);
+static struct log_limit dropped_log = LOG_LIMIT_INIT(10, LOG_BUDGET_MS);
+static struct log_limit crowd_log = LOG_LIMIT_INIT(5, LOG_BUDGET_MS);
 
 struct conn {
     int fd;
-    bool local;   /* Unix socket: the Epilog */
+    bool local;    /* Unix socket: the Epilog */
+    int slot;      /* admit.h's, network only */
+    char peer[64];
 };
 
 struct reply {
     struct rpc_writer body;
-    char err[1024];
+    struct agent_error err;
 };
 
 static struct agent_settings settings;
+
+/* A refusal of the dispatcher's own: the request, not the node, is wrong. */
+static int refuse(struct reply *out, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int refuse(struct reply *out, int rc, const char *fmt, ...)
+{
+    int n = snprintf(out->err.text, sizeof(out->err.text), "node %s: ", settings.node);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->err.text + n, sizeof(out->err.text) - (size_t)n, fmt, ap);
+    va_end(ap);
+    out->err.fault = AGENT_FAULT_JOB;
+    return rc;
+}
 
 static int handle_ping(struct rpc_reader *r, struct reply *out)
 {
@@ -78,7 +108,7 @@ static int handle_start(struct rpc_reader *r, struct reply *out)
         return -EBADMSG;
     int port;
     pid_t pid;
-    int rc = jobs_start(&m, &port, &pid, out->err, sizeof(out->err));
+    int rc = jobs_start(&m, &port, &pid, &out->err);
     if (rc == 0) {
         rpc_put_u32(&out->body, (uint32_t)port);
         rpc_put_u32(&out->body, (uint32_t)pid);
@@ -91,7 +121,7 @@ static int handle_configure(struct rpc_reader *r, struct reply *out)
     struct agent_configure m;
     if (agent_configure_get(r, &m) < 0)
         return -EBADMSG;
-    return jobs_configure(&m, out->err, sizeof(out->err));
+    return jobs_configure(&m, &out->err);
 }
 
 static int handle_stage(struct rpc_reader *r, struct reply *out)
@@ -99,7 +129,7 @@ static int handle_stage(struct rpc_reader *r, struct reply *out)
     struct agent_stage m;
     if (agent_stage_get(r, &m) < 0)
         return -EBADMSG;
-    return jobs_stage(&m, out->err, sizeof(out->err));
+    return jobs_stage(&m, &out->err);
 }
 
 static int handle_status(struct rpc_reader *r, struct reply *out)
@@ -110,12 +140,16 @@ static int handle_status(struct rpc_reader *r, struct reply *out)
     struct stage_status st;
     int rc = jobs_status(m.job_id, &st);
     if (rc == -ENOENT) {
-        snprintf(out->err, sizeof(out->err), "node %s: job %u: not deployed here",
-                 settings.node, m.job_id);
+        /* Not the job's fault nor the node's: an agent restarted since. */
+        refuse(out, rc, "job %u: not deployed here", m.job_id);
+        out->err.fault = AGENT_FAULT_TRANSIENT;
         return rc;
     }
-    if (rc < 0)
+    if (rc < 0) {
+        refuse(out, rc, "job %u: status: %s", m.job_id, strerror(-rc));
+        out->err.fault = AGENT_FAULT_TRANSIENT;
         return rc;
+    }
     rpc_put_u32(&out->body, (uint32_t)st.state);
     rpc_put_u32(&out->body, (uint32_t)st.exit_status);
     rpc_put_str(&out->body, st.summary);
@@ -129,7 +163,7 @@ static int handle_teardown(struct rpc_reader *r, struct reply *out)
     struct agent_job_ref m;
     if (agent_job_ref_get(r, &m) < 0)
         return -EBADMSG;
-    return jobs_teardown(m.job_id, m.arg != 0, out->err, sizeof(out->err));
+    return jobs_teardown(m.job_id, m.arg != 0, &out->err);
 }
 
 static int handle_release(struct rpc_reader *r, struct reply *out)
@@ -137,7 +171,7 @@ static int handle_release(struct rpc_reader *r, struct reply *out)
     struct agent_job_ref m;
     if (agent_job_ref_get(r, &m) < 0)
         return -EBADMSG;
-    return jobs_release(m.job_id, (int)m.arg, out->err, sizeof(out->err));
+    return jobs_release(m.job_id, (int)m.arg, &out->err);
 }
 
 typedef int (*handler_fn)(struct rpc_reader *, struct reply *);
@@ -159,76 +193,154 @@ static const struct {
 /* The one place every request passes. */
 static int dispatch(const struct conn *c, uint16_t op, struct rpc_reader *r, struct reply *out)
 {
-    if (op >= sizeof(handlers) / sizeof(handlers[0]) || !handlers[op].fn) {
-        snprintf(out->err, sizeof(out->err), "node %s: unknown request %u", settings.node, op);
-        return -EOPNOTSUPP;
-    }
-    if (c->local ? !handlers[op].local : !handlers[op].remote) {
-        snprintf(out->err, sizeof(out->err), "node %s: %s is not allowed over %s", settings.node,
-                 agent_op_name(op), c->local ? "the local socket" : "the network");
-        return -EPERM;
-    }
+    if (op >= sizeof(handlers) / sizeof(handlers[0]) || !handlers[op].fn)
+        return refuse(out, -EOPNOTSUPP, "unknown request %u", op);
+    if (c->local ? !handlers[op].local : !handlers[op].remote)
+        return refuse(out, -EPERM, "%s is not allowed over %s", agent_op_name(op),
+                      c->local ? "the local socket" : "the network");
     int rc = handlers[op].fn(r, out);
-    if (rc == -EBADMSG && !out->err[0])
-        snprintf(out->err, sizeof(out->err), "node %s: malformed %s request", settings.node,
-                 agent_op_name(op));
+    if (rc == -EBADMSG && !out->err.text[0])
+        refuse(out, rc, "malformed %s request", agent_op_name(op));
     return rc;
+}
+
+/* Runs one request; leaves the reply's body (an agent_error when the
+ * status is < 0) in out and returns the status. */
+static int run(const struct conn *c, uint16_t op, const void *body, size_t len, struct reply *out)
+{
+    rpc_writer_init(&out->body, NULL, 0);
+    out->err = (struct agent_error){ .text = "", .fault = AGENT_FAULT_TRANSIENT };
+    struct rpc_reader r;
+    rpc_reader_init(&r, body, len);
+    int rc = dispatch(c, op, &r, out);
+    if (rc < 0) {
+        if (!out->err.text[0])
+            snprintf(out->err.text, sizeof(out->err.text), "node %s: %s: %s", settings.node,
+                     agent_op_name(op), strerror(-rc));
+        log_warn("%s %s request refused (%s fault): %s", c->peer, agent_op_name(op),
+                 agent_fault_name(out->err.fault), out->err.text);
+        rpc_writer_free(&out->body);
+        rpc_writer_init(&out->body, NULL, 0);
+        agent_error_put(&out->body, &out->err);
+    }
+    if (!rpc_writer_ok(&out->body)) {
+        rpc_writer_free(&out->body);
+        rpc_writer_init(&out->body, NULL, 0);
+        out->err = (struct agent_error){ .fault = AGENT_FAULT_TRANSIENT };
+        snprintf(out->err.text, sizeof(out->err.text), "node %s: out of memory", settings.node);
+        agent_error_put(&out->body, &out->err);
+        rc = -ENOMEM;
+    }
+    return rc;
+}
+
+/* The Epilog, over the local socket: one plain request. */
+static void serve_local(struct conn *c)
+{
+    struct rpc_header h;
+    uint8_t *payload = NULL;
+    int64_t deadline = net_now_ms() + request_timeout_ms;
+    int rc = rpc_recv(c->fd, &h, &payload, MAX_REQUEST, deadline);
+    if (rc < 0) {
+        log_warn("dropping a local connection: %s", strerror(-rc));
+        return;
+    }
+    struct reply out;
+    char why[256];
+    if ((rc = auth_check_peer(c->fd, why, sizeof(why))) < 0) {
+        rpc_writer_init(&out.body, NULL, 0);
+        out.err = (struct agent_error){ .fault = AGENT_FAULT_JOB };
+        snprintf(out.err.text, sizeof(out.err.text), "node %s: %s", settings.node, why);
+        log_warn("%s request refused: %s", agent_op_name(h.opcode), out.err.text);
+        agent_error_put(&out.body, &out.err);
+    } else {
+        rc = run(c, h.opcode, payload, h.length, &out);
+    }
+    struct rpc_header resp = { .opcode = h.opcode, .id = h.id, .status = rc < 0 ? rc : 0 };
+    if (rpc_writer_ok(&out.body))
+        rpc_send(c->fd, &resp, out.body.data, out.body.len, net_now_ms() + request_timeout_ms);
+    rpc_writer_free(&out.body);
+    free(payload);
+}
+
+/* A network peer: the handshake, then requests until it closes. */
+static void serve_network(struct conn *c)
+{
+    char *cred = NULL, why[600];
+    int handshake_ms = request_timeout_ms < HANDSHAKE_TIMEOUT_MS ? request_timeout_ms
+                                                                 : HANDSHAKE_TIMEOUT_MS;
+    int rc = agent_session_recv_hello(c->fd, &cred, net_now_ms() + handshake_ms);
+    if (rc < 0) {
+        log_limited(&dropped_log, LOG_LEVEL_WARN, "%s: dropped before a hello: %s", c->peer,
+                    rc == -EPROTO ? "not an agent session's hello" :
+                    rc == -ECONNRESET ? "closed (or evicted)" : strerror(-rc));
+        return;
+    }
+    if (!admit_hello(c->slot)) {
+        free(cred);
+        return;
+    }
+    struct agent_session s;
+    rc = agent_session_accept(&s, c->fd, &munge, settings.node, trusted_uid, cred,
+                              net_now_ms() + handshake_ms, why, sizeof(why));
+    free(cred);
+    if (rc < 0) {
+        log_limited(&refused_log, LOG_LEVEL_WARN, "%s: handshake refused: %s", c->peer, why);
+        return;
+    }
+    struct reply out;
+    if (!admit_proven(c->slot)) {
+        out.err = (struct agent_error){ .fault = AGENT_FAULT_TRANSIENT };
+        snprintf(out.err.text, sizeof(out.err.text), "node %s: the agent serves %d sessions"
+                 " already: try again", settings.node, ADMIT_PROVEN);
+        rpc_writer_init(&out.body, NULL, 0);
+        agent_error_put(&out.body, &out.err);
+        agent_session_send(&s, 0, -EBUSY, out.body.data, out.body.len,
+                           net_now_ms() + request_timeout_ms);
+        rpc_writer_free(&out.body);
+        log_warn("%s: uid %u: %s", c->peer, (unsigned)s.peer_uid, out.err.text);
+        goto end;
+    }
+    log_debug("%s: session of uid %u", c->peer, (unsigned)s.peer_uid);
+    for (;;) {
+        struct session_msg m;
+        rc = agent_session_recv(&s, &m, MAX_REQUEST, net_now_ms() + request_timeout_ms);
+        if (rc < 0) {
+            if (rc != -ECONNRESET)
+                log_warn("%s: uid %u: session ended: %s", c->peer, (unsigned)s.peer_uid,
+                         rc == -EBADMSG ? "a message did not open (changed, replayed or out of order)"
+                                        : strerror(-rc));
+            break;
+        }
+        int status = run(c, m.op, m.body, m.len, &out);
+        free(m.plain);
+        rc = agent_session_send(&s, m.op, status < 0 ? status : 0, out.body.data, out.body.len,
+                                net_now_ms() + request_timeout_ms);
+        rpc_writer_free(&out.body);
+        if (rc < 0) {
+            log_warn("%s: uid %u: cannot answer: %s", c->peer, (unsigned)s.peer_uid, strerror(-rc));
+            break;
+        }
+    }
+end:
+    /* The descriptor is closed by the caller, after admit_done. */
+    s.fd = -1;
+    agent_session_close(&s);
 }
 
 static void *serve(void *arg)
 {
     struct conn c = *(struct conn *)arg;
     free(arg);
-    struct rpc_header h;
-    uint8_t *payload = NULL;
-    struct reply out = { .err = "" };
-    rpc_writer_init(&out.body, NULL, 0);
-    void *body = NULL;
-    size_t len = 0;
-    int64_t deadline = net_now_ms() + request_timeout_ms;
-    int rc = net_set_timeouts(c.fd, request_timeout_ms < IO_SLICE_MS ? request_timeout_ms
-                                                                    : IO_SLICE_MS);
-    if (rc == 0)
-        rc = rpc_recv(c.fd, &h, &payload, MAX_REQUEST, deadline);
-    if (rc < 0) {
-        log_warn("dropping a %s connection: %s", c.local ? "local" : "network", strerror(-rc));
-        goto done;
+    if (net_set_timeouts(c.fd, request_timeout_ms < IO_SLICE_MS ? request_timeout_ms : IO_SLICE_MS) == 0) {
+        if (c.local)
+            serve_local(&c);
+        else
+            serve_network(&c);
     }
-    if (c.local) {
-        rc = auth_check_peer(c.fd, out.err, sizeof(out.err));
-        body = payload;
-        len = h.length;
-        payload = NULL;
-    } else {
-        struct rpc_reader cred;
-        rpc_reader_init(&cred, payload, h.length);
-        const char *text = rpc_get_str(&cred);
-        rc = text ? auth_unseal(text, &body, &len, out.err, sizeof(out.err)) : -EBADMSG;
-    }
-    if (rc == 0) {
-        struct rpc_reader r;
-        rpc_reader_init(&r, body, len);
-        if (!c.local)
-            rc = agent_seal_head_check(&r, h.opcode, settings.node, out.err, sizeof(out.err));
-        if (rc == 0)
-            rc = dispatch(&c, h.opcode, &r, &out);
-    }
-    if (rc < 0 && out.err[0])
-        log_warn("%s request refused: %s", agent_op_name(h.opcode), out.err);
-    if (rc < 0) {
-        rpc_writer_free(&out.body);
-        rpc_writer_init(&out.body, NULL, 0);
-        rpc_put_str(&out.body, out.err[0] ? out.err : strerror(-rc));
-    }
-    struct rpc_header resp = { .opcode = h.opcode, .id = h.id, .status = rc < 0 ? rc : 0 };
-    if (rpc_writer_ok(&out.body))
-        rpc_send(c.fd, &resp, out.body.data, out.body.len, net_now_ms() + request_timeout_ms);
-done:
-    rpc_writer_free(&out.body);
-    free(payload);
-    free(body);
+    if (!c.local)
+        admit_done(c.slot);
     close(c.fd);
-    atomic_fetch_sub(&open_connections[c.local], 1);
     return NULL;
 }
 
@@ -236,7 +348,9 @@ static void accept_one(int lfd, bool local)
 {
     static atomic_bool out_of_fds;
     const char *kind = local ? "local" : "network";
-    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    struct sockaddr_storage sa;
+    socklen_t salen = sizeof(sa);
+    int fd = accept4(lfd, (struct sockaddr *)&sa, &salen, SOCK_CLOEXEC);
     if (fd < 0) {
         /* The connection stays queued: without a pause poll() would
          * report it again at once and this loop would spin. */
@@ -249,31 +363,105 @@ static void accept_one(int lfd, bool local)
         return;
     }
     atomic_store(&out_of_fds, false);
-    if (!local && atomic_load(&open_connections[false]) >= MAX_CONNECTIONS) {
-        if (!atomic_exchange(&at_capacity, true))
-            log_warn("refusing network connections: %d are open, the most this agent serves at once",
-                     MAX_CONNECTIONS);
-        close(fd);
-        return;
-    }
-    if (!local)
-        atomic_store(&at_capacity, false);
     struct conn *c = malloc(sizeof(*c));
-    pthread_t t;
     if (!c) {
         close(fd);
         return;
     }
-    *c = (struct conn){ fd, local };
-    atomic_fetch_add(&open_connections[local], 1);
-    /* Requests like RELEASE wait for long; a thread each keeps it simple. */
-    if (pthread_create(&t, NULL, serve, c) != 0) {
-        atomic_fetch_sub(&open_connections[local], 1);
+    *c = (struct conn){ .fd = fd, .local = local, .slot = -1 };
+    if (local) {
+        snprintf(c->peer, sizeof(c->peer), "local");
+    } else {
+        admit_peer_name((struct sockaddr *)&sa, salen, c->peer, sizeof(c->peer));
+        struct admit_outcome o;
+        admit_new(fd, (struct sockaddr *)&sa, salen, &o);
+        if (o.evicted)
+            log_limited(&crowd_log, LOG_LEVEL_WARN,
+                        "%s: %d unauthenticated connections (%d from its address): evicted the"
+                        " oldest idle one, %s", c->peer, o.unproven, o.from_address, o.victim);
+        if (o.slot < 0) {
+            log_limited(&crowd_log, LOG_LEVEL_WARN,
+                        "%s: refused: %d unauthenticated connections (%d from its address), all"
+                        " checking their hello", c->peer, o.unproven, o.from_address);
+            close(fd);
+            free(c);
+            return;
+        }
+        c->slot = o.slot;
+    }
+    /* Requests like RELEASE wait for long; a thread each keeps it simple
+     * (admit.h bounds how many a network peer can have). */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, THREAD_STACK);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, serve, c);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        log_limited(&crowd_log, LOG_LEVEL_ERROR, "%s: cannot start a thread: %s", c->peer,
+                    strerror(rc));
+        if (!local)
+            admit_done(c->slot);
         close(fd);
         free(c);
-        return;
     }
-    pthread_detach(t);
+}
+
+/* systemd socket activation (sd_listen_fds(3), without libsystemd): the
+ * listening socket is descriptor 3 when LISTEN_PID names this process.
+ * A .socket unit keeps the port bound while the agent restarts, so no
+ * user's process can take it meanwhile. -1 when not activated. */
+static int inherited_listener(char *why, size_t whylen)
+{
+    const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+    if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid())
+        return -1;
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+    int listening = 0, type = 0;
+    socklen_t len = sizeof(listening);
+    struct sockaddr_storage sa;
+    socklen_t salen = sizeof(sa);
+    if (strtol(fds, NULL, 10) != 1 ||
+        getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening ||
+        getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &(socklen_t){ sizeof(type) }) < 0 ||
+        type != SOCK_STREAM || getsockname(3, (struct sockaddr *)&sa, &salen) < 0 ||
+        (sa.ss_family != AF_INET && sa.ss_family != AF_INET6)) {
+        snprintf(why, whylen, "LISTEN_FDS=%s: expected one listening TCP socket from systemd", fds);
+        return -2;
+    }
+    fcntl(3, F_SETFD, FD_CLOEXEC);
+    admit_peer_name((struct sockaddr *)&sa, salen, why, whylen);
+    return 3;
+}
+
+/* Who holds a TCP port in LISTEN, from /proc/net/tcp{,6}: "uid N (name)",
+ * or "" if it cannot be told. */
+static void port_holder(int port, char *out, size_t outlen)
+{
+    out[0] = '\0';
+    const char *tables[] = { "/proc/net/tcp", "/proc/net/tcp6" };
+    for (int t = 0; t < 2 && !out[0]; t++) {
+        FILE *f = fopen(tables[t], "re");
+        char line[512];
+        while (f && fgets(line, sizeof(line), f)) {
+            char local[80];
+            unsigned state, uid;
+            if (sscanf(line, " %*d: %79s %*s %x %*s %*s %*s %u", local, &state, &uid) != 3)
+                continue;
+            const char *colon = strrchr(local, ':');
+            if (state != 0x0A || !colon || strtol(colon + 1, NULL, 16) != port)
+                continue;
+            struct passwd *pw = getpwuid(uid);
+            snprintf(out, outlen, "uid %u%s%s%s", uid, pw ? " (" : "", pw ? pw->pw_name : "",
+                     pw ? ")" : "");
+            break;
+        }
+        if (f)
+            fclose(f);
+    }
 }
 
 static void usage(FILE *out)
@@ -370,9 +558,13 @@ int main(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
-    if (!settings.node || !listen_addr || settings.nroots == 0) {
+    char err[512], listening[300] = "";
+    int lfd = inherited_listener(listening, sizeof(listening));
+    if (lfd == -2)
+        die("%s", listening);
+    if (!settings.node || (!listen_addr && lfd < 0) || settings.nroots == 0) {
         usage(stderr);
-        die("--node, --listen and --storage-root are required");
+        die("--node, --listen (or a socket from systemd) and --storage-root are required");
     }
     if (geteuid() != 0)
         die("must run as root: it starts servers and stagers as job users");
@@ -382,16 +574,26 @@ int main(int argc, char **argv)
     struct passwd *pw = getpwnam(slurm_user);
     if (!pw)
         die("--slurm-user %s: no such user", slurm_user);
-    char host[256];
-    int port;
-    if (net_parse_hostport(listen_addr, host, sizeof(host), &port) < 0)
-        die("--listen %s: expected HOST:PORT", listen_addr);
     mkdir(settings.log_dir, 0755);
-
-    char err[512];
-    int lfd = net_listen(host, port, 128, &port, err, sizeof(err));
-    if (lfd < 0)
-        die("%s", err);
+    if (lfd < 0) {
+        char host[256];
+        int port;
+        if (net_parse_hostport(listen_addr, host, sizeof(host), &port) < 0)
+            die("--listen %s: expected HOST:PORT", listen_addr);
+        lfd = net_listen(host, port, 128, &port, err, sizeof(err));
+        if (lfd == -EADDRINUSE) {
+            /* While the agent was down, anyone could take its port. */
+            char holder[128];
+            port_holder(port, holder, sizeof(holder));
+            die("--listen %s: port %d is held by another process%s%s: while the agent was down"
+                " a user's process may have taken it. Stop that process; to keep the port while"
+                " the agent restarts, start the agent from adafs-agentd.socket (systemd), or"
+                " give it a port below 1024", listen_addr, port, holder[0] ? ", " : "", holder);
+        }
+        if (lfd < 0)
+            die("--listen %s: %s", listen_addr, err);
+        snprintf(listening, sizeof(listening), "%s:%d", host, port);
+    }
     /* "%n" in the socket path is the node name: the Epilog finds it the
      * same way from $SLURMD_NODENAME. */
     char socket_buf[108];
@@ -438,19 +640,22 @@ int main(int argc, char **argv)
     sigaddset(&stop, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     int sfd = signalfd(-1, &stop, SFD_CLOEXEC);
-    if (auth_init(munge_socket, pw->pw_uid) < 0 || child_init() < 0 || sfd < 0) {
-        log_error("cannot initialise munge, the reaper or signals");
+    munge_auth_init(&munge, munge_socket);
+    trusted_uid = pw->pw_uid;
+    if (child_init() < 0 || sfd < 0) {
+        log_error("cannot start the reaper or take signals");
         return 1;
     }
     jobs_recover();
-    log_info("node %s: agent listening on %s:%d%s%s, storage %s, servers %s, stager %s",
-             settings.node, host, port, socket_path ? " and " : "", socket_path ? socket_path : "",
+    log_info("node %s: agent listening on %s%s%s, storage %s, servers %s, stager %s",
+             settings.node, listening, socket_path ? " and " : "", socket_path ? socket_path : "",
              settings.storage_roots[0], settings.adafsd_path, settings.stage_path);
 
     struct pollfd p[3] = { { .fd = sfd, .events = POLLIN }, { .fd = lfd, .events = POLLIN },
                            { .fd = ufd, .events = POLLIN } };
+    int64_t flushed = net_now_ms();
     for (;;) {
-        if (poll(p, ufd >= 0 ? 3 : 2, -1) < 0 && errno != EINTR)
+        if (poll(p, ufd >= 0 ? 3 : 2, LOG_BUDGET_MS) < 0 && errno != EINTR)
             break;
         if (p[0].revents)
             break;
@@ -458,6 +663,13 @@ int main(int argc, char **argv)
             accept_one(lfd, false);
         if (ufd >= 0 && p[2].revents)
             accept_one(ufd, true);
+        /* A flood that stopped is still summed up. */
+        if (net_now_ms() - flushed >= LOG_BUDGET_MS) {
+            log_limit_flush(&refused_log);
+            log_limit_flush(&dropped_log);
+            log_limit_flush(&crowd_log);
+            flushed = net_now_ms();
+        }
     }
     log_info("node %s: stopping: tearing down every instance on this node", settings.node);
     jobs_shutdown();

@@ -1,10 +1,16 @@
 /* adafsd: the server of one node of an adafs instance.
  *
- *   adafsd --index I --hosts host:port,... --root DIR --secret-file F
- *          [--chunk-size 512K] [--quota SIZE] [--log FILE] [--ready-fd N]
- *          [--log-level LEVEL] [--foreground]
+ *   adafsd --index I (--hosts host:port,... | --listen host:port --servers N)
+ *          --root DIR --secret-file F [--chunk-size 512K] [--quota SIZE]
+ *          [--log FILE] [--ready-fd N] [--log-level LEVEL] [--foreground]
  *
- * Listens on its own entry of --hosts (port 0: any free port), keeps its
+ * A server needs only its own address and how many servers the instance
+ * has (they never talk to each other): --listen and --servers say just
+ * that, whatever the instance's size, and are what the node agent passes;
+ * --hosts (the whole list, for starting an instance by hand) is read for
+ * its entry number --index and its length.
+ *
+ * Listens on its own address (port 0: any free port), keeps its
  * metadata and chunks under --root (created 0700, must not exist or be
  * empty), and when ready writes "ready port=P pid=N" to --ready-fd, or
  * "error <reason>" if it cannot start. --quota bounds the bytes its chunks
@@ -39,8 +45,8 @@ static int ready_fd = -1;
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: adafsd --index I --hosts host:port,... --root DIR --secret-file FILE\n"
-            "              [--chunk-size SIZE] [--quota SIZE] [--log FILE]\n"
+            "usage: adafsd --index I (--hosts host:port,... | --listen host:port --servers N)\n"
+            "              --root DIR --secret-file FILE [--chunk-size SIZE] [--quota SIZE] [--log FILE]\n"
             "              [--log-level error|warn|info|debug] [--ready-fd N] [--foreground]\n");
 }
 
@@ -162,6 +168,8 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         { "index", required_argument, NULL, 'i' },
         { "hosts", required_argument, NULL, 'H' },
+        { "listen", required_argument, NULL, 'A' },
+        { "servers", required_argument, NULL, 'N' },
         { "root", required_argument, NULL, 'r' },
         { "secret-file", required_argument, NULL, 's' },
         { "chunk-size", required_argument, NULL, 'c' },
@@ -173,8 +181,9 @@ int main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    const char *hosts = NULL, *root = NULL, *secret_file = NULL, *log_path = NULL;
-    long index = -1;
+    const char *hosts = NULL, *listen = NULL, *root = NULL, *secret_file = NULL;
+    const char *log_path = NULL;
+    long index = -1, servers = 0;
     int foreground = 0, level = LOG_LEVEL_INFO;
     srv.chunk_size = 512 * 1024;
     srv.quota = UINT64_MAX;
@@ -189,6 +198,12 @@ int main(int argc, char **argv)
                 die("--index: '%s' is not a server index", optarg);
             break;
         case 'H': hosts = optarg; break;
+        case 'A': listen = optarg; break;
+        case 'N':
+            servers = strtol(optarg, &end, 10);
+            if (*end || end == optarg || servers < 1 || servers > INSTANCE_MAX_SERVERS)
+                die("--servers: '%s' is not a count from 1 to %d", optarg, INSTANCE_MAX_SERVERS);
+            break;
         case 'r': root = optarg; break;
         case 's': secret_file = optarg; break;
         case 'l': log_path = optarg; break;
@@ -222,9 +237,9 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         die("unexpected argument '%s'", argv[optind]);
-    if (index < 0 || !hosts || !root || !secret_file) {
+    if (index < 0 || (!hosts == !listen) || (listen && !servers) || !root || !secret_file) {
         usage(stderr);
-        die("--index, --hosts, --root and --secret-file are required");
+        die("--index, --hosts (or --listen and --servers), --root and --secret-file are required");
     }
     if (root[0] != '/' || strlen(root) >= sizeof(srv.root) - 64)
         die("--root: '%s' must be an absolute path", root);
@@ -234,7 +249,15 @@ int main(int argc, char **argv)
 
     char host[INSTANCE_HOST_MAX];
     int port = 0;
-    own_address(hosts, (unsigned)index, host, sizeof(host), &port, &srv.nservers);
+    if (hosts) {
+        own_address(hosts, (unsigned)index, host, sizeof(host), &port, &srv.nservers);
+    } else {
+        if (net_parse_hostport(listen, host, sizeof(host), &port) < 0)
+            die("--listen: '%s' is not host:port (port 0: any free port)", listen);
+        if (index >= servers)
+            die("--index %ld is out of range: --servers is %ld", index, servers);
+        srv.nservers = (unsigned)servers;
+    }
     char err[512];
     if (secret_read_file(secret_file, srv.secret, err, sizeof(err)) < 0)
         die("%s", err);
@@ -270,6 +293,12 @@ int main(int argc, char **argv)
         log_warn("cannot listen on the local socket @%s: %s; clients on this node use TCP",
                  local_name, strerror(-ufd));
     snprintf(srv.root, sizeof(srv.root), "%s", root);
+    if (srv.quota != UINT64_MAX) {
+        struct instance_space space;
+        instance_space(srv.quota, &space);
+        srv.headroom = space.headroom;
+        srv.write_buffer = space.write_buffer;
+    }
     make_root(root);
     char dbdir[4200];
     snprintf(dbdir, sizeof(dbdir), "%s/db", root);
@@ -277,9 +306,10 @@ int main(int argc, char **argv)
         wipe(root);
         die("%s", err);
     }
-    log_info("server %u of %u listening on %s:%d, root %s, chunk size %llu, quota %llu",
-             srv.index, srv.nservers, host, bound, root, (unsigned long long)srv.chunk_size,
-             (unsigned long long)srv.quota);
+    log_info("server %u of %u listening on %s:%d, root %s, chunk size %llu, quota %llu, "
+             "%llu kept free for metadata", srv.index, srv.nservers, host, bound, root,
+             (unsigned long long)srv.chunk_size, (unsigned long long)srv.quota,
+             (unsigned long long)srv.headroom);
     if (ready_fd >= 0) {
         dprintf(ready_fd, "ready port=%d pid=%d\n", bound, (int)getpid());
         close(ready_fd);

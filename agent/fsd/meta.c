@@ -54,6 +54,16 @@ int meta_open(struct server *srv, const char *dir, char *err, size_t errlen)
     rocksdb_options_set_info_log_level(m->options, 4 /* HEADER_LEVEL: quiet */);
     rocksdb_options_set_keep_log_file_num(m->options, 1);
     rocksdb_options_set_max_background_jobs(m->options, 1);
+    if (srv->write_buffer) {
+        /* Sized to the server's storage (instance_space()): a flush writes
+         * one buffer, a compaction at most 8 before it frees its inputs,
+         * which the headroom kept free covers. */
+        uint64_t wb = srv->write_buffer;
+        rocksdb_options_set_write_buffer_size(m->options, wb);
+        rocksdb_options_set_target_file_size_base(m->options, wb);
+        rocksdb_options_set_max_bytes_for_level_base(m->options, 4 * wb);
+        rocksdb_options_set_max_compaction_bytes(m->options, 8 * wb);
+    }
     /* A bloom filter over whole keys in the memtable: a lookup of a path
      * that does not exist (every create checks) skips the skip list. */
     rocksdb_options_set_memtable_prefix_bloom_size_ratio(m->options, 0.05);
@@ -160,6 +170,8 @@ static int get_record(struct server *srv, const char *key, int klen, struct fs_r
 
 static int put_record(struct server *srv, const char *key, int klen, const struct fs_record *rec)
 {
+    if (quota_room(srv, (uint64_t)klen + sizeof(*rec)) < 0)
+        return -ENOSPC;
     uint8_t buf[FS_RECORD_SIZE];
     struct rpc_writer w;
     rpc_writer_init(&w, buf, sizeof(buf));
@@ -229,6 +241,8 @@ int meta_blob_get(struct server *srv, uint64_t data_key, void *buf, size_t cap)
 
 int meta_blob_put(struct server *srv, uint64_t data_key, const void *data, size_t len)
 {
+    if (quota_room(srv, len + 16) < 0)
+        return -ENOSPC;
     char key[BLOB_KEY_LEN], *rerr = NULL;
     blob_key(data_key, key);
     rocksdb_put(srv->meta->db, srv->meta->wopts, key, sizeof(key), data, len, &rerr);
@@ -819,6 +833,10 @@ void meta_batch_put_blob(struct meta_batch *b, uint64_t data_key, const void *da
 
 int meta_batch_commit(struct server *srv, struct meta_batch *b)
 {
+    size_t size = 0;
+    rocksdb_writebatch_data((rocksdb_writebatch_t *)b, &size);
+    if (quota_room(srv, size) < 0)
+        return -ENOSPC;
     char *rerr = NULL;
     rocksdb_write(srv->meta->db, srv->meta->wopts, (rocksdb_writebatch_t *)b, &rerr);
     if (rerr) {

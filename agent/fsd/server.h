@@ -26,6 +26,13 @@ struct server {
     uint64_t inline_max;             /* chunk 0 up to this size: in RocksDB */
     uint64_t quota;                  /* bytes of chunk data on this node */
     _Atomic uint64_t used;
+    /* The file system under root: new data and metadata are refused while
+     * less than headroom is free there (0: no such floor), so RocksDB can
+     * always flush and compact (quota.c). */
+    uint64_t headroom;
+    uint64_t write_buffer;           /* RocksDB's memtable size; 0: its default */
+    _Atomic int64_t room_checked_ms; /* when free space was last looked at */
+    _Atomic uint64_t room_free;      /* what it was */
     uint8_t secret[RPC_SECRET_SIZE];
     char root[4096];
     char data_dir[4200];
@@ -142,10 +149,13 @@ int chunks_read_into(struct server *srv, uint64_t key, uint64_t index, size_t le
                      struct rpc_writer *out);
 /* 1 if this server holds a local file of key's data, 0 if not, or -errno. */
 int chunks_has_file(struct server *srv, uint64_t key);
-/* quota.c: take is all or nothing (-ENOSPC leaves the quota untouched),
- * give saturates at zero. */
+/* quota.c: take is all or nothing (-ENOSPC leaves the quota untouched, as
+ * when the file system under root has no room for bytes above the
+ * headroom), give saturates at zero. quota_room: 0 while metadata may
+ * grow, -ENOSPC once only the headroom is left (deletes always pass). */
 int quota_take(struct server *srv, uint64_t bytes);
 void quota_give(struct server *srv, uint64_t bytes);
+int quota_room(struct server *srv, uint64_t bytes);
 int op_write(struct server *, struct rpc_reader *, struct reply *);
 int op_read(struct server *, struct rpc_reader *, struct reply *);
 int op_trunc_data(struct server *, struct rpc_reader *, struct reply *);

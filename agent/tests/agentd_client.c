@@ -1,23 +1,33 @@
 /* agentd_client: drives a running adafs-agentd for tests/test_agentd.sh.
  *
- *   agentd_client HOST PORT start JOB UID GID STORAGE
- *   agentd_client HOST PORT configure JOB MOUNT
+ *   agentd_client HOST PORT ping
+ *   agentd_client HOST PORT start JOB UID GID STORAGE [INDEX SERVERS]
+ *   agentd_client HOST PORT configure JOB MOUNT [SERVERS | ACCESS INSTANCE-TEXT-FILE]
+ *                               SERVERS: an instance file listing that many
+ *                               $ADAFS_TEST_QUOTA: START's quota (1 GiB)
  *   agentd_client HOST PORT stage JOB SOURCE DESTINATION
  *   agentd_client HOST PORT status JOB
  *   agentd_client HOST PORT teardown JOB
+ *   agentd_client HOST PORT many N          N pings on one session
+ *   agentd_client HOST PORT tamper          a request with a byte changed on the way
+ *   agentd_client HOST PORT replay          a request sent twice
+ *   agentd_client HOST PORT bogus N SECONDS N clients sending empty and bogus hellos
  *   agentd_client HOST PORT silent          connect, send nothing
  *   agentd_client HOST PORT drip            send a header a byte every 500 ms
- *   agentd_client HOST PORT oversize LENGTH announce a request of LENGTH bytes
- *   agentd_client HOST PORT crowd N         hold N silent connections, open one more
+ *   agentd_client HOST PORT oversize LENGTH announce a hello of LENGTH bytes
+ *   agentd_client HOST PORT crowd N         hold N silent connections, then ping
  *   agentd_client HOST PORT hold N SECONDS  hold N silent connections that long
+ *   agentd_client HOST PORT occupy N SECONDS  the same, opening a new one for each
+ *                                          the agent closes (evicts or times out)
  *   agentd_client SOCKET 0 localcrowd N     the same on the local socket, then PING
  *
- * Requests are sealed with munge (socket from $ADAFS_TEST_MUNGE_SOCKET) as
- * the plugin seals them. Prints one line saying what happened; exits 0 when
- * it could talk to the agent, 2 when it could not. */
+ * Requests go in agent sessions (common/agent_session.h) as the plugin's:
+ * munge from $ADAFS_TEST_MUNGE_SOCKET, the node $ADAFS_TEST_SEAL_NODE (t1
+ * by default). Prints one line saying what happened; exits 0 when it could
+ * talk to the agent, 2 when it could not. */
 #include <errno.h>
-#include <munge.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +35,20 @@
 #include <unistd.h>
 
 #include "agent_proto.h"
+#include "agent_session.h"
+#include "munge_auth.h"
 #include "net.h"
 #include "rpc_io.h"
 
 static const char *host;
 static int port;
+static struct session_auth munge;
+
+static const char *node(void)
+{
+    const char *n = getenv("ADAFS_TEST_SEAL_NODE");
+    return n ? n : "t1";
+}
 
 static int connect_agent(void)
 {
@@ -42,52 +61,49 @@ static int connect_agent(void)
     return fd;
 }
 
-/* Sends one sealed request; returns the reply's status and leaves its body
- * in *reply (the caller frees it). */
-static int call(uint16_t op, const struct rpc_writer *body, uint8_t **reply, struct rpc_reader *r)
+static void session(struct agent_session *as)
 {
-    munge_ctx_t ctx = munge_ctx_create();
-    const char *sock = getenv("ADAFS_TEST_MUNGE_SOCKET");
-    if (sock)
-        munge_ctx_set(ctx, MUNGE_OPT_SOCKET, sock);
-    char *cred = NULL;
-    /* The head the plugin seals (agent_proto.h): the node and opcode the
-     * test agent expects, unless a test asks for others. */
-    const char *node = getenv("ADAFS_TEST_SEAL_NODE");
-    const char *sealed_op = getenv("ADAFS_TEST_SEAL_OP");
-    struct rpc_writer s;
-    rpc_writer_init(&s, NULL, 0);
-    agent_seal_head_put(&s, sealed_op ? (uint16_t)atoi(sealed_op) : op, node ? node : "t1");
-    rpc_put_raw(&s, body->data, body->len);
-    munge_err_t e = munge_encode(&cred, ctx, s.data, (int)s.len);
-    rpc_writer_free(&s);
-    if (e != EMUNGE_SUCCESS) {
-        printf("munge: %s\n", munge_ctx_strerror(ctx));
+    char err[1024];
+    int rc = agent_session_connect(as, &munge, node(), host, port, 10000, err, sizeof(err));
+    if (rc < 0) {
+        printf("%s\n", err);
         exit(2);
     }
-    munge_ctx_destroy(ctx);
-    struct rpc_writer w;
-    rpc_writer_init(&w, NULL, 0);
-    rpc_put_str(&w, cred);
-    free(cred);
-    int fd = connect_agent();
-    struct rpc_header h = { .opcode = op, .id = 1 };
+}
+
+/* Sends one request in a session; returns the reply's status and leaves
+ * its body in *reply (the caller frees reply->plain). */
+static int call_on(struct agent_session *as, uint16_t op, const struct rpc_writer *body,
+                   struct session_msg *reply, struct rpc_reader *r)
+{
     int64_t deadline = net_now_ms() + 60000;
-    int rc = rpc_send(fd, &h, w.data, w.len, deadline);
+    int rc = agent_session_send(as, op, 0, body->data, body->len, deadline);
     if (rc == 0)
-        rc = rpc_recv(fd, &h, reply, AGENT_MAX_BODY, deadline);
-    close(fd);
-    rpc_writer_free(&w);
+        rc = agent_session_recv(as, reply, AGENT_MAX_BODY, deadline);
     if (rc < 0) {
         printf("no answer: %s\n", strerror(-rc));
         exit(2);
     }
-    rpc_reader_init(r, *reply, h.length);
-    if (h.status < 0) {
-        const char *msg = rpc_get_str(r);
-        printf("status %d: %s\n", h.status, msg ? msg : "(no message)");
+    rpc_reader_init(r, reply->body, reply->len);
+    if (reply->status < 0) {
+        const char *msg;
+        uint32_t fault;
+        if (agent_error_get(r, &msg, &fault) < 0)
+            printf("status %d: (malformed error)\n", reply->status);
+        else
+            printf("status %d (%s fault): %s\n", reply->status, agent_fault_name(fault), msg);
     }
-    return h.status;
+    return reply->status;
+}
+
+static int call(uint16_t op, const struct rpc_writer *body, struct session_msg *reply,
+                struct rpc_reader *r)
+{
+    struct agent_session as;
+    session(&as);
+    int status = call_on(&as, op, body, reply, r);
+    agent_session_close(&as);
+    return status;
 }
 
 /* Milliseconds until the agent closes fd (-1: still open after wait_ms). */
@@ -119,14 +135,56 @@ static void print_end(const char *label, const char *text)
 /* Sends a request whose answer has no body to print; frees w. */
 static int simple(uint16_t op, struct rpc_writer *w)
 {
-    uint8_t *reply = NULL;
+    struct session_msg reply;
     struct rpc_reader r;
     int status = call(op, w, &reply, &r);
     if (status == 0)
         printf("ok\n");
-    free(reply);
+    free(reply.plain);
     rpc_writer_free(w);
     return 0;
+}
+
+/* Sends raw bytes as a sealed frame; 0 if the agent then closed the
+ * connection without answering. */
+static int send_frame_expect_close(struct agent_session *as, const uint8_t *payload, size_t len)
+{
+    struct rpc_header h = { .opcode = SESSION_OP_SEALED };
+    if (rpc_send(as->fd, &h, payload, len, net_now_ms() + 5000) < 0)
+        return -1;
+    return wait_closed(as->fd, 5000) >= 0 ? 0 : -1;
+}
+
+struct flood {
+    int64_t until;
+    int sent, answered;
+};
+
+/* Hellos that are empty, not credentials, or garbage credentials. */
+static void *flood_worker(void *arg)
+{
+    struct flood *f = arg;
+    static const char *const bogus[] = { "", "MUNGE:", "MUNGE:AwQDAACm9ABC:", "not a credential" };
+    for (int i = 0; net_now_ms() < f->until; i++) {
+        char err[256];
+        int fd = net_connect(host, port, 2000, err, sizeof(err));
+        if (fd < 0)
+            continue;
+        struct rpc_writer w;
+        rpc_writer_init(&w, NULL, 0);
+        rpc_put_str(&w, bogus[i % 4]);
+        struct rpc_header h = { .opcode = SESSION_OP_HELLO };
+        uint8_t *reply = NULL;
+        if (rpc_send(fd, &h, w.data, w.len, net_now_ms() + 2000) == 0) {
+            __atomic_add_fetch(&f->sent, 1, __ATOMIC_RELAXED);
+            if (rpc_recv(fd, &h, &reply, 4096, net_now_ms() + 2000) == 0 && h.status < 0)
+                __atomic_add_fetch(&f->answered, 1, __ATOMIC_RELAXED);
+        }
+        free(reply);
+        rpc_writer_free(&w);
+        close(fd);
+    }
+    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -137,34 +195,58 @@ int main(int argc, char **argv)
     }
     host = argv[1];
     port = atoi(argv[2]);
+    munge_auth_init(&munge, getenv("ADAFS_TEST_MUNGE_SOCKET"));
     const char *cmd = argv[3];
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
     uint32_t job = argc > 4 ? (uint32_t)strtoul(argv[4], NULL, 10) : 0;
     if (strcmp(cmd, "ping") == 0)
         return simple(AGENT_PING, &w);
-    if (strcmp(cmd, "start") == 0 && argc == 8) {
+    if (strcmp(cmd, "start") == 0 && (argc == 8 || argc == 10)) {
         agent_start_put(&w, &(struct agent_start){
             .job_id = job, .uid = (uint32_t)atoi(argv[5]), .gid = (uint32_t)atoi(argv[6]),
-            .index = 0, .nservers = 1, .chunk_size = 524288, .quota = 1 << 30,
+            .index = argc == 10 ? (uint32_t)atoi(argv[8]) : 0,
+            .nservers = argc == 10 ? (uint32_t)atoi(argv[9]) : 1,
+            .chunk_size = 524288,
+            .quota = getenv("ADAFS_TEST_QUOTA") ? strtoull(getenv("ADAFS_TEST_QUOTA"), NULL, 10)
+                                                : 1 << 30,
             .listen_host = "127.0.0.1", .storage = argv[7],
             .secret_hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
             .numa_node = -1 });
         return simple(AGENT_START, &w);
     }
-    /* configure JOB MOUNT [ACCESS INSTANCE-TEXT-FILE] */
-    if (strcmp(cmd, "configure") == 0 && (argc == 6 || argc == 8)) {
-        char text[4096] = "test instance\n";
+    /* configure JOB MOUNT [SERVERS | ACCESS INSTANCE-TEXT-FILE] */
+    if (strcmp(cmd, "configure") == 0 && argc >= 6 && argc <= 8) {
+        /* As the plugin writes it: one line per server, names as long as
+         * a cluster's ("node-rack12-chassis3-blade4.example.org"); or the
+         * text of a file, for a real instance. */
+        int servers = argc == 7 ? atoi(argv[6]) : 0;
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
         if (argc == 8) {
-            FILE *f = fopen(argv[7], "r");
-            size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
-            text[n] = '\0';
-            if (f)
-                fclose(f);
+            FILE *in = fopen(argv[7], "r");
+            int c;
+            while (in && (c = fgetc(in)) != EOF)
+                fputc(c, f);
+            if (in)
+                fclose(in);
+        } else if (servers) {
+            fprintf(f, "mount=%s\nchunk_size=524288\ntimeout_ms=5000\nsecret="
+                       "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
+                    argv[5]);
+            for (int i = 0; i < servers; i++)
+                fprintf(f, "server=node-rack%02d-chassis%d-blade%04d.example.org:%d\n", i / 64,
+                        i % 8, i, 40000 + i % 20000);
+        } else {
+            fputs("test instance\n", f);
         }
+        fclose(f);
         agent_configure_put(&w, &(struct agent_configure){
             job, text, argv[5], argc == 8 ? (uint32_t)atoi(argv[6]) : AGENT_ACCESS_PRELOAD });
-        return simple(AGENT_CONFIGURE, &w);
+        int rc = simple(AGENT_CONFIGURE, &w);
+        free(text);
+        return rc;
     }
     if (strcmp(cmd, "stage") == 0 && argc == 7) {
         agent_stage_put(&w, &(struct agent_stage){ .job_id = job, .nworkers = 1,
@@ -177,7 +259,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "status") == 0 && argc == 5) {
         agent_job_ref_put(&w, &(struct agent_job_ref){ job, 0 });
-        uint8_t *reply = NULL;
+        struct session_msg reply;
         struct rpc_reader r;
         if (call(AGENT_STATUS, &w, &reply, &r) == 0) {
             uint32_t state = rpc_get_u32(&r), exit_status = rpc_get_u32(&r);
@@ -193,8 +275,63 @@ int main(int argc, char **argv)
             print_end(" errors_end=", errors);
             printf("\n");
         }
-        free(reply);
+        free(reply.plain);
         rpc_writer_free(&w);
+        return 0;
+    }
+    if (strcmp(cmd, "many") == 0 && argc == 5) {
+        struct agent_session as;
+        session(&as);
+        uint32_t served = 0;
+        for (; served < job; served++) {
+            struct session_msg reply;
+            struct rpc_reader r;
+            int status = call_on(&as, AGENT_PING, &w, &reply, &r);
+            const char *name = rpc_get_str(&r);
+            bool ok = status == 0 && name && strcmp(name, node()) == 0;
+            free(reply.plain);
+            if (!ok)
+                break;
+        }
+        agent_session_close(&as);
+        printf("%u of %u pings served on one session\n", served, job);
+        return 0;
+    }
+    if (strcmp(cmd, "tamper") == 0 || strcmp(cmd, "replay") == 0) {
+        struct agent_session as;
+        session(&as);
+        uint8_t *sealed;
+        size_t len;
+        session_seal(&as.keys, AGENT_PING, 0, NULL, 0, &sealed, &len);
+        int rc;
+        if (cmd[0] == 't') {
+            sealed[len / 2] ^= 1;
+            rc = send_frame_expect_close(&as, sealed, len);
+        } else {
+            struct rpc_header h = { .opcode = SESSION_OP_SEALED };
+            struct session_msg reply;
+            rc = rpc_send(as.fd, &h, sealed, len, net_now_ms() + 5000) == 0 &&
+                 agent_session_recv(&as, &reply, AGENT_MAX_BODY, net_now_ms() + 5000) == 0 &&
+                 reply.status == 0 ? 0 : -1;
+            if (rc == 0)
+                free(reply.plain);
+            printf("the request once: %s; ", rc == 0 ? "served" : "not served");
+            rc = send_frame_expect_close(&as, sealed, len);
+        }
+        free(sealed);
+        printf(rc == 0 ? "the agent closed the session without an answer\n"
+                       : "the agent did not close the session\n");
+        return 0;
+    }
+    if (strcmp(cmd, "bogus") == 0 && argc == 6) {
+        struct flood f = { .until = net_now_ms() + 1000 * atoi(argv[5]) };
+        pthread_t t[64];
+        uint32_t n = job < 64 ? job : 64;
+        for (uint32_t i = 0; i < n; i++)
+            pthread_create(&t[i], NULL, flood_worker, &f);
+        for (uint32_t i = 0; i < n; i++)
+            pthread_join(t[i], NULL);
+        printf("%d bogus hellos sent, %d refused\n", f.sent, f.answered);
         return 0;
     }
     if (strcmp(cmd, "silent") == 0) {
@@ -217,7 +354,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "oversize") == 0 && argc == 5) {
         int fd = connect_agent();
-        struct rpc_header h = { .opcode = AGENT_PING, .id = 1, .length = job };
+        struct rpc_header h = { .opcode = SESSION_OP_HELLO, .id = 1, .length = job };
         uint8_t head[RPC_HEADER_SIZE];
         rpc_header_encode(&h, head);
         if (net_write_full(fd, head, sizeof(head), net_now_ms() + 5000) < 0) {
@@ -229,14 +366,22 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "crowd") == 0 && argc == 5) {
+        int *held = calloc(job ? job : 1, sizeof(int));
         for (uint32_t i = 0; i < job; i++)
-            connect_agent();   /* held open until exit */
+            held[i] = connect_agent();   /* held open until exit */
         usleep(200000);
-        int ms = wait_closed(connect_agent(), 1000);
-        if (ms < 0)
-            printf("connection %u+1 still open after 1000 ms\n", job);
-        else
-            printf("connection %u+1 closed after %d ms\n", job, ms);
+        struct session_msg reply;
+        struct rpc_reader r;
+        int status = call(AGENT_PING, &w, &reply, &r);
+        free(reply.plain);
+        uint32_t evicted = 0;
+        for (uint32_t i = 0; i < job; i++)
+            evicted += wait_closed(held[i], 1) >= 0;
+        printf("with %u idle connections held, a ping: %s; %u of them evicted\n", job,
+               status == 0 ? "served" : "refused", evicted);
+        for (uint32_t i = 0; i < job; i++)
+            close(held[i]);
+        free(held);
         return 0;
     }
     if (strcmp(cmd, "localcrowd") == 0 && argc == 5) {   /* HOST is the Unix socket */
@@ -257,6 +402,28 @@ int main(int argc, char **argv)
             printf("local PING %u+1: %s\n", job, strerror(-rc));
         else
             printf("local PING %u+1: status %d\n", job, h.status);
+        return 0;
+    }
+    if (strcmp(cmd, "occupy") == 0 && argc == 6) {
+        struct pollfd p[512];
+        uint32_t n = job < 512 ? job : 512, reopened = 0;
+        for (uint32_t i = 0; i < n; i++)
+            p[i] = (struct pollfd){ .fd = connect_agent(), .events = POLLIN };
+        int64_t until = net_now_ms() + 1000 * atoi(argv[5]);
+        while (net_now_ms() < until) {
+            if (poll(p, n, 100) <= 0)
+                continue;
+            for (uint32_t i = 0; i < n; i++) {
+                char c;
+                if (!p[i].revents || read(p[i].fd, &c, 1) > 0)
+                    continue;
+                close(p[i].fd);
+                char err[256];
+                p[i].fd = net_connect(host, port, 2000, err, sizeof(err));
+                reopened++;
+            }
+        }
+        printf("occupied %u connections, reopened %u\n", n, reopened);
         return 0;
     }
     if (strcmp(cmd, "hold") == 0 && argc == 6) {

@@ -88,47 +88,82 @@ logged() { grep -q -- "$1" "$base/agent.log"; }
 
 check "the agent starts (storage below the sticky /tmp)" start_agent "$base/storage"
 
-# --- a credential names its request and node ---
+# --- both sides proved, every message sealed ---
 out=$(agent ping)
-check "a ping sealed for this node (t1) is served ($out)" test "$out" = "ok"
+check "a ping in a session for this node (t1) is served ($out)" test "$out" = "ok"
 out=$(ADAFS_TEST_SEAL_NODE=t2 agent ping)
-check "one sealed for another node is refused ($out)" test "$out" = \
-    "status -13: node t1: the credential is for ping on node t2, not ping here"
-out=$(ADAFS_TEST_SEAL_OP=1 agent teardown 5)
-check "one sealed as another request is refused ($out)" test "$out" = \
-    "status -13: node t1: the credential is for ping on node t1, not teardown here"
+check "a hello for another node is refused ($out)" eval 'echo "$out" | grep -qF \
+    "refused the handshake: node t1: the hello is for node t2, this is t1 (unauthenticated answer)"'
+out=$(agent many 200)
+check "one session carries many requests ($out)" test "$out" = "200 of 200 pings served on one session"
+out=$(agent tamper)
+check "a request changed on the way: the agent ends the session ($out)" \
+    test "$out" = "the agent closed the session without an answer"
+check "and logs why" logged "session ended: a message did not open (changed, replayed or out of order)"
+out=$(agent replay)
+check "a request sent twice is served once, then the session ends ($out)" \
+    test "$out" = "the request once: served; the agent closed the session without an answer"
+out=$(as_user "$client" 127.0.0.1 "$port" ping)
+check "an ordinary user's hello is refused, naming the uid ($out)" \
+    eval 'echo "$out" | grep -qF "uid $user may not use the agent (only uid 0 and root)"'
 
 # --- an unauthenticated peer's cost is bounded ---
 out=$(agent silent)
 ms=$(echo "$out" | sed -n 's/closed after \([0-9]*\) ms/\1/p')
-check "a silent connection is dropped at the 3 s request timeout ($out)" \
+check "a silent connection is dropped at the 3 s handshake deadline ($out)" \
     test -n "$ms" -a "${ms:-0}" -ge 2500 -a "${ms:-0}" -lt 6000
-check "the drop is logged as a timeout" logged "dropping a network connection: Connection timed out"
+check "the drop is logged as a timeout" logged "dropped before a hello: Connection timed out"
 
 out=$(agent drip)
 ms=$(echo "$out" | sed -n 's/closed after \([0-9]*\) ms/\1/p')
-check "a client dripping a byte every 500 ms is dropped at the timeout too ($out)" \
+check "a client dripping a byte every 500 ms is dropped at the deadline too ($out)" \
     test -n "$ms" -a "${ms:-0}" -ge 2500 -a "${ms:-0}" -lt 6000
 
-out=$(agent oversize 2097152)
+out=$(agent oversize 8192)
 ms=$(echo "$out" | sed -n 's/closed after \([0-9]*\) ms/\1/p')
-check "a 2 MiB request is refused at its header ($out)" test -n "$ms" -a "${ms:-9999}" -lt 1000
-check "the refusal is logged" logged "dropping a network connection: Message too long"
+check "an 8 KiB hello is refused at its header ($out)" test -n "$ms" -a "${ms:-9999}" -lt 1000
+check "the refusal is logged" logged "dropped before a hello: Message too long"
 
 out=$(agent crowd 64)
-check "connection 65 is refused while 64 are open ($out)" \
-    eval 'echo "$out" | grep -q "^connection 64+1 closed"'
-check "the refusal names the cap" \
-    logged "refusing network connections: 64 are open, the most this agent serves at once"
+check "64 idle connections do not keep out a client ($out)" \
+    test "$out" = "with 64 idle connections held, a ping: served; 49 of them evicted"
+check "the evictions are logged" logged "unauthenticated connections (16 from its address): evicted the oldest idle one"
 out=$("$client" "$base/agent.sock" 0 localcrowd 80)
 check "the local socket (root's Epilog) is never refused ($out)" \
     test "$out" = "local PING 80+1: status 0"
 sleep 0.5
 check "the agent serves again once they are gone" eval 'agent teardown 4 | grep -qx ok'
 
+# 32 clients sending empty and bogus credentials, each in its own thread
+# of the agent (munge contexts are per call: shared, they crashed it).
+lines_before=$(wc -l < "$base/agent.log")
+out=$(agent bogus 32 15)
+# (Those whose hello had not arrived when 16 more came from 127.0.0.1 are
+# evicted instead of refused.)
+check "32 clients send bogus hellos for 15 s, thousands refused ($out)" \
+    eval 'echo "$out" | awk "{ exit !(\$5 > 1000) }"'
+check "the agent is alive" kill -0 "$agent_pid"
+check "and serves" eval 'agent ping | grep -qx ok'
+sleep 10.5   # the last window's summary
+lines=$(( $(wc -l < "$base/agent.log") - lines_before ))
+# Three budgets of at most 10 lines per 10 s each, and a summary each.
+check "its log grew by $lines lines for them, not one per refusal" test "$lines" -lt 100
+check "which say how many were left out" logged "similar lines left out in the last 10 s (rate limit)"
+check "the log is not world-readable" test "$(stat -c %a "$base/agent.log")" = 600
+
 # --- a job user cannot make teardown fail ---
 jobdir=$base/storage/t1/job.1
 check "START runs a server as the job user" eval 'agent start 1 $user $group $base/storage | grep -qx ok'
+server=$(cat "$jobdir.pid" 2>/dev/null)
+names=$(tr '\0' '\n' < "/proc/$server/environ" 2>/dev/null | sed 's/=.*//' |
+        grep -vE '^(ASAN|UBSAN|LSAN|TSAN)_OPTIONS$' | sort | tr '\n' ' ')
+check "the server's environment is only PATH, HOME, USER, LOGNAME, LANG ($names)" \
+    test "$names" = "HOME LANG LOGNAME PATH USER "
+check "none of it the agent's (HOME=/nonexistent, nobody's; PATH the stated one)" \
+    eval 'tr "\0" "\n" < /proc/$server/environ | grep -qx "HOME=/nonexistent" &&
+          tr "\0" "\n" < /proc/$server/environ | grep -qx "PATH=/usr/local/bin:/usr/bin:/bin"'
+check "its log is root's alone (mode 600)" \
+    test "$(stat -c '%U %a' "$base/log/adafsd.job1.t1.log")" = "root 600"
 check "CONFIGURE makes the mount point" eval 'agent configure 1 $base/mnt/1 | grep -qx ok'
 for dir in "$jobdir" "$base/mnt/1"; do
     as_user sh -c "cd '$dir' && mkdir -p ro none/ro2 && touch ro/f none/ro2/f &&
@@ -139,6 +174,25 @@ out=$(agent teardown 1)
 check "TEARDOWN wipes them ($out)" test "$out" = ok
 check "the job's directory is gone" test ! -e "$jobdir"
 check "the job's mount point is gone" test ! -e "$base/mnt/1"
+
+# --- everything a job puts on the node is bounded by its own file system ---
+jobdir=$base/storage/t1/job.11
+out=$(ADAFS_TEST_QUOTA=67108864 agent start 11 $user $group $base/storage)
+check "START with a 64 MiB quota ($out)" test "$out" = ok
+check "the server root is an ext4 file system of its own" \
+    test "$(findmnt -n -o FSTYPE --target "$jobdir")" = ext4 -a "$(findmnt -n -o TARGET --target "$jobdir")" = "$jobdir"
+check "owned by the job user, 0700, empty but for the server's files" \
+    test "$(stat -c '%u %a' "$jobdir")" = "$user 700" -a ! -e "$jobdir/lost+found"
+image_size=$(stat -c %s "$jobdir.img")
+check "its image is 64 MiB and the stated reserve (96 MiB: $image_size)" test "$image_size" = 100663296
+as_user dd if=/dev/zero of="$jobdir/by-hand" bs=1M count=512 2>"$base/dd.err"
+check "the job user writing 512 MiB into it by hand gets ENOSPC" grep -q "No space left" "$base/dd.err"
+used=$(du -B1 "$jobdir.img" | cut -f1)
+check "and no byte lands beyond the image ($used <= $image_size)" test "$used" -le "$image_size"
+check "the server still answers STATUS" eval 'agent status 11 | grep -q "^state="'
+check "TEARDOWN job 11" eval 'agent teardown 11 | grep -qx ok'
+check "its file system is detached and its image gone" \
+    test "$(findmnt -n -o TARGET --target "$base/storage/t1")" != "$jobdir" -a ! -e "$jobdir.img" -a ! -e "$jobdir"
 
 # --- what is kept of a stager's output is bounded, and freed at teardown ---
 check "START job 2" eval 'agent start 2 $user $group $base/storage | grep -qx ok'
@@ -157,8 +211,11 @@ check "STATUS keeps the first 4 MiB of stderr and says what it dropped" \
 check "TEARDOWN job 2" eval 'agent teardown 2 | grep -qx ok'
 out=$(agent status 2)
 check "the job's record and output are freed at teardown ($out)" \
-    test "$out" = "status -2: node t1: job 2: not deployed here"
+    test "$out" = "status -2 (transient fault): node t1: job 2: not deployed here"
 check "START of the same job again works" eval 'agent start 2 $user $group $base/storage | grep -qx ok'
+check "and once more while it runs (a plugin whose reply was lost)" \
+    eval 'agent start 2 $user $group $base/storage | grep -qx ok'
+check "which says so" logged "job 2: started again: its server is up on port"
 check "and TEARDOWN" eval 'agent teardown 2 | grep -qx ok'
 # A record whose stager's output is still open is kept until it ends, and
 # does not get in the way of the job's next run.
@@ -171,6 +228,26 @@ out=$(agent status 5)
 check "the new run is untouched when the old stager ends ($out)" \
     eval 'case $out in "state=0 exit=0 summary=0 errors=0 "*) true ;; *) false ;; esac'
 check "TEARDOWN the new run" eval 'agent teardown 5 | grep -qx ok'
+
+# --- instances of any size start: nothing of the other servers is on a command line ---
+for size in 272:300 4095:4096; do
+    index=${size%%:*} servers=${size##*:}
+    job=$((900 + index % 100))
+    out=$(agent start $job $user $group $base/storage $index $servers)
+    check "START of server $index of $servers ($out)" test "$out" = ok
+    check "its server serves as $index of $servers" \
+        grep -q "server $index of $servers listening" "$base/log/adafsd.job$job.t1.log"
+    if [ "$servers" = 4096 ]; then
+        out=$(agent configure $job $base/mnt/$job 4096)
+        check "CONFIGURE with a 4,096-server instance file ($out)" test "$out" = ok
+        check "the instance file lists all 4,096 servers" \
+            test "$(grep -c '^server=' "$base/mnt/.job.$job.instance")" = 4096
+    fi
+    check "TEARDOWN it" eval 'agent teardown $job | grep -qx ok'
+done
+out=$(agent start 998 $user $group $base/storage 0 4097)
+check "START of an instance larger than 4,096 servers is refused ($out)" \
+    eval 'case $out in "status -7 (job fault): node t1: job 998: 4097 servers, more than the 4096"*) true ;; *) false ;; esac'
 
 # --- one job's slow teardown does not hold up the other jobs ---
 ms_now() { echo $(( $(date +%s%N) / 1000000 )); }
@@ -222,8 +299,8 @@ check "a log directory a user owns is refused ($(cat "$base/agent2.err"))" \
     grep -qxF "adafs-agentd: --log-dir $base/user/log: $base/user is owned by uid $user, not root" \
     "$base/agent2.err"
 out=$(agent start 3 $user $group $base/storage/sub)
-check "START refuses storage below a user's directory ($out)" test "$out" = \
-    "status -1: node t1: job 3: storage $base/storage/sub/t1: $base/storage/sub is owned by uid $user, not root"
+check "START refuses storage below a user's directory, the node's fault ($out)" test "$out" = \
+    "status -1 (node fault): node t1: job 3: storage $base/storage/sub/t1: $base/storage/sub is owned by uid $user, not root"
 check "and creates nothing there" test ! -e "$base/storage/sub/t1"
 
 # --- access=both: the job's file system mounted for its user alone ---
@@ -301,6 +378,23 @@ else
     echo "# no /dev/fuse or adafs-fuse: the FUSE checks are skipped"
 fi
 
+# --- an agent that crashed leaves a mounted file system: the next one removes it ---
+check "START job 12" eval 'agent start 12 $user $group $base/storage | grep -qx ok'
+server12=$(cat "$base/storage/t1/job.12.pid")
+kill -KILL "$agent_pid"
+wait "$agent_pid" 2>/dev/null
+agent_pid=
+check "after kill -9 of the agent, job 12's file system is still mounted" \
+    test "$(findmnt -n -o TARGET --target "$base/storage/t1/job.12")" = "$base/storage/t1/job.12"
+: > "$base/agent.log"
+check "the agent starts again" start_agent "$base/storage"
+gone() { ! kill -0 "$1" 2>/dev/null || grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"; }
+check "it stopped the orphaned server" gone "$server12"
+check "detached its file system and removed the image" \
+    eval '[ ! -e $base/storage/t1/job.12.img ] &&
+          [ "$(findmnt -n -o TARGET --target $base/storage/t1)" != "$base/storage/t1/job.12" ]'
+check "and said so" grep -q "recovery: job 12: wiping leftover" "$base/agent.log"
+
 stop_agent() {  # SIGTERM; checks a clean exit with nothing on stderr
     kill "$agent_pid"
     wait "$agent_pid"
@@ -315,7 +409,8 @@ stop_agent
 # --- out of file descriptors, the agent waits instead of spinning ---
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$agent_pid/stat"; }
 : > "$base/agent.log"
-check "the agent starts with 32 file descriptors" start_agent "$base/storage" prlimit --nofile=32:32
+# (16: fewer than the unauthenticated connections one address may hold.)
+check "the agent starts with 16 file descriptors" start_agent "$base/storage" prlimit --nofile=16:16
 agent hold 48 3 >/dev/null &
 holder=$!
 sleep 0.5
@@ -331,6 +426,48 @@ check "it uses under 20% of a CPU while accept fails (ticks $before -> $after)" 
 said=$(grep -c "accepting a network connection: Too many open files: pausing 100 ms between attempts" "$base/agent.log")
 check "and says so once per time it runs out, not per attempt ($said)" test "$said" -ge 1 -a "$said" -le 3
 stop_agent
+
+# --- the agent's port held by someone else ---
+free_port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+setpriv --reuid="$user" --regid="$group" --clear-groups /usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(1)
+time.sleep(5)' "$free_port" &
+squatter=$!
+for _ in $(seq 50); do grep -q ":$(printf %04X "$free_port") 00000000:0000 0A" /proc/net/tcp && break; sleep 0.1; done
+"$agentd" --node t2 --listen "127.0.0.1:$free_port" --storage-root "$base/storage" \
+    --mount-prefix "$base/mnt" --slurm-user root --log-dir "$base/log" --foreground 2>"$base/agent2.err"
+rc=$?
+kill "$squatter" 2>/dev/null; wait "$squatter" 2>/dev/null
+check "a port a user's process holds: the agent does not start (rc $rc)" test "$rc" = 1
+check "and names the port, the holder and what to do ($(head -c 160 "$base/agent2.err"))" \
+    grep -qF "port $free_port is held by another process, uid $user (nobody): while the agent was down a user's process may have taken it" "$base/agent2.err"
+
+# Started by systemd with its socket (adafs-agentd.socket), the agent takes
+# that socket instead of --listen.
+if command -v systemd-socket-activate >/dev/null; then
+    free_port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    : > "$base/agent.log"
+    systemd-socket-activate -l "127.0.0.1:$free_port" "$agentd" --node t1 \
+        --storage-root "$base/storage" --mount-prefix "$base/mnt" --socket "$base/agent.sock" \
+        --adafsd "$adafsd" --stager "$base/stage.sh" --slurm-user root \
+        --munge-socket "$ADAFS_TEST_MUNGE_SOCKET" --log "$base/agent.log" --log-dir "$base/log" \
+        --foreground 2>"$base/agent.err" &
+    activator=$!
+    sleep 0.5
+    port=$free_port
+    out=$(agent ping)
+    check "socket-activated (no --listen), the agent serves on systemd's socket ($out)" test "$out" = ok
+    check "and says where it listens" logged "agent listening on 127.0.0.1:$free_port"
+    [ "$out" = ok ] || { sed 's/^/# /' "$base/agent.err"; sed 's/^/# /' "$base/agent.log"; }
+    # (It execs the agent in its own process: this stops the agent.)
+    kill "$activator" 2>/dev/null
+    wait "$activator" 2>/dev/null
+else
+    ok "# SKIP systemd-socket-activate not installed"
+fi
 
 if [ "$fails" -gt 0 ]; then
     echo "# agent log:"; sed 's/^/# /' "$base/agent.log"

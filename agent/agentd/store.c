@@ -1,0 +1,185 @@
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "net.h"
+
+/* mkfs of a large image with lazy inode tables takes well under a second;
+ * a mount a few milliseconds. */
+#define TOOL_TIMEOUT_MS 60000
+
+/* The first of these that exists. */
+static const char *find_tool(const char *const *candidates)
+{
+    for (; *candidates; candidates++)
+        if (access(*candidates, X_OK) == 0)
+            return *candidates;
+    return NULL;
+}
+
+/* Runs argv as root with a clean environment, its output collected in
+ * out. Returns its exit status, or -errno. The agent's reaper collects
+ * the child; child_wait() gets its status. */
+static int run_tool(char *const argv[], char *out, size_t outlen)
+{
+    out[0] = '\0';
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -errno;
+    static char *const env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL };
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDONLY);
+        if (null >= 0)
+            dup2(null, 0);
+        dup2(p[1], 1);
+        dup2(p[1], 2);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(argv[0], argv, env);
+        _exit(127);
+    }
+    close(p[1]);
+    if (pid < 0) {
+        int rc = -errno;
+        close(p[0]);
+        return rc;
+    }
+    size_t got = 0;
+    int64_t deadline = net_now_ms() + TOOL_TIMEOUT_MS;
+    for (;;) {
+        int64_t left = deadline - net_now_ms();
+        struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+        if (left <= 0 || poll(&pfd, 1, (int)left) == 0)
+            break;
+        char buf[512];
+        ssize_t n = read(p[0], buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        size_t keep = (size_t)n < outlen - 1 - got ? (size_t)n : outlen - 1 - got;
+        memcpy(out + got, buf, keep);
+        got += keep;
+        out[got] = '\0';
+    }
+    close(p[0]);
+    int status = child_wait(pid, (int)(deadline - net_now_ms() > 0 ? deadline - net_now_ms() : 1));
+    if (status == -ETIMEDOUT) {
+        kill(pid, SIGKILL);
+        child_wait(pid, -1);
+        return -ETIMEDOUT;
+    }
+    if (status < 0)
+        return status;
+    /* Its first line says why. */
+    out[strcspn(out, "\n")] = '\0';
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int failf(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int failf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+bool store_mounted(const char *dir)
+{
+    char parent[PATH_MAX];
+    struct stat st, pst;
+    if ((size_t)snprintf(parent, sizeof(parent), "%s/..", dir) >= sizeof(parent))
+        return false;
+    return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && stat(parent, &pst) == 0 &&
+           st.st_dev != pst.st_dev;
+}
+
+/* Formats and mounts; the image exists, sized. */
+static int format_and_mount(const char *image, const char *dir, const struct user_id *u,
+                            char *err, size_t errlen)
+{
+    static const char *const mkfs_paths[] = { "/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4", NULL };
+    static const char *const mount_paths[] = { "/usr/bin/mount", "/bin/mount", NULL };
+    const char *mkfs = find_tool(mkfs_paths), *mount = find_tool(mount_paths);
+    if (!mkfs || !mount)
+        return failf(err, errlen, -ENOENT, "%s not found (Debian: %s)",
+                     mkfs ? "mount" : "mkfs.ext4", mkfs ? "mount" : "e2fsprogs");
+    char owner[64], out[512];
+    /* -m 0: no blocks kept for root, who never writes there. No journal:
+     * the data lives as long as the job, and a crash wipes it anyway. No
+     * blocks kept for growing it, and the default inode ratio whatever
+     * its size (small file systems would get one per 4 KiB): instance_space()
+     * counts on that overhead. */
+    snprintf(owner, sizeof(owner), "lazy_itable_init=1,nodiscard,root_owner=%u:%u",
+             (unsigned)u->uid, (unsigned)u->gid);
+    char *mkfs_argv[] = { (char *)mkfs, "-q", "-F", "-m", "0", "-b", "4096", "-i", "16384",
+                          "-O", "^has_journal,^resize_inode", "-E", owner, (char *)image, NULL };
+    int rc = run_tool(mkfs_argv, out, sizeof(out));
+    if (rc != 0)
+        return failf(err, errlen, rc < 0 ? rc : -EIO, "mkfs.ext4 %s: %s", image,
+                     rc < 0 ? strerror(-rc) : out[0] ? out : "failed");
+    char *mount_argv[] = { (char *)mount, "-t", "ext4", "-o", "loop,nosuid,nodev,noexec,noatime",
+                           (char *)image, (char *)dir, NULL };
+    rc = run_tool(mount_argv, out, sizeof(out));
+    if (rc != 0)
+        return failf(err, errlen, rc < 0 ? rc : -EIO, "mount %s on %s: %s", image, dir,
+                     rc < 0 ? strerror(-rc) : out[0] ? out : "failed");
+    if (!store_mounted(dir))
+        return failf(err, errlen, -EIO, "mount %s on %s: nothing is mounted there", image, dir);
+    /* Handed over empty: mkfs makes lost+found, which only fsck uses. */
+    char lost[PATH_MAX];
+    snprintf(lost, sizeof(lost), "%s/lost+found", dir);
+    if ((rmdir(lost) < 0 && errno != ENOENT) || chmod(dir, 0700) < 0 ||
+        lchown(dir, u->uid, u->gid) < 0)
+        return failf(err, errlen, -errno, "preparing %s: %s", dir, strerror(errno));
+    return 0;
+}
+
+int store_create(const char *image, const char *dir, uint64_t size, const struct user_id *u,
+                 char *err, size_t errlen)
+{
+    int fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return failf(err, errlen, -errno, "cannot create %s: %s", image, strerror(errno));
+    int rc = ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
+    close(fd);
+    if (rc < 0) {
+        unlink(image);
+        return failf(err, errlen, rc, "cannot size %s to %llu bytes: %s", image,
+                     (unsigned long long)size, strerror(-rc));
+    }
+    rc = format_and_mount(image, dir, u, err, errlen);
+    if (rc < 0) {
+        char ignored[256];
+        store_destroy(image, dir, ignored, sizeof(ignored));
+    }
+    return rc;
+}
+
+int store_destroy(const char *image, const char *dir, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (store_mounted(dir) && umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+        rc = failf(err, errlen, -errno, "umount %s: %s", dir, strerror(errno));
+    if (unlink(image) < 0 && errno != ENOENT && rc == 0)
+        rc = failf(err, errlen, -errno, "cannot remove %s: %s", image, strerror(errno));
+    return rc;
+}

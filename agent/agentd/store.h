@@ -1,0 +1,41 @@
+/* store: the file system of one job's server on this node.
+ *
+ * Each server gets a file system of its own, so that everything the job
+ * puts on the node's storage (chunk files, RocksDB, and whatever its user
+ * writes into the server root by hand) is bounded by what the job asked
+ * for: a sparse image file S/<node>/job.<id>.img of instance_space()'s
+ * size, formatted ext4 without a journal (the data lives as long as the
+ * job; a crash wipes it anyway) and loop-mounted nosuid, nodev, noexec on
+ * the server root S/<node>/job.<id>. When it is full, writes and creates
+ * fail with ENOSPC there and nowhere else. Unmounting it and removing the
+ * image wipes it at once, whatever the job left.
+ *
+ * Root does all of it, in root-owned directories (jobs.c checks them):
+ * the image is root's, 0600; the file system's root is handed to the job
+ * user empty and 0700. mkfs.ext4 (e2fsprogs) and mount (util-linux) run as
+ * root with a clean environment. */
+#ifndef ADAFS_AGENT_STORE_H
+#define ADAFS_AGENT_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "child.h"
+
+/* Creates image (it must not exist) of size bytes, formats it and mounts
+ * it on dir (an empty directory), whose root then belongs to u, 0700.
+ * Returns 0, or -errno with a message naming the step and path in err;
+ * on failure nothing is left mounted and the image is removed. */
+int store_create(const char *image, const char *dir, uint64_t size, const struct user_id *u,
+                 char *err, size_t errlen);
+
+/* Is a file system mounted on dir (its device differs from its parent's)? */
+bool store_mounted(const char *dir);
+
+/* Detaches what is mounted on dir (if anything: processes still holding
+ * files there keep them until they close them, and the space is freed
+ * then) and removes image (if it exists). Returns 0 or -errno with err. */
+int store_destroy(const char *image, const char *dir, char *err, size_t errlen);
+
+#endif
