@@ -262,6 +262,28 @@ static int await_ready(int fd, int ms)
 
 /* Mounts /dev/fuse at j->mount for the job's user and runs adafs-fuse on
  * it; 0 and its pid, or -errno with a message. */
+/* A mapped file is read through the page cache, by readahead: requests of
+ * the mount's read_ahead_kb (128 KiB by default), each a round trip to the
+ * servers. One request of the largest size FUSE sends (1 MiB) instead.
+ * Set once adafs-fuse has answered INIT, which would otherwise lower it to
+ * what the kernel offered then. */
+static void set_readahead(const struct fusemount_job *j)
+{
+    unsigned minor = 0;
+    char path[96];
+    if (mounts_at(j->mount, &minor) <= 0)
+        return;
+    snprintf(path, sizeof path, "/sys/class/bdi/0:%u/read_ahead_kb", minor);
+    static const char kb[] = "1024\n";
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : write(fd, kb, strlen(kb));
+    if (n != (ssize_t)strlen(kb))
+        log_warn("job %u: cannot set %s to 1024 (mapped files are read in smaller requests): %s",
+                 j->id, path, n < 0 ? strerror(errno) : "short write");
+    if (fd >= 0)
+        close(fd);
+}
+
 static int start(const struct fusemount_job *j, pid_t *pid, char *err, size_t errlen)
 {
     /* The mount point through a descriptor: the path is checked once. */
@@ -332,6 +354,7 @@ static int start(const struct fusemount_job *j, pid_t *pid, char *err, size_t er
             child_kill(*pid, SIGKILL);
         return rc;
     }
+    set_readahead(j);
     log_info("job %u: adafs-fuse pid %d serves %s as uid %u", j->id, (int)*pid, j->mount,
              (unsigned)j->user.uid);
     return 0;

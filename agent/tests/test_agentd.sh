@@ -326,6 +326,9 @@ if [ -e /dev/fuse ] && [ -x "$fuse" ]; then
     check "the job's file system is mounted at its mount point" mounted "$base/mnt/9"
     check "by the job's user, nosuid and nodev" \
         eval 'grep " $base/mnt/9 fuse.adafs " /proc/mounts | grep -q "nosuid,nodev.*user_id=$user,group_id=$group"'
+    dev=$(awk -v m="$base/mnt/9" '$5 == m { print $3 }' /proc/self/mountinfo)
+    check "mapped files are read ahead 1 MiB at a time (bdi $dev: $(cat /sys/class/bdi/$dev/read_ahead_kb) KiB)" \
+        test "$(cat "/sys/class/bdi/$dev/read_ahead_kb")" = 1024
     pid=$(fuse_pid 9)
     check "adafs-fuse (pid $pid) runs as the job's user" test "$(stat -c %u "/proc/$pid")" = "$user"
     check "the user writes and reads through it" \

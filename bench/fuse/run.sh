@@ -38,6 +38,8 @@ trap stop EXIT
     { cat "$work/ctl.err" >&2; exit 1; }
 instance=$work/inst/instance
 "$fuse" --instance "$instance" "$mount"
+# as the node agent sets it for a job's mount (agent/agentd/fusemount.c)
+echo 1024 >"/sys/class/bdi/$(awk -v m="$mount" '$5 == m { print $3 }' /proc/self/mountinfo)/read_ahead_kb"
 pre() { ADAFS_INSTANCE=$instance ADAFS_MOUNT=$mount LD_PRELOAD=$preload "$@"; }
 
 # on TARGET NAME CMD...: runs CMD's fsbench against TARGET's directory and
