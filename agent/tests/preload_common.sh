@@ -142,3 +142,22 @@ pl() {
 # shim would run a whole shell under the interposer first).
 PYTHON=/usr/bin/python3
 [ -x "$PYTHON" ] || PYTHON=$(command -v python3)
+
+# run_check LABEL COMMAND...: a TAP program's (mmap_check's) output's TAP, renumbered into ours
+run_check() {
+    label=$1
+    shift
+    "$@" >"$WORK/check.tap" 2>&1
+    status=$?
+    while IFS= read -r line; do
+        case $line in
+        "ok "*) ok "$label: ${line#ok * - }" ;;
+        "not ok "*) not_ok "$label: ${line#not ok * - }" ;;
+        "1.."*) ;;
+        *) echo "# $line" ;;
+        esac
+    done <"$WORK/check.tap"
+    if [ "$status" -ne 0 ] && ! grep -q '^not ok' "$WORK/check.tap"; then
+        not_ok "$label: mmap_check exited with status $status"
+    fi
+}

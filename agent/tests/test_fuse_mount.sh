@@ -11,25 +11,6 @@ ADAFS_TEST_ACCESS=fuse
 CHECK=${abs_builddir:-.}/tests/mmap_check
 TIMEOUT_MS=2000
 
-# run_check LABEL COMMAND...: the program's TAP, renumbered into ours
-run_check() {
-    label=$1
-    shift
-    "$@" >"$WORK/check.tap" 2>&1
-    status=$?
-    while IFS= read -r line; do
-        case $line in
-        "ok "*) ok "$label: ${line#ok * - }" ;;
-        "not ok "*) not_ok "$label: ${line#not ok * - }" ;;
-        "1.."*) ;;
-        *) echo "# $line" ;;
-        esac
-    done <"$WORK/check.tap"
-    if [ "$status" -ne 0 ] && ! grep -q '^not ok' "$WORK/check.tap"; then
-        not_ok "$label: mmap_check exited with status $status"
-    fi
-}
-
 # state PID: the process's state letter (R, S, D, T, Z), empty if gone
 state() { sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null; }
 

@@ -6,25 +6,6 @@ set -u
 . "${srcdir:-.}/tests/preload_common.sh"
 CHECK=${abs_builddir:-.}/tests/mmap_check
 
-# run_check LABEL COMMAND...: the program's TAP, renumbered into ours
-run_check() {
-    label=$1
-    shift
-    "$@" >"$WORK/check.tap" 2>&1
-    status=$?
-    while IFS= read -r line; do
-        case $line in
-        "ok "*) ok "$label: ${line#ok * - }" ;;
-        "not ok "*) not_ok "$label: ${line#not ok * - }" ;;
-        "1.."*) ;;
-        *) echo "# $line" ;;
-        esac
-    done <"$WORK/check.tap"
-    if [ "$status" -ne 0 ] && ! grep -q '^not ok' "$WORK/check.tap"; then
-        not_ok "$label: mmap_check exited with status $status"
-    fi
-}
-
 mkdir -p "$WORK/local"
 run_check "local directory" "$CHECK" "$WORK/local" local
 for n in 1 4; do
