@@ -333,15 +333,17 @@ static int x_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     return open_with(path, fi, fi->flags | O_CREAT, mode, true);
 }
 
-/* File data crosses this process through a memfd of each thread's, never
- * through its memory: a read goes from the servers' sockets into it
- * (spliced, one copy) and from there to the kernel (spliced again,
- * FUSE_CAP_SPLICE_WRITE: one copy into the reader's pages); a write comes
- * from /dev/fuse by splice (FUSE_CAP_SPLICE_READ: the writer's pages, no
- * copy), is spliced into it (one copy), and a server copies it from there
- * into its chunk file. As many copies as through the interposer for a
- * write, one more for a read. libfuse uses a thread's buffer before the
- * thread takes its next request, so one memfd per thread is enough. */
+/* A write's data crosses this process through a memfd of each thread's,
+ * never through its memory: it comes from /dev/fuse by splice
+ * (FUSE_CAP_SPLICE_READ: the writer's pages, no copy), is spliced into
+ * the memfd (one copy), and a server copies it from there into its chunk
+ * file. libfuse uses a thread's buffer before the thread takes its next
+ * request, so one memfd per thread is enough. A read goes into libfuse's
+ * buffer from the sockets and from there to the kernel (two copies):
+ * libfuse 3.14 answered a read given as a memfd by copying it into a
+ * buffer first (pread, then writev: three), slower on this machine
+ * (1 MiB reads through the mount, 4 alternating pairs: 404-837 MiB/s
+ * from memory against 370-518 from a memfd). */
 static int thread_memfd(size_t size)
 {
     static __thread int fd = -1;
@@ -369,7 +371,7 @@ static ssize_t handle_io(struct handle *h, ssize_t (*io)(struct handle *, void *
 }
 
 struct read_args {
-    int memfd;
+    char *buf;
     size_t size;
     off_t off;
 };
@@ -380,8 +382,8 @@ static ssize_t read_io(struct handle *h, void *arg)
     struct read_args *a = arg;
     size_t done = 0;
     while (done < a->size) {
-        ssize_t n = adafs_pread_to_fd(h->fs, h->lfd, a->memfd, (off_t)done, a->size - done,
-                                      a->off + (off_t)done);
+        ssize_t n = adafs_pread(h->fs, h->lfd, a->buf + done, a->size - done,
+                                a->off + (off_t)done);
         if (n < 0)
             return done ? (ssize_t)done : n;
         if (n == 0)
@@ -391,27 +393,13 @@ static ssize_t read_io(struct handle *h, void *arg)
     return (ssize_t)done;
 }
 
-static int x_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off,
-                      struct fuse_file_info *fi)
+/* Into libfuse's buffer, which it writes to the kernel as it is: the
+ * bytes are copied twice (from the sockets, into the reader's pages). */
+static int x_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
     (void)path;
-    struct read_args a = { .memfd = thread_memfd(size), .size = size, .off = off };
-    struct fuse_bufvec *v = malloc(sizeof *v);
-    if (a.memfd < 0 || !v) {
-        free(v);
-        return a.memfd < 0 ? a.memfd : -ENOMEM;
-    }
-    ssize_t n = handle_io(handle_of(fi), read_io, &a);
-    if (n < 0) {
-        free(v);
-        return (int)n;
-    }
-    *v = FUSE_BUFVEC_INIT((size_t)n);
-    v->buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-    v->buf[0].fd = a.memfd;
-    v->buf[0].pos = 0;
-    *bufp = v;
-    return 0;
+    struct read_args a = { buf, size, off };
+    return (int)handle_io(handle_of(fi), read_io, &a);
 }
 
 struct write_args {
@@ -659,7 +647,7 @@ static const struct fuse_operations ops = {
     .utimens = x_utimens,
     .open = x_open,
     .create = x_create,
-    .read_buf = x_read_buf,
+    .read = x_read,
     .write_buf = x_write_buf,
     .statfs = x_statfs,
     .release = x_release,
