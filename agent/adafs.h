@@ -18,7 +18,8 @@
  *    kernel descriptors. A dup shares the open file (offset and flags).
  *  - Relaxed POSIX: no hard links or symlinks (-ENOTSUP); rename of a regular
  *    file or an empty directory is supported; directory listings are
- *    eventually consistent; mmap is the interposer's business (-ENODEV).
+ *    eventually consistent; mmap is the business of the interposer and of
+ *    adafs-fuse (doc/preload.md, doc/fuse.md).
  *  - After fork() the child may keep using the handle and its open files:
  *    connections are re-established lazily in the child.
  */

@@ -45,6 +45,7 @@ void agent_configure_put(struct rpc_writer *w, const struct agent_configure *m)
     rpc_put_u32(w, m->job_id);
     rpc_put_str(w, m->instance_text);
     rpc_put_str(w, m->mount);
+    rpc_put_u32(w, m->access);
 }
 
 int agent_configure_get(struct rpc_reader *r, struct agent_configure *m)
@@ -52,6 +53,9 @@ int agent_configure_get(struct rpc_reader *r, struct agent_configure *m)
     m->job_id = rpc_get_u32(r);
     m->instance_text = rpc_get_str(r);
     m->mount = rpc_get_str(r);
+    m->access = rpc_get_u32(r);
+    if (m->access > AGENT_ACCESS_BOTH)
+        return -EBADMSG;
     return finish(r);
 }
 

@@ -49,6 +49,7 @@ static const struct key_spec keys[] = {
     KEY("AdafsMaxBandwidth", V_SIZE, max_bandwidth),
     KEY("AdafsMungeSocket", V_STRING, munge_socket),
     KEY("AdafsPreload", V_STRING, preload),
+    KEY("AdafsAccess", V_STRING, access_text),
     KEY("AdafsMountPrefix", V_STRING, mount_prefix),
     KEY("AdafsWalltimeModel", V_STRING, walltime_model),
     KEY("AdafsWalltimeSetTimeMin", V_BOOL, walltime_set_time_min),
@@ -70,6 +71,8 @@ static void set_defaults(struct bb_config *cfg)
         .storage_path = strdup("/var/lib/adafs"),
         .preload = strdup(ADAFS_PKGLIBDIR "/libadafs_preload.so"),
         .mount_prefix = strdup("/adafs"),
+        .access_text = strdup("both"),
+        .access = BB_ACCESS_BOTH,
         .walltime_comment = strdup("admin_comment"),
         .agent_port = 6830,
         .server_timeout_ms = 10000,
@@ -295,6 +298,11 @@ int bb_config_load(const char *path, struct bb_config *cfg, char *err, size_t er
         snprintf(err, errlen, "%s: AdafsWalltimeComment must be admin_comment, comment or none", path);
         rc = -1;
     }
+    if (rc == 0 && !(cfg->access = bb_access_parse(cfg->access_text))) {
+        snprintf(err, errlen, "%s: AdafsAccess=%s: expected preload, fuse or both", path,
+                 cfg->access_text);
+        rc = -1;
+    }
     if (rc == 0 && cfg->directive[strcspn(cfg->directive, " \t#")]) {
         snprintf(err, errlen, "%s: Directive must be one word without '#'", path);
         rc = -1;
@@ -315,6 +323,7 @@ void bb_config_free(struct bb_config *cfg)
     free(cfg->state_dir);
     free(cfg->munge_socket);
     free(cfg->preload);
+    free(cfg->access_text);
     free(cfg->mount_prefix);
     free(cfg->walltime_model);
     free(cfg->walltime_comment);

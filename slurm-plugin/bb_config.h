@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "qos_conf.h"
+#include "directive.h"
 
 #define BBCONF_PRIVATE_DATA     0x0001   /* users see only their own buffers */
 #define BBCONF_TEARDOWN_FAILURE 0x0002   /* tear down even if stage-out failed */
@@ -46,6 +47,8 @@ struct bb_config {
     uint64_t max_bandwidth;
     char *munge_socket;           /* NULL: munge's default */
     char *preload;                /* LD_PRELOAD for jobs; NULL/empty: not set */
+    char *access_text;            /* AdafsAccess as written */
+    enum bb_access access;        /* a job's access= when it names none */
     char *mount_prefix;           /* ADAFS_MOUNT is <prefix>/<job id> */
     char *walltime_model;         /* NULL: no predictions */
     int walltime_set_time_min;    /* let backfill use the conservative estimate */

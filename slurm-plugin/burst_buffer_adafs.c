@@ -1182,7 +1182,8 @@ static void set_job_env(job_record_t *job_ptr, const struct bb_job *j)
 {
     add_env(job_ptr, "ADAFS_MOUNT", j->mount);
     add_env(job_ptr, "ADAFS_INSTANCE", j->instance_path);
-    if (config.preload && config.preload[0])
+    /* access=fuse: every program goes through the kernel mount. */
+    if (config.preload && config.preload[0] && j->req.access != BB_ACCESS_FUSE)
         add_env(job_ptr, "LD_PRELOAD", config.preload);
 }
 
@@ -1265,6 +1266,9 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
         return NULL;
     }
     j->chunk_size = j->req.chunk_size ? j->req.chunk_size : config.chunk_size;
+    /* Fixed now: a later change of the site's default leaves the job as it began. */
+    if (!j->req.access)
+        j->req.access = config.access;
     uint8_t secret[32];
     if (getrandom(secret, sizeof(secret), 0) != sizeof(secret)) {
         snprintf(err, errlen, "getrandom: %s", strerror(errno));

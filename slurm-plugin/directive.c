@@ -160,6 +160,24 @@ static int parse_count_option(struct parser *p, const struct origin *o,
     return 0;
 }
 
+const char *bb_access_name(enum bb_access access)
+{
+    switch (access) {
+    case BB_ACCESS_PRELOAD: return "preload";
+    case BB_ACCESS_FUSE: return "fuse";
+    case BB_ACCESS_BOTH: return "both";
+    case BB_ACCESS_UNSET: break;
+    }
+    return "default";
+}
+
+enum bb_access bb_access_parse(const char *text)
+{
+    return strcmp(text, "preload") == 0 ? BB_ACCESS_PRELOAD
+         : strcmp(text, "fuse") == 0    ? BB_ACCESS_FUSE
+         : strcmp(text, "both") == 0    ? BB_ACCESS_BOTH : BB_ACCESS_UNSET;
+}
+
 static int parse_options(struct parser *p, const struct origin *o,
                          char **tokens, int ntokens)
 {
@@ -169,13 +187,20 @@ static int parse_options(struct parser *p, const struct origin *o,
         char *value = split_value(key);
         if (!value)
             return fail(p, o, "'%s' needs a value, as in capacity=SIZE", key);
+        if (strcmp(key, "access") == 0) {
+            if (req->access)
+                return fail(p, o, "access given twice");
+            if (!(req->access = bb_access_parse(value)))
+                return fail(p, o, "access=%s: expected preload, fuse or both", value);
+            continue;
+        }
         uint64_t *slot = strcmp(key, "capacity") == 0  ? &req->capacity
                        : strcmp(key, "chunk") == 0     ? &req->chunk_size
                        : strcmp(key, "max_bw") == 0    ? &req->max_bw
                        : strcmp(key, "max_mdops") == 0 ? &req->max_mdops : NULL;
         if (!slot)
             return fail(p, o, "unknown option '%s' (known: capacity, chunk, max_bw, max_mdops, "
-                        "stage_in, stage_out, qos)", key);
+                        "access, stage_in, stage_out, qos)", key);
         /* Every option's value is above zero, so zero means not given yet. */
         if (*slot)
             return fail(p, o, "%s given twice", key);
@@ -329,8 +354,10 @@ static int parse_body(struct parser *p, const struct origin *o, const char *body
         return fail(p, o, "'%s' needs a value, as in %s=SIZE", tokens[0], tokens[0]);
     if (strcmp(tokens[0], "max_mdops") == 0)
         return fail(p, o, "'max_mdops' needs a value, as in max_mdops=1000");
+    if (strcmp(tokens[0], "access") == 0)
+        return fail(p, o, "'access' needs a value, as in access=both");
     return fail(p, o, "unknown keyword '%s' (known: capacity=, chunk=, max_bw=, max_mdops=, "
-                "stage_in, stage_out, qos)", tokens[0]);
+                "access=, stage_in, stage_out, qos)", tokens[0]);
 }
 
 /* If line is "#<prefix>" followed by a blank or its end, returns the body. */
@@ -450,7 +477,7 @@ char *bb_request_format(const char *prefix, const struct bb_request *req)
 {
     struct strbuf b = { 0 };
     char size[32];
-    if (req->capacity || req->chunk_size || req->max_bw || req->max_mdops) {
+    if (req->capacity || req->chunk_size || req->max_bw || req->max_mdops || req->access) {
         strbuf_printf(&b, "#%s", prefix);
         if (req->capacity) {
             size_format(req->capacity, size, sizeof(size));
@@ -466,6 +493,8 @@ char *bb_request_format(const char *prefix, const struct bb_request *req)
         }
         if (req->max_mdops)
             strbuf_printf(&b, " max_mdops=%llu", (unsigned long long)req->max_mdops);
+        if (req->access)
+            strbuf_printf(&b, " access=%s", bb_access_name(req->access));
         strbuf_printf(&b, "\n");
     }
     for (size_t i = 0; i < req->nstages; i++) {

@@ -322,9 +322,11 @@ static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
         to_teardown(j);
         return LC_CHANGED;
     }
+    uint32_t access = j->req.access == BB_ACCESS_FUSE ? AGENT_ACCESS_FUSE
+                    : j->req.access == BB_ACCESS_BOTH ? AGENT_ACCESS_BOTH : AGENT_ACCESS_PRELOAD;
     for (size_t i = 0; i < j->nnodes; i++)
         agent_configure_put(calls_add(&c, i, AGENT_CONFIGURE),
-                            &(struct agent_configure){ j->job_id, text, j->mount });
+                            &(struct agent_configure){ j->job_id, text, j->mount, access });
     failed = calls_run(&c);
     events = failed ? fail_or_retry(j, &c) : 0;
     calls_free(&c);

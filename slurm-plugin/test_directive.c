@@ -116,6 +116,24 @@ int main(void)
     rejected("#BB_ADAFS stage_out source=a destination=/b type=file verify=maybe\n",
              "verify=maybe: expected yes or no");
 
+    tap_is_int(parse("#BB_ADAFS capacity=1G access=fuse\n", NULL, &req), 1, "access=fuse parses");
+    tap_is_int(req.access, BB_ACCESS_FUSE, "as fuse");
+    tap_is_int(reparse(&req), 1, "and survives formatting");
+    tap_is_int(req.access, BB_ACCESS_FUSE, "still fuse");
+    bb_request_free(&req);
+    tap_is_int(parse(NULL, "access=both", &req), 1, "access=both alone, with --bb");
+    tap_is_int(req.access, BB_ACCESS_BOTH, "as both");
+    bb_request_free(&req);
+    tap_is_int(parse("#BB_ADAFS access=preload\n", NULL, &req), 1, "access=preload parses");
+    tap_is_int(req.access, BB_ACCESS_PRELOAD, "as preload");
+    bb_request_free(&req);
+    tap_is_int(parse("#BB_ADAFS capacity=1G\n", NULL, &req), 1, "no access=");
+    tap_is_int(req.access, BB_ACCESS_UNSET, "leaves the site's default");
+    bb_request_free(&req);
+    rejected("#BB_ADAFS access=kernel\n", "access=kernel: expected preload, fuse or both");
+    rejected("#BB_ADAFS access=fuse access=both\n", "access given twice");
+    rejected("#BB_ADAFS access\n", "'access' needs a value, as in access=both");
+
     /* The three malformed directives of the acceptance tests. */
     rejected("#BB_ADAFS capacty=10G\n", "'capacty'");
     rejected("#BB_ADAFS capacity=12QB\n", "'12QB'");

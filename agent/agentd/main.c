@@ -3,6 +3,7 @@
  *
  *   adafs-agentd --node NAME --listen HOST:PORT --storage-root DIR
  *                [--mount-prefix DIR] [--socket PATH] [--adafsd PATH] [--stager PATH]
+ *                [--fuse PATH]
  *                [--slurm-user USER] [--munge-socket PATH] [--log FILE]
  *                [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE]
  *                [--request-timeout SECONDS] [--qos-socket PATH] [--foreground]
@@ -482,6 +483,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: adafs-agentd --node NAME --listen HOST:PORT --storage-root DIR\n"
             "                    [--mount-prefix DIR] [--socket PATH] [--adafsd PATH] [--stager PATH]\n"
+            "                    [--fuse PATH]\n"
             "                    [--slurm-user USER] [--munge-socket PATH] [--log FILE]\n"
             "                    [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE]\n"
             "                    [--request-timeout SECONDS] [--qos-socket PATH] [--foreground]\n");
@@ -517,6 +519,7 @@ int main(int argc, char **argv)
     bool foreground = false;
     settings = (struct agent_settings){
         .adafsd_path = ADAFS_BINDIR "/adafsd", .stage_path = ADAFS_BINDIR "/adafs-stage",
+        .fuse_path = ADAFS_BINDIR "/adafs-fuse",
         .log_dir = "/var/log/adafs", .mount_prefix = "/adafs",
         .start_timeout_ms = 30000, .stop_timeout_ms = 10000,
     };
@@ -525,6 +528,7 @@ int main(int argc, char **argv)
         { "socket", required_argument, NULL, 's' }, { "storage-root", required_argument, NULL, 'S' },
         { "mount-prefix", required_argument, NULL, 'M' },
         { "adafsd", required_argument, NULL, 'a' }, { "stager", required_argument, NULL, 'g' },
+        { "fuse", required_argument, NULL, 'F' },
         { "slurm-user", required_argument, NULL, 'u' }, { "munge-socket", required_argument, NULL, 'm' },
         { "log", required_argument, NULL, 'L' }, { "log-dir", required_argument, NULL, 'D' },
         { "log-level", required_argument, NULL, 'v' }, { "pidfile", required_argument, NULL, 'p' },
@@ -556,6 +560,7 @@ int main(int argc, char **argv)
             break;
         case 'a': settings.adafsd_path = optarg; break;
         case 'g': settings.stage_path = optarg; break;
+        case 'F': settings.fuse_path = optarg; break;
         case 'u': slurm_user = optarg; break;
         case 'm': munge_socket = optarg; break;
         case 'L': log_path = optarg; break;
@@ -589,8 +594,9 @@ int main(int argc, char **argv)
     }
     if (geteuid() != 0)
         die("must run as root: it starts servers and stagers as job users");
-    if (settings.adafsd_path[0] != '/' || settings.stage_path[0] != '/')
-        die("--adafsd and --stager must be absolute paths");
+    if (settings.adafsd_path[0] != '/' || settings.stage_path[0] != '/' ||
+        settings.fuse_path[0] != '/')
+        die("--adafsd, --stager and --fuse must be absolute paths");
     struct passwd *pw = getpwnam(slurm_user);
     if (!pw)
         die("--slurm-user %s: no such user", slurm_user);

@@ -2,6 +2,7 @@
  * helpers (see preload.h for the module map). */
 #include "preload.h"
 #include "qos.h"
+#include "mapping.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -73,6 +74,7 @@ void pl_init(void)
     route_register_atfork();
     pathres_register_atfork();
     pthread_atfork(lock_streams, unlock_streams, unlock_streams);
+    mapping_register_atfork();
     pl_exec_adopt();
 }
 
@@ -80,6 +82,7 @@ void pl_init(void)
  * what that flush writes. */
 __attribute__((destructor)) static void pl_destructor(void)
 {
+    mapping_sync_all();   /* a shared mapping's writes reach the file at exit */
     const char *stats = getenv("ADAFS_PRELOAD_STATS");
     if (stats && *stats && pathres_active())
         route_append_counts(stats);

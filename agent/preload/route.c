@@ -66,6 +66,30 @@ adafs *route_enter(enum route_op op)
     return fs;
 }
 
+adafs *route_enter_private(enum route_op op, const char *instance_file)
+{
+    route_depth++;
+    atomic_fetch_add_explicit(&counts[op], 1, memory_order_relaxed);
+    adafs *fs = NULL;
+    char err[512] = "";
+    int rc = adafs_connect(&fs, instance_file, err, sizeof err);
+    if (rc < 0) {
+        route_depth--;
+        pl_log("cannot use the adafs instance %s: %s (%s)",
+               instance_file ? instance_file : "$" ADAFS_ENV_INSTANCE, err[0] ? err : "no detail",
+               strerror(-rc));
+        errno = EIO;
+        return NULL;
+    }
+    return fs;
+}
+
+void route_leave_private(adafs *fs)
+{
+    adafs_disconnect(fs);
+    route_depth--;
+}
+
 void route_enter_existing(enum route_op op)
 {
     route_depth++;

@@ -2,7 +2,7 @@
  *
  *   agentd_client HOST PORT ping
  *   agentd_client HOST PORT start JOB UID GID STORAGE [INDEX SERVERS]
- *   agentd_client HOST PORT configure JOB MOUNT [SERVERS]
+ *   agentd_client HOST PORT configure JOB MOUNT [SERVERS | ACCESS INSTANCE-TEXT-FILE]
  *                               SERVERS: an instance file listing that many
  *                               $ADAFS_TEST_QUOTA: START's quota (1 GiB)
  *   agentd_client HOST PORT stage JOB SOURCE DESTINATION
@@ -281,21 +281,35 @@ int main(int argc, char **argv)
             .numa_node = -1 });
         return simple(AGENT_START, &w);
     }
-    if (strcmp(cmd, "configure") == 0 && (argc == 6 || argc == 7)) {
+    /* configure JOB MOUNT [SERVERS | ACCESS INSTANCE-TEXT-FILE] */
+    if (strcmp(cmd, "configure") == 0 && argc >= 6 && argc <= 8) {
         /* As the plugin writes it: one line per server, names as long as
-         * a cluster's ("node-rack12-chassis3-blade4.example.org"). */
+         * a cluster's ("node-rack12-chassis3-blade4.example.org"); or the
+         * text of a file, for a real instance. */
         int servers = argc == 7 ? atoi(argv[6]) : 0;
         char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
-        fprintf(f, "mount=%s\nchunk_size=524288\ntimeout_ms=5000\nsecret="
-                   "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n", argv[5]);
-        for (int i = 0; i < servers; i++)
-            fprintf(f, "server=node-rack%02d-chassis%d-blade%04d.example.org:%d\n", i / 64,
-                    i % 8, i, 40000 + i % 20000);
+        if (argc == 8) {
+            FILE *in = fopen(argv[7], "r");
+            int c;
+            while (in && (c = fgetc(in)) != EOF)
+                fputc(c, f);
+            if (in)
+                fclose(in);
+        } else if (servers) {
+            fprintf(f, "mount=%s\nchunk_size=524288\ntimeout_ms=5000\nsecret="
+                       "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
+                    argv[5]);
+            for (int i = 0; i < servers; i++)
+                fprintf(f, "server=node-rack%02d-chassis%d-blade%04d.example.org:%d\n", i / 64,
+                        i % 8, i, 40000 + i % 20000);
+        } else {
+            fputs("test instance\n", f);
+        }
         fclose(f);
-        agent_configure_put(&w, &(struct agent_configure){ job, servers ? text : "test instance\n",
-                                                           argv[5] });
+        agent_configure_put(&w, &(struct agent_configure){
+            job, text, argv[5], argc == 8 ? (uint32_t)atoi(argv[6]) : AGENT_ACCESS_PRELOAD });
         int rc = simple(AGENT_CONFIGURE, &w);
         free(text);
         return rc;

@@ -135,6 +135,7 @@ program() {  # program DIR NAME (installed: daemons root starts in sbin, adafsd 
 stage_program() { if [ -n "$build" ]; then echo "$build/stager/adafs-stage"; else echo "$prefix/bin/adafs-stage"; fi; }
 # adafs-qos is a user's command (bin), adafs-qosd a daemon (sbin).
 qos_program() { if [ -n "$build" ]; then echo "$build/qos/$1"; elif [ "$1" = adafs-qos ]; then echo "$prefix/bin/$1"; else echo "$prefix/sbin/$1"; fi; }
+fuse_program() { if [ -n "$build" ]; then echo "$build/agent/adafs-fuse"; else echo "$prefix/bin/adafs-fuse"; fi; }
 preload_lib() { if [ -n "$build" ]; then echo "$build/agent/.libs/libadafs_preload.so"; else echo "$libdir/adafs/libadafs_preload.so"; fi; }
 
 plugin_dir() {
@@ -388,7 +389,7 @@ start_agents() {
     local su; su=$(slurm_user)
     local prog
     for prog in "$(program agent adafs-agentd)" "$(program agent adafsd)" "$(stage_program)" \
-                "$(program prolog adafs-epilog)"; do
+                "$(fuse_program)" "$(program prolog adafs-epilog)"; do
         [ -x "$prog" ] || die "$prog not found: build adafs and set ADAFS_BUILD_DIR, or install it (ADAFS_PREFIX)"
     done
     for i in $(seq "$nodes"); do
@@ -400,7 +401,7 @@ start_agents() {
             --socket "$base/run/agent.n$i.sock" --storage-root "$base/storage" \
             --qos-socket "$base/run/qos.%n.sock" \
             --mount-prefix "$base/mnt" \
-            --adafsd "$(program agent adafsd)" --stager "$(stage_program)" \
+            --adafsd "$(program agent adafsd)" --stager "$(stage_program)" --fuse "$(fuse_program)" \
             --slurm-user "$su" --munge-socket "$munge_dir/munge.socket.2" \
             --log "$base/log/agent.n$i.log" --log-dir "$base/adafs-log" \
             --pidfile "$base/run/agent.n$i.pid" ||
