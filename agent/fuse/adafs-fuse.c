@@ -532,7 +532,8 @@ static int x_opendir(const char *path, struct fuse_file_info *fi)
         dir_free(d);
         return rc;
     }
-    qsort(d->e, d->n, sizeof *d->e, by_name);
+    if (d->n)   /* an empty directory has no array: qsort must not see NULL */
+        qsort(d->e, d->n, sizeof *d->e, by_name);
     fi->fh = (uintptr_t)d;
     return 0;
 }

@@ -153,18 +153,19 @@ struct run {
  * then spans from the first change to the last). */
 static int changed_runs(const struct map *m, uintptr_t a, uintptr_t b, struct run *runs)
 {
-    const char *pris = m->pristine - m->start;   /* pris[x]: the copy of byte x */
+    const char *pris = m->pristine;   /* pris[x - m->start]: the copy of byte x */
+    const uintptr_t base = m->start;
     int n = 0;
     for (uintptr_t x = a; x < b;) {
         size_t block = b - x < RUN_GAP ? b - x : RUN_GAP;
-        if (memcmp((const void *)x, pris + x, block) == 0) {
+        if (memcmp((const void *)x, pris + (x - base), block) == 0) {
             x += block;
             continue;
         }
         uintptr_t first = x, last = x + block;
-        while (*(const char *)first == pris[first])
+        while (*(const char *)first == pris[first - base])
             first++;
-        while (*(const char *)(last - 1) == pris[last - 1])
+        while (*(const char *)(last - 1) == pris[last - 1 - base])
             last--;
         if (n && first - runs[n - 1].to < RUN_GAP)
             runs[n - 1].to = last;
