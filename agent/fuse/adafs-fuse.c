@@ -710,6 +710,7 @@ int main(int argc, char **argv)
             if (*end || connections < 1 || connections > CONNECTIONS_MAX) {
                 fprintf(stderr, "adafs-fuse: --connections %s: a number from 1 to %d\n", optarg,
                         CONNECTIONS_MAX);
+                fuse_opt_free_args(&args);
                 return 2;
             }
             break;
@@ -720,25 +721,30 @@ int main(int argc, char **argv)
             ready_fd = (int)strtol(optarg, &end, 10);
             if (*end || ready_fd < 0 || fcntl(ready_fd, F_GETFD) < 0) {
                 fprintf(stderr, "adafs-fuse: --ready-fd %s: not an open descriptor\n", optarg);
+                fuse_opt_free_args(&args);
                 return 2;
             }
             break;
         case 'o':
             if (fuse_opt_add_arg(&args, "-o") < 0 || fuse_opt_add_arg(&args, optarg) < 0) {
                 fprintf(stderr, "adafs-fuse: out of memory\n");
+                fuse_opt_free_args(&args);
                 return 1;
             }
             break;
         case 'h':
             usage(stdout);
+            fuse_opt_free_args(&args);
             return 0;
         default:
             usage(stderr);
+            fuse_opt_free_args(&args);
             return 2;
         }
     }
     if (optind != argc - 1) {
         usage(stderr);
+        fuse_opt_free_args(&args);
         return 2;
     }
     const char *mountpoint = argv[optind];
@@ -747,12 +753,14 @@ int main(int argc, char **argv)
         int rc = adafs_connect(&pool[npool], instance, err, sizeof err);
         if (rc < 0) {
             fprintf(stderr, "adafs-fuse: %s\n", err[0] ? err : strerror(-rc));
+            fuse_opt_free_args(&args);
             return 1;
         }
     }
     struct fuse *f = fuse_new(&args, &ops, sizeof ops, NULL);
     if (!f) {
         fprintf(stderr, "adafs-fuse: bad FUSE options (see above)\n");
+        fuse_opt_free_args(&args);
         return 2;
     }
     int rc = 1;
