@@ -318,6 +318,8 @@ static int parse_qos(struct parser *p, const struct origin *o, char **tokens, in
     struct qos_limits l;
     if (qos_limits_parse(text, &l, why, sizeof(why)) < 0)
         return fail(p, o, "qos: %s", why);
+    if (!qos_limits_any(&l))   /* qos "" would be a request that asks for nothing */
+        return fail(p, o, "qos needs CLASS=RATE, as in qos mdops=2000 bw=500M");
     qos_limits_merge(&p->req->qos, &l);
     p->req->qos_line = o->line;
     p->req->qos_origin = o->what;

@@ -176,6 +176,8 @@ int main(void)
     rejected("#BB_ADAFS qos stat=lots\n", "invalid rate 'lots' for stat");
     rejected("#BB_ADAFS qos stats=5\n", "unknown class 'stats'");
     rejected("#BB_ADAFS qos\n", "qos needs CLASS=RATE");
+    rejected("#BB_ADAFS qos \"\"\n", "qos needs CLASS=RATE");   /* found by fuzz_directive */
+    rejected("#BB_ADAFS qos ,\n", "qos needs CLASS=RATE");
     rejected("#BB_ADAFS capacity=1G\n#BB_ADAFS qos write=12QB\n", "line 2): qos: invalid rate '12QB'");
 
     struct symbol_values v = { .job_id = 42, .user = "alice", .job_name = "sim",
