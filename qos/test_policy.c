@@ -220,8 +220,10 @@ static void test_ctl(void)
     }
     uint64_t l0 = limit_in(c, 0, 10, QOS_STAT), l1 = limit_in(c, 1, 10, QOS_STAT);
     uint64_t l2 = limit_in(c, 2, 11, QOS_STAT);
-    tap_ok(l2 >= 62 && l2 <= 100, "a job using 50/s unhindered gets what it uses with headroom (%llu)",
+    tap_ok(l2 >= 50 && l2 <= 54, "a job using 50/s unhindered gets what it uses and a margin (%llu)",
            (unsigned long long)l2);
+    tap_ok(l0 + l1 >= 945, "its margin costs the job held back no more than 5%% of 50/s (%llu of 950)",
+           (unsigned long long)(l0 + l1));
     tap_ok(l0 + l1 + l2 <= 1001 && l0 + l1 + l2 >= 990, "the capacity is all given out (%llu)",
            (unsigned long long)(l0 + l1 + l2));
     tap_ok(l0 > 10 * l1 && l1 >= 1, "a job's share follows its usage over its nodes (%llu on the busy"
