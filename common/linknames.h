@@ -46,6 +46,9 @@
 #pragma redefine_extname conf_free adafs_conf_free
 #pragma redefine_extname conf_load adafs_conf_load
 #pragma redefine_extname conf_parse adafs_conf_parse
+/* daemon.h */
+#pragma redefine_extname daemon_signals adafs_daemon_signals
+#pragma redefine_extname daemon_start adafs_daemon_start
 /* fileio.h */
 #pragma redefine_extname fileio_read_all adafs_fileio_read_all
 #pragma redefine_extname fileio_replace adafs_fileio_replace

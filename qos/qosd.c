@@ -32,6 +32,7 @@
 
 #include "agents.h"
 #include "ctl.h"
+#include "daemon.h"
 #include "fileio.h"
 #include "log.h"
 #include "munge_auth.h"
@@ -485,29 +486,15 @@ int main(int argc, char **argv)
     else if (rc == 0)
         log_info("state of cycle %llu restored: %u job limits, %u node limits",
                  (unsigned long long)st.cycle, st.njobs, st.nlimits);
-    if (!foreground && daemon(0, 0) < 0)
-        die("daemon: %s", strerror(errno));
-    if (pidfile) {
-        FILE *f = fopen(pidfile, "we");
-        if (!f)
-            die("--pidfile %s: %s", pidfile, strerror(errno));
-        fprintf(f, "%d\n", (int)getpid());
-        fclose(f);
-    }
-    signal(SIGPIPE, SIG_IGN);
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    int sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+    if (daemon_start(foreground, pidfile, err, sizeof(err)) < 0)
+        die("%s", err);
+    int sfd = daemon_signals((const int[]){ SIGTERM, SIGINT, SIGHUP, 0 });
     slurm_init(NULL);
     munge_auth_init(&munge, conf.munge_socket);
     ag.auth = &munge;
     ctl = ctl_new();
     if (sfd < 0 || !ctl)
-        die("cannot start: %s", strerror(errno));
+        die("cannot start: %s", strerror(sfd < 0 ? -sfd : errno));
     char cap[1024];
     qos_limits_format(&conf.capacity, cap, sizeof(cap));
     log_info("controlling I/O toward %s: policy %s, period %u ms, capacity %s, state in %s",
