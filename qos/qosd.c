@@ -275,9 +275,7 @@ static void cycle(uint64_t n)
         log_error("out of memory taking %zu nodes", world.nnodes);
     if (changed > 0 || jobs_dirty)
         apply_jobs();
-    int64_t now = net_now_ms();
-    struct ctl_settings s = settings();
-    ctl_compute(ctl, &s, now);
+    int64_t start = net_now_ms();
     for (size_t i = 0; i < ag.n && i < world.nnodes; i++) {
         struct agent *a = &ag.a[i];
         /* A node that had jobs hears a few empty cycles, so its agent
@@ -285,24 +283,41 @@ static void cycle(uint64_t n)
         if (ctl_node_busy(ctl, (uint32_t)i))
             a->busy_cycle = n;
         a->busy = a->busy_cycle && n - a->busy_cycle <= 5;
+    }
+    /* The usage of the period just ended first, then the limits at once:
+     * taking the usage with the limits, as one exchange, made every limit
+     * follow what was done a period earlier (a job going idle freed its
+     * share for the others a period late). */
+    agents_collect(&ag, n, start + (int64_t)period_ms() * 4 / 10);
+    for (size_t i = 0; i < ag.n; i++)
+        if (ag.a[i].busy && ag.a[i].have_report)
+            ctl_take_report(ctl, (uint32_t)i, &ag.a[i].report, ag.a[i].answered_ms);
+    int64_t now = net_now_ms();
+    struct ctl_settings s = settings();
+    ctl_compute(ctl, &s, now);
+    for (size_t i = 0; i < ag.n && i < world.nnodes; i++) {
+        struct agent *a = &ag.a[i];
         rpc_writer_free(&a->msg);
         rpc_writer_init(&a->msg, NULL, 0);
         if (a->busy)
             ctl_node_message(ctl, (uint32_t)i, n, &a->msg);
     }
-    agents_exchange(&ag, now + (int64_t)period_ms() * 9 / 10);
+    agents_exchange(&ag, start + (int64_t)period_ms() * 9 / 10);
     for (size_t i = 0; i < ag.n; i++) {
         struct agent *a = &ag.a[i];
         if (!a->busy)
             continue;
-        if (a->have_report)
+        /* An agent that does not know AGENT_QOS_REPORT: its usage came
+         * with the limits (a period older when next computed). */
+        if (a->report_late)
             ctl_take_report(ctl, (uint32_t)i, &a->report, a->answered_ms);
+        bool ok = a->have_report && a->sent;
         /* One line when an agent stops answering, one when it is back. */
-        if (!a->have_report && !a->failing)
+        if (!ok && !a->failing)
             log_warn("node %s: agent %s:%d: %s", a->name, a->host, a->port, a->err);
-        else if (a->have_report && a->failing)
+        else if (ok && a->failing)
             log_info("node %s: agent answers again", a->name);
-        a->failing = !a->have_report;
+        a->failing = !ok;
     }
     st.cycle = n;
     write_status(n);

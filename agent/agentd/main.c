@@ -188,6 +188,15 @@ static int handle_qos(struct rpc_reader *r, struct reply *out)
     return rc;
 }
 
+static int handle_qos_report(struct rpc_reader *r, struct reply *out)
+{
+    char why[512] = "";
+    int rc = qos_agent_report(r, &out->body, why, sizeof(why));
+    if (rc < 0 && why[0])
+        refuse(out, rc, "%s", why);
+    return rc;
+}
+
 typedef int (*handler_fn)(struct rpc_reader *, struct reply *);
 
 static const struct {
@@ -203,6 +212,7 @@ static const struct {
     [AGENT_TEARDOWN] = { handle_teardown, true, true },
     [AGENT_RELEASE] = { handle_release, false, true },
     [AGENT_QOS] = { handle_qos, true, false },
+    [AGENT_QOS_REPORT] = { handle_qos_report, true, false },
 };
 
 /* The one place every request passes. */
