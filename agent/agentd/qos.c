@@ -36,6 +36,9 @@ struct qjob {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct qjob *jobs;
 static size_t njobs;
+/* The cycle whose usage qosd last asked for alone (0: none): its limits
+ * are answered with no jobs, qosd has their usage already. */
+static uint64_t reported_cycle;
 static int listen_fd = -1, wake[2] = { -1, -1 };
 static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static pthread_t beat_thread;
@@ -177,7 +180,9 @@ int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, siz
             log_info("job %u: I/O budget dropped (qosd stopped naming the job)", jobs[i].job_id);
             drop_at_locked(i);
         }
-    if (rc == 0)
+    if (rc == 0 && c.cycle && c.cycle == reported_cycle)
+        qos_report_put(out, &(struct qos_report){ .cycle = c.cycle });
+    else if (rc == 0)
         rc = report_locked(c.cycle, out, err, errlen);
     pthread_mutex_unlock(&lock);
     free(c.jobs);
@@ -198,6 +203,7 @@ int qos_agent_report(struct rpc_reader *r, struct rpc_writer *out, char *err, si
     }
     pthread_mutex_lock(&lock);
     int rc = report_locked(cycle, out, err, errlen);
+    reported_cycle = cycle;
     pthread_mutex_unlock(&lock);
     return rc;
 }

@@ -25,7 +25,8 @@
  * with err filled. */
 int qos_agent_start(const char *path, char *err, size_t errlen);
 
-/* AGENT_QOS: applies a cycle and writes the report into out. 0 or
+/* AGENT_QOS: applies a cycle and writes the report into out (with no jobs
+ * when qos_agent_report just sent this cycle's). 0 or
  * -EBADMSG / -ENOMEM / -ENOSPC (too many jobs; the message says which). */
 int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, size_t errlen);
 

@@ -215,12 +215,12 @@ static void print_report(struct rpc_reader *r)
 }
 
 /* AGENT_QOS_REPORT: prints the report. */
-static int qos_report_only(void)
+static int qos_report_only(uint64_t cycle)
 {
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
     rpc_put_u32(&w, QOS_PROTO_VERSION);
-    rpc_put_u64(&w, 1);
+    rpc_put_u64(&w, cycle);
     struct session_msg reply;
     struct rpc_reader r;
     int status = call(AGENT_QOS_REPORT, &w, &reply, &r);
@@ -234,7 +234,8 @@ static int qos_report_only(void)
 /* AGENT_QOS with the jobs given as JOB:UID:LIMITS; prints the report. */
 static int qos_cycle(int n, char **specs)
 {
-    struct qos_cycle c = { .cycle = 1, .njobs = (uint32_t)n,
+    struct qos_cycle c = { .cycle = getenv("QOS_CYCLE") ? strtoull(getenv("QOS_CYCLE"), NULL, 10) : 1,
+                           .njobs = (uint32_t)n,
                            .jobs = calloc((size_t)n + 1, sizeof(*c.jobs)) };
     for (int i = 0; i < n; i++) {
         char *job = specs[i], *uid = strchr(job, ':'), *lim = uid ? strchr(uid + 1, ':') : NULL;
@@ -281,7 +282,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "qos") == 0)
         return qos_cycle(argc - 4, argv + 4);
     if (strcmp(cmd, "qosreport") == 0)
-        return qos_report_only();
+        return qos_report_only(argc > 4 ? strtoull(argv[4], NULL, 10) : 0);
     if (strcmp(cmd, "qosbad") == 0) {
         struct rpc_writer bad;
         rpc_writer_init(&bad, NULL, 0);
