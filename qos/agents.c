@@ -162,6 +162,8 @@ void agents_collect(struct agents *ag, uint64_t cycle, int64_t deadline_ms)
 
 void agents_exchange(struct agents *ag, int64_t deadline_ms)
 {
+    for (size_t i = 0; i < ag->n; i++)
+        ag->a[i].sent = false;
     run_pool(ag, AGENT_QOS, NULL, deadline_ms);
 }
 
