@@ -306,7 +306,12 @@ static double pair_demand(const struct pair *p, int cl)
      * be seen. Wanting all it can get gives it its max-min share at once;
      * growing from what it was allowed (doubling each period) took 16
      * periods for a job back from idling at 1 op/s to reach 66,000/s. */
-    if (p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD)
+    /* Held back but using less than its limit (what the margin allows
+     * for): its calls came in bursts (or its processes were slowed by
+     * something else); it did not want more on average, and taking its
+     * fair share for it would hold the others back for a period. */
+    if (p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD &&
+        p->rate[cl] * CTL_HEADROOM >= (double)p->limit[cl])
         return INFINITY;
     return p->rate[cl] * CTL_HEADROOM + unit(cl);
 }
