@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "directive.h"
+#include "instance.h"
 
 enum bb_phase {
     PHASE_DEPLOYING,      /* servers being started on the job's nodes */
@@ -79,7 +80,7 @@ struct bb_job {
     size_t nnodes;
     uint64_t node_capacity;
     uint64_t chunk_size;
-    char secret_hex[65];
+    char secret_hex[INSTANCE_SECRET_HEX];
     char *storage;                /* storage directory on the nodes */
     char *mount;                  /* ADAFS_MOUNT */
     char *instance_path;          /* ADAFS_INSTANCE */

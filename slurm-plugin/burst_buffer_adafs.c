@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,6 +48,7 @@
 #include "bb_job.h"
 #include "bb_status.h"
 #include "directive.h"
+#include "instance.h"
 #include "lifecycle.h"
 #include "log_sink.h"
 #include "placement.h"
@@ -1150,20 +1151,21 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
         return NULL;
     }
     j->chunk_size = j->req.chunk_size ? j->req.chunk_size : config.chunk_size;
-    uint8_t secret[32];
-    if (getrandom(secret, sizeof(secret), 0) != sizeof(secret)) {
-        snprintf(err, errlen, "getrandom: %s", strerror(errno));
+    uint8_t secret[RPC_SECRET_SIZE];
+    int rc = secret_generate(secret);
+    if (rc < 0) {
+        snprintf(err, errlen, "getrandom: %s", strerror(-rc));
         bb_job_free(j);
         return NULL;
     }
-    for (size_t i = 0; i < sizeof(secret); i++)
-        snprintf(j->secret_hex + 2 * i, 3, "%02x", secret[i]);
+    secret_to_hex(secret, j->secret_hex);
     j->storage = strdup(config.storage_path);
-    if (asprintf(&j->mount, "%s/%u", config.mount_prefix, job_ptr->job_id) < 0)
-        j->mount = NULL;
-    /* Beside the mount point: the same path on every node (see the agent). */
-    if (asprintf(&j->instance_path, "%s/.job.%u.instance", config.mount_prefix, job_ptr->job_id) < 0)
-        j->instance_path = NULL;
+    char path[PATH_MAX];
+    if (instance_mount_path(path, sizeof(path), config.mount_prefix, job_ptr->job_id) == 0)
+        j->mount = strdup(path);
+    if (instance_file_path(path, sizeof(path), config.mount_prefix, job_ptr->job_id,
+                           INSTANCE_FILE) == 0)
+        j->instance_path = strdup(path);
     if (expand_symbols(job_ptr, &j->req, j->user, k ? j->nodes[0].name : "") < 0 ||
         !j->mount || !j->instance_path || !j->storage) {
         snprintf(err, errlen, "out of memory");

@@ -19,10 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stage_type.h"
+
 #define DIRECTIVE_DEFAULT_PREFIX "BB_ADAFS"
 
 enum stage_direction { STAGE_IN, STAGE_OUT };
-enum stage_type { STAGE_FILE, STAGE_DIRECTORY, STAGE_LIST };
 
 struct stage_spec {
     enum stage_direction direction;
@@ -76,7 +77,5 @@ struct symbol_values {
 
 /* Replaces %-symbols in text; returns a malloc'd string or NULL on ENOMEM. */
 char *directive_expand(const char *text, const struct symbol_values *v);
-
-const char *stage_type_name(enum stage_type type);
 
 #endif

@@ -1,7 +1,6 @@
 #include "lifecycle.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +8,9 @@
 
 #include "agent_client.h"
 #include "agent_proto.h"
+#include "instance.h"
 #include "log.h"
+#include "stage_report.h"
 
 #define CALL_TIMEOUT_MS 30000
 
@@ -193,17 +194,22 @@ static void calls_free(struct node_calls *c)
 
 char *lifecycle_instance_text(const struct bb_job *j, const struct bb_config *cfg)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f)
+    struct instance in = { .chunk_size = j->chunk_size, .timeout_ms = (int)cfg->server_timeout_ms,
+                           .nservers = (int)j->nnodes };
+    if (!j->mount || strlen(j->mount) >= sizeof(in.mount) ||
+        secret_from_hex(j->secret_hex, in.secret) < 0)
         return NULL;
-    fprintf(f, "# adafs instance of job %u: keep private (0600)\n", j->job_id);
-    fprintf(f, "mount=%s\nchunk_size=%llu\ntimeout_ms=%u\nsecret=%s\n", j->mount,
-            (unsigned long long)j->chunk_size, cfg->server_timeout_ms, j->secret_hex);
-    for (size_t i = 0; i < j->nnodes; i++)
-        fprintf(f, "server=%s:%d\n", j->nodes[i].agent_host, j->nodes[i].server_port);
-    return fclose(f) == 0 ? text : (free(text), NULL);
+    strcpy(in.mount, j->mount);
+    in.servers = calloc(j->nnodes ? j->nnodes : 1, sizeof(*in.servers));
+    if (!in.servers)
+        return NULL;
+    for (size_t i = 0; i < j->nnodes; i++) {
+        snprintf(in.servers[i].host, sizeof(in.servers[i].host), "%s", j->nodes[i].agent_host);
+        in.servers[i].port = j->nodes[i].server_port;
+    }
+    char *text = instance_format(&in, j->job_id);
+    instance_free(&in);
+    return text;
 }
 
 static void to_teardown(struct bb_job *j)
@@ -276,9 +282,9 @@ static size_t start_servers(struct bb_job *j, bool *leftover, int *events)
             leftover[c.node[k]] = true;
             continue;
         }
-        struct rpc_reader *r = &c.req[k].reply.reader;
-        n->server_port = (int)rpc_get_u32(r);
-        n->started = rpc_reader_ok(r) && n->server_port > 0;
+        struct agent_started started;
+        n->started = agent_started_get(&c.req[k].reply.reader, &started) == 0;
+        n->server_port = n->started ? (int)started.port : 0;
         if (!n->started) {
             char why[256];
             snprintf(why, sizeof(why), "node %s: agent gave no server port", n->name);
@@ -380,35 +386,28 @@ static int put_stage(struct rpc_writer *w, struct bb_job *j, const struct bb_con
     return 0;
 }
 
-/* Adds a worker's JSON summary to the totals; returns the first failure
- * described in it (malloc'd) or NULL. */
+/* Adds a worker's report (stage_report.h) to the totals; returns the first
+ * failure it lists (malloc'd) or NULL. */
 static char *add_summary(struct stage_totals *t, const char *summary)
 {
-    json_error_t je;
-    json_t *o = json_loads(summary, 0, &je);
-    if (!o)
+    struct stage_report r;
+    char err[128];
+    if (stage_report_decode(summary, &r, err, sizeof(err)) < 0)
         return NULL;
-    json_int_t files = 0, dirs = 0, bytes = 0, errors = 0, verified = 0;
-    double seconds = 0;
-    json_t *fails = NULL;
-    json_unpack(o, "{s?I,s?I,s?I,s?I,s?F,s?o,s?I}", "files", &files, "dirs", &dirs,
-                "bytes", &bytes, "errors", &errors, "seconds", &seconds, "failures", &fails,
-                "verified", &verified);
-    t->files += (uint64_t)files;
-    t->verified += (uint64_t)verified;
-    t->dirs += (uint64_t)dirs;
-    t->bytes += (uint64_t)bytes;
-    t->errors += (uint64_t)errors;
-    if (seconds > t->seconds)
-        t->seconds = seconds;   /* workers run side by side */
+    t->files += r.files;
+    t->verified += r.verified;
+    t->dirs += r.dirs;
+    t->bytes += r.bytes;
+    t->errors += r.errors;
+    if (r.seconds > t->seconds)
+        t->seconds = r.seconds;   /* workers run side by side */
     char *first = NULL;
-    const char *path = NULL, *error = NULL, *what = NULL;
-    if (fails && json_array_size(fails) &&
-        json_unpack(json_array_get(fails, 0), "{s:s,s:s,s?s}", "path", &path, "error", &error,
-                    "what", &what) == 0 &&
-        asprintf(&first, "%s: %s%s%s", path, what ? what : "", what ? ": " : "", error) < 0)
+    const struct stage_report_failure *f = r.nfailures ? &r.failures[0] : NULL;
+    if (f && f->path && f->error &&
+        asprintf(&first, "%s: %s%s%s", f->path, f->what ? f->what : "", f->what ? ": " : "",
+                 f->error) < 0)
         first = NULL;
-    json_decref(o);
+    stage_report_free(&r);
     return first;
 }
 
@@ -471,21 +470,28 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
         agent_job_ref_put(w, &(struct agent_job_ref){ j->job_id, 0 });
     }
     int outcome = calls_run(&c) ? -1 : 1;   /* 1 all done, 0 still running, -1 a call failed */
-    for (size_t k = 0; outcome == 1 && k < c.n; k++)
-        if (rpc_get_u32(&c.req[k].reply.reader) != AGENT_OP_DONE)
+    struct agent_stage_status *st = calloc(c.n ? c.n : 1, sizeof(*st));
+    for (size_t k = 0; outcome >= 0 && k < c.n; k++)
+        if (!st || agent_stage_status_get(&c.req[k].reply.reader, &st[k]) < 0) {
+            char why[256];
+            snprintf(why, sizeof(why), "node %s: %s", j->nodes[c.node[k]].name,
+                     st ? "the agent's status answer is malformed" : "out of memory");
+            note_failure(&c, FAIL_TRANSIENT, why);
+            outcome = -1;
+        } else if (st[k].state != AGENT_OP_DONE) {
             outcome = 0;
+        }
     if (outcome < 0) {
         int events = fail_or_retry(j, &c);
         calls_free(&c);
+        free(st);
         return events;
     }
     int failed = 0;
     char *cause = NULL;
     for (size_t k = 0; outcome == 1 && k < c.n; k++) {
-        struct rpc_reader *rd = &c.req[k].reply.reader;
-        int exit_status = (int)rpc_get_u32(rd);
-        const char *summary = rpc_get_str(rd);
-        const char *errors = rpc_get_str(rd);
+        int exit_status = st[k].exit_status;
+        const char *summary = st[k].summary, *errors = st[k].errors;
         char *first = summary ? add_summary(totals, summary) : NULL;
         if (exit_status != 0) {
             failed++;
@@ -501,6 +507,7 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
         free(first);
     }
     calls_free(&c);
+    free(st);
     if (outcome == 0) {
         /* StageInTimeout / StageOutTimeout bound a whole direction. */
         time_t since = dir == STAGE_IN ? j->t_deployed : j->t_ended;

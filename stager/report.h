@@ -10,10 +10,8 @@
 
 #include "stage.h"
 
-/* The summary as one JSON object (malloc'd; NULL on ENOMEM). Fields:
- * direction, source, destination, worker, workers, files, dirs, bytes,
- * unchanged, skipped, pieces, errors, seconds, files_per_s, mib_per_s,
- * complete (bool), failures: [{path, errno, error, what}]. */
+/* The summary as one JSON object (malloc'd; NULL on ENOMEM): the report
+ * of common/stage_report.h, which the plugin reads. */
 char *report_json(const struct stage_options *opt, const struct stage_result *r);
 void report_text(FILE *out, const struct stage_options *opt, const struct stage_result *r);
 /* One progress line ending in '\r' (width about 79 columns). */

@@ -179,7 +179,7 @@ int stage_create(const struct stage_options *opt, struct stage_run **out, char *
     ratelimit_init(&run->bw, opt->max_bw, 100);
 
     int rc = 0;
-    if (opt->direction == STAGE_COPY && opt->type == STAGE_TYPE_DIRECTORY)
+    if (opt->direction == STAGE_COPY && opt->type == STAGE_DIRECTORY)
         rc = check_not_inside(opt->src, opt->dst, err, errlen);
     /* The side toward the parallel file system is the POSIX one. */
     if (rc == 0 && opt->direction != STAGE_IN)
@@ -208,7 +208,7 @@ int stage_create(const struct stage_options *opt, struct stage_run **out, char *
     uint64_t ps = opt->piece_size ? opt->piece_size : STAGE_DEFAULT_PIECE;
     run->piece_size = (ps + chunk - 1) / chunk * chunk;
 
-    if (opt->type == STAGE_TYPE_LIST) {
+    if (opt->type == STAGE_LIST) {
         rc = list_load(opt->src, &run->list);
         if (rc < 0) {
             errf(err, errlen, rc, "cannot read list file %s: %s", opt->src, strerror(-rc));
@@ -376,7 +376,7 @@ static void list_root_task(struct pool_thread *self, void *arg)
 static int queue_requests(struct stage_run *run)
 {
     const struct stage_options *o = &run->opt;
-    if (o->type == STAGE_TYPE_LIST) {
+    if (o->type == STAGE_LIST) {
         for (size_t i = 0; i < run->list.error_count; i++)
             stage_fail(run, o->src, EINVAL, "%s", run->list.errors[i].message);
         for (size_t i = 0; i < run->list.count; i++) {
@@ -403,7 +403,7 @@ static int queue_requests(struct stage_run *run)
         }
         return 0;
     }
-    if (o->type == STAGE_TYPE_FILE) {
+    if (o->type == STAGE_FILE) {
         /* An existing directory as DST receives the file under its own name. */
         char dp[PATH_MAX];
         struct bdir *dd;

@@ -108,10 +108,8 @@ static int handle_start(struct rpc_reader *r, struct reply *out)
     int port;
     pid_t pid;
     int rc = jobs_start(&m, &port, &pid, &out->err);
-    if (rc == 0) {
-        rpc_put_u32(&out->body, (uint32_t)port);
-        rpc_put_u32(&out->body, (uint32_t)pid);
-    }
+    if (rc == 0)
+        agent_started_put(&out->body, &(struct agent_started){ (uint32_t)port, (uint32_t)pid });
     return rc;
 }
 
@@ -149,10 +147,8 @@ static int handle_status(struct rpc_reader *r, struct reply *out)
         out->err.fault = AGENT_FAULT_TRANSIENT;
         return rc;
     }
-    rpc_put_u32(&out->body, (uint32_t)st.state);
-    rpc_put_u32(&out->body, (uint32_t)st.exit_status);
-    rpc_put_str(&out->body, st.summary);
-    rpc_put_str(&out->body, st.errors);
+    agent_stage_status_put(&out->body, &(struct agent_stage_status){
+        (uint32_t)st.state, st.exit_status, st.summary, st.errors });
     stage_status_free(&st);
     return 0;
 }
