@@ -937,6 +937,41 @@ int jobs_status(uint32_t job_id, struct stage_status *st)
     return j ? 0 : -ENOENT;
 }
 
+int jobs_watch(uint32_t job_id, int known, int hold_ms, const atomic_bool *cancel,
+               struct stage_status *st)
+{
+    *st = (struct stage_status){ .state = AGENT_OP_NONE, .exit_status = -1 };
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += hold_ms / 1000;
+    until.tv_nsec += (long)(hold_ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&jobs_lock);
+    /* Found again after each wait: a job torn down meanwhile is freed. */
+    struct job *j;
+    for (bool late = false;;) {
+        j = find_locked(job_id);
+        if (!j || j->stage.state != known || late || (cancel && atomic_load(cancel)))
+            break;
+        late = pthread_cond_timedwait(&jobs_changed, &jobs_lock, &until) == ETIMEDOUT;
+    }
+    if (j) {
+        st->state = j->stage.state;
+        st->exit_status = j->stage.exit_status;
+        st->summary = output_text(j->stage.out, j->stage.out_dropped);
+        st->errors = output_text(j->stage.errors, j->stage.err_dropped);
+    }
+    pthread_mutex_unlock(&jobs_lock);
+    if (j && (!st->summary || !st->errors)) {
+        stage_status_free(st);
+        return -ENOMEM;
+    }
+    return j ? 0 : -ENOENT;
+}
+
 void stage_status_free(struct stage_status *st)
 {
     free(st->summary);
@@ -956,6 +991,13 @@ int jobs_teardown(uint32_t job_id, bool hurry, struct agent_error *e)
     forget_torn_down_locked();
     pthread_mutex_unlock(&jobs_lock);
     return rc;
+}
+
+void jobs_wake(void)
+{
+    pthread_mutex_lock(&jobs_lock);
+    pthread_cond_broadcast(&jobs_changed);
+    pthread_mutex_unlock(&jobs_lock);
 }
 
 int jobs_release(uint32_t job_id, int timeout_s, struct agent_error *e)
