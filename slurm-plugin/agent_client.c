@@ -108,11 +108,6 @@ int agent_call(const struct agent_target *t, uint16_t op, const void *body, size
     return 0;
 }
 
-void agent_reply_free(struct agent_reply *reply)
-{
-    free(reply->body);
-    *reply = (struct agent_reply){ 0 };
-}
 
 struct fan_out {
     struct agent_request *reqs;

@@ -15,21 +15,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent_link.h"
 #include "rpc.h"
 
 struct agent_target {
     const char *node;     /* for messages */
     const char *host;
     int port;
-};
-
-struct agent_reply {
-    int status;           /* the agent's: 0 or -errno */
-    uint8_t *body;        /* malloc'd (the body is inside it) */
-    size_t len;
-    struct rpc_reader reader;   /* over the body, for the caller's decoding */
-    const char *message;  /* the agent's error text when status < 0 */
-    uint32_t fault;       /* and whose fault (enum agent_fault) */
 };
 
 /* munge_socket NULL: munge's default socket. */
@@ -41,7 +33,6 @@ void agent_client_init(const char *munge_socket);
  * 400 ms apart) within timeout_ms. */
 int agent_call(const struct agent_target *t, uint16_t op, const void *body, size_t len,
                int timeout_ms, struct agent_reply *reply, char *err, size_t errlen);
-void agent_reply_free(struct agent_reply *reply);
 
 /* One request of a fan-out: the caller fills target, op and body;
  * agent_call_all fills rc (as agent_call's), reply and err. */
