@@ -160,7 +160,7 @@ int main(void)
     unsigned char *data = slurp(path, &size);
     size_t at7 = find_frame(data, size, 7), at8 = find_frame(data, size, 8);
     tap_ok(at7 && at8 && at8 > at7, "records are framed by job (%zu, %zu)", at7, at8);
-    data[at7 + 20 + 40] ^= 0x55;            /* a byte inside job 7's fields */
+    data[at7 + BB_JOB_FRAME_SIZE + 40] ^= 0x55;            /* a byte inside job 7's fields */
     spit(path, data, size);
     again = NULL;
     tap_is_int(bb_job_load(path, &again, err, sizeof(err)), 1, "a flipped byte: one record unreadable");
@@ -172,7 +172,7 @@ int main(void)
            "the other jobs load whole");
     tap_ok(strstr(err, path) && strstr(err, "job 7"), "the message names the file and job (%s)", err);
     free_all(again);
-    data[at7 + 20 + 40] ^= 0x55;
+    data[at7 + BB_JOB_FRAME_SIZE + 40] ^= 0x55;
     memset(data + at7, 0, 4);               /* job 7's frame itself */
     spit(path, data, size);
     again = NULL;
@@ -181,10 +181,10 @@ int main(void)
     tap_ok(bb_job_find(again, 8) && bb_job_find(again, 9) && !bb_job_find(again, 7),
            "jobs after it load (%s)", err);
     free_all(again);
-    data[sizeof("ADAFSBB")] = 3;            /* a version from the future */
+    data[sizeof("ADAFSBB")] = 4;            /* a version from the future */
     spit(path, data, size);
     tap_is_int(bb_job_load(path, &again, err, sizeof(err)), -1, "a later version is refused whole");
-    tap_ok(strstr(err, "version 3") != NULL, "saying so (%s)", err);
+    tap_ok(strstr(err, "version 4") != NULL, "saying so (%s)", err);
     free(data);
 
     /* adafs 0.x's JSON table is read once; a request whose text does not

@@ -171,14 +171,17 @@ s1=$(submit staging.sh)
 check "damage: a third stages in" -- wait_phase "$s1" staging_in 60
 sleep 3   # slurmctld saves its job table every few seconds: now with s1 CONFIGURING
 "$cluster" kill-ctld
-damage() {  # damage JOBID: flips a byte inside the job's saved record
+damage() {  # damage JOBID: flips a byte inside the job's last saved record
+    # The file is a journal (slurm-plugin/bb_store.h): a later record of a
+    # job replaces an earlier one, so the last one is damaged; its frame is
+    # 28 bytes.
     python3 - "$ADAFS_CLUSTER_DIR/state/adafs_state" "$1" <<'PY'
 import struct, sys
 path, job = sys.argv[1], int(sys.argv[2])
 data = bytearray(open(path, 'rb').read())
-at = data.find(b'ABJR' + struct.pack('<I', job))
+at = data.rfind(b'ABJR' + struct.pack('<I', job))
 assert at >= 0, 'no record of job %d' % job
-data[at + 20 + 30] ^= 0x5a
+data[at + 28 + 30] ^= 0x5a
 open(path, 'wb').write(data)
 PY
 }
