@@ -58,6 +58,8 @@ void bb_job_free(struct bb_job *job)
 {
     if (!job)
         return;
+    if (job->calls)
+        job->calls->abandon(job->calls);
     for (size_t i = 0; i < job->nnodes; i++) {
         free(job->nodes[i].name);
         free(job->nodes[i].agent_host);

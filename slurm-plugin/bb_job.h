@@ -50,6 +50,12 @@ struct bb_node {
     bool stage_sent;      /* the current stage was started there */
 };
 
+/* Requests in flight for a job (lifecycle.c's); not saved. Abandoning
+ * them lets their answers be dropped as they come. */
+struct bb_calls {
+    void (*abandon)(struct bb_calls *calls);
+};
+
 struct stage_totals {
     uint64_t files, dirs, bytes, errors;
     double seconds;
@@ -66,10 +72,9 @@ struct bb_job {
     char *error;                  /* what failed, where (for the job's reason) */
     bool hurry;                   /* scancel --hurry: skip stage-out */
     bool released;                /* prolog_running was decremented */
-    /* Not saved: the driver steps a copy (busy) and puts it back; an end
-     * or a cancel that arrives meanwhile waits here until then. */
-    bool busy;
-    bool pending_end, pending_cancel, pending_hurry;
+    /* Not saved: the requests in flight (lifecycle.c), dropped when the
+     * record is freed. */
+    struct bb_calls *calls;
     /* Not saved either: a step whose calls failed for a reason that may
      * pass is tried again at retry_at (a restarted slurmctld starts the
      * count again). */
