@@ -36,6 +36,10 @@
 extern "C" {
 #endif
 
+/* Everything declared here is libadafs's API and exported; the library is
+ * built with hidden visibility, so nothing else is (agent/libadafs.sym). */
+#pragma GCC visibility push(default)
+
 /* Environment variables that carry an instance to a job's processes. */
 #define ADAFS_ENV_INSTANCE "ADAFS_INSTANCE" /* path of the instance file */
 #define ADAFS_ENV_MOUNT    "ADAFS_MOUNT"    /* the mount point prefix */
@@ -249,6 +253,8 @@ void adafs_rewinddir(adafs_dir *dir);
 long adafs_telldir(adafs_dir *dir);
 void adafs_seekdir(adafs_dir *dir, long pos);
 void adafs_closedir(adafs_dir *dir);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

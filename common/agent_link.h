@@ -30,6 +30,8 @@
 #ifndef ADAFS_AGENT_LINK_H
 #define ADAFS_AGENT_LINK_H
 
+#include "linknames.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -19,6 +19,8 @@
 #ifndef ADAFS_AGENT_PROTO_H
 #define ADAFS_AGENT_PROTO_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

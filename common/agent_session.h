@@ -49,6 +49,8 @@
 #ifndef ADAFS_AGENT_SESSION_H
 #define ADAFS_AGENT_SESSION_H
 
+#include "linknames.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -7,6 +7,8 @@
 #ifndef ADAFS_CONF_H
 #define ADAFS_CONF_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 
 struct conf_entry {

@@ -6,6 +6,8 @@
 #ifndef ADAFS_FILEIO_H
 #define ADAFS_FILEIO_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 
 /* Reads fd to its end, expecting about size bytes (fstat's st_size), into

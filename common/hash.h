@@ -7,6 +7,8 @@
 #ifndef ADAFS_HASH_H
 #define ADAFS_HASH_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

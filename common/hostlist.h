@@ -8,6 +8,8 @@
 #ifndef ADAFS_HOSTLIST_H
 #define ADAFS_HOSTLIST_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 
 /* An expansion never yields more names than this: a typo such as

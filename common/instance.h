@@ -13,6 +13,8 @@
 #ifndef ADAFS_INSTANCE_H
 #define ADAFS_INSTANCE_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -29,8 +29,9 @@ int log_open(const char *progname, enum log_level threshold, const char *path)
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
     if (fd < 0)
         return -errno;
-    /* Only a regular file is made private: a root daemon told to log to
-     * /dev/null (a fuzzer, a test) must not make it 0600 for everyone. */
+    /* A log an older version created 0644 is tightened; a device named
+     * instead of a file (/dev/null, a tty) is not ours to change: as root,
+     * fchmod made /dev/null 0600 for the whole machine. */
     struct stat st;
     if (fstat(fd, &st) < 0 || (S_ISREG(st.st_mode) && fchmod(fd, 0600) < 0)) {
         int e = errno;

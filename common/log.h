@@ -6,6 +6,8 @@
 #ifndef ADAFS_LOG_H
 #define ADAFS_LOG_H
 
+#include "linknames.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>

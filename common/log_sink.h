@@ -4,6 +4,8 @@
 #ifndef ADAFS_LOG_SINK_H
 #define ADAFS_LOG_SINK_H
 
+#include "linknames.h"
+
 /* The values of log.h's enum log_level. */
 #define LOG_SINK_ERROR 0
 #define LOG_SINK_WARN  1

@@ -11,6 +11,8 @@
 #ifndef ADAFS_NET_H
 #define ADAFS_NET_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>

@@ -8,6 +8,8 @@
 #ifndef ADAFS_PRIVDROP_H
 #define ADAFS_PRIVDROP_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 #include <sys/types.h>
 

@@ -15,6 +15,8 @@
 #ifndef ADAFS_RPC_H
 #define ADAFS_RPC_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -5,6 +5,8 @@
 #ifndef ADAFS_RPC_IO_H
 #define ADAFS_RPC_IO_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -4,6 +4,8 @@
 #ifndef ADAFS_SIZE_H
 #define ADAFS_SIZE_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 #include <stdint.h>
 

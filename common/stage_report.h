@@ -16,6 +16,8 @@
 #ifndef ADAFS_COMMON_STAGE_REPORT_H
 #define ADAFS_COMMON_STAGE_REPORT_H
 
+#include "linknames.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -5,6 +5,8 @@
 #ifndef ADAFS_STRBUF_H
 #define ADAFS_STRBUF_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 
 struct strbuf {

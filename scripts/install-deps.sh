@@ -10,7 +10,11 @@ PACKAGES="
   libjansson-dev librocksdb-dev libxxhash-dev libsodium-dev libibnetdisc-dev libibmad-dev libibumad-dev
   dpkg-dev devscripts lowdown man-db fio rsync python3 curl jq time procps psmisc
   util-linux e2fsprogs
+  openmpi-bin libopenmpi-dev libhwloc-plugins ibverbs-providers
 "
+# The last line is what compute nodes have beside us (Open MPI and what it
+# pulls in: hwloc's plugins, the verbs providers): sysmap, the interposer
+# and the sanitizer builds must be tested with them loaded, as in production.
 
 missing=""
 for p in $PACKAGES; do

@@ -60,6 +60,38 @@
 #include "placement.h"
 #include "predict.h"
 
+/* What slurmctld looks up, the only symbols this plugin exports: the
+ * plugin is built with hidden visibility, so a name we share with Slurm or
+ * slurmctld (hostlist_push once) binds inside the plugin to our own
+ * definition, never to theirs (burst_buffer_adafs.sym; the list is in
+ * Slurm's src/common/plugin.c and src/slurmctld/burst_buffer.c). */
+#pragma GCC visibility push(default)
+extern const char plugin_name[], plugin_type[];
+extern const uint32_t plugin_version;
+extern int init(void);
+extern int fini(void);
+extern uint64_t bb_p_get_system_size(void);
+extern int bb_p_load_state(bool init_config);
+extern char *bb_p_get_status(uint32_t argc, char **argv);
+extern int bb_p_reconfig(void);
+extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version);
+extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **err_msg);
+extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg);
+extern void bb_p_job_set_tres_cnt(job_record_t *job_ptr, uint64_t *tres_cnt, bool locked);
+extern time_t bb_p_job_get_est_start(job_record_t *job_ptr);
+extern int bb_p_job_try_stage_in(List job_queue);
+extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only);
+extern int bb_p_job_begin(job_record_t *job_ptr);
+extern int bb_p_job_revoke_alloc(job_record_t *job_ptr);
+extern int bb_p_job_start_stage_out(job_record_t *job_ptr);
+extern int bb_p_job_test_post_run(job_record_t *job_ptr);
+extern int bb_p_job_test_stage_out(job_record_t *job_ptr);
+extern int bb_p_job_cancel(job_record_t *job_ptr);
+extern int bb_p_run_script(char *func, uint32_t job_id, uint32_t argc, char **argv,
+                           char **resp_msg);
+extern char *bb_p_xlate_bb_2_tres_str(char *burst_buffer);
+#pragma GCC visibility pop
+
 const char plugin_name[] = "burst_buffer adafs plugin";
 const char plugin_type[] = "burst_buffer/adafs";
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;

@@ -213,10 +213,17 @@ cred=$(grep -ao 'MUNGE:[A-Za-z0-9+/=]*:' "$work/heard" | head -1)
 check "the squatter heard $(grep -ao 'MUNGE:' "$work/heard" | wc -l) hellos" -- test -n "$cred"
 out=$(as "$attacker" unmunge --socket "$munge_socket" <<<"$cred" 2>&1)
 check "none of which it can open ($(head -1 <<<"$out"))" -- bash -c "grep -qi 'unauthorized' <<<\"\$0\"" "$out"
-secret=$("$python" -c 'import json, sys
-jobs = json.load(open(sys.argv[1]))["jobs"]
-print("".join(j["secret"] for j in jobs if j["job_id"] == int(sys.argv[2])))' \
-    "$ADAFS_CLUSTER_DIR/state/adafs_state.json" "$id")
+# The job's saved record (bb_job.c: "ABJR", its id, then typed fields)
+# holds its secret as 64 hex digits.
+secret=$("$python" - "$ADAFS_CLUSTER_DIR/state/adafs_state" "$id" <<'PY'
+import re, struct, sys
+data = open(sys.argv[1], 'rb').read()
+at = data.find(b'ABJR' + struct.pack('<I', int(sys.argv[2])))
+end = data.find(b'ABJR', at + 4)
+m = re.search(rb'[0-9a-f]{64}', data[at:end if end > 0 else len(data)]) if at >= 0 else None
+print(m.group(0).decode() if m else '')
+PY
+)
 check "the job's secret is nowhere in what it heard" -- \
     bash -c "[ -n '$secret' ] && ! grep -qF '$secret' $work/heard"
 check "no instance file was written for the job" -- test ! -e "$ADAFS_CLUSTER_DIR/mnt/.job.$id.instance"

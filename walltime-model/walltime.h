@@ -41,6 +41,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Everything declared here is libadafs_walltime's API and exported; the
+ * library is built with hidden visibility, so nothing else is
+ * (walltime-model/libadafs_walltime.sym). */
+#pragma GCC visibility push(default)
+
 /* One job. Fields not known are -1 (numbers) or 0 (string keys). */
 struct walltime_job {
     int64_t job_id;
@@ -173,5 +178,7 @@ int walltime_trace_read(const char *path, enum walltime_format format,
                         FILE *report, struct walltime_trace *trace,
                         char *err, size_t errlen);
 void walltime_trace_free(struct walltime_trace *trace);
+
+#pragma GCC visibility pop
 
 #endif

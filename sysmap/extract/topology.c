@@ -6,6 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* hwloc's Linux backend finds PCI devices, disks, network interfaces and
+ * HCAs, and their NUMA nodes, in sysfs: all the extractors use. The plugins
+ * compute nodes often have (libhwloc-plugins) would add device names from
+ * libpciaccess, which keeps a pci.ids cache it never frees (LeakSanitizer
+ * reports it once hwloc unloads the plugin), and GPU objects whose
+ * discovery initialises vendor runtimes (CUDA, OpenCL) in a cron job. A
+ * name this hwloc does not know is refused, which is fine. */
+static const char *const unused_components[] = {
+    "pci", "opencl", "gl", "cuda", "nvml", "rsmi", "levelzero",
+};
+
 int topo_load(const struct source *src, int io, const char *who, hwloc_topology_t *out,
               char *err, size_t errlen)
 {
@@ -20,8 +31,12 @@ int topo_load(const struct source *src, int io, const char *who, hwloc_topology_
         snprintf(err, errlen, "%s: hwloc_topology_init: %s", who, strerror(errno));
         return -errno;
     }
-    if (io)
+    if (io) {
         hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+        for (size_t i = 0; i < sizeof(unused_components) / sizeof(unused_components[0]); i++)
+            (void)hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                                unused_components[i]);
+    }
     if (xml_path && hwloc_topology_set_xml(topo, xml_path) < 0) {
         int e = errno;
         snprintf(err, errlen, "%s: cannot use hwloc XML topology %s: %s", who, xml_path,

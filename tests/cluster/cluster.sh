@@ -9,6 +9,8 @@
 #   cluster.sh start-agents      start the agents that are not running
 #   cluster.sh status            print what runs
 #   cluster.sh env               print the environment lines clients need
+#   cluster.sh check-access      fail, saying why, if the Slurm user or the test
+#                                user cannot read the build (start checks it too)
 #
 # Everything lives under $ADAFS_CLUSTER_DIR (default /var/tmp/adafs-cluster):
 # its own slurm.conf, state, spool, logs and munge key. The system's
@@ -59,6 +61,69 @@ slurm_user() { id -u slurm >/dev/null 2>&1 && echo slurm || echo root; }
 pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
 pid_of() { [ -f "$1" ] && cat "$1" 2>/dev/null || true; }
 
+# --- daemons that died --------------------------------------------------
+# Each daemon is known by its pid file and log. A wait for the cluster stops
+# as soon as one it waits for is gone, and says what its log said last.
+declare -A log_mark=()   # log file -> its size before this start
+
+mark_log() { log_mark[$1]=$(stat -c %s "$1" 2>/dev/null || echo 0); }
+
+# last_errors LOG: the error lines this start added to LOG (else its last
+# new lines).
+last_errors() {
+    local f=$1 new
+    [ -r "$f" ] || { echo "  (no log at $f)"; return 0; }
+    new=$(tail -c +"$(( ${log_mark[$f]:-0} + 1 ))" "$f")
+    [ -n "$new" ] || { echo "  (nothing new in $f since this start)"; return 0; }
+    local errors; errors=$(grep -iE 'error|fatal|fail|denied|cannot|unable' <<<"$new" | tail -n 5 || true)
+    [ -n "$errors" ] || errors=$(tail -n 5 <<<"$new")
+    sed 's/^/  /' <<<"$errors"
+}
+
+died() {  # died WHAT LOG [HOW]: stop, showing the daemon's last errors
+    echo "cluster.sh: $1 ${3:-is not running}; last errors in $2:" >&2
+    last_errors "$2" >&2
+    exit 1
+}
+
+# The daemons the cluster runs: "NAME PIDFILE LOG" lines.
+daemons() {
+    echo "munged $munge_dir/munged.pid $munge_dir/munged.log"
+    for i in $(seq "$nodes"); do echo "adafs-agentd_n$i $base/run/agent.n$i.pid $base/log/agent.n$i.log"; done
+    echo "slurmctld $base/run/slurmctld.pid $base/log/slurmctld.log"
+    for i in $(seq "$nodes"); do echo "slurmd_n$i $base/run/slurmd.n$i.pid $base/log/slurmd.n$i.log"; done
+}
+
+# check_alive [NAME-PATTERN]: every started daemon (matching) still runs.
+check_alive() {
+    local name file logf pid
+    while read -r name file logf; do
+        # shellcheck disable=SC2053
+        [[ $name == ${1:-*} ]] || continue
+        pid=$(pid_of "$file")
+        [ -n "$pid" ] || continue   # not started (yet): await_pid covers that
+        pid_alive "$pid" || died "${name/_/ } (pid $pid)" "$logf" "died"
+    done < <(daemons)
+}
+
+# child_running PID: our child PID has not exited (an exited child that
+# was not waited for is a zombie, which kill -0 still finds).
+child_running() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $st != Z* ]]; }
+
+# await_pid NAME PIDFILE LOG [CHILD]: a daemon writes its pid file within
+# seconds, or it died starting; CHILD is its pid when we started it in the
+# foreground, so its death is seen before it writes the pid file.
+await_pid() {
+    for _ in $(seq 100); do
+        pid_alive "$(pid_of "$2")" && return 0
+        if [ -n "${4:-}" ] && ! child_running "$4"; then
+            died "$1" "$3" "exited while starting"
+        fi
+        sleep 0.1
+    done
+    died "$1" "$3" "did not start (no live pid in $2 after 10 s)"
+}
+
 # adafs programs: from the build tree when given, else installed.
 program() {  # program DIR NAME (installed: daemons root starts in sbin, adafsd in bin)
     if [ -n "$build" ]; then echo "$build/$1/$2"
@@ -78,6 +143,47 @@ plugin_dir() {
         dirs="$libdir/slurm-wlm:$dirs"
     fi
     echo "$dirs"
+}
+
+# unreachable USER PATH: why USER cannot read PATH (the first directory on
+# the way it cannot enter, with mode and owner), or nothing. A PATH not
+# built yet is judged by the directories that exist on its way.
+unreachable() {
+    local user=$1 path=$2
+    runuser -u "$user" -- test -r "$path" && return 0
+    local d="" part IFS=/
+    for part in ${path#/}; do
+        d=$d/$part
+        [ -d "$d" ] || break
+        if ! runuser -u "$user" -- test -x "$d"; then
+            echo "$d is mode $(stat -c %a "$d") owner $(stat -c %U "$d")"
+            return 0
+        fi
+    done
+    [ -e "$path" ] && echo "$path is mode $(stat -c %a "$path") owner $(stat -c %U "$path")"
+    return 0
+}
+
+# slurmctld (the Slurm user) loads the plugin from the build; servers, the
+# stager and the interposer run as the job's user. A build in a private
+# directory (mktemp -d makes 0700) would let slurmctld die at start and
+# every job fail: refuse at once, saying which directory.
+check_access() {
+    [ -n "$build" ] || return 0
+    local su; su=$(slurm_user)
+    local user path why
+    while read -r user path; do
+        [ -n "$path" ] || continue
+        why=$(unreachable "$user" "$path")
+        [ -z "$why" ] && continue
+        die "user $user cannot read $path: $why. The cluster's daemons and jobs run from the build tree $build: build it in a directory every user can enter (chmod o+x the directory, or configure in another directory, e.g. ADAFS_BUILD=/var/tmp/adafs-build for scripts/check)"
+    done <<LIST
+$su $build/slurm-plugin/.libs/burst_buffer_adafs.so
+$su $(readlink -f "$build/walltime-model/.libs/libadafs_walltime.so" || true)
+$test_user $(preload_lib)
+$test_user $(program agent adafsd)
+$test_user $(stage_program)
+LIST
 }
 
 ensure_test_user() {
@@ -207,30 +313,56 @@ start_munge() {
         chown munge:munge "$munge_dir/munge.key"
         chmod 400 "$munge_dir/munge.key"
     fi
+    mark_log "$munge_dir/munged.log"
     runuser -u munge -- /usr/sbin/munged --socket="$munge_dir/munge.socket.2" \
         --key-file="$munge_dir/munge.key" --pid-file="$munge_dir/munged.pid" \
         --log-file="$munge_dir/munged.log" --seed-file="$munge_dir/munged.seed" ||
-        die "munged failed to start, see $munge_dir/munged.log"
+        died munged "$munge_dir/munged.log" "failed to start"
+    await_pid munged "$munge_dir/munged.pid" "$munge_dir/munged.log"
     for _ in $(seq 50); do
         munge_answers && return 0
+        check_alive munged
         sleep 0.1
     done
-    die "munged does not answer on $munge_dir/munge.socket.2"
+    died munged "$munge_dir/munged.log" "does not answer on $munge_dir/munge.socket.2"
+}
+
+# slurmctld answers, or it died (it loads the plugin after writing its pid).
+await_ctld() {
+    local f=$base/log/slurmctld.log
+    await_pid slurmctld "$base/run/slurmctld.pid" "$f"
+    for _ in $(seq 60); do
+        SLURM_CONF=$conf timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP' && return 0
+        check_alive slurmctld
+        sleep 0.5
+    done
+    died slurmctld "$f" "does not answer scontrol ping after 30 s"
 }
 
 start_ctld() {
     local pid; pid=$(pid_of "$base/run/slurmctld.pid")
     if pid_alive "$pid"; then return 0; fi
     rm -f "$base/run/slurmctld.pid"
-    SLURM_CONF=$conf /usr/sbin/slurmctld ${1:-} || die "slurmctld failed, see $base/log/slurmctld.log"
+    mark_log "$base/log/slurmctld.log"
+    SLURM_CONF=$conf /usr/sbin/slurmctld ${1:-} || died slurmctld "$base/log/slurmctld.log" "failed to start"
+    await_ctld
 }
 
+# slurmd runs in the foreground (-D) as our child, in its own session with
+# no terminal or pipe of ours: a slurmd that cannot bind its port exits
+# before writing its pid file, and we see it at once.
 start_slurmds() {
+    local -A child=()
     for i in $(seq "$nodes"); do
         local pid; pid=$(pid_of "$base/run/slurmd.n$i.pid")
         pid_alive "$pid" && continue
         mkdir -p "$base/spool/n$i"
-        SLURM_CONF=$conf /usr/sbin/slurmd -N "n$i" || die "slurmd n$i failed, see $base/log/slurmd.n$i.log"
+        mark_log "$base/log/slurmd.n$i.log"
+        (cd / && SLURM_CONF=$conf exec setsid /usr/sbin/slurmd -D -N "n$i" </dev/null >/dev/null 2>&1) &
+        child[$i]=$!
+    done
+    for i in $(seq "$nodes"); do
+        await_pid "slurmd n$i" "$base/run/slurmd.n$i.pid" "$base/log/slurmd.n$i.log" "${child[$i]:-}"
     done
 }
 
@@ -244,6 +376,7 @@ start_agents() {
     for i in $(seq "$nodes"); do
         local pid; pid=$(pid_of "$base/run/agent.n$i.pid")
         pid_alive "$pid" && continue
+        mark_log "$base/log/agent.n$i.log"
         "$(program agent adafs-agentd)" --node "n$i" \
             --listen "127.0.0.1:$((slurmd_port + i - 1 + agent_offset))" \
             --socket "$base/run/agent.n$i.sock" --storage-root "$base/storage" \
@@ -252,38 +385,63 @@ start_agents() {
             --slurm-user "$su" --munge-socket "$munge_dir/munge.socket.2" \
             --log "$base/log/agent.n$i.log" --log-dir "$base/adafs-log" \
             --pidfile "$base/run/agent.n$i.pid" ||
-            die "adafs-agentd n$i failed, see $base/log/agent.n$i.log"
+            died "adafs-agentd n$i" "$base/log/agent.n$i.log" "failed to start"
     done
     for i in $(seq "$nodes"); do
-        for _ in $(seq 50); do [ -S "$base/run/agent.n$i.sock" ] && break; sleep 0.1; done
-        [ -S "$base/run/agent.n$i.sock" ] || die "agent n$i did not come up, see $base/log/agent.n$i.log"
+        await_pid "adafs-agentd n$i" "$base/run/agent.n$i.pid" "$base/log/agent.n$i.log"
+        for _ in $(seq 50); do
+            [ -S "$base/run/agent.n$i.sock" ] && break
+            check_alive "adafs-agentd_n$i"
+            sleep 0.1
+        done
+        [ -S "$base/run/agent.n$i.sock" ] ||
+            died "adafs-agentd n$i" "$base/log/agent.n$i.log" "did not open $base/run/agent.n$i.sock in 5 s"
     done
 }
 
+# Every node idle within 60 s, or stop at once when a daemon is gone.
 wait_idle() {
-    local want=$nodes
-    for _ in $(seq 120); do
+    local want=$nodes deadline=$((SECONDS + 60))
+    while [ $SECONDS -lt $deadline ]; do
+        check_alive
         local idle
-        idle=$(SLURM_CONF=$conf sinfo -h -N -o '%t' 2>/dev/null | grep -c '^idle' || true)
+        idle=$(SLURM_CONF=$conf timeout 5 sinfo -h -N -o '%t' 2>/dev/null | grep -c '^idle' || true)
         [ "$idle" = "$want" ] && return 0
         sleep 0.5
     done
-    SLURM_CONF=$conf sinfo -N >&2 || true
+    SLURM_CONF=$conf timeout 5 sinfo -N >&2 || true
     die "nodes not idle after 60 s; see $base/log/"
 }
 
+# stop_pidfile FILE NAME [FILE NAME]...: SIGTERM to each daemon at once,
+# then wait for all (10 s, then SIGKILL). In parallel: each takes ~2 s.
 stop_pidfile() {
-    local file=$1 name=$2 pid
-    pid=$(pid_of "$file")
-    if ! pid_alive "$pid"; then rm -f "$file"; return 0; fi
-    kill -TERM "$pid" 2>/dev/null || true
+    local -a files=() names=() pids=()
+    local pid
+    while [ $# -ge 2 ]; do
+        pid=$(pid_of "$1")
+        if pid_alive "$pid"; then
+            kill -TERM "$pid" 2>/dev/null || true
+            files+=("$1"); names+=("$2"); pids+=("$pid")
+        else
+            rm -f "$1"
+        fi
+        shift 2
+    done
+    local i left
     for _ in $(seq 100); do
-        pid_alive "$pid" || { rm -f "$file"; return 0; }
+        left=0
+        for i in "${!pids[@]}"; do pid_alive "${pids[$i]}" && left=1; done
+        [ $left = 0 ] && break
         sleep 0.1
     done
-    log "$name (pid $pid) ignored SIGTERM for 10 s; killing"
-    kill -KILL "$pid" 2>/dev/null || true
-    rm -f "$file"
+    for i in "${!pids[@]}"; do
+        if pid_alive "${pids[$i]}"; then
+            log "${names[$i]} (pid ${pids[$i]}) ignored SIGTERM for 10 s; killing"
+            kill -KILL "${pids[$i]}" 2>/dev/null || true
+        fi
+        rm -f "${files[$i]}"
+    done
 }
 
 cmd_start() {
@@ -291,6 +449,7 @@ cmd_start() {
     [ "${1:-}" = --clean ] && clean=1
     command -v slurmctld >/dev/null || die "slurmctld not installed: run scripts/install-deps.sh"
     ensure_test_user
+    check_access
     if [ -f "$conf" ]; then cmd_stop; fi
     # --clean: also the stand-in parallel file system and job outputs, so
     # a test never sees an earlier run's files.
@@ -307,10 +466,14 @@ cmd_start() {
 }
 
 cmd_stop() {
-    for i in $(seq "$nodes"); do stop_pidfile "$base/run/slurmd.n$i.pid" "slurmd n$i"; done
+    local -a args=()
+    for i in $(seq "$nodes"); do args+=("$base/run/slurmd.n$i.pid" "slurmd n$i"); done
+    stop_pidfile "${args[@]}"
     stop_pidfile "$base/run/slurmctld.pid" slurmctld
     # Agents stop their servers and wipe their data on SIGTERM.
-    for i in $(seq "$nodes"); do stop_pidfile "$base/run/agent.n$i.pid" "adafs-agentd n$i"; done
+    args=()
+    for i in $(seq "$nodes"); do args+=("$base/run/agent.n$i.pid" "adafs-agentd n$i"); done
+    stop_pidfile "${args[@]}"
     stop_pidfile "$munge_dir/munged.pid" munged
 }
 
@@ -333,6 +496,7 @@ case "${1:-}" in
     stop-agent) stop_pidfile "$base/run/agent.n${2:?node number}.pid" "adafs-agentd n$2" ;;
     start-agents) start_agents ;;   # those not running
     status) cmd_status ;;
+    check-access) ensure_test_user; check_access ;;
     env) cat "$base/env" ;;
-    *) echo "usage: $0 start [--clean] | stop | restart-ctld | status | env" >&2; exit 2 ;;
+    *) echo "usage: $0 start [--clean] | stop | restart-ctld | status | env | check-access" >&2; exit 2 ;;
 esac
