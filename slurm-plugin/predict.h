@@ -3,9 +3,11 @@
  * Loaded from AdafsWalltimeModel at start. Every submitted job gets a median
  * and a conservative run-time estimate (walltime-model/walltime.h), kept in
  * a table so `scontrol show bbstat JOBID` can show them; finished jobs teach
- * the model, which is retrained and saved from the plugin's driver thread,
- * never from the submit path. Thread-safe: predictions share a read lock,
- * learning takes the write lock. */
+ * the model, which is retrained and saved from the plugin's walltime thread,
+ * never from the submit path. Thread-safe: predictions share a read lock;
+ * training (seconds) works on a second copy of the model under a lock of
+ * its own, and the trained copy is swapped in under the write lock, so a
+ * submit never waits for a training. */
 #ifndef ADAFS_PREDICT_H
 #define ADAFS_PREDICT_H
 
@@ -31,9 +33,12 @@ bool predict_lookup(uint32_t job_id, struct walltime_prediction *out);
 /* A job has finished: the model learns from it. */
 void predict_observe(const struct walltime_job *job);
 
-/* Retrains when enough new jobs were observed and saves the model file
- * (force: save now even without retraining, as at shutdown). For the
- * driver thread. */
+/* Retrains when enough new jobs were observed (off the lock predictions
+ * take), saves the model file and swaps the trained model in (force: save
+ * now even without retraining, as at shutdown). For one thread. */
 void predict_maintain(bool force);
+
+/* How many trained models were swapped in (tests, bbstat). */
+long predict_swaps(void);
 
 #endif
