@@ -131,8 +131,14 @@ static void held(const char *where, uint64_t since)
 {
     uint64_t us = clock_us() - since;
     pthread_mutex_lock(&held_lock);
+    uint64_t before = held_stats.max_us;
     driver_lock_note(&held_stats, where, us);
     pthread_mutex_unlock(&held_lock);
+    /* Each new longest hold is logged (a few lines a run): the longest
+     * over a slurmctld's life survives its kill -9, unlike bbstat's. */
+    if (us > before)
+        verbose("%s: slurmctld's job lock held %"PRIu64" us in %s, the longest yet",
+                plugin_type, us, where);
 }
 
 /* The shared modules log through Slurm's log. */
