@@ -191,6 +191,11 @@ int driver_pass(struct bb_driver *d)
         add_outcome(&out, j, events, before, released_before, seq);
         /* A newer instance of the job may have waited for this one. */
         again |= (events & LC_FINISHED) && j->superseded;
+        /* A step that moved on without sending anything (a phase with
+         * nothing to do, as a stage-out without lines) is followed at
+         * once, not at the next tick; one waiting for a retry is not. */
+        again |= (events & LC_CHANGED || j->phase != before) && !lifecycle_waiting(j) &&
+                 needs_work(d, j) && !(j->retry_at && env.now < j->retry_at);
         unlock_driver(d, t, "driver: step");
     }
     free(keys);

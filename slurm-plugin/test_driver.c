@@ -185,6 +185,27 @@ static void test_superseded(struct bb_driver *d)
     tap_ok(!old_told, "the older instance never acts on the job");
 }
 
+static void test_no_tick(struct bb_driver *d)
+{
+    /* Job 2 runs and has no stage_out line: its end goes through
+     * stage-out to teardown and complete as its agents answer, never
+     * waiting for the driver's once-a-second look. */
+    int64_t start = fake_now_ms();
+    pthread_mutex_lock(&d->lock);
+    struct bb_job *j = bb_job_find(d->jobs, 2);
+    bool running = j && j->phase == PHASE_RUNNING;
+    if (running) {
+        lifecycle_job_ended(j, false);
+        driver_save(d, j);
+    }
+    pthread_mutex_unlock(&d->lock);
+    driver_wake(d);
+    bool done = running && wait_phase(2, PHASE_COMPLETE, 3000);
+    tap_ok(done && when(2, PHASE_COMPLETE, start) < 500,
+           "a job without stage_out lines is torn down as soon as its agents answer (%lld ms)",
+           (long long)when(2, PHASE_COMPLETE, start));
+}
+
 static void test_kept(struct bb_driver *d)
 {
     struct bb_job *done = job_of(7, 11, 1);
@@ -243,6 +264,7 @@ int main(void)
     usleep(50000);
     tap_is_int(firsts, 1, "its first pass settles saved instances before any step");
     test_independent(&d);
+    test_no_tick(&d);
     test_superseded(&d);
     driver_stop(&d);
     test_kept(&d);
