@@ -139,8 +139,13 @@ static uint64_t lock_driver(struct bb_driver *d)
 
 static void unlock_driver(struct bb_driver *d, uint64_t since, const char *where)
 {
-    driver_lock_note(&d->held, where, now_us() - since);
+    uint64_t us = now_us() - since, before = d->held.max_us;
+    driver_lock_note(&d->held, where, us);
     pthread_mutex_unlock(&d->lock);
+    /* slurmctld's threads may wait for this lock under its job lock. */
+    if (us > before && us >= 1000)
+        log_debug("the driver held its lock %llu us in %s, the longest yet",
+                  (unsigned long long)us, where);
 }
 
 int driver_pass(struct bb_driver *d)
