@@ -29,3 +29,18 @@ int fileio_read_all(int fd, size_t size, char **out, size_t *len)
         *len = got;
     return 0;
 }
+
+int fileio_write_all(int fd, const void *buf, size_t len)
+{
+    const unsigned char *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}

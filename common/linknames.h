@@ -84,6 +84,7 @@
 #pragma redefine_extname conf_parse adafs_conf_parse
 /* fileio.h */
 #pragma redefine_extname fileio_read_all adafs_fileio_read_all
+#pragma redefine_extname fileio_write_all adafs_fileio_write_all
 /* hash.h */
 #pragma redefine_extname hash_bytes adafs_hash_bytes
 #pragma redefine_extname hash_place_chunk adafs_hash_place_chunk

@@ -395,22 +395,6 @@ check:
     return j;
 }
 
-/* Writes all of buf; 0 or -errno. */
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 static void put_frame(struct rpc_writer *w, uint32_t job_id, uint64_t key, size_t at)
 {
     size_t len = w->len - at - FRAME_V3;
@@ -488,7 +472,7 @@ int bb_job_write_file(const char *path, const void *data, size_t len)
     if (rc == 0 && fd < 0)
         rc = -errno;
     if (rc == 0)
-        rc = write_all(fd, data, len);
+        rc = fileio_write_all(fd, data, len);
     if (rc == 0 && fsync(fd) < 0)
         rc = -errno;
     if (fd >= 0 && close(fd) < 0 && rc == 0)

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "rpc.h"
 
 #define COMPACT_SLACK (1u << 20)
@@ -86,21 +87,6 @@ static void table_set(struct bb_store *s, uint64_t key, struct blob *b)
         s->buckets = grown;
         s->nbuckets = nb;
     }
-}
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }
 
 static struct blob *blob_of(const struct rpc_writer *w, uint64_t key, uint32_t job_id)
@@ -192,7 +178,7 @@ struct bb_store *bb_store_open(const char *path, const struct bb_job *jobs, char
 static int64_t append_locked(struct bb_store *s, const struct rpc_writer *w, uint64_t key,
                              struct blob *b)
 {
-    int rc = s->broken ? -EIO : write_all(s->fd, w->data, w->len);
+    int rc = s->broken ? -EIO : fileio_write_all(s->fd, w->data, w->len);
     int64_t seq = ++s->seq;
     if (b)
         b->seq = seq;
@@ -264,9 +250,9 @@ static int compact_locked(struct bb_store *s)
     bb_job_file_header(header);
     uint64_t bytes = sizeof(header);
     if (rc == 0)
-        rc = write_all(fd, header, sizeof(header));
+        rc = fileio_write_all(fd, header, sizeof(header));
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        rc = write_all(fd, snap[i]->data, snap[i]->len);
+        rc = fileio_write_all(fd, snap[i]->data, snap[i]->len);
         bytes += snap[i]->len;
     }
     if (rc == 0 && fsync(fd) < 0)
@@ -278,7 +264,7 @@ static int compact_locked(struct bb_store *s)
     for (size_t i = 0; rc == 0 && i < s->nbuckets; i++)
         for (struct blob *b = s->buckets[i]; rc == 0 && b; b = b->hnext)
             if (b->seq > upto) {
-                rc = write_all(fd, b->data, b->len);
+                rc = fileio_write_all(fd, b->data, b->len);
                 bytes += b->len;
             }
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -289,7 +275,7 @@ static int compact_locked(struct bb_store *s)
             struct rpc_writer w;
             rpc_writer_init(&w, NULL, 0);
             bb_job_frame_gone(&w, snap[i]->job_id, snap[i]->key);
-            rc = rpc_writer_ok(&w) ? write_all(fd, w.data, w.len) : -ENOMEM;
+            rc = rpc_writer_ok(&w) ? fileio_write_all(fd, w.data, w.len) : -ENOMEM;
             bytes += w.len;
             rpc_writer_free(&w);
         }
