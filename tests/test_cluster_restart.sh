@@ -88,10 +88,7 @@ ran_whole "$id" "kill -9 at phase ${phase:-?}"
 # 3. kill -9 with the first line in flight, down for a few seconds.
 id=$(submit staging.sh)
 check "kill -9 in flight: reaches staging_in" -- wait_phase "$id" staging_in 60
-# slurmctld saves its job table at most every 5 s (SAVE_MAX_WAIT): a job
-# it has not saved is lost with it (its state, not adafs's). The deploy
-# takes well under a second now, so staging_in alone does not say it was.
-sleep 6
+sleep 3
 "$cluster" kill-ctld
 sleep 4
 check "kill -9 in flight: slurmctld starts again" -- start_ctld
@@ -172,7 +169,7 @@ check "damage: two jobs run" -- \
     bash -c "for _ in \$(seq 240); do [ \"\$(squeue -h -j $r1,$r2 -o %t | sort -u)\" = R ] && exit 0; sleep 0.5; done; exit 1"
 s1=$(submit staging.sh)
 check "damage: a third stages in" -- wait_phase "$s1" staging_in 60
-sleep 6   # slurmctld saves its job table at most every 5 s (SAVE_MAX_WAIT): now with s1 CONFIGURING
+sleep 3   # slurmctld saves its job table every few seconds: now with s1 CONFIGURING
 "$cluster" kill-ctld
 damage() {  # damage JOBID: flips a byte inside the job's last saved record
     # The file is a journal (slurm-plugin/bb_store.h): a later record of a
