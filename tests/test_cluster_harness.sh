@@ -48,7 +48,7 @@ start_fails "slurmd n3 cannot bind its port" "slurmd n3 exited" "Address already
 release
 
 hold "$(agent_port_of 2)"
-start_fails "agent n2 cannot listen" "adafs-agentd n2" "cannot listen on 127.0.0.1:$(agent_port_of 2)"
+start_fails "agent n2 cannot listen" "adafs-agentd n2" "127.0.0.1:$(agent_port_of 2): port $(agent_port_of 2) is held by another process"
 release
 
 # A build only root can enter (a clone in mktemp -d, mode 0700).

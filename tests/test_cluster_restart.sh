@@ -41,6 +41,21 @@ JOB
 
 ctld_log_since() { tail -c +"$(($1 + 1))" "$log"; }
 log_size() { stat -c %s "$log"; }
+# Slurm saves its job table a few seconds after a change (longer under
+# load); a kill -9 before that loses what happened since (Slurm's own state,
+# not adafs's). mark_save takes a reference; saved_since waits until the job
+# table was written after it.
+mark_save() { touch "$ADAFS_CLUSTER_DIR/save.ref"; }
+saved_since() {
+    for _ in $(seq 600); do
+        [ "$ADAFS_CLUSTER_DIR/state/job_state" -nt "$ADAFS_CLUSTER_DIR/save.ref" ] && return 0
+        sleep 0.1
+    done
+    diag "slurmctld did not save its job table within 60 s"; return 1
+}
+# save_now: makes slurmctld save its job table now (an update schedules a
+# save) and waits until it did.
+save_now() { mark_save; scontrol update JobId="$by" Comment="save $SECONDS" && saved_since; }
 start_ctld() { "$cluster" start-ctld && for _ in $(seq 60); do scontrol ping >/dev/null 2>&1 && return 0; sleep 0.5; done; return 1; }
 
 # The job ran with all of its input, completed, and staged its verdict out.
@@ -88,7 +103,7 @@ ran_whole "$id" "kill -9 at phase ${phase:-?}"
 # 3. kill -9 with the first line in flight, down for a few seconds.
 id=$(submit staging.sh)
 check "kill -9 in flight: reaches staging_in" -- wait_phase "$id" staging_in 60
-sleep 3
+save_now
 "$cluster" kill-ctld
 sleep 4
 check "kill -9 in flight: slurmctld starts again" -- start_ctld
@@ -166,10 +181,12 @@ rm -f "$pfs/r/stop"
 r1=$(submit bystander.sh)
 r2=$(submit bystander.sh)
 check "damage: two jobs run" -- \
-    bash -c "for _ in \$(seq 240); do [ \"\$(squeue -h -j $r1,$r2 -o %t | sort -u)\" = R ] && exit 0; sleep 0.5; done; exit 1"
+    bash -c "for _ in \$(seq 240); do [ \"\$(squeue -h -j $r1,$r2 -o %t | sort -u)\" = R ] &&
+                   grep -q 'JobId=$r1 staged in, releasing' $log && grep -q 'JobId=$r2 staged in, releasing' $log && exit 0
+               sleep 0.5; done; exit 1"
 s1=$(submit staging.sh)
 check "damage: a third stages in" -- wait_phase "$s1" staging_in 60
-sleep 3   # slurmctld saves its job table every few seconds: now with s1 CONFIGURING
+save_now   # with r1 and r2 running (released), s1 configuring
 "$cluster" kill-ctld
 damage() {  # damage JOBID: flips a byte inside the job's last saved record
     # The file is a journal (slurm-plugin/bb_store.h): a later record of a
