@@ -142,9 +142,10 @@ static void unlock_driver(struct bb_driver *d, uint64_t since, const char *where
     uint64_t us = now_us() - since, before = d->held.max_us;
     driver_lock_note(&d->held, where, us);
     pthread_mutex_unlock(&d->lock);
-    /* slurmctld's threads may wait for this lock under its job lock. */
+    /* slurmctld's threads may wait for this lock under its job lock: a
+     * few lines a run, at info level (the plugin logs no debug). */
     if (us > before && us >= 1000)
-        log_debug("the driver held its lock %llu us in %s, the longest yet",
+        log_info("the driver held its lock %llu us in %s, the longest yet",
                   (unsigned long long)us, where);
 }
 
