@@ -89,6 +89,11 @@ struct lc_set {
     size_t shared_len;
     bool *finished;
     int64_t *sent_ms;              /* when each was last sent */
+    /* The nodes' names and agents' hosts, copied: the transport reads them
+     * until each call is done, and an abandoned set outlives its record.
+     * name_of[2i], name_of[2i+1]: node i's name and agent host. */
+    char *names;
+    const char **name_of;
     int hold_ms;
     size_t outstanding;            /* answers still to come */
     bool abandoned;
@@ -111,6 +116,8 @@ static void set_free(struct lc_set *s)
     free(s->shared);
     free(s->finished);
     free(s->sent_ms);
+    free(s->names);
+    free(s->name_of);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -205,29 +212,48 @@ static void set_answered(struct agent_call *c)
         ready(ready_arg);
 }
 
+static const char *or_empty(const char *s)
+{
+    return s ? s : "";
+}
+
 static struct lc_set *set_new(struct bb_job *j, enum set_kind kind, const struct lc_env *env)
 {
     struct lc_set *s = calloc(1, sizeof(*s));
-    size_t n = j->nnodes ? j->nnodes : 1;
+    size_t n = j->nnodes ? j->nnodes : 1, names = 0;
+    for (size_t i = 0; i < j->nnodes; i++)
+        names += strlen(or_empty(j->nodes[i].name)) + strlen(or_empty(j->nodes[i].agent_host)) + 2;
     if (s) {
         s->call = calloc(n, sizeof(*s->call));
         s->node = calloc(n, sizeof(*s->node));
         s->body = calloc(n, sizeof(*s->body));
         s->finished = calloc(n, sizeof(*s->finished));
         s->sent_ms = calloc(n, sizeof(*s->sent_ms));
+        s->names = malloc(names ? names : 1);
+        s->name_of = calloc(2 * n, sizeof(*s->name_of));
     }
-    if (!s || !s->call || !s->node || !s->body || !s->finished || !s->sent_ms) {
+    if (!s || !s->call || !s->node || !s->body || !s->finished || !s->sent_ms || !s->names ||
+        !s->name_of) {
         if (s) {
             free(s->call);
             free(s->node);
             free(s->body);
             free(s->finished);
             free(s->sent_ms);
+            free(s->names);
+            free(s->name_of);
         }
         free(s);
         bb_job_set_error(j, FAIL_TRANSIENT, "out of memory preparing requests to %zu nodes",
                          j->nnodes);
         return NULL;
+    }
+    char *at = s->names;
+    for (size_t i = 0; i < j->nnodes; i++) {
+        s->name_of[2 * i] = at;
+        at = stpcpy(at, or_empty(j->nodes[i].name)) + 1;
+        s->name_of[2 * i + 1] = at;
+        at = stpcpy(at, or_empty(j->nodes[i].agent_host)) + 1;
     }
     pthread_mutex_init(&s->lock, NULL);
     s->base.abandon = set_abandon;
@@ -246,7 +272,7 @@ static struct rpc_writer *set_add(struct lc_set *s, struct bb_job *j, size_t i, 
     size_t k = s->n++;
     s->node[k] = i;
     rpc_writer_init(&s->body[k], NULL, 0);
-    s->call[k] = (struct agent_call){ .node = n->name, .host = n->agent_host,
+    s->call[k] = (struct agent_call){ .node = s->name_of[2 * i], .host = s->name_of[2 * i + 1],
                                       .port = n->agent_port, .op = op };
     return &s->body[k];
 }
