@@ -2,7 +2,7 @@
  *
  *   adafs-ctl start --servers N --base DIR [--port-base P] [--chunk-size 512K]
  *                   [--quota SIZE] [--timeout-ms MS] [--mount PREFIX]
- *                   [--adafsd PATH] [--log-level LEVEL]
+ *                   [--adafsd PATH] [--log-level LEVEL] [--max-clients N]
  *   adafs-ctl stop --base DIR
  *   adafs-ctl status --base DIR
  *
@@ -11,7 +11,8 @@
  * parallel test runs never collide), waits until all are ready, writes
  * DIR/instance and prints its path. Under DIR: secret, servers (index pid
  * port), root.I (server roots), server.I.log. stop ends them (SIGTERM; they
- * wipe their roots) and removes what start wrote except the logs. */
+ * wipe their roots) and removes what start wrote except the logs. status
+ * authenticates to every server (handshake.h) and pings it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -28,10 +29,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "handshake.h"
 #include "instance.h"
 #include "net.h"
 #include "proto.h"
 #include "rpc.h"
+#include "rpc_io.h"
 #include "size.h"
 
 #define START_TIMEOUT_MS 10000
@@ -42,14 +45,14 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: adafs-ctl start --servers N --base DIR [--port-base P] [--chunk-size SIZE]\n"
             "                       [--quota SIZE] [--timeout-ms MS] [--mount PREFIX]\n"
-            "                       [--adafsd PATH] [--log-level LEVEL]\n"
+            "                       [--adafsd PATH] [--log-level LEVEL] [--max-clients N]\n"
             "       adafs-ctl stop --base DIR\n"
             "       adafs-ctl status --base DIR\n");
 }
 
 struct options {
     int servers, port_base, timeout_ms;
-    const char *base, *chunk_size, *quota, *mount, *adafsd, *log_level;
+    const char *base, *chunk_size, *quota, *mount, *adafsd, *log_level, *max_clients;
 };
 
 /* The adafsd next to this program (build tree or bindir), unless told. */
@@ -219,7 +222,8 @@ static pid_t spawn(const struct options *o, const char *adafsd, const char *host
                          "--root", root, "--secret-file", secret,
                          "--chunk-size", (char *)o->chunk_size, "--quota", (char *)o->quota,
                          "--log", log, "--log-level", (char *)o->log_level,
-                         "--ready-fd", "3", "--foreground", NULL };
+                         "--ready-fd", "3", "--foreground",
+                         o->max_clients ? "--max-clients" : NULL, (char *)o->max_clients, NULL };
         execv(adafsd, argv);
         dprintf(3, "error cannot run %s: %s\n", adafsd, strerror(errno));
         _exit(127);
@@ -374,19 +378,22 @@ static int status(const char *base)
         int fd = net_connect(s->host, s->port, inst.timeout_ms, err, sizeof(err));
         int rc = fd;
         if (fd >= 0) {
-            struct rpc_header h = { .opcode = FS_PING, .id = 1 };
-            memcpy(h.secret, inst.secret, RPC_SECRET_SIZE);
-            uint8_t buf[RPC_HEADER_SIZE];
-            rpc_header_encode(&h, buf);
             int64_t deadline = net_now_ms() + inst.timeout_ms;
-            rc = net_write_full(fd, buf, sizeof(buf), deadline);
-            if (rc == 0)
-                rc = net_read_full(fd, buf, sizeof(buf), deadline);
-            if (rc == 0)
-                rc = rpc_header_decode(buf, &h);
-            if (rc == 0)
-                rc = h.status;
-            snprintf(err, sizeof(err), "%s", strerror(-rc));
+            char peer[INSTANCE_HOST_MAX + 32];
+            snprintf(peer, sizeof(peer), "server %d (%s:%d)", i, s->host, s->port);
+            rc = handshake_client(fd, (uint32_t)i, inst.secret, deadline, peer, err,
+                                  sizeof(err));
+            if (rc == 0) {   /* else err says why, naming the server */
+                struct rpc_header h = { .opcode = FS_PING, .id = 1 };
+                uint8_t *payload = NULL;
+                rc = rpc_send(fd, &h, NULL, 0, deadline);
+                if (rc == 0)
+                    rc = rpc_recv(fd, &h, &payload, 0, deadline);
+                if (rc == 0)
+                    rc = h.status;
+                free(payload);
+                snprintf(err, sizeof(err), "ping: %s", strerror(-rc));
+            }
             close(fd);
         }
         if (rc < 0)
@@ -410,6 +417,7 @@ int main(int argc, char **argv)
         { "mount", required_argument, NULL, 'm' },
         { "adafsd", required_argument, NULL, 'a' },
         { "log-level", required_argument, NULL, 'L' },
+        { "max-clients", required_argument, NULL, 'M' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -453,6 +461,7 @@ int main(int argc, char **argv)
         case 'm': o.mount = optarg; break;
         case 'a': o.adafsd = optarg; break;
         case 'L': o.log_level = optarg; break;
+        case 'M': o.max_clients = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

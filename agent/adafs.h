@@ -55,7 +55,8 @@ extern "C" {
  *   mount=/adafs/job.1234      prefix the interposer routes to the file system
  *   chunk_size=524288          bytes per data chunk
  *   timeout_ms=5000            a request not answered by then fails with EIO
- *   secret=<64 hex digits>     servers refuse any request without it
+ *   secret=<64 hex digits>     clients and servers prove it to each other
+ *                              on every new connection, never sending it
  *   server=host:port           one line per server, in placement order
  */
 
@@ -74,6 +75,14 @@ struct adafs_dirent {
  * the problem into err (if errlen > 0). */
 int adafs_connect(adafs **out, const char *instance_file, char *err, size_t errlen);
 void adafs_disconnect(adafs *fs);
+
+/* Why the last connection to a server failed, naming the server (e.g.
+ * "server 1 (n2:40021) did not prove it knows the instance's secret: ..."),
+ * or "" if none did: for a caller whose call gave -EIO, -EACCES (a server
+ * refused the instance file's secret) or -EPERM (what listens at a
+ * server's address is not this instance's server). Copies it into
+ * buf[len] and returns buf. */
+const char *adafs_last_error(adafs *fs, char *buf, size_t len);
 
 const char *adafs_mount_point(const adafs *fs);
 uint64_t adafs_chunk_size(const adafs *fs);

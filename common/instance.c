@@ -87,11 +87,11 @@ static int write_private_file(const char *path, const char *text, char *err, siz
     return rc;
 }
 
-int secret_generate(uint8_t secret[RPC_SECRET_SIZE])
+int secret_generate(uint8_t secret[INSTANCE_SECRET_SIZE])
 {
     size_t got = 0;
-    while (got < RPC_SECRET_SIZE) {
-        ssize_t n = getrandom(secret + got, RPC_SECRET_SIZE - got, 0);
+    while (got < INSTANCE_SECRET_SIZE) {
+        ssize_t n = getrandom(secret + got, INSTANCE_SECRET_SIZE - got, 0);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -107,14 +107,14 @@ void instance_local_name(const char *host, int port, char name[INSTANCE_LOCAL_NA
     snprintf(name, INSTANCE_LOCAL_NAME_MAX, "adafsd/%s:%d", host, port);
 }
 
-void secret_to_hex(const uint8_t secret[RPC_SECRET_SIZE], char *hex)
+void secret_to_hex(const uint8_t secret[INSTANCE_SECRET_SIZE], char *hex)
 {
     static const char digits[] = "0123456789abcdef";
-    for (int i = 0; i < RPC_SECRET_SIZE; i++) {
+    for (int i = 0; i < INSTANCE_SECRET_SIZE; i++) {
         hex[2 * i] = digits[secret[i] >> 4];
         hex[2 * i + 1] = digits[secret[i] & 15];
     }
-    hex[2 * RPC_SECRET_SIZE] = '\0';
+    hex[2 * INSTANCE_SECRET_SIZE] = '\0';
 }
 
 static int hex_value(char c)
@@ -128,11 +128,11 @@ static int hex_value(char c)
     return -1;
 }
 
-int secret_from_hex(const char *hex, uint8_t secret[RPC_SECRET_SIZE])
+int secret_from_hex(const char *hex, uint8_t secret[INSTANCE_SECRET_SIZE])
 {
-    if (strlen(hex) != 2 * RPC_SECRET_SIZE)
+    if (strlen(hex) != 2 * INSTANCE_SECRET_SIZE)
         return -EINVAL;
-    for (int i = 0; i < RPC_SECRET_SIZE; i++) {
+    for (int i = 0; i < INSTANCE_SECRET_SIZE; i++) {
         int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return -EINVAL;
@@ -141,7 +141,7 @@ int secret_from_hex(const char *hex, uint8_t secret[RPC_SECRET_SIZE])
     return 0;
 }
 
-int secret_read_file(const char *path, uint8_t secret[RPC_SECRET_SIZE], char *err, size_t errlen)
+int secret_read_file(const char *path, uint8_t secret[INSTANCE_SECRET_SIZE], char *err, size_t errlen)
 {
     char *text;
     int rc = read_private_file(path, &text, err, errlen);
@@ -155,7 +155,7 @@ int secret_read_file(const char *path, uint8_t secret[RPC_SECRET_SIZE], char *er
     return rc;
 }
 
-int secret_write_file(const char *path, const uint8_t secret[RPC_SECRET_SIZE], char *err, size_t errlen)
+int secret_write_file(const char *path, const uint8_t secret[INSTANCE_SECRET_SIZE], char *err, size_t errlen)
 {
     char hex[INSTANCE_SECRET_HEX + 1];
     secret_to_hex(secret, hex);

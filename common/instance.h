@@ -18,9 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rpc.h"
-
 #define INSTANCE_HOST_MAX 256
+/* The instance's secret: the key of every handshake (agent/handshake.h,
+ * which asserts that its key is this size: common/ cannot include it). */
+#define INSTANCE_SECRET_SIZE 32
 #define INSTANCE_MAX_SERVERS 4096
 
 struct instance_server {
@@ -32,7 +33,7 @@ struct instance {
     char mount[4096];
     uint64_t chunk_size;
     int timeout_ms;
-    uint8_t secret[RPC_SECRET_SIZE];
+    uint8_t secret[INSTANCE_SECRET_SIZE];
     int nservers;
     struct instance_server *servers;   /* malloc'd, nservers entries */
 };
@@ -99,15 +100,15 @@ struct instance_space {
 void instance_space(uint64_t quota, struct instance_space *space);
 
 /* Fills secret with random bytes from the kernel. */
-int secret_generate(uint8_t secret[RPC_SECRET_SIZE]);
+int secret_generate(uint8_t secret[INSTANCE_SECRET_SIZE]);
 /* The secret in messages and files: 64 lowercase hex digits. hex must hold
  * INSTANCE_SECRET_HEX bytes (with the NUL). */
-#define INSTANCE_SECRET_HEX (2 * RPC_SECRET_SIZE + 1)
-void secret_to_hex(const uint8_t secret[RPC_SECRET_SIZE], char *hex);
+#define INSTANCE_SECRET_HEX (2 * INSTANCE_SECRET_SIZE + 1)
+void secret_to_hex(const uint8_t secret[INSTANCE_SECRET_SIZE], char *hex);
 /* Parses exactly 64 hex digits; -EINVAL otherwise. */
-int secret_from_hex(const char *hex, uint8_t secret[RPC_SECRET_SIZE]);
+int secret_from_hex(const char *hex, uint8_t secret[INSTANCE_SECRET_SIZE]);
 /* A secret file holds the 64 hex digits and a newline, mode 0600. */
-int secret_read_file(const char *path, uint8_t secret[RPC_SECRET_SIZE], char *err, size_t errlen);
-int secret_write_file(const char *path, const uint8_t secret[RPC_SECRET_SIZE], char *err, size_t errlen);
+int secret_read_file(const char *path, uint8_t secret[INSTANCE_SECRET_SIZE], char *err, size_t errlen);
+int secret_write_file(const char *path, const uint8_t secret[INSTANCE_SECRET_SIZE], char *err, size_t errlen);
 
 #endif

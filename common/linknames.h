@@ -122,6 +122,7 @@
 #pragma redefine_extname net_set_nodelay adafs_net_set_nodelay
 #pragma redefine_extname net_set_timeouts adafs_net_set_timeouts
 #pragma redefine_extname net_set_unix_sndbuf adafs_net_set_unix_sndbuf
+#pragma redefine_extname net_wall_after_ms adafs_net_wall_after_ms
 #pragma redefine_extname net_write_full adafs_net_write_full
 #pragma redefine_extname net_writev_fd adafs_net_writev_fd
 #pragma redefine_extname net_writev_full adafs_net_writev_full
@@ -146,7 +147,6 @@
 #pragma redefine_extname rpc_put_u64 adafs_rpc_put_u64
 #pragma redefine_extname rpc_reader_done adafs_rpc_reader_done
 #pragma redefine_extname rpc_reader_init adafs_rpc_reader_init
-#pragma redefine_extname rpc_secret_equal adafs_rpc_secret_equal
 #pragma redefine_extname rpc_writer_free adafs_rpc_writer_free
 #pragma redefine_extname rpc_writer_init adafs_rpc_writer_init
 /* rpc_io.h */

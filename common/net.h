@@ -17,9 +17,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 
 /* Milliseconds on CLOCK_MONOTONIC, for deadlines. */
 int64_t net_now_ms(void);
+
+/* The CLOCK_REALTIME time ms milliseconds from now: the absolute time
+ * pthread_cond_timedwait takes. */
+struct timespec net_wall_after_ms(int64_t ms);
 
 /* Splits "host:port" into host (copied into host[hostlen]) and *port.
  * Returns 0 or -EINVAL for a missing colon, an empty host, a host that does

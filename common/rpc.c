@@ -26,7 +26,6 @@ void rpc_header_encode(const struct rpc_header *h, uint8_t out[RPC_HEADER_SIZE])
     put_le(out + 8, h->id, 8);
     put_le(out + 16, h->length, 4);
     put_le(out + 20, (uint32_t)h->status, 4);
-    memcpy(out + 24, h->secret, RPC_SECRET_SIZE);
 }
 
 int rpc_header_decode(const uint8_t in[RPC_HEADER_SIZE], struct rpc_header *h)
@@ -37,16 +36,7 @@ int rpc_header_decode(const uint8_t in[RPC_HEADER_SIZE], struct rpc_header *h)
     h->id = get_le(in + 8, 8);
     h->length = (uint32_t)get_le(in + 16, 4);
     h->status = (int32_t)(uint32_t)get_le(in + 20, 4);
-    memcpy(h->secret, in + 24, RPC_SECRET_SIZE);
     return h->length > RPC_MAX_PAYLOAD ? -EMSGSIZE : 0;
-}
-
-int rpc_secret_equal(const uint8_t a[RPC_SECRET_SIZE], const uint8_t b[RPC_SECRET_SIZE])
-{
-    volatile uint8_t diff = 0;
-    for (size_t i = 0; i < RPC_SECRET_SIZE; i++)
-        diff |= a[i] ^ b[i];
-    return diff == 0;
 }
 
 void rpc_writer_init(struct rpc_writer *w, void *buf, size_t cap)

@@ -6,9 +6,12 @@
  *
  *   u32 magic "ADFS"  u16 version  u16 opcode  u64 request id
  *   u32 payload length  i32 status (0 or -errno in responses)
- *   32 bytes auth: the instance secret in requests, zeros in responses
  *
- * All integers are little-endian. Payload fields are encoded with the
+ * All integers are little-endian. Nothing in a message proves who sent it:
+ * a protocol authenticates its peers before the first message (the file
+ * system with agent/handshake.h, the node agent with munge credentials in
+ * its payloads). Version 1 had 32 more header bytes that carried the file
+ * system's secret in every request. Payload fields are encoded with the
  * rpc_put_* / rpc_get_* helpers below; decoding is bounds-checked and sticky:
  * the first error marks the reader failed and every later get returns
  * nothing, so a handler checks rpc_reader_ok() once at the end. */
@@ -21,9 +24,8 @@
 #include <stdint.h>
 
 #define RPC_MAGIC       0x53464441u /* "ADFS" read as little-endian */
-#define RPC_VERSION     1
-#define RPC_HEADER_SIZE 56
-#define RPC_SECRET_SIZE 32
+#define RPC_VERSION     2
+#define RPC_HEADER_SIZE 24
 /* Largest payload a peer may announce: bounds what a malicious or broken
  * peer can make the other side allocate. */
 #define RPC_MAX_PAYLOAD (80u << 20)
@@ -33,16 +35,12 @@ struct rpc_header {
     uint64_t id;
     uint32_t length;
     int32_t status;
-    uint8_t secret[RPC_SECRET_SIZE];
 };
 
 void rpc_header_encode(const struct rpc_header *h, uint8_t out[RPC_HEADER_SIZE]);
 /* Returns 0, -EPROTO for a wrong magic or version, -EMSGSIZE for a payload
  * length above RPC_MAX_PAYLOAD. */
 int rpc_header_decode(const uint8_t in[RPC_HEADER_SIZE], struct rpc_header *h);
-
-/* Compares two secrets in time independent of where they differ. */
-int rpc_secret_equal(const uint8_t a[RPC_SECRET_SIZE], const uint8_t b[RPC_SECRET_SIZE]);
 
 /* A growable payload being encoded. An allocation failure is sticky like a
  * decode error: check rpc_writer_ok() before sending. */

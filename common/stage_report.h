@@ -31,11 +31,18 @@
     X(skipped, "symlinks and special files left out")                       \
     X(pieces, "pieces of split files written")                              \
     X(errors, "failures (the first ones are listed)")                       \
-    X(verified, "files re-read and compared (verify=yes)")
+    X(verified, "files re-read and compared (verify=yes)")                 \
+    X(src_mdops, "metadata operations made on the source side")           \
+    X(dst_mdops, "metadata operations made on the destination side")      \
+    X(coord_ops, "operations on the workers' mailboxes")                  \
+    X(lost_workers, "worker 0 of several: workers given up")              \
+    X(taken_over, "worker 0 of several: items of lost workers others did")
 
 /* X(name, what): the real-valued figures. */
 #define STAGE_REPORT_FIGURES(X)                                             \
     X(seconds, "wall time of the worker")                                   \
+    X(finalize_seconds, "setting attributes of finished directories and split files") \
+    X(tail_seconds, "worker 0: from the last copy done to the end")        \
     X(files_per_s, "files / seconds")                                       \
     X(mib_per_s, "MiB / seconds")
 

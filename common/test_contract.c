@@ -87,7 +87,7 @@ static void test_instance(void)
 {
     struct instance in = { .chunk_size = 1 << 20, .timeout_ms = 7000, .nservers = 2 };
     strcpy(in.mount, "/adafs/12");
-    for (int i = 0; i < RPC_SECRET_SIZE; i++)
+    for (int i = 0; i < INSTANCE_SECRET_SIZE; i++)
         in.secret[i] = (uint8_t)(i * 7);
     in.servers = calloc(2, sizeof(*in.servers));
     strcpy(in.servers[0].host, "n1");
@@ -102,7 +102,7 @@ static void test_instance(void)
     tap_ok(back.nservers == 2 && back.servers[1].port == 4002 &&
            strcmp(back.servers[0].host, "n1") == 0 && back.chunk_size == in.chunk_size &&
            back.timeout_ms == 7000 && strcmp(back.mount, "/adafs/12") == 0 &&
-           memcmp(back.secret, in.secret, RPC_SECRET_SIZE) == 0,
+           memcmp(back.secret, in.secret, INSTANCE_SECRET_SIZE) == 0,
            "every field reads back as written");
     instance_free(&back);
     free(text);
@@ -111,7 +111,7 @@ static void test_instance(void)
     instance_free(&in);
 
     char hex[INSTANCE_SECRET_HEX];
-    uint8_t s[RPC_SECRET_SIZE], t[RPC_SECRET_SIZE];
+    uint8_t s[INSTANCE_SECRET_SIZE], t[INSTANCE_SECRET_SIZE];
     secret_generate(s);
     secret_to_hex(s, hex);
     tap_ok(strlen(hex) == 64 && secret_from_hex(hex, t) == 0 && memcmp(s, t, sizeof(s)) == 0,

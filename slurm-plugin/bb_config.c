@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-enum value_kind { V_SECONDS, V_SIZE, V_PORT, V_INT, V_PERCENT, V_STRING, V_BOOL,
+enum value_kind { V_SECONDS, V_SIZE, V_PORT, V_INT, V_PERCENT, V_RATE, V_STRING, V_BOOL,
                   V_USERS, V_FLAGS };
 
 struct key_spec {
@@ -53,6 +53,7 @@ static const struct key_spec keys[] = {
     KEY("AdafsWalltimeModel", V_STRING, walltime_model),
     KEY("AdafsWalltimeSetTimeMin", V_BOOL, walltime_set_time_min),
     KEY("AdafsWalltimeMargin", V_PERCENT, walltime_margin),
+    KEY("AdafsWalltimeMissRate", V_RATE, walltime_miss_rate),
     KEY("AdafsWalltimeComment", V_STRING, walltime_comment),
 };
 
@@ -75,6 +76,7 @@ static void set_defaults(struct bb_config *cfg)
         .stage_out_keep = 3600,
         .stage_threads = 4,
         .walltime_margin = 10,
+        .walltime_miss_rate = 0.05,
     };
 }
 
@@ -142,6 +144,20 @@ static int parse_uint(const char *text, unsigned long long max, unsigned long lo
     return 0;
 }
 
+/* A share in percent, "5", "2.5" or "5%": more than 0, at most 50. */
+static int parse_rate(const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (*end == '%')
+        end++;
+    if (errno || end == text || *end || !(v > 0 && v <= 50))
+        return -EINVAL;
+    *out = v / 100;
+    return 0;
+}
+
 static int set_value(struct bb_config *cfg, const struct key_spec *k,
                      const struct conf_entry *e, char *err, size_t errlen,
                      const char *path)
@@ -163,6 +179,9 @@ static int set_value(struct bb_config *cfg, const struct key_spec *k,
         rc = parse_uint(e->value, 1000, &n);
         if (!rc)
             *(uint32_t *)field = (uint32_t)n;
+        break;
+    case V_RATE:
+        rc = parse_rate(e->value, (double *)field);
         break;
     case V_INT:
         rc = parse_uint(e->value, 65535, &n);

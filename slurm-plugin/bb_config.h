@@ -49,6 +49,7 @@ struct bb_config {
     int walltime_set_time_min;    /* let backfill use the conservative estimate */
     char *walltime_comment;       /* "admin_comment", "comment" or "none" */
     uint32_t walltime_margin;     /* percent added to the conservative estimate */
+    double walltime_miss_rate;    /* share of jobs that may outrun it (0.05) */
 };
 
 /* Loads path into cfg (defaults first). A missing file gives the defaults and

@@ -20,6 +20,7 @@
 
 #include "directive.h"
 #include "instance.h"
+#include "rpc.h"
 
 enum bb_phase {
     PHASE_DEPLOYING,      /* servers being started on the job's nodes */

@@ -300,73 +300,109 @@ static void walltime_job_of(const job_record_t *job_ptr, struct walltime_job *w)
     }
 }
 
+/* Jobs whose life moved on since the last look: started, finished, or
+ * ended without running. */
+enum job_event { EV_STARTED, EV_FINISHED, EV_CANCELLED };
+
 struct finished {
     time_t since;
     struct walltime_job *jobs;
+    enum job_event *event;
     size_t n, cap;
+    size_t dropped;             /* events lost for want of memory */
 };
 
 static int collect_finished(void *x, void *arg)
 {
     job_record_t *job_ptr = x;
     struct finished *f = arg;
-    if (!IS_JOB_FINISHED(job_ptr) || job_ptr->end_time <= f->since || !job_ptr->start_time ||
-        job_ptr->end_time < job_ptr->start_time)
+    enum job_event ev;
+    if (IS_JOB_FINISHED(job_ptr) && job_ptr->end_time > f->since)
+        ev = job_ptr->start_time && job_ptr->end_time >= job_ptr->start_time ? EV_FINISHED
+                                                                             : EV_CANCELLED;
+    else if (IS_JOB_RUNNING(job_ptr) && job_ptr->start_time > f->since)
+        ev = EV_STARTED;
+    else
         return 0;
     if (f->n == f->cap) {
         size_t cap = f->cap ? f->cap * 2 : 64;
         struct walltime_job *grown = realloc(f->jobs, cap * sizeof(*grown));
-        if (!grown)
+        enum job_event *events = grown ? realloc(f->event, cap * sizeof(*events)) : NULL;
+        if (grown)
+            f->jobs = grown;
+        if (!events) {
+            f->dropped++;
             return 0;
-        f->jobs = grown;
+        }
+        f->event = events;
         f->cap = cap;
     }
-    struct walltime_job *w = &f->jobs[f->n++];
+    struct walltime_job *w = &f->jobs[f->n];
+    f->event[f->n++] = ev;
     walltime_job_of(job_ptr, w);
-    w->run_time = job_ptr->end_time - job_ptr->start_time;
+    if (ev == EV_CANCELLED)
+        return 0;
     if (w->submit_time >= 0 && job_ptr->start_time >= w->submit_time)
         w->wait_time = job_ptr->start_time - w->submit_time;
-    w->status = IS_JOB_COMPLETE(job_ptr) ? 1 : IS_JOB_CANCELLED(job_ptr) ? 5 : 0;
+    if (ev == EV_FINISHED) {
+        w->run_time = job_ptr->end_time - job_ptr->start_time;
+        w->status = IS_JOB_COMPLETE(job_ptr) ? 1 : IS_JOB_CANCELLED(job_ptr) ? 5 : 0;
+    }
     return 0;
 }
 
-/* The walltime thread: teaches the model the jobs that finished, and
+/* The walltime thread: tells the model what happened to jobs, and
  * retrains it, apart from the driver (a training takes seconds: no job's
  * deploy waits for it) and from slurmctld's locks (the read lock is held
- * only to copy the finished jobs out). */
+ * only to copy the jobs' events out). */
 static pthread_t walltime_thread;
 static bool walltime_running, walltime_stopping;
 static pthread_mutex_t walltime_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t walltime_wake = PTHREAD_COND_INITIALIZER;
 
-static void observe_finished_jobs(time_t since)
+/* Until when the model has seen the jobs' lives: after a restart, what it
+ * learned before is in its file and is not learned twice. Only the
+ * walltime thread uses it once init has set it. */
+static time_t observed_until;
+
+/* Tells the model what happened to jobs since the last call. */
+static void observe_finished_jobs(void)
 {
-    struct finished f = { .since = since };
+    time_t now = time(NULL);
+    struct finished f = { .since = observed_until };
     slurmctld_lock_t job_read_lock = { .job = READ_LOCK };
     lock_slurmctld(job_read_lock);
     uint64_t t0 = clock_us();
     list_for_each(job_list, collect_finished, &f);
     held("walltime: finished jobs", t0);
     unlock_slurmctld(job_read_lock);
-    for (size_t i = 0; i < f.n; i++)
-        if (f.jobs[i].req_time > 0)
+    if (f.dropped)
+        error("%s: out of memory: %zu job events not given to the walltime model",
+              plugin_type, f.dropped);
+    for (size_t i = 0; i < f.n; i++) {
+        if (f.jobs[i].req_time <= 0)
+            continue;
+        if (f.event[i] == EV_STARTED)
+            predict_started(&f.jobs[i]);
+        else if (f.event[i] == EV_FINISHED)
             predict_observe(&f.jobs[i]);
+        else
+            predict_cancelled(&f.jobs[i]);
+    }
     free(f.jobs);
+    free(f.event);
+    observed_until = now;
     predict_maintain(false);
 }
 
 static void *walltime_main(void *arg)
 {
     (void)arg;
-    time_t last = 0;
     pthread_mutex_lock(&walltime_lock);
     while (!walltime_stopping) {
         pthread_mutex_unlock(&walltime_lock);
-        time_t now = time(NULL);
-        if (predict_enabled()) {
-            observe_finished_jobs(last);
-            last = now;
-        }
+        if (predict_enabled())
+            observe_finished_jobs();
         pthread_mutex_lock(&walltime_lock);
         if (!walltime_stopping) {
             struct timespec ts;
@@ -630,8 +666,10 @@ extern int init(void)
         xfree(done);
     }
     xfree(old_file);
-    if (drv.config.walltime_model && predict_open(drv.config.walltime_model, err, sizeof(err)) < 0)
+    if (drv.config.walltime_model &&
+        predict_open(drv.config.walltime_model, drv.config.walltime_miss_rate, err, sizeof(err)) < 0)
         error("%s: walltime predictions are OFF: %s", plugin_type, err);
+    observed_until = predict_enabled() ? predict_last_end() : 0;
     if (!drv.config.sysmap_db)
         info("%s: no AdafsSysmapDB: servers use AdafsStoragePath=%s and AdafsNodeCapacity",
              plugin_type, drv.config.storage_path);
@@ -743,8 +781,9 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
     }
     struct walltime_prediction p;
     if (only && predict_lookup(only, &p))
-        xstrfmtcat(out, "JobId=%u Walltime: Median=%.0fs Conservative=%.0fs\n", only,
-                   p.median_s, p.conservative_s);
+        xstrfmtcat(out, "JobId=%u Walltime: Median=%.0fs Conservative=%.0fs Group=%s "
+                   "MissProbability=%.3f\n", only, p.median_s, p.conservative_s,
+                   walltime_group_name(p.group), p.miss_probability);
     return out;
 }
 
@@ -959,8 +998,8 @@ static int job_validate2(job_record_t *job_ptr, char **err_msg)
     uint32_t margin = drv.config.walltime_margin;
     char where = drv.config.walltime_comment[0];   /* 'a'dmin_comment, 'c'omment, 'n'one */
     slurm_mutex_unlock(&drv.lock);
-    char *note = xstrdup_printf("adafs-walltime: median=%.0fs conservative=%.0fs",
-                                p.median_s, p.conservative_s);
+    char *note = xstrdup_printf("adafs-walltime: median=%.0fs conservative=%.0fs group=%s",
+                                p.median_s, p.conservative_s, walltime_group_name(p.group));
     char **field = where == 'a' ? &job_ptr->admin_comment : where == 'c' ? &job_ptr->comment : NULL;
     if (field && *field && **field)
         xstrfmtcat(*field, "; %s", note);
@@ -1121,7 +1160,7 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
         return NULL;
     }
     j->chunk_size = j->req.chunk_size ? j->req.chunk_size : drv.config.chunk_size;
-    uint8_t secret[RPC_SECRET_SIZE];
+    uint8_t secret[INSTANCE_SECRET_SIZE];
     int rc = secret_generate(secret);
     if (rc < 0) {
         snprintf(err, errlen, "getrandom: %s", strerror(-rc));

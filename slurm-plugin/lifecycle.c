@@ -762,12 +762,11 @@ static int finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction
         }
         /* Stage-out copies what it can: go on with the other lines. */
     }
-    if (!j->finalizing && spec->type == STAGE_DIRECTORY && j->nnodes > 1 && !failed) {
-        j->finalizing = true;
-    } else {
-        j->finalizing = false;
-        j->stage_index++;
-    }
+    /* The workers finish a stage themselves, attributes included (the
+     * stager's doc/stager.md): no finalize pass follows. One in a state
+     * saved by an older version still runs, and does nothing. */
+    j->finalizing = false;
+    j->stage_index++;
     return LC_CHANGED;
 }
 

@@ -57,6 +57,15 @@ int main(void)
     rejected("AdafsChunkSize=3K\n", "power of two");
     rejected("AdafsAgentPort=0\n", "AdafsAgentPort");
     rejected("just words\n", "line 1: expected Key=Value");
+    tap_is_int(load_text("AdafsWalltimeMissRate=2.5%\n", &cfg), 0, "a miss rate in percent loads");
+    tap_ok(cfg.walltime_miss_rate == 0.025, "AdafsWalltimeMissRate=2.5%% is 0.025");
+    bb_config_free(&cfg);
+    tap_is_int(load_text("AdafsWalltimeModel=/x\n", &cfg), 0, "without it...");
+    tap_ok(cfg.walltime_miss_rate == 0.05, "... the miss rate is 5%%");
+    bb_config_free(&cfg);
+    rejected("AdafsWalltimeMissRate=0\n", "invalid value '0' for AdafsWalltimeMissRate");
+    rejected("AdafsWalltimeMissRate=60%\n", "invalid value '60%' for AdafsWalltimeMissRate");
+    rejected("AdafsWalltimeMissRate=5x\n", "invalid value '5x' for AdafsWalltimeMissRate");
     unlink(path);
     return tap_done();
 }

@@ -29,8 +29,9 @@ static void usage(FILE *out)
           "options:\n"
           "  --instance FILE      adafs instance file (default $ADAFS_INSTANCE)\n"
           "  --type T             file, directory (default) or list (SRC is a list file)\n"
-          "  --worker K/N         this is worker K of N (0 <= K < N)\n"
-          "  --finalize           after all N workers: set modes and mtimes left open\n"
+          "  --worker K/N         this is worker K of N (0 <= K < N), all started at once\n"
+          "  --peer-timeout S     seconds without word from another worker before it is\n"
+          "                       given up (default 60)\n"
           "  --threads T          copy threads (default 8)\n"
           "  --max-mdops R        metadata operations/s toward the parallel fs\n"
           "  --max-bw B           bytes/s toward the parallel fs (e.g. 500M)\n"
@@ -94,7 +95,8 @@ static void *progress_main(void *arg)
 int main(int argc, char **argv)
 {
     enum { O_INSTANCE = 256, O_TYPE, O_WORKER, O_THREADS, O_MDOPS, O_BW, O_PIECE, O_VERIFY,
-           O_FOLLOW, O_JSON, O_QUIET, O_USER, O_ALLOW_ROOT, O_FINALIZE, O_PROGRESS_JSON, O_HELP };
+           O_FOLLOW, O_JSON, O_QUIET, O_USER, O_ALLOW_ROOT, O_FINALIZE, O_PROGRESS_JSON,
+           O_PEER_TIMEOUT, O_HELP };
     static const struct option longopts[] = {
         { "instance", required_argument, NULL, O_INSTANCE },
         { "type", required_argument, NULL, O_TYPE },
@@ -111,12 +113,13 @@ int main(int argc, char **argv)
         { "allow-root", no_argument, NULL, O_ALLOW_ROOT },
         { "finalize", no_argument, NULL, O_FINALIZE },
         { "progress-json", required_argument, NULL, O_PROGRESS_JSON },
+        { "peer-timeout", required_argument, NULL, O_PEER_TIMEOUT },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
     log_open("adafs-stage", LOG_LEVEL_WARN, NULL);
     struct stage_options opt = { .type = STAGE_DIRECTORY, .workers = 1 };
-    int json = 0, quiet = 0, allow_root = 0, c;
+    int json = 0, quiet = 0, allow_root = 0, finalize = 0, c;
     const char *user = NULL, *progress_json = NULL;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         uint64_t v;
@@ -163,7 +166,18 @@ int main(int argc, char **argv)
         case O_QUIET: quiet = 1; break;
         case O_USER: user = optarg; break;
         case O_ALLOW_ROOT: allow_root = 1; break;
-        case O_FINALIZE: opt.finalize = 1; break;
+        case O_FINALIZE: finalize = 1; break;
+        case O_PEER_TIMEOUT: {
+            char *end;
+            double t = strtod(optarg, &end);
+            if (end == optarg || *end || !(t > 0 && t <= 86400)) {
+                fprintf(stderr, "adafs-stage: --peer-timeout %s: expected seconds, over 0 "
+                        "and at most 86400\n", optarg);
+                return 2;
+            }
+            opt.peer_timeout = t;
+            break;
+        }
         case O_PROGRESS_JSON: progress_json = optarg; break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
@@ -208,6 +222,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "adafs-stage: refusing to stage %s as root: paths come from the job "
                 "user; use --user USER (or run as the user)\n", dir);
         return 2;
+    }
+
+    /* The workers now finish a run themselves; an older plugin's separate
+     * finalize round has nothing left to do. */
+    if (finalize) {
+        fprintf(stderr, "adafs-stage: --finalize: nothing to do, the workers of a run set "
+                "the attributes themselves (ignored)\n");
+        if (json) {
+            struct stage_result none = { 0 };
+            char *s = report_json(&opt, &none);
+            if (s)
+                puts(s);
+            free(s);
+        }
+        return 0;
     }
 
     struct stage_run *run;

@@ -73,6 +73,12 @@ struct backend_ops {
     /* Opens a subdirectory; follow=0 refuses a symlink (ELOOP/ENOTDIR). */
     int (*dir_open)(struct bdir *parent, const char *name, int follow,
                     struct bdir **out, struct stat *st);
+    /* Opens the directory at rel (components separated by '/', none of
+     * them "", "." or ".."; "" is root itself) below root in one call;
+     * follow=0 refuses a symlink in any component. A worker of a
+     * distributed run reaches the directories others listed this way. */
+    int (*dir_open_rel)(struct bdir *root, const char *rel, int follow,
+                        struct bdir **out, struct stat *st);
     int (*dir_make)(struct bdir *parent, const char *name, mode_t mode);
     /* Calls cb for each entry except "." and ".."; stops at a cb error.
      * open_files: the caller would open every regular file listed with
@@ -108,6 +114,8 @@ struct backend_ops {
     int (*create_write)(struct bdir *d, const char *name, mode_t mode,
                         const void *data, size_t len, const struct timespec *mtime);
     int (*unlink_at)(struct bdir *d, const char *name);
+    /* Removes the empty directory name of d. */
+    int (*rmdir_at)(struct bdir *d, const char *name);
     /* mkdir of a whole path the user gave (only to create request roots). */
     int (*mkdir_path)(struct backend *b, const char *path, mode_t mode);
     int (*set_attrs_at)(struct bdir *d, const char *name, mode_t mode,
@@ -162,7 +170,18 @@ struct backend {
     void *file_fs[BACKEND_ADAFS_CONNECTIONS];
     unsigned next_file_fs;     /* atomic */
     size_t listed_bytes;       /* adafs, atomic: data of files opened by listings */
+    /* Metadata operations made through this backend (atomic; see
+     * BACKEND_COUNT): an open, a create, a stat, a mkdir, a change of mode,
+     * times or size, an unlink, and a listing's start and each 1,024
+     * entries it reads. Data moved and a descriptor's fstat are not. */
+    uint64_t md_count;
 };
+
+/* Counts n metadata operations of backend b. */
+#define BACKEND_COUNT(b, n) __atomic_fetch_add(&(b)->md_count, (n), __ATOMIC_RELAXED)
+/* Entries of a listing that cost one more operation (a getdents call, a
+ * page of a listing). */
+#define BACKEND_LIST_PAGE 1024
 
 /* The POSIX backend (no state besides the limits). */
 void backend_posix_init(struct backend *b, struct ratelimit *mdops, struct ratelimit *bw);

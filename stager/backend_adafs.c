@@ -18,6 +18,8 @@
 #include "adafs.h"
 
 #define FS(b) ((adafs *)(b)->fs)
+/* One request naming n files or directories (see struct backend: ops). */
+#define MD(b, n) BACKEND_COUNT((b), (n))
 /* The connection an open file was opened on. */
 #define AFS(f) (((struct afile *)(f))->fs)
 
@@ -54,6 +56,7 @@ static int adafs_root_open(struct backend *b, const char *path, int create,
         if (rc < 0)
             return rc;
     }
+    MD(b, 1);
     int rc = adafs_stat(FS(b), path, st);
     if (rc < 0)
         return rc;
@@ -68,6 +71,7 @@ static int adafs_dir_open(struct bdir *parent, const char *name, int follow,
     char *p = child(parent, name);
     if (!p)
         return -ENOMEM;
+    MD(parent->b, 1);
     int rc = adafs_stat(FS(parent->b), p, st);
     if (rc == 0 && !S_ISDIR(st->st_mode))
         rc = -ENOTDIR;
@@ -78,11 +82,31 @@ static int adafs_dir_open(struct bdir *parent, const char *name, int follow,
     return new_dir(parent->b, p, out);
 }
 
+/* adafs has no symlinks: rel is simply a longer path. */
+static int adafs_dir_open_rel(struct bdir *root, const char *rel, int follow,
+                              struct bdir **out, struct stat *st)
+{
+    if (!*rel) {
+        char *p = strdup(root->path);
+        MD(root->b, 1);
+        int rc = p ? adafs_stat(FS(root->b), p, st) : -ENOMEM;
+        if (rc == 0 && !S_ISDIR(st->st_mode))
+            rc = -ENOTDIR;
+        if (rc < 0) {
+            free(p);
+            return rc;
+        }
+        return new_dir(root->b, p, out);
+    }
+    return adafs_dir_open(root, rel, follow, out, st);
+}
+
 static int adafs_dir_make(struct bdir *parent, const char *name, mode_t mode)
 {
     char *p = child(parent, name);
     if (!p)
         return -ENOMEM;
+    MD(parent->b, 1);
     int rc = adafs_mkdir(FS(parent->b), p, mode);
     free(p);
     return rc;
@@ -95,13 +119,17 @@ static int adafs_dir_list(struct bdir *d, int open_files, bdir_list_cb cb, void 
     if (open_files)
         return list_opening(d, cb, arg);
     adafs_dir *dir;
+    MD(d->b, 1);
     int rc = adafs_opendir(FS(d->b), d->path, &dir);
     if (rc < 0)
         return rc;
     struct adafs_dirent ent;
+    unsigned n = 0;
     while ((rc = adafs_readdir(dir, &ent)) == 1) {
         if (ent.name[0] == '.' && (!ent.name[1] || (ent.name[1] == '.' && !ent.name[2])))
             continue;
+        if (++n % BACKEND_LIST_PAGE == 0)
+            MD(d->b, 1);
         rc = cb(arg, ent.name, ent.type, NULL);
         if (rc < 0)
             break;
@@ -113,6 +141,7 @@ static int adafs_dir_list(struct bdir *d, int open_files, bdir_list_cb cb, void 
 static int set_path_attrs(struct backend *b, const char *path, mode_t mode,
                           const struct timespec *mtime)
 {
+    MD(b, mtime ? 2 : 1);
     int rc = adafs_chmod(FS(b), path, mode & 07777);
     if (rc < 0 || !mtime)
         return rc;
@@ -138,6 +167,7 @@ static int adafs_stat_at(struct bdir *d, const char *name, int follow, struct st
     char *p = child(d, name);
     if (!p)
         return -ENOMEM;
+    MD(d->b, 1);
     int rc = adafs_stat(FS(d->b), p, st);
     free(p);
     return rc;
@@ -178,6 +208,8 @@ static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
     }
     size_t got = 0;
     adafs *fs = next_file_fs(d->b);
+    if (how != OPEN_KNOWN)        /* a batch's record: counted there */
+        MD(d->b, 1);
     int fd = how == OPEN_PREFETCH ? adafs_open_read(fs, p, st, scratch, sizeof(scratch), &got)
            : how == OPEN_KNOWN    ? adafs_open_known(fs, p, st)
            : st                   ? adafs_open_stat(fs, p, flags, mode, st)
@@ -284,6 +316,7 @@ static int adafs_punch(struct bfile *f, off_t off, off_t len)
 
 static int adafs_truncate_file(struct bfile *f, off_t len)
 {
+    MD(f->b, 1);
     return adafs_ftruncate(AFS(f), f->fd, len);
 }
 
@@ -300,6 +333,7 @@ static int adafs_create_write_at(struct bdir *d, const char *name, mode_t mode,
     if (!p)
         return -ENOMEM;
     /* d was stat'ed as a directory when it was opened. */
+    MD(d->b, 1);
     int rc = adafs_create_write_attr(FS(d->b), p, mode & 07777, data, len, mtime,
                                      ADAFS_PARENT_KNOWN);
     free(p);
@@ -312,6 +346,7 @@ static int adafs_create_write_from(struct bdir *d, const char *name, mode_t mode
     char *p = child(d, name);
     if (!p)
         return -ENOMEM;
+    MD(d->b, 1);
     int rc = adafs_create_write_fd(next_file_fs(d->b), p, mode & 07777, src->fd, 0, len, mtime,
                                    ADAFS_PARENT_KNOWN);
     free(p);
@@ -336,8 +371,10 @@ static int adafs_create_many(struct bdir *d, struct bcreate *e, size_t n)
                                              .mtime = e[i].mtime };
     }
     /* d was stat'ed as a directory when it was opened. */
-    if (rc == 0)
+    if (rc == 0) {
+        MD(d->b, n);
         rc = adafs_create_batch(FS(d->b), ce, n, ADAFS_PARENT_KNOWN);
+    }
     for (size_t i = 0; i < n; i++) {
         e[i].status = rc < 0 ? rc : ce[i].status;
         free((char *)ce[i].path);
@@ -378,6 +415,7 @@ struct listing {
     struct bdir *d;
     bdir_list_cb cb;
     void *arg;
+    unsigned n;
 };
 
 static int listed_entry(void *arg, const struct adafs_listed *e)
@@ -388,6 +426,8 @@ static int listed_entry(void *arg, const struct adafs_listed *e)
     size_t len = (size_t)e->st.st_size;
     struct bopen o = { .name = e->name, .st = e->st };
     int opened = 0;
+    if (++l->n % BACKEND_LIST_PAGE == 0)
+        MD(b, 1);
     if (e->status == 0 && e->data && S_ISREG(e->st.st_mode)) {
         /* Out of memory: handed over unopened, opened (or its error
          * reported) like any other file later. */
@@ -395,6 +435,7 @@ static int listed_entry(void *arg, const struct adafs_listed *e)
             whole_file(l->d, &o, e->data, len) == 0) {
             ((struct afile *)o.f)->listed = len;
             opened = 1;
+            MD(b, 1);             /* the open this listing saved */
         } else {
             __atomic_fetch_sub(&b->listed_bytes, len, __ATOMIC_RELAXED);
         }
@@ -406,7 +447,8 @@ static int listed_entry(void *arg, const struct adafs_listed *e)
  * come with the directory's pages (LIST_PLUS), no request per file. */
 static int list_opening(struct bdir *d, bdir_list_cb cb, void *arg)
 {
-    struct listing l = { d, cb, arg };
+    struct listing l = { d, cb, arg, 0 };
+    MD(d->b, 1);
     int rc = adafs_list_plus(FS(d->b), d->path, PREFETCH_MAX, listed_entry, &l);
     return rc > 0 ? 0 : rc;
 }
@@ -424,8 +466,10 @@ static int adafs_open_read_many(struct bdir *d, struct bopen *o, size_t n)
         re[i] = (struct adafs_read_entry){ .path = p, .buf = bufs + i * PREFETCH_MAX,
                                            .cap = PREFETCH_MAX };
     }
-    if (rc == 0)
+    if (rc == 0) {
+        MD(d->b, n);
         rc = adafs_read_batch(FS(d->b), re, n);
+    }
     for (size_t i = 0; i < n && rc >= 0; i++) {
         struct adafs_read_entry *r = &re[i];
         o[i].f = NULL;
@@ -452,7 +496,19 @@ static int adafs_unlink_at(struct bdir *d, const char *name)
     char *p = child(d, name);
     if (!p)
         return -ENOMEM;
+    MD(d->b, 1);
     int rc = adafs_unlink(FS(d->b), p);
+    free(p);
+    return rc;
+}
+
+static int adafs_rmdir_at(struct bdir *d, const char *name)
+{
+    char *p = child(d, name);
+    if (!p)
+        return -ENOMEM;
+    MD(d->b, 1);
+    int rc = adafs_rmdir(FS(d->b), p);
     free(p);
     return rc;
 }
@@ -470,6 +526,7 @@ static int adafs_set_attrs_at(struct bdir *d, const char *name, mode_t mode,
 
 static int adafs_mkdir_path(struct backend *b, const char *path, mode_t mode)
 {
+    MD(b, 1);
     return adafs_mkdir(FS(b), path, mode);
 }
 
@@ -477,6 +534,7 @@ static const struct backend_ops adafs_ops = {
     .name = "adafs",
     .root_open = adafs_root_open,
     .dir_open = adafs_dir_open,
+    .dir_open_rel = adafs_dir_open_rel,
     .dir_make = adafs_dir_make,
     .dir_list = adafs_dir_list,
     .dir_set_attrs = adafs_dir_set_attrs,
@@ -493,6 +551,7 @@ static const struct backend_ops adafs_ops = {
     .create_write = adafs_create_write_at,
     .create_write_from = adafs_create_write_from,
     .unlink_at = adafs_unlink_at,
+    .rmdir_at = adafs_rmdir_at,
     .set_attrs_at = adafs_set_attrs_at,
     .mkdir_path = adafs_mkdir_path,
     .create_many = adafs_create_many,

@@ -12,12 +12,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
 
-#define MD(b) ratelimit_take((b)->mdops, 1)
+/* One metadata operation: counted, and charged to the limit (if any). */
+#define MDN(b, n) (BACKEND_COUNT((b), (n)), ratelimit_take((b)->mdops, (n)))
+#define MD(b) MDN((b), 1)
 
 static int new_dir(struct backend *b, int fd, char *path, struct bdir **out)
 {
@@ -69,6 +73,57 @@ static int posix_dir_open(struct bdir *parent, const char *name, int follow,
     return new_dir(parent->b, fd, backend_join(parent->path, name), out);
 }
 
+/* openat of a path of several components, none of them a symlink unless
+ * follow: openat2 with RESOLVE_NO_SYMLINKS, or, on a kernel without it
+ * (before 5.6), one O_NOFOLLOW openat per component. */
+static int open_rel(struct backend *b, int root_fd, const char *rel, int follow)
+{
+    const int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+    if (!*rel)
+        rel = ".";
+    MD(b);
+    if (follow) {
+        int fd = openat(root_fd, rel, flags);
+        return fd < 0 ? -errno : fd;
+    }
+    struct open_how how = { .flags = flags, .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+    long fd = syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
+    if (fd >= 0)
+        return (int)fd;
+    if (errno != ENOSYS)
+        return -errno;
+    char *p = strdup(rel), *save = NULL;
+    if (!p)
+        return -ENOMEM;
+    int cur = -1, rc = 0;
+    for (char *c = strtok_r(p, "/", &save); c && rc == 0; c = strtok_r(NULL, "/", &save)) {
+        if (cur >= 0)
+            MD(b);
+        int next = openat(cur >= 0 ? cur : root_fd, c, flags | O_NOFOLLOW);
+        if (next < 0)
+            rc = -errno;
+        if (cur >= 0)
+            close(cur);
+        cur = next;
+    }
+    free(p);
+    return rc < 0 ? rc : cur;
+}
+
+static int posix_dir_open_rel(struct bdir *root, const char *rel, int follow,
+                              struct bdir **out, struct stat *st)
+{
+    int fd = open_rel(root->b, root->fd, rel, follow);
+    if (fd < 0)
+        return fd;
+    if (fstat(fd, st) < 0) {
+        int err = errno;
+        close(fd);
+        return -err;
+    }
+    return new_dir(root->b, fd, *rel ? backend_join(root->path, rel) : strdup(root->path), out);
+}
+
 static int posix_dir_make(struct bdir *parent, const char *name, mode_t mode)
 {
     MD(parent->b);
@@ -99,7 +154,7 @@ static int posix_dir_list(struct bdir *d, int open_files, bdir_list_cb cb, void 
         }
         if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
             continue;
-        if (++n % 1024 == 0)      /* about one getdents per 1024 entries */
+        if (++n % BACKEND_LIST_PAGE == 0)      /* about one getdents per 1024 entries */
             MD(d->b);
         rc = cb(arg, e->d_name, e->d_type, NULL);
         if (rc < 0)
@@ -126,7 +181,7 @@ static int set_fd_attrs(int fd, mode_t mode, const struct timespec *mtime)
 
 static int posix_dir_set_attrs(struct bdir *d, mode_t mode, const struct timespec *mtime)
 {
-    MD(d->b);
+    MDN(d->b, mtime ? 2 : 1);
     return set_fd_attrs(d->fd, mode, mtime);
 }
 
@@ -189,6 +244,7 @@ static int posix_open_write(struct bdir *d, const char *name, int truncate, mode
     int fd = openat(d->fd, name, flags, mode & 07777);
     if (fd < 0 && errno == EACCES) {
         struct stat st;
+        MDN(d->b, 3);             /* fstatat, fchmodat, openat again */
         if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
             st.st_uid == geteuid() && fchmodat(d->fd, name, st.st_mode | S_IRUSR | S_IWUSR, 0) == 0)
             fd = openat(d->fd, name, flags, mode & 07777);
@@ -288,12 +344,13 @@ static int posix_zeros_to_holes(struct bfile *f, off_t off, off_t len)
 
 static int posix_truncate(struct bfile *f, off_t len)
 {
+    MD(f->b);
     return ftruncate(f->fd, len) < 0 ? -errno : 0;
 }
 
 static int posix_set_attrs(struct bfile *f, mode_t mode, const struct timespec *mtime)
 {
-    MD(f->b);
+    MDN(f->b, mtime ? 2 : 1);
     return set_fd_attrs(f->fd, mode, mtime);
 }
 
@@ -334,6 +391,8 @@ static int posix_create_write(struct bdir *d, const char *name, mode_t mode,
             rc = (int)w;
         done += w > 0 ? (size_t)w : 0;
     }
+    if (rc >= 0 && mode_ok && mtime)
+        MD(d->b);
     if (rc >= 0)
         rc = mode_ok ? set_fd_mtime(f->fd, mtime) : posix_set_attrs(f, mode, mtime);
     int crc = posix_close(f);
@@ -346,10 +405,16 @@ static int posix_unlink_at(struct bdir *d, const char *name)
     return unlinkat(d->fd, name, 0) < 0 ? -errno : 0;
 }
 
+static int posix_rmdir_at(struct bdir *d, const char *name)
+{
+    MD(d->b);
+    return unlinkat(d->fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
 static int posix_set_attrs_at(struct bdir *d, const char *name, mode_t mode,
                               const struct timespec *mtime)
 {
-    MD(d->b);
+    MDN(d->b, 3);             /* fstatat, fchmodat, utimensat */
     /* fchmodat cannot refuse a symlink; this runs as the user on the user's
      * own destination, so the check only keeps a planted link from being
      * "finalized". */
@@ -374,6 +439,7 @@ static const struct backend_ops posix_ops = {
     .name = "posix",
     .root_open = posix_root_open,
     .dir_open = posix_dir_open,
+    .dir_open_rel = posix_dir_open_rel,
     .dir_make = posix_dir_make,
     .dir_list = posix_dir_list,
     .dir_set_attrs = posix_dir_set_attrs,
@@ -391,6 +457,7 @@ static const struct backend_ops posix_ops = {
     .close = posix_close,
     .create_write = posix_create_write,
     .unlink_at = posix_unlink_at,
+    .rmdir_at = posix_rmdir_at,
     .set_attrs_at = posix_set_attrs_at,
     .mkdir_path = posix_mkdir_path,
     .kernel_fds = 1,

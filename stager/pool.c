@@ -29,7 +29,7 @@ struct pool_thread {
 struct pool {
     unsigned n;
     struct pool_thread *threads;
-    _Atomic long outstanding;     /* queued + running tasks */
+    _Atomic long outstanding;     /* queued + running tasks, and holds */
     _Atomic unsigned long steals;
     _Atomic unsigned next_outside; /* round robin for pushes from outside */
     pthread_mutex_t idle_lock;
@@ -119,6 +119,20 @@ int pool_push(struct pool *p, struct pool_thread *self, pool_fn fn, void *arg)
         pthread_mutex_unlock(&p->idle_lock);
     }
     return 0;
+}
+
+void pool_hold(struct pool *p)
+{
+    atomic_fetch_add(&p->outstanding, 1);
+}
+
+void pool_release(struct pool *p)
+{
+    if (atomic_fetch_sub(&p->outstanding, 1) == 1) {
+        pthread_mutex_lock(&p->idle_lock);
+        pthread_cond_broadcast(&p->idle_cond);
+        pthread_mutex_unlock(&p->idle_lock);
+    }
 }
 
 static int find_task(struct pool_thread *self, struct task *out)

@@ -21,7 +21,12 @@ struct pool *pool_create(unsigned threads, size_t scratch_size);
 /* From outside a worker (before pool_run) or from a task (self != NULL: to
  * its own deque). Returns -ENOMEM. */
 int pool_push(struct pool *p, struct pool_thread *self, pool_fn fn, void *arg);
-/* Runs until every task is done. Returns 0 or -errno if threads failed. */
+/* A hold keeps pool_run from returning while no task is queued: for a
+ * thread outside that will push more (a distributed run's items). */
+void pool_hold(struct pool *p);
+void pool_release(struct pool *p);
+/* Runs until every task is done and every hold released. Returns 0 or
+ * -errno if threads failed. */
 int pool_run(struct pool *p);
 void pool_destroy(struct pool *p);
 

@@ -9,24 +9,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-#include <xxhash.h>
-
+#include "dist.h"
 #include "log.h"
 #include "stage_internal.h"
-
-unsigned stage_owner(const char *relpath, unsigned n)
-{
-    return n <= 1 ? 0 : (unsigned)(XXH3_64bits(relpath, strlen(relpath)) % n);
-}
-
-/* Consecutive pieces of one file go to consecutive workers (starting at a
- * place given by the path), so a few huge files still spread evenly. */
-unsigned stage_piece_owner(const char *relpath, uint64_t piece, unsigned n)
-{
-    if (n <= 1)
-        return 0;
-    return (unsigned)((XXH3_64bits(relpath, strlen(relpath)) % n + piece) % n);
-}
 
 const char *stage_direction_name(enum stage_direction d)
 {
@@ -208,7 +193,8 @@ int stage_create(const struct stage_options *opt, struct stage_run **out, char *
     uint64_t ps = opt->piece_size ? opt->piece_size : STAGE_DEFAULT_PIECE;
     run->piece_size = (ps + chunk - 1) / chunk * chunk;
 
-    if (opt->type == STAGE_LIST) {
+    /* Of several workers, the coordinator (worker 0) alone reads a list. */
+    if (opt->type == STAGE_LIST && run->opt.worker == 0) {
         rc = list_load(opt->src, &run->list);
         if (rc < 0) {
             errf(err, errlen, rc, "cannot read list file %s: %s", opt->src, strerror(-rc));
@@ -233,12 +219,12 @@ int stage_create(const struct stage_options *opt, struct stage_run **out, char *
 
 /* Paths of the two sides as their backends want them: adafs paths are
  * absolute inside the file system, relative ones are taken from its root. */
-static int side_path(struct stage_run *run, struct backend *b, int is_adafs,
-                     const char *path, char *out, size_t outlen)
+int stage_side_path(struct stage_run *run, int dst_side, const char *path, char *out,
+                    size_t outlen)
 {
 #ifdef HAVE_LIBADAFS
-    if (is_adafs)
-        return backend_adafs_path(b, path, out, outlen);
+    if (dst_side ? run->dst_adafs : run->src_adafs)
+        return backend_adafs_path(dst_side ? &run->dst_b : &run->src_b, path, out, outlen);
 #endif
     int n = snprintf(out, outlen, "%s", path);
     return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
@@ -274,9 +260,9 @@ static void item_task(struct pool_thread *self, void *arg)
     char sp[PATH_MAX], dp[PATH_MAX];
     struct bdir *sd = NULL, *dd = NULL;
     struct stat st;
-    int rc = side_path(run, &run->src_b, run->src_adafs, t->src, sp, sizeof(sp));
+    int rc = stage_side_path(run, 0, t->src, sp, sizeof(sp));
     if (rc == 0)
-        rc = side_path(run, &run->dst_b, run->dst_adafs, t->dst, dp, sizeof(dp));
+        rc = stage_side_path(run, 1, t->dst, dp, sizeof(dp));
     if (rc < 0) {
         stage_fail(run, t->src, -rc, "%s", t->line ? "list entry: path" : "path");
         goto out;
@@ -330,20 +316,18 @@ out:
     free(t);
 }
 
-static int queue_item(struct stage_run *run, const char *src, const char *dst_rel, unsigned line)
+static int queue_item(void *arg, const char *src, const char *dst, const char *rel,
+                      unsigned line)
 {
+    struct stage_run *run = arg;
     struct item_task *t = calloc(1, sizeof(*t));
     if (!t)
         return -ENOMEM;
     t->run = run;
     t->line = line;
     t->src = strdup(src);
-    t->rel = strdup(dst_rel);
-    if (dst_rel[0] == '/' || run->dst_adafs)
-        t->dst = run->dst_adafs && dst_rel[0] != '/' ? stage_rel(run->dst, dst_rel)
-                                                     : strdup(dst_rel);
-    else
-        t->dst = backend_join(run->dst, dst_rel);
+    t->dst = strdup(dst);
+    t->rel = strdup(rel);
     if (!t->src || !t->dst || !t->rel || pool_push(run->pool, NULL, item_task, t) < 0) {
         free(t->src);
         free(t->dst);
@@ -373,7 +357,18 @@ static void list_root_task(struct pool_thread *self, void *arg)
     walk_list(self, arg);
 }
 
-static int queue_requests(struct stage_run *run)
+/* The destination of a list entry: a relative one is taken below DST. */
+static char *list_dst(struct stage_run *run, const char *dst)
+{
+    if (dst[0] == '/')
+        return strdup(dst);
+    return run->dst_adafs ? stage_rel(run->dst, dst) : backend_join(run->dst, dst);
+}
+
+int stage_requests(struct stage_run *run,
+                   int (*cb)(void *arg, const char *src, const char *dst, const char *rel,
+                             unsigned line),
+                   void *arg)
 {
     const struct stage_options *o = &run->opt;
     if (o->type == STAGE_LIST) {
@@ -396,41 +391,49 @@ static int queue_requests(struct stage_run *run)
                 if (!src)
                     return -ENOMEM;
             }
-            int rc = queue_item(run, src ? src : e->src, e->dst, e->line);
+            char *dst = list_dst(run, e->dst);
+            int rc = dst ? cb(arg, src ? src : e->src, dst, e->dst, e->line) : -ENOMEM;
             free(src);
+            free(dst);
             if (rc < 0)
-                return -ENOMEM;
+                return rc;
         }
         return 0;
     }
-    if (o->type == STAGE_FILE) {
-        /* An existing directory as DST receives the file under its own name. */
-        char dp[PATH_MAX];
-        struct bdir *dd;
-        struct stat st;
-        const char *dst = o->dst;
-        char *joined = NULL;
-        if (side_path(run, &run->dst_b, run->dst_adafs, o->dst, dp, sizeof(dp)) == 0 &&
-            run->dst_b.ops->root_open(&run->dst_b, dp, 0, &dd, &st) == 0) {
-            run->dst_b.ops->dir_close(dd);
-            char tmp[PATH_MAX];
-            snprintf(tmp, sizeof(tmp), "%s", o->src);
-            joined = backend_join(o->dst, basename(tmp));
-            if (!joined)
-                return -ENOMEM;
-            dst = joined;
-        }
-        int rc = queue_item(run, o->src, dst, 0);
-        free(joined);
-        return rc;
+    /* type=file: an existing directory as DST receives the file under its
+     * own name. */
+    char dp[PATH_MAX];
+    struct bdir *dd;
+    struct stat st;
+    const char *dst = o->dst;
+    char *joined = NULL;
+    if (stage_side_path(run, 1, o->dst, dp, sizeof(dp)) == 0 &&
+        run->dst_b.ops->root_open(&run->dst_b, dp, 0, &dd, &st) == 0) {
+        run->dst_b.ops->dir_close(dd);
+        char tmp[PATH_MAX];
+        snprintf(tmp, sizeof(tmp), "%s", o->src);
+        joined = backend_join(o->dst, basename(tmp));
+        if (!joined)
+            return -ENOMEM;
+        dst = joined;
     }
+    int rc = cb(arg, o->src, dst, dst, 0);
+    free(joined);
+    return rc;
+}
+
+static int queue_requests(struct stage_run *run)
+{
+    const struct stage_options *o = &run->opt;
+    if (o->type != STAGE_DIRECTORY)
+        return stage_requests(run, queue_item, run);
 
     char sp[PATH_MAX], dp[PATH_MAX];
     struct bdir *sd, *dd;
     struct stat sst, dst;
-    int rc = side_path(run, &run->src_b, run->src_adafs, o->src, sp, sizeof(sp));
+    int rc = stage_side_path(run, 0, o->src, sp, sizeof(sp));
     if (rc == 0)
-        rc = side_path(run, &run->dst_b, run->dst_adafs, o->dst, dp, sizeof(dp));
+        rc = stage_side_path(run, 1, o->dst, dp, sizeof(dp));
     if (rc < 0) {
         stage_fail(run, o->src, -rc, "path");
         return 0;
@@ -455,7 +458,7 @@ static int queue_requests(struct stage_run *run)
     n->mtime = sst.st_mtim;
     /* A directory we made gets the source's attributes like any other; one
      * that existed (a job's mount point, a user's project dir) keeps its own. */
-    n->set_attrs = !existed && (o->workers <= 1 || o->finalize);
+    n->set_attrs = !existed;
     n->fresh = !existed;
     if (o->follow_symlinks)
         stage_seen_dir(run, sst.st_dev, sst.st_ino);
@@ -477,9 +480,14 @@ static double since(const struct timespec *t0)
 int stage_execute(struct stage_run *run)
 {
     clock_gettime(CLOCK_MONOTONIC, &run->t0);
-    int rc = queue_requests(run);
-    if (rc == 0)
-        rc = pool_run(run->pool);
+    int rc;
+    if (run->opt.workers > 1) {
+        rc = dist_execute(run);
+    } else {
+        rc = queue_requests(run);
+        if (rc == 0)
+            rc = pool_run(run->pool);
+    }
     struct stage_result *r = &run->result;
     r->files = atomic_load(&run->files);
     r->dirs = atomic_load(&run->dirs);
@@ -487,6 +495,8 @@ int stage_execute(struct stage_run *run)
     r->unchanged = atomic_load(&run->unchanged);
     r->skipped = atomic_load(&run->skipped);
     r->pieces = atomic_load(&run->pieces);
+    r->src_mdops = __atomic_load_n(&run->src_b.md_count, __ATOMIC_RELAXED);
+    r->dst_mdops = __atomic_load_n(&run->dst_b.md_count, __ATOMIC_RELAXED);
     r->seconds = since(&run->t0);
     if (atomic_load(&run->no_memory))
         stage_fail(run, run->opt.src, ENOMEM, "recording failures (list incomplete)");
@@ -528,6 +538,7 @@ void stage_destroy(struct stage_run *run)
     if (!run)
         return;
     pool_destroy(run->pool);
+    dist_destroy(run->dist);
 #ifdef HAVE_LIBADAFS
     if (run->src_adafs)
         backend_adafs_fini(&run->src_b);

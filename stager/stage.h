@@ -6,15 +6,14 @@
  * threads that steal work from each other; files bigger than a piece are
  * split into chunk-aligned pieces copied in parallel.
  *
- * Distribution: a run may be worker k of n. Every worker walks the same
- * source and creates every directory; a file belongs to the worker with
- * hash(relative path) % n == k, and each piece of a big file to the worker
- * with hash(relative path, piece) % n == k. Workers need no communication.
- * Because several workers write the pieces of one file and populate one
- * directory, with n > 1 the modes and mtimes of directories and of split
- * files are set by a final `finalize` run (one process, after all workers
- * succeeded); a file whose mtime is not yet the source's is not complete,
- * which is what makes an interrupted stage-out restartable.
+ * Distribution: a run may be worker k of n, n processes (on the nodes of
+ * a job) started with the same request. They split the walk itself: worker
+ * 0 coordinates, handing out directories to list, batches of files and
+ * pieces of big files to copy, and, once a directory or split file is
+ * complete, the setting of its mode and mtime, so each source directory is
+ * read and each source file opened about once whatever n is (dist.h). A
+ * file whose mtime is not yet the source's is not complete, which is what
+ * makes an interrupted stage restartable.
  *
  * Restart: a destination that already has the source's size and mtime is
  * skipped (mtime is set only after the data is complete).
@@ -45,7 +44,8 @@ struct stage_options {
     uint64_t piece_size;      /* 0: default 64 MiB (rounded to the chunk size) */
     int verify;               /* re-read the destination and compare XXH3 */
     int follow_symlinks;      /* default: skip symlinks with a warning */
-    int finalize;             /* only set modes/mtimes left for the end (n > 1) */
+    double peer_timeout;      /* n > 1: seconds without word from a peer before
+                               * it is given up; 0: default (60) */
 };
 
 struct stage_failure {
@@ -62,6 +62,14 @@ struct stage_result {
     uint64_t skipped;         /* symlinks and special files left out */
     uint64_t pieces;          /* pieces of split files written */
     uint64_t errors;          /* number of failures below */
+    uint64_t src_mdops;       /* metadata operations this process made on the source */
+    uint64_t dst_mdops;       /* ... and on the destination (backend.h says which) */
+    uint64_t coord_ops;       /* n > 1: operations on the workers' mailboxes */
+    unsigned lost_workers;    /* worker 0 of n > 1: workers given up ... */
+    unsigned taken_over;      /* ... and the items of theirs others did */
+    double finalize_seconds;  /* n > 1: time this process's threads spent setting
+                               * the attributes of finished directories and split files */
+    double tail_seconds;      /* worker 0 of n > 1: from the last copy done to the end */
     double seconds;
     struct stage_failure *failures;
     size_t nfailures;
@@ -88,11 +96,6 @@ void stage_get_progress(struct stage_run *run, struct stage_progress *out);
 /* Changes the limits while running (thread-safe; 0 = unlimited). */
 void stage_set_limits(struct stage_run *run, uint64_t max_mdops, uint64_t max_bw);
 void stage_destroy(struct stage_run *run);
-
-/* Which worker of n owns a file / a piece of a file (relpath relative to
- * the request's root). Exposed so tests and the agent agree with the run. */
-unsigned stage_owner(const char *relpath, unsigned n);
-unsigned stage_piece_owner(const char *relpath, uint64_t piece, unsigned n);
 
 const char *stage_direction_name(enum stage_direction d);
 

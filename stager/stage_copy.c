@@ -23,6 +23,7 @@ struct bigfile {
     struct stat st;
     char *sname, *dname;
     off_t stale_end;          /* the destination may hold old data below this */
+    int keep_src;             /* src is the caller's (not closed here) */
     _Atomic long remaining;
     _Atomic int err;
     const char *_Atomic what;
@@ -429,13 +430,22 @@ void copy_file(struct pool_thread *self, struct dnode *parent, struct bfile *src
     src->b->ops->close(src);
 }
 
+static void free_bigfile(struct bigfile *bf)
+{
+    free(bf->sname);
+    free(bf->dname);
+    free(bf);
+}
+
 static void bigfile_done(struct bigfile *bf)
 {
     if (atomic_fetch_sub(&bf->remaining, 1) != 1)
         return;
     struct stage_run *run = bf->run;
     const struct backend_ops *dops = bf->dst->b->ops;
-    int single = run->opt.workers <= 1;
+    /* Of several workers, the coordinator has the file finalized once all
+     * its pieces are in (and it is never removed: others wrote it too). */
+    int single = run->dist == NULL;
     int err = atomic_load(&bf->err);
     const char *what = atomic_load(&bf->what);
     if (!err && single) {
@@ -451,17 +461,17 @@ static void bigfile_done(struct bigfile *bf)
         what = "close destination";
     }
     if (err) {
-        stage_fail_at(run, bf->src->dir, bf->sname, err, what);
-        if (single)      /* with n > 1 the other workers' pieces are in it too */
+        stage_fail_at(run, bf->parent->src, bf->sname, err, what);
+        atomic_store(&bf->parent->failed, 1);
+        if (single)
             dops->unlink_at(bf->parent->dst, bf->dname);
     } else if (single) {
         atomic_fetch_add(&run->files, 1);
     }
-    bf->src->b->ops->close(bf->src);
+    if (!bf->keep_src)
+        bf->src->b->ops->close(bf->src);
     dnode_release(bf->parent);
-    free(bf->sname);
-    free(bf->dname);
-    free(bf);
+    free_bigfile(bf);
 }
 
 static void piece_task(struct pool_thread *self, void *arg)
@@ -490,81 +500,19 @@ static void piece_task(struct pool_thread *self, void *arg)
     bigfile_done(bf);
 }
 
-void copy_split(struct pool_thread *self, struct dnode *parent, const char *sname,
-                const char *dname, const char *rel, const struct stat *sst, int follow)
+/* Queues pieces [first, last) of bf: each its own task, so the threads
+ * share a big file. Takes over the caller's hold on bf. */
+static void queue_pieces(struct pool_thread *self, struct bigfile *bf, uint64_t ps,
+                         uint64_t first, uint64_t last)
 {
-    struct stage_run *run = parent->run;
-    unsigned n = run->opt.workers ? run->opt.workers : 1, k = run->opt.worker;
-    uint64_t ps = run->piece_size, size = (uint64_t)sst->st_size;
-    uint64_t npieces = (size + ps - 1) / ps, owned = 0;
-    for (uint64_t i = 0; i < npieces; i++)
-        owned += stage_piece_owner(rel, i, n) == k;
-
-    struct bdir *sd = parent->src, *dd = parent->dst;
-    struct stat dst;
-    int have_dst = dd->b->ops->stat_at(dd, dname, 0, &dst) == 0;
-    if (have_dst && S_ISREG(dst.st_mode) && dst.st_size == sst->st_size &&
-        dst.st_mtim.tv_sec == sst->st_mtim.tv_sec && dst.st_mtim.tv_nsec == sst->st_mtim.tv_nsec) {
-        if (stage_owner(rel, n) == k)
-            atomic_fetch_add(&run->unchanged, 1);
-        return;
-    }
-    if (owned == 0)
-        return;
-
-    struct bigfile *bf = calloc(1, sizeof(*bf));
-    if (!bf || !(bf->sname = strdup(sname)) || !(bf->dname = strdup(dname))) {
-        if (bf)
-            free(bf->sname);
-        free(bf);
-        stage_fail_at(run, sd, sname, ENOMEM, "copy");
-        return;
-    }
-    bf->run = run;
-    bf->parent = parent;
-    const char *what = "open source";
-    int rc = sd->b->ops->open_read(sd, sname, follow, &bf->src, &bf->st);
-    if (rc == 0 && bf->st.st_size != sst->st_size) {
-        rc = -EBUSY;
-        what = "source changed size during the copy";
-    }
-    if (rc == 0) {
-        what = "open destination";
-        /* One worker alone may empty the file; with n > 1 the others may
-         * already have written their pieces, so old data is cleared piece by
-         * piece instead (stale_end). */
-        rc = dd->b->ops->open_write(dd, dname, n == 1, S_IRUSR | S_IWUSR, &bf->dst);
-        bf->stale_end = n > 1 && have_dst && S_ISREG(dst.st_mode) ? dst.st_size : 0;
-        if (rc == 0 && (rc = dd->b->ops->truncate(bf->dst, sst->st_size)) < 0) {
-            what = "set size of destination";
-            dd->b->ops->close(bf->dst);
-        }
-    }
-    if (rc < 0) {
-        if (bf->src)
-            sd->b->ops->close(bf->src);
-        stage_fail_at(run, sd, sname, -rc, what);
-        free(bf->sname);
-        free(bf->dname);
-        free(bf);
-        return;
-    }
-    dnode_hold(parent);
-    atomic_store(&bf->remaining, 1);     /* ours, until all pieces are queued */
-    for (uint64_t i = 0; i < npieces; i++) {
-        if (stage_piece_owner(rel, i, n) != k)
-            continue;
+    uint64_t size = (uint64_t)bf->st.st_size;
+    for (uint64_t i = first; i < last; i++) {
         struct piece_task *t = malloc(sizeof(*t));
-        if (!t) {
-            int none = 0;
-            if (atomic_compare_exchange_strong(&bf->err, &none, ENOMEM))
-                atomic_store(&bf->what, "queue pieces");
-            break;
-        }
         uint64_t end = (i + 1) * ps < size ? (i + 1) * ps : size;
-        *t = (struct piece_task){ bf, (off_t)(i * ps), (off_t)end };
+        if (t)
+            *t = (struct piece_task){ bf, (off_t)(i * ps), (off_t)end };
         atomic_fetch_add(&bf->remaining, 1);
-        if (pool_push(run->pool, self, piece_task, t) < 0) {
+        if (!t || pool_push(bf->run->pool, self, piece_task, t) < 0) {
             atomic_fetch_sub(&bf->remaining, 1);
             free(t);
             int none = 0;
@@ -574,4 +522,108 @@ void copy_split(struct pool_thread *self, struct dnode *parent, const char *snam
         }
     }
     bigfile_done(bf);
+}
+
+static struct bigfile *new_bigfile(struct stage_run *run, struct dnode *parent,
+                                   const char *sname, const char *dname)
+{
+    struct bigfile *bf = calloc(1, sizeof(*bf));
+    if (!bf || !(bf->sname = strdup(sname)) || !(bf->dname = strdup(dname))) {
+        if (bf)
+            free(bf->sname);
+        free(bf);
+        stage_fail_at(run, parent->src, sname, ENOMEM, "copy");
+        return NULL;
+    }
+    bf->run = run;
+    bf->parent = parent;
+    return bf;
+}
+
+void copy_split(struct pool_thread *self, struct dnode *parent, const char *sname,
+                const char *dname, const char *rel, const struct stat *sst, int follow)
+{
+    struct stage_run *run = parent->run;
+    uint64_t ps = run->piece_size, size = (uint64_t)sst->st_size;
+    struct bdir *sd = parent->src, *dd = parent->dst;
+    struct stat dst;
+    (void)rel;
+    if (!parent->fresh && dd->b->ops->stat_at(dd, dname, 0, &dst) == 0 &&
+        S_ISREG(dst.st_mode) && dst.st_size == sst->st_size &&
+        dst.st_mtim.tv_sec == sst->st_mtim.tv_sec && dst.st_mtim.tv_nsec == sst->st_mtim.tv_nsec) {
+        atomic_fetch_add(&run->unchanged, 1);
+        return;
+    }
+    struct bigfile *bf = new_bigfile(run, parent, sname, dname);
+    if (!bf)
+        return;
+    const char *what = "open source";
+    int rc = sd->b->ops->open_read(sd, sname, follow, &bf->src, &bf->st);
+    if (rc == 0 && bf->st.st_size != sst->st_size) {
+        rc = -EBUSY;
+        what = "source changed size during the copy";
+    }
+    if (rc == 0) {
+        what = "open destination";
+        rc = dd->b->ops->open_write(dd, dname, 1, S_IRUSR | S_IWUSR, &bf->dst);
+        if (rc == 0 && (rc = dd->b->ops->truncate(bf->dst, sst->st_size)) < 0) {
+            what = "set size of destination";
+            dd->b->ops->close(bf->dst);
+        }
+    }
+    if (rc < 0) {
+        if (bf->src)
+            sd->b->ops->close(bf->src);
+        stage_fail_at(run, sd, sname, -rc, what);
+        free_bigfile(bf);
+        return;
+    }
+    dnode_hold(parent);
+    atomic_store(&bf->remaining, 1);     /* ours, until all pieces are queued */
+    queue_pieces(self, bf, ps, 0, (size + ps - 1) / ps);
+}
+
+void copy_pieces(struct pool_thread *self, struct dnode *parent, struct bfile *src,
+                 const char *sname, const char *dname, const struct stat *sst,
+                 uint64_t piece_size, uint64_t first, uint64_t last, int follow)
+{
+    struct stage_run *run = parent->run;
+    struct bdir *sd = parent->src, *dd = parent->dst;
+    struct bigfile *bf = new_bigfile(run, parent, sname, dname);
+    if (!bf) {
+        atomic_store(&parent->failed, 1);
+        return;
+    }
+    /* The worker that found the file sized the destination; it is only
+     * written here, over nothing stale (it was emptied first). */
+    const char *what = "open source";
+    int rc = 0;
+    if (src) {
+        bf->src = src;
+        bf->keep_src = 1;            /* checked against sst when it was opened */
+        bf->st = *sst;
+    } else {
+        rc = sd->b->ops->open_read(sd, sname, follow, &bf->src, &bf->st);
+    }
+    if (rc == 0 && (bf->st.st_size != sst->st_size ||
+                    bf->st.st_mtim.tv_sec != sst->st_mtim.tv_sec ||
+                    bf->st.st_mtim.tv_nsec != sst->st_mtim.tv_nsec)) {
+        rc = -EBUSY;
+        what = "source changed during the copy";
+    }
+    if (rc == 0) {
+        what = "open destination";
+        rc = dd->b->ops->open_write(dd, dname, 0, S_IRUSR | S_IWUSR, &bf->dst);
+    }
+    if (rc < 0) {
+        if (bf->src && !bf->keep_src)
+            sd->b->ops->close(bf->src);
+        stage_fail_at(run, sd, sname, -rc, what);
+        atomic_store(&parent->failed, 1);
+        free_bigfile(bf);
+        return;
+    }
+    dnode_hold(parent);
+    atomic_store(&bf->remaining, 1);
+    queue_pieces(self, bf, piece_size, first, last);
 }

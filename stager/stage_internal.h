@@ -30,8 +30,11 @@
 #define STAGE_DEFAULT_PIECE (64ull << 20)
 #define STAGE_DEFAULT_THREADS 8
 
+struct dist;
+
 struct stage_run {
     struct stage_options opt;
+    struct dist *dist;                  /* N > 1 workers (dist.h); NULL for one */
     char *src, *dst, *instance;         /* owned copies of the option strings */
     struct backend src_b, dst_b;
     int src_adafs, dst_adafs;
@@ -67,6 +70,11 @@ struct dnode {
     struct timespec mtime;
     int set_attrs;
     int fresh;            /* we created dst just now: nothing of ours is in it */
+    /* A distributed run's item (dist_exec.c): called instead of the above
+     * when nothing is pending any more; failed: some piece failed. */
+    void (*done)(struct dnode *n);
+    void *item;
+    _Atomic int failed;
 };
 
 /* Small files of one directory read by one copy thread and waiting to be
@@ -92,6 +100,17 @@ void stage_fail_at(struct stage_run *run, struct bdir *d, const char *name, int 
 /* Returns 1 if (dev, ino) was already entered (a symlink loop). */
 int stage_seen_dir(struct stage_run *run, dev_t dev, ino_t ino);
 char *stage_rel(const char *parent_rel, const char *name);
+/* A path given by the user as its backend wants it (adafs: from the root
+ * of the file system). */
+int stage_side_path(struct stage_run *run, int dst_side, const char *path, char *out,
+                    size_t outlen);
+/* Calls cb for each request of a list or type=file run: source and
+ * destination as the backends take them (after stage_side_path), line
+ * (0 for type=file). Bad list lines are reported here. */
+int stage_requests(struct stage_run *run,
+                   int (*cb)(void *arg, const char *src, const char *dst, const char *rel,
+                             unsigned line),
+                   void *arg);
 
 /* stage_walk.c */
 void dnode_hold(struct dnode *n);
@@ -110,6 +129,10 @@ void walk_entry(struct pool_thread *self, struct dnode *parent, const char *snam
  * none). */
 void walk_file(struct pool_thread *self, struct dnode *parent, const char *name,
                unsigned char d_type, struct bopen *pre, struct small_batch *sb);
+/* Copies the files names[0..n) of parent here and now (a distributed run's
+ * batch), as a files task would. */
+void walk_files_now(struct pool_thread *self, struct dnode *parent, char *const *names,
+                    const unsigned char *types, unsigned n);
 
 /* stage_copy.c */
 /* Copies the regular file sname (already opened: src, sst) of parent to
@@ -121,5 +144,22 @@ void small_batch_flush(struct small_batch *sb);
 /* Queues this worker's pieces of a big file. src may be NULL (opened here). */
 void copy_split(struct pool_thread *self, struct dnode *parent, const char *sname,
                 const char *dname, const char *rel, const struct stat *sst, int follow);
+/* A distributed run's pieces [first, last) (of piece_size) of file sname
+ * of parent, which must have sst's size and mtime, into the existing
+ * dname; parent's done runs when they are all copied (failed set if any
+ * was not). src: the source already open (the caller's, kept open), or
+ * NULL. */
+void copy_pieces(struct pool_thread *self, struct dnode *parent, struct bfile *src,
+                 const char *sname, const char *dname, const struct stat *sst,
+                 uint64_t piece_size, uint64_t first, uint64_t last, int follow);
+
+/* dist_exec.c */
+/* Starts a distributed run (N > 1); returns as stage_execute. */
+int dist_execute(struct stage_run *run);
+void dist_destroy(struct dist *d);
+/* A big file found by a worker of a distributed run: sized here, its
+ * pieces handed out by the coordinator. */
+void dist_split(struct dnode *parent, const char *sname, const char *dname,
+                const struct stat *sst, int follow);
 
 #endif

@@ -3,8 +3,8 @@
  * A directory is listed by one task; its subdirectories become tasks of
  * their own and its files are queued in batches, so a directory of 100,000
  * files is spread over all threads and a deep tree over all of them too.
- * Each worker of a distributed run walks the whole tree (creating every
- * directory) and keeps only the files it owns. */
+ * A distributed run (dist.h) lists and copies through the same entry
+ * handling, with the coordinator deciding who lists and copies what. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -53,6 +53,10 @@ void dnode_hold(struct dnode *n)
 void dnode_release(struct dnode *n)
 {
     while (n && atomic_fetch_sub(&n->pending, 1) == 1) {
+        if (n->done) {             /* a distributed item: it owns the rest */
+            n->done(n);
+            return;
+        }
         struct backend *db = n->dst ? n->dst->b : NULL;
         if (n->set_attrs && n->dst) {
             int rc = db->ops->dir_set_attrs(n->dst, n->mode, &n->mtime);
@@ -70,17 +74,11 @@ void dnode_release(struct dnode *n)
     }
 }
 
-static int worker_count(const struct stage_run *run)
-{
-    return run->opt.workers ? (int)run->opt.workers : 1;
-}
-
-/* Every regular file listed is opened (with open_read_many, or by the
- * listing itself): with one worker; with several, walk_entry stats first
- * to find the owner. */
+/* Every regular file listed is opened with open_read_many, or by the
+ * listing itself. */
 static int opens_listed(const struct dnode *p)
 {
-    return p->src->b->ops->open_read_many && worker_count(p->run) == 1 && !p->run->opt.finalize;
+    return p->src->b->ops->open_read_many != NULL;
 }
 
 static void subdir_task(struct pool_thread *self, void *arg)
@@ -103,14 +101,11 @@ static void subdir_task(struct pool_thread *self, void *arg)
         atomic_fetch_add(&run->skipped, 1);
         goto out;
     }
-    int fresh = 0;
-    if (!run->opt.finalize) {
-        rc = dops->dir_make(p->dst, t->dname, S_IRWXU);
-        fresh = rc == 0;
-        if (rc < 0 && rc != -EEXIST) {
-            stage_fail_at(run, p->dst, t->dname, -rc, "create directory");
-            goto out;
-        }
+    rc = dops->dir_make(p->dst, t->dname, S_IRWXU);
+    int fresh = rc == 0;
+    if (rc < 0 && rc != -EEXIST) {
+        stage_fail_at(run, p->dst, t->dname, -rc, "create directory");
+        goto out;
     }
     rc = dops->dir_open(p->dst, t->dname, 0, &dd, &dst);
     if (rc < 0) {
@@ -118,7 +113,7 @@ static void subdir_task(struct pool_thread *self, void *arg)
         goto out;
     }
     /* A directory left read-only by an earlier run must take new files. */
-    if (!run->opt.finalize && (dst.st_mode & S_IRWXU) != S_IRWXU &&
+    if ((dst.st_mode & S_IRWXU) != S_IRWXU &&
         (rc = dops->dir_set_attrs(dd, dst.st_mode | S_IRWXU, NULL)) < 0) {
         stage_fail(run, dd->path, -rc, "make directory writable");
         goto out;
@@ -134,7 +129,7 @@ static void subdir_task(struct pool_thread *self, void *arg)
     }
     *n = (struct dnode){ .run = run, .parent = p, .pending = 1, .src = sd, .dst = dd,
                          .rel = rel, .mode = sst.st_mode, .mtime = sst.st_mtim,
-                         .set_attrs = worker_count(run) == 1 || run->opt.finalize,
+                         .set_attrs = 1,
                          .fresh = fresh };
     atomic_fetch_add(&run->dirs, 1);
     free(t->sname);
@@ -176,7 +171,7 @@ void walk_push_subdir(struct pool_thread *self, struct dnode *parent,
 /* Opens the regular files among names[0..n) the listing did not open
  * (listed[i].f NULL) with one open_read_many; of[i] is entry i's result,
  * NULL where walk_file must open it itself. */
-static void preopen(struct dnode *p, char **names, const unsigned char *types,
+static void preopen(struct dnode *p, char *const *names, const unsigned char *types,
                     struct bopen *listed, unsigned n, struct bopen *pre, struct bopen **of)
 {
     unsigned m = 0;
@@ -195,28 +190,44 @@ static void preopen(struct dnode *p, char **names, const unsigned char *types,
                 of[i] = NULL;   /* could not even try: one by one */
 }
 
-static void files_task(struct pool_thread *self, void *arg)
+static void copy_files(struct pool_thread *self, struct dnode *p, char *const *names,
+                       const unsigned char *types, struct bopen *listed, unsigned n)
 {
-    struct files_task *t = arg;
-    struct dnode *p = t->parent;
     struct stage_run *run = p->run;
     struct small_batch batch, *sb = NULL;
-    if (p->dst->b->ops->create_many && !run->opt.verify && !run->opt.finalize) {
+    if (p->dst->b->ops->create_many && !run->opt.verify) {
         batch = (struct small_batch){ .parent = p, .buf = pool_scratch(self),
                                       .cap = STAGE_BUF_SIZE };
         sb = &batch;
     }
     int pre = opens_listed(p);
-    for (unsigned i0 = 0; i0 < t->n; i0 += PREOPEN) {
-        unsigned k = t->n - i0 < PREOPEN ? t->n - i0 : PREOPEN;
+    for (unsigned i0 = 0; i0 < n; i0 += PREOPEN) {
+        unsigned k = n - i0 < PREOPEN ? n - i0 : PREOPEN;
         struct bopen opened[PREOPEN], *of[PREOPEN] = { NULL };
         if (pre)
-            preopen(p, t->names + i0, t->types + i0, t->listed + i0, k, opened, of);
+            preopen(p, names + i0, types + i0, listed + i0, k, opened, of);
         for (unsigned i = 0; i < k; i++)
-            walk_file(self, p, t->names[i0 + i], t->types[i0 + i], of[i], sb);
+            walk_file(self, p, names[i0 + i], types[i0 + i], of[i], sb);
     }
     if (sb)
         small_batch_flush(sb);
+}
+
+void walk_files_now(struct pool_thread *self, struct dnode *parent, char *const *names,
+                    const unsigned char *types, unsigned n)
+{
+    struct bopen none[PREOPEN] = { { 0 } };
+    for (unsigned i0 = 0; i0 < n; i0 += PREOPEN) {
+        unsigned k = n - i0 < PREOPEN ? n - i0 : PREOPEN;
+        copy_files(self, parent, names + i0, types + i0, none, k);
+    }
+}
+
+static void files_task(struct pool_thread *self, void *arg)
+{
+    struct files_task *t = arg;
+    struct dnode *p = t->parent;
+    copy_files(self, p, t->names, t->types, t->listed, t->n);
     for (unsigned i = 0; i < t->n; i++)
         free(t->names[i]);
     dnode_release(p);
@@ -295,23 +306,15 @@ static int same_mtime(const struct stat *a, const struct stat *b)
     return a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-/* With n > 1 workers, split files get their mode and mtime only here, once
- * every worker has written its pieces. */
-static void finalize_file(struct stage_run *run, struct dnode *parent, const char *dname,
-                          const struct stat *sst)
+/* A file bigger than a piece: copied in pieces by this process's threads,
+ * or, of several workers, by whichever the coordinator gives them to. */
+static void split(struct pool_thread *self, struct dnode *parent, const char *sname,
+                  const char *dname, const char *rel, const struct stat *sst, int follow)
 {
-    const struct backend_ops *dops = parent->dst->b->ops;
-    struct stat dst;
-    int rc = dops->stat_at(parent->dst, dname, 0, &dst);
-    if (rc == 0 && (!S_ISREG(dst.st_mode) || dst.st_size != sst->st_size))
-        rc = -EIO;
-    if (rc == 0)
-        rc = dops->set_attrs_at(parent->dst, dname, sst->st_mode, &sst->st_mtim);
-    if (rc < 0)
-        stage_fail_at(run, parent->dst, dname, -rc,
-                      rc == -EIO ? "finalize: destination incomplete" : "finalize");
+    if (parent->run->dist)
+        dist_split(parent, sname, dname, sst, follow);
     else
-        atomic_fetch_add(&run->files, 1);
+        copy_split(self, parent, sname, dname, rel, sst, follow);
 }
 
 static void entry(struct pool_thread *self, struct dnode *parent, const char *sname,
@@ -320,10 +323,9 @@ static void entry(struct pool_thread *self, struct dnode *parent, const char *sn
 {
     struct stage_run *run = parent->run;
     const struct backend_ops *sops = parent->src->b->ops, *dops = parent->dst->b->ops;
-    unsigned n = (unsigned)worker_count(run), k = run->opt.worker;
     int follow = run->opt.follow_symlinks || named_by_user;
     struct stat sst, dst;
-    int stated = n > 1 || run->opt.finalize || d_type != DT_REG;
+    int stated = d_type != DT_REG;
     if (pre && stated) {
         /* Not the path open_read_many was for: open as usual below. */
         if (pre->rc == 0)
@@ -371,14 +373,9 @@ static void entry(struct pool_thread *self, struct dnode *parent, const char *sn
         atomic_fetch_add(&run->files_seen, 1);
         atomic_fetch_add(&run->bytes_seen, (uint64_t)sst.st_size);
         if ((uint64_t)sst.st_size > run->piece_size) {
-            if (run->opt.finalize && n > 1)
-                finalize_file(run, parent, dname, &sst);
-            else if (!run->opt.finalize)
-                copy_split(self, parent, sname, dname, rel, &sst, follow);
+            split(self, parent, sname, dname, rel, &sst, follow);
             goto out;
         }
-        if (stage_owner(rel, n) != k || run->opt.finalize)
-            goto out;
     }
 
     /* The open is what counts: decisions below use fstat of this file. */
@@ -405,8 +402,8 @@ static void entry(struct pool_thread *self, struct dnode *parent, const char *sn
         atomic_fetch_add(&run->bytes_seen, (uint64_t)sst.st_size);
     }
     /* In a directory made by this run no earlier copy can exist: skip the
-     * restart check (a round trip per file on a fresh stage-in). Other
-     * workers only ever create files they own. */
+     * restart check (a round trip per file on a fresh stage-in). Of
+     * several workers, only the one given a file creates it. */
     int have_dst = !parent->fresh && dops->stat_at(parent->dst, dname, 0, &dst) == 0;
     if (have_dst && S_ISREG(dst.st_mode) && dst.st_size == sst.st_size && same_mtime(&dst, &sst)) {
         atomic_fetch_add(&run->unchanged, 1);
@@ -414,9 +411,9 @@ static void entry(struct pool_thread *self, struct dnode *parent, const char *sn
         goto out;
     }
     if ((uint64_t)sst.st_size > run->piece_size) {
-        /* Grew past a piece since it was listed, or n == 1 (not stated). */
+        /* Known only now it is open (not stated), or grew since. */
         sops->close(src);
-        copy_split(self, parent, sname, dname, rel, &sst, follow);
+        split(self, parent, sname, dname, rel, &sst, follow);
         goto out;
     }
     copy_file(self, parent, src, &sst, dname, sb);

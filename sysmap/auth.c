@@ -87,9 +87,10 @@ int auth_munge_encode(const char *socket, const char *host, const char *body, si
     return e == EMUNGE_SUCCESS ? 0 : -EACCES;
 }
 
-int auth_munge_decode(const char *socket, const char *cred, const char *body, size_t len,
-                      uid_t want_uid, char *host, size_t hostlen, char *err, size_t errlen)
+int auth_munge_open(const char *socket, const char *cred, uid_t want_uid,
+                    struct auth_munge_claim *claim, char *err, size_t errlen)
 {
+    memset(claim, 0, sizeof(*claim));
     munge_ctx_t ctx = context(socket, err, errlen);
     if (!ctx)
         return -EINVAL;
@@ -108,27 +109,35 @@ int auth_munge_decode(const char *socket, const char *cred, const char *body, si
         rc = -EACCES;
     } else {
         /* Our encoder sends the terminating NUL, munge(1) does not. */
-        char name[128] = "", expect[256], text[256] = "";
         size_t n = payload && plen > 0 ? (size_t)plen : 0;
         if (n && ((char *)payload)[n - 1] == '\0')
             n--;
-        if (n < sizeof(text))
-            memcpy(text, payload, n);
-        if (sscanf(text, "sysmap-upload v1 host=%127s", name) != 1) {
+        if (n < sizeof(claim->payload))
+            memcpy(claim->payload, payload, n);
+        unsigned long long len;
+        char digest[17];
+        if (sscanf(claim->payload, "sysmap-upload v1 host=%127s xxh64=%16s len=%llu", claim->host,
+                   digest, &len) != 3) {
             snprintf(err, errlen, "munge credential payload is not a sysmap upload");
             rc = -EACCES;
         } else {
-            payload_for(expect, sizeof(expect), name, body, len);
-            if (strcmp(expect, text) != 0) {
-                snprintf(err, errlen, "munge credential does not match the body"
-                         " (digest or length differs)");
-                rc = -EACCES;
-            } else {
-                snprintf(host, hostlen, "%s", name);
-            }
+            claim->len = (long long)len;
         }
     }
     free(payload);
     munge_ctx_destroy(ctx);
     return rc;
+}
+
+int auth_munge_matches(const struct auth_munge_claim *claim, const char *body, size_t len,
+                       char *err, size_t errlen)
+{
+    char expect[sizeof(claim->payload)];
+    payload_for(expect, sizeof(expect), claim->host, body, len);
+    if (strcmp(expect, claim->payload) != 0) {
+        snprintf(err, errlen, "munge credential does not match the body"
+                 " (digest or length differs)");
+        return -EACCES;
+    }
+    return 0;
 }

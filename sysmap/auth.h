@@ -28,9 +28,22 @@ int auth_token_equal(const char *a, const char *b);
 int auth_munge_encode(const char *socket, const char *host, const char *body, size_t len,
                       char **cred, char *err, size_t errlen);
 
-/* Checks cred against body and want_uid; on success writes the host the
- * credential names into host. */
-int auth_munge_decode(const char *socket, const char *cred, const char *body, size_t len,
-                      uid_t want_uid, char *host, size_t hostlen, char *err, size_t errlen);
+/* What a valid upload credential claims: the host, and the body it was
+ * made for (the whole payload, and its length alone). */
+struct auth_munge_claim {
+    char host[128];
+    long long len;
+    char payload[256];
+};
+
+/* Decodes cred (munged refuses a replayed one) and checks that it comes
+ * from want_uid and is an upload credential: 0 with *claim filled, or
+ * -EACCES with why in err. Done from the request head, before a body is
+ * read, so only a peer munge vouches for makes the server wait for one. */
+int auth_munge_open(const char *socket, const char *cred, uid_t want_uid,
+                    struct auth_munge_claim *claim, char *err, size_t errlen);
+/* Checks the body against the claim's digest and length: 0 or -EACCES. */
+int auth_munge_matches(const struct auth_munge_claim *claim, const char *body, size_t len,
+                       char *err, size_t errlen);
 
 #endif

@@ -1,12 +1,18 @@
 /* sysmap-server: receives collector reports over HTTP and writes them into
- * the database. It is the database's only writer (sqlite must not be shared
- * over NFS), so it serves one connection at a time; each connection has a
- * deadline (--timeout), which bounds how long a slow client can delay the
- * others.
+ * the database, its only writer (sqlite must not be shared over NFS).
  *
  *   POST /upload  body: a sysmap report (JSON), authenticated (auth.h)
- *   GET  /health  {"status":"ok"} for monitoring */
+ *   GET  /health  {"status":"ok"} for monitoring
+ *
+ * Each connection is served by a thread of its own (conns.h: at most
+ * --max-connections, --max-per-host from one address, those without valid
+ * credentials evicted oldest first when the table is full), so a slow or
+ * idle client delays nobody; the database writes take turns under a lock.
+ * A request head must come within --head-timeout, the whole request within
+ * --timeout, a report within --max-body; credentials are checked from the
+ * head, before a body is read. */
 #include "auth.h"
+#include "conns.h"
 #include "hostlist.h"
 #include "http.h"
 #include "log.h"
@@ -14,10 +20,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +37,9 @@
 #define DEFAULT_PORT 8470
 #define DEFAULT_MAX_BODY (4 << 20)
 #define DEFAULT_TIMEOUT_S 10
+#define DEFAULT_HEAD_TIMEOUT_S 5
+#define DEFAULT_MAX_CONNECTIONS 64
+#define DEFAULT_MAX_PER_HOST 8
 
 struct config {
     const char *db_path;
@@ -43,7 +54,18 @@ struct config {
     long long max_body;
     long long lifetime_s;             /* 0: run until signalled */
     long long timeout_s;              /* per connection, all reads and writes */
+    long long head_timeout_s;         /* to send the request head */
+    long long max_conns, max_per_host;
 };
+
+struct server {
+    const struct config *cfg;
+    struct sysmap_db *db;
+    pthread_mutex_t db_lock;          /* one writer at a time */
+};
+
+/* The lines peers without valid credentials cause. */
+static struct log_limit untrusted_log = LOG_LIMIT_INIT(10, 10000);
 
 static volatile sig_atomic_t stopping;
 
@@ -68,19 +90,25 @@ static void usage(FILE *out)
         "      --allow HOSTLIST  accept reports only for these hosts\n"
         "      --max-body BYTES  largest report accepted (default %d)\n"
         "      --timeout SEC     time one connection may take (default %d)\n"
+        "      --head-timeout SEC  time to send the request head (default %d)\n"
+        "      --max-connections N connections served at once (default %d)\n"
+        "      --max-per-host N  of them from one address (default %d)\n"
         "      --lifetime SEC    exit after SEC seconds (tests)\n"
         "      --log FILE        log here instead of stderr\n", DEFAULT_PORT, DEFAULT_MAX_BODY,
-        DEFAULT_TIMEOUT_S);
+        DEFAULT_TIMEOUT_S, DEFAULT_HEAD_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_PER_HOST);
 }
 
-static void reply_error(int fd, long long deadline, int status, const char *peer, const char *msg)
+static void reply_error(struct conn *c, int status, const char *msg)
 {
     json_t *o = json_pack("{ss}", "error", msg);
     char *body = json_dumps(o, JSON_COMPACT);
-    http_respond(fd, deadline, status, body ? body : "{\"error\":\"out of memory\"}");
+    http_respond(c->fd, c->deadline, status, body ? body : "{\"error\":\"out of memory\"}");
     free(body);
     json_decref(o);
-    log_warn("%s: %d: %s", peer, status, msg);
+    if (conns_trusted(c))
+        log_warn("%s: %d: %s", c->peer, status, msg);
+    else
+        log_limited(&untrusted_log, LOG_LEVEL_WARN, "%s: %d: %s", c->peer, status, msg);
 }
 
 /* Returns 0 when the head's credentials are acceptable so far (a munge
@@ -150,101 +178,101 @@ static int report_host(const struct http_request *req, char *host, size_t len,
     return status;
 }
 
-static int handle_upload(const struct config *cfg, struct sysmap_db *db, int fd,
-                         long long deadline, struct http_request *req, const char *peer)
+static int handle_upload(struct conn *c, struct http_request *req)
 {
-    char err[1024], host[HOSTLIST_MAX_NAME + 1], munge_host[HOSTLIST_MAX_NAME + 1] = "";
+    struct server *srv = c->arg;
+    const struct config *cfg = srv->cfg;
+    char err[1024], host[HOSTLIST_MAX_NAME + 1];
+    struct auth_munge_claim claim;
     int is_munge, status;
     if (req->chunked) {
-        reply_error(fd, deadline, 501, peer, "chunked request bodies are not supported");
+        reply_error(c, 501, "chunked request bodies are not supported");
         return 501;
     }
     if (req->content_length < 0) {
-        reply_error(fd, deadline, 411, peer, "Content-Length required");
+        reply_error(c, 411, "Content-Length required");
         return 411;
     }
     if ((status = check_bearer(cfg, req, &is_munge, err, sizeof(err)))) {
-        reply_error(fd, deadline, status, peer, err);
+        reply_error(c, status, err);
         return status;
     }
+    if (is_munge && auth_munge_open(cfg->munge_socket, req->authorization + 6, cfg->munge_uid,
+                                    &claim, err, sizeof(err)) < 0) {
+        reply_error(c, 401, err);
+        return 401;
+    }
+    if (is_munge && claim.len != req->content_length) {
+        snprintf(err, sizeof(err), "munge credential is for a body of %lld bytes, not %lld",
+                 claim.len, req->content_length);
+        reply_error(c, 401, err);
+        return 401;
+    }
+    conns_trust(c);
     if (req->content_length > cfg->max_body) {
         snprintf(err, sizeof(err), "report of %lld bytes is over the limit of %lld",
                  req->content_length, cfg->max_body);
-        reply_error(fd, deadline, 413, peer, err);
+        reply_error(c, 413, err);
         return 413;
     }
-    if ((status = http_read_body(fd, deadline, req, err, sizeof(err)))) {
-        reply_error(fd, deadline, status, peer, err);
+    if ((status = http_read_body(c->fd, c->deadline, req, err, sizeof(err)))) {
+        reply_error(c, status, err);
         return status;
     }
-    if (is_munge && auth_munge_decode(cfg->munge_socket, req->authorization + 6, req->body,
-                                      req->body_len, cfg->munge_uid, munge_host,
-                                      sizeof(munge_host), err, sizeof(err)) < 0) {
-        reply_error(fd, deadline, 401, peer, err);
+    if (is_munge && auth_munge_matches(&claim, req->body, req->body_len, err, sizeof(err)) < 0) {
+        reply_error(c, 401, err);
         return 401;
     }
     if ((status = report_host(req, host, sizeof(host), err, sizeof(err)))) {
-        reply_error(fd, deadline, status, peer, err);
+        reply_error(c, status, err);
         return status;
     }
     if (!host_allowed(cfg, host)) {
         snprintf(err, sizeof(err), "host %s is not in the --allow list", host);
-        reply_error(fd, deadline, 403, peer, err);
+        reply_error(c, 403, err);
         return 403;
     }
-    int rc = sysmap_store(db, req->body, req->body_len, (int64_t)time(NULL),
-                          is_munge ? munge_host : NULL, err, sizeof(err));
+    pthread_mutex_lock(&srv->db_lock);
+    int rc = sysmap_store(srv->db, req->body, req->body_len, (int64_t)time(NULL),
+                          is_munge ? claim.host : NULL, err, sizeof(err));
+    pthread_mutex_unlock(&srv->db_lock);
     if (rc < 0) {
         status = rc == -EPERM ? 403 : rc == -EINVAL ? 400 : 500;
-        reply_error(fd, deadline, status, peer, err);
+        reply_error(c, status, err);
         return status;
     }
     json_t *o = json_pack("{ssss}", "status", "stored", "host", host);
     char *body = json_dumps(o, JSON_COMPACT);
-    http_respond(fd, deadline, 200, body);
+    http_respond(c->fd, c->deadline, 200, body);
     free(body);
     json_decref(o);
-    log_info("%s: stored the report of %s (%zu bytes)", peer, host, req->body_len);
+    log_info("%s: stored the report of %s (%zu bytes)", c->peer, host, req->body_len);
     return 200;
 }
 
-static void serve_connection(const struct config *cfg, struct sysmap_db *db, int fd,
-                             const char *peer)
+static void serve_connection(struct conn *c)
 {
-    long long deadline = http_now_ms() + cfg->timeout_s * 1000;
+    const struct config *cfg = ((struct server *)c->arg)->cfg;
+    long long now = http_now_ms();
+    long long head_s = cfg->head_timeout_s < cfg->timeout_s ? cfg->head_timeout_s : cfg->timeout_s;
     struct http_request req;
     char err[512];
-    int status = http_read_head(fd, deadline, &req, err, sizeof(err));
+    c->deadline = now + cfg->timeout_s * 1000;
+    int status = http_read_head(c->fd, now + head_s * 1000, &req, err, sizeof(err));
     if (status) {
-        reply_error(fd, deadline, status, peer, err);
+        reply_error(c, status, err);
     } else if (strcmp(req.path, "/upload") == 0) {
         if (strcmp(req.method, "POST") == 0)
-            handle_upload(cfg, db, fd, deadline, &req, peer);
+            handle_upload(c, &req);
         else
-            reply_error(fd, deadline, 405, peer, "/upload takes POST");
+            reply_error(c, 405, "/upload takes POST");
     } else if (strcmp(req.path, "/health") == 0 && strcmp(req.method, "GET") == 0) {
-        http_respond(fd, deadline, 200, "{\"status\":\"ok\"}");
+        http_respond(c->fd, c->deadline, 200, "{\"status\":\"ok\"}");
     } else {
         snprintf(err, sizeof(err), "no such resource: %.40s %.80s", req.method, req.path);
-        reply_error(fd, deadline, 404, peer, err);
+        reply_error(c, 404, err);
     }
     http_request_free(&req);
-}
-
-/* After an early error reply (413, 401) the client may still be sending
- * its body; closing at once would reset the connection and the client would
- * see "connection reset" instead of the reply. Drain briefly, then close. */
-static void close_gently(int fd)
-{
-    char sink[4096];
-    long long deadline = http_now_ms() + 500;
-    shutdown(fd, SHUT_WR);
-    while (http_now_ms() < deadline) {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        if (poll(&p, 1, 100) == 1 && recv(fd, sink, sizeof(sink), 0) <= 0)
-            break;
-    }
-    close(fd);
 }
 
 static int listen_on(struct config *cfg)
@@ -265,6 +293,9 @@ static int listen_on(struct config *cfg)
         close(fd);
         return -1;
     }
+    /* Non-blocking: a connection reset between poll and accept must not
+     * leave the loop waiting in accept for the next one. */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     socklen_t alen = sizeof(addr);
     getsockname(fd, (struct sockaddr *)&addr, &alen);
     cfg->port = ntohs(addr.sin_port);
@@ -282,7 +313,8 @@ static int listen_on(struct config *cfg)
 static int parse_args(int argc, char **argv, struct config *cfg, const char **log_path)
 {
     enum { OPT_PORT_FILE = 256, OPT_TOKEN, OPT_MUNGE, OPT_MUNGE_SOCKET, OPT_MUNGE_UID,
-           OPT_ALLOW, OPT_MAX_BODY, OPT_LIFETIME, OPT_LOG, OPT_TIMEOUT };
+           OPT_ALLOW, OPT_MAX_BODY, OPT_LIFETIME, OPT_LOG, OPT_TIMEOUT, OPT_HEAD_TIMEOUT,
+           OPT_MAX_CONNS, OPT_MAX_PER_HOST };
     static const struct option opts[] = {
         { "db", required_argument, NULL, 'd' }, { "listen", required_argument, NULL, 'a' },
         { "port", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
@@ -295,6 +327,9 @@ static int parse_args(int argc, char **argv, struct config *cfg, const char **lo
         { "max-body", required_argument, NULL, OPT_MAX_BODY },
         { "lifetime", required_argument, NULL, OPT_LIFETIME },
         { "timeout", required_argument, NULL, OPT_TIMEOUT },
+        { "head-timeout", required_argument, NULL, OPT_HEAD_TIMEOUT },
+        { "max-connections", required_argument, NULL, OPT_MAX_CONNS },
+        { "max-per-host", required_argument, NULL, OPT_MAX_PER_HOST },
         { "log", required_argument, NULL, OPT_LOG },
         { NULL, 0, NULL, 0 },
     };
@@ -343,12 +378,26 @@ static int parse_args(int argc, char **argv, struct config *cfg, const char **lo
             }
             break;
         case OPT_LIFETIME:
-        case OPT_TIMEOUT: {
-            long long *secs = c == OPT_LIFETIME ? &cfg->lifetime_s : &cfg->timeout_s;
+        case OPT_TIMEOUT:
+        case OPT_HEAD_TIMEOUT: {
+            long long *secs = c == OPT_LIFETIME ? &cfg->lifetime_s : c == OPT_TIMEOUT
+                              ? &cfg->timeout_s : &cfg->head_timeout_s;
             *secs = strtoll(optarg, &end, 10);
             if (*end || *secs <= 0 || *secs > 86400 * 365) {
                 fprintf(stderr, "sysmap-server: --%s \"%s\" is not a number of seconds\n",
-                        c == OPT_LIFETIME ? "lifetime" : "timeout", optarg);
+                        c == OPT_LIFETIME ? "lifetime" : c == OPT_TIMEOUT ? "timeout"
+                        : "head-timeout", optarg);
+                return 2;
+            }
+            break;
+        }
+        case OPT_MAX_CONNS:
+        case OPT_MAX_PER_HOST: {
+            long long *n = c == OPT_MAX_CONNS ? &cfg->max_conns : &cfg->max_per_host;
+            *n = strtoll(optarg, &end, 10);
+            if (*end || *n < 1 || *n > 100000) {
+                fprintf(stderr, "sysmap-server: --%s \"%s\" is not a count from 1 to 100000\n",
+                        c == OPT_MAX_CONNS ? "max-connections" : "max-per-host", optarg);
                 return 2;
             }
             break;
@@ -372,7 +421,10 @@ static int parse_args(int argc, char **argv, struct config *cfg, const char **lo
 int main(int argc, char **argv)
 {
     struct config cfg = { .listen_addr = "0.0.0.0", .port = DEFAULT_PORT,
-                          .max_body = DEFAULT_MAX_BODY, .timeout_s = DEFAULT_TIMEOUT_S };
+                          .max_body = DEFAULT_MAX_BODY, .timeout_s = DEFAULT_TIMEOUT_S,
+                          .head_timeout_s = DEFAULT_HEAD_TIMEOUT_S,
+                          .max_conns = DEFAULT_MAX_CONNECTIONS,
+                          .max_per_host = DEFAULT_MAX_PER_HOST };
     const char *log_path = NULL;
     int rc = parse_args(argc, argv, &cfg, &log_path);
     if (rc)
@@ -400,27 +452,42 @@ int main(int argc, char **argv)
     log_info("listening on %s:%d, database %s, auth:%s%s", cfg.listen_addr, cfg.port,
              cfg.db_path, cfg.use_token ? " token" : "", cfg.use_munge ? " munge" : "");
 
+    struct server srv = { .cfg = &cfg, .db = db };
+    pthread_mutex_init(&srv.db_lock, NULL);
+    struct conns *conns = conns_new(cfg.max_conns, cfg.max_per_host, serve_connection, &srv);
+    if (!conns) {
+        log_error("out of memory for %lld connection slots", cfg.max_conns);
+        return 1;
+    }
     long long end = cfg.lifetime_s ? http_now_ms() + cfg.lifetime_s * 1000 : 0;
+    long long flushed = http_now_ms();
     while (!stopping && (!end || http_now_ms() < end)) {
+        if (http_now_ms() - flushed >= 10000) {   /* a flood that stopped is summarised */
+            log_limit_flush(&untrusted_log);
+            conns_flush_log();
+            flushed = http_now_ms();
+        }
         struct pollfd p = { .fd = lfd, .events = POLLIN };
         if (poll(&p, 1, 1000) <= 0)
             continue;
+        if (!conns_make_room(conns, &stopping))
+            break;
         struct sockaddr_in peer_addr;
         socklen_t plen = sizeof(peer_addr);
         int fd = accept4(lfd, (struct sockaddr *)&peer_addr, &plen, SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
-                log_warn("accept: %s", strerror(errno));
+                log_limited(&untrusted_log, LOG_LEVEL_WARN, "accept: %s", strerror(errno));
             continue;
         }
-        char peer[64];
-        snprintf(peer, sizeof(peer), "%s:%d", inet_ntoa(peer_addr.sin_addr),
-                 ntohs(peer_addr.sin_port));
-        serve_connection(&cfg, db, fd, peer);
-        close_gently(fd);
+        conns_admit(conns, fd, &peer_addr);
     }
-    log_info("stopping%s", stopping ? " on a signal" : ": lifetime over");
     close(lfd);
+    log_info("stopping%s", stopping ? " on a signal" : ": lifetime over");
+    /* Uploads in progress end by their deadline; the database stays open
+     * until they have. */
+    conns_finish(conns);
+    log_limit_flush(&untrusted_log);
     sysmap_close(db);
     hostlist_free(&cfg.allow);
     return 0;

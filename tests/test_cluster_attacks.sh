@@ -167,7 +167,8 @@ s.settimeout(0.5)
 out = open(heard, "ab")
 # Answers every hello as an agent refusing it would, blaming its node.
 lie = b"node n1: storage root unusable: drain this node\0"
-reply = struct.pack("<IHHQIi", 0x53464441, 1, 0x100, 0, 4 + len(lie), -5) + bytes(32) + \
+# The RPC header (common/rpc.h, version 2): 24 bytes, the payload's length at 16.
+reply = struct.pack("<IHHQIi", 0x53464441, 2, 0x100, 0, 4 + len(lie), -5) + \
         struct.pack("<I", len(lie)) + lie
 end = time.time() + seconds
 while time.time() < end:
@@ -178,7 +179,7 @@ while time.time() < end:
     c.settimeout(2)
     data = b""
     try:
-        while len(data) < 56 or len(data) < 56 + struct.unpack_from("<I", data, 16)[0]:
+        while len(data) < 24 or len(data) < 24 + struct.unpack_from("<I", data, 16)[0]:
             d = c.recv(65536)
             if not d:
                 break

@@ -7,25 +7,28 @@
  * request, size, time of day...). Two estimates per job:
  *   - median:       the run time the job most likely has (minimises MAE);
  *   - conservative: an upper estimate the job rarely exceeds, chosen per
- *                   job from the user's runs of the same request and size
- *                   and an upper quantile, at a price per underestimate
- *                   tracked online so that about 4-5% of the jobs exceed it.
+ *                   job from the user's runs of the same request and size,
+ *                   of any request, and the request, at a price per miss
+ *                   calibrated online so that params.target_miss of the
+ *                   jobs exceed it on any job stream.
  * Both are never above the requested time.
  *
  * Only what is known when the job is submitted is used: its request, user,
- * group, account, partition, size, memory, name, submit time, and the jobs of
+ * group, account, partition, size, memory, name, submit time, the jobs of
  * the same user that had *finished* by then (their end time <= this submit
- * time). Features and margins are always taken "as of" the job's submit
- * time, so a job observed too early never leaks into a prediction through
- * its user's history; the trees learn from every job observed before the
- * last walltime_train() (in the replay: only jobs finished by then).
+ * time), and the same user's identical jobs in flight then (how many, and
+ * how long those that had started had been running). Features, margins and
+ * the calibration are always taken "as of" the job's submit time, so a job
+ * observed too early never leaks into a prediction through its user's
+ * history; the trees learn from every job observed before the last
+ * walltime_train() (in the replay: only jobs finished by then).
  *
  * Thread safety (for the Slurm plugin): a struct walltime_model has no lock
  * of its own. walltime_predict() and walltime_model_save() only read it, so
- * any number of threads may call them at once; walltime_observe_finished(),
- * walltime_train() and walltime_model_free() change it and need the caller's
- * exclusive lock. A pthread_rwlock_t fits: read lock around predict (about
- * 1-5 us a job), write lock around observe (a few us) and train. Training on
+ * any number of threads may call them at once; walltime_submit(), the
+ * walltime_observe_*() calls, walltime_train() and walltime_model_free()
+ * change it and need the caller's exclusive lock. A pthread_rwlock_t fits:
+ * write lock around submit and observe (a few us each) and train. Training on
  * 30,000 jobs takes ~2.5 s here, too long under slurmctld's job lock: train a
  * fresh model (walltime_model_load() of a saved copy, or `adafs-walltime
  * train`) in a background thread or offline and swap the pointer under the
@@ -85,9 +88,22 @@ void walltime_job_init(struct walltime_job *job);
  * field and its value. Readers and the model check jobs with it. */
 int walltime_job_check(const struct walltime_job *job, char *err, size_t errlen);
 
+/* Which history the conservative estimate came from, its calibration
+ * group: the user's jobs of this request and size, the user's jobs of any
+ * request, or neither (the site level: the request itself, or the median
+ * of the model trained on every job). */
+enum walltime_group {       /* from the coarsest to the most specific */
+    WALLTIME_GROUP_SITE, WALLTIME_GROUP_USER, WALLTIME_GROUP_REQUEST
+};
+/* "site", "user" or "user+request". */
+const char *walltime_group_name(enum walltime_group group);
+
 struct walltime_prediction {
     double median_s;        /* most likely run time, seconds, <= req_time */
     double conservative_s;  /* rarely-exceeded run time, seconds, <= req_time */
+    enum walltime_group group;  /* where the conservative estimate came from */
+    double miss_probability;    /* the model's own chance that the job runs
+                                   longer than conservative_s */
 };
 
 struct walltime_params {
@@ -96,8 +112,12 @@ struct walltime_params {
     double learning_rate;
     int min_leaf;           /* minimum jobs per leaf */
     double quantile;        /* quantile of the conservative ensemble */
-    double target_miss;     /* conservative: share of underestimates the price
-                               tracker aims at (the result ends a little above) */
+    double target_miss;     /* conservative: share of jobs that may run longer
+                               than it, the online calibration's set-point */
+    double calib_eta;       /* conservative: step of the calibration per job */
+    double inflight_k0;     /* conservative: jobs of the same kind in flight
+                               that double the price of a miss */
+    int episode_gap_s;      /* submissions closer than this are one episode */
     int max_train;          /* finished jobs kept for retraining */
     int retrain_every;      /* auto-retrain after this many observations */
     int auto_retrain;       /* observe_finished() retrains by itself */
@@ -111,31 +131,57 @@ void walltime_params_default(struct walltime_params *params);
 struct walltime_model *walltime_model_new(const struct walltime_params *params);
 void walltime_model_free(struct walltime_model *model);
 
-/* Both estimates for a job about to be submitted. Reads the model only.
+/* Both estimates for a job about to be submitted. Reads the model only:
+ * a what-if that the model will not learn from (see walltime_submit).
  * Returns 0, or -EINVAL (message in err) if the job has no positive request. */
 int walltime_predict(const struct walltime_model *model,
                      const struct walltime_job *job,
                      struct walltime_prediction *out, char *err, size_t errlen);
 
-/* Learns from a job that has finished (run_time >= 0): adds it to its user's
- * history, adjusts the user's conservative margin and keeps it for the next
- * training. Returns 0 or -EINVAL with a message. */
+/* The life of a job, as the scheduler sees it. walltime_submit() predicts
+ * like walltime_predict() and records the job (by uid and job_id) with the
+ * estimates it got: the calibration learns from what it really told each
+ * job, and the job counts as in flight for the next submissions of the same
+ * kind. walltime_observe_started() (submit_time + wait_time = the start)
+ * lets later predictions see how long it has been running;
+ * walltime_observe_finished() learns from it; walltime_observe_cancelled()
+ * forgets a job that ended without running. A finished job that was never
+ * submitted here (or whose record was dropped) is learned from with the
+ * estimate recomputed as of its submit time. All return 0 or -EINVAL /
+ * -ENOMEM with a message; started/cancelled of an unknown job do nothing. */
+int walltime_submit(struct walltime_model *model, const struct walltime_job *job,
+                    struct walltime_prediction *out, char *err, size_t errlen);
+int walltime_observe_started(struct walltime_model *model,
+                             const struct walltime_job *job, char *err, size_t errlen);
 int walltime_observe_finished(struct walltime_model *model,
                               const struct walltime_job *job,
                               char *err, size_t errlen);
+int walltime_observe_cancelled(struct walltime_model *model,
+                               const struct walltime_job *job);
+
+/* Sets the calibration's set-point (params.target_miss, 0 < miss < 1) of a
+ * model, e.g. one loaded from a file; the calibration moves to it from
+ * where it is. */
+void walltime_model_set_target_miss(struct walltime_model *model, double miss);
 
 /* Refits both ensembles on the finished jobs kept so far. Returns 0, or
  * -ENOMEM with a message. Before the first training the model predicts from
  * the user's history alone. */
 int walltime_train(struct walltime_model *model, char *err, size_t errlen);
 
-/* Number of finished jobs observed / training runs done, for reports. */
+/* Number of finished jobs observed / training runs done / jobs submitted
+ * and not finished, for reports. */
 long walltime_model_observed(const struct walltime_model *model);
 long walltime_model_trainings(const struct walltime_model *model);
+long walltime_model_pending(const struct walltime_model *model);
+/* End time (submit + wait + run) of the newest finished job learned from,
+ * -1 if none: a caller that restarts with a saved model resumes from it. */
+int64_t walltime_model_last_end(const struct walltime_model *model);
 
-/* Text model file ("adafs-walltime-model 3"): parameters, trees, per-user
- * histories and margins, the price of an underestimate, the kept training jobs, with every number
- * written exactly, so a reloaded model predicts bit-identically.
+/* Text model file ("adafs-walltime-model 4"): parameters, the calibration
+ * state, trees, per-user histories, margins and jobs in flight, the kept
+ * training jobs, with every number written exactly, so a reloaded model
+ * predicts and goes on learning bit-identically.
  * save returns 0 or -errno; load returns the model or NULL with the reason
  * (path and line) in err. */
 int walltime_model_save(const struct walltime_model *model, const char *path,

@@ -281,15 +281,7 @@ int child_wait(pid_t pid, int timeout_ms)
             pthread_mutex_unlock(&lock);
             return -ETIMEDOUT;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t wait = deadline - now < 1000 ? deadline - now : 1000;
-        ts.tv_sec += wait / 1000;
-        ts.tv_nsec += (wait % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        struct timespec ts = net_wall_after_ms(deadline - now < 1000 ? deadline - now : 1000);
         pthread_cond_timedwait(&changed, &lock, &ts);
     }
 }

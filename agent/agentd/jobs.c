@@ -44,7 +44,7 @@ struct job {
     uint32_t id;
     struct user_id user;
     uint32_t index;
-    char secret_hex[2 * RPC_SECRET_SIZE + 1];   /* which instance: a START again must match */
+    char secret_hex[2 * INSTANCE_SECRET_SIZE + 1];   /* which instance: a START again must match */
     char storage[PATH_MAX];
     char dir[PATH_MAX];        /* S/<node>/job.<id> */
     char image[PATH_MAX];      /* S/<node>/job.<id>.img, its file system ("": none) */
@@ -428,13 +428,7 @@ static void await_stager_locked(struct job *j, int ms)
 {
     int64_t deadline = net_now_ms() + ms;
     while (j->stage.state == AGENT_OP_RUNNING && net_now_ms() < deadline) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = net_wall_after_ms(100);
         pthread_cond_timedwait(&jobs_changed, &jobs_lock, &ts);
     }
 }
@@ -635,10 +629,10 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
         return failf(e, AGENT_FAULT_JOB, -EPERM, "job %u: refusing to run a server as root", m->job_id);
     if (strlen(m->storage) + strlen(cfg->node) + PATH_SLACK >= PATH_MAX)
         return failf(e, AGENT_FAULT_NODE, -ENAMETOOLONG, "job %u: storage path too long", m->job_id);
-    uint8_t secret[RPC_SECRET_SIZE];
+    uint8_t secret[INSTANCE_SECRET_SIZE];
     if (secret_from_hex(m->secret_hex, secret) < 0)
         return failf(e, AGENT_FAULT_JOB, -EINVAL, "job %u: the secret is not %d hex digits", m->job_id,
-                     2 * RPC_SECRET_SIZE);
+                     2 * INSTANCE_SECRET_SIZE);
     if (!storage_allowed(m->storage))
         return failf(e, AGENT_FAULT_NODE, -EPERM, "job %u: storage %s is not under this agent's storage roots",
                      m->job_id, m->storage);
@@ -1007,9 +1001,7 @@ int jobs_release(uint32_t job_id, int timeout_s, struct agent_error *e)
             pthread_mutex_unlock(&jobs_lock);
             return rc;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
+        struct timespec ts = net_wall_after_ms(1000);
         pthread_cond_timedwait(&jobs_changed, &jobs_lock, &ts);
     }
     pthread_mutex_unlock(&jobs_lock);

@@ -1,4 +1,5 @@
-/* conn: one thread per client connection.
+/* conn: one thread per client connection, once gate.c has authenticated
+ * it.
  *
  * A client keeps one connection per server for its whole life and may send
  * several requests before reading the answers (a large write goes out as a
@@ -13,11 +14,8 @@
  * request is served. */
 #include "server.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +40,12 @@
 #define STREAM_MIN (64u << 10)
 #define WRITE_PREFIX 24              /* u64 key, u64 index, u32 offset, u32 length */
 
+/* What clients' malformed requests and dropped connections make us log:
+ * they proved the secret, but the log is in root's directory, so it is
+ * bounded all the same. */
+static struct log_limit bad_request_log = LOG_LIMIT_INIT(10, 10000);
+static struct log_limit closed_log = LOG_LIMIT_INIT(10, 10000);
+
 struct conn {
     struct server *srv;
     int fd;
@@ -59,7 +63,8 @@ static ssize_t sock_read(struct conn *c, void *buf, size_t min, size_t max)
 {
     ssize_t n = net_read_some_fds(c->fd, buf, min, max, 0, c->local ? &c->fds : NULL);
     if (n == -EPROTO)
-        log_warn("dropping %s: it passed more descriptors than requests", c->peer);
+        log_limited(&bad_request_log, LOG_LEVEL_WARN,
+                    "dropping %s: it passed more descriptors than requests", c->peer);
     return n;
 }
 
@@ -160,48 +165,6 @@ static int send_file(struct conn *c, int file_fd, uint64_t off, size_t len)
     return rc;
 }
 
-/* Refusals are logged at most once a second, with the count of those
- * that were not: anyone who reaches the port could otherwise fill the
- * job's log (root's, not capped) one connection at a time. */
-static pthread_mutex_t refusal_lock = PTHREAD_MUTEX_INITIALIZER;
-static int64_t refusal_logged_ms = INT64_MIN / 2;   /* long ago: the first is logged */
-static unsigned long refusals_unlogged;
-
-static void log_refusal(const struct conn *c, const struct rpc_header *req)
-{
-    pthread_mutex_lock(&refusal_lock);
-    int64_t now = net_now_ms();
-    bool log_now = now - refusal_logged_ms >= 1000;
-    unsigned long unlogged = refusals_unlogged;
-    if (log_now) {
-        refusal_logged_ms = now;
-        refusals_unlogged = 0;
-    } else {
-        refusals_unlogged++;
-    }
-    pthread_mutex_unlock(&refusal_lock);
-    if (!log_now)
-        return;
-    char more[80] = "";
-    if (unlogged)
-        snprintf(more, sizeof(more), " (and %lu more refusals since the last one logged)",
-                 unlogged);
-    log_warn("refused %s request from %s: wrong or missing secret%s",
-             dispatch_op_name(req->opcode), c->peer, more);
-}
-
-/* A request without the instance's secret: answer EACCES and hang up,
- * before its payload is read (or its announced length allocated). */
-static void refuse(struct conn *c, const struct rpc_header *req)
-{
-    log_refusal(c, req);
-    struct rpc_header ans = { .opcode = req->opcode, .id = req->id, .status = -EACCES };
-    uint8_t *hdr = rpc_put_raw(&c->out, NULL, RPC_HEADER_SIZE);
-    if (hdr)
-        rpc_header_encode(&ans, hdr);
-    flush(c);
-}
-
 /* A request with FS_BULK_FD: its data comes from the descriptor passed
  * with it, at the offset its payload starts with (proto.h). */
 static int bulk_from_fd(struct conn *c, uint16_t op, struct rpc_reader *r, struct stream *s)
@@ -250,7 +213,7 @@ static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem
     if (ans.status == 0 && !rpc_writer_ok(&c->out))
         ans.status = -ENOMEM;
     if (ans.status == -EBADMSG || ans.status == -EOPNOTSUPP)
-        log_warn("bad %s%s request (opcode %#x, %u bytes) from %s: %s", dispatch_op_name(op),
+        log_limited(&bad_request_log, LOG_LEVEL_WARN, "bad %s%s request (opcode %#x, %u bytes) from %s: %s", dispatch_op_name(op),
                  op != req->opcode ? " (data by descriptor)" : "", req->opcode, req->length,
                  c->peer, strerror(-ans.status));
     if (ans.status < 0) {
@@ -338,12 +301,8 @@ static void *conn_main(void *arg)
         struct rpc_header h;
         rc = rpc_header_decode(c->in + c->start, &h);
         if (rc < 0) {
-            log_warn("dropping %s: bad message header: %s", c->peer, strerror(-rc));
-            break;
-        }
-        if (!rpc_secret_equal(h.secret, c->srv->secret)) {
-            refuse(c, &h);
-            rc = -EACCES;
+            log_limited(&bad_request_log, LOG_LEVEL_WARN, "dropping %s: bad message header: %s",
+                        c->peer, strerror(-rc));
             break;
         }
         struct stream rest = { .sock = c->fd, .pipe = c->pipe, .src_fd = -1 };
@@ -369,8 +328,9 @@ static void *conn_main(void *arg)
         if ((!request_buffered(c) || c->out.len > OUT_FLUSH) && (rc = flush(c)) < 0)
             break;
     }
-    if (rc != -ECONNRESET && rc != -EACCES)
-        log_info("connection from %s closed: %s", c->peer, strerror(-rc));
+    if (rc != -ECONNRESET)
+        log_limited(&closed_log, LOG_LEVEL_INFO, "connection from %s closed: %s", c->peer,
+                    strerror(-rc));
     close(c->fd);
     if (c->pipe[0] >= 0) {
         close(c->pipe[0]);
@@ -379,31 +339,12 @@ static void *conn_main(void *arg)
     net_fds_close(&c->fds);
     free(c->in);
     rpc_writer_free(&c->out);
+    atomic_fetch_sub(&c->srv->clients, 1);
     free(c);
     return NULL;
 }
 
-/* Names the peer for the log: address and port, or the process of a local
- * client. */
-static void name_peer(struct conn *c)
-{
-    struct sockaddr_in sa;
-    socklen_t sl = sizeof(sa);
-    struct ucred cred;
-    socklen_t cl = sizeof(cred);
-    if (c->local && getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
-        snprintf(c->peer, sizeof(c->peer), "local pid %d uid %u", (int)cred.pid,
-                 (unsigned)cred.uid);
-    } else if (!c->local && getpeername(c->fd, (struct sockaddr *)&sa, &sl) == 0) {
-        char ip[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
-        snprintf(c->peer, sizeof(c->peer), "%s:%d", ip, ntohs(sa.sin_port));
-    } else {
-        snprintf(c->peer, sizeof(c->peer), "fd %d", c->fd);
-    }
-}
-
-int conn_start(struct server *srv, int fd, int local)
+int conn_start(struct server *srv, int fd, int local, const char *peer)
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (!c)
@@ -415,7 +356,7 @@ int conn_start(struct server *srv, int fd, int local)
     c->cap = IN_INITIAL;
     c->in = malloc(c->cap);
     rpc_writer_init(&c->out, NULL, 0);
-    name_peer(c);
+    snprintf(c->peer, sizeof(c->peer), "%s", peer);
     if (local)
         net_set_unix_sndbuf(fd);   /* the answers of reads */
     else

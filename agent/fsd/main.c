@@ -3,6 +3,7 @@
  *   adafsd --index I (--hosts host:port,... | --listen host:port --servers N)
  *          --root DIR --secret-file F [--chunk-size 512K] [--quota SIZE]
  *          [--log FILE] [--ready-fd N] [--log-level LEVEL] [--foreground]
+ *          [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]
  *
  * A server needs only its own address and how many servers the instance
  * has (they never talk to each other): --listen and --servers say just
@@ -14,8 +15,10 @@
  * metadata and chunks under --root (created 0700, must not exist or be
  * empty), and when ready writes "ready port=P pid=N" to --ready-fd, or
  * "error <reason>" if it cannot start. --quota bounds the bytes its chunks
- * may occupy (0 or none: no bound). SIGTERM or SIGINT stop it: the root is
- * wiped before it exits. */
+ * may occupy (0 or none: no bound). Every connection first proves it holds
+ * the secret (gate.c): --max-handshakes bound the connections doing so at
+ * once (overall and per peer), --max-clients those served after. SIGTERM
+ * or SIGINT stop it: the root is wiped before it exits. */
 #include "server.h"
 
 #include <dirent.h>
@@ -23,12 +26,12 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -39,6 +42,16 @@
 #include "net.h"
 #include "size.h"
 
+/* Defaults of the connection bounds. Every process of a job holds one
+ * connection to each server (128 ranks on each of 64 nodes: 8192 per
+ * server); a handshake takes a round trip, so a few per peer at once
+ * would do, but all ranks of a node start together. */
+#define DEFAULT_MAX_CLIENTS 16384
+#define DEFAULT_MAX_HANDSHAKES 1024
+#define DEFAULT_MAX_HANDSHAKES_PER_PEER 256
+/* Descriptors kept for RocksDB and chunk files beside the connections. */
+#define FILES_RESERVE 1024
+
 static struct server srv;
 static int ready_fd = -1;
 
@@ -47,7 +60,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: adafsd --index I (--hosts host:port,... | --listen host:port --servers N)\n"
             "              --root DIR --secret-file FILE [--chunk-size SIZE] [--quota SIZE] [--log FILE]\n"
-            "              [--log-level error|warn|info|debug] [--ready-fd N] [--foreground]\n");
+            "              [--log-level error|warn|info|debug] [--ready-fd N] [--foreground]\n"
+            "              [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]\n");
 }
 
 /* Reports a start-up failure on the log and to whoever waits for readiness,
@@ -163,6 +177,30 @@ static void daemonize(void)
     notify_fd = p[1];   /* the parent learns of readiness through it */
 }
 
+/* Every connection is a descriptor: raises the soft limit to the hard one,
+ * and lowers --max-clients to what the limit leaves beside handshakes and
+ * files, saying so, rather than failing accept() when clients come. */
+static void fit_descriptors(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    rlim_t need = (rlim_t)srv.max_clients + srv.handshakes_max + FILES_RESERVE;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        rlim_t spare = rl.rlim_cur > (rlim_t)srv.handshakes_max + FILES_RESERVE + 16
+                       ? rl.rlim_cur - srv.handshakes_max - FILES_RESERVE : 16;
+        log_warn("the descriptor limit (%llu, RLIMIT_NOFILE) leaves room for %llu clients, "
+                 "not --max-clients %u: serving at most %llu", (unsigned long long)rl.rlim_cur,
+                 (unsigned long long)spare, srv.max_clients, (unsigned long long)spare);
+        srv.max_clients = (unsigned)spare;
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -178,6 +216,9 @@ int main(int argc, char **argv)
         { "log-level", required_argument, NULL, 'L' },
         { "ready-fd", required_argument, NULL, 'R' },
         { "foreground", no_argument, NULL, 'f' },
+        { "max-clients", required_argument, NULL, 'M' },
+        { "max-handshakes", required_argument, NULL, 'K' },
+        { "max-handshakes-per-peer", required_argument, NULL, 'P' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -187,6 +228,9 @@ int main(int argc, char **argv)
     int foreground = 0, level = LOG_LEVEL_INFO;
     srv.chunk_size = 512 * 1024;
     srv.quota = UINT64_MAX;
+    srv.max_clients = DEFAULT_MAX_CLIENTS;
+    srv.handshakes_max = DEFAULT_MAX_HANDSHAKES;
+    srv.handshakes_per_peer = DEFAULT_MAX_HANDSHAKES_PER_PEER;
     log_open("adafsd", LOG_LEVEL_INFO, NULL);
     int c;
     char *end;
@@ -231,6 +275,19 @@ int main(int argc, char **argv)
             fcntl(ready_fd, F_SETFD, FD_CLOEXEC);
             break;
         }
+        case 'M':
+        case 'K':
+        case 'P': {
+            unsigned *bound = c == 'M' ? &srv.max_clients : c == 'K' ? &srv.handshakes_max
+                                                                 : &srv.handshakes_per_peer;
+            long n = strtol(optarg, &end, 10);
+            if (*end || end == optarg || n < 1 || n > 1000000)
+                die("--%s: '%s' is not a count between 1 and 1000000",
+                    c == 'M' ? "max-clients" : c == 'K' ? "max-handshakes"
+                                                        : "max-handshakes-per-peer", optarg);
+            *bound = (unsigned)n;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -247,6 +304,7 @@ int main(int argc, char **argv)
         die("cannot open log %s: %s", log_path, strerror(errno));
     log_set_level((enum log_level)level);
 
+    fit_descriptors();
     char host[INSTANCE_HOST_MAX];
     int port = 0;
     if (hosts) {
@@ -326,37 +384,9 @@ int main(int argc, char **argv)
             close(devnull);
     }
 
-    struct pollfd pfd[3] = { { .fd = lfd, .events = POLLIN }, { .fd = sfd, .events = POLLIN },
-                             { .fd = ufd, .events = POLLIN } };
-    for (;;) {
-        if (poll(pfd, 3, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            log_error("poll: %s", strerror(errno));
-            break;
-        }
-        if (pfd[1].revents) {
-            struct signalfd_siginfo si;
-            if (read(sfd, &si, sizeof(si)) == sizeof(si))
-                log_info("signal %u: stopping", si.ssi_signo);
-            break;
-        }
-        for (int i = 0; i < 3; i += 2) {
-            if (!pfd[i].revents)
-                continue;
-            int fd = accept4(pfd[i].fd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd < 0) {
-                if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
-                    log_warn("accept: %s", strerror(errno));
-                continue;
-            }
-            int rc = conn_start(&srv, fd, i == 2);
-            if (rc < 0) {
-                log_error("cannot serve a new connection: %s", strerror(-rc));
-                close(fd);
-            }
-        }
-    }
+    int rc = gate_run(&srv, lfd, ufd, sfd);
+    if (rc < 0)
+        log_error("stopping: the accept loop failed: %s", strerror(-rc));
     /* No orderly close of RocksDB: it would flush memtables only to have
      * them deleted. Wipe and leave; the kernel closes the connections. */
     int64_t t0 = net_now_ms();

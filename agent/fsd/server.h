@@ -1,7 +1,8 @@
 /* server: the state of one adafsd and the interface between its parts.
  *
  *   main.c     command line, root directory, listening, readiness, shutdown
- *   conn.c     one thread per client connection: framing, auth, replies
+ *   gate.c     accepting: every connection's handshake, without a thread
+ *   conn.c     one thread per authenticated connection: framing, replies
  *   dispatch.c the single table every request passes through
  *   meta.c     metadata records in RocksDB, keyed by path
  *   chunks.c   file data in chunk files
@@ -15,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "instance.h"
 #include "proto.h"
 #include "rpc.h"
 
@@ -33,7 +35,11 @@ struct server {
     uint64_t write_buffer;           /* RocksDB's memtable size; 0: its default */
     _Atomic int64_t room_checked_ms; /* when free space was last looked at */
     _Atomic uint64_t room_free;      /* what it was */
-    uint8_t secret[RPC_SECRET_SIZE];
+    uint8_t secret[INSTANCE_SECRET_SIZE];
+    /* Bounds of gate.c: handshakes at once, overall and per peer; clients
+     * served (connections with a thread), and how many are now. */
+    unsigned handshakes_max, handshakes_per_peer, max_clients;
+    _Atomic unsigned clients;
     char root[4096];
     char data_dir[4200];
     struct meta_store *meta;
@@ -75,9 +81,17 @@ typedef int (*handler_fn)(struct server *srv, struct rpc_reader *req, struct rep
 int dispatch(struct server *srv, uint16_t opcode, struct rpc_reader *req, struct reply *rep);
 const char *dispatch_op_name(uint16_t opcode);
 
-/* Serves one accepted connection until the peer closes it; local: it came
- * through the node's Unix socket, and its requests may pass descriptors. */
-int conn_start(struct server *srv, int fd, int local);
+/* Accepts connections on lfd (TCP) and ufd (the node's Unix socket, -1:
+ * none) and authenticates them (gate.c) until a signal arrives on the
+ * signalfd sfd. Returns 0 then, or -errno if the loop itself failed. */
+int gate_run(struct server *srv, int lfd, int ufd, int sfd);
+
+/* Serves one authenticated connection (a blocking socket) on a thread of
+ * its own until the peer closes it; local: it came through the node's Unix
+ * socket, and its requests may pass descriptors; peer: its name for the
+ * log. When it ends, srv->clients goes down by one (gate.c counted it
+ * up). */
+int conn_start(struct server *srv, int fd, int local, const char *peer);
 
 
 /* meta.c */

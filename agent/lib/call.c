@@ -11,6 +11,12 @@
  * into -EIO for the calls addressed to it, and its connection is dropped so
  * the next call reconnects.
  *
+ * A new connection first runs the handshake (handshake.h), within the
+ * same timeout: nothing of a request goes to a listener that has not
+ * proved it holds the instance's secret. A server that refuses our proof
+ * gives EACCES, a listener that is not the instance's server EPERM, and
+ * the reason, naming the server, is kept for adafs_last_error().
+ *
  * Bulk data in files avoids the caller's memory: a payload in a file goes
  * out with sendfile(2), and answer data bound for a file is spliced from
  * the socket through the connection's pipe into it (adafs_pwrite_from_fd,
@@ -34,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -41,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "handshake.h"
 #include "net.h"
 
 #define CONN_BUF (64u << 10)
@@ -77,6 +85,7 @@ void call_reader(const struct call *c, struct rpc_reader *r)
 
 void conns_reset_after_fork(adafs *fs)
 {
+    pthread_mutex_init(&fs->error_lock, NULL);
     for (int i = 0; i < fs->inst.nservers; i++) {
         struct server_conn *sc = &fs->conns[i];
         pthread_mutex_init(&sc->lock, NULL);
@@ -127,6 +136,73 @@ static int conn_pipe(struct server_conn *sc)
     return 0;
 }
 
+/* Keeps why a connection to a server failed, for adafs_last_error(). */
+static void note_error(adafs *fs, const char *msg)
+{
+    pthread_mutex_lock(&fs->error_lock);
+    snprintf(fs->last_error, sizeof(fs->last_error), "%s", msg);
+    pthread_mutex_unlock(&fs->error_lock);
+}
+
+/* Attempts at connecting and authenticating before a call gives up: a
+ * server under a storm of connections may cut a handshake short
+ * (fsd/gate.c evicts the oldest), which is worth another try. */
+#define CONNECT_ATTEMPTS 3
+
+/* Connects to server and authenticates both ends (handshake.h): the local
+ * socket first when allowed, else TCP. Returns the socket, or -EACCES (the
+ * server refused our secret), -EPERM (what listens there is not this
+ * instance's server), -EIO (unreachable, full, or too slow); err says
+ * which, naming the server. */
+static int conn_open(adafs *fs, int server, int *local, char *err, size_t errlen)
+{
+    const struct instance_server *s = &fs->inst.servers[server];
+    int64_t deadline = net_now_ms() + fs->inst.timeout_ms;
+    int rc = -EIO;
+    for (int attempt = 0; attempt < CONNECT_ATTEMPTS; attempt++) {
+        int left = (int)(deadline - net_now_ms());
+        if (left <= 0)
+            break;
+        int fd = -1;
+        *local = 0;
+        if (fs->local_sockets) {
+            char name[INSTANCE_LOCAL_NAME_MAX];
+            instance_local_name(s->host, s->port, name);
+            fd = net_connect_abstract(name, geteuid(), left);
+            *local = fd >= 0;
+        }
+        char why[400];
+        if (fd < 0)
+            fd = net_connect(s->host, s->port, left, why, sizeof(why));
+        if (fd < 0) {
+            snprintf(err, errlen, "server %d: %s", server, why);
+            return -EIO;
+        }
+        char peer[INSTANCE_HOST_MAX + 64];
+        snprintf(peer, sizeof(peer), "server %d (%s:%d%s)", server, s->host, s->port,
+                 *local ? ", local socket" : "");
+        rc = handshake_client(fd, (uint32_t)server, fs->inst.secret, deadline, peer, err, errlen);
+        if (rc == 0)
+            return fd;
+        sock_close(fd);
+        if (rc != -ECONNRESET && rc != -EPIPE)
+            break;
+        struct timespec pause = { 0, 2000000L << attempt };
+        nanosleep(&pause, NULL);
+    }
+    return rc == -EACCES || rc == -EPERM ? rc : rc == -EPROTO ? -EPERM : -EIO;
+}
+
+const char *adafs_last_error(adafs *fs, char *buf, size_t len)
+{
+    if (len == 0)
+        return buf;
+    pthread_mutex_lock(&fs->error_lock);
+    snprintf(buf, len, "%s", fs->last_error);
+    pthread_mutex_unlock(&fs->error_lock);
+    return buf;
+}
+
 static int conn_ready(adafs *fs, int server, int need_pipe)
 {
     struct server_conn *sc = &fs->conns[server];
@@ -141,20 +217,14 @@ static int conn_ready(adafs *fs, int server, int need_pipe)
                 return -ENOMEM;
             sc->cap = CONN_BUF;
         }
-        char err[256];
-        const struct instance_server *s = &fs->inst.servers[server];
-        int fd = -1;
-        if (fs->local_sockets) {
-            char name[INSTANCE_LOCAL_NAME_MAX];
-            instance_local_name(s->host, s->port, name);
-            fd = net_connect_abstract(name, geteuid(), fs->inst.timeout_ms);
+        char err[512];
+        int local, fd = conn_open(fs, server, &local, err, sizeof(err));
+        if (fd < 0) {
+            note_error(fs, err);
+            return fd;
         }
-        sc->local = fd >= 0;
-        if (fd < 0)
-            fd = net_connect(s->host, s->port, fs->inst.timeout_ms, err, sizeof(err));
-        if (fd < 0)
-            return -EIO;
         sc->fd = fd;
+        sc->local = local;
         sc->pid = pid;
         sc->start = sc->end = 0;
     }
@@ -255,7 +325,6 @@ static int send_call(adafs *fs, struct call *c)
     struct server_conn *sc = &fs->conns[c->server];
     struct rpc_header h = { .opcode = c->op, .id = atomic_fetch_add(&fs->request_id, 1) + 1,
                             .length = (uint32_t)(c->req.len + c->bulk_len) };
-    memcpy(h.secret, fs->inst.secret, RPC_SECRET_SIZE);
     uint8_t hdr[RPC_HEADER_SIZE];
     rpc_header_encode(&h, hdr);
     struct iovec iov[3] = {

@@ -60,6 +60,8 @@ struct adafs {
     struct open_file **files;   /* by library descriptor */
     int nfiles;
     struct adafs *next;         /* registry for fork handling */
+    pthread_mutex_t error_lock;
+    char last_error[512];       /* why a connection last failed (call.c) */
 };
 
 /* One request of a batch and, after fs_call(), its answer. */

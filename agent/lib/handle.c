@@ -84,6 +84,7 @@ int adafs_connect(adafs **out, const char *instance_file, char *err, size_t errl
         fs->conns[i].pipe[0] = fs->conns[i].pipe[1] = -1;
     }
     pthread_mutex_init(&fs->table_lock, NULL);
+    pthread_mutex_init(&fs->error_lock, NULL);
     const char *transport = getenv(ADAFS_ENV_TRANSPORT);
     if (transport && strcmp(transport, "tcp") != 0) {
         snprintf(err, errlen, "$%s is '%s': the only choice is 'tcp'", ADAFS_ENV_TRANSPORT,

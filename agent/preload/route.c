@@ -35,6 +35,17 @@ static adafs *connect_locked(void)
     return fs;
 }
 
+void route_explain(long r)
+{
+    static atomic_bool said;
+    adafs *fs = atomic_load(&route_fs);
+    char why[512];
+    if (!fs || atomic_load(&said) || !adafs_last_error(fs, why, sizeof(why))[0] ||
+        atomic_exchange(&said, true))
+        return;
+    pl_log("%s (the call failed with %s)", why, strerror((int)-r));
+}
+
 adafs *route_enter(enum route_op op)
 {
     adafs *fs = atomic_load_explicit(&route_fs, memory_order_acquire);

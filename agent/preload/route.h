@@ -34,10 +34,18 @@ adafs *route_enter(enum route_op op);
  * directory listing): the connection exists, so this cannot fail. */
 void route_enter_existing(enum route_op op);
 
+/* Says once per process on stderr why a server could not be used
+ * (adafs_last_error: "server 1 (n2:40021) did not prove it knows the
+ * instance's secret..."), after a call failed with r; nothing if no
+ * connection failed. */
+void route_explain(long r);
+
 /* Leaves the library; turns a negative result into errno and -1. */
 static inline long route_leave(long r)
 {
     route_depth--;
+    if (r == -EACCES || r == -EPERM || r == -EIO)
+        route_explain(r);
     if (r < 0) {
         errno = (int)-r;
         return -1;
@@ -49,6 +57,8 @@ static inline long route_leave(long r)
 static inline long route_leave_raw(long r)
 {
     route_depth--;
+    if (r == -EACCES || r == -EPERM || r == -EIO)
+        route_explain(r);
     return r;
 }
 

@@ -1,5 +1,6 @@
 #include "fstest.h"
 
+#include "handshake.h"
 #include "net.h"
 #include "rpc_io.h"
 
@@ -136,11 +137,33 @@ int fstest_holds(adafs *fs, const char *path, const void *want, size_t len)
     return ok;
 }
 
-int fstest_raw_call(int fd, const uint8_t *secret, uint16_t op, const struct rpc_writer *w,
-                    struct rpc_reader *ans, uint8_t **payload)
+int fstest_connect(const struct instance *in, int index, int local)
+{
+    char err[512];
+    const struct instance_server *s = &in->servers[index];
+    int fd;
+    if (local) {
+        char name[INSTANCE_LOCAL_NAME_MAX];
+        instance_local_name(s->host, s->port, name);
+        fd = net_connect_abstract(name, geteuid(), 2000);
+    } else {
+        fd = net_connect(s->host, s->port, 2000, err, sizeof(err));
+    }
+    if (fd < 0)
+        return fd;
+    int rc = handshake_client(fd, (uint32_t)index, in->secret, net_now_ms() + 2000, "server",
+                              err, sizeof(err));
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+int fstest_raw_call(int fd, uint16_t op, const struct rpc_writer *w, struct rpc_reader *ans,
+                    uint8_t **payload)
 {
     struct rpc_header h = { .opcode = op, .id = 1 };
-    memcpy(h.secret, secret, RPC_SECRET_SIZE);
     if (rpc_send(fd, &h, w ? w->data : NULL, w ? w->len : 0, net_now_ms() + 2000) < 0)
         return 1;
     uint8_t *body = NULL;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "adafs.h"
+#include "instance.h"
 #include "rpc.h"
 
 struct fstest {
@@ -25,12 +26,17 @@ int fstest_server_pid(const struct fstest *t, int index);
 /* Stops (SIGSTOP) a process and returns once the kernel shows it stopped
  * (kill() returns before every thread has stopped). 0, or -1 after 2 s. */
 int fstest_stop_process(int pid);
-/* One request written straight to a server's socket (for what only a
- * broken or hostile client sends; w may be NULL for no body). Returns the
- * answer's status, or 1 if the exchange itself failed. With payload not
- * NULL the answer's body is left there (malloc'd) and ans reads it. */
-int fstest_raw_call(int fd, const uint8_t *secret, uint16_t op, const struct rpc_writer *w,
-                    struct rpc_reader *ans, uint8_t **payload);
+/* A connection to server index of an instance (over its Unix socket if
+ * local), authenticated with the instance's secret: the socket, or -errno
+ * (the handshake's: -EACCES, -EPERM...). */
+int fstest_connect(const struct instance *in, int index, int local);
+/* One request written straight to an authenticated connection (for what
+ * only a broken or hostile client sends; w may be NULL for no body).
+ * Returns the answer's status, or 1 if the exchange itself failed. With
+ * payload not NULL the answer's body is left there (malloc'd) and ans
+ * reads it. */
+int fstest_raw_call(int fd, uint16_t op, const struct rpc_writer *w, struct rpc_reader *ans,
+                    uint8_t **payload);
 /* 1 if path holds exactly len bytes equal to want. */
 int fstest_holds(adafs *fs, const char *path, const void *want, size_t len);
 /* Deterministic pseudo-random bytes. */

@@ -285,12 +285,12 @@ static void limits(void)
     fstest_stop(&t);
 }
 
-/* Sends one request with the secret; returns the status, the answer in *w. */
-static int bad_batch(int fd, const uint8_t *secret, uint16_t op, struct rpc_writer *w)
+/* Sends one request; returns the status, the answer in *w. */
+static int bad_batch(int fd, uint16_t op, struct rpc_writer *w)
 {
     struct rpc_reader r;
     uint8_t *p = NULL;
-    int rc = fstest_raw_call(fd, secret, op, w, &r, &p);
+    int rc = fstest_raw_call(fd, op, w, &r, &p);
     free(p);
     w->len = 0;
     return rc;
@@ -314,24 +314,24 @@ static void malformed(void)
     char err[256];
     struct instance in;
     instance_read(t.instance, &in, err, sizeof(err));
-    int fd = net_connect(in.servers[0].host, in.servers[0].port, 1000, err, sizeof(err));
+    int fd = fstest_connect(&in, 0, 0);
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
-    tap_is_int(bad_batch(fd, in.secret, FS_CREATE_BATCH, &w), -EBADMSG,
+    tap_is_int(bad_batch(fd, FS_CREATE_BATCH, &w), -EBADMSG,
                "create_batch without a count: EBADMSG");
     rpc_put_u32(&w, FS_BATCH_MAX + 1);
-    tap_is_int(bad_batch(fd, in.secret, FS_CREATE_BATCH, &w), -EBADMSG,
+    tap_is_int(bad_batch(fd, FS_CREATE_BATCH, &w), -EBADMSG,
                "more than FS_BATCH_MAX entries: EBADMSG");
     rpc_put_u32(&w, 3);
     put_entry(&w, "/one", 0, 11, "1");
     rpc_put_str(&w, "/two");
     rpc_put_u32(&w, 0600);
-    tap_is_int(bad_batch(fd, in.secret, FS_CREATE_BATCH, &w), -EBADMSG,
+    tap_is_int(bad_batch(fd, FS_CREATE_BATCH, &w), -EBADMSG,
                "an entry cut short: EBADMSG");
     rpc_put_u32(&w, 1);
     put_entry(&w, "/one", 0, 11, "1");
     rpc_put_u32(&w, 0);
-    tap_is_int(bad_batch(fd, in.secret, FS_CREATE_BATCH, &w), -EBADMSG,
+    tap_is_int(bad_batch(fd, FS_CREATE_BATCH, &w), -EBADMSG,
                "bytes after the last entry: EBADMSG");
     rpc_put_u32(&w, 1);
     rpc_put_bytes(&w, "/x", 2);      /* a path without its NUL */
@@ -340,7 +340,7 @@ static void malformed(void)
     rpc_put_u64(&w, 11);
     rpc_put_i64(&w, 0);
     rpc_put_bytes(&w, "", 0);
-    tap_is_int(bad_batch(fd, in.secret, FS_CREATE_BATCH, &w), -EBADMSG,
+    tap_is_int(bad_batch(fd, FS_CREATE_BATCH, &w), -EBADMSG,
                "a path that is not a string: EBADMSG");
     struct stat st;
     tap_is_int(adafs_stat(t.fs, "/one", &st), -ENOENT, "nothing of a refused message was created");
@@ -352,7 +352,7 @@ static void malformed(void)
     put_entry(&w, "/three", 0, 11, "3");        /* the key of /one again */
     struct rpc_reader r;
     uint8_t *p = NULL;
-    int rc = fstest_raw_call(fd, in.secret, FS_CREATE_BATCH, &w, &r, &p);
+    int rc = fstest_raw_call(fd, FS_CREATE_BATCH, &w, &r, &p);
     w.len = 0;
     uint32_t n = rpc_get_u32(&r);
     int st1 = (int)rpc_get_u32(&r);
@@ -381,7 +381,7 @@ static void malformed(void)
     put_entry(&w, "/five", 0, 11, "5");
     put_entry(&w, "/six", 0, (uint64_t)bst.st_ino, "6");
     put_entry(&w, "/seven", 0, 13, "7");
-    rc = fstest_raw_call(fd, in.secret, FS_CREATE_BATCH, &w, &r, &p);
+    rc = fstest_raw_call(fd, FS_CREATE_BATCH, &w, &r, &p);
     w.len = 0;
     int sts[3] = { 1, 1, 1 };
     n = rpc_get_u32(&r);
@@ -399,24 +399,24 @@ static void malformed(void)
     rpc_put_u32(&w, 2);
     rpc_put_u32(&w, 100);
     rpc_put_str(&w, "/one");
-    tap_is_int(bad_batch(fd, in.secret, FS_READ_BATCH, &w), -EBADMSG,
+    tap_is_int(bad_batch(fd, FS_READ_BATCH, &w), -EBADMSG,
                "read_batch naming fewer paths than its count: EBADMSG");
     rpc_put_u32(&w, 1000);
     rpc_put_u32(&w, 512 << 10);
-    tap_is_int(bad_batch(fd, in.secret, FS_READ_BATCH, &w), -EBADMSG,
+    tap_is_int(bad_batch(fd, FS_READ_BATCH, &w), -EBADMSG,
                "read_batch asking for 500 MiB: EBADMSG");
     rpc_put_u32(&w, 0);
-    tap_is_int(bad_batch(fd, in.secret, FS_READ_BATCH, &w), -EBADMSG,
+    tap_is_int(bad_batch(fd, FS_READ_BATCH, &w), -EBADMSG,
                "read_batch without a size: EBADMSG");
     rpc_put_str(&w, "/");
     rpc_put_str(&w, "");
     rpc_put_u32(&w, 4096);
-    tap_is_int(bad_batch(fd, in.secret, FS_LIST_PLUS, &w), -EBADMSG,
+    tap_is_int(bad_batch(fd, FS_LIST_PLUS, &w), -EBADMSG,
                "list_plus without a data size: EBADMSG");
     rpc_writer_free(&w);
     struct rpc_writer none;
     rpc_writer_init(&none, NULL, 0);
-    tap_is_int(bad_batch(fd, in.secret, FS_PING, &none), 0, "the connection still serves");
+    tap_is_int(bad_batch(fd, FS_PING, &none), 0, "the connection still serves");
     close(fd);
     instance_free(&in);
     const char *said[] = {

@@ -13,6 +13,7 @@
 
 #include "fstest.h"
 #include "hash.h"
+#include "handshake.h"
 #include "instance.h"
 #include "net.h"
 #include "proto.h"
@@ -169,6 +170,10 @@ static void security(void)
     adafs *fs;
     tap_is_int(adafs_connect(&fs, forged, err, sizeof(err)), 0, "a client with another instance's secret connects lazily");
     tap_is_int(adafs_stat(fs, "/secret-data", &st), -EACCES, "and is refused: EACCES");
+    char why[512];
+    adafs_last_error(fs, why, sizeof(why));
+    tap_ok(strstr(why, "refused our proof of the instance's secret") && strstr(why, "server "),
+           "adafs_last_error names the server that refused (%s)", why);
     int fd = adafs_open(fs, "/x", O_CREAT | O_WRONLY, 0600);
     tap_is_int(fd, -EACCES, "it cannot create files either");
     adafs_disconnect(fs);
@@ -178,27 +183,36 @@ static void security(void)
     adafs_disconnect(fs);
     tap_is_int(adafs_stat(t.fs, "/secret-data", &st), 0, "the right secret still works");
 
-    /* A raw client sending garbage: the server drops it and lives on. */
+    /* A raw client sending garbage: it is taken for a proof of the secret,
+     * refused, and the server lives on. */
     struct instance in;
     instance_read(t.instance, &in, err, sizeof(err));
     int s = net_connect(in.servers[0].host, in.servers[0].port, 1000, err, sizeof(err));
+    uint8_t hello[HANDSHAKE_HELLO_SIZE], answer[HANDSHAKE_ANSWER_SIZE];
+    tap_is_int(net_read_full(s, hello, sizeof(hello), net_now_ms() + 2000), 0,
+               "a new connection is greeted with the handshake's HELLO");
     char junk[100];
     memset(junk, 'J', sizeof(junk));
     net_write_full(s, junk, sizeof(junk), net_now_ms() + 1000);
     char c;
+    tap_ok(net_read_full(s, answer, sizeof(answer), net_now_ms() + 2000) == 0 &&
+           answer[0] == (uint8_t)-EACCES && answer[4] == 0,
+           "garbage for a proof is answered EACCES, without the server's MAC");
     tap_ok(net_read_full(s, &c, 1, net_now_ms() + 2000) == -ECONNRESET,
-           "a garbage header makes the server hang up");
+           "and the server hangs up");
     close(s);
-    /* A header announcing 50 MiB without the secret: refused at once, the
-     * payload is never waited for (nor allocated). */
+    /* A request header announcing 50 MiB sent without a handshake: its
+     * first 64 bytes are a wrong proof; the payload is never waited for
+     * (nor allocated). */
     s = net_connect(in.servers[0].host, in.servers[0].port, 1000, err, sizeof(err));
+    net_read_full(s, hello, sizeof(hello), net_now_ms() + 2000);
     struct rpc_header h = { .opcode = 2, .id = 9, .length = 50u << 20 };
-    uint8_t hdr[RPC_HEADER_SIZE];
+    uint8_t hdr[HANDSHAKE_PROOF_SIZE] = { 0 };
     rpc_header_encode(&h, hdr);
     net_write_full(s, hdr, sizeof(hdr), net_now_ms() + 1000);
-    int got = net_read_full(s, hdr, sizeof(hdr), net_now_ms() + 2000);
-    tap_ok(got == 0 && rpc_header_decode(hdr, &h) == 0 && h.status == -EACCES,
-           "a request without the secret is answered EACCES before its payload");
+    int got = net_read_full(s, answer, sizeof(answer), net_now_ms() + 2000);
+    tap_ok(got == 0 && answer[0] == (uint8_t)-EACCES,
+           "a request without the handshake is refused (EACCES) before its payload");
     tap_ok(net_read_full(s, &c, 1, net_now_ms() + 2000) == -ECONNRESET, "and the connection is closed");
     close(s);
     instance_free(&in);
@@ -249,8 +263,6 @@ static void security(void)
     fstest_stop(&other);
 }
 
-/* Sends one request with the instance's secret on fd; returns the answer's
- * status. */
 /* What only a broken or hostile client sends: each is refused with its own
  * error, and the connection goes on serving. */
 static void protocol_errors(void)
@@ -260,48 +272,48 @@ static void protocol_errors(void)
     char err[256];
     struct instance in;
     instance_read(t.instance, &in, err, sizeof(err));
-    int fd = net_connect(in.servers[0].host, in.servers[0].port, 1000, err, sizeof(err));
+    int fd = fstest_connect(&in, 0, 0);
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
-    tap_is_int(fstest_raw_call(fd, in.secret, FS_PING, NULL, NULL, NULL), 0, "raw ping");
-    tap_is_int(fstest_raw_call(fd, in.secret, 999, NULL, NULL, NULL), -EOPNOTSUPP, "unknown opcode: EOPNOTSUPP");
-    tap_is_int(fstest_raw_call(fd, in.secret, FS_STAT, NULL, NULL, NULL), -EBADMSG, "stat without a path: EBADMSG");
+    tap_is_int(fstest_raw_call(fd, FS_PING, NULL, NULL, NULL), 0, "raw ping");
+    tap_is_int(fstest_raw_call(fd, 999, NULL, NULL, NULL), -EOPNOTSUPP, "unknown opcode: EOPNOTSUPP");
+    tap_is_int(fstest_raw_call(fd, FS_STAT, NULL, NULL, NULL), -EBADMSG, "stat without a path: EBADMSG");
     rpc_put_str(&w, "relative");
-    tap_is_int(fstest_raw_call(fd, in.secret, FS_STAT, &w, NULL, NULL), -EINVAL, "relative path: EINVAL");
+    tap_is_int(fstest_raw_call(fd, FS_STAT, &w, NULL, NULL), -EINVAL, "relative path: EINVAL");
     w.len = 0;
     rpc_put_str(&w, "/a/../b");
-    tap_is_int(fstest_raw_call(fd, in.secret, FS_STAT, &w, NULL, NULL), -EINVAL, "path with ..: EINVAL");
+    tap_is_int(fstest_raw_call(fd, FS_STAT, &w, NULL, NULL), -EINVAL, "path with ..: EINVAL");
     w.len = 0;
     rpc_put_str(&w, "/a/");
-    tap_is_int(fstest_raw_call(fd, in.secret, FS_STAT, &w, NULL, NULL), -EINVAL, "path ending in /: EINVAL");
+    tap_is_int(fstest_raw_call(fd, FS_STAT, &w, NULL, NULL), -EINVAL, "path ending in /: EINVAL");
     w.len = 0;
     rpc_put_str(&w, "/x");
     rpc_put_u32(&w, 0);
-    tap_is_int(fstest_raw_call(fd, in.secret, FS_STAT, &w, NULL, NULL), -EBADMSG, "trailing bytes: EBADMSG");
+    tap_is_int(fstest_raw_call(fd, FS_STAT, &w, NULL, NULL), -EBADMSG, "trailing bytes: EBADMSG");
     w.len = 0;
     rpc_put_u64(&w, 7);
     rpc_put_u64(&w, 0);
     rpc_put_u32(&w, 65530);
     rpc_put_bytes(&w, "0123456789", 10);
-    tap_is_int(fstest_raw_call(fd, in.secret, FS_WRITE, &w, NULL, NULL), -EINVAL, "write past the chunk's end: EINVAL");
+    tap_is_int(fstest_raw_call(fd, FS_WRITE, &w, NULL, NULL), -EINVAL, "write past the chunk's end: EINVAL");
     w.len = 0;
     rpc_put_u64(&w, 7);
     rpc_put_u64(&w, 0);
     rpc_put_u32(&w, 0);
     rpc_put_u32(&w, 100);   /* announces 100 bytes, sends 3 */
     rpc_put_raw(&w, "abc", 3);
-    tap_is_int(fstest_raw_call(fd, in.secret, FS_WRITE, &w, NULL, NULL), -EBADMSG, "write whose data is short: EBADMSG");
+    tap_is_int(fstest_raw_call(fd, FS_WRITE, &w, NULL, NULL), -EBADMSG, "write whose data is short: EBADMSG");
     w.len = 0;
     rpc_put_u64(&w, 7);
     rpc_put_u64(&w, 0);
     rpc_put_u32(&w, 0);
     rpc_put_u32(&w, 1 << 20);
-    tap_is_int(fstest_raw_call(fd, in.secret, FS_READ, &w, NULL, NULL), -EINVAL, "read past the chunk's end: EINVAL");
+    tap_is_int(fstest_raw_call(fd, FS_READ, &w, NULL, NULL), -EINVAL, "read past the chunk's end: EINVAL");
     w.len = 0;
     rpc_put_str(&w, "/");
     rpc_put_str(&w, "");
     rpc_put_u32(&w, 10);
-    tap_is_int(fstest_raw_call(fd, in.secret, FS_LIST, &w, NULL, NULL), 0, "and the connection still serves");
+    tap_is_int(fstest_raw_call(fd, FS_LIST, &w, NULL, NULL), 0, "and the connection still serves");
     rpc_writer_free(&w);
     close(fd);
     instance_free(&in);

@@ -570,11 +570,10 @@ static void other_fs(adafs *fs)
 /* Sends op with payload w on a server connection, passing the descriptors
  * pass[0..npass) with it (none: plain); returns the answer's status, or 1
  * if the exchange failed (the server hung up). */
-static int passing_call(int sock, const uint8_t *secret, uint16_t op, const struct rpc_writer *w,
-                        const int *pass, int npass)
+static int passing_call(int sock, uint16_t op, const struct rpc_writer *w, const int *pass,
+                        int npass)
 {
     struct rpc_header h = { .opcode = op, .id = 7, .length = (uint32_t)w->len };
-    memcpy(h.secret, secret, RPC_SECRET_SIZE);
     uint8_t hdr[RPC_HEADER_SIZE];
     rpc_header_encode(&h, hdr);
     struct iovec iov[2] = { { hdr, sizeof(hdr) }, { w->data, w->len } };
@@ -636,8 +635,8 @@ static void local_socket(void)
     instance_local_name(in.servers[0].host, in.servers[0].port, name);
     tap_ok(fstest_sh("grep -q ' @%s$' /proc/net/unix", name) == 0, "the server listens on @%s",
            name);
-    int sock = net_connect_abstract(name, geteuid(), 3000);
-    tap_ok(sock >= 0, "a process of the same user connects to it");
+    int sock = fstest_connect(&in, 0, 1);
+    tap_ok(sock >= 0, "a process of the same user connects to it and authenticates");
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
     char *data;
@@ -646,34 +645,34 @@ static void local_socket(void)
     if (pipe(pfd) < 0)
         pfd[0] = pfd[1] = -1;
     write_by_fd(&w, 1000);
-    tap_is_int(passing_call(sock, in.secret, WRITE_BY_FD, &w, NULL, 0), -EBADMSG,
+    tap_is_int(passing_call(sock, WRITE_BY_FD, &w, NULL, 0), -EBADMSG,
                "a write by descriptor without one: EBADMSG");
-    tap_is_int(passing_call(sock, in.secret, WRITE_BY_FD, &w, &pfd[0], 1), -EINVAL,
+    tap_is_int(passing_call(sock, WRITE_BY_FD, &w, &pfd[0], 1), -EINVAL,
                "passing a pipe: EINVAL");
-    tap_is_int(passing_call(sock, in.secret, FS_STAT | FS_BULK_FD, &w, &file, 1), -EBADMSG,
+    tap_is_int(passing_call(sock, FS_STAT | FS_BULK_FD, &w, &file, 1), -EBADMSG,
                "data by descriptor for a request that takes none (STAT): EBADMSG");
-    tap_is_int(passing_call(sock, in.secret, WRITE_BY_FD, &w, &file, 1), 0,
+    tap_is_int(passing_call(sock, WRITE_BY_FD, &w, &file, 1), 0,
                "passing a regular file: done");
     write_by_fd(&w, 2000);
-    tap_is_int(passing_call(sock, in.secret, WRITE_BY_FD, &w, &file, 1), -ENODATA,
+    tap_is_int(passing_call(sock, WRITE_BY_FD, &w, &file, 1), -ENODATA,
                "more than the file holds: ENODATA");
-    uint8_t other[RPC_SECRET_SIZE];
-    memset(other, 0x5a, sizeof(other));
-    tap_is_int(passing_call(sock, other, FS_PING, &w, NULL, 0), -EACCES,
-               "a request with the wrong secret is refused here too (EACCES)");
     close(sock);
-    sock = net_connect_abstract(name, geteuid(), 3000);
+    struct instance wrong = in;
+    memset(wrong.secret, 0x5a, sizeof(wrong.secret));
+    tap_is_int(fstest_connect(&wrong, 0, 1), -EACCES,
+               "a client with the wrong secret is refused here too (EACCES)");
+    sock = fstest_connect(&in, 0, 1);
     int many[NET_FDS_MAX + 1];
     for (int i = 0; i <= NET_FDS_MAX; i++)
         many[i] = file;
-    tap_ok(passing_call(sock, in.secret, FS_PING, &w, many, NET_FDS_MAX + 1) == 1,
+    tap_ok(passing_call(sock, FS_PING, &w, many, NET_FDS_MAX + 1) == 1,
            "%d descriptors with one request: the server hangs up", NET_FDS_MAX + 1);
     close(sock);
-    int tcp = net_connect(in.servers[0].host, in.servers[0].port, 3000, err, sizeof(err));
+    int tcp = fstest_connect(&in, 0, 0);
     write_by_fd(&w, 1000);
     struct rpc_reader r;
     uint8_t *p = NULL;
-    tap_is_int(fstest_raw_call(tcp, in.secret, WRITE_BY_FD, &w, &r, &p), -EBADMSG,
+    tap_is_int(fstest_raw_call(tcp, WRITE_BY_FD, &w, &r, &p), -EBADMSG,
                "a write by descriptor over TCP (none can come): EBADMSG");
     free(p);
     close(tcp);

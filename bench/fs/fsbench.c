@@ -7,10 +7,13 @@
  *   fsbench ior --dir D [--procs P] [--xfer SIZE] [--block SIZE]
  *               [--random] [--shared] [--api] [--write-only]
  *   fsbench floor --dir D [--servers N] [--mib M] [--window W] [--stripe]
+ *   fsbench connect --dir D [--seconds S]
  *
  * mdtest and ior use plain POSIX calls, so the same binary measures the
  * backing directory directly and adafs through the LD_PRELOAD interposer;
  * --api uses libadafs instead ($ADAFS_INSTANCE, paths below $ADAFS_MOUNT).
+ * connect (libadafs only) measures what a short-lived client pays: a new
+ * handle, its connection to D's server with the handshake, one stat. 
  * Every result is one line "name value unit" on stdout. */
 #include <errno.h>
 #include <fcntl.h>
@@ -305,6 +308,34 @@ static int mdtest(int procs)
     return 0;
 }
 
+/* New handles, each connecting to the server of dir and stating it, for
+ * seconds: a short-lived process's cost of connecting. */
+static int connect_stat(double seconds)
+{
+    char err[512];
+    long n = 0;
+    double t0 = now(), t = t0;
+    while (t - t0 < seconds) {
+        adafs *h;
+        struct stat st;
+        if (adafs_connect(&h, NULL, err, sizeof(err)) < 0) {
+            fprintf(stderr, "fsbench: %s\n", err);
+            return 1;
+        }
+        mount_len = strlen(adafs_mount_point(h));
+        int rc = adafs_stat(h, inner(bench_dir), &st);
+        adafs_disconnect(h);
+        if (rc < 0 && rc != -ENOENT) {
+            fprintf(stderr, "fsbench: stat %s: %s\n", bench_dir, strerror(-rc));
+            return 1;
+        }
+        n++;
+        t = now();
+    }
+    printf("connect_stat %.0f conns/s\n", n / (t - t0));
+    return 0;
+}
+
 static uint64_t ior_xfer, ior_block;
 static int ior_random, ior_shared, ior_write_only;
 
@@ -487,7 +518,7 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     if (argc < 2) {
-        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior|floor [options]\n");
+        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior|floor|connect [options]\n");
         return 2;
     }
     const char *cmd = argv[1];
@@ -534,6 +565,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "floor") == 0)
         return floor_write(servers, mib, window, stripe);
+    if (strcmp(cmd, "connect") == 0)
+        return connect_stat(seconds);
     if (api) {
         api_connect();
         /* Children connect themselves; the parent only makes the dir. */

@@ -226,7 +226,7 @@ static void begin(struct plugin *p, const struct sim_child *sim, uint32_t id, in
     j->storage = strdup("/var/lib/adafs");
     j->chunk_size = 524288;
     j->node_capacity = 1 << 30;
-    uint8_t secret[RPC_SECRET_SIZE];
+    uint8_t secret[INSTANCE_SECRET_SIZE];
     secret_generate(secret);
     secret_to_hex(secret, j->secret_hex);
     if (stages && directive_parse("X", NULL, stages, &j->req, err, sizeof(err)) < 0)

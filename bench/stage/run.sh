@@ -64,45 +64,7 @@ stop_all() { for b in "$R"/fs-*; do [ -d "$b" ] && { "$CTL" stop --base "$b" > /
 trap 'stop_all; release_free_memory' EXIT
 say() { echo "[$(date +%T)] $*" >&2; }
 
-# Each set is generated once and reused while its parameters stay the
-# same (the stamps live outside the copied trees).
-make_set() {
-    local set=$1 stamp
-    case $set in small) stamp=$SMALL ;; mid) stamp=$MID ;; big) stamp="$BIG $BIGMIB" ;; esac
-    mkdir -p "$W/src" "$W/stamps"
-    if [ -d "$W/src/$set" ] && [ "$(cat "$W/stamps/$set" 2>/dev/null)" = "$stamp" ]; then
-        say "reusing data in $W/src/$set"
-        return
-    fi
-    say "generating data in $W/src/$set"
-    rm -rf "$W/src/$set" "$W/stamps/$set"; mkdir -p "$W/src/$set"
-    case $set in
-    small|mid) python3 - "$W/src" "$set" "$stamp" <<'PY'
-import os, sys
-root, which, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-block = os.urandom(1 << 20)
-for i in range(count):
-    if which == "small":
-        d = os.path.join(root, "small", "d%03d" % (i % 100))
-        if i < 100: os.mkdir(d)
-        with open(os.path.join(d, "f%06d" % i), "wb") as f:
-            off = (i * 4096) % (1 << 20)
-            f.write(block[off:off + 4096])
-    else:
-        d = os.path.join(root, "mid", "d%02d" % (i % 10))
-        if i < 10: os.mkdir(d)
-        with open(os.path.join(d, "f%04d" % i), "wb") as f:
-            f.write(block[i % 4096:] + block[:i % 4096])
-PY
-    ;;
-    big)
-        head -c $((BIGMIB << 20)) /dev/urandom > "$W/src/big/g0"
-        for i in $(seq 1 $((BIG - 1))); do cp "$W/src/big/g0" "$W/src/big/g$i"; done
-        ;;
-    esac
-    echo "$stamp" > "$W/stamps/$set"
-    sync
-}
+. "$(dirname "$0")/sets.sh"
 
 # Touches and frees the bytes a timed run of the current set will write,
 # and 1 GiB more (see the top).

@@ -30,6 +30,21 @@ kill_when_done() {
     done
     kill -9 "$3"; wait "$3" 2>/dev/null
 }
+# run_workers N PREFIX ARGS...: N workers of one request at once, as the
+# agents start them ("$STAGE" ARGS --worker K/N --json); their summaries in
+# PREFIX.K.json, messages in PREFIX.K.err; returns how many failed.
+run_workers() {
+    rn=$1 rp=$2; shift 2
+    k=0; pids=""
+    while [ $k -lt $rn ]; do
+        "$STAGE" "$@" --worker $k/$rn --json > "$rp.$k.json" 2> "$rp.$k.err" &
+        pids="$pids $!"; k=$((k + 1))
+    done
+    rcs=0; for p in $pids; do wait $p || rcs=$((rcs + 1)); done
+    return $rcs
+}
+# sum PREFIX N FIELD: FIELD summed over PREFIX.0.json .. PREFIX.N-1.json
+sum() { k=0; t=0; while [ $k -lt $2 ]; do t=$((t + $(json_field "$1.$k.json" $3))); k=$((k + 1)); done; echo $t; }
 WORK=$(mktemp -d /tmp/stager-test.XXXXXX)
 chmod 755 "$WORK"
 cleanup() { rm -rf "$WORK"; }

@@ -1,5 +1,7 @@
 /* The pool: every task runs once, tasks pushed by tasks run too, idle
- * threads steal, and placement of files and pieces over workers is even. */
+ * threads steal, and a hold keeps it running for work pushed from outside
+ * later (a distributed run's items). */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
@@ -26,6 +28,19 @@ static void spawner(struct pool_thread *self, void *arg)
         pool_push(p, self, leaf, NULL);   /* all on this thread's own deque */
 }
 
+/* Pushes a task now and then from outside, then releases its hold. */
+static void *feeder(void *arg)
+{
+    struct pool *p = arg;
+    for (int i = 0; i < 3; i++) {
+        struct timespec ts = { 0, 30 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        pool_push(p, NULL, leaf, NULL);
+    }
+    pool_release(p);
+    return NULL;
+}
+
 int main(void)
 {
     struct pool *p = pool_create(4, 64);
@@ -44,24 +59,15 @@ int main(void)
     tap_is_int(pool_run(p), 0, "an empty pool finishes at once");
     pool_destroy(p);
 
-    /* Placement: deterministic, in range, pieces of one file round robin. */
-    tap_is_int(stage_owner("a/b.dat", 1), 0, "one worker owns everything");
-    tap_is_int(stage_owner("a/b.dat", 7), stage_owner("a/b.dat", 7), "owner is deterministic");
-    int count[4] = { 0 };
-    char name[32];
-    for (int i = 0; i < 4000; i++) {
-        snprintf(name, sizeof(name), "dir%d/file%d", i % 10, i);
-        count[stage_owner(name, 4)]++;
-    }
-    int even = 1;
-    for (int i = 0; i < 4; i++)
-        even &= count[i] > 850 && count[i] < 1150;
-    tap_ok(even, "4000 files spread over 4 workers (%d %d %d %d)", count[0], count[1],
-           count[2], count[3]);
-    int pieces[4] = { 0 };
-    for (int i = 0; i < 16; i++)
-        pieces[stage_piece_owner("big.dat", (uint64_t)i, 4)]++;
-    tap_ok(pieces[0] == 4 && pieces[1] == 4 && pieces[2] == 4 && pieces[3] == 4,
-           "16 pieces of one file: 4 per worker");
+    /* A hold: the pool waits, idle, for what a thread outside pushes. */
+    atomic_store(&ran, 0);
+    p = pool_create(2, 0);
+    pool_hold(p);
+    pthread_t t;
+    pthread_create(&t, NULL, feeder, p);
+    tap_is_int(pool_run(p), 0, "a held pool ran");
+    pthread_join(t, NULL);
+    tap_is_int(atomic_load(&ran), 3, "it returned only after the feeder's 3 late tasks and release");
+    pool_destroy(p);
     return tap_done();
 }

@@ -39,7 +39,7 @@ munge_opts=
 # shellcheck disable=SC2086
 ./sysmap-server --db "$TMP/s.db" --listen 127.0.0.1 --port 0 --port-file "$TMP/port" \
     --token-file "$TMP/token" $munge_opts --allow 'node[1-3],admin' --max-body 65536 \
-    --timeout 2 --lifetime 120 --log "$TMP/server.log" &
+    --timeout 2 --max-connections 16 --lifetime 120 --log "$TMP/server.log" &
 server_pid=$!
 i=0
 while [ ! -s "$TMP/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
@@ -68,6 +68,10 @@ if [ "$have_munge" = yes ]; then
        "munge credential for another body"
     is "$(post -H "Authorization: Munge $cred" --data-binary '{}' "$URL")" \
        '401 {"error":"munge credential rejected: Replayed credential"}' "replayed munge credential"
+    cred=$(munge -S "$SOCK" -s "sysmap-upload v1 host=node3 xxh64=0000000000000000 len=2")
+    is "$(post -H "Authorization: Munge $cred" --data-binary '{ }' "$URL")" \
+       '401 {"error":"munge credential is for a body of 2 bytes, not 3"}' \
+       "munge credential for a body of another length: refused before the body is read"
     printf '{"host":"node3","extractors":{"cpu":{}}}' >"$TMP/node3.json"
     cred=$(./tests/munge_cred "$SOCK" node2 "$TMP/node3.json")
     is "$(post -H "Authorization: $cred" --data-binary @"$TMP/node3.json" "$URL")" \
@@ -152,6 +156,81 @@ is "$(raw 'b"POST /upload HTTP/1.1\r\nAuthorization: Bearer test-token-012345678
    'HTTP/1.1 408 Request Timeout {"error":"timed out after 8 of 100 body bytes"}' "body shorter than Content-Length"
 is "$(raw 'b"POST /upload HTTP/1.1\r\nAuthorization: Bearer test-token-0123456789abcdef\r\n\r\n"' 0)" \
    'HTTP/1.1 411 Length Required {"error":"Content-Length required"}' "no Content-Length"
+
+# Many idle connections (more than --max-connections, from one address
+# and from ten) do not block a valid upload: those that showed no
+# credentials are evicted, oldest first; the server keeps one thread per
+# connection it holds, no more.
+hold() { # hold COUNT-PER-ADDRESS FIRST-ADDRESS LAST-ADDRESS SECONDS: idle connections
+    python3 - "$PORT" "$@" "$TMP/held" <<'PY' &
+import socket, sys, time
+port, each, first, last, secs, ready = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
+conns = []
+for a in range(first, last + 1):
+    for _ in range(each):
+        s = socket.socket()
+        s.bind(("127.0.0.%d" % a, 0))
+        s.connect(("127.0.0.1", port))
+        conns.append(s)
+open(ready, "w").write("%d\n" % len(conns))
+time.sleep(secs)
+PY
+    holder=$!
+    i=0
+    while [ ! -s "$TMP/held" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+}
+# upload_behind EACH FIRST LAST WHAT: EACH idle connections from each of
+# 127.0.0.FIRST..LAST, then an upload from 127.0.0.1
+upload_behind() {
+    rm -f "$TMP/held"
+    hold "$1" "$2" "$3" 3
+    is "$(cat "$TMP/held")" $(( $1 * ($3 - $2 + 1) )) "$4 are open"
+    start=$(date +%s%N)
+    ./sysmap --upload "$URL" --token-file "$TMP/token" --root "$FIX" --host node1 -e kernel
+    is "$?" 0 "an upload behind them succeeds"
+    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    check "at once (took $took ms)" test "$took" -lt 1500
+    threads=$(awk '/^Threads:/ {print $2}' /proc/$server_pid/status)
+    check "the server holds one thread per connection it serves, at most 16 + 1 ($threads)" \
+        test "$threads" -le 17
+    wait "$holder"
+}
+upload_behind 40 1 1 "40 idle connections from the uploader's own address"
+upload_behind 10 2 11 "100 idle connections from ten addresses"
+evictions=$(grep -c 'evicted a connection from' "$TMP/server.log")
+check "the log names the evictions, in a few lines for 140 connections ($evictions)" \
+    test "$evictions" -ge 1 -a "$evictions" -le 10
+got=$(python3 - "$PORT" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+t0 = time.time()
+reply = b""
+try:
+    for b in b"POST /upload HTTP/1.1\r\nX-Slow: " + b"a" * 40:
+        s.sendall(bytes([b]))
+        time.sleep(0.1)
+except OSError:
+    pass
+s.settimeout(5)
+try:
+    reply = s.recv(4096)
+except OSError:
+    pass
+print(reply.split(b"\r\n")[0].decode(), int(time.time() - t0 < 3.5))
+PY
+)
+is "$got" "HTTP/1.1 408 Request Timeout 1" "a head trickling in byte by byte gets 408 at the head's deadline"
+before=$(grep -c 'bad request line' "$TMP/server.log")
+python3 - "$PORT" <<'PY'
+import socket, sys
+for _ in range(300):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(b"GARBAGE\r\n\r\n")
+    s.recv(4096)
+    s.close()
+PY
+garbage=$(( $(grep -c 'bad request line' "$TMP/server.log") - before ))
+check "300 garbage requests: at most 10 log lines per 10 s ($garbage)" test "$garbage" -le 20
 
 is "$(post "http://127.0.0.1:$PORT/health")" '200 {"status":"ok"}' "still serving after the bad requests"
 ./sysmap --upload "$URL" --token-file "$TMP/token" --root "$FIX" --host node1 -e kernel

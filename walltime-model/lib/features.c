@@ -68,8 +68,41 @@ static float rel(int64_t run, int64_t req)
     return (float)(r > 4 ? 4 : r);
 }
 
+int episodes(int64_t *submit, int n, int64_t gap)
+{
+    for (int i = 1; i < n; i++)         /* insertion sort: n <= HIST_LEN */
+        for (int k = i; k > 0 && submit[k - 1] > submit[k]; k--) {
+            int64_t t = submit[k];
+            submit[k] = submit[k - 1];
+            submit[k - 1] = t;
+        }
+    int e = n > 0;
+    for (int i = 1; i < n; i++)
+        e += submit[i] - submit[i - 1] > gap;
+    return e;
+}
+
+/* The same request and size's jobs that were in flight at t: submitted by
+ * then, finished later (so the features skip them). */
+static void inflight_of(const struct user_hist *u, const struct walltime_job *job,
+                        struct hist_view *v)
+{
+    v->inflight = v->running = 0;
+    for (int k = 0; u && k < u->count; k++) {
+        const struct hist_entry *e = user_hist_at(u, k);
+        if (e->end <= job->submit_time || e->submit > job->submit_time ||
+            e->req != job->req_time || e->procs != job->procs)
+            continue;
+        v->inflight++;
+        int64_t start = e->end - e->run;
+        if (start <= job->submit_time)
+            v->elapsed[v->running++] = (float)((double)(job->submit_time - start) /
+                                               (double)job->req_time);
+    }
+}
+
 float features_compute(const struct user_hist *u, const struct walltime_job *job,
-                       float f[NFEAT], struct same_runs *same_out)
+                       float f[NFEAT], struct hist_view *view)
 {
     const int64_t req = job->req_time, t = job->submit_time;
     const struct hist_entry *h[HIST_LEN];
@@ -87,7 +120,7 @@ float features_compute(const struct user_hist *u, const struct walltime_job *job
     float same_w[HIST_LEN], req_w[HIST_LEN], same_v[HIST_LEN], req_v[HIST_LEN];
     float own_w[HIST_LEN], own_v[HIST_LEN];
     int ns = 0, nr = 0, ne = 0, same_limit = 0, limit10 = 0, fail5 = 0;
-    int64_t same_newest_submit = -1;
+    int64_t same_newest_submit = -1, same_submit[HIST_LEN], own_submit[HIST_LEN];
     double ratio_sum = 0, req_log_sum = 0;
     float weight = 1;                    /* RECENCY_DECAY ^ age among all jobs */
     for (int i = 0; i < n; i++, weight *= RECENCY_DECAY) {
@@ -95,6 +128,7 @@ float features_compute(const struct user_hist *u, const struct walltime_job *job
         own[i] = (float)e->run / (float)e->req;
         own_v[i] = own[i] > 1 ? 1 : own[i];
         own_w[i] = weight;
+        own_submit[i] = e->submit;
         ratio_sum += own[i] > 1 ? 1 : own[i];
         req_log_sum += log2((double)e->req);
         if (i < 10)
@@ -110,6 +144,7 @@ float features_compute(const struct user_hist *u, const struct walltime_job *job
                     same_limit += hit_limit(e->run, e->req);
                 same_w[ns] = weight;
                 same_v[ns] = rel(e->run, req);
+                same_submit[ns] = e->submit;
                 same[ns++] = rel(e->run, req);
                 if (e->submit > same_newest_submit)
                     same_newest_submit = e->submit;
@@ -141,14 +176,20 @@ float features_compute(const struct user_hist *u, const struct walltime_job *job
     f[F_FAIL5] = n ? (float)fail5 / (float)(n < 5 ? n : 5) : -1;
     f[F_SINCE_END] = n ? (float)log2(1.0 + (double)(t - h[0]->end)) : -1;
     f[F_REQ_REL] = n ? (float)(log2((double)req) - req_log_sum / n) : 0;
-    f[F_SAME_WMED] = weighted_quantile(same_v, same_w, ns, 0.5f);  /* sorts them */
-    if (same_out) {
-        same_out->n = ns;
+    if (view) {
+        view->n = ns;
         for (int i = 0; i < ns; i++) {
-            same_out->ratio[i] = same_v[i] > 1 ? 1 : same_v[i];
-            same_out->weight[i] = same_w[i];
+            view->ratio[i] = same_v[i] > 1 ? 1 : same_v[i];
+            view->weight[i] = same_w[i];
         }
+        memcpy(view->submit, same_submit, sizeof(int64_t) * (size_t)ns);
+        view->un = n;
+        memcpy(view->uratio, own_v, sizeof(float) * (size_t)n);
+        memcpy(view->uweight, own_w, sizeof(float) * (size_t)n);
+        memcpy(view->usubmit, own_submit, sizeof(int64_t) * (size_t)n);
+        inflight_of(u, job, view);
     }
+    f[F_SAME_WMED] = weighted_quantile(same_v, same_w, ns, 0.5f);  /* sorts them */
     f[F_REQ_WMED] = weighted_quantile(req_v, req_w, nr, 0.5f);
     f[F_RATIO_WQ75] = weighted_quantile(own_v, own_w, n, 0.75f);
     f[F_SAME_AGE] = ns ? (float)log2(1.0 + (double)(t - same_newest_submit)) : -1;

@@ -30,19 +30,34 @@ enum {
 /* Ratio guessed for a user without history. */
 #define BASELINE_NEW_USER 0.3f
 
-/* The user's finished runs with the same request and size, as run/request
- * ratios (capped at 1) with their recency weights, sorted by ratio: the
- * distribution the conservative estimate is chosen from. */
-struct same_runs {
-    int n;
+/* What the conservative estimate draws on, as of the job's submit time:
+ * the user's finished runs with the same request and size, and of any
+ * request, as run/request ratios (capped at 1) with their recency weights
+ * and submit times; and the jobs of the same request and size that the
+ * history shows still in flight then (finished later; running if started
+ * before: elapsed time / request). */
+struct hist_view {
+    int n;                              /* same request and size */
     float ratio[HIST_LEN], weight[HIST_LEN];
+    int64_t submit[HIST_LEN];
+    int un;                             /* any request */
+    float uratio[HIST_LEN], uweight[HIST_LEN];
+    int64_t usubmit[HIST_LEN];
+    int inflight;                       /* submitted, not finished by then */
+    int running;                        /* of which started */
+    float elapsed[HIST_LEN];
 };
 
 /* Fills f[NFEAT] for job from u (may be NULL), using only entries whose end
- * time is <= job->submit_time, and *same if not NULL. Returns
+ * time is <= job->submit_time, and *view if not NULL. Returns
  * features_baseline(f). */
 float features_compute(const struct user_hist *u, const struct walltime_job *job,
-                       float f[NFEAT], struct same_runs *same);
+                       float f[NFEAT], struct hist_view *view);
+
+/* Number of episodes among n submit times (sorted in place): submissions
+ * closer than gap seconds belong to one, sent together before any could
+ * tell how the others ran. */
+int episodes(int64_t *submit, int n, int64_t gap);
 
 /* History-only estimate of the run/request ratio (median of the latest runs
  * of the most similar jobs), <= 1: the trees start from it and correct it. */

@@ -10,6 +10,9 @@ void history_init(struct history *h)
 
 void history_free(struct history *h)
 {
+    for (size_t i = 0; i < h->cap; i++)
+        if (h->slots[i].uid != -1)
+            free(h->slots[i].pending);
     free(h->slots);
     history_init(h);
 }
@@ -32,6 +35,14 @@ const struct user_hist *history_find(const struct history *h, int64_t uid)
     if (!h->cap || uid < 0)
         return NULL;
     const struct user_hist *u = probe(h->slots, h->cap, uid);
+    return u->uid == uid ? u : NULL;
+}
+
+struct user_hist *history_find_mut(struct history *h, int64_t uid)
+{
+    if (!h->cap || uid < 0)
+        return NULL;
+    struct user_hist *u = probe(h->slots, h->cap, uid);
     return u->uid == uid ? u : NULL;
 }
 
@@ -91,4 +102,38 @@ int user_hist_as_of(const struct user_hist *u, int64_t t,
             out[n++] = e;
     }
     return n;
+}
+
+struct pending_job *user_pending_find(struct user_hist *u, int64_t job_id)
+{
+    for (int i = u ? u->npending - 1 : -1; i >= 0; i--)
+        if (u->pending[i].job_id == job_id)
+            return &u->pending[i];
+    return NULL;
+}
+
+void user_pending_remove(struct user_hist *u, struct pending_job *p)
+{
+    size_t i = (size_t)(p - u->pending);
+    memmove(p, p + 1, (size_t)(u->npending - 1 - (int)i) * sizeof(*p));
+    u->npending--;
+}
+
+int user_pending_add(struct user_hist *u, const struct pending_job *p)
+{
+    struct pending_job *old = user_pending_find(u, p->job_id);
+    if (old)
+        user_pending_remove(u, old);
+    if (u->npending == PENDING_MAX)
+        user_pending_remove(u, &u->pending[0]);
+    if (u->npending == u->pending_cap) {
+        int cap = u->pending_cap ? u->pending_cap * 2 : 8;
+        struct pending_job *grown = realloc(u->pending, (size_t)cap * sizeof(*grown));
+        if (!grown)
+            return -1;
+        u->pending = grown;
+        u->pending_cap = cap;
+    }
+    u->pending[u->npending++] = *p;
+    return 0;
 }

@@ -17,11 +17,27 @@ struct hist_entry {
     double log_margin;      /* the user's margin after learning from this job */
 };
 
+/* A job of the user that was submitted and has not finished yet, with the
+ * estimates it was given (ratios of its request), so that its outcome
+ * teaches the model what it really told the job. */
+struct pending_job {
+    int64_t job_id, submit, start;  /* start: -1 until it starts */
+    int64_t req, procs;
+    double conservative, base, trees; /* the estimate and the median's two experts */
+};
+
+/* Pending jobs kept per user: beyond it the oldest submission is dropped
+ * (it is then learned from without its record, like a job the model never
+ * saw submitted). */
+#define PENDING_MAX 1024
+
 struct user_hist {
     int64_t uid;            /* -1: free slot */
     int count;              /* entries held, <= HIST_LEN */
     int head;               /* slot the next entry goes to */
     struct hist_entry e[HIST_LEN];
+    struct pending_job *pending;    /* in submission order */
+    int npending, pending_cap;
 };
 
 struct history {
@@ -33,6 +49,7 @@ void history_init(struct history *h);
 void history_free(struct history *h);
 /* NULL if the user has no history (or uid < 0). */
 const struct user_hist *history_find(const struct history *h, int64_t uid);
+struct user_hist *history_find_mut(struct history *h, int64_t uid);
 /* The user's record, created empty if new; NULL when out of memory or for
  * an unknown user (uid < 0), who has no history. */
 struct user_hist *history_get(struct history *h, int64_t uid);
@@ -44,5 +61,13 @@ int user_hist_as_of(const struct user_hist *u, int64_t t,
                     const struct hist_entry **out, int max);
 /* The k-th newest entry (k = 0 is the newest), k < u->count. */
 const struct hist_entry *user_hist_at(const struct user_hist *u, int k);
+
+/* Adds a pending job (dropping the oldest beyond PENDING_MAX, or a record of
+ * the same job id); 0 or -1 when out of memory. */
+int user_pending_add(struct user_hist *u, const struct pending_job *p);
+/* The pending record of job_id, or NULL. */
+struct pending_job *user_pending_find(struct user_hist *u, int64_t job_id);
+/* Removes the record p points to. */
+void user_pending_remove(struct user_hist *u, struct pending_job *p);
 
 #endif

@@ -1,19 +1,39 @@
 /* model: predictions at submit time and learning from finished jobs.
  *
- * The ratio run/request is what is predicted; the median ensemble gives the
- * likely ratio. The conservative estimate is chosen per job from a small
- * distribution of the ratio: the user's finished runs with the same request
- * and size (recency-weighted, total mass n/(n+1) for n runs) and the upper
- * estimate of the upper-quantile ensemble times the user's margin (mass
- * 1/(n+1), all of it when the job is new). It picks the candidate x that
- * minimises  request * E|x - ratio| + lambda * P(ratio > x):  jobs whose
- * runs are steady get a tight estimate, uncertain ones the upper estimate,
- * and the underestimates go where they save the most seconds. lambda, one
- * price for all users, is an online quantile tracker on the share of
- * underestimates (target_miss); the margin is another, per user, for the
- * upper estimate (MARGIN_TARGET): after each finished job it grows by
- * eta*(1-target) if the job ran longer than the estimate and shrinks by
- * eta*target if not. */
+ * The ratio run/request is what is predicted.
+ *
+ * Median: an online mixture of two experts, the history baseline alone and
+ * the baseline corrected by the median ensemble, weighted by their past
+ * absolute errors (exponential weights): the trees help where their
+ * patterns carry forward in time and are faded out where they do not.
+ *
+ * Conservative: chosen per job from a predictive distribution of the ratio
+ * built like a hierarchy of Chinese restaurants, each level counting its
+ * evidence in episodes (submissions sent together count once, features.h):
+ * the user's finished runs of the same request and size (mass E/(E+1+m)
+ * for E episodes), the jobs of that kind still running, each at least as
+ * long as it has run so far and the upper estimate (1/(E+1+m) each), and a
+ * new episode (1/(E+1+m)): like one of the user's runs of any request
+ * (U/(U+1) of it for U episodes) or, at the site level (1/(U+1)), like the
+ * model's upper estimate or anything up to the request (half each).
+ * The estimate is the candidate x minimising
+ *      request * E|x - ratio| + price * P(ratio > x)
+ * and at least the median: steady runs give tight estimates, uncertain
+ * jobs the request, and misses go where they save the most seconds. The
+ * price is exp(theta) times the recent mean request, times (1 + k/K0) for
+ * k jobs of the same kind already in flight: a burst of identical jobs
+ * predicted before any finished is one bet, and its later members should
+ * not all be staked on it. theta is the online calibration, adaptive
+ * conformal inference on the miss indicator: after each finished job it
+ * grows by eta*(1 - target) if the job ran longer than the estimate it was
+ * given, and shrinks by eta*target if not. Whatever the job stream, the
+ * share of misses then converges to the target (the sum of the steps is
+ * the change of theta, which stays bounded since a high enough price gives
+ * every job its request).
+ *
+ * The upper estimate, the upper-quantile ensemble times the user's margin
+ * (a per-user quantile tracker, MARGIN_TARGET), is the floor for running
+ * jobs of the same kind. */
 #include "model.h"
 
 #include <errno.h>
@@ -22,17 +42,14 @@
 #include <string.h>
 
 #define MARGIN_ETA 0.3
-#define MARGIN_MAX 3.0          /* log scale: at most x20 */
 #define MARGIN_TARGET 0.02      /* share of jobs above the upper estimate */
 #define MIN_TRAIN 100           /* finished jobs before the first training */
-/* The price of an underestimate starts at 100,000 s (28 h of absolute
- * error), on the safe side, and moves by LAMBDA_ETA on the log scale. Both
- * and target_miss 0.035 were chosen on the whole KTH-SP2 and CEA-Curie
- * replays (doc/bench/walltime.md): misses come in bursts of identical jobs
- * predicted before any of them finished, so the share of underestimates
- * ends 0.3-1.1 points above the tracker's target. */
-#define LAMBDA_START_LOG 11.513 /* log(100000) */
-#define LAMBDA_ETA 0.02
+/* Jobs over which the mean request is averaged (the price's unit). */
+#define SCALE_JOBS 1000.0
+/* Step of the median mixture per job, in units of a mean request's error. */
+#define MIX_ETA 0.03
+/* Distinct running jobs the conservative estimate looks at (the longest). */
+#define RUNNING_MAX 16
 
 void walltime_params_default(struct walltime_params *p)
 {
@@ -41,10 +58,30 @@ void walltime_params_default(struct walltime_params *p)
     p->learning_rate = 0.05;
     p->min_leaf = 500;
     p->quantile = 0.97;
-    p->target_miss = 0.035;
+    p->target_miss = 0.04;
+    /* A miss raises the price by about 5%: large enough to converge within
+     * a few thousand jobs from any start, small enough that one burst of
+     * misses does not swing the price for long. */
+    p->calib_eta = 0.05;
+    p->inflight_k0 = 5;
+    p->episode_gap_s = 600;
     p->max_train = 30000;
     p->retrain_every = 1000;
     p->auto_retrain = 0;
+}
+
+const char *walltime_group_name(enum walltime_group g)
+{
+    return g == WALLTIME_GROUP_REQUEST ? "user+request" : g == WALLTIME_GROUP_USER ? "user" : "site";
+}
+
+/* A price of a miss worth 1/target mean requests: far on the safe side
+ * (most jobs get their request), so the calibration starts from safety and
+ * comes down as jobs finish. */
+struct calib_state calib_initial(double target_miss)
+{
+    double t = target_miss > 0 && target_miss < 1 ? target_miss : 0.04;
+    return (struct calib_state){ .theta = log(1 / t) };
 }
 
 int model_alloc_ring(struct walltime_model *m)
@@ -70,7 +107,7 @@ struct walltime_model *walltime_model_new(const struct walltime_params *params)
     history_init(&m->hist);
     gbdt_init(&m->median);
     gbdt_init(&m->upper);
-    m->log_lambda_base = LAMBDA_START_LOG;
+    m->base = calib_initial(m->params.target_miss);
     if (model_alloc_ring(m) < 0) {
         walltime_model_free(m);
         return NULL;
@@ -91,6 +128,12 @@ void walltime_model_free(struct walltime_model *m)
     free(m);
 }
 
+void walltime_model_set_target_miss(struct walltime_model *m, double miss)
+{
+    if (miss > 0 && miss < 1)
+        m->params.target_miss = miss;
+}
+
 long walltime_model_observed(const struct walltime_model *m)
 {
     return m->observed;
@@ -99,6 +142,23 @@ long walltime_model_observed(const struct walltime_model *m)
 long walltime_model_trainings(const struct walltime_model *m)
 {
     return m->trainings;
+}
+
+long walltime_model_pending(const struct walltime_model *m)
+{
+    long n = 0;
+    for (size_t s = 0; s < m->hist.cap; s++)
+        if (m->hist.slots[s].uid != -1)
+            n += m->hist.slots[s].npending;
+    return n;
+}
+
+int64_t walltime_model_last_end(const struct walltime_model *m)
+{
+    int64_t last = -1;
+    for (int k = 0; k < m->nsteps; k++)
+        last = m->steps[k].end > last ? m->steps[k].end : last;
+    return last;
 }
 
 static double clamp01(double r)
@@ -114,111 +174,330 @@ static double margin_as_of(const struct user_hist *u, int64_t t)
     return user_hist_as_of(u, t, &newest, 1) ? newest->log_margin : 0;
 }
 
-/* The price of an underestimate after the newest observation of a job that
- * had ended by `t`. In the replay jobs are observed in end order, so this is
- * exactly the price learned from the jobs finished by t. */
-static double log_lambda_as_of(const struct walltime_model *m, int64_t t)
+/* The site-wide state after the newest observation of a job that had ended
+ * by `t`. Jobs are observed in end order, so this is exactly the state
+ * learned from the jobs finished by t. */
+static struct calib_state calib_as_of(const struct walltime_model *m, int64_t t)
 {
     for (int k = 0; k < m->nsteps; k++) {
-        const struct lambda_step *s =
-            &m->steps[(m->step_head - 1 - k + LAMBDA_STEPS) % LAMBDA_STEPS];
+        const struct calib_step *s =
+            &m->steps[(m->step_head - 1 - k + CALIB_STEPS) % CALIB_STEPS];
         if (s->end <= t)
-            return s->log_lambda;
+            return s->s;
     }
-    return m->log_lambda_base;
+    return m->base;
 }
 
-static void lambda_push(struct walltime_model *m, int64_t end, double log_lambda)
+static void calib_push(struct walltime_model *m, int64_t end, struct calib_state s)
 {
-    if (m->nsteps == LAMBDA_STEPS)
-        m->log_lambda_base = m->steps[m->step_head].log_lambda;
+    if (m->nsteps == CALIB_STEPS)
+        m->base = m->steps[m->step_head].s;
     else
         m->nsteps++;
-    m->steps[m->step_head] = (struct lambda_step){ end, log_lambda };
-    m->step_head = (m->step_head + 1) % LAMBDA_STEPS;
+    m->steps[m->step_head] = (struct calib_step){ end, s };
+    m->step_head = (m->step_head + 1) % CALIB_STEPS;
 }
 
-/* The candidate ratio x minimising req * E|x - r| + lambda * P(r > x) when r
- * is one of the same runs (sorted, total mass n/(n+1)) or `upper` (mass
- * 1/(n+1)). One pass over the candidates in increasing order with running
- * sums of the mass and mass x ratio below them. */
-static double choose_conservative(const struct same_runs *s, double upper,
-                                  double req, double lambda)
+/* ---- the conservative choice ------------------------------------------ */
+
+#define NCAND (2 * HIST_LEN + RUNNING_MAX + 3)
+
+struct candidates {
+    int n;
+    double v[NCAND], w[NCAND];
+    enum walltime_group g[NCAND];
+};
+
+static void cand_add(struct candidates *c, double v, double w, enum walltime_group g)
 {
-    double v[HIST_LEN + 1], w[HIST_LEN + 1], total = 0;
-    for (int i = 0; i < s->n; i++)
-        total += s->weight[i];
-    double p_upper = 1.0 / (s->n + 1), mass = 0, mass_v = 0;
-    int n = 0, placed = 0;
-    for (int i = 0; i <= s->n; i++) {
-        if (!placed && (i == s->n || upper <= s->ratio[i])) {
-            v[n] = upper;
-            w[n++] = p_upper;
-            placed = 1;
-        }
-        if (i < s->n) {
-            v[n] = s->ratio[i];
-            w[n++] = (1 - p_upper) * s->weight[i] / total;
+    if (w > 0 && c->n < NCAND) {
+        c->v[c->n] = v;
+        c->w[c->n] = w;
+        c->g[c->n++] = g;
+    }
+}
+
+/* Keeps the RUNNING_MAX longest elapsed times in elapsed[0..*kept). */
+static void keep_longest(float *elapsed, int *kept, float e)
+{
+    if (*kept < RUNNING_MAX) {
+        elapsed[(*kept)++] = e;
+        return;
+    }
+    int low = 0;
+    for (int j = 1; j < RUNNING_MAX; j++)
+        low = elapsed[j] < elapsed[low] ? j : low;
+    if (e > elapsed[low])
+        elapsed[low] = e;
+}
+
+/* Jobs of the job's kind in flight at its submit time, from the history
+ * (finished since) and the pending records: returns how many, with how
+ * many of them were running and the longest RUNNING_MAX of their elapsed
+ * times (ratios of the request). */
+static int in_flight(const struct user_hist *u, const struct walltime_job *job,
+                     const struct hist_view *v, float *elapsed, int *kept, int *running)
+{
+    int k = v->inflight;
+    *kept = 0;
+    *running = v->running;
+    for (int i = 0; i < v->running; i++)
+        keep_longest(elapsed, kept, v->elapsed[i]);
+    for (int i = 0; u && i < u->npending; i++) {
+        const struct pending_job *p = &u->pending[i];
+        if (p->job_id == job->job_id || p->submit > job->submit_time ||
+            p->req != job->req_time || p->procs != job->procs)
+            continue;
+        k++;
+        if (p->start >= 0 && p->start <= job->submit_time) {
+            (*running)++;
+            keep_longest(elapsed, kept, (float)((double)(job->submit_time - p->start) /
+                                                (double)job->req_time));
         }
     }
-    for (int i = 0; i < n; i++) {
-        mass += w[i];
-        mass_v += w[i] * v[i];
+    return k;
+}
+
+static void sort_candidates(struct candidates *c)
+{
+    for (int i = 1; i < c->n; i++)      /* insertion sort: nearly sorted runs */
+        for (int k = i; k > 0 && c->v[k - 1] > c->v[k]; k--) {
+            double tv = c->v[k], tw = c->w[k];
+            enum walltime_group tg = c->g[k];
+            c->v[k] = c->v[k - 1];
+            c->w[k] = c->w[k - 1];
+            c->g[k] = c->g[k - 1];
+            c->v[k - 1] = tv;
+            c->w[k - 1] = tw;
+            c->g[k - 1] = tg;
+        }
+}
+
+/* The cost of each candidate is req * E|x - r| + price * P(r > x). */
+struct costs {
+    int n;
+    double v[NCAND], a[NCAND], b[NCAND];   /* value, req * E|x - r|, P(r > x) */
+    enum walltime_group g[NCAND];
+};
+
+/* Sorts the candidates and sums, in one pass in increasing order, the mass
+ * and mass x ratio below each distinct value. */
+static void costs_of(struct candidates *c, double req, struct costs *k)
+{
+    sort_candidates(c);
+    double mass = 0, mass_v = 0;
+    for (int i = 0; i < c->n; i++) {
+        mass += c->w[i];
+        mass_v += c->w[i] * c->v[i];
     }
-    double below = 0, below_v = 0, best = upper, best_cost = INFINITY;
-    for (int i = 0; i < n; i++) {
-        below += w[i];
-        below_v += w[i] * v[i];
+    double below = 0, below_v = 0;
+    enum walltime_group tie = WALLTIME_GROUP_SITE;
+    k->n = 0;
+    for (int i = 0; i < c->n; i++) {
+        below += c->w[i];
+        below_v += c->w[i] * c->v[i];
+        /* Equal values are one candidate, named after the most specific
+         * history that holds it. */
+        tie = c->g[i] > tie ? c->g[i] : tie;
+        if (i + 1 < c->n && c->v[i + 1] == c->v[i])
+            continue;
         double above = mass - below, above_v = mass_v - below_v;
         if (above < 0)
             above = 0;
-        double cost = req * (v[i] * below - below_v + above_v - v[i] * above) + lambda * above;
+        k->v[k->n] = c->v[i];
+        k->a[k->n] = req * (c->v[i] * below - below_v + above_v - c->v[i] * above) / mass;
+        k->b[k->n] = above / mass;
+        k->g[k->n++] = tie;
+        tie = WALLTIME_GROUP_SITE;
+    }
+}
+
+/* The candidate of least cost at this price. */
+static int choose(const struct costs *k, double price)
+{
+    int best = k->n - 1;
+    double best_cost = INFINITY;
+    for (int i = 0; i < k->n; i++) {
+        double cost = k->a[i] + price * k->b[i];
         if (cost < best_cost) {
             best_cost = cost;
-            best = v[i];
+            best = i;
         }
     }
     return best;
 }
 
-/* Both ratios for a job from its features and its user's record; *upper is
- * the upper estimate the margin is tracked on. */
-static void predict_ratio(const struct walltime_model *m, const struct user_hist *u,
-                          const struct walltime_job *job, const float f[NFEAT],
-                          float fallback, const struct same_runs *same,
-                          double *median, double *upper, double *conservative)
+/* Everything a prediction gives, as ratios of the request. */
+struct ratios {
+    double base, trees, median, upper, conservative, p_miss;
+    enum walltime_group group;
+};
+
+/* The estimates of a job as of its submit time; the price's unit from the
+ * site-wide state st. */
+static void predict_ratios(const struct walltime_model *m, const struct user_hist *u,
+                           const struct walltime_job *job, const float f[NFEAT],
+                           float fallback, const struct hist_view *v,
+                           const struct calib_state *st, struct ratios *out)
 {
+    out->base = clamp01(fallback);
     if (m->median.ntrees == 0) {
-        *median = clamp01(fallback);
-        *upper = 1;                      /* nothing learned yet: the request */
+        out->trees = out->base;
+        out->upper = 1;                  /* nothing learned yet: the request */
     } else {
-        *median = clamp01(fallback + gbdt_predict(&m->median, f));
-        double up = (fallback + gbdt_predict(&m->upper, f)) * exp(margin_as_of(u, job->submit_time));
-        *upper = clamp01(up > *median ? up : *median);
+        out->trees = clamp01(fallback + gbdt_predict(&m->median, f));
+        double up = (fallback + gbdt_predict(&m->upper, f)) *
+                    exp(margin_as_of(u, job->submit_time));
+        out->upper = up;
     }
-    double lambda = exp(log_lambda_as_of(m, job->submit_time));
-    double c = choose_conservative(same, *upper, (double)job->req_time, lambda);
-    *conservative = clamp01(c > *median ? c : *median);
+    double w_trees = 1 / (1 + exp(st->mix));
+    out->median = clamp01((1 - w_trees) * out->base + w_trees * out->trees);
+    out->upper = clamp01(out->upper > out->median ? out->upper : out->median);
+
+    /* The predictive distribution of the ratio (see the top of the file). */
+    struct candidates c = { 0 };
+    float elapsed[RUNNING_MAX];
+    int kept, running, k = in_flight(u, job, v, elapsed, &kept, &running);
+    int64_t submits[HIST_LEN];
+    memcpy(submits, v->submit, sizeof(int64_t) * (size_t)v->n);
+    int ep = episodes(submits, v->n, m->params.episode_gap_s);
+    memcpy(submits, v->usubmit, sizeof(int64_t) * (size_t)v->un);
+    double ue = episodes(submits, v->un, m->params.episode_gap_s);
+    double d = ep + 1 + running;
+    double total = 0;
+    for (int i = 0; i < v->n; i++)
+        total += v->weight[i];
+    for (int i = 0; i < v->n; i++)
+        cand_add(&c, v->ratio[i], ep / d * v->weight[i] / total, WALLTIME_GROUP_REQUEST);
+    double fresh = 1 / d, utotal = 0;
+    for (int i = 0; i < v->un; i++)
+        utotal += v->uweight[i];
+    if (v->un > 0) {
+        for (int i = 0; i < v->un; i++)
+            cand_add(&c, v->uratio[i], fresh * ue / (ue + 1) * v->uweight[i] / utotal,
+                     WALLTIME_GROUP_USER);
+        fresh /= ue + 1;
+    }
+    /* The site level: what the model trained on every job expects at most,
+     * or anything up to the request. */
+    cand_add(&c, out->upper, fresh / 2, WALLTIME_GROUP_SITE);
+    cand_add(&c, 1, fresh / 2, WALLTIME_GROUP_SITE);
+    /* Running jobs beyond the longest RUNNING_MAX count at the floor. */
+    double floor_mass = (running - kept) / d;
+    for (int i = 0; i < kept; i++) {
+        if (elapsed[i] <= out->upper)
+            floor_mass += 1 / d;
+        else
+            cand_add(&c, clamp01(elapsed[i]), 1 / d, WALLTIME_GROUP_REQUEST);
+    }
+    cand_add(&c, out->upper, floor_mass, WALLTIME_GROUP_REQUEST);
+    struct costs cost;
+    costs_of(&c, (double)job->req_time, &cost);
+
+    double scale = st->scale > 0 ? st->scale : (double)job->req_time;
+    int i = choose(&cost, exp(st->theta) * scale * (1 + k / m->params.inflight_k0));
+    double x = cost.v[i];
+    out->group = cost.g[i];
+    out->p_miss = cost.b[i];
+    if (x < out->median) {
+        /* The median's own history: what the baseline was drawn from. */
+        x = out->median;
+        out->group = f[F_SAME_WMED] >= 0 ? WALLTIME_GROUP_REQUEST
+                   : f[F_REQ_WMED] >= 0 || f[F_RATIO_WQ75] >= 0 ? WALLTIME_GROUP_USER
+                   : WALLTIME_GROUP_SITE;
+        for (int j = i; j < cost.n && cost.v[j] <= x; j++)
+            out->p_miss = cost.b[j];
+    }
+    out->conservative = clamp01(x);
 }
 
-int walltime_predict(const struct walltime_model *m, const struct walltime_job *job,
-                     struct walltime_prediction *out, char *err, size_t errlen)
+static int check_job(const struct walltime_job *job, char *err, size_t errlen)
 {
     if (job->req_time <= 0) {
         snprintf(err, errlen, "job %lld has no requested time (%lld)",
                  (long long)job->job_id, (long long)job->req_time);
         return -EINVAL;
     }
+    return walltime_job_check(job, err, errlen) < 0 ? -EINVAL : 0;
+}
+
+static void ratios_of(const struct walltime_model *m, const struct user_hist *u,
+                      const struct walltime_job *job, const struct calib_state *st,
+                      float f[NFEAT], struct ratios *r)
+{
+    struct hist_view v;
+    float fallback = features_compute(u, job, f, &v);
+    predict_ratios(m, u, job, f, fallback, &v, st, r);
+}
+
+static void fill(const struct walltime_job *job, const struct ratios *r,
+                 struct walltime_prediction *out)
+{
+    out->median_s = r->median * (double)job->req_time;
+    out->conservative_s = r->conservative * (double)job->req_time;
+    out->group = r->group;
+    out->miss_probability = r->p_miss;
+}
+
+int walltime_predict(const struct walltime_model *m, const struct walltime_job *job,
+                     struct walltime_prediction *out, char *err, size_t errlen)
+{
+    if (check_job(job, err, errlen) < 0)
+        return -EINVAL;
+    float f[NFEAT];
+    struct ratios r;
+    struct calib_state st = calib_as_of(m, job->submit_time);
+    ratios_of(m, history_find(&m->hist, job->uid), job, &st, f, &r);
+    fill(job, &r, out);
+    return 0;
+}
+
+int walltime_submit(struct walltime_model *m, const struct walltime_job *job,
+                    struct walltime_prediction *out, char *err, size_t errlen)
+{
+    if (check_job(job, err, errlen) < 0)
+        return -EINVAL;
+    struct user_hist *u = history_get(&m->hist, job->uid);
+    if (!u && job->uid >= 0) {
+        snprintf(err, errlen, "out of memory adding job %lld", (long long)job->job_id);
+        return -ENOMEM;
+    }
+    float f[NFEAT];
+    struct ratios r;
+    struct calib_state st = calib_as_of(m, job->submit_time);
+    ratios_of(m, u, job, &st, f, &r);
+    fill(job, &r, out);
+    if (!u || job->job_id < 0 || job->submit_time < 0)
+        return 0;                        /* nothing to match it with later */
+    struct pending_job p = {
+        .job_id = job->job_id, .submit = job->submit_time, .start = -1,
+        .req = job->req_time, .procs = job->procs,
+        .conservative = r.conservative, .base = r.base, .trees = r.trees,
+    };
+    if (user_pending_add(u, &p) < 0) {
+        snprintf(err, errlen, "out of memory adding job %lld", (long long)job->job_id);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+int walltime_observe_started(struct walltime_model *m, const struct walltime_job *job,
+                             char *err, size_t errlen)
+{
     if (walltime_job_check(job, err, errlen) < 0)
         return -EINVAL;
-    const struct user_hist *u = history_find(&m->hist, job->uid);
-    float f[NFEAT];
-    struct same_runs same;
-    float fallback = features_compute(u, job, f, &same);
-    double med, up, cons;
-    predict_ratio(m, u, job, f, fallback, &same, &med, &up, &cons);
-    out->median_s = med * (double)job->req_time;
-    out->conservative_s = cons * (double)job->req_time;
+    struct pending_job *p = user_pending_find(history_find_mut(&m->hist, job->uid), job->job_id);
+    if (p && job->submit_time >= 0 && job->wait_time >= 0)
+        p->start = job->submit_time + job->wait_time;
+    return 0;
+}
+
+int walltime_observe_cancelled(struct walltime_model *m, const struct walltime_job *job)
+{
+    struct user_hist *u = history_find_mut(&m->hist, job->uid);
+    struct pending_job *p = user_pending_find(u, job->job_id);
+    if (p)
+        user_pending_remove(u, p);
     return 0;
 }
 
@@ -241,24 +520,42 @@ int walltime_observe_finished(struct walltime_model *m, const struct walltime_jo
     }
     /* The features as they were at submit: entries that ended later are
      * skipped by features_compute, so learning never sees the future. */
+    /* The features as they were at submit: entries that ended later are
+     * skipped by features_compute, so learning never sees the future. */
+    struct calib_state then = calib_as_of(m, job->submit_time);
     float f[NFEAT];
-    struct same_runs same;
-    float fallback = features_compute(u, job, f, &same);
-    double med, up, cons;
-    predict_ratio(m, u, job, f, fallback, &same, &med, &up, &cons);
-    double ratio = (double)job->run_time / (double)job->req_time;
+    struct ratios r;
+    ratios_of(m, u, job, &then, f, &r);
+    /* What the job was really told, if it was submitted here: the
+     * calibration learns whether the estimates it gave held. */
+    struct pending_job *p = user_pending_find(u, job->job_id);
+    if (p && p->submit == job->submit_time && p->req == job->req_time) {
+        r.conservative = p->conservative;
+        r.base = p->base;
+        r.trees = p->trees;
+    }
+    if (p)
+        user_pending_remove(u, p);
+
+    double req = (double)job->req_time, run = (double)job->run_time, ratio = run / req;
     double margin = margin_as_of(u, INT64_MAX);
-    if (u && up < 1) {
-        margin += ratio > up ? MARGIN_ETA * (1 - MARGIN_TARGET) : -MARGIN_ETA * MARGIN_TARGET;
+    if (u && r.upper < 1) {
+        margin += ratio > r.upper ? MARGIN_ETA * (1 - MARGIN_TARGET) : -MARGIN_ETA * MARGIN_TARGET;
         margin = margin > MARGIN_MAX ? MARGIN_MAX : margin < -MARGIN_MAX ? -MARGIN_MAX : margin;
     }
     int64_t end = job->submit_time + (job->wait_time > 0 ? job->wait_time : 0) + job->run_time;
+
     /* Every job counts, those estimated at the request too: the target is
      * the share of all jobs. */
-    double tau = m->params.target_miss;
-    double l = log_lambda_as_of(m, INT64_MAX) +
-               (ratio > cons ? LAMBDA_ETA * (1 - tau) : -LAMBDA_ETA * tau);
-    lambda_push(m, end, l < 0 ? 0 : l > LAMBDA_MAX_LOG ? LAMBDA_MAX_LOG : l);
+    struct calib_state s = calib_as_of(m, INT64_MAX);
+    double tau = m->params.target_miss, eta = m->params.calib_eta;
+    s.theta += run > r.conservative * req ? eta * (1 - tau) : -eta * tau;
+    s.theta = s.theta < THETA_MIN ? THETA_MIN : s.theta > THETA_MAX ? THETA_MAX : s.theta;
+    double unit = s.scale > 0 ? s.scale : req;
+    s.mix += MIX_ETA * (fabs(r.trees - ratio) - fabs(r.base - ratio)) * req / unit;
+    s.mix = s.mix < -MIX_MAX ? -MIX_MAX : s.mix > MIX_MAX ? MIX_MAX : s.mix;
+    s.scale = s.scale > 0 ? s.scale + (req - s.scale) / SCALE_JOBS : req;
+    calib_push(m, end, s);
 
     size_t slot = m->thead;
     memcpy(&m->tx[slot * NFEAT], f, sizeof(f));

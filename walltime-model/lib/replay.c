@@ -100,24 +100,36 @@ static int metrics(const struct walltime_trace *t, const double *pred,
     double *err = malloc(t->n * sizeof(double));
     double *pairs = malloc(t->n * 2 * sizeof(double));
     double *users = malloc(t->n * sizeof(double));
-    if (!err || !pairs || !users) {
+    double *window = malloc((t->n / REPLAY_WINDOW + 1) * sizeof(double));
+    if (!err || !pairs || !users || !window) {
         free(err);
         free(pairs);
         free(users);
+        free(window);
         return -ENOMEM;
     }
+    memset(m, 0, sizeof(*m));
+    size_t in_window = 0;
     for (size_t i = 0; i < t->n; i++) {
         if (isnan(pred[i]))
             continue;
         double run = (double)t->jobs[i].run_time, e = fabs(pred[i] - run);
         under += pred[i] < run;
+        in_window += pred[i] < run;
+        if ((n + 1) % REPLAY_WINDOW == 0) {
+            window[m->windows] = (double)in_window / REPLAY_WINDOW;
+            if (window[m->windows] > window[m->worst_window])
+                m->worst_window = m->windows;
+            m->windows++;
+            in_window = 0;
+        }
         sum += e;
         pairs[2 * n] = (double)t->jobs[i].uid;
         pairs[2 * n + 1] = e;
         err[n++] = e;
     }
     qsort(err, n, sizeof(double), cmp_double);
-    memset(m, 0, sizeof(*m));
+    m->window_rate = window;
     m->n = n;
     m->mae_s = n ? sum / (double)n : NAN;
     m->medae_s = sorted_quantile(err, n, 0.5);
@@ -150,32 +162,48 @@ static double now_s(void)
 
 void replay_free(struct replay_result *r)
 {
-    for (int p = 0; p < P_COUNT; p++)
+    for (int p = 0; p < P_COUNT; p++) {
         free(r->pred[p]);
+        free(r->metrics[p].window_rate);
+    }
     memset(r, 0, sizeof(*r));
 }
 
-int replay_run(const struct walltime_trace *t, const struct walltime_params *params,
-               struct replay_result *out, char *err, size_t errlen)
+/* The replay itself: jobs in submit order, each submitted to the model
+ * after the jobs that started and ended by its submit time were observed
+ * (starts first, each kind in time order). Fills out (may be NULL) with
+ * every predictor's estimates; hands the model to *keep if not NULL. */
+static int replay(const struct walltime_trace *t, const struct walltime_params *params,
+                  struct replay_result *out, struct walltime_model **keep,
+                  char *err, size_t errlen)
 {
+    struct replay_result scratch;
+    if (!out)
+        out = &scratch;
     memset(out, 0, sizeof(*out));
     out->n = t->n;
     struct walltime_params p = *params;
     p.auto_retrain = 0;                  /* retraining is timed here instead */
     struct walltime_model *m = walltime_model_new(&p);
-    struct pending *heap = malloc((t->n + 1) * sizeof(*heap));
+    struct pending *ends = malloc((t->n + 1) * sizeof(*ends));
+    struct pending *starts = malloc((t->n + 1) * sizeof(*starts));
     int rc = -ENOMEM;
     for (int k = 0; k < P_COUNT; k++)
         if (!(out->pred[k] = malloc((t->n + 1) * sizeof(double))))
             goto fail;
-    if (!m || !heap)
+    if (!m || !ends || !starts)
         goto fail;
 
-    size_t nheap = 0;
+    size_t nends = 0, nstarts = 0;
     for (size_t i = 0; i < t->n; i++) {
         const struct walltime_job *job = &t->jobs[i];
-        while (nheap && heap[0].end <= job->submit_time) {
-            struct pending done = heap_pop(heap, &nheap);
+        while (nstarts && starts[0].end <= job->submit_time) {
+            struct pending s = heap_pop(starts, &nstarts);
+            if ((rc = walltime_observe_started(m, &t->jobs[s.i], err, errlen)) < 0)
+                goto fail;
+        }
+        while (nends && ends[0].end <= job->submit_time) {
+            struct pending done = heap_pop(ends, &nends);
             if ((rc = walltime_observe_finished(m, &t->jobs[done.i], err, errlen)) < 0)
                 goto fail;
             if (m->tn >= 100 && (m->trainings == 0 ||
@@ -193,29 +221,64 @@ int replay_run(const struct walltime_trace *t, const struct walltime_params *par
             continue;
         }
         const struct user_hist *u = history_find(&m->hist, job->uid);
-        struct walltime_prediction wp;
-        if ((rc = walltime_predict(m, job, &wp, err, errlen)) < 0)
-            goto fail;
         out->pred[P_REQUEST][i] = (double)job->req_time;
         out->pred[P_LAST2][i] = baseline_last2(u, job);
         out->pred[P_ALEA][i] = baseline_alea(u, job);
+        struct walltime_prediction wp;
+        if ((rc = walltime_submit(m, job, &wp, err, errlen)) < 0)
+            goto fail;
         out->pred[P_MODEL][i] = wp.median_s;
         out->pred[P_MODEL_SAFE][i] = wp.conservative_s;
+        out->group[wp.group]++;
         int64_t wait = job->wait_time > 0 ? job->wait_time : 0;
-        heap_push(heap, &nheap, (struct pending){ job->submit_time + wait + job->run_time, i });
+        heap_push(starts, &nstarts, (struct pending){ job->submit_time + wait, i });
+        heap_push(ends, &nends, (struct pending){ job->submit_time + wait + job->run_time, i });
     }
-    for (int k = 0; k < P_COUNT; k++)
-        if ((rc = metrics(t, out->pred[k], &out->metrics[k])) < 0)
+    /* A model handed on learns the outcome of every job in flight at the
+     * end, as it would have lived through them. */
+    while (keep && (nstarts || nends)) {
+        if (nstarts && (!nends || starts[0].end <= ends[0].end)) {
+            struct pending s = heap_pop(starts, &nstarts);
+            rc = walltime_observe_started(m, &t->jobs[s.i], err, errlen);
+        } else {
+            struct pending done = heap_pop(ends, &nends);
+            rc = walltime_observe_finished(m, &t->jobs[done.i], err, errlen);
+        }
+        if (rc < 0)
             goto fail;
+    }
+    if (out != &scratch)
+        for (int k = 0; k < P_COUNT; k++)
+            if ((rc = metrics(t, out->pred[k], &out->metrics[k])) < 0)
+                goto fail;
     out->trainings = m->trainings;
-    walltime_model_free(m);
-    free(heap);
+    if (keep)
+        *keep = m;
+    else
+        walltime_model_free(m);
+    free(ends);
+    free(starts);
+    if (out == &scratch)
+        replay_free(out);
     return 0;
 fail:
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory replaying %zu jobs", t->n);
     walltime_model_free(m);
-    free(heap);
+    free(ends);
+    free(starts);
     replay_free(out);
     return rc;
+}
+
+int replay_run(const struct walltime_trace *t, const struct walltime_params *params,
+               struct replay_result *out, char *err, size_t errlen)
+{
+    return replay(t, params, out, NULL, err, errlen);
+}
+
+int replay_model(const struct walltime_trace *t, const struct walltime_params *params,
+                 struct walltime_model **model, char *err, size_t errlen)
+{
+    return replay(t, params, NULL, model, err, errlen);
 }

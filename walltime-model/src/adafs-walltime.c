@@ -22,14 +22,17 @@
 #define USAGE \
     "usage: adafs-walltime train    (--swf FILE | --sacct FILE) --model OUT [TUNING]\n" \
     "       adafs-walltime predict  --model FILE [--job JSON] [--update]\n" \
-    "       adafs-walltime evaluate (--swf FILE | --sacct FILE) [--json] [--simulate easy] [TUNING]\n" \
+    "       adafs-walltime evaluate (--swf FILE | --sacct FILE) [--json]\n" \
+    "                               [--simulate easy [--cores-per-node N]] [TUNING]\n" \
     "TUNING: --trees N --depth N --learning-rate X --min-leaf N --quantile Q\n" \
-    "        --target-miss R --retrain-every N\n" \
+    "        --target-miss R --calib-eta X --inflight-k0 X --episode-gap S\n" \
+    "        --retrain-every N\n" \
     "sacct files: sacct --parsable2 --noheader --format=" WALLTIME_SACCT_FORMAT "\n"
 
 struct options {
     const char *swf, *sacct, *model, *job, *simulate;
     int json, update;
+    long cores_per_node;
     struct walltime_params params;
 };
 
@@ -73,17 +76,22 @@ static int parse_options(int argc, char **argv, struct options *o)
         { "quantile", required_argument, NULL, 5 },
         { "target-miss", required_argument, NULL, 6 },
         { "retrain-every", required_argument, NULL, 7 },
+        { "calib-eta", required_argument, NULL, 8 },
+        { "inflight-k0", required_argument, NULL, 9 },
+        { "episode-gap", required_argument, NULL, 10 },
+        { "cores-per-node", required_argument, NULL, 'c' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     memset(o, 0, sizeof(*o));
+    o->cores_per_node = 1;
     walltime_params_default(&o->params);
     struct walltime_params *p = &o->params;
     int c;
     double v;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
-        const char *name = c > 0 && c < 8 ? longopts[c + 6].name : "";
+        const char *name = c > 0 && c < 11 ? longopts[c + 6].name : "";
         switch (c) {
         case 's': o->swf = optarg; break;
         case 'a': o->sacct = optarg; break;
@@ -92,6 +100,10 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'J': o->json = 1; break;
         case 'u': o->update = 1; break;
         case 'S': o->simulate = optarg; break;
+        case 'c':
+            if (parse_number("cores-per-node", optarg, 1, 1e6, &v)) return -1;
+            o->cores_per_node = (long)v;
+            break;
         case 1: if (parse_number(name, optarg, 1, 1000, &v)) return -1; p->trees = (int)v; break;
         case 2: if (parse_number(name, optarg, 1, 20, &v)) return -1; p->depth = (int)v; break;
         case 3: if (parse_number(name, optarg, 1e-4, 1, &v)) return -1; p->learning_rate = v; break;
@@ -99,6 +111,9 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 5: if (parse_number(name, optarg, 0.5, 0.999, &v)) return -1; p->quantile = v; break;
         case 6: if (parse_number(name, optarg, 0.001, 0.5, &v)) return -1; p->target_miss = v; break;
         case 7: if (parse_number(name, optarg, 1, 1e8, &v)) return -1; p->retrain_every = (int)v; break;
+        case 8: if (parse_number(name, optarg, 1e-4, 1, &v)) return -1; p->calib_eta = v; break;
+        case 9: if (parse_number(name, optarg, 0.1, 1e6, &v)) return -1; p->inflight_k0 = v; break;
+        case 10: if (parse_number(name, optarg, 0, 86400, &v)) return -1; p->episode_gap_s = (int)v; break;
         case 'h': fputs(USAGE, stdout); exit(0);
         default: return -1;
         }
@@ -142,22 +157,6 @@ static double now_s(void)
 
 /* ---- train ------------------------------------------------------------ */
 
-static const struct walltime_job *sort_jobs;
-
-static int64_t end_of(const struct walltime_job *j)
-{
-    return j->submit_time + (j->wait_time > 0 ? j->wait_time : 0) + j->run_time;
-}
-
-static int cmp_end(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    int64_t ex = end_of(&sort_jobs[x]), ey = end_of(&sort_jobs[y]);
-    if (ex != ey)
-        return ex < ey ? -1 : 1;
-    return (x > y) - (x < y);
-}
-
 static int cmd_train(const struct options *o)
 {
     if (!o->model)
@@ -168,37 +167,24 @@ static int cmd_train(const struct options *o)
         return rc;
     char err[512];
     double t0 = now_s();
-    struct walltime_model *m = walltime_model_new(&o->params);
-    size_t *order = malloc(t.n * sizeof(*order)), n = 0, skipped = 0;
-    if (!m || !order) {
-        fprintf(stderr, "adafs-walltime: out of memory for %zu jobs\n", t.n);
-        rc = 1;
-        goto out;
-    }
-    for (size_t i = 0; i < t.n; i++)
-        if (t.jobs[i].req_time > 0 && t.jobs[i].run_time >= 0)
-            order[n++] = i;
-        else
-            skipped++;
-    /* Observed in end order, so each job's features are its submit-time ones. */
-    sort_jobs = t.jobs;
-    qsort(order, n, sizeof(*order), cmp_end);
-    for (size_t k = 0; k < n; k++)
-        if (walltime_observe_finished(m, &t.jobs[order[k]], err, sizeof(err)) < 0) {
-            fprintf(stderr, "adafs-walltime: %s\n", err);
-            rc = 1;
-            goto out;
-        }
-    if (walltime_train(m, err, sizeof(err)) < 0 ||
+    /* A time-ordered replay, as in evaluate: the model ends with the state
+     * (histories, calibration) it would have after living through the
+     * trace, then learns once more from every job. */
+    struct walltime_model *m = NULL;
+    if (replay_model(&t, &o->params, &m, err, sizeof(err)) < 0 ||
+        walltime_train(m, err, sizeof(err)) < 0 ||
         walltime_model_save(m, o->model, err, sizeof(err)) < 0) {
         fprintf(stderr, "adafs-walltime: %s\n", err);
         rc = 1;
         goto out;
     }
-    printf("trained on %zu finished jobs (%zu without request or run time skipped) "
-           "in %.2f s; model written to %s\n", n, skipped, now_s() - t0, o->model);
+    size_t skipped = 0;
+    for (size_t i = 0; i < t.n; i++)
+        skipped += t.jobs[i].req_time <= 0 || t.jobs[i].run_time < 0;
+    printf("trained on %ld finished jobs (%zu without request or run time skipped) "
+           "in %.2f s; model written to %s\n", walltime_model_observed(m), skipped,
+           now_s() - t0, o->model);
 out:
-    free(order);
     walltime_model_free(m);
     walltime_trace_free(&t);
     return rc;
@@ -224,14 +210,22 @@ static int predict_one(struct walltime_model *m, const char *text, long lineno)
             return 1;
         }
         printf("{\"job_id\":%lld,\"observed\":true}\n", (long long)job.job_id);
+    } else if (job.wait_time >= 0) {
+        if (walltime_observe_started(m, &job, err, sizeof(err)) < 0) {
+            fprintf(stderr, "adafs-walltime: input line %ld: %s\n", lineno, err);
+            printf("{\"line\":%ld,\"error\":\"bad started job, see stderr\"}\n", lineno);
+            return 1;
+        }
+        printf("{\"job_id\":%lld,\"started\":true}\n", (long long)job.job_id);
     } else {
-        if (walltime_predict(m, &job, &p, err, sizeof(err)) < 0) {
+        if (walltime_submit(m, &job, &p, err, sizeof(err)) < 0) {
             fprintf(stderr, "adafs-walltime: input line %ld: %s\n", lineno, err);
             printf("{\"line\":%ld,\"error\":\"cannot predict, see stderr\"}\n", lineno);
             return 1;
         }
-        printf("{\"job_id\":%lld,\"median_s\":%.0f,\"conservative_s\":%.0f}\n",
-               (long long)job.job_id, p.median_s, p.conservative_s);
+        printf("{\"job_id\":%lld,\"median_s\":%.0f,\"conservative_s\":%.0f,"
+               "\"group\":\"%s\",\"miss_probability\":%.4f}\n", (long long)job.job_id,
+               p.median_s, p.conservative_s, walltime_group_name(p.group), p.miss_probability);
     }
     fflush(stdout);
     return 0;
@@ -272,6 +266,11 @@ static int cmd_predict(const struct options *o)
 
 /* ---- evaluate --------------------------------------------------------- */
 
+/* The EASY simulations: planning with the request, the median, the
+ * conservative estimate, and the real run time (an oracle). */
+#define SIM_COUNT 4
+#define SIM_NAMES { "request", "model", "model_safe", "exact" }
+
 static void print_json(const char *path, const struct replay_result *r,
                        const struct easy_result *sim)
 {
@@ -292,14 +291,35 @@ static void print_json(const char *path, const struct replay_result *r,
                k ? "," : "", replay_predictor_names[k], m->users, m->user_medae_p25,
                m->user_medae_p50, m->user_medae_p75, m->user_medae_p90);
     }
-    printf("},\"trainings\":%ld,\"train_seconds\":%.3f", r->trainings, r->train_seconds);
+    printf("},\"windows\":{\"size\":%d,\"underestimation_rates\":{", REPLAY_WINDOW);
+    for (int k = 0; k < P_COUNT; k++) {
+        const struct replay_metrics *m = &r->metrics[k];
+        printf("%s\"%s\":{\"rates\":[", k ? "," : "", replay_predictor_names[k]);
+        for (size_t w = 0; w < m->windows; w++)
+            printf("%s%.4f", w ? "," : "", m->window_rate[w]);
+        printf("],\"worst\":");
+        if (m->windows)
+            printf("{\"index\":%zu,\"rate\":%.4f}}", m->worst_window,
+                   m->window_rate[m->worst_window]);
+        else
+            printf("null}");
+    }
+    printf("}}");
+    printf(",\"conservative_groups\":{");
+    for (int g = 0; g < 3; g++)
+        printf("%s\"%s\":%zu", g ? "," : "", walltime_group_name((enum walltime_group)g),
+               r->group[g]);
+    printf("}");
+    printf(",\"trainings\":%ld,\"train_seconds\":%.3f", r->trainings, r->train_seconds);
     if (sim) {
-        static const char *const names[] = { "request", "model", "model_safe" };
+        static const char *const names[] = SIM_NAMES;
         printf(",\"simulate_easy\":{");
-        for (int k = 0; k < 3; k++)
-            printf("%s\"%s\":{\"jobs\":%zu,\"avg_wait_s\":%.3f,\"avg_bounded_slowdown\":%.4f}",
+        for (int k = 0; k < SIM_COUNT; k++)
+            printf("%s\"%s\":{\"jobs\":%zu,\"avg_wait_s\":%.3f,\"avg_bounded_slowdown\":%.4f,"
+                   "\"t_nap\":{\"at_once\":%zu,\"le_1s\":%zu,\"le_10min\":%zu,\"gt_10min\":%zu}}",
                    k ? "," : "", names[k], sim[k].jobs, sim[k].avg_wait_s,
-                   sim[k].avg_bounded_slowdown);
+                   sim[k].avg_bounded_slowdown, sim[k].nap.at_once, sim[k].nap.le_1s,
+                   sim[k].nap.le_10min, sim[k].nap.gt_10min);
         printf("}");
     }
     printf("}\n");
@@ -310,21 +330,34 @@ static void print_text(const char *path, const struct replay_result *r,
 {
     printf("%s: %zu jobs (%zu skipped), time-ordered replay, %ld trainings (%.1f s)\n",
            path, r->n, r->skipped, r->trainings, r->train_seconds);
-    printf("%-11s %7s %9s %9s %7s   per-user median abs. error (h): p25 p50 p75 p90\n",
-           "predictor", "n", "MAE(h)", "MedAE(h)", "under");
+    printf("%-11s %7s %9s %9s %7s %8s   per-user median abs. error (h): p25 p50 p75 p90\n",
+           "predictor", "n", "MAE(h)", "MedAE(h)", "under", "worst1k");
     for (int k = 0; k < P_COUNT; k++) {
         const struct replay_metrics *m = &r->metrics[k];
-        printf("%-11s %7zu %9.3f %9.3f %6.1f%%   %.3f %.3f %.3f %.3f\n",
+        printf("%-11s %7zu %9.3f %9.3f %6.1f%% %7.1f%%   %.3f %.3f %.3f %.3f\n",
                replay_predictor_names[k], m->n, m->mae_s / 3600, m->medae_s / 3600,
-               100 * m->underestimation_rate, m->user_medae_p25 / 3600,
+               100 * m->underestimation_rate,
+               m->windows ? 100 * m->window_rate[m->worst_window] : NAN, m->user_medae_p25 / 3600,
                m->user_medae_p50 / 3600, m->user_medae_p75 / 3600, m->user_medae_p90 / 3600);
     }
+    printf("conservative estimates by calibration group:");
+    for (int g = 0; g < 3; g++)
+        printf(" %s %zu", walltime_group_name((enum walltime_group)g), r->group[g]);
+    printf("\n");
     if (sim) {
-        static const char *const names[] = { "request", "model", "model_safe" };
+        static const char *const names[] = SIM_NAMES;
         printf("EASY backfilling (planning with each estimate; jobs killed at their request):\n");
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < SIM_COUNT; k++)
             printf("  %-11s avg wait %10.1f s   avg bounded slowdown %8.2f\n", names[k],
                    sim[k].avg_wait_s, sim[k].avg_bounded_slowdown);
+        printf("Nodes known before the start (T_NAP): started at once / <= 1 s / 1 s-10 min / "
+               "> 10 min ahead\n");
+        for (int k = 0; k < SIM_COUNT; k++) {
+            double n = sim[k].jobs ? (double)sim[k].jobs / 100 : 1;
+            printf("  %-11s %5.1f%% %5.1f%% %5.1f%% %5.1f%%\n", names[k],
+                   (double)sim[k].nap.at_once / n, (double)sim[k].nap.le_1s / n,
+                   (double)sim[k].nap.le_10min / n, (double)sim[k].nap.gt_10min / n);
+        }
     }
 }
 
@@ -343,15 +376,26 @@ static int cmd_evaluate(const struct options *o)
         walltime_trace_free(&t);
         return 1;
     }
-    struct easy_result sim[3];
+    struct easy_result sim[SIM_COUNT];
     if (o->simulate) {
-        const double *est[3] = { r.pred[P_REQUEST], r.pred[P_MODEL], r.pred[P_MODEL_SAFE] };
-        for (int k = 0; k < 3; k++)
-            if (easy_simulate(&t, est[k], t.max_procs, &sim[k]) < 0) {
+        /* The last, the real run times, is what no estimate can beat. */
+        double *exact = malloc((t.n + 1) * sizeof(double));
+        for (size_t i = 0; exact && i < t.n; i++)
+            exact[i] = isnan(r.pred[P_REQUEST][i]) ? NAN : (double)t.jobs[i].run_time;
+        const double *est[SIM_COUNT] = { r.pred[P_REQUEST], r.pred[P_MODEL],
+                                         r.pred[P_MODEL_SAFE], exact };
+        double *nap = malloc((t.n + 1) * sizeof(double));
+        for (int k = 0; k < SIM_COUNT; k++)
+            if (!nap || !exact || easy_simulate(&t, est[k], t.max_procs, o->cores_per_node,
+                                                &sim[k], nap) < 0) {
                 fprintf(stderr, "adafs-walltime: out of memory simulating %zu jobs\n", t.n);
+                free(nap);
+                free(exact);
                 rc = 1;
                 goto out;
             }
+        free(nap);
+        free(exact);
     }
     const char *path = o->swf ? o->swf : o->sacct;
     if (o->json)

@@ -5,7 +5,7 @@
 set -u
 W=${WALLTIME:-./adafs-walltime}
 srcdir=${srcdir:-.}
-traces=$srcdir/../../shared/traces
+traces=${TRACES:-$srcdir/../../shared/traces}   # the shared traces, if present
 tmp=$(mktemp -d /tmp/walltime-cli.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -36,6 +36,10 @@ check "--json counts all 600 jobs and the request never underestimates" \
     '[ "$(jq ".predictors.request.n, .predictors.request.underestimation_rate" "$tmp/eval.json" | tr "\n" " ")" = "600 0 " ]'
 check "--json model beats the request on the synthetic trace" \
     'jq -e ".predictors.model.mae_s < .predictors.request.mae_s" "$tmp/eval.json" > /dev/null'
+check "--json windows: 1,000 jobs each, rates of every predictor (none in 600 jobs)" \
+    'jq -e ".windows.size == 1000 and ([.windows.underestimation_rates[] | (.rates | length) == 0 and .worst == null] | all) and (.windows.underestimation_rates | keys | length) == 5" "$tmp/eval.json" > /dev/null'
+check "--json counts the conservative estimates by calibration group" \
+    'jq -e "[.conservative_groups[]] | add == 600" "$tmp/eval.json" > /dev/null'
 
 "$W" evaluate --swf "$tmp/t.swf" --simulate easy > "$tmp/sim.txt" 2>/dev/null
 check "--simulate easy reports wait and bounded slowdown for request and model" \
@@ -45,10 +49,12 @@ check "--simulate other than easy is a usage error (exit 2)" \
     '[ $? -eq 2 ] && grep -q "adafs-walltime: --simulate takes only '"'easy'"', not '"'fcfs'"'" "$tmp/err"'
 
 "$W" train --swf "$tmp/t.swf" --model "$tmp/m" > "$tmp/train.txt" 2>/dev/null
-check "train writes a model" '[ $? -eq 0 ] && head -1 "$tmp/m" | grep -q "^adafs-walltime-model 3$"'
+check "train writes a model" '[ $? -eq 0 ] && head -1 "$tmp/m" | grep -q "^adafs-walltime-model 4$"'
 out=$("$W" predict --model "$tmp/m" --job '{"job_id":5,"uid":2,"req_time":7200,"procs":4,"submit_time":999999}')
 check "predict --job answers one JSON line with both estimates <= request" \
     'echo "$out" | jq -e ".job_id == 5 and .median_s <= .conservative_s and .conservative_s <= 7200" > /dev/null'
+check "predict --job names the calibration group and the miss probability" \
+    'echo "$out" | jq -e "(.group | IN(\"site\", \"user\", \"user+request\")) and .miss_probability >= 0 and .miss_probability <= 1" > /dev/null'
 printf '%s\n' '{"job_id":1,"uid":1,"req_time":3600,"submit_time":999999}' \
     '{"job_id":2,"uid":1,"req_time":' \
     '{"job_id":3,"uid":1,"submit_time":999999}' \
@@ -71,6 +77,12 @@ check "predict stream: unknown member reported" \
     'grep -q "^adafs-walltime: input line 4: unknown member \"color\"$" "$tmp/stream.err"'
 check "predict stream: a line with run_time is learned from" \
     'sed -n 5p "$tmp/stream.out" | jq -e ".job_id == 6 and .observed" > /dev/null'
+printf '%s\n' '{"job_id":21,"uid":1,"req_time":3600,"submit_time":999000}' \
+    '{"job_id":21,"uid":1,"req_time":3600,"submit_time":999000,"wait_time":10}' \
+    '{"job_id":21,"uid":1,"req_time":3600,"submit_time":999000,"wait_time":10,"run_time":100}' \
+    | "$W" predict --model "$tmp/m" > "$tmp/life.out" 2>&1
+check "predict stream: a job submitted, started (wait_time) and finished (run_time)" \
+    '[ "$(jq -c "[.median_s != null, .started, .observed]" "$tmp/life.out" | tr -d "\n")" = "[true,null,null][false,true,null][false,null,true]" ]'
 before=$(sed -n 's/^state \([0-9]*\) .*/\1/p' "$tmp/m")
 echo '{"job_id":7,"uid":1,"req_time":3600,"submit_time":999000,"run_time":100}' |
     "$W" predict --model "$tmp/m" --update > /dev/null
@@ -116,6 +128,8 @@ for t in KTH-SP2-1996-2.1-cln CEA-Curie-2011-sample; do
         "$W" evaluate --swf "$traces/$t.swf" --json --retrain-every 5000 > "$tmp/real.json" 2>/dev/null
         check "$t: replay of the real trace evaluates every job" \
             'jq -e ".skipped == 0 and .predictors.model.n == .jobs and .jobs > 28000" "$tmp/real.json" > /dev/null'
+        check "$t: 28 or more windows of 1,000 jobs, the worst one named" \
+            'jq -e ".windows.underestimation_rates.model_safe | (.rates | length) >= 28 and .rates[.worst.index] == .worst.rate" "$tmp/real.json" > /dev/null'
     else
         n=$((n + 1)); echo "ok $n # SKIP $traces/$t.swf not present"
     fi

@@ -61,6 +61,17 @@ int main(void)
         walltime_observe_finished(m, &j, err, sizeof(err));
     }
     tap_is_int(walltime_train(m, err, sizeof(err)), 0, "train on 600 synthetic jobs");
+    /* Jobs in flight: submitted (some started), not finished yet. */
+    struct walltime_job flight[20];
+    for (int i = 0; i < 20; i++) {
+        flight[i] = synth_job(600 + i, 59000 + i * 10, 1 + i % 3, &seed);
+        flight[i].wait_time = 100;
+        struct walltime_prediction fp;
+        walltime_submit(m, &flight[i], &fp, err, sizeof(err));
+        if (i % 2)
+            walltime_observe_started(m, &flight[i], err, sizeof(err));
+    }
+    tap_is_int(walltime_model_pending(m), 20, "20 submitted jobs are in flight");
     static struct walltime_prediction before[PROBES], after[PROBES];
     predict_all(m, before);
     tap_is_int(walltime_model_save(m, path, err, sizeof(err)), 0, "model saved");
@@ -73,11 +84,20 @@ int main(void)
     tap_ok(memcmp(before, after, sizeof(before)) == 0,
            "reloaded model gives bit-identical predictions for %d jobs", PROBES);
     tap_is_int(walltime_model_observed(r), 600, "reloaded model remembers 600 observed jobs");
+    tap_is_int(walltime_model_pending(r), 20, "... and the 20 jobs in flight");
     walltime_model_save(r, path2, err, sizeof(err));
     char *a = slurp(path), *b = slurp(path2);
     tap_ok(strcmp(a, b) == 0 && strlen(a) > 1000, "save -> load -> save writes the same file");
 
-    /* Both keep learning identically from the same finished jobs. */
+    /* Both keep learning identically from the same finished jobs: those in
+     * flight at the save (the calibration learns from the estimates they
+     * were given before it) and new ones. */
+    for (int i = 0; i < 20; i++) {
+        flight[i].run_time = flight[i].req_time / (i % 2 ? 2 : 20);
+        walltime_observe_finished(m, &flight[i], err, sizeof(err));
+        walltime_observe_finished(r, &flight[i], err, sizeof(err));
+    }
+    tap_is_int(walltime_model_pending(r), 0, "finished jobs are no longer in flight");
     for (int i = 0; i < 50; i++) {
         struct walltime_job j = synth_job(700 + i, 60000 + i * 50, 1 + i % 4, &seed);
         j.wait_time = 0;
@@ -140,47 +160,62 @@ int main(void)
                "saving into a missing directory is -ENOENT");
     tap_is_str(err, "cannot create model file /nonexistent/x.model.tmp: No such file or directory",
                "save error names the file and errno");
-    write_file(bad, "adafs-walltime-model 3\nparams x 4 0x1p-1 100 0x1p-1 0x1p-7 10 10 0\n");
+    write_file(bad, "adafs-walltime-model 4\nparams x 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n");
     walltime_model_load(bad, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:2: field 2 is not an integer in [1, 1000]: 'x'", bad);
     tap_is_str(err, want, "a bad parameter is refused with its line and field");
-    write_file(bad, "adafs-walltime-model 3\nstate 0 0 0\n");
+    write_file(bad, "adafs-walltime-model 4\nstate 0 0 0\n");
     walltime_model_load(bad, err, sizeof(err));
-    snprintf(want, sizeof(want), "%s:2: expected a 'params' line with 10 fields", bad);
+    snprintf(want, sizeof(want), "%s:2: expected a 'params' line with 13 fields", bad);
     tap_is_str(err, want, "a missing section is refused with what was expected");
-    write_file(bad, "adafs-walltime-model 4\n");
+    write_file(bad, "adafs-walltime-model 5\n");
     walltime_model_load(bad, err, sizeof(err));
-    snprintf(want, sizeof(want), "%s:1: unsupported model version '4' (this build reads 3; "
+    snprintf(want, sizeof(want), "%s:1: unsupported model version '5' (this build reads 4; "
              "retrain with adafs-walltime train)", bad);
     tap_is_str(err, want, "future model version refused");
     write_file(bad, "adafs-walltime-model 1\n");
     walltime_model_load(bad, err, sizeof(err));
-    snprintf(want, sizeof(want), "%s:1: unsupported model version '1' (this build reads 3; "
+    snprintf(want, sizeof(want), "%s:1: unsupported model version '1' (this build reads 4; "
              "retrain with adafs-walltime train)", bad);
     tap_is_str(err, want, "a model file from before ratio_wq75 is refused, not misread");
-    write_file(bad, "adafs-walltime-model 2\n");
+    write_file(bad, "adafs-walltime-model 3\n");
     walltime_model_load(bad, err, sizeof(err));
-    snprintf(want, sizeof(want), "%s:1: unsupported model version '2' (this build reads 3; "
+    snprintf(want, sizeof(want), "%s:1: unsupported model version '3' (this build reads 4; "
              "retrain with adafs-walltime train)", bad);
-    tap_is_str(err, want, "a model file without the underestimate price is refused, not misread");
-    write_file(bad, "adafs-walltime-model 3\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-7 10 10 0\n"
-                    "state 0 0 0\nprice 0x1p+3 1025 0\n");
+    tap_is_str(err, want, "a model file without the calibration is refused, not misread");
+    write_file(bad, "adafs-walltime-model 4\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
+                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 1025 0\n");
     walltime_model_load(bad, err, sizeof(err));
-    snprintf(want, sizeof(want), "%s:4: field 3 is not an integer in [0, 1024]: '1025'", bad);
-    tap_is_str(err, want, "a price ring longer than the model's is refused");
-    write_file(bad, "adafs-walltime-model 3\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-7 10 10 0\n"
-                    "state 0 0 0\nprice 0x1p+3 1 1\nstep 100 nan\n");
+    snprintf(want, sizeof(want), "%s:4: field 5 is not an integer in [0, 1024]: '1025'", bad);
+    tap_is_str(err, want, "a calibration ring longer than the model's is refused");
+    write_file(bad, "adafs-walltime-model 4\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
+                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 1 1\nstep 100 nan 0x1p+10 0\n");
     walltime_model_load(bad, err, sizeof(err));
-    snprintf(want, sizeof(want), "%s:5: field 3 is not a log price in [0, 27.6]: 'nan'", bad);
-    tap_is_str(err, want, "a price that is not a number in range is refused");
+    snprintf(want, sizeof(want), "%s:5: field 3 is not a number in [-20, 30]: 'nan'", bad);
+    tap_is_str(err, want, "a calibration that is not a number in range is refused");
+    write_file(bad, "adafs-walltime-model 4\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
+                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 0 0\n"
+                    "ensemble median 0 0 0\nroots\nensemble upper 0 0 0\nroots\n"
+                    "users 1\nuser 5 0 0 2\np 1 100 -1 3600 4 0x1p-1 0x1p-2 0x1p-2\n"
+                    "p 1 100 -1 3600 4 0x1p-1 0x1p-2 0x1p-2\n");
+    walltime_model_load(bad, err, sizeof(err));
+    snprintf(want, sizeof(want), "%s:12: job 1 is pending twice", bad);
+    tap_is_str(err, want, "a job in flight twice is refused");
+    write_file(bad, "adafs-walltime-model 4\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
+                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 0 0\n"
+                    "ensemble median 0 0 0\nroots\nensemble upper 0 0 0\nroots\n"
+                    "users 1\nuser 5 0 0 1\np 1 100 -1 3600 4 2 0x1p-2 0x1p-2\n");
+    walltime_model_load(bad, err, sizeof(err));
+    snprintf(want, sizeof(want), "%s:11: field 7 is not a number in [0, 1]: '2'", bad);
+    tap_is_str(err, want, "an estimate in flight beyond its request is refused");
     a[strlen(a) / 2] = '\0';               /* truncated in the middle */
     *strrchr(a, '\n') = '\0';
     write_file(bad, a);
     tap_ok(walltime_model_load(bad, err, sizeof(err)) == NULL && strstr(err, bad) &&
            (strstr(err, "unexpected end of file") || strstr(err, "expected")),
            "truncated model file refused: %s", err);
-    write_file(bad, "adafs-walltime-model 3\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-7 10 10 0\n"
-                    "state 0 0 0\nprice 0x1p+3 1 1\nstep 100 0x1p+3\n"
+    write_file(bad, "adafs-walltime-model 4\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
+                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 1 1\nstep 100 0x1p+1 0x1p+10 0\n"
                     "ensemble median 0 1 1\nroots 0\nnode 0 0 0 0 0\n");
     walltime_model_load(bad, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:8: node 0 has a child before it", bad);

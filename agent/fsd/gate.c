@@ -1,0 +1,360 @@
+/* gate: adafsd's front door. One event loop accepts every connection (TCP
+ * and the node's Unix socket) and runs its handshake (handshake.h): only a
+ * client that proved it holds the instance's secret is handed to conn.c,
+ * which gives it a thread. Until then a connection costs a descriptor and
+ * a slot of this table, nothing more.
+ *
+ * What unauthenticated peers may cost is bounded, and they cannot keep the
+ * job's own clients out:
+ *  - at most --max-handshakes run at once, and --max-handshakes-per-peer
+ *    of them per peer (its IPv4 address; its uid on the Unix socket);
+ *  - a new connection that finds its peer's share used evicts that peer's
+ *    oldest handshake, one that finds the table full the oldest of all. A
+ *    client's handshake takes a round trip, so idle connections only push
+ *    each other out (and a client whose handshake was cut short retries);
+ *  - a handshake not finished within GATE_HANDSHAKE_MS is dropped;
+ *  - what they make us log goes through log_limited.
+ * Authenticated connections are bounded too (--max-clients): past it, a
+ * client that proved itself is told EUSERS in the handshake's answer. */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "handshake.h"
+#include "log.h"
+#include "net.h"
+
+#define GATE_HANDSHAKE_MS 5000
+/* Connections accepted per listener and wake-up: handshakes in progress
+ * get their turn between batches. */
+#define ACCEPT_BATCH 64
+#define LOG_WINDOW_MS 10000
+
+/* epoll tags beyond the slot indexes. */
+enum { TAG_TCP = -1, TAG_UNIX = -2, TAG_SIGNAL = -3 };
+
+struct pending {
+    int fd;                           /* -1: free slot */
+    int local;
+    uint64_t peer_key;                /* address or uid, kind in the top bit */
+    uint64_t seq;                     /* accept order: the oldest is evicted */
+    int64_t deadline_ms;
+    size_t got;
+    uint8_t proof[HANDSHAKE_PROOF_SIZE];
+    struct handshake hs;
+    char peer[64];
+};
+
+struct gate {
+    struct server *srv;
+    int epfd;
+    struct pending *slots;
+    unsigned nslots, used;
+    uint64_t next_seq;
+};
+
+/* Budgets for the lines unauthenticated peers cause. */
+static struct log_limit refused_log = LOG_LIMIT_INIT(5, LOG_WINDOW_MS);
+static struct log_limit dropped_log = LOG_LIMIT_INIT(5, LOG_WINDOW_MS);
+static struct log_limit full_log = LOG_LIMIT_INIT(5, LOG_WINDOW_MS);
+
+static void flush_logs(void)
+{
+    log_limit_flush(&refused_log);
+    log_limit_flush(&dropped_log);
+    log_limit_flush(&full_log);
+}
+
+/* Names and keys the peer: IPv4 address and port, or the uid and pid of a
+ * process of this node. */
+static void identify(struct pending *p)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    struct ucred cred;
+    socklen_t cl = sizeof(cred);
+    if (p->local && getsockopt(p->fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
+        p->peer_key = 1ull << 63 | cred.uid;
+        snprintf(p->peer, sizeof(p->peer), "local pid %d uid %u", (int)cred.pid,
+                 (unsigned)cred.uid);
+    } else if (!p->local && getpeername(p->fd, (struct sockaddr *)&sa, &sl) == 0) {
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+        p->peer_key = sa.sin_addr.s_addr;
+        snprintf(p->peer, sizeof(p->peer), "%s:%d", ip, ntohs(sa.sin_port));
+    } else {
+        p->peer_key = 1ull << 62;   /* unknown: all such peers share one share */
+        snprintf(p->peer, sizeof(p->peer), "fd %d", p->fd);
+    }
+}
+
+static void release(struct gate *g, struct pending *p)
+{
+    if (p->fd >= 0) {
+        epoll_ctl(g->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+        close(p->fd);
+        g->used--;
+    }
+    p->fd = -1;
+}
+
+static void drop(struct gate *g, struct pending *p, const char *why)
+{
+    log_limited(&dropped_log, LOG_LEVEL_INFO, "dropped the connection of %s before it "
+                "authenticated: %s", p->peer, why);
+    release(g, p);
+}
+
+/* Sends a whole small message on a non-blocking socket whose buffer is
+ * empty or nearly: it goes at once or the connection is not worth it. */
+static int send_now(int fd, const void *buf, size_t len)
+{
+    ssize_t n;
+    do
+        n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EAGAIN;
+}
+
+/* The slot for a new connection of peer_key: a free one, unless the peer
+ * has its share (then its oldest) or the table is full (the oldest of all),
+ * whose handshake is dropped. */
+static struct pending *slot_for(struct gate *g, uint64_t peer_key)
+{
+    struct pending *free_slot = NULL, *oldest = NULL, *peer_oldest = NULL;
+    unsigned of_peer = 0;
+    for (unsigned i = 0; i < g->nslots; i++) {
+        struct pending *p = &g->slots[i];
+        if (p->fd < 0) {
+            if (!free_slot)
+                free_slot = p;
+            continue;
+        }
+        if (!oldest || p->seq < oldest->seq)
+            oldest = p;
+        if (p->peer_key == peer_key) {
+            of_peer++;
+            if (!peer_oldest || p->seq < peer_oldest->seq)
+                peer_oldest = p;
+        }
+    }
+    struct pending *victim = of_peer >= g->srv->handshakes_per_peer ? peer_oldest :
+                             !free_slot ? oldest : NULL;
+    if (victim) {
+        drop(g, victim, of_peer >= g->srv->handshakes_per_peer
+                        ? "evicted by a newer connection of the same peer (too many handshakes at once)"
+                        : "evicted by a newer connection (too many handshakes at once)");
+        return victim;
+    }
+    return free_slot;
+}
+
+/* Takes a new connection: a slot, the HELLO, and a place in the loop. */
+static void admit(struct gate *g, int fd, int local)
+{
+    struct pending probe = { .fd = fd, .local = local };
+    identify(&probe);
+    struct pending *p = slot_for(g, probe.peer_key);
+    *p = probe;
+    p->seq = g->next_seq++;
+    p->deadline_ms = net_now_ms() + GATE_HANDSHAKE_MS;
+    g->used++;
+    uint8_t hello[HANDSHAKE_HELLO_SIZE];
+    int rc = handshake_server_hello(&p->hs, g->srv->index, hello);
+    if (rc < 0) {
+        log_error("no random bytes for a handshake nonce: %s", strerror(-rc));
+        release(g, p);
+        return;
+    }
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)(p - g->slots) };
+    if ((rc = send_now(fd, hello, sizeof(hello))) < 0 ||
+        (epoll_ctl(g->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 && (rc = -errno)))
+        drop(g, p, rc == -EAGAIN ? "the greeting did not fit its socket" : strerror(-rc));
+}
+
+static void accept_some(struct gate *g, int lfd, int local)
+{
+    for (int i = 0; i < ACCEPT_BATCH; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                log_limited(&full_log, LOG_LEVEL_WARN, "accept: %s", strerror(errno));
+            else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                log_warn("accept: %s", strerror(errno));
+            return;
+        }
+        admit(g, fd, local);
+    }
+}
+
+/* The client proved itself: hands its connection to conn.c, if there is
+ * room. */
+static void authenticated(struct gate *g, struct pending *p, const uint8_t answer[HANDSHAKE_ANSWER_SIZE])
+{
+    struct server *srv = g->srv;
+    unsigned clients = atomic_fetch_add(&srv->clients, 1);
+    if (clients >= srv->max_clients) {
+        atomic_fetch_sub(&srv->clients, 1);
+        /* Logged before the answer goes: whoever sees the answer finds
+         * the line. */
+        log_limited(&full_log, LOG_LEVEL_WARN, "refused %s: this server has its maximum of "
+                    "%u clients (--max-clients)", p->peer, srv->max_clients);
+        uint8_t refusal[HANDSHAKE_ANSWER_SIZE];
+        handshake_server_refusal(-EUSERS, refusal);
+        send_now(p->fd, refusal, sizeof(refusal));
+        release(g, p);
+        return;
+    }
+    int rc = send_now(p->fd, answer, HANDSHAKE_ANSWER_SIZE);
+    if (rc < 0) {
+        atomic_fetch_sub(&srv->clients, 1);
+        drop(g, p, "it left during the handshake");
+        return;
+    }
+    int fd = p->fd;
+    epoll_ctl(g->epfd, EPOLL_CTL_DEL, fd, NULL);
+    p->fd = -1;
+    g->used--;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if ((rc = conn_start(srv, fd, p->local, p->peer)) < 0) {
+        atomic_fetch_sub(&srv->clients, 1);
+        log_error("cannot serve the connection of %s: %s", p->peer, strerror(-rc));
+        close(fd);
+    }
+}
+
+/* Reads what came of a client's PROOF; once whole, answers it. */
+static void on_readable(struct gate *g, struct pending *p)
+{
+    ssize_t n;
+    do
+        n = recv(p->fd, p->proof + p->got, sizeof(p->proof) - p->got, MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN)
+        return;
+    if (n <= 0) {
+        drop(g, p, n == 0 ? "it hung up" : strerror(errno));
+        return;
+    }
+    p->got += (size_t)n;
+    if (p->got < sizeof(p->proof))
+        return;
+    uint8_t answer[HANDSHAKE_ANSWER_SIZE];
+    if (handshake_server_answer(&p->hs, g->srv->secret, p->proof, answer) < 0) {
+        log_limited(&refused_log, LOG_LEVEL_WARN, "refused %s: wrong proof of the "
+                    "instance's secret", p->peer);
+        send_now(p->fd, answer, sizeof(answer));
+        release(g, p);
+        return;
+    }
+    authenticated(g, p, answer);
+}
+
+/* Drops handshakes past their deadline; returns the ms until the next one
+ * is due (-1: none). */
+static int expire(struct gate *g, int64_t now)
+{
+    int64_t next = -1;
+    for (unsigned i = 0; g->used && i < g->nslots; i++) {
+        struct pending *p = &g->slots[i];
+        if (p->fd < 0)
+            continue;
+        if (p->deadline_ms <= now) {
+            drop(g, p, "no proof of the instance's secret in time");
+            continue;
+        }
+        if (next < 0 || p->deadline_ms - now < next)
+            next = p->deadline_ms - now;
+    }
+    return (int)next;
+}
+
+/* Adds fd to the loop; a listener is made non-blocking, as accept_some
+ * takes connections until none is left. */
+static int watch(int epfd, int fd, int tag)
+{
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)(int64_t)tag };
+    if (fd < 0)
+        return 0;
+    if (tag != TAG_SIGNAL && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+        return -1;
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int gate_run(struct server *srv, int lfd, int ufd, int sfd)
+{
+    struct gate g = { .srv = srv, .nslots = srv->handshakes_max };
+    g.slots = calloc(g.nslots, sizeof(*g.slots));
+    g.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (!g.slots || g.epfd < 0 || watch(g.epfd, lfd, TAG_TCP) < 0 ||
+        watch(g.epfd, ufd, TAG_UNIX) < 0 || watch(g.epfd, sfd, TAG_SIGNAL) < 0) {
+        int rc = g.slots ? -errno : -ENOMEM;
+        free(g.slots);
+        if (g.epfd >= 0)
+            close(g.epfd);
+        return rc;
+    }
+    for (unsigned i = 0; i < g.nslots; i++)
+        g.slots[i].fd = -1;
+    int64_t flushed_ms = net_now_ms();
+    int rc = 0;
+    for (;;) {
+        int64_t now = net_now_ms();
+        int timeout = expire(&g, now);
+        int64_t to_flush = flushed_ms + LOG_WINDOW_MS - now;
+        if (to_flush <= 0) {
+            flush_logs();
+            flushed_ms = now;
+            to_flush = LOG_WINDOW_MS;
+        }
+        if (timeout < 0 || timeout > to_flush)
+            timeout = (int)to_flush;
+        struct epoll_event evs[128];
+        int n = epoll_wait(g.epfd, evs, 128, timeout);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -errno;
+            log_error("epoll_wait: %s", strerror(errno));
+            break;
+        }
+        /* Handshakes first, then new connections: one batch of newcomers
+         * cannot evict a handshake whose proof is already waiting. */
+        int listeners = 0, stop = 0;
+        for (int i = 0; i < n; i++) {
+            int64_t tag = (int64_t)evs[i].data.u64;
+            if (tag >= 0 && g.slots[tag].fd >= 0)
+                on_readable(&g, &g.slots[tag]);
+            else if (tag == TAG_SIGNAL)
+                stop = 1;
+            else if (tag < 0)
+                listeners |= tag == TAG_TCP ? 1 : 2;
+        }
+        if (stop) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof(si)) == sizeof(si))
+                log_info("signal %u: stopping", si.ssi_signo);
+            break;
+        }
+        if (listeners & 1)
+            accept_some(&g, lfd, 0);
+        if (listeners & 2)
+            accept_some(&g, ufd, 1);
+    }
+    flush_logs();
+    for (unsigned i = 0; i < g.nslots; i++)
+        release(&g, &g.slots[i]);
+    free(g.slots);
+    close(g.epfd);
+    return rc;
+}

@@ -1,0 +1,134 @@
+#!/bin/bash
+# Stager benchmark (issue 22) on the mini-cluster: a 4-node job stages the
+# 100,000-file set in and back out (4 workers, one per node, started by the
+# agents), against one adafs-stage process staging the same data in and out
+# of a 4-server instance on this host, in the same run, in turns.
+#
+#   bench/stage/cluster.sh BUILD_DIR [WORK_DIR]
+#
+# Needs root and the cluster settings of the one running it exported
+# (ADAFS_CLUSTER_DIR, ADAFS_MUNGE_DIR, ADAFS_CTLD_PORT, ADAFS_SLURMD_PORT);
+# starts that cluster afresh and stops it at the end. The job's stage time
+# is taken from its agents' logs: from the first worker started to the last
+# one finished (the plugin polls its workers five times a second, and
+# `scontrol show bbstat` gives whole seconds, shown too). The one process
+# runs with its default 8 threads; the job's workers with AdafsStageThreads
+# (4 each). Environment: SMALL (100000), REPEAT (3), SETTLE (65).
+set -euo pipefail
+BUILD=$(cd "${1:?usage: cluster.sh BUILD_DIR [WORK_DIR]}" && pwd)
+W=${2:-/tmp/adafs-bench-stage}
+SMALL=${SMALL:-100000} REPEAT=${REPEAT:-3} SETTLE=${SETTLE:-65}
+export abs_top_srcdir=$(cd "$(dirname "$0")/../.." && pwd) abs_top_builddir=$BUILD
+[ -n "${ADAFS_CLUSTER_DIR:-}" ] || { echo "cluster.sh: export your cluster's settings first" >&2; exit 2; }
+# tests/lib.sh: the cluster's helpers (submit, wait_job, write_job, pfs, as_user_sh).
+. "$abs_top_srcdir/tests/lib.sh"
+STAGE=$BUILD/stager/adafs-stage CTL=$BUILD/agent/adafs-ctl
+export LD_LIBRARY_PATH=$BUILD/agent/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+say() { echo "[$(date +%T)] $*" >&2; }
+R=$W/cluster.$(date +%s)
+mkdir -p "$R"
+trap '"$cluster" stop > /dev/null 2>&1; "$CTL" stop --base "$R/fs" > /dev/null 2>&1 || true' EXIT
+
+"$cluster" start --clean > /dev/null
+data=$pfs/bench/small
+say "generating $SMALL files of 4 KiB in $data"
+as_user_sh "mkdir -p $pfs/bench/out && python3 - $data $SMALL" <<'PY'
+import os, sys
+root, count = sys.argv[1], int(sys.argv[2])
+block = os.urandom(1 << 20)
+for i in range(count):
+    d = os.path.join(root, "d%03d" % (i % 100))
+    if i < 100: os.makedirs(d)
+    with open(os.path.join(d, "f%06d" % i), "wb") as f:
+        off = (i * 4096) % (1 << 20)
+        f.write(block[off:off + 4096])
+PY
+find "$data" -type f -exec cat {} + > /dev/null
+sync; sleep "$SETTLE"
+
+"$CTL" start --servers 4 --base "$R/fs" > /dev/null
+chmod 755 "$W" "$R"; chmod 711 "$R/fs"; chown "$test_user" "$R/fs/instance"
+# one DIR SRC DST: one process as the test user; prints its wall seconds
+one() {
+    local t0 t1
+    t0=$(date +%s.%N)
+    as_user "$STAGE" "$1" --quiet --instance "$R/fs/instance" "$2" "$3"
+    t1=$(date +%s.%N)
+    sync
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
+}
+
+# span JOB DIR: seconds from the first of the job's stage-DIR workers started
+# to the last finished, from the agents' logs.
+span() {
+    python3 - "$1" "$2" "$ADAFS_CLUSTER_DIR"/log/agent.n*.log <<'PY'
+import datetime, re, sys
+job, direction, logs = sys.argv[1], sys.argv[2], sys.argv[3:]
+def t(line):
+    return datetime.datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+starts, pids, ends = [], {}, []
+for name in logs:
+    for line in open(name, errors="replace"):
+        m = re.search(r"job %s: stage-%s worker \S+ started \(pid (\d+)\)" % (job, direction), line)
+        if m:
+            starts.append(t(line)); pids[(name, m.group(1))] = True
+            continue
+        m = re.search(r"job %s: stager pid (\d+) finished with status (\d+)" % job, line)
+        if m and (name, m.group(1)) in pids:
+            ends.append(t(line))
+if len(starts) != 4 or len(ends) != 4:
+    sys.exit("cluster.sh: job %s stage-%s: %d workers started, %d finished" % (job, direction, len(starts), len(ends)))
+print("%.3f" % (max(ends) - min(starts)))
+PY
+}
+
+ROWS=() RIN=() ROUT=()
+for rep in $(seq "$REPEAT"); do
+    job_rep() {
+        local f id
+        f=$(write_job "bench$rep.sh" <<JOB
+#!/bin/bash
+#SBATCH -N 4 -t 30 -o bench-%j.out
+#BB_ADAFS capacity=3G
+#BB_ADAFS stage_in  source=$data destination=in type=directory
+#BB_ADAFS stage_out source=in destination=$pfs/bench/out/%j type=directory
+true
+JOB
+)
+        id=$(submit "$f")
+        wait_job "$id" COMPLETED 900 > /dev/null || { echo "cluster.sh: job $id did not complete" >&2; exit 1; }
+        diff -rq "$data" "$pfs/bench/out/$id" > /dev/null ||
+            { echo "cluster.sh: job $id staged out something else" >&2; exit 1; }
+        jin=$(span "$id" in) jout=$(span "$id" out)
+        bb=$(scontrol show bbstat "$id" | grep -o 'StageIn=[0-9]*s.*StageOut=[0-9]*s' | sed 's/ Run=[0-9]*s//')
+        say "job $id: stage-in $jin s, stage-out $jout s ($bb)"
+    }
+    one_rep() {
+        oin=$(one in "$data" "/in$rep")
+        oout=$(one out "/in$rep" "$pfs/bench/out/one$rep")
+        diff -rq "$data" "$pfs/bench/out/one$rep" > /dev/null ||
+            { echo "cluster.sh: one process staged out something else" >&2; exit 1; }
+        say "one process: stage-in $oin s, stage-out $oout s"
+    }
+    if [ $((rep % 2)) = 1 ]; then job_rep; one_rep; else one_rep; job_rep; fi
+    ri=$(awk -v a="$oin" -v b="$jin" 'BEGIN { printf "%.2f", a / b }')
+    ro=$(awk -v a="$oout" -v b="$jout" 'BEGIN { printf "%.2f", a / b }')
+    RIN+=("$ri") ROUT+=("$ro")
+    ROWS+=("| $rep | $jin | $oin | $ri | $jout | $oout | $ro | $bb |")
+done
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+cat <<REPORT
+## Stager on the mini-cluster ($(date -u +%Y-%m-%dT%H:%MZ))
+
+$(nproc) cores, 4 nodes of one host (tests/cluster/cluster.sh). $SMALL files of 4 KiB in 100
+directories. Job: \`#BB_ADAFS stage_in\` and \`stage_out\` of the tree, 4 workers with
+AdafsStageThreads=4; one process: \`adafs-stage in|out\` (8 threads) through \`adafs-ctl start
+--servers 4\`, as the same user, in turns with the job. Seconds, and one process's time over
+the job's (>= 1: the job is as fast):
+
+| repeat | job in | one in | ratio | job out | one out | ratio | bbstat |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+$(printf '%s\n' "${ROWS[@]}")
+
+Median ratio: stage-in $(echo "${RIN[*]}" | median), stage-out $(echo "${ROUT[*]}" | median).
+REPORT

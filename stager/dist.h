@@ -1,0 +1,122 @@
+/* dist: a stage shared by N workers on different nodes (--worker K/N).
+ *
+ * The walk is split, not repeated: worker 0 also runs the coordinator
+ * (dist_hub.c), which holds the work queue and the tree's bookkeeping;
+ * every worker (dist_exec.c) executes items it is handed: list a
+ * directory, copy a batch of files, copy some pieces of a big file, set
+ * the attributes of a finished directory or split file. A listing reports
+ * what it found (subdirectories, batches of file names, big files) back
+ * to the coordinator, which hands it out again to whichever worker has
+ * room, so each source directory is read and each source file opened
+ * once, and the load follows the workers' speed whatever the tree's shape.
+ * The lister keeps the first batch of each directory for itself: a tree of
+ * small directories costs no messages per file.
+ *
+ * The workers talk through mailbox files (dist_msg.h) in a directory on a
+ * file system all of them reach: `/.adafs-stage/ID` in the job's adafs
+ * instance for `in` and `out`, `.adafs-stage/ID` beside DST for `copy`, where ID
+ * is a hash of the request (direction, type, source, destination, N), so
+ * the N processes started with the same request meet without being told
+ * more. Worker 0 makes a new epoch (a random nonce naming a fresh
+ * directory) and announces it in `ID/epoch`; the others join the epoch
+ * they find and follow a newer one (a rerun after a crash).
+ *
+ * Failures: each side hears from the other at least every second. A
+ * worker the coordinator has not heard from for the peer timeout is given
+ * up: the items it held go to the others (copying again is harmless: the
+ * same bytes), and the run says so. A worker that has not heard from the
+ * coordinator for that long stops and fails, naming it. */
+#ifndef ADAFS_STAGE_DIST_H
+#define ADAFS_STAGE_DIST_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "dist_msg.h"
+#include "stage_internal.h"
+
+/* The directory (inside the job's file system, or the copy's DST) that
+ * holds the runs' mailboxes. */
+#define DIST_STORE ".adafs-stage"
+/* Seconds without a message before a peer is given up (--peer-timeout). */
+#define DIST_DEFAULT_TIMEOUT 60.0
+
+struct hub;
+struct dcache;
+struct fcache;
+
+struct dist {
+    struct stage_run *run;
+    unsigned me, n;
+    unsigned window;            /* items a worker holds at most (it asks for more) */
+    double timeout, beat;       /* peer timeout; heartbeat interval (s) */
+    double t0;
+
+    /* The mailbox store: its own backend, so its operations are counted
+     * apart from the copy's (coord_ops). */
+    struct backend sb;
+    int sb_adafs;
+    char *store;                /* the store's path on its side */
+    int store_side;             /* 0: the source side holds it (out), 1: the destination */
+    char id[17];
+    struct bdir *rdir;          /* STORE/ID */
+    struct bdir *mdir;          /* STORE/ID/<nonce>: the messages */
+    uint64_t nonce;
+    uint64_t in_seq;            /* worker K > 0: the next message from worker 0 */
+
+    /* Records for the coordinator, appended by the copy threads. */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct rpc_writer out;
+    size_t out_records;
+    int urgent;                 /* discovery waits in out: send it soon */
+    double out_since;
+
+    _Atomic long running;       /* items handed to the pool, not yet acknowledged */
+    _Atomic uint64_t next_kept; /* ids of batches a lister keeps */
+    struct dcache *cache;
+    struct fcache *files;
+
+    /* The comm thread's state. */
+    int joined, done, stop;
+    struct hub *hub;            /* worker 0 */
+    unsigned lost, taken_over;  /* worker 0: workers given up, items moved */
+    _Atomic uint64_t final_ns;  /* threads' time in finalize items */
+    double tail;                /* worker 0: last copy done -> DONE (s) */
+};
+
+double dist_now(void);
+/* Queues a record for the coordinator; urgent: discovery, sent at once. */
+void dist_send(struct dist *d, const struct dmsg *m, int urgent);
+/* Whether what was queued should be sent now; if not, lowers *when to the
+ * time it should (a few ms of acknowledgements go in one message). */
+int dist_out_due(struct dist *d, double now, double *when);
+/* Sleeps until when (dist_now() time), or until a record is queued (any),
+ * or an urgent one (!any). */
+void dist_wait(struct dist *d, double when, int any);
+/* Takes what was queued (for the coordinator of worker 0 or the mailbox). */
+int dist_take_out(struct dist *d, struct rpc_writer *into);
+/* Handles records from the coordinator (payload is taken over). */
+void exec_receive(struct dist *d, void *payload, size_t len);
+
+struct dcache *dcache_new(void);
+void dcache_free(struct dcache *c);
+struct fcache *fcache_new(void);
+void fcache_free(struct fcache *c);
+
+/* dist_run.c: the mailbox store. */
+/* Name of message seq from (to_hub) or to worker w. */
+void dist_msg_name(char *out, size_t len, int to_hub, unsigned w, uint64_t seq);
+/* Removes this run's mailboxes (worker 0, at the end). */
+void dist_store_cleanup(struct dist *d);
+
+/* dist_hub.c: worker 0's coordinator. */
+int hub_create(struct dist *d, struct hub **out);
+/* Queues the request's first items (the root, a list's entries). */
+int hub_seed(struct hub *h);
+/* Runs until every item is done and every worker said goodbye (or was
+ * given up). */
+void hub_loop(struct hub *h);
+void hub_destroy(struct hub *h);
+
+#endif

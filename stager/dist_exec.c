@@ -1,0 +1,1017 @@
+/* dist_exec: one worker of a distributed stage (dist.h): the items it is
+ * handed, the open directories they share, and its mailbox. */
+#include <dirent.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "dist.h"
+#include "log.h"
+
+double dist_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* ---- records for the coordinator ---- */
+
+void dist_send(struct dist *d, const struct dmsg *m, int urgent)
+{
+    pthread_mutex_lock(&d->lock);
+    int first = d->out_records == 0;
+    if (first)
+        d->out_since = dist_now();
+    dmsg_put(&d->out, m);
+    d->out_records++;
+    if (urgent)
+        d->urgent = 1;
+    if (first || urgent)
+        pthread_cond_signal(&d->wake);
+    pthread_mutex_unlock(&d->lock);
+}
+
+int dist_take_out(struct dist *d, struct rpc_writer *into)
+{
+    pthread_mutex_lock(&d->lock);
+    int n = (int)d->out_records;
+    int ok = rpc_writer_ok(&d->out);
+    *into = d->out;
+    rpc_writer_init(&d->out, NULL, 0);
+    d->out_records = 0;
+    d->urgent = 0;
+    pthread_mutex_unlock(&d->lock);
+    return ok ? n : -ENOMEM;
+}
+
+int dist_out_due(struct dist *d, double now, double *when)
+{
+    pthread_mutex_lock(&d->lock);
+    int due = d->out_records > 0 &&
+              (d->urgent || d->out.len >= DIST_MSG_SOFT_MAX || now - d->out_since >= 0.002);
+    if (d->out_records > 0 && !due && d->out_since + 0.002 < *when)
+        *when = d->out_since + 0.002;
+    pthread_mutex_unlock(&d->lock);
+    return due;
+}
+
+/* ---- open directories shared by the items ---- */
+
+#define DCACHE_SIZE 64
+
+struct dcache_entry {
+    int side;                 /* 0 source, 1 destination */
+    char *root, *rel;
+    struct bdir *dir;
+    int refs;
+    uint64_t used;
+};
+
+struct dcache {
+    pthread_mutex_t lock;
+    struct dcache_entry e[DCACHE_SIZE];
+    uint64_t clock;
+};
+
+static struct bdir *dcache_find(struct dcache *c, int side, const char *root, const char *rel)
+{
+    struct bdir *found = NULL;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < DCACHE_SIZE && !found; i++) {
+        struct dcache_entry *e = &c->e[i];
+        if (e->dir && e->side == side && !strcmp(e->rel, rel) && !strcmp(e->root, root)) {
+            e->refs++;
+            e->used = ++c->clock;
+            found = e->dir;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return found;
+}
+
+/* Enters dir (just opened, ours) and returns the directory to use: dir,
+ * or the one another thread entered meanwhile (dir is then closed). A full
+ * cache leaves dir out: dcache_put closes it. */
+static struct bdir *dcache_enter(struct dcache *c, int side, const char *root, const char *rel,
+                                 struct bdir *dir)
+{
+    struct bdir *have = dcache_find(c, side, root, rel);
+    if (have) {
+        dir->b->ops->dir_close(dir);
+        return have;
+    }
+    char *r = strdup(root), *l = strdup(rel);
+    pthread_mutex_lock(&c->lock);
+    struct dcache_entry *slot = NULL;
+    for (int i = 0; i < DCACHE_SIZE; i++) {
+        struct dcache_entry *e = &c->e[i];
+        if (!e->dir) {
+            slot = e;
+            break;
+        }
+        if (e->refs == 0 && (!slot || e->used < slot->used))
+            slot = e;
+    }
+    struct bdir *old = NULL;
+    char *oroot = NULL, *orel = NULL;
+    if (slot && r && l) {
+        old = slot->dir;
+        oroot = slot->root;
+        orel = slot->rel;
+        *slot = (struct dcache_entry){ side, r, l, dir, 1, ++c->clock };
+        r = l = NULL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (old)
+        old->b->ops->dir_close(old);
+    free(oroot);
+    free(orel);
+    free(r);
+    free(l);
+    return dir;
+}
+
+static void dcache_put(struct dcache *c, struct bdir *dir)
+{
+    if (!dir)
+        return;
+    int found = 0;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < DCACHE_SIZE && !found; i++)
+        if (c->e[i].dir == dir) {
+            c->e[i].refs--;
+            found = 1;
+        }
+    pthread_mutex_unlock(&c->lock);
+    if (!found)
+        dir->b->ops->dir_close(dir);
+}
+
+struct dcache *dcache_new(void)
+{
+    struct dcache *c = calloc(1, sizeof(*c));
+    if (c)
+        pthread_mutex_init(&c->lock, NULL);
+    return c;
+}
+
+void dcache_free(struct dcache *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < DCACHE_SIZE; i++)
+        if (c->e[i].dir) {
+            c->e[i].dir->b->ops->dir_close(c->e[i].dir);
+            free(c->e[i].root);
+            free(c->e[i].rel);
+        }
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+static struct backend *side_b(struct stage_run *run, int side)
+{
+    return side ? &run->dst_b : &run->src_b;
+}
+
+/* A request root (as the user gave it) on a side; create: make it. */
+static int open_root(struct dist *d, int side, const char *root, int create, struct bdir **out)
+{
+    if ((*out = dcache_find(d->cache, side, root, "")))
+        return 0;
+    char p[PATH_MAX];
+    struct stat st;
+    struct backend *b = side_b(d->run, side);
+    int rc = stage_side_path(d->run, side, root, p, sizeof(p));
+    if (rc == 0)
+        rc = b->ops->root_open(b, p, create, out, &st);
+    if (rc == 0)
+        *out = dcache_enter(d->cache, side, root, "", *out);
+    return rc;
+}
+
+/* The directory rel below root on a side (from the cache if open). */
+static int open_dir(struct dist *d, int side, const char *root, const char *rel, struct bdir **out)
+{
+    if (!*rel)
+        return open_root(d, side, root, 0, out);
+    if ((*out = dcache_find(d->cache, side, root, rel)))
+        return 0;
+    struct bdir *r;
+    struct stat st;
+    int rc = open_root(d, side, root, 0, &r);
+    if (rc < 0)
+        return rc;
+    rc = r->b->ops->dir_open_rel(r, rel, d->run->opt.follow_symlinks, out, &st);
+    dcache_put(d->cache, r);
+    if (rc == 0)
+        *out = dcache_enter(d->cache, side, root, rel, *out);
+    return rc;
+}
+
+/* Source files split in pieces, kept open while this worker copies
+ * ranges of them: each worker opens a split file once, not once per range
+ * it is given. (Destinations are closed after each range: a network file
+ * system may flush on close, after the file was finalized.) */
+#define FCACHE_SIZE 16
+
+struct fcache_entry {
+    char *key;
+    struct bfile *f;
+    struct stat st;
+    int refs;
+    uint64_t used;
+};
+
+struct fcache {
+    pthread_mutex_t lock;
+    struct fcache_entry e[FCACHE_SIZE];
+    uint64_t clock;
+};
+
+struct fcache *fcache_new(void)
+{
+    struct fcache *c = calloc(1, sizeof(*c));
+    if (c)
+        pthread_mutex_init(&c->lock, NULL);
+    return c;
+}
+
+void fcache_free(struct fcache *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < FCACHE_SIZE; i++)
+        if (c->e[i].f) {
+            c->e[i].f->b->ops->close(c->e[i].f);
+            free(c->e[i].key);
+        }
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+/* File name of directory dir (root/rel), opened and checked against want
+ * (size and mtime: the file the pieces were planned for). */
+static int fcache_open(struct fcache *c, struct bdir *dir, const char *root, const char *rel,
+                       const char *name, int follow, const struct stat *want,
+                       struct bfile **out)
+{
+    char *key;
+    if (asprintf(&key, "%s%c%s%c%s", root, 0x1f, rel, 0x1f, name) < 0)
+        return -ENOMEM;
+    struct stat st;
+    *out = NULL;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < FCACHE_SIZE && !*out; i++)
+        if (c->e[i].f && !strcmp(c->e[i].key, key)) {
+            c->e[i].refs++;
+            c->e[i].used = ++c->clock;
+            *out = c->e[i].f;
+            st = c->e[i].st;
+        }
+    pthread_mutex_unlock(&c->lock);
+    int rc = 0;
+    if (!*out) {
+        rc = dir->b->ops->open_read(dir, name, follow, out, &st);
+        if (rc == 0) {
+            struct fcache_entry *slot = NULL;
+            struct bfile *old = NULL;
+            char *okey = NULL;
+            pthread_mutex_lock(&c->lock);
+            for (int i = 0; i < FCACHE_SIZE; i++) {
+                struct fcache_entry *e = &c->e[i];
+                if (!e->f) {
+                    slot = e;
+                    break;
+                }
+                if (e->refs == 0 && (!slot || e->used < slot->used))
+                    slot = e;
+            }
+            if (slot) {
+                old = slot->f;
+                okey = slot->key;
+                *slot = (struct fcache_entry){ key, *out, st, 1, ++c->clock };
+                key = NULL;
+            }
+            pthread_mutex_unlock(&c->lock);
+            if (old)
+                old->b->ops->close(old);
+            free(okey);
+        }
+    }
+    free(key);
+    if (rc == 0 && (st.st_size != want->st_size || st.st_mtim.tv_sec != want->st_mtim.tv_sec ||
+                    st.st_mtim.tv_nsec != want->st_mtim.tv_nsec))
+        rc = -EBUSY;                     /* changed since it was split: out is still ours */
+    return rc;
+}
+
+static void fcache_put(struct fcache *c, struct bfile *f)
+{
+    if (!f)
+        return;
+    int found = 0;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < FCACHE_SIZE && !found; i++)
+        if (c->e[i].f == f) {
+            c->e[i].refs--;
+            found = 1;
+        }
+    pthread_mutex_unlock(&c->lock);
+    if (!found)
+        f->b->ops->close(f);
+}
+
+/* For messages: root/rel. */
+static void fail_at(struct stage_run *run, const char *root, const char *rel, int err,
+                    const char *what)
+{
+    char *p = *rel ? backend_join(root, rel) : NULL;
+    stage_fail(run, p ? p : root, err, "%s", what);
+    free(p);
+}
+
+/* ---- items ---- */
+
+/* A message's payload, shared by the items it carried. */
+struct payload {
+    _Atomic int refs;
+    void *data;
+};
+
+struct xitem {
+    struct dist *d;
+    struct payload *p;
+    struct dmsg m;
+    struct dloc loc;       /* where a big file found here lives (SPLIT) */
+    uint64_t dir;          /* the coordinator's directory it belongs to */
+    char **owned;          /* a kept batch's names */
+    char *own_rs, *own_rd; /* a request's parents, for loc */
+    char *own_srel, *own_drel; /* a kept subdirectory's, for loc */
+    struct bfile *src;     /* pieces: the source, from the file cache */
+};
+
+static void payload_put(struct payload *p)
+{
+    if (p && atomic_fetch_sub(&p->refs, 1) == 1) {
+        free(p->data);
+        free(p);
+    }
+}
+
+static void xitem_free(struct xitem *xi)
+{
+    if (xi->owned)
+        for (uint32_t i = 0; i < xi->m.n; i++)
+            free(xi->owned[i]);
+    free(xi->owned);
+    free(xi->own_rs);
+    free(xi->own_rd);
+    free(xi->own_srel);
+    free(xi->own_drel);
+    payload_put(xi->p);
+    free(xi);
+}
+
+static void ack(struct xitem *xi, int failed)
+{
+    struct dist *d = xi->d;
+    struct dmsg a = { .type = DM_ACK, .id = xi->m.id, .count = failed != 0 };
+    dist_send(d, &a, 0);
+    atomic_fetch_sub(&d->running, 1);
+    xitem_free(xi);
+}
+
+/* A dnode for an item's directories (taken over), acknowledged when all
+ * it started is done. */
+static void item_done(struct dnode *n)
+{
+    struct xitem *xi = n->item;
+    struct dist *d = xi->d;
+    int failed = atomic_load(&n->failed);
+    fcache_put(d->files, xi->src);
+    xi->src = NULL;
+    dcache_put(d->cache, n->src);
+    dcache_put(d->cache, n->dst);
+    free(n->rel);
+    free(n);
+    ack(xi, failed);
+}
+
+static struct dnode *item_node(struct xitem *xi, struct bdir *src, struct bdir *dst, int fresh)
+{
+    struct dnode *n = calloc(1, sizeof(*n));
+    if (n && !(n->rel = strdup(""))) {
+        free(n);
+        n = NULL;
+    }
+    if (!n) {
+        dcache_put(xi->d->cache, src);
+        dcache_put(xi->d->cache, dst);
+        return NULL;
+    }
+    n->run = xi->d->run;
+    n->pending = 1;
+    n->src = src;
+    n->dst = dst;
+    n->fresh = fresh;
+    n->done = item_done;
+    n->item = xi;
+    return n;
+}
+
+void dist_split(struct dnode *parent, const char *sname, const char *dname,
+                const struct stat *sst, int follow)
+{
+    struct xitem *xi = parent->item;
+    struct stage_run *run = parent->run;
+    struct bdir *dd = parent->dst;
+    const struct backend_ops *dops = dd->b->ops;
+    struct stat dst;
+    if (!parent->fresh && dops->stat_at(dd, dname, 0, &dst) == 0 && S_ISREG(dst.st_mode) &&
+        dst.st_size == sst->st_size && dst.st_mtim.tv_sec == sst->st_mtim.tv_sec &&
+        dst.st_mtim.tv_nsec == sst->st_mtim.tv_nsec) {
+        atomic_fetch_add(&run->unchanged, 1);
+        return;
+    }
+    /* Emptied and sized before anyone writes a piece: what the pieces do
+     * not write (holes) reads as zeros, whatever was there before. */
+    struct bfile *f;
+    const char *what = "create destination";
+    int rc = dops->open_write(dd, dname, 1, S_IRUSR | S_IWUSR, &f);
+    if (rc == 0) {
+        if ((rc = dops->truncate(f, sst->st_size)) < 0)
+            what = "set size of destination";
+        int crc = dops->close(f);
+        if (rc == 0 && crc < 0) {
+            rc = crc;
+            what = "close destination";
+        }
+    }
+    if (rc < 0) {
+        stage_fail_at(run, parent->src, sname, -rc, what);
+        return;
+    }
+    struct dmsg m = { .type = DM_SPLIT, .dir = xi->dir, .loc = xi->loc, .sname = sname,
+                      .dname = dname, .size = (uint64_t)sst->st_size, .mode = sst->st_mode,
+                      .mtime = sst->st_mtim, .flags = follow ? DF_FOLLOW : 0 };
+    dist_send(xi->d, &m, 1);
+}
+
+static void files_item(struct pool_thread *self, struct xitem *xi)
+{
+    struct dist *d = xi->d;
+    const struct dloc *l = &xi->m.loc;
+    struct bdir *src = NULL, *dst = NULL;
+    int rc = open_dir(d, 0, l->rs, l->srel, &src);
+    if (rc < 0)
+        fail_at(d->run, l->rs, l->srel, -rc, "open source directory");
+    else if ((rc = open_dir(d, 1, l->rd, l->drel, &dst)) < 0)
+        fail_at(d->run, l->rd, l->drel, -rc, "open destination directory");
+    if (rc < 0) {
+        dcache_put(d->cache, src);
+        ack(xi, 1);
+        return;
+    }
+    struct dnode *n = item_node(xi, src, dst, (xi->m.flags & DF_FRESH) != 0);
+    if (!n) {
+        fail_at(d->run, l->rs, l->srel, ENOMEM, "copy");
+        ack(xi, 1);
+        return;
+    }
+    walk_files_now(self, n, xi->owned ? xi->owned : (char *const *)xi->m.names, xi->m.types,
+                   xi->m.n);
+    dnode_release(n);
+}
+
+static void pieces_item(struct pool_thread *self, struct xitem *xi)
+{
+    struct dist *d = xi->d;
+    const struct dmsg *m = &xi->m;
+    struct bdir *src = NULL, *dst = NULL;
+    int rc = open_dir(d, 0, m->loc.rs, m->loc.srel, &src);
+    if (rc < 0)
+        fail_at(d->run, m->loc.rs, m->loc.srel, -rc, "open source directory");
+    else if ((rc = open_dir(d, 1, m->loc.rd, m->loc.drel, &dst)) < 0)
+        fail_at(d->run, m->loc.rd, m->loc.drel, -rc, "open destination directory");
+    struct dnode *n = rc == 0 ? item_node(xi, src, dst, 0) : NULL;
+    if (!n) {
+        if (rc == 0)
+            fail_at(d->run, m->loc.rs, m->loc.srel, ENOMEM, "copy");
+        else
+            dcache_put(d->cache, src);
+        ack(xi, 1);
+        return;
+    }
+    struct stat sst = { .st_size = (off_t)m->size, .st_mode = m->mode, .st_mtim = m->mtime };
+    int follow = (m->flags & DF_FOLLOW) || d->run->opt.follow_symlinks;
+    rc = fcache_open(d->files, src, m->loc.rs, m->loc.srel, m->sname, follow, &sst, &xi->src);
+    if (rc < 0) {
+        stage_fail_at(d->run, src, m->sname, -rc,
+                      rc == -EBUSY ? "source changed during the copy" : "open source");
+        atomic_store(&n->failed, 1);
+    } else {
+        copy_pieces(self, n, xi->src, m->sname, m->dname, &sst, m->piece_size, m->first,
+                    m->last, follow);
+    }
+    dnode_release(n);
+}
+
+static void final_file_item(struct xitem *xi)
+{
+    struct dist *d = xi->d;
+    double t0 = dist_now();
+    const struct dmsg *m = &xi->m;
+    struct bdir *dd;
+    int rc = open_dir(d, 1, m->loc.rd, m->loc.drel, &dd);
+    if (rc < 0) {
+        fail_at(d->run, m->loc.rd, m->loc.drel, -rc, "open destination directory");
+        ack(xi, 1);
+        return;
+    }
+    struct stat st;
+    const struct backend_ops *ops = dd->b->ops;
+    rc = ops->stat_at(dd, m->dname, 0, &st);
+    if (rc == 0 && (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != m->size))
+        rc = -EIO;
+    if (rc == 0)
+        rc = ops->set_attrs_at(dd, m->dname, m->mode, &m->mtime);
+    if (rc < 0)
+        stage_fail_at(d->run, dd, m->dname, -rc,
+                      rc == -EIO ? "finalize: destination incomplete" : "set mode and mtime");
+    else
+        atomic_fetch_add(&d->run->files, 1);
+    dcache_put(d->cache, dd);
+    atomic_fetch_add(&d->final_ns, (uint64_t)((dist_now() - t0) * 1e9));
+    ack(xi, rc < 0);
+}
+
+static void final_dir_item(struct xitem *xi)
+{
+    struct dist *d = xi->d;
+    double t0 = dist_now();
+    const struct dmsg *m = &xi->m;
+    char rel[PATH_MAX];
+    int failed = 0;
+    snprintf(rel, sizeof(rel), "%s", m->loc.drel);
+    /* The directory, then the parents it completed, deepest first. */
+    for (uint32_t i = 0; i < m->n; i++) {
+        struct bdir *dd;
+        const char *what = "open destination directory";
+        int rc;
+        if (d->run->dst_adafs && *rel) {
+            /* adafs has no symlinks: by path, without a stat to open it. */
+            what = "set mode and mtime of directory";
+            rc = open_root(d, 1, m->loc.rd, 0, &dd);
+            if (rc == 0) {
+                rc = dd->b->ops->set_attrs_at(dd, rel, m->modes[i], &m->mtimes[i]);
+                dcache_put(d->cache, dd);
+            }
+        } else if ((rc = open_dir(d, 1, m->loc.rd, rel, &dd)) == 0) {
+            what = "set mode and mtime of directory";
+            rc = dd->b->ops->dir_set_attrs(dd, m->modes[i], &m->mtimes[i]);
+            dcache_put(d->cache, dd);
+        }
+        if (rc < 0) {
+            fail_at(d->run, m->loc.rd, rel, -rc, what);
+            failed = 1;
+        }
+        char up[PATH_MAX];
+        dist_rel_parent(rel, up, sizeof(up));
+        memcpy(rel, up, strlen(up) + 1);
+    }
+    atomic_fetch_add(&d->final_ns, (uint64_t)((dist_now() - t0) * 1e9));
+    ack(xi, failed);
+}
+
+/* ---- listing a directory ---- */
+
+struct lister {
+    struct pool_thread *self;
+    struct xitem *xi;
+    uint64_t dir;
+    const struct dloc *loc;
+    struct bdir *src, *dst;
+    int follow, kept, kept_dir;
+    uint32_t fresh;             /* DF_FRESH: the destination was made by this listing */
+    char *names[DIST_BATCH];
+    unsigned char types[DIST_BATCH];
+    uint32_t n;
+};
+
+static void item_task(struct pool_thread *self, void *arg);
+
+/* Sends the names gathered so far: the first batch of a directory stays
+ * here (no round trip for a small directory), the others go out. */
+static int send_batch(struct lister *L)
+{
+    struct dist *d = L->xi->d;
+    if (!L->n)
+        return 0;
+    struct dmsg m = { .type = DM_BATCH, .dir = L->dir, .n = L->n };
+    memcpy(m.names, L->names, L->n * sizeof(*m.names));
+    memcpy(m.types, L->types, L->n);
+    /* With --follow-symlinks the coordinator may find the directory
+     * already copied (a loop) and drop its batches: keep none. */
+    struct xitem *k = !L->kept && !d->run->opt.follow_symlinks ? calloc(1, sizeof(*k)) : NULL;
+    if (k) {
+        uint64_t id = atomic_fetch_add(&d->next_kept, 1);
+        m.id = (1ull << 63) | ((uint64_t)d->me << 40) | id;
+        k->d = d;
+        k->p = L->xi->p;
+        atomic_fetch_add(&k->p->refs, 1);
+        /* The lister's paths may be its own (a kept subdirectory's), gone
+         * when it is: the batch keeps copies. */
+        k->own_srel = strdup(L->loc->srel);
+        k->own_drel = strdup(L->loc->drel);
+        k->m = (struct dmsg){ .type = DM_ITEM, .kind = DK_FILES, .id = m.id, .dir = L->dir,
+                              .loc = { L->loc->rs, L->loc->rd, k->own_srel, k->own_drel },
+                              .flags = L->fresh, .n = L->n };
+        memcpy(k->m.types, L->types, L->n);
+        k->dir = L->dir;
+        k->loc = k->m.loc;
+        k->owned = malloc(L->n * sizeof(*k->owned));
+        if (!k->owned || !k->own_srel || !k->own_drel) {
+            xitem_free(k);
+            k = NULL;
+            m.id = 0;
+        }
+    }
+    dist_send(d, &m, k == NULL);
+    if (k) {
+        L->kept = 1;
+        memcpy(k->owned, L->names, L->n * sizeof(*k->owned));
+        atomic_fetch_add(&d->running, 1);
+        if (pool_push(d->run->pool, L->self, item_task, k) < 0) {
+            /* Told the coordinator it is ours: it must be done or failed. */
+            fail_at(d->run, L->loc->rs, L->loc->srel, ENOMEM, "queue files");
+            ack(k, 1);
+        }
+    } else {
+        for (uint32_t i = 0; i < L->n; i++)
+            free(L->names[i]);
+    }
+    L->n = 0;
+    return 0;
+}
+
+/* The mailbox store, where it lies on a side the copy walks. */
+static int is_store(struct dist *d, int side, const struct bdir *dir, const char *name)
+{
+    if (side != d->store_side || dir->b != side_b(d->run, side))
+        return 0;
+    char *p = backend_join(dir->path, name);
+    int same = p && !strcmp(p, d->store);
+    free(p);
+    return same;
+}
+
+static void skip(struct stage_run *run, struct bdir *dir, const char *name, const char *why)
+{
+    log_warn("skipping %s/%s: %s", dir->path, name, why);
+    atomic_fetch_add(&run->skipped, 1);
+}
+
+/* The first subdirectory of a listing is listed by this worker too, right
+ * after (depth first, as one process walks): a deep, narrow tree is walked
+ * without a round trip to the coordinator per level. It gets ids of this
+ * worker's, told in m. Not with --follow-symlinks: a loop must be seen by
+ * the coordinator before anyone goes into it. */
+static struct xitem *keep_subdir(struct lister *L, const char *name, struct dmsg *m)
+{
+    struct dist *d = L->xi->d;
+    if (L->kept_dir || d->run->opt.follow_symlinks)
+        return NULL;
+    struct xitem *k = calloc(1, sizeof(*k));
+    if (!k)
+        return NULL;
+    k->own_srel = stage_rel(L->loc->srel, name);
+    k->own_drel = stage_rel(L->loc->drel, name);
+    if (!k->own_srel || !k->own_drel) {
+        xitem_free(k);
+        return NULL;
+    }
+    uint64_t base = (1ull << 63) | ((uint64_t)d->me << 40);
+    m->id = base | atomic_fetch_add(&d->next_kept, 1);
+    m->child = base | atomic_fetch_add(&d->next_kept, 1);
+    k->d = d;
+    k->p = L->xi->p;
+    atomic_fetch_add(&k->p->refs, 1);
+    k->m = (struct dmsg){ .type = DM_ITEM, .kind = DK_DIR, .id = m->id, .dir = m->child,
+                          .loc = { L->loc->rs, L->loc->rd, k->own_srel, k->own_drel } };
+    k->dir = m->child;
+    L->kept_dir = 1;
+    return k;
+}
+
+static int lister_entry(void *arg, const char *name, unsigned char type, struct bopen *opened)
+{
+    struct lister *L = arg;
+    struct dist *d = L->xi->d;
+    struct stage_run *run = d->run;
+    if (opened)
+        opened->f->b->ops->close(opened->f);
+    if (is_store(d, 0, L->src, name))
+        return 0;                   /* our own mailboxes (stage-out of a whole instance) */
+    if (is_store(d, 1, L->dst, name)) {
+        stage_fail_at(run, L->src, name, EEXIST,
+                      "name reserved in the destination for the workers' mailboxes");
+        return 0;
+    }
+    if (type == DT_UNKNOWN || (type == DT_LNK && L->follow)) {
+        struct stat st;
+        int rc = L->src->b->ops->stat_at(L->src, name, L->follow, &st);
+        if (rc < 0) {
+            stage_fail_at(run, L->src, name, -rc, "stat source");
+            return 0;
+        }
+        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG
+             : S_ISLNK(st.st_mode) ? DT_LNK : DT_FIFO;
+    }
+    if (type == DT_DIR) {
+        struct dmsg m = { .type = DM_SUBDIR, .dir = L->dir, .sname = name, .dname = name };
+        struct xitem *k = keep_subdir(L, name, &m);
+        dist_send(d, &m, k == NULL);
+        if (k) {
+            atomic_fetch_add(&d->running, 1);
+            if (pool_push(run->pool, L->self, item_task, k) < 0) {
+                fail_at(run, L->loc->rs, k->own_srel, ENOMEM, "queue a directory");
+                ack(k, 1);
+            }
+        }
+    } else if (type == DT_REG) {
+        if (!(L->names[L->n] = strdup(name)))
+            return -ENOMEM;
+        L->types[L->n++] = DT_REG;
+        if (L->n == DIST_BATCH)
+            return send_batch(L);
+    } else if (type == DT_LNK) {
+        skip(run, L->src, name, "symbolic link (use --follow-symlinks to copy its target)");
+    } else {
+        skip(run, L->src, name, "not a regular file");
+    }
+    return 0;
+}
+
+/* Lists directory loc of the coordinator's directory dir: creates its
+ * destination, says what it is (DIRINFO) and what is in it. top: a list
+ * entry or type=file request (its attributes are always set). */
+static void list_dir(struct pool_thread *self, struct xitem *xi, uint64_t dir,
+                     const struct dloc *loc, int top)
+{
+    struct dist *d = xi->d;
+    struct stage_run *run = d->run;
+    int follow = run->opt.follow_symlinks;
+    struct bdir *sd = NULL, *dd = NULL, *parent = NULL;
+    struct stat sst, dst;
+    int rc;
+    if (!*loc->srel) {
+        char sp[PATH_MAX];
+        rc = stage_side_path(run, 0, loc->rs, sp, sizeof(sp));
+        if (rc == 0)
+            rc = run->src_b.ops->root_open(&run->src_b, sp, 0, &sd, &sst);
+    } else {
+        rc = open_root(d, 0, loc->rs, 0, &parent);
+        if (rc == 0)
+            rc = parent->b->ops->dir_open_rel(parent, loc->srel, follow, &sd, &sst);
+        dcache_put(d->cache, parent);
+    }
+    if (rc < 0) {
+        fail_at(run, loc->rs, loc->srel, -rc, "open source directory");
+        ack(xi, 1);
+        return;
+    }
+    const struct backend_ops *dops = run->dst_b.ops;
+    uint32_t flags = DF_SET_ATTRS;
+    const char *what = "open destination directory";
+    if (!*loc->drel) {
+        char dp[PATH_MAX];
+        rc = stage_side_path(run, 1, loc->rd, dp, sizeof(dp));
+        int existed = rc == 0 && dops->root_open(&run->dst_b, dp, 0, &dd, &dst) == 0;
+        if (rc == 0 && !existed) {
+            what = "create destination directory";
+            rc = dops->root_open(&run->dst_b, dp, 1, &dd, &dst);
+        }
+        /* One that existed (a job's mount point, a user's project
+         * directory) keeps its own attributes, unless a list named it. */
+        flags = (existed ? 0 : DF_FRESH) | (!existed || top ? DF_SET_ATTRS : 0);
+    } else {
+        char *pdir = strdup(loc->drel), *pbase = strdup(loc->drel);
+        rc = pdir && pbase ? 0 : -ENOMEM;
+        char *dn = rc == 0 ? dirname(pdir) : NULL, *bn = rc == 0 ? basename(pbase) : NULL;
+        if (rc == 0)
+            rc = open_dir(d, 1, loc->rd, strcmp(dn, ".") ? dn : "", &parent);
+        if (rc == 0) {
+            rc = dops->dir_make(parent, bn, S_IRWXU);
+            if (rc == 0)
+                flags |= DF_FRESH;
+            if (rc == -EEXIST)
+                rc = 0;
+            else if (rc < 0)
+                what = "create directory";
+        }
+        if (rc == 0)
+            rc = dops->dir_open(parent, bn, 0, &dd, &dst);
+        dcache_put(d->cache, parent);
+        free(pdir);
+        free(pbase);
+    }
+    /* A directory left read-only by an earlier run must take new files. */
+    if (rc == 0 && (dst.st_mode & S_IRWXU) != S_IRWXU &&
+        (rc = dops->dir_set_attrs(dd, dst.st_mode | S_IRWXU, NULL)) < 0)
+        what = "make directory writable";
+    if (rc < 0) {
+        fail_at(run, loc->rd, loc->drel, -rc, what);
+        if (dd)
+            dops->dir_close(dd);
+        sd->b->ops->dir_close(sd);
+        ack(xi, 1);
+        return;
+    }
+    atomic_fetch_add(&run->dirs, 1);
+    struct dmsg info = { .type = DM_DIRINFO, .dir = dir, .mode = sst.st_mode,
+                         .mtime = sst.st_mtim, .dev = (uint64_t)sst.st_dev,
+                         .ino = (uint64_t)sst.st_ino, .flags = flags };
+    dist_send(d, &info, 1);
+    sd = dcache_enter(d->cache, 0, loc->rs, loc->srel, sd);
+    dd = dcache_enter(d->cache, 1, loc->rd, loc->drel, dd);
+
+    struct lister L = { .self = self, .xi = xi, .dir = dir, .loc = loc, .src = sd, .dst = dd,
+                        .follow = follow, .fresh = flags & DF_FRESH };
+    /* A fresh destination tells the batches so (no restart checks). */
+    xi->loc = *loc;
+    rc = sd->b->ops->dir_list(sd, 0, lister_entry, &L);
+    if (rc == 0)
+        rc = send_batch(&L);
+    for (uint32_t i = 0; i < L.n; i++)
+        free(L.names[i]);
+    if (rc < 0)
+        stage_fail(run, sd->path, -rc, "list directory");
+    dcache_put(d->cache, sd);
+    dcache_put(d->cache, dd);
+    ack(xi, rc < 0);
+}
+
+/* A list entry or type=file request: a directory becomes a root of its
+ * own, listed here; a file is copied like any other. */
+static void top_item(struct pool_thread *self, struct xitem *xi)
+{
+    struct dist *d = xi->d;
+    struct stage_run *run = d->run;
+    const struct dmsg *m = &xi->m;
+    char sp[PATH_MAX], dp[PATH_MAX], sdir[PATH_MAX], ddir[PATH_MAX];
+    int rc = stage_side_path(run, 0, m->sname, sp, sizeof(sp));
+    if (rc == 0)
+        rc = stage_side_path(run, 1, m->dname, dp, sizeof(dp));
+    if (rc < 0) {
+        stage_fail(run, m->sname, -rc, "%s", m->count ? "list entry: path" : "path");
+        ack(xi, 1);
+        return;
+    }
+    strcpy(sdir, sp);
+    strcpy(ddir, dp);
+    const char *sname = basename(sp), *dname = basename(dp);
+    const char *s_parent = dirname(sdir), *d_parent = dirname(ddir);
+    if (!dist_name_ok(sname) || !dist_name_ok(dname)) {
+        stage_fail(run, m->sname, EINVAL, "source and destination must each name an entry, "
+                   "not / . or ..");
+        ack(xi, 1);
+        return;
+    }
+    struct bdir *sd = NULL, *dd = NULL;
+    struct stat st;
+    if ((rc = open_root(d, 0, s_parent, 0, &sd)) < 0) {
+        stage_fail(run, s_parent, -rc, "open source directory");
+        ack(xi, 1);
+        return;
+    }
+    /* Named by the user: a symlink is followed. */
+    if ((rc = sd->b->ops->stat_at(sd, sname, 1, &st)) < 0) {
+        stage_fail_at(run, sd, sname, -rc, "open source");
+        dcache_put(d->cache, sd);
+        ack(xi, 1);
+        return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        dcache_put(d->cache, sd);
+        struct dloc root = { m->sname, m->dname, "", "" };
+        list_dir(self, xi, m->dir, &root, 1);
+        return;
+    }
+    if ((rc = open_root(d, 1, d_parent, 1, &dd)) < 0) {
+        stage_fail(run, d_parent, -rc, "create destination directory");
+        dcache_put(d->cache, sd);
+        ack(xi, 1);
+        return;
+    }
+    xi->own_rs = strdup(s_parent);
+    xi->own_rd = strdup(d_parent);
+    struct dnode *n = xi->own_rs && xi->own_rd ? item_node(xi, sd, dd, 0) : NULL;
+    if (!n) {
+        if (xi->own_rs && xi->own_rd)
+            sd = dd = NULL;           /* item_node let them go */
+        dcache_put(d->cache, sd);
+        dcache_put(d->cache, dd);
+        stage_fail(run, m->sname, ENOMEM, "copy");
+        ack(xi, 1);
+        return;
+    }
+    xi->loc = (struct dloc){ xi->own_rs, xi->own_rd, "", "" };
+    walk_entry(self, n, sname, dname, S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN, 1);
+    dnode_release(n);
+}
+
+static void item_task(struct pool_thread *self, void *arg)
+{
+    struct xitem *xi = arg;
+    switch (xi->m.kind) {
+    case DK_DIR:
+        list_dir(self, xi, xi->m.dir, &xi->m.loc, 0);
+        break;
+    case DK_TOP:
+        top_item(self, xi);
+        break;
+    case DK_FILES:
+        xi->loc = xi->m.loc;
+        files_item(self, xi);
+        break;
+    case DK_PIECES:
+        pieces_item(self, xi);
+        break;
+    case DK_FINAL_FILE:
+        final_file_item(xi);
+        break;
+    case DK_FINAL_DIR:
+        final_dir_item(xi);
+        break;
+    }
+}
+
+void exec_receive(struct dist *d, void *payload, size_t len)
+{
+    struct payload *p = malloc(sizeof(*p));
+    if (!p) {
+        free(payload);
+        stage_fail(d->run, d->run->opt.src, ENOMEM, "receive work");
+        d->stop = 1;
+        return;
+    }
+    atomic_init(&p->refs, 1);
+    p->data = payload;
+    struct rpc_reader r;
+    rpc_reader_init(&r, payload, len);
+    while (r.off < r.len) {
+        struct dmsg m;
+        const char *why;
+        if (dmsg_get(&r, &m, &why) < 0) {
+            stage_fail(d->run, d->run->opt.src, EPROTO,
+                       "a message from worker 0 is malformed (%s): this worker stopped", why);
+            d->stop = 1;
+            break;
+        }
+        if (m.type == DM_WELCOME) {
+            if (m.id == d->nonce)
+                d->joined = 1;
+        } else if (m.type == DM_DONE) {
+            d->done = 1;
+        } else if (m.type == DM_ABORT) {
+            stage_fail(d->run, d->run->opt.src, ECANCELED, "worker 0 stopped this worker: %s",
+                       m.text);
+            d->stop = 1;
+        } else if (m.type == DM_ITEM && !d->stop) {
+            struct xitem *xi = calloc(1, sizeof(*xi));
+            if (!xi) {
+                stage_fail(d->run, d->run->opt.src, ENOMEM, "receive work");
+                d->stop = 1;
+                break;
+            }
+            xi->d = d;
+            xi->m = m;
+            xi->dir = m.kind == DK_PIECES || m.kind == DK_FINAL_FILE ? 0 : m.dir;
+            xi->p = p;
+            atomic_fetch_add(&p->refs, 1);
+            atomic_fetch_add(&d->running, 1);
+            if (pool_push(d->run->pool, NULL, item_task, xi) < 0) {
+                stage_fail(d->run, d->run->opt.src, ENOMEM, "queue work");
+                atomic_fetch_sub(&d->running, 1);
+                xitem_free(xi);
+                d->stop = 1;
+            }
+        } else if (m.type != DM_ITEM) {
+            stage_fail(d->run, d->run->opt.src, EPROTO,
+                       "worker 0 sent a record meant for it (type %u): this worker stopped",
+                       m.type);
+            d->stop = 1;
+            break;
+        }
+    }
+    payload_put(p);
+}

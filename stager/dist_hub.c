@@ -1,0 +1,958 @@
+/* dist_hub: the coordinator of a distributed stage, run by worker 0
+ * (dist.h).
+ *
+ * It holds what is still to do as items: directories to list, batches of
+ * files and ranges of pieces to copy, split files and directories to
+ * finalize. A worker is handed items while it holds fewer than its window,
+ * the least loaded first, so a slow worker is given less and none waits
+ * while there is work. Directories to list are handed out first while the
+ * copy work queued is short (discovery feeds everyone), copy work first
+ * once it is long (the queue stays bounded).
+ *
+ * It also keeps the tree's bookkeeping, as the one-process walk does with
+ * its dnodes: each directory counts what is pending inside it (its
+ * listing, its batches, its split files, its subdirectories); when nothing
+ * is, it gets its mode and mtime (a FINAL_DIR item, given to worker 0 with
+ * no message) and its parent counts one less. So the setting of attributes
+ * costs one item per directory and per split file, spread over the run,
+ * and nothing is left for the end but the path up from the last directory
+ * done. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dist.h"
+#include "log.h"
+
+enum wstate { W_WAITING, W_LIVE, W_GONE, W_BYE };
+
+struct hitem {
+    uint64_t id;
+    uint32_t kind;
+    uint64_t dir, file;
+    struct hitem *prev, *next;
+    size_t len;
+    uint8_t rec[];           /* the encoded DM_ITEM record */
+};
+
+struct hq {
+    struct hitem *head, *tail;
+    size_t n;
+};
+
+struct hworker {
+    enum wstate state;
+    uint64_t in_seq, out_seq;
+    double last_heard, last_sent, next_poll, poll;
+    struct rpc_writer out;
+    size_t out_n;
+    struct hq held;          /* items it has and has not acknowledged */
+    int said_write_error;
+};
+
+struct hdir {
+    uint64_t id, parent;
+    struct hdir *next;       /* in its hash bucket */
+    long pending;
+    uint32_t root;
+    char *srel, *drel;
+    uint32_t mode, flags;
+    struct timespec mtime;
+    int info, loop, finalizing;
+};
+
+struct hfile {
+    uint64_t dir;
+    long pending;
+    int failed;
+    char *rs, *rd, *srel, *drel, *dname;
+    uint64_t size;
+    uint32_t mode;
+    struct timespec mtime;
+};
+
+struct hroot {
+    char *rs, *rd;
+};
+
+struct hub {
+    struct dist *d;
+    struct hworker *w;
+    struct hq dirq, workq;
+    struct hroot *roots;
+    size_t nroots, roots_cap;
+    /* Directories by id: ids the coordinator gives (1, 2, ...) and those
+     * a lister gives the subdirectory it goes on into itself (top bit set),
+     * in a hash table of chains. */
+    struct hdir **dirs;
+    size_t ndirs, dirs_cap;
+    uint64_t next_dir;
+    struct hfile **files;
+    size_t nfiles, files_cap;
+    uint64_t next_id;
+    size_t live;             /* items queued or held */
+    struct { uint64_t dev, ino; } *seen;
+    size_t nseen, seen_cap;
+    double start, done_at, last_copy;
+    int done_sent;
+};
+
+/* ---- queues ---- */
+
+static void hq_unlink(struct hq *q, struct hitem *it)
+{
+    if (it->prev)
+        it->prev->next = it->next;
+    else
+        q->head = it->next;
+    if (it->next)
+        it->next->prev = it->prev;
+    else
+        q->tail = it->prev;
+    it->prev = it->next = NULL;
+    q->n--;
+}
+
+static void hq_push(struct hq *q, struct hitem *it, int front)
+{
+    it->prev = front ? NULL : q->tail;
+    it->next = front ? q->head : NULL;
+    if (front) {
+        if (q->head)
+            q->head->prev = it;
+        else
+            q->tail = it;
+        q->head = it;
+    } else {
+        if (q->tail)
+            q->tail->next = it;
+        else
+            q->head = it;
+        q->tail = it;
+    }
+    q->n++;
+}
+
+static void hq_free(struct hq *q)
+{
+    while (q->head) {
+        struct hitem *it = q->head;
+        hq_unlink(q, it);
+        free(it);
+    }
+}
+
+/* ---- records of the tree ---- */
+
+static int grow(void **v, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t cap2 = *cap ? *cap * 2 : 64;
+    while (cap2 < need)
+        cap2 *= 2;
+    void *p = realloc(*v, cap2 * size);
+    if (!p)
+        return -ENOMEM;
+    memset((char *)p + *cap * size, 0, (cap2 - *cap) * size);
+    *v = p;
+    *cap = cap2;
+    return 0;
+}
+
+static uint32_t add_root(struct hub *h, const char *rs, const char *rd)
+{
+    if (grow((void **)&h->roots, &h->roots_cap, h->nroots + 1, sizeof(*h->roots)) < 0)
+        return UINT32_MAX;
+    struct hroot *r = &h->roots[h->nroots];
+    r->rs = strdup(rs);
+    r->rd = strdup(rd);
+    if (!r->rs || !r->rd) {
+        free(r->rs);
+        free(r->rd);
+        return UINT32_MAX;
+    }
+    return (uint32_t)h->nroots++;
+}
+
+static size_t dir_bucket(const struct hub *h, uint64_t id)
+{
+    return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 17) & (h->dirs_cap - 1);
+}
+
+static struct hdir *dir_get(struct hub *h, uint64_t id)
+{
+    if (!id || !h->dirs_cap)
+        return NULL;
+    struct hdir *dr = h->dirs[dir_bucket(h, id)];
+    while (dr && dr->id != id)
+        dr = dr->next;
+    return dr;
+}
+
+/* Enters dr, doubling the table past two records a bucket. */
+static int dir_enter(struct hub *h, struct hdir *dr)
+{
+    if (h->ndirs >= 2 * h->dirs_cap) {
+        size_t cap = h->dirs_cap ? 2 * h->dirs_cap : 1024;
+        struct hdir **t = calloc(cap, sizeof(*t));
+        if (!t)
+            return -ENOMEM;
+        struct hdir **old = h->dirs;
+        size_t ocap = h->dirs_cap;
+        h->dirs = t;
+        h->dirs_cap = cap;
+        for (size_t i = 0; i < ocap; i++)
+            while (old[i]) {
+                struct hdir *e = old[i];
+                old[i] = e->next;
+                size_t b = dir_bucket(h, e->id);
+                e->next = t[b];
+                t[b] = e;
+            }
+        free(old);
+    }
+    size_t b = dir_bucket(h, dr->id);
+    dr->next = h->dirs[b];
+    h->dirs[b] = dr;
+    h->ndirs++;
+    return 0;
+}
+
+static void dir_remove(struct hub *h, struct hdir *dr)
+{
+    struct hdir **p = &h->dirs[dir_bucket(h, dr->id)];
+    while (*p != dr)
+        p = &(*p)->next;
+    *p = dr->next;
+    h->ndirs--;
+}
+
+/* A new directory record (id 0: the next of ours): pending 1, its
+ * listing. Returns its id, or 0. */
+static uint64_t dir_new(struct hub *h, uint64_t id, uint64_t parent, uint32_t root,
+                        const char *srel, const char *drel)
+{
+    struct hdir *dr = calloc(1, sizeof(*dr));
+    if (!dr || !(dr->srel = strdup(srel)) || !(dr->drel = strdup(drel))) {
+        if (dr)
+            free(dr->srel);
+        free(dr);
+        return 0;
+    }
+    dr->id = id ? id : ++h->next_dir;
+    dr->parent = parent;
+    dr->pending = 1;
+    dr->root = root;
+    if (dir_get(h, dr->id) || dir_enter(h, dr) < 0) {
+        free(dr->srel);
+        free(dr->drel);
+        free(dr);
+        return 0;
+    }
+    return dr->id;
+}
+
+static struct hitem *item_new(struct hub *h, struct dmsg *m)
+{
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    m->type = DM_ITEM;
+    if (!m->id)
+        m->id = h->next_id++;
+    dmsg_put(&w, m);
+    struct hitem *it = rpc_writer_ok(&w) ? calloc(1, sizeof(*it) + w.len) : NULL;
+    if (it) {
+        it->id = m->id;
+        it->kind = m->kind;
+        it->dir = m->kind == DK_PIECES || m->kind == DK_FINAL_FILE ? 0 : m->dir;
+        it->file = m->file;
+        it->len = w.len;
+        memcpy(it->rec, w.data, w.len);
+        h->live++;
+    }
+    rpc_writer_free(&w);
+    return it;
+}
+
+/* The bookkeeping is not to be trusted any more: the run stops. */
+static void no_memory(struct hub *h, const char *what)
+{
+    stage_fail(h->d->run, h->d->run->opt.src, ENOMEM, "coordinate the workers: %s", what);
+    h->d->stop = 1;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&t, NULL);
+}
+
+/* Hands it to worker wi: into the next message (worker 0: no message). */
+static void give(struct hub *h, unsigned wi, struct hitem *it)
+{
+    struct hworker *w = &h->w[wi];
+    rpc_put_raw(&w->out, it->rec, it->len);
+    w->out_n++;
+    hq_push(&w->held, it, 0);
+}
+
+/* Frees record id (its parent is not told). */
+static uint64_t dir_drop(struct hub *h, uint64_t id)
+{
+    struct hdir *dr = dir_get(h, id);
+    if (!dr)
+        return 0;
+    uint64_t parent = dr->parent;
+    dir_remove(h, dr);
+    free(dr->srel);
+    free(dr->drel);
+    free(dr);
+    return parent;
+}
+
+static int gets_attrs(const struct hdir *dr)
+{
+    return dr->info && (dr->flags & DF_SET_ATTRS) && !dr->loop && !dr->finalizing;
+}
+
+/* One less pending in directory id. When nothing is, a directory that
+ * gets the source's attributes is given to worker 0 to set them (a
+ * FINAL_DIR item, whose acknowledgement comes back here), with the
+ * parents this completes in turn (a deep, narrow tree's last directory
+ * completes its whole chain: one item, not a round trip per level); then
+ * it is done, and its parent counts one less, and so on up. */
+static void dir_release(struct hub *h, uint64_t id)
+{
+    while (id) {
+        struct hdir *dr = dir_get(h, id);
+        if (!dr || --dr->pending > 0)
+            return;
+        if (gets_attrs(dr)) {
+            struct hroot *r = &h->roots[dr->root];
+            struct dmsg m = { .kind = DK_FINAL_DIR, .dir = id,
+                              .loc = { r->rs, r->rd, dr->srel, dr->drel } };
+            struct hdir *chain[DIST_BATCH];
+            struct hdir *p = dr;
+            do {
+                chain[m.n] = p;
+                m.modes[m.n] = p->mode;
+                m.mtimes[m.n++] = p->mtime;
+                p = dir_get(h, p->parent);
+            } while (p && p->pending == 1 && gets_attrs(p) && m.n < DIST_BATCH);
+            struct hitem *it = item_new(h, &m);
+            if (it) {
+                for (uint32_t i = 0; i < m.n; i++)
+                    chain[i]->finalizing = 1;
+                dr->pending = 1;
+                give(h, 0, it);
+                return;
+            }
+            no_memory(h, "finalize a directory");
+        }
+        id = dir_drop(h, id);
+    }
+}
+
+static void hfile_free(struct hfile *f)
+{
+    if (!f)
+        return;
+    free(f->rs);
+    free(f->rd);
+    free(f->srel);
+    free(f->drel);
+    free(f->dname);
+    free(f);
+}
+
+static void file_done(struct hub *h, uint64_t id)
+{
+    struct hfile *f = id < h->nfiles ? h->files[id] : NULL;
+    if (!f)
+        return;
+    uint64_t dir = f->dir;
+    hfile_free(f);
+    h->files[id] = NULL;
+    dir_release(h, dir);
+}
+
+/* One piece range less of split file id: when all are in, worker 0 checks
+ * its size and sets its attributes (never if a piece failed: the worker
+ * reported it, and a rerun copies the file again). */
+static void file_release(struct hub *h, uint64_t id, int failed)
+{
+    struct hfile *f = id < h->nfiles ? h->files[id] : NULL;
+    if (!f)
+        return;
+    f->failed |= failed;
+    if (--f->pending > 0)
+        return;
+    if (!f->failed) {
+        struct dmsg m = { .kind = DK_FINAL_FILE, .file = id,
+                          .loc = { f->rs, f->rd, f->srel, f->drel }, .dname = f->dname,
+                          .size = f->size, .mode = f->mode, .mtime = f->mtime };
+        struct hitem *fin = item_new(h, &m);
+        if (fin) {
+            give(h, 0, fin);
+            return;
+        }
+        no_memory(h, "finalize a split file");
+    }
+    file_done(h, id);
+}
+
+/* An item is done (acknowledged): what it was part of counts one less. */
+static void complete(struct hub *h, struct hitem *it, int failed)
+{
+    h->live--;
+    if (it->kind != DK_FINAL_DIR && it->kind != DK_FINAL_FILE)
+        h->last_copy = dist_now();
+    switch (it->kind) {
+    case DK_DIR:
+    case DK_TOP:
+    case DK_FILES:
+        dir_release(h, it->dir);
+        break;
+    case DK_PIECES:
+        file_release(h, it->file, failed);
+        break;
+    case DK_FINAL_FILE:
+        file_done(h, it->file);
+        break;
+    case DK_FINAL_DIR:
+        dir_release(h, it->dir);
+        break;
+    }
+}
+
+/* ---- what workers say ---- */
+
+/* Writes worker wi an ABORT saying why, in the next message of its own. */
+static void tell_stop(struct hub *h, unsigned wi, const char *why)
+{
+    struct hworker *w = &h->w[wi];
+    struct rpc_writer a;
+    char name[64];
+    rpc_writer_init(&a, NULL, 0);
+    dmsg_put(&a, &(struct dmsg){ .type = DM_ABORT, .text = why });
+    dist_msg_name(name, sizeof(name), 0, wi, w->out_seq);
+    if (rpc_writer_ok(&a) && mbox_put(h->d->mdir, name, a.data, a.len) == 0)
+        w->out_seq++;
+    rpc_writer_free(&a);
+}
+
+static void worker_gone(struct hub *h, unsigned wi, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void worker_gone(struct hub *h, unsigned wi, const char *fmt, ...)
+{
+    struct hworker *w = &h->w[wi];
+    if (w->state == W_GONE || wi == 0)
+        return;
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    int joined = w->state != W_WAITING;
+    w->state = W_GONE;
+    h->d->lost++;
+    size_t moved = w->held.n;
+    /* Copying again is harmless (the same bytes), and the restart rule
+     * skips what it finished: the batches lose their "fresh" flag. */
+    while (w->held.tail) {
+        struct hitem *it = w->held.tail;
+        hq_unlink(&w->held, it);
+        if (it->kind == DK_FILES) {
+            struct rpc_reader r;
+            struct dmsg m;
+            const char *bad;
+            rpc_reader_init(&r, it->rec, it->len);
+            if (dmsg_get(&r, &m, &bad) == 0 && (m.flags & DF_FRESH)) {
+                m.flags &= ~DF_FRESH;
+                struct hitem *again = item_new(h, &m);
+                if (again) {
+                    h->live--;         /* the same item, re-encoded */
+                    free(it);
+                    it = again;
+                }
+            }
+        }
+        hq_push(it->kind == DK_DIR || it->kind == DK_TOP ? &h->dirq : &h->workq, it, 1);
+    }
+    h->d->taken_over += (unsigned)moved;
+    log_warn("worker %u of %u %s: %s%zu items it held go to the others", wi, h->d->n, why,
+             joined ? "" : "never joined; ", moved);
+    /* If it is alive after all (or joins late), it stops: its copies are
+     * done by others. */
+    tell_stop(h, wi, why);
+    rpc_writer_free(&w->out);
+    rpc_writer_init(&w->out, NULL, 0);
+    w->out_n = 0;
+}
+
+static struct hitem *held_take(struct hworker *w, uint64_t id)
+{
+    for (struct hitem *it = w->held.head; it; it = it->next)
+        if (it->id == id) {
+            hq_unlink(&w->held, it);
+            return it;
+        }
+    return NULL;
+}
+
+static int seen_before(struct hub *h, uint64_t dev, uint64_t ino)
+{
+    for (size_t i = 0; i < h->nseen; i++)
+        if (h->seen[i].dev == dev && h->seen[i].ino == ino)
+            return 1;
+    if (grow((void **)&h->seen, &h->seen_cap, h->nseen + 1, sizeof(*h->seen)) == 0)
+        h->seen[h->nseen++] = (typeof(*h->seen)){ dev, ino };
+    return 0;
+}
+
+static void on_split(struct hub *h, const struct dmsg *m)
+{
+    struct hdir *p = dir_get(h, m->dir);
+    uint64_t ps = h->d->run->piece_size, np = (m->size + ps - 1) / ps;
+    if (!p || np == 0)
+        return;
+    if (h->nfiles == 0)
+        h->nfiles = 1;
+    if (grow((void **)&h->files, &h->files_cap, h->nfiles + 1, sizeof(*h->files)) < 0) {
+        no_memory(h, "split a file");
+        return;
+    }
+    struct hfile *f = calloc(1, sizeof(*f));
+    if (f) {
+        *f = (struct hfile){ .dir = m->dir, .rs = strdup(m->loc.rs), .rd = strdup(m->loc.rd),
+                             .srel = strdup(m->loc.srel), .drel = strdup(m->loc.drel),
+                             .dname = strdup(m->dname), .size = m->size, .mode = m->mode,
+                             .mtime = m->mtime };
+    }
+    if (!f || !f->rs || !f->rd || !f->srel || !f->drel || !f->dname) {
+        hfile_free(f);
+        no_memory(h, "split a file");
+        return;
+    }
+    uint64_t id = h->nfiles++;
+    h->files[id] = f;
+    p->pending++;
+    /* Ranges of pieces: at least four per worker, so the file spreads over
+     * them all, and whole ranges per open of the source. */
+    uint64_t per = np / (4ull * h->d->n);
+    if (per == 0)
+        per = 1;
+    f->pending = 1;                     /* ours, until all are queued */
+    for (uint64_t i = 0; i < np; i += per) {
+        struct dmsg pm = { .kind = DK_PIECES, .file = id, .loc = m->loc, .sname = m->sname,
+                           .dname = m->dname, .size = m->size, .mode = m->mode,
+                           .mtime = m->mtime, .piece_size = ps, .first = i,
+                           .last = i + per < np ? i + per : np, .flags = m->flags };
+        struct hitem *it = item_new(h, &pm);
+        if (!it) {
+            no_memory(h, "split a file");
+            f->failed = 1;
+            break;
+        }
+        f->pending++;
+        hq_push(&h->workq, it, 0);
+    }
+    file_release(h, id, f->failed);     /* drops our own hold */
+}
+
+/* An id worker wi chose (the coordinator's never have the top bit). */
+static int workers_id(uint64_t id, unsigned wi)
+{
+    return (id >> 63) && ((id >> 40) & 0xffff) == wi;
+}
+
+static int handle(struct hub *h, unsigned wi, const struct dmsg *m)
+{
+    struct hworker *w = &h->w[wi];
+    struct stage_run *run = h->d->run;
+    switch (m->type) {
+    case DM_HELLO:
+        if (m->id != wi)
+            return -EPROTO;
+        if (w->state == W_WAITING)
+            w->state = W_LIVE;
+        log_info("worker %u of %u joined (pid %llu on %s)", wi, h->d->n,
+                 (unsigned long long)m->count, m->text);
+        dmsg_put(&w->out, &(struct dmsg){ .type = DM_WELCOME, .id = h->d->nonce });
+        w->out_n++;
+        return 0;
+    case DM_ACK: {
+        struct hitem *it = held_take(w, m->id);
+        if (it) {                      /* else: one moved on (a worker given up) */
+            complete(h, it, m->count != 0);
+            free(it);
+        }
+        return 0;
+    }
+    case DM_DIRINFO: {
+        struct hdir *dr = dir_get(h, m->dir);
+        if (!dr || dr->info)
+            return 0;
+        dr->info = 1;
+        dr->mode = m->mode;
+        dr->mtime = m->mtime;
+        dr->flags = m->flags;
+        if (run->opt.follow_symlinks && seen_before(h, m->dev, m->ino)) {
+            dr->loop = 1;
+            log_warn("skipping %s/%s: directory already copied (symlink loop?)",
+                     h->roots[dr->root].rs, dr->srel);
+            atomic_fetch_add(&run->skipped, 1);
+        }
+        return 0;
+    }
+    case DM_SUBDIR: {
+        /* Kept: the lister goes on into it itself, under ids it chose. */
+        int kept = m->id != 0;
+        if (kept && (!workers_id(m->id, wi) || !workers_id(m->child, wi) ||
+                     dir_get(h, m->child)))
+            return -EPROTO;
+        struct hdir *p = dir_get(h, m->dir);
+        if (!p || p->loop)
+            return 0;                   /* a kept one is done there, unknown here */
+        char *srel = stage_rel(p->srel, m->sname), *drel = stage_rel(p->drel, m->dname);
+        uint64_t id = srel && drel ? dir_new(h, kept ? m->child : 0, m->dir, p->root, srel,
+                                             drel) : 0;
+        struct hroot *r = &h->roots[p->root];
+        struct dmsg dm = { .kind = DK_DIR, .id = m->id, .dir = id,
+                           .loc = { r->rs, r->rd, srel, drel } };
+        struct hitem *it = id ? item_new(h, &dm) : NULL;
+        if (it) {
+            p->pending++;
+            hq_push(kept ? &w->held : &h->dirq, it, 0);
+        } else {
+            no_memory(h, "queue a directory");
+            dir_drop(h, id);
+        }
+        free(srel);
+        free(drel);
+        return 0;
+    }
+    case DM_BATCH: {
+        struct hdir *p = dir_get(h, m->dir);
+        int kept = m->id != 0;
+        if (kept && !workers_id(m->id, wi))
+            return -EPROTO;
+        if (!p || p->loop)
+            return 0;               /* a kept one is done there, unknown here */
+        struct hroot *r = &h->roots[p->root];
+        struct dmsg fm = { .kind = DK_FILES, .id = m->id, .dir = m->dir,
+                           .loc = { r->rs, r->rd, p->srel, p->drel },
+                           .flags = p->flags & DF_FRESH, .n = m->n };
+        memcpy(fm.names, m->names, m->n * sizeof(*fm.names));
+        memcpy(fm.types, m->types, m->n);
+        struct hitem *it = item_new(h, &fm);
+        if (!it) {
+            no_memory(h, "queue files");
+            return 0;
+        }
+        p->pending++;
+        if (kept)
+            hq_push(&w->held, it, 0);   /* it runs there already */
+        else
+            hq_push(&h->workq, it, 0);
+        return 0;
+    }
+    case DM_SPLIT:
+        on_split(h, m);
+        return 0;
+    case DM_BYE:
+        w->state = W_BYE;
+        return 0;
+    default:
+        return -EPROTO;
+    }
+}
+
+static void receive(struct hub *h, unsigned wi, const void *data, size_t len)
+{
+    struct rpc_reader r;
+    rpc_reader_init(&r, data, len);
+    while (r.off < r.len && h->w[wi].state != W_GONE) {
+        struct dmsg m;
+        const char *why = "a record of the wrong direction";
+        if (dmsg_get(&r, &m, &why) < 0 || handle(h, wi, &m) < 0) {
+            if (wi == 0) {
+                stage_fail(h->d->run, h->d->run->opt.src, EPROTO,
+                           "coordinate the workers: %s", why);
+                h->d->stop = 1;
+                return;
+            }
+            worker_gone(h, wi, "sent a malformed message (%s)", why);
+        }
+    }
+}
+
+/* ---- handing out ---- */
+
+static void assign(struct hub *h)
+{
+    struct dist *d = h->d;
+    for (;;) {
+        int best = -1;
+        for (unsigned i = 0; i < d->n; i++) {
+            struct hworker *w = &h->w[i];
+            if (w->state == W_LIVE && w->held.n < d->window &&
+                (best < 0 || w->held.n < h->w[best].held.n))
+                best = (int)i;
+        }
+        if (best < 0)
+            break;
+        struct hq *q = h->workq.n >= (size_t)d->n * d->window || !h->dirq.n ? &h->workq
+                                                                               : &h->dirq;
+        if (!q->head)
+            q = q == &h->workq ? &h->dirq : &h->workq;
+        if (!q->head)
+            break;
+        struct hitem *it = q->head;
+        hq_unlink(q, it);
+        give(h, (unsigned)best, it);
+    }
+}
+
+int hub_create(struct dist *d, struct hub **out)
+{
+    struct hub *h = calloc(1, sizeof(*h));
+    if (!h || !(h->w = calloc(d->n, sizeof(*h->w)))) {
+        free(h);
+        return -ENOMEM;
+    }
+    h->d = d;
+    h->next_id = 1;
+    h->start = dist_now();
+    for (unsigned i = 0; i < d->n; i++) {
+        struct hworker *w = &h->w[i];
+        rpc_writer_init(&w->out, NULL, 0);
+        w->state = i == 0 ? W_LIVE : W_WAITING;
+        w->last_heard = w->last_sent = w->next_poll = h->start;
+        w->poll = 0.001;
+        w->in_seq = 0;
+        w->out_seq = 0;
+    }
+    *out = h;
+    return 0;
+}
+
+static int seed_top(void *arg, const char *src, const char *dst, const char *rel,
+                    unsigned line)
+{
+    struct hub *h = arg;
+    (void)rel;
+    uint32_t root = add_root(h, src, dst);
+    uint64_t id = root != UINT32_MAX ? dir_new(h, 0, 0, root, "", "") : 0;
+    struct dmsg m = { .kind = DK_TOP, .dir = id, .sname = src, .dname = dst, .count = line };
+    struct hitem *it = id ? item_new(h, &m) : NULL;
+    if (!it)
+        return -ENOMEM;
+    hq_push(&h->dirq, it, 0);
+    return 0;
+}
+
+int hub_seed(struct hub *h)
+{
+    struct stage_run *run = h->d->run;
+    if (run->opt.type != STAGE_DIRECTORY)
+        return stage_requests(run, seed_top, h);
+    uint32_t root = add_root(h, run->opt.src, run->opt.dst);
+    uint64_t id = root != UINT32_MAX ? dir_new(h, 0, 0, root, "", "") : 0;
+    struct dmsg m = { .kind = DK_DIR, .dir = id,
+                      .loc = { run->opt.src, run->opt.dst, "", "" } };
+    struct hitem *it = id ? item_new(h, &m) : NULL;
+    if (!it)
+        return -ENOMEM;
+    hq_push(&h->dirq, it, 0);
+    return 0;
+}
+
+/* Reads what worker wi sent since last time. */
+static void poll_worker(struct hub *h, unsigned wi, double now)
+{
+    struct hworker *w = &h->w[wi];
+    char name[64];
+    int got = 0, rc;
+    void *p;
+    size_t len;
+    for (;;) {
+        dist_msg_name(name, sizeof(name), 1, wi, w->in_seq);
+        if ((rc = mbox_get(h->d->mdir, name, &p, &len)) < 0)
+            break;
+        mbox_drop(h->d->mdir, name);
+        w->in_seq++;
+        got = 1;
+        receive(h, wi, p, len);
+        free(p);
+        if (w->state == W_GONE)
+            return;
+    }
+    if (got) {
+        w->last_heard = now;
+        w->poll = 0.001;
+    } else if (rc != -EAGAIN && w->poll < 0.016) {
+        w->poll *= 2;
+    }
+    w->next_poll = now + (rc == -EAGAIN ? 0.001 : w->poll);
+}
+
+/* Sends worker wi what waits for it (worker 0: hands it over). */
+static void deliver(struct hub *h, unsigned wi, double now)
+{
+    struct hworker *w = &h->w[wi];
+    if (wi == 0) {
+        if (!w->out_n)
+            return;
+        struct rpc_writer m = w->out;
+        rpc_writer_init(&w->out, NULL, 0);
+        w->out_n = 0;
+        if (!rpc_writer_ok(&m)) {
+            no_memory(h, "hand out work");
+            rpc_writer_free(&m);
+            return;
+        }
+        /* exec_receive takes a malloc'd payload. */
+        void *copy = malloc(m.len ? m.len : 1);
+        if (copy) {
+            memcpy(copy, m.data, m.len);
+            exec_receive(h->d, copy, m.len);
+        } else {
+            no_memory(h, "hand out work");
+        }
+        rpc_writer_free(&m);
+        return;
+    }
+    if (w->state != W_LIVE || (!w->out_n && now - w->last_sent < h->d->beat))
+        return;
+    if (!rpc_writer_ok(&w->out)) {
+        worker_gone(h, wi, "could not be sent its work (out of memory)");
+        return;
+    }
+    char name[64];
+    dist_msg_name(name, sizeof(name), 0, wi, w->out_seq);
+    int rc = mbox_put(h->d->mdir, name, w->out.data, w->out.len);
+    if (rc == 0) {
+        w->out_seq++;
+        w->last_sent = now;
+        /* Work sent is acknowledged soon: look again shortly. */
+        w->poll = 0.001;
+        if (w->next_poll > now + w->poll)
+            w->next_poll = now + w->poll;
+        rpc_writer_free(&w->out);
+        rpc_writer_init(&w->out, NULL, 0);
+        w->out_n = 0;
+        w->said_write_error = 0;
+    } else if (!w->said_write_error) {
+        log_warn("cannot write to worker %u's mailbox in %s: %s (trying again)", wi,
+                 h->d->mdir->path, strerror(-rc));
+        w->said_write_error = 1;
+    }
+}
+
+void hub_loop(struct hub *h)
+{
+    struct dist *d = h->d;
+    for (;;) {
+        double now = dist_now();
+        if (d->stop) {
+            /* Worker 0 cannot go on (its failure says why): nor can the run. */
+            for (unsigned i = 1; i < d->n; i++)
+                if (h->w[i].state == W_LIVE)
+                    tell_stop(h, i, "worker 0 failed (see its messages)");
+            while (atomic_load(&d->running) > 0)
+                sleep_ms(10);
+            break;
+        }
+        struct rpc_writer local;
+        int n = dist_take_out(d, &local);
+        if (n < 0)
+            no_memory(h, "records of worker 0");
+        else if (local.len)
+            receive(h, 0, local.data, local.len);
+        rpc_writer_free(&local);
+        int waiting = 0;
+        double next = now + d->beat;
+        for (unsigned i = 1; i < d->n; i++) {
+            struct hworker *w = &h->w[i];
+            if (w->state == W_GONE || w->state == W_BYE)
+                continue;
+            if (now >= w->next_poll)
+                poll_worker(h, i, now);
+            if (w->state == W_LIVE && now - w->last_heard > d->timeout)
+                worker_gone(h, i, "sent nothing for %.0f s", d->timeout);
+            else if (w->state == W_WAITING && now - h->start > d->timeout)
+                worker_gone(h, i, "did not join within %.0f s", d->timeout);
+            if (w->state == W_WAITING)
+                waiting = 1;
+            if (w->state != W_GONE && w->next_poll < next)
+                next = w->next_poll;
+        }
+        assign(h);
+        if (!h->done_sent && h->live == 0 && !waiting) {
+            for (unsigned i = 0; i < d->n; i++)
+                if (h->w[i].state == W_LIVE) {
+                    dmsg_put(&h->w[i].out, &(struct dmsg){ .type = DM_DONE });
+                    h->w[i].out_n++;
+                }
+            h->done_sent = 1;
+            h->done_at = now;
+            d->tail = h->last_copy ? now - h->last_copy : 0;
+        }
+        for (unsigned i = 0; i < d->n; i++) {
+            deliver(h, i, now);
+            if (i > 0 && h->w[i].state == W_LIVE && h->w[i].last_sent + d->beat < next)
+                next = h->w[i].last_sent + d->beat;
+        }
+        if (h->done_sent && atomic_load(&d->running) == 0) {
+            int all = 1;
+            for (unsigned i = 1; i < d->n; i++)
+                all &= h->w[i].state == W_GONE || h->w[i].state == W_BYE;
+            if (all)
+                break;
+            if (now - h->done_at > d->timeout) {
+                log_warn("not every worker said goodbye within %.0f s of the end", d->timeout);
+                break;
+            }
+        }
+        dist_wait(d, next, 1);
+    }
+    dist_store_cleanup(d);
+}
+
+void hub_destroy(struct hub *h)
+{
+    if (!h)
+        return;
+    for (unsigned i = 0; i < h->d->n; i++) {
+        hq_free(&h->w[i].held);
+        rpc_writer_free(&h->w[i].out);
+    }
+    hq_free(&h->dirq);
+    hq_free(&h->workq);
+    for (size_t i = 0; i < h->nroots; i++) {
+        free(h->roots[i].rs);
+        free(h->roots[i].rd);
+    }
+    for (size_t i = 0; i < h->dirs_cap; i++)
+        while (h->dirs[i]) {
+            struct hdir *dr = h->dirs[i];
+            h->dirs[i] = dr->next;
+            free(dr->srel);
+            free(dr->drel);
+            free(dr);
+        }
+    for (size_t i = 0; i < h->nfiles; i++)
+        hfile_free(h->files[i]);
+    free(h->roots);
+    free(h->dirs);
+    free(h->files);
+    free(h->seen);
+    free(h->w);
+    free(h);
+}

@@ -1,0 +1,522 @@
+/* dist_run: starting, running and ending one worker of a distributed stage
+ * (dist.h): the mailbox store, the epoch a run meets in, and the thread
+ * that carries a worker's messages (worker 0's runs the coordinator). */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "dist.h"
+#include "log.h"
+
+#define EPOCH "epoch"
+
+void dist_msg_name(char *out, size_t len, int to_hub, unsigned w, uint64_t seq)
+{
+    snprintf(out, len, "%c%u.%llu", to_hub ? 'w' : 'h', w, (unsigned long long)seq);
+}
+
+/* The request, as every worker was given it, names the run. */
+static void run_id(struct dist *d)
+{
+    const struct stage_options *o = &d->run->opt;
+    XXH3_state_t *h = XXH3_createState();
+    uint32_t head[3] = { (uint32_t)o->direction, (uint32_t)o->type, o->workers };
+    uint64_t v = 0;
+    if (h) {
+        XXH3_64bits_reset(h);
+        XXH3_64bits_update(h, head, sizeof(head));
+        XXH3_64bits_update(h, o->src, strlen(o->src) + 1);
+        XXH3_64bits_update(h, o->dst, strlen(o->dst) + 1);
+        v = XXH3_64bits_digest(h);
+        XXH3_freeState(h);
+    }
+    snprintf(d->id, sizeof(d->id), "%016llx", (unsigned long long)v);
+}
+
+/* A store directory another user could have made is not one to take
+ * work from: it must be ours and closed to others (POSIX; an adafs
+ * instance is the job user's alone). */
+static int private_dir(struct dist *d, const struct stat *st)
+{
+    if (d->sb_adafs)
+        return 0;
+    return st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH)) ? 0 : -EPERM;
+}
+
+static int store_open(struct dist *d, char *err, size_t errlen)
+{
+    struct stage_run *run = d->run;
+    const struct stage_options *o = &run->opt;
+    int rc = 0;
+    char base[PATH_MAX];
+    if (o->direction == STAGE_COPY) {
+        /* Beside DST, not in it: DST's mtime is the source's at the end. */
+        char tmp[PATH_MAX];
+        backend_posix_init(&d->sb, NULL, NULL);
+        snprintf(tmp, sizeof(tmp), "%s", o->dst);
+        snprintf(base, sizeof(base), "%s", dirname(tmp));
+        d->store_side = 1;
+    } else {
+#ifdef HAVE_LIBADAFS
+        rc = backend_adafs_init(&d->sb, o->instance, err, errlen);
+        if (rc < 0)
+            return rc;
+        d->sb_adafs = 1;
+        snprintf(base, sizeof(base), "/");
+        d->store_side = o->direction == STAGE_IN;
+#else
+        return -ENOTSUP;
+#endif
+    }
+    d->store = backend_join(base, DIST_STORE);
+    run_id(d);
+    char *rpath = d->store ? backend_join(d->store, d->id) : NULL;
+    if (!rpath)
+        return -ENOMEM;
+    if (d->me == 0 && (rc = backend_make_path(&d->sb, rpath)) < 0)
+        snprintf(err, errlen, "cannot create the workers' mailbox directory %s: %s", rpath,
+                 strerror(-rc));
+    free(rpath);
+    return rc;
+}
+
+/* Opens STORE/ID (made by worker 0). */
+static int open_rdir(struct dist *d)
+{
+    struct stat st;
+    char *rpath = backend_join(d->store, d->id);
+    if (!rpath)
+        return -ENOMEM;
+    int rc = d->sb.ops->root_open(&d->sb, rpath, 0, &d->rdir, &st);
+    free(rpath);
+    if (rc == 0 && (rc = private_dir(d, &st)) < 0) {
+        d->sb.ops->dir_close(d->rdir);
+        d->rdir = NULL;
+    }
+    return rc;
+}
+
+/* Empties and removes directory name of dir (a flat mailbox directory). */
+static void remove_mailboxes(struct bdir *dir, const char *name);
+
+struct names {
+    char **v;
+    size_t n, cap;
+};
+
+static int collect(void *arg, const char *name, unsigned char type, struct bopen *opened)
+{
+    struct names *l = arg;
+    (void)type;
+    if (opened)
+        opened->f->b->ops->close(opened->f);
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        char **v = realloc(l->v, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    return (l->v[l->n] = strdup(name)) ? (l->n++, 0) : -ENOMEM;
+}
+
+static void free_names(struct names *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+}
+
+static void remove_mailboxes(struct bdir *dir, const char *name)
+{
+    const struct backend_ops *ops = dir->b->ops;
+    struct bdir *sub;
+    struct stat st;
+    if (ops->dir_open(dir, name, 0, &sub, &st) == 0) {
+        struct names l = { 0 };
+        ops->dir_list(sub, 0, collect, &l);
+        for (size_t i = 0; i < l.n; i++)
+            ops->unlink_at(sub, l.v[i]);
+        free_names(&l);
+        ops->dir_close(sub);
+    }
+    int rc = ops->rmdir_at(dir, name);
+    if (rc < 0 && rc != -ENOENT)
+        log_warn("cannot remove %s/%s: %s", dir->path, name, strerror(-rc));
+}
+
+/* Worker 0: a new epoch, its mailbox directory, and the announcement. */
+static int epoch_create(struct dist *d, char *err, size_t errlen)
+{
+    int rc = open_rdir(d);
+    if (rc < 0) {
+        snprintf(err, errlen, "%s/%s: %s", d->store, d->id,
+                 rc == -EPERM ? "not this user's own private directory" : strerror(-rc));
+        return rc;
+    }
+    if (getrandom(&d->nonce, sizeof(d->nonce), 0) != sizeof(d->nonce))
+        d->nonce = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    d->nonce |= 1;                      /* never 0: "no epoch yet" */
+    /* What earlier runs of this request left (a crash) goes first. */
+    struct names l = { 0 };
+    d->sb.ops->dir_list(d->rdir, 0, collect, &l);
+    for (size_t i = 0; i < l.n; i++)
+        if (strcmp(l.v[i], EPOCH) != 0)
+            remove_mailboxes(d->rdir, l.v[i]);
+    free_names(&l);
+    char name[32];
+    struct stat st;
+    snprintf(name, sizeof(name), "%016llx", (unsigned long long)d->nonce);
+    rc = d->sb.ops->dir_make(d->rdir, name, S_IRWXU);
+    if (rc == 0)
+        rc = d->sb.ops->dir_open(d->rdir, name, 0, &d->mdir, &st);
+    uint8_t buf[16];
+    struct rpc_writer w;
+    rpc_writer_init(&w, buf, sizeof(buf));
+    rpc_put_u64(&w, d->nonce);
+    rpc_put_u32(&w, d->n);
+    if (rc == 0)
+        rc = mbox_put(d->rdir, EPOCH, w.data, w.len);
+    rpc_writer_free(&w);
+    if (rc < 0)
+        snprintf(err, errlen, "cannot start the run's mailboxes in %s/%s: %s", d->store, d->id,
+                 strerror(-rc));
+    return rc;
+}
+
+/* The epoch announced in STORE/ID, if any: 0 and *nonce, or -errno. */
+static int epoch_read(struct dist *d, uint64_t *nonce, uint32_t *n)
+{
+    void *p;
+    size_t len;
+    int rc = mbox_get(d->rdir, EPOCH, &p, &len);
+    if (rc < 0)
+        return rc;
+    struct rpc_reader r;
+    rpc_reader_init(&r, p, len);
+    *nonce = rpc_get_u64(&r);
+    *n = rpc_get_u32(&r);
+    rc = rpc_reader_ok(&r) ? 0 : -EAGAIN;
+    free(p);
+    return rc;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec t = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+    nanosleep(&t, NULL);
+}
+
+/* Worker K > 0: joins the newest epoch, says hello and waits for the
+ * welcome (which may bring the first items). */
+static int join(struct dist *d, char *err, size_t errlen)
+{
+    double deadline = dist_now() + d->timeout;
+    uint64_t cur = 0;
+    char name[64];
+    while (!d->joined) {
+        uint64_t nonce = 0;
+        uint32_t n = 0;
+        if (!d->rdir)
+            open_rdir(d);
+        if (d->rdir && epoch_read(d, &nonce, &n) == 0) {
+            if (n != d->n) {
+                snprintf(err, errlen, "worker 0 runs %u workers, this one was started as "
+                         "worker %u of %u", n, d->me, d->n);
+                return -EINVAL;
+            }
+            if (nonce != cur) {
+                struct stat st;
+                char dir[32];
+                snprintf(dir, sizeof(dir), "%016llx", (unsigned long long)nonce);
+                if (d->mdir)
+                    d->sb.ops->dir_close(d->mdir);
+                d->mdir = NULL;
+                struct rpc_writer w;
+                rpc_writer_init(&w, NULL, 0);
+                char host[256] = "";
+                gethostname(host, sizeof(host) - 1);
+                dmsg_put(&w, &(struct dmsg){ .type = DM_HELLO, .id = d->me,
+                                             .count = (uint64_t)getpid(), .text = host });
+                dist_msg_name(name, sizeof(name), 1, d->me, 0);
+                if (d->sb.ops->dir_open(d->rdir, dir, 0, &d->mdir, &st) == 0 &&
+                    rpc_writer_ok(&w) && mbox_put(d->mdir, name, w.data, w.len) == 0) {
+                    cur = nonce;
+                    d->nonce = nonce;
+                    d->in_seq = 0;
+                }
+                rpc_writer_free(&w);
+            }
+        }
+        if (cur) {
+            void *p;
+            size_t len;
+            dist_msg_name(name, sizeof(name), 0, d->me, d->in_seq);
+            if (mbox_get(d->mdir, name, &p, &len) == 0) {
+                mbox_drop(d->mdir, name);
+                d->in_seq++;
+                exec_receive(d, p, len);
+                if (d->stop)
+                    break;
+                continue;
+            }
+        }
+        if (dist_now() > deadline) {
+            snprintf(err, errlen, "worker 0 did not start this run within %.0f s "
+                     "(%s/%s: nothing from it)", d->timeout, d->store, d->id);
+            return -ETIMEDOUT;
+        }
+        sleep_s(cur ? 0.002 : 0.005);
+    }
+    return d->stop ? -ECANCELED : 0;
+}
+
+void dist_wait(struct dist *d, double when, int any)
+{
+    pthread_mutex_lock(&d->lock);
+    double wait = when - dist_now();
+    if (wait > 0 && !(any ? d->out_records > 0 : d->urgent)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += (time_t)wait;
+        ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&d->wake, &d->lock, &ts);
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* The message thread of worker K > 0. */
+struct comm {
+    struct dist *d;
+    uint64_t out_seq;
+};
+
+static int send_out(struct dist *d, struct comm *c, struct rpc_writer *w)
+{
+    char name[64];
+    dist_msg_name(name, sizeof(name), 1, d->me, c->out_seq);
+    int rc = mbox_put(d->mdir, name, w->data, w->len);
+    if (rc == 0)
+        c->out_seq++;
+    return rc;
+}
+
+static void *worker_main(void *arg)
+{
+    struct comm *c = arg;
+    struct dist *d = c->d;
+    struct stage_run *run = d->run;
+    double now = dist_now(), last_heard = now, last_sent = now, next_poll = now;
+    double poll = 0.001;
+    struct rpc_writer pending;          /* taken from out, not yet written */
+    rpc_writer_init(&pending, NULL, 0);
+    int have_pending = 0, said_bye = 0;
+    char name[64];
+    for (;;) {
+        now = dist_now();
+        if (now >= next_poll && !d->done) {
+            int got = 0, rc;
+            void *p;
+            size_t len;
+            for (;;) {
+                dist_msg_name(name, sizeof(name), 0, d->me, d->in_seq);
+                if ((rc = mbox_get(d->mdir, name, &p, &len)) < 0)
+                    break;
+                mbox_drop(d->mdir, name);
+                d->in_seq++;
+                got = 1;
+                exec_receive(d, p, len);
+            }
+            if (got) {
+                last_heard = now;
+                poll = 0.001;
+            } else if (rc != -EAGAIN && poll < 0.016) {
+                poll *= 2;
+            }
+            next_poll = now + (rc == -EAGAIN ? 0.001 : poll);
+        }
+        int finishing = (d->done || d->stop) && atomic_load(&d->running) == 0;
+        if (finishing && d->done && !said_bye) {
+            dist_send(d, &(struct dmsg){ .type = DM_BYE }, 1);
+            said_bye = 1;
+        }
+        double when = next_poll;
+        if (!have_pending && (finishing || dist_out_due(d, now, &when))) {
+            if (dist_take_out(d, &pending) < 0) {
+                stage_fail(run, run->opt.src, ENOMEM, "send to worker 0");
+                d->stop = 1;
+            }
+            have_pending = 1;
+        }
+        if (!have_pending && now - last_sent >= d->beat) {
+            rpc_writer_init(&pending, NULL, 0);      /* an empty message: alive */
+            have_pending = 1;
+        }
+        if (have_pending) {
+            int rc = send_out(d, c, &pending);
+            if (rc == 0) {
+                rpc_writer_free(&pending);
+                rpc_writer_init(&pending, NULL, 0);
+                have_pending = 0;
+                last_sent = now;
+                /* What was sent (acknowledgements) brings an answer soon. */
+                poll = 0.001;
+                if (next_poll > now + poll)
+                    next_poll = now + poll;
+            } else if (now - last_sent > d->timeout) {
+                stage_fail(run, d->store, -rc, "write to worker 0's mailbox (for %.0f s)",
+                           d->timeout);
+                d->stop = 1;
+                have_pending = 0;
+            }
+        }
+        if (finishing && !have_pending)
+            break;
+        if (!d->done && !d->stop && now - last_heard > d->timeout) {
+            stage_fail(run, run->opt.src, ETIMEDOUT,
+                       "worker 0, which hands out the work, sent nothing for %.0f s: this "
+                       "worker stopped and the stage is incomplete", d->timeout);
+            d->stop = 1;
+        }
+        if (last_sent + d->beat < when)
+            when = last_sent + d->beat;
+        if (finishing)
+            when = now + 0.001;
+        dist_wait(d, when, 0);
+    }
+    rpc_writer_free(&pending);
+    pool_release(run->pool);
+    return NULL;
+}
+
+static void *hub_main(void *arg)
+{
+    struct dist *d = arg;
+    hub_loop(d->hub);
+    pool_release(d->run->pool);
+    return NULL;
+}
+
+void dist_store_cleanup(struct dist *d)
+{
+    const struct backend_ops *ops = d->sb.ops;
+    char name[32];
+    snprintf(name, sizeof(name), "%016llx", (unsigned long long)d->nonce);
+    if (d->mdir) {
+        ops->dir_close(d->mdir);
+        d->mdir = NULL;
+    }
+    remove_mailboxes(d->rdir, name);
+    /* The announcement only if it is still ours (not a newer run's). */
+    uint64_t nonce;
+    uint32_t n;
+    if (epoch_read(d, &nonce, &n) == 0 && nonce == d->nonce)
+        ops->unlink_at(d->rdir, EPOCH);
+    ops->dir_close(d->rdir);
+    d->rdir = NULL;
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof(parent), "%s", d->store);
+    struct bdir *sd;
+    struct stat st;
+    if (ops->root_open(&d->sb, dirname(parent), 0, &sd, &st) == 0) {
+        struct bdir *store;
+        if (ops->dir_open(sd, DIST_STORE, 0, &store, &st) == 0) {
+            ops->rmdir_at(store, d->id);          /* others' runs may be there */
+            ops->dir_close(store);
+        }
+        ops->rmdir_at(sd, DIST_STORE);
+        ops->dir_close(sd);
+    }
+}
+
+int dist_execute(struct stage_run *run)
+{
+    struct dist *d = calloc(1, sizeof(*d));
+    if (!d)
+        return -ENOMEM;
+    run->dist = d;
+    d->run = run;
+    d->me = run->opt.worker;
+    d->n = run->opt.workers;
+    d->window = run->opt.threads + 4;
+    d->timeout = run->opt.peer_timeout > 0 ? run->opt.peer_timeout : DIST_DEFAULT_TIMEOUT;
+    d->beat = d->timeout / 8 < 1.0 ? d->timeout / 8 : 1.0;
+    d->t0 = dist_now();
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_cond_init(&d->wake, NULL);
+    rpc_writer_init(&d->out, NULL, 0);
+    atomic_init(&d->next_kept, 1);
+    d->cache = dcache_new();
+    d->files = fcache_new();
+    if (!d->cache || !d->files)
+        return -ENOMEM;
+    char err[512] = "";
+    int rc = store_open(d, err, sizeof(err));
+    if (rc == 0 && d->me == 0) {
+        rc = epoch_create(d, err, sizeof(err));
+        if (rc == 0)
+            rc = hub_create(d, &d->hub);
+        if (rc == 0)
+            rc = hub_seed(d->hub);
+    } else if (rc == 0) {
+        rc = join(d, err, sizeof(err));
+    }
+    if (rc < 0) {
+        stage_fail(run, d->store ? d->store : run->opt.dst, -rc, "%s",
+                   err[0] ? err : "start the workers' run");
+        if (d->me == 0 && d->rdir && d->mdir)
+            dist_store_cleanup(d);
+        return 0;            /* reported as a failure: exit status 1 */
+    }
+    struct comm c = { d, 1 };
+    pthread_t t;
+    pool_hold(run->pool);
+    rc = pthread_create(&t, NULL, d->me == 0 ? hub_main : worker_main,
+                        d->me == 0 ? (void *)d : (void *)&c);
+    if (rc != 0) {
+        pool_release(run->pool);
+        stage_fail(run, run->opt.src, rc, "start the message thread");
+        return 0;
+    }
+    rc = pool_run(run->pool);
+    pthread_join(t, NULL);
+    run->result.coord_ops = __atomic_load_n(&d->sb.md_count, __ATOMIC_RELAXED);
+    run->result.lost_workers = d->lost;
+    run->result.taken_over = d->taken_over;
+    run->result.finalize_seconds = (double)atomic_load(&d->final_ns) / 1e9;
+    run->result.tail_seconds = d->tail;
+    return rc;
+}
+
+void dist_destroy(struct dist *d)
+{
+    if (!d)
+        return;
+    hub_destroy(d->hub);
+    fcache_free(d->files);
+    dcache_free(d->cache);
+    if (d->mdir)
+        d->sb.ops->dir_close(d->mdir);
+    if (d->rdir)
+        d->sb.ops->dir_close(d->rdir);
+#ifdef HAVE_LIBADAFS
+    if (d->sb_adafs)
+        backend_adafs_fini(&d->sb);
+#endif
+    rpc_writer_free(&d->out);
+    pthread_mutex_destroy(&d->lock);
+    pthread_cond_destroy(&d->wake);
+    free(d->store);
+    free(d);
+}

@@ -1,0 +1,190 @@
+#!/bin/bash
+# Another user of the cluster (adafs-test2) against the file system
+# servers of a running job of adafs-test: wrong proofs, floods of idle and
+# garbage connections, a client with a secret of its own, and a listener
+# the victim's client is pointed at (as the plugin once wrote a squatter's
+# port into the instance file). Nothing is read, crashed or exhausted: the
+# attacker never sees the secret or a byte of the victim's data, the
+# servers keep their threads and their log bounded, and the victim's own
+# client is served throughout (and refuses the impostor).
+. "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+require_cluster
+other=adafs-test2
+id -u "$other" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$other"
+preload=$ADAFS_BUILD_DIR/agent/.libs/libadafs_preload.so
+work=$(runuser -u "$other" -- mktemp -d /tmp/fs-attack.XXXXXX)   # the attacker's
+chmod 755 "$work"
+start_cluster
+trap '"$cluster" stop >/dev/null 2>&1; rm -rf "$work"' EXIT
+
+marker="data of $test_user $RANDOM$RANDOM"
+as_user_sh "mkdir -p $pfs/fsattack && rm -f $pfs/fsattack/started"
+write_job fsvictim.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 2 -t 10 -o fsvictim-%j.out
+#BB_ADAFS capacity=1G
+echo "$marker" > \$ADAFS_MOUNT/secret.txt
+touch $pfs/fsattack/started
+sleep 300
+JOB
+id=$(submit fsvictim.sh)
+for _ in $(seq 240); do [ -e "$pfs/fsattack/started" ] && break; sleep 0.5; done
+check "the victim job runs on its file system" -- test -e "$pfs/fsattack/started"
+mount=$ADAFS_CLUSTER_DIR/mnt/$id
+instance=$ADAFS_CLUSTER_DIR/mnt/.job.$id.instance
+secret=$(sed -n 's/^secret=//p' "$instance")
+mapfile -t servers < <(sed -n 's/^server=//p' "$instance")
+check "the job has two servers (${servers[*]})" -- test "${#servers[@]}" = 2
+host=${servers[0]%:*} port=${servers[0]##*:}
+pid=$(pgrep -f "^[^ ]*adafsd .*--index 0 .*$ADAFS_CLUSTER_DIR/.*job.$id" | head -1)
+log=$(grep -l "listening on $host:$port" "$ADAFS_CLUSTER_DIR"/adafs-log/adafsd.job"$id".*.log | head -1)
+check "server 0 ($host:$port) runs as pid $pid, logs to $log" -- test -n "$pid" -a -n "$log"
+refusals() { grep -c "wrong proof of the instance's secret" "$log"; }
+refusals0=$(refusals)   # the log may hold an earlier run's job of this id
+
+# The victim reads its file through the interposer: prints its time in ms
+# and what it printed, on one line.
+victim_reads() {  # victim_reads INSTANCE
+    local t0 out
+    t0=$(date +%s%N)
+    out=$(runuser -u "$test_user" -- env ADAFS_INSTANCE="$1" ADAFS_MOUNT="$mount" \
+          LD_PRELOAD="$preload" cat "$mount/secret.txt" 2>&1)
+    echo "$(( ($(date +%s%N) - t0) / 1000000 )) $(paste -sd ' ' <<<"$out")"
+}
+
+# 1. Wrong proofs: each is answered EACCES; what the attacker receives
+# (greetings and refusals) holds neither the secret nor the data.
+refused=$(runuser -u "$other" -- python3 - "$host" "$port" "$work/wrong" <<'PY'
+import os, socket, sys
+host, port, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+got, refused = b"", 0
+for _ in range(50):
+    s = socket.create_connection((host, port), timeout=5)
+    hello = s.recv(40, socket.MSG_WAITALL)
+    s.sendall(os.urandom(64))
+    answer = s.recv(36, socket.MSG_WAITALL)
+    got += hello + answer
+    refused += answer[:4] == (-13 & 0xffffffff).to_bytes(4, "little")
+    s.close()
+open(out, "wb").write(got)
+print(refused)
+PY
+)
+check "50 wrong proofs from $other are refused with EACCES ($refused)" -- test "$refused" = 50
+lacks_secret() {  # lacks_secret FILE: neither the secret (hex or raw) nor the data in it
+    python3 - "$1" "$secret" "$marker" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+secret = bytes.fromhex(sys.argv[2])
+sys.exit(1 if sys.argv[2].encode() in data or secret[:8] in data or sys.argv[3].encode() in data else 0)
+PY
+}
+check "what they received ($(stat -c %s "$work/wrong") bytes) holds no secret and no data" -- \
+    lacks_secret "$work/wrong"
+
+# 2. 600 idle connections: no thread, little memory, the victim served.
+threads0=$(ls /proc/"$pid"/task | wc -l) rss0=$(awk '/^VmRSS:/ {print $2}' /proc/"$pid"/status)
+rm -f "$work/held"
+runuser -u "$other" -- python3 - "$host" "$port" "$work/held" <<'PY' &
+import socket, sys, time
+conns = [socket.create_connection((sys.argv[1], int(sys.argv[2]))) for _ in range(600)]
+open(sys.argv[3], "w").write("%d\n" % len(conns))
+time.sleep(4)
+PY
+holder=$!
+for _ in $(seq 100); do [ -s "$work/held" ] && break; sleep 0.1; done
+check "$other holds 600 idle connections to server 0" -- test "$(cat "$work/held" 2>/dev/null)" = 600
+threads=$(ls /proc/"$pid"/task | wc -l) rss=$(awk '/^VmRSS:/ {print $2}' /proc/"$pid"/status)
+check "they cost server 0 no thread ($threads threads, $threads0 before)" -- test "$threads" -le $((threads0 + 1))
+check "and little memory (RSS $rss kB, $rss0 before)" -- test $((rss - rss0)) -lt 16384
+read -r ms out < <(victim_reads "$instance")
+check "the victim reads its file meanwhile ($ms ms: $out)" -- test "$out" = "$marker" -a "$ms" -lt 3000
+wait "$holder"
+
+# 3. Garbage: 2000 connections; the server's log (root's directory) grows
+# by a few lines.
+size0=$(stat -c %s "$log")
+runuser -u "$other" -- python3 - "$host" "$port" <<'PY'
+import socket, sys
+for i in range(2000):
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+    s.sendall(b"GET / HTTP/1.0\r\n" * 8)
+    s.close()
+PY
+grown=$(( $(stat -c %s "$log") - size0 ))
+check "2000 garbage connections grew the server's log by $grown bytes" -- test "$grown" -lt 8192
+check "server 0 still runs" -- kill -0 "$pid"
+n=$(( $(refusals) - refusals0 ))
+check "its log names the 2050 refusals in a few lines, five per 10 s ($n)" -- \
+    test "$n" -ge 1 -a "$n" -le 20
+
+# 4. A client of the attacker with a secret of its own: refused, nothing read.
+forged=$work/forged.instance
+{ grep -v '^secret=' "$instance"; echo "secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"; } >"$forged"
+chown "$other" "$forged"; chmod 600 "$forged"
+out=$(runuser -u "$other" -- env ADAFS_INSTANCE="$forged" ADAFS_MOUNT="$mount" LD_PRELOAD="$preload" \
+      cat "$mount/secret.txt" 2>&1)
+check "a client with a forged secret gets Permission denied, no data ($out)" -- \
+    bash -c "grep -q 'Permission denied' <<<\"\$0\" && ! grep -q '$marker' <<<\"\$0\"" "$out"
+check "and the interposer says which server refused it" -- \
+    bash -c "grep -q 'adafs_preload.*server [01] (.*) refused our proof' <<<\"\$0\"" "$out"
+
+# 5. The victim's client pointed at the attacker's listener (both the TCP
+# port and the node-local socket name): it gets an error at once and sends
+# only its proof, which the real server does not take from anyone else.
+rm -f "$work/squat.ready" "$work/squat.got"
+runuser -u "$other" -- python3 - "$host" "$work/squat" <<'PY' &
+import os, socket, sys, time
+host, out = sys.argv[1], sys.argv[2]
+tcp = socket.socket()
+tcp.bind((host, 0)); tcp.listen(8)
+port = tcp.getsockname()[1]
+local = socket.socket(socket.AF_UNIX)
+local.bind("\0adafsd/%s:%d" % (host, port)); local.listen(8)
+open(out + ".ready", "w").write("%d\n" % port)
+tcp.settimeout(20)
+c, _ = tcp.accept()
+c.settimeout(3)
+c.sendall(b"ADFH\x01\x00\x00\x00" + os.urandom(32))   # a HELLO, without the secret
+got = b""
+try:
+    got += c.recv(64, socket.MSG_WAITALL)
+    c.sendall(b"\x00" * 4 + os.urandom(32))            # "you are in", any MAC
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        got += d
+except OSError:
+    pass
+open(out + ".got", "wb").write(got)
+PY
+squatter=$!
+for _ in $(seq 100); do [ -s "$work/squat.ready" ] && break; sleep 0.1; done
+squat_port=$(cat "$work/squat.ready")
+pointed=$work/pointed.instance
+sed "s/^server=${servers[0]}\$/server=$host:$squat_port/" "$instance" >"$pointed"
+chown "$test_user" "$pointed"; chmod 600 "$pointed"
+read -r ms out < <(victim_reads "$pointed")
+check "the victim's client refuses the impostor ($ms ms: $out)" -- \
+    bash -c "grep -q 'Operation not permitted' <<<\"\$0\" && [ $ms -lt 5000 ]" "$out"
+check "naming the address it was pointed at" -- \
+    bash -c "grep -q 'server 0 ($host:$squat_port.*) did not prove it knows' <<<\"\$0\"" "$out"
+wait "$squatter"
+check "the impostor received only the 64-byte proof: no request" -- \
+    test "$(stat -c %s "$work/squat.got")" = 64
+check "and no secret, no data" -- lacks_secret "$work/squat.got"
+runuser -u "$other" -- python3 - "$host" "$port" "$work/squat.got" <<'PY' >"$work/replay"
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+s.recv(40, socket.MSG_WAITALL)
+s.sendall(open(sys.argv[3], "rb").read())
+print(s.recv(36, socket.MSG_WAITALL)[:4] == (-13 & 0xffffffff).to_bytes(4, "little"))
+PY
+check "the captured proof replayed to the real server is refused" -- test "$(cat "$work/replay")" = True
+read -r ms out < <(victim_reads "$instance")
+check "the victim still reads its file ($out)" -- test "$out" = "$marker"
+
+scancel "$id"
+check "after the job: nothing is left, data wiped" -- wait_clean 60
+tap_done
