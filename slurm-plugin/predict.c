@@ -12,6 +12,8 @@
 
 #define REMEMBERED 4096          /* predictions kept for bbstat */
 #define RETRAIN_EVERY 500        /* new finished jobs between trainings */
+#define CATCH_UP_LOCKED 8        /* events replayed under the lock at a swap */
+#define CATCH_UP_ROUNDS 8        /* ... unless they keep coming faster */
 
 struct remembered {
     uint32_t job_id;
@@ -318,10 +320,21 @@ void predict_maintain(bool force)
     struct walltime_model *old = NULL;
     if (copy) {
         walltime_model_set_target_miss(copy, target_miss);
-        /* What predictions saw since the save goes to both copies, then
-         * the trained one takes their place. */
-        pthread_rwlock_wrlock(&lock);
-        log = take_log(&n, &lost);
+        /* What predictions saw since the save goes to both copies, off
+         * the lock while there is much of it; the rest under it, then the
+         * trained one takes their place. */
+        for (int round = 0;; round++) {
+            pthread_rwlock_wrlock(&lock);
+            bool lost_now;
+            log = take_log(&n, &lost_now);
+            lost |= lost_now;
+            if (n <= CATCH_UP_LOCKED || round == CATCH_UP_ROUNDS)
+                break;
+            pthread_rwlock_unlock(&lock);
+            replay(learner, log, n, false);
+            replay(copy, log, n, true);
+            free(log);
+        }
         replay(learner, log, n, false);
         replay(copy, log, n, true);
         old = model;
