@@ -18,7 +18,8 @@
  *    kernel descriptors. A dup shares the open file (offset and flags).
  *  - Relaxed POSIX: no hard links or symlinks (-ENOTSUP); rename of a regular
  *    file or an empty directory is supported; directory listings are
- *    eventually consistent; mmap is the interposer's business (-ENODEV).
+ *    eventually consistent; mmap is the business of the interposer and of
+ *    adafs-fuse (doc/preload.md, doc/fuse.md).
  *  - After fork() the child may keep using the handle and its open files:
  *    connections are re-established lazily in the child.
  */
@@ -71,8 +72,9 @@ struct adafs_dirent {
 
 /* Connects to the instance described by instance_file (NULL: the file named
  * by $ADAFS_INSTANCE). Connections are opened lazily; this only reads and
- * checks the instance file. On failure writes a message naming the file and
- * the problem into err (if errlen > 0). */
+ * checks the instance file, and $ADAFS_TRANSPORT ("tcp", or empty or unset
+ * for the default; anything else is EINVAL). On failure writes a message
+ * naming the file or variable and the problem into err (if errlen > 0). */
 int adafs_connect(adafs **out, const char *instance_file, char *err, size_t errlen);
 void adafs_disconnect(adafs *fs);
 

@@ -23,8 +23,10 @@
  *   REMOVE_IF   str path, u64 key                          -> ()
  *   LIST        str dir, str after, u32 max_entries        -> u32 n, n * (str name, u32 mode, u64 key), u32 more
  *   WRITE       u64 key, u64 index, u32 offset, bytes data -> ()
- *   READ        u64 key, u64 index, u32 offset, u32 len    -> u32 flags, the bytes the chunk
- *               holds there (raw); flags: FS_READ_HOLES
+ *   READ        u64 key, u64 index, u32 offset, u32 len, u32 flags
+ *                                                          -> u32 flags, the bytes the chunk
+ *               holds there (raw); flags: FS_READ_HOLES (asked: say whether
+ *               the answer may hold holes; answered: it may)
  *   TRUNC_DATA  u64 key, u64 new_size, u64 old_size        -> ()
  *   CREATE_WRITE str path, u32 mode, u32 flags, u64 key, u64 size,
  *               [i64 mtime if flags has FS_CREATE_MTIME], bytes chunk0
@@ -103,8 +105,10 @@ enum fs_op {
 #define FS_CREATE_TRUNC  2u   /* an existing file is emptied */
 #define FS_CHECK_PARENT  4u   /* the parent's record is on this server: check it */
 #define FS_CREATE_MTIME  8u   /* CREATE_WRITE: the request carries the mtime */
-/* READ answer: the bytes sent may hold holes of the server's storage, as
- * zeros (without it they are all data: a copier need not look for zeros). */
+/* READ request: say whether the answer holds holes (a hole search, only
+ * for a copier that keeps them). READ answer: the bytes sent may hold
+ * holes of the server's storage, as zeros (without it they are all data,
+ * or the client did not ask). */
 #define FS_READ_HOLES    1u
 
 /* CREATE_BATCH, READ_BATCH: most entries in one request. */

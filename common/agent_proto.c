@@ -91,6 +91,7 @@ void agent_configure_put(struct rpc_writer *w, const struct agent_configure *m)
     rpc_put_u32(w, m->job_id);
     rpc_put_str(w, m->instance_text);
     rpc_put_str(w, m->mount);
+    rpc_put_u32(w, m->access);
 }
 
 int agent_configure_get(struct rpc_reader *r, struct agent_configure *m)
@@ -98,6 +99,9 @@ int agent_configure_get(struct rpc_reader *r, struct agent_configure *m)
     m->job_id = rpc_get_u32(r);
     m->instance_text = rpc_get_str(r);
     m->mount = rpc_get_str(r);
+    m->access = rpc_get_u32(r);
+    if (m->access > AGENT_ACCESS_BOTH)
+        return -EBADMSG;
     return finish(r);
 }
 
@@ -159,6 +163,7 @@ const char *agent_op_name(uint16_t op)
     case AGENT_TEARDOWN: return "teardown";
     case AGENT_RELEASE: return "release";
     case AGENT_WATCH: return "watch";
+    case AGENT_QOS: return "qos";
     }
     return "unknown";
 }

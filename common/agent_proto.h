@@ -35,7 +35,7 @@ enum agent_op {
     AGENT_STATUS = 5,
     AGENT_TEARDOWN = 6,
     AGENT_RELEASE = 7,     /* Epilog: wait for teardown (local socket only) */
-    /* 8 is taken (AGENT_QOS, issue 24) */
+    AGENT_QOS = 8,         /* adafs-qosd: limits in, usage out (qos_proto.h) */
     AGENT_WATCH = 9,       /* STATUS once it changes: the plugin's long poll */
 };
 
@@ -60,11 +60,19 @@ struct agent_started {
     uint32_t pid;
 };
 
+/* How the job's processes reach its file system (the job's access=). */
+enum agent_access {
+    AGENT_ACCESS_PRELOAD = 0,       /* the LD_PRELOAD interposer only */
+    AGENT_ACCESS_FUSE = 1,          /* a kernel mount at the mount point (adafs-fuse) */
+    AGENT_ACCESS_BOTH = 2,          /* both: the interposer for what it can reach */
+};
+
 /* CONFIGURE: write the job's instance file (its text) on this node. */
 struct agent_configure {
     uint32_t job_id;
     const char *instance_text;
     const char *mount;              /* made a real, empty directory of the user */
+    uint32_t access;                /* enum agent_access: FUSE and BOTH mount it there */
 };
 
 enum agent_stage_dir { AGENT_STAGE_IN = 0, AGENT_STAGE_OUT = 1 };

@@ -11,6 +11,7 @@ PACKAGES="
   dpkg-dev devscripts lowdown man-db fio rsync python3 curl jq time procps psmisc
   util-linux e2fsprogs
   openmpi-bin libopenmpi-dev libhwloc-plugins ibverbs-providers
+  libfuse3-dev fuse3 git python3-numpy busybox-static
 "
 # The last line is what compute nodes have beside us (Open MPI and what it
 # pulls in: hwloc's plugins, the verbs providers): sysmap, the interposer

@@ -49,6 +49,7 @@ static const struct key_spec keys[] = {
     KEY("AdafsMaxBandwidth", V_SIZE, max_bandwidth),
     KEY("AdafsMungeSocket", V_STRING, munge_socket),
     KEY("AdafsPreload", V_STRING, preload),
+    KEY("AdafsAccess", V_STRING, access_text),
     KEY("AdafsMountPrefix", V_STRING, mount_prefix),
     KEY("AdafsWalltimeModel", V_STRING, walltime_model),
     KEY("AdafsWalltimeSetTimeMin", V_BOOL, walltime_set_time_min),
@@ -70,6 +71,8 @@ static void set_defaults(struct bb_config *cfg)
         .storage_path = strdup("/var/lib/adafs"),
         .preload = strdup(ADAFS_PKGLIBDIR "/libadafs_preload.so"),
         .mount_prefix = strdup("/adafs"),
+        .access_text = strdup("both"),
+        .access = BB_ACCESS_BOTH,
         .walltime_comment = strdup("admin_comment"),
         .agent_port = 6830,
         .server_timeout_ms = 10000,
@@ -78,6 +81,7 @@ static void set_defaults(struct bb_config *cfg)
         .walltime_margin = 10,
         .walltime_miss_rate = 0.05,
     };
+    qos_conf_defaults(&cfg->qos);
 }
 
 static int parse_users(const char *text, uid_t **out, size_t *count,
@@ -266,7 +270,14 @@ int bb_config_load(const char *path, struct bb_config *cfg, char *err, size_t er
         for (size_t j = 0; j < sizeof(keys) / sizeof(keys[0]); j++)
             if (strcasecmp(e->key, keys[j].name) == 0)
                 k = &keys[j];
-        if (!k) {
+        char why[600];
+        int qos = k ? 0 : qos_conf_set(&cfg->qos, e->key, e->value, why, sizeof(why));
+        if (qos < 0) {
+            snprintf(err, errlen, "%s line %d: %s", path, e->line, why);
+            rc = -1;
+        } else if (qos > 0) {
+            continue;
+        } else if (!k) {
             snprintf(err, errlen, "%s line %d: unknown key '%s'", path, e->line, e->key);
             rc = -1;
         } else {
@@ -285,6 +296,11 @@ int bb_config_load(const char *path, struct bb_config *cfg, char *err, size_t er
     if (rc == 0 && strcmp(cfg->walltime_comment, "admin_comment") != 0 &&
         strcmp(cfg->walltime_comment, "comment") != 0 && strcmp(cfg->walltime_comment, "none") != 0) {
         snprintf(err, errlen, "%s: AdafsWalltimeComment must be admin_comment, comment or none", path);
+        rc = -1;
+    }
+    if (rc == 0 && !(cfg->access = bb_access_parse(cfg->access_text))) {
+        snprintf(err, errlen, "%s: AdafsAccess=%s: expected preload, fuse or both", path,
+                 cfg->access_text);
         rc = -1;
     }
     if (rc == 0 && cfg->directive[strcspn(cfg->directive, " \t#")]) {
@@ -307,9 +323,11 @@ void bb_config_free(struct bb_config *cfg)
     free(cfg->state_dir);
     free(cfg->munge_socket);
     free(cfg->preload);
+    free(cfg->access_text);
     free(cfg->mount_prefix);
     free(cfg->walltime_model);
     free(cfg->walltime_comment);
+    qos_conf_free(&cfg->qos);
     *cfg = (struct bb_config){ 0 };
 }
 

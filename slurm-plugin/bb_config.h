@@ -12,6 +12,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "qos_conf.h"
+#include "directive.h"
+
 #define BBCONF_PRIVATE_DATA     0x0001   /* users see only their own buffers */
 #define BBCONF_TEARDOWN_FAILURE 0x0002   /* tear down even if stage-out failed */
 
@@ -44,12 +47,15 @@ struct bb_config {
     uint64_t max_bandwidth;
     char *munge_socket;           /* NULL: munge's default */
     char *preload;                /* LD_PRELOAD for jobs; NULL/empty: not set */
+    char *access_text;            /* AdafsAccess as written */
+    enum bb_access access;        /* a job's access= when it names none */
     char *mount_prefix;           /* ADAFS_MOUNT is <prefix>/<job id> */
     char *walltime_model;         /* NULL: no predictions */
     int walltime_set_time_min;    /* let backfill use the conservative estimate */
     char *walltime_comment;       /* "admin_comment", "comment" or "none" */
     uint32_t walltime_margin;     /* percent added to the conservative estimate */
     double walltime_miss_rate;    /* share of jobs that may outrun it (0.05) */
+    struct qos_conf qos;          /* AdafsQos*: I/O quality of service (qos_conf.h) */
 };
 
 /* Loads path into cfg (defaults first). A missing file gives the defaults and

@@ -49,6 +49,7 @@
 #include "agent_link.h"
 #include "bb_config.h"
 #include "bb_job.h"
+#include "bb_qos.h"
 #include "bb_status.h"
 #include "bb_store.h"
 #include "directive.h"
@@ -764,9 +765,17 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
     char *text = bb_status_text(drv.jobs, only);
     driver_lock_note(&drv.held, "bbstat", clock_us() - since);
     struct bb_lock_stats table = drv.held;
+    /* qosd's status file is read off the table lock. */
+    char *qos_dir = drv.config.qos.paths && drv.config.qos.state_dir ?
+                    strdup(drv.config.qos.state_dir) : NULL;
     slurm_mutex_unlock(&drv.lock);
+    char *qos = qos_dir ? bb_qos_text(qos_dir, only) : NULL;
+    free(qos_dir);
     char *out = xstrdup(text ? text : "out of memory\n");
     free(text);
+    if (qos)
+        xstrcat(out, qos);
+    free(qos);
     if (!only) {
         /* For administrators and the benchmarks: nothing of the plugin
          * should keep slurmctld's job lock long. */
@@ -877,6 +886,8 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
     char *prefix = xstrdup(drv.config.directive);
     uint64_t node_capacity = drv.config.node_capacity;
     uint64_t site_bw = drv.config.max_bandwidth, site_mdops = drv.config.max_mdops;
+    struct qos_limits site_qos_max = drv.config.qos.max;
+    bool site_qos = drv.config.qos.paths != NULL;
     slurm_mutex_unlock(&drv.lock);
 
     int found = directive_parse(prefix, job_desc->script, job_desc->burst_buffer,
@@ -938,6 +949,17 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
         *err_msg = xstrdup_printf("#%s max_mdops=%"PRIu64" is above this site's maximum of "
                                   "%"PRIu64" metadata operations/s per node "
                                   "(AdafsMaxMetadataRate)", prefix, req.max_mdops, site_mdops);
+        rc = ESLURM_BURST_BUFFER_LIMIT;
+        goto out;
+    }
+    /* A job may ask for its own I/O demand toward the PFS, up to the site's maximum. */
+    if (qos_limits_any(&req.qos) &&
+        (!site_qos || qos_limits_check_max(&req.qos, &site_qos_max, err, sizeof(err)) < 0)) {
+        *err_msg = xstrdup_printf("#%s qos (%s line %d): %s", prefix, req.qos_origin, req.qos_line,
+                                  site_qos ? err : "this site has no I/O quality of service "
+                                  "(AdafsQosPaths is not set)");
+        if (site_qos)
+            xstrcat(*err_msg, " (AdafsQosMax)");
         rc = ESLURM_BURST_BUFFER_LIMIT;
         goto out;
     }
@@ -1072,12 +1094,40 @@ static void add_env(job_record_t *job_ptr, const char *name, const char *value)
     d->env_sup[d->env_cnt++] = xstrdup_printf("%s=%s", name, value);
 }
 
+/* The job's processes under I/O quality of service (qos_conf.h): the
+ * interposer's settings, and LD_PRELOAD for a job without a file system. */
+static void add_qos_env(job_record_t *job_ptr, bool preload)
+{
+    char *env[3];
+    int n = qos_conf_job_env(&drv.config.qos, env);
+    for (int i = 0; i < n; i++) {
+        char *eq = strchr(env[i], '=');
+        *eq = '\0';
+        add_env(job_ptr, env[i], eq + 1);
+        free(env[i]);
+    }
+    if (n && preload && drv.config.preload && drv.config.preload[0])
+        add_env(job_ptr, "LD_PRELOAD", drv.config.preload);
+}
+
+/* True when the job asks for I/O quality of service only. */
+static bool qos_only(const job_record_t *job_ptr)
+{
+    struct bb_request req = { 0 };
+    char err[256];
+    bool only = directive_parse(drv.config.directive, NULL, job_ptr->burst_buffer, &req, err,
+                                sizeof(err)) > 0 && bb_request_qos_only(&req);
+    bb_request_free(&req);
+    return only;
+}
+
 /* What the job's processes need to find their file system. */
 static void set_job_env(job_record_t *job_ptr, const struct bb_job *j)
 {
     add_env(job_ptr, "ADAFS_MOUNT", j->mount);
     add_env(job_ptr, "ADAFS_INSTANCE", j->instance_path);
-    if (drv.config.preload && drv.config.preload[0])
+    /* access=fuse: every program goes through the kernel mount. */
+    if (drv.config.preload && drv.config.preload[0] && j->req.access != BB_ACCESS_FUSE)
         add_env(job_ptr, "LD_PRELOAD", drv.config.preload);
 }
 
@@ -1160,6 +1210,9 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
         return NULL;
     }
     j->chunk_size = j->req.chunk_size ? j->req.chunk_size : drv.config.chunk_size;
+    /* Fixed now: a later change of the site's default leaves the job as it began. */
+    if (!j->req.access)
+        j->req.access = drv.config.access;
     uint8_t secret[INSTANCE_SECRET_SIZE];
     int rc = secret_generate(secret);
     if (rc < 0) {
@@ -1260,6 +1313,13 @@ static int job_begin(job_record_t *job_ptr)
     }
     char err[1024];
     slurm_mutex_lock(&drv.lock);
+    if (qos_only(job_ptr)) {
+        /* No file system to deploy: only its processes' QoS settings. */
+        add_qos_env(job_ptr, true);
+        slurm_mutex_unlock(&drv.lock);
+        info("%s: %pJ asks for I/O quality of service only: no file system", plugin_type, job_ptr);
+        return SLURM_SUCCESS;
+    }
     struct bb_job *old = bb_job_find(drv.jobs, job_ptr->job_id);
     int settled = old ? begin_again(job_ptr, old) : 0;
     if (settled) {
@@ -1280,6 +1340,7 @@ static int job_begin(job_record_t *job_ptr)
     drv.jobs = j;
     driver_save(&drv, j);
     set_job_env(job_ptr, j);
+    add_qos_env(job_ptr, false);
     info("%s: %pJ begins on %s: deploying %zu servers of %"PRIu64" bytes%s", plugin_type,
          job_ptr, job_ptr->job_resrcs->nodes, j->nnodes, j->node_capacity,
          driver_waits_for_older(&drv, j) ? " once its earlier instance is gone" : "");

@@ -160,6 +160,24 @@ static int parse_count_option(struct parser *p, const struct origin *o,
     return 0;
 }
 
+const char *bb_access_name(enum bb_access access)
+{
+    switch (access) {
+    case BB_ACCESS_PRELOAD: return "preload";
+    case BB_ACCESS_FUSE: return "fuse";
+    case BB_ACCESS_BOTH: return "both";
+    case BB_ACCESS_UNSET: break;
+    }
+    return "default";
+}
+
+enum bb_access bb_access_parse(const char *text)
+{
+    return strcmp(text, "preload") == 0 ? BB_ACCESS_PRELOAD
+         : strcmp(text, "fuse") == 0    ? BB_ACCESS_FUSE
+         : strcmp(text, "both") == 0    ? BB_ACCESS_BOTH : BB_ACCESS_UNSET;
+}
+
 static int parse_options(struct parser *p, const struct origin *o,
                          char **tokens, int ntokens)
 {
@@ -169,13 +187,20 @@ static int parse_options(struct parser *p, const struct origin *o,
         char *value = split_value(key);
         if (!value)
             return fail(p, o, "'%s' needs a value, as in capacity=SIZE", key);
+        if (strcmp(key, "access") == 0) {
+            if (req->access)
+                return fail(p, o, "access given twice");
+            if (!(req->access = bb_access_parse(value)))
+                return fail(p, o, "access=%s: expected preload, fuse or both", value);
+            continue;
+        }
         uint64_t *slot = strcmp(key, "capacity") == 0  ? &req->capacity
                        : strcmp(key, "chunk") == 0     ? &req->chunk_size
                        : strcmp(key, "max_bw") == 0    ? &req->max_bw
                        : strcmp(key, "max_mdops") == 0 ? &req->max_mdops : NULL;
         if (!slot)
             return fail(p, o, "unknown option '%s' (known: capacity, chunk, max_bw, max_mdops, "
-                        "stage_in, stage_out)", key);
+                        "access, stage_in, stage_out, qos)", key);
         /* Every option's value is above zero, so zero means not given yet. */
         if (*slot)
             return fail(p, o, "%s given twice", key);
@@ -274,6 +299,33 @@ static int parse_stage(struct parser *p, const struct origin *o,
     return 0;
 }
 
+/* qos CLASS=RATE...: the job's demand toward the parallel file system. */
+static int parse_qos(struct parser *p, const struct origin *o, char **tokens, int ntokens)
+{
+    if (ntokens < 2)
+        return fail(p, o, "qos needs CLASS=RATE, as in qos mdops=2000 bw=500M");
+    char text[MAX_LINE] = "", why[512];
+    for (int i = 1; i < ntokens; i++) {
+        strncat(text, tokens[i], sizeof(text) - strlen(text) - 2);
+        strcat(text, " ");
+    }
+    struct qos_limits l;
+    if (qos_limits_parse(text, &l, why, sizeof(why)) < 0)
+        return fail(p, o, "qos: %s", why);
+    if (!qos_limits_any(&l))   /* qos "" would be a request that asks for nothing */
+        return fail(p, o, "qos needs CLASS=RATE, as in qos mdops=2000 bw=500M");
+    qos_limits_merge(&p->req->qos, &l);
+    p->req->qos_line = o->line;
+    p->req->qos_origin = o->what;
+    return 0;
+}
+
+int bb_request_qos_only(const struct bb_request *req)
+{
+    return qos_limits_any(&req->qos) && !req->capacity && !req->chunk_size && !req->max_bw &&
+           !req->max_mdops && !req->nstages;
+}
+
 static int parse_body(struct parser *p, const struct origin *o, const char *body)
 {
     char buf[MAX_LINE];
@@ -289,6 +341,8 @@ static int parse_body(struct parser *p, const struct origin *o, const char *body
         return parse_stage(p, o, STAGE_IN, tokens, ntokens);
     if (strcmp(tokens[0], "stage_out") == 0)
         return parse_stage(p, o, STAGE_OUT, tokens, ntokens);
+    if (strcmp(tokens[0], "qos") == 0)
+        return parse_qos(p, o, tokens, ntokens);
     if (strchr(tokens[0], '='))
         return parse_options(p, o, tokens, ntokens);
     if (strcmp(tokens[0], "capacity") == 0 || strcmp(tokens[0], "chunk") == 0 ||
@@ -296,8 +350,10 @@ static int parse_body(struct parser *p, const struct origin *o, const char *body
         return fail(p, o, "'%s' needs a value, as in %s=SIZE", tokens[0], tokens[0]);
     if (strcmp(tokens[0], "max_mdops") == 0)
         return fail(p, o, "'max_mdops' needs a value, as in max_mdops=1000");
+    if (strcmp(tokens[0], "access") == 0)
+        return fail(p, o, "'access' needs a value, as in access=both");
     return fail(p, o, "unknown keyword '%s' (known: capacity=, chunk=, max_bw=, max_mdops=, "
-                "stage_in, stage_out)", tokens[0]);
+                "access=, stage_in, stage_out, qos)", tokens[0]);
 }
 
 /* If line is "#<prefix>" followed by a blank or its end, returns the body. */
@@ -407,7 +463,7 @@ char *bb_request_format(const char *prefix, const struct bb_request *req)
 {
     struct strbuf b = { 0 };
     char size[32];
-    if (req->capacity || req->chunk_size || req->max_bw || req->max_mdops) {
+    if (req->capacity || req->chunk_size || req->max_bw || req->max_mdops || req->access) {
         strbuf_printf(&b, "#%s", prefix);
         if (req->capacity) {
             size_format(req->capacity, size, sizeof(size));
@@ -423,6 +479,8 @@ char *bb_request_format(const char *prefix, const struct bb_request *req)
         }
         if (req->max_mdops)
             strbuf_printf(&b, " max_mdops=%llu", (unsigned long long)req->max_mdops);
+        if (req->access)
+            strbuf_printf(&b, " access=%s", bb_access_name(req->access));
         strbuf_printf(&b, "\n");
     }
     for (size_t i = 0; i < req->nstages; i++) {
@@ -431,6 +489,11 @@ char *bb_request_format(const char *prefix, const struct bb_request *req)
         append_value(&b, "source", s->source);
         append_value(&b, "destination", s->destination);
         strbuf_printf(&b, " type=%s%s\n", stage_type_name(s->type), s->verify ? " verify=yes" : "");
+    }
+    if (qos_limits_any(&req->qos)) {
+        char text[1024];
+        qos_limits_format(&req->qos, text, sizeof(text));
+        strbuf_printf(&b, "#%s qos %s\n", prefix, text);
     }
     return strbuf_take(&b);
 }

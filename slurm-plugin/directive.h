@@ -3,9 +3,10 @@
  * A job asks for a file system with lines in its batch script's leading
  * comment block, or with the same text given to `sbatch --bb`:
  *
- *   #BB_ADAFS capacity=200G chunk=512K max_bw=500M max_mdops=2000
+ *   #BB_ADAFS capacity=200G chunk=512K max_bw=500M max_mdops=2000 access=both
  *   #BB_ADAFS stage_in  source=/pfs/in  destination=input   type=directory
  *   #BB_ADAFS stage_out source=results  destination=/pfs/%j type=directory verify=yes
+ *   #BB_ADAFS qos mdops=2000 bw=500M
  *
  * This module knows nothing of Slurm: the plugin hands it text and gets back
  * either a request or one message naming the offending token and where it
@@ -19,11 +20,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qos_limits.h"
 #include "stage_type.h"
 
 #define DIRECTIVE_DEFAULT_PREFIX "BB_ADAFS"
 
 enum stage_direction { STAGE_IN, STAGE_OUT };
+
+/* How the job's processes reach its file system: the LD_PRELOAD
+ * interposer, a FUSE kernel mount at the mount point, or both (the
+ * interposer for the programs it reaches, the mount for the rest). */
+enum bb_access { BB_ACCESS_UNSET = 0, BB_ACCESS_PRELOAD, BB_ACCESS_FUSE, BB_ACCESS_BOTH };
 
 struct stage_spec {
     enum stage_direction direction;
@@ -41,9 +48,19 @@ struct bb_request {
      * and metadata operations/s; 0: the site's (the plugin refuses more
      * than the site's maximum at submit). */
     uint64_t max_bw, max_mdops;
+    enum bb_access access;  /* BB_ACCESS_UNSET: the configured default */
     struct stage_spec *stages;
     size_t nstages;
+    /* "#BB_ADAFS qos stat=1000 bw=500M": the job's own I/O demand toward
+     * the parallel file system (qos_limits.h), and where it was written. */
+    struct qos_limits qos;
+    int qos_line;
+    const char *qos_origin;
 };
+
+/* True when req asks for I/O quality of service and nothing else: the job
+ * gets no file system, only the interposer under QoS. */
+int bb_request_qos_only(const struct bb_request *req);
 
 /* Limits a site may want to change live in the plugin's configuration; these
  * bound what the parser itself accepts. */
@@ -77,5 +94,10 @@ struct symbol_values {
 
 /* Replaces %-symbols in text; returns a malloc'd string or NULL on ENOMEM. */
 char *directive_expand(const char *text, const struct symbol_values *v);
+
+/* "preload", "fuse", "both" and back; bb_access_parse gives
+ * BB_ACCESS_UNSET for anything else. */
+const char *bb_access_name(enum bb_access access);
+enum bb_access bb_access_parse(const char *text);
 
 #endif

@@ -33,6 +33,10 @@ int main(void)
     tap_is_int(bb_config_load("/nonexistent/burst_buffer.conf", &cfg, err, sizeof(err)), 1,
                "missing file: defaults, and the caller is told");
     tap_is_str(cfg.directive, "BB_ADAFS", "default directive");
+    tap_is_int(cfg.access, BB_ACCESS_BOTH, "default access: both");
+    bb_config_free(&cfg);
+    tap_is_int(load_text("AdafsAccess=preload\n", &cfg), 0, "AdafsAccess=preload loads");
+    tap_is_int(cfg.access, BB_ACCESS_PRELOAD, "and is the default access");
     bb_config_free(&cfg);
 
     tap_is_int(load_text("# adafs\nAllowUsers=root,65534\nStageInTimeout=60\n"
@@ -66,6 +70,7 @@ int main(void)
     rejected("AdafsWalltimeMissRate=0\n", "invalid value '0' for AdafsWalltimeMissRate");
     rejected("AdafsWalltimeMissRate=60%\n", "invalid value '60%' for AdafsWalltimeMissRate");
     rejected("AdafsWalltimeMissRate=5x\n", "invalid value '5x' for AdafsWalltimeMissRate");
+    rejected("AdafsAccess=kernel\n", "AdafsAccess=kernel: expected preload, fuse or both");
     unlink(path);
     return tap_done();
 }

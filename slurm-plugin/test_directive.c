@@ -116,6 +116,24 @@ int main(void)
     rejected("#BB_ADAFS stage_out source=a destination=/b type=file verify=maybe\n",
              "verify=maybe: expected yes or no");
 
+    tap_is_int(parse("#BB_ADAFS capacity=1G access=fuse\n", NULL, &req), 1, "access=fuse parses");
+    tap_is_int(req.access, BB_ACCESS_FUSE, "as fuse");
+    tap_is_int(reparse(&req), 1, "and survives formatting");
+    tap_is_int(req.access, BB_ACCESS_FUSE, "still fuse");
+    bb_request_free(&req);
+    tap_is_int(parse(NULL, "access=both", &req), 1, "access=both alone, with --bb");
+    tap_is_int(req.access, BB_ACCESS_BOTH, "as both");
+    bb_request_free(&req);
+    tap_is_int(parse("#BB_ADAFS access=preload\n", NULL, &req), 1, "access=preload parses");
+    tap_is_int(req.access, BB_ACCESS_PRELOAD, "as preload");
+    bb_request_free(&req);
+    tap_is_int(parse("#BB_ADAFS capacity=1G\n", NULL, &req), 1, "no access=");
+    tap_is_int(req.access, BB_ACCESS_UNSET, "leaves the site's default");
+    bb_request_free(&req);
+    rejected("#BB_ADAFS access=kernel\n", "access=kernel: expected preload, fuse or both");
+    rejected("#BB_ADAFS access=fuse access=both\n", "access given twice");
+    rejected("#BB_ADAFS access\n", "'access' needs a value, as in access=both");
+
     /* The three malformed directives of the acceptance tests. */
     rejected("#BB_ADAFS capacty=10G\n", "'capacty'");
     rejected("#BB_ADAFS capacity=12QB\n", "'12QB'");
@@ -142,6 +160,25 @@ int main(void)
     tap_ok(req.capacity == 1ULL << 30 && req.max_mdops == 10, "and all count");
     bb_request_free(&req);
     rejected("#!/bin/sh\n\n#BB_ADAFS capacity=1G\n#BB_ADAFS bogus=1\n", "line 4");
+
+    /* The job's own I/O demand toward the parallel file system. */
+    tap_is_int(parse("#!/bin/sh\n#BB_ADAFS capacity=1G\n#BB_ADAFS qos mdops=2000 bw=500M\n", NULL,
+                     &req), 1, "qos parses");
+    tap_ok(req.qos.v[QOS_STAT] == 2000 && req.qos.v[QOS_WRITE] == 500ULL << 20 && req.qos_line == 3,
+           "mdops for every metadata class, bw for read and write, its line kept");
+    tap_ok(!bb_request_qos_only(&req), "with a capacity it is not QoS only");
+    tap_is_int(reparse(&req), 1, "it survives formatting");
+    tap_ok(req.qos.v[QOS_OPEN] == 2000 && req.qos.v[QOS_READ] == 500ULL << 20, "with the same values");
+    bb_request_free(&req);
+    tap_is_int(parse("#BB_ADAFS qos stat=1000,write=100M\n", NULL, &req), 1, "a QoS-only request");
+    tap_ok(bb_request_qos_only(&req) && req.qos.v[QOS_OPEN] == 0, "is QoS only, classes not given stay so");
+    bb_request_free(&req);
+    rejected("#BB_ADAFS qos stat=lots\n", "invalid rate 'lots' for stat");
+    rejected("#BB_ADAFS qos stats=5\n", "unknown class 'stats'");
+    rejected("#BB_ADAFS qos\n", "qos needs CLASS=RATE");
+    rejected("#BB_ADAFS qos \"\"\n", "qos needs CLASS=RATE");   /* found by fuzz_directive */
+    rejected("#BB_ADAFS qos ,\n", "qos needs CLASS=RATE");
+    rejected("#BB_ADAFS capacity=1G\n#BB_ADAFS qos write=12QB\n", "line 2): qos: invalid rate '12QB'");
 
     struct symbol_values v = { .job_id = 42, .user = "alice", .job_name = "sim",
                                .first_node = "n1" };

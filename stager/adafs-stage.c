@@ -19,6 +19,7 @@
 #include "report.h"
 #include "size.h"
 #include "stage.h"
+#include "qos_client.h"
 
 static void usage(FILE *out)
 {
@@ -42,7 +43,10 @@ static void usage(FILE *out)
           "  --progress-json FILE append a JSON progress line to FILE every second\n"
           "  --quiet              no progress bar, no summary (exit status only)\n"
           "  --user USER          (as root) become USER before touching any path\n"
-          "  --allow-root         stage in/out as root (never for user-given paths)\n",
+          "  --allow-root         stage in/out as root (never for user-given paths)\n"
+          "  --qos-socket PATH    charge the job's I/O budget toward the parallel fs, from\n"
+          "                       the node agent at PATH (with --qos-job)\n"
+          "  --qos-job ID         the job whose budget is charged\n",
           out);
 }
 
@@ -96,7 +100,7 @@ int main(int argc, char **argv)
 {
     enum { O_INSTANCE = 256, O_TYPE, O_WORKER, O_THREADS, O_MDOPS, O_BW, O_PIECE, O_VERIFY,
            O_FOLLOW, O_JSON, O_QUIET, O_USER, O_ALLOW_ROOT, O_FINALIZE, O_PROGRESS_JSON,
-           O_PEER_TIMEOUT, O_HELP };
+           O_PEER_TIMEOUT, O_HELP, O_QOS_SOCKET, O_QOS_JOB };
     static const struct option longopts[] = {
         { "instance", required_argument, NULL, O_INSTANCE },
         { "type", required_argument, NULL, O_TYPE },
@@ -115,12 +119,15 @@ int main(int argc, char **argv)
         { "progress-json", required_argument, NULL, O_PROGRESS_JSON },
         { "peer-timeout", required_argument, NULL, O_PEER_TIMEOUT },
         { "help", no_argument, NULL, O_HELP },
+        { "qos-socket", required_argument, NULL, O_QOS_SOCKET },
+        { "qos-job", required_argument, NULL, O_QOS_JOB },
         { NULL, 0, NULL, 0 },
     };
     log_open("adafs-stage", LOG_LEVEL_WARN, NULL);
     struct stage_options opt = { .type = STAGE_DIRECTORY, .workers = 1 };
     int json = 0, quiet = 0, allow_root = 0, finalize = 0, c;
     const char *user = NULL, *progress_json = NULL;
+    struct qos_client_conf qos = { 0 };
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         uint64_t v;
         switch (c) {
@@ -179,6 +186,20 @@ int main(int argc, char **argv)
             break;
         }
         case O_PROGRESS_JSON: progress_json = optarg; break;
+        case O_QOS_SOCKET:
+            if (strlen(optarg) >= sizeof(qos.socket)) {
+                fprintf(stderr, "adafs-stage: --qos-socket %s: too long\n", optarg);
+                return 2;
+            }
+            strcpy(qos.socket, optarg);
+            break;
+        case O_QOS_JOB:
+            if (parse_u64(optarg, &v) < 0 || v == 0 || v > UINT32_MAX) {
+                fprintf(stderr, "adafs-stage: --qos-job %s: not a job id\n", optarg);
+                return 2;
+            }
+            qos.job_id = (uint32_t)v;
+            break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -239,6 +260,18 @@ int main(int argc, char **argv)
         return 0;
     }
 
+    if (qos.socket[0] || qos.job_id) {
+        if (!qos.socket[0] || !qos.job_id) {
+            fprintf(stderr, "adafs-stage: --qos-socket and --qos-job go together\n");
+            return 2;
+        }
+        qos_client_init(&qos);
+        /* The job has just started: its first limits may be a period
+         * away, and a stage's first seconds would run unlimited. */
+        if (!qos_client_await(3000))
+            fprintf(stderr, "adafs-stage: no limits from the job's I/O budget after 3 s: going on"
+                    " under the site's default until they come\n");
+    }
     struct stage_run *run;
     int rc = stage_create(&opt, &run, err, sizeof(err));
     if (rc < 0) {

@@ -18,10 +18,12 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "qos_limits.h"
 
-/* One metadata operation: counted, and charged to the limit (if any). */
-#define MDN(b, n) (BACKEND_COUNT((b), (n)), ratelimit_take((b)->mdops, (n)))
-#define MD(b) MDN((b), 1)
+/* Metadata operations toward the PFS: counted, charged to the stager's own
+ * limit (if any) and to the job's I/O budget as their class (ratelimit.h). */
+#define MDN(b, n, cls) (BACKEND_COUNT((b), (n)), ratelimit_take_as((b)->mdops, (n), (cls)))
+#define MD(b, cls) MDN((b), 1, (cls))
 
 static int new_dir(struct backend *b, int fd, char *path, struct bdir **out)
 {
@@ -40,7 +42,7 @@ static int new_dir(struct backend *b, int fd, char *path, struct bdir **out)
 static int posix_root_open(struct backend *b, const char *path, int create,
                            struct bdir **out, struct stat *st)
 {
-    MD(b);
+    MD(b, QOS_OPEN);
     if (create) {
         int rc = backend_make_path(b, path);
         if (rc < 0)
@@ -60,7 +62,7 @@ static int posix_root_open(struct backend *b, const char *path, int create,
 static int posix_dir_open(struct bdir *parent, const char *name, int follow,
                           struct bdir **out, struct stat *st)
 {
-    MD(parent->b);
+    MD(parent->b, QOS_OPEN);
     int fd = openat(parent->fd, name,
                     O_RDONLY | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
     if (fd < 0)
@@ -81,7 +83,7 @@ static int open_rel(struct backend *b, int root_fd, const char *rel, int follow)
     const int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
     if (!*rel)
         rel = ".";
-    MD(b);
+    MD(b, QOS_OPEN);
     if (follow) {
         int fd = openat(root_fd, rel, flags);
         return fd < 0 ? -errno : fd;
@@ -98,7 +100,7 @@ static int open_rel(struct backend *b, int root_fd, const char *rel, int follow)
     int cur = -1, rc = 0;
     for (char *c = strtok_r(p, "/", &save); c && rc == 0; c = strtok_r(NULL, "/", &save)) {
         if (cur >= 0)
-            MD(b);
+            MD(b, QOS_OPEN);
         int next = openat(cur >= 0 ? cur : root_fd, c, flags | O_NOFOLLOW);
         if (next < 0)
             rc = -errno;
@@ -126,13 +128,13 @@ static int posix_dir_open_rel(struct bdir *root, const char *rel, int follow,
 
 static int posix_dir_make(struct bdir *parent, const char *name, mode_t mode)
 {
-    MD(parent->b);
+    MD(parent->b, QOS_MKDIR);
     return mkdirat(parent->fd, name, mode) < 0 ? -errno : 0;
 }
 
 static int posix_dir_list(struct bdir *d, int open_files, bdir_list_cb cb, void *arg)
 {
-    MD(d->b);
+    MD(d->b, QOS_READDIR);
     /* fdopendir takes over the fd it gets, so list through a duplicate. */
     int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -155,7 +157,7 @@ static int posix_dir_list(struct bdir *d, int open_files, bdir_list_cb cb, void 
         if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
             continue;
         if (++n % BACKEND_LIST_PAGE == 0)      /* about one getdents per 1024 entries */
-            MD(d->b);
+            MD(d->b, QOS_READDIR);
         rc = cb(arg, e->d_name, e->d_type, NULL);
         if (rc < 0)
             break;
@@ -181,7 +183,7 @@ static int set_fd_attrs(int fd, mode_t mode, const struct timespec *mtime)
 
 static int posix_dir_set_attrs(struct bdir *d, mode_t mode, const struct timespec *mtime)
 {
-    MDN(d->b, mtime ? 2 : 1);
+    MDN(d->b, mtime ? 2 : 1, QOS_OTHER);
     return set_fd_attrs(d->fd, mode, mtime);
 }
 
@@ -196,7 +198,7 @@ static void posix_dir_close(struct bdir *d)
 
 static int posix_stat_at(struct bdir *d, const char *name, int follow, struct stat *st)
 {
-    MD(d->b);
+    MD(d->b, QOS_STAT);
     return fstatat(d->fd, name, st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
@@ -218,7 +220,7 @@ static int new_file(struct bdir *d, const char *name, int fd, struct bfile **out
 static int posix_open_read(struct bdir *d, const char *name, int follow,
                            struct bfile **out, struct stat *st)
 {
-    MD(d->b);
+    MD(d->b, QOS_OPEN);
     /* O_NONBLOCK: a FIFO planted in the tree must not hang the copy; it is
      * refused below once fstat shows what was opened. */
     int fd = openat(d->fd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
@@ -238,13 +240,13 @@ static int posix_open_read(struct bdir *d, const char *name, int follow,
 static int posix_open_write(struct bdir *d, const char *name, int truncate, mode_t mode,
                             struct bfile **out)
 {
-    MD(d->b);
+    MD(d->b, QOS_OPEN);
     /* Read too: zeros_to_holes maps what was written. */
     int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | (truncate ? O_TRUNC : 0);
     int fd = openat(d->fd, name, flags, mode & 07777);
     if (fd < 0 && errno == EACCES) {
         struct stat st;
-        MDN(d->b, 3);             /* fstatat, fchmodat, openat again */
+        MDN(d->b, 3, QOS_OPEN);   /* fstatat, fchmodat, openat again */
         if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
             st.st_uid == geteuid() && fchmodat(d->fd, name, st.st_mode | S_IRUSR | S_IWUSR, 0) == 0)
             fd = openat(d->fd, name, flags, mode & 07777);
@@ -344,13 +346,13 @@ static int posix_zeros_to_holes(struct bfile *f, off_t off, off_t len)
 
 static int posix_truncate(struct bfile *f, off_t len)
 {
-    MD(f->b);
+    MD(f->b, QOS_OTHER);
     return ftruncate(f->fd, len) < 0 ? -errno : 0;
 }
 
 static int posix_set_attrs(struct bfile *f, mode_t mode, const struct timespec *mtime)
 {
-    MDN(f->b, mtime ? 2 : 1);
+    MDN(f->b, mtime ? 2 : 1, QOS_OTHER);
     return set_fd_attrs(f->fd, mode, mtime);
 }
 
@@ -371,7 +373,7 @@ static int posix_create_write(struct bdir *d, const char *name, mode_t mode,
         /* A new file made with its mode needs no fchmod (one inode update
          * less per small file) unless the umask or a default ACL took bits
          * away: fstat tells, at the cost of no write. */
-        MD(d->b);
+        MD(d->b, QOS_OPEN);
         int fd = openat(d->fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY,
                         mode & 0777);
         struct stat st;
@@ -392,7 +394,7 @@ static int posix_create_write(struct bdir *d, const char *name, mode_t mode,
         done += w > 0 ? (size_t)w : 0;
     }
     if (rc >= 0 && mode_ok && mtime)
-        MD(d->b);
+        MD(d->b, QOS_OTHER);
     if (rc >= 0)
         rc = mode_ok ? set_fd_mtime(f->fd, mtime) : posix_set_attrs(f, mode, mtime);
     int crc = posix_close(f);
@@ -401,20 +403,20 @@ static int posix_create_write(struct bdir *d, const char *name, mode_t mode,
 
 static int posix_unlink_at(struct bdir *d, const char *name)
 {
-    MD(d->b);
+    MD(d->b, QOS_UNLINK);
     return unlinkat(d->fd, name, 0) < 0 ? -errno : 0;
 }
 
 static int posix_rmdir_at(struct bdir *d, const char *name)
 {
-    MD(d->b);
+    MD(d->b, QOS_MKDIR);
     return unlinkat(d->fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
 static int posix_set_attrs_at(struct bdir *d, const char *name, mode_t mode,
                               const struct timespec *mtime)
 {
-    MDN(d->b, 3);             /* fstatat, fchmodat, utimensat */
+    MDN(d->b, 3, QOS_OTHER);             /* fstatat, fchmodat, utimensat */
     /* fchmodat cannot refuse a symlink; this runs as the user on the user's
      * own destination, so the check only keeps a planted link from being
      * "finalized". */
@@ -431,7 +433,7 @@ static int posix_set_attrs_at(struct bdir *d, const char *name, mode_t mode,
 
 static int posix_mkdir_path(struct backend *b, const char *path, mode_t mode)
 {
-    MD(b);
+    MD(b, QOS_MKDIR);
     return mkdir(path, mode) < 0 ? -errno : 0;
 }
 

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <time.h>
 
+#include "qos_client.h"
+
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -16,6 +18,7 @@ void ratelimit_init(struct ratelimit *rl, uint64_t rate, uint64_t burst_ms)
     atomic_store(&rl->next_ns, now_ns());
     atomic_store(&rl->burst_ms, burst_ms);
     atomic_store(&rl->taken, 0);
+    rl->qos_class = -1;
 }
 
 void ratelimit_set_rate(struct ratelimit *rl, uint64_t rate)
@@ -30,8 +33,15 @@ uint64_t ratelimit_rate(const struct ratelimit *rl)
 
 int64_t ratelimit_take(struct ratelimit *rl, uint64_t n)
 {
+    return ratelimit_take_as(rl, n, rl ? rl->qos_class : -1);
+}
+
+int64_t ratelimit_take_as(struct ratelimit *rl, uint64_t n, int cls)
+{
     if (!rl)
         return 0;
+    if (rl->qos_class >= 0 && cls >= 0 && n)
+        qos_charge(cls, n);
     atomic_fetch_add_explicit(&rl->taken, n, memory_order_relaxed);
     uint64_t rate = atomic_load_explicit(&rl->rate, memory_order_relaxed);
     if (rate == 0 || n == 0)

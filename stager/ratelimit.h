@@ -18,6 +18,9 @@ struct ratelimit {
     _Atomic int64_t next_ns;      /* when the bucket is next empty (CLOCK_MONOTONIC) */
     _Atomic uint64_t burst_ms;    /* tokens that may be taken at once, in ms of rate */
     _Atomic uint64_t taken;       /* tokens granted so far (for reports and tests) */
+    /* Also charged to the job's I/O budget toward the PFS (qos_client.h)
+     * as this class, so the PFS sees one limit per job; -1: not. */
+    int qos_class;
 };
 
 /* rate 0 means unlimited. burst_ms is how much idle credit may build up. */
@@ -28,5 +31,8 @@ uint64_t ratelimit_rate(const struct ratelimit *rl);
 /* Takes n tokens, sleeping until they are due. Never fails; a NULL or
  * unlimited bucket returns at once. Returns the nanoseconds slept. */
 int64_t ratelimit_take(struct ratelimit *rl, uint64_t n);
+/* The same, charging the job's budget as class cls instead of the
+ * bucket's own (if the bucket charges it at all). */
+int64_t ratelimit_take_as(struct ratelimit *rl, uint64_t n, int cls);
 
 #endif

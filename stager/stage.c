@@ -11,6 +11,7 @@
 #include <time.h>
 #include "dist.h"
 #include "log.h"
+#include "qos_client.h"
 #include "stage_internal.h"
 
 const char *stage_direction_name(enum stage_direction d)
@@ -162,6 +163,10 @@ int stage_create(const struct stage_options *opt, struct stage_run **out, char *
         run->opt.threads = STAGE_DEFAULT_THREADS;
     ratelimit_init(&run->md, opt->max_mdops, 100);
     ratelimit_init(&run->bw, opt->max_bw, 100);
+    if (qos_client_on() && opt->direction != STAGE_COPY) {
+        run->md.qos_class = QOS_OTHER;
+        run->bw.qos_class = opt->direction == STAGE_IN ? QOS_READ : QOS_WRITE;
+    }
 
     int rc = 0;
     if (opt->direction == STAGE_COPY && opt->type == STAGE_DIRECTORY)

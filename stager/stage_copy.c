@@ -35,10 +35,13 @@ struct piece_task {
 };
 
 /* Is b's side limited in bytes per second (the limiter is always there,
- * unlimited at rate 0)? */
+ * unlimited at rate 0), or charged to the job's I/O budget (ratelimit.h)?
+ * Then data moves in steps of STAGE_BUF_SIZE, each charged before it is
+ * copied: a whole file in one charge would be copied at once whenever the
+ * wait for it ends early (the budget's limits changed). */
 static int bytes_limited(const struct backend *b)
 {
-    return b->bw && ratelimit_rate(b->bw) != 0;
+    return b->bw && (ratelimit_rate(b->bw) != 0 || b->bw->qos_class >= 0);
 }
 
 static int all_zero(const char *p, size_t n)
@@ -92,8 +95,9 @@ static int write_full(struct bfile *dst, const char *buf, size_t n, off_t off)
 static int copy_extent_direct(struct stage_run *run, struct bfile *src, struct bfile *dst,
                               off_t o, off_t hole, const char **what)
 {
+    size_t step = bytes_limited(src->b) ? STAGE_BUF_SIZE : STAGE_DIRECT_SIZE;
     while (o < hole) {
-        size_t want = hole - o < STAGE_DIRECT_SIZE ? (size_t)(hole - o) : STAGE_DIRECT_SIZE;
+        size_t want = hole - o < (off_t)step ? (size_t)(hole - o) : step;
         ratelimit_take(src->b->bw, want);
         ssize_t r = dst->b->ops->pwrite_from(dst, src, o, want, o);
         if (r < 0) {

@@ -118,6 +118,11 @@ leftovers() {
     [ -n "$pids" ] && out="$out servers:$pids"
     pids=$(pgrep -f "^[^ ]*adafs-stage .*$ADAFS_CLUSTER_DIR/" | tr '\n' ' ')
     [ -n "$pids" ] && out="$out stagers:$pids"
+    pids=$(pgrep -f "^[^ ]*adafs-fuse .*$ADAFS_CLUSTER_DIR/" | tr '\n' ' ')
+    [ -n "$pids" ] && out="$out adafs-fuse:$pids"
+    local fuse
+    fuse=$(grep " $ADAFS_CLUSTER_DIR/mnt/" /proc/mounts | cut -d' ' -f2 | tr '\n' ' ')
+    [ -n "$fuse" ] && out="$out fuse-mounts:$fuse"
     local data
     data=$(find "$ADAFS_CLUSTER_DIR/storage" -mindepth 1 \( -name 'job.*' -o -path '*/n*/*' \) 2>/dev/null | head -5)
     [ -n "$data" ] && out="$out data:$data"

@@ -138,6 +138,17 @@ done
 "$cluster" kill-ctld
 sleep 1
 check "kill -9 at the release: slurmctld starts again" -- start_ctld
+# Killed before Slurm saved the launch, slurmctld launches the batch script
+# again; slurmd refuses the duplicate and Slurm requeues the job held
+# (Slurm's own state, with or without a burst buffer): release it again.
+# Its input must still be whole when it runs.
+for _ in $(seq 120); do
+    case $(job_field "$id" Reason) in
+        launch_failed_requeued_held) diag "Slurm requeued job $id held: released"; scontrol release "$id"; break ;;
+    esac
+    case $(job_state "$id") in COMPLETED|FAILED|CANCELLED) break ;; esac
+    sleep 0.5
+done
 ran_whole "$id" "kill -9 at the release"
 
 # 7. Names and paths with any bytes Slurm accepts, saved and read back

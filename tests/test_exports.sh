@@ -47,13 +47,17 @@ else
     skip "no Slurm source (configure --with-slurm-source): plugin list not compared with Slurm's"
 fi
 
-# The shared code is linked as adafs_* (common/linknames.h): both of
-# common/'s libraries (libadafs_session keeps munge and libsodium out of
-# the other).
-for lib in libadafs_common libadafs_session; do
+# The shared code is linked as adafs_* (common/linknames.h): all of
+# common/'s libraries (libadafs_session keeps munge and libsodium out of the
+# others, libadafs_qos is the interposer's QoS data plane, libadafs_qosctl
+# the QoS control messages and settings).
+for lib in libadafs_common libadafs_session libadafs_qos libadafs_qosctl; do
     archive=$build/common/.libs/$lib.a
     if [ -f "$archive" ]; then
-        bare=$(nm --defined-only -g "$archive" | awk 'NF == 3 {print $3}' | grep -v '^adafs_' | sort -u)
+        # (ASan adds an ODR indicator __odr_asan.NAME beside each global
+        # variable NAME: the name it carries is what must be adafs_*.)
+        bare=$(nm --defined-only -g "$archive" | awk 'NF == 3 {print $3}' | sed 's/^__odr_asan\.//' |
+               grep -v '^adafs_' | sort -u)
         [ -n "$bare" ] && diag "add to common/linknames.h:" $bare
         check "every global symbol of common/$lib is adafs_*" -- test -z "$bare"
     else

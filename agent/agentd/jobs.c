@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "fusemount.h"
 #include "instance.h"
 #include "log.h"
 #include "net.h"
@@ -49,6 +50,7 @@ struct job {
     char dir[PATH_MAX];        /* S/<node>/job.<id> */
     char image[PATH_MAX];      /* S/<node>/job.<id>.img, its file system ("": none) */
     char mount[PATH_MAX];      /* "" until CONFIGURE */
+    bool fuse;                 /* access=fuse|both: a kernel mount there (fusemount.h) */
     pid_t server_pid;
     int port;
     struct stage_op stage;
@@ -423,6 +425,21 @@ static void pidfile_path(char *out, size_t len, const struct job *j)
     pathf(out, len, "%s.pid", j->dir);
 }
 
+/* What fusemount needs of a job; the strings live in the caller's bufs. */
+struct fuse_bufs {
+    char record[PATH_MAX], instance[PATH_MAX], log[PATH_MAX];
+};
+static struct fusemount_job fuse_job(const struct job *j, const char *mount, struct fuse_bufs *b)
+{
+    job_file_path(b->record, sizeof(b->record), j->id, "fuse");
+    job_file_path(b->instance, sizeof(b->instance), j->id, "instance");
+    pathf(b->log, sizeof(b->log), "%s/adafs-fuse.job%u.%s.log", cfg->log_dir, j->id, cfg->node);
+    return (struct fusemount_job){ .id = j->id, .node = cfg->node, .mount = mount,
+                                   .record = b->record, .instance = b->instance,
+                                   .fuse_path = cfg->fuse_path, .log_path = b->log,
+                                   .user = j->user, .timeout_ms = cfg->stop_timeout_ms };
+}
+
 /* Waits up to ms for a running stager to end (its watcher says so). */
 static void await_stager_locked(struct job *j, int ms)
 {
@@ -454,6 +471,14 @@ static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
     discard_output(&j->stage);
     pthread_mutex_unlock(&jobs_lock);
     int rc = 0;
+    /* First the kernel mount: it goes at once, busy or hung, before any
+     * data does. Recovery does not know whether there was one: it asks. */
+    if (j->fuse || (j->mount[0] && fusemount_present(j->mount))) {
+        struct fuse_bufs b;
+        struct fusemount_job fj = fuse_job(j, j->mount, &b);
+        fusemount_detach(&fj);
+        j->fuse = false;
+    }
     if (j->server_pid > 0) {
         child_kill(j->server_pid, SIGTERM);
         if (child_wait(j->server_pid, cfg->stop_timeout_ms) == -ETIMEDOUT) {
@@ -476,7 +501,8 @@ static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
         rc = failf(e, AGENT_FAULT_TRANSIENT, -EIO, "job %u: could not wipe %s (status %d)", j->id, j->dir, wiped);
     else if (rmdir(j->dir) < 0 && errno != ENOENT)
         rc = failf(e, AGENT_FAULT_NODE, -errno, "job %u: rmdir %s: %s", j->id, j->dir, strerror(errno));
-    if (j->mount[0]) {
+    /* Another node of this host may still serve its mount there. */
+    if (j->mount[0] && !fusemount_present(j->mount)) {
         /* Real files there came from a process without the interposer. */
         child_run_as(&j->user, wipe_as_user, j->mount, 60000);
         if (rmdir(j->mount) < 0 && errno != ENOENT)
@@ -740,6 +766,10 @@ static int make_mount(struct job *j, const char *mount, struct agent_error *e)
     if (rc < 0)
         return failf(e, AGENT_FAULT_NODE, rc, "job %u: mount prefix %s: %s", j->id, cfg->mount_prefix, why);
     rc = make_user_dir(mount, &j->user);
+    /* Mounted already by another node of this host, root may not look
+     * inside (EACCES): fusemount_attach checks it is the job's. */
+    if (rc < 0 && fusemount_present(mount))
+        rc = 1;
     if (rc < 0)
         return failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot create mount point %s: %s", j->id, mount,
                      rc == -EEXIST ? "exists and is not the job user's" : strerror(-rc));
@@ -763,6 +793,19 @@ int jobs_configure(const struct agent_configure *m, struct agent_error *e)
             rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot write %s: %s", j->id, path, strerror(-rc));
         if (rc == 0)
             rc = make_mount(j, m->mount, e);
+        if (rc == 0 && m->access != AGENT_ACCESS_PRELOAD) {
+            /* Waits for adafs-fuse to answer: the job is taken, others
+             * are served meanwhile. */
+            struct fuse_bufs b;
+            struct fusemount_job fj = fuse_job(j, j->mount, &b);
+            char why[1024];
+            pthread_mutex_unlock(&jobs_lock);
+            rc = fusemount_attach(&fj, why, sizeof(why));
+            pthread_mutex_lock(&jobs_lock);
+            if (rc < 0)
+                rc = failf(e, AGENT_FAULT_TRANSIENT, rc, "job %u: %s", j->id, why);
+            j->fuse = rc == 0;
+        }
         job_give_locked(j);
     }
     pthread_mutex_unlock(&jobs_lock);
@@ -847,7 +890,7 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
     snprintf(threads, sizeof(threads), "%u", m->threads ? m->threads : 4);
     snprintf(mdops, sizeof(mdops), "%llu", (unsigned long long)m->max_mdops);
     snprintf(bw, sizeof(bw), "%llu", (unsigned long long)m->max_bandwidth);
-    char *argv[24];
+    char *argv[28];
     int n = 0;
     argv[n++] = (char *)cfg->stage_path;
     argv[n++] = m->direction == AGENT_STAGE_IN ? "in" : "out";
@@ -857,6 +900,13 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
     argv[n++] = "--threads"; argv[n++] = threads;
     if (m->max_mdops) { argv[n++] = "--max-mdops"; argv[n++] = mdops; }
     if (m->max_bandwidth) { argv[n++] = "--max-bw"; argv[n++] = bw; }
+    /* The job's I/O budget toward the PFS is charged for the copies too. */
+    char qos_job[16];
+    snprintf(qos_job, sizeof(qos_job), "%u", j->id);
+    if (cfg->qos_socket) {
+        argv[n++] = "--qos-socket"; argv[n++] = (char *)cfg->qos_socket;
+        argv[n++] = "--qos-job"; argv[n++] = qos_job;
+    }
     if (m->flags & AGENT_STAGE_FINALIZE)
         argv[n++] = "--finalize";
     else if (m->flags & AGENT_STAGE_VERIFY)
@@ -1071,7 +1121,10 @@ static void recover_dir(const char *storage)
         j.user = (struct user_id){ st.st_uid, st.st_gid };
         struct stat mst;
         pathf(j.mount, sizeof(j.mount), "%s/%u", cfg->mount_prefix, id);
-        if (lstat(j.mount, &mst) < 0 || !S_ISDIR(mst.st_mode) || mst.st_uid != st.st_uid)
+        /* A FUSE mount left there is taken off (teardown_taken); root may
+         * not look inside it. */
+        if (!fusemount_present(j.mount) &&
+            (lstat(j.mount, &mst) < 0 || !S_ISDIR(mst.st_mode) || mst.st_uid != st.st_uid))
             j.mount[0] = '\0';
         char pidfile[PATH_MAX];
         pidfile_path(pidfile, sizeof(pidfile), &j);

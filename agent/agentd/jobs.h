@@ -13,6 +13,8 @@
  *                             everything below it
  *   M/.job.<id>.instance      the instance file and its secret, 0600, the job
  *   M/.job.<id>.secret        user's; the same path on every node
+ *   M/.job.<id>.fuse          root's record of the job's FUSE mount at M/<id>
+ *                             (access=fuse|both), see fusemount.h
  * The per-node level lets several agents share one host (the mini-cluster);
  * on a real cluster each host has one. Everything the agent writes as root
  * is in directories users cannot write; everything inside a job's directory
@@ -32,12 +34,14 @@ struct agent_settings {
     const char *node;            /* this node's name */
     const char *adafsd_path;     /* absolute path of adafsd */
     const char *stage_path;      /* absolute path of adafs-stage */
+    const char *fuse_path;       /* absolute path of adafs-fuse */
     const char *log_dir;         /* where servers' and stagers' logs go */
     char **storage_roots;        /* START may only use these or below */
     size_t nroots;
     const char *mount_prefix;    /* mount points are <prefix>/<name> */
     int start_timeout_ms;        /* a server not ready by then has failed */
     int stop_timeout_ms;         /* a server not gone by then is killed */
+    const char *qos_socket;      /* QoS attach socket (qos.h); NULL: QoS off */
 };
 
 /* Checks the settings: -EINVAL for a node name that is not a plain word,

@@ -3,9 +3,10 @@
  *
  *   adafs-agentd --node NAME --listen HOST:PORT --storage-root DIR
  *                [--mount-prefix DIR] [--socket PATH] [--adafsd PATH] [--stager PATH]
+ *                [--fuse PATH]
  *                [--slurm-user USER] [--munge-socket PATH] [--log FILE]
  *                [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE]
- *                [--request-timeout SECONDS] [--foreground]
+ *                [--request-timeout SECONDS] [--qos-socket PATH] [--foreground]
  *
  * Serves the plugin over TCP in agent sessions (common/agent_session.h:
  * slurmctld's user or root proved by munge, the agent proving it is root,
@@ -42,6 +43,7 @@
 #include "log.h"
 #include "munge_auth.h"
 #include "net.h"
+#include "qos.h"
 #include "rpc_io.h"
 
 /* What a connection may cost the root agent. Before its peer has proved
@@ -109,8 +111,10 @@ static int handle_start(struct rpc_reader *r, struct reply *out)
     int port;
     pid_t pid;
     int rc = jobs_start(&m, &port, &pid, &out->err);
-    if (rc == 0)
+    if (rc == 0) {
+        qos_agent_ensure(m.job_id, m.uid);   /* its I/O budget, before its processes ask */
         agent_started_put(&out->body, &(struct agent_started){ (uint32_t)port, (uint32_t)pid });
+    }
     return rc;
 }
 
@@ -190,6 +194,16 @@ static int handle_release(struct rpc_reader *r, struct reply *out)
     return jobs_release(m.job_id, (int)m.arg, &out->err);
 }
 
+/* adafs-qosd's control cycle: limits in, usage out (qos.h). */
+static int handle_qos(struct rpc_reader *r, struct reply *out)
+{
+    char why[512] = "";
+    int rc = qos_agent_cycle(r, &out->body, why, sizeof(why));
+    if (rc < 0 && why[0])
+        refuse(out, rc, "%s", why);
+    return rc;
+}
+
 typedef int (*handler_fn)(struct rpc_reader *, struct reply *);
 
 static const struct {
@@ -204,6 +218,7 @@ static const struct {
     [AGENT_STATUS] = { handle_status, true, true },
     [AGENT_TEARDOWN] = { handle_teardown, true, true },
     [AGENT_RELEASE] = { handle_release, false, true },
+    [AGENT_QOS] = { handle_qos, true, false },
     [AGENT_WATCH] = { handle_watch, true, false },
 };
 
@@ -588,9 +603,10 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: adafs-agentd --node NAME --listen HOST:PORT --storage-root DIR\n"
             "                    [--mount-prefix DIR] [--socket PATH] [--adafsd PATH] [--stager PATH]\n"
+            "                    [--fuse PATH]\n"
             "                    [--slurm-user USER] [--munge-socket PATH] [--log FILE]\n"
             "                    [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE]\n"
-            "                    [--request-timeout SECONDS] [--foreground]\n");
+            "                    [--request-timeout SECONDS] [--qos-socket PATH] [--foreground]\n");
 }
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -605,14 +621,25 @@ static void die(const char *fmt, ...)
     exit(1);
 }
 
+/* path with its first "%n" replaced by the node's name. */
+static void expand_node(const char *path, char *out, size_t len)
+{
+    const char *pn = strstr(path, "%n");
+    if (pn)
+        snprintf(out, len, "%.*s%s%s", (int)(pn - path), path, settings.node, pn + 2);
+    else
+        snprintf(out, len, "%s", path);
+}
+
 int main(int argc, char **argv)
 {
     const char *listen_addr = NULL, *socket_path = NULL, *slurm_user = "slurm";
-    const char *munge_socket = NULL, *log_path = NULL, *pidfile = NULL;
+    const char *munge_socket = NULL, *log_path = NULL, *pidfile = NULL, *qos_socket = NULL;
     int level = LOG_LEVEL_INFO;
     bool foreground = false;
     settings = (struct agent_settings){
         .adafsd_path = ADAFS_BINDIR "/adafsd", .stage_path = ADAFS_BINDIR "/adafs-stage",
+        .fuse_path = ADAFS_BINDIR "/adafs-fuse",
         .log_dir = "/var/log/adafs", .mount_prefix = "/adafs",
         .start_timeout_ms = 30000, .stop_timeout_ms = 10000,
     };
@@ -621,10 +648,12 @@ int main(int argc, char **argv)
         { "socket", required_argument, NULL, 's' }, { "storage-root", required_argument, NULL, 'S' },
         { "mount-prefix", required_argument, NULL, 'M' },
         { "adafsd", required_argument, NULL, 'a' }, { "stager", required_argument, NULL, 'g' },
+        { "fuse", required_argument, NULL, 'F' },
         { "slurm-user", required_argument, NULL, 'u' }, { "munge-socket", required_argument, NULL, 'm' },
         { "log", required_argument, NULL, 'L' }, { "log-dir", required_argument, NULL, 'D' },
         { "log-level", required_argument, NULL, 'v' }, { "pidfile", required_argument, NULL, 'p' },
         { "request-timeout", required_argument, NULL, 't' },
+        { "qos-socket", required_argument, NULL, 'Q' },
         { "foreground", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -651,6 +680,7 @@ int main(int argc, char **argv)
             break;
         case 'a': settings.adafsd_path = optarg; break;
         case 'g': settings.stage_path = optarg; break;
+        case 'F': settings.fuse_path = optarg; break;
         case 'u': slurm_user = optarg; break;
         case 'm': munge_socket = optarg; break;
         case 'L': log_path = optarg; break;
@@ -668,6 +698,7 @@ int main(int argc, char **argv)
             request_timeout_ms = (int)secs * 1000;
             break;
         }
+        case 'Q': qos_socket = optarg; break;
         case 'f': foreground = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -683,8 +714,9 @@ int main(int argc, char **argv)
     }
     if (geteuid() != 0)
         die("must run as root: it starts servers and stagers as job users");
-    if (settings.adafsd_path[0] != '/' || settings.stage_path[0] != '/')
-        die("--adafsd and --stager must be absolute paths");
+    if (settings.adafsd_path[0] != '/' || settings.stage_path[0] != '/' ||
+        settings.fuse_path[0] != '/')
+        die("--adafsd, --stager and --fuse must be absolute paths");
     struct passwd *pw = getpwnam(slurm_user);
     if (!pw)
         die("--slurm-user %s: no such user", slurm_user);
@@ -708,16 +740,15 @@ int main(int argc, char **argv)
             die("--listen %s: %s", listen_addr, err);
         snprintf(listening, sizeof(listening), "%s:%d", host, port);
     }
-    /* "%n" in the socket path is the node name: the Epilog finds it the
-     * same way from $SLURMD_NODENAME. */
-    char socket_buf[108];
+    /* "%n" in the socket paths is the node name: the Epilog and the
+     * job's processes find them the same way from $SLURMD_NODENAME. */
+    char socket_buf[108], qos_buf[108];
+    if (qos_socket) {
+        expand_node(qos_socket, qos_buf, sizeof(qos_buf));
+        settings.qos_socket = qos_socket = qos_buf;
+    }
     if (socket_path) {
-        const char *pn = strstr(socket_path, "%n");
-        if (pn)
-            snprintf(socket_buf, sizeof(socket_buf), "%.*s%s%s", (int)(pn - socket_path),
-                     socket_path, settings.node, pn + 2);
-        else
-            snprintf(socket_buf, sizeof(socket_buf), "%s", socket_path);
+        expand_node(socket_path, socket_buf, sizeof(socket_buf));
         socket_path = socket_buf;
         char dir[108];
         snprintf(dir, sizeof(dir), "%s", socket_path);
@@ -761,6 +792,10 @@ int main(int argc, char **argv)
         return 1;
     }
     jobs_recover();
+    if (qos_socket && qos_agent_start(qos_socket, err, sizeof(err)) < 0) {
+        log_error("%s", err);
+        return 1;
+    }
     log_info("node %s: agent listening on %s%s%s, storage %s, servers %s, stager %s",
              settings.node, listening, socket_path ? " and " : "", socket_path ? socket_path : "",
              settings.storage_roots[0], settings.adafsd_path, settings.stage_path);
@@ -787,6 +822,7 @@ int main(int argc, char **argv)
     }
     log_info("node %s: stopping: tearing down every instance on this node", settings.node);
     jobs_shutdown();
+    qos_agent_stop();
     if (socket_path)
         unlink(socket_path);
     if (pidfile)

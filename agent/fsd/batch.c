@@ -207,7 +207,7 @@ out:
 }
 
 /* A data key the client claims is fresh must hold nothing on this server:
- * no inline data and no local file (chunks.c's name for it). */
+ * no inline data and no local file (datafile.c's name for it). */
 static int key_is_fresh(struct server *srv, const struct centry *e,
                         const struct create_lookups *l)
 {
@@ -216,7 +216,7 @@ static int key_is_fresh(struct server *srv, const struct centry *e,
     int rc = meta_values_blob(l->blobs, e->blob_at, &data, &len);
     if (rc != -ENOENT)
         return rc < 0 ? rc : -EEXIST;
-    rc = chunks_has_file(srv, e->key);
+    rc = datafile_exists(srv, e->key);
     return rc < 0 ? rc : rc ? -EEXIST : 0;
 }
 

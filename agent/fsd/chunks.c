@@ -6,6 +6,12 @@
  * file per file, not per chunk: creating an inode per 512 KiB was the most
  * expensive part of a large write, and truncate becomes one ftruncate.
  *
+ * The local files stay open across requests (datafile.c), and nothing a
+ * request does costs time in proportion to the file's size or the offset:
+ * a READ looks for holes (SEEK_HOLE, which on tmpfs walks the page cache
+ * from the offset to the next hole) only when the client asks, and a write
+ * only when its quota check needs to know.
+ *
  * The quota counts the blocks the local files occupy. A write that might
  * pass it fails with ENOSPC before anything is written, so nothing already
  * written is lost; what it really allocated is settled afterwards. Writes to
@@ -33,7 +39,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "hash.h"
@@ -51,93 +56,7 @@ int chunks_init(struct server *srv, char *err, size_t errlen)
         snprintf(err, errlen, "cannot create %s: %s", srv->data_dir, strerror(errno));
         return rc;
     }
-    return 0;
-}
-
-static void data_path(const struct server *srv, uint64_t key, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s/%016llx", srv->data_dir, (unsigned long long)key);
-}
-
-/* The data keys this server has made a local file for, as a Bloom filter
- * (one server per process): a key not in it has none, so the many small
- * files kept inline cost no system call looking for one (a lookup of a
- * name that is not there was a tenth of a small-file create). The data
- * directory starts empty and only chunks_write creates files in it. */
-#define MADE_BITS (1u << 23)
-static _Atomic uint64_t made_files[MADE_BITS / 64];
-
-static void made_bits(uint64_t key, uint32_t bit[2])
-{
-    uint64_t h = key * 0x9e3779b97f4a7c15ull;
-    bit[0] = (uint32_t)(h >> 41);
-    bit[1] = (uint32_t)(h >> 9) & (MADE_BITS - 1);
-}
-
-/* Before the file is created, so a key is never without its bits while
- * its file exists. */
-static void made_add(uint64_t key)
-{
-    uint32_t bit[2];
-    made_bits(key, bit);
-    for (int i = 0; i < 2; i++)
-        atomic_fetch_or(&made_files[bit[i] / 64], 1ull << (bit[i] % 64));
-}
-
-static bool may_have_file(uint64_t key)
-{
-    uint32_t bit[2];
-    made_bits(key, bit);
-    for (int i = 0; i < 2; i++)
-        if (!(atomic_load(&made_files[bit[i] / 64]) & (1ull << (bit[i] % 64))))
-            return false;
-    return true;
-}
-
-/* Opens key's local file, or fails with ENOENT without asking the kernel
- * when there cannot be one. */
-static int open_data(const struct server *srv, uint64_t key, int flags, char *path, size_t len)
-{
-    data_path(srv, key, path, len);
-    if (!may_have_file(key)) {
-        errno = ENOENT;
-        return -1;
-    }
-    return open(path, flags | O_CLOEXEC);
-}
-
-/* The data directory, opened once: a lookup of one name in it is much
- * cheaper than of the whole path. */
-static int data_dir_fd(struct server *srv)
-{
-    static _Atomic int fd = -1;
-    int have = atomic_load(&fd);
-    if (have >= 0)
-        return have;
-    int mine = open(srv->data_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (mine < 0) {
-        log_error("cannot open %s: %s", srv->data_dir, strerror(errno));
-        return -errno;
-    }
-    if (!atomic_compare_exchange_strong(&fd, &have, mine)) {
-        close(mine);
-        return have;
-    }
-    return mine;
-}
-
-int chunks_has_file(struct server *srv, uint64_t key)
-{
-    if (!may_have_file(key))
-        return 0;
-    int dir = data_dir_fd(srv);
-    if (dir < 0)
-        return dir;
-    char name[20];
-    snprintf(name, sizeof(name), "%016llx", (unsigned long long)key);
-    if (faccessat(dir, name, F_OK, 0) == 0)
-        return 1;
-    return errno == ENOENT ? 0 : -errno;
+    return datafile_init(srv, err, errlen);
 }
 
 static pthread_mutex_t *data_lock(struct server *srv, uint64_t key)
@@ -145,27 +64,15 @@ static pthread_mutex_t *data_lock(struct server *srv, uint64_t key)
     return &srv->chunk_locks[(key * 0x9E3779B97F4A7C15ull >> 32) % SERVER_STRIPES];
 }
 
-static uint64_t allocated(int fd)
+static uint64_t allocated(const struct stat *st)
 {
-    struct stat st;
-    return fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+    return (uint64_t)st->st_blocks * 512;
 }
 
-/* Is [pos, pos + len) of fd all data, no hole (one look at the extents)?
- * False when the file system cannot tell. */
-static bool all_data(int fd, uint64_t pos, size_t len)
+/* [pos, pos + len) rounded out to blocks: the most writing it can
+ * allocate. */
+static uint64_t worst_case(uint64_t pos, size_t len)
 {
-    off_t hole = lseek(fd, (off_t)pos, SEEK_HOLE);
-    return hole >= 0 && (uint64_t)hole >= pos + len;
-}
-
-/* At most how many new bytes writing [pos, pos + len) can allocate: none
- * if the range is data already (an overwrite), else all of it rounded out
- * to blocks. */
-static uint64_t may_allocate(int fd, uint64_t pos, size_t len)
-{
-    if (all_data(fd, pos, len))
-        return 0;
     return ((pos + len + 4095) & ~4095ull) - (pos & ~4095ull);
 }
 
@@ -336,9 +243,39 @@ static int inline_move_out(struct server *srv, uint64_t key, int fd, const char 
         return rc;
     /* The blocks replace the inline bytes in the count (a little over the
      * quota at worst, as when a write's allocation is settled). */
-    atomic_fetch_add(&srv->used, allocated(fd));
+    struct stat st;
+    if (fstat(fd, &st) == 0)
+        atomic_fetch_add(&srv->used, allocated(&st));
     quota_give(srv, (uint64_t)len);
     return 0;
+}
+
+/* For log lines: the local file of key. */
+static void data_path(const struct server *srv, uint64_t key, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%016llx", srv->data_dir, (unsigned long long)key);
+}
+
+/* Takes from the quota what writing [pos, pos + len) of f (as st saw it)
+ * may allocate; *took says how much. Nothing for a range that is data
+ * already (an overwrite); else all of it, rounded out to blocks. Where
+ * that does not fit, a sparse file's range is looked at more closely (a
+ * hole search, which costs time in proportion to the data it passes:
+ * only where the answer matters). */
+static int quota_for_write(struct server *srv, struct datafile *f, const struct stat *st,
+                           uint64_t pos, size_t len, uint64_t *took)
+{
+    *took = 0;
+    uint64_t worst = worst_case(pos, len);
+    bool dense = allocated(st) >= ((uint64_t)st->st_size + 4095) / 4096 * 4096;
+    if (dense && pos + len <= (uint64_t)st->st_size)
+        return 0;
+    int rc = quota_take(srv, worst);
+    if (rc == -ENOSPC && datafile_all_data(f, st, pos, len))
+        return 0;
+    if (rc == 0)
+        *took = worst;
+    return rc;
 }
 
 int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offset,
@@ -353,37 +290,41 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
         return -EINVAL;
     }
     char path[4300];
+    data_path(srv, key, path, sizeof(path));
     uint64_t pos = index * srv->chunk_size + offset;
     pthread_mutex_t *lock = data_lock(srv, key);
     pthread_mutex_lock(lock);
     int rc = 0;
-    int fd = open_data(srv, key, O_WRONLY, path, sizeof(path));
-    if (fd < 0 && errno == ENOENT) {
+    struct datafile *f = datafile_get(srv, key, 0);
+    if (!f && errno == ENOENT) {
         if (index == 0 && !rest && pos + len <= srv->inline_max) {
             rc = inline_write(srv, key, pos, data, have);
             pthread_mutex_unlock(lock);
             return rc;
         }
-        made_add(key);
-        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        f = datafile_get(srv, key, 1);
         /* Only chunk 0's server can hold inline bytes of the key. */
-        if (fd >= 0 && hash_place_chunk(key, 0, srv->nservers) == srv->index &&
-            (rc = inline_move_out(srv, key, fd, path)) < 0) {
-            close(fd);
-            unlink(path);
+        if (f && hash_place_chunk(key, 0, srv->nservers) == srv->index &&
+            (rc = inline_move_out(srv, key, datafile_fd(f), path)) < 0) {
+            datafile_remove(srv, key);
+            datafile_put(f);
             pthread_mutex_unlock(lock);
             return rc;
         }
     }
-    if (fd < 0) {
+    struct stat st;
+    if (!f || fstat(datafile_fd(f), &st) < 0) {
         rc = -errno;
         log_error("cannot open %s: %s", path, strerror(errno));
+        if (f)
+            datafile_put(f);
         pthread_mutex_unlock(lock);
         return rc;
     }
-    uint64_t before = allocated(fd), worst = may_allocate(fd, pos, len);
-    rc = quota_take(srv, worst);
-    int took = rc == 0;
+    int fd = datafile_fd(f);
+    uint64_t before = allocated(&st), took;
+    rc = quota_for_write(srv, f, &st, pos, len, &took);
+    int charged = rc == 0;
     size_t done = 0;
     while (rc == 0 && done < have) {
         ssize_t n = pwrite(fd, (const char *)data + done, have - done, (off_t)(pos + done));
@@ -399,16 +340,16 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
     off_t at = (off_t)(pos + done);
     if (rc == 0 && rest && rest->left > 0)
         rc = splice_in(fd, &at, rest, path);
-    if (took) {
+    if (charged) {
         /* Settle: keep what was really allocated, give back the rest. */
-        uint64_t after = allocated(fd);
+        uint64_t after = fstat(fd, &st) == 0 ? allocated(&st) : before + took;
         uint64_t grown = after > before ? after - before : 0;
-        if (grown > worst)
-            atomic_fetch_add(&srv->used, grown - worst);
+        if (grown > took)
+            atomic_fetch_add(&srv->used, grown - took);
         else
-            quota_give(srv, worst - grown);
+            quota_give(srv, took - grown);
     }
-    close(fd);
+    datafile_put(f);
     pthread_mutex_unlock(lock);
     return rc;
 }
@@ -417,8 +358,6 @@ void chunks_truncate(struct server *srv, uint64_t key, uint64_t new_size, uint64
 {
     if (old_size <= new_size)
         return;
-    char path[4300];
-    data_path(srv, key, path, sizeof(path));
     pthread_mutex_t *lock = data_lock(srv, key);
     pthread_mutex_lock(lock);
     if (new_size < srv->inline_max) {
@@ -431,21 +370,27 @@ void chunks_truncate(struct server *srv, uint64_t key, uint64_t new_size, uint64
                 quota_give(srv, (uint64_t)had - new_size);
         }
     }
+    struct datafile *f = datafile_get(srv, key, 0);
     struct stat st;
-    if (may_have_file(key) && stat(path, &st) == 0) {
-        uint64_t had = (uint64_t)st.st_blocks * 512;
+    if (f && fstat(datafile_fd(f), &st) == 0) {
+        uint64_t had = allocated(&st);
         if (new_size == 0) {
-            if (unlink(path) == 0)
+            if (datafile_remove(srv, key) == 0)
                 quota_give(srv, had);
-            else
-                log_error("cannot remove %s: %s", path, strerror(errno));
         } else if ((uint64_t)st.st_size > new_size) {
-            if (truncate(path, (off_t)new_size) == 0 && stat(path, &st) == 0)
-                quota_give(srv, had - (uint64_t)st.st_blocks * 512);
-            else
+            int fd = datafile_fd(f);
+            datafile_truncated(f);
+            if (ftruncate(fd, (off_t)new_size) == 0 && fstat(fd, &st) == 0) {
+                quota_give(srv, had - allocated(&st));
+            } else {
+                char path[4300];
+                data_path(srv, key, path, sizeof(path));
                 log_error("cannot truncate %s: %s", path, strerror(errno));
+            }
         }
     }
+    if (f)
+        datafile_put(f);
     pthread_mutex_unlock(lock);
 }
 
@@ -481,7 +426,7 @@ static int read_inline(struct server *srv, uint64_t key, uint64_t offset, size_t
 int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     uint64_t key = rpc_get_u64(req), index = rpc_get_u64(req);
-    uint32_t offset = rpc_get_u32(req), len = rpc_get_u32(req);
+    uint32_t offset = rpc_get_u32(req), len = rpc_get_u32(req), asked = rpc_get_u32(req);
     if (!rpc_reader_done(req))
         return -EBADMSG;
     if ((uint64_t)offset + len > srv->chunk_size)
@@ -494,26 +439,26 @@ int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
             return n < 0 ? n : 0;
         rep->out.len = flags_at;
     }
-    char path[4300];
-    int fd = open_data(srv, key, O_RDONLY, path, sizeof(path));
-    if (fd < 0 && errno == ENOENT) {
+    struct datafile *f = datafile_get(srv, key, 0);
+    if (!f && errno == ENOENT) {
         rpc_put_u32(&rep->out, 0);               /* nothing here: the client zero-fills */
         return 0;
     }
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0) {
+    if (!f || fstat(datafile_fd(f), &st) < 0) {
         int rc = -errno;
-        if (fd >= 0)
-            close(fd);
+        if (f)
+            datafile_put(f);
         return rc;
     }
     uint64_t pos = index * srv->chunk_size + offset;
     uint64_t avail = (uint64_t)st.st_size > pos ? (uint64_t)st.st_size - pos : 0;
-    rep->file_fd = fd;
+    rep->file = f;
     rep->file_off = pos;
     rep->file_len = avail < len ? (size_t)avail : len;
-    /* One look at the extents spares a copier from scanning for zeros. */
-    bool holes = rep->file_len && !all_data(fd, pos, rep->file_len);
+    /* Only a copier that keeps holes asks: it then need not scan for zeros. */
+    bool holes = (asked & FS_READ_HOLES) && rep->file_len &&
+                 !datafile_all_data(f, &st, pos, rep->file_len);
     rpc_put_u32(&rep->out, holes ? FS_READ_HOLES : 0);
     return 0;
 }
@@ -528,31 +473,33 @@ int chunks_read_into(struct server *srv, uint64_t key, uint64_t index, size_t le
         if (n != -ENOENT)
             return n;
     }
-    char path[4300];
-    int fd = open_data(srv, key, O_RDONLY, path, sizeof(path));
-    if (fd < 0)
+    struct datafile *f = datafile_get(srv, key, 0);
+    if (!f)
         return errno == ENOENT ? 0 : -errno;
     size_t at = out->len;
     uint8_t *dst = rpc_put_raw(out, NULL, len);
     if (!dst) {
-        close(fd);
+        datafile_put(f);
         return -ENOMEM;
     }
     size_t done = 0;
     int rc = 0;
     while (done < len) {
-        ssize_t n = pread(fd, dst + done, len - done, (off_t)(index * srv->chunk_size + done));
+        ssize_t n = pread(datafile_fd(f), dst + done, len - done,
+                          (off_t)(index * srv->chunk_size + done));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
             rc = -errno;
+            char path[4300];
+            data_path(srv, key, path, sizeof(path));
             log_error("cannot read %s: %s", path, strerror(errno));
         }
         if (n <= 0)
             break;
         done += (size_t)n;
     }
-    close(fd);
+    datafile_put(f);
     out->len = at + done;   /* what the file held; the client zero-fills the rest */
     return rc < 0 ? rc : (int)done;
 }

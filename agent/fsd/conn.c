@@ -195,7 +195,7 @@ static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem
     if (!rpc_put_raw(&c->out, NULL, RPC_HEADER_SIZE))
         return -ENOMEM;
     struct rpc_header ans = { .opcode = req->opcode, .id = req->id };
-    struct reply rep = { .file_fd = -1, .rest = rest };
+    struct reply rep = { .rest = rest };
     struct rpc_reader r;
     rpc_reader_init(&r, c->in + c->start + RPC_HEADER_SIZE, in_mem);
     uint16_t op = req->opcode & ~FS_BULK_FD;
@@ -218,17 +218,17 @@ static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem
                  c->peer, strerror(-ans.status));
     if (ans.status < 0) {
         c->out.len = hdr_at + RPC_HEADER_SIZE;   /* no payload with an error */
-        if (rep.file_fd >= 0)
-            close(rep.file_fd);
-        rep.file_fd = -1;
+        if (rep.file)
+            datafile_put(rep.file);
+        rep.file = NULL;
     }
     size_t payload = c->out.len - hdr_at - RPC_HEADER_SIZE;
-    ans.length = (uint32_t)(payload + (rep.file_fd >= 0 ? rep.file_len : 0));
+    ans.length = (uint32_t)(payload + (rep.file ? rep.file_len : 0));
     rpc_header_encode(&ans, c->out.data + hdr_at);
     int rc = 0;
-    if (rep.file_fd >= 0) {
-        rc = send_file(c, rep.file_fd, rep.file_off, rep.file_len);
-        close(rep.file_fd);
+    if (rep.file) {
+        rc = send_file(c, datafile_fd(rep.file), rep.file_off, rep.file_len);
+        datafile_put(rep.file);
     }
     return rc;
 }

@@ -132,7 +132,7 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
     return 0;
 }
 
-int chunks_has_file(struct server *srv, uint64_t key)
+int datafile_exists(struct server *srv, uint64_t key)
 {
     return 0;
 }
@@ -183,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int op = data[0] % 3, create = op == 1;
     struct rpc_reader req;
     rpc_reader_init(&req, data + 1, size - 1);
-    struct reply rep = { .file_fd = -1 };
+    struct reply rep = { .file = NULL };
     rpc_writer_init(&rep.out, NULL, 0);
     int rc = op == 0 ? op_read_batch(&srv, &req, &rep)
            : op == 1 ? op_create_batch(&srv, &req, &rep)

@@ -78,7 +78,7 @@ static void write_seeds(const char *dir)
             rpc_put_bytes(&w, "hello", 5); break;
         case FS_READ:
             rpc_put_u64(&w, 42); rpc_put_u64(&w, 1); rpc_put_u32(&w, 0); rpc_put_u32(&w, 100);
-            break;
+            rpc_put_u32(&w, FS_READ_HOLES); break;
         case FS_TRUNC_DATA: rpc_put_u64(&w, 42); rpc_put_u64(&w, 3); rpc_put_u64(&w, 70000); break;
         case FS_CREATE_WRITE:
             rpc_put_str(&w, "/d/h"); rpc_put_u32(&w, 0100644); rpc_put_u32(&w, FS_CREATE_MTIME);
@@ -148,13 +148,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     srv.nservers = data[1] & 0x80 ? 1 : 2;
     struct rpc_reader req;
     rpc_reader_init(&req, data + 2, size - 2);
-    struct reply rep = { .file_fd = -1 };
+    struct reply rep = { .file = NULL };
     rpc_writer_init(&rep.out, NULL, 0);
     int rc = dispatch(&srv, op, &req, &rep);
     if (rc > 0 || rc < -4095)
         abort();
-    if (rep.file_fd >= 0)
-        close(rep.file_fd);
+    if (rep.file)
+        datafile_put(rep.file);
     rpc_writer_free(&rep.out);
     return 0;
 }

@@ -399,6 +399,7 @@ int main(int argc, char **argv)
     char dead[4200];
     snprintf(dead, sizeof(dead), "%s.wipe.%d", root, (int)getpid());
     const char *victim = rename(root, dead) == 0 ? dead : root;
+    datafile_stop();   /* the data files kept open go with the root */
     struct stat st;
     for (int i = 0; i < 3 && lstat(victim, &st) == 0; i++)
         wipe(victim);

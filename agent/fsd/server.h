@@ -6,6 +6,7 @@
  *   dispatch.c the single table every request passes through
  *   meta.c     metadata records in RocksDB, keyed by path
  *   chunks.c   file data in chunk files
+ *   datafile.c those files, kept open across requests
  *   batch.c    many small files created or read in one request
  *   quota.c    the per-node byte quota
  */
@@ -62,13 +63,14 @@ struct stream {
 };
 #define STREAM_PIPE_SIZE (1u << 20)
 
-/* What a handler sends back: a payload, and optionally bytes of a file sent
- * after it with sendfile (the data of a READ). rest: the part of the
- * request not in the reader (NULL: all of it is); the connection drops
- * whatever the handler leaves of it. */
+/* What a handler sends back: a payload, and optionally bytes of a local
+ * data file sent after it with sendfile (the data of a READ). rest: the
+ * part of the request not in the reader (NULL: all of it is); the
+ * connection drops whatever the handler leaves of it. */
+struct datafile;
 struct reply {
     struct rpc_writer out;
-    int file_fd;                     /* -1: none; closed after sending */
+    struct datafile *file;           /* NULL: none; datafile_put after sending */
     uint64_t file_off;
     size_t file_len;
     struct stream *rest;
@@ -161,8 +163,22 @@ int chunks_write(struct server *srv, uint64_t key, uint64_t index, uint64_t offs
  * to out (less if the chunk is shorter); returns how many, or -errno. */
 int chunks_read_into(struct server *srv, uint64_t key, uint64_t index, size_t len,
                      struct rpc_writer *out);
-/* 1 if this server holds a local file of key's data, 0 if not, or -errno. */
-int chunks_has_file(struct server *srv, uint64_t key);
+/* datafile.c: the local file of a data key, open (see there). get: with a
+ * reference, or NULL with errno (ENOENT: there is none); create (under the
+ * key's chunk lock, when there is none): made. remove (under that lock):
+ * unlinks it, 0 or -errno. exists: 1, 0, or -errno. all_data: is [pos,
+ * pos + len) of f, which st describes, all data (no hole)? truncated: f was
+ * shrunk (holes may come back). stop: the root goes away: close them all. */
+struct stat;
+int datafile_init(struct server *srv, char *err, size_t errlen);
+struct datafile *datafile_get(struct server *srv, uint64_t key, int create);
+int datafile_fd(const struct datafile *f);
+void datafile_put(struct datafile *f);
+int datafile_remove(struct server *srv, uint64_t key);
+int datafile_exists(struct server *srv, uint64_t key);
+_Bool datafile_all_data(struct datafile *f, const struct stat *st, uint64_t pos, size_t len);
+void datafile_truncated(struct datafile *f);
+void datafile_stop(void);
 /* quota.c: take is all or nothing (-ENOSPC leaves the quota untouched, as
  * when the file system under root has no room for bytes above the
  * headroom), give saturates at zero. quota_room: 0 while metadata may

@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -446,6 +447,61 @@ static int conn_read_to_fd(adafs *fs, struct server_conn *sc, struct call *c, si
     return 0;
 }
 
+/* The last answer due on its connection, bound for the caller's memory,
+ * with nothing of it read yet: header, flags and payload come with one
+ * recvmsg when they have all arrived (nothing can follow them on the
+ * connection, so where the payload goes is known before the header is
+ * read). Most reads are one such answer. Returns 1, or -EIO. */
+static int recv_last_into_dest(adafs *fs, struct server_conn *sc, struct call *c, size_t head)
+{
+    int64_t deadline = net_now_ms() + fs->inst.timeout_ms;
+    uint8_t front[RPC_HEADER_SIZE + 4];
+    size_t flen = RPC_HEADER_SIZE + head, got = 0;
+    struct iovec iov[2] = { { front, flen }, { c->dest, c->dest_cap } };
+    struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+    while (got < RPC_HEADER_SIZE) {
+        ssize_t n = recvmsg(sc->fd, &msg, 0);
+        if (n == 0 || (n < 0 && retry(deadline) < 0))
+            return -EIO;
+        if (n < 0)
+            continue;
+        got += (size_t)n;
+        for (size_t left = (size_t)n; left > 0 && msg.msg_iovlen > 0;) {
+            size_t take = left < msg.msg_iov->iov_len ? left : msg.msg_iov->iov_len;
+            msg.msg_iov->iov_base = (uint8_t *)msg.msg_iov->iov_base + take;
+            msg.msg_iov->iov_len -= take;
+            left -= take;
+            if (msg.msg_iov->iov_len == 0) {
+                msg.msg_iov++;
+                msg.msg_iovlen--;
+            }
+        }
+    }
+    struct rpc_header h;
+    if (rpc_header_decode(front, &h) < 0 || h.opcode != c->op)
+        return -EIO;
+    size_t len = h.length;
+    if (head && h.status == 0) {
+        if (len < head)
+            return -EIO;
+        if (got < flen && net_read_full(sc->fd, front + got, flen - got, deadline) < 0)
+            return -EIO;
+        struct rpc_reader r;
+        rpc_reader_init(&r, front + RPC_HEADER_SIZE, head);
+        c->flags = rpc_get_u32(&r);
+        len -= head;
+    } else if (head && got > RPC_HEADER_SIZE) {
+        return -EIO;   /* an error has no flags, nor a payload */
+    }
+    size_t have = got > flen ? got - flen : 0;
+    if (len > c->dest_cap || have > len ||
+        (have < len && net_read_full(sc->fd, (uint8_t *)c->dest + have, len - have, deadline) < 0))
+        return -EIO;
+    c->resp_len = len;
+    c->status = h.status > 0 ? -EIO : h.status;
+    return 1;
+}
+
 static int recv_call(adafs *fs, struct call *c)
 {
     struct server_conn *sc = &fs->conns[c->server];
@@ -453,6 +509,8 @@ static int recv_call(adafs *fs, struct call *c)
     int bulk = (c->dest || c->dest_fd >= 0) && c->dest_cap >= sc->cap / 2;
     uint8_t flags[4];
     size_t head = c->dest_flags ? sizeof(flags) : 0;
+    if (bulk && c->dest && c->last && sc->start == sc->end)
+        return recv_last_into_dest(fs, sc, c, head);
     int rc = conn_read(fs, sc, hdr, sizeof(hdr), bulk ? head : CONN_AHEAD);
     struct rpc_header h;
     if (rc < 0 || rpc_header_decode(hdr, &h) < 0 || h.opcode != c->op)
@@ -529,6 +587,13 @@ void fs_call(adafs *fs, struct call *calls, int n)
             continue;
         }
         c->status = 1;   /* sent: an answer is due */
+    }
+    /* The last answer due on each connection (state 3 -> 4 on the way). */
+    for (int i = n - 1; i >= 0; i--) {
+        int *st = &state[calls[i].server];
+        calls[i].last = calls[i].status == 1 && *st == 3;
+        if (calls[i].last)
+            *st = 4;
     }
     for (int i = 0; i < n; i++) {
         struct call *c = &calls[i];

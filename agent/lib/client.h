@@ -45,6 +45,11 @@ struct open_file {
     int orphan;              /* unlinked while open: data kept until last close */
     uint64_t orphan_size;
     struct fs_record orphan_rec;
+    /* The size as this descriptor last learned it (open, its own writes
+     * and truncates, fstat, the reads that asked): a read below it goes
+     * without the size (files.c). */
+    uint64_t known_size;
+    int ask_size;            /* the last read came back short: ask with the next */
 };
 
 struct adafs {
@@ -83,6 +88,7 @@ struct call {
     uint32_t flags;              /* of flags (READ's), read into here, not into dest */
     int status;                  /* 0 or -errno (-EIO: server unreachable) */
     int pass_fd;                 /* sent with FS_BULK_FD: this descriptor goes along */
+    int last;                    /* fs_call: the last answer due on its connection */
     uint8_t *resp;               /* answer payload (not with dest) */
     size_t resp_len;
     uint8_t resp_inline[128];

@@ -54,8 +54,10 @@ static int stat_read_record(adafs *fs, const char *p, struct fs_record *rec,
     return rc;
 }
 
-/* A descriptor for the file of key at the normalized path p. */
-static int open_as(adafs *fs, const char *p, uint64_t key, mode_t mode, int flags)
+/* A descriptor for the file of key at the normalized path p, of size
+ * bytes when it was looked up. */
+static int open_as(adafs *fs, const char *p, uint64_t key, mode_t mode, int flags,
+                   uint64_t size)
 {
     struct open_file *of = calloc(1, sizeof(*of));
     if (!of || !(of->path = strdup(p))) {
@@ -65,6 +67,7 @@ static int open_as(adafs *fs, const char *p, uint64_t key, mode_t mode, int flag
     pthread_mutex_init(&of->lock, NULL);
     of->key = key;
     of->mode = mode;
+    of->known_size = size;
     of->flags = flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
     int fd = fd_alloc(fs, of);
     if (fd < 0) {
@@ -133,7 +136,7 @@ static int open_record(adafs *fs, const char *path, int flags, mode_t mode,
         return -EISDIR;
     if ((flags & O_DIRECTORY) && !S_ISDIR(rec.mode))
         return -ENOTDIR;
-    int fd = open_as(fs, p, rec.key, rec.mode, flags);
+    int fd = open_as(fs, p, rec.key, rec.mode, flags, rec.size);
     if (fd >= 0 && rec_out)
         *rec_out = rec;
     return fd;
@@ -152,7 +155,7 @@ int adafs_open_known(adafs *fs, const char *path, const struct stat *st)
         return rc;
     if (st->st_dev != FS_DEV || !S_ISREG(st->st_mode))
         return -EINVAL;
-    return open_as(fs, p, (uint64_t)st->st_ino, st->st_mode, O_RDONLY);
+    return open_as(fs, p, (uint64_t)st->st_ino, st->st_mode, O_RDONLY, (uint64_t)st->st_size);
 }
 
 int adafs_open_stat(adafs *fs, const char *path, int flags, mode_t mode, struct stat *st)
@@ -243,6 +246,39 @@ static int zero_fill_fd(int fd, uint64_t off, size_t len)
     return 0;
 }
 
+/* The size of an open file from a STAT answer (frees the call): its
+ * record must still be the descriptor's, else another process replaced
+ * the file (ESTALE) or removed it (ENOENT, adafs.h). */
+static int stat_size(struct call *c, const struct open_file *of, uint64_t *size)
+{
+    struct fs_record rec;
+    struct rpc_reader r;
+    call_reader(c, &r);
+    fs_record_get(&r, &rec);
+    int rc = c->status < 0 ? c->status : !rpc_reader_ok(&r) ? -EIO : 0;
+    call_free(c);
+    if (rc == 0 && rec.key != of->key)
+        rc = -ESTALE;
+    *size = rec.size;
+    return rc;
+}
+
+static void stat_call(struct call *c, adafs *fs, const struct open_file *of)
+{
+    call_init(c, meta_server(fs, of->path), FS_STAT);
+    rpc_put_str(&c->req, of->path);
+}
+
+/* A read is one READ per chunk piece. The size of the file is asked in
+ * the same batch only when the read may end at it: past the size this
+ * descriptor knows, or after a read that came back short (a sparse
+ * file's holes: the size tells zeros from the end of the file). If every
+ * piece comes back whole, the file holds all of the range, whatever its
+ * size is now (truncate drops the data beyond the new size before it
+ * returns); if one comes back short without the size, a second round trip
+ * asks for it. So reading a file this process knows is one request per
+ * piece, and another process's appends (past the known size) and
+ * truncates (short pieces) are seen by the next read, as before. */
 static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst, size_t count,
                         uint64_t off)
 {
@@ -262,13 +298,9 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
             free(pc);
         return -ENOMEM;
     }
-    /* The size comes in the same batch as the data: one round trip. */
-    int c0 = 0;
-    if (!of->orphan) {
-        call_init(&calls[0], meta_server(fs, of->path), FS_STAT);
-        rpc_put_str(&calls[0].req, of->path);
-        c0 = 1;
-    }
+    int c0 = !of->orphan && (of->ask_size || off + count > of->known_size);
+    if (c0)
+        stat_call(&calls[0], fs, of);
     for (size_t i = 0; i < n; i++) {
         struct call *c = &calls[c0 + i];
         call_init(c, chunk_server(fs, of->key, pc[i].index), FS_READ);
@@ -276,6 +308,7 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
         rpc_put_u64(&c->req, pc[i].index);
         rpc_put_u32(&c->req, pc[i].chunk_off);
         rpc_put_u32(&c->req, (uint32_t)pc[i].len);
+        rpc_put_u32(&c->req, dst->zeros ? FS_READ_HOLES : 0);
         c->dest_flags = 1;
         if (dst->buf) {
             c->dest = dst->buf + pc[i].buf_off;
@@ -286,19 +319,24 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
         c->dest_cap = pc[i].len;
     }
     fs_call(fs, calls, (int)n + c0);
-    uint64_t size = of->orphan_size;
+    int whole = 1;
+    for (size_t i = 0; i < n && whole; i++) {
+        const struct call *c = &calls[c0 + i];
+        whole = c->status == 0 && c->dest_err == 0 && c->resp_len == pc[i].len;
+    }
+    uint64_t size = of->orphan ? of->orphan_size : off + count;
     ssize_t rc = 0;
     if (c0) {
-        struct fs_record rec;
-        struct rpc_reader r;
-        call_reader(&calls[0], &r);
-        fs_record_get(&r, &rec);
-        rc = calls[0].status < 0 ? calls[0].status : !rpc_reader_ok(&r) ? -EIO : 0;
-        /* Another process replaced the file under this name. */
-        if (rc == 0 && rec.key != of->key)
-            rc = -ESTALE;
-        size = rec.size;
-        call_free(&calls[0]);
+        rc = stat_size(&calls[0], of, &size);
+    } else if (!whole && !of->orphan) {
+        struct call st;
+        stat_call(&st, fs, of);
+        fs_call1(fs, &st);
+        rc = stat_size(&st, of, &size);
+    }
+    if (rc == 0 && !of->orphan) {
+        of->known_size = c0 || !whole ? size : size > of->known_size ? size : of->known_size;
+        of->ask_size = !whole;
     }
     uint64_t end = off + count < size ? off + count : size;
     size_t want = rc == 0 && end > off ? (size_t)(end - off) : 0;
@@ -432,6 +470,10 @@ static ssize_t do_pwrite(adafs *fs, struct open_file *of, const struct span *src
         return rc;
     if (of->orphan && off + done > of->orphan_size)
         of->orphan_size = off + done;
+    if (with_size && size_rc == 0 && rc == 0)
+        of->known_size = after;
+    else if (off + done > of->known_size)
+        of->known_size = off + done;
     if (size_rc < 0)
         return size_rc == -ENOENT ? -ESTALE : size_rc;
     return (ssize_t)done;
@@ -625,6 +667,8 @@ static int file_size(adafs *fs, struct open_file *of, uint64_t *size)
     struct fs_record rec;
     int rc = stat_record(fs, of->path, &rec);
     *size = rec.size;
+    if (rc == 0 && rec.key == of->key)
+        of->known_size = rec.size;
     return rc;
 }
 
@@ -674,6 +718,8 @@ int adafs_fstat(adafs *fs, int fd, struct stat *st)
         rec.size = of->orphan_size;
     } else {
         rc = stat_record(fs, of->path, &rec);
+        if (rc == 0 && rec.key == of->key)
+            of->known_size = rec.size;
     }
     if (rc == 0)
         record_to_stat(fs, &rec, st);
@@ -694,6 +740,8 @@ int adafs_ftruncate(adafs *fs, int fd, off_t length)
         of->orphan_size = (uint64_t)length;
     } else {
         rc = adafs_truncate(fs, of->path, length);
+        if (rc == 0)
+            of->known_size = (uint64_t)length;
     }
     fd_put(fs, of);
     return rc;

@@ -85,16 +85,20 @@ int adafs_connect(adafs **out, const char *instance_file, char *err, size_t errl
     }
     pthread_mutex_init(&fs->table_lock, NULL);
     pthread_mutex_init(&fs->error_lock, NULL);
+    /* Set but empty is the default, as for any variable a shell or a
+     * job script may leave empty. */
     const char *transport = getenv(ADAFS_ENV_TRANSPORT);
-    if (transport && strcmp(transport, "tcp") != 0) {
-        snprintf(err, errlen, "$%s is '%s': the only choice is 'tcp'", ADAFS_ENV_TRANSPORT,
-                 transport);
+    if (transport && *transport && strcmp(transport, "tcp") != 0) {
+        snprintf(err, errlen,
+                 "$%s is '%s': set it to 'tcp', or leave it empty or unset for the default "
+                 "(a server's Unix socket on this node, TCP to the others)",
+                 ADAFS_ENV_TRANSPORT, transport);
         free(fs->conns);
         instance_free(&fs->inst);
         free(fs);
         return -EINVAL;
     }
-    fs->local_sockets = !transport;
+    fs->local_sockets = !transport || !*transport;
     fs->uid = getuid();
     fs->gid = getgid();
     if (getrandom(&fs->key_seed, sizeof(fs->key_seed), 0) != sizeof(fs->key_seed))

@@ -1,5 +1,19 @@
-/* exec: keeps adafs visible across exec.
+/* exec: runs programs stored in adafs, and keeps adafs visible across
+ * exec.
  *
+ * - A program in adafs is run from its contents: the kernel cannot open
+ *   it, so its bytes are copied into a sealed memfd, which is executed
+ *   (execveat(AT_EMPTY_PATH); posix_spawn of /proc/self/fd/N). The
+ *   execute-permission check is kept (no x bit, a directory: EACCES), a
+ *   `#!` script is read here and its interpreter (in adafs or not) run as
+ *   the kernel would, with the script's path as given, and argv[0] is
+ *   passed unchanged. The new program's interposer answers readlink and
+ *   realpath of /proc/self/exe with the adafs path and names the process
+ *   after it (the kernel would show the memfd). When the kernel itself
+ *   has the file system mounted (access=both: a FUSE mount at the mount
+ *   point), exec goes through the kernel instead, with nothing emulated.
+ *   execvp/execvpe/execlp and posix_spawnp search PATH themselves when a
+ *   directory of it lies in adafs (glibc's search calls the kernel).
  * - The new program's environment always carries $ADAFS_MOUNT,
  *   $ADAFS_INSTANCE and $LD_PRELOAD as this process started with them, so
  *   a program that builds a fresh environment for its child does not lose
@@ -12,25 +26,39 @@
  *   same numbers by the new program's interposer before main(), so that a
  *   shell's `cmd > /mount/file` works. After the exec the two processes no
  *   longer share the offset (doc/preload.md).
+ * - Shared mappings of adafs files are written back before an exec.
  * posix_spawn() and posix_spawnp() get the same environment; descriptors
  * their file actions dup2 onto other numbers are not described (the new
  * program sees EBADF on them). Static binaries do not pass through here. */
 #include "preload.h"
+#include "mapping.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define FDS_ENV "ADAFS_PRELOAD_FDS"
+/* The adafs path of a program run from a memfd, for its own interposer. */
+#define EXE_ENV "ADAFS_PRELOAD_EXE"
+#define EXE_MEMFD "adafs-exec:"
 
 extern char **environ;
 
 static const char *const kept_names[] = { ADAFS_ENV_MOUNT, ADAFS_ENV_INSTANCE, "LD_PRELOAD" };
 #define NKEPT (sizeof kept_names / sizeof kept_names[0])
 static char *kept_entries[NKEPT]; /* "NAME=value" as at start-up, or NULL */
+
+/* The instance file this process started with (NULL: $ADAFS_INSTANCE). */
+static const char *instance_file(void)
+{
+    return kept_entries[1] ? kept_entries[1] + strlen(ADAFS_ENV_INSTANCE) + 1 : NULL;
+}
 
 static bool has_name(const char *entry, const char *name)
 {
@@ -92,12 +120,13 @@ static char *describe_fds(void)
 
 /* The environment for the new program: envp plus what adafs needs. The
  * strings added are malloc'ed into *added (freed if the exec fails). */
-static char **exec_env(char *const envp[], char **added, int *nadded)
+static char **exec_env(char *const envp[], char **added, int *nadded, size_t *count)
 {
     size_t n = 0;
     while (envp && envp[n])
         n++;
-    char **env = malloc((n + NKEPT + 3) * sizeof *env);
+    /* Room for the kept names, PWD, the descriptors and EXE_ENV. */
+    char **env = malloc((n + NKEPT + 4) * sizeof *env);
     if (!env)
         return NULL;
     char cwd[PATH_MAX];
@@ -109,7 +138,7 @@ static char **exec_env(char *const envp[], char **added, int *nadded)
          * names the mount but the working directory is the kernel's again
          * (a program that chdir'ed out without updating it), or the new
          * program would take it for its working directory. */
-        if (has_name(envp[i], FDS_ENV) ||
+        if (has_name(envp[i], FDS_ENV) || has_name(envp[i], EXE_ENV) ||
             (has_name(envp[i], "PWD") && (virtual_cwd || names_mount(envp[i] + 4))))
             continue;
         for (size_t j = 0; j < NKEPT; j++)
@@ -128,6 +157,7 @@ static char **exec_env(char *const envp[], char **added, int *nadded)
     if ((added[*nadded] = describe_fds()))
         env[k++] = added[(*nadded)++];
     env[k] = NULL;
+    *count = k;
     return env;
 }
 
@@ -142,40 +172,352 @@ static void free_env(char **env, char **added, int nadded)
 
 enum exec_kind { EXEC_PATH, EXEC_SEARCH, EXEC_FD };
 
+/* The kernel reads this much of a script's first line (BINPRM_BUF_SIZE)
+ * and follows this many interpreters that are scripts themselves. */
+#define SHEBANG_MAX 256
+#define INTERP_DEPTH 4
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U   /* Linux 6.3: an executable memfd, whatever vm.memfd_noexec says */
+#endif
+
+/* One exec or spawn being carried out, its environment prepared. */
+struct launch {
+    bool spawn;
+    pid_t *pid;
+    const posix_spawn_file_actions_t *actions;
+    const posix_spawnattr_t *attr;
+    char **env;     /* room for one more entry after its nenv */
+    size_t nenv;
+};
+
+static int run_path(struct launch *l, const char *path, char *const argv[], int depth);
+
+/* Starts a program the kernel can open. Returns -errno (an exec returns
+ * only when it failed), or 0 for a spawn that started. */
+static int launch_kernel(struct launch *l, const char *kpath, char *const argv[])
+{
+    if (l->spawn)
+        return -real.posix_spawn(l->pid, kpath, l->actions, l->attr, argv, l->env);
+    real.execve(kpath, argv, l->env);
+    return -errno;
+}
+
+/* Starts the program in memfd, telling its interposer where it came from. */
+static int launch_memfd(struct launch *l, int memfd, const char *full, char *const argv[])
+{
+    char *exe = malloc(strlen(EXE_ENV) + strlen(full) + 2);
+    if (!exe)
+        return -ENOMEM;
+    sprintf(exe, "%s=%s", EXE_ENV, full);
+    l->env[l->nenv] = exe;
+    l->env[l->nenv + 1] = NULL;
+    int rc;
+    if (l->spawn) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", memfd);
+        rc = -real.posix_spawn(l->pid, path, l->actions, l->attr, argv, l->env);
+    } else {
+        syscall(SYS_execveat, memfd, "", argv, l->env, AT_EMPTY_PATH);
+        rc = -errno;
+    }
+    l->env[l->nenv] = NULL;
+    free(exe);
+    return rc;
+}
+
+/* The first line of a script, "#!interpreter [argument]", split as the
+ * kernel splits it: blanks around both, the argument one word with any
+ * blanks inside. */
+static int parse_shebang(char *line, size_t len, char **interp, char **arg)
+{
+    char *end = memchr(line, '\n', len);
+    if (!end)
+        end = line + len;
+    *end = '\0';
+    while (end > line + 2 && (end[-1] == ' ' || end[-1] == '\t'))
+        *--end = '\0';
+    char *p = line + 2;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (!*p)
+        return -ENOEXEC;
+    *interp = p;
+    while (*p && *p != ' ' && *p != '\t')
+        p++;
+    if (*p) {
+        *p++ = '\0';
+        while (*p == ' ' || *p == '\t')
+            p++;
+    }
+    *arg = *p ? p : NULL;
+    return 0;
+}
+
+/* Runs script (as given: the interpreter opens it, through its own
+ * interposer if it is in adafs) with the interpreter its first line
+ * names, the way the kernel does: interpreter [argument] script argv[1..]. */
+static int run_script(struct launch *l, char *head, size_t len, const char *script,
+                      char *const argv[], int depth)
+{
+    char *interp, *arg;
+    if (depth >= INTERP_DEPTH)
+        return -ELOOP;
+    int rc = parse_shebang(head, len, &interp, &arg);
+    if (rc < 0)
+        return rc;
+    size_t argc = 0;
+    while (argv && argv[argc])
+        argc++;
+    char **nargv = malloc((argc + 3) * sizeof *nargv);
+    if (!nargv)
+        return -ENOMEM;
+    size_t k = 0;
+    nargv[k++] = interp;
+    if (arg)
+        nargv[k++] = arg;
+    nargv[k++] = (char *)script;
+    for (size_t i = 1; i < argc; i++)
+        nargv[k++] = argv[i];
+    nargv[k] = NULL;
+    rc = run_path(l, interp, nargv, depth + 1);
+    free(nargv);
+    return rc;
+}
+
+/* Copies size bytes of lfd into a sealed memfd named after full. */
+static int copy_to_memfd(adafs *fs, int lfd, off_t size, const char *full, int *out)
+{
+    char name[250];   /* memfd_create(2): at most 249 bytes; the path may be cut */
+    size_t keep = strlen(full) < sizeof name - sizeof EXE_MEMFD ? strlen(full)
+                : sizeof name - sizeof EXE_MEMFD;
+    memcpy(name, EXE_MEMFD, sizeof EXE_MEMFD - 1);
+    memcpy(name + sizeof EXE_MEMFD - 1, full, keep);
+    name[sizeof EXE_MEMFD - 1 + keep] = '\0';
+    unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+    int fd = memfd_create(name, flags | MFD_EXEC);
+    if (fd < 0 && errno == EINVAL)
+        fd = memfd_create(name, flags);   /* a kernel before 6.3 */
+    if (fd < 0)
+        return -errno;
+    int rc = 0;
+    for (off_t done = 0; done < size;) {
+        ssize_t n = adafs_pread_to_fd(fs, lfd, fd, done, (size_t)(size - done), done);
+        if (n < 0)
+            rc = (int)n;
+        if (n <= 0)
+            break;   /* an error, or the file shrank: run what there was */
+        done += n;
+    }
+    /* The image cannot change under the program, as a busy text file cannot. */
+    if (rc == 0 && real.fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
+                              F_SEAL_SEAL) < 0)
+        rc = -errno;
+    if (rc < 0) {
+        real.close(fd);
+        return rc;
+    }
+    *out = fd;
+    return 0;
+}
+
+/* Runs the open adafs file lfd of fs, a handle of its own that is
+ * disconnected here, before the new program starts: in the child of a
+ * vfork (shells use it) everything this process allocates is the
+ * parent's, and would outlive the exec there. full is the file's path
+ * for the new program, shown the one the caller gave (a script's
+ * interpreter gets it, as from the kernel). */
+static int run_open(struct launch *l, adafs *fs, int lfd, const struct stat *st,
+                    const char *full, const char *shown, char *const argv[], int depth)
+{
+    int rc = 0;
+    /* execve(2): EACCES without execute permission, or for a directory.
+     * The job's files are all its user's: the owner bits apply, root
+     * needs any x bit. */
+    if (!S_ISREG(st->st_mode) || !(st->st_mode & 0111) ||
+        (geteuid() != 0 && !(st->st_mode & S_IXUSR)))
+        rc = -EACCES;
+    char head[SHEBANG_MAX + 1];
+    ssize_t n = 0;
+    int memfd = -1;
+    if (rc == 0 && (n = adafs_pread(fs, lfd, head, SHEBANG_MAX, 0)) < 0)
+        rc = (int)n;
+    bool script = rc == 0 && n >= 2 && head[0] == '#' && head[1] == '!';
+    if (rc == 0 && !script)
+        rc = copy_to_memfd(fs, lfd, st->st_size, full, &memfd);
+    route_leave_private(fs);
+    if (rc < 0)
+        return rc;
+    if (script)
+        return run_script(l, head, (size_t)n, shown, argv, depth);
+    rc = launch_memfd(l, memfd, full, argv);
+    real.close(memfd);
+    return rc;
+}
+
+static int run_adafs(struct launch *l, const char *inner, const char *shown,
+                     char *const argv[], int depth)
+{
+    char full[PATH_MAX];
+    if (pathres_full_path(inner, full, sizeof full) < 0)
+        return -ENAMETOOLONG;
+    if (pathres_kernel_mount())   /* access=both: the kernel runs it itself */
+        return launch_kernel(l, full, argv);
+    adafs *fs = route_enter_private(ROUTE_OPEN, instance_file());
+    if (!fs)
+        return -EIO;
+    struct stat st;
+    int lfd = adafs_open_stat(fs, inner, O_RDONLY, 0, &st);
+    if (lfd < 0) {
+        route_leave_private(fs);
+        return lfd;
+    }
+    return run_open(l, fs, lfd, &st, full, shown, argv, depth);
+}
+
+static int run_path(struct launch *l, const char *path, char *const argv[], int depth)
+{
+    struct pathres r;
+    int rc = pathres_resolve(AT_FDCWD, path, &r);
+    if (rc < 0)
+        return rc;
+    if (!r.adafs)
+        return launch_kernel(l, r.kpath, argv);
+    return run_adafs(l, r.inner, path, argv, depth);
+}
+
+/* fexecve of an adafs descriptor: its file, by the path it was opened as. */
+static int run_fd(struct launch *l, int lfd, char *const argv[])
+{
+    char inner[PATH_MAX], full[PATH_MAX];
+    int rc = route_fd_path(lfd, inner, sizeof inner);
+    if (rc < 0)
+        return rc;
+    if (pathres_full_path(inner, full, sizeof full) < 0)
+        return -ENAMETOOLONG;
+    return run_adafs(l, inner, full, argv, 0);
+}
+
+/* execvp's fallback for a file the kernel cannot run (no #!, not ELF):
+ * the shell reads it as a script. */
+static int run_shell(struct launch *l, const char *file, char *const argv[])
+{
+    size_t argc = 0;
+    while (argv && argv[argc])
+        argc++;
+    char **nargv = malloc((argc + 3) * sizeof *nargv);
+    if (!nargv)
+        return -ENOMEM;
+    nargv[0] = (char *)"/bin/sh";
+    nargv[1] = (char *)file;
+    for (size_t i = 1; i < argc; i++)
+        nargv[i + 1] = argv[i];
+    nargv[argc < 1 ? 2 : argc + 1] = NULL;
+    int rc = launch_kernel(l, "/bin/sh", nargv);
+    free(nargv);
+    return rc;
+}
+
+/* Does an element of the search path (empty: the working directory) lie
+ * in adafs? */
+static bool search_reaches_adafs(const char *search)
+{
+    for (const char *p = search;;) {
+        const char *colon = strchrnul(p, ':');
+        char dir[PATH_MAX];
+        struct pathres r;
+        if ((size_t)(colon - p) < sizeof dir) {
+            snprintf(dir, sizeof dir, "%.*s", (int)(colon - p), p);
+            if (pathres_resolve(AT_FDCWD, dir[0] ? dir : ".", &r) == 0 && r.adafs)
+                return true;
+        }
+        if (!*colon)
+            return false;
+        p = colon + 1;
+    }
+}
+
+/* execvp's and posix_spawnp's search, with glibc's rules: a name with a
+ * slash is run as is; else each directory of $PATH in turn, going on
+ * past those where it is missing (and past EACCES, reported at the end);
+ * for execvp a file the kernel cannot run is given to /bin/sh. glibc's
+ * own search runs when no directory of the path is in adafs. */
+static int run_search(struct launch *l, const char *file, char *const argv[])
+{
+    if (strchr(file, '/')) {
+        int rc = run_path(l, file, argv, 0);
+        return rc == -ENOEXEC && !l->spawn ? run_shell(l, file, argv) : rc;
+    }
+    if (!*file)
+        return -ENOENT;
+    const char *search = getenv("PATH");
+    if (!search)
+        search = "/bin:/usr/bin";
+    if (!search_reaches_adafs(search)) {
+        if (l->spawn)
+            return -real.posix_spawnp(l->pid, file, l->actions, l->attr, argv, l->env);
+        real.execvpe(file, argv, l->env);
+        return -errno;
+    }
+    bool eacces = false;
+    for (const char *p = search;;) {
+        const char *colon = strchrnul(p, ':');
+        char cand[PATH_MAX];
+        size_t dlen = (size_t)(colon - p);
+        if (dlen + strlen(file) + 2 <= sizeof cand) {
+            if (dlen)
+                snprintf(cand, sizeof cand, "%.*s/%s", (int)dlen, p, file);
+            else
+                snprintf(cand, sizeof cand, "%s", file);
+            int rc = run_path(l, cand, argv, 0);
+            if (rc == 0)
+                return 0;   /* a spawn started */
+            if (rc == -ENOEXEC && !l->spawn)
+                return run_shell(l, cand, argv);
+            if (rc == -EACCES)
+                eacces = true;
+            else if (rc != -ENOENT && rc != -ESTALE && rc != -ENOTDIR && rc != -ENODEV &&
+                     rc != -ETIMEDOUT)
+                return rc;
+        }
+        if (!*colon)
+            break;
+        p = colon + 1;
+    }
+    return eacces ? -EACCES : -ENOENT;
+}
+
 static int exec_with(enum exec_kind kind, const char *file, int fd, char *const argv[],
                      char *const envp[])
 {
+    int lfd;
     if (!pl_active()) {
         return kind == EXEC_PATH ? real.execve(file, argv, envp)
              : kind == EXEC_SEARCH ? real.execvpe(file, argv, envp)
              : real.fexecve(fd, argv, envp);
     }
-    /* A program path is resolved like any other: relative to a working
-     * directory in adafs it names an absolute kernel path; in adafs it
-     * cannot be executed (the kernel cannot map it), as on a noexec mount. */
-    struct pathres r;
-    if (kind != EXEC_FD && !pl_null(file) && strchr(file, '/')) {
-        int rc = pathres_resolve(AT_FDCWD, file, &r);
-        if (rc < 0 || r.adafs) {
-            errno = rc < 0 ? -rc : EACCES;
-            return -1;
-        }
-        file = r.kpath;
-    }
+    mapping_sync_before_exec();   /* the mappings end with this program */
     char *added[2];
     int nadded;
-    char **env = exec_env(envp, added, &nadded);
+    size_t nenv;
+    char **env = exec_env(envp, added, &nadded, &nenv);
     if (!env) {
         errno = ENOMEM;
         return -1;
     }
-    if (kind == EXEC_PATH)
-        real.execve(file, argv, env);
+    struct launch l = { .env = env, .nenv = nenv };
+    int rc;
+    if (kind == EXEC_FD)
+        rc = (lfd = fdmap_get(fd)) >= 0 ? run_fd(&l, lfd, argv)
+           : (real.fexecve(fd, argv, env), -errno);
+    else if (pl_null(file))
+        rc = -EFAULT;
     else if (kind == EXEC_SEARCH)
-        real.execvpe(file, argv, env);
+        rc = run_search(&l, file, argv);
     else
-        real.fexecve(fd, argv, env);
+        rc = run_path(&l, file, argv, 0);
     free_env(env, added, nadded);
+    errno = -rc;
     return -1;
 }
 
@@ -211,22 +553,19 @@ static int spawn_with(bool search, pid_t *pid, const char *file,
     if (!pl_active())
         return search ? real.posix_spawnp(pid, file, actions, attr, argv, envp)
                       : real.posix_spawn(pid, file, actions, attr, argv, envp);
-    struct pathres r;
-    if (!pl_null(file) && strchr(file, '/')) {
-        int rc = pathres_resolve(AT_FDCWD, file, &r);
-        if (rc < 0 || r.adafs)
-            return rc < 0 ? -rc : EACCES;
-        file = r.kpath;
-    }
+    if (pl_null(file))
+        return EFAULT;
     char *added[2];
     int nadded;
-    char **env = exec_env(envp, added, &nadded);
+    size_t nenv;
+    char **env = exec_env(envp, added, &nadded, &nenv);
     if (!env)
         return ENOMEM;
-    int rc = search ? real.posix_spawnp(pid, file, actions, attr, argv, env)
-                    : real.posix_spawn(pid, file, actions, attr, argv, env);
+    struct launch l = { .spawn = true, .pid = pid, .actions = actions, .attr = attr,
+                        .env = env, .nenv = nenv };
+    int rc = search ? run_search(&l, file, argv) : run_path(&l, file, argv, 0);
     free_env(env, added, nadded); /* the child has its copy by now */
-    return rc;
+    return -rc;
 }
 
 PL_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
@@ -239,6 +578,48 @@ PL_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
     return spawn_with(true, pid, file, actions, attr, argv, envp);
+}
+
+/* The adafs path of this program when it was run from a memfd. */
+static char *self_exe;
+
+const char *pl_exec_self_exe(const char *kpath)
+{
+    if (!self_exe || strncmp(kpath, "/proc/", 6) != 0)
+        return NULL;
+    const char *rest = kpath + 6;
+    if (strncmp(rest, "self/", 5) == 0)
+        rest += 5;
+    else if (strncmp(rest, "thread-self/", 12) == 0)
+        rest += 12;
+    else {
+        char *end;
+        long pid = strtol(rest, &end, 10);
+        if (end == rest || pid != (long)getpid() || *end != '/')
+            return NULL;
+        rest = end + 1;
+    }
+    return strcmp(rest, "exe") == 0 ? self_exe : NULL;
+}
+
+/* Takes EXE_ENV from the environment if this program really runs from one
+ * of our memfds (the variable could have reached a program started some
+ * other way), and names the process after the file instead of the
+ * descriptor number the kernel took its name from. */
+static void adopt_self_exe(void)
+{
+    const char *path = getenv(EXE_ENV);
+    if (!path)
+        return;
+    char link[PATH_MAX];
+    static const char marker[] = "/memfd:" EXE_MEMFD;
+    ssize_t n = real.readlink("/proc/self/exe", link, sizeof link - 1);
+    if (n > 0 && (size_t)n >= sizeof marker - 1 && memcmp(link, marker, sizeof marker - 1) == 0 &&
+        (self_exe = strdup(path))) {
+        const char *base = strrchr(self_exe, '/');
+        prctl(PR_SET_NAME, base ? base + 1 : self_exe, 0, 0, 0);
+    }
+    unsetenv(EXE_ENV);
 }
 
 /* execl, execlp, execle: gather the variadic arguments into an argv. */
@@ -319,6 +700,7 @@ static void adopt_one(int kfd, int flags, off_t off, const char *inner)
 
 void pl_exec_adopt(void)
 {
+    adopt_self_exe();
     for (size_t j = 0; j < NKEPT; j++) {
         const char *v = getenv(kept_names[j]);
         if (v && (kept_entries[j] = malloc(strlen(kept_names[j]) + strlen(v) + 2)))

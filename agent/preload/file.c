@@ -3,12 +3,14 @@
  * forms, lseek, dup/dup2/dup3, fcntl, flock/lockf, fsync/fdatasync/syncfs,
  * ftruncate and close_range/closefrom. */
 #include "preload.h"
+#include "mapping.h"
 
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Flags libadafs understands; the rest (O_CLOEXEC, O_NOCTTY, O_LARGEFILE,
@@ -74,9 +76,15 @@ int pl_open_adafs(const char *inner, int flags, mode_t mode)
     adafs *fs = route_enter(ROUTE_OPEN);
     if (!fs)
         return -1;
-    int lfd = (int)route_leave(adafs_open(fs, inner, flags & LIB_OPEN_FLAGS, mode));
-    if (lfd < 0)
+    int lfd = adafs_open(fs, inner, flags & LIB_OPEN_FLAGS, mode);
+    struct stat st;
+    /* O_TRUNC cuts what this process has mapped of the file. */
+    bool cut = lfd >= 0 && (flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY &&
+               mapping_count() && adafs_fstat(fs, lfd, &st) == 0;
+    if (route_leave(lfd) < 0)
         return -1;
+    if (cut)
+        mapping_resized((uint64_t)st.st_ino, 0);
     int kfd = reserve_kernel_fd(flags & O_CLOEXEC);
     if (kfd < 0) {
         int saved = errno;
@@ -682,7 +690,17 @@ PL_EXPORT int ftruncate(int fd, off_t length)
     adafs *fs = route_enter(ROUTE_ATTR);
     if (!fs)
         return -1;
-    return (int)route_leave(adafs_ftruncate(fs, lfd, length));
+    int rc = adafs_ftruncate(fs, lfd, length);
+    struct stat st;
+    /* This process's mappings of the file follow its new size. */
+    bool mapped = rc == 0 && mapping_count() && adafs_fstat(fs, lfd, &st) == 0;
+    route_leave_raw(0);
+    if (mapped)
+        mapping_resized((uint64_t)st.st_ino, (uint64_t)length);
+    char inner[PATH_MAX];
+    if (rc == 0 && pathres_kernel_mount() && route_fd_path(lfd, inner, sizeof inner) == 0)
+        mapping_tell_kernel(inner);
+    return (int)pl_ret(rc);
 }
 
 PL_EXPORT int ftruncate64(int fd, off_t length)

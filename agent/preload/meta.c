@@ -4,6 +4,7 @@
  * statfs/statvfs, chmod, chown, the utime family, realpath, remove, and
  * the operations adafs refuses (hard and symbolic links, device nodes). */
 #include "preload.h"
+#include "mapping.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -409,7 +410,16 @@ PL_EXPORT int truncate(const char *path, off_t length)
     adafs *fs = route_enter(ROUTE_ATTR);
     if (!fs)
         return -1;
-    return (int)route_leave(adafs_truncate(fs, r.inner, length));
+    int rc = adafs_truncate(fs, r.inner, length);
+    struct stat st;
+    /* This process's mappings of the file follow its new size. */
+    bool mapped = rc == 0 && mapping_count() && adafs_stat(fs, r.inner, &st) == 0;
+    route_leave_raw(0);
+    if (mapped)
+        mapping_resized((uint64_t)st.st_ino, (uint64_t)length);
+    if (rc == 0)
+        mapping_tell_kernel(r.inner);
+    return (int)pl_ret(rc);
 }
 
 PL_EXPORT int truncate64(const char *path, off_t length)
@@ -902,12 +912,24 @@ static ssize_t readlink_inner(const char *inner)
     return -1;
 }
 
+/* A program run from adafs: its /proc/self/exe names its adafs path, not
+ * the memfd it runs from. */
+static ssize_t readlink_kernel(int dirfd, const char *kpath, char *buf, size_t size)
+{
+    const char *exe = pl_exec_self_exe(kpath);
+    if (!exe)
+        return real.readlinkat(dirfd, kpath, buf, size);
+    size_t n = strlen(exe) < size ? strlen(exe) : size;
+    memcpy(buf, exe, n);
+    return (ssize_t)n;
+}
+
 PL_EXPORT ssize_t readlink(const char *path, char *buf, size_t size)
 {
     struct pathres r;
     if (!pl_active())
         return real.readlink(path, buf, size);
-    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.readlink(r.kpath, buf, size));
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, readlink_kernel(AT_FDCWD, r.kpath, buf, size));
     return readlink_inner(r.inner);
 }
 
@@ -916,7 +938,7 @@ PL_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size
     struct pathres r;
     if (!pl_active())
         return real.readlinkat(dirfd, path, buf, size);
-    PL_ROUTE_PATH(dirfd, path, &r, -1, real.readlinkat(dirfd, r.kpath, buf, size));
+    PL_ROUTE_PATH(dirfd, path, &r, -1, readlink_kernel(dirfd, r.kpath, buf, size));
     return readlink_inner(r.inner);
 }
 
@@ -975,6 +997,14 @@ PL_EXPORT int mkfifoat(int dirfd, const char *path, mode_t mode)
 
 /* ---- realpath: glibc's uses internal readlink/stat, so answer here ---- */
 
+static char *realpath_kernel(const char *kpath, char *resolved)
+{
+    const char *exe = pl_exec_self_exe(kpath);
+    if (!exe)
+        return real.realpath(kpath, resolved);
+    return resolved ? strcpy(resolved, exe) : strdup(exe);
+}
+
 PL_EXPORT char *realpath(const char *path, char *resolved)
 {
     struct pathres r;
@@ -984,7 +1014,7 @@ PL_EXPORT char *realpath(const char *path, char *resolved)
         errno = EINVAL;
         return NULL;
     }
-    PL_ROUTE_PATH(AT_FDCWD, path, &r, NULL, real.realpath(r.kpath, resolved));
+    PL_ROUTE_PATH(AT_FDCWD, path, &r, NULL, realpath_kernel(r.kpath, resolved));
     if (exists_inner(r.inner) < 0)
         return NULL;
     char full[PATH_MAX];

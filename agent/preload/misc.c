@@ -1,10 +1,11 @@
-/* misc: the rest of what real programs do to files. mmap (refused with
- * ENODEV: adafs has no page cache to map), readahead/fadvise hints (no-ops),
- * preallocation, in-kernel copies (copy_file_range, sendfile, splice,
- * FICLONE: emulated or refused so cp and friends fall back to read and
- * write), extended attributes (ENOTSUP) and mkstemp/mkdtemp (glibc's use
- * internal calls the interposer cannot see). */
+/* misc: the rest of what real programs do to files. mmap and the calls
+ * that act on mappings (served from memory: mapping.h), readahead/fadvise
+ * hints (no-ops), preallocation, in-kernel copies (copy_file_range,
+ * sendfile, splice, FICLONE: emulated or refused so cp and friends fall
+ * back to read and write), extended attributes (ENOTSUP) and
+ * mkstemp/mkdtemp (glibc's use internal calls the interposer cannot see). */
 #include "preload.h"
+#include "mapping.h"
 
 #include <linux/fs.h>
 #include <stdlib.h>
@@ -16,23 +17,80 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* The calls on memory below go to the kernel with syscall(): allocators
+ * (ASan's among them) map and unmap memory before anything, this library
+ * included, is initialised, and a program that maps no adafs file pays one
+ * atomic load for them. */
 PL_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     int lfd;
-    /* Anonymous mappings go straight to the kernel: allocators (ASan's
-     * among them) map memory before anything, this library included, is
-     * initialised. */
-    if (flags & MAP_ANONYMOUS)
+    if (flags & MAP_ANONYMOUS) {
+        /* One over an adafs mapping replaces it: write that back first. */
+        if ((flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE) && mapping_count() &&
+            !route_depth)
+            mapping_forget_range((uintptr_t)addr, len);
         return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off); /* -1 is MAP_FAILED */
+    }
     if (!PL_ADAFS_FD(fd, lfd))
         return real.mmap(addr, len, prot, flags, fd, off);
-    errno = ENODEV; /* mmap(2): "the file system does not support memory mapping" */
-    return MAP_FAILED;
+    return mapping_map(addr, len, prot, flags, lfd, off);
 }
 
 PL_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     return mmap(addr, len, prot, flags, fd, off);
+}
+
+PL_EXPORT int munmap(void *addr, size_t len)
+{
+    if (mapping_count() && !route_depth)
+        mapping_forget_range((uintptr_t)addr, len);
+    return (int)syscall(SYS_munmap, addr, len);
+}
+
+PL_EXPORT int msync(void *addr, size_t len, int flags)
+{
+    if (mapping_count() && !route_depth) {
+        int rc = mapping_sync_range((uintptr_t)addr, len);
+        if (rc < 0) {
+            errno = -rc;
+            return -1;
+        }
+    }
+    return (int)syscall(SYS_msync, addr, len, flags);
+}
+
+PL_EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+    if (mapping_count() && !route_depth) {
+        int rc = mapping_protect((uintptr_t)addr, len, prot);
+        if (rc < 0) {
+            errno = -rc;
+            return -1;
+        }
+    }
+    return (int)syscall(SYS_mprotect, addr, len, prot);
+}
+
+PL_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    bool tracked = mapping_count() && !route_depth;
+    if (tracked && new_len < old_len)   /* the cut-off tail is unmapped */
+        mapping_forget_range((uintptr_t)old + new_len, old_len - new_len);
+    if (tracked && (flags & MREMAP_FIXED))
+        mapping_forget_range((uintptr_t)want, new_len);
+    void *p = (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
+    if (tracked && p != MAP_FAILED)
+        mapping_moved((uintptr_t)old, old_len < new_len ? old_len : new_len, (uintptr_t)p,
+                      new_len);
+    return p;
 }
 
 PL_EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)

@@ -196,6 +196,51 @@ bool pathres_active(void)
     return mount_len > 0;
 }
 
+static bool find_kernel_mount(void)
+{
+    int fd = real.open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    /* " MOUNT " then, after the optional fields, " - fuse.adafs " on one
+     * line (mountinfo escapes blanks in paths, so MOUNT has none unless the
+     * mount point has: then no match, and exec and mmap are emulated). */
+    char want[PATH_MAX + 2], buf[8192];
+    snprintf(want, sizeof want, " %s ", mount);
+    bool found = false;
+    size_t have = 0;
+    for (;;) {
+        ssize_t n = real.read(fd, buf + have, sizeof buf - 1 - have);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+        buf[have] = '\0';
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n'))) {
+            *nl = '\0';
+            if (strstr(line, want) && strstr(line, " - fuse.adafs "))
+                found = true;
+            line = nl + 1;
+        }
+        have = strlen(line);
+        memmove(buf, line, have);
+        if (have == sizeof buf - 1)
+            have = 0;   /* a line longer than the buffer: not ours */
+    }
+    real.close(fd);
+    return found;
+}
+
+bool pathres_kernel_mount(void)
+{
+    static atomic_int known;   /* 0: not looked yet, 1: no, 2: yes */
+    int k = atomic_load(&known);
+    if (!k) {
+        k = find_kernel_mount() ? 2 : 1;
+        atomic_store(&known, k);
+    }
+    return k == 2;
+}
+
 const char *pathres_mount(void)
 {
     return mount;

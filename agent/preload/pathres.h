@@ -32,6 +32,13 @@ int pathres_init(const char *mount_from_instance);
 bool pathres_active(void);
 const char *pathres_mount(void);
 
+/* Whether the kernel has the file system mounted at the mount point too
+ * (adafs-fuse: a job's access=both): exec and mmap then go through the
+ * kernel. Read from /proc/self/mountinfo once per process (asking the
+ * mount itself would be a request to adafs-fuse); jobs are mounted before
+ * they start and unmounted after they end. */
+bool pathres_kernel_mount(void);
+
 /* Resolves path relative to dirfd (AT_FDCWD, a kernel or an adafs
  * descriptor). Returns 0 and fills *res, or -errno: -EFAULT for NULL,
  * -ENOENT for "", -ENAMETOOLONG, -EBADF when an adafs dirfd vanished. */

@@ -1,6 +1,8 @@
 /* preload: the interposer's one-time initialisation and small shared
  * helpers (see preload.h for the module map). */
 #include "preload.h"
+#include "qos.h"
+#include "mapping.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -57,6 +59,7 @@ static void unlock_streams(void)
 void pl_init(void)
 {
     real_resolve();
+    pl_qos_init(&real);   /* QoS toward the parallel file system (qos.h) */
     ownfd_init();
     mode_t m = real.umask(022);
     real.umask(m);
@@ -71,6 +74,7 @@ void pl_init(void)
     route_register_atfork();
     pathres_register_atfork();
     pthread_atfork(lock_streams, unlock_streams, unlock_streams);
+    mapping_register_atfork();
     pl_exec_adopt();
 }
 
@@ -78,6 +82,7 @@ void pl_init(void)
  * what that flush writes. */
 __attribute__((destructor)) static void pl_destructor(void)
 {
+    mapping_sync_all();   /* a shared mapping's writes reach the file at exit */
     const char *stats = getenv("ADAFS_PRELOAD_STATS");
     if (stats && *stats && pathres_active())
         route_append_counts(stats);

@@ -113,6 +113,9 @@ off_t pl_dirstate_seek(void *dirstate, off_t pos);
 
 /* exec.c: adopts the adafs descriptors a parent handed over exec. */
 void pl_exec_adopt(void);
+/* exec.c: when this program was run from adafs (a memfd) and kpath names
+ * its /proc/.../exe link, the adafs path the link stands for; else NULL. */
+const char *pl_exec_self_exe(const char *kpath);
 
 /* glibc declares many pointer arguments nonnull, yet the kernel calls
  * accept NULL (utimensat's path) or must answer EFAULT: test them through

@@ -11,24 +11,27 @@ __thread int route_depth __attribute__((tls_model("initial-exec")));
 
 static _Atomic(adafs *) route_fs;
 static pthread_mutex_t connect_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool connect_failed;
+static int connect_errno;     /* the connection failed: every call's errno */
 static atomic_ulong counts[ROUTE_NOPS];
 
 static adafs *connect_locked(void)
 {
     adafs *fs = atomic_load(&route_fs);
-    if (fs || connect_failed)
+    if (fs || connect_errno)
         return fs;
     char err[512] = "";
     route_depth++;
     int rc = adafs_connect(&fs, NULL, err, sizeof err);
     route_depth--;
     if (rc < 0) {
+        /* Settings adafs cannot take (a malformed instance file, a bad
+         * $ADAFS_TRANSPORT) are the caller's to fix: EINVAL. An instance
+         * that cannot be reached at all: EIO, as a dead server. */
+        connect_errno = rc == -EINVAL ? EINVAL : EIO;
         const char *inst = getenv(ADAFS_ENV_INSTANCE);
-        pl_log("cannot use the adafs instance %s=%s: %s (%s); calls under the mount fail with EIO",
+        pl_log("cannot use the adafs instance %s=%s: %s (%s); calls under the mount fail with %s",
                ADAFS_ENV_INSTANCE, inst ? inst : "(unset)", err[0] ? err : "no detail",
-               strerror(-rc));
-        connect_failed = true;
+               strerror(-rc), connect_errno == EINVAL ? "EINVAL" : "EIO");
         return NULL;
     }
     atomic_store(&route_fs, fs);
@@ -54,13 +57,37 @@ adafs *route_enter(enum route_op op)
         fs = connect_locked();
         pthread_mutex_unlock(&connect_lock);
         if (!fs) {
-            errno = EIO;
+            errno = connect_errno;
             return NULL;
         }
     }
     route_depth++;
     atomic_fetch_add_explicit(&counts[op], 1, memory_order_relaxed);
     return fs;
+}
+
+adafs *route_enter_private(enum route_op op, const char *instance_file)
+{
+    route_depth++;
+    atomic_fetch_add_explicit(&counts[op], 1, memory_order_relaxed);
+    adafs *fs = NULL;
+    char err[512] = "";
+    int rc = adafs_connect(&fs, instance_file, err, sizeof err);
+    if (rc < 0) {
+        route_depth--;
+        pl_log("cannot use the adafs instance %s: %s (%s)",
+               instance_file ? instance_file : "$" ADAFS_ENV_INSTANCE, err[0] ? err : "no detail",
+               strerror(-rc));
+        errno = EIO;
+        return NULL;
+    }
+    return fs;
+}
+
+void route_leave_private(adafs *fs)
+{
+    adafs_disconnect(fs);
+    route_depth--;
 }
 
 void route_enter_existing(enum route_op op)

@@ -34,6 +34,14 @@ adafs *route_enter(enum route_op op);
  * directory listing): the connection exists, so this cannot fail. */
 void route_enter_existing(enum route_op op);
 
+/* Enters with a handle of the caller's own, connected to instance_file
+ * (NULL: $ADAFS_INSTANCE) for this call alone, and leaves by
+ * disconnecting it. For work that must leave no state behind in this
+ * process: exec in the child of a vfork, whose memory is the parent's.
+ * NULL with errno EIO if the instance cannot be used (logged). */
+adafs *route_enter_private(enum route_op op, const char *instance_file);
+void route_leave_private(adafs *fs);
+
 /* Says once per process on stderr why a server could not be used
  * (adafs_last_error: "server 1 (n2:40021) did not prove it knows the
  * instance's secret..."), after a call failed with r; nothing if no

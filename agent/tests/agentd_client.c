@@ -2,7 +2,7 @@
  *
  *   agentd_client HOST PORT ping
  *   agentd_client HOST PORT start JOB UID GID STORAGE [INDEX SERVERS]
- *   agentd_client HOST PORT configure JOB MOUNT [SERVERS]
+ *   agentd_client HOST PORT configure JOB MOUNT [SERVERS | ACCESS INSTANCE-TEXT-FILE]
  *                               SERVERS: an instance file listing that many
  *                               $ADAFS_TEST_QUOTA: START's quota (1 GiB)
  *   agentd_client HOST PORT stage JOB SOURCE DESTINATION
@@ -21,6 +21,10 @@
  *   agentd_client HOST PORT occupy N SECONDS  the same, opening a new one for each
  *                                          the agent closes (evicts or times out)
  *   agentd_client SOCKET 0 localcrowd N     the same on the local socket, then PING
+ *   agentd_client HOST PORT qos [JOB:UID:LIMITS...]  a QoS cycle as adafs-qosd sends
+ *                                          (LIMITS as qos_limits.h, "-" for none);
+ *                                          prints each job's usage, one line each
+ *   agentd_client HOST PORT qosbad          a QoS cycle that is not one
  *
  * Requests go in agent sessions (common/agent_session.h) as the plugin's:
  * munge from $ADAFS_TEST_MUNGE_SOCKET, the node $ADAFS_TEST_SEAL_NODE (t1
@@ -39,6 +43,7 @@
 #include "agent_session.h"
 #include "munge_auth.h"
 #include "net.h"
+#include "qos_proto.h"
 #include "rpc_io.h"
 
 static const char *host;
@@ -188,6 +193,57 @@ static void *flood_worker(void *arg)
     return NULL;
 }
 
+/* AGENT_QOS with the jobs given as JOB:UID:LIMITS; prints the report. */
+static int qos_cycle(int n, char **specs)
+{
+    struct qos_cycle c = { .cycle = 1, .njobs = (uint32_t)n,
+                           .jobs = calloc((size_t)n + 1, sizeof(*c.jobs)) };
+    for (int i = 0; i < n; i++) {
+        char *job = specs[i], *uid = strchr(job, ':'), *lim = uid ? strchr(uid + 1, ':') : NULL;
+        char err[256];
+        if (!lim) {
+            printf("bad job spec %s: JOB:UID:LIMITS\n", job);
+            return 2;
+        }
+        *uid++ = *lim++ = '\0';
+        c.jobs[i].job_id = (uint32_t)strtoul(job, NULL, 10);
+        c.jobs[i].uid = (uint32_t)strtoul(uid, NULL, 10);
+        if (strcmp(lim, "-") != 0 && qos_limits_parse(lim, &c.jobs[i].limit, err, sizeof(err)) < 0) {
+            printf("%s\n", err);
+            return 2;
+        }
+    }
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    qos_cycle_put(&w, &c);
+    free(c.jobs);
+    struct session_msg reply;
+    struct rpc_reader r;
+    int status = call(AGENT_QOS, &w, &reply, &r);
+    rpc_writer_free(&w);
+    if (status == 0) {
+        struct qos_report rep;
+        if (qos_report_get(&r, &rep) < 0) {
+            printf("malformed report\n");
+        } else {
+            for (uint32_t i = 0; i < rep.njobs; i++) {
+                printf("job=%u procs=%u", rep.jobs[i].job_id, rep.jobs[i].procs);
+                for (int k = 0; k < QOS_NCLASSES; k++)
+                    printf(" %s=%llu", qos_class_name(k), (unsigned long long)rep.jobs[i].used[k]);
+                printf(" waited_ms=");
+                for (int k = 0; k < QOS_NCLASSES; k++)
+                    printf("%s%llu", k ? "," : "", (unsigned long long)rep.jobs[i].waited_ns[k] / 1000000);
+                printf("\n");
+            }
+            if (!rep.njobs)
+                printf("no jobs\n");
+            free(rep.jobs);
+        }
+    }
+    free(reply.plain);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -201,6 +257,16 @@ int main(int argc, char **argv)
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
     uint32_t job = argc > 4 ? (uint32_t)strtoul(argv[4], NULL, 10) : 0;
+    if (strcmp(cmd, "qos") == 0)
+        return qos_cycle(argc - 4, argv + 4);
+    if (strcmp(cmd, "qosbad") == 0) {
+        struct rpc_writer bad;
+        rpc_writer_init(&bad, NULL, 0);
+        rpc_put_u32(&bad, QOS_PROTO_VERSION);
+        rpc_put_u64(&bad, 1);
+        rpc_put_u32(&bad, 1000000);   /* a million jobs in a few bytes */
+        return simple(AGENT_QOS, &bad);
+    }
     if (strcmp(cmd, "ping") == 0)
         return simple(AGENT_PING, &w);
     if (strcmp(cmd, "start") == 0 && (argc == 8 || argc == 10)) {
@@ -216,21 +282,35 @@ int main(int argc, char **argv)
             .numa_node = -1 });
         return simple(AGENT_START, &w);
     }
-    if (strcmp(cmd, "configure") == 0 && (argc == 6 || argc == 7)) {
+    /* configure JOB MOUNT [SERVERS | ACCESS INSTANCE-TEXT-FILE] */
+    if (strcmp(cmd, "configure") == 0 && argc >= 6 && argc <= 8) {
         /* As the plugin writes it: one line per server, names as long as
-         * a cluster's ("node-rack12-chassis3-blade4.example.org"). */
+         * a cluster's ("node-rack12-chassis3-blade4.example.org"); or the
+         * text of a file, for a real instance. */
         int servers = argc == 7 ? atoi(argv[6]) : 0;
         char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
-        fprintf(f, "mount=%s\nchunk_size=524288\ntimeout_ms=5000\nsecret="
-                   "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n", argv[5]);
-        for (int i = 0; i < servers; i++)
-            fprintf(f, "server=node-rack%02d-chassis%d-blade%04d.example.org:%d\n", i / 64,
-                    i % 8, i, 40000 + i % 20000);
+        if (argc == 8) {
+            FILE *in = fopen(argv[7], "r");
+            int c;
+            while (in && (c = fgetc(in)) != EOF)
+                fputc(c, f);
+            if (in)
+                fclose(in);
+        } else if (servers) {
+            fprintf(f, "mount=%s\nchunk_size=524288\ntimeout_ms=5000\nsecret="
+                       "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
+                    argv[5]);
+            for (int i = 0; i < servers; i++)
+                fprintf(f, "server=node-rack%02d-chassis%d-blade%04d.example.org:%d\n", i / 64,
+                        i % 8, i, 40000 + i % 20000);
+        } else {
+            fputs("test instance\n", f);
+        }
         fclose(f);
-        agent_configure_put(&w, &(struct agent_configure){ job, servers ? text : "test instance\n",
-                                                           argv[5] });
+        agent_configure_put(&w, &(struct agent_configure){
+            job, text, argv[5], argc == 8 ? (uint32_t)atoi(argv[6]) : AGENT_ACCESS_PRELOAD });
         int rc = simple(AGENT_CONFIGURE, &w);
         free(text);
         return rc;

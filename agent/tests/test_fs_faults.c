@@ -308,6 +308,7 @@ static void protocol_errors(void)
     rpc_put_u64(&w, 0);
     rpc_put_u32(&w, 0);
     rpc_put_u32(&w, 1 << 20);
+    rpc_put_u32(&w, 0);
     tap_is_int(fstest_raw_call(fd, FS_READ, &w, NULL, NULL), -EINVAL, "read past the chunk's end: EINVAL");
     w.len = 0;
     rpc_put_str(&w, "/");

@@ -763,6 +763,22 @@ int main(void)
                "ADAFS_TRANSPORT=udp: EINVAL");
     tap_ok(strstr(err, "ADAFS_TRANSPORT") && strstr(err, "'udp'"), "naming the variable and value: %s",
            err);
+    setenv(ADAFS_ENV_TRANSPORT, "", 1);
+    int fd = -1;
+    tap_is_int(adafs_connect(&fs, t.instance, err, sizeof(err)), 0,
+               "ADAFS_TRANSPORT set but empty: the default");
+    tap_ok((fd = adafs_open(fs, "/e", O_CREAT | O_RDWR, 0600)) >= 0 &&
+           adafs_pwrite(fs, fd, "abc", 3, 0) == 3, "and the instance is used");
+    /* Accepted connections carry the listener's name in /proc/net/unix. */
+    char err2[256], name[INSTANCE_LOCAL_NAME_MAX];
+    struct instance in;
+    instance_read(t.instance, &in, err2, sizeof(err2));
+    instance_local_name(in.servers[0].host, in.servers[0].port, name);
+    tap_is_int(fstest_sh("test $(grep -c ' @%s$' /proc/net/unix) = 2", name), 0,
+               "through the server's Unix socket, as when it is unset");
+    instance_free(&in);
+    adafs_close(fs, fd);
+    adafs_disconnect(fs);
     unsetenv(ADAFS_ENV_TRANSPORT);
     fstest_stop(&t);
     fstest_sh("rm -rf %s", tmpdir);

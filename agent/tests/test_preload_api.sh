@@ -48,6 +48,25 @@ stderr_has "and calls under the mount fail with EIO" "Input/output error" \
     pl ADAFS_INSTANCE="$WORK/none" cat "$MNT/kept"
 pl ADAFS_INSTANCE="$WORK/none" cat "$SRCDIR/tests/preload_sql.sql" >"$WORK/got" 2>/dev/null
 same "while calls elsewhere still work" "$SRCDIR/tests/preload_sql.sql" "$WORK/got"
+# ADAFS_TRANSPORT: empty is the default; a bad value is named once, and
+# every call under the mount fails with EINVAL.
+echo kept >"$WORK/exp"
+pl ADAFS_TRANSPORT= cat "$MNT/kept" >"$WORK/got" 2>"$WORK/err"
+same "ADAFS_TRANSPORT set but empty: the default" "$WORK/exp" "$WORK/got"
+if test -s "$WORK/err"; then
+    not_ok "and nothing on stderr"
+    sed 's/^/#   /' "$WORK/err" | head -n 5
+else
+    ok "and nothing on stderr"
+fi
+pl ADAFS_TRANSPORT=udp cat "$MNT/kept" "$MNT/kept" >"$WORK/out" 2>"$WORK/err"
+if [ "$(grep -c "ADAFS_TRANSPORT is 'udp'" "$WORK/err")" = 1 ] &&
+   [ "$(grep -c "$MNT/kept: Invalid argument" "$WORK/err")" = 2 ]; then
+    ok "ADAFS_TRANSPORT=udp: named once on stderr, both opens fail with EINVAL"
+else
+    not_ok "ADAFS_TRANSPORT=udp: named once on stderr, both opens fail with EINVAL"
+    sed 's/^/#   /' "$WORK/err" | head -n 10
+fi
 stderr_has "a relative ADAFS_MOUNT is refused" \
     "ADAFS_MOUNT=relative/mnt is not an absolute path" \
     pl ADAFS_MOUNT=relative/mnt true

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Real, unmodified programs under libadafs_preload.so against real adafsd
 # servers (1, 2 and 4 on loopback): every result is compared byte for byte
-# with the same operation done on a local directory.
+# with the same operation done on a local directory. test_fuse_programs.sh
+# runs it through an adafs-fuse mount instead (ADAFS_TEST_ACCESS=fuse),
+# test_both_programs.sh under the interposer with the mount there too.
 set -u
 . "${srcdir:-.}/tests/preload_common.sh"
 FIXTURES=$SRCDIR/tests
@@ -215,12 +217,40 @@ print(subprocess.run([\"test\", \"-f\", \"src/files/f1\"]).returncode)'" >"$WORK
         not_ok "$n servers: mv from adafs to a local directory"
     fi
 
-    # the kernel still sees only the placeholder file at the mount point
-    check "$n servers: nothing reached the kernel under the mount point" \
-        test -f "$MNT" -a ! -s "$MNT"
+    if [ -n "$KERNEL_MOUNT" ]; then
+        check "$n servers: the mount is still adafs-fuse's" grep -q " $MNT fuse.adafs " /proc/mounts
+    else
+        # the kernel still sees only the placeholder file at the mount point
+        check "$n servers: nothing reached the kernel under the mount point" \
+            test -f "$MNT" -a ! -s "$MNT"
+    fi
 }
 
 for n in 1 2 4; do
     suite "$n"
 done
+
+# Programs that map their files or run programs stored in adafs (git, gcc
+# and what it builds, #! scripts, numpy.memmap, sqlite3 WAL): the whole
+# transcript of tests/real_programs.sh, byte for byte as on a local
+# directory.
+if command -v git >/dev/null && command -v gcc >/dev/null &&
+   "$PYTHON" -c 'import numpy' 2>/dev/null && [ -x /bin/busybox ]; then
+    start_instance real 2
+    mkdir -p "$WORK/real.local" "$WORK/real.scratch1" "$WORK/real.scratch2"
+    # through FUSE the kernel sees the files: static binaries and concurrent
+    # sqlite3 processes on them too
+    kernel=
+    [ -n "$KERNEL_MOUNT" ] && kernel=kernel
+    "$SRCDIR/tests/real_programs.sh" "$WORK/real.local" "$WORK/real.scratch1" $kernel \
+        >"$WORK/exp" 2>&1
+    pl mkdir "$MNT/real"
+    pl bash "$SRCDIR/tests/real_programs.sh" "$MNT/real" "$WORK/real.scratch2" $kernel \
+        >"$WORK/got" 2>&1
+    same "gcc, #! scripts, git, numpy.memmap and sqlite3 WAL in adafs as on a local directory${kernel:+ (and busybox-static, concurrent WAL)}" \
+        "$WORK/exp" "$WORK/got"
+else
+    skip "gcc, #! scripts, git, numpy.memmap and sqlite3 WAL in adafs" \
+        "needs git, gcc, python3-numpy and busybox-static (scripts/install-deps.sh)"
+fi
 echo "1..$TAP_N"

@@ -5,8 +5,10 @@
  *   fsbench bulk [--mib N]               1 MiB messages, one direction
  *   fsbench mdtest --dir D [--files N] [--procs P] [--api]
  *   fsbench ior --dir D [--procs P] [--xfer SIZE] [--block SIZE]
- *               [--random] [--shared] [--api] [--write-only]
+ *               [--random] [--shared] [--api] [--write-only] [--read-seconds S]
+ *   fsbench offsets --dir D [--xfer SIZE] [--block SIZE] [--api]
  *   fsbench floor --dir D [--servers N] [--mib M] [--window W] [--stripe]
+ *   fsbench readfloor --dir D [--xfer SIZE] [--block SIZE]
  *   fsbench connect --dir D [--seconds S]
  *
  * mdtest and ior use plain POSIX calls, so the same binary measures the
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -338,6 +341,11 @@ static int connect_stat(double seconds)
 
 static uint64_t ior_xfer, ior_block;
 static int ior_random, ior_shared, ior_write_only;
+/* The read phase stops after this long (0: never) and its rate is that
+ * of what it read: an old build whose reads slow down with the file's
+ * size would otherwise take hours. */
+static double ior_read_seconds;
+static int ior_pipe[2];              /* each rank tells how much it read */
 
 static void ior_phase(int rank, int phase)
 {
@@ -366,11 +374,23 @@ static void ior_phase(int rank, int phase)
             order[j] = k;
         }
     }
-    for (size_t i = 0; i < n; i++) {
+    double t0 = now();
+    size_t i = 0;
+    for (; i < n; i++) {
         off_t off = (off_t)(base + order[i] * ior_xfer);
         ssize_t got = phase == 0 ? x_pwrite(fd, buf, ior_xfer, off) : x_pread(fd, buf, ior_xfer, off);
         if (got != (ssize_t)ior_xfer)
             die(phase == 0 ? "write" : "read");
+        if (phase == 1 && ior_read_seconds > 0 && (i & 15) == 15 && now() - t0 > ior_read_seconds) {
+            i++;
+            break;
+        }
+    }
+    if (phase == 1) {
+        /* What this rank read, for the parent: ranks are processes. */
+        uint64_t msg[2] = { (uint64_t)rank, (uint64_t)i * ior_xfer };   /* < PIPE_BUF: atomic */
+        if (write(ior_pipe[1], msg, sizeof(msg)) != sizeof(msg))
+            die("report");
     }
     x_close(fd);
     free(order);
@@ -381,12 +401,24 @@ static int ior(int procs)
 {
     if (x_mkdir(bench_dir) < 0 && errno != EEXIST)
         die(bench_dir);
+    if (pipe(ior_pipe) < 0)
+        die("pipe");
     double t[2];
     run_phases(procs, ior_write_only ? 1 : 2, ior_phase, t);
     double mib = (double)procs * (double)ior_block / (1 << 20);
     printf("ior_write %.0f MiB/s\n", mib / t[0]);
-    if (!ior_write_only)
-        printf("ior_read %.0f MiB/s\n", mib / t[1]);
+    if (!ior_write_only) {
+        double got = 0;
+        for (int r = 0; r < procs; r++) {
+            uint64_t msg[2];
+            if (read(ior_pipe[0], msg, sizeof(msg)) != sizeof(msg))
+                die("report");
+            got += (double)msg[1] / (1 << 20);
+        }
+        printf("ior_read %.0f MiB/s\n", got / t[1]);
+    }
+    close(ior_pipe[0]);
+    close(ior_pipe[1]);
     char path[4200];
     for (int r = 0; r < (ior_shared ? 1 : procs); r++) {
         if (ior_shared)
@@ -395,6 +427,60 @@ static int ior(int procs)
             snprintf(path, sizeof(path), "%s/ior.%d", bench_dir, r);
         x_unlink(path);
     }
+    return 0;
+}
+
+/* ---- the cost of a read against its offset --------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A file of --block + --xfer bytes, then reads of --xfer bytes at offset
+ * 0 and at offset --block in turns, 101 of each: the median time of each
+ * and their ratio. No read may cost more for a larger offset or file
+ * (issue 21: each read had cost time in proportion to the rest of the
+ * file on a tmpfs storage root). */
+#define OFFSET_READS 101
+
+static int offsets(void)
+{
+    if (x_mkdir(bench_dir) < 0 && errno != EEXIST)
+        die(bench_dir);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/offsets", bench_dir);
+    int fd = x_open(path, O_CREAT | O_RDWR | O_TRUNC, 0644);
+    char *buf = malloc(1 << 20);
+    if (fd < 0 || !buf)
+        die(path);
+    memset(buf, 'o', 1 << 20);
+    for (uint64_t at = 0, end = ior_block + ior_xfer; at < end;) {
+        size_t n = end - at < (1 << 20) ? (size_t)(end - at) : (1 << 20);
+        if (x_pwrite(fd, buf, n, (off_t)at) != (ssize_t)n)
+            die("write");
+        at += n;
+    }
+    char *rbuf = malloc(ior_xfer);
+    double t[2][OFFSET_READS];
+    for (int i = 0; i < OFFSET_READS; i++)
+        for (int k = 0; k < 2; k++) {
+            double t0 = now();
+            if (x_pread(fd, rbuf, ior_xfer, k ? (off_t)ior_block : 0) != (ssize_t)ior_xfer)
+                die("read");
+            t[k][i] = now() - t0;
+        }
+    x_close(fd);
+    x_unlink(path);
+    for (int k = 0; k < 2; k++)
+        qsort(t[k], OFFSET_READS, sizeof(double), cmp_double);
+    double at0 = t[0][OFFSET_READS / 2], atb = t[1][OFFSET_READS / 2];
+    printf("read_at_0 %.1f us\n", at0 * 1e6);
+    printf("read_at_block %.1f us\n", atb * 1e6);
+    printf("read_offset_ratio %.3f x\n", atb / at0);
+    free(buf);
+    free(rbuf);
     return 0;
 }
 
@@ -505,6 +591,97 @@ static int floor_write(int nservers, long mib, int window, int stripe)
     return 0;
 }
 
+/* ---- the floor of a read ----------------------------------------------- */
+
+/* What any synchronous read from a server process on this node must do,
+ * and nothing more: the client sends a 64-byte request (offset, length)
+ * over a Unix socket, the server (a process, as adafsd is) answers a
+ * 64-byte header and the bytes from a --block file under --dir with
+ * sendfile, and the client takes the header and the bytes with one
+ * recvmsg where they have arrived, as libadafs does. No metadata, no
+ * request decoding, the file kept open. The file is read once, in --xfer
+ * pieces; the rate bounds from above what an adafs read of that size can
+ * reach here (issue 21). */
+static void read_serve(int fd, int file)
+{
+    uint64_t req[8], head[8] = { 0 };
+    while (net_read_full(fd, req, sizeof(req), 0) == 0) {
+        off_t off = (off_t)req[0];
+        if (net_write_full(fd, head, sizeof(head), 0) < 0)
+            _exit(1);
+        for (size_t left = req[1]; left > 0;) {
+            ssize_t n = sendfile(fd, file, &off, left);
+            if (n <= 0)
+                _exit(1);
+            left -= (size_t)n;
+        }
+    }
+    _exit(0);
+}
+
+static int floor_read(void)
+{
+    if (mkdir(bench_dir, 0755) < 0 && errno != EEXIST)
+        die(bench_dir);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/readfloor", bench_dir);
+    int file = open(path, O_CREAT | O_RDWR | O_TRUNC | O_CLOEXEC, 0600);
+    char *buf = malloc(1 << 20), *rbuf = malloc(ior_xfer);   /* as ior's */
+    if (file < 0 || !buf || !rbuf)
+        die(path);
+    memset(buf, 'r', 1 << 20);
+    for (uint64_t at = 0; at < ior_block; at += 1 << 20)
+        if (pwrite(file, buf, (size_t)(ior_block - at < (1 << 20) ? ior_block - at : (1 << 20)),
+                   (off_t)at) < 0)
+            die("write");
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        die("socketpair");
+    net_set_unix_sndbuf(sv[1]);   /* as adafsd's, for its answers */
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        close(sv[0]);
+        read_serve(sv[1], file);
+    }
+    close(sv[1]);
+    double t0 = now();
+    for (uint64_t at = 0; at + ior_xfer <= ior_block; at += ior_xfer) {
+        uint64_t req[8] = { at, ior_xfer }, head[8];
+        if (net_write_full(sv[0], req, sizeof(req), 0) < 0)
+            die("request");
+        struct iovec iov[2] = { { head, sizeof(head) }, { rbuf, ior_xfer } };
+        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+        size_t got = 0, want = sizeof(head) + ior_xfer;
+        while (got < want) {
+            ssize_t n = recvmsg(sv[0], &msg, 0);
+            if (n <= 0)
+                die("answer");
+            got += (size_t)n;
+            for (size_t left = (size_t)n; left > 0;) {
+                size_t take = left < msg.msg_iov->iov_len ? left : msg.msg_iov->iov_len;
+                msg.msg_iov->iov_base = (char *)msg.msg_iov->iov_base + take;
+                msg.msg_iov->iov_len -= take;
+                left -= take;
+                if (msg.msg_iov->iov_len == 0) {
+                    msg.msg_iov++;
+                    msg.msg_iovlen--;
+                }
+            }
+        }
+    }
+    double t = now() - t0;
+    close(sv[0]);
+    waitpid(pid, NULL, 0);
+    close(file);
+    unlink(path);
+    free(buf);
+    free(rbuf);
+    printf("floor_read %.0f MiB/s\n", (double)(ior_block / ior_xfer * ior_xfer) / (1 << 20) / t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -515,10 +692,11 @@ int main(int argc, char **argv)
         { "shared", no_argument, NULL, 'S' },        { "api", no_argument, NULL, 'a' },
         { "write-only", no_argument, NULL, 'w' },    { "servers", required_argument, NULL, 'N' },
         { "window", required_argument, NULL, 'W' },  { "stripe", no_argument, NULL, 'T' },
+        { "read-seconds", required_argument, NULL, 'R' },
         { NULL, 0, NULL, 0 },
     };
     if (argc < 2) {
-        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior|floor|connect [options]\n");
+        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior|offsets|floor|readfloor|connect [options]\n");
         return 2;
     }
     const char *cmd = argv[1];
@@ -544,6 +722,7 @@ int main(int argc, char **argv)
         case 'N': servers = atoi(optarg); break;
         case 'W': window = atoi(optarg); break;
         case 'T': stripe = 1; break;
+        case 'R': ior_read_seconds = atof(optarg); break;
         case 'x':
         case 'b':
             if (size_parse(optarg, c == 'x' ? &ior_xfer : &ior_block) < 0) {
@@ -565,6 +744,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "floor") == 0)
         return floor_write(servers, mib, window, stripe);
+    if (strcmp(cmd, "readfloor") == 0)
+        return floor_read();
     if (strcmp(cmd, "connect") == 0)
         return connect_stat(seconds);
     if (api) {
@@ -575,6 +756,8 @@ int main(int argc, char **argv)
         return mdtest(procs);
     if (strcmp(cmd, "ior") == 0)
         return ior(procs);
+    if (strcmp(cmd, "offsets") == 0)
+        return offsets();
     fprintf(stderr, "fsbench: unknown benchmark '%s'\n", cmd);
     return 2;
 }

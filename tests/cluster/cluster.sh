@@ -7,6 +7,8 @@
 #   cluster.sh restart-ctld      restart slurmctld only (state kept)
 #   cluster.sh stop-agent K      stop node nK's agent (it wipes its jobs' data)
 #   cluster.sh start-agents      start the agents that are not running
+#   cluster.sh start-qosd        start adafs-qosd if burst_buffer.conf sets AdafsQosPaths
+#   cluster.sh stop-qosd | kill-qosd   stop adafs-qosd (SIGTERM | SIGKILL)
 #   cluster.sh status            print what runs
 #   cluster.sh env               print the environment lines clients need
 #   cluster.sh check-access      fail, saying why, if the Slurm user or the test
@@ -131,6 +133,9 @@ program() {  # program DIR NAME (installed: daemons root starts in sbin, adafsd 
     else echo "$prefix/sbin/$2"; fi
 }
 stage_program() { if [ -n "$build" ]; then echo "$build/stager/adafs-stage"; else echo "$prefix/bin/adafs-stage"; fi; }
+# adafs-qos is a user's command (bin), adafs-qosd a daemon (sbin).
+qos_program() { if [ -n "$build" ]; then echo "$build/qos/$1"; elif [ "$1" = adafs-qos ]; then echo "$prefix/bin/$1"; else echo "$prefix/sbin/$1"; fi; }
+fuse_program() { if [ -n "$build" ]; then echo "$build/agent/adafs-fuse"; else echo "$prefix/bin/adafs-fuse"; fi; }
 preload_lib() { if [ -n "$build" ]; then echo "$build/agent/.libs/libadafs_preload.so"; else echo "$libdir/adafs/libadafs_preload.so"; fi; }
 
 plugin_dir() {
@@ -195,13 +200,16 @@ ensure_test_user() {
 
 write_config() {
     local su; su=$(slurm_user)
-    mkdir -p "$base"/{etc,state,spool,log,run,jobs,pfs,storage,adafs-log}
+    mkdir -p "$base"/{etc,state,spool,log,run,jobs,pfs,storage,adafs-log,qos}
     chown root:root "$base/storage" "$base/adafs-log"
     chmod 755 "$base/storage" "$base/adafs-log"
     chmod 755 "$base" "$base"/etc "$base"/log "$base"/run
     chown "$su" "$base/log"
     chown "$su" "$base/state"
     chmod 700 "$base/state"
+    # adafs-qosd's state, status and records: slurmctld's user's, as qosd runs.
+    chown "$su" "$base/qos"
+    chmod 750 "$base/qos"
     # Job output and the stand-in parallel file system belong to the test user.
     chown "$test_user" "$base/jobs" "$base/pfs"
     local last=$((slurmd_port + nodes - 1))
@@ -245,6 +253,7 @@ MinJobAge=600
 InactiveLimit=0
 SchedulerParameters=sched_interval=2,bf_interval=5
 Epilog=$base/etc/epilog.sh
+TaskProlog=$base/etc/taskprolog.sh
 PrologFlags=Alloc
 ${ADAFS_CLUSTER_EXTRA_CONF:-}
 NodeName=n[1-$nodes] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$slurmd_port-$last] CPUs=2 RealMemory=1000 State=UNKNOWN
@@ -268,6 +277,9 @@ AdafsMungeSocket=$munge_dir/munge.socket.2
 AdafsPreload=$(preload_lib)
 AdafsServerTimeout=5
 AdafsMountPrefix=$base/mnt
+# I/O quality of service (doc/qos.md): off until AdafsQosPaths is set.
+AdafsQosSocket=$base/run/qos.%n.sock
+AdafsQosStateDir=$base/qos
 CONF
     fi
     # slurmd runs the Epilog without arguments; the socket pattern is ours.
@@ -276,6 +288,13 @@ CONF
 exec $(program prolog adafs-epilog) --socket $base/run/agent.%n.sock --timeout 300
 EPI
     chmod 755 "$base/etc/epilog.sh"
+    # Every task: under I/O quality of service when burst_buffer.conf sets
+    # AdafsQosPaths (jobs without a burst buffer too); else prints nothing.
+    cat > "$base/etc/taskprolog.sh" <<TPL
+#!/bin/sh
+exec $(qos_program adafs-qos) --config $base/etc/burst_buffer.conf taskprolog
+TPL
+    chmod 755 "$base/etc/taskprolog.sh"
     cat > "$base/env" <<ENV
 export SLURM_CONF=$conf
 export ADAFS_CLUSTER_DIR=$base
@@ -370,7 +389,7 @@ start_agents() {
     local su; su=$(slurm_user)
     local prog
     for prog in "$(program agent adafs-agentd)" "$(program agent adafsd)" "$(stage_program)" \
-                "$(program prolog adafs-epilog)"; do
+                "$(fuse_program)" "$(program prolog adafs-epilog)"; do
         [ -x "$prog" ] || die "$prog not found: build adafs and set ADAFS_BUILD_DIR, or install it (ADAFS_PREFIX)"
     done
     for i in $(seq "$nodes"); do
@@ -380,8 +399,9 @@ start_agents() {
         "$(program agent adafs-agentd)" --node "n$i" \
             --listen "127.0.0.1:$((slurmd_port + i - 1 + agent_offset))" \
             --socket "$base/run/agent.n$i.sock" --storage-root "$base/storage" \
+            --qos-socket "$base/run/qos.%n.sock" \
             --mount-prefix "$base/mnt" \
-            --adafsd "$(program agent adafsd)" --stager "$(stage_program)" \
+            --adafsd "$(program agent adafsd)" --stager "$(stage_program)" --fuse "$(fuse_program)" \
             --slurm-user "$su" --munge-socket "$munge_dir/munge.socket.2" \
             --log "$base/log/agent.n$i.log" --log-dir "$base/adafs-log" \
             --pidfile "$base/run/agent.n$i.pid" ||
@@ -397,6 +417,18 @@ start_agents() {
         [ -S "$base/run/agent.n$i.sock" ] ||
             died "adafs-agentd n$i" "$base/log/agent.n$i.log" "did not open $base/run/agent.n$i.sock in 5 s"
     done
+}
+
+start_qosd() {
+    grep -qi '^ *AdafsQosPaths=' "$base/etc/burst_buffer.conf" 2>/dev/null || return 0
+    local pid; pid=$(pid_of "$base/qos/qosd.pid")
+    if pid_alive "$pid"; then return 0; fi
+    local su; su=$(slurm_user)
+    runuser -u "$su" -- env SLURM_CONF="$conf" "$(qos_program adafs-qosd)" \
+        --config "$base/etc/burst_buffer.conf" --log "$base/log/qosd.log" \
+        --pidfile "$base/qos/qosd.pid" || die "adafs-qosd failed, see $base/log/qosd.log"
+    for _ in $(seq 50); do [ -S "$base/qos/qosd.sock" ] && return 0; sleep 0.1; done
+    die "adafs-qosd did not come up, see $base/log/qosd.log"
 }
 
 # Every node idle within 60 s, or stop at once when a daemon is gone.
@@ -454,7 +486,8 @@ cmd_start() {
     # --clean: also the stand-in parallel file system and job outputs, so
     # a test never sees an earlier run's files.
     if [ "$clean" = 1 ]; then
-        rm -rf "${base:?}"/state "${base:?}"/spool "${base:?}"/log "${base:?}"/pfs "${base:?}"/jobs
+        rm -rf "${base:?}"/state "${base:?}"/spool "${base:?}"/log "${base:?}"/pfs "${base:?}"/jobs \
+            "${base:?}"/qos
     fi
     write_config
     start_munge
@@ -462,10 +495,12 @@ cmd_start() {
     start_ctld
     start_slurmds
     wait_idle
+    start_qosd
     log "up: $nodes nodes; clients need: export SLURM_CONF=$conf"
 }
 
 cmd_stop() {
+    stop_pidfile "$base/qos/qosd.pid" adafs-qosd
     local -a args=()
     for i in $(seq "$nodes"); do args+=("$base/run/slurmd.n$i.pid" "slurmd n$i"); done
     stop_pidfile "${args[@]}"
@@ -479,7 +514,8 @@ cmd_stop() {
 
 cmd_status() {
     local rc=0
-    for f in "$munge_dir/munged.pid" "$base/run/slurmctld.pid" "$base"/run/slurmd.*.pid "$base"/run/agent.*.pid; do
+    for f in "$munge_dir/munged.pid" "$base/run/slurmctld.pid" "$base"/run/slurmd.*.pid "$base"/run/agent.*.pid \
+             "$base/qos/qosd.pid"; do
         [ -f "$f" ] || continue
         local pid; pid=$(pid_of "$f")
         if pid_alive "$pid"; then echo "running $(basename "$f" .pid) $pid"; else echo "dead $(basename "$f" .pid)"; rc=1; fi
@@ -495,6 +531,9 @@ case "${1:-}" in
     start-ctld) start_ctld ;;
     stop-agent) stop_pidfile "$base/run/agent.n${2:?node number}.pid" "adafs-agentd n$2" ;;
     start-agents) start_agents ;;   # those not running
+    start-qosd) start_qosd ;;
+    stop-qosd) stop_pidfile "$base/qos/qosd.pid" adafs-qosd ;;
+    kill-qosd) pid=$(pid_of "$base/qos/qosd.pid"); pid_alive "$pid" && kill -KILL "$pid"; rm -f "$base/qos/qosd.pid" ;;
     status) cmd_status ;;
     check-access) ensure_test_user; check_access ;;
     env) cat "$base/env" ;;

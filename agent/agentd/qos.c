@@ -1,0 +1,314 @@
+/* qos: see qos.h. */
+#include "qos.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "qos_attach.h"
+#include "qos_proto.h"
+#include "qos_seg.h"
+
+#define BEAT_MS 1000
+#define ATTACH_TIMEOUT_MS 200
+
+/* One job's budget on this node. The table is sorted by job id. */
+struct qjob {
+    uint32_t job_id;
+    uid_t uid;
+    int fd;
+    struct qos_seg *seg;
+    unsigned missing;      /* cycles since qosd last named the job */
+    bool provisional;      /* made at a process's request, not yet named by qosd */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct qjob *jobs;
+static size_t njobs;
+static int listen_fd = -1, wake[2] = { -1, -1 };
+static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static pthread_t beat_thread;
+static bool running;
+
+/* Lines a local user can cause, on a budget. */
+static struct log_limit attach_log = LOG_LIMIT_INIT(10, 10000);
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Where job_id is or would go in the table. */
+static size_t find_locked(uint32_t job_id)
+{
+    size_t lo = 0, hi = njobs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (jobs[mid].job_id < job_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void drop_at_locked(size_t i)
+{
+    qos_seg_unmap(jobs[i].seg);
+    close(jobs[i].fd);
+    memmove(&jobs[i], &jobs[i + 1], (njobs - i - 1) * sizeof(*jobs));
+    njobs--;
+}
+
+/* The job's entry, made with a fresh budget if new. NULL with err. */
+static struct qjob *get_locked(uint32_t job_id, uid_t uid, char *err, size_t errlen)
+{
+    size_t i = find_locked(job_id);
+    if (i < njobs && jobs[i].job_id == job_id) {
+        if (jobs[i].uid == uid)
+            return &jobs[i];
+        /* A job id reused by another user (a requeue cannot change the
+         * owner): never hand the old budget to the new one. */
+        log_warn("job %u: qosd names uid %u, its budget here is uid %u's: made anew", job_id,
+                 (unsigned)uid, (unsigned)jobs[i].uid);
+        drop_at_locked(i);
+    }
+    if (njobs == QOS_AGENT_MAX_JOBS) {
+        snprintf(err, errlen, "job %u: this agent holds budgets for %d jobs already", job_id,
+                 QOS_AGENT_MAX_JOBS);
+        return NULL;
+    }
+    struct qjob *grown = realloc(jobs, (njobs + 1) * sizeof(*jobs));
+    if (!grown) {
+        snprintf(err, errlen, "job %u: out of memory", job_id);
+        return NULL;
+    }
+    jobs = grown;
+    struct qjob j = { .job_id = job_id, .uid = uid };
+    int rc = qos_seg_create(job_id, QOS_SEG_SLOTS, &j.fd, &j.seg);
+    if (rc < 0) {
+        snprintf(err, errlen, "job %u: cannot make its budget: %s", job_id, strerror(-rc));
+        return NULL;
+    }
+    qos_seg_beat(j.seg, now_ms());
+    memmove(&jobs[i + 1], &jobs[i], (njobs - i) * sizeof(*jobs));
+    jobs[i] = j;
+    njobs++;
+    log_info("job %u: I/O budget made for uid %u", job_id, (unsigned)uid);
+    return &jobs[i];
+}
+
+void qos_agent_ensure(uint32_t job_id, uid_t uid)
+{
+    if (!running)
+        return;
+    char err[256];
+    pthread_mutex_lock(&lock);
+    struct qjob *j = get_locked(job_id, uid, err, sizeof(err));
+    if (!j)
+        log_warn("%s", err);
+    else
+        j->provisional = false;   /* the plugin's START names the job's owner */
+    pthread_mutex_unlock(&lock);
+}
+
+int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, size_t errlen)
+{
+    if (!running) {
+        snprintf(err, errlen, "I/O quality of service is not enabled on this agent (--qos-socket)");
+        return -EOPNOTSUPP;
+    }
+    struct qos_cycle c;
+    int rc = qos_cycle_get(r, &c);
+    if (rc < 0) {
+        snprintf(err, errlen, "malformed qos request");
+        return rc;
+    }
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < njobs; i++)
+        jobs[i].missing++;
+    for (uint32_t k = 0; k < c.njobs && rc == 0; k++) {
+        struct qjob *j = get_locked(c.jobs[k].job_id, c.jobs[k].uid, err, errlen);
+        if (!j) {
+            rc = -ENOSPC;
+            break;
+        }
+        j->missing = 0;
+        j->provisional = false;
+        qos_seg_set_limits(j->seg, &c.jobs[k].limit);
+    }
+    for (size_t i = njobs; i-- > 0;)
+        if (jobs[i].missing > QOS_AGENT_GRACE) {
+            log_info("job %u: I/O budget dropped (qosd stopped naming the job)", jobs[i].job_id);
+            drop_at_locked(i);
+        }
+    struct qos_report rep = { .cycle = c.cycle, .njobs = (uint32_t)njobs,
+                              .jobs = calloc(njobs ? njobs : 1, sizeof(*rep.jobs)) };
+    if (!rep.jobs && rc == 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+    }
+    for (size_t i = 0; rep.jobs && i < njobs; i++) {
+        struct qos_usage u;
+        qos_seg_collect(jobs[i].seg, &u);
+        rep.jobs[i].job_id = jobs[i].job_id;
+        rep.jobs[i].procs = u.procs;
+        memcpy(rep.jobs[i].used, u.used, sizeof(u.used));
+        memcpy(rep.jobs[i].waited_ns, u.waited_ns, sizeof(u.waited_ns));
+    }
+    pthread_mutex_unlock(&lock);
+    if (rc == 0)
+        qos_report_put(out, &rep);
+    free(rep.jobs);
+    free(c.jobs);
+    return rc;
+}
+
+/* A job qosd has not named yet (it is down, or has not seen the job):
+ * its processes still share one budget on this node, at the site's
+ * default, the uid that asks first taken for the owner until qosd or the
+ * plugin says otherwise (then the budget is made anew for the right one).
+ * A user may have a few such budgets only, so none can fill the table. */
+#define PROVISIONAL_PER_UID 16
+
+static struct qjob *provisional_locked(uint32_t job_id, uid_t uid)
+{
+    unsigned mine = 0;
+    for (size_t i = 0; i < njobs; i++)
+        mine += jobs[i].provisional && jobs[i].uid == uid;
+    if (mine >= PROVISIONAL_PER_UID)
+        return NULL;
+    char err[256];
+    struct qjob *j = get_locked(job_id, uid, err, sizeof(err));
+    if (j)
+        j->provisional = true;
+    return j;
+}
+
+/* For qos_attach_answer: a duplicate of the job's budget descriptor (the
+ * table may drop the job while the answer is sent), kept in *ctx. */
+static int lookup(void *ctx, uint32_t job_id, uid_t uid)
+{
+    int rc;
+    pthread_mutex_lock(&lock);
+    size_t i = find_locked(job_id);
+    if ((i == njobs || jobs[i].job_id != job_id) && provisional_locked(job_id, uid))
+        i = find_locked(job_id);
+    if (i == njobs || jobs[i].job_id != job_id)
+        rc = -ENOENT;
+    else if (uid != jobs[i].uid && uid != 0)
+        rc = -EACCES;
+    else if ((rc = fcntl(jobs[i].fd, F_DUPFD_CLOEXEC, 0)) < 0)
+        rc = -errno;
+    pthread_mutex_unlock(&lock);
+    *(int *)ctx = rc;
+    return rc;
+}
+
+static void answer_one(void)
+{
+    int conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (conn < 0)
+        return;
+    int dup_fd = -1;
+    uint32_t job;
+    uid_t uid;
+    int rc = qos_attach_answer(conn, ATTACH_TIMEOUT_MS, lookup, &dup_fd, &job, &uid);
+    if (dup_fd >= 0)
+        close(dup_fd);
+    close(conn);
+    if (rc == -EACCES)
+        log_limited(&attach_log, LOG_LEVEL_WARN, "uid %u asked for job %u's I/O budget: not its"
+                    " job, refused", (unsigned)uid, job);
+    else if (rc < 0 && rc != -ENOENT)
+        log_limited(&attach_log, LOG_LEVEL_WARN, "an attach request from uid %d: %s",
+                    (int)uid, rc == -EPROTO ? "malformed" : strerror(-rc));
+    else if (rc == -ENOENT)
+        log_debug("uid %u asked for job %u's I/O budget: none yet", (unsigned)uid, job);
+}
+
+static void *beat_main(void *arg)
+{
+    struct pollfd p[2] = { { .fd = listen_fd, .events = POLLIN }, { .fd = wake[0], .events = POLLIN } };
+    uint64_t last = 0;
+    for (;;) {
+        int n = poll(p, 2, BEAT_MS);
+        if (n > 0 && p[1].revents)
+            return NULL;
+        if (n > 0 && p[0].revents)
+            answer_one();
+        uint64_t t = now_ms();
+        if (t - last >= BEAT_MS / 2) {
+            pthread_mutex_lock(&lock);
+            for (size_t i = 0; i < njobs; i++)
+                qos_seg_beat(jobs[i].seg, t);
+            pthread_mutex_unlock(&lock);
+            last = t;
+            log_limit_flush(&attach_log);
+        }
+    }
+}
+
+int qos_agent_start(const char *path, char *err, size_t errlen)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof(a.sun_path)) {
+        snprintf(err, errlen, "--qos-socket %s: too long", path);
+        return -ENAMETOOLONG;
+    }
+    strcpy(a.sun_path, path);
+    strcpy(sock_path, path);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "--qos-socket: socket: %s", strerror(errno));
+        return -errno;
+    }
+    unlink(path);
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(path, 0666) < 0 ||
+        listen(fd, 128) < 0 || pipe2(wake, O_CLOEXEC) < 0) {
+        int rc = -errno;
+        snprintf(err, errlen, "--qos-socket %s: %s", path, strerror(errno));
+        close(fd);
+        return rc;
+    }
+    listen_fd = fd;
+    int rc = pthread_create(&beat_thread, NULL, beat_main, NULL);
+    if (rc != 0) {
+        snprintf(err, errlen, "--qos-socket: cannot start a thread: %s", strerror(rc));
+        close(fd);
+        listen_fd = -1;
+        return -rc;
+    }
+    running = true;
+    return 0;
+}
+
+void qos_agent_stop(void)
+{
+    if (!running)
+        return;
+    running = false;
+    if (write(wake[1], "x", 1) == 1)
+        pthread_join(beat_thread, NULL);
+    close(listen_fd);
+    unlink(sock_path);
+    pthread_mutex_lock(&lock);
+    while (njobs)
+        drop_at_locked(njobs - 1);
+    free(jobs);
+    jobs = NULL;
+    pthread_mutex_unlock(&lock);
+}

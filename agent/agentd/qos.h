@@ -1,0 +1,40 @@
+/* qos: the node agent as the local controller of I/O quality of service
+ * (doc/qos.md).
+ *
+ * For each job adafs-qosd names, the agent keeps the job's budget on this
+ * node (qos_seg.h: a sealed memfd) and gives it to the job's processes
+ * that ask over the attach socket (qos_attach.h; only the job's uid, by
+ * SO_PEERCRED). Each control period qosd sends the limits (AGENT_QOS,
+ * qos_proto.h); the agent writes them into the budgets and answers with
+ * every job's usage. A job qosd stops naming is dropped after
+ * QOS_AGENT_GRACE cycles. Between cycles a thread beats each budget's
+ * heartbeat, so processes can tell a live agent from a dead one; with
+ * qosd gone nothing changes: every budget keeps its last limits. */
+#ifndef ADAFS_AGENT_QOS_H
+#define ADAFS_AGENT_QOS_H
+
+#include <sys/types.h>
+
+#include "rpc.h"
+
+#define QOS_AGENT_GRACE 3
+#define QOS_AGENT_MAX_JOBS 4096
+
+/* Binds the attach socket at path (mode 0666: any job's process may ask;
+ * the directory must be root's) and starts the beat thread. 0, or -errno
+ * with err filled. */
+int qos_agent_start(const char *path, char *err, size_t errlen);
+
+/* AGENT_QOS: applies a cycle and writes the report into out. 0 or
+ * -EBADMSG / -ENOMEM / -ENOSPC (too many jobs; the message says which). */
+int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, size_t errlen);
+
+/* Makes job_id's budget (uid's) if there is none yet, with no limits of
+ * its own: for a job the agent starts itself, so its processes and its
+ * stager find their budget before qosd first names the job. */
+void qos_agent_ensure(uint32_t job_id, uid_t uid);
+
+/* Closes the socket (its file is removed) and frees every budget. */
+void qos_agent_stop(void);
+
+#endif

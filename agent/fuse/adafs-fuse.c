@@ -1,0 +1,805 @@
+/* adafs-fuse: a job's adafs file system as a kernel mount, through FUSE.
+ *
+ *   adafs-fuse [--instance FILE] [--connections N] [--foreground]
+ *              [--ready-fd N] [-o OPTION[,OPTION...]] MOUNTPOINT
+ *
+ * The LD_PRELOAD interposer reaches adafs from dynamically linked programs
+ * only. A kernel mount serves the rest: static binaries, programs the
+ * kernel itself runs (srun steps, exec), and mmap with the kernel's full
+ * coherence. Every request goes to libadafs, so the file system keeps its
+ * guarantees: the instance's secret, quotas (ENOSPC), EIO after the
+ * instance's timeout when a server is gone (a process waiting on the mount
+ * is never stuck for longer), and what the preload and every other node
+ * see.
+ *
+ * The mount and the interposer stay consistent (doc/fuse.md): the kernel
+ * caches no name, attribute or absence (entry_timeout, attr_timeout and
+ * negative_timeout are 0 by default), so every lookup and stat asks the
+ * servers as the interposer does; file data is read and written directly
+ * (no page cache) where the kernel lets such files be mapped (below), and
+ * otherwise cached while a file is open here, dropped at every open (no
+ * keep_cache) and whenever a read finds the size or modification time
+ * changed (auto_inval_data); writes go through to the servers before
+ * write() returns (no writeback cache). Record locks are the kernel's, per
+ * node.
+ *
+ * MOUNTPOINT may be /dev/fd/N, a /dev/fuse descriptor already mounted by a
+ * privileged parent: the node agent mounts as root for the job and runs
+ * this program as the job's user (libfuse's "mount by parent"). */
+#define FUSE_USE_VERSION 312
+#include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <linux/fuse.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stddef.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "adafs.h"
+
+/* Open flags libadafs understands; the rest are the kernel's business. */
+#define LIB_OPEN_FLAGS (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_NONBLOCK)
+#define CONNECTIONS_MAX 64
+
+/* Several handles, each with its own connection to every server: one
+ * handle's requests to a server are answered in order, so files used by
+ * different processes at once go through different handles. */
+static adafs *pool[CONNECTIONS_MAX];
+static int npool;
+static atomic_uint next_handle;
+static int ready_fd = -1;   /* told "ready" once the kernel's INIT is answered */
+
+/* Direct I/O with mmap allowed (the kernel's FUSE_DIRECT_IO_ALLOW_MMAP,
+ * Linux 6.6; libfuse 3.14 cannot ask for it, so the INIT answer is amended
+ * on its way out, below). With it every open file is FOPEN_DIRECT_IO: a
+ * read or write goes to adafs as one request of its size, with no page
+ * cache between, exactly as through the interposer (and two copies of the
+ * data instead of three); mmap still works, through the page cache.
+ * Without it, files go through the page cache (see the header). */
+#define ALLOW_MMAP_FLAGS2 (1u << (36 - 32))
+static uint64_t init_unique;   /* the INIT request being answered */
+static bool init_offers;       /* the kernel offered ALLOW_MMAP */
+static bool direct_io;         /* and we asked for it */
+
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+    (void)userdata;
+    ssize_t n = read(fd, buf, len);
+    const struct fuse_in_header *h = buf;
+    if (n >= (ssize_t)(sizeof *h + offsetof(struct fuse_init_in, flags2) + 4) &&
+        h->opcode == FUSE_INIT) {
+        const struct fuse_init_in *in = (const void *)(h + 1);
+        init_unique = h->unique;
+        init_offers = (in->flags & FUSE_INIT_EXT) && (in->flags2 & ALLOW_MMAP_FLAGS2);
+    }
+    return n;
+}
+
+static ssize_t io_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
+                         unsigned int flags, void *userdata)
+{
+    (void)userdata;
+    return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+    (void)userdata;
+    if (init_unique && count >= 2 && iov[0].iov_len >= sizeof(struct fuse_out_header) &&
+        iov[1].iov_len >= offsetof(struct fuse_init_out, flags2) + 4) {
+        struct fuse_out_header *h = iov[0].iov_base;
+        struct fuse_init_out *out = iov[1].iov_base;
+        if (h->unique == init_unique && h->error == 0 && init_offers &&
+            (out->flags & FUSE_INIT_EXT)) {
+            out->flags2 |= ALLOW_MMAP_FLAGS2;
+            direct_io = true;
+        }
+        if (h->unique == init_unique)
+            init_unique = 0;
+    }
+    return writev(fd, iov, count);
+}
+
+/* The handle for path operations of this thread, and for a new open file. */
+static adafs *thread_fs(void)
+{
+    static __thread int slot = -1;
+    if (slot < 0)
+        slot = (int)(atomic_fetch_add(&next_handle, 1) % (unsigned)npool);
+    return pool[slot];
+}
+
+static adafs *spread_fs(void)
+{
+    return pool[atomic_fetch_add(&next_handle, 1) % (unsigned)npool];
+}
+
+/* An open file (fi->fh). The stat of a file just created is kept for the
+ * getattr libfuse asks right after: one round trip less per create.
+ *
+ * The kernel sends many reads of one file at once (readahead), which the
+ * library serves one after the other. When a server is gone, each would
+ * wait out the instance's timeout in turn: after the first EIO, the
+ * others, and every later read or write of this open file, fail at once,
+ * so a reader gets EIO after one timeout, not after one per read queued. */
+struct handle {
+    pthread_mutex_t io;
+    adafs *fs;
+    int lfd;
+    bool append;
+    bool fresh;
+    bool failed;       /* an I/O gave EIO: a server is gone */
+    struct stat st;
+};
+
+/* An open directory: a snapshot of its entries, with their stat. */
+struct entry {
+    char *name;
+    struct stat st;
+};
+struct dir {
+    struct entry *e;
+    size_t n, cap;
+    struct stat self;
+};
+
+static struct handle *handle_of(const struct fuse_file_info *fi)
+{
+    return (struct handle *)(uintptr_t)fi->fh;
+}
+
+static int x_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+    if (fi && fi->fh) {
+        struct handle *h = handle_of(fi);
+        if (h->fresh) {
+            h->fresh = false;
+            *st = h->st;
+            return 0;
+        }
+        return adafs_fstat(h->fs, h->lfd, st);
+    }
+    if (!path)
+        return -ENOENT;
+    return adafs_stat(thread_fs(), path, st);
+}
+
+static int x_access(const char *path, int mask)
+{
+    return adafs_access(thread_fs(), path, mask);
+}
+
+static int x_mkdir(const char *path, mode_t mode)
+{
+    return adafs_mkdir(thread_fs(), path, mode);
+}
+
+/* A regular file is created; FIFOs, devices and sockets do not exist in
+ * adafs (EPERM, as mknod(2) documents for such a file system). */
+static int x_mknod(const char *path, mode_t mode, dev_t dev)
+{
+    (void)dev;
+    if (!S_ISREG(mode))
+        return -EPERM;
+    adafs *fs = thread_fs();
+    int fd = adafs_open(fs, path, O_CREAT | O_EXCL | O_WRONLY, mode & 07777);
+    return fd < 0 ? fd : adafs_close(fs, fd);
+}
+
+static int x_unlink(const char *path)
+{
+    return adafs_unlink(thread_fs(), path);
+}
+
+static int x_rmdir(const char *path)
+{
+    return adafs_rmdir(thread_fs(), path);
+}
+
+/* No symbolic or hard links in adafs: EPERM, as link(2) and symlink(2)
+ * document for a file system without them (git, cp -l then copy). */
+static int x_symlink(const char *target, const char *path)
+{
+    (void)target;
+    (void)path;
+    return -EPERM;
+}
+
+static int x_link(const char *from, const char *to)
+{
+    (void)from;
+    (void)to;
+    return -EPERM;
+}
+
+static int x_rename(const char *from, const char *to, unsigned int flags)
+{
+    adafs *fs = thread_fs();
+    if (flags & ~RENAME_NOREPLACE)
+        return -EINVAL;   /* RENAME_EXCHANGE, RENAME_WHITEOUT */
+    if (flags & RENAME_NOREPLACE) {
+        /* checked, then renamed: not atomic against a concurrent creator */
+        struct stat st;
+        int rc = adafs_stat(fs, to, &st);
+        if (rc == 0)
+            return -EEXIST;
+        if (rc != -ENOENT)
+            return rc;
+    }
+    return adafs_rename(fs, from, to);
+}
+
+static int x_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    (void)fi;
+    return path ? adafs_chmod(thread_fs(), path, mode) : -ENOENT;
+}
+
+/* Files belong to the job's user: chown succeeds when it changes nothing
+ * (the owner, or a group of the caller), else EPERM, as the interposer. */
+static int x_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+    struct stat st;
+    int rc = x_getattr(path, &st, fi);
+    if (rc < 0)
+        return rc;
+    if (uid != (uid_t)-1 && uid != st.st_uid)
+        return -EPERM;
+    if (gid == (gid_t)-1 || gid == st.st_gid || gid == getgid())
+        return 0;
+    gid_t groups[NGROUPS_MAX];
+    int n = getgroups(NGROUPS_MAX, groups);
+    for (int i = 0; i < n; i++)
+        if (groups[i] == gid)
+            return 0;
+    return -EPERM;
+}
+
+static int x_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+    if (fi && fi->fh)
+        return adafs_ftruncate(handle_of(fi)->fs, handle_of(fi)->lfd, size);
+    return path ? adafs_truncate(thread_fs(), path, size) : -ENOENT;
+}
+
+static int x_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+    if (!path)
+        return -ENOENT;
+    struct timespec t[2] = { tv[0], tv[1] };
+    struct stat st;
+    bool omit = t[0].tv_nsec == UTIME_OMIT || t[1].tv_nsec == UTIME_OMIT;
+    if (omit) {
+        int rc = x_getattr(path, &st, fi);
+        if (rc < 0)
+            return rc;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    for (int i = 0; i < 2; i++) {
+        if (t[i].tv_nsec == UTIME_NOW)
+            t[i] = now;
+        else if (t[i].tv_nsec == UTIME_OMIT)
+            t[i] = i == 0 ? st.st_atim : st.st_mtim;
+    }
+    return adafs_utimens(thread_fs(), path, t);
+}
+
+static int open_with(const char *path, struct fuse_file_info *fi, int flags, mode_t mode,
+                     bool created)
+{
+    struct handle *h = calloc(1, sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    h->fs = spread_fs();
+    h->lfd = adafs_open_stat(h->fs, path, flags & LIB_OPEN_FLAGS, mode, &h->st);
+    if (h->lfd < 0) {
+        int rc = h->lfd;
+        free(h);
+        return rc;
+    }
+    pthread_mutex_init(&h->io, NULL);
+    h->append = flags & O_APPEND;
+    h->fresh = created;
+    fi->fh = (uintptr_t)h;
+    fi->direct_io = direct_io;
+    fi->keep_cache = 0;   /* the page cache starts afresh at each open */
+    return 0;
+}
+
+static int x_open(const char *path, struct fuse_file_info *fi)
+{
+    return open_with(path, fi, fi->flags, 0, false);
+}
+
+static int x_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    return open_with(path, fi, fi->flags | O_CREAT, mode, true);
+}
+
+/* A write's data crosses this process through a memfd of each thread's,
+ * never through its memory: it comes from /dev/fuse by splice
+ * (FUSE_CAP_SPLICE_READ: the writer's pages, no copy), is spliced into
+ * the memfd (one copy), and a server copies it from there into its chunk
+ * file. libfuse uses a thread's buffer before the thread takes its next
+ * request, so one memfd per thread is enough. A read goes into libfuse's
+ * buffer from the sockets and from there to the kernel (two copies):
+ * libfuse 3.14 answered a read given as a memfd by copying it into a
+ * buffer first (pread, then writev: three), slower on this machine
+ * (1 MiB reads through the mount, 4 alternating pairs: 404-837 MiB/s
+ * from memory against 370-518 from a memfd). */
+static int thread_memfd(size_t size)
+{
+    static __thread int fd = -1;
+    static __thread size_t have;
+    if (fd < 0 && (fd = memfd_create("adafs-fuse-io", MFD_CLOEXEC)) < 0)
+        return -errno;
+    if (size > have) {
+        if (ftruncate(fd, (off_t)size) < 0)
+            return -errno;
+        have = size;
+    }
+    return fd;
+}
+
+/* Runs one I/O of h under its lock: after the first EIO of an open file,
+ * its others fail at once (see struct handle). */
+static ssize_t handle_io(struct handle *h, ssize_t (*io)(struct handle *, void *), void *arg)
+{
+    pthread_mutex_lock(&h->io);
+    ssize_t n = h->failed ? -EIO : io(h, arg);
+    if (n == -EIO)
+        h->failed = true;
+    pthread_mutex_unlock(&h->io);
+    return n;
+}
+
+struct read_args {
+    char *buf;
+    size_t size;
+    off_t off;
+};
+
+/* The kernel takes a short read for the end of the file: read it all. */
+static ssize_t read_io(struct handle *h, void *arg)
+{
+    struct read_args *a = arg;
+    size_t done = 0;
+    while (done < a->size) {
+        ssize_t n = adafs_pread(h->fs, h->lfd, a->buf + done, a->size - done,
+                                a->off + (off_t)done);
+        if (n < 0)
+            return done ? (ssize_t)done : n;
+        if (n == 0)
+            break;
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}
+
+/* Into libfuse's buffer, which it writes to the kernel as it is: the
+ * bytes are copied twice (from the sockets, into the reader's pages). */
+static int x_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+    (void)path;
+    struct read_args a = { buf, size, off };
+    return (int)handle_io(handle_of(fi), read_io, &a);
+}
+
+struct write_args {
+    struct fuse_bufvec *data;
+    size_t size;
+    off_t off;
+};
+
+/* Into the thread's memfd and from there to the servers; O_APPEND from
+ * memory: the library appends at the end the servers know (another node
+ * may have grown the file), not where the kernel thinks it is. */
+static ssize_t write_io(struct handle *h, void *arg)
+{
+    struct write_args *a = arg;
+    h->fresh = false;
+    if (h->append) {
+        char *mem = malloc(a->size ? a->size : 1);
+        struct fuse_bufvec dst = FUSE_BUFVEC_INIT(a->size);
+        dst.buf[0].mem = mem;
+        ssize_t n = mem ? fuse_buf_copy(&dst, a->data, 0) : -ENOMEM;
+        size_t done = 0;
+        while (n >= 0 && done < (size_t)n) {
+            ssize_t w = adafs_write(h->fs, h->lfd, mem + done, (size_t)n - done);
+            if (w <= 0) {
+                n = done ? (ssize_t)done : (w < 0 ? w : -EIO);
+                break;
+            }
+            done += (size_t)w;
+        }
+        free(mem);
+        return n;
+    }
+    int memfd = thread_memfd(a->size);
+    if (memfd < 0)
+        return memfd;
+    struct fuse_bufvec dst = FUSE_BUFVEC_INIT(a->size);
+    dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+    dst.buf[0].fd = memfd;
+    dst.buf[0].pos = 0;
+    ssize_t n = fuse_buf_copy(&dst, a->data, 0);
+    size_t done = 0;
+    while (n > 0 && done < (size_t)n) {
+        ssize_t w = adafs_pwrite_from_fd(h->fs, h->lfd, memfd, (off_t)done, (size_t)n - done,
+                                         a->off + (off_t)done);
+        if (w <= 0)
+            return done ? (ssize_t)done : (w < 0 ? w : -EIO);
+        done += (size_t)w;
+    }
+    return n;
+}
+
+static int x_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
+                       struct fuse_file_info *fi)
+{
+    (void)path;
+    struct write_args a = { .data = buf, .size = fuse_buf_size(buf), .off = off };
+    return (int)handle_io(handle_of(fi), write_io, &a);
+}
+
+static int x_statfs(const char *path, struct statvfs *st)
+{
+    (void)path;
+    return adafs_statvfs(thread_fs(), st);
+}
+
+static int x_release(const char *path, struct fuse_file_info *fi)
+{
+    (void)path;
+    struct handle *h = handle_of(fi);
+    int rc = adafs_close(h->fs, h->lfd);
+    pthread_mutex_destroy(&h->io);
+    free(h);
+    return rc;
+}
+
+static int x_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+    (void)path;
+    (void)datasync;
+    struct handle *h = handle_of(fi);
+    return adafs_fsync(h->fs, h->lfd);
+}
+
+static int dir_add(void *arg, const struct adafs_listed *l)
+{
+    struct dir *d = arg;
+    if (l->status < 0)
+        return 0;   /* a file whose data could not be read: listed anyway below */
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 64;
+        struct entry *grown = realloc(d->e, cap * sizeof *grown);
+        if (!grown)
+            return -ENOMEM;
+        d->e = grown;
+        d->cap = cap;
+    }
+    if (!(d->e[d->n].name = strdup(l->name)))
+        return -ENOMEM;
+    d->e[d->n++].st = l->st;
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
+}
+
+static void dir_free(struct dir *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        free(d->e[i].name);
+    free(d->e);
+    free(d);
+}
+
+/* The listing is taken once, at opendir, and served by offset: the entries
+ * in name order, as the interposer lists them. */
+static int x_opendir(const char *path, struct fuse_file_info *fi)
+{
+    struct dir *d = calloc(1, sizeof *d);
+    if (!d)
+        return -ENOMEM;
+    adafs *fs = thread_fs();
+    int rc = adafs_stat(fs, path, &d->self);
+    if (rc == 0 && !S_ISDIR(d->self.st_mode))
+        rc = -ENOTDIR;
+    if (rc == 0)
+        rc = adafs_list_plus(fs, path, 0, dir_add, d);
+    if (rc < 0) {
+        dir_free(d);
+        return rc;
+    }
+    if (d->n)   /* an empty directory has no array: qsort must not see NULL */
+        qsort(d->e, d->n, sizeof *d->e, by_name);
+    fi->fh = (uintptr_t)d;
+    return 0;
+}
+
+static int x_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+                     struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+    (void)path;
+    struct dir *d = (struct dir *)(uintptr_t)fi->fh;
+    enum fuse_fill_dir_flags plus = flags & FUSE_READDIR_PLUS ? FUSE_FILL_DIR_PLUS : 0;
+    /* Offsets: 1 after ".", 2 after "..", 3 + i after entry i. */
+    for (off_t at = off; at < (off_t)d->n + 2; at++) {
+        const char *name = at == 0 ? "." : at == 1 ? ".." : d->e[at - 2].name;
+        const struct stat *st = at < 2 ? &d->self : &d->e[at - 2].st;
+        if (fill(buf, name, st, at + 1, at < 2 ? 0 : plus))
+            break;
+    }
+    return 0;
+}
+
+static int x_releasedir(const char *path, struct fuse_file_info *fi)
+{
+    (void)path;
+    dir_free((struct dir *)(uintptr_t)fi->fh);
+    return 0;
+}
+
+/* Preallocation: mode 0 extends the size (no space is reserved, so a later
+ * write can still fail with ENOSPC); KEEP_SIZE does nothing; other modes
+ * (punch hole, zero range...) EOPNOTSUPP. As the interposer. */
+static int x_fallocate(const char *path, int mode, off_t off, off_t len,
+                       struct fuse_file_info *fi)
+{
+    (void)path;
+    if (off < 0 || len <= 0)
+        return -EINVAL;
+    if (mode == FALLOC_FL_KEEP_SIZE)
+        return 0;
+    if (mode != 0)
+        return -EOPNOTSUPP;
+    if (off > INT64_MAX - len)
+        return -EFBIG;
+    struct handle *h = handle_of(fi);
+    struct stat st;
+    int rc = adafs_fstat(h->fs, h->lfd, &st);
+    if (rc == 0 && st.st_size < off + len)
+        rc = adafs_ftruncate(h->fs, h->lfd, off + len);
+    return rc;
+}
+
+/* SEEK_DATA and SEEK_HOLE (the kernel handles the others): the whole file
+ * is data. */
+static off_t x_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi)
+{
+    (void)path;
+    struct handle *h = handle_of(fi);
+    struct stat st;
+    int rc = adafs_fstat(h->fs, h->lfd, &st);
+    if (rc < 0)
+        return rc;
+    if (whence != SEEK_DATA && whence != SEEK_HOLE)
+        return -EINVAL;
+    if (off < 0 || off >= st.st_size)
+        return -ENXIO;
+    return whence == SEEK_DATA ? off : st.st_size;
+}
+
+static void *x_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+    /* Inode numbers are adafs's (git keeps them in its index); a file
+     * removed while open keeps its data in adafs, not as a hidden name. */
+    cfg->use_ino = 1;
+    cfg->readdir_ino = 1;
+    cfg->hard_remove = 1;
+    cfg->nullpath_ok = 1;
+    if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+        conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+    if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+        conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+    if (conn->capable & FUSE_CAP_READDIRPLUS)
+        conn->want |= FUSE_CAP_READDIRPLUS;
+    conn->want |= conn->capable & (FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE);
+    conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+    conn->max_background = 64;
+    if (ready_fd >= 0) {
+        /* The mount answers from now on: tell whoever waits for it. */
+        if (write(ready_fd, "ready\n", 6) != 6)
+            fprintf(stderr, "adafs-fuse: cannot write to --ready-fd %d: %s\n", ready_fd,
+                    strerror(errno));
+        close(ready_fd);
+        if (ready_fd <= 2)
+            open("/dev/null", O_WRONLY);   /* takes its number back */
+        ready_fd = -1;
+    }
+    return NULL;
+}
+
+static const struct fuse_operations ops = {
+    .init = x_init,
+    .getattr = x_getattr,
+    .access = x_access,
+    .mknod = x_mknod,
+    .mkdir = x_mkdir,
+    .unlink = x_unlink,
+    .rmdir = x_rmdir,
+    .symlink = x_symlink,
+    .link = x_link,
+    .rename = x_rename,
+    .chmod = x_chmod,
+    .chown = x_chown,
+    .truncate = x_truncate,
+    .utimens = x_utimens,
+    .open = x_open,
+    .create = x_create,
+    .read = x_read,
+    .write_buf = x_write_buf,
+    .statfs = x_statfs,
+    .release = x_release,
+    .fsync = x_fsync,
+    .opendir = x_opendir,
+    .readdir = x_readdir,
+    .releasedir = x_releasedir,
+    .fallocate = x_fallocate,
+    .lseek = x_lseek,
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: adafs-fuse [--instance FILE] [--connections N] [--foreground]\n"
+            "                  [--ready-fd N] [-o OPTION[,OPTION...]] MOUNTPOINT\n"
+            "Mounts an adafs instance at MOUNTPOINT (a directory, or /dev/fd/N: a\n"
+            "/dev/fuse descriptor a privileged parent mounted).\n"
+            "  --instance FILE   the instance file (default $ADAFS_INSTANCE)\n"
+            "  --connections N   handles to the servers, each with its own\n"
+            "                    connections (default 4, at most %d)\n"
+            "  --foreground, -f  stay in the foreground (otherwise detach once mounted)\n"
+            "  --ready-fd N      write \"ready\" to descriptor N once the mount answers\n"
+            "  -o OPTIONS        FUSE options, e.g. entry_timeout=SECONDS,\n"
+            "                    attr_timeout=SECONDS (both 0 by default), ro\n"
+            "  --help, -h        this text\n", CONNECTIONS_MAX);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "instance", required_argument, NULL, 'i' },
+        { "connections", required_argument, NULL, 'c' },
+        { "foreground", no_argument, NULL, 'f' },
+        { "ready-fd", required_argument, NULL, 'r' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *instance = NULL;
+    int connections = 4, foreground = 0, opt;
+    /* No caching of names, attributes or absence by default: every lookup
+     * and stat reaches the servers, as from the interposer. Options the
+     * user gives with -o come after, and win. */
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    if (fuse_opt_add_arg(&args, argv[0]) < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
+        fuse_opt_add_arg(&args, "fsname=adafs,subtype=adafs,"
+                         "entry_timeout=0,attr_timeout=0,negative_timeout=0") < 0) {
+        fprintf(stderr, "adafs-fuse: out of memory\n");
+        return 1;
+    }
+    while ((opt = getopt_long(argc, argv, "fho:", longopts, NULL)) != -1) {
+        char *end;
+        switch (opt) {
+        case 'i':
+            instance = optarg;
+            break;
+        case 'c':
+            connections = (int)strtol(optarg, &end, 10);
+            if (*end || connections < 1 || connections > CONNECTIONS_MAX) {
+                fprintf(stderr, "adafs-fuse: --connections %s: a number from 1 to %d\n", optarg,
+                        CONNECTIONS_MAX);
+                fuse_opt_free_args(&args);
+                return 2;
+            }
+            break;
+        case 'f':
+            foreground = 1;
+            break;
+        case 'r':
+            ready_fd = (int)strtol(optarg, &end, 10);
+            if (*end || ready_fd < 0 || fcntl(ready_fd, F_GETFD) < 0) {
+                fprintf(stderr, "adafs-fuse: --ready-fd %s: not an open descriptor\n", optarg);
+                fuse_opt_free_args(&args);
+                return 2;
+            }
+            break;
+        case 'o':
+            if (fuse_opt_add_arg(&args, "-o") < 0 || fuse_opt_add_arg(&args, optarg) < 0) {
+                fprintf(stderr, "adafs-fuse: out of memory\n");
+                fuse_opt_free_args(&args);
+                return 1;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            fuse_opt_free_args(&args);
+            return 0;
+        default:
+            usage(stderr);
+            fuse_opt_free_args(&args);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        usage(stderr);
+        fuse_opt_free_args(&args);
+        return 2;
+    }
+    const char *mountpoint = argv[optind];
+    for (npool = 0; npool < connections; npool++) {
+        char err[512] = "";
+        int rc = adafs_connect(&pool[npool], instance, err, sizeof err);
+        if (rc < 0) {
+            fprintf(stderr, "adafs-fuse: %s\n", err[0] ? err : strerror(-rc));
+            fuse_opt_free_args(&args);
+            return 1;
+        }
+    }
+    struct fuse *f = fuse_new(&args, &ops, sizeof ops, NULL);
+    if (!f) {
+        fprintf(stderr, "adafs-fuse: bad FUSE options (see above)\n");
+        fuse_opt_free_args(&args);
+        return 2;
+    }
+    int rc = 1;
+    if (fuse_mount(f, mountpoint) != 0) {
+        fprintf(stderr, "adafs-fuse: cannot mount at %s (see above)\n", mountpoint);
+        goto out;
+    }
+    static const struct fuse_custom_io io = { .read = io_read, .writev = io_writev,
+                                              .splice_receive = io_splice,
+                                              .splice_send = io_splice };
+    struct fuse_session *se = fuse_get_session(f);
+    if (fuse_session_custom_io(se, &io, fuse_session_fd(se)) != 0) {
+        fprintf(stderr, "adafs-fuse: cannot set up its I/O on /dev/fuse\n");
+        goto unmount;
+    }
+    /* Reads and writes of up to 1 MiB each take a buffer that size: from
+     * the heap, reused, not a fresh mapping faulted in every time. */
+    mallopt(M_MMAP_THRESHOLD, 8 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    if (fuse_daemonize(foreground) != 0 || fuse_set_signal_handlers(fuse_get_session(f)) != 0) {
+        fprintf(stderr, "adafs-fuse: cannot detach or set signal handlers\n");
+        goto unmount;
+    }
+    struct fuse_loop_config *loop = fuse_loop_cfg_create();
+    if (!loop) {
+        fprintf(stderr, "adafs-fuse: out of memory\n");
+        goto unmount;
+    }
+    fuse_loop_cfg_set_max_threads(loop, 32);
+    fuse_loop_cfg_set_idle_threads(loop, 4);
+    rc = fuse_loop_mt(f, loop) == 0 ? 0 : 1;
+    fuse_loop_cfg_destroy(loop);
+    fuse_remove_signal_handlers(fuse_get_session(f));
+unmount:
+    fuse_unmount(f);
+out:
+    fuse_destroy(f);
+    fuse_opt_free_args(&args);
+    for (int i = 0; i < npool; i++)
+        adafs_disconnect(pool[i]);
+    return rc;
+}

@@ -1,0 +1,671 @@
+/* mapping: see mapping.h. */
+#include "preload.h"
+#include "mapping.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct map {
+    uintptr_t start, end;   /* page-aligned */
+    uintptr_t data_end;     /* start + the bytes of the file behind it; SIGBUS past its page */
+    off_t off;              /* file offset of start */
+    uint64_t ino;           /* the file's identity (st_ino: its data key) */
+    int lfd;                /* a library descriptor of the file, kept with the mapping */
+    int prot;
+    bool shared;
+    bool file_writable;     /* the file was open for reading and writing */
+    /* A shared mapping made writable: its bytes as last read from or
+     * written to the file (anonymous memory, end - start bytes), so that
+     * write-back sends only what this process changed. NULL otherwise. */
+    char *pristine;
+    size_t pristine_len;
+};
+
+/* Runs of changed bytes closer than this are written as one; more runs
+ * than RUNS_MAX in one write-back are written as one span. */
+#define RUN_GAP 4096
+#define RUNS_MAX 64
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct map *maps;
+static size_t nmaps, capmaps;
+static atomic_int live;
+/* The process whose address space this is: fork's child handler updates
+ * it, vfork runs no handler, so a vfork child sees its parent's pid. */
+static pid_t space_pid;
+
+static uintptr_t page_size(void)
+{
+    static uintptr_t page;
+    if (!page)
+        page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    return page;
+}
+
+static uintptr_t round_up(uintptr_t x)
+{
+    return (x + page_size() - 1) & ~(page_size() - 1);
+}
+
+static uintptr_t round_down(uintptr_t x)
+{
+    return x & ~(page_size() - 1);
+}
+
+int mapping_count(void)
+{
+    return atomic_load_explicit(&live, memory_order_relaxed);
+}
+
+/* The kernel's calls on memory: our wrappers would take the table lock. */
+static int kernel_protect(uintptr_t from, uintptr_t to, int prot)
+{
+    return (int)syscall(SYS_mprotect, (void *)round_down(from), round_up(to) - round_down(from),
+                        prot);
+}
+
+static void *anon_alloc(size_t len)
+{
+    void *p = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void anon_free(void *p, size_t len)
+{
+    if (p)
+        syscall(SYS_munmap, p, len);
+}
+
+/* The most one mapping may read into memory: half the node's memory, so a
+ * program mapping a file larger than the node could hold gets ENOMEM
+ * rather than filling memory until the OOM killer picks a process. */
+static uint64_t map_limit(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES);
+    return pages > 0 ? (uint64_t)pages * page_size() / 2 : UINT64_MAX;
+}
+
+static void close_lfd(int lfd)
+{
+    if (lfd < 0)
+        return;
+    adafs *fs = route_enter(ROUTE_CLOSE);
+    if (fs)
+        route_leave_raw(adafs_close(fs, lfd));
+}
+
+/* Replaces the pages [from, to) with a fresh mapping: of an empty memfd
+ * (every access SIGBUS, as past the end of a file) or of zeros, shared
+ * across fork or not as the mapping is. 0 or -errno. */
+static int replace_pages(uintptr_t from, uintptr_t to, int prot, bool shared, bool sigbus)
+{
+    if (from >= to)
+        return 0;
+    int flags = MAP_FIXED | (shared ? MAP_SHARED : MAP_PRIVATE);
+    int fd = -1;
+    if (sigbus) {
+        fd = memfd_create("adafs-map-end", MFD_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+    } else {
+        flags |= MAP_ANONYMOUS;
+    }
+    void *p = real.mmap((void *)from, to - from, prot, flags, fd, 0);
+    int rc = p == MAP_FAILED ? -errno : 0;
+    if (fd >= 0)
+        real.close(fd);
+    return rc;
+}
+
+/* Gives m its pristine copy (it may be written from now on). */
+static int make_pristine(struct map *m)
+{
+    if (m->pristine || !m->shared)
+        return 0;
+    size_t len = m->end - m->start;
+    char *copy = anon_alloc(len);
+    if (!copy)
+        return -ENOMEM;
+    if (m->prot & PROT_READ) {
+        memcpy(copy, (void *)m->start, m->data_end - m->start);
+    } else {
+        kernel_protect(m->start, m->data_end, m->prot | PROT_READ);
+        memcpy(copy, (void *)m->start, m->data_end - m->start);
+        kernel_protect(m->start, m->data_end, m->prot);
+    }
+    m->pristine = copy;
+    m->pristine_len = len;
+    return 0;
+}
+
+struct run {
+    uintptr_t from, to;
+};
+
+/* The runs of bytes in [a, b) that differ from the pristine copy, gaps
+ * under RUN_GAP joined. Returns how many (RUNS_MAX + 1: too many; runs[0]
+ * then spans from the first change to the last). */
+static int changed_runs(const struct map *m, uintptr_t a, uintptr_t b, struct run *runs)
+{
+    const char *pris = m->pristine;   /* pris[x - m->start]: the copy of byte x */
+    const uintptr_t base = m->start;
+    int n = 0;
+    for (uintptr_t x = a; x < b;) {
+        size_t block = b - x < RUN_GAP ? b - x : RUN_GAP;
+        if (memcmp((const void *)x, pris + (x - base), block) == 0) {
+            x += block;
+            continue;
+        }
+        uintptr_t first = x, last = x + block;
+        while (*(const char *)first == pris[first - base])
+            first++;
+        while (*(const char *)(last - 1) == pris[last - 1 - base])
+            last--;
+        if (n && first - runs[n - 1].to < RUN_GAP)
+            runs[n - 1].to = last;
+        else if (n <= RUNS_MAX)
+            runs[n++] = (struct run){ first, last };
+        else
+            runs[RUNS_MAX].to = last;
+        x += block;
+    }
+    if (n > RUNS_MAX)
+        runs[0] = (struct run){ runs[0].from, runs[RUNS_MAX].to };
+    return n;
+}
+
+/* Writes what this process changed in [a, b) of a shared mapping back to
+ * its file, up to the file's present size (a file another process
+ * truncated is not grown again). Called with lock held. 0 or -errno. */
+static int write_back(struct map *m, uintptr_t a, uintptr_t b)
+{
+    if (!m->pristine)
+        return 0;
+    if (a < m->start)
+        a = m->start;
+    if (b > m->data_end)
+        b = m->data_end;
+    if (a >= b)
+        return 0;
+    adafs *fs = route_enter(ROUTE_WRITE);
+    if (!fs)
+        return -EIO;
+    struct stat st;
+    int rc = adafs_fstat(fs, m->lfd, &st);
+    uintptr_t file_end = rc == 0 && st.st_size > m->off
+                       ? m->start + (uintptr_t)(st.st_size - m->off) : m->start;
+    if (b > file_end)
+        b = file_end;
+    /* The pages may have lost PROT_READ (mprotect); they are read here. */
+    bool unreadable = rc == 0 && a < b && !(m->prot & PROT_READ);
+    if (unreadable && kernel_protect(a, b, m->prot | PROT_READ) < 0)
+        rc = -errno;
+    struct run runs[RUNS_MAX + 1];
+    int nruns = rc == 0 && a < b ? changed_runs(m, a, b, runs) : 0;
+    if (nruns > RUNS_MAX)
+        nruns = 1;
+    for (int i = 0; rc == 0 && i < nruns; i++) {
+        off_t at = m->off + (off_t)(runs[i].from - m->start);
+        size_t len = runs[i].to - runs[i].from;
+        for (size_t done = 0; rc == 0 && done < len;) {
+            ssize_t w = adafs_pwrite(fs, m->lfd, (const char *)runs[i].from + done, len - done,
+                                     at + (off_t)done);
+            if (w <= 0)
+                rc = w < 0 ? (int)w : -EIO;
+            else
+                done += (size_t)w;
+        }
+        if (rc == 0)
+            memcpy(m->pristine + (runs[i].from - m->start), (const void *)runs[i].from, len);
+    }
+    if (unreadable)
+        kernel_protect(a, b, m->prot);
+    route_leave_raw(0);
+    return rc;
+}
+
+/* Reads the file's bytes into [m->data_end, upto) of a grown mapping, whose
+ * whole pages there were past the file's end (SIGBUS) until now. */
+static int fill_grown(struct map *m, uintptr_t upto)
+{
+    uintptr_t from = m->data_end, first_new = round_up(from);
+    int rc = replace_pages(first_new, round_up(upto), PROT_READ | PROT_WRITE, m->shared, false);
+    if (rc == 0 && from < first_new && !(m->prot & PROT_WRITE))
+        kernel_protect(from, from + 1, PROT_READ | PROT_WRITE);
+    adafs *fs = rc == 0 ? route_enter(ROUTE_READ) : NULL;
+    if (rc == 0 && !fs)
+        rc = -EIO;
+    for (uintptr_t x = from; rc == 0 && x < upto;) {
+        ssize_t n = adafs_pread(fs, m->lfd, (void *)x, upto - x, m->off + (off_t)(x - m->start));
+        if (n < 0)
+            rc = (int)n;
+        if (n <= 0)
+            break;   /* shorter than it said: the rest stays zeros */
+        x += (size_t)n;
+    }
+    if (fs)
+        route_leave_raw(0);
+    kernel_protect(from, round_up(upto), m->prot);
+    if (rc == 0 && m->pristine)
+        memcpy(m->pristine + (from - m->start), (void *)from, upto - from);
+    if (rc == 0)
+        m->data_end = upto;
+    return rc;
+}
+
+/* A write-back that failed where nobody asked (munmap, exit) is logged. A
+ * file another process removed (ENOENT) or replaced (ESTALE) is not: on a
+ * local disk those writes would go to a file nobody can open any more. */
+static void report(int rc)
+{
+    if (rc < 0 && rc != -ENOENT && rc != -ESTALE)
+        pl_log("writing back a shared mapping of an adafs file: %s; its changes are lost",
+               strerror(-rc));
+}
+
+static int grow_table(void)
+{
+    if (nmaps < capmaps)
+        return 0;
+    size_t cap = capmaps ? 2 * capmaps : 16;
+    struct map *grown = realloc(maps, cap * sizeof *grown);
+    if (!grown)
+        return -ENOMEM;
+    maps = grown;
+    capmaps = cap;
+    return 0;
+}
+
+/* Splits the mapping that straddles x (if any) in two at x: bookkeeping
+ * only, the memory is untouched. */
+static int split_at(uintptr_t x)
+{
+    for (size_t i = 0; i < nmaps; i++) {
+        struct map *m = &maps[i];
+        if (x <= m->start || x >= m->end)
+            continue;
+        if (grow_table() < 0)
+            return -ENOMEM;
+        m = &maps[i];
+        struct map tail = *m;
+        tail.start = x;
+        tail.off = m->off + (off_t)(x - m->start);
+        tail.data_end = m->data_end > x ? m->data_end : x;
+        tail.pristine = NULL;
+        if (m->pristine) {
+            tail.pristine_len = m->end - x;
+            if (!(tail.pristine = anon_alloc(tail.pristine_len)))
+                return -ENOMEM;
+            memcpy(tail.pristine, m->pristine + (x - m->start), tail.pristine_len);
+        }
+        adafs *fs = route_enter(ROUTE_FD);
+        tail.lfd = fs ? (int)route_leave_raw(adafs_dup(fs, m->lfd)) : -EIO;
+        if (tail.lfd < 0) {
+            anon_free(tail.pristine, tail.pristine_len);
+            return tail.lfd;
+        }
+        m->end = x;
+        if (m->data_end > x)
+            m->data_end = x;
+        maps[nmaps++] = tail;
+        atomic_store(&live, (int)nmaps);
+        return 0;
+    }
+    return 0;
+}
+
+static void remove_at(size_t i)
+{
+    close_lfd(maps[i].lfd);
+    anon_free(maps[i].pristine, maps[i].pristine_len);
+    maps[i] = maps[--nmaps];
+    atomic_store(&live, (int)nmaps);
+}
+
+static bool inside(const struct map *m, uintptr_t a, uintptr_t b)
+{
+    return m->start >= a && m->end <= b;
+}
+
+/* Reads the file's bytes [off, off + *data) into a fresh memfd of exactly
+ * that size (less if the file shrinks meanwhile: *data says). */
+static int read_into_memfd(adafs *fs, int lfd, off_t off, uint64_t *data, int *out)
+{
+    int memfd = memfd_create("adafs-map", MFD_CLOEXEC);
+    if (memfd < 0)
+        return -errno;
+    int rc = real.ftruncate(memfd, (off_t)*data) < 0 ? -errno : 0;
+    for (uint64_t done = 0; rc == 0 && done < *data;) {
+        ssize_t n = adafs_pread_to_fd(fs, lfd, memfd, (off_t)done, *data - done,
+                                      off + (off_t)done);
+        if (n < 0) {
+            rc = (int)n;
+        } else if (n == 0) {    /* the file shrank meanwhile: it ends here */
+            *data = done;
+            if (real.ftruncate(memfd, (off_t)done) < 0)
+                rc = -errno;
+        } else {
+            done += (uint64_t)n;
+        }
+    }
+    if (rc < 0) {
+        real.close(memfd);
+        return rc;
+    }
+    *out = memfd;
+    return 0;
+}
+
+/* With the kernel's own mount of the file system (access=both), the file
+ * is mapped through it: pages come on demand and stay coherent between
+ * processes, as on a local disk. NULL with errno when the kernel cannot
+ * open it (a file removed while open here): then it is mapped from
+ * memory as without the mount. */
+static void *map_through_kernel(void *addr, size_t len, int prot, int flags, int lfd, off_t off)
+{
+    char inner[PATH_MAX], full[PATH_MAX];
+    adafs *fs = route_enter(ROUTE_FD);
+    int fl = fs ? (int)route_leave_raw(adafs_get_flags(fs, lfd)) : -EIO;
+    if (fl < 0 || route_fd_path(lfd, inner, sizeof inner) < 0 ||
+        pathres_full_path(inner, full, sizeof full) < 0)
+        return NULL;
+    int kfd = real.open(full, (fl & O_ACCMODE) | O_CLOEXEC);
+    if (kfd < 0)
+        return NULL;
+    void *p = real.mmap(addr, len, prot, flags, kfd, off);
+    int saved = errno;
+    real.close(kfd);   /* the mapping holds the file */
+    errno = saved;
+    return p;
+}
+
+void *mapping_map(void *addr, size_t len, int prot, int flags, int lfd, off_t off)
+{
+    if (pathres_kernel_mount()) {
+        void *p = map_through_kernel(addr, len, prot, flags, lfd, off);
+        if (p)
+            return p;
+    }
+    int type = flags & MAP_TYPE;
+    if (len == 0 || len > SIZE_MAX - page_size() || off < 0 ||
+        ((uintptr_t)off & (page_size() - 1)) ||
+        (type != MAP_SHARED && type != MAP_PRIVATE && type != MAP_SHARED_VALIDATE)) {
+        errno = len > SIZE_MAX - page_size() ? ENOMEM : EINVAL;
+        return MAP_FAILED;
+    }
+    if (type == MAP_SHARED_VALIDATE && (flags & MAP_SYNC)) {
+        errno = EOPNOTSUPP; /* mmap(2): MAP_SYNC needs a DAX file system */
+        return MAP_FAILED;
+    }
+    bool shared = type != MAP_PRIVATE;
+    adafs *fs = route_enter(ROUTE_READ);
+    if (!fs)
+        return MAP_FAILED;
+    struct stat st;
+    int fl = adafs_get_flags(fs, lfd);
+    int rc = fl < 0 ? fl : adafs_fstat(fs, lfd, &st);
+    int acc = fl & O_ACCMODE;
+    if (rc == 0 && S_ISDIR(st.st_mode))
+        rc = -ENODEV;
+    else if (rc == 0 && (acc == O_WRONLY || (shared && (prot & PROT_WRITE) && acc != O_RDWR)))
+        rc = -EACCES;
+    uint64_t data = 0;
+    if (rc == 0 && st.st_size > off)
+        data = (uint64_t)(st.st_size - off) < len ? (uint64_t)(st.st_size - off) : len;
+    /* A writable shared mapping keeps a second copy (write-back diffs). */
+    uint64_t need = shared && acc == O_RDWR ? 2 * data : data;
+    if (rc == 0 && need > map_limit()) {
+        pl_log("mmap of %llu bytes of an adafs file needs more than the mapping limit of "
+               "%llu bytes (half the node's memory); a FUSE mount (access=fuse) maps it",
+               (unsigned long long)data, (unsigned long long)map_limit());
+        rc = -ENOMEM;
+    }
+    int memfd = -1, keep = -1;
+    if (rc == 0)
+        rc = read_into_memfd(fs, lfd, off, &data, &memfd);
+    if (rc == 0 && (keep = adafs_dup(fs, lfd)) < 0)
+        rc = keep;
+    route_leave_raw(0);
+
+    void *p = MAP_FAILED;
+    if (rc == 0) {
+        if ((flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE))
+            mapping_forget_range((uintptr_t)addr, len);
+        int kflags = (flags & ~(MAP_TYPE | MAP_SYNC)) | (shared ? MAP_SHARED : MAP_PRIVATE);
+        /* The bytes are all in memory already: their page table entries
+         * are made in one go, not by one fault per page as they are
+         * touched (a 1 GiB file: 262144 faults). Not for a writable
+         * private mapping, where populating would copy every page. */
+        if (shared || !(prot & PROT_WRITE))
+            kflags |= MAP_POPULATE;
+        p = real.mmap(addr, len, prot, kflags, memfd, 0);
+        if (p == MAP_FAILED)
+            rc = -errno;
+    }
+    if (memfd >= 0)
+        real.close(memfd);   /* the mapping holds the memory */
+    if (rc == 0) {
+        uintptr_t start = (uintptr_t)p;
+        struct map m = { .start = start, .end = start + round_up(len), .data_end = start + data,
+                         .off = off, .ino = (uint64_t)st.st_ino, .lfd = keep, .prot = prot,
+                         .shared = shared, .file_writable = acc == O_RDWR };
+        pthread_mutex_lock(&lock);
+        if ((shared && (prot & PROT_WRITE) && (rc = make_pristine(&m)) < 0) ||
+            (rc = grow_table()) < 0) {
+            anon_free(m.pristine, m.pristine_len);
+            syscall(SYS_munmap, p, len);
+        } else {
+            maps[nmaps++] = m;
+            atomic_store(&live, (int)nmaps);
+            keep = -1;
+        }
+        pthread_mutex_unlock(&lock);
+    }
+    close_lfd(keep);
+    if (rc < 0) {
+        errno = -rc;
+        return MAP_FAILED;
+    }
+    return p;
+}
+
+void mapping_forget_range(uintptr_t addr, size_t len)
+{
+    uintptr_t a = round_down(addr), b = round_up(addr + len);
+    pthread_mutex_lock(&lock);
+    split_at(a);
+    split_at(b);
+    for (size_t i = 0; i < nmaps;) {
+        if (!inside(&maps[i], a, b)) {
+            i++;
+            continue;
+        }
+        report(write_back(&maps[i], maps[i].start, maps[i].end));
+        remove_at(i);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+int mapping_sync_range(uintptr_t addr, size_t len)
+{
+    uintptr_t a = addr, b = addr + len;
+    int result = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nmaps; i++) {
+        if (maps[i].end <= a || maps[i].start >= b)
+            continue;
+        int rc = write_back(&maps[i], a, b);
+        if (rc < 0 && result == 0)
+            result = rc;
+    }
+    pthread_mutex_unlock(&lock);
+    return result;
+}
+
+int mapping_protect(uintptr_t addr, size_t len, int prot)
+{
+    uintptr_t a = round_down(addr), b = round_up(addr + len);
+    pthread_mutex_lock(&lock);
+    int rc = 0;
+    /* A shared mapping of a file not open for writing may not become
+     * writable (mprotect(2): EACCES), whatever the memfd would allow. */
+    for (size_t i = 0; i < nmaps; i++)
+        if (maps[i].end > a && maps[i].start < b && maps[i].shared && !maps[i].file_writable &&
+            (prot & PROT_WRITE))
+            rc = -EACCES;
+    if (rc == 0 && ((rc = split_at(a)) < 0 || (rc = split_at(b)) < 0))
+        rc = -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < nmaps; i++) {
+        struct map *m = &maps[i];
+        if (!inside(m, a, b))
+            continue;
+        if (prot & PROT_WRITE)
+            rc = make_pristine(m);
+        m->prot = prot;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+void mapping_moved(uintptr_t old, size_t old_len, uintptr_t new, size_t new_len)
+{
+    uintptr_t a = old, b = round_up(old + old_len), nb = new + round_up(new_len);
+    pthread_mutex_lock(&lock);
+    split_at(a);
+    split_at(b);
+    for (size_t i = 0; i < nmaps;) {
+        struct map *m = &maps[i];
+        if (!inside(m, a, b)) {
+            i++;
+            continue;
+        }
+        uintptr_t start = m->start - a + new;
+        if (start >= nb) {   /* cut off by a shrink (written back before) */
+            remove_at(i);
+            continue;
+        }
+        uintptr_t data = m->data_end - m->start;
+        size_t span = m->end == b ? nb - start : m->end - m->start;
+        m->start = start;
+        m->end = start + span;
+        if (data > span)
+            data = span;
+        m->data_end = start + data;
+        i++;
+        if (m->pristine && span > m->pristine_len) {
+            void *p = (void *)syscall(SYS_mremap, m->pristine, m->pristine_len, span, MREMAP_MAYMOVE);
+            if (p == MAP_FAILED) {
+                pl_log("cannot follow the growth of a mapping of an adafs file: %s",
+                       strerror(errno));
+                continue;
+            }
+            m->pristine = p;
+            m->pristine_len = span;
+        }
+        /* Grown: pages the file now fills hold its bytes, not SIGBUS. */
+        struct stat st;
+        adafs *fs = route_enter(ROUTE_STAT);
+        int rc = fs ? (int)route_leave_raw(adafs_fstat(fs, m->lfd, &st)) : -EIO;
+        uintptr_t file_end = rc == 0 && st.st_size > m->off
+                           ? m->start + (uintptr_t)(st.st_size - m->off) : m->start;
+        if (rc == 0 && file_end > m->end)
+            file_end = m->end;
+        if (rc == 0 && file_end > m->data_end)
+            rc = fill_grown(m, file_end);
+        if (rc < 0)
+            pl_log("cannot read the grown part of a mapping of an adafs file: %s",
+                   strerror(-rc));
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void mapping_resized(uint64_t ino, uint64_t new_size)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nmaps; i++) {
+        struct map *m = &maps[i];
+        if (m->ino != ino)
+            continue;
+        uint64_t span = m->end - m->start;
+        uint64_t keep = new_size > (uint64_t)m->off ? new_size - (uint64_t)m->off : 0;
+        uintptr_t de = m->start + (keep < span ? keep : span);
+        int rc = 0;
+        if (de < m->data_end) {
+            /* Cut: the rest of the last page reads as zeros, whole pages
+             * beyond raise SIGBUS, as after ftruncate on a local disk. */
+            uintptr_t cut_page = round_up(de);
+            uintptr_t zero_to = m->data_end < cut_page ? m->data_end : cut_page;
+            if (de < zero_to) {
+                bool rw = (m->prot & (PROT_READ | PROT_WRITE)) == (PROT_READ | PROT_WRITE);
+                if (!rw)
+                    kernel_protect(de, zero_to, PROT_READ | PROT_WRITE);
+                memset((void *)de, 0, zero_to - de);
+                if (!rw)
+                    kernel_protect(de, zero_to, m->prot);
+            }
+            if (m->pristine)
+                memset(m->pristine + (de - m->start), 0, m->data_end - de);
+            rc = replace_pages(cut_page, round_up(m->data_end), m->prot, m->shared, true);
+        } else if (de > m->data_end) {
+            /* Extended: pages that raised SIGBUS now read zeros. */
+            rc = replace_pages(round_up(m->data_end), round_up(de), m->prot, m->shared, false);
+        }
+        if (rc < 0)
+            pl_log("cannot follow a size change of a mapped adafs file: %s", strerror(-rc));
+        else
+            m->data_end = de;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void mapping_tell_kernel(const char *inner)
+{
+    char full[PATH_MAX];
+    struct stat st;
+    if (pathres_kernel_mount() && pathres_full_path(inner, full, sizeof full) >= 0)
+        real.stat(full, &st);   /* attributes are never cached: this asks adafs-fuse */
+}
+
+void mapping_sync_all(void)
+{
+    if (!mapping_count())
+        return;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nmaps; i++)
+        report(write_back(&maps[i], maps[i].start, maps[i].end));
+    pthread_mutex_unlock(&lock);
+}
+
+void mapping_sync_before_exec(void)
+{
+    if (getpid() == space_pid)
+        mapping_sync_all();
+}
+
+static void lock_for_fork(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+static void unlock_after_fork(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+static void unlock_in_child(void)
+{
+    space_pid = getpid();
+    pthread_mutex_unlock(&lock);
+}
+
+void mapping_register_atfork(void)
+{
+    space_pid = getpid();
+    pthread_atfork(lock_for_fork, unlock_after_fork, unlock_in_child);
+}

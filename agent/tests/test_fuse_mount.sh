@@ -1,0 +1,123 @@
+#!/bin/bash
+# adafs-fuse under what goes wrong: mmap through the mount as on a local
+# disk (tests/mmap_check.c), a full quota (ENOSPC), a server killed under a
+# reader (EIO within a bound, no process left waiting, the mount still
+# unmounts), a hung adafs-fuse and a process sitting in the mount at
+# unmount time (lazy unmount, then kill: nothing stays stuck), and another
+# user refused at the mount point.
+set -u
+ADAFS_TEST_ACCESS=fuse
+. "${srcdir:-.}/tests/preload_common.sh"
+CHECK=${abs_builddir:-.}/tests/mmap_check
+TIMEOUT_MS=2000
+
+# state PID: the process's state letter (R, S, D, T, Z), empty if gone
+state() { sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null; }
+
+# fuse_pid MNT: the adafs-fuse serving MNT
+fuse_pid() {
+    for m in $MOUNTS; do
+        [ "${m#*:}" = "$1" ] && echo "${m%%:*}"
+    done
+}
+
+# unmounted MNT: the mount is gone from /proc/mounts within 5 s
+unmounted() {
+    for _ in $(seq 50); do
+        grep -q " $1 fuse.adafs " /proc/mounts || return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# ---- mmap through the kernel's page cache over FUSE, and through the
+# interposer with the mount there too (access=both)
+for n in 1 4; do
+    start_instance "m$n" "$n"
+    mkdir "$MNT/maps" "$MNT/both"
+    run_check "$n servers" "$CHECK" "$MNT/maps" fuse
+    ACCESS=both run_check "$n servers, access=both" pl "$CHECK" "$MNT/both" both
+done
+
+# ---- quota: ENOSPC through the mount, and nothing written before is lost
+start_instance quota 1 --quota 1M
+head -c 300000 /dev/urandom >"$WORK/small"
+cp "$WORK/small" "$MNT/small"
+dd if=/dev/zero of="$MNT/big" bs=64k count=64 2>"$WORK/dd.err"
+check "a write past the quota fails with ENOSPC" grep -q "No space left on device" "$WORK/dd.err"
+check "a file written before is intact" cmp "$WORK/small" "$MNT/small"
+
+# ---- a server killed (or stopped: it never answers) under a reader
+for how in KILL STOP; do
+    start_instance "kill$how" 2 --timeout-ms "$TIMEOUT_MS"
+    head -c 20000000 /dev/urandom >"$MNT/data"
+    # a reader that reads the file over and over, until it fails
+    rm -f "$WORK/reader.end"
+    (while cat "$MNT/data" >/dev/null 2>"$WORK/reader.err"; do :; done
+     echo done >"$WORK/reader.end") &
+    reader=$!
+    sleep 0.5
+    server=$(awk 'NR == 2 { print $2 }' "$BASE/servers")
+    kill -"$how" "$server"
+    killed_at=$(date +%s)
+    for _ in $(seq 300); do
+        [ -e "$WORK/reader.end" ] && break
+        sleep 0.1
+    done
+    took=$(( $(date +%s) - killed_at ))
+    check "SIG$how to a server: the reader fails" test -e "$WORK/reader.end"
+    check "SIG$how: with EIO" grep -q "Input/output error" "$WORK/reader.err"
+    check "SIG$how: within a bounded time (${took} s, the timeout is ${TIMEOUT_MS} ms)" \
+        test "$took" -le 10
+    kill "$reader" 2>/dev/null
+    start=$(date +%s)
+    stat "$MNT/data" >/dev/null 2>&1
+    ls "$MNT" >/dev/null 2>&1
+    check "SIG$how: stat and ls answer within a bound too ($(( $(date +%s) - start )) s)" \
+        test $(( $(date +%s) - start )) -le 15
+    umount "$MNT"
+    check "SIG$how: the mount unmounts" unmounted "$MNT"
+    kill -CONT "$server" 2>/dev/null
+done
+
+# ---- a process in the mount and a hung adafs-fuse: lazy unmount, then kill
+start_instance hung 1
+echo held >"$MNT/held"
+sh -c 'cd "$1" && exec 3<held && exec sleep 600' sh "$MNT" &
+sitter=$!
+trap 'kill "$sitter" 2>/dev/null; cleanup' EXIT
+pid=$(fuse_pid "$MNT")
+kill -STOP "$pid"
+cat "$MNT/held" >/dev/null 2>&1 &
+waiter=$!
+sleep 0.5
+check "a reader waits on the hung adafs-fuse" test -n "$(state "$waiter")"
+check "umount -l of the busy mount succeeds at once" timeout 5 umount -l "$MNT"
+check "the mount is gone" unmounted "$MNT"
+kill -KILL "$pid"
+for _ in $(seq 50); do
+    [ -z "$(state "$waiter")" ] && break
+    sleep 0.1
+done
+check "killing adafs-fuse releases the waiting reader" test -z "$(state "$waiter")"
+check "the process sitting in the mount is not stuck (state $(state "$sitter"))" \
+    test "$(state "$sitter")" != D
+kill "$sitter" 2>/dev/null
+check "the mount point is an ordinary empty directory again" \
+    test -d "$MNT" -a -z "$(ls -A "$MNT")"
+
+# ---- only the mounting user enters (no allow_other)
+start_instance others 1
+echo private >"$MNT/secret"
+other=${ADAFS_TEST_USER:-adafs-test}
+if id "$other" >/dev/null 2>&1; then
+    chmod 755 "$WORK" "$WORK/others"
+    runuser -u "$other" -- ls "$MNT" >"$WORK/other.out" 2>&1
+    check "another user cannot list the mount" grep -q "Permission denied" "$WORK/other.out"
+    runuser -u "$other" -- cat "$MNT/secret" >"$WORK/other.out" 2>&1
+    check "nor read a file in it" grep -q "Permission denied" "$WORK/other.out"
+else
+    skip "another user cannot enter the mount" "no user $other (tests/cluster/cluster.sh makes it)"
+fi
+
+echo "1..$TAP_N"

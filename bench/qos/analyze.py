@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""analyze.py: the figures of the QoS acceptance runs (bench/qos/acceptance.sh)
+from qosload's per-process logs ("UNIXTIME COUNT" lines, "done T").
+
+  analyze.py static LIMIT LOG...             10 s windows, the first dropped
+  analyze.py change FROM TO AT PERIOD LOG... seconds until the new rate holds
+  analyze.py share CAPACITY PERIOD SPEC...   the PSFA scenario; SPEC is
+        NAME:DEMAND:ARRIVE:IDLE_AT:IDLE_FOR:LOG[,LOG...] (times in seconds
+        from the first job's start)
+Prints one JSON object."""
+import json
+import sys
+
+
+def read(paths):
+    per_s, done, first = {}, 0.0, None
+    for p in paths:
+        with open(p) as f:
+            for line in f:
+                a = line.split()
+                if not a:
+                    continue
+                if a[0] == 'done':
+                    done = max(done, float(a[1]))
+                    continue
+                t, n = int(a[0]), int(a[1])
+                per_s[t] = per_s.get(t, 0) + n
+                first = t if first is None else min(first, t)
+    return per_s, first, done
+
+
+def static(limit, paths):
+    per_s, first, _ = read(paths)
+    last = max(per_s)
+    windows = []
+    # Whole seconds only: the first and last second of a run are partial.
+    for a in range(first + 1, last - 9, 10):
+        windows.append(sum(per_s.get(t, 0) for t in range(a, a + 10)) / 10.0)
+    kept = windows[1:]
+    dev = [w / limit - 1 for w in kept]
+    return {'windows': [round(w, 1) for w in windows], 'kept': len(kept),
+            'worst_deviation': round(max(dev, key=abs), 4) if dev else None}
+
+
+def change(old, new, at, period, paths):
+    per_s, first, _ = read(paths)
+    # The first whole second from which every second holds the new rate
+    # within 5%, counted from the second the change was made in.
+    secs = sorted(t for t in per_s if t >= int(at))
+    reached = None
+    for i, t in enumerate(secs):
+        tail = secs[i:i + 3]
+        if len(tail) == 3 and all(abs(per_s[u] / new - 1) <= 0.05 for u in tail):
+            reached = t
+            break
+    before = [per_s[t] for t in per_s if int(at) - 6 <= t < int(at) - 1]
+    return {'before': round(sum(before) / max(len(before), 1), 1),
+            'seconds_to_new_rate': None if reached is None else reached + 1 - at,
+            'periods': None if reached is None else round((reached + 1 - at) / period, 2)}
+
+
+def maxmin(capacity, demands):
+    alloc, left, active = {}, capacity, sorted(demands, key=lambda k: demands[k])
+    for i, k in enumerate(active):
+        share = left / (len(active) - i)
+        alloc[k] = min(demands[k], share)
+        left -= alloc[k]
+    return alloc
+
+
+def share(capacity, period, specs):
+    jobs = {}
+    for spec in specs:
+        name, demand, arrive, idle_at, idle_for, logs = spec.split(':', 5)
+        per_s, first, done = read(logs.split(','))
+        jobs[name] = {'demand': float(demand), 'per_s': per_s, 'first': first, 'done': done,
+                      'idle': (float(idle_at), float(idle_for))}
+    # Where each idling really began and ended: the first second from
+    # about its nominal start in which the job did under half its demand,
+    # and the first after that in which it did half again.
+    for j in jobs.values():
+        ia, ifor = j['idle']
+        j['idle_span'] = None
+        if ia < 0:
+            continue
+        t = j['first'] + int(ia) - 2
+        while t < j['done'] and j['per_s'].get(t, 0) >= j['demand'] / 2:
+            t += 1
+        e = t + 1
+        while e < j['done'] and j['per_s'].get(e, 0) < j['demand'] / 2:
+            e += 1
+        j['idle_span'] = (t, e)
+    t0 = min(j['first'] for j in jobs.values())
+    end = int(max(j['done'] for j in jobs.values()))
+    over = []
+    fair, jain_values, worst = [], [], 1e9
+    # When the set of jobs asking changes (one arrives, finishes, goes idle
+    # or comes back), the controller needs up to 2 periods to follow:
+    # those seconds are left out of the fairness figures (not of the sum).
+    events = []
+    for j in jobs.values():
+        events += [j['first'], int(j['done'])]
+        if j['idle_span']:
+            events += list(j['idle_span'])
+    for t in range(t0 + 1, end):
+        total = sum(j['per_s'].get(t, 0) for j in jobs.values())
+        over.append(total / capacity)
+        if any(e - 1 <= t < e + 2 * period for e in events):
+            continue
+        active = {}
+        for k, j in jobs.items():
+            if t < j['first'] or t >= int(j['done']):
+                continue
+            if j['idle_span'] and j['idle_span'][0] <= t < j['idle_span'][1]:
+                continue
+            active[k] = j['demand']
+        if len(active) < 2 or sum(active.values()) <= capacity:
+            continue
+        # Contention: each job's entitlement is its max-min share.
+        ent = maxmin(capacity, active)
+        ratios = [jobs[k]['per_s'].get(t, 0) / ent[k] for k in active]
+        jain = sum(ratios) ** 2 / (len(ratios) * sum(r * r for r in ratios))
+        jain_values.append(jain)
+        worst = min(worst, min(ratios))
+        fair.append({'t': t - t0, **{k: round(r, 3) for k, r in zip(active, ratios)}})
+    # A job going idle: the others' sum in the 2 periods after.
+    reaction = []
+    for k, j in jobs.items():
+        if not j['idle_span']:
+            continue
+        # s: the first second the job was idle (it stopped within it or
+        # just before); the others' sum from 2 periods after its start.
+        s, e = j['idle_span']
+        after = [sum(o['per_s'].get(t, 0) for n, o in jobs.items() if n != k) / capacity
+                 for t in range(s + int(2 * period), e - 1)]
+        reaction.append({'job': k, 'idle_seconds': [s - t0, e - t0],
+                         'others_over_capacity_after_2_periods':
+                         round(min(after), 3) if after else None})
+    jain_values.sort()
+    return {'capacity': capacity, 'max_over_capacity': round(max(over), 4),
+            'idle_reaction': reaction,
+            'contention_seconds': len(jain_values),
+            'worst_achieved_over_entitled': round(worst, 3) if jain_values else None,
+            'jain_median': round(jain_values[len(jain_values) // 2], 4) if jain_values else None,
+            'jain_min': round(jain_values[0], 4) if jain_values else None,
+            'makespan_s': round(max(j['done'] for j in jobs.values()) - t0, 1)}
+
+
+def main():
+    kind, args = sys.argv[1], sys.argv[2:]
+    if kind == 'static':
+        out = static(float(args[0]), args[1:])
+    elif kind == 'change':
+        out = change(float(args[0]), float(args[1]), float(args[2]), float(args[3]), args[4:])
+    else:
+        out = share(float(args[0]), float(args[1]), args[2:])
+    print(json.dumps(out))
+
+
+main()

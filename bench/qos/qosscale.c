@@ -1,0 +1,182 @@
+/* qosscale: one control cycle of adafs-qosd at scale (issue 24, acceptance
+ * 5), with simulated agents.
+ *
+ *   qosscale [NODES JOBS MAXNODES CYCLES]     (1000 1000 16 200)
+ *
+ * Jobs of 1..MAXNODES nodes (sizes and places fixed by a seeded
+ * generator) on NODES nodes. Each cycle every busy node's agent reports
+ * its jobs' usage totals (some held back at their limit); what is timed is
+ * qosd's part: decoding every report, taking it, computing every job's
+ * limits with the policy, and encoding every node's message. The sealing
+ * of those messages in the agent sessions is timed apart. Prints the
+ * median, 10th and 90th percentile CPU time per cycle, the messages and
+ * bytes per cycle. */
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent_session.h"
+#include "ctl.h"
+#include "qos_proto.h"
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    size_t nnodes = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
+    size_t njobs = argc > 2 ? strtoul(argv[2], NULL, 10) : 1000;
+    uint32_t maxn = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 16;
+    int cycles = argc > 4 ? atoi(argv[4]) : 200;
+    if (sodium_init() < 0)
+        return 1;
+    struct ctl_job_spec *jobs = calloc(njobs, sizeof(*jobs));
+    uint32_t *nodes = calloc(njobs * maxn, sizeof(*nodes));
+    size_t pairs = 0;
+    for (size_t i = 0; i < njobs; i++) {
+        uint32_t k = 1 + next_rand() % maxn, first = next_rand() % (uint32_t)nnodes;
+        for (uint32_t n = 0; n < k; n++)
+            nodes[i * maxn + n] = (first + n) % (uint32_t)nnodes;
+        jobs[i] = (struct ctl_job_spec){ .id = (uint32_t)(1000 + i), .uid = 1000 + (uint32_t)(i % 50),
+                                         .weight = k, .nnodes = k, .nodes = &nodes[i * maxn] };
+        if (i % 5 == 0)
+            jobs[i].asked.v[QOS_STAT] = 200 + next_rand() % 2000;
+        pairs += k;
+    }
+    struct ctl *c = ctl_new();
+    if (ctl_set_jobs(c, jobs, njobs, nnodes) < 0)
+        return 1;
+    struct ctl_settings s = { .policy = QOS_POLICY_PSFA, .agent_timeout_ms = 5000 };
+    s.capacity.v[QOS_STAT] = 100000;
+    s.capacity.v[QOS_OPEN] = 50000;
+    s.capacity.v[QOS_WRITE] = 20ull << 30;
+    s.capacity.v[QOS_READ] = 40ull << 30;
+
+    /* Each node's report, as its agent would send it: the jobs with
+     * pairs on it. Totals grow every cycle. */
+    struct qos_report *rep = calloc(nnodes, sizeof(*rep));
+    for (size_t i = 0; i < njobs; i++)
+        for (uint32_t n = 0; n < jobs[i].nnodes; n++)
+            rep[jobs[i].nodes[n]].njobs++;
+    for (size_t n = 0; n < nnodes; n++) {
+        rep[n].jobs = calloc(rep[n].njobs + 1, sizeof(*rep[n].jobs));
+        rep[n].njobs = 0;
+    }
+    for (size_t i = 0; i < njobs; i++)
+        for (uint32_t n = 0; n < jobs[i].nnodes; n++) {
+            struct qos_report *r = &rep[jobs[i].nodes[n]];
+            r->jobs[r->njobs++] = (struct qos_job_usage){ .job_id = jobs[i].id, .procs = 4 };
+        }
+    struct rpc_writer *encoded = calloc(nnodes, sizeof(*encoded));
+    struct session_keys keys = { 0 };
+    randombytes_buf(keys.tx, sizeof(keys.tx));
+    double *t = calloc((size_t)cycles, sizeof(double)), *seal = calloc((size_t)cycles, sizeof(double));
+    double *t_take = calloc((size_t)cycles, sizeof(double)), *t_compute = calloc((size_t)cycles, sizeof(double));
+    size_t msgs = 0, bytes_out = 0, bytes_in = 0;
+    int64_t now = 1000000;
+    for (int cy = 0; cy < cycles; cy++) {
+        now += 1000;
+        /* The agents' side (not timed): usage grows, some jobs held back. */
+        for (size_t n = 0; n < nnodes; n++) {
+            for (uint32_t k = 0; k < rep[n].njobs; k++) {
+                struct qos_job_usage *u = &rep[n].jobs[k];
+                u->used[QOS_STAT] += 50 + next_rand() % 400;
+                u->used[QOS_OPEN] += next_rand() % 100;
+                u->used[QOS_WRITE] += (uint64_t)(next_rand() % 64) << 20;
+                if (u->job_id % 3 == 0)
+                    u->waited_ns[QOS_STAT] += 300000000;
+            }
+            rpc_writer_free(&encoded[n]);
+            rpc_writer_init(&encoded[n], NULL, 0);
+            qos_report_put(&encoded[n], &rep[n]);
+        }
+        /* qosd's side. */
+        double t0 = cpu_s();
+        msgs = bytes_out = bytes_in = 0;
+        struct rpc_writer out;
+        rpc_writer_init(&out, NULL, 0);
+        for (size_t n = 0; n < nnodes; n++) {
+            if (!ctl_node_busy(c, (uint32_t)n))
+                continue;
+            struct rpc_reader r;
+            rpc_reader_init(&r, encoded[n].data, encoded[n].len);
+            struct qos_report got;
+            if (qos_report_get(&r, &got) == 0)
+                ctl_take_report(c, (uint32_t)n, &got, now);
+            free(got.jobs);
+            bytes_in += encoded[n].len;
+        }
+        double t1 = cpu_s();
+        ctl_compute(c, &s, now);
+        double t2 = cpu_s();
+        for (size_t n = 0; n < nnodes; n++) {
+            if (!ctl_node_busy(c, (uint32_t)n))
+                continue;
+            out.len = 0;
+            ctl_node_message(c, (uint32_t)n, (uint64_t)cy, &out);
+            bytes_out += out.len;
+            msgs += 2;
+        }
+        t[cy] = cpu_s() - t0;
+        t_take[cy] = t1 - t0;
+        t_compute[cy] = t2 - t1;
+        /* The sessions' sealing of those messages, both ways. */
+        t0 = cpu_s();
+        for (size_t n = 0; n < nnodes; n++) {
+            if (!ctl_node_busy(c, (uint32_t)n))
+                continue;
+            uint8_t *sealed;
+            size_t len;
+            out.len = 0;
+            ctl_node_message(c, (uint32_t)n, (uint64_t)cy, &out);
+            if (session_seal(&keys, 8, 0, out.data, out.len, &sealed, &len) == 0)
+                free(sealed);
+            if (session_seal(&keys, 8, 0, encoded[n].data, encoded[n].len, &sealed, &len) == 0)
+                free(sealed);
+        }
+        seal[cy] = cpu_s() - t0;
+        rpc_writer_free(&out);
+    }
+    qsort(t, (size_t)cycles, sizeof(double), cmp_double);
+    qsort(seal, (size_t)cycles, sizeof(double), cmp_double);
+    qsort(t_take, (size_t)cycles, sizeof(double), cmp_double);
+    qsort(t_compute, (size_t)cycles, sizeof(double), cmp_double);
+    printf("nodes %zu, jobs %zu (1-%u nodes each), (job, node) pairs %zu, policy psfa, 4 classes with capacity\n",
+           nnodes, njobs, maxn, pairs);
+    printf("qosd CPU per cycle (decode reports, compute, encode messages): median %.3f ms, "
+           "p10 %.3f ms, p90 %.3f ms over %d cycles\n", t[cycles / 2] * 1e3,
+           t[cycles / 10] * 1e3, t[cycles * 9 / 10] * 1e3, cycles);
+    printf("  of which: decode and take the reports %.3f ms, compute %.3f ms (medians)\n",
+           t_take[cycles / 2] * 1e3, t_compute[cycles / 2] * 1e3);
+    printf("sealing both directions' messages (XSalsa20-Poly1305): median %.3f ms\n",
+           seal[cycles / 2] * 1e3);
+    printf("messages per cycle: %zu (one request and one reply per busy node), %zu bytes out, %zu bytes in\n",
+           msgs, bytes_out, bytes_in);
+    ctl_free(c);
+    free(t);
+    free(seal);
+    free(t_take);
+    free(t_compute);
+    return 0;
+}

@@ -1,0 +1,101 @@
+/* libFuzzer target for everything of QoS a peer or a user can hand over:
+ * the control plane's messages (qos_proto.h: what qosd sends the root
+ * agent, what an agent and qosd's socket answer), the attach request the
+ * root agent reads from any local user, the limit text of directives and
+ * the environment, and the PFS path check. The first byte picks which.
+ * Whatever decodes must encode back to the same bytes. */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qos_attach.h"
+#include "qos_limits.h"
+#include "qos_paths.h"
+#include "qos_proto.h"
+
+static void roundtrip(const uint8_t *data, size_t len, int kind)
+{
+    struct rpc_reader r;
+    struct rpc_writer w;
+    rpc_reader_init(&r, data, len);
+    rpc_writer_init(&w, NULL, 0);
+    int rc;
+    if (kind == 0) {
+        struct qos_cycle c;
+        if ((rc = qos_cycle_get(&r, &c)) == 0)
+            qos_cycle_put(&w, &c);
+        free(c.jobs);
+    } else if (kind == 1) {
+        struct qos_report rep;
+        if ((rc = qos_report_get(&r, &rep)) == 0)
+            qos_report_put(&w, &rep);
+        free(rep.jobs);
+    } else {
+        struct qos_status s;
+        if ((rc = qos_status_get(&r, &s)) == 0)
+            qos_status_put(&w, &s);
+        free(s.jobs);
+    }
+    if (rc == 0)
+        assert(rpc_writer_ok(&w) && w.len == len && memcmp(w.data, data, len) == 0);
+    rpc_writer_free(&w);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    int kind = data[0] % 6;
+    data++;
+    size--;
+    if (kind <= 2) {
+        roundtrip(data, size, kind);
+        return 0;
+    }
+    if (kind == 3) {
+        uint32_t job;
+        int32_t status;
+        uint8_t back[QOS_ATTACH_LEN];
+        if (qos_attach_req_decode(data, size, &job) == 0) {
+            qos_attach_req_encode(job, back);
+            assert(memcmp(back, data, QOS_ATTACH_LEN) == 0);
+        }
+        if (qos_attach_rep_decode(data, size, &status) == 0) {
+            assert(status <= 0);
+            qos_attach_rep_encode(status, back);
+            assert(memcmp(back, data, QOS_ATTACH_LEN) == 0);
+        }
+        return 0;
+    }
+    char *text = malloc(size + 1);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    char err[512], canon[2048];
+    if (kind == 4) {
+        struct qos_limits l, back;
+        if (qos_limits_parse(text, &l, err, sizeof(err)) == 0) {
+            /* The canonical text parses to the same set. */
+            int n = qos_limits_format(&l, canon, sizeof(canon));
+            assert(n >= 0 && (size_t)n < sizeof(canon));
+            assert(qos_limits_parse(canon, &back, err, sizeof(err)) == 0);
+            assert(memcmp(&l, &back, sizeof(l)) == 0);
+        } else {
+            assert(err[0]);
+        }
+    } else {
+        /* Paths: the vector shortcut agrees with normalising first. */
+        static struct qos_paths p;
+        if (!p.n)
+            qos_paths_parse("/pfs,/home/proj,/a-very-long-mount-point-name-over-32-bytes", &p, err,
+                            sizeof(err));
+        char norm[8192];
+        if (text[0] == '/' && qos_path_normalise(text, norm, sizeof(norm)) >= 0)
+            assert(qos_paths_match(&p, text) == qos_paths_under(&p, norm));
+        struct qos_paths q;
+        qos_paths_parse(text, &q, err, sizeof(err));
+    }
+    free(text);
+    return 0;
+}

@@ -1,0 +1,154 @@
+/* qos_limits: see qos_limits.h. */
+#include "qos_limits.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "size.h"
+
+static const char *const names[QOS_NCLASSES] = {
+    "open", "close", "stat", "readdir", "mkdir", "unlink", "rename", "other", "read", "write",
+};
+
+const char *qos_class_name(int c)
+{
+    return c >= 0 && c < QOS_NCLASSES ? names[c] : NULL;
+}
+
+int qos_class_from_name(const char *name)
+{
+    for (int c = 0; c < QOS_NCLASSES; c++)
+        if (strcasecmp(name, names[c]) == 0)
+            return c;
+    return -1;
+}
+
+/* One value for class c (or for every class in [first, last]). */
+static int parse_value(int c, const char *text, uint64_t *v)
+{
+    if (strcasecmp(text, "unlimited") == 0) {
+        *v = QOS_UNLIMITED;
+        return 0;
+    }
+    int rc = qos_class_is_data(c) ? size_parse(text, v) : count_parse(text, v);
+    if (rc == 0 && (*v == 0 || *v == QOS_UNLIMITED))
+        return -EINVAL;   /* a rate of 0 would block for ever: never a limit */
+    return rc;
+}
+
+static int parse_item(char *item, struct qos_limits *out, char *err, size_t errlen)
+{
+    char *eq = strchr(item, '=');
+    if (!eq || eq == item || !eq[1]) {
+        snprintf(err, errlen, "'%s': expected CLASS=RATE (e.g. stat=1000, write=100M)", item);
+        return -EINVAL;
+    }
+    *eq = '\0';
+    const char *name = item, *value = eq + 1;
+    int first, last;
+    if (strcasecmp(name, "mdops") == 0) {
+        first = 0;
+        last = QOS_FIRST_DATA - 1;
+    } else if (strcasecmp(name, "bw") == 0) {
+        first = QOS_FIRST_DATA;
+        last = QOS_NCLASSES - 1;
+    } else if ((first = last = qos_class_from_name(name)) < 0) {
+        snprintf(err, errlen, "unknown class '%s' in '%s=%s' (classes: open close stat readdir"
+                 " mkdir unlink rename other read write, or mdops, bw)", name, name, value);
+        return -EINVAL;
+    }
+    uint64_t v;
+    int rc = parse_value(first, value, &v);
+    if (rc < 0) {
+        snprintf(err, errlen, "invalid rate '%s' for %s: expected %s, or unlimited", value, name,
+                 qos_class_is_data(first) ? "bytes per second above 0 (e.g. 100M)"
+                                          : "operations per second, a whole number above 0");
+        return -EINVAL;
+    }
+    for (int c = first; c <= last; c++)
+        out->v[c] = v;
+    return 0;
+}
+
+int qos_limits_parse(const char *text, struct qos_limits *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    if (!text)
+        return 0;
+    char buf[1024];
+    if (strlen(text) >= sizeof(buf)) {
+        snprintf(err, errlen, "QoS limits too long (%zu characters, at most %zu)", strlen(text),
+                 sizeof(buf) - 1);
+        return -EINVAL;
+    }
+    strcpy(buf, text);
+    char *save = NULL;
+    for (char *item = strtok_r(buf, ", \t\n", &save); item; item = strtok_r(NULL, ", \t\n", &save))
+        if (parse_item(item, out, err, errlen) < 0)
+            return -EINVAL;
+    return 0;
+}
+
+void qos_value_format(int c, uint64_t v, char *buf, size_t len)
+{
+    if (v == QOS_NOT_GIVEN)
+        snprintf(buf, len, "-");
+    else if (v == QOS_UNLIMITED)
+        snprintf(buf, len, "unlimited");
+    else if (qos_class_is_data(c))
+        size_format(v, buf, len);
+    else
+        snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+int qos_limits_format(const struct qos_limits *l, char *buf, size_t len)
+{
+    size_t n = 0;
+    if (len)
+        buf[0] = '\0';
+    for (int c = 0; c < QOS_NCLASSES; c++) {
+        if (l->v[c] == QOS_NOT_GIVEN)
+            continue;
+        char v[32];
+        qos_value_format(c, l->v[c], v, sizeof(v));
+        int m = snprintf(n < len ? buf + n : NULL, n < len ? len - n : 0, "%s%s=%s",
+                         n ? "," : "", names[c], v);
+        if (m < 0)
+            return m;
+        n += (size_t)m;
+    }
+    return (int)n;
+}
+
+void qos_limits_merge(struct qos_limits *dst, const struct qos_limits *src)
+{
+    for (int c = 0; c < QOS_NCLASSES; c++)
+        if (src->v[c] != QOS_NOT_GIVEN)
+            dst->v[c] = src->v[c];
+}
+
+bool qos_limits_any(const struct qos_limits *l)
+{
+    for (int c = 0; c < QOS_NCLASSES; c++)
+        if (l->v[c] != QOS_NOT_GIVEN)
+            return true;
+    return false;
+}
+
+int qos_limits_check_max(const struct qos_limits *a, const struct qos_limits *max,
+                         char *err, size_t errlen)
+{
+    for (int c = 0; c < QOS_NCLASSES; c++) {
+        if (a->v[c] == QOS_NOT_GIVEN || max->v[c] == QOS_NOT_GIVEN || a->v[c] <= max->v[c])
+            continue;
+        char want[32], most[32];
+        qos_value_format(c, a->v[c], want, sizeof(want));
+        qos_value_format(c, max->v[c], most, sizeof(most));
+        snprintf(err, errlen, "%s=%s is above the site's maximum %s=%s", names[c], want,
+                 names[c], most);
+        return -E2BIG;
+    }
+    return 0;
+}

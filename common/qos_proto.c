@@ -1,0 +1,194 @@
+/* qos_proto: see qos_proto.h. */
+#include "qos_proto.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A class vector is the bulk of every message: one block of
+ * QOS_NCLASSES little-endian u64, encoded and checked in one step (a call
+ * per field cost most of a 1,000-node cycle). */
+#define CLASS_BYTES (8 * QOS_NCLASSES)
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NATIVE_LE 1
+#else
+#define NATIVE_LE 0
+#endif
+
+void qos_classes_put(struct rpc_writer *w, const uint64_t *v)
+{
+    if (NATIVE_LE) {
+        rpc_put_raw(w, v, CLASS_BYTES);
+        return;
+    }
+    uint8_t buf[CLASS_BYTES];
+    for (int c = 0; c < QOS_NCLASSES; c++)
+        for (int b = 0; b < 8; b++)
+            buf[8 * c + b] = (uint8_t)(v[c] >> (8 * b));
+    rpc_put_raw(w, buf, sizeof(buf));
+}
+
+static void get_classes(struct rpc_reader *r, uint64_t *v)
+{
+    if (r->failed || r->len - r->off < CLASS_BYTES) {
+        r->failed = 1;
+        memset(v, 0, CLASS_BYTES);
+        return;
+    }
+    const uint8_t *p = r->data + r->off;
+    r->off += CLASS_BYTES;
+    if (NATIVE_LE) {
+        memcpy(v, p, CLASS_BYTES);
+        return;
+    }
+    for (int c = 0; c < QOS_NCLASSES; c++) {
+        uint64_t x = 0;
+        for (int b = 7; b >= 0; b--)
+            x = x << 8 | p[8 * c + b];
+        v[c] = x;
+    }
+}
+
+/* The job count, checked against the bytes left (each job takes at least
+ * min_bytes) so that a short message cannot make us allocate much. */
+static int get_count(struct rpc_reader *r, size_t min_bytes, uint32_t *n, void **array, size_t size)
+{
+    *n = rpc_get_u32(r);
+    *array = NULL;
+    if (!rpc_reader_ok(r) || *n > QOS_PROTO_MAX_JOBS || (size_t)*n * min_bytes > r->len - r->off)
+        return -EBADMSG;
+    if (*n && !(*array = calloc(*n, size)))
+        return -ENOMEM;
+    return 0;
+}
+
+static int finish(struct rpc_reader *r, void **array)
+{
+    if (rpc_reader_done(r))
+        return 0;
+    free(*array);
+    *array = NULL;
+    return -EBADMSG;
+}
+
+void qos_cycle_put(struct rpc_writer *w, const struct qos_cycle *c)
+{
+    rpc_put_u32(w, QOS_PROTO_VERSION);
+    rpc_put_u64(w, c->cycle);
+    rpc_put_u32(w, c->njobs);
+    for (uint32_t i = 0; i < c->njobs; i++) {
+        rpc_put_u32(w, c->jobs[i].job_id);
+        rpc_put_u32(w, c->jobs[i].uid);
+        qos_classes_put(w, c->jobs[i].limit.v);
+    }
+}
+
+int qos_cycle_get(struct rpc_reader *r, struct qos_cycle *c)
+{
+    memset(c, 0, sizeof(*c));
+    if (rpc_get_u32(r) != QOS_PROTO_VERSION)
+        return -EBADMSG;
+    c->cycle = rpc_get_u64(r);
+    int rc = get_count(r, 8 + 8 * QOS_NCLASSES, &c->njobs, (void **)&c->jobs, sizeof(*c->jobs));
+    if (rc < 0)
+        return rc;
+    for (uint32_t i = 0; i < c->njobs && rpc_reader_ok(r); i++) {
+        c->jobs[i].job_id = rpc_get_u32(r);
+        c->jobs[i].uid = rpc_get_u32(r);
+        get_classes(r, c->jobs[i].limit.v);
+    }
+    return finish(r, (void **)&c->jobs);
+}
+
+void qos_report_put(struct rpc_writer *w, const struct qos_report *rep)
+{
+    rpc_put_u32(w, QOS_PROTO_VERSION);
+    rpc_put_u64(w, rep->cycle);
+    rpc_put_u32(w, rep->njobs);
+    for (uint32_t i = 0; i < rep->njobs; i++) {
+        rpc_put_u32(w, rep->jobs[i].job_id);
+        rpc_put_u32(w, rep->jobs[i].procs);
+        qos_classes_put(w, rep->jobs[i].used);
+        qos_classes_put(w, rep->jobs[i].waited_ns);
+    }
+}
+
+int qos_report_get(struct rpc_reader *r, struct qos_report *rep)
+{
+    memset(rep, 0, sizeof(*rep));
+    if (rpc_get_u32(r) != QOS_PROTO_VERSION)
+        return -EBADMSG;
+    rep->cycle = rpc_get_u64(r);
+    int rc = get_count(r, 8 + 16 * QOS_NCLASSES, &rep->njobs, (void **)&rep->jobs,
+                       sizeof(*rep->jobs));
+    if (rc < 0)
+        return rc;
+    for (uint32_t i = 0; i < rep->njobs && rpc_reader_ok(r); i++) {
+        rep->jobs[i].job_id = rpc_get_u32(r);
+        rep->jobs[i].procs = rpc_get_u32(r);
+        get_classes(r, rep->jobs[i].used);
+        get_classes(r, rep->jobs[i].waited_ns);
+    }
+    return finish(r, (void **)&rep->jobs);
+}
+
+void qos_status_put(struct rpc_writer *w, const struct qos_status *s)
+{
+    rpc_put_u32(w, QOS_PROTO_VERSION);
+    rpc_put_u64(w, s->cycle);
+    rpc_put_u64(w, s->time_ms);
+    rpc_put_u32(w, s->period_ms);
+    rpc_put_str(w, s->policy);
+    qos_classes_put(w, s->capacity.v);
+    rpc_put_u32(w, s->agents);
+    rpc_put_u32(w, s->agents_up);
+    rpc_put_u32(w, s->njobs);
+    for (uint32_t i = 0; i < s->njobs; i++) {
+        const struct qos_job_status *j = &s->jobs[i];
+        rpc_put_u32(w, j->job_id);
+        rpc_put_u32(w, j->uid);
+        rpc_put_u32(w, j->nodes);
+        rpc_put_u32(w, j->nodes_reporting);
+        rpc_put_u32(w, j->procs);
+        rpc_put_u32(w, j->weight_milli);
+        qos_classes_put(w, j->asked);
+        qos_classes_put(w, j->demand);
+        qos_classes_put(w, j->alloc);
+        qos_classes_put(w, j->usage);
+    }
+}
+
+int qos_status_get(struct rpc_reader *r, struct qos_status *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (rpc_get_u32(r) != QOS_PROTO_VERSION)
+        return -EBADMSG;
+    s->cycle = rpc_get_u64(r);
+    s->time_ms = rpc_get_u64(r);
+    s->period_ms = rpc_get_u32(r);
+    const char *policy = rpc_get_str(r);
+    if (!policy || strlen(policy) >= sizeof(s->policy))
+        return -EBADMSG;
+    strcpy(s->policy, policy);
+    get_classes(r, s->capacity.v);
+    s->agents = rpc_get_u32(r);
+    s->agents_up = rpc_get_u32(r);
+    int rc = get_count(r, 24 + 32 * QOS_NCLASSES, &s->njobs, (void **)&s->jobs, sizeof(*s->jobs));
+    if (rc < 0)
+        return rc;
+    for (uint32_t i = 0; i < s->njobs && rpc_reader_ok(r); i++) {
+        struct qos_job_status *j = &s->jobs[i];
+        j->job_id = rpc_get_u32(r);
+        j->uid = rpc_get_u32(r);
+        j->nodes = rpc_get_u32(r);
+        j->nodes_reporting = rpc_get_u32(r);
+        j->procs = rpc_get_u32(r);
+        j->weight_milli = rpc_get_u32(r);
+        get_classes(r, j->asked);
+        get_classes(r, j->demand);
+        get_classes(r, j->alloc);
+        get_classes(r, j->usage);
+    }
+    return finish(r, (void **)&s->jobs);
+}

@@ -1,0 +1,469 @@
+/* ctl: see ctl.h. Arrays indexed by job and by (job, node) pair, a job's
+ * pairs contiguous and sorted by node, a hash from job id to job: one
+ * cycle of 1,000 nodes and 1,000 jobs must cost under a millisecond. */
+#include "ctl.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+
+struct pair {
+    uint32_t job, node;
+    uint32_t samples;                 /* reports taken: a rate needs two */
+    bool restored;                    /* limit from the saved state, not yet measured */
+    uint32_t procs;
+    int64_t last_ms;
+    uint64_t last_used[QOS_NCLASSES], last_waited[QOS_NCLASSES];
+    double rate[QOS_NCLASSES], held[QOS_NCLASSES], demand[QOS_NCLASSES];
+    uint64_t limit[QOS_NCLASSES];     /* what the node was last sent */
+};
+
+struct job {
+    uint32_t id, uid;
+    double weight;
+    struct qos_limits asked;
+    uint32_t first, npairs;
+    uint32_t procs, up;
+    double demand[QOS_NCLASSES], usage[QOS_NCLASSES], alloc[QOS_NCLASSES];
+};
+
+struct node {
+    int64_t first_ms, last_ms;        /* when it first had jobs, last reported */
+    bool up;
+    uint32_t *pairs, npairs, cap;
+};
+
+struct ctl {
+    struct job *jobs;
+    size_t njobs;
+    struct pair *pairs;
+    size_t npairs;
+    struct node *nodes;
+    size_t nnodes;
+    uint32_t *hash;                   /* job index + 1; 0: empty */
+    size_t hmask;
+    struct policy_job *pj;
+    uint32_t *order;
+    double *want;
+    size_t scratch;
+};
+
+struct ctl *ctl_new(void)
+{
+    return calloc(1, sizeof(struct ctl));
+}
+
+void ctl_free(struct ctl *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->nnodes; i++)
+        free(c->nodes[i].pairs);
+    free(c->nodes);
+    free(c->jobs);
+    free(c->pairs);
+    free(c->hash);
+    free(c->pj);
+    free(c->order);
+    free(c->want);
+    free(c);
+}
+
+static size_t slot_of(uint32_t id, size_t mask)
+{
+    return (size_t)(id * 2654435761u) & mask;
+}
+
+static struct job *lookup(const struct ctl *c, uint32_t id)
+{
+    if (!c->hash)
+        return NULL;
+    for (size_t s = slot_of(id, c->hmask);; s = (s + 1) & c->hmask) {
+        uint32_t v = c->hash[s];
+        if (!v)
+            return NULL;
+        if (c->jobs[v - 1].id == id)
+            return &c->jobs[v - 1];
+    }
+}
+
+static struct pair *find_pair(const struct ctl *c, const struct job *j, uint32_t node)
+{
+    size_t lo = j->first, hi = (size_t)j->first + j->npairs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (c->pairs[mid].node < node)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < (size_t)j->first + j->npairs && c->pairs[lo].node == node ? &c->pairs[lo] : NULL;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int ctl_set_jobs(struct ctl *c, const struct ctl_job_spec *specs, size_t njobs, size_t nnodes)
+{
+    size_t npairs = 0;
+    for (size_t i = 0; i < njobs; i++)
+        npairs += specs[i].nnodes;
+    size_t hsize = 16;
+    while (hsize < 2 * njobs)
+        hsize *= 2;
+    struct job *jobs = calloc(njobs ? njobs : 1, sizeof(*jobs));
+    struct pair *pairs = calloc(npairs ? npairs : 1, sizeof(*pairs));
+    uint32_t *hash = calloc(hsize, sizeof(*hash));
+    uint32_t *sorted = malloc((npairs ? npairs : 1) * sizeof(*sorted));
+    struct node *nodes = c->nodes;
+    if (nnodes > c->nnodes) {
+        nodes = realloc(c->nodes, nnodes * sizeof(*nodes));
+        if (nodes) {
+            memset(nodes + c->nnodes, 0, (nnodes - c->nnodes) * sizeof(*nodes));
+            c->nodes = nodes;
+            c->nnodes = nnodes;
+        }
+    }
+    struct policy_job *pj = njobs > c->scratch ? malloc(njobs * sizeof(*pj)) : NULL;
+    uint32_t *order = njobs > c->scratch ? malloc(2 * njobs * sizeof(*order)) : NULL;
+    double *want = njobs > c->scratch ? malloc(njobs * sizeof(*want)) : NULL;
+    if (!jobs || !pairs || !hash || !sorted || (nnodes && !nodes) ||
+        (njobs > c->scratch && (!pj || !order || !want))) {
+        free(jobs);
+        free(pairs);
+        free(hash);
+        free(sorted);
+        free(pj);
+        free(order);
+        free(want);
+        return -ENOMEM;
+    }
+    if (pj) {
+        free(c->pj);
+        free(c->order);
+        free(c->want);
+        c->pj = pj;
+        c->order = order;
+        c->want = want;
+        c->scratch = njobs;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < njobs; i++) {
+        const struct ctl_job_spec *s = &specs[i];
+        struct job *j = &jobs[i];
+        *j = (struct job){ .id = s->id, .uid = s->uid, .weight = s->weight, .asked = s->asked,
+                           .first = (uint32_t)at };
+        memcpy(sorted, s->nodes, s->nnodes * sizeof(*sorted));
+        qsort(sorted, s->nnodes, sizeof(*sorted), cmp_u32);
+        const struct job *old = lookup(c, s->id);
+        for (uint32_t k = 0; k < s->nnodes; k++) {
+            if (sorted[k] >= c->nnodes || (k && sorted[k] == sorted[k - 1]))
+                continue;   /* an index out of range, a node named twice */
+            struct pair *p = &pairs[at++];
+            const struct pair *was = old && old->uid == s->uid ? find_pair(c, old, sorted[k]) : NULL;
+            if (was) {
+                *p = *was;
+            } else {
+                *p = (struct pair){ .node = sorted[k] };
+                for (int cl = 0; cl < QOS_NCLASSES; cl++)
+                    p->limit[cl] = QOS_UNLIMITED;
+            }
+            p->job = (uint32_t)i;
+        }
+        j->npairs = (uint32_t)(at - j->first);
+        size_t h = slot_of(j->id, hsize - 1);
+        while (hash[h])
+            h = (h + 1) & (hsize - 1);
+        hash[h] = (uint32_t)i + 1;
+    }
+    free(sorted);
+    free(c->jobs);
+    free(c->pairs);
+    free(c->hash);
+    c->jobs = jobs;
+    c->njobs = njobs;
+    c->pairs = pairs;
+    c->npairs = at;
+    c->hash = hash;
+    c->hmask = hsize - 1;
+    /* Each node's pairs. A node that had none was not asked for reports:
+     * ctl_compute takes it as new (first_ms 0), so an old last report
+     * does not make it look down. */
+    for (size_t n = 0; n < c->nnodes; n++) {
+        if (!c->nodes[n].npairs)
+            c->nodes[n].first_ms = 0;
+        c->nodes[n].npairs = 0;
+    }
+    for (size_t i = 0; i < at; i++) {
+        struct node *n = &c->nodes[pairs[i].node];
+        if (n->npairs == n->cap) {
+            uint32_t cap = n->cap ? 2 * n->cap : 8;
+            uint32_t *grown = realloc(n->pairs, cap * sizeof(*grown));
+            if (!grown)
+                return -ENOMEM;
+            n->pairs = grown;
+            n->cap = cap;
+        }
+        n->pairs[n->npairs++] = (uint32_t)i;
+    }
+    return 0;
+}
+
+void ctl_take_report(struct ctl *c, uint32_t node, const struct qos_report *rep, int64_t now_ms)
+{
+    if (node >= c->nnodes)
+        return;
+    c->nodes[node].last_ms = now_ms;
+    for (uint32_t i = 0; i < rep->njobs; i++) {
+        const struct qos_job_usage *u = &rep->jobs[i];
+        const struct job *j = lookup(c, u->job_id);
+        struct pair *p = j ? find_pair(c, j, node) : NULL;
+        if (!p)
+            continue;
+        double dt = (double)(now_ms - p->last_ms) / 1000.0;
+        if (p->samples && dt > 0.001) {
+            double per_s = 1 / dt, held_per_ns = per_s / 1e9 / (u->procs ? u->procs : 1);
+            for (int cl = 0; cl < QOS_NCLASSES; cl++) {
+                /* Totals that went back: a new budget (an agent restarted). */
+                uint64_t du = u->used[cl] >= p->last_used[cl] ? u->used[cl] - p->last_used[cl] : 0;
+                uint64_t dw = u->waited_ns[cl] >= p->last_waited[cl]
+                                  ? u->waited_ns[cl] - p->last_waited[cl] : 0;
+                p->rate[cl] = (double)du * per_s;
+                double held = (double)dw * held_per_ns;
+                p->held[cl] = held > 1 ? 1 : held;
+            }
+        }
+        if (!p->samples || dt > 0.001) {
+            memcpy(p->last_used, u->used, sizeof(p->last_used));
+            memcpy(p->last_waited, u->waited_ns, sizeof(p->last_waited));
+            p->last_ms = now_ms;
+            if (p->samples < 2)
+                p->samples++;
+            if (p->samples == 2)
+                p->restored = false;
+        }
+        p->procs = u->procs;
+    }
+}
+
+void ctl_restore_limits(struct ctl *c, uint32_t job_id, uint32_t node, const struct qos_limits *l)
+{
+    const struct job *j = lookup(c, job_id);
+    struct pair *p = j ? find_pair(c, j, node) : NULL;
+    if (!p || p->samples >= 2)
+        return;
+    memcpy(p->limit, l->v, sizeof(p->limit));
+    p->restored = true;
+}
+
+static double unit(int cl)
+{
+    return qos_class_is_data(cl) ? 4096 : 1;
+}
+
+/* What a (job, node) would use of class cl, as far as can be told. */
+static double pair_demand(const struct pair *p, int cl)
+{
+    if (p->samples < 2)
+        return p->restored && p->limit[cl] != QOS_UNLIMITED ? (double)p->limit[cl] : INFINITY;
+    /* Held back: it wants more than it was allowed, how much more cannot
+     * be seen. Wanting all it can get gives it its max-min share at once;
+     * growing from what it was allowed (doubling each period) took 16
+     * periods for a job back from idling at 1 op/s to reach 66,000/s. */
+    if (p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD)
+        return INFINITY;
+    return p->rate[cl] * CTL_HEADROOM + unit(cl);
+}
+
+static double as_rate(uint64_t v)
+{
+    return v == QOS_NOT_GIVEN || v == QOS_UNLIMITED ? INFINITY : (double)v;
+}
+
+/* Job j's allocation of class cl over its nodes that report, by demand;
+ * under the static policy a job that asked nothing gets the site default
+ * on each node as it is (it is per node already). */
+static void split(struct ctl *c, const struct job *j, int cl, const struct ctl_settings *s)
+{
+    double alloc = j->alloc[cl];
+    if (!j->up)
+        return;
+    if (s->policy == QOS_POLICY_STATIC && (j->asked.v[cl] == QOS_NOT_GIVEN ||
+                                           j->asked.v[cl] == QOS_UNLIMITED)) {
+        for (uint32_t k = 0; k < j->npairs; k++) {
+            struct pair *p = &c->pairs[j->first + k];
+            if (c->nodes[p->node].up)
+                p->limit[cl] = s->dflt.v[cl] == QOS_NOT_GIVEN ? QOS_UNLIMITED : s->dflt.v[cl];
+        }
+        return;
+    }
+    double floor = alloc * CTL_NODE_FLOOR / j->up, sum = 0;
+    for (uint32_t k = 0; k < j->npairs; k++) {
+        struct pair *p = &c->pairs[j->first + k];
+        if (!c->nodes[p->node].up)
+            continue;
+        double d = isinf(p->demand[cl]) ? alloc : p->demand[cl];
+        p->demand[cl] = d;   /* from here on: this node's weight */
+        sum += d > floor ? d : floor;
+    }
+    for (uint32_t k = 0; k < j->npairs; k++) {
+        struct pair *p = &c->pairs[j->first + k];
+        if (!c->nodes[p->node].up)
+            continue;
+        if (isinf(alloc)) {
+            p->limit[cl] = QOS_UNLIMITED;
+            continue;
+        }
+        double w = p->demand[cl] > floor ? p->demand[cl] : floor;
+        double v = sum > 0 ? alloc * w / sum : alloc / j->up;
+        p->limit[cl] = v < unit(cl) ? (uint64_t)unit(cl) : v > 1e18 ? (uint64_t)1e18 : (uint64_t)v;
+    }
+}
+
+void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
+{
+    for (size_t n = 0; n < c->nnodes; n++) {
+        struct node *nd = &c->nodes[n];
+        if (nd->npairs && !nd->first_ms) {
+            /* Busy again: its agent is asked from now on, as a new one's. */
+            nd->first_ms = now_ms;
+            nd->last_ms = 0;
+        }
+        if (!nd->npairs)
+            nd->first_ms = 0;
+        /* Never reported yet: up until the timeout, so new jobs count. */
+        nd->up = nd->last_ms ? now_ms - nd->last_ms <= s->agent_timeout_ms
+                             : nd->first_ms && now_ms - nd->first_ms <= s->agent_timeout_ms;
+    }
+    /* A class nobody limits (no capacity, nothing asked, no static
+     * default) needs no demand and no share: no limit on any node. */
+    bool limited[QOS_NCLASSES];
+    for (int cl = 0; cl < QOS_NCLASSES; cl++) {
+        limited[cl] = s->policy == QOS_POLICY_STATIC ? !isinf(as_rate(s->dflt.v[cl]))
+                                                     : !isinf(as_rate(s->capacity.v[cl]));
+        for (size_t i = 0; i < c->njobs && !limited[cl]; i++)
+            limited[cl] = !isinf(as_rate(c->jobs[i].asked.v[cl]));
+    }
+    for (size_t i = 0; i < c->njobs; i++) {
+        struct job *j = &c->jobs[i];
+        j->procs = j->up = 0;
+        for (int cl = 0; cl < QOS_NCLASSES; cl++) {
+            j->demand[cl] = limited[cl] ? 0 : INFINITY;
+            j->usage[cl] = 0;
+        }
+        for (uint32_t k = 0; k < j->npairs; k++) {
+            struct pair *p = &c->pairs[j->first + k];
+            if (!c->nodes[p->node].up)
+                continue;
+            j->up++;
+            j->procs += p->procs;
+            for (int cl = 0; cl < QOS_NCLASSES; cl++) {
+                if (limited[cl]) {
+                    p->demand[cl] = pair_demand(p, cl);
+                    j->demand[cl] += p->demand[cl];
+                }
+                if (p->samples >= 2)
+                    j->usage[cl] += p->rate[cl];
+            }
+        }
+    }
+    for (int cl = 0; cl < QOS_NCLASSES; cl++) {
+        if (!limited[cl]) {
+            for (size_t i = 0; i < c->npairs; i++)
+                if (c->nodes[c->pairs[i].node].up)
+                    c->pairs[i].limit[cl] = QOS_UNLIMITED;
+            for (size_t i = 0; i < c->njobs; i++)
+                c->jobs[i].alloc[cl] = INFINITY;
+            continue;
+        }
+        double capacity = as_rate(s->capacity.v[cl]);
+        for (size_t i = 0; i < c->njobs; i++) {
+            const struct job *j = &c->jobs[i];
+            uint64_t asked = j->asked.v[cl];
+            c->pj[i] = (struct policy_job){
+                .demand = j->demand[cl], .weight = j->weight, .usage = j->usage[cl],
+                .asked = asked == QOS_NOT_GIVEN || asked == QOS_UNLIMITED ? 0 : (double)asked,
+                .dflt = as_rate(s->dflt.v[cl]) * (j->up ? j->up : 1),
+            };
+            if (!j->up)
+                c->pj[i].demand = 0;   /* nowhere to be seen: takes nothing */
+        }
+        policy_allocate(s->policy, capacity, c->pj, c->njobs, c->order, c->want);
+        for (size_t i = 0; i < c->njobs; i++) {
+            c->jobs[i].alloc[cl] = c->pj[i].alloc;
+            split(c, &c->jobs[i], cl, s);
+        }
+    }
+}
+
+bool ctl_node_busy(const struct ctl *c, uint32_t node)
+{
+    return node < c->nnodes && c->nodes[node].npairs > 0;
+}
+
+bool ctl_node_up(const struct ctl *c, uint32_t node)
+{
+    return node < c->nnodes && c->nodes[node].up;
+}
+
+void ctl_node_message(struct ctl *c, uint32_t node, uint64_t cycle, struct rpc_writer *w)
+{
+    const struct node *n = node < c->nnodes ? &c->nodes[node] : NULL;
+    uint32_t count = n ? n->npairs : 0;
+    /* qos_proto.h's cycle, written in place: no array to build. */
+    rpc_put_u32(w, QOS_PROTO_VERSION);
+    rpc_put_u64(w, cycle);
+    rpc_put_u32(w, count);
+    for (uint32_t k = 0; k < count; k++) {
+        const struct pair *p = &c->pairs[n->pairs[k]];
+        rpc_put_u32(w, c->jobs[p->job].id);
+        rpc_put_u32(w, c->jobs[p->job].uid);
+        qos_classes_put(w, p->limit);
+    }
+}
+
+static uint64_t as_u64(double v)
+{
+    return isinf(v) || v > 1e18 ? QOS_UNLIMITED : (uint64_t)(v + 0.5);
+}
+
+void ctl_status(const struct ctl *c, struct qos_status *s)
+{
+    s->njobs = (uint32_t)c->njobs;
+    s->jobs = calloc(c->njobs ? c->njobs : 1, sizeof(*s->jobs));
+    if (!s->jobs) {
+        s->njobs = 0;
+        return;
+    }
+    for (size_t i = 0; i < c->njobs; i++) {
+        const struct job *j = &c->jobs[i];
+        struct qos_job_status *o = &s->jobs[i];
+        o->job_id = j->id;
+        o->uid = j->uid;
+        o->nodes = j->npairs;
+        o->nodes_reporting = j->up;
+        o->procs = j->procs;
+        o->weight_milli = (uint32_t)(j->weight * 1000 > 4e9 ? 4e9 : j->weight * 1000);
+        for (int cl = 0; cl < QOS_NCLASSES; cl++) {
+            o->asked[cl] = j->asked.v[cl];
+            o->demand[cl] = as_u64(j->demand[cl]);
+            o->alloc[cl] = as_u64(j->alloc[cl]);
+            o->usage[cl] = as_u64(j->usage[cl]);
+        }
+    }
+}
+
+void ctl_each_limit(const struct ctl *c, ctl_limit_fn fn, void *arg)
+{
+    for (size_t i = 0; i < c->npairs; i++) {
+        struct qos_limits l;
+        memcpy(l.v, c->pairs[i].limit, sizeof(l.v));
+        fn(arg, c->jobs[c->pairs[i].job].id, c->pairs[i].node, &l);
+    }
+}

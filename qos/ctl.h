@@ -1,0 +1,87 @@
+/* ctl: adafs-qosd's control cycle, without the network: what the agents
+ * reported in, the limits of every job on every node out.
+ *
+ * Each cycle: take each agent's report (usage totals of each job on its
+ * node) and turn the differences into rates and into how much of the
+ * time the job's processes there were held back; estimate each job's
+ * demand per node (what it used, with headroom; when it was held back,
+ * or is not yet measured, as much as it can get, which max-min turns into
+ * its fair share, since a demand above a limit cannot be seen); share each
+ * class's capacity among jobs by the policy (policy.h); split each job's
+ * share over its nodes by their demand, each node keeping a floor so a
+ * node that starts doing I/O can be seen to; and write each agent's
+ * message. A node whose agent has not reported for the agent timeout
+ * leaves the sums (its jobs' usage there is no longer known), and keeps
+ * the last limits it was sent.
+ *
+ * Jobs and nodes are given by the daemon (from Slurm) or by a simulation
+ * (bench/qos): the controller only knows indices of nodes. */
+#ifndef ADAFS_QOS_CTL_H
+#define ADAFS_QOS_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qos_conf.h"
+#include "qos_proto.h"
+#include "rpc.h"
+
+/* Share of a job's rate every one of its nodes keeps, however idle. */
+#define CTL_NODE_FLOOR 0.05
+/* Held back more than this fraction of the time: wants more. */
+#define CTL_HELD 0.01
+#define CTL_HEADROOM 1.25
+
+struct ctl_job_spec {
+    uint32_t id, uid;
+    double weight;               /* priority: node count or Slurm priority */
+    struct qos_limits asked;     /* directive or adafs-qos set; QOS_NOT_GIVEN: none */
+    uint32_t nnodes;
+    const uint32_t *nodes;       /* node indices, each once */
+};
+
+struct ctl_settings {
+    int policy;                  /* enum qos_policy */
+    struct qos_limits capacity;  /* not given or unlimited: no capacity for the class */
+    struct qos_limits dflt;      /* per node: the static policy's when nothing asked */
+    int64_t agent_timeout_ms;
+};
+
+struct ctl;
+
+struct ctl *ctl_new(void);
+void ctl_free(struct ctl *c);
+
+/* The running jobs: replaces the set, keeping the measurements and limits
+ * of each (job, node) still there. nnodes bounds the node indices. 0 or
+ * -ENOMEM. */
+int ctl_set_jobs(struct ctl *c, const struct ctl_job_spec *jobs, size_t njobs, size_t nnodes);
+
+/* One agent's report, received at now_ms (CLOCK_MONOTONIC). Entries for
+ * jobs the controller does not place on that node are ignored. */
+void ctl_take_report(struct ctl *c, uint32_t node, const struct qos_report *rep, int64_t now_ms);
+
+/* Restores a (job, node)'s limits saved before a restart, used until it
+ * is measured again. */
+void ctl_restore_limits(struct ctl *c, uint32_t job_id, uint32_t node, const struct qos_limits *l);
+
+/* The allocations of this cycle. */
+void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms);
+
+/* Whether node has jobs (then it gets a message each cycle). */
+bool ctl_node_busy(const struct ctl *c, uint32_t node);
+/* node's message (AGENT_QOS body) for this cycle into w. */
+void ctl_node_message(struct ctl *c, uint32_t node, uint64_t cycle, struct rpc_writer *w);
+
+/* Whether node's agent reported within the timeout at the last compute. */
+bool ctl_node_up(const struct ctl *c, uint32_t node);
+
+/* Every job's state, as adafs-qos status shows it (jobs malloc'd). */
+void ctl_status(const struct ctl *c, struct qos_status *s);
+
+/* Walks every (job, node) limit: for saving. */
+typedef void (*ctl_limit_fn)(void *arg, uint32_t job_id, uint32_t node, const struct qos_limits *l);
+void ctl_each_limit(const struct ctl *c, ctl_limit_fn fn, void *arg);
+
+#endif

@@ -1,0 +1,324 @@
+/* Unit tests of adafs-qosd's policies and control cycle, without a
+ * network: agents' reports are made up, the messages decoded back. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "policy.h"
+#include "tap.h"
+
+static struct policy_job pj[8];
+static uint32_t order[8];
+static double want[8];
+
+static void jobs3(double d0, double d1, double d2)
+{
+    memset(pj, 0, sizeof(pj));
+    pj[0].demand = d0;
+    pj[1].demand = d1;
+    pj[2].demand = d2;
+    for (int i = 0; i < 3; i++)
+        pj[i].weight = 1;
+}
+
+static int near(double a, double b)
+{
+    return fabs(a - b) <= 1e-6 * (fabs(b) + 1);
+}
+
+static void test_policies(void)
+{
+    tap_ok(qos_policy_from_name("PSFA") == QOS_POLICY_PSFA && qos_policy_from_name("x") < 0 &&
+           strcmp(qos_policy_name(QOS_POLICY_PROPORTIONAL), "proportional") == 0, "policy names");
+    jobs3(100, 400, 500);
+    policy_allocate(QOS_POLICY_PSFA, 600, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 100) && near(pj[1].alloc, 250) && near(pj[2].alloc, 250),
+           "psfa: max-min in order of demand (100, 250, 250 of 600)");
+    jobs3(500, 400, 100);
+    policy_allocate(QOS_POLICY_PSFA, 600, pj, 3, order, want);
+    tap_ok(near(pj[2].alloc, 100) && near(pj[0].alloc, 250) && near(pj[1].alloc, 250),
+           "psfa: the same whatever the order the jobs come in (the published fault)");
+    jobs3(100, 200, 300);
+    pj[0].usage = 100;
+    pj[1].usage = 200;
+    pj[2].usage = 300;
+    policy_allocate(QOS_POLICY_PSFA, 1200, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 200) && near(pj[1].alloc, 400) && near(pj[2].alloc, 600),
+           "psfa: what no demand takes goes in proportion to usage (200, 400, 600)");
+    jobs3(100, 200, 300);
+    pj[2].asked = 250;
+    policy_allocate(QOS_POLICY_PSFA, 1200, pj, 3, order, want);
+    tap_ok(pj[2].alloc <= 250 + 1e-9 && near(pj[0].alloc + pj[1].alloc + pj[2].alloc, 1200),
+           "psfa: a job never gets more than it asked; the rest goes to the others");
+    jobs3(INFINITY, 100, 100);
+    policy_allocate(QOS_POLICY_PSFA, 600, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 400), "psfa: a job not yet measured takes what the others leave");
+
+    jobs3(1000, 1000, 1000);
+    pj[0].weight = 1;
+    pj[1].weight = 2;
+    pj[2].weight = 3;
+    policy_allocate(QOS_POLICY_PRIORITY, 600, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 100) && near(pj[1].alloc, 200) && near(pj[2].alloc, 300),
+           "priority: capacity by weight");
+    jobs3(1, 1000, 1000);
+    policy_allocate(QOS_POLICY_PRIORITY, 600, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 200), "priority: whatever the demand (equal weights: uniform)");
+
+    jobs3(50, 1000, 1000);
+    pj[0].asked = 300;
+    policy_allocate(QOS_POLICY_PROPORTIONAL, 600, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 300) && near(pj[1].alloc, 150) && near(pj[2].alloc, 150),
+           "proportional: a reservation is kept whatever the demand, the rest max-min");
+    jobs3(1000, 1000, 1000);
+    pj[0].asked = 600;
+    pj[1].asked = 600;
+    policy_allocate(QOS_POLICY_PROPORTIONAL, 600, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 300) && near(pj[1].alloc, 300) && near(pj[2].alloc, 0),
+           "proportional: overbooked reservations are scaled down together");
+
+    jobs3(5, 5, 5);
+    pj[0].asked = 70;
+    pj[1].dflt = 40;
+    pj[2].dflt = INFINITY;
+    policy_allocate(QOS_POLICY_STATIC, 10, pj, 3, order, want);
+    tap_ok(near(pj[0].alloc, 70) && near(pj[1].alloc, 40) && isinf(pj[2].alloc),
+           "static: what was asked, else the default, whatever the capacity");
+    jobs3(5, 5, 5);
+    pj[1].asked = 70;
+    policy_allocate(QOS_POLICY_PSFA, INFINITY, pj, 3, order, want);
+    tap_ok(isinf(pj[0].alloc) && near(pj[1].alloc, 70), "no capacity for a class: only what was asked");
+}
+
+/* Max-min by demand, the plain way: repeatedly give every job left an
+ * equal share, settling those whose demand fits. */
+static void maxmin_reference(double capacity, const double *demand, size_t n, double *alloc)
+{
+    char *done = calloc(n, 1);
+    size_t left = n;
+    while (left) {
+        double share = capacity / (double)left;
+        size_t settled = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!done[i] && demand[i] <= share) {
+                alloc[i] = demand[i];
+                capacity -= demand[i];
+                done[i] = 1;
+                settled++;
+            }
+        if (!settled) {
+            for (size_t i = 0; i < n; i++)
+                if (!done[i])
+                    alloc[i] = share;
+            break;
+        }
+        left -= settled;
+    }
+    free(done);
+}
+
+static void test_many_jobs(void)
+{
+    enum { N = 1000 };
+    static struct policy_job many[N];
+    static uint32_t ord[2 * N];
+    static double scratch[N], demand[N], ref[N];
+    uint64_t x = 88172645463325252ull;
+    double sum = 0;
+    for (size_t i = 0; i < N; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        /* repeats, zeros, the unmeasured (INFINITY) and a wide range */
+        demand[i] = i % 97 == 0 ? INFINITY : i % 31 == 0 ? 0 : (double)(x % 5000) * (i % 3 ? 1 : 1e-3);
+        many[i] = (struct policy_job){ .demand = demand[i], .weight = 1 };
+        sum += isinf(demand[i]) ? 0 : demand[i];
+    }
+    double capacity = sum / 2;
+    policy_allocate(QOS_POLICY_PSFA, capacity, many, N, ord, scratch);
+    maxmin_reference(capacity, demand, N, ref);
+    int same = 1;
+    double given = 0;
+    for (size_t i = 0; i < N; i++) {
+        same &= near(many[i].alloc, ref[i]);
+        given += many[i].alloc;
+    }
+    tap_ok(same && near(given, capacity),
+           "psfa: 1,000 jobs (ties, zeros, unmeasured ones) get exactly max-min by demand");
+    for (size_t i = 0; i < N; i++)
+        many[i].demand = demand[N - 1 - i];
+    policy_allocate(QOS_POLICY_PSFA, capacity, many, N, ord, scratch);
+    same = 1;
+    for (size_t i = 0; i < N; i++)
+        same &= near(many[i].alloc, ref[N - 1 - i]);
+    tap_ok(same, "and the same in reverse order");
+}
+
+/* --- the control cycle ---------------------------------------------- */
+
+static struct qos_report report(uint32_t job, uint32_t procs, int cls, uint64_t used, uint64_t waited_ns)
+{
+    static struct qos_job_usage u[4];
+    static int next;
+    struct qos_job_usage *e = &u[next++ % 4];
+    memset(e, 0, sizeof(*e));
+    e->job_id = job;
+    e->procs = procs;
+    e->used[cls] = used;
+    e->waited_ns[cls] = waited_ns;
+    return (struct qos_report){ .njobs = 1, .jobs = e };
+}
+
+/* The limit node's message gives job for class cls. */
+static uint64_t limit_in(struct ctl *c, uint32_t node, uint32_t job, int cls)
+{
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    ctl_node_message(c, node, 1, &w);
+    struct rpc_reader r;
+    rpc_reader_init(&r, w.data, w.len);
+    struct qos_cycle cy;
+    uint64_t v = 0;
+    if (qos_cycle_get(&r, &cy) == 0)
+        for (uint32_t i = 0; i < cy.njobs; i++)
+            if (cy.jobs[i].job_id == job)
+                v = cy.jobs[i].limit.v[cls];
+    free(cy.jobs);
+    rpc_writer_free(&w);
+    return v;
+}
+
+static void test_ctl(void)
+{
+    struct ctl *c = ctl_new();
+    uint32_t n01[] = { 0, 1 }, n2[] = { 2 };
+    struct ctl_job_spec jobs[] = {
+        { .id = 10, .uid = 1000, .weight = 2, .nnodes = 2, .nodes = n01 },
+        { .id = 11, .uid = 1001, .weight = 1, .nnodes = 1, .nodes = n2 },
+    };
+    tap_is_int(ctl_set_jobs(c, jobs, 2, 4), 0, "two jobs on three of four nodes");
+    tap_ok(ctl_node_busy(c, 0) && ctl_node_busy(c, 2) && !ctl_node_busy(c, 3), "busy nodes");
+    struct ctl_settings s = { .policy = QOS_POLICY_PSFA, .agent_timeout_ms = 3000 };
+    s.capacity.v[QOS_STAT] = 1000;
+    int64_t t = 100000;
+    ctl_compute(c, &s, t);
+    tap_ok(limit_in(c, 0, 10, QOS_STAT) == 250 && limit_in(c, 1, 10, QOS_STAT) == 250 &&
+           limit_in(c, 2, 11, QOS_STAT) == 500,
+           "not yet measured: equal shares, each job's split evenly over its nodes");
+    tap_ok(limit_in(c, 0, 10, QOS_READ) == QOS_UNLIMITED, "a class without capacity: no limit");
+
+    /* Job 10 uses 400/s, all on node 0, held back; job 11 uses 50/s. */
+    for (int k = 0; k < 3; k++) {
+        t += 1000;
+        struct qos_report r0 = report(10, 4, QOS_STAT, 400ull * (uint64_t)k, 600000000ull * (uint64_t)k);
+        struct qos_report r1 = report(10, 0, QOS_STAT, 0, 0);
+        struct qos_report r2 = report(11, 1, QOS_STAT, 50ull * (uint64_t)k, 0);
+        ctl_take_report(c, 0, &r0, t);
+        ctl_take_report(c, 1, &r1, t);
+        ctl_take_report(c, 2, &r2, t);
+        ctl_compute(c, &s, t);
+    }
+    uint64_t l0 = limit_in(c, 0, 10, QOS_STAT), l1 = limit_in(c, 1, 10, QOS_STAT);
+    uint64_t l2 = limit_in(c, 2, 11, QOS_STAT);
+    tap_ok(l2 >= 62 && l2 <= 100, "a job using 50/s unhindered gets what it uses with headroom (%llu)",
+           (unsigned long long)l2);
+    tap_ok(l0 + l1 + l2 <= 1001 && l0 + l1 + l2 >= 990, "the capacity is all given out (%llu)",
+           (unsigned long long)(l0 + l1 + l2));
+    tap_ok(l0 > 10 * l1 && l1 >= 1, "a job's share follows its usage over its nodes (%llu on the busy"
+           " node, %llu on the idle one)", (unsigned long long)l0, (unsigned long long)l1);
+
+    /* Node 2's agent stops reporting: job 11 leaves the sums. */
+    for (int k = 3; k < 8; k++) {
+        t += 1000;
+        struct qos_report r0 = report(10, 4, QOS_STAT, 400ull * (uint64_t)k, 600000000ull * (uint64_t)k);
+        ctl_take_report(c, 0, &r0, t);
+        struct qos_report r1 = report(10, 0, QOS_STAT, 0, 0);
+        ctl_take_report(c, 1, &r1, t);
+        ctl_compute(c, &s, t);
+    }
+    tap_ok(!ctl_node_up(c, 2) && ctl_node_up(c, 0), "an agent silent past the timeout is down");
+    l0 = limit_in(c, 0, 10, QOS_STAT);
+    l1 = limit_in(c, 1, 10, QOS_STAT);
+    tap_ok(l0 + l1 >= 990, "the job on live nodes gets the capacity the silent one's job held (%llu)",
+           (unsigned long long)(l0 + l1));
+    tap_ok(limit_in(c, 2, 11, QOS_STAT) == l2, "the silent node keeps the last limits it was sent");
+
+    struct qos_status st;
+    ctl_status(c, &st);
+    tap_ok(st.njobs == 2 && st.jobs[0].job_id == 10 && st.jobs[0].nodes == 2 &&
+           st.jobs[0].usage[QOS_STAT] == 400 && st.jobs[1].nodes_reporting == 0,
+           "status: nodes, reporting nodes, usage");
+    free(st.jobs);
+
+    /* The job set changes: measurements of pairs still there are kept. */
+    struct ctl_job_spec again[] = { jobs[0] };
+    ctl_set_jobs(c, again, 1, 4);
+    tap_ok(limit_in(c, 0, 10, QOS_STAT) == l0 && !ctl_node_busy(c, 2),
+           "a job set refresh keeps what was measured, drops what ended");
+
+    /* Node 2, idle (so not asked) far past the timeout, gets a new job: it
+     * is up as a new node is, and the job gets a limit in the first cycle
+     * (not a cycle or two unlimited while its agent's report comes). */
+    t += 60000;
+    struct ctl_job_spec later[] = { jobs[0], { .id = 12, .uid = 1002, .weight = 1, .nnodes = 1, .nodes = n2 } };
+    ctl_set_jobs(c, later, 2, 4);
+    ctl_compute(c, &s, t);
+    uint64_t l12 = limit_in(c, 2, 12, QOS_STAT);
+    tap_ok(ctl_node_up(c, 2) && l12 >= 1 && l12 <= 1000,
+           "a node busy again after idling is up, its new job limited at once (%llu)",
+           (unsigned long long)l12);
+    ctl_free(c);
+}
+
+/* A job back from idling: held at the 1/s it was left with, it gets its
+ * fair share in the next cycle, not a doubling per period. */
+static void test_back_from_idle(void)
+{
+    struct ctl *c = ctl_new();
+    uint32_t n0[] = { 0 }, n1[] = { 1 };
+    struct ctl_job_spec jobs[] = {
+        { .id = 20, .uid = 1000, .weight = 1, .nnodes = 1, .nodes = n0 },
+        { .id = 21, .uid = 1001, .weight = 1, .nnodes = 1, .nodes = n1 },
+    };
+    ctl_set_jobs(c, jobs, 2, 2);
+    struct ctl_settings s = { .policy = QOS_POLICY_PSFA, .agent_timeout_ms = 3000 };
+    s.capacity.v[QOS_STAT] = 1000;
+    int64_t t = 100000;
+    uint64_t used20 = 0, used21 = 0, waited21 = 0, waited20 = 0;
+    for (int k = 0; k < 4; k++) {   /* job 20 idle, job 21 takes all it gets */
+        t += 1000;
+        used21 += limit_in(c, 1, 21, QOS_STAT) == QOS_UNLIMITED ? 500 : limit_in(c, 1, 21, QOS_STAT);
+        waited21 += 1000000000ull;
+        struct qos_report r0 = report(20, 1, QOS_STAT, used20, 0);
+        ctl_take_report(c, 0, &r0, t);
+        struct qos_report r1 = report(21, 1, QOS_STAT, used21, waited21);
+        ctl_take_report(c, 1, &r1, t);
+        ctl_compute(c, &s, t);
+    }
+    uint64_t idle = limit_in(c, 0, 20, QOS_STAT);
+    /* Job 20 comes back: held all the period at what it was left with. */
+    t += 1000;
+    used20 += idle;
+    waited20 += 1000000000ull;
+    used21 += limit_in(c, 1, 21, QOS_STAT);
+    waited21 += 1000000000ull;
+    struct qos_report r0 = report(20, 1, QOS_STAT, used20, waited20);
+    ctl_take_report(c, 0, &r0, t);
+    struct qos_report r1 = report(21, 1, QOS_STAT, used21, waited21);
+    ctl_take_report(c, 1, &r1, t);
+    ctl_compute(c, &s, t);
+    uint64_t back = limit_in(c, 0, 20, QOS_STAT);
+    tap_ok(idle <= 5 && back >= 450 && back <= 550,
+           "a job held back after idling gets its fair share in one cycle (%llu -> %llu of 1000)",
+           (unsigned long long)idle, (unsigned long long)back);
+    ctl_free(c);
+}
+
+int main(void)
+{
+    test_policies();
+    test_many_jobs();
+    test_ctl();
+    test_back_from_idle();
+    return tap_done();
+}
