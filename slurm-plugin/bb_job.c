@@ -265,7 +265,9 @@ void bb_job_encode(struct rpc_writer *w, const struct bb_job *j)
     rpc_put_u32(w, (uint32_t)j->failure);
     put_opt_str(w, j->error);
     rpc_put_u32(w, (uint32_t)j->hurry | (uint32_t)j->released << 1 |
-                   (uint32_t)j->finalizing << 2 | (uint32_t)j->superseded << 3);
+                   (uint32_t)j->finalizing << 2 | (uint32_t)j->superseded << 3 |
+                   /* bits 4-5: access= (a record of before it has 0: unset) */
+                   (uint32_t)j->req.access << 4);
     rpc_put_u32(w, (uint32_t)j->nnodes);
     for (size_t i = 0; i < j->nnodes; i++) {
         const struct bb_node *n = &j->nodes[i];
@@ -360,6 +362,7 @@ struct bb_job *bb_job_decode(struct rpc_reader *r, char *err, size_t errlen)
     j->released = flags & 2;
     j->finalizing = flags & 4;
     j->superseded = flags & 8;
+    j->req.access = (enum bb_access)(flags >> 4 & 3);
     if (ok && !get_nodes(r, j)) {
         ok = false;
         what = "nodes";

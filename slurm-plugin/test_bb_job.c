@@ -61,6 +61,7 @@ int main(void)
     a->user = strdup("alice");
     directive_parse("X", NULL, "capacity=2G\nstage_in source=/p/in destination=\"in put\" type=directory",
                     &a->req, err, sizeof(err));
+    a->req.access = BB_ACCESS_FUSE;   /* the site's default, fixed at begin */
     a->phase = PHASE_STAGING_IN;
     a->nnodes = 2;
     a->nodes = calloc(2, sizeof(*a->nodes));
@@ -117,6 +118,7 @@ int main(void)
         tap_is_int(j->req.nstages, 1, "the request is kept");
         tap_is_str(j->req.nstages ? j->req.stages[0].destination : NULL, "in put", "quoted value kept");
         tap_ok(j->req.capacity == 2ULL << 30, "capacity kept");
+        tap_is_int(j->req.access, BB_ACCESS_FUSE, "access kept (CONFIGURE and the job's env need it)");
         tap_is_int(j->in.files, 1002, "totals kept");
         tap_is_int(j->t_begin, 1000, "times kept");
     }
@@ -144,7 +146,8 @@ int main(void)
     struct bb_job *again = NULL;
     tap_is_int(bb_job_load(path, &again, err, sizeof(err)), 0, "and loads (a kept marker is no new loss)");
     struct bb_job *h2 = bb_job_find(again, 9);
-    int same = h2 && h2->req.nstages == 5 && h2->superseded && strcmp(h2->user, "us\ner") == 0;
+    int same = h2 && h2->req.nstages == 5 && h2->superseded && h2->req.access == BB_ACCESS_UNSET &&
+               strcmp(h2->user, "us\ner") == 0;
     for (int i = 0; same && i < 5; i++)
         same = strcmp(h2->req.stages[i].source, hostile[i]) == 0 &&
                strcmp(h2->req.stages[i].destination, hostile[4 - i]) == 0 &&
