@@ -991,20 +991,37 @@ void agent_link_free(struct agent_link *l)
     free(l);
 }
 
-void agent_link_send(struct agent_link *l, struct agent_call *c)
+static void prepare(struct agent_call *c, int64_t now)
 {
     c->rc = 0;
     c->err[0] = '\0';
     c->reply = (struct agent_reply){ 0 };
     c->resent = false;
     c->next = NULL;
-    c->deadline = net_now_ms() + (c->timeout_ms > 0 ? c->timeout_ms : 30000);
+    c->deadline = now + (c->timeout_ms > 0 ? c->timeout_ms : 30000);
+}
+
+void agent_link_send(struct agent_link *l, struct agent_call *c)
+{
+    agent_link_send_many(l, &c, 1);
+}
+
+void agent_link_send_many(struct agent_link *l, struct agent_call **calls, size_t n)
+{
+    if (n == 0)
+        return;
+    int64_t now = net_now_ms();
+    for (size_t k = 0; k < n; k++) {
+        prepare(calls[k], now);
+        if (k)
+            calls[k - 1]->next = calls[k];
+    }
     pthread_mutex_lock(&l->lock);
     if (l->submitted_tail)
-        l->submitted_tail->next = c;
+        l->submitted_tail->next = calls[0];
     else
-        l->submitted = c;
-    l->submitted_tail = c;
+        l->submitted = calls[0];
+    l->submitted_tail = calls[n - 1];
     pthread_mutex_unlock(&l->lock);
     wake(l);
 }

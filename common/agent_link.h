@@ -93,6 +93,8 @@ void agent_link_free(struct agent_link *link);
 /* Hands a request over; its done is called exactly once, from the I/O
  * thread (never from inside agent_link_send). Thread-safe. */
 void agent_link_send(struct agent_link *link, struct agent_call *call);
+/* The same for n calls, taking the link's lock and waking it once. */
+void agent_link_send_many(struct agent_link *link, struct agent_call **calls, size_t n);
 
 /* A request and the wait for it: 0 (reply filled) or -errno (err filled),
  * as agent_call's rc. For tools and tests. */

@@ -37,6 +37,7 @@
 #pragma redefine_extname agent_link_free adafs_agent_link_free
 #pragma redefine_extname agent_link_new adafs_agent_link_new
 #pragma redefine_extname agent_link_send adafs_agent_link_send
+#pragma redefine_extname agent_link_send_many adafs_agent_link_send_many
 #pragma redefine_extname agent_link_stats adafs_agent_link_stats
 #pragma redefine_extname agent_reply_free adafs_agent_reply_free
 /* instance.h */

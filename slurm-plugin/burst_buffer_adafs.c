@@ -598,6 +598,11 @@ static void send_to_agents(void *ctx, struct agent_call *call)
     agent_link_send(ctx, call);
 }
 
+static void send_to_agents_many(void *ctx, struct agent_call **calls, size_t n)
+{
+    agent_link_send_many(ctx, calls, n);
+}
+
 extern int init(void)
 {
     log_set_sink(log_to_slurm);
@@ -655,7 +660,7 @@ extern int init(void)
         xfree(old_file);
         return SLURM_ERROR;
     }
-    drv.transport = (struct lc_transport){ send_to_agents, agents };
+    drv.transport = (struct lc_transport){ send_to_agents, agents, send_to_agents_many };
     drv.hooks = (struct bb_driver_hooks){ .first = settle_saved, .apply = apply_outcome };
     if (from_old && lost >= 0) {
         char *done = xstrdup_printf("%s.read", old_file);

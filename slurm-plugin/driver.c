@@ -175,6 +175,7 @@ int driver_pass(struct bb_driver *d)
     unlock_driver(d, t, "driver: listing jobs");
 
     struct outcomes out = { 0 };
+    struct lc_outbox box = { 0 };
     int stepped = 0;
     bool again = false;
     for (size_t i = 0; i < n; i++) {
@@ -186,7 +187,7 @@ int driver_pass(struct bb_driver *d)
         }
         struct lc_env env = { .cfg = &d->config, .transport = &d->transport, .ready = wake_cb,
                               .ready_arg = d, .now = d->clock(), .call_ms = d->call_ms,
-                              .hold_ms = d->hold_ms };
+                              .hold_ms = d->hold_ms, .outbox = &box };
         enum bb_phase before = j->phase;
         bool released_before = j->released;
         int events = lifecycle_step(j, &env);
@@ -203,7 +204,10 @@ int driver_pass(struct bb_driver *d)
         again |= (events & LC_CHANGED || j->phase != before) && !lifecycle_waiting(j) &&
                  needs_work(d, j) && !(j->retry_at && env.now < j->retry_at);
         unlock_driver(d, t, "driver: step");
+        /* The set the step built goes out off the lock (lifecycle.h). */
+        lc_outbox_flush(&box, &d->transport);
     }
+    lc_outbox_free(&box);
     free(keys);
     /* What Slurm is told must be durable first: a machine crash must not
      * leave Slurm running a job the saved state has not released. */

@@ -10,7 +10,8 @@
  * - stepping each job whose answers came, whose retry is due or whose
  *   stage may be overdue (lifecycle.h: a step never waits on a node, so a
  *   job's slow or dead node delays that job only), one job at a time
- *   under the lock, so nothing waits on a whole table's work;
+ *   under the lock, so nothing waits on a whole table's work; the set a
+ *   step builds is handed to the transport after the lock (lc_outbox);
  * - saving each record a step changed (bb_store.h: one write under the
  *   lock), and making those changes durable (one fsync for a pass, off
  *   every lock) before Slurm is told of them;

@@ -287,7 +287,7 @@ static void fake_send(void *ctx, struct agent_call *c)
     pthread_mutex_unlock(&lock);
 }
 
-const struct lc_transport fake_transport = { fake_send, NULL };
+const struct lc_transport fake_transport = { .send = fake_send };
 
 void fake_start(int count)
 {

@@ -308,9 +308,44 @@ static int set_send(struct bb_job *j, struct lc_set *s, const struct lc_env *env
         s->sent_ms[k] = now;
     /* Nothing of the set is touched after the last send: its answers may
      * already be acted upon. */
-    for (size_t k = 0, n = s->n; k < n; k++)
+    size_t n = s->n;
+    struct lc_outbox *box = env->outbox;
+    if (box && box->n + n > box->cap) {
+        size_t cap = box->cap ? box->cap : 64;
+        while (cap < box->n + n)
+            cap *= 2;
+        struct agent_call **grown = realloc(box->calls, cap * sizeof(*grown));
+        if (grown) {
+            box->calls = grown;
+            box->cap = cap;
+        } else {
+            box = NULL;   /* out of memory: sent now, under the caller's lock: slower, not wrong */
+        }
+    }
+    if (box) {
+        for (size_t k = 0; k < n; k++)
+            box->calls[box->n++] = &s->call[k];
+        return 0;
+    }
+    for (size_t k = 0; k < n; k++)
         env->transport->send(env->transport->ctx, &s->call[k]);
     return 0;
+}
+
+void lc_outbox_flush(struct lc_outbox *box, const struct lc_transport *t)
+{
+    if (box->n && t->send_many)
+        t->send_many(t->ctx, box->calls, box->n);
+    else
+        for (size_t k = 0; k < box->n; k++)
+            t->send(t->ctx, box->calls[k]);
+    box->n = 0;
+}
+
+void lc_outbox_free(struct lc_outbox *box)
+{
+    free(box->calls);
+    *box = (struct lc_outbox){ 0 };
 }
 
 /* The failures among a finished set's answers, worst first. */

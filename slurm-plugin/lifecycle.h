@@ -41,7 +41,24 @@
 struct lc_transport {
     void (*send)(void *ctx, struct agent_call *call);
     void *ctx;
+    /* Optional: hands over n calls at once (one wake of the link for a
+     * set of thousands). NULL: send, one by one. */
+    void (*send_many)(void *ctx, struct agent_call **calls, size_t n);
 };
+
+/* The calls steps have built, to be sent by the caller once it has let go
+ * of its lock: a step of a 4,096-node job builds its set under the lock
+ * (cheap), and sending them, which wakes the link and contends for its
+ * lock, does not hold the caller's. A set's answers come only after it
+ * is sent, and a set dropped meanwhile (lifecycle_job_ended) lives on
+ * until its last answer: flushing never touches a freed set. */
+struct lc_outbox {
+    struct agent_call **calls;
+    size_t n, cap;
+};
+/* Sends what is in box through t and empties it (keeps its memory). */
+void lc_outbox_flush(struct lc_outbox *box, const struct lc_transport *t);
+void lc_outbox_free(struct lc_outbox *box);
 
 /* What a step needs besides the job. */
 struct lc_env {
@@ -52,6 +69,10 @@ struct lc_env {
     time_t now;
     int call_ms;                  /* a request's deadline (LC_CALL_MS) */
     int hold_ms;                  /* how long an agent holds a WATCH (LC_HOLD_MS) */
+    /* NULL: a step sends its set itself; else the set's calls go here, and
+     * the caller flushes them after its lock (re-sent WATCHes, from the
+     * transport's thread, are sent at once all the same). */
+    struct lc_outbox *outbox;
 };
 #define LC_CALL_MS 30000
 #define LC_HOLD_MS 20000

@@ -149,6 +149,11 @@ static void send_link(void *ctx, struct agent_call *call)
     agent_link_send(ctx, call);
 }
 
+static void send_link_many(void *ctx, struct agent_call **calls, size_t n)
+{
+    agent_link_send_many(ctx, calls, n);
+}
+
 struct plugin {
     struct bb_driver d;
     struct agent_link *link;
@@ -173,7 +178,7 @@ static void plugin_start(struct plugin *p)
         fprintf(stderr, "lcbench: %s\n", err);
         exit(1);
     }
-    p->d.transport = (struct lc_transport){ send_link, p->link };
+    p->d.transport = (struct lc_transport){ send_link, p->link, send_link_many };
     p->d.hooks = (struct bb_driver_hooks){ .apply = apply };
     memset(shown, 0, sizeof(shown));
     driver_start(&p->d);
