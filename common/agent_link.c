@@ -23,6 +23,7 @@
 
 #define SCAN_MS 50                     /* how often deadlines and idle sessions are looked at */
 #define BACKOFF_MS 200
+#define BACKOFF_MAX_MS 1000            /* a cut connection is tried again at most this far apart */
 
 /* Where a session to one agent stands. */
 enum peer_state {
@@ -47,7 +48,8 @@ struct peer {
     int port;
     enum peer_state state;
     int fd;
-    unsigned tries;                    /* connection attempts refused or cut in a row */
+    unsigned tries;                    /* connection attempts refused in a row */
+    unsigned cuts;                     /* accepted and cut before a request, in a row */
     int64_t retry_at, state_deadline, last_used;
     struct session_keys keys;
     struct session_handshake hs;       /* while P_HELLO .. P_VERIFYING */
@@ -303,19 +305,24 @@ static void start_connecting(struct agent_link *l, struct peer *p)
     give_helper(l, p, H_HELLO, NULL);
 }
 
-/* A connection that failed before anything was asked on it: tried again
- * while tries are left and the failure may pass (refused, reset). */
+/* A connection that failed before anything was asked on it (so trying
+ * again is safe). Refused (an agent restarting): AGENT_LINK_CONNECT_TRIES
+ * attempts. Accepted and then cut (a live agent's admission shedding a
+ * flood of unproven peers): tried again until the calls' deadlines (the
+ * reaper ends them), backing off to BACKOFF_MAX_MS. */
 static void connect_failed(struct agent_link *l, struct peer *p, int rc, const char *why)
 {
     close_peer(l, p);
     count(&l->stats.handshakes_failed);
-    bool again = rc == -ECONNREFUSED || rc == -ECONNRESET || rc == -EPIPE;
-    if (again && ++p->tries < AGENT_LINK_CONNECT_TRIES && p->queued) {
+    bool cut = rc == -ECONNRESET || rc == -EPIPE;
+    if (p->queued && ((rc == -ECONNREFUSED && ++p->tries < AGENT_LINK_CONNECT_TRIES) || cut)) {
+        unsigned n = cut ? ++p->cuts : p->tries;
+        int64_t pause = (int64_t)BACKOFF_MS << (n - 1 < 4 ? n - 1 : 4);
         p->state = P_BACKOFF;
-        p->retry_at = net_now_ms() + ((int64_t)BACKOFF_MS << (p->tries - 1));
+        p->retry_at = net_now_ms() + (pause < BACKOFF_MAX_MS ? pause : BACKOFF_MAX_MS);
         return;
     }
-    p->tries = 0;
+    p->tries = p->cuts = 0;
     fail_all(p, rc, why);
 }
 
@@ -500,7 +507,7 @@ static void session_broke(struct agent_link *l, struct peer *p, int rc, const ch
         }
     }
     if (p->queued) {
-        p->tries = 0;
+        p->tries = p->cuts = 0;
         start_connecting(l, p);
     }
 }
@@ -740,7 +747,7 @@ static void verified(struct agent_link *l, struct peer *p, struct helper_job *jo
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = p };
     epoll_ctl(l->epfd, EPOLL_CTL_ADD, p->fd, &ev);
     p->state = P_READY;
-    p->tries = 0;
+    p->tries = p->cuts = 0;
     p->last_used = net_now_ms();
     __atomic_add_fetch(&l->open_sessions, 1, __ATOMIC_RELAXED);
     count(&l->stats.sessions);
@@ -821,7 +828,7 @@ static void take_submitted(struct agent_link *l)
         }
         enqueue(p, c, false);
         if (p->state == P_IDLE) {
-            p->tries = 0;
+            p->tries = p->cuts = 0;
             start_connecting(l, p);
         } else if (p->state == P_READY) {
             pump(l, p);

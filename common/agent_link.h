@@ -15,9 +15,10 @@
  *
  * The blocking parts (resolving the host, making and opening munge
  * credentials) run in a few helper threads; sockets are non-blocking
- * (epoll). A connection refused or cut before anything was asked is tried
- * again (AGENT_LINK_CONNECT_TRIES in all, 200 and 400 ms apart) with a
- * fresh credential; a request sent on a session that then broke is sent
+ * (epoll). A connection refused before anything was asked is tried again
+ * (AGENT_LINK_CONNECT_TRIES in all, 200 and 400 ms apart), one accepted and
+ * cut then (an agent shedding a flood of unproven peers) until the
+ * request's deadline (at most 1 s apart), each with a fresh credential; a request sent on a session that then broke is sent
  * once more on a new one (every request of agent_proto.h may be repeated:
  * a START again answers as the first). Otherwise a request ends with
  * rc < 0 and a message naming the node and address: no authenticated
