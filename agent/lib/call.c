@@ -543,6 +543,82 @@ static int recv_call(adafs *fs, struct call *c)
     return 1;
 }
 
+/* The answer to a DATA_FD, with nothing else due on the connection: the
+ * header (no payload) and the descriptor passed with its first byte. */
+static int recv_fd_answer(adafs *fs, struct server_conn *sc, struct call *c, int *fd)
+{
+    int64_t deadline = net_now_ms() + fs->inst.timeout_ms;
+    uint8_t hdr[RPC_HEADER_SIZE];
+    size_t got = 0;
+    *fd = -1;
+    if (sc->start != sc->end)
+        return -EIO;   /* bytes of nothing we asked for */
+    while (got < sizeof(hdr)) {
+        union {
+            struct cmsghdr align;
+            char buf[CMSG_SPACE(4 * sizeof(int))];
+        } ctl;
+        struct iovec iov = { hdr + got, sizeof(hdr) - got };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                              .msg_controllen = sizeof(ctl.buf) };
+        ssize_t n = recvmsg(sc->fd, &msg, MSG_CMSG_CLOEXEC);
+        if (n == 0 || (n < 0 && retry(deadline) < 0))
+            break;
+        if (n < 0)
+            continue;
+        got += (size_t)n;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                continue;
+            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < k; i++) {
+                int passed;
+                memcpy(&passed, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                if (*fd < 0)
+                    *fd = passed;
+                else
+                    close(passed);   /* only one was due */
+            }
+        }
+    }
+    struct rpc_header h;
+    int rc = got == sizeof(hdr) && rpc_header_decode(hdr, &h) == 0 && h.opcode == c->op &&
+             h.length == 0 ? 0 : -EIO;
+    if (rc == 0)
+        rc = h.status > 0 ? -EIO : h.status;
+    if (rc == 0 && *fd < 0)
+        rc = -EIO;
+    if (rc < 0 && *fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    return rc;
+}
+
+int fs_data_fd(adafs *fs, int server, uint64_t key)
+{
+    struct server_conn *sc = &fs->conns[server];
+    pthread_mutex_lock(&sc->lock);
+    int rc = conn_ready(fs, server, 0), fd = -1;
+    if (rc == 0 && !sc->local)
+        rc = -EPERM;
+    if (rc == 0) {
+        struct call c;
+        call_init(&c, server, FS_DATA_FD);
+        rpc_put_u64(&c.req, key);
+        rc = rpc_writer_ok(&c.req) ? send_call(fs, &c) : -ENOMEM;
+        if (rc == 0)
+            rc = recv_fd_answer(fs, sc, &c, &fd);
+        else if (rc != -ENOMEM)
+            rc = -EIO;
+        if (rc == -EIO)
+            conn_drop(sc);
+        call_free(&c);
+    }
+    pthread_mutex_unlock(&sc->lock);
+    return rc < 0 ? rc : fd;
+}
+
 void fs_call(adafs *fs, struct call *calls, int n)
 {
     int nservers = fs->inst.nservers;
