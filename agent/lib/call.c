@@ -547,47 +547,21 @@ static int recv_call(adafs *fs, struct call *c)
  * header (no payload) and the descriptor passed with its first byte. */
 static int recv_fd_answer(adafs *fs, struct server_conn *sc, struct call *c, int *fd)
 {
-    int64_t deadline = net_now_ms() + fs->inst.timeout_ms;
     uint8_t hdr[RPC_HEADER_SIZE];
-    size_t got = 0;
+    struct net_fds fds = { .count = 0 };
     *fd = -1;
     if (sc->start != sc->end)
         return -EIO;   /* bytes of nothing we asked for */
-    while (got < sizeof(hdr)) {
-        union {
-            struct cmsghdr align;
-            char buf[CMSG_SPACE(4 * sizeof(int))];
-        } ctl;
-        struct iovec iov = { hdr + got, sizeof(hdr) - got };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-                              .msg_controllen = sizeof(ctl.buf) };
-        ssize_t n = recvmsg(sc->fd, &msg, MSG_CMSG_CLOEXEC);
-        if (n == 0 || (n < 0 && retry(deadline) < 0))
-            break;
-        if (n < 0)
-            continue;
-        got += (size_t)n;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-                continue;
-            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (size_t i = 0; i < k; i++) {
-                int passed;
-                memcpy(&passed, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                if (*fd < 0)
-                    *fd = passed;
-                else
-                    close(passed);   /* only one was due */
-            }
-        }
-    }
+    ssize_t n = net_read_some_fds(sc->fd, hdr, sizeof(hdr), sizeof(hdr),
+                                  net_now_ms() + fs->inst.timeout_ms, &fds);
     struct rpc_header h;
-    int rc = got == sizeof(hdr) && rpc_header_decode(hdr, &h) == 0 && h.opcode == c->op &&
-             h.length == 0 ? 0 : -EIO;
+    int rc = n == (ssize_t)sizeof(hdr) && rpc_header_decode(hdr, &h) == 0 &&
+             h.opcode == c->op && h.length == 0 ? 0 : -EIO;
     if (rc == 0)
         rc = h.status > 0 ? -EIO : h.status;
-    if (rc == 0 && *fd < 0)
+    if (rc == 0 && (*fd = net_fds_take(&fds)) < 0)
         rc = -EIO;
+    net_fds_close(&fds);   /* only one was due */
     if (rc < 0 && *fd >= 0) {
         close(*fd);
         *fd = -1;

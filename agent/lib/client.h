@@ -2,6 +2,7 @@
  *
  *   handle.c     connect/disconnect, fork handling, data keys, fd table
  *   call.c       batches of requests over one connection per server
+ *   direct.c     short-circuit reads from this node's servers' data files
  *   paths.c      path normalisation and placement helpers
  *   files.c      open/close/read/write and the other descriptor calls
  *   namespace.c  stat, mkdir, rmdir, unlink, rename, truncate, setattr
