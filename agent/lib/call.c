@@ -595,6 +595,12 @@ int fs_data_fd(adafs *fs, int server, uint64_t key)
 
 void fs_call(adafs *fs, struct call *calls, int n)
 {
+    fs_call_meanwhile(fs, calls, n, NULL, NULL);
+}
+
+void fs_call_meanwhile(adafs *fs, struct call *calls, int n, void (*meanwhile)(void *),
+                       void *arg)
+{
     int nservers = fs->inst.nservers;
     /* Per server: 0 not in the batch, 1 in it and needs no pipe, 2 needs
      * one, 3 ready; < 0 its connection failed (-errno) in this batch. */
@@ -602,6 +608,8 @@ void fs_call(adafs *fs, struct call *calls, int n)
     if (!state) {
         for (int i = 0; i < n; i++)
             calls[i].status = -ENOMEM;
+        if (meanwhile)
+            meanwhile(arg);
         return;
     }
     if (state == small)
@@ -638,6 +646,8 @@ void fs_call(adafs *fs, struct call *calls, int n)
         }
         c->status = 1;   /* sent: an answer is due */
     }
+    if (meanwhile)
+        meanwhile(arg);
     /* The last answer due on each connection (state 3 -> 4 on the way). */
     for (int i = n - 1; i >= 0; i--) {
         int *st = &state[calls[i].server];

@@ -113,6 +113,10 @@ void call_reader(const struct call *c, struct rpc_reader *r);
  * server; requests to one server are answered in order. Returns 0 (see
  * each call's status). */
 void fs_call(adafs *fs, struct call *calls, int n);
+/* fs_call, running meanwhile(arg) once every request is sent, before the
+ * answers are read (work of the caller's that overlaps the servers'). */
+void fs_call_meanwhile(adafs *fs, struct call *calls, int n, void (*meanwhile)(void *),
+                       void *arg);
 /* One request; returns its status. */
 int fs_call1(adafs *fs, struct call *c);
 void conns_reset_after_fork(adafs *fs);

@@ -8,7 +8,9 @@
  * the same page cache the server writes through, so what any client wrote
  * or truncated is seen at once, and pread of the data file answers
  * exactly what a READ answers (its bytes up to the data file's end; the
- * caller tells holes from the end of the file as for a READ).
+ * caller tells holes from the end of the file as for a READ). files.c
+ * sends the READs of a read's other pieces first and preads these while
+ * the servers answer (fs_call_meanwhile).
  *
  * The data file of a key is only ever replaced by unlinking it (a remove,
  * a truncate to zero) and creating a new one; so after every pread the

@@ -270,6 +270,33 @@ static void stat_call(struct call *c, adafs *fs, const struct open_file *of)
     rpc_put_str(&c->req, of->path);
 }
 
+/* The pieces of a read that direct.c may read: those whose call
+ * (calls[at[i]]) is at first or above, READ calls not sent. Each gets the
+ * answer a READ would have had, or status -ESTALE (send it after all). */
+struct direct_pieces {
+    adafs *fs;
+    struct open_file *of;
+    const struct piece *pc;
+    size_t n;
+    struct call *calls;
+    const size_t *at;
+    size_t first;
+};
+
+static void read_direct_pieces(void *arg)
+{
+    struct direct_pieces *dp = arg;
+    for (size_t i = 0; i < dp->n; i++) {
+        if (dp->at[i] < dp->first)
+            continue;
+        struct call *c = &dp->calls[dp->at[i]];
+        ssize_t got = direct_read(dp->fs, dp->of, dp->pc[i].index, dp->pc[i].chunk_off,
+                                  c->dest_cap, c->dest);
+        c->status = got >= 0 ? 0 : -ESTALE;
+        c->resp_len = got >= 0 ? (size_t)got : 0;
+    }
+}
+
 /* A read is one READ per chunk piece. The size of the file is asked in
  * the same batch only when the read may end at it: past the size this
  * descriptor knows, or after a read that came back short (a sparse
@@ -302,9 +329,11 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
     int c0 = !of->orphan && (of->ask_size || off + count > of->known_size);
     if (c0)
         stat_call(&calls[0], fs, of);
-    /* Pieces this node's server holds may be read from its data file
-     * (direct.c); READs fill calls from c0 up, direct reads from the top
-     * down; at[i]: piece i's call. */
+    /* Pieces this node's server holds are read from its data file
+     * (direct.c) while the servers answer the READs of the others: READs
+     * fill calls from c0 up, direct pieces from the top down; at[i]: piece
+     * i's call. A direct piece whose descriptor turned out stale is then
+     * sent as a READ (its call is one already). */
     size_t *at = malloc(n * sizeof(*at) + 1);
     if (!at) {
         if (c0)
@@ -318,18 +347,9 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
         direct_consider(fs, of, chunk_server(fs, of->key, pc[0].index));
     size_t nread = 0, ndirect = 0;
     for (size_t i = 0; i < n; i++) {
-        ssize_t got = direct ? direct_read(fs, of, pc[i].index, pc[i].chunk_off, pc[i].len,
-                                           dst->buf + pc[i].buf_off)
-                             : -1;
-        if (got >= 0) {
-            at[i] = c0 + n - 1 - ndirect++;
-            struct call *c = &calls[at[i]];
-            call_init(c, of->direct_server, FS_READ);
-            c->status = 0;
-            c->resp_len = (size_t)got;
-            continue;
-        }
-        at[i] = c0 + nread++;
+        int local = direct && of->direct_fd >= 0 &&
+                    chunk_server(fs, of->key, pc[i].index) == of->direct_server;
+        at[i] = local ? c0 + n - 1 - ndirect++ : c0 + nread++;
         struct call *c = &calls[at[i]];
         call_init(c, chunk_server(fs, of->key, pc[i].index), FS_READ);
         rpc_put_u64(&c->req, of->key);
@@ -346,8 +366,14 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
         }
         c->dest_cap = pc[i].len;
     }
+    struct direct_pieces dp = { fs, of, pc, n, calls, at, c0 + nread };
     if (nread + c0 > 0)
-        fs_call(fs, calls, (int)nread + c0);
+        fs_call_meanwhile(fs, calls, (int)nread + c0, read_direct_pieces, &dp);
+    else
+        read_direct_pieces(&dp);
+    for (size_t i = c0 + nread; i < c0 + n; i++)
+        if (calls[i].status == -ESTALE)
+            fs_call1(fs, &calls[i]);
     int whole = 1;
     for (size_t i = 0; i < n && whole; i++) {
         const struct call *c = &calls[at[i]];
