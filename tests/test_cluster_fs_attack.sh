@@ -6,7 +6,9 @@
 # port into the instance file). Nothing is read, crashed or exhausted: the
 # attacker never sees the secret or a byte of the victim's data, the
 # servers keep their threads and their log bounded, and the victim's own
-# client is served throughout (and refuses the impostor).
+# client is served throughout (and refuses the impostor). The victim's own
+# reads go through a read-only descriptor of its server's data file; the
+# attacker, even holding the secret, never gets one (6).
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 other=adafs-test2
@@ -24,12 +26,38 @@ write_job fsvictim.sh >/dev/null <<JOB
 #SBATCH -N 2 -t 10 -o fsvictim-%j.out
 #BB_ADAFS capacity=1G
 echo "$marker" > \$ADAFS_MOUNT/secret.txt
+# Reads of a file of many chunks, twice: a client on its server's node
+# reads through a read-only descriptor of the server's data file
+# (short-circuit reads); say how many it holds, how many read-only.
+head -c 1048576 /dev/urandom > \$ADAFS_MOUNT/big.bin
+python3 -c 'import os
+fd = os.open(os.environ["ADAFS_MOUNT"] + "/big.bin", os.O_RDONLY)
+for _ in range(2):
+    off = 0
+    while True:
+        b = os.pread(fd, 65536, off)
+        if not b:
+            break
+        off += len(b)
+held = ro = 0
+for e in os.listdir("/proc/self/fd"):
+    try:
+        if "/data/" not in os.readlink("/proc/self/fd/" + e):
+            continue
+        flags = [l for l in open("/proc/self/fdinfo/" + e) if l.startswith("flags:")][0]
+    except OSError:
+        continue
+    held += 1
+    ro += int(flags.split()[1], 8) & 3 == os.O_RDONLY
+print(held, ro, off)' > $pfs/fsattack/direct 2>&1
 touch $pfs/fsattack/started
 sleep 300
 JOB
 id=$(submit fsvictim.sh)
 for _ in $(seq 240); do [ -e "$pfs/fsattack/started" ] && break; sleep 0.5; done
 check "the victim job runs on its file system" -- test -e "$pfs/fsattack/started"
+check "its reads of a 1 MiB file went through one read-only data file descriptor ($(cat "$pfs/fsattack/direct"))" -- \
+    test "$(cat "$pfs/fsattack/direct")" = "1 1 1048576"
 mount=$ADAFS_CLUSTER_DIR/mnt/$id
 instance=$ADAFS_CLUSTER_DIR/mnt/.job.$id.instance
 secret=$(sed -n 's/^secret=//p' "$instance")
@@ -184,6 +212,21 @@ PY
 check "the captured proof replayed to the real server is refused" -- test "$(cat "$work/replay")" = True
 read -r ms out < <(victim_reads "$instance")
 check "the victim still reads its file ($out)" -- test "$out" = "$marker"
+
+# 6. A user who got hold of the secret reads through the interposer: the
+# secret lets it read over TCP (its client will not talk to a socket of
+# another uid), but it never holds a descriptor of the victim's data.
+leaked=$work/leaked.instance
+cp "$instance" "$leaked"; chown "$other" "$leaked"; chmod 600 "$leaked"
+held=$(runuser -u "$other" -- env ADAFS_INSTANCE="$leaked" ADAFS_MOUNT="$mount" LD_PRELOAD="$preload" \
+       python3 -c 'import os
+fd = os.open(os.environ["ADAFS_MOUNT"] + "/big.bin", os.O_RDONLY)
+for _ in range(2):
+    for off in range(0, 1 << 20, 65536):
+        os.pread(fd, 65536, off)
+print(sum("/data/" in os.readlink("/proc/self/fd/" + e) for e in os.listdir("/proc/self/fd")
+          if os.path.islink("/proc/self/fd/" + e)))' 2>&1)
+check "a user holding a leaked secret holds no data file descriptor ($held)" -- test "$held" = 0
 
 scancel "$id"
 check "after the job: nothing is left, data wiped" -- wait_clean 60
