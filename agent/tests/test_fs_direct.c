@@ -27,26 +27,6 @@
 
 #define CHUNK 65536
 
-static adafs *other_client(const struct fstest *t)
-{
-    adafs *fs;
-    char err[512];
-    if (adafs_connect(&fs, t->instance, err, sizeof(err)) < 0) {
-        fprintf(stderr, "adafs_connect: %s\n", err);
-        exit(99);
-    }
-    return fs;
-}
-
-static int put(adafs *fs, const char *path, const void *data, size_t len)
-{
-    int fd = adafs_open(fs, path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-    ssize_t n = fd >= 0 ? adafs_pwrite(fs, fd, data, len, 0) : fd;
-    if (fd >= 0)
-        adafs_close(fs, fd);
-    return n == (ssize_t)len ? 0 : -1;
-}
-
 /* Descriptors of this process that name a data file of the instance:
  * how many, how many of those are unlinked, and one of them. */
 static int data_fds(const struct fstest *t, int *deleted, int *one)
@@ -92,12 +72,12 @@ static ssize_t read_pieces(adafs *fs, int fd, char *buf, size_t len, uint64_t of
 
 static void reads_and_changes(const struct fstest *t, int nservers)
 {
-    adafs *a = t->fs, *b = other_client(t);
+    adafs *a = t->fs, *b = fstest_other_client(t);
     const size_t size = 16 * CHUNK + 100;
     char *orig = malloc(size), *back = malloc(size), *next = malloc(size);
     fstest_fill(orig, size, 7);
     fstest_fill(next, size, 8);
-    tap_ok(put(b, "/d", orig, size) == 0, "[%d servers] a file of 16 chunks written", nservers);
+    tap_ok(fstest_put(b, "/d", orig, size) == 0, "[%d servers] a file of 16 chunks written", nservers);
     int fd = adafs_open(a, "/d", O_RDONLY, 0);
     tap_ok(read_pieces(a, fd, back, size, 0) == (ssize_t)size && memcmp(back, orig, size) == 0,
            "[%d servers] read back in 64 KiB reads", nservers);
@@ -141,7 +121,7 @@ static void reads_and_changes(const struct fstest *t, int nservers)
 
     /* ... removes it and makes another file there. */
     adafs_unlink(b, "/d");
-    put(b, "/d", orig, size);
+    fstest_put(b, "/d", orig, size);
     n = adafs_pread(a, fd, back, CHUNK, 0);
     tap_ok(n <= 0, "[%d servers] a removed file's data is not read through the old descriptor "
            "(read %zd)", nservers, n);
@@ -229,7 +209,7 @@ static void refusals(const struct fstest *t)
 {
     char data[3 * CHUNK];
     fstest_fill(data, sizeof(data), 3);
-    put(t->fs, "/secret", data, sizeof(data));
+    fstest_put(t->fs, "/secret", data, sizeof(data));
     struct stat st;
     adafs_stat(t->fs, "/secret", &st);
     uint64_t key = (uint64_t)st.st_ino;
