@@ -7,8 +7,9 @@
 # attacker never sees the secret or a byte of the victim's data, the
 # servers keep their threads and their log bounded, and the victim's own
 # client is served throughout (and refuses the impostor). The victim's own
-# reads go through a read-only descriptor of its server's data file; the
-# attacker, even holding the secret, never gets one (6).
+# reads go through a read-only descriptor of its server's data file; a user
+# holding a leaked secret (6), who can read the data with it, still never
+# gets one.
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 other=adafs-test2
@@ -20,44 +21,8 @@ start_cluster
 trap '"$cluster" stop >/dev/null 2>&1; rm -rf "$work"' EXIT
 
 marker="data of $test_user $RANDOM$RANDOM"
-as_user_sh "mkdir -p $pfs/fsattack && rm -f $pfs/fsattack/started"
-write_job fsvictim.sh >/dev/null <<JOB
-#!/bin/bash
-#SBATCH -N 2 -t 10 -o fsvictim-%j.out
-#BB_ADAFS capacity=1G
-echo "$marker" > \$ADAFS_MOUNT/secret.txt
-# Reads of a file of many chunks, twice: a client on its server's node
-# reads through a read-only descriptor of the server's data file
-# (short-circuit reads); say how many it holds, how many read-only.
-head -c 1048576 /dev/urandom > \$ADAFS_MOUNT/big.bin
-python3 -c 'import os
-fd = os.open(os.environ["ADAFS_MOUNT"] + "/big.bin", os.O_RDONLY)
-for _ in range(2):
-    off = 0
-    while True:
-        b = os.pread(fd, 65536, off)
-        if not b:
-            break
-        off += len(b)
-held = ro = 0
-for e in os.listdir("/proc/self/fd"):
-    try:
-        if "/data/" not in os.readlink("/proc/self/fd/" + e):
-            continue
-        flags = [l for l in open("/proc/self/fdinfo/" + e) if l.startswith("flags:")][0]
-    except OSError:
-        continue
-    held += 1
-    ro += int(flags.split()[1], 8) & 3 == os.O_RDONLY
-print(held, ro, off)' > $pfs/fsattack/direct 2>&1
-touch $pfs/fsattack/started
-sleep 300
-JOB
-id=$(submit fsvictim.sh)
-for _ in $(seq 240); do [ -e "$pfs/fsattack/started" ] && break; sleep 0.5; done
-check "the victim job runs on its file system" -- test -e "$pfs/fsattack/started"
-check "its reads of a 1 MiB file went through one read-only data file descriptor ($(cat "$pfs/fsattack/direct"))" -- \
-    test "$(cat "$pfs/fsattack/direct")" = "1 1 1048576"
+id=$(submit_victim fsattack "$marker" 300)
+check "the victim job runs on its file system" -- wait_file "$pfs/fsattack/started"
 mount=$ADAFS_CLUSTER_DIR/mnt/$id
 instance=$ADAFS_CLUSTER_DIR/mnt/.job.$id.instance
 secret=$(sed -n 's/^secret=//p' "$instance")
@@ -79,6 +44,40 @@ victim_reads() {  # victim_reads INSTANCE
           LD_PRELOAD="$preload" cat "$mount/secret.txt" 2>&1)
     echo "$(( ($(date +%s%N) - t0) / 1000000 )) $(paste -sd ' ' <<<"$out")"
 }
+
+# A reader of a 1 MiB file (written first with WRITE) through the
+# interposer, reading it twice in 64 KiB reads: prints how many data file
+# descriptors it holds, how many read-only, and the bytes read.
+direct_reader() {  # direct_reader USER INSTANCE WRITE(0/1)
+    runuser -u "$1" -- env ADAFS_INSTANCE="$2" ADAFS_MOUNT="$mount" LD_PRELOAD="$preload" \
+        python3 -c 'import os, sys
+path = os.environ["ADAFS_MOUNT"] + "/big.bin"
+if sys.argv[1] == "1":
+    with open(path, "wb") as f:
+        f.write(os.urandom(1 << 20))
+fd = os.open(path, os.O_RDONLY)
+for _ in range(2):
+    off = 0
+    while True:
+        b = os.pread(fd, 65536, off)
+        if not b:
+            break
+        off += len(b)
+held = ro = 0
+for e in os.listdir("/proc/self/fd"):
+    try:
+        if "/data/" not in os.readlink("/proc/self/fd/" + e):
+            continue
+        flags = [l for l in open("/proc/self/fdinfo/" + e) if l.startswith("flags:")][0]
+    except OSError:
+        continue
+    held += 1
+    ro += int(flags.split()[1], 8) & 3 == os.O_RDONLY
+print(held, ro, off)' "$3" 2>&1
+}
+out=$(direct_reader "$test_user" "$instance" 1)
+check "the victim's reads of a 1 MiB file go through one read-only data file descriptor ($out)" -- \
+    test "$out" = "1 1 1048576"
 
 # 1. Wrong proofs: each is answered EACCES; what the attacker receives
 # (greetings and refusals) holds neither the secret nor the data.
@@ -218,15 +217,9 @@ check "the victim still reads its file ($out)" -- test "$out" = "$marker"
 # another uid), but it never holds a descriptor of the victim's data.
 leaked=$work/leaked.instance
 cp "$instance" "$leaked"; chown "$other" "$leaked"; chmod 600 "$leaked"
-held=$(runuser -u "$other" -- env ADAFS_INSTANCE="$leaked" ADAFS_MOUNT="$mount" LD_PRELOAD="$preload" \
-       python3 -c 'import os
-fd = os.open(os.environ["ADAFS_MOUNT"] + "/big.bin", os.O_RDONLY)
-for _ in range(2):
-    for off in range(0, 1 << 20, 65536):
-        os.pread(fd, 65536, off)
-print(sum("/data/" in os.readlink("/proc/self/fd/" + e) for e in os.listdir("/proc/self/fd")
-          if os.path.islink("/proc/self/fd/" + e)))' 2>&1)
-check "a user holding a leaked secret holds no data file descriptor ($held)" -- test "$held" = 0
+out=$(direct_reader "$other" "$leaked" 0)
+check "a user holding a leaked secret holds no data file descriptor ($out)" -- \
+    test "$out" = "0 0 1048576"
 
 scancel "$id"
 check "after the job: nothing is left, data wiped" -- wait_clean 60
