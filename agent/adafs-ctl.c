@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "handshake.h"
 #include "instance.h"
 #include "net.h"
 #include "proto.h"

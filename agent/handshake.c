@@ -6,8 +6,12 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "instance.h"
 #include "net.h"
 #include "rpc.h"
+
+/* The instance secret (common/instance.h) is the handshake's key. */
+_Static_assert(INSTANCE_SECRET_SIZE == HANDSHAKE_KEY_SIZE, "the instance secret is the handshake key");
 
 static const char client_label[] = "adafs handshake v1 client";
 static const char server_label[] = "adafs handshake v1 server";

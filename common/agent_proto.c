@@ -40,6 +40,52 @@ int agent_start_get(struct rpc_reader *r, struct agent_start *m)
     return finish(r);
 }
 
+void agent_started_put(struct rpc_writer *w, const struct agent_started *m)
+{
+    rpc_put_u32(w, m->port);
+    rpc_put_u32(w, m->pid);
+}
+
+int agent_started_get(struct rpc_reader *r, struct agent_started *m)
+{
+    m->port = rpc_get_u32(r);
+    m->pid = rpc_get_u32(r);
+    return finish(r) == 0 && m->port > 0 && m->port <= 65535 ? 0 : -EBADMSG;
+}
+
+void agent_stage_status_put(struct rpc_writer *w, const struct agent_stage_status *m)
+{
+    rpc_put_u32(w, m->state);
+    rpc_put_u32(w, (uint32_t)m->exit_status);
+    rpc_put_str(w, m->summary ? m->summary : "");
+    rpc_put_str(w, m->errors ? m->errors : "");
+}
+
+int agent_stage_status_get(struct rpc_reader *r, struct agent_stage_status *m)
+{
+    m->state = rpc_get_u32(r);
+    m->exit_status = (int32_t)rpc_get_u32(r);
+    m->summary = rpc_get_str(r);
+    m->errors = rpc_get_str(r);
+    return finish(r) == 0 && m->state <= AGENT_OP_DONE ? 0 : -EBADMSG;
+}
+
+void agent_watch_put(struct rpc_writer *w, const struct agent_watch *m)
+{
+    rpc_put_u32(w, m->job_id);
+    rpc_put_u32(w, m->known);
+    rpc_put_u32(w, m->hold_ms);
+}
+
+int agent_watch_get(struct rpc_reader *r, struct agent_watch *m)
+{
+    m->job_id = rpc_get_u32(r);
+    m->known = rpc_get_u32(r);
+    m->hold_ms = rpc_get_u32(r);
+    return finish(r) == 0 && m->known <= AGENT_OP_DONE && m->hold_ms <= AGENT_WATCH_HOLD_MAX_MS
+               ? 0 : -EBADMSG;
+}
+
 void agent_configure_put(struct rpc_writer *w, const struct agent_configure *m)
 {
     rpc_put_u32(w, m->job_id);
@@ -87,7 +133,7 @@ int agent_stage_get(struct rpc_reader *r, struct agent_stage *m)
     m->max_bandwidth = rpc_get_u64(r);
     m->source = rpc_get_str(r);
     m->destination = rpc_get_str(r);
-    if (finish(r) < 0 || m->direction > AGENT_STAGE_OUT || m->type > 2 ||
+    if (finish(r) < 0 || m->direction > AGENT_STAGE_OUT || m->type >= STAGE_TYPE_COUNT ||
         m->nworkers == 0 || m->worker >= m->nworkers)
         return -EBADMSG;
     return 0;
@@ -116,6 +162,7 @@ const char *agent_op_name(uint16_t op)
     case AGENT_STATUS: return "status";
     case AGENT_TEARDOWN: return "teardown";
     case AGENT_RELEASE: return "release";
+    case AGENT_WATCH: return "watch";
     case AGENT_QOS: return "qos";
     case AGENT_QOS_REPORT: return "qos report";
     }

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "rpc.h"
+#include "stage_type.h"
 
 enum agent_op {
     AGENT_PING = 1,
@@ -35,7 +36,8 @@ enum agent_op {
     AGENT_TEARDOWN = 6,
     AGENT_RELEASE = 7,     /* Epilog: wait for teardown (local socket only) */
     AGENT_QOS = 8,         /* adafs-qosd: limits in, usage out (qos_proto.h) */
-    AGENT_QOS_REPORT = 9,  /* adafs-qosd: usage out, nothing changed (qos_proto.h) */
+    AGENT_WATCH = 9,       /* STATUS once it changes: the plugin's long poll */
+    AGENT_QOS_REPORT = 10, /* adafs-qosd: usage out, nothing changed (qos_proto.h) */
 };
 
 #define AGENT_MAX_BODY (16u << 20)   /* a stager summary lists every failed file */
@@ -49,10 +51,15 @@ struct agent_start {
     uint64_t quota;                 /* bytes this node may hold */
     const char *listen_host;        /* address the server binds (port chosen by it) */
     const char *storage;            /* storage directory on the node (admin's) */
-    const char *secret_hex;         /* the instance's secret (the session seals it) */
+    const char *secret_hex;         /* the instance's secret, as instance.h's hex (the
+                                     * session seals it) */
     int32_t numa_node;              /* run the server on this NUMA node's CPUs; -1: anywhere */
 };
-/* START response body: u32 port, u32 pid. */
+/* START's answer: where the server listens. */
+struct agent_started {
+    uint32_t port;                  /* 1..65535 */
+    uint32_t pid;
+};
 
 /* How the job's processes reach its file system (the job's access=). */
 enum agent_access {
@@ -81,7 +88,7 @@ enum agent_stage_dir { AGENT_STAGE_IN = 0, AGENT_STAGE_OUT = 1 };
 struct agent_stage {
     uint32_t job_id;
     uint32_t direction;             /* enum agent_stage_dir */
-    uint32_t type;                  /* 0 file, 1 directory, 2 list */
+    uint32_t type;                  /* enum stage_type */
     uint32_t worker, nworkers;
     uint32_t threads;
     uint32_t flags;                 /* AGENT_STAGE_FINALIZE, AGENT_STAGE_VERIFY */
@@ -89,9 +96,27 @@ struct agent_stage {
     const char *source, *destination;
 };
 
-/* STATUS response body: u32 state (enum agent_op_state), i32 exit status,
- * str summary (the stager's JSON, may be empty), str error text. */
+/* STATUS and WATCH answer with the job's stage on this node. */
 enum agent_op_state { AGENT_OP_NONE = 0, AGENT_OP_RUNNING = 1, AGENT_OP_DONE = 2 };
+struct agent_stage_status {
+    uint32_t state;                 /* enum agent_op_state */
+    int32_t exit_status;            /* the stager's; -1 if it was killed */
+    const char *summary;            /* its JSON report (stage_report.h), "" while running */
+    const char *errors;             /* its messages */
+};
+
+/* WATCH: as STATUS, but answered only once the job's stage on this node is
+ * no longer in state `known` (a stager that finished), or after hold_ms
+ * (at most AGENT_WATCH_HOLD_MAX_MS) with the state as it is. The plugin
+ * keeps one WATCH open per stage worker on its session with the agent,
+ * instead of polling: messages go with what happens, not with a poll rate.
+ * A job the agent does not know is answered at once (-ENOENT). */
+#define AGENT_WATCH_HOLD_MAX_MS 60000
+struct agent_watch {
+    uint32_t job_id;
+    uint32_t known;                 /* enum agent_op_state */
+    uint32_t hold_ms;
+};
 
 /* TEARDOWN: u32 job_id, u32 hurry. RELEASE: u32 job_id, u32 timeout_s. */
 struct agent_job_ref {
@@ -107,6 +132,12 @@ void agent_stage_put(struct rpc_writer *w, const struct agent_stage *m);
 int agent_stage_get(struct rpc_reader *r, struct agent_stage *m);
 void agent_job_ref_put(struct rpc_writer *w, const struct agent_job_ref *m);
 int agent_job_ref_get(struct rpc_reader *r, struct agent_job_ref *m);
+void agent_started_put(struct rpc_writer *w, const struct agent_started *m);
+int agent_started_get(struct rpc_reader *r, struct agent_started *m);
+void agent_stage_status_put(struct rpc_writer *w, const struct agent_stage_status *m);
+int agent_stage_status_get(struct rpc_reader *r, struct agent_stage_status *m);
+void agent_watch_put(struct rpc_writer *w, const struct agent_watch *m);
+int agent_watch_get(struct rpc_reader *r, struct agent_watch *m);
 
 /* The getters point strings into the reader's buffer and return 0, or
  * -EBADMSG when the body is truncated, too long or malformed. */

@@ -14,7 +14,7 @@
 
 _Static_assert(crypto_kx_PUBLICKEYBYTES == 32 && crypto_kx_SECRETKEYBYTES == 32 &&
                crypto_kx_SESSIONKEYBYTES == SESSION_KEY_BYTES, "X25519 sizes");
-_Static_assert(crypto_secretbox_MACBYTES + 8 == SESSION_OVERHEAD, "sealing overhead");
+_Static_assert(crypto_secretbox_MACBYTES + SESSION_PLAIN_HEAD == SESSION_OVERHEAD, "sealing overhead");
 
 static const char *const kind_name[] = { "?", "hello", "reply" };
 
@@ -233,26 +233,27 @@ static void nonce_of(uint64_t seq, uint8_t nonce[crypto_secretbox_NONCEBYTES])
         nonce[i] = (uint8_t)(seq >> (8 * i));
 }
 
-int session_seal(struct session_keys *k, uint16_t op, int32_t status, const void *body, size_t len,
-                 uint8_t **out, size_t *outlen)
+int session_seal_id(struct session_keys *k, uint16_t op, uint32_t id, int32_t status,
+                    const void *body, size_t len, uint8_t **out, size_t *outlen)
 {
     *out = NULL;
-    if (k->failed)
+    if (k->tx_failed)
         return -EPIPE;
     if (len > RPC_MAX_PAYLOAD - SESSION_OVERHEAD)
         return -EMSGSIZE;
-    size_t plain_len = 8 + len;
+    size_t plain_len = SESSION_PLAIN_HEAD + len;
     uint8_t *buf = malloc(crypto_secretbox_MACBYTES + plain_len);
     if (!buf)
         return -ENOMEM;
     /* Encrypted in place: the plaintext goes where the ciphertext will be. */
     uint8_t *plain = buf + crypto_secretbox_MACBYTES;
     struct rpc_writer w;
-    rpc_writer_init(&w, plain, 8);
+    rpc_writer_init(&w, plain, SESSION_PLAIN_HEAD);
     rpc_put_u32(&w, op);
     rpc_put_u32(&w, (uint32_t)status);
+    rpc_put_u32(&w, id);
     if (len)
-        memcpy(plain + 8, body, len);
+        memcpy(plain + SESSION_PLAIN_HEAD, body, len);
     uint8_t nonce[crypto_secretbox_NONCEBYTES];
     nonce_of(k->tx_seq++, nonce);
     crypto_secretbox_easy(buf, plain, plain_len, nonce, k->tx);
@@ -261,15 +262,22 @@ int session_seal(struct session_keys *k, uint16_t op, int32_t status, const void
     return 0;
 }
 
+int session_seal(struct session_keys *k, uint16_t op, int32_t status, const void *body, size_t len,
+                 uint8_t **out, size_t *outlen)
+{
+    return session_seal_id(k, op, 0, status, body, len, out, outlen);
+}
+
 int session_plain_decode(const uint8_t *plain, size_t len, struct session_msg *m)
 {
     struct rpc_reader r;
     rpc_reader_init(&r, plain, len);
-    uint32_t op = rpc_get_u32(&r), status = rpc_get_u32(&r);
+    uint32_t op = rpc_get_u32(&r), status = rpc_get_u32(&r), id = rpc_get_u32(&r);
     if (!rpc_reader_ok(&r) || op > UINT16_MAX)
         return -EBADMSG;
     m->op = (uint16_t)op;
     m->status = (int32_t)status;
+    m->id = id;
     m->len = rpc_get_rest(&r, (const void **)&m->body);
     if (!m->len)
         m->body = plain + len;
@@ -279,10 +287,10 @@ int session_plain_decode(const uint8_t *plain, size_t len, struct session_msg *m
 int session_open(struct session_keys *k, const uint8_t *in, size_t len, struct session_msg *m)
 {
     memset(m, 0, sizeof(*m));
-    if (k->failed)
+    if (k->rx_failed)
         return -EBADMSG;
     if (len < SESSION_OVERHEAD) {
-        k->failed = true;
+        k->rx_failed = true;
         return -EBADMSG;
     }
     size_t plain_len = len - crypto_secretbox_MACBYTES;
@@ -295,7 +303,7 @@ int session_open(struct session_keys *k, const uint8_t *in, size_t len, struct s
         session_plain_decode(plain, plain_len, m) < 0) {
         free(plain);
         memset(m, 0, sizeof(*m));
-        k->failed = true;
+        k->rx_failed = true;
         return -EBADMSG;
     }
     k->rx_seq++;
@@ -430,27 +438,33 @@ int agent_session_accept(struct agent_session *s, int fd, const struct session_a
     return 0;
 }
 
-int agent_session_send(struct agent_session *s, uint16_t op, int32_t status, const void *body,
-                       size_t len, int64_t deadline_ms)
+int agent_session_send_id(struct agent_session *s, uint16_t op, uint32_t id, int32_t status,
+                          const void *body, size_t len, int64_t deadline_ms)
 {
     uint8_t *sealed;
     size_t sealed_len;
-    int rc = session_seal(&s->keys, op, status, body, len, &sealed, &sealed_len);
+    int rc = session_seal_id(&s->keys, op, id, status, body, len, &sealed, &sealed_len);
     if (rc < 0)
         return rc;
     struct rpc_header h = { .opcode = SESSION_OP_SEALED };
     rc = rpc_send(s->fd, &h, sealed, sealed_len, deadline_ms);
     free(sealed);
     if (rc < 0)
-        s->keys.failed = true;   /* a message may be half sent: nothing more can follow */
+        s->keys.tx_failed = true;   /* a message may be half sent: nothing more can follow */
     return rc;
+}
+
+int agent_session_send(struct agent_session *s, uint16_t op, int32_t status, const void *body,
+                       size_t len, int64_t deadline_ms)
+{
+    return agent_session_send_id(s, op, 0, status, body, len, deadline_ms);
 }
 
 int agent_session_recv(struct agent_session *s, struct session_msg *m, size_t max_len,
                        int64_t deadline_ms)
 {
     memset(m, 0, sizeof(*m));
-    if (s->keys.failed)
+    if (s->keys.rx_failed)
         return -EBADMSG;
     struct rpc_header h;
     uint8_t *payload = NULL;
@@ -461,7 +475,7 @@ int agent_session_recv(struct agent_session *s, struct session_msg *m, size_t ma
         rc = session_open(&s->keys, payload, h.length, m);
     free(payload);
     if (rc < 0)
-        s->keys.failed = true;
+        s->keys.rx_failed = true;
     return rc;
 }
 

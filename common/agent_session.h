@@ -38,12 +38,14 @@
  *
  * Messages after the handshake, both ways: SESSION_OP_SEALED frames whose
  * payload is crypto_secretbox (XSalsa20-Poly1305) of
- *     u32 op, u32 status (i32), then the body's bytes
+ *     u32 op, u32 status (i32), u32 id, then the body's bytes
  * with the direction's message counter (0, 1, 2...) as nonce. A receiver
  * takes only the next counter, so a message replayed, reordered, dropped,
  * truncated or changed does not open; the first failure fails the session
  * for good and the connection is closed. One connection may carry any
- * number of requests. */
+ * number of requests, several at once: a request's id (chosen by the
+ * client, sealed with it) comes back with its answer, and answers may come
+ * in any order (version 2; version 1 had no id). */
 #ifndef ADAFS_AGENT_SESSION_H
 #define ADAFS_AGENT_SESSION_H
 
@@ -55,7 +57,7 @@
 #include <sys/types.h>
 
 #define SESSION_MAGIC 0x53414441u   /* "ADAS" read as little-endian */
-#define SESSION_VERSION 1
+#define SESSION_VERSION 2
 #define SESSION_KIND_HELLO 1
 #define SESSION_KIND_REPLY 2
 #define SESSION_OP_HELLO 0x100      /* rpc opcodes of the two frame kinds */
@@ -66,8 +68,9 @@
 /* A hello or its reply frame: a munge credential of ~100 bytes sealed
  * payload is well under 1 KiB; anything bigger is not one. */
 #define SESSION_HELLO_MAX 4096
-/* What sealing adds to a body: the MAC and the op and status. */
-#define SESSION_OVERHEAD (16 + 8)
+/* What sealing adds to a body: the MAC, the op, status and id. */
+#define SESSION_PLAIN_HEAD 12
+#define SESSION_OVERHEAD (16 + SESSION_PLAIN_HEAD)
 
 /* Who vouches for a peer: munge on a cluster (munge_auth.h), a stand-in in
  * the unit tests and the fuzzer. */
@@ -98,7 +101,10 @@ struct session_handshake {
 struct session_keys {
     uint8_t tx[SESSION_KEY_BYTES], rx[SESSION_KEY_BYTES];
     uint64_t tx_seq, rx_seq;         /* the next message's counter each way */
-    bool failed;                     /* a message did not open: the session is over */
+    /* A message did not open (rx) or could not be sent whole (tx): that
+     * direction is over. Apart, so one thread may send while another
+     * receives. */
+    bool rx_failed, tx_failed;
 };
 
 /* The four steps, each on bytes only (the unit tests and fuzzer drive
@@ -122,7 +128,10 @@ int session_reply_take(const struct session_auth *a, struct session_handshake *h
 void session_handshake_clear(struct session_handshake *hs);
 
 /* Seals the next message: *out (malloc'd, *outlen bytes) is a
- * SESSION_OP_SEALED frame's payload. 0, -ENOMEM, or -EPIPE once failed. */
+ * SESSION_OP_SEALED frame's payload. 0, -ENOMEM, or -EPIPE once failed.
+ * session_seal is session_seal_id with id 0. */
+int session_seal_id(struct session_keys *k, uint16_t op, uint32_t id, int32_t status,
+                    const void *body, size_t len, uint8_t **out, size_t *outlen);
 int session_seal(struct session_keys *k, uint16_t op, int32_t status, const void *body, size_t len,
                  uint8_t **out, size_t *outlen);
 
@@ -130,6 +139,7 @@ int session_seal(struct session_keys *k, uint16_t op, int32_t status, const void
 struct session_msg {
     uint16_t op;
     int32_t status;
+    uint32_t id;           /* the request's, echoed in its answer */
     const uint8_t *body;   /* inside plain */
     size_t len;
     uint8_t *plain;        /* malloc'd: free it */
@@ -137,7 +147,8 @@ struct session_msg {
 /* Opens the next message. 0; -EBADMSG (and the keys fail for good) for
  * one that does not open or is not the next; -ENOMEM. */
 int session_open(struct session_keys *k, const uint8_t *in, size_t len, struct session_msg *m);
-/* Decodes an opened message's plaintext (op, status, body): 0 or -EBADMSG. */
+/* Decodes an opened message's plaintext (op, status, id, body): 0 or
+ * -EBADMSG. */
 int session_plain_decode(const uint8_t *plain, size_t len, struct session_msg *m);
 
 /* --- over a socket --------------------------------------------------- */
@@ -167,9 +178,13 @@ int agent_session_accept(struct agent_session *s, int fd, const struct session_a
 
 /* One sealed message each way; 0 or -errno (-ECONNRESET: the peer closed
  * between messages; -EBADMSG: one did not open, the session is over;
- * -EMSGSIZE: bigger than max_len). recv's m->plain is malloc'd. */
+ * -EMSGSIZE: bigger than max_len). recv's m->plain is malloc'd. send is
+ * send_id with id 0. Sends from several threads must be serialised by the
+ * caller (the counters); one thread may receive while another sends. */
 int agent_session_send(struct agent_session *s, uint16_t op, int32_t status, const void *body,
                        size_t len, int64_t deadline_ms);
+int agent_session_send_id(struct agent_session *s, uint16_t op, uint32_t id, int32_t status,
+                          const void *body, size_t len, int64_t deadline_ms);
 int agent_session_recv(struct agent_session *s, struct session_msg *m, size_t max_len,
                        int64_t deadline_ms);
 /* Closes the connection and wipes the keys. */

@@ -33,6 +33,21 @@ int fileio_read_all(int fd, size_t size, char **out, size_t *len)
     return 0;
 }
 
+int fileio_write_all(int fd, const void *buf, size_t len)
+{
+    const unsigned char *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
 int fileio_replace(const char *path, const void *data, size_t len, int mode)
 {
     char tmp[4200];
@@ -44,12 +59,8 @@ int fileio_replace(const char *path, const void *data, size_t len, int mode)
     if (fd < 0)
         return -errno;
     int rc = fchmod(fd, (mode_t)mode) < 0 ? -errno : 0;
-    for (size_t done = 0; rc == 0 && done < len;) {
-        ssize_t n = write(fd, (const char *)data + done, len - done);
-        if (n < 0 && errno != EINTR)
-            rc = -errno;
-        done += n > 0 ? (size_t)n : 0;
-    }
+    if (rc == 0)
+        rc = fileio_write_all(fd, data, len);
     if (rc == 0 && fsync(fd) < 0)
         rc = -errno;
     if (close(fd) < 0 && rc == 0)

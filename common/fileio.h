@@ -1,4 +1,5 @@
-/* fileio: reading a whole small file into memory, and replacing one atomically.
+/* fileio: reading a whole small file into memory, writing a whole buffer,
+ * and replacing a file atomically.
  *
  * No stdio, so code inside the LD_PRELOAD interposer's library may use it;
  * callers open and fstat the file themselves (each has its own checks: a
@@ -14,6 +15,10 @@
  * a NUL-terminated heap buffer; *len (may be NULL) gets the count. A file
  * that shrank meanwhile gives what is there. Returns 0 or -errno. */
 int fileio_read_all(int fd, size_t size, char **out, size_t *len);
+
+/* Writes all of buf to fd (a file: no deadline), again after EINTR or a
+ * short write. Returns 0 or -errno. */
+int fileio_write_all(int fd, const void *buf, size_t len);
 
 /* Replaces path with data atomically: written to path.new (made fresh:
  * O_EXCL, O_NOFOLLOW, mode whatever the umask), synced, renamed over

@@ -63,7 +63,7 @@ static void take_reply(const uint8_t *data, size_t size)
     if (size >= at + SESSION_NONCE_BYTES && data[0] == 'N')
         memcpy(copy + at, hs.client_nonce, SESSION_NONCE_BYTES);
     if (agent.seal(&agent, copy, size, 64030, &cred, err, sizeof(err)) == 0) {
-        if (session_reply_take(&plugin, &hs, cred, &k, err, sizeof(err)) == 0 && k.failed)
+        if (session_reply_take(&plugin, &hs, cred, &k, err, sizeof(err)) == 0 && (k.rx_failed || k.tx_failed))
             abort();
         free(cred);
     }
@@ -88,9 +88,10 @@ static void open_plain(const uint8_t *data, size_t size)
     uint8_t nonce[crypto_secretbox_NONCEBYTES] = { 0 };
     crypto_secretbox_easy(box, data, size, nonce, k.tx);
     int rc = session_open(&k, box, size + crypto_secretbox_MACBYTES, &m);
-    if ((rc == 0) != (size >= 8 && data[2] == 0 && data[3] == 0))
+    if ((rc == 0) != (size >= SESSION_PLAIN_HEAD && data[2] == 0 && data[3] == 0))
         abort();
-    if (rc == 0 && (m.len != size - 8 || (m.len && memcmp(m.body, data + 8, m.len) != 0)))
+    if (rc == 0 && (m.len != size - SESSION_PLAIN_HEAD ||
+                    (m.len && memcmp(m.body, data + SESSION_PLAIN_HEAD, m.len) != 0)))
         abort();
     free(m.plain);
     free(box);

@@ -154,7 +154,7 @@ static void test_handshake(void)
     rpc_put_u32(&w, SESSION_KIND_HELLO);
     plugin_auth.seal(&plugin_auth, w.data, w.len, 0, &junk, err, sizeof(err));
     rc = session_hello_take(&agent_auth, "n1", SLURM_UID, junk, &a, err, sizeof(err));
-    tap_ok(rc == -EPROTO && has(err, "agent session version 2, this side speaks 1"),
+    tap_ok(rc == -EPROTO && has(err, "agent session version 3, this side speaks 2"),
            "another protocol version is refused, naming both");
     free(junk);
     rpc_writer_free(&w);
@@ -172,17 +172,18 @@ static void test_handshake(void)
     rpc_writer_free(&w);
 }
 
-/* Seals body from a to b's side; 0 if b opens it as op 7 with that body. */
+/* Seals body from a to b's side; 0 if b opens it as op 7 with that body
+ * and id. */
 static int pass(struct session_keys *from, struct session_keys *to, const char *body)
 {
     uint8_t *sealed;
     size_t len;
     struct session_msg m;
-    if (session_seal(from, 7, -5, body, strlen(body), &sealed, &len) < 0)
+    if (session_seal_id(from, 7, 0xabcdef01u, -5, body, strlen(body), &sealed, &len) < 0)
         return -1;
     int rc = session_open(to, sealed, len, &m);
     free(sealed);
-    if (rc == 0 && (m.op != 7 || m.status != -5 || m.len != strlen(body) ||
+    if (rc == 0 && (m.op != 7 || m.status != -5 || m.id != 0xabcdef01u || m.len != strlen(body) ||
                     memcmp(m.body, body, m.len) != 0))
         rc = -2;
     free(m.plain);
@@ -210,7 +211,7 @@ static void test_messages(void)
     session_seal(&ck, 2, 0, "second", 6, &two, &len2);
     struct session_keys saved = ak;
     tap_is_int(session_open(&ak, two, len2, &m), -EBADMSG, "a message out of order does not open");
-    tap_ok(ak.failed, "and the session has failed");
+    tap_ok(ak.rx_failed, "and the session has failed");
     tap_is_int(session_open(&ak, one, len1, &m), -EBADMSG,
                "after a failure even the right next message is refused");
     ak = saved;
@@ -257,12 +258,12 @@ static void test_messages(void)
     free(own);
 
     /* Decoding an opened plaintext. */
-    uint8_t plain[8] = { 3, 0, 0, 0, 0xf3, 0xff, 0xff, 0xff };
-    tap_ok(session_plain_decode(plain, 8, &m) == 0 && m.op == 3 && m.status == -13 && m.len == 0,
-           "a plaintext of op 3, status -13 and no body decodes");
-    tap_is_int(session_plain_decode(plain, 7, &m), -EBADMSG, "a plaintext of 7 bytes does not");
+    uint8_t plain[12] = { 3, 0, 0, 0, 0xf3, 0xff, 0xff, 0xff, 9, 0, 0, 0 };
+    tap_ok(session_plain_decode(plain, 12, &m) == 0 && m.op == 3 && m.status == -13 &&
+           m.id == 9 && m.len == 0, "a plaintext of op 3, status -13, id 9 and no body decodes");
+    tap_is_int(session_plain_decode(plain, 11, &m), -EBADMSG, "a plaintext of 11 bytes does not");
     plain[2] = 1;
-    tap_is_int(session_plain_decode(plain, 8, &m), -EBADMSG, "nor one whose op is above 16 bits");
+    tap_is_int(session_plain_decode(plain, 12, &m), -EBADMSG, "nor one whose op is above 16 bits");
 }
 
 /* --- over TCP --------------------------------------------------------- */

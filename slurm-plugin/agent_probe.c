@@ -14,8 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent_client.h"
+#include "agent_link.h"
 #include "agent_proto.h"
+#include "munge_auth.h"
 
 int main(int argc, char **argv)
 {
@@ -23,7 +24,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: agent_probe HOST PORT ping|start|release [MUNGE_SOCKET [NODE]]\n");
         return 2;
     }
-    agent_client_init(argc > 4 ? argv[4] : NULL);
+    struct session_auth munge;
+    munge_auth_init(&munge, argc > 4 ? argv[4] : NULL);
+    char err[512];
+    struct agent_link_config cfg = { .auth = &munge };
+    struct agent_link *link = agent_link_new(&cfg, err, sizeof(err));
+    if (!link) {
+        printf("unreachable: %s\n", err);
+        return 2;
+    }
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
     uint16_t op;
@@ -43,19 +52,18 @@ int main(int argc, char **argv)
     } else {
         op = AGENT_PING;
     }
-    struct agent_target t = { argc > 5 ? argv[5] : "probe", argv[1], atoi(argv[2]) };
     struct agent_reply r;
-    char err[512];
-    if (agent_call(&t, op, w.data, w.len, 10000, &r, err, sizeof(err)) < 0) {
+    int rc = agent_link_call(link, argc > 5 ? argv[5] : "probe", argv[1], atoi(argv[2]), op,
+                             w.data, w.len, 10000, &r, err, sizeof(err));
+    if (rc < 0) {
         printf("unreachable: %s\n", err);
-        rpc_writer_free(&w);
-        return 2;
-    }
-    if (r.status < 0)
+    } else if (r.status < 0) {
         printf("status %d (%s fault): %s\n", r.status, agent_fault_name(r.fault), r.message);
-    else
+    } else {
         printf("status 0: ok\n");
+    }
     agent_reply_free(&r);
     rpc_writer_free(&w);
-    return 0;
+    agent_link_free(link);
+    return rc < 0 ? 2 : 0;
 }

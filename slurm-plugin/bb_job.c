@@ -33,9 +33,19 @@ struct bb_job *bb_job_find(struct bb_job *head, uint32_t job_id)
     return NULL;
 }
 
+static uint64_t last_key;
+
+void bb_job_keys_above(uint64_t key)
+{
+    uint64_t seen = __atomic_load_n(&last_key, __ATOMIC_RELAXED);
+    while (seen < key &&
+           !__atomic_compare_exchange_n(&last_key, &seen, key, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+        ;
+}
+
 struct bb_job *bb_job_new(uint32_t job_id)
 {
-    static uint64_t last_key;
     struct bb_job *job = calloc(1, sizeof(*job));
     if (job) {
         job->job_id = job_id;
@@ -48,6 +58,8 @@ void bb_job_free(struct bb_job *job)
 {
     if (!job)
         return;
+    if (job->calls)
+        job->calls->abandon(job->calls);
     for (size_t i = 0; i < job->nnodes; i++) {
         free(job->nodes[i].name);
         free(job->nodes[i].agent_host);
@@ -97,19 +109,27 @@ int bb_job_set_error(struct bb_job *job, enum bb_failure failure, const char *fm
 
 /* --- the saved table ---------------------------------------------------
  *
- *   "ADAFSBB\n"  u32 version (2)
- *   records, each:  u32 RECORD_MAGIC  u32 job id  u32 length  u64 check
- *                   length bytes of fields (bb_job_encode)
+ *   "ADAFSBB\n"  u32 version (3)
+ *   frames, each:  u32 RECORD_MAGIC  u32 job id  u64 key  u32 length  u64 check
+ *                  length bytes of fields (bb_job_encode)
  *
+ * A file is a journal (bb_store.h): a record is appended each time it
+ * changes, and a later frame of the same key (the instance's identity,
+ * kept across restarts) replaces an earlier one; a frame of length 0 says
+ * that instance is gone. A compacted file holds each live record once.
  * check is hash_bytes() of the fields: a torn or bit-flipped record is
  * found and skipped on its own; a record whose framing is damaged is
- * skipped by looking for the next magic whose record checks out. Integers
- * are little-endian (rpc.h). */
+ * skipped by looking for the next magic whose record checks out; a frame
+ * cut short by the end of the file is a write that never finished (a
+ * crash while appending) and is left out. Version 2 (no key, no journal)
+ * and adafs 0.x's JSON table are read too. Integers are little-endian
+ * (rpc.h). */
 
 static const char FILE_MAGIC[8] = { 'A', 'D', 'A', 'F', 'S', 'B', 'B', '\n' };
-#define FILE_VERSION 2
+#define FILE_VERSION 3
 #define RECORD_MAGIC 0x524a4241u        /* "ABJR" */
-#define FRAME_SIZE 20
+#define FRAME_V2 20
+#define FRAME_V3 BB_JOB_FRAME_SIZE
 /* What one record may take: 4,096 nodes with long names fit many times. */
 #define RECORD_MAX (64u << 20)
 
@@ -245,7 +265,9 @@ void bb_job_encode(struct rpc_writer *w, const struct bb_job *j)
     rpc_put_u32(w, (uint32_t)j->failure);
     put_opt_str(w, j->error);
     rpc_put_u32(w, (uint32_t)j->hurry | (uint32_t)j->released << 1 |
-                   (uint32_t)j->finalizing << 2 | (uint32_t)j->superseded << 3);
+                   (uint32_t)j->finalizing << 2 | (uint32_t)j->superseded << 3 |
+                   /* bits 4-5: access= (a record of before it has 0: unset) */
+                   (uint32_t)j->req.access << 4);
     rpc_put_u32(w, (uint32_t)j->nnodes);
     for (size_t i = 0; i < j->nnodes; i++) {
         const struct bb_node *n = &j->nodes[i];
@@ -340,6 +362,7 @@ struct bb_job *bb_job_decode(struct rpc_reader *r, char *err, size_t errlen)
     j->released = flags & 2;
     j->finalizing = flags & 4;
     j->superseded = flags & 8;
+    j->req.access = (enum bb_access)(flags >> 4 & 3);
     if (ok && !get_nodes(r, j)) {
         ok = false;
         what = "nodes";
@@ -375,47 +398,69 @@ check:
     return j;
 }
 
-/* Writes all of buf; 0 or -errno. */
-static int write_all(int fd, const void *buf, size_t len)
+static void put_frame(struct rpc_writer *w, uint32_t job_id, uint64_t key, size_t at)
 {
-    const uint8_t *p = buf;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        p += n;
-        len -= (size_t)n;
-    }
+    size_t len = w->len - at - FRAME_V3;
+    uint64_t check = hash_bytes(w->data + at + FRAME_V3, len);
+    struct rpc_writer f;
+    rpc_writer_init(&f, w->data + at, FRAME_V3);
+    rpc_put_u32(&f, RECORD_MAGIC);
+    rpc_put_u32(&f, job_id);
+    rpc_put_u64(&f, key);
+    rpc_put_u32(&f, (uint32_t)len);
+    rpc_put_u64(&f, check);
+}
+
+int bb_job_frame(struct rpc_writer *w, const struct bb_job *j)
+{
+    uint8_t frame[FRAME_V3] = { 0 };
+    size_t at = w->len;
+    rpc_put_raw(w, frame, sizeof(frame));   /* filled in below */
+    bb_job_encode(w, j);
+    if (!rpc_writer_ok(w) || w->len - at - FRAME_V3 > RECORD_MAX)
+        return -ENOMEM;
+    put_frame(w, j->job_id, j->key, at);
     return 0;
 }
 
-static int write_record(int fd, const struct bb_job *j)
+int bb_job_frame_gone(struct rpc_writer *w, uint32_t job_id, uint64_t key)
+{
+    uint8_t frame[FRAME_V3] = { 0 };
+    size_t at = w->len;
+    rpc_put_raw(w, frame, sizeof(frame));
+    if (!rpc_writer_ok(w))
+        return -ENOMEM;
+    put_frame(w, job_id, key, at);
+    return 0;
+}
+
+void bb_job_file_header(uint8_t out[BB_JOB_HEADER_SIZE])
+{
+    struct rpc_writer h;
+    rpc_writer_init(&h, out, BB_JOB_HEADER_SIZE);
+    rpc_put_raw(&h, FILE_MAGIC, sizeof(FILE_MAGIC));
+    rpc_put_u32(&h, FILE_VERSION);
+}
+
+int bb_job_save(const char *path, struct bb_job *head)
 {
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
-    uint8_t frame[FRAME_SIZE];
-    rpc_put_raw(&w, frame, sizeof(frame));   /* filled in below */
-    bb_job_encode(&w, j);
-    if (!rpc_writer_ok(&w) || w.len - FRAME_SIZE > RECORD_MAX) {
-        rpc_writer_free(&w);
-        return -ENOMEM;
-    }
-    size_t len = w.len - FRAME_SIZE;
-    uint64_t check = hash_bytes(w.data + FRAME_SIZE, len);
-    struct rpc_writer f;
-    rpc_writer_init(&f, w.data, FRAME_SIZE);
-    rpc_put_u32(&f, RECORD_MAGIC);
-    rpc_put_u32(&f, j->job_id);
-    rpc_put_u32(&f, (uint32_t)len);
-    rpc_put_u64(&f, check);
-    int rc = write_all(fd, w.data, w.len);
+    uint8_t header[BB_JOB_HEADER_SIZE];
+    bb_job_file_header(header);
+    rpc_put_raw(&w, header, sizeof(header));
+    int rc = 0;
+    for (const struct bb_job *j = head; rc == 0 && j; j = j->next)
+        rc = bb_job_frame(&w, j);
+    if (rc == 0 && !rpc_writer_ok(&w))
+        rc = -ENOMEM;
+    if (rc == 0)
+        rc = bb_job_write_file(path, w.data, w.len);
     rpc_writer_free(&w);
     return rc;
 }
 
-int bb_job_save(const char *path, struct bb_job *head)
+int bb_job_write_file(const char *path, const void *data, size_t len)
 {
     char tmp[4200];
     if ((size_t)snprintf(tmp, sizeof(tmp), "%s.new", path) >= sizeof(tmp))
@@ -429,16 +474,8 @@ int bb_job_save(const char *path, struct bb_job *head)
     int fd = rc < 0 ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (rc == 0 && fd < 0)
         rc = -errno;
-    if (rc == 0) {
-        uint8_t header[sizeof(FILE_MAGIC) + 4];
-        struct rpc_writer h;
-        rpc_writer_init(&h, header, sizeof(header));
-        rpc_put_raw(&h, FILE_MAGIC, sizeof(FILE_MAGIC));
-        rpc_put_u32(&h, FILE_VERSION);
-        rc = write_all(fd, header, sizeof(header));
-    }
-    for (const struct bb_job *j = head; rc == 0 && j; j = j->next)
-        rc = write_record(fd, j);
+    if (rc == 0)
+        rc = fileio_write_all(fd, data, len);
     if (rc == 0 && fsync(fd) < 0)
         rc = -errno;
     if (fd >= 0 && close(fd) < 0 && rc == 0)
@@ -452,18 +489,61 @@ int bb_job_save(const char *path, struct bb_job *head)
 
 /* --- loading ------------------------------------------------------------ */
 
-/* The table being read: records appended in order, the first problem kept
- * for the caller's message. */
+/* The table being read, the first problem kept for the caller's message. */
 struct loading {
-    struct bb_job **tail;
+    struct bb_job *head, **tail;
+    bool journal;                 /* version 3: frames carry keys, later ones win */
     int unreadable;
     char *err;
     size_t errlen;
 };
 
+static struct bb_job **find_key_in(struct loading *l, uint64_t key)
+{
+    for (struct bb_job **p = &l->head; *p; p = &(*p)->next)
+        if ((*p)->key == key)
+            return p;
+    return NULL;
+}
+
+/* Adds a record read (or a marker): in a journal it replaces the record of
+ * the same key, if any. */
+static void add_loaded(struct loading *l, struct bb_job *j)
+{
+    struct bb_job **at = l->journal ? find_key_in(l, j->key) : NULL;
+    if (at) {
+        struct bb_job *old = *at;
+        j->next = old->next;
+        *at = j;
+        if (l->tail == &old->next)
+            l->tail = &j->next;
+        if (old->unreadable)
+            l->unreadable--;   /* a later record of it came through */
+        bb_job_free(old);
+        return;
+    }
+    j->next = NULL;
+    *l->tail = j;
+    l->tail = &j->next;
+}
+
+static void remove_loaded(struct loading *l, uint64_t key)
+{
+    struct bb_job **at = find_key_in(l, key);
+    if (!at)
+        return;
+    struct bb_job *gone = *at;
+    *at = gone->next;
+    if (l->tail == &gone->next)
+        l->tail = at;
+    if (gone->unreadable)
+        l->unreadable--;
+    bb_job_free(gone);
+}
+
 /* A record that could not be read: its job gets a marker saying why (when
  * the job is known) and the others go on. */
-static void lost_record(struct loading *l, uint32_t job_id, const char *why)
+static void lost_record(struct loading *l, uint32_t job_id, uint64_t key, const char *why)
 {
     if (l->unreadable++ == 0)
         snprintf(l->err, l->errlen, "%s", why);
@@ -472,74 +552,119 @@ static void lost_record(struct loading *l, uint32_t job_id, const char *why)
     struct bb_job *j = bb_job_new(job_id);
     if (!j)
         return;
+    if (l->journal && key)
+        j->key = key;
     j->unreadable = strdup(why);
-    *l->tail = j;
-    l->tail = &j->next;
+    add_loaded(l, j);   /* counts a marker it replaces out */
 }
 
-static void add_loaded(struct loading *l, struct bb_job *j)
-{
-    *l->tail = j;
-    l->tail = &j->next;
-}
+struct frame {
+    uint32_t id, len;
+    uint64_t key;
+    size_t size;                  /* of the frame's head */
+};
 
-/* A frame at data[at] whose record checks out: 1, with its length. */
-static int frame_at(const uint8_t *data, size_t size, size_t at, uint32_t *id, uint32_t *len)
+/* What is at data[at]: 1 a frame whose record checks out; -1 a frame with
+ * its magic whole whose checksum does not match; -2 one whose length runs
+ * past the end of the file; 0 no frame. */
+static int frame_at(const uint8_t *data, size_t size, size_t at, bool v3, struct frame *f)
 {
-    if (size - at < FRAME_SIZE)
+    f->size = v3 ? FRAME_V3 : FRAME_V2;
+    if (size - at < f->size)
         return 0;
     struct rpc_reader r;
-    rpc_reader_init(&r, data + at, FRAME_SIZE);
+    rpc_reader_init(&r, data + at, f->size);
     uint32_t magic = rpc_get_u32(&r);
-    *id = rpc_get_u32(&r);
-    *len = rpc_get_u32(&r);
+    f->id = rpc_get_u32(&r);
+    f->key = v3 ? rpc_get_u64(&r) : 0;
+    f->len = rpc_get_u32(&r);
     uint64_t check = rpc_get_u64(&r);
     if (magic != RECORD_MAGIC)
         return 0;
-    if (*len > RECORD_MAX || *len > size - at - FRAME_SIZE)
-        return -1;
-    return hash_bytes(data + at + FRAME_SIZE, *len) == check ? 1 : -1;
+    if (f->len > RECORD_MAX || f->len > size - at - f->size)
+        return -2;
+    return hash_bytes(data + at + f->size, f->len) == check ? 1 : -1;
 }
 
-static void load_v2(const uint8_t *data, size_t size, struct loading *l)
+static void load_frames(const uint8_t *data, size_t size, bool v3, struct loading *l)
 {
     size_t at = sizeof(FILE_MAGIC) + 4;
     while (at < size) {
-        uint32_t id, len;
-        int found = frame_at(data, size, at, &id, &len);
+        struct frame f;
+        int found = frame_at(data, size, at, v3, &f);
         if (found <= 0) {
+            size_t next = at + 1;
+            struct frame nf;
+            while (next < size && frame_at(data, size, next, v3, &nf) != 1)
+                next++;
+            if (found == -2 && next >= size && v3)
+                break;   /* the last append never finished: nothing acted on it */
             /* With its magic whole the job id is believable (the checksum
              * or length is not); without, nothing is. Resume at the next
              * record that checks out. */
             char why[160];
             if (found < 0)
                 snprintf(why, sizeof(why), "job %u: its saved record (at byte %zu) is damaged: "
-                         "its checksum or length does not match", id, at);
+                         "its checksum or length does not match", f.id, at);
             else
                 snprintf(why, sizeof(why), "bytes from %zu on are no record", at);
-            lost_record(l, found < 0 ? id : 0, why);
-            size_t next = at + 1;
-            uint32_t nid, nlen;
-            while (next < size && frame_at(data, size, next, &nid, &nlen) != 1)
-                next++;
+            lost_record(l, found < 0 ? f.id : 0, found < 0 ? f.key : 0, why);
             at = next;
             continue;
         }
+        if (v3)
+            bb_job_keys_above(f.key);
+        if (v3 && f.len == 0) {
+            remove_loaded(l, f.key);
+            at += f.size;
+            continue;
+        }
         struct rpc_reader r;
-        rpc_reader_init(&r, data + at + FRAME_SIZE, len);
+        rpc_reader_init(&r, data + at + f.size, f.len);
         char why[256];
         struct bb_job *j = bb_job_decode(&r, why, sizeof(why));
-        if (j && j->job_id != id) {
-            snprintf(why, sizeof(why), "job %u: its saved record says job %u", id, j->job_id);
+        if (j && j->job_id != f.id) {
+            snprintf(why, sizeof(why), "job %u: its saved record says job %u", f.id, j->job_id);
             bb_job_free(j);
             j = NULL;
         }
+        if (j && v3)
+            j->key = f.key;
         if (j)
             add_loaded(l, j);
         else
-            lost_record(l, id, why);
-        at += FRAME_SIZE + len;
+            lost_record(l, f.id, f.key, why);
+        at += f.size + f.len;
     }
+}
+
+/* Newest instance first, as the plugin keeps its table (keys only grow). */
+static int newest_first(const void *a, const void *b)
+{
+    uint64_t ka = (*(struct bb_job *const *)a)->key, kb = (*(struct bb_job *const *)b)->key;
+    return ka < kb ? 1 : ka > kb ? -1 : 0;
+}
+
+static void sort_loaded(struct loading *l)
+{
+    size_t n = 0;
+    for (struct bb_job *j = l->head; j; j = j->next)
+        n++;
+    struct bb_job **all = n ? malloc(n * sizeof(*all)) : NULL;
+    if (!all)
+        return;
+    n = 0;
+    for (struct bb_job *j = l->head; j; j = j->next)
+        all[n++] = j;
+    qsort(all, n, sizeof(*all), newest_first);
+    l->head = NULL;
+    l->tail = &l->head;
+    for (size_t i = 0; i < n; i++) {
+        all[i]->next = NULL;
+        *l->tail = all[i];
+        l->tail = &all[i]->next;
+    }
+    free(all);
 }
 
 /* adafs 0.x saved a JSON table; its request is canonical directive text. */
@@ -664,7 +789,7 @@ static int load_v1(const char *path, const char *text, size_t len, struct loadin
         json_unpack(o, "{s:I}", "job_id", &id);
         char named[600];
         snprintf(named, sizeof(named), "job %lld: %s", (long long)id, why);
-        lost_record(l, id > 0 && id <= UINT32_MAX ? (uint32_t)id : 0, named);
+        lost_record(l, id > 0 && id <= UINT32_MAX ? (uint32_t)id : 0, 0, named);
     }
     json_decref(doc);
     return 0;
@@ -675,17 +800,21 @@ int bb_job_parse(const char *data, size_t size, const char *name, struct bb_job 
 {
     *head = NULL;
     char first[512] = "";
-    struct loading l = { .tail = head, .err = first, .errlen = sizeof(first) };
+    struct loading l = { .err = first, .errlen = sizeof(first) };
+    l.tail = &l.head;
     int rc = 0;
     struct rpc_reader h;
     rpc_reader_init(&h, data, size);
     if (size >= sizeof(FILE_MAGIC) + 4 && memcmp(data, FILE_MAGIC, sizeof(FILE_MAGIC)) == 0) {
         h.off = sizeof(FILE_MAGIC);
         uint32_t version = rpc_get_u32(&h);
-        if (version == FILE_VERSION) {
-            load_v2((const uint8_t *)data, size, &l);
+        if (version == FILE_VERSION || version == 2) {
+            l.journal = version == FILE_VERSION;
+            load_frames((const uint8_t *)data, size, l.journal, &l);
+            if (l.journal)
+                sort_loaded(&l);
         } else {
-            snprintf(first, sizeof(first), "%s: version %u, this plugin reads version %d "
+            snprintf(first, sizeof(first), "%s: version %u, this plugin reads versions 2 and %d "
                      "(and adafs 0.x's JSON)", name, version, FILE_VERSION);
             rc = -1;
         }
@@ -695,7 +824,13 @@ int bb_job_parse(const char *data, size_t size, const char *name, struct bb_job 
         snprintf(first, sizeof(first), "%s: not an adafs state file", name);
         rc = -1;
     }
+    *head = l.head;
     if (rc < 0) {
+        while (*head) {
+            struct bb_job *next = (*head)->next;
+            bb_job_free(*head);
+            *head = next;
+        }
         snprintf(err, errlen, "%s", first);
         return -1;
     }

@@ -19,6 +19,8 @@
 #include <time.h>
 
 #include "directive.h"
+#include "instance.h"
+#include "rpc.h"
 
 enum bb_phase {
     PHASE_DEPLOYING,      /* servers being started on the job's nodes */
@@ -49,6 +51,12 @@ struct bb_node {
     bool stage_sent;      /* the current stage was started there */
 };
 
+/* Requests in flight for a job (lifecycle.c's); not saved. Abandoning
+ * them lets their answers be dropped as they come. */
+struct bb_calls {
+    void (*abandon)(struct bb_calls *calls);
+};
+
 struct stage_totals {
     uint64_t files, dirs, bytes, errors;
     double seconds;
@@ -65,10 +73,9 @@ struct bb_job {
     char *error;                  /* what failed, where (for the job's reason) */
     bool hurry;                   /* scancel --hurry: skip stage-out */
     bool released;                /* prolog_running was decremented */
-    /* Not saved: the driver steps a copy (busy) and puts it back; an end
-     * or a cancel that arrives meanwhile waits here until then. */
-    bool busy;
-    bool pending_end, pending_cancel, pending_hurry;
+    /* Not saved: the requests in flight (lifecycle.c), dropped when the
+     * record is freed. */
+    struct bb_calls *calls;
     /* Not saved either: a step whose calls failed for a reason that may
      * pass is tried again at retry_at (a restarted slurmctld starts the
      * count again). */
@@ -79,7 +86,7 @@ struct bb_job {
     size_t nnodes;
     uint64_t node_capacity;
     uint64_t chunk_size;
-    char secret_hex[65];
+    char secret_hex[INSTANCE_SECRET_HEX];
     char *storage;                /* storage directory on the nodes */
     char *mount;                  /* ADAFS_MOUNT */
     char *instance_path;          /* ADAFS_INSTANCE */
@@ -102,7 +109,7 @@ struct bb_job {
      * said whether the job still holds these nodes, so it is not stepped
      * until bb_p_job_begin() or the driver's first look claims it. */
     bool unclaimed;
-    uint64_t key;                 /* not saved: unique in this process */
+    uint64_t key;                 /* the instance's identity in the saved journal */
     struct bb_job *next;
 };
 
@@ -119,14 +126,31 @@ void bb_job_free(struct bb_job *job);
 int bb_job_set_error(struct bb_job *job, enum bb_failure failure, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Saves all jobs atomically (temporary file 0600, O_EXCL|O_NOFOLLOW, fsync,
- * rename). 0 or -errno. */
+/* The saved table (format in bb_job.c): a journal bb_store.h appends to,
+ * or a compacted copy with each record once. */
+#define BB_JOB_HEADER_SIZE 12
+#define BB_JOB_FRAME_SIZE 28
+/* Appends one job's framed record (its key is its identity in the
+ * journal). 0 or -ENOMEM. */
+int bb_job_frame(struct rpc_writer *w, const struct bb_job *job);
+/* Appends the frame saying the record of this key is gone. */
+int bb_job_frame_gone(struct rpc_writer *w, uint32_t job_id, uint64_t key);
+void bb_job_file_header(uint8_t out[BB_JOB_HEADER_SIZE]);
+/* Keys of new records go above key (keys loaded from a journal). */
+void bb_job_keys_above(uint64_t key);
+
+/* Saves all jobs atomically as a compacted table (bb_job_write_file). 0 or
+ * -errno. */
 int bb_job_save(const char *path, struct bb_job *head);
-/* Loads the saved table; a missing file is an empty table. Also reads the
- * JSON table of adafs 0.x (version 1), whose requests are text parsed again
- * here. Returns how many records could not be read (each is in the table
- * as an unreadable marker when its job is known; err describes the first),
- * or -1 with a message naming the file in err when nothing could be read. */
+/* Writes data to path: a temporary file 0600 made fresh (O_EXCL,
+ * O_NOFOLLOW), fsync'd and renamed into place. 0 or -errno. */
+int bb_job_write_file(const char *path, const void *data, size_t len);
+/* Loads the saved table; a missing file is an empty table. Also reads
+ * version 2 and the JSON table of adafs 0.x (version 1), whose requests
+ * are text parsed again here. Returns how many records could not be read
+ * (each is in the table as an unreadable marker when its job is known;
+ * err describes the first), or -1 with a message naming the file in err
+ * when nothing could be read. */
 int bb_job_load(const char *path, struct bb_job **head, char *err, size_t errlen);
 
 /* bb_job_load() of a table already in memory; name is for messages. */

@@ -1,6 +1,7 @@
 #include "bb_status.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -28,7 +29,11 @@ static void span(FILE *f, const char *name, time_t from, time_t to)
         fprintf(f, " %s=-", name);
 }
 
-static void one(FILE *f, const struct bb_job *j)
+/* Every server is listed for one job asked for, or a small one: the whole
+ * table's servers would be long to write under the plugin's lock. */
+#define LIST_SERVERS_UP_TO 16
+
+static void one(FILE *f, const struct bb_job *j, bool asked)
 {
     if (j->unreadable) {
         fprintf(f, "JobId=%u SavedStateUnreadable=%s\n", j->job_id, j->unreadable);
@@ -42,9 +47,12 @@ static void one(FILE *f, const struct bb_job *j)
             j->superseded ? " (an earlier allocation's)" : "", j->nnodes, cap, chunk,
             j->mount ? j->mount : "-");
     fprintf(f, "  Servers=");
-    for (size_t i = 0; i < j->nnodes; i++)
+    size_t listed = asked || j->nnodes <= LIST_SERVERS_UP_TO ? j->nnodes : LIST_SERVERS_UP_TO;
+    for (size_t i = 0; i < listed; i++)
         fprintf(f, "%s%s(%s:%d)", i ? "," : "", j->nodes[i].name, j->nodes[i].agent_host,
                 j->nodes[i].server_port);
+    if (listed < j->nnodes)
+        fprintf(f, ",... (%zu more: scontrol show bbstat %u)", j->nnodes - listed, j->job_id);
     fprintf(f, "\n");
     totals(f, "StageIn", &j->in);
     totals(f, "StageOut", &j->out);
@@ -69,7 +77,7 @@ char *bb_status_text(const struct bb_job *jobs, uint32_t job_id)
     int shown = 0;
     for (const struct bb_job *j = jobs; j; j = j->next)
         if (!job_id || j->job_id == job_id) {
-            one(f, j);
+            one(f, j, job_id != 0);
             shown++;
         }
     if (!shown && job_id)

@@ -10,13 +10,16 @@
  * Slurm 22.05 only knows a job's nodes in bb_p_job_begin(), while adafs lives
  * on those very nodes. So nothing is staged before allocation:
  * bb_p_job_test_stage_in() reports "complete" at once, and bb_p_job_begin()
- * holds the job in CONFIGURING (prolog_running++) while one driver thread
- * deploys and stages in, then releases it (prolog_running_decr).
+ * holds the job in CONFIGURING (prolog_running++) while the driver
+ * (driver.h) deploys and stages in, then releases it (prolog_running_decr).
  *
- * Locking: slurmctld calls bb_p_* holding its job lock and we then take
- * bb_mutex, so the driver takes them in the same order. The driver never
- * holds either while it talks to agents: it marks a job busy, steps it, and
- * applies the outcome under the locks afterwards. */
+ * Locking: slurmctld calls bb_p_* holding its job lock and we then take the
+ * driver's lock (drv.lock), so every thread takes them in that order. Under
+ * them the shim only records what happened (a new instance, an end, a
+ * cancel: one record saved with a write, no fsync) and wakes the driver;
+ * nothing waits on an agent or a disk. The driver applies outcomes with
+ * the job lock taken here (apply_outcome). How long the plugin holds
+ * slurmctld's job lock is measured (held_stats) and shown by bbstat. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -24,7 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,14 +46,18 @@
 #include "src/slurmctld/node_scheduler.h"
 #include "src/slurmctld/slurmctld.h"
 
-#include "agent_client.h"
+#include "agent_link.h"
 #include "bb_config.h"
 #include "bb_job.h"
 #include "bb_qos.h"
 #include "bb_status.h"
+#include "bb_store.h"
 #include "directive.h"
+#include "driver.h"
+#include "instance.h"
 #include "lifecycle.h"
 #include "log_sink.h"
+#include "munge_auth.h"
 #include "placement.h"
 #include "predict.h"
 
@@ -90,9 +97,7 @@ const char plugin_name[] = "burst_buffer adafs plugin";
 const char plugin_type[] = "burst_buffer/adafs";
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
-/* Finished jobs stay visible in bbstat this long. */
-#define KEEP_COMPLETE_S 3600
-/* How often the driver teaches the walltime model the newly finished jobs. */
+/* How often the walltime thread teaches the model the newly finished jobs. */
 #define OBSERVE_EVERY_S 30
 
 /* How Slurm names each phase (scontrol show job: BurstBufferState). */
@@ -102,13 +107,40 @@ static const uint16_t slurm_bb_states[] = {
     [PHASE_TEARDOWN] = BB_STATE_TEARDOWN, [PHASE_COMPLETE] = BB_STATE_COMPLETE,
 };
 
-static pthread_mutex_t bb_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t bb_wake = PTHREAD_COND_INITIALIZER;
-static struct bb_config config;
-static struct bb_job *jobs;
+/* The table, the configuration (drv.config) and the thread moving jobs on. */
+static struct bb_driver drv;
+static struct agent_link *agents;
+static struct session_auth agents_auth;
+static char *agents_munge_socket;   /* what agents_auth points to */
 static char *state_file;
-static pthread_t driver;
-static bool driver_running, stopping;
+
+/* How long the plugin keeps slurmctld's job lock: each bb_p_* called with
+ * it, and the plugin's own sections under it. */
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct bb_lock_stats held_stats;
+
+static uint64_t clock_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Called at the end of a section under slurmctld's job lock that began at
+ * `since` (clock_us). */
+static void held(const char *where, uint64_t since)
+{
+    uint64_t us = clock_us() - since;
+    pthread_mutex_lock(&held_lock);
+    uint64_t before = held_stats.max_us;
+    driver_lock_note(&held_stats, where, us);
+    pthread_mutex_unlock(&held_lock);
+    /* Each new longest hold is logged (a few lines a run): the longest
+     * over a slurmctld's life survives its kill -9, unlike bbstat's. */
+    if (us > before)
+        verbose("%s: slurmctld's job lock held %"PRIu64" us in %s, the longest yet",
+                plugin_type, us, where);
+}
 
 /* The shared modules log through Slurm's log. */
 static void log_to_slurm(int level, const char *line)
@@ -137,21 +169,17 @@ static int load_config(bool at_init)
     }
     if (rc == 1)
         info("%s: %s not found, using built-in defaults", plugin_type, path);
-    slurm_mutex_lock(&bb_mutex);
-    bb_config_free(&config);
-    config = fresh;
-    agent_client_init(config.munge_socket);
-    slurm_mutex_unlock(&bb_mutex);
+    slurm_mutex_lock(&drv.lock);
+    if (!at_init && (fresh.munge_socket ? !agents_munge_socket ||
+                                          strcmp(fresh.munge_socket, agents_munge_socket) != 0
+                                        : agents_munge_socket != NULL))
+        error("%s: AdafsMungeSocket changed: the agents' sessions use the new socket only "
+              "after slurmctld restarts", plugin_type);
+    bb_config_free(&drv.config);
+    drv.config = fresh;
+    slurm_mutex_unlock(&drv.lock);
     xfree(path);
     return SLURM_SUCCESS;
-}
-
-/* Callers hold bb_mutex. */
-static void save_state(void)
-{
-    int rc = bb_job_save(state_file, jobs);
-    if (rc < 0)
-        error("%s: cannot save state to %s: %s", plugin_type, state_file, strerror(-rc));
 }
 
 /* --- applying a step's outcome to the Slurm job ----------------------- */
@@ -208,175 +236,49 @@ static void release_job(job_record_t *job_ptr)
         prolog_running_decr(job_ptr);
 }
 
-/* Applies events of one step with the job write lock held. */
-static void apply_events(uint32_t job_id, int events, enum bb_phase phase, enum bb_failure failure,
-                         const char *error_text, bool released, const char *first_node)
+/* Applies a step's outcome to its job, under the job write lock (the
+ * driver's hook, called without the driver's lock). */
+static void apply_outcome(const struct bb_outcome *o, void *arg)
 {
+    (void)arg;
     slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = WRITE_LOCK, .fed = READ_LOCK };
     lock_slurmctld(job_write_lock);
-    job_record_t *job_ptr = find_job_record(job_id);
+    uint64_t since = clock_us();
+    job_record_t *job_ptr = find_job_record(o->job_id);
     if (!job_ptr) {
+        held("apply", since);
         unlock_slurmctld(job_write_lock);
         return;
     }
-    show_phase(job_ptr, phase, released || (events & LC_RELEASE));
-    if (events & LC_RELEASE) {
+    bool release = o->events & LC_RELEASE;
+    show_phase(job_ptr, o->phase, o->released || release);
+    if (release) {
         info("%s: %pJ staged in, releasing it", plugin_type, job_ptr);
         release_job(job_ptr);
     }
-    if ((events & LC_FINISHED) && !released && failure != FAIL_NONE &&
-        failure != FAIL_CANCELLED && IS_JOB_CONFIGURING(job_ptr)) {
+    if ((o->events & LC_FINISHED) && !o->released && o->failure != FAIL_NONE &&
+        o->failure != FAIL_CANCELLED && IS_JOB_CONFIGURING(job_ptr)) {
         job_ptr->job_state &= ~JOB_CONFIGURING;
         release_job(job_ptr);
-        if (failure == FAIL_NODE && first_node) {
-            /* Its agent proved it cannot serve (lifecycle_classify):
-             * it would fail every job. Nothing else drains a node. */
-            char *reason = xstrdup_printf("adafs: %s", error_text);
-            drain_nodes((char *)first_node, reason, slurm_conf.slurm_user_id);
+        struct lc_verdict v = lifecycle_verdict(o->failure, job_ptr->restart_cnt);
+        if (v.drain && o->node) {
+            /* Its agent proved it cannot serve (lifecycle_classify): it
+             * would fail every job. Nothing else drains a node. */
+            char *reason = xstrdup_printf("adafs: %s", o->error);
+            drain_nodes(o->node, reason, slurm_conf.slurm_user_id);
             xfree(reason);
         }
-        /* What may pass was already retried (lifecycle_retry); a job that
-         * already failed on other nodes is likely the cause itself: held,
-         * so it cannot drain node after node. */
-        bool hold = failure == FAIL_USER || failure == FAIL_TRANSIENT || job_ptr->restart_cnt > 0;
-        info("%s: %pJ %s: %s", plugin_type, job_ptr, hold ? "held" : "requeued", error_text);
-        requeue_job(job_ptr, hold, error_text);
-    } else if ((events & LC_FINISHED) && (failure == FAIL_USER || failure == FAIL_TRANSIENT) &&
-               error_text) {
+        info("%s: %pJ %s: %s", plugin_type, job_ptr, v.hold ? "held" : "requeued", o->error);
+        requeue_job(job_ptr, v.hold, o->error);
+    } else if ((o->events & LC_FINISHED) &&
+               (o->failure == FAIL_USER || o->failure == FAIL_TRANSIENT) && o->error) {
         /* After the run (stage-out): the job keeps a note of what failed. */
         xfree(job_ptr->system_comment);
-        job_ptr->system_comment = xstrdup_printf("%s: %s", plugin_type, error_text);
+        job_ptr->system_comment = xstrdup_printf("%s: %s", plugin_type, o->error);
         last_job_update = time(NULL);
     }
+    held("apply", since);
     unlock_slurmctld(job_write_lock);
-}
-
-/* --- the driver thread ------------------------------------------------ */
-
-/* Is an older instance of j's job still on its nodes? A new allocation's
- * instance deploys only once the older ones are gone (torn down, or staged
- * out and torn down), so two never meet on a node. bb_mutex held. */
-static bool waits_for_older(const struct bb_job *j)
-{
-    if (j->phase != PHASE_DEPLOYING)
-        return false;
-    for (const struct bb_job *o = jobs; o; o = o->next)
-        if (o != j && o->job_id == j->job_id && o->superseded && o->phase != PHASE_COMPLETE)
-            return true;
-    return false;
-}
-
-static bool needs_work(const struct bb_job *j)
-{
-    if (j->unreadable || j->unclaimed || waits_for_older(j))
-        return false;
-    return j->phase == PHASE_DEPLOYING || j->phase == PHASE_STAGING_IN ||
-           j->phase == PHASE_STAGING_OUT || j->phase == PHASE_TEARDOWN;
-}
-
-static struct bb_job *find_key(uint64_t key)
-{
-    for (struct bb_job *j = jobs; j; j = j->next)
-        if (j->key == key)
-            return j;
-    return NULL;
-}
-
-/* Which node's problem a FAIL_NODE message names ("node nX: ..."). */
-static char *failed_node(const struct bb_job *j)
-{
-    if (!j->error || strncmp(j->error, "node ", 5) != 0)
-        return NULL;
-    size_t len = strcspn(j->error + 5, ": ");
-    return len ? strndup(j->error + 5, len) : NULL;
-}
-
-/* The record a step works on, taken with bb_mutex held: the step runs
- * without the mutex (it waits on agents), while slurmctld's threads read
- * the record (state saving, bbstat, stage-out tests) and scancel may
- * arrive. So it gets its own error string and node array, the only parts
- * it changes besides plain numbers; the other strings are shared and
- * left alone. 0, or -ENOMEM. */
-static int step_copy(const struct bb_job *j, struct bb_job *work)
-{
-    *work = *j;
-    work->error = j->error ? strdup(j->error) : NULL;
-    work->nodes = malloc((j->nnodes ? j->nnodes : 1) * sizeof(*work->nodes));
-    if ((j->error && !work->error) || !work->nodes) {
-        free(work->error);
-        free(work->nodes);
-        return -ENOMEM;
-    }
-    memcpy(work->nodes, j->nodes, j->nnodes * sizeof(*work->nodes));
-    return 0;
-}
-
-/* scancel (cancel) or the job's end; bb_mutex held, j not busy. */
-static void end_instance(struct bb_job *j, bool cancel, bool hurry)
-{
-    if (cancel)
-        lifecycle_cancel(j, hurry);
-    else
-        lifecycle_job_ended(j, hurry);
-}
-
-/* Puts the step's result back into j (bb_mutex held) and applies what
- * arrived meanwhile; returns events to add. */
-static int step_adopt(struct bb_job *j, struct bb_job *work)
-{
-    struct bb_job kept = *j;
-    free(j->error);
-    free(j->nodes);
-    *j = *work;
-    j->next = kept.next;
-    j->busy = false;
-    j->pending_end = j->pending_cancel = j->pending_hurry = false;
-    if (kept.pending_cancel || kept.pending_end)
-        end_instance(j, kept.pending_cancel, kept.pending_hurry);
-    return kept.pending_cancel || kept.pending_end ? LC_CHANGED : 0;
-}
-
-static void step_one(uint64_t key)
-{
-    slurm_mutex_lock(&bb_mutex);
-    struct bb_job *j = find_key(key);
-    struct bb_job work;
-    if (!j || !needs_work(j) || j->busy || step_copy(j, &work) < 0) {
-        slurm_mutex_unlock(&bb_mutex);
-        return;
-    }
-    j->busy = true;
-    /* A copy for the step: lifecycle reads only its numbers, so a
-     * reconfigure freeing the strings meanwhile does not matter. */
-    struct bb_config cfg = config;
-    slurm_mutex_unlock(&bb_mutex);
-
-    uint32_t job_id = work.job_id;
-    enum bb_phase before = work.phase;
-    int events = lifecycle_step(&work, &cfg);
-
-    slurm_mutex_lock(&bb_mutex);
-    events |= step_adopt(j, &work);
-    enum bb_phase phase = j->phase;
-    enum bb_failure failure = j->failure;
-    char *text = j->error ? strdup(j->error) : NULL;
-    char *node = failure == FAIL_NODE ? failed_node(j) : NULL;
-    bool released = j->released || (events & LC_RELEASE);
-    if (events & LC_RELEASE)
-        j->released = true;
-    if (events & LC_CHANGED)
-        save_state();
-    /* An instance of an older allocation never acts on the job: its newer
-     * instance does. */
-    bool superseded = j->superseded;
-    if (events & LC_FINISHED)
-        pthread_cond_broadcast(&bb_wake);   /* a newer instance may wait for it */
-    slurm_mutex_unlock(&bb_mutex);
-
-    if (!superseded && ((events & (LC_RELEASE | LC_FINISHED)) || phase != before))
-        apply_events(job_id, events, phase, failure, text, released && !(events & LC_RELEASE), node);
-    free(text);
-    free(node);
 }
 
 /* --- walltime predictions ---------------------------------------------- */
@@ -450,20 +352,30 @@ static int collect_finished(void *x, void *arg)
     return 0;
 }
 
+/* The walltime thread: tells the model what happened to jobs, and
+ * retrains it, apart from the driver (a training takes seconds: no job's
+ * deploy waits for it) and from slurmctld's locks (the read lock is held
+ * only to copy the jobs' events out). */
+static pthread_t walltime_thread;
+static bool walltime_running, walltime_stopping;
+static pthread_mutex_t walltime_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t walltime_wake = PTHREAD_COND_INITIALIZER;
+
 /* Until when the model has seen the jobs' lives: after a restart, what it
- * learned before is in its file and is not learned twice. */
+ * learned before is in its file and is not learned twice. Only the
+ * walltime thread uses it once init has set it. */
 static time_t observed_until;
 
 /* Tells the model what happened to jobs since the last call. */
 static void observe_finished_jobs(void)
 {
     time_t now = time(NULL);
-    if (!predict_enabled() || now - observed_until < OBSERVE_EVERY_S)
-        return;
     struct finished f = { .since = observed_until };
     slurmctld_lock_t job_read_lock = { .job = READ_LOCK };
     lock_slurmctld(job_read_lock);
+    uint64_t t0 = clock_us();
     list_for_each(job_list, collect_finished, &f);
+    held("walltime: finished jobs", t0);
     unlock_slurmctld(job_read_lock);
     if (f.dropped)
         error("%s: out of memory: %zu job events not given to the walltime model",
@@ -482,6 +394,26 @@ static void observe_finished_jobs(void)
     free(f.event);
     observed_until = now;
     predict_maintain(false);
+}
+
+static void *walltime_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&walltime_lock);
+    while (!walltime_stopping) {
+        pthread_mutex_unlock(&walltime_lock);
+        if (predict_enabled())
+            observe_finished_jobs();
+        pthread_mutex_lock(&walltime_lock);
+        if (!walltime_stopping) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += OBSERVE_EVERY_S;
+            pthread_cond_timedwait(&walltime_wake, &walltime_lock, &ts);
+        }
+    }
+    pthread_mutex_unlock(&walltime_lock);
+    return NULL;
 }
 
 /* --- after a restart: what the saved instances become ------------------
@@ -530,7 +462,7 @@ static void hold_configuring(job_record_t *job_ptr, enum bb_phase phase)
 
 /* Marks an instance of an earlier allocation of its job: torn down unless
  * it is staging out (its results are not lost), never acting on the job
- * again. bb_mutex held. */
+ * again. drv.lock held. */
 static void supersede(struct bb_job *old, const char *why)
 {
     info("%s: JobId=%u: its instance from an earlier allocation (%s) %s: %s", plugin_type,
@@ -539,19 +471,15 @@ static void supersede(struct bb_job *old, const char *why)
              "stages out and is torn down first" : "is torn down first", why);
     old->superseded = true;
     old->unclaimed = false;
-    bool hurry = old->phase == PHASE_DEPLOYING || old->phase == PHASE_STAGING_IN;
-    if (old->busy) {
-        old->pending_end = true;
-        old->pending_hurry |= hurry;
-    } else {
-        lifecycle_job_ended(old, hurry);
-    }
+    lifecycle_job_ended(old, old->phase == PHASE_DEPLOYING || old->phase == PHASE_STAGING_IN);
+    driver_save(&drv, old);
+    driver_wake(&drv);
 }
 
 /* A job whose saved record could not be read, found still being set up: what
  * its instance left on its nodes is torn down and the job is held with the
  * reason (how far its stage-in got is unknown). Returns the teardown
- * record, or NULL (err) when even that cannot be made. bb_mutex and the job
+ * record, or NULL (err) when even that cannot be made. drv.lock and the job
  * write lock held. */
 static struct bb_job *unreadable_held(job_record_t *job_ptr, const char *why, char *err,
                                       size_t errlen)
@@ -595,24 +523,29 @@ static struct bb_job *unreadable_rebuilt(job_record_t *job_ptr, const char *why)
 
 static void replace_record(struct bb_job *old, struct bb_job *fresh)
 {
-    for (struct bb_job **p = &jobs; *p; p = &(*p)->next)
+    for (struct bb_job **p = &drv.jobs; *p; p = &(*p)->next)
         if (*p == old) {
             fresh->next = old->next;
             *p = fresh;
+            if (drv.store)
+                bb_store_drop(drv.store, old);
+            driver_save(&drv, fresh);
             bb_job_free(old);
             return;
         }
 }
 
-/* The driver's first look after a restart: settles every saved instance
- * bb_p_job_begin() did not claim. Takes the job write lock, then bb_mutex. */
-static void settle_saved(void)
+/* The driver's first look after a restart (its hook): settles every saved
+ * instance bb_p_job_begin() did not claim. Takes the job write lock, then
+ * drv.lock. */
+static void settle_saved(void *arg)
 {
+    (void)arg;
     slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = WRITE_LOCK, .fed = READ_LOCK };
     lock_slurmctld(job_write_lock);
-    slurm_mutex_lock(&bb_mutex);
-    bool changed = false;
-    for (struct bb_job *j = jobs, *next; j; j = next) {
+    uint64_t since = clock_us();
+    slurm_mutex_lock(&drv.lock);
+    for (struct bb_job *j = drv.jobs, *next; j; j = next) {
         next = j->next;
         if (!j->unclaimed && !j->unreadable)
             continue;
@@ -620,7 +553,6 @@ static void settle_saved(void)
         bool configuring = job_ptr && IS_JOB_CONFIGURING(job_ptr) && job_ptr->details;
         bool running = job_ptr && (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)) &&
                        !configuring;
-        changed = true;
         if (j->unreadable) {
             struct bb_job *fresh = NULL;
             char err[1024];
@@ -637,7 +569,7 @@ static void settle_saved(void)
             if (fresh)
                 replace_record(j, fresh);
             else
-                bb_job_remove_key(&jobs, j->key);
+                driver_forget(&drv, j);
             continue;
         }
         if (configuring && same_nodes(j, job_ptr)) {
@@ -653,80 +585,39 @@ static void settle_saved(void)
                      IS_JOB_PENDING(job_ptr) ? "slurmctld restarted with the job pending" :
                      "slurmctld restarted with the job elsewhere or finished");
     }
-    if (changed)
-        save_state();
-    pthread_cond_broadcast(&bb_wake);
-    slurm_mutex_unlock(&bb_mutex);
+    slurm_mutex_unlock(&drv.lock);
+    held("settle saved instances", since);
     unlock_slurmctld(job_write_lock);
-}
-
-static void *driver_main(void *arg)
-{
-    settle_saved();
-    slurm_mutex_lock(&bb_mutex);
-    while (!stopping) {
-        slurm_mutex_unlock(&bb_mutex);
-        observe_finished_jobs();
-        slurm_mutex_lock(&bb_mutex);
-        size_t n = 0, cap = 16;
-        uint64_t *ids = malloc(cap * sizeof(*ids));
-        time_t now = time(NULL);
-        for (struct bb_job **p = &jobs; *p && ids;) {
-            struct bb_job *j = *p;
-            if (j->phase == PHASE_COMPLETE && now - j->t_done > KEEP_COMPLETE_S) {
-                *p = j->next;
-                bb_job_free(j);
-                save_state();
-                continue;
-            }
-            if (needs_work(j)) {
-                if (n == cap) {
-                    uint64_t *grown = realloc(ids, (cap *= 2) * sizeof(*ids));
-                    if (!grown)
-                        break;
-                    ids = grown;
-                }
-                ids[n++] = j->key;
-            }
-            p = &j->next;
-        }
-        slurm_mutex_unlock(&bb_mutex);
-        for (size_t i = 0; i < n; i++)
-            step_one(ids[i]);
-        free(ids);
-        slurm_mutex_lock(&bb_mutex);
-        if (!stopping) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += n ? 0 : 1;
-            ts.tv_nsec += n ? 200000000 : 0;   /* busy jobs: poll staging 5x/s */
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&bb_wake, &bb_mutex, &ts);
-        }
-    }
-    slurm_mutex_unlock(&bb_mutex);
-    return NULL;
+    driver_wake(&drv);
 }
 
 /* --- plugin entry points ---------------------------------------------- */
 
+static void send_to_agents(void *ctx, struct agent_call *call)
+{
+    agent_link_send(ctx, call);
+}
+
+static void send_to_agents_many(void *ctx, struct agent_call **calls, size_t n)
+{
+    agent_link_send_many(ctx, calls, n);
+}
+
 extern int init(void)
 {
     log_set_sink(log_to_slurm);
+    driver_init(&drv);
     if (load_config(true) != SLURM_SUCCESS)
         return SLURM_ERROR;
-    slurm_mutex_lock(&bb_mutex);
-    const char *dir = config.state_dir ? config.state_dir : slurm_conf.state_save_location;
+    slurm_mutex_lock(&drv.lock);
+    const char *dir = drv.config.state_dir ? drv.config.state_dir : slurm_conf.state_save_location;
     state_file = xstrdup_printf("%s/adafs_state", dir);
     /* adafs 0.x kept a JSON table: read once, then saved in the new form. */
     char *old_file = xstrdup_printf("%s/adafs_state.json", dir);
     bool from_old = access(state_file, F_OK) < 0 && access(old_file, F_OK) == 0;
     const char *load_from = from_old ? old_file : state_file;
     char err[1024];
-    int lost = bb_job_load(load_from, &jobs, err, sizeof(err));
+    int lost = bb_job_load(load_from, &drv.jobs, err, sizeof(err));
     if (lost < 0) {
         /* Nothing in it could be read. Refusing to start would stop every
          * job on the cluster; the Epilogs still tear down what its
@@ -741,7 +632,7 @@ extern int init(void)
         error("%s: %s", plugin_type, err);
     }
     size_t n = 0;
-    for (struct bb_job *j = jobs; j; j = j->next) {
+    for (struct bb_job *j = drv.jobs; j; j = j->next) {
         n++;
         if (j->unreadable)
             error("%s: JobId=%u: %s: the job is held if still being set up, rebuilt if "
@@ -751,8 +642,27 @@ extern int init(void)
                   j->phase == PHASE_TEARDOWN))
             j->unclaimed = true;
     }
+    /* The table is written afresh, compacted, as the journal from now on. */
+    drv.store = bb_store_open(state_file, drv.jobs, err, sizeof(err));
+    if (!drv.store) {
+        error("%s: %s", plugin_type, err);
+        slurm_mutex_unlock(&drv.lock);
+        xfree(old_file);
+        return SLURM_ERROR;
+    }
+    /* One kept session per agent, for all the requests to it. */
+    agents_munge_socket = drv.config.munge_socket ? strdup(drv.config.munge_socket) : NULL;
+    munge_auth_init(&agents_auth, agents_munge_socket);
+    struct agent_link_config link_cfg = { .auth = &agents_auth };
+    if (!(agents = agent_link_new(&link_cfg, err, sizeof(err)))) {
+        error("%s: %s", plugin_type, err);
+        slurm_mutex_unlock(&drv.lock);
+        xfree(old_file);
+        return SLURM_ERROR;
+    }
+    drv.transport = (struct lc_transport){ send_to_agents, agents, send_to_agents_many };
+    drv.hooks = (struct bb_driver_hooks){ .first = settle_saved, .apply = apply_outcome };
     if (from_old && lost >= 0) {
-        save_state();
         char *done = xstrdup_printf("%s.read", old_file);
         if (rename(old_file, done) < 0)
             error("%s: rename %s: %m", plugin_type, old_file);
@@ -762,46 +672,57 @@ extern int init(void)
         xfree(done);
     }
     xfree(old_file);
-    stopping = false;
-    if (config.walltime_model &&
-        predict_open(config.walltime_model, config.walltime_miss_rate, err, sizeof(err)) < 0)
+    if (drv.config.walltime_model &&
+        predict_open(drv.config.walltime_model, drv.config.walltime_miss_rate, err, sizeof(err)) < 0)
         error("%s: walltime predictions are OFF: %s", plugin_type, err);
     observed_until = predict_enabled() ? predict_last_end() : 0;
-    if (!config.sysmap_db)
+    if (!drv.config.sysmap_db)
         info("%s: no AdafsSysmapDB: servers use AdafsStoragePath=%s and AdafsNodeCapacity",
-             plugin_type, config.storage_path);
-    else if (placement_open(config.sysmap_db, err, sizeof(err)) < 0)
+             plugin_type, drv.config.storage_path);
+    else if (placement_open(drv.config.sysmap_db, err, sizeof(err)) < 0)
         error("%s: sysmap database unusable, using AdafsStoragePath=%s: %s", plugin_type,
-              config.storage_path, err);
-    slurm_mutex_unlock(&bb_mutex);
-    slurm_thread_create(&driver, driver_main, NULL);
-    driver_running = true;
+              drv.config.storage_path, err);
+    slurm_mutex_unlock(&drv.lock);
+    int rc = driver_start(&drv);
+    if (rc != 0) {
+        error("%s: cannot start the driver thread: %s", plugin_type, strerror(rc));
+        return SLURM_ERROR;
+    }
+    walltime_stopping = false;
+    walltime_running = pthread_create(&walltime_thread, NULL, walltime_main, NULL) == 0;
     info("%s: init: adafs %s, directive #%s, chunk %"PRIu64" bytes, agents on port %s%d, %zu saved instances",
-         plugin_type, PACKAGE_VERSION_ADAFS, config.directive, config.chunk_size,
-         config.agent_port_offset ? "slurmd+" : "",
-         config.agent_port_offset ? config.agent_port_offset : config.agent_port, n);
+         plugin_type, PACKAGE_VERSION_ADAFS, drv.config.directive, drv.config.chunk_size,
+         drv.config.agent_port_offset ? "slurmd+" : "",
+         drv.config.agent_port_offset ? drv.config.agent_port_offset : drv.config.agent_port, n);
     return SLURM_SUCCESS;
 }
 
 extern int fini(void)
 {
-    slurm_mutex_lock(&bb_mutex);
-    stopping = true;
-    pthread_cond_broadcast(&bb_wake);
-    slurm_mutex_unlock(&bb_mutex);
-    if (driver_running)
-        pthread_join(driver, NULL);
-    driver_running = false;
-    slurm_mutex_lock(&bb_mutex);
-    save_state();
-    while (jobs) {
-        struct bb_job *j = jobs;
-        jobs = j->next;
+    pthread_mutex_lock(&walltime_lock);
+    walltime_stopping = true;
+    pthread_cond_broadcast(&walltime_wake);
+    pthread_mutex_unlock(&walltime_lock);
+    if (walltime_running)
+        pthread_join(walltime_thread, NULL);
+    walltime_running = false;
+    driver_stop(&drv);
+    /* Requests in flight end (cancelled) before the records they belong to. */
+    agent_link_free(agents);
+    agents = NULL;
+    slurm_mutex_lock(&drv.lock);
+    bb_store_close(drv.store);
+    drv.store = NULL;
+    while (drv.jobs) {
+        struct bb_job *j = drv.jobs;
+        drv.jobs = j->next;
         bb_job_free(j);
     }
-    bb_config_free(&config);
+    bb_config_free(&drv.config);
     xfree(state_file);
-    slurm_mutex_unlock(&bb_mutex);
+    free(agents_munge_socket);
+    agents_munge_socket = NULL;
+    slurm_mutex_unlock(&drv.lock);
     if (predict_enabled())
         predict_maintain(true);
     predict_close();
@@ -812,7 +733,7 @@ extern int fini(void)
 
 extern uint64_t bb_p_get_system_size(void)
 {
-    return config.total_capacity / (1024 * 1024);   /* MB, as Slurm expects */
+    return drv.config.total_capacity / (1024 * 1024);   /* MB, as Slurm expects */
 }
 
 extern int bb_p_load_state(bool init_config)
@@ -831,28 +752,47 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
             return xstrdup_printf("%s: '%s' is not a job id\n", plugin_type, argv[0]);
         only = (uint32_t)id;
     }
-    slurm_mutex_lock(&bb_mutex);
-    if (config.flags & BBCONF_PRIVATE_DATA) {
+    slurm_mutex_lock(&drv.lock);
+    if (drv.config.flags & BBCONF_PRIVATE_DATA) {
         /* Slurm does not say who asks for bbstat: with PrivateData nobody
          * sees other jobs' users, servers or errors (which name paths). */
         size_t active = 0;
-        for (struct bb_job *j = jobs; j; j = j->next)
+        for (struct bb_job *j = drv.jobs; j; j = j->next)
             active += j->phase != PHASE_COMPLETE;
         char *out = xstrdup_printf("%s: per-job status is private (Flags=PrivateData); %zu "
                                    "instances active. Users: scontrol show job; administrators: "
                                    "%s and slurmctld's log\n", plugin_type, active,
                                    state_file ? state_file : "the plugin's state file");
-        slurm_mutex_unlock(&bb_mutex);
+        slurm_mutex_unlock(&drv.lock);
         return out;
     }
-    char *text = bb_status_text(jobs, only);
-    char *qos = config.qos.paths ? bb_qos_text(config.qos.state_dir, only) : NULL;
-    slurm_mutex_unlock(&bb_mutex);
+    uint64_t since = clock_us();
+    char *text = bb_status_text(drv.jobs, only);
+    driver_lock_note(&drv.held, "bbstat", clock_us() - since);
+    struct bb_lock_stats table = drv.held;
+    /* qosd's status file is read off the table lock. */
+    char *qos_dir = drv.config.qos.paths && drv.config.qos.state_dir ?
+                    strdup(drv.config.qos.state_dir) : NULL;
+    slurm_mutex_unlock(&drv.lock);
+    char *qos = qos_dir ? bb_qos_text(qos_dir, only) : NULL;
+    free(qos_dir);
     char *out = xstrdup(text ? text : "out of memory\n");
     free(text);
     if (qos)
         xstrcat(out, qos);
     free(qos);
+    if (!only) {
+        /* For administrators and the benchmarks: nothing of the plugin
+         * should keep slurmctld's job lock long. */
+        pthread_mutex_lock(&held_lock);
+        struct bb_lock_stats job = held_stats;
+        pthread_mutex_unlock(&held_lock);
+        xstrfmtcat(out, "Plugin: JobLockHeldMaxUs=%"PRIu64"(%s) JobLockHolds=%"PRIu64
+                   " JobLockHeldMeanUs=%"PRIu64" TableLockHeldMaxUs=%"PRIu64"(%s)\n",
+                   job.max_us, job.max_where ? job.max_where : "-", job.holds,
+                   job.holds ? job.total_us / job.holds : 0, table.max_us,
+                   table.max_where ? table.max_where : "-");
+    }
     struct walltime_prediction p;
     if (only && predict_lookup(only, &p))
         xstrfmtcat(out, "JobId=%u Walltime: Median=%.0fs Conservative=%.0fs Group=%s "
@@ -872,42 +812,42 @@ extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
 {
     uint32_t flags = 0, count = 0;
     uint64_t used = 0;
-    slurm_mutex_lock(&bb_mutex);
-    if (config.flags & BBCONF_PRIVATE_DATA)
+    slurm_mutex_lock(&drv.lock);
+    if (drv.config.flags & BBCONF_PRIVATE_DATA)
         flags |= BB_FLAG_PRIVATE_DATA;
-    if (config.flags & BBCONF_TEARDOWN_FAILURE)
+    if (drv.config.flags & BBCONF_TEARDOWN_FAILURE)
         flags |= BB_FLAG_TEARDOWN_FAILURE;
-    bool see_all = !(config.flags & BBCONF_PRIVATE_DATA) || validate_operator(uid);
-    for (struct bb_job *j = jobs; j; j = j->next)
+    bool see_all = !(drv.config.flags & BBCONF_PRIVATE_DATA) || validate_operator(uid);
+    for (struct bb_job *j = drv.jobs; j; j = j->next)
         if (j->phase != PHASE_COMPLETE) {
             used += j->node_capacity * j->nnodes;
             if (see_all || j->uid == uid)
                 count++;
         }
     packstr("adafs", buffer);
-    packstr(config.allow_users_str, buffer);
+    packstr(drv.config.allow_users_str, buffer);
     packstr(NULL, buffer);                      /* create_buffer */
     packstr(NULL, buffer);                      /* default_pool */
-    packstr(config.deny_users_str, buffer);
+    packstr(drv.config.deny_users_str, buffer);
     packstr(NULL, buffer);                      /* destroy_buffer */
     pack32(flags, buffer);
     packstr(NULL, buffer);                      /* get_sys_state */
     packstr(NULL, buffer);                      /* get_sys_status */
-    pack64(config.chunk_size, buffer);          /* granularity */
+    pack64(drv.config.chunk_size, buffer);          /* granularity */
     pack32(0, buffer);                          /* pool count */
-    pack32(config.other_timeout, buffer);
+    pack32(drv.config.other_timeout, buffer);
     packstr(NULL, buffer);                      /* start_stage_in */
     packstr(NULL, buffer);                      /* start_stage_out */
     packstr(NULL, buffer);                      /* stop_stage_in */
     packstr(NULL, buffer);                      /* stop_stage_out */
-    pack32(config.stage_in_timeout, buffer);
-    pack32(config.stage_out_timeout, buffer);
-    pack64(config.total_capacity, buffer);      /* total_space */
+    pack32(drv.config.stage_in_timeout, buffer);
+    pack32(drv.config.stage_out_timeout, buffer);
+    pack64(drv.config.total_capacity, buffer);      /* total_space */
     pack64(used, buffer);                       /* unfree_space */
     pack64(used, buffer);                       /* used_space */
-    pack32(config.other_timeout, buffer);       /* validate_timeout */
+    pack32(drv.config.other_timeout, buffer);       /* validate_timeout */
     pack32(count, buffer);                      /* buffer records */
-    for (struct bb_job *j = jobs; j; j = j->next) {
+    for (struct bb_job *j = drv.jobs; j; j = j->next) {
         if (j->phase == PHASE_COMPLETE || !(see_all || j->uid == uid))
             continue;
         packstr(NULL, buffer);                  /* account */
@@ -924,7 +864,7 @@ extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
         pack32(j->uid, buffer);
     }
     pack32(0, buffer);                          /* usage records */
-    slurm_mutex_unlock(&bb_mutex);
+    slurm_mutex_unlock(&drv.lock);
     return SLURM_SUCCESS;
 }
 
@@ -947,13 +887,13 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
     struct bb_request req = { 0 };
     char err[1024];
 
-    slurm_mutex_lock(&bb_mutex);
-    char *prefix = xstrdup(config.directive);
-    uint64_t node_capacity = config.node_capacity;
-    uint64_t site_bw = config.max_bandwidth, site_mdops = config.max_mdops;
-    struct qos_limits site_qos_max = config.qos.max;
-    bool site_qos = config.qos.paths != NULL;
-    slurm_mutex_unlock(&bb_mutex);
+    slurm_mutex_lock(&drv.lock);
+    char *prefix = xstrdup(drv.config.directive);
+    uint64_t node_capacity = drv.config.node_capacity;
+    uint64_t site_bw = drv.config.max_bandwidth, site_mdops = drv.config.max_mdops;
+    struct qos_limits site_qos_max = drv.config.qos.max;
+    bool site_qos = drv.config.qos.paths != NULL;
+    slurm_mutex_unlock(&drv.lock);
 
     int found = directive_parse(prefix, job_desc->script, job_desc->burst_buffer,
                                 &req, err, sizeof(err));
@@ -993,12 +933,12 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
         rc = ESLURM_BURST_BUFFER_PERMISSION;
         goto out;
     }
-    slurm_mutex_lock(&bb_mutex);
-    if (bb_config_check_user(&config, job_desc->user_id, err, sizeof(err)) < 0) {
+    slurm_mutex_lock(&drv.lock);
+    if (bb_config_check_user(&drv.config, job_desc->user_id, err, sizeof(err)) < 0) {
         *err_msg = xstrdup(err);
         rc = ESLURM_BURST_BUFFER_PERMISSION;
     }
-    slurm_mutex_unlock(&bb_mutex);
+    slurm_mutex_unlock(&drv.lock);
     if (rc != SLURM_SUCCESS)
         goto out;
 
@@ -1066,7 +1006,7 @@ out:
 }
 
 /* Every job, with or without a burst buffer, gets run-time estimates. */
-extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg)
+static int job_validate2(job_record_t *job_ptr, char **err_msg)
 {
     if (!predict_enabled())
         return SLURM_SUCCESS;
@@ -1080,11 +1020,11 @@ extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg)
         debug("%s: %pJ: no walltime prediction: %s", plugin_type, job_ptr, err);
         return SLURM_SUCCESS;
     }
-    slurm_mutex_lock(&bb_mutex);
-    bool set_time_min = config.walltime_set_time_min;
-    uint32_t margin = config.walltime_margin;
-    char where = config.walltime_comment[0];   /* 'a'dmin_comment, 'c'omment, 'n'one */
-    slurm_mutex_unlock(&bb_mutex);
+    slurm_mutex_lock(&drv.lock);
+    bool set_time_min = drv.config.walltime_set_time_min;
+    uint32_t margin = drv.config.walltime_margin;
+    char where = drv.config.walltime_comment[0];   /* 'a'dmin_comment, 'c'omment, 'n'one */
+    slurm_mutex_unlock(&drv.lock);
     char *note = xstrdup_printf("adafs-walltime: median=%.0fs conservative=%.0fs group=%s",
                                 p.median_s, p.conservative_s, walltime_group_name(p.group));
     char **field = where == 'a' ? &job_ptr->admin_comment : where == 'c' ? &job_ptr->comment : NULL;
@@ -1107,6 +1047,15 @@ extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg)
     debug("%s: %pJ %s", plugin_type, job_ptr, note);
     xfree(note);
     return SLURM_SUCCESS;
+}
+
+/* Called with slurmctld's job lock: timed. */
+extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg)
+{
+    uint64_t since = clock_us();
+    int rc = job_validate2(job_ptr, err_msg);
+    held("bb_p_job_validate2", since);
+    return rc;
 }
 
 extern void bb_p_job_set_tres_cnt(job_record_t *job_ptr, uint64_t *tres_cnt, bool locked)
@@ -1155,15 +1104,15 @@ static void add_env(job_record_t *job_ptr, const char *name, const char *value)
 static void add_qos_env(job_record_t *job_ptr, bool preload)
 {
     char *env[3];
-    int n = qos_conf_job_env(&config.qos, env);
+    int n = qos_conf_job_env(&drv.config.qos, env);
     for (int i = 0; i < n; i++) {
         char *eq = strchr(env[i], '=');
         *eq = '\0';
         add_env(job_ptr, env[i], eq + 1);
         free(env[i]);
     }
-    if (n && preload && config.preload && config.preload[0])
-        add_env(job_ptr, "LD_PRELOAD", config.preload);
+    if (n && preload && drv.config.preload && drv.config.preload[0])
+        add_env(job_ptr, "LD_PRELOAD", drv.config.preload);
 }
 
 /* True when the job asks for I/O quality of service only. */
@@ -1171,7 +1120,7 @@ static bool qos_only(const job_record_t *job_ptr)
 {
     struct bb_request req = { 0 };
     char err[256];
-    bool only = directive_parse(config.directive, NULL, job_ptr->burst_buffer, &req, err,
+    bool only = directive_parse(drv.config.directive, NULL, job_ptr->burst_buffer, &req, err,
                                 sizeof(err)) > 0 && bb_request_qos_only(&req);
     bb_request_free(&req);
     return only;
@@ -1183,8 +1132,8 @@ static void set_job_env(job_record_t *job_ptr, const struct bb_job *j)
     add_env(job_ptr, "ADAFS_MOUNT", j->mount);
     add_env(job_ptr, "ADAFS_INSTANCE", j->instance_path);
     /* access=fuse: every program goes through the kernel mount. */
-    if (config.preload && config.preload[0] && j->req.access != BB_ACCESS_FUSE)
-        add_env(job_ptr, "LD_PRELOAD", config.preload);
+    if (drv.config.preload && drv.config.preload[0] && j->req.access != BB_ACCESS_FUSE)
+        add_env(job_ptr, "LD_PRELOAD", drv.config.preload);
 }
 
 /* Expands %-symbols in every stage path of req for this job. */
@@ -1224,7 +1173,7 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
     char *user = uid_to_string_or_null(job_ptr->user_id);
     j->user = strdup(user ? user : "");
     xfree(user);
-    if (directive_parse(config.directive, NULL, job_ptr->burst_buffer, &j->req, err, errlen) < 0) {
+    if (directive_parse(drv.config.directive, NULL, job_ptr->burst_buffer, &j->req, err, errlen) < 0) {
         *users_fault = true;
         bb_job_free(j);
         return NULL;
@@ -1236,11 +1185,11 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
         node_record_t *node_ptr = node_record_table_ptr[i];
         if (!node_ptr || !bit_test(job_ptr->node_bitmap, i))
             continue;
-        int port = config.agent_port_offset ? node_ptr->port + config.agent_port_offset
-                                            : config.agent_port;
+        int port = drv.config.agent_port_offset ? node_ptr->port + drv.config.agent_port_offset
+                                            : drv.config.agent_port;
         struct node_place place;
         char why[512];
-        placement_node(node_ptr->name, config.storage_path, &place, why, sizeof(why));
+        placement_node(node_ptr->name, drv.config.storage_path, &place, why, sizeof(why));
         if (why[0])
             info("%s: %pJ: %s", plugin_type, job_ptr, why);
         if (place.from_sysmap && place.available &&
@@ -1253,36 +1202,37 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
                                           .numa_node = place.numa_node };
     }
     j->nnodes = k;
-    uint64_t capacity = j->req.capacity ? j->req.capacity : config.default_capacity;
+    uint64_t capacity = j->req.capacity ? j->req.capacity : drv.config.default_capacity;
     j->node_capacity = (capacity + k - 1) / (k ? k : 1);
-    if (j->node_capacity > config.node_capacity) {
+    if (j->node_capacity > drv.config.node_capacity) {
         /* Checked at submit for the nodes asked then; the owner may have
          * shrunk the job since (scontrol update NumNodes). */
         snprintf(err, errlen, "capacity=%"PRIu64" on %zu node(s) needs %"PRIu64" bytes per node, "
                  "more than AdafsNodeCapacity=%"PRIu64, capacity, k, j->node_capacity,
-                 config.node_capacity);
+                 drv.config.node_capacity);
         *users_fault = true;
         bb_job_free(j);
         return NULL;
     }
-    j->chunk_size = j->req.chunk_size ? j->req.chunk_size : config.chunk_size;
+    j->chunk_size = j->req.chunk_size ? j->req.chunk_size : drv.config.chunk_size;
     /* Fixed now: a later change of the site's default leaves the job as it began. */
     if (!j->req.access)
-        j->req.access = config.access;
-    uint8_t secret[32];
-    if (getrandom(secret, sizeof(secret), 0) != sizeof(secret)) {
-        snprintf(err, errlen, "getrandom: %s", strerror(errno));
+        j->req.access = drv.config.access;
+    uint8_t secret[INSTANCE_SECRET_SIZE];
+    int rc = secret_generate(secret);
+    if (rc < 0) {
+        snprintf(err, errlen, "getrandom: %s", strerror(-rc));
         bb_job_free(j);
         return NULL;
     }
-    for (size_t i = 0; i < sizeof(secret); i++)
-        snprintf(j->secret_hex + 2 * i, 3, "%02x", secret[i]);
-    j->storage = strdup(config.storage_path);
-    if (asprintf(&j->mount, "%s/%u", config.mount_prefix, job_ptr->job_id) < 0)
-        j->mount = NULL;
-    /* Beside the mount point: the same path on every node (see the agent). */
-    if (asprintf(&j->instance_path, "%s/.job.%u.instance", config.mount_prefix, job_ptr->job_id) < 0)
-        j->instance_path = NULL;
+    secret_to_hex(secret, j->secret_hex);
+    j->storage = strdup(drv.config.storage_path);
+    char path[PATH_MAX];
+    if (instance_mount_path(path, sizeof(path), drv.config.mount_prefix, job_ptr->job_id) == 0)
+        j->mount = strdup(path);
+    if (instance_file_path(path, sizeof(path), drv.config.mount_prefix, job_ptr->job_id,
+                           INSTANCE_FILE) == 0)
+        j->instance_path = strdup(path);
     if (expand_symbols(job_ptr, &j->req, j->user, k ? j->nodes[0].name : "") < 0 ||
         !j->mount || !j->instance_path || !j->storage) {
         snprintf(err, errlen, "out of memory");
@@ -1296,7 +1246,7 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
 
 /* bb_p_job_begin() for a job that already has a record: 1 when that settled
  * it (held again, or let go on), 0 when a new instance is to be made, -1
- * (reason set) when the job cannot begin now. bb_mutex held. */
+ * (reason set) when the job cannot begin now. drv.lock held. */
 static int begin_again(job_record_t *job_ptr, struct bb_job *old)
 {
     /* Pending: a new allocation. Not pending: slurmctld restarted and
@@ -1313,15 +1263,14 @@ static int begin_again(job_record_t *job_ptr, struct bb_job *old)
         }
         error("%s: %pJ: %s", plugin_type, job_ptr, j->error);
         replace_record(old, j);
-        save_state();
-        pthread_cond_broadcast(&bb_wake);
+        driver_wake(&drv);
         hold_configuring(job_ptr, PHASE_TEARDOWN);
         return 1;
     }
     if (old->unreadable) {
         info("%s: %pJ: its unreadable saved record (%s) is of an earlier allocation: "
              "starting afresh", plugin_type, job_ptr, old->unreadable);
-        bb_job_remove_key(&jobs, old->key);
+        driver_forget(&drv, old);
         return 0;
     }
     if (restart && !old->superseded && same_nodes(old, job_ptr)) {
@@ -1340,7 +1289,7 @@ static int begin_again(job_record_t *job_ptr, struct bb_job *old)
                  job_ptr, bb_phase_name(old->phase),
                  old->phase == PHASE_TEARDOWN ? "it is torn down" : "its stage-in is done");
             old->unclaimed = false;
-            pthread_cond_broadcast(&bb_wake);
+            driver_wake(&drv);
             /* Slurm saved them with the job; set again all the same. */
             set_job_env(job_ptr, old);
             hold_configuring(job_ptr, old->phase);
@@ -1348,7 +1297,7 @@ static int begin_again(job_record_t *job_ptr, struct bb_job *old)
         }
     }
     if (old->phase == PHASE_COMPLETE && !old->superseded) {
-        bb_job_remove_key(&jobs, old->key);   /* a requeued job's finished record */
+        driver_forget(&drv, old);   /* a requeued job's finished record */
         return 0;
     }
     if (old->phase != PHASE_COMPLETE && !old->superseded)
@@ -1359,7 +1308,7 @@ static int begin_again(job_record_t *job_ptr, struct bb_job *old)
 
 /* The nodes are known: hold the job while its file system deploys and
  * stages in. Called with the job write lock held. */
-extern int bb_p_job_begin(job_record_t *job_ptr)
+static int job_begin(job_record_t *job_ptr)
 {
     if (!has_bb(job_ptr))
         return SLURM_SUCCESS;
@@ -1368,43 +1317,52 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
         return SLURM_ERROR;
     }
     char err[1024];
-    slurm_mutex_lock(&bb_mutex);
+    slurm_mutex_lock(&drv.lock);
     if (qos_only(job_ptr)) {
         /* No file system to deploy: only its processes' QoS settings. */
         add_qos_env(job_ptr, true);
-        slurm_mutex_unlock(&bb_mutex);
+        slurm_mutex_unlock(&drv.lock);
         info("%s: %pJ asks for I/O quality of service only: no file system", plugin_type, job_ptr);
         return SLURM_SUCCESS;
     }
-    struct bb_job *old = bb_job_find(jobs, job_ptr->job_id);
+    struct bb_job *old = bb_job_find(drv.jobs, job_ptr->job_id);
     int settled = old ? begin_again(job_ptr, old) : 0;
     if (settled) {
-        slurm_mutex_unlock(&bb_mutex);
+        slurm_mutex_unlock(&drv.lock);
         return settled > 0 ? SLURM_SUCCESS : SLURM_ERROR;
     }
     bool users_fault;
     struct bb_job *j = new_instance(job_ptr, err, sizeof(err), &users_fault);
     if (!j) {
-        slurm_mutex_unlock(&bb_mutex);
+        slurm_mutex_unlock(&drv.lock);
         error("%s: %pJ: %s", plugin_type, job_ptr, err);
         if (users_fault)
             job_ptr->priority = 0;   /* held: retrying cannot help until the user changes it */
         set_reason(job_ptr, err);
         return SLURM_ERROR;
     }
-    j->next = jobs;
-    jobs = j;
-    save_state();
+    j->next = drv.jobs;
+    drv.jobs = j;
+    driver_save(&drv, j);
     set_job_env(job_ptr, j);
     add_qos_env(job_ptr, false);
     info("%s: %pJ begins on %s: deploying %zu servers of %"PRIu64" bytes%s", plugin_type,
          job_ptr, job_ptr->job_resrcs->nodes, j->nnodes, j->node_capacity,
-         waits_for_older(j) ? " once its earlier instance is gone" : "");
-    pthread_cond_broadcast(&bb_wake);
-    slurm_mutex_unlock(&bb_mutex);
+         driver_waits_for_older(&drv, j) ? " once its earlier instance is gone" : "");
+    driver_wake(&drv);
+    slurm_mutex_unlock(&drv.lock);
 
     hold_configuring(job_ptr, PHASE_DEPLOYING);
     return SLURM_SUCCESS;
+}
+
+/* Called with slurmctld's job lock: timed. */
+extern int bb_p_job_begin(job_record_t *job_ptr)
+{
+    uint64_t since = clock_us();
+    int rc = job_begin(job_ptr);
+    held("bb_p_job_begin", since);
+    return rc;
 }
 
 extern int bb_p_job_revoke_alloc(job_record_t *job_ptr)
@@ -1414,35 +1372,41 @@ extern int bb_p_job_revoke_alloc(job_record_t *job_ptr)
 
 static void request(job_record_t *job_ptr, bool ended, bool hurry)
 {
-    slurm_mutex_lock(&bb_mutex);
-    struct bb_job *j = bb_job_find(jobs, job_ptr->job_id);
+    slurm_mutex_lock(&drv.lock);
+    struct bb_job *j = bb_job_find(drv.jobs, job_ptr->job_id);
     if (j && j->unreadable) {
         /* Not settled yet (the driver's first look after a restart). */
         info("%s: %pJ ended; its saved record was unreadable (%s): its nodes' Epilogs "
              "tear down what is left", plugin_type, job_ptr, j->unreadable);
-        bb_job_remove_key(&jobs, j->key);
-        save_state();
-    } else if (j && j->busy) {
-        /* The driver is stepping it: applied when the step is put back. */
-        if (ended)
-            j->pending_end = true;
-        else
-            j->pending_cancel = true;
-        j->pending_hurry |= hurry;
+        driver_forget(&drv, j);
     } else if (j) {
+        /* Applied at once: requests in flight for the phase left are
+         * dropped as they come back. */
         j->unclaimed = false;   /* ended before the driver's first look: just tear down */
-        end_instance(j, !ended, hurry);
-        save_state();
-        pthread_cond_broadcast(&bb_wake);
+        if (ended)
+            lifecycle_job_ended(j, hurry);
+        else
+            lifecycle_cancel(j, hurry);
+        driver_save(&drv, j);
+        driver_wake(&drv);
     }
-    slurm_mutex_unlock(&bb_mutex);
+    slurm_mutex_unlock(&drv.lock);
 }
 
-extern int bb_p_job_start_stage_out(job_record_t *job_ptr)
+static int job_start_stage_out(job_record_t *job_ptr)
 {
     if (has_bb(job_ptr))
         request(job_ptr, true, false);
     return SLURM_SUCCESS;
+}
+
+/* Called with slurmctld's job lock: timed. */
+extern int bb_p_job_start_stage_out(job_record_t *job_ptr)
+{
+    uint64_t since = clock_us();
+    int rc = job_start_stage_out(job_ptr);
+    held("bb_p_job_start_stage_out", since);
+    return rc;
 }
 
 extern int bb_p_job_test_post_run(job_record_t *job_ptr)
@@ -1451,23 +1415,41 @@ extern int bb_p_job_test_post_run(job_record_t *job_ptr)
 }
 
 /* 1 when stage-out and teardown are over (or there was nothing), else 0. */
-extern int bb_p_job_test_stage_out(job_record_t *job_ptr)
+static int job_test_stage_out(job_record_t *job_ptr)
 {
     if (!has_bb(job_ptr))
         return 1;
-    slurm_mutex_lock(&bb_mutex);
-    struct bb_job *j = bb_job_find(jobs, job_ptr->job_id);
+    slurm_mutex_lock(&drv.lock);
+    struct bb_job *j = bb_job_find(drv.jobs, job_ptr->job_id);
     int rc = !j || j->phase == PHASE_COMPLETE ? 1 : 0;
-    slurm_mutex_unlock(&bb_mutex);
+    slurm_mutex_unlock(&drv.lock);
     return rc;
 }
 
-extern int bb_p_job_cancel(job_record_t *job_ptr)
+/* Called with slurmctld's job lock: timed. */
+extern int bb_p_job_test_stage_out(job_record_t *job_ptr)
+{
+    uint64_t since = clock_us();
+    int rc = job_test_stage_out(job_ptr);
+    held("bb_p_job_test_stage_out", since);
+    return rc;
+}
+
+static int job_cancel(job_record_t *job_ptr)
 {
     /* scancel --hurry: no stage-out. */
     if (has_bb(job_ptr))
         request(job_ptr, false, job_ptr->bit_flags & JOB_KILL_HURRY);
     return SLURM_SUCCESS;
+}
+
+/* Called with slurmctld's job lock: timed. */
+extern int bb_p_job_cancel(job_record_t *job_ptr)
+{
+    uint64_t since = clock_us();
+    int rc = job_cancel(job_ptr);
+    held("bb_p_job_cancel", since);
+    return rc;
 }
 
 extern int bb_p_run_script(char *func, uint32_t job_id, uint32_t argc, char **argv,

@@ -220,13 +220,7 @@ static int parse_options(struct parser *p, const struct origin *o,
 static int parse_type(struct parser *p, const struct origin *o, const char *value,
                       enum stage_type *type)
 {
-    if (strcmp(value, "file") == 0)
-        *type = STAGE_FILE;
-    else if (strcmp(value, "directory") == 0)
-        *type = STAGE_DIRECTORY;
-    else if (strcmp(value, "list") == 0)
-        *type = STAGE_LIST;
-    else
+    if (stage_type_parse(value, type) < 0)
         return fail(p, o, "unknown type '%s' (known: file, directory, list)", value);
     return 0;
 }
@@ -448,16 +442,6 @@ void bb_request_free(struct bb_request *req)
     }
     free(req->stages);
     *req = (struct bb_request){ 0 };
-}
-
-const char *stage_type_name(enum stage_type type)
-{
-    switch (type) {
-    case STAGE_FILE: return "file";
-    case STAGE_DIRECTORY: return "directory";
-    case STAGE_LIST: return "list";
-    }
-    return "?";
 }
 
 /* Quotes a value when it holds what the tokenizer would split at (any

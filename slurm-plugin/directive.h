@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "qos_limits.h"
+#include "stage_type.h"
 
 #define DIRECTIVE_DEFAULT_PREFIX "BB_ADAFS"
 
@@ -30,7 +31,6 @@ enum stage_direction { STAGE_IN, STAGE_OUT };
  * interposer, a FUSE kernel mount at the mount point, or both (the
  * interposer for the programs it reaches, the mount for the rest). */
 enum bb_access { BB_ACCESS_UNSET = 0, BB_ACCESS_PRELOAD, BB_ACCESS_FUSE, BB_ACCESS_BOTH };
-enum stage_type { STAGE_FILE, STAGE_DIRECTORY, STAGE_LIST };
 
 struct stage_spec {
     enum stage_direction direction;
@@ -94,8 +94,6 @@ struct symbol_values {
 
 /* Replaces %-symbols in text; returns a malloc'd string or NULL on ENOMEM. */
 char *directive_expand(const char *text, const struct symbol_values *v);
-
-const char *stage_type_name(enum stage_type type);
 
 /* "preload", "fuse", "both" and back; bb_access_parse gives
  * BB_ACCESS_UNSET for anything else. */

@@ -1,29 +1,18 @@
 #include "lifecycle.h"
 
 #include <errno.h>
-#include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "agent_client.h"
 #include "agent_proto.h"
+#include "instance.h"
 #include "log.h"
+#include "stage_report.h"
 
-#define CALL_TIMEOUT_MS 30000
-
-static void (*call_all)(struct agent_request *, size_t, int) = agent_call_all;
-
-void lifecycle_set_transport(void (*fn)(struct agent_request *, size_t, int))
-{
-    call_all = fn ? fn : agent_call_all;
-}
-
-static struct agent_target target_of(const struct bb_node *n)
-{
-    return (struct agent_target){ n->name, n->agent_host, n->agent_port };
-}
+/* --- what failures mean ------------------------------------------------ */
 
 enum bb_failure lifecycle_classify(int rc, int status, uint32_t fault)
 {
@@ -61,199 +50,410 @@ bool lifecycle_retry(struct bb_job *j, const char *why, time_t now)
     return false;
 }
 
-/* One request to each of a set of a job's nodes, sent side by side. */
-struct node_calls {
-    struct bb_job *job;
+struct lc_verdict lifecycle_verdict(enum bb_failure failure, unsigned restarts)
+{
+    /* What may pass was already retried (lifecycle_retry); a job that
+     * already failed on other nodes is likely the cause itself: held, so
+     * it cannot drain node after node. */
+    return (struct lc_verdict){
+        .drain = failure == FAIL_NODE,
+        .hold = failure == FAIL_USER || failure == FAIL_TRANSIENT || restarts > 0,
+    };
+}
+
+char *lifecycle_failed_node(const char *error)
+{
+    if (!error || strncmp(error, "node ", 5) != 0)
+        return NULL;
+    size_t len = strcspn(error + 5, ": ");
+    return len ? strndup(error + 5, len) : NULL;
+}
+
+/* --- sets of requests ---------------------------------------------------- */
+
+enum set_kind { SET_START, SET_CLEAR, SET_CONFIGURE, SET_STAGE, SET_WATCH, SET_TEARDOWN };
+
+/* One request to each of some of a job's nodes, in flight together. The
+ * job holds it (bb_job.calls) until it has acted on the answers, or drops
+ * it (abandoned: answers still to come are thrown away, and the last one
+ * frees it). Answers touch only the set, under its lock. */
+struct lc_set {
+    struct bb_calls base;          /* first: bb_job_free abandons it */
+    pthread_mutex_t lock;
+    enum set_kind kind;
     size_t n;
-    size_t *node;                  /* index in job->nodes of each request */
-    struct rpc_writer *body;
-    struct agent_request *req;
-    enum bb_failure worst;         /* of the failed requests */
-    char *why;                     /* the first message of the worst kind */
-    /* An agent's refusal that is no failure of this step (0: none): the
-     * caller finds it in req[k].reply.status. */
-    int tolerate;
+    struct agent_call *call;
+    size_t *node;                  /* each call's index in job->nodes */
+    struct rpc_writer *body;       /* each call's, unless shared */
+    uint8_t *shared;               /* one body for all (CONFIGURE's instance text) */
+    size_t shared_len;
+    bool *finished;
+    int64_t *sent_ms;              /* when each was last sent */
+    /* The nodes' names and agents' hosts, copied: the transport reads them
+     * until each call is done, and an abandoned set outlives its record.
+     * name_of[2i], name_of[2i+1]: node i's name and agent host. */
+    char *names;
+    const char **name_of;
+    int hold_ms;
+    size_t outstanding;            /* answers still to come */
+    bool abandoned;
+    bool failed;                   /* a WATCH failed: the others need not be waited for */
+    bool strict;                   /* START: "already deployed" is a failure (leftovers cleared) */
+    const struct lc_transport *transport;
+    void (*ready)(void *arg);
+    void *ready_arg;
 };
 
-static int calls_init(struct node_calls *c, struct bb_job *j)
+static void set_free(struct lc_set *s)
 {
-    *c = (struct node_calls){ .job = j };
-    c->node = calloc(j->nnodes, sizeof(*c->node));
-    c->body = calloc(j->nnodes, sizeof(*c->body));
-    c->req = calloc(j->nnodes, sizeof(*c->req));
-    if (!c->node || !c->body || !c->req) {
-        free(c->node);
-        free(c->body);
-        free(c->req);
+    for (size_t k = 0; k < s->n; k++) {
+        agent_reply_free(&s->call[k].reply);
+        rpc_writer_free(&s->body[k]);
+    }
+    free(s->call);
+    free(s->node);
+    free(s->body);
+    free(s->shared);
+    free(s->finished);
+    free(s->sent_ms);
+    free(s->names);
+    free(s->name_of);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static void set_abandon(struct bb_calls *base)
+{
+    struct lc_set *s = (struct lc_set *)base;
+    pthread_mutex_lock(&s->lock);
+    s->abandoned = true;
+    bool last = s->outstanding == 0;
+    pthread_mutex_unlock(&s->lock);
+    if (last)
+        set_free(s);
+}
+
+static void drop_set(struct bb_job *j)
+{
+    if (j->calls)
+        j->calls->abandon(j->calls);
+    j->calls = NULL;
+}
+
+/* A WATCH answered with its stage still running (the hold ran out). */
+static bool still_running(const struct agent_call *c)
+{
+    if (c->rc < 0 || c->reply.status < 0)
+        return false;
+    struct rpc_reader r = c->reply.reader;
+    struct agent_stage_status st;
+    return agent_stage_status_get(&r, &st) == 0 && st.state == AGENT_OP_RUNNING;
+}
+
+static bool stage_done(const struct agent_call *c)
+{
+    if (c->rc < 0 || c->reply.status < 0)
+        return false;
+    struct rpc_reader r = c->reply.reader;
+    struct agent_stage_status st;
+    return agent_stage_status_get(&r, &st) == 0 && st.state == AGENT_OP_DONE;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* An answer came (or the request failed). */
+static void set_answered(struct agent_call *c)
+{
+    struct lc_set *s = c->arg;
+    size_t k = (size_t)(c - s->call);
+    const struct lc_transport *t = s->transport;
+    void (*ready)(void *) = s->ready;
+    void *ready_arg = s->ready_arg;
+    pthread_mutex_lock(&s->lock);
+    if (!s->abandoned && s->kind == SET_WATCH && still_running(c)) {
+        int64_t now = now_ms();
+        if (now - s->sent_ms[k] >= s->hold_ms / 4) {
+            /* Asked again at once: no step, no new session, no credential. */
+            agent_reply_free(&c->reply);
+            s->sent_ms[k] = now;
+            pthread_mutex_unlock(&s->lock);
+            t->send(t->ctx, c);
+            return;
+        }
+        /* An agent that does not hold a WATCH would be asked in a loop: a
+         * failure, tried again later (fail_or_retry). */
+        agent_reply_free(&c->reply);
+        c->rc = -EPROTO;
+        snprintf(c->err, sizeof(c->err), "node %s: its agent answers a WATCH at once while the "
+                 "stage runs", c->node);
+    }
+    s->finished[k] = true;
+    s->outstanding--;
+    bool last = s->outstanding == 0, notify = false;
+    if (s->abandoned) {
+        pthread_mutex_unlock(&s->lock);
+        if (last)
+            set_free(s);
+        return;
+    }
+    if (last) {
+        notify = true;
+    } else if (s->kind == SET_WATCH && !s->failed && !stage_done(c)) {
+        s->failed = true;
+        notify = true;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (notify)
+        ready(ready_arg);
+}
+
+static const char *or_empty(const char *s)
+{
+    return s ? s : "";
+}
+
+static struct lc_set *set_new(struct bb_job *j, enum set_kind kind, const struct lc_env *env)
+{
+    struct lc_set *s = calloc(1, sizeof(*s));
+    size_t n = j->nnodes ? j->nnodes : 1, names = 0;
+    for (size_t i = 0; i < j->nnodes; i++)
+        names += strlen(or_empty(j->nodes[i].name)) + strlen(or_empty(j->nodes[i].agent_host)) + 2;
+    if (s) {
+        s->call = calloc(n, sizeof(*s->call));
+        s->node = calloc(n, sizeof(*s->node));
+        s->body = calloc(n, sizeof(*s->body));
+        s->finished = calloc(n, sizeof(*s->finished));
+        s->sent_ms = calloc(n, sizeof(*s->sent_ms));
+        s->names = malloc(names ? names : 1);
+        s->name_of = calloc(2 * n, sizeof(*s->name_of));
+    }
+    if (!s || !s->call || !s->node || !s->body || !s->finished || !s->sent_ms || !s->names ||
+        !s->name_of) {
+        if (s) {
+            free(s->call);
+            free(s->node);
+            free(s->body);
+            free(s->finished);
+            free(s->sent_ms);
+            free(s->names);
+            free(s->name_of);
+        }
+        free(s);
         bb_job_set_error(j, FAIL_TRANSIENT, "out of memory preparing requests to %zu nodes",
                          j->nnodes);
-        return -1;
+        return NULL;
     }
-    return 0;
+    char *at = s->names;
+    for (size_t i = 0; i < j->nnodes; i++) {
+        s->name_of[2 * i] = at;
+        at = stpcpy(at, or_empty(j->nodes[i].name)) + 1;
+        s->name_of[2 * i + 1] = at;
+        at = stpcpy(at, or_empty(j->nodes[i].agent_host)) + 1;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    s->base.abandon = set_abandon;
+    s->kind = kind;
+    s->transport = env->transport;
+    s->ready = env->ready;
+    s->ready_arg = env->ready_arg;
+    s->hold_ms = env->hold_ms;
+    return s;
 }
 
 /* The body to fill for a request to node i. */
-static struct rpc_writer *calls_add(struct node_calls *c, size_t i, uint16_t op)
+static struct rpc_writer *set_add(struct lc_set *s, struct bb_job *j, size_t i, uint16_t op)
 {
-    struct bb_node *n = &c->job->nodes[i];
-    size_t k = c->n++;
-    c->node[k] = i;
-    rpc_writer_init(&c->body[k], NULL, 0);
-    c->req[k].target = target_of(n);
-    c->req[k].op = op;
-    return &c->body[k];
+    struct bb_node *n = &j->nodes[i];
+    size_t k = s->n++;
+    s->node[k] = i;
+    rpc_writer_init(&s->body[k], NULL, 0);
+    s->call[k] = (struct agent_call){ .node = s->name_of[2 * i], .host = s->name_of[2 * i + 1],
+                                      .port = n->agent_port, .op = op };
+    return &s->body[k];
 }
 
-static void note_failure(struct node_calls *c, enum bb_failure f, const char *why)
+/* Sends the set and hands it to the job. 0, or -1 (the set freed, the
+ * job's error set) when a body could not be encoded; an empty set is
+ * freed and nothing is sent. */
+static int set_send(struct bb_job *j, struct lc_set *s, const struct lc_env *env)
 {
-    if (severity(f) <= severity(c->worst))
-        return;
-    c->worst = f;
-    free(c->why);
-    c->why = strdup(why);
-}
-
-/* Sends every request and notes, of those that failed, the worst kind of
- * failure (lifecycle_classify) and its first message, in node order; the
- * caller decides (fail_or_retry). Returns how many failed; their replies
- * are freed, the others' stay for the caller (c->req[k].reply). */
-static size_t calls_run(struct node_calls *c)
-{
-    for (size_t k = 0; k < c->n; k++) {
-        if (!rpc_writer_ok(&c->body[k])) {
-            note_failure(c, FAIL_TRANSIENT, "out of memory encoding a request");
-            for (size_t m = 0; m < c->n; m++)
-                c->req[m].rc = -ENOMEM;
-            return c->n;
+    int timeout = env->call_ms + (s->kind == SET_WATCH ? env->hold_ms : 0);
+    for (size_t k = 0; k < s->n; k++) {
+        struct agent_call *c = &s->call[k];
+        const struct rpc_writer *w = &s->body[k];
+        if (!s->shared && !rpc_writer_ok(w)) {
+            bb_job_set_error(j, FAIL_TRANSIENT, "out of memory encoding a request");
+            set_free(s);
+            return -1;
         }
-        c->req[k].body = c->body[k].data;
-        c->req[k].len = c->body[k].len;
+        c->body = s->shared ? s->shared : w->data;
+        c->len = s->shared ? s->shared_len : w->len;
+        c->timeout_ms = timeout;
+        c->done = set_answered;
+        c->arg = s;
     }
-    call_all(c->req, c->n, CALL_TIMEOUT_MS);
-    size_t failed = 0;
-    for (size_t k = 0; k < c->n; k++) {
-        struct agent_request *q = &c->req[k];
+    if (s->n == 0) {
+        set_free(s);
+        return 0;
+    }
+    s->outstanding = s->n;
+    j->calls = &s->base;
+    int64_t now = now_ms();
+    for (size_t k = 0; k < s->n; k++)
+        s->sent_ms[k] = now;
+    /* Nothing of the set is touched after the last send: its answers may
+     * already be acted upon. */
+    size_t n = s->n;
+    struct lc_outbox *box = env->outbox;
+    if (box && box->n + n > box->cap) {
+        size_t cap = box->cap ? box->cap : 64;
+        while (cap < box->n + n)
+            cap *= 2;
+        struct agent_call **grown = realloc(box->calls, cap * sizeof(*grown));
+        if (grown) {
+            box->calls = grown;
+            box->cap = cap;
+        } else {
+            box = NULL;   /* out of memory: sent now, under the caller's lock: slower, not wrong */
+        }
+    }
+    if (box) {
+        for (size_t k = 0; k < n; k++)
+            box->calls[box->n++] = &s->call[k];
+        return 0;
+    }
+    for (size_t k = 0; k < n; k++)
+        env->transport->send(env->transport->ctx, &s->call[k]);
+    return 0;
+}
+
+void lc_outbox_flush(struct lc_outbox *box, const struct lc_transport *t)
+{
+    if (box->n && t->send_many)
+        t->send_many(t->ctx, box->calls, box->n);
+    else
+        for (size_t k = 0; k < box->n; k++)
+            t->send(t->ctx, box->calls[k]);
+    box->n = 0;
+}
+
+void lc_outbox_free(struct lc_outbox *box)
+{
+    free(box->calls);
+    *box = (struct lc_outbox){ 0 };
+}
+
+/* The failures among a finished set's answers, worst first. */
+struct failures {
+    size_t count;
+    enum bb_failure worst;
+    char *why;                     /* the first message of the worst kind */
+};
+
+static void note_failure(struct failures *f, enum bb_failure kind, const char *why)
+{
+    f->count++;
+    if (severity(kind) <= severity(f->worst))
+        return;
+    f->worst = kind;
+    free(f->why);
+    f->why = strdup(why);
+}
+
+/* Looks at every answer of s that had come (finished: a copy of the
+ * set's flags taken under its lock; NULL: all came): an agent's refusal
+ * that is no failure of this step (tolerate, 0: none) is left for the
+ * caller. */
+static void set_failures(struct lc_set *s, struct bb_job *j, int tolerate, const bool *finished,
+                         struct failures *f)
+{
+    *f = (struct failures){ 0 };
+    for (size_t k = 0; k < s->n; k++) {
+        struct agent_call *q = &s->call[k];
+        if (finished && !finished[k])
+            continue;
         /* A stage already running there: our earlier STAGE arrived, its
          * answer did not (a timeout, or a slurmctld restart that lost the
-         * acknowledgement; the record moves to the next line only once every
-         * worker is done). It is polled like the others. */
+         * acknowledgement). It is watched like the others. */
         if (q->rc == 0 && q->op == AGENT_STAGE && q->reply.status == -EBUSY) {
             log_info("job %u: node %s: stage already running (started before a lost answer): "
-                     "polling it", c->job->job_id, q->target.node);
+                     "watching it", j->job_id, q->node);
             q->reply.status = 0;
         }
-        if (q->rc == 0 && c->tolerate && q->reply.status == c->tolerate)
+        if (q->rc == 0 && tolerate && q->reply.status == tolerate)
             continue;
-        enum bb_failure f = lifecycle_classify(q->rc, q->reply.status, q->reply.fault);
-        if (f == FAIL_NONE)
-            continue;
-        note_failure(c, f, q->rc < 0 ? q->err : q->reply.message);
-        if (q->rc == 0) {
-            int status = q->reply.status;
-            agent_reply_free(&q->reply);
-            q->rc = status;
-        }
-        failed++;
+        enum bb_failure kind = lifecycle_classify(q->rc, q->reply.status, q->reply.fault);
+        if (kind != FAIL_NONE)
+            note_failure(f, kind, q->rc < 0 ? q->err : q->reply.message);
     }
-    if (failed == 0 && c->n > 0)
-        c->job->attempts = 0;   /* progress: a later failure counts from one */
-    return failed;
-}
-
-static void to_teardown(struct bb_job *j);
-
-/* After calls that failed: a node's or the job's fault ends the instance
- * (teardown, then the shim drains or holds); one that may pass is tried
- * again later, up to LC_ATTEMPTS times. Returns the step's events. */
-static int fail_or_retry(struct bb_job *j, struct node_calls *c)
-{
-    const char *why = c->why ? c->why : "a request failed";
-    if (c->worst == FAIL_TRANSIENT && lifecycle_retry(j, why, time(NULL)))
-        return LC_CHANGED;
-    if (c->worst != FAIL_TRANSIENT)
-        bb_job_set_error(j, c->worst, "%s", why);
-    to_teardown(j);
-    return LC_CHANGED;
-}
-
-static void calls_free(struct node_calls *c)
-{
-    for (size_t k = 0; k < c->n; k++) {
-        rpc_writer_free(&c->body[k]);
-        if (c->req[k].rc == 0)
-            agent_reply_free(&c->req[k].reply);
-    }
-    free(c->node);
-    free(c->body);
-    free(c->req);
-    free(c->why);
-    c->why = NULL;
-    c->n = 0;
-}
-
-char *lifecycle_instance_text(const struct bb_job *j, const struct bb_config *cfg)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f)
-        return NULL;
-    fprintf(f, "# adafs instance of job %u: keep private (0600)\n", j->job_id);
-    fprintf(f, "mount=%s\nchunk_size=%llu\ntimeout_ms=%u\nsecret=%s\n", j->mount,
-            (unsigned long long)j->chunk_size, cfg->server_timeout_ms, j->secret_hex);
-    for (size_t i = 0; i < j->nnodes; i++)
-        fprintf(f, "server=%s:%d\n", j->nodes[i].agent_host, j->nodes[i].server_port);
-    return fclose(f) == 0 ? text : (free(text), NULL);
 }
 
 static void to_teardown(struct bb_job *j)
 {
+    drop_set(j);
     j->phase = PHASE_TEARDOWN;
     for (size_t i = 0; i < j->nnodes; i++)
         j->nodes[i].stage_sent = false;
 }
 
-/* Tears down, on the nodes marked in leftover, what an instance of this job
- * whose record was lost left there (a START they refused as "already
- * deployed": after a slurmctld restart, the START that was in flight). The
- * plugin keeps one live record per job, so whatever the agent has for the
- * job is stale. Returns how many failed; *events is the step's outcome
- * then (fail_or_retry). */
-static size_t clear_leftovers(struct bb_job *j, const bool *leftover, int *events)
+/* After calls that failed: a node's or the job's fault ends the instance
+ * (teardown, then the shim drains or holds); one that may pass is tried
+ * again later, up to LC_ATTEMPTS times. Returns the step's events. */
+static int fail_or_retry(struct bb_job *j, struct failures *f, time_t now)
 {
-    struct node_calls c;
-    if (calls_init(&c, j) < 0) {
-        to_teardown(j);
-        *events = LC_CHANGED;
-        return 1;
+    const char *why = f->why ? f->why : "a request failed";
+    if (f->worst == FAIL_TRANSIENT && lifecycle_retry(j, why, now)) {
+        free(f->why);
+        return LC_CHANGED;
     }
-    for (size_t i = 0; i < j->nnodes; i++)
-        if (leftover[i]) {
-            log_warn("job %u: node %s already has a server of this job, left by a lost "
-                     "record: tearing it down to start again", j->job_id, j->nodes[i].name);
-            agent_job_ref_put(calls_add(&c, i, AGENT_TEARDOWN),
-                              &(struct agent_job_ref){ j->job_id, true });
-        }
-    size_t failed = calls_run(&c);
-    if (failed)
-        *events = fail_or_retry(j, &c);
-    calls_free(&c);
-    return failed;
+    if (f->worst != FAIL_TRANSIENT)
+        bb_job_set_error(j, f->worst, "%s", why);
+    free(f->why);
+    to_teardown(j);
+    return LC_CHANGED;
 }
 
-/* START on every node not yet started. With leftover, a START refused as
- * "already deployed" marks its node there instead of failing. Returns how
- * many failed; *events is the step's outcome then (fail_or_retry). Nodes
- * that started keep their servers for the next attempt. */
-static size_t start_servers(struct bb_job *j, bool *leftover, int *events)
+/* --- deploy ------------------------------------------------------------- */
+
+char *lifecycle_instance_text(const struct bb_job *j, const struct bb_config *cfg)
 {
-    struct node_calls c;
-    if (calls_init(&c, j) < 0) {
-        to_teardown(j);
-        *events = LC_CHANGED;
-        return j->nnodes;
+    struct instance in = { .chunk_size = j->chunk_size, .timeout_ms = (int)cfg->server_timeout_ms,
+                           .nservers = (int)j->nnodes };
+    if (!j->mount || strlen(j->mount) >= sizeof(in.mount) ||
+        secret_from_hex(j->secret_hex, in.secret) < 0)
+        return NULL;
+    strcpy(in.mount, j->mount);
+    in.servers = calloc(j->nnodes ? j->nnodes : 1, sizeof(*in.servers));
+    if (!in.servers)
+        return NULL;
+    for (size_t i = 0; i < j->nnodes; i++) {
+        snprintf(in.servers[i].host, sizeof(in.servers[i].host), "%s", j->nodes[i].agent_host);
+        in.servers[i].port = j->nodes[i].server_port;
     }
-    c.tolerate = leftover ? -EEXIST : 0;
+    char *text = instance_format(&in, j->job_id);
+    instance_free(&in);
+    return text;
+}
+
+static int send_configure(struct bb_job *j, const struct lc_env *env);
+
+/* START on every node not yet started, then (all started) CONFIGURE.
+ * Unless strict, a START refused as "already deployed" (after a slurmctld
+ * restart, the START that was in flight: its record was lost) marks its
+ * node's leftover to clear. */
+static int deploy_next(struct bb_job *j, const struct lc_env *env, bool strict)
+{
+    struct lc_set *s = set_new(j, SET_START, env);
+    if (!s) {
+        to_teardown(j);
+        return LC_CHANGED;
+    }
+    s->strict = strict;
     for (size_t i = 0; i < j->nnodes; i++) {
         struct bb_node *n = &j->nodes[i];
         if (n->started)
@@ -265,75 +465,109 @@ static size_t start_servers(struct bb_job *j, bool *leftover, int *events)
             .storage = n->storage ? n->storage : j->storage, .secret_hex = j->secret_hex,
             .numa_node = n->numa_node,
         };
-        agent_start_put(calls_add(&c, i, AGENT_START), &m);
+        agent_start_put(set_add(s, j, i, AGENT_START), &m);
     }
-    size_t failed = calls_run(&c);
-    for (size_t k = 0; k < c.n; k++) {
-        struct bb_node *n = &j->nodes[c.node[k]];
-        if (c.req[k].rc < 0)
-            continue;
-        if (leftover && c.req[k].reply.status == -EEXIST) {
-            leftover[c.node[k]] = true;
+    if (s->n == 0) {
+        set_free(s);
+        return send_configure(j, env);
+    }
+    return set_send(j, s, env) < 0 ? (to_teardown(j), LC_CHANGED) : 0;
+}
+
+static int deployed(struct bb_job *j, const struct lc_env *env);
+
+static int send_configure(struct bb_job *j, const struct lc_env *env)
+{
+    if (j->nnodes == 0)
+        return deployed(j, env);
+    char *text = lifecycle_instance_text(j, env->cfg);
+    struct lc_set *s = text ? set_new(j, SET_CONFIGURE, env) : NULL;
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    uint32_t access = j->req.access == BB_ACCESS_FUSE ? AGENT_ACCESS_FUSE
+                    : j->req.access == BB_ACCESS_BOTH ? AGENT_ACCESS_BOTH : AGENT_ACCESS_PRELOAD;
+    if (s)
+        agent_configure_put(&w, &(struct agent_configure){ j->job_id, text, j->mount, access });
+    free(text);
+    if (!s || !rpc_writer_ok(&w)) {
+        bb_job_set_error(j, FAIL_TRANSIENT, "out of memory writing the instance file");
+        rpc_writer_free(&w);
+        if (s)
+            set_free(s);
+        to_teardown(j);
+        return LC_CHANGED;
+    }
+    /* One encoded body for every node: an instance of N servers goes to
+     * N agents. */
+    s->shared = w.data;
+    s->shared_len = w.len;
+    for (size_t i = 0; i < j->nnodes; i++)
+        set_add(s, j, i, AGENT_CONFIGURE);
+    return set_send(j, s, env) < 0 ? (to_teardown(j), LC_CHANGED) : 0;
+}
+
+/* Tears down, on the nodes whose START found a leftover, what an instance
+ * of this job whose record was lost left there. The plugin keeps one live
+ * record per job, so whatever the agent has for the job is stale. */
+static int send_clear(struct bb_job *j, const struct lc_env *env, const bool *leftover)
+{
+    struct lc_set *s = set_new(j, SET_CLEAR, env);
+    if (!s) {
+        to_teardown(j);
+        return LC_CHANGED;
+    }
+    for (size_t i = 0; i < j->nnodes; i++)
+        if (leftover[i]) {
+            log_warn("job %u: node %s already has a server of this job, left by a lost "
+                     "record: tearing it down to start again", j->job_id, j->nodes[i].name);
+            agent_job_ref_put(set_add(s, j, i, AGENT_TEARDOWN),
+                              &(struct agent_job_ref){ j->job_id, true });
+        }
+    return set_send(j, s, env) < 0 ? (to_teardown(j), LC_CHANGED) : 0;
+}
+
+static int finish_start(struct bb_job *j, struct lc_set *s, const struct lc_env *env)
+{
+    struct failures f;
+    set_failures(s, j, s->strict ? 0 : -EEXIST, NULL, &f);
+    bool *leftover = calloc(j->nnodes ? j->nnodes : 1, sizeof(*leftover));
+    bool any = false;
+    for (size_t k = 0; k < s->n; k++) {
+        struct bb_node *n = &j->nodes[s->node[k]];
+        struct agent_call *c = &s->call[k];
+        if (c->rc < 0 || c->reply.status < 0) {
+            if (c->rc == 0 && !s->strict && c->reply.status == -EEXIST && leftover)
+                any = leftover[s->node[k]] = true;
             continue;
         }
-        struct rpc_reader *r = &c.req[k].reply.reader;
-        n->server_port = (int)rpc_get_u32(r);
-        n->started = rpc_reader_ok(r) && n->server_port > 0;
+        struct agent_started started;
+        n->started = agent_started_get(&c->reply.reader, &started) == 0;
+        n->server_port = n->started ? (int)started.port : 0;
         if (!n->started) {
             char why[256];
             snprintf(why, sizeof(why), "node %s: agent gave no server port", n->name);
-            note_failure(&c, FAIL_TRANSIENT, why);
-            failed++;
+            note_failure(&f, FAIL_TRANSIENT, why);
         }
     }
-    if (failed)
-        *events = fail_or_retry(j, &c);
-    calls_free(&c);
-    return failed;
+    if (f.count == 0 && s->n > 0)
+        j->attempts = 0;   /* progress: a later failure counts from one */
+    int events;
+    if (f.count)
+        events = fail_or_retry(j, &f, env->now);
+    else if (!leftover)
+        events = (bb_job_set_error(j, FAIL_TRANSIENT, "out of memory"), to_teardown(j), LC_CHANGED);
+    else if (any)
+        events = send_clear(j, env, leftover) | LC_CHANGED;   /* once: then START strictly */
+    else
+        events = deploy_next(j, env, s->strict) | LC_CHANGED;
+    free(leftover);
+    return events;
 }
 
-static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
+static int deployed(struct bb_job *j, const struct lc_env *env)
 {
-    struct node_calls c;
-    bool *leftover = calloc(j->nnodes ? j->nnodes : 1, sizeof(*leftover));
-    if (!leftover) {
-        bb_job_set_error(j, FAIL_TRANSIENT, "out of memory preparing requests to %zu nodes",
-                         j->nnodes);
-        to_teardown(j);
-        return LC_CHANGED;
-    }
-    int events = 0;
-    size_t failed = start_servers(j, leftover, &events);
-    bool any = false;
-    for (size_t i = 0; !failed && i < j->nnodes; i++)
-        any |= leftover[i];
-    /* Once: a second refusal is a failure like any other. */
-    if (any && !(failed = clear_leftovers(j, leftover, &events)))
-        failed = start_servers(j, NULL, &events);
-    free(leftover);
-    if (failed)
-        return events;
-
-    char *text = lifecycle_instance_text(j, cfg);
-    if (!text || calls_init(&c, j) < 0) {
-        if (!text)
-            bb_job_set_error(j, FAIL_TRANSIENT, "out of memory writing the instance file");
-        free(text);
-        to_teardown(j);
-        return LC_CHANGED;
-    }
-    uint32_t access = j->req.access == BB_ACCESS_FUSE ? AGENT_ACCESS_FUSE
-                    : j->req.access == BB_ACCESS_BOTH ? AGENT_ACCESS_BOTH : AGENT_ACCESS_PRELOAD;
-    for (size_t i = 0; i < j->nnodes; i++)
-        agent_configure_put(calls_add(&c, i, AGENT_CONFIGURE),
-                            &(struct agent_configure){ j->job_id, text, j->mount, access });
-    failed = calls_run(&c);
-    events = failed ? fail_or_retry(j, &c) : 0;
-    calls_free(&c);
-    free(text);
-    if (failed)
-        return events;
-    j->t_deployed = time(NULL);
+    j->attempts = 0;
+    j->t_deployed = env->now;
     j->retry_at = 0;
     j->phase = PHASE_STAGING_IN;
     j->stage_index = 0;
@@ -341,6 +575,20 @@ static int step_deploy(struct bb_job *j, const struct bb_config *cfg)
              (long)(j->t_deployed - j->t_begin));
     return LC_CHANGED;
 }
+
+static int finish_configure(struct bb_job *j, struct lc_set *s, const struct lc_env *env)
+{
+    struct failures f;
+    set_failures(s, j, 0, NULL, &f);
+    return f.count ? fail_or_retry(j, &f, env->now) : deployed(j, env);
+}
+
+static int step_deploy(struct bb_job *j, const struct lc_env *env)
+{
+    return deploy_next(j, env, false);
+}
+
+/* --- staging ------------------------------------------------------------- */
 
 /* The next stage spec of the given direction at or after stage_index. */
 static struct stage_spec *current_spec(struct bb_job *j, enum stage_direction dir)
@@ -382,35 +630,28 @@ static int put_stage(struct rpc_writer *w, struct bb_job *j, const struct bb_con
     return 0;
 }
 
-/* Adds a worker's JSON summary to the totals; returns the first failure
- * described in it (malloc'd) or NULL. */
+/* Adds a worker's report (stage_report.h) to the totals; returns the first
+ * failure it lists (malloc'd) or NULL. */
 static char *add_summary(struct stage_totals *t, const char *summary)
 {
-    json_error_t je;
-    json_t *o = json_loads(summary, 0, &je);
-    if (!o)
+    struct stage_report r;
+    char err[128];
+    if (stage_report_decode(summary, &r, err, sizeof(err)) < 0)
         return NULL;
-    json_int_t files = 0, dirs = 0, bytes = 0, errors = 0, verified = 0;
-    double seconds = 0;
-    json_t *fails = NULL;
-    json_unpack(o, "{s?I,s?I,s?I,s?I,s?F,s?o,s?I}", "files", &files, "dirs", &dirs,
-                "bytes", &bytes, "errors", &errors, "seconds", &seconds, "failures", &fails,
-                "verified", &verified);
-    t->files += (uint64_t)files;
-    t->verified += (uint64_t)verified;
-    t->dirs += (uint64_t)dirs;
-    t->bytes += (uint64_t)bytes;
-    t->errors += (uint64_t)errors;
-    if (seconds > t->seconds)
-        t->seconds = seconds;   /* workers run side by side */
+    t->files += r.files;
+    t->verified += r.verified;
+    t->dirs += r.dirs;
+    t->bytes += r.bytes;
+    t->errors += r.errors;
+    if (r.seconds > t->seconds)
+        t->seconds = r.seconds;   /* workers run side by side */
     char *first = NULL;
-    const char *path = NULL, *error = NULL, *what = NULL;
-    if (fails && json_array_size(fails) &&
-        json_unpack(json_array_get(fails, 0), "{s:s,s:s,s?s}", "path", &path, "error", &error,
-                    "what", &what) == 0 &&
-        asprintf(&first, "%s: %s%s%s", path, what ? what : "", what ? ": " : "", error) < 0)
+    const struct stage_report_failure *f = r.nfailures ? &r.failures[0] : NULL;
+    if (f && f->path && f->error &&
+        asprintf(&first, "%s: %s%s%s", f->path, f->what ? f->what : "", f->what ? ": " : "",
+                 f->error) < 0)
         first = NULL;
-    json_decref(o);
+    stage_report_free(&r);
     return first;
 }
 
@@ -423,78 +664,121 @@ static char *first_line(const char *text)
     return len ? strndup(text, len) : NULL;
 }
 
-static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_direction dir)
+/* How many of the job's nodes run the current stage: the finalize pass
+ * runs on the first only. */
+static size_t stage_workers(const struct bb_job *j)
 {
-    const char *verb = dir == STAGE_IN ? "stage_in" : "stage_out";
-    struct stage_spec *s = current_spec(j, dir);
-    struct stage_totals *totals = dir == STAGE_IN ? &j->in : &j->out;
+    return j->finalizing ? 1 : j->nnodes;
+}
+
+/* STAGE on the workers not yet started, else WATCH on all of them. */
+static int send_stage(struct bb_job *j, const struct lc_env *env, const struct stage_spec *spec)
+{
+    size_t nodes = stage_workers(j);
+    bool all_sent = true;
+    for (size_t i = 0; i < nodes; i++)
+        all_sent &= j->nodes[i].stage_sent;
+    struct lc_set *s = set_new(j, all_sent ? SET_WATCH : SET_STAGE, env);
     if (!s) {
-        if (dir == STAGE_IN) {
-            j->t_staged_in = time(NULL);
-            j->phase = PHASE_RUNNING;
-            return LC_CHANGED | LC_RELEASE;
-        }
-        j->t_staged_out = time(NULL);
-        to_teardown(j);
-        return LC_CHANGED;
-    }
-    /* The finalize pass runs on the first node only. */
-    size_t nodes = j->finalizing ? 1 : j->nnodes;
-    struct node_calls c;
-    if (calls_init(&c, j) < 0) {
         to_teardown(j);
         return LC_CHANGED;
     }
     for (size_t i = 0; i < nodes; i++) {
-        if (j->nodes[i].stage_sent)
-            continue;
-        if (put_stage(calls_add(&c, i, AGENT_STAGE), j, cfg, s, i,
-                      j->finalizing ? AGENT_STAGE_FINALIZE : 0) < 0) {
+        if (all_sent) {
+            agent_watch_put(set_add(s, j, i, AGENT_WATCH),
+                            &(struct agent_watch){ j->job_id, AGENT_OP_RUNNING, (uint32_t)env->hold_ms });
+        } else if (!j->nodes[i].stage_sent &&
+                   put_stage(set_add(s, j, i, AGENT_STAGE), j, env->cfg, spec, i,
+                             j->finalizing ? AGENT_STAGE_FINALIZE : 0) < 0) {
             bb_job_set_error(j, FAIL_TRANSIENT, "out of memory encoding a stage request");
-            calls_free(&c);
+            set_free(s);
             to_teardown(j);
             return LC_CHANGED;
         }
     }
-    if (c.n) {
-        size_t failed = calls_run(&c);
-        for (size_t k = 0; k < c.n; k++)
-            if (c.req[k].rc == 0)
-                j->nodes[c.node[k]].stage_sent = true;
-        int events = failed ? fail_or_retry(j, &c) : LC_CHANGED;
-        calls_free(&c);
-        return events;   /* poll on the next step */
-    }
+    return set_send(j, s, env) < 0 ? (to_teardown(j), LC_CHANGED) : 0;
+}
 
-    /* Ask every worker; only when none is still copying are the summaries
-     * added up, so each is counted once. */
-    for (size_t i = 0; i < nodes; i++) {
-        struct rpc_writer *w = calls_add(&c, i, AGENT_STATUS);
-        agent_job_ref_put(w, &(struct agent_job_ref){ j->job_id, 0 });
+static int finish_stage(struct bb_job *j, struct lc_set *s, const struct lc_env *env)
+{
+    struct failures f;
+    set_failures(s, j, 0, NULL, &f);
+    for (size_t k = 0; k < s->n; k++)
+        if (s->call[k].rc == 0 && s->call[k].reply.status == 0)
+            j->nodes[s->node[k]].stage_sent = true;
+    if (f.count)
+        return fail_or_retry(j, &f, env->now);
+    j->attempts = 0;
+    return LC_CHANGED;   /* watched from the next step on */
+}
+
+/* StageInTimeout / StageOutTimeout bound a whole direction. */
+static bool stage_overdue(struct bb_job *j, const struct lc_env *env, enum stage_direction dir,
+                          const struct stage_spec *spec)
+{
+    time_t since = dir == STAGE_IN ? j->t_deployed : j->t_ended;
+    uint32_t limit = dir == STAGE_IN ? env->cfg->stage_in_timeout : env->cfg->stage_out_timeout;
+    if (!limit || !since || env->now - since <= (time_t)limit)
+        return false;
+    bb_job_set_error(j, FAIL_USER, "%s source=%s did not finish within %s=%u s",
+                     dir == STAGE_IN ? "stage_in" : "stage_out", spec->source,
+                     dir == STAGE_IN ? "StageInTimeout" : "StageOutTimeout", limit);
+    log_warn("job %u: %s", j->job_id, j->error);
+    to_teardown(j);
+    return true;
+}
+
+/* A WATCH set that ended early: one worker's answer was no stage done.
+ * Only the answers that had come (finished) are looked at. */
+static int finish_watch_failed(struct bb_job *j, struct lc_set *s, const bool *finished,
+                               const struct lc_env *env)
+{
+    struct failures f;
+    set_failures(s, j, 0, finished, &f);
+    for (size_t k = 0; k < s->n; k++) {
+        struct agent_call *c = &s->call[k];
+        if (!finished[k] || c->rc < 0 || c->reply.status < 0)
+            continue;
+        struct rpc_reader r = c->reply.reader;
+        struct agent_stage_status st;
+        char why[256];
+        if (agent_stage_status_get(&r, &st) < 0) {
+            snprintf(why, sizeof(why), "node %s: the agent's status answer is malformed", c->node);
+            note_failure(&f, FAIL_TRANSIENT, why);
+        } else if (st.state == AGENT_OP_NONE) {
+            /* The agent knows the job but runs no stage of it: started
+             * again on that node at the next attempt. */
+            snprintf(why, sizeof(why), "node %s: no stage of the job runs there (the agent lost "
+                     "it): starting it again", c->node);
+            note_failure(&f, FAIL_TRANSIENT, why);
+            j->nodes[s->node[k]].stage_sent = false;
+        }
     }
-    int outcome = calls_run(&c) ? -1 : 1;   /* 1 all done, 0 still running, -1 a call failed */
-    for (size_t k = 0; outcome == 1 && k < c.n; k++)
-        if (rpc_get_u32(&c.req[k].reply.reader) != AGENT_OP_DONE)
-            outcome = 0;
-    if (outcome < 0) {
-        int events = fail_or_retry(j, &c);
-        calls_free(&c);
-        return events;
-    }
+    if (!f.count)
+        note_failure(&f, FAIL_TRANSIENT, "a status request failed");
+    return fail_or_retry(j, &f, env->now);
+}
+
+/* Every worker's stage is done: their reports added up once. */
+static int finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction dir,
+                        struct stage_spec *spec)
+{
+    const char *verb = dir == STAGE_IN ? "stage_in" : "stage_out";
+    struct stage_totals *totals = dir == STAGE_IN ? &j->in : &j->out;
     int failed = 0;
     char *cause = NULL;
-    for (size_t k = 0; outcome == 1 && k < c.n; k++) {
-        struct rpc_reader *rd = &c.req[k].reply.reader;
-        int exit_status = (int)rpc_get_u32(rd);
-        const char *summary = rpc_get_str(rd);
-        const char *errors = rpc_get_str(rd);
-        char *first = summary ? add_summary(totals, summary) : NULL;
-        if (exit_status != 0) {
+    for (size_t k = 0; k < s->n; k++) {
+        struct rpc_reader r = s->call[k].reply.reader;
+        struct agent_stage_status st;
+        if (agent_stage_status_get(&r, &st) < 0)
+            continue;   /* cannot be: the set would have failed */
+        char *first = st.summary[0] ? add_summary(totals, st.summary) : NULL;
+        if (st.exit_status != 0) {
             failed++;
             if (!cause) {
-                char *line = first ? NULL : first_line(errors ? errors : "");
-                if (asprintf(&cause, "%s source=%s on node %s: %s", verb, s->source,
-                             j->nodes[c.node[k]].name,
+                char *line = first ? NULL : first_line(st.errors);
+                if (asprintf(&cause, "%s source=%s on node %s: %s", verb, spec->source,
+                             j->nodes[s->node[k]].name,
                              first ? first : line ? line : "the stager failed") < 0)
                     cause = NULL;
                 free(line);
@@ -502,21 +786,7 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
         }
         free(first);
     }
-    calls_free(&c);
-    if (outcome == 0) {
-        /* StageInTimeout / StageOutTimeout bound a whole direction. */
-        time_t since = dir == STAGE_IN ? j->t_deployed : j->t_ended;
-        uint32_t limit = dir == STAGE_IN ? cfg->stage_in_timeout : cfg->stage_out_timeout;
-        if (limit && since && time(NULL) - since > (time_t)limit) {
-            bb_job_set_error(j, FAIL_USER, "%s source=%s did not finish within %s=%u s", verb,
-                             s->source, dir == STAGE_IN ? "StageInTimeout" : "StageOutTimeout",
-                             limit);
-            log_warn("job %u: %s", j->job_id, j->error);
-            to_teardown(j);
-            return LC_CHANGED;
-        }
-        return 0;
-    }
+    j->attempts = 0;
     for (size_t i = 0; i < j->nnodes; i++)
         j->nodes[i].stage_sent = false;
     if (failed) {
@@ -537,61 +807,159 @@ static int step_stage(struct bb_job *j, const struct bb_config *cfg, enum stage_
     return LC_CHANGED;
 }
 
-static int step_teardown(struct bb_job *j)
+static int step_stage(struct bb_job *j, const struct lc_env *env, enum stage_direction dir)
 {
-    /* Teardown is idempotent on the agents: send it to every node. A node
-     * that fails it is not the job's failure: the Epilog's RELEASE on that
-     * node tears down what is left. */
-    struct agent_request *reqs = calloc(j->nnodes, sizeof(*reqs));
-    struct rpc_writer w;
-    rpc_writer_init(&w, NULL, 0);
-    agent_job_ref_put(&w, &(struct agent_job_ref){ j->job_id, j->hurry });
-    if (!reqs || !rpc_writer_ok(&w)) {
-        /* Try again on the next step rather than leave data behind. */
-        log_error("job %u: out of memory sending teardown to %zu nodes", j->job_id, j->nnodes);
-        free(reqs);
-        rpc_writer_free(&w);
-        return 0;
+    struct stage_spec *spec = current_spec(j, dir);
+    if (!spec) {
+        if (dir == STAGE_IN) {
+            j->t_staged_in = env->now;
+            j->phase = PHASE_RUNNING;
+            return LC_CHANGED | LC_RELEASE;
+        }
+        j->t_staged_out = env->now;
+        to_teardown(j);
+        return LC_CHANGED;
     }
-    for (size_t i = 0; i < j->nnodes; i++) {
-        struct bb_node *n = &j->nodes[i];
-        reqs[i] = (struct agent_request){
-            .target = target_of(n),
-            .op = AGENT_TEARDOWN, .body = w.data, .len = w.len,
-        };
+    if (j->nnodes == 0) {
+        j->stage_index++;   /* nobody to copy to or from */
+        return LC_CHANGED;
     }
-    agent_call_all(reqs, j->nnodes, CALL_TIMEOUT_MS);
-    for (size_t i = 0; i < j->nnodes; i++) {
-        if (reqs[i].rc < 0 || reqs[i].reply.status < 0)
-            log_warn("job %u: teardown on %s: %s", j->job_id, j->nodes[i].name,
-                     reqs[i].rc < 0 ? reqs[i].err : reqs[i].reply.message);
-        if (reqs[i].rc == 0)
-            agent_reply_free(&reqs[i].reply);
+    return send_stage(j, env, spec);
+}
+
+/* --- teardown ------------------------------------------------------------ */
+
+static int torn_down(struct bb_job *j, const struct lc_env *env)
+{
+    for (size_t i = 0; i < j->nnodes; i++)
         j->nodes[i].started = false;   /* the port stays, for bbstat's history */
-    }
-    free(reqs);
-    rpc_writer_free(&w);
     j->phase = PHASE_COMPLETE;
-    j->t_done = time(NULL);
+    j->t_done = env->now;
     log_info("job %u: adafs torn down%s%s", j->job_id, j->error ? ": " : "", j->error ? j->error : "");
     return LC_CHANGED | LC_FINISHED;
 }
 
-int lifecycle_step(struct bb_job *j, const struct bb_config *cfg)
+static int step_teardown(struct bb_job *j, const struct lc_env *env)
 {
-    if (j->phase != PHASE_TEARDOWN && j->retry_at && time(NULL) < j->retry_at)
+    if (j->nnodes == 0)
+        return torn_down(j, env);
+    /* Teardown is idempotent on the agents: sent to every node. */
+    struct lc_set *s = set_new(j, SET_TEARDOWN, env);
+    if (!s)
+        return 0;   /* tried again at the next step rather than leave data behind */
+    for (size_t i = 0; i < j->nnodes; i++)
+        agent_job_ref_put(set_add(s, j, i, AGENT_TEARDOWN),
+                          &(struct agent_job_ref){ j->job_id, j->hurry });
+    set_send(j, s, env);
+    return 0;
+}
+
+static int finish_teardown(struct bb_job *j, struct lc_set *s, const struct lc_env *env)
+{
+    /* A node that fails it is not the job's failure: the Epilog's RELEASE
+     * on that node tears down what is left. */
+    for (size_t k = 0; k < s->n; k++) {
+        struct agent_call *c = &s->call[k];
+        if (c->rc < 0 || c->reply.status < 0)
+            log_warn("job %u: teardown on %s: %s", j->job_id, c->node,
+                     c->rc < 0 ? c->err : c->reply.message);
+    }
+    return torn_down(j, env);
+}
+
+/* --- the step -------------------------------------------------------------- */
+
+/* Acts on the set in flight, if it is done; 1 when the job still waits. */
+static int check_set(struct bb_job *j, const struct lc_env *env, int *events)
+{
+    struct lc_set *s = (struct lc_set *)j->calls;
+    bool *finished = malloc(s->n * sizeof(*finished));
+    pthread_mutex_lock(&s->lock);
+    bool done = s->outstanding == 0, failed = s->failed;
+    if (finished)
+        memcpy(finished, s->finished, s->n * sizeof(*finished));
+    pthread_mutex_unlock(&s->lock);
+    enum stage_direction dir = j->phase == PHASE_STAGING_OUT ? STAGE_OUT : STAGE_IN;
+    struct stage_spec *spec = NULL;
+    if (s->kind == SET_STAGE || s->kind == SET_WATCH)
+        spec = current_spec(j, dir);
+    if (!done && !failed) {
+        free(finished);
+        if (spec && stage_overdue(j, env, dir, spec))
+            *events = LC_CHANGED;
+        return *events ? 0 : 1;
+    }
+    j->calls = NULL;
+    if (!done) {
+        /* Answers still to come are dropped; the set stays whole until the
+         * ones that came are read (only then is it abandoned). */
+        if (finished)
+            *events = finish_watch_failed(j, s, finished, env);
+        else
+            *events = (bb_job_set_error(j, FAIL_TRANSIENT, "out of memory"), to_teardown(j),
+                       LC_CHANGED);
+        free(finished);
+        s->base.abandon(&s->base);
         return 0;
+    }
+    free(finished);
+    switch (s->kind) {
+    case SET_START: *events = finish_start(j, s, env); break;
+    case SET_CLEAR: {
+        struct failures f;
+        set_failures(s, j, 0, NULL, &f);
+        *events = f.count ? fail_or_retry(j, &f, env->now) : deploy_next(j, env, true) | LC_CHANGED;
+        break;
+    }
+    case SET_CONFIGURE: *events = finish_configure(j, s, env); break;
+    case SET_STAGE: *events = spec ? finish_stage(j, s, env) : LC_CHANGED; break;
+    case SET_WATCH: {
+        bool all_done = true;
+        for (size_t k = 0; k < s->n; k++)
+            all_done &= stage_done(&s->call[k]);
+        if (!all_done) {
+            bool *every = calloc(s->n, sizeof(*every));
+            for (size_t k = 0; every && k < s->n; k++)
+                every[k] = true;
+            *events = every ? finish_watch_failed(j, s, every, env)
+                            : (to_teardown(j), LC_CHANGED);
+            free(every);
+        } else {
+            *events = spec ? finish_watch(j, s, dir, spec) : LC_CHANGED;
+        }
+        break;
+    }
+    case SET_TEARDOWN: *events = finish_teardown(j, s, env); break;
+    }
+    set_free(s);
+    return 0;
+}
+
+bool lifecycle_waiting(const struct bb_job *j)
+{
+    return j->calls != NULL;
+}
+
+int lifecycle_step(struct bb_job *j, const struct lc_env *env)
+{
+    int events = 0;
+    if (j->calls && check_set(j, env, &events))
+        return events;
+    if (j->calls || events & LC_FINISHED)
+        return events;   /* sent the next set already (or done) */
+    if (j->phase != PHASE_TEARDOWN && j->retry_at && env->now < j->retry_at)
+        return events;
     j->retry_at = 0;
     switch (j->phase) {
-    case PHASE_DEPLOYING: return step_deploy(j, cfg);
-    case PHASE_STAGING_IN: return step_stage(j, cfg, STAGE_IN);
-    case PHASE_STAGING_OUT: return step_stage(j, cfg, STAGE_OUT);
-    case PHASE_TEARDOWN: return step_teardown(j);
+    case PHASE_DEPLOYING: events |= step_deploy(j, env); break;
+    case PHASE_STAGING_IN: events |= step_stage(j, env, STAGE_IN); break;
+    case PHASE_STAGING_OUT: events |= step_stage(j, env, STAGE_OUT); break;
+    case PHASE_TEARDOWN: events |= step_teardown(j, env); break;
     case PHASE_RUNNING:
     case PHASE_COMPLETE:
         break;
     }
-    return 0;
+    return events;
 }
 
 void lifecycle_job_ended(struct bb_job *j, bool hurry)
@@ -604,6 +972,7 @@ void lifecycle_job_ended(struct bb_job *j, bool hurry)
             to_teardown(j);
             break;
         }
+        drop_set(j);
         j->phase = PHASE_STAGING_OUT;
         j->stage_index = 0;
         j->finalizing = false;

@@ -1,12 +1,23 @@
 /* lifecycle: drives one job's instance through deploy, stage-in, stage-out
- * and teardown by talking to the agents on its nodes.
+ * and teardown, as sets of requests to the agents on its nodes.
  *
- * lifecycle_step() does the next piece of work for a job and returns at
- * once when the rest has to wait (a stage still copying): the plugin's one
- * driver thread calls it for every job about once a second, without holding
- * slurmctld's locks. All progress is in struct bb_job, which the plugin
- * saves after every step, so a restarted slurmctld resumes from the saved
- * table: a stage in flight keeps running on the agents and is polled again. */
+ * Plain C behind a small transport (struct lc_transport: common/agent_link
+ * on a cluster, a stand-in in the unit tests). lifecycle_step() never
+ * waits: it hands a set of requests (one per node) to the transport and
+ * returns; when the last answer of the set is in, the set calls
+ * lc_env.ready, and the caller steps the job again to act on the answers.
+ * So a job's slow or dead node delays that job only. A stage is watched,
+ * not polled: each worker's WATCH is answered when its stager ends (or
+ * after a hold, and is then sent again by the set itself, without a step).
+ *
+ * All progress is in struct bb_job, which the caller saves when a step
+ * says LC_CHANGED; the set in flight is not saved: after a slurmctld
+ * restart the step is taken again (every request may be repeated: a START
+ * again answers as the first, a STAGE of a stage running is watched).
+ *
+ * The caller serialises everything done to one job (its table lock):
+ * steps, ends, cancels, freeing. Answers arrive on the transport's thread
+ * and touch only their set. */
 #ifndef ADAFS_LIFECYCLE_H
 #define ADAFS_LIFECYCLE_H
 
@@ -15,19 +26,69 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "agent_link.h"
 #include "bb_config.h"
 #include "bb_job.h"
 
 /* What the shim must do to the Slurm job after a step (a bit mask). */
-#define LC_CHANGED  0x1   /* the record changed: save the table */
+#define LC_CHANGED  0x1   /* the record changed: save it */
 #define LC_RELEASE  0x2   /* stage-in done: let the job start */
 #define LC_FINISHED 0x4   /* torn down: after a failure, hold or requeue the job */
 
-int lifecycle_step(struct bb_job *job, const struct bb_config *cfg);
+/* Where requests go. send() hands one over and returns; the call's done
+ * is called once it is answered or has failed, from any thread but never
+ * from inside send(). */
+struct lc_transport {
+    void (*send)(void *ctx, struct agent_call *call);
+    void *ctx;
+    /* Optional: hands over n calls at once (one wake of the link for a
+     * set of thousands). NULL: send, one by one. */
+    void (*send_many)(void *ctx, struct agent_call **calls, size_t n);
+};
+
+/* The calls steps have built, to be sent by the caller once it has let go
+ * of its lock: a step of a 4,096-node job builds its set under the lock
+ * (cheap), and sending them, which wakes the link and contends for its
+ * lock, does not hold the caller's. A set's answers come only after it
+ * is sent, and a set dropped meanwhile (lifecycle_job_ended) lives on
+ * until its last answer: flushing never touches a freed set. */
+struct lc_outbox {
+    struct agent_call **calls;
+    size_t n, cap;
+};
+/* Sends what is in box through t and empties it (keeps its memory). */
+void lc_outbox_flush(struct lc_outbox *box, const struct lc_transport *t);
+void lc_outbox_free(struct lc_outbox *box);
+
+/* What a step needs besides the job. */
+struct lc_env {
+    const struct bb_config *cfg;
+    const struct lc_transport *transport;
+    void (*ready)(void *arg);     /* a set is answered (any thread): step its job again */
+    void *ready_arg;
+    time_t now;
+    int call_ms;                  /* a request's deadline (LC_CALL_MS) */
+    int hold_ms;                  /* how long an agent holds a WATCH (LC_HOLD_MS) */
+    /* NULL: a step sends its set itself; else the set's calls go here, and
+     * the caller flushes them after its lock (re-sent WATCHes, from the
+     * transport's thread, are sent at once all the same). */
+    struct lc_outbox *outbox;
+};
+#define LC_CALL_MS 30000
+#define LC_HOLD_MS 20000
+
+/* Does the next piece of work for the job, or checks on the set in
+ * flight; returns LC_* events. Never blocks. */
+int lifecycle_step(struct bb_job *job, const struct lc_env *env);
+
+/* A set of requests of the job is in flight (no step will send another
+ * until it is answered). */
+bool lifecycle_waiting(const struct bb_job *job);
 
 /* The job ended: a running instance goes to stage-out (straight to
  * teardown with hurry); one still deploying or staging in is torn down; a
- * stage-out under way goes on unless hurry. */
+ * stage-out under way goes on unless hurry. Requests in flight for the
+ * phase left are abandoned (their answers are dropped). */
 void lifecycle_job_ended(struct bb_job *job, bool hurry);
 
 /* scancel: as lifecycle_job_ended, and an instance cancelled before its job
@@ -51,9 +112,18 @@ enum bb_failure lifecycle_classify(int rc, int status, uint32_t fault);
 #define LC_RETRY_S 5
 bool lifecycle_retry(struct bb_job *job, const char *why, time_t now);
 
-/* Replaces agent_call_all (NULL: back to it), for the unit tests. */
-struct agent_request;
-void lifecycle_set_transport(void (*call_all)(struct agent_request *reqs, size_t n, int timeout_ms));
+/* What the shim does to the Slurm job once an instance that failed before
+ * its release is torn down: drain the node named (only for a node fault
+ * an agent proved), and hold the job (priority 0) or requeue it. A job
+ * already requeued once is held: it would drain node after node. */
+struct lc_verdict {
+    bool drain;
+    bool hold;
+};
+struct lc_verdict lifecycle_verdict(enum bb_failure failure, unsigned restarts);
+
+/* Which node a FAIL_NODE message names ("node nX: ..."): malloc'd or NULL. */
+char *lifecycle_failed_node(const char *error);
 
 /* The instance file text the agents write on every node. malloc'd. */
 char *lifecycle_instance_text(const struct bb_job *job, const struct bb_config *cfg);

@@ -5,9 +5,12 @@
  * a table so `scontrol show bbstat JOBID` can show them; the model follows
  * each job's life (submitted, started, finished or cancelled) and its
  * calibration learns from the estimates it gave. It is retrained and saved
- * from the plugin's driver thread, never from the submit path; the saved
+ * from the plugin's walltime thread, never from the submit path; the saved
  * file carries the calibration and the jobs in flight across restarts.
- * Thread-safe: every call takes the model's lock (a few microseconds). */
+ * Thread-safe: predictions and events take the model's lock (a few
+ * microseconds); training works on a second copy of the model that replays
+ * the same events, under a lock of its own, and the trained copy is swapped
+ * in under the model's lock, so a submit never waits for a training. */
 #ifndef ADAFS_PREDICT_H
 #define ADAFS_PREDICT_H
 
@@ -46,9 +49,12 @@ void predict_started(const struct walltime_job *job);
 void predict_observe(const struct walltime_job *job);
 void predict_cancelled(const struct walltime_job *job);
 
-/* Retrains when enough new jobs were observed and saves the model file
- * (force: save now even without retraining, as at shutdown). For the
- * driver thread. */
+/* Retrains when enough new jobs were observed (off the lock predictions
+ * take), saves the model file and swaps the trained model in (force: save
+ * now even without retraining, as at shutdown). For one thread. */
 void predict_maintain(bool force);
+
+/* How many trained models were swapped in (tests, bbstat). */
+long predict_swaps(void);
 
 #endif

@@ -61,6 +61,7 @@ int main(void)
     a->user = strdup("alice");
     directive_parse("X", NULL, "capacity=2G\nstage_in source=/p/in destination=\"in put\" type=directory",
                     &a->req, err, sizeof(err));
+    a->req.access = BB_ACCESS_FUSE;   /* the site's default, fixed at begin */
     a->phase = PHASE_STAGING_IN;
     a->nnodes = 2;
     a->nodes = calloc(2, sizeof(*a->nodes));
@@ -117,6 +118,7 @@ int main(void)
         tap_is_int(j->req.nstages, 1, "the request is kept");
         tap_is_str(j->req.nstages ? j->req.stages[0].destination : NULL, "in put", "quoted value kept");
         tap_ok(j->req.capacity == 2ULL << 30, "capacity kept");
+        tap_is_int(j->req.access, BB_ACCESS_FUSE, "access kept (CONFIGURE and the job's env need it)");
         tap_is_int(j->in.files, 1002, "totals kept");
         tap_is_int(j->t_begin, 1000, "times kept");
     }
@@ -144,7 +146,8 @@ int main(void)
     struct bb_job *again = NULL;
     tap_is_int(bb_job_load(path, &again, err, sizeof(err)), 0, "and loads (a kept marker is no new loss)");
     struct bb_job *h2 = bb_job_find(again, 9);
-    int same = h2 && h2->req.nstages == 5 && h2->superseded && strcmp(h2->user, "us\ner") == 0;
+    int same = h2 && h2->req.nstages == 5 && h2->superseded && h2->req.access == BB_ACCESS_UNSET &&
+               strcmp(h2->user, "us\ner") == 0;
     for (int i = 0; same && i < 5; i++)
         same = strcmp(h2->req.stages[i].source, hostile[i]) == 0 &&
                strcmp(h2->req.stages[i].destination, hostile[4 - i]) == 0 &&
@@ -160,7 +163,7 @@ int main(void)
     unsigned char *data = slurp(path, &size);
     size_t at7 = find_frame(data, size, 7), at8 = find_frame(data, size, 8);
     tap_ok(at7 && at8 && at8 > at7, "records are framed by job (%zu, %zu)", at7, at8);
-    data[at7 + 20 + 40] ^= 0x55;            /* a byte inside job 7's fields */
+    data[at7 + BB_JOB_FRAME_SIZE + 40] ^= 0x55;            /* a byte inside job 7's fields */
     spit(path, data, size);
     again = NULL;
     tap_is_int(bb_job_load(path, &again, err, sizeof(err)), 1, "a flipped byte: one record unreadable");
@@ -172,7 +175,7 @@ int main(void)
            "the other jobs load whole");
     tap_ok(strstr(err, path) && strstr(err, "job 7"), "the message names the file and job (%s)", err);
     free_all(again);
-    data[at7 + 20 + 40] ^= 0x55;
+    data[at7 + BB_JOB_FRAME_SIZE + 40] ^= 0x55;
     memset(data + at7, 0, 4);               /* job 7's frame itself */
     spit(path, data, size);
     again = NULL;
@@ -181,10 +184,10 @@ int main(void)
     tap_ok(bb_job_find(again, 8) && bb_job_find(again, 9) && !bb_job_find(again, 7),
            "jobs after it load (%s)", err);
     free_all(again);
-    data[sizeof("ADAFSBB")] = 3;            /* a version from the future */
+    data[sizeof("ADAFSBB")] = 4;            /* a version from the future */
     spit(path, data, size);
     tap_is_int(bb_job_load(path, &again, err, sizeof(err)), -1, "a later version is refused whole");
-    tap_ok(strstr(err, "version 3") != NULL, "saying so (%s)", err);
+    tap_ok(strstr(err, "version 4") != NULL, "saying so (%s)", err);
     free(data);
 
     /* adafs 0.x's JSON table is read once; a request whose text does not

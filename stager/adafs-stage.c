@@ -124,7 +124,7 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     log_open("adafs-stage", LOG_LEVEL_WARN, NULL);
-    struct stage_options opt = { .workers = 1 };
+    struct stage_options opt = { .type = STAGE_DIRECTORY, .workers = 1 };
     int json = 0, quiet = 0, allow_root = 0, finalize = 0, c;
     const char *user = NULL, *progress_json = NULL;
     struct qos_client_conf qos = { 0 };
@@ -133,13 +133,7 @@ int main(int argc, char **argv)
         switch (c) {
         case O_INSTANCE: opt.instance = optarg; break;
         case O_TYPE:
-            if (!strcmp(optarg, "file"))
-                opt.type = STAGE_TYPE_FILE;
-            else if (!strcmp(optarg, "directory"))
-                opt.type = STAGE_TYPE_DIRECTORY;
-            else if (!strcmp(optarg, "list"))
-                opt.type = STAGE_TYPE_LIST;
-            else {
+            if (stage_type_parse(optarg, &opt.type) < 0) {
                 fprintf(stderr, "adafs-stage: --type %s: must be file, directory or list\n", optarg);
                 return 2;
             }

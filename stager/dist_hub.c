@@ -760,7 +760,7 @@ static int seed_top(void *arg, const char *src, const char *dst, const char *rel
 int hub_seed(struct hub *h)
 {
     struct stage_run *run = h->d->run;
-    if (run->opt.type != STAGE_TYPE_DIRECTORY)
+    if (run->opt.type != STAGE_DIRECTORY)
         return stage_requests(run, seed_top, h);
     uint32_t root = add_root(h, run->opt.src, run->opt.dst);
     uint64_t id = root != UINT32_MAX ? dir_new(h, 0, 0, root, "", "") : 0;

@@ -1,8 +1,9 @@
 #include "report.h"
 
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "stage_report.h"
 
 static double per_s(double x, double s)
 {
@@ -11,40 +12,31 @@ static double per_s(double x, double s)
 
 char *report_json(const struct stage_options *opt, const struct stage_result *r)
 {
-    json_t *fails = json_array();
-    for (size_t i = 0; fails && i < r->nfailures; i++)
-        json_array_append_new(fails, json_pack("{s:s, s:i, s:s, s:s}",
-                                               "path", r->failures[i].path,
-                                               "errno", r->failures[i].err,
-                                               "error", strerror(r->failures[i].err),
-                                               "what", r->failures[i].what));
-    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-                          " s:I, s:I, s:I, s:I, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:b, s:o}",
-                          "direction", stage_direction_name(opt->direction),
-                          "source", opt->src, "destination", opt->dst,
-                          "worker", (int)opt->worker, "workers", (int)(opt->workers ? opt->workers : 1),
-                          "files", (json_int_t)r->files, "dirs", (json_int_t)r->dirs,
-                          "bytes", (json_int_t)r->bytes, "unchanged", (json_int_t)r->unchanged,
-                          "skipped", (json_int_t)r->skipped, "pieces", (json_int_t)r->pieces,
-                          "errors", (json_int_t)r->errors,
-                          /* every file it copied was re-read and compared */
-                          "verified", (json_int_t)(opt->verify ? r->files : 0),
-                          "src_mdops", (json_int_t)r->src_mdops,
-                          "dst_mdops", (json_int_t)r->dst_mdops,
-                          "coord_ops", (json_int_t)r->coord_ops,
-                          "lost_workers", (int)r->lost_workers,
-                          "taken_over", (int)r->taken_over,
-                          "finalize_seconds", r->finalize_seconds,
-                          "tail_seconds", r->tail_seconds,
-                          "seconds", r->seconds,
-                          "files_per_s", per_s((double)r->files, r->seconds),
-                          "mib_per_s", per_s((double)r->bytes / 1048576.0, r->seconds),
-                          "complete", r->errors == 0, "failures", fails);
-    if (!o)
+    struct stage_report_failure *fails = calloc(r->nfailures ? r->nfailures : 1, sizeof(*fails));
+    if (!fails)
         return NULL;
-    char *s = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    return s;
+    for (size_t i = 0; i < r->nfailures; i++)
+        fails[i] = (struct stage_report_failure){
+            .path = r->failures[i].path, .err = r->failures[i].err,
+            .error = strerror(r->failures[i].err), .what = (char *)r->failures[i].what };
+    struct stage_report rep = {
+        .direction = (char *)stage_direction_name(opt->direction),
+        .source = (char *)opt->src, .destination = (char *)opt->dst,
+        .worker = opt->worker, .workers = opt->workers ? opt->workers : 1,
+        .files = r->files, .dirs = r->dirs, .bytes = r->bytes, .unchanged = r->unchanged,
+        .skipped = r->skipped, .pieces = r->pieces, .errors = r->errors,
+        /* every file it copied was re-read and compared */
+        .verified = opt->verify ? r->files : 0,
+        .src_mdops = r->src_mdops, .dst_mdops = r->dst_mdops, .coord_ops = r->coord_ops,
+        .lost_workers = r->lost_workers, .taken_over = r->taken_over,
+        .finalize_seconds = r->finalize_seconds, .tail_seconds = r->tail_seconds,
+        .seconds = r->seconds, .files_per_s = per_s((double)r->files, r->seconds),
+        .mib_per_s = per_s((double)r->bytes / 1048576.0, r->seconds),
+        .complete = r->errors == 0, .failures = fails, .nfailures = r->nfailures,
+    };
+    char *text = stage_report_encode(&rep);
+    free(fails);
+    return text;
 }
 
 void report_text(FILE *out, const struct stage_options *opt, const struct stage_result *r)

@@ -10,15 +10,8 @@
 
 #include "stage.h"
 
-/* The summary as one JSON object (malloc'd; NULL on ENOMEM). Fields:
- * direction, source, destination, worker, workers, files, dirs, bytes,
- * unchanged, skipped, pieces, errors, verified, src_mdops, dst_mdops
- * (metadata operations made on each side), coord_ops (on the workers'
- * mailboxes), lost_workers, taken_over (worker 0 of several: workers given
- * up and the items of theirs others did), finalize_seconds (time spent
- * setting attributes of finished directories and split files), tail_seconds
- * (worker 0: from the last copy done to the end), seconds, files_per_s, mib_per_s,
- * complete (bool), failures: [{path, errno, error, what}]. */
+/* The summary as one JSON object (malloc'd; NULL on ENOMEM): the report
+ * of common/stage_report.h, which the plugin reads. */
 char *report_json(const struct stage_options *opt, const struct stage_result *r);
 void report_text(FILE *out, const struct stage_options *opt, const struct stage_result *r);
 /* One progress line ending in '\r' (width about 79 columns). */

@@ -169,7 +169,7 @@ int stage_create(const struct stage_options *opt, struct stage_run **out, char *
     }
 
     int rc = 0;
-    if (opt->direction == STAGE_COPY && opt->type == STAGE_TYPE_DIRECTORY)
+    if (opt->direction == STAGE_COPY && opt->type == STAGE_DIRECTORY)
         rc = check_not_inside(opt->src, opt->dst, err, errlen);
     /* The side toward the parallel file system is the POSIX one. */
     if (rc == 0 && opt->direction != STAGE_IN)
@@ -199,7 +199,7 @@ int stage_create(const struct stage_options *opt, struct stage_run **out, char *
     run->piece_size = (ps + chunk - 1) / chunk * chunk;
 
     /* Of several workers, the coordinator (worker 0) alone reads a list. */
-    if (opt->type == STAGE_TYPE_LIST && run->opt.worker == 0) {
+    if (opt->type == STAGE_LIST && run->opt.worker == 0) {
         rc = list_load(opt->src, &run->list);
         if (rc < 0) {
             errf(err, errlen, rc, "cannot read list file %s: %s", opt->src, strerror(-rc));
@@ -376,7 +376,7 @@ int stage_requests(struct stage_run *run,
                    void *arg)
 {
     const struct stage_options *o = &run->opt;
-    if (o->type == STAGE_TYPE_LIST) {
+    if (o->type == STAGE_LIST) {
         for (size_t i = 0; i < run->list.error_count; i++)
             stage_fail(run, o->src, EINVAL, "%s", run->list.errors[i].message);
         for (size_t i = 0; i < run->list.count; i++) {
@@ -430,7 +430,7 @@ int stage_requests(struct stage_run *run,
 static int queue_requests(struct stage_run *run)
 {
     const struct stage_options *o = &run->opt;
-    if (o->type != STAGE_TYPE_DIRECTORY)
+    if (o->type != STAGE_DIRECTORY)
         return stage_requests(run, queue_item, run);
 
     char sp[PATH_MAX], dp[PATH_MAX];

@@ -27,8 +27,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "stage_type.h"
+
 enum stage_direction { STAGE_IN, STAGE_OUT, STAGE_COPY };
-enum stage_type { STAGE_TYPE_DIRECTORY, STAGE_TYPE_FILE, STAGE_TYPE_LIST };
 
 struct stage_options {
     enum stage_direction direction;

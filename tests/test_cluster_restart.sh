@@ -32,11 +32,11 @@ JOB
 # A job that runs through every restart below; its result must come out.
 write_job bystander.sh >/dev/null <<JOB
 #!/bin/bash
-#SBATCH -N 1 -t 10
+#SBATCH -N 1 -t 30
 #BB_ADAFS capacity=1G
 #BB_ADAFS stage_out source=result.txt destination=$out/bystander.%j type=file
 echo "result of \$SLURM_JOB_ID" > \$ADAFS_MOUNT/result.txt
-for _ in \$(seq 600); do [ -e $pfs/r/stop ] && break; sleep 0.5; done
+for _ in \$(seq 3000); do [ -e $pfs/r/stop ] && break; sleep 0.5; done
 JOB
 
 ctld_log_since() { tail -c +"$(($1 + 1))" "$log"; }
@@ -54,8 +54,15 @@ saved_since() {
     diag "slurmctld did not save its job table within 60 s"; return 1
 }
 # save_now: makes slurmctld save its job table now (an update schedules a
-# save) and waits until it did.
-save_now() { mark_save; scontrol update JobId="$by" Comment="save $SECONDS" && saved_since; }
+# save) and waits until it did. The job updated is a held one that never
+# runs: the bystander may have ended (its wait is bounded) by the time a
+# slow run gets here, and a finished job cannot be updated.
+save_now() {
+    mark_save
+    scontrol update JobId="$anchor" Comment="save $SECONDS" ||
+        { diag "cannot update job $anchor to make slurmctld save"; return 1; }
+    saved_since
+}
 start_ctld() { "$cluster" start-ctld && for _ in $(seq 60); do scontrol ping >/dev/null 2>&1 && return 0; sleep 0.5; done; return 1; }
 
 # The job ran with all of its input, completed, and staged its verdict out.
@@ -68,6 +75,12 @@ ran_whole() {  # ran_whole ID WHAT
         bash -c "for _ in \$(seq 120); do grep -qx 'whole $id' $out/$id.txt 2>/dev/null && exit 0; sleep 0.5; done; exit 1"
 }
 
+write_job anchor.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 1 -t 1
+true
+JOB
+anchor=$(submit -H anchor.sh)
 by=$(submit bystander.sh)
 check "a bystander job runs" -- wait_job "$by" RUNNING 60
 
@@ -200,14 +213,17 @@ s1=$(submit staging.sh)
 check "damage: a third stages in" -- wait_phase "$s1" staging_in 60
 save_now   # with r1 and r2 running (released), s1 configuring
 "$cluster" kill-ctld
-damage() {  # damage JOBID: flips a byte inside the job's saved record
+damage() {  # damage JOBID: flips a byte inside the job's last saved record
+    # The file is a journal (slurm-plugin/bb_store.h): a later record of a
+    # job replaces an earlier one, so the last one is damaged; its frame is
+    # 28 bytes.
     python3 - "$ADAFS_CLUSTER_DIR/state/adafs_state" "$1" <<'PY'
 import struct, sys
 path, job = sys.argv[1], int(sys.argv[2])
 data = bytearray(open(path, 'rb').read())
-at = data.find(b'ABJR' + struct.pack('<I', job))
+at = data.rfind(b'ABJR' + struct.pack('<I', job))
 assert at >= 0, 'no record of job %d' % job
-data[at + 20 + 30] ^= 0x5a
+data[at + 28 + 30] ^= 0x5a
 open(path, 'wb').write(data)
 PY
 }
@@ -234,5 +250,6 @@ check "the bystander's result is staged out" -- landed "$out/bystander.$by" "res
 check "no node was drained" -- bash -c "! sinfo -h -o %t | grep -q drain"
 check "no job was requeued ($(grep -c 'requeued' "$log") requeues logged)" -- \
     bash -c "! grep -q 'adafs.*requeued\|already deployed' $log"
+scancel "$anchor"
 check "nothing left on the nodes" -- wait_clean 60
 tap_done

@@ -373,7 +373,7 @@ static void path_join(char *out, size_t len, const char *a, const char *b)
  * the same on every node whatever storage each node uses. */
 static void job_file_path(char *out, size_t len, uint32_t id, const char *what)
 {
-    pathf(out, len, "%s/.job.%u.%s", cfg->mount_prefix, id, what);
+    instance_file_path(out, len, cfg->mount_prefix, id, what);
 }
 
 /* Removes the instance and secret files of a job once no node directory of
@@ -401,9 +401,9 @@ static void remove_job_files_if_last(const char *storage, uint32_t id)
     if (d)
         closedir(d);
     if (!others) {
-        job_file_path(path, sizeof(path), id, "instance");
+        job_file_path(path, sizeof(path), id, INSTANCE_FILE);
         unlink(path);
-        job_file_path(path, sizeof(path), id, "secret");
+        job_file_path(path, sizeof(path), id, INSTANCE_SECRET);
         unlink(path);
     }
     if (lock >= 0)
@@ -553,7 +553,7 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
     char secret_path[PATH_MAX], logpath[PATH_MAX], listen[INSTANCE_HOST_MAX + 8], idx[16];
     char servers[16], chunk[32], quota[32];
     char fdtext[16];
-    job_file_path(secret_path, sizeof(secret_path), m->job_id, "secret");
+    job_file_path(secret_path, sizeof(secret_path), m->job_id, INSTANCE_SECRET);
     pathf(logpath, sizeof(logpath), "%s/adafsd.job%u.%s.log", cfg->log_dir, m->job_id, cfg->node);
     /* The server needs its own address and the instance's size, nothing of
      * the other servers: the command line is the same length for 1 server
@@ -655,7 +655,8 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
         return failf(e, AGENT_FAULT_JOB, -EPERM, "job %u: refusing to run a server as root", m->job_id);
     if (strlen(m->storage) + strlen(cfg->node) + PATH_SLACK >= PATH_MAX)
         return failf(e, AGENT_FAULT_NODE, -ENAMETOOLONG, "job %u: storage path too long", m->job_id);
-    if (strlen(m->secret_hex) != 2 * INSTANCE_SECRET_SIZE || m->secret_hex[strspn(m->secret_hex, "0123456789abcdef")])
+    uint8_t secret[INSTANCE_SECRET_SIZE];
+    if (secret_from_hex(m->secret_hex, secret) < 0)
         return failf(e, AGENT_FAULT_JOB, -EINVAL, "job %u: the secret is not %d hex digits", m->job_id,
                      2 * INSTANCE_SECRET_SIZE);
     if (!storage_allowed(m->storage))
@@ -690,7 +691,7 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
     pthread_mutex_unlock(&jobs_lock);
 
     char secret_path[PATH_MAX], text[80];
-    job_file_path(secret_path, sizeof(secret_path), m->job_id, "secret");
+    job_file_path(secret_path, sizeof(secret_path), m->job_id, INSTANCE_SECRET);
     snprintf(text, sizeof(text), "%s\n", m->secret_hex);
     char why[PATH_MAX + 128];
     int rc = check_root_path(nodedir, true, why, sizeof(why));
@@ -752,16 +753,14 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
     return 0;
 }
 
-/* The mount point must be one plain name below the mount prefix. */
+/* The mount point is where instance.h's layout puts the job's. */
 static int make_mount(struct job *j, const char *mount, struct agent_error *e)
 {
-    size_t plen = strlen(cfg->mount_prefix);
-    const char *name = mount + plen + 1;
-    if (strncmp(mount, cfg->mount_prefix, plen) != 0 || mount[plen] != '/' || !*name ||
-        strchr(name, '/') || strcmp(name, "..") == 0 || strcmp(name, ".") == 0 ||
-        strlen(mount) + PATH_SLACK >= PATH_MAX)
-        return failf(e, AGENT_FAULT_NODE, -EPERM, "job %u: mount point %s is not a name below %s",
-                     j->id, mount, cfg->mount_prefix);
+    char want[PATH_MAX];
+    if (instance_mount_path(want, sizeof(want), cfg->mount_prefix, j->id) < 0 ||
+        strcmp(mount, want) != 0 || strlen(mount) + PATH_SLACK >= PATH_MAX)
+        return failf(e, AGENT_FAULT_NODE, -EPERM, "job %u: mount point %s is not %s, where "
+                     "this agent's --mount-prefix puts it", j->id, mount, want[0] ? want : "?");
     char why[PATH_MAX + 128];
     int rc = check_root_path(cfg->mount_prefix, true, why, sizeof(why));
     if (rc < 0)
@@ -788,7 +787,7 @@ int jobs_configure(const struct agent_configure *m, struct agent_error *e)
         rc = failf(e, AGENT_FAULT_TRANSIENT, -ENOENT, "job %u: not deployed here", m->job_id);
     } else {
         char path[PATH_MAX];
-        job_file_path(path, sizeof(path), j->id, "instance");
+        job_file_path(path, sizeof(path), j->id, INSTANCE_FILE);
         rc = write_user_file(path, m->instance_text, &j->user);
         if (rc < 0)
             rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot write %s: %s", j->id, path, strerror(-rc));
@@ -870,7 +869,6 @@ static void *stage_watcher(void *arg)
 
 int jobs_stage(const struct agent_stage *m, struct agent_error *e)
 {
-    static const char *types[] = { "file", "directory", "list" };
     pthread_mutex_lock(&jobs_lock);
     struct job *j = find_locked(m->job_id);
     int rc = 0;
@@ -887,7 +885,7 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
         return failf(e, AGENT_FAULT_TRANSIENT, -EBUSY, "job %u: a stage is already running", m->job_id);
     }
     char instance[PATH_MAX], worker[32], threads[16], mdops[32], bw[32];
-    job_file_path(instance, sizeof(instance), j->id, "instance");
+    job_file_path(instance, sizeof(instance), j->id, INSTANCE_FILE);
     snprintf(worker, sizeof(worker), "%u/%u", m->worker, m->nworkers);
     snprintf(threads, sizeof(threads), "%u", m->threads ? m->threads : 4);
     snprintf(mdops, sizeof(mdops), "%llu", (unsigned long long)m->max_mdops);
@@ -897,7 +895,7 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
     argv[n++] = (char *)cfg->stage_path;
     argv[n++] = m->direction == AGENT_STAGE_IN ? "in" : "out";
     argv[n++] = "--instance"; argv[n++] = instance;
-    argv[n++] = "--type"; argv[n++] = (char *)types[m->type];
+    argv[n++] = "--type"; argv[n++] = (char *)stage_type_name((enum stage_type)m->type);
     argv[n++] = "--worker"; argv[n++] = worker;
     argv[n++] = "--threads"; argv[n++] = threads;
     if (m->max_mdops) { argv[n++] = "--max-mdops"; argv[n++] = mdops; }
@@ -966,9 +964,31 @@ static char *output_text(const char *kept, size_t dropped)
 
 int jobs_status(uint32_t job_id, struct stage_status *st)
 {
+    /* A watch of a state no stage has, held for no time: answered at once. */
+    return jobs_watch(job_id, -1, 0, NULL, st);
+}
+
+int jobs_watch(uint32_t job_id, int known, int hold_ms, const atomic_bool *cancel,
+               struct stage_status *st)
+{
     *st = (struct stage_status){ .state = AGENT_OP_NONE, .exit_status = -1 };
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += hold_ms / 1000;
+    until.tv_nsec += (long)(hold_ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
     pthread_mutex_lock(&jobs_lock);
-    struct job *j = find_locked(job_id);
+    /* Found again after each wait: a job torn down meanwhile is freed. */
+    struct job *j;
+    for (bool late = false;;) {
+        j = find_locked(job_id);
+        if (!j || j->stage.state != known || late || (cancel && atomic_load(cancel)))
+            break;
+        late = pthread_cond_timedwait(&jobs_changed, &jobs_lock, &until) == ETIMEDOUT;
+    }
     if (j) {
         st->state = j->stage.state;
         st->exit_status = j->stage.exit_status;
@@ -1002,6 +1022,13 @@ int jobs_teardown(uint32_t job_id, bool hurry, struct agent_error *e)
     forget_torn_down_locked();
     pthread_mutex_unlock(&jobs_lock);
     return rc;
+}
+
+void jobs_wake(void)
+{
+    pthread_mutex_lock(&jobs_lock);
+    pthread_cond_broadcast(&jobs_changed);
+    pthread_mutex_unlock(&jobs_lock);
 }
 
 int jobs_release(uint32_t job_id, int timeout_s, struct agent_error *e)

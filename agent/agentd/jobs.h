@@ -22,6 +22,7 @@
 #ifndef ADAFS_AGENT_JOBS_H
 #define ADAFS_AGENT_JOBS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,6 +75,14 @@ struct stage_status {
     char *errors;         /* the stager's messages (stderr) */
 };
 int jobs_status(uint32_t job_id, struct stage_status *st);
+/* jobs_status once the job's stage is no longer in state `known` (its
+ * stager ended), or after hold_ms, or once *cancel is set and jobs_wake()
+ * called (its session ended): the plugin's long poll (AGENT_WATCH).
+ * -ENOENT for a job not deployed here (or torn down while waiting). */
+int jobs_watch(uint32_t job_id, int known, int hold_ms, const atomic_bool *cancel,
+               struct stage_status *st);
+/* Wakes every jobs_watch() to look at its cancel flag. */
+void jobs_wake(void);
 void stage_status_free(struct stage_status *st);
 
 int jobs_teardown(uint32_t job_id, bool hurry, struct agent_error *e);

@@ -80,6 +80,7 @@ struct conn {
 struct reply {
     struct rpc_writer body;
     struct agent_error err;
+    const atomic_bool *cancel;   /* the session is over: a waiting request may stop */
 };
 
 static struct agent_settings settings;
@@ -111,11 +112,9 @@ static int handle_start(struct rpc_reader *r, struct reply *out)
     int port;
     pid_t pid;
     int rc = jobs_start(&m, &port, &pid, &out->err);
-    if (rc == 0)
-        qos_agent_ensure(m.job_id, m.uid);   /* its I/O budget, before its processes ask */
     if (rc == 0) {
-        rpc_put_u32(&out->body, (uint32_t)port);
-        rpc_put_u32(&out->body, (uint32_t)pid);
+        qos_agent_ensure(m.job_id, m.uid);   /* its I/O budget, before its processes ask */
+        agent_started_put(&out->body, &(struct agent_started){ (uint32_t)port, (uint32_t)pid });
     }
     return rc;
 }
@@ -154,10 +153,28 @@ static int handle_status(struct rpc_reader *r, struct reply *out)
         out->err.fault = AGENT_FAULT_TRANSIENT;
         return rc;
     }
-    rpc_put_u32(&out->body, (uint32_t)st.state);
-    rpc_put_u32(&out->body, (uint32_t)st.exit_status);
-    rpc_put_str(&out->body, st.summary);
-    rpc_put_str(&out->body, st.errors);
+    agent_stage_status_put(&out->body, &(struct agent_stage_status){
+        (uint32_t)st.state, st.exit_status, st.summary, st.errors });
+    stage_status_free(&st);
+    return 0;
+}
+
+static int handle_watch(struct rpc_reader *r, struct reply *out)
+{
+    struct agent_watch m;
+    if (agent_watch_get(r, &m) < 0)
+        return -EBADMSG;
+    struct stage_status st;
+    int rc = jobs_watch(m.job_id, (int)m.known, (int)m.hold_ms, out->cancel, &st);
+    if (rc < 0) {
+        /* Not the job's fault nor the node's: an agent restarted since. */
+        refuse(out, rc, "job %u: %s", m.job_id,
+               rc == -ENOENT ? "not deployed here" : strerror(-rc));
+        out->err.fault = AGENT_FAULT_TRANSIENT;
+        return rc;
+    }
+    agent_stage_status_put(&out->body, &(struct agent_stage_status){
+        (uint32_t)st.state, st.exit_status, st.summary, st.errors });
     stage_status_free(&st);
     return 0;
 }
@@ -212,6 +229,7 @@ static const struct {
     [AGENT_TEARDOWN] = { handle_teardown, true, true },
     [AGENT_RELEASE] = { handle_release, false, true },
     [AGENT_QOS] = { handle_qos, true, false },
+    [AGENT_WATCH] = { handle_watch, true, false },
     [AGENT_QOS_REPORT] = { handle_qos_report, true, false },
 };
 
@@ -270,7 +288,7 @@ static void serve_local(struct conn *c)
         log_warn("dropping a local connection: %s", strerror(-rc));
         return;
     }
-    struct reply out;
+    struct reply out = { .cancel = NULL };
     char why[256];
     if ((rc = auth_check_peer(c->fd, why, sizeof(why))) < 0) {
         rpc_writer_init(&out.body, NULL, 0);
@@ -286,6 +304,106 @@ static void serve_local(struct conn *c)
         rpc_send(c->fd, &resp, out.body.data, out.body.len, net_now_ms() + request_timeout_ms);
     rpc_writer_free(&out.body);
     free(payload);
+}
+
+/* A proven session's requests overlap: each runs in a thread of its own
+ * (a START may take 30 s, a WATCH waits for a stager), at most
+ * SESSION_INFLIGHT at once (the reader waits for a free one: the plugin
+ * keeps to the same bound), and each answer goes out when it is ready,
+ * under the session's send lock, with its request's id. */
+#define SESSION_INFLIGHT 64
+
+struct live_session {
+    struct agent_session s;
+    const struct conn *c;
+    pthread_mutex_t lock;      /* sending, and the fields below */
+    pthread_cond_t changed;
+    int inflight;
+    atomic_bool over;          /* the reader is done: waiting requests may stop */
+};
+
+struct live_request {
+    struct live_session *ls;
+    struct session_msg m;
+};
+
+static void *run_request(void *arg)
+{
+    struct live_request *q = arg;
+    struct live_session *ls = q->ls;
+    struct reply out = { .cancel = &ls->over };
+    int status = run(ls->c, q->m.op, q->m.body, q->m.len, &out);
+    free(q->m.plain);
+    pthread_mutex_lock(&ls->lock);
+    int rc = 0;
+    if (!ls->s.keys.tx_failed)
+        rc = agent_session_send_id(&ls->s, q->m.op, q->m.id, status < 0 ? status : 0,
+                                   out.body.data, out.body.len, net_now_ms() + request_timeout_ms);
+    if (rc < 0) {
+        /* Nothing more can go out: end the reader too. */
+        log_warn("%s: uid %u: cannot answer: %s", ls->c->peer, (unsigned)ls->s.peer_uid,
+                 strerror(-rc));
+        shutdown(ls->s.fd, SHUT_RDWR);
+    }
+    ls->inflight--;
+    pthread_cond_broadcast(&ls->changed);
+    pthread_mutex_unlock(&ls->lock);
+    rpc_writer_free(&out.body);
+    free(q);
+    return NULL;
+}
+
+/* Reads requests until the peer closes, a message does not open, or the
+ * session has been idle (nothing in flight) for the request timeout. */
+static void read_requests(struct live_session *ls)
+{
+    int64_t idle_since = net_now_ms();
+    for (;;) {
+        pthread_mutex_lock(&ls->lock);
+        while (ls->inflight >= SESSION_INFLIGHT)
+            pthread_cond_wait(&ls->changed, &ls->lock);
+        bool busy = ls->inflight > 0;
+        pthread_mutex_unlock(&ls->lock);
+        if (busy)
+            idle_since = net_now_ms();
+        else if (net_now_ms() - idle_since >= request_timeout_ms)
+            return;   /* the plugin opens another when it needs one */
+        struct pollfd p = { .fd = ls->s.fd, .events = POLLIN };
+        int ready = poll(&p, 1, IO_SLICE_MS);
+        if (ready < 0 && errno != EINTR)
+            return;
+        if (ready <= 0)
+            continue;
+        struct live_request *q = calloc(1, sizeof(*q));
+        if (!q)
+            return;
+        q->ls = ls;
+        int rc = agent_session_recv(&ls->s, &q->m, MAX_REQUEST, net_now_ms() + request_timeout_ms);
+        if (rc < 0) {
+            if (rc != -ECONNRESET)
+                log_warn("%s: uid %u: session ended: %s", ls->c->peer, (unsigned)ls->s.peer_uid,
+                         rc == -EBADMSG ? "a message did not open (changed, replayed or out of order)"
+                                        : strerror(-rc));
+            free(q);
+            return;
+        }
+        idle_since = net_now_ms();
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, THREAD_STACK);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_t t;
+        pthread_mutex_lock(&ls->lock);
+        ls->inflight++;
+        pthread_mutex_unlock(&ls->lock);
+        rc = pthread_create(&t, &attr, run_request, q);
+        pthread_attr_destroy(&attr);
+        if (rc != 0) {
+            log_limited(&crowd_log, LOG_LEVEL_ERROR, "%s: cannot start a thread: %s: answering"
+                        " in turn", ls->c->peer, strerror(rc));
+            run_request(q);
+        }
+    }
 }
 
 /* A network peer: the handshake, then requests until it closes. */
@@ -305,52 +423,54 @@ static void serve_network(struct conn *c)
         free(cred);
         return;
     }
-    struct agent_session s;
-    rc = agent_session_accept(&s, c->fd, &munge, settings.node, trusted_uid, cred,
+    struct live_session ls = { .c = c };
+    rc = agent_session_accept(&ls.s, c->fd, &munge, settings.node, trusted_uid, cred,
                               net_now_ms() + handshake_ms, why, sizeof(why));
     free(cred);
     if (rc < 0) {
         log_limited(&refused_log, LOG_LEVEL_WARN, "%s: handshake refused: %s", c->peer, why);
         return;
     }
-    struct reply out;
     if (!admit_proven(c->slot)) {
+        struct reply out;
         out.err = (struct agent_error){ .fault = AGENT_FAULT_TRANSIENT };
         snprintf(out.err.text, sizeof(out.err.text), "node %s: the agent serves %d sessions"
                  " already: try again", settings.node, ADMIT_PROVEN);
         rpc_writer_init(&out.body, NULL, 0);
         agent_error_put(&out.body, &out.err);
-        agent_session_send(&s, 0, -EBUSY, out.body.data, out.body.len,
+        agent_session_send(&ls.s, 0, -EBUSY, out.body.data, out.body.len,
                            net_now_ms() + request_timeout_ms);
         rpc_writer_free(&out.body);
-        log_warn("%s: uid %u: %s", c->peer, (unsigned)s.peer_uid, out.err.text);
+        log_warn("%s: uid %u: %s", c->peer, (unsigned)ls.s.peer_uid, out.err.text);
         goto end;
     }
-    log_debug("%s: session of uid %u", c->peer, (unsigned)s.peer_uid);
-    for (;;) {
-        struct session_msg m;
-        rc = agent_session_recv(&s, &m, MAX_REQUEST, net_now_ms() + request_timeout_ms);
-        if (rc < 0) {
-            if (rc != -ECONNRESET)
-                log_warn("%s: uid %u: session ended: %s", c->peer, (unsigned)s.peer_uid,
-                         rc == -EBADMSG ? "a message did not open (changed, replayed or out of order)"
-                                        : strerror(-rc));
-            break;
-        }
-        int status = run(c, m.op, m.body, m.len, &out);
-        free(m.plain);
-        rc = agent_session_send(&s, m.op, status < 0 ? status : 0, out.body.data, out.body.len,
-                                net_now_ms() + request_timeout_ms);
-        rpc_writer_free(&out.body);
-        if (rc < 0) {
-            log_warn("%s: uid %u: cannot answer: %s", c->peer, (unsigned)s.peer_uid, strerror(-rc));
-            break;
+    log_debug("%s: session of uid %u", c->peer, (unsigned)ls.s.peer_uid);
+    pthread_mutex_init(&ls.lock, NULL);
+    pthread_cond_init(&ls.changed, NULL);
+    read_requests(&ls);
+    /* Requests still running answer into a closed session; they end by
+     * themselves (a WATCH is woken at once). */
+    pthread_mutex_lock(&ls.lock);
+    atomic_store(&ls.over, true);
+    shutdown(c->fd, SHUT_RD);
+    while (ls.inflight > 0) {
+        pthread_mutex_unlock(&ls.lock);
+        jobs_wake();
+        pthread_mutex_lock(&ls.lock);
+        if (ls.inflight > 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&ls.changed, &ls.lock, &ts);
         }
     }
+    pthread_mutex_unlock(&ls.lock);
+    pthread_cond_destroy(&ls.changed);
+    pthread_mutex_destroy(&ls.lock);
 end:
     /* The descriptor is closed by the caller, after admit_done. */
-    s.fd = -1;
-    agent_session_close(&s);
+    ls.s.fd = -1;
+    agent_session_close(&ls.s);
 }
 
 static void *serve(void *arg)

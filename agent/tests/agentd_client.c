@@ -7,6 +7,7 @@
  *                               $ADAFS_TEST_QUOTA: START's quota (1 GiB)
  *   agentd_client HOST PORT stage JOB SOURCE DESTINATION
  *   agentd_client HOST PORT status JOB
+ *   agentd_client HOST PORT watch JOB       a WATCH and a PING at once on one session
  *   agentd_client HOST PORT teardown JOB
  *   agentd_client HOST PORT many N          N pings on one session
  *   agentd_client HOST PORT tamper          a request with a byte changed on the way
@@ -367,6 +368,39 @@ int main(int argc, char **argv)
             printf("\n");
         }
         free(reply.plain);
+        rpc_writer_free(&w);
+        return 0;
+    }
+    if (strcmp(cmd, "watch") == 0 && argc == 5) {
+        /* Requests overlap on one session: the PING sent after the WATCH
+         * is answered while the WATCH waits, each answer with its id. */
+        struct agent_session as;
+        session(&as);
+        agent_watch_put(&w, &(struct agent_watch){ job, AGENT_OP_RUNNING, 10000 });
+        int64_t start = net_now_ms(), deadline = start + 20000;
+        if (agent_session_send_id(&as, AGENT_WATCH, 1, 0, w.data, w.len, deadline) < 0 ||
+            agent_session_send_id(&as, AGENT_PING, 2, 0, NULL, 0, deadline) < 0) {
+            printf("cannot send\n");
+            return 2;
+        }
+        for (int i = 0; i < 2; i++) {
+            struct session_msg reply;
+            if (agent_session_recv(&as, &reply, AGENT_MAX_BODY, deadline) < 0) {
+                printf("no answer\n");
+                return 2;
+            }
+            struct rpc_reader r;
+            rpc_reader_init(&r, reply.body, reply.len);
+            struct agent_stage_status st = { 0 };
+            if (reply.op == AGENT_WATCH && reply.status == 0)
+                agent_stage_status_get(&r, &st);
+            printf("%s%s id %u status %d state %u after %s ms", i ? "; " : "",
+                   agent_op_name(reply.op), reply.id, reply.status, st.state,
+                   net_now_ms() - start < 1000 ? "<1000" : ">=1000");
+            free(reply.plain);
+        }
+        printf("\n");
+        agent_session_close(&as);
         rpc_writer_free(&w);
         return 0;
     }

@@ -196,6 +196,18 @@ check "and once more while it runs (a plugin whose reply was lost)" \
     eval 'agent start 2 $user $group $base/storage | grep -qx ok'
 check "which says so" logged "job 2: started again: its server is up on port"
 check "and TEARDOWN" eval 'agent teardown 2 | grep -qx ok'
+# The plugin's long poll: a WATCH waits for the stager on a session that
+# goes on serving meanwhile.
+check "START job 6" eval 'agent start 6 $user $group $base/storage | grep -qx ok'
+check "STAGE a stager that takes 2 s" eval 'agent stage 6 /slow /dst | grep -qx ok'
+out=$(agent watch 6)
+check "a WATCH waits for it while a PING on the same session is answered ($out)" test "$out" = \
+    "ping id 2 status 0 state 0 after <1000 ms; watch id 1 status 0 state 2 after >=1000 ms"
+check "TEARDOWN job 6" eval 'agent teardown 6 | grep -qx ok'
+out=$(agent watch 6)
+check "a WATCH of a job not deployed is answered at once ($out)" \
+    eval 'echo "$out" | grep -q "watch id 1 status -2 state 0 after <1000 ms" &&
+          echo "$out" | grep -q "ping id 2 status 0"'
 # A record whose stager's output is still open is kept until it ends, and
 # does not get in the way of the job's next run.
 check "START job 5" eval 'agent start 5 $user $group $base/storage | grep -qx ok'

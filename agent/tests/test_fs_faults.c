@@ -13,6 +13,7 @@
 
 #include "fstest.h"
 #include "hash.h"
+#include "handshake.h"
 #include "instance.h"
 #include "net.h"
 #include "proto.h"

@@ -157,7 +157,7 @@ int secret_read_file(const char *path, uint8_t secret[INSTANCE_SECRET_SIZE], cha
 
 int secret_write_file(const char *path, const uint8_t secret[INSTANCE_SECRET_SIZE], char *err, size_t errlen)
 {
-    char hex[2 * INSTANCE_SECRET_SIZE + 2];
+    char hex[INSTANCE_SECRET_HEX + 1];
     secret_to_hex(secret, hex);
     strcat(hex, "\n");
     return write_private_file(path, hex, err, errlen);
@@ -211,16 +211,18 @@ bad:
     return -EINVAL;
 }
 
-int instance_read(const char *path, struct instance *out, char *err, size_t errlen)
+int instance_parse(const char *source, const char *path, struct instance *out, char *err,
+                   size_t errlen)
 {
     memset(out, 0, sizeof(*out));
     out->chunk_size = 512 * 1024;
     out->timeout_ms = 5000;
-    char *text;
-    int rc = read_private_file(path, &text, err, errlen);
-    if (rc < 0)
-        return rc;
-    int cap = 0, lineno = 0, have_secret = 0;
+    char *text = strdup(source);
+    if (!text) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    int cap = 0, lineno = 0, have_secret = 0, rc = 0;
     for (char *line = text, *next; line && rc == 0; line = next) {
         next = strchr(line, '\n');
         if (next)
@@ -260,24 +262,65 @@ int instance_read(const char *path, struct instance *out, char *err, size_t errl
     return rc;
 }
 
-int instance_write(const char *path, const struct instance *in, char *err, size_t errlen)
+int instance_read(const char *path, struct instance *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    char *text;
+    int rc = read_private_file(path, &text, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = instance_parse(text, path, out, err, errlen);
+    free(text);
+    return rc;
+}
+
+char *instance_format(const struct instance *in, uint32_t job_id)
 {
     size_t cap = 512 + (size_t)in->nservers * (INSTANCE_HOST_MAX + 32) + strlen(in->mount);
-    char *text = malloc(cap), hex[2 * INSTANCE_SECRET_SIZE + 1];
+    char *text = malloc(cap), hex[INSTANCE_SECRET_HEX], job[32] = "";
     if (!text)
-        return -ENOMEM;
+        return NULL;
     secret_to_hex(in->secret, hex);
+    if (job_id)
+        snprintf(job, sizeof(job), " of job %u", job_id);
     size_t len = (size_t)snprintf(text, cap,
-                                  "# adafs instance: keep private (0600)\n"
+                                  "# adafs instance%s: keep private (0600)\n"
                                   "mount=%s\nchunk_size=%llu\ntimeout_ms=%d\nsecret=%s\n",
-                                  in->mount, (unsigned long long)in->chunk_size,
+                                  job, in->mount, (unsigned long long)in->chunk_size,
                                   in->timeout_ms, hex);
     for (int i = 0; i < in->nservers; i++)
         len += (size_t)snprintf(text + len, cap - len, "server=%s:%d\n",
                                 in->servers[i].host, in->servers[i].port);
+    return text;
+}
+
+int instance_write(const char *path, const struct instance *in, char *err, size_t errlen)
+{
+    char *text = instance_format(in, 0);
+    if (!text) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -ENOMEM;
+    }
     int rc = write_private_file(path, text, err, errlen);
     free(text);
     return rc;
+}
+
+int instance_mount_path(char *out, size_t len, const char *prefix, uint32_t job_id)
+{
+    if ((size_t)snprintf(out, len, "%s/%u", prefix, job_id) < len)
+        return 0;
+    out[0] = '\0';
+    return -ENAMETOOLONG;
+}
+
+int instance_file_path(char *out, size_t len, const char *prefix, uint32_t job_id,
+                       const char *what)
+{
+    if ((size_t)snprintf(out, len, "%s/.job.%u.%s", prefix, job_id, what) < len)
+        return 0;
+    out[0] = '\0';
+    return -ENAMETOOLONG;
 }
 
 void instance_free(struct instance *in)

@@ -1,6 +1,9 @@
-/* instance: the description of one adafs file system instance, shared by the
- * deployer (adafs-ctl, later the node agent), the servers and the client
- * library: the instance file (format in adafs.h) and the secret.
+/* instance: the description of one adafs file system instance, shared by
+ * everyone who makes or reads one: the plugin (which writes it for a job),
+ * the node agent (which puts it on each node), adafs-ctl, the servers and the
+ * client library. The instance file (format in agent/adafs.h, one encoder
+ * instance_format and one decoder instance_parse), the secret and its hex
+ * form, and where a job's files lie on every node.
  *
  * Files holding a secret must be readable by their owner only: readers refuse
  * a file whose mode lets the group or others read it, so a mistake in
@@ -10,14 +13,15 @@
 #ifndef ADAFS_INSTANCE_H
 #define ADAFS_INSTANCE_H
 
+#include "linknames.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
-#include "handshake.h"
-
 #define INSTANCE_HOST_MAX 256
-/* The instance's secret: the key of every handshake (handshake.h). */
-#define INSTANCE_SECRET_SIZE HANDSHAKE_KEY_SIZE
+/* The instance's secret: the key of every handshake (agent/handshake.h,
+ * which asserts that its key is this size: common/ cannot include it). */
+#define INSTANCE_SECRET_SIZE 32
 #define INSTANCE_MAX_SERVERS 4096
 
 struct instance_server {
@@ -38,12 +42,30 @@ struct instance {
 #define INSTANCE_CHUNK_MIN  4096u
 #define INSTANCE_CHUNK_MAX  (64u << 20)
 
-/* Reads and checks an instance file. Returns 0, or -errno with a message
- * naming the file, the line and what is wrong in err. */
+/* The instance file's text (malloc'd, NULL on ENOMEM); job_id, if not 0,
+ * is named in its first comment line. */
+char *instance_format(const struct instance *in, uint32_t job_id);
+/* Parses and checks instance text (name is for messages). Returns 0, or
+ * -errno with a message naming name, the line and what is wrong in err. */
+int instance_parse(const char *text, const char *name, struct instance *out, char *err,
+                   size_t errlen);
+/* Reads and checks an instance file (instance_parse). */
 int instance_read(const char *path, struct instance *out, char *err, size_t errlen);
 /* Writes the instance file atomically (temporary file + rename), mode 0600. */
 int instance_write(const char *path, const struct instance *in, char *err, size_t errlen);
 void instance_free(struct instance *in);
+
+/* Where a job's instance lies on every node, under the site's mount prefix
+ * (the same path on each node, whatever storage each uses):
+ *   <prefix>/<job id>                 the mount point: ADAFS_MOUNT
+ *   <prefix>/.job.<job id>.instance   the instance file: ADAFS_INSTANCE
+ *   <prefix>/.job.<job id>.secret     the secret file the servers read
+ * Each returns 0, or -ENAMETOOLONG (out emptied) when it does not fit. */
+#define INSTANCE_FILE "instance"
+#define INSTANCE_SECRET "secret"
+int instance_mount_path(char *out, size_t len, const char *prefix, uint32_t job_id);
+int instance_file_path(char *out, size_t len, const char *prefix, uint32_t job_id,
+                       const char *what);
 
 /* The abstract Unix socket name on which the server listed as host:port
  * also takes clients of its own node (who can then pass it descriptors):
@@ -79,7 +101,9 @@ void instance_space(uint64_t quota, struct instance_space *space);
 
 /* Fills secret with random bytes from the kernel. */
 int secret_generate(uint8_t secret[INSTANCE_SECRET_SIZE]);
-/* hex must hold 2 * INSTANCE_SECRET_SIZE + 1 bytes. */
+/* The secret in messages and files: 64 lowercase hex digits. hex must hold
+ * INSTANCE_SECRET_HEX bytes (with the NUL). */
+#define INSTANCE_SECRET_HEX (2 * INSTANCE_SECRET_SIZE + 1)
 void secret_to_hex(const uint8_t secret[INSTANCE_SECRET_SIZE], char *hex);
 /* Parses exactly 64 hex digits; -EINVAL otherwise. */
 int secret_from_hex(const char *hex, uint8_t secret[INSTANCE_SECRET_SIZE]);

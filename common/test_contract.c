@@ -1,0 +1,167 @@
+/* The plugin/agent/stager contract read back as written: every message of
+ * agent_proto.h, the instance description, the layout of a job's files and
+ * the stager's report, each through its one encoder and its one decoder. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_proto.h"
+#include "instance.h"
+#include "stage_report.h"
+#include "stage_type.h"
+#include "tap.h"
+
+static void test_stage_types(void)
+{
+    enum stage_type t;
+    int all = 1;
+    for (int i = 0; i < STAGE_TYPE_COUNT; i++)
+        all &= stage_type_parse(stage_type_name((enum stage_type)i), &t) == 0 && (int)t == i;
+    tap_ok(all, "each stage type's name reads back as that type");
+    tap_ok(STAGE_FILE == 0 && STAGE_DIRECTORY == 1 && STAGE_LIST == 2,
+           "the numbers on the wire and on disk are file 0, directory 1, list 2");
+    tap_is_int(stage_type_parse("dir", &t), -EINVAL, "a word that is no type is refused");
+}
+
+static void test_messages(void)
+{
+    struct rpc_writer w;
+    struct rpc_reader r;
+    rpc_writer_init(&w, NULL, 0);
+    agent_stage_put(&w, &(struct agent_stage){ .job_id = 7, .direction = AGENT_STAGE_OUT,
+                                               .type = STAGE_LIST, .worker = 2, .nworkers = 3,
+                                               .threads = 8, .flags = AGENT_STAGE_VERIFY,
+                                               .max_mdops = 5, .max_bandwidth = 6,
+                                               .source = "/in", .destination = "/pfs/out" });
+    struct agent_stage st;
+    rpc_reader_init(&r, w.data, w.len);
+    tap_ok(agent_stage_get(&r, &st) == 0 && st.type == STAGE_LIST && st.worker == 2 &&
+           st.max_bandwidth == 6 && strcmp(st.destination, "/pfs/out") == 0,
+           "STAGE reads back as written");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_stage_put(&w, &(struct agent_stage){ .type = STAGE_TYPE_COUNT, .nworkers = 1,
+                                               .source = "", .destination = "" });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(agent_stage_get(&r, &st), -EBADMSG, "a STAGE of an unknown type is malformed");
+    rpc_writer_free(&w);
+
+    rpc_writer_init(&w, NULL, 0);
+    agent_started_put(&w, &(struct agent_started){ 4242, 99 });
+    struct agent_started started;
+    rpc_reader_init(&r, w.data, w.len);
+    tap_ok(agent_started_get(&r, &started) == 0 && started.port == 4242 && started.pid == 99,
+           "START's answer reads back");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_started_put(&w, &(struct agent_started){ 0, 99 });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(agent_started_get(&r, &started), -EBADMSG, "an answer with port 0 is malformed");
+    rpc_writer_free(&w);
+
+    rpc_writer_init(&w, NULL, 0);
+    agent_stage_status_put(&w, &(struct agent_stage_status){ AGENT_OP_DONE, 3, "{}", NULL });
+    struct agent_stage_status ss;
+    rpc_reader_init(&r, w.data, w.len);
+    tap_ok(agent_stage_status_get(&r, &ss) == 0 && ss.state == AGENT_OP_DONE &&
+           ss.exit_status == 3 && strcmp(ss.summary, "{}") == 0 && strcmp(ss.errors, "") == 0,
+           "a stage's status reads back (no errors: empty text)");
+    rpc_writer_free(&w);
+
+    rpc_writer_init(&w, NULL, 0);
+    agent_watch_put(&w, &(struct agent_watch){ 11, AGENT_OP_RUNNING, 20000 });
+    struct agent_watch aw;
+    rpc_reader_init(&r, w.data, w.len);
+    tap_ok(agent_watch_get(&r, &aw) == 0 && aw.job_id == 11 && aw.known == AGENT_OP_RUNNING &&
+           aw.hold_ms == 20000, "WATCH reads back");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_watch_put(&w, &(struct agent_watch){ 11, AGENT_OP_RUNNING, AGENT_WATCH_HOLD_MAX_MS + 1 });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(agent_watch_get(&r, &aw), -EBADMSG, "a WATCH held longer than the agent allows is malformed");
+    rpc_writer_free(&w);
+    tap_is_str(agent_op_name(AGENT_WATCH), "watch", "WATCH has a name for the logs");
+}
+
+static void test_instance(void)
+{
+    struct instance in = { .chunk_size = 1 << 20, .timeout_ms = 7000, .nservers = 2 };
+    strcpy(in.mount, "/adafs/12");
+    for (int i = 0; i < INSTANCE_SECRET_SIZE; i++)
+        in.secret[i] = (uint8_t)(i * 7);
+    in.servers = calloc(2, sizeof(*in.servers));
+    strcpy(in.servers[0].host, "n1");
+    in.servers[0].port = 4001;
+    strcpy(in.servers[1].host, "10.0.0.2");
+    in.servers[1].port = 4002;
+    char *text = instance_format(&in, 12);
+    tap_ok(text && strstr(text, "of job 12"), "the instance text names its job");
+    struct instance back;
+    char err[256];
+    tap_is_int(instance_parse(text, "t", &back, err, sizeof(err)), 0, "and parses");
+    tap_ok(back.nservers == 2 && back.servers[1].port == 4002 &&
+           strcmp(back.servers[0].host, "n1") == 0 && back.chunk_size == in.chunk_size &&
+           back.timeout_ms == 7000 && strcmp(back.mount, "/adafs/12") == 0 &&
+           memcmp(back.secret, in.secret, INSTANCE_SECRET_SIZE) == 0,
+           "every field reads back as written");
+    instance_free(&back);
+    free(text);
+    tap_ok(instance_parse("mount=/a\nsecret=00\nserver=h:1\n", "t", &back, err, sizeof(err)) < 0 &&
+           strstr(err, "t:2") && strstr(err, "secret"), "a short secret is refused, naming the line (%s)", err);
+    instance_free(&in);
+
+    char hex[INSTANCE_SECRET_HEX];
+    uint8_t s[INSTANCE_SECRET_SIZE], t[INSTANCE_SECRET_SIZE];
+    secret_generate(s);
+    secret_to_hex(s, hex);
+    tap_ok(strlen(hex) == 64 && secret_from_hex(hex, t) == 0 && memcmp(s, t, sizeof(s)) == 0,
+           "a secret's hex form reads back");
+
+    char path[64];
+    tap_ok(instance_mount_path(path, sizeof(path), "/adafs", 5) == 0 && strcmp(path, "/adafs/5") == 0,
+           "a job's mount point is <prefix>/<id>");
+    tap_ok(instance_file_path(path, sizeof(path), "/adafs", 5, INSTANCE_FILE) == 0 &&
+           strcmp(path, "/adafs/.job.5.instance") == 0, "its instance file <prefix>/.job.<id>.instance");
+    tap_ok(instance_file_path(path, 10, "/adafs", 5, INSTANCE_SECRET) == -ENAMETOOLONG && !path[0],
+           "a path that does not fit is refused, not cut");
+}
+
+static void test_report(void)
+{
+    struct stage_report_failure f = { "/pfs/x", ENOENT, "No such file or directory", "open" };
+    struct stage_report r = { .direction = "in", .source = "/pfs", .destination = "/",
+                              .worker = 1, .workers = 4, .files = 10, .bytes = 1 << 20,
+                              .errors = 1, .verified = 10, .seconds = 2.5,
+                              .failures = &f, .nfailures = 1 };
+    char *text = stage_report_encode(&r);
+    struct stage_report back;
+    char err[128];
+    tap_ok(text && stage_report_decode(text, &back, err, sizeof(err)) == 0, "a report reads back");
+    tap_ok(back.files == 10 && back.bytes == (1 << 20) && back.errors == 1 && back.verified == 10 &&
+           back.workers == 4 && back.seconds == 2.5 && strcmp(back.source, "/pfs") == 0,
+           "with its counters");
+    tap_ok(back.nfailures == 1 && strcmp(back.failures[0].path, "/pfs/x") == 0 &&
+           back.failures[0].err == ENOENT && strcmp(back.failures[0].what, "open") == 0,
+           "and its failures");
+    struct stage_report total = { 0 };
+    stage_report_add(&total, &back);
+    stage_report_add(&total, &back);
+    tap_ok(total.files == 20 && total.seconds == 2.5, "workers add up (their time: the longest)");
+    stage_report_free(&back);
+    free(text);
+    tap_ok(stage_report_decode("{\"files\":3,\"newkey\":[1],\"failures\":[7]}", &back, err,
+                               sizeof(err)) == 0 && back.files == 3 && back.nfailures == 0,
+           "keys it does not know are skipped, as are failures that are not objects");
+    stage_report_free(&back);
+    tap_is_int(stage_report_decode("files=3", &back, err, sizeof(err)), -EBADMSG,
+               "text that is not a report is refused");
+}
+
+int main(void)
+{
+    test_stage_types();
+    test_messages();
+    test_instance();
+    test_report();
+    return tap_done();
+}

@@ -1,0 +1,270 @@
+#include "driver.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static time_t wall_clock(void)
+{
+    return time(NULL);
+}
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+void driver_lock_note(struct bb_lock_stats *st, const char *where, uint64_t us)
+{
+    /* Under the lock measured (or slurmctld's): plain updates suffice. */
+    st->holds++;
+    st->total_us += us;
+    if (us > st->max_us) {
+        st->max_us = us;
+        st->max_where = where;
+    }
+}
+
+void driver_init(struct bb_driver *d)
+{
+    memset(d, 0, sizeof(*d));
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_mutex_init(&d->wake_lock, NULL);
+    pthread_cond_init(&d->wake_cond, NULL);
+    d->call_ms = LC_CALL_MS;
+    d->hold_ms = LC_HOLD_MS;
+    d->clock = wall_clock;
+}
+
+void driver_wake(struct bb_driver *d)
+{
+    pthread_mutex_lock(&d->wake_lock);
+    d->woken = true;
+    pthread_cond_signal(&d->wake_cond);
+    pthread_mutex_unlock(&d->wake_lock);
+}
+
+static void wake_cb(void *arg)
+{
+    driver_wake(arg);
+}
+
+int64_t driver_save(struct bb_driver *d, const struct bb_job *j)
+{
+    int64_t seq = d->store ? bb_store_put(d->store, j) : 0;
+    if (seq < 0)
+        log_error("job %u: cannot save its state: %s (kept in memory; written whole at the "
+                  "next compaction)", j->job_id, strerror((int)-seq));
+    return seq;
+}
+
+void driver_forget(struct bb_driver *d, struct bb_job *j)
+{
+    int64_t seq = d->store ? bb_store_drop(d->store, j) : 0;
+    if (seq < 0)
+        log_error("job %u: cannot save its removal: %s", j->job_id, strerror((int)-seq));
+    bb_job_remove_key(&d->jobs, j->key);
+}
+
+bool driver_waits_for_older(const struct bb_driver *d, const struct bb_job *j)
+{
+    if (j->phase != PHASE_DEPLOYING)
+        return false;
+    for (const struct bb_job *o = d->jobs; o; o = o->next)
+        if (o != j && o->job_id == j->job_id && o->superseded && o->phase != PHASE_COMPLETE)
+            return true;
+    return false;
+}
+
+static bool needs_work(const struct bb_driver *d, const struct bb_job *j)
+{
+    if (j->unreadable || j->unclaimed || driver_waits_for_older(d, j))
+        return false;
+    return j->phase == PHASE_DEPLOYING || j->phase == PHASE_STAGING_IN ||
+           j->phase == PHASE_STAGING_OUT || j->phase == PHASE_TEARDOWN;
+}
+
+static struct bb_job *find_key(struct bb_driver *d, uint64_t key)
+{
+    for (struct bb_job *j = d->jobs; j; j = j->next)
+        if (j->key == key)
+            return j;
+    return NULL;
+}
+
+struct outcomes {
+    struct bb_outcome *o;
+    size_t n, cap;
+    int64_t seq;                   /* the last change they depend on */
+};
+
+static void add_outcome(struct outcomes *out, const struct bb_job *j, int events,
+                        enum bb_phase before, bool released_before, int64_t seq)
+{
+    if (seq > out->seq)
+        out->seq = seq;
+    /* An instance of an older allocation never acts on the job: its newer
+     * instance does. */
+    if (j->superseded || !((events & (LC_RELEASE | LC_FINISHED)) || j->phase != before))
+        return;
+    if (out->n == out->cap) {
+        size_t cap = out->cap ? out->cap * 2 : 16;
+        struct bb_outcome *grown = realloc(out->o, cap * sizeof(*grown));
+        if (!grown) {
+            log_error("job %u: out of memory: its %s is not shown to Slurm", j->job_id,
+                      bb_phase_name(j->phase));
+            return;
+        }
+        out->o = grown;
+        out->cap = cap;
+    }
+    out->o[out->n++] = (struct bb_outcome){
+        .job_id = j->job_id, .events = events, .phase = j->phase, .failure = j->failure,
+        .error = j->error ? strdup(j->error) : NULL,
+        .node = j->failure == FAIL_NODE ? lifecycle_failed_node(j->error) : NULL,
+        .released = released_before,
+    };
+}
+
+/* Takes the lock, counting how long the driver holds it. */
+static uint64_t lock_driver(struct bb_driver *d)
+{
+    pthread_mutex_lock(&d->lock);
+    return now_us();
+}
+
+static void unlock_driver(struct bb_driver *d, uint64_t since, const char *where)
+{
+    uint64_t us = now_us() - since, before = d->held.max_us;
+    driver_lock_note(&d->held, where, us);
+    pthread_mutex_unlock(&d->lock);
+    /* slurmctld's threads may wait for this lock under its job lock: a
+     * few lines a run, at info level (the plugin logs no debug). */
+    if (us > before && us >= 1000)
+        log_info("the driver held its lock %llu us in %s, the longest yet",
+                  (unsigned long long)us, where);
+}
+
+int driver_pass(struct bb_driver *d)
+{
+    /* The keys to look at, then each job on its own under the lock. */
+    uint64_t t = lock_driver(d);
+    time_t now = d->clock();
+    size_t n = 0, cap = 0;
+    uint64_t *keys = NULL;
+    for (struct bb_job *j = d->jobs, *next; j; j = next) {
+        next = j->next;
+        if (j->phase == PHASE_COMPLETE && now - j->t_done > KEEP_COMPLETE_S && !j->calls) {
+            driver_forget(d, j);
+            continue;
+        }
+        if (!needs_work(d, j))
+            continue;
+        if (n == cap) {
+            uint64_t *grown = realloc(keys, (cap = cap ? cap * 2 : 64) * sizeof(*keys));
+            if (!grown)
+                break;
+            keys = grown;
+        }
+        keys[n++] = j->key;
+    }
+    unlock_driver(d, t, "driver: listing jobs");
+
+    struct outcomes out = { 0 };
+    struct lc_outbox box = { 0 };
+    int stepped = 0;
+    bool again = false;
+    for (size_t i = 0; i < n; i++) {
+        t = lock_driver(d);
+        struct bb_job *j = find_key(d, keys[i]);
+        if (!j || !needs_work(d, j)) {
+            unlock_driver(d, t, "driver: step");
+            continue;
+        }
+        struct lc_env env = { .cfg = &d->config, .transport = &d->transport, .ready = wake_cb,
+                              .ready_arg = d, .now = d->clock(), .call_ms = d->call_ms,
+                              .hold_ms = d->hold_ms, .outbox = &box };
+        enum bb_phase before = j->phase;
+        bool released_before = j->released;
+        int events = lifecycle_step(j, &env);
+        stepped++;
+        if (events & LC_RELEASE)
+            j->released = true;
+        int64_t seq = events & (LC_CHANGED | LC_RELEASE) ? driver_save(d, j) : 0;
+        add_outcome(&out, j, events, before, released_before, seq);
+        /* A newer instance of the job may have waited for this one. */
+        again |= (events & LC_FINISHED) && j->superseded;
+        /* A step that moved on without sending anything (a phase with
+         * nothing to do, as a stage-out without lines) is followed at
+         * once, not at the next tick; one waiting for a retry is not. */
+        again |= (events & LC_CHANGED || j->phase != before) && !lifecycle_waiting(j) &&
+                 needs_work(d, j) && !(j->retry_at && env.now < j->retry_at);
+        unlock_driver(d, t, "driver: step");
+        /* The set the step built goes out off the lock (lifecycle.h). */
+        lc_outbox_flush(&box, &d->transport);
+    }
+    lc_outbox_free(&box);
+    free(keys);
+    /* What Slurm is told must be durable first: a machine crash must not
+     * leave Slurm running a job the saved state has not released. */
+    if (out.seq > 0 && d->store && bb_store_sync(d->store, out.seq) < 0)
+        log_error("cannot make the saved state durable: %s", strerror(errno));
+    for (size_t i = 0; i < out.n; i++) {
+        if (d->hooks.apply)
+            d->hooks.apply(&out.o[i], d->hooks.arg);
+        free(out.o[i].error);
+        free(out.o[i].node);
+    }
+    free(out.o);
+    if (again)
+        driver_wake(d);
+    return stepped;
+}
+
+static void *driver_main(void *arg)
+{
+    struct bb_driver *d = arg;
+    if (d->hooks.first)
+        d->hooks.first(d->hooks.arg);
+    for (;;) {
+        pthread_mutex_lock(&d->wake_lock);
+        bool stop = d->stopping;
+        pthread_mutex_unlock(&d->wake_lock);
+        if (stop)
+            break;
+        driver_pass(d);
+        pthread_mutex_lock(&d->wake_lock);
+        if (!d->woken && !d->stopping) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;   /* retries and stage deadlines are looked at once a second */
+            pthread_cond_timedwait(&d->wake_cond, &d->wake_lock, &ts);
+        }
+        d->woken = false;
+        pthread_mutex_unlock(&d->wake_lock);
+    }
+    return NULL;
+}
+
+int driver_start(struct bb_driver *d)
+{
+    d->stopping = false;
+    int rc = pthread_create(&d->thread, NULL, driver_main, d);
+    d->running = rc == 0;
+    return rc;
+}
+
+void driver_stop(struct bb_driver *d)
+{
+    pthread_mutex_lock(&d->wake_lock);
+    d->stopping = true;
+    pthread_cond_signal(&d->wake_cond);
+    pthread_mutex_unlock(&d->wake_lock);
+    if (d->running)
+        pthread_join(d->thread, NULL);
+    d->running = false;
+}
