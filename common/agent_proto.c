@@ -164,6 +164,7 @@ const char *agent_op_name(uint16_t op)
     case AGENT_RELEASE: return "release";
     case AGENT_WATCH: return "watch";
     case AGENT_QOS: return "qos";
+    case AGENT_QOS_REPORT: return "qos report";
     }
     return "unknown";
 }

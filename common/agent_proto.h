@@ -37,6 +37,7 @@ enum agent_op {
     AGENT_RELEASE = 7,     /* Epilog: wait for teardown (local socket only) */
     AGENT_QOS = 8,         /* adafs-qosd: limits in, usage out (qos_proto.h) */
     AGENT_WATCH = 9,       /* STATUS once it changes: the plugin's long poll */
+    AGENT_QOS_REPORT = 10, /* adafs-qosd: usage out, nothing changed (qos_proto.h) */
 };
 
 #define AGENT_MAX_BODY (16u << 20)   /* a stager summary lists every failed file */

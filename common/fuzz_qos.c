@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             qos_paths_parse("/pfs,/home/proj,/a-very-long-mount-point-name-over-32-bytes", &p, err,
                             sizeof(err));
         char norm[8192];
-        if (text[0] == '/' && qos_path_normalise(text, norm, sizeof(norm)) >= 0)
+        if (text[0] == '/' && path_normalise(text, norm, sizeof(norm)) >= 0)
             assert(qos_paths_match(&p, text) == qos_paths_under(&p, norm));
         struct qos_paths q;
         qos_paths_parse(text, &q, err, sizeof(err));

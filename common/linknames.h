@@ -83,6 +83,9 @@
 #pragma redefine_extname conf_free adafs_conf_free
 #pragma redefine_extname conf_load adafs_conf_load
 #pragma redefine_extname conf_parse adafs_conf_parse
+/* daemon.h */
+#pragma redefine_extname daemon_signals adafs_daemon_signals
+#pragma redefine_extname daemon_start adafs_daemon_start
 /* fileio.h */
 #pragma redefine_extname fileio_read_all adafs_fileio_read_all
 #pragma redefine_extname fileio_write_all adafs_fileio_write_all
@@ -128,6 +131,9 @@
 #pragma redefine_extname net_write_full adafs_net_write_full
 #pragma redefine_extname net_writev_fd adafs_net_writev_fd
 #pragma redefine_extname net_writev_full adafs_net_writev_full
+/* pathnorm.h */
+#pragma redefine_extname path_normalise adafs_path_normalise
+#pragma redefine_extname path_normalise_through adafs_path_normalise_through
 /* privdrop.h */
 #pragma redefine_extname privdrop_lookup adafs_privdrop_lookup
 #pragma redefine_extname privdrop_to adafs_privdrop_to
@@ -166,7 +172,6 @@
 #pragma redefine_extname qos_limits_parse adafs_qos_limits_parse
 #pragma redefine_extname qos_value_format adafs_qos_value_format
 /* qos_paths.h (libadafs_qos) */
-#pragma redefine_extname qos_path_normalise adafs_qos_path_normalise
 #pragma redefine_extname qos_path_plain adafs_qos_path_plain
 #pragma redefine_extname qos_path_scan adafs_qos_path_scan
 #pragma redefine_extname qos_paths_above adafs_qos_paths_above

@@ -10,40 +10,6 @@
 #include <emmintrin.h>
 #endif
 
-int qos_path_normalise(const char *in, char *out, size_t outlen)
-{
-    size_t o = 0;
-    for (const char *p = in; *p;) {
-        while (*p == '/')
-            p++;
-        const char *start = p;
-        while (*p && *p != '/')
-            p++;
-        size_t n = (size_t)(p - start);
-        if (n == 0 || (n == 1 && start[0] == '.'))
-            continue;
-        if (n == 2 && start[0] == '.' && start[1] == '.') {
-            while (o > 0 && out[o - 1] != '/')
-                o--;
-            if (o > 0)
-                o--;
-            continue;
-        }
-        if (o + 1 + n + 1 > outlen)
-            return -ENAMETOOLONG;
-        out[o++] = '/';
-        memcpy(out + o, start, n);
-        o += n;
-    }
-    if (o == 0) {
-        if (outlen < 2)
-            return -ENAMETOOLONG;
-        out[o++] = '/';
-    }
-    out[o] = '\0';
-    return (int)o;
-}
-
 int qos_paths_parse(const char *text, struct qos_paths *p, char *err, size_t errlen)
 {
     memset(p, 0, sizeof(*p));
@@ -58,7 +24,7 @@ int qos_paths_parse(const char *text, struct qos_paths *p, char *err, size_t err
             }
             memcpy(one, s, n);
             one[n] = '\0';
-            int len = qos_path_normalise(one, p->text + used, sizeof(p->text) - used);
+            int len = path_normalise(one, p->text + used, sizeof(p->text) - used);
             if (len < 0 || p->n == QOS_MAX_PATHS) {
                 snprintf(err, errlen, "more than %d paths or %zu characters", QOS_MAX_PATHS,
                          sizeof(p->text));
@@ -207,5 +173,5 @@ bool qos_paths_match(const struct qos_paths *p, const char *s)
         return false;
     }
     char buf[PATH_MAX];
-    return qos_path_normalise(s, buf, sizeof(buf)) >= 0 && qos_paths_under(p, buf);
+    return path_normalise(s, buf, sizeof(buf)) >= 0 && qos_paths_under(p, buf);
 }

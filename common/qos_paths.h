@@ -10,6 +10,7 @@
 #define ADAFS_QOS_PATHS_H
 
 #include "linknames.h"
+#include "pathnorm.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -28,10 +29,6 @@ struct qos_paths {
 /* Absolute paths separated by ':' or ','. 0, or -EINVAL with the reason
  * in err (a relative path, too many, none). */
 int qos_paths_parse(const char *text, struct qos_paths *p, char *err, size_t errlen);
-
-/* Lexically normalises absolute path in into out ("/" when empty):
- * the length, or -ENAMETOOLONG. */
-int qos_path_normalise(const char *in, char *out, size_t outlen);
 
 /* Whether normalised absolute path s is on the PFS / an ancestor of one
  * of its mount points. */

@@ -12,6 +12,12 @@
  *   u32 QOS_PROTO_VERSION, u64 cycle, u32 njobs, then per job
  *   u32 job id, u32 processes, QOS_NCLASSES x u64 used (totals since the
  *   budget was made), QOS_NCLASSES x u64 nanoseconds delayed (totals)
+ * Each period qosd first asks every busy agent for that report alone
+ * (AGENT_QOS_REPORT: u32 QOS_PROTO_VERSION, u64 cycle; the same answer,
+ * nothing changed), computes, and then sends the limits: so limits follow
+ * the period just ended, not the one before it. The AGENT_QOS answer of
+ * the cycle just reported lists no jobs (their usage was just sent); that
+ * of any other cycle has them all, for a qosd that does not ask first.
  *
  * adafs-qos (and the plugin) <- adafs-qosd over qosd's Unix socket (rpc.h
  * frames; the peer known by SO_PEERCRED: root or slurmctld's user):

@@ -129,7 +129,7 @@ static void test_paths(void)
     mprotect(pg + page, (size_t)page, PROT_NONE);
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
         char norm[4096];
-        qos_path_normalise(paths[i], norm, sizeof(norm));
+        path_normalise(paths[i], norm, sizeof(norm));
         bool want = qos_paths_under(&p, norm);
         size_t len = strlen(paths[i]);
         for (int off = 0; off < 40; off++) {

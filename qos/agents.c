@@ -54,8 +54,10 @@ int agents_sync(struct agents *ag, const struct world *w)
     return 0;
 }
 
-/* One agent's exchange; the outcome in a->have_report or a->err. */
-static void exchange_one(struct agent *a, const struct session_auth *auth, int64_t deadline)
+/* One agent's exchange of op (body out); the outcome in a->have_report,
+ * a->sent or a->err. */
+static void exchange_one(struct agent *a, const struct session_auth *auth, uint16_t op,
+                         const struct rpc_writer *out, int64_t deadline)
 {
     int64_t now = net_now_ms();
     if (!a->connected) {
@@ -74,7 +76,7 @@ static void exchange_one(struct agent *a, const struct session_auth *auth, int64
         a->connected = true;
     }
     struct session_msg m = { 0 };
-    int rc = agent_session_send(&a->s, AGENT_QOS, 0, a->msg.data, a->msg.len, deadline);
+    int rc = agent_session_send(&a->s, op, 0, out->data, out->len, deadline);
     if (rc == 0)
         rc = agent_session_recv(&a->s, &m, AGENT_MAX_BODY, deadline);
     if (rc < 0) {
@@ -91,10 +93,15 @@ static void exchange_one(struct agent *a, const struct session_auth *auth, int64
         uint32_t fault;
         snprintf(a->err, sizeof(a->err), "refused: %s",
                  agent_error_get(&r, &text, &fault) == 0 ? text : strerror(-m.status));
+    } else if (op == AGENT_QOS && a->have_report) {
+        a->sent = true;   /* the usage was taken just before */
     } else if (qos_report_get(&r, &a->report) < 0) {
+        free(a->report.jobs);
+        memset(&a->report, 0, sizeof(a->report));
         snprintf(a->err, sizeof(a->err), "a malformed report");
     } else {
         a->have_report = true;
+        a->sent = a->report_late = op == AGENT_QOS;
         a->answered_ms = net_now_ms();
     }
     free(m.plain);
@@ -103,6 +110,8 @@ static void exchange_one(struct agent *a, const struct session_auth *auth, int64
 struct pool {
     struct agents *ag;
     atomic_size_t next;
+    uint16_t op;
+    const struct rpc_writer *ask;   /* AGENT_QOS_REPORT's body; else each agent's msg */
     int64_t deadline;
 };
 
@@ -111,22 +120,18 @@ static void *worker(void *arg)
     struct pool *p = arg;
     for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->ag->n;)
         if (p->ag->a[i].busy)
-            exchange_one(&p->ag->a[i], p->ag->auth, p->deadline);
+            exchange_one(&p->ag->a[i], p->ag->auth, p->op,
+                         p->ask ? p->ask : &p->ag->a[i].msg, p->deadline);
     return NULL;
 }
 
-void agents_exchange(struct agents *ag, int64_t deadline_ms)
+static void run_pool(struct agents *ag, uint16_t op, const struct rpc_writer *ask,
+                     int64_t deadline_ms)
 {
     size_t busy = 0;
-    for (size_t i = 0; i < ag->n; i++) {
-        struct agent *a = &ag->a[i];
-        free(a->report.jobs);
-        memset(&a->report, 0, sizeof(a->report));
-        a->have_report = false;
-        a->err[0] = '\0';
-        busy += a->busy;
-    }
-    struct pool p = { .ag = ag, .deadline = deadline_ms };
+    for (size_t i = 0; i < ag->n; i++)
+        busy += ag->a[i].busy;
+    struct pool p = { .ag = ag, .op = op, .ask = ask, .deadline = deadline_ms };
     size_t nthreads = busy < AGENTS_THREADS ? busy : AGENTS_THREADS;
     pthread_t t[AGENTS_THREADS];
     size_t started = 0;
@@ -136,6 +141,30 @@ void agents_exchange(struct agents *ag, int64_t deadline_ms)
     worker(&p);   /* this thread works too */
     for (size_t i = 0; i < started; i++)
         pthread_join(t[i], NULL);
+}
+
+void agents_collect(struct agents *ag, uint64_t cycle, int64_t deadline_ms)
+{
+    for (size_t i = 0; i < ag->n; i++) {
+        struct agent *a = &ag->a[i];
+        free(a->report.jobs);
+        memset(&a->report, 0, sizeof(a->report));
+        a->have_report = a->sent = a->report_late = false;
+        a->err[0] = '\0';
+    }
+    struct rpc_writer ask;
+    rpc_writer_init(&ask, NULL, 0);
+    rpc_put_u32(&ask, QOS_PROTO_VERSION);
+    rpc_put_u64(&ask, cycle);
+    run_pool(ag, AGENT_QOS_REPORT, &ask, deadline_ms);
+    rpc_writer_free(&ask);
+}
+
+void agents_exchange(struct agents *ag, int64_t deadline_ms)
+{
+    for (size_t i = 0; i < ag->n; i++)
+        ag->a[i].sent = false;
+    run_pool(ag, AGENT_QOS, NULL, deadline_ms);
 }
 
 void agents_free(struct agents *ag)

@@ -1,8 +1,8 @@
 /* agents: adafs-qosd's conversations with the node agents.
  *
  * One agent session (agent_session.h) per node, kept open from cycle to
- * cycle; each cycle every busy node's message goes out and its report
- * comes back, from a few threads at once so that a slow or dead agent
+ * cycle; each cycle every busy node's report is asked for, then (once
+ * qosd has computed) its message goes out, from a few threads at once so that a slow or dead agent
  * costs only its own deadline. An agent that cannot be reached is tried
  * again after AGENTS_RETRY_MS, not each cycle. */
 #ifndef ADAFS_QOS_AGENTS_H
@@ -30,6 +30,8 @@ struct agent {
     bool failing;                /* the last exchange failed (logged once) */
     struct rpc_writer msg;       /* this cycle's message */
     bool have_report;            /* report holds this cycle's */
+    bool sent;                   /* this cycle's msg was delivered */
+    bool report_late;            /* the report came with msg (an agent without AGENT_QOS_REPORT) */
     struct qos_report report;
     char err[512];               /* why this cycle failed, "" if it did not */
     int64_t answered_ms;         /* when this cycle's report arrived */
@@ -45,8 +47,13 @@ struct agents {
  * host and port stay are kept. -ENOMEM. */
 int agents_sync(struct agents *ag, const struct world *w);
 
-/* Sends each busy agent its msg and takes its report, all done by
- * deadline_ms (net_now_ms clock). */
+/* Asks each busy agent for its report (AGENT_QOS_REPORT), all done by
+ * deadline_ms (net_now_ms clock): have_report, report, answered_ms, or
+ * err. */
+void agents_collect(struct agents *ag, uint64_t cycle, int64_t deadline_ms);
+/* Sends each busy agent its msg (AGENT_QOS): sent, or err. The answer's
+ * report is taken only where agents_collect got none (an agent that does
+ * not know AGENT_QOS_REPORT yet). */
 void agents_exchange(struct agents *ag, int64_t deadline_ms);
 
 void agents_free(struct agents *ag);

@@ -34,6 +34,10 @@ struct node {
     int64_t first_ms, last_ms;        /* when it first had jobs, last reported */
     bool up;
     uint32_t *pairs, npairs, cap;
+    /* The pair of each entry of its last report, in the report's order:
+     * an agent lists its jobs the same way each time, so a report is
+     * matched to its pairs without a lookup. */
+    uint32_t *seen, nseen, seencap;
 };
 
 struct ctl {
@@ -49,6 +53,10 @@ struct ctl {
     uint32_t *order;
     double *want;
     size_t scratch;
+    /* Which classes the last compute limited; a class that stops being
+     * limited has its limits lifted once, not every cycle. */
+    bool was_limited[QOS_NCLASSES];
+    bool lift_all;                    /* restored limits: lift every unlimited class */
 };
 
 struct ctl *ctl_new(void)
@@ -60,8 +68,10 @@ void ctl_free(struct ctl *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->nnodes; i++)
+    for (size_t i = 0; i < c->nnodes; i++) {
         free(c->nodes[i].pairs);
+        free(c->nodes[i].seen);
+    }
     free(c->nodes);
     free(c->jobs);
     free(c->pairs);
@@ -198,7 +208,7 @@ int ctl_set_jobs(struct ctl *c, const struct ctl_job_spec *specs, size_t njobs, 
     for (size_t n = 0; n < c->nnodes; n++) {
         if (!c->nodes[n].npairs)
             c->nodes[n].first_ms = 0;
-        c->nodes[n].npairs = 0;
+        c->nodes[n].npairs = c->nodes[n].nseen = 0;
     }
     for (size_t i = 0; i < at; i++) {
         struct node *n = &c->nodes[pairs[i].node];
@@ -219,11 +229,29 @@ void ctl_take_report(struct ctl *c, uint32_t node, const struct qos_report *rep,
 {
     if (node >= c->nnodes)
         return;
-    c->nodes[node].last_ms = now_ms;
+    struct node *nd = &c->nodes[node];
+    nd->last_ms = now_ms;
+    if (rep->njobs > nd->seencap) {
+        uint32_t *grown = realloc(nd->seen, rep->njobs * sizeof(*grown));
+        if (grown) {
+            nd->seen = grown;
+            nd->seencap = rep->njobs;
+        }
+    }
+    uint32_t seen = 0;
     for (uint32_t i = 0; i < rep->njobs; i++) {
         const struct qos_job_usage *u = &rep->jobs[i];
-        const struct job *j = lookup(c, u->job_id);
-        struct pair *p = j ? find_pair(c, j, node) : NULL;
+        struct pair *p = NULL;
+        uint32_t hint = i < nd->nseen ? nd->seen[i] : UINT32_MAX;
+        if (hint < c->npairs && c->pairs[hint].node == node &&
+            c->jobs[c->pairs[hint].job].id == u->job_id) {
+            p = &c->pairs[hint];
+        } else {
+            const struct job *j = lookup(c, u->job_id);
+            p = j ? find_pair(c, j, node) : NULL;
+        }
+        if (i < nd->seencap)
+            nd->seen[seen++] = p ? (uint32_t)(p - c->pairs) : UINT32_MAX;
         if (!p)
             continue;
         double dt = (double)(now_ms - p->last_ms) / 1000.0;
@@ -250,6 +278,7 @@ void ctl_take_report(struct ctl *c, uint32_t node, const struct qos_report *rep,
         }
         p->procs = u->procs;
     }
+    nd->nseen = seen;
 }
 
 void ctl_restore_limits(struct ctl *c, uint32_t job_id, uint32_t node, const struct qos_limits *l)
@@ -260,6 +289,7 @@ void ctl_restore_limits(struct ctl *c, uint32_t job_id, uint32_t node, const str
         return;
     memcpy(p->limit, l->v, sizeof(p->limit));
     p->restored = true;
+    c->lift_all = true;
 }
 
 static double unit(int cl)
@@ -276,7 +306,12 @@ static double pair_demand(const struct pair *p, int cl)
      * be seen. Wanting all it can get gives it its max-min share at once;
      * growing from what it was allowed (doubling each period) took 16
      * periods for a job back from idling at 1 op/s to reach 66,000/s. */
-    if (p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD)
+    /* Held back but using less than its limit (what the margin allows
+     * for): its calls came in bursts (or its processes were slowed by
+     * something else); it did not want more on average, and taking its
+     * fair share for it would hold the others back for a period. */
+    if (p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD &&
+        p->rate[cl] * CTL_HEADROOM >= (double)p->limit[cl])
         return INFINITY;
     return p->rate[cl] * CTL_HEADROOM + unit(cl);
 }
@@ -342,19 +377,26 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
                              : nd->first_ms && now_ms - nd->first_ms <= s->agent_timeout_ms;
     }
     /* A class nobody limits (no capacity, nothing asked, no static
-     * default) needs no demand and no share: no limit on any node. */
+     * default) needs no demand and no share: no limit on any node. The
+     * work below goes over the limited classes only, and over each job's
+     * pairs (contiguous) once per step with every such class, since the
+     * pairs, not the arithmetic, are what a cycle's time goes to. */
     bool limited[QOS_NCLASSES];
+    int lim[QOS_NCLASSES], nlim = 0;
     for (int cl = 0; cl < QOS_NCLASSES; cl++) {
         limited[cl] = s->policy == QOS_POLICY_STATIC ? !isinf(as_rate(s->dflt.v[cl]))
                                                      : !isinf(as_rate(s->capacity.v[cl]));
         for (size_t i = 0; i < c->njobs && !limited[cl]; i++)
             limited[cl] = !isinf(as_rate(c->jobs[i].asked.v[cl]));
+        if (limited[cl])
+            lim[nlim++] = cl;
     }
     for (size_t i = 0; i < c->njobs; i++) {
         struct job *j = &c->jobs[i];
         j->procs = j->up = 0;
         for (int cl = 0; cl < QOS_NCLASSES; cl++) {
             j->demand[cl] = limited[cl] ? 0 : INFINITY;
+            j->alloc[cl] = INFINITY;
             j->usage[cl] = 0;
         }
         for (uint32_t k = 0; k < j->npairs; k++) {
@@ -363,25 +405,27 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
                 continue;
             j->up++;
             j->procs += p->procs;
-            for (int cl = 0; cl < QOS_NCLASSES; cl++) {
-                if (limited[cl]) {
-                    p->demand[cl] = pair_demand(p, cl);
-                    j->demand[cl] += p->demand[cl];
-                }
-                if (p->samples >= 2)
-                    j->usage[cl] += p->rate[cl];
+            for (int x = 0; x < nlim; x++) {
+                int cl = lim[x];
+                p->demand[cl] = pair_demand(p, cl);
+                j->demand[cl] += p->demand[cl];
             }
+            if (p->samples >= 2)
+                for (int cl = 0; cl < QOS_NCLASSES; cl++)
+                    j->usage[cl] += p->rate[cl];
         }
     }
+    /* Limits of a class no longer limited are lifted on every node (one
+     * that is down gets them when it is back); new pairs start lifted. */
     for (int cl = 0; cl < QOS_NCLASSES; cl++) {
-        if (!limited[cl]) {
+        if (!limited[cl] && (c->was_limited[cl] || c->lift_all))
             for (size_t i = 0; i < c->npairs; i++)
-                if (c->nodes[c->pairs[i].node].up)
-                    c->pairs[i].limit[cl] = QOS_UNLIMITED;
-            for (size_t i = 0; i < c->njobs; i++)
-                c->jobs[i].alloc[cl] = INFINITY;
-            continue;
-        }
+                c->pairs[i].limit[cl] = QOS_UNLIMITED;
+        c->was_limited[cl] = limited[cl];
+    }
+    c->lift_all = false;
+    for (int x = 0; x < nlim; x++) {
+        int cl = lim[x];
         double capacity = as_rate(s->capacity.v[cl]);
         for (size_t i = 0; i < c->njobs; i++) {
             const struct job *j = &c->jobs[i];
@@ -395,11 +439,12 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
                 c->pj[i].demand = 0;   /* nowhere to be seen: takes nothing */
         }
         policy_allocate(s->policy, capacity, c->pj, c->njobs, c->order, c->want);
-        for (size_t i = 0; i < c->njobs; i++) {
+        for (size_t i = 0; i < c->njobs; i++)
             c->jobs[i].alloc[cl] = c->pj[i].alloc;
-            split(c, &c->jobs[i], cl, s);
-        }
     }
+    for (size_t i = 0; i < c->njobs; i++)
+        for (int x = 0; x < nlim; x++)
+            split(c, &c->jobs[i], lim[x], s);
 }
 
 bool ctl_node_busy(const struct ctl *c, uint32_t node)

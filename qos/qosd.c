@@ -32,6 +32,7 @@
 
 #include "agents.h"
 #include "ctl.h"
+#include "daemon.h"
 #include "fileio.h"
 #include "log.h"
 #include "munge_auth.h"
@@ -263,6 +264,40 @@ static void append_records(void)
     fclose(f);
 }
 
+/* Computes every job's limits from the usage taken and sends each busy
+ * agent its message, by deadline_ms. In a cycle (in_cycle) an agent that
+ * does not know AGENT_QOS_REPORT has its usage taken from the answer. */
+static void send_limits(uint64_t n, int64_t deadline_ms, bool in_cycle)
+{
+    int64_t now = net_now_ms();
+    struct ctl_settings s = settings();
+    ctl_compute(ctl, &s, now);
+    for (size_t i = 0; i < ag.n && i < world.nnodes; i++) {
+        struct agent *a = &ag.a[i];
+        rpc_writer_free(&a->msg);
+        rpc_writer_init(&a->msg, NULL, 0);
+        if (a->busy)
+            ctl_node_message(ctl, (uint32_t)i, n, &a->msg);
+    }
+    agents_exchange(&ag, deadline_ms);
+    for (size_t i = 0; i < ag.n; i++) {
+        struct agent *a = &ag.a[i];
+        if (!a->busy)
+            continue;
+        /* An agent that does not know AGENT_QOS_REPORT: its usage came
+         * with the limits (a period older when next computed). */
+        if (a->report_late && in_cycle)
+            ctl_take_report(ctl, (uint32_t)i, &a->report, a->answered_ms);
+        bool ok = a->have_report && a->sent;
+        /* One line when an agent stops answering, one when it is back. */
+        if (!ok && !a->failing)
+            log_warn("node %s: agent %s:%d: %s", a->name, a->host, a->port, a->err);
+        else if (ok && a->failing)
+            log_info("node %s: agent answers again", a->name);
+        a->failing = !ok;
+    }
+}
+
 static void cycle(uint64_t n)
 {
     reload_if_changed(false);
@@ -274,9 +309,7 @@ static void cycle(uint64_t n)
         log_error("out of memory taking %zu nodes", world.nnodes);
     if (changed > 0 || jobs_dirty)
         apply_jobs();
-    int64_t now = net_now_ms();
-    struct ctl_settings s = settings();
-    ctl_compute(ctl, &s, now);
+    int64_t start = net_now_ms();
     for (size_t i = 0; i < ag.n && i < world.nnodes; i++) {
         struct agent *a = &ag.a[i];
         /* A node that had jobs hears a few empty cycles, so its agent
@@ -284,25 +317,16 @@ static void cycle(uint64_t n)
         if (ctl_node_busy(ctl, (uint32_t)i))
             a->busy_cycle = n;
         a->busy = a->busy_cycle && n - a->busy_cycle <= 5;
-        rpc_writer_free(&a->msg);
-        rpc_writer_init(&a->msg, NULL, 0);
-        if (a->busy)
-            ctl_node_message(ctl, (uint32_t)i, n, &a->msg);
     }
-    agents_exchange(&ag, now + (int64_t)period_ms() * 9 / 10);
-    for (size_t i = 0; i < ag.n; i++) {
-        struct agent *a = &ag.a[i];
-        if (!a->busy)
-            continue;
-        if (a->have_report)
-            ctl_take_report(ctl, (uint32_t)i, &a->report, a->answered_ms);
-        /* One line when an agent stops answering, one when it is back. */
-        if (!a->have_report && !a->failing)
-            log_warn("node %s: agent %s:%d: %s", a->name, a->host, a->port, a->err);
-        else if (a->have_report && a->failing)
-            log_info("node %s: agent answers again", a->name);
-        a->failing = !a->have_report;
-    }
+    /* The usage of the period just ended first, then the limits at once:
+     * taking the usage with the limits, as one exchange, made every limit
+     * follow what was done a period earlier (a job going idle freed its
+     * share for the others a period late). */
+    agents_collect(&ag, n, start + (int64_t)period_ms() * 4 / 10);
+    for (size_t i = 0; i < ag.n; i++)
+        if (ag.a[i].busy && ag.a[i].have_report)
+            ctl_take_report(ctl, (uint32_t)i, &ag.a[i].report, ag.a[i].answered_ms);
+    send_limits(n, start + (int64_t)period_ms() * 9 / 10, true);
     st.cycle = n;
     write_status(n);
     append_records();
@@ -370,11 +394,12 @@ static int control_set(struct rpc_reader *r, char *msg, size_t len)
     return 0;
 }
 
-static void serve_control(int lfd)
+/* One request on the control socket; whether it changed a setting. */
+static bool serve_control(int lfd)
 {
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
-        return;
+        return false;
     struct ucred cred;
     socklen_t clen = sizeof(cred);
     struct rpc_header h;
@@ -385,11 +410,11 @@ static void serve_control(int lfd)
         log_limited(&peer_log, LOG_LEVEL_WARN, "control socket: uid %d refused (only root and"
                     " uid %u)", clen ? (int)cred.uid : -1, (unsigned)geteuid());
         close(fd);
-        return;
+        return false;
     }
     if (rpc_recv(fd, &h, &payload, 1 << 16, net_now_ms() + CONTROL_TIMEOUT_MS) < 0) {
         close(fd);
-        return;
+        return false;
     }
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
@@ -412,6 +437,18 @@ static void serve_control(int lfd)
     rpc_writer_free(&w);
     free(payload);
     close(fd);
+    return h.opcode == QOSCTL_SET && rc == 0;
+}
+
+/* A change made by adafs-qos set goes out at once, not a period later:
+ * limits computed from the usage already taken this cycle. */
+static void push(uint64_t n, int64_t deadline_ms)
+{
+    if (jobs_dirty)
+        apply_jobs();
+    send_limits(n, deadline_ms, false);
+    write_status(n);
+    save_state();
 }
 
 static void usage(FILE *out)
@@ -485,29 +522,15 @@ int main(int argc, char **argv)
     else if (rc == 0)
         log_info("state of cycle %llu restored: %u job limits, %u node limits",
                  (unsigned long long)st.cycle, st.njobs, st.nlimits);
-    if (!foreground && daemon(0, 0) < 0)
-        die("daemon: %s", strerror(errno));
-    if (pidfile) {
-        FILE *f = fopen(pidfile, "we");
-        if (!f)
-            die("--pidfile %s: %s", pidfile, strerror(errno));
-        fprintf(f, "%d\n", (int)getpid());
-        fclose(f);
-    }
-    signal(SIGPIPE, SIG_IGN);
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    int sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+    if (daemon_start(foreground, pidfile, err, sizeof(err)) < 0)
+        die("%s", err);
+    int sfd = daemon_signals((const int[]){ SIGTERM, SIGINT, SIGHUP, 0 });
     slurm_init(NULL);
     munge_auth_init(&munge, conf.munge_socket);
     ag.auth = &munge;
     ctl = ctl_new();
     if (sfd < 0 || !ctl)
-        die("cannot start: %s", strerror(errno));
+        die("cannot start: %s", strerror(sfd < 0 ? -sfd : errno));
     char cap[1024];
     qos_limits_format(&conf.capacity, cap, sizeof(cap));
     log_info("controlling I/O toward %s: policy %s, period %u ms, capacity %s, state in %s",
@@ -536,8 +559,8 @@ int main(int argc, char **argv)
                     unlink(pidfile);
                 return 0;
             }
-            if (p[1].revents)
-                serve_control(lfd);
+            if (p[1].revents && serve_control(lfd))
+                push(n, start + period_ms());
         }
     }
 }

@@ -39,6 +39,7 @@
 #include "agent_session.h"
 #include "auth.h"
 #include "child.h"
+#include "daemon.h"
 #include "jobs.h"
 #include "log.h"
 #include "munge_auth.h"
@@ -204,6 +205,15 @@ static int handle_qos(struct rpc_reader *r, struct reply *out)
     return rc;
 }
 
+static int handle_qos_report(struct rpc_reader *r, struct reply *out)
+{
+    char why[512] = "";
+    int rc = qos_agent_report(r, &out->body, why, sizeof(why));
+    if (rc < 0 && why[0])
+        refuse(out, rc, "%s", why);
+    return rc;
+}
+
 typedef int (*handler_fn)(struct rpc_reader *, struct reply *);
 
 static const struct {
@@ -220,6 +230,7 @@ static const struct {
     [AGENT_RELEASE] = { handle_release, false, true },
     [AGENT_QOS] = { handle_qos, true, false },
     [AGENT_WATCH] = { handle_watch, true, false },
+    [AGENT_QOS_REPORT] = { handle_qos_report, true, false },
 };
 
 /* The one place every request passes. */
@@ -768,23 +779,9 @@ int main(int argc, char **argv)
         log_error("%s", err);
         die("%s", err);
     }
-    if (!foreground && daemon(0, 0) < 0)
-        die("daemon: %s", strerror(errno));
-    if (pidfile) {
-        FILE *f = fopen(pidfile, "we");
-        if (!f)
-            die("--pidfile %s: %s", pidfile, strerror(errno));
-        fprintf(f, "%d\n", (int)getpid());
-        fclose(f);
-    }
-
-    signal(SIGPIPE, SIG_IGN);
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    int sfd = signalfd(-1, &stop, SFD_CLOEXEC);
+    if (daemon_start(foreground, pidfile, err, sizeof(err)) < 0)
+        die("%s", err);
+    int sfd = daemon_signals((const int[]){ SIGTERM, SIGINT, 0 });
     munge_auth_init(&munge, munge_socket);
     trusted_uid = pw->pw_uid;
     if (child_init() < 0 || sfd < 0) {

@@ -36,6 +36,9 @@ struct qjob {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct qjob *jobs;
 static size_t njobs;
+/* The cycle whose usage qosd last asked for alone (0: none): its limits
+ * are answered with no jobs, qosd has their usage already. */
+static uint64_t reported_cycle;
 static int listen_fd = -1, wake[2] = { -1, -1 };
 static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static pthread_t beat_thread;
@@ -125,6 +128,28 @@ void qos_agent_ensure(uint32_t job_id, uid_t uid)
     pthread_mutex_unlock(&lock);
 }
 
+/* Every budget's usage now, as a report for cycle into out. */
+static int report_locked(uint64_t cycle, struct rpc_writer *out, char *err, size_t errlen)
+{
+    struct qos_report rep = { .cycle = cycle, .njobs = (uint32_t)njobs,
+                              .jobs = calloc(njobs ? njobs : 1, sizeof(*rep.jobs)) };
+    if (!rep.jobs) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < njobs; i++) {
+        struct qos_usage u;
+        qos_seg_collect(jobs[i].seg, &u);
+        rep.jobs[i].job_id = jobs[i].job_id;
+        rep.jobs[i].procs = u.procs;
+        memcpy(rep.jobs[i].used, u.used, sizeof(u.used));
+        memcpy(rep.jobs[i].waited_ns, u.waited_ns, sizeof(u.waited_ns));
+    }
+    qos_report_put(out, &rep);
+    free(rep.jobs);
+    return 0;
+}
+
 int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, size_t errlen)
 {
     if (!running) {
@@ -155,25 +180,31 @@ int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, siz
             log_info("job %u: I/O budget dropped (qosd stopped naming the job)", jobs[i].job_id);
             drop_at_locked(i);
         }
-    struct qos_report rep = { .cycle = c.cycle, .njobs = (uint32_t)njobs,
-                              .jobs = calloc(njobs ? njobs : 1, sizeof(*rep.jobs)) };
-    if (!rep.jobs && rc == 0) {
-        snprintf(err, errlen, "out of memory");
-        rc = -ENOMEM;
-    }
-    for (size_t i = 0; rep.jobs && i < njobs; i++) {
-        struct qos_usage u;
-        qos_seg_collect(jobs[i].seg, &u);
-        rep.jobs[i].job_id = jobs[i].job_id;
-        rep.jobs[i].procs = u.procs;
-        memcpy(rep.jobs[i].used, u.used, sizeof(u.used));
-        memcpy(rep.jobs[i].waited_ns, u.waited_ns, sizeof(u.waited_ns));
-    }
+    if (rc == 0 && c.cycle && c.cycle == reported_cycle)
+        qos_report_put(out, &(struct qos_report){ .cycle = c.cycle });
+    else if (rc == 0)
+        rc = report_locked(c.cycle, out, err, errlen);
     pthread_mutex_unlock(&lock);
-    if (rc == 0)
-        qos_report_put(out, &rep);
-    free(rep.jobs);
     free(c.jobs);
+    return rc;
+}
+
+int qos_agent_report(struct rpc_reader *r, struct rpc_writer *out, char *err, size_t errlen)
+{
+    if (!running) {
+        snprintf(err, errlen, "I/O quality of service is not enabled on this agent (--qos-socket)");
+        return -EOPNOTSUPP;
+    }
+    uint32_t version = rpc_get_u32(r);
+    uint64_t cycle = rpc_get_u64(r);
+    if (!rpc_reader_done(r) || version != QOS_PROTO_VERSION) {
+        snprintf(err, errlen, "malformed qos report request");
+        return -EBADMSG;
+    }
+    pthread_mutex_lock(&lock);
+    int rc = report_locked(cycle, out, err, errlen);
+    reported_cycle = cycle;
+    pthread_mutex_unlock(&lock);
     return rc;
 }
 

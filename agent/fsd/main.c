@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon.h"
 #include "instance.h"
 #include "log.h"
 #include "net.h"
@@ -327,16 +328,9 @@ int main(int argc, char **argv)
         pthread_mutex_init(&srv.record_locks[i], NULL);
         pthread_mutex_init(&srv.chunk_locks[i], NULL);
     }
-    signal(SIGPIPE, SIG_IGN);
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);   /* threads inherit the mask */
-    int sfd = signalfd(-1, &stop, SFD_CLOEXEC);
+    int sfd = daemon_signals((const int[]){ SIGTERM, SIGINT, SIGHUP, 0 });
     if (sfd < 0)
-        die("signalfd: %s", strerror(errno));
+        die("signalfd: %s", strerror(-sfd));
 
     int bound;
     int lfd = net_listen(host, port, 1024, &bound, err, sizeof(err));

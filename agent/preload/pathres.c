@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pathnorm.h"
+
 static char mount[PATH_MAX];
 static size_t mount_len;
 
@@ -19,54 +21,6 @@ static pthread_mutex_t cwd_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *kernel_cwd;
 static bool kernel_cwd_above_mount;
 static char *virtual_cwd;
-
-static bool under_mount(const char *p);
-
-/* Normalises like pathres_normalise and says whether the walk passed
- * through the mount point on the way (as "/mount/../x" does). */
-static int normalise_walk(const char *in, char *out, size_t outlen, bool *visited)
-{
-    size_t o = 0;
-    const char *p = in;
-    while (*p) {
-        while (*p == '/')
-            p++;
-        const char *start = p;
-        while (*p && *p != '/')
-            p++;
-        size_t n = (size_t)(p - start);
-        if (n == 0 || (n == 1 && start[0] == '.'))
-            continue;
-        if (n == 2 && start[0] == '.' && start[1] == '.') {
-            while (o > 0 && out[o - 1] != '/')
-                o--;
-            if (o > 0)
-                o--;
-            continue;
-        }
-        if (o + 1 + n + 1 > outlen)
-            return -ENAMETOOLONG;
-        out[o++] = '/';
-        memcpy(out + o, start, n);
-        o += n;
-        if (visited && !*visited && mount_len && o >= mount_len) {
-            out[o] = '\0';
-            *visited = under_mount(out);
-        }
-    }
-    if (o == 0) {
-        if (outlen < 2)
-            return -ENAMETOOLONG;
-        out[o++] = '/';
-    }
-    out[o] = '\0';
-    return (int)o;
-}
-
-int pathres_normalise(const char *in, char *out, size_t outlen)
-{
-    return normalise_walk(in, out, outlen, NULL);
-}
 
 /* Whether normalised path p is the mount point or below it. */
 static bool under_mount(const char *p)
@@ -166,7 +120,7 @@ int pathres_init(const char *mount_from_instance)
                ADAFS_ENV_MOUNT, m);
         return -EINVAL;
     }
-    int n = pathres_normalise(m, mount, sizeof mount);
+    int n = path_normalise(m, mount, sizeof mount);
     if (n < 0 || strcmp(mount, "/") == 0) {
         pl_log("%s=%s %s; adafs is not mounted in this process", ADAFS_ENV_MOUNT, m,
                n < 0 ? "is too long" : "would hide the whole kernel file system");
@@ -184,7 +138,7 @@ int pathres_init(const char *mount_from_instance)
      * $PWD (shells keep it, and exec.c sets it). */
     const char *pwd = getenv("PWD");
     char norm[PATH_MAX];
-    if (pwd && pwd[0] == '/' && pathres_normalise(pwd, norm, sizeof norm) > 0 &&
+    if (pwd && pwd[0] == '/' && path_normalise(pwd, norm, sizeof norm) > 0 &&
         under_mount(norm) && !(kcwd && strcmp(kcwd, norm) == 0))
         virtual_cwd = strdup(norm);
     pthread_mutex_unlock(&cwd_lock);
@@ -289,7 +243,7 @@ static int join(const char *base, const char *path, struct pathres *res, bool *v
     memcpy(joined, base, b);
     joined[b] = '/';
     memcpy(joined + b + 1, path, p + 1);
-    int n = normalise_walk(joined, res->buf, sizeof res->buf, visited);
+    int n = path_normalise_through(joined, res->buf, sizeof res->buf, mount, mount_len, visited);
     return n < 0 ? n : 0;
 }
 
@@ -299,7 +253,7 @@ void pathres_note_kernel_open(int dirfd, const char *path, int fd)
     if (!mount_len || fd < 0 || !path)
         return;
     if (path[0] == '/') {
-        if (pathres_normalise(path, norm, sizeof norm) < 0)
+        if (path_normalise(path, norm, sizeof norm) < 0)
             return;
     } else {
         if (dirfd == AT_FDCWD) {
@@ -314,7 +268,7 @@ void pathres_note_kernel_open(int dirfd, const char *path, int fd)
             return;
         }
         snprintf(joined, sizeof joined, "%s/%s", base, path);
-        if (pathres_normalise(joined, norm, sizeof norm) < 0)
+        if (path_normalise(joined, norm, sizeof norm) < 0)
             return;
     }
     struct stat st;
@@ -369,7 +323,7 @@ int pathres_resolve(int dirfd, const char *path, struct pathres *res)
             return classify(res, path, false);
         }
         bool visited = false;
-        int n = normalise_walk(path, res->buf, sizeof res->buf, &visited);
+        int n = path_normalise_through(path, res->buf, sizeof res->buf, mount, mount_len, &visited);
         if (n < 0)
             return n;
         return classify(res, path, visited);

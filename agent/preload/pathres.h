@@ -51,10 +51,6 @@ int pathres_resolve(int dirfd, const char *path, struct pathres *res);
 void pathres_note_kernel_open(int dirfd, const char *path, int fd);
 void pathres_note_kernel_close(int fd);
 
-/* Lexically normalises the absolute path in into out ("/" when empty).
- * Returns the length or -ENAMETOOLONG. */
-int pathres_normalise(const char *in, char *out, size_t outlen);
-
 /* Working directory. pathres_set_virtual_cwd takes the inner path of a
  * directory in adafs; pathres_kernel_chdir_done records that the kernel's
  * working directory changed (and the virtual one ended). getcwd text for

@@ -62,7 +62,7 @@ static bool cwd_pfs(const char *path)
     int n = snprintf(joined, sizeof(joined), "%s/%s", cwd_path, path);
     pthread_mutex_unlock(&cwd_lock);
     return n > 0 && (size_t)n < sizeof(joined) &&
-           qos_path_normalise(joined, buf, sizeof(buf)) >= 0 && qos_paths_under(&pfs, buf);
+           path_normalise(joined, buf, sizeof(buf)) >= 0 && qos_paths_under(&pfs, buf);
 }
 
 /* Whether (dirfd, path) names something on the PFS. A path relative to a

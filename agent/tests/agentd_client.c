@@ -193,10 +193,50 @@ static void *flood_worker(void *arg)
     return NULL;
 }
 
+/* Prints the report of an AGENT_QOS or AGENT_QOS_REPORT answer. */
+static void print_report(struct rpc_reader *r)
+{
+    struct qos_report rep;
+    if (qos_report_get(r, &rep) < 0) {
+        printf("malformed report\n");
+        return;
+    }
+    for (uint32_t i = 0; i < rep.njobs; i++) {
+        printf("job=%u procs=%u", rep.jobs[i].job_id, rep.jobs[i].procs);
+        for (int k = 0; k < QOS_NCLASSES; k++)
+            printf(" %s=%llu", qos_class_name(k), (unsigned long long)rep.jobs[i].used[k]);
+        printf(" waited_ms=");
+        for (int k = 0; k < QOS_NCLASSES; k++)
+            printf("%s%llu", k ? "," : "", (unsigned long long)rep.jobs[i].waited_ns[k] / 1000000);
+        printf("\n");
+    }
+    if (!rep.njobs)
+        printf("no jobs\n");
+    free(rep.jobs);
+}
+
+/* AGENT_QOS_REPORT: prints the report. */
+static int qos_report_only(uint64_t cycle)
+{
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    rpc_put_u32(&w, QOS_PROTO_VERSION);
+    rpc_put_u64(&w, cycle);
+    struct session_msg reply;
+    struct rpc_reader r;
+    int status = call(AGENT_QOS_REPORT, &w, &reply, &r);
+    rpc_writer_free(&w);
+    if (status == 0)
+        print_report(&r);
+    free(reply.plain);
+    return 0;
+}
+
 /* AGENT_QOS with the jobs given as JOB:UID:LIMITS; prints the report. */
 static int qos_cycle(int n, char **specs)
 {
-    struct qos_cycle c = { .cycle = 1, .njobs = (uint32_t)n,
+    struct qos_cycle c = { .cycle = getenv("QOS_CYCLE") ? strtoull(getenv("QOS_CYCLE"), NULL, 10) : 1,
+                           .njobs = (uint32_t)n,
                            .jobs = calloc((size_t)n + 1, sizeof(*c.jobs)) };
     for (int i = 0; i < n; i++) {
         char *job = specs[i], *uid = strchr(job, ':'), *lim = uid ? strchr(uid + 1, ':') : NULL;
@@ -221,25 +261,8 @@ static int qos_cycle(int n, char **specs)
     struct rpc_reader r;
     int status = call(AGENT_QOS, &w, &reply, &r);
     rpc_writer_free(&w);
-    if (status == 0) {
-        struct qos_report rep;
-        if (qos_report_get(&r, &rep) < 0) {
-            printf("malformed report\n");
-        } else {
-            for (uint32_t i = 0; i < rep.njobs; i++) {
-                printf("job=%u procs=%u", rep.jobs[i].job_id, rep.jobs[i].procs);
-                for (int k = 0; k < QOS_NCLASSES; k++)
-                    printf(" %s=%llu", qos_class_name(k), (unsigned long long)rep.jobs[i].used[k]);
-                printf(" waited_ms=");
-                for (int k = 0; k < QOS_NCLASSES; k++)
-                    printf("%s%llu", k ? "," : "", (unsigned long long)rep.jobs[i].waited_ns[k] / 1000000);
-                printf("\n");
-            }
-            if (!rep.njobs)
-                printf("no jobs\n");
-            free(rep.jobs);
-        }
-    }
+    if (status == 0)
+        print_report(&r);
     free(reply.plain);
     return 0;
 }
@@ -259,6 +282,8 @@ int main(int argc, char **argv)
     uint32_t job = argc > 4 ? (uint32_t)strtoul(argv[4], NULL, 10) : 0;
     if (strcmp(cmd, "qos") == 0)
         return qos_cycle(argc - 4, argv + 4);
+    if (strcmp(cmd, "qosreport") == 0)
+        return qos_report_only(argc > 4 ? strtoull(argv[4], NULL, 10) : 0);
     if (strcmp(cmd, "qosbad") == 0) {
         struct rpc_writer bad;
         rpc_writer_init(&bad, NULL, 0);

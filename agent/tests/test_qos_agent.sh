@@ -134,6 +134,19 @@ check "a job user cannot send cycles (only qosd's uid may) ($out)" \
     eval 'echo "$out" | grep -q "may not use the agent"'
 check "the socket is every user's, in a root directory" test "$(stat -c %a "$base/qos.t1.sock")" = 666
 
+# --- qosd asks for the usage alone first, each period ---
+before=$(used stat)
+for _ in 1 2 3 4; do out=$(agent qosreport); done
+check "a report alone gives the job's usage ($out)" \
+    eval 'echo "$out" | grep -q "^job=77 .* stat=$before "'
+check "and changes nothing: the job is kept past the grace cycles" \
+    eval '! grep -q "job 77: I/O budget dropped" "$base/agent.log"'
+agent qosreport 9 >/dev/null
+out=$(QOS_CYCLE=9 agent qos "77:$user:$limits")
+check "the limits of the cycle just reported are answered with no jobs ($out)" test "$out" = "no jobs"
+out=$(QOS_CYCLE=10 agent qos "77:$user:$limits")
+check "those of another cycle with every job's usage ($out)" eval 'echo "$out" | grep -q "^job=77 "'
+
 # --- a job qosd no longer names is dropped after the grace cycles ---
 for _ in 1 2 3 4; do agent qos >/dev/null; done
 check "dropped after 3 cycles without it" grep -q "job 77: I/O budget dropped" "$base/agent.log"

@@ -12,6 +12,7 @@
 #             demands are 1:2:3 x capacity/4, arriving 20 s apart, the first
 #             idling for 10 s; sum per 1 s window, reaction to the idling,
 #             each job against its max-min entitlement, Jain's index, makespan
+#             (QOS_SHARE_POLICIES="psfa" runs only the policies named)
 # Each part runs RUNS times (default 3); the figures of each run are JSON
 # lines in $ADAFS_CLUSTER_DIR/bench/results, medians in doc/bench/qos.md.
 # Run it under flock /tmp/adafs-bench.lock: the machine is shared.
@@ -152,6 +153,6 @@ for part in $parts; do
             for _ in $(seq "$runs"); do "${part}_run"; done ;;
         share)
             [ -f "$out/capacity" ] || capacity
-            for _ in $(seq "$runs"); do for p in psfa priority uniform; do share_run "$p"; done; done ;;
+            for _ in $(seq "$runs"); do for p in ${QOS_SHARE_POLICIES:-psfa priority uniform}; do share_run "$p"; done; done ;;
     esac
 done

@@ -4,11 +4,14 @@
  *   qosscale [NODES JOBS MAXNODES CYCLES]     (1000 1000 16 200)
  *
  * Jobs of 1..MAXNODES nodes (sizes and places fixed by a seeded
- * generator) on NODES nodes. Each cycle every busy node's agent reports
- * its jobs' usage totals (some held back at their limit); what is timed is
- * qosd's part: decoding every report, taking it, computing every job's
- * limits with the policy, and encoding every node's message. The sealing
- * of those messages in the agent sessions is timed apart. Prints the
+ * generator) on NODES nodes. Each cycle qosd asks every busy node's agent
+ * for its report (AGENT_QOS_REPORT), the agent reports its jobs' usage
+ * totals (some held back at their limit), qosd computes and sends the
+ * limits (AGENT_QOS), answered with an empty report; what is timed is
+ * qosd's part: encoding the request, decoding every report, taking it,
+ * computing every job's limits with the policy, encoding every node's
+ * message and decoding the empty answers. The sealing of the four
+ * messages per busy node in the agent sessions is timed apart. Prints the
  * median, 10th and 90th percentile CPU time per cycle, the messages and
  * bytes per cycle. */
 #include <sodium.h>
@@ -114,8 +117,13 @@ int main(int argc, char **argv)
         /* qosd's side. */
         double t0 = cpu_s();
         msgs = bytes_out = bytes_in = 0;
-        struct rpc_writer out;
+        struct rpc_writer out, ask, empty;
         rpc_writer_init(&out, NULL, 0);
+        rpc_writer_init(&ask, NULL, 0);
+        rpc_put_u32(&ask, QOS_PROTO_VERSION);
+        rpc_put_u64(&ask, (uint64_t)cy);
+        rpc_writer_init(&empty, NULL, 0);
+        qos_report_put(&empty, &(struct qos_report){ .cycle = (uint64_t)cy });
         for (size_t n = 0; n < nnodes; n++) {
             if (!ctl_node_busy(c, (uint32_t)n))
                 continue;
@@ -125,7 +133,8 @@ int main(int argc, char **argv)
             if (qos_report_get(&r, &got) == 0)
                 ctl_take_report(c, (uint32_t)n, &got, now);
             free(got.jobs);
-            bytes_in += encoded[n].len;
+            bytes_in += encoded[n].len + empty.len;
+            bytes_out += ask.len;
         }
         double t1 = cpu_s();
         ctl_compute(c, &s, now);
@@ -136,7 +145,12 @@ int main(int argc, char **argv)
             out.len = 0;
             ctl_node_message(c, (uint32_t)n, (uint64_t)cy, &out);
             bytes_out += out.len;
-            msgs += 2;
+            struct rpc_reader r;
+            rpc_reader_init(&r, empty.data, empty.len);
+            struct qos_report none;
+            if (qos_report_get(&r, &none) == 0)
+                free(none.jobs);
+            msgs += 4;
         }
         t[cy] = cpu_s() - t0;
         t_take[cy] = t1 - t0;
@@ -154,9 +168,15 @@ int main(int argc, char **argv)
                 free(sealed);
             if (session_seal(&keys, 8, 0, encoded[n].data, encoded[n].len, &sealed, &len) == 0)
                 free(sealed);
+            if (session_seal(&keys, 9, 0, ask.data, ask.len, &sealed, &len) == 0)
+                free(sealed);
+            if (session_seal(&keys, 8, 0, empty.data, empty.len, &sealed, &len) == 0)
+                free(sealed);
         }
         seal[cy] = cpu_s() - t0;
         rpc_writer_free(&out);
+        rpc_writer_free(&ask);
+        rpc_writer_free(&empty);
     }
     qsort(t, (size_t)cycles, sizeof(double), cmp_double);
     qsort(seal, (size_t)cycles, sizeof(double), cmp_double);
@@ -169,9 +189,9 @@ int main(int argc, char **argv)
            t[cycles / 10] * 1e3, t[cycles * 9 / 10] * 1e3, cycles);
     printf("  of which: decode and take the reports %.3f ms, compute %.3f ms (medians)\n",
            t_take[cycles / 2] * 1e3, t_compute[cycles / 2] * 1e3);
-    printf("sealing both directions' messages (XSalsa20-Poly1305): median %.3f ms\n",
+    printf("sealing the four messages (XSalsa20-Poly1305): median %.3f ms\n",
            seal[cycles / 2] * 1e3);
-    printf("messages per cycle: %zu (one request and one reply per busy node), %zu bytes out, %zu bytes in\n",
+    printf("messages per cycle: %zu (two requests and two replies per busy node), %zu bytes out, %zu bytes in\n",
            msgs, bytes_out, bytes_in);
     ctl_free(c);
     free(t);
