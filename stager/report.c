@@ -19,7 +19,7 @@ char *report_json(const struct stage_options *opt, const struct stage_result *r)
                                                "error", strerror(r->failures[i].err),
                                                "what", r->failures[i].what));
     json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-                          " s:I, s:I, s:I, s:I, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:b, s:o}",
+                          " s:I, s:I, s:I, s:I, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:o}",
                           "direction", stage_direction_name(opt->direction),
                           "source", opt->src, "destination", opt->dst,
                           "worker", (int)opt->worker, "workers", (int)(opt->workers ? opt->workers : 1),
@@ -36,6 +36,7 @@ char *report_json(const struct stage_options *opt, const struct stage_result *r)
                           "taken_over", (int)r->taken_over,
                           "finalize_seconds", r->finalize_seconds,
                           "tail_seconds", r->tail_seconds,
+                          "idle_seconds", r->idle_seconds,
                           "seconds", r->seconds,
                           "files_per_s", per_s((double)r->files, r->seconds),
                           "mib_per_s", per_s((double)r->bytes / 1048576.0, r->seconds),
