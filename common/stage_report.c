@@ -123,6 +123,7 @@ void stage_report_add(struct stage_report *total, const struct stage_report *w)
 #define ADD(name, what) total->name += w->name;
     STAGE_REPORT_COUNTERS(ADD)
 #undef ADD
+    total->idle_seconds += w->idle_seconds;
     if (w->seconds > total->seconds)
         total->seconds = w->seconds;
 }

@@ -43,6 +43,7 @@
     X(seconds, "wall time of the worker")                                   \
     X(finalize_seconds, "setting attributes of finished directories and split files") \
     X(tail_seconds, "worker 0: from the last copy done to the end")        \
+    X(idle_seconds, "the copy threads' time waiting for work (summed)")     \
     X(files_per_s, "files / seconds")                                       \
     X(mib_per_s, "MiB / seconds")
 

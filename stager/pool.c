@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -35,6 +36,7 @@ struct pool {
     pthread_mutex_t idle_lock;
     pthread_cond_t idle_cond;
     _Atomic int sleepers;
+    _Atomic uint64_t idle_ns;     /* threads' time waiting for a task */
 };
 
 static int dq_push_back(struct deque *d, struct task t)
@@ -176,7 +178,8 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&p->idle_lock);
         atomic_fetch_add(&p->sleepers, 1);
         if (atomic_load(&p->outstanding) != 0) {
-            struct timespec ts;
+            struct timespec ts, t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_nsec += nap_ns;
             if (nap_ns < 16000000)
@@ -186,6 +189,9 @@ static void *worker_main(void *arg)
                 ts.tv_nsec -= 1000000000;
             }
             pthread_cond_timedwait(&p->idle_cond, &p->idle_lock, &ts);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            atomic_fetch_add(&p->idle_ns, (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL +
+                                                     (t1.tv_nsec - t0.tv_nsec)));
         }
         atomic_fetch_sub(&p->sleepers, 1);
         pthread_mutex_unlock(&p->idle_lock);
@@ -235,6 +241,11 @@ void *pool_scratch(struct pool_thread *self)
 unsigned pool_thread_index(const struct pool_thread *self)
 {
     return self->index;
+}
+
+double pool_idle_seconds(const struct pool *p)
+{
+    return (double)atomic_load(&((struct pool *)p)->idle_ns) / 1e9;
 }
 
 unsigned long pool_steals(const struct pool *p)

@@ -32,6 +32,9 @@ void pool_destroy(struct pool *p);
 
 void *pool_scratch(struct pool_thread *self);
 unsigned pool_thread_index(const struct pool_thread *self);
+/* Threads' time spent waiting for a task, summed (s): a distributed
+ * worker starved of items shows here. */
+double pool_idle_seconds(const struct pool *p);
 /* Tasks stolen so far, for tests that check stealing happens. */
 unsigned long pool_steals(const struct pool *p);
 

@@ -70,6 +70,7 @@ struct stage_result {
     double finalize_seconds;  /* n > 1: time this process's threads spent setting
                                * the attributes of finished directories and split files */
     double tail_seconds;      /* worker 0 of n > 1: from the last copy done to the end */
+    double idle_seconds;      /* copy threads' time waiting for work, summed */
     double seconds;
     struct stage_failure *failures;
     size_t nfailures;
