@@ -6,6 +6,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <time.h>
 
 static int op_ping(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
@@ -50,4 +51,55 @@ int dispatch(struct server *srv, uint16_t opcode, struct rpc_reader *req, struct
     if (opcode >= FS_OP_COUNT || !handlers[opcode].fn)
         return -EOPNOTSUPP;
     return handlers[opcode].fn(srv, req, rep);
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void dispatch_enter(struct server *srv, const struct fair_who *who, struct dispatch_gate *g)
+{
+    g->gated = 0;
+    if (!srv->fair && !srv->test_service_ns && !srv->test_service_ns_per_mib)
+        return;
+    /* Out of memory for the gate's records: served ungated rather than
+     * refused (fair_enter said so). */
+    g->gated = srv->fair && fair_enter(srv->fair, who, &g->pass) == 0;
+    g->start_ns = now_ns();
+}
+
+/* --test-service-time: the request holds the emulated device for its
+ * time, after whatever holds it already; returns that time. */
+static int64_t emulate_device(struct server *srv, uint64_t bytes)
+{
+    int64_t cost = (int64_t)(srv->test_service_ns +
+                             (uint64_t)((double)srv->test_service_ns_per_mib *
+                                        (double)bytes / (1 << 20)));
+    pthread_mutex_lock(&srv->device_lock);
+    int64_t now = now_ns();
+    int64_t start = srv->device_free_ns > now ? srv->device_free_ns : now;
+    srv->device_free_ns = start + cost;
+    pthread_mutex_unlock(&srv->device_lock);
+    struct timespec until = { .tv_sec = (start + cost) / 1000000000,
+                              .tv_nsec = (start + cost) % 1000000000 };
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+        ;
+    return cost;
+}
+
+void dispatch_leave(struct server *srv, struct dispatch_gate *g, uint64_t bytes)
+{
+    if (!srv->fair && !srv->test_service_ns && !srv->test_service_ns_per_mib)
+        return;
+    /* The charge: the time the request itself took, plus its emulated
+     * device time (not its wait behind others for that device). */
+    int64_t cost = now_ns() - g->start_ns;
+    if (srv->test_service_ns || srv->test_service_ns_per_mib)
+        cost += emulate_device(srv, bytes);
+    if (g->gated)
+        fair_leave(srv->fair, &g->pass, cost > 0 ? (uint64_t)cost : 1);
+    g->gated = 0;
 }

@@ -260,11 +260,10 @@ static void grant(struct fair *f, struct fair_entity *e)
         pthread_cond_signal(&w->cv);
 }
 
-/* Hands free slots to drawn waiters; while one entity alone is active,
- * all of its waiters go. */
+/* Hands free slots to drawn waiters. */
 static void hand_out(struct fair *f)
 {
-    while (f->nwaiters > 0 && (f->busy < f->slots || f->nactive == 1))
+    while (f->nwaiters > 0 && f->busy < f->slots)
         grant(f, draw(f));
 }
 
@@ -280,7 +279,7 @@ static int arrive(struct fair *f, const struct fair_who *who, struct fair_pass *
     pass->waiter = NULL;
     if (e->active++ == 0)
         f->nactive++;
-    if (f->nwaiters == 0 && (f->busy < f->slots || f->nactive == 1)) {
+    if (f->nwaiters == 0 && f->busy < f->slots) {
         f->busy++;
         return 1;
     }

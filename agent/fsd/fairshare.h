@@ -33,8 +33,12 @@
  *   user-then-size users equal; a user's share divided among its jobs by
  *                  their node counts
  *
- * Fast path: while one entity alone is active (in service or waiting) it
- * never waits: the gate costs it one uncontended lock per request.
+ * Fast path: a request that finds a slot free and nobody waiting goes at
+ * once, and while one entity alone waits its oldest request takes the
+ * next slot without a draw: alone, an entity pays one uncontended lock on
+ * the way in and one on the way out. It is still held to the slots: an
+ * entity that had every slot to itself while alone would keep a newcomer
+ * waiting behind all of them.
  *
  * Thread-safe; fair_enter blocks. The draw and the arithmetic are also
  * usable without threads (fair_try_enter, fair_leave) for simulations and

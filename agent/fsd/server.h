@@ -9,6 +9,8 @@
  *   datafile.c those files, kept open across requests
  *   batch.c    many small files created or read in one request
  *   quota.c    the per-node byte quota
+ *   fairshare.c which waiting job, user or group the next service slot
+ *              goes to when several share this server
  */
 #ifndef ADAFSD_SERVER_H
 #define ADAFSD_SERVER_H
@@ -17,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "fairshare.h"
 #include "instance.h"
 #include "proto.h"
 #include "rpc.h"
@@ -49,6 +52,14 @@ struct server {
      * record lock may be held while a chunk lock is taken. */
     pthread_mutex_t record_locks[SERVER_STRIPES];
     pthread_mutex_t chunk_locks[SERVER_STRIPES];
+    /* Fair sharing at dispatch (fairshare.h): NULL when off. */
+    struct fair *fair;
+    /* --test-service-time (benchmarks only): every request also occupies
+     * an emulated device for base + per_mib x MiB moved, one request at a
+     * time, so throughput does not depend on the machine's load. */
+    uint64_t test_service_ns, test_service_ns_per_mib;
+    pthread_mutex_t device_lock;
+    int64_t device_free_ns;          /* when the emulated device is next idle */
 };
 
 /* The data of a large write not in memory: the tail of a request's
@@ -82,6 +93,17 @@ typedef int (*handler_fn)(struct server *srv, struct rpc_reader *req, struct rep
 /* Runs the handler of an opcode (see dispatch.c). */
 int dispatch(struct server *srv, uint16_t opcode, struct rpc_reader *req, struct reply *rep);
 const char *dispatch_op_name(uint16_t opcode);
+/* The gate in front of dispatch: enter waits for the request's turn
+ * (fairshare.h) as the client who; leave, once its answer is sent, charges
+ * what it cost and lets the next one in. bytes: what the request moved
+ * (payload in and out). */
+struct dispatch_gate {
+    struct fair_pass pass;
+    int gated;
+    int64_t start_ns;
+};
+void dispatch_enter(struct server *srv, const struct fair_who *who, struct dispatch_gate *g);
+void dispatch_leave(struct server *srv, struct dispatch_gate *g, uint64_t bytes);
 
 /* Accepts connections on lfd (TCP) and ufd (the node's Unix socket, -1:
  * none) and authenticates them (gate.c) until a signal arrives on the
@@ -91,9 +113,10 @@ int gate_run(struct server *srv, int lfd, int ufd, int sfd);
 /* Serves one authenticated connection (a blocking socket) on a thread of
  * its own until the peer closes it; local: it came through the node's Unix
  * socket, and its requests may pass descriptors; peer: its name for the
- * log. When it ends, srv->clients goes down by one (gate.c counted it
+ * log; who: its job, user and group as the gate established them. When it ends, srv->clients goes down by one (gate.c counted it
  * up). */
-int conn_start(struct server *srv, int fd, int local, const char *peer);
+int conn_start(struct server *srv, int fd, int local, const char *peer,
+               const struct fair_who *who);
 
 
 /* meta.c */
