@@ -208,7 +208,7 @@ static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem
     }
     rep.out = c->out;
     struct dispatch_gate gate;
-    dispatch_enter(srv, &c->who, &gate);
+    dispatch_enter(srv, &c->who, req->length, &gate);
     ans.status = bad < 0 ? bad : dispatch(srv, op, &r, &rep);
     c->out = rep.out;
     if (by_fd.src_fd >= 0)
@@ -235,7 +235,7 @@ static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem
     }
     /* A read's data counts in its cost: the slot is held until it is sent
      * (the answers gathered without a file go out with the next flush). */
-    dispatch_leave(srv, &gate, (uint64_t)req->length + ans.length);
+    dispatch_leave(srv, &gate, ans.length);
     return rc;
 }
 

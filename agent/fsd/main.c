@@ -5,6 +5,7 @@
  *          [--log FILE] [--ready-fd N] [--log-level LEVEL] [--foreground]
  *          [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]
  *          [--fair-policy POLICY] [--fair-slots N] [--test-service-time US[,US_PER_MIB]]
+ *          [--bandwidth-file FILE]
  *
  * A server needs only its own address and how many servers the instance
  * has (they never talk to each other): --listen and --servers say just
@@ -24,7 +25,9 @@
  * --fair-policy shares the server among the jobs, users or groups of its
  * clients (fairshare.h; default off), --fair-slots requests at a time
  * among them; --test-service-time (benchmarks only) makes every request
- * also hold an emulated device, so the bottleneck is deterministic. */
+ * also hold an emulated device, so the bottleneck is deterministic.
+ * --bandwidth-file bounds each job's bytes by the rates the node agent
+ * writes there (bucket.h). */
 #include "server.h"
 
 #include <dirent.h>
@@ -73,7 +76,8 @@ static void usage(FILE *out)
             "              [--log-level error|warn|info|debug] [--ready-fd N] [--foreground]\n"
             "              [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]\n"
             "              [--fair-policy off|job-fair|user-fair|group-fair|size-fair|user-then-size]\n"
-            "              [--fair-slots N] [--test-service-time US[,US_PER_MIB]]\n");
+            "              [--fair-slots N] [--test-service-time US[,US_PER_MIB]]\n"
+            "              [--bandwidth-file FILE]\n");
 }
 
 /* Reports a start-up failure on the log and to whoever waits for readiness,
@@ -213,6 +217,17 @@ static void fit_descriptors(void)
     }
 }
 
+/* What each entity was served, for whoever checks the fair sharing
+ * (bench/fair/run.sh): nobody took it in periods, so it is the total. */
+static void log_fair_service(void)
+{
+    struct fair_usage use[256];
+    size_t n = srv.fair ? fair_usage_take(srv.fair, use, 256) : 0;
+    for (size_t i = 0; i < n; i++)
+        log_info("fair sharing: entity %#llx was served %llu us", (unsigned long long)use[i].key,
+                 (unsigned long long)use[i].used / 1000);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -234,6 +249,7 @@ int main(int argc, char **argv)
         { "fair-policy", required_argument, NULL, 'F' },
         { "fair-slots", required_argument, NULL, 'S' },
         { "test-service-time", required_argument, NULL, 'T' },
+        { "bandwidth-file", required_argument, NULL, 'B' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -326,6 +342,11 @@ int main(int argc, char **argv)
             srv.test_service_ns_per_mib = (uint64_t)(per_mib * 1000);
             break;
         }
+        case 'B':
+            if (optarg[0] != '/' || strlen(optarg) >= sizeof(srv.bandwidth_file) - 16)
+                die("--bandwidth-file: '%s' must be an absolute path", optarg);
+            snprintf(srv.bandwidth_file, sizeof(srv.bandwidth_file), "%s", optarg);
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -362,6 +383,9 @@ int main(int argc, char **argv)
         daemonize();
     srv.index = (unsigned)index;
     pthread_mutex_init(&srv.device_lock, NULL);
+    pthread_mutex_init(&srv.bandwidth_lock, NULL);
+    if (srv.bandwidth_file[0] && !(srv.buckets = buckets_new()))
+        die("out of memory for --bandwidth-file");
     if (fair_policy != FAIR_OFF && !(srv.fair = fair_new(fair_policy, (unsigned)fair_slots, 0)))
         die("out of memory for --fair-policy");
     for (int i = 0; i < SERVER_STRIPES; i++) {
@@ -433,6 +457,7 @@ int main(int argc, char **argv)
     int rc = gate_run(&srv, lfd, ufd, sfd);
     if (rc < 0)
         log_error("stopping: the accept loop failed: %s", strerror(-rc));
+    log_fair_service();
     /* No orderly close of RocksDB: it would flush memtables only to have
      * them deleted. Wipe and leave; the kernel closes the connections. */
     int64_t t0 = net_now_ms();

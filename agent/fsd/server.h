@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "bucket.h"
 #include "fairshare.h"
 #include "instance.h"
 #include "proto.h"
@@ -60,6 +61,13 @@ struct server {
     uint64_t test_service_ns, test_service_ns_per_mib;
     pthread_mutex_t device_lock;
     int64_t device_free_ns;          /* when the emulated device is next idle */
+    /* --bandwidth-file: per-job token buckets (bucket.h), NULL: none; the
+     * file is looked at once a period by whichever request comes. */
+    struct buckets *buckets;
+    char bandwidth_file[4096];
+    pthread_mutex_t bandwidth_lock;  /* the look, and the usage file */
+    _Atomic int64_t bandwidth_checked_ns;
+    int64_t bandwidth_mtime_ns;
 };
 
 /* The data of a large write not in memory: the tail of a request's
@@ -94,16 +102,19 @@ typedef int (*handler_fn)(struct server *srv, struct rpc_reader *req, struct rep
 int dispatch(struct server *srv, uint16_t opcode, struct rpc_reader *req, struct reply *rep);
 const char *dispatch_op_name(uint16_t opcode);
 /* The gate in front of dispatch: enter waits for the request's turn
- * (fairshare.h) as the client who; leave, once its answer is sent, charges
- * what it cost and lets the next one in. bytes: what the request moved
- * (payload in and out). */
+ * (fairshare.h) as the client who, and for its job's bucket (bucket.h) to
+ * allow bytes_in; leave, once its answer is sent, charges what it cost and
+ * lets the next one in. bytes_out: what the answer moved. */
 struct dispatch_gate {
     struct fair_pass pass;
     int gated;
     int64_t start_ns;
+    uint64_t job;
+    uint64_t bytes_in;
 };
-void dispatch_enter(struct server *srv, const struct fair_who *who, struct dispatch_gate *g);
-void dispatch_leave(struct server *srv, struct dispatch_gate *g, uint64_t bytes);
+void dispatch_enter(struct server *srv, const struct fair_who *who, uint64_t bytes_in,
+                    struct dispatch_gate *g);
+void dispatch_leave(struct server *srv, struct dispatch_gate *g, uint64_t bytes_out);
 
 /* Accepts connections on lfd (TCP) and ufd (the node's Unix socket, -1:
  * none) and authenticates them (gate.c) until a signal arrives on the
