@@ -163,11 +163,12 @@ void dispatch_leave(struct server *srv, struct dispatch_gate *g, uint64_t bytes_
     if (srv->buckets && bytes_out)
         buckets_charge(srv->buckets, g->job, bytes_out, now_ns());
     uint64_t bytes = g->bytes_in + bytes_out;
-    /* The charge: the time the request itself took, plus its emulated
-     * device time (not its wait behind others for that device). */
+    /* The charge: the time the request took in its slot; under
+     * --test-service-time the emulated device is the bottleneck, and its
+     * time (not the wait behind others for it) is the charge. */
     int64_t cost = now_ns() - g->start_ns;
     if (srv->test_service_ns || srv->test_service_ns_per_mib)
-        cost += emulate_device(srv, bytes);
+        cost = emulate_device(srv, bytes);
     if (g->gated)
         fair_leave(srv->fair, &g->pass, cost > 0 ? (uint64_t)cost : 1);
     g->gated = 0;
