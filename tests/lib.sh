@@ -110,6 +110,37 @@ write_job() {  # write_job NAME <<EOF ... : a job script the test user can read
     echo "$f"
 }
 
+# wait_file PATH: waits up to 120 s for a file a job creates to say how far
+# it got.
+wait_file() {
+    for _ in $(seq 240); do [ -e "$1" ] && return 0; sleep 0.5; done
+    return 1
+}
+
+# submit_victim TAG TEXT SECONDS: a 2-node job of the test user that writes
+# TEXT into secret.txt on its file system, creates $pfs/TAG/started and
+# stays SECONDS; prints its id. Attack tests aim at it.
+submit_victim() {
+    local tag=$1 text=$2 secs=$3
+    as_user_sh "mkdir -p $pfs/$tag && rm -f $pfs/$tag/started"
+    write_job "victim-$tag.sh" >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 2 -t $((secs / 60 + 5)) -o victim-$tag-%j.out
+#BB_ADAFS capacity=1G
+echo "$text" > \$ADAFS_MOUNT/secret.txt
+touch $pfs/$tag/started
+sleep $secs
+JOB
+    submit "victim-$tag.sh"
+}
+
+# job_server_pid ID: the pid of one of the job's file system servers.
+job_server_pid() {
+    local f
+    f=$(ls "$ADAFS_CLUSTER_DIR"/storage/n*/job."$1".pid 2>/dev/null | tail -1)
+    [ -n "$f" ] && cat "$f"
+}
+
 # Nothing of a job may be left on any node: no server, no stager, no data.
 leftovers() {
     local out="" pids

@@ -58,10 +58,8 @@ for i in \$(seq 1 64); do cat \$ADAFS_MOUNT/file\$i >/dev/null 2>>$pfs/kill/erro
 echo "failed=\$bad seconds=\$(( \$(date +%s) - start ))" > $pfs/kill/result
 JOB
 id=$(submit kill.sh)
-for _ in $(seq 240); do [ -e "$pfs/kill/started" ] && break; sleep 0.5; done
-check "kill test: the job is running on its file system" -- test -e "$pfs/kill/started"
-pidfile=$(ls "$ADAFS_CLUSTER_DIR"/storage/n*/job.$id.pid 2>/dev/null | tail -1)
-victim=$(cat "$pidfile" 2>/dev/null)
+check "kill test: the job is running on its file system" -- wait_file "$pfs/kill/started"
+victim=$(job_server_pid "$id")
 check "kill test: found a server of the job ($victim)" -- test -n "$victim"
 kill -KILL "$victim" 2>/dev/null
 as_user_sh "touch $pfs/kill/go"

@@ -132,11 +132,9 @@ for i in \$(seq 1 32); do /bin/busybox cat \$ADAFS_MOUNT/file\$i >/dev/null 2>>$
 echo "failed=\$bad seconds=\$(( \$(date +%s) - start ))" > $pfs/fkill/result
 JOB
 id=$(submit fkill.sh)
-for _ in $(seq 240); do [ -e "$pfs/fkill/started" ] && break; sleep 0.5; done
-check "FUSE kill test: the job runs on the mount" -- test -e "$pfs/fkill/started"
+check "FUSE kill test: the job runs on the mount" -- wait_file "$pfs/fkill/started"
 check "access=fuse: the job has no LD_PRELOAD" -- grep -qx none "$pfs/fkill/preload"
-pidfile=$(ls "$ADAFS_CLUSTER_DIR"/storage/n*/job.$id.pid 2>/dev/null | tail -1)
-victim=$(cat "$pidfile" 2>/dev/null)
+victim=$(job_server_pid "$id")
 check "FUSE kill test: found a server of the job ($victim)" -- test -n "$victim"
 kill -KILL "$victim" 2>/dev/null
 as_user_sh "touch $pfs/fkill/go"
