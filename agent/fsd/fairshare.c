@@ -2,8 +2,8 @@
 #include "fairshare.h"
 
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -457,4 +457,35 @@ double fair_correction(struct fair *f, uint64_t key)
     double c = e ? e->correction : 1.0;
     pthread_mutex_unlock(&f->lock);
     return c;
+}
+
+uint64_t fair_job_of_cgroup(const char *path, uint32_t uid)
+{
+    unsigned long long job = 0;
+    unsigned u;
+    int n = -1;
+    const char *rest;
+    if (strncmp(path, "/slurm", 6) == 0 && (path[6] == '/' || path[6] == '_')) {
+        rest = strchr(path + 6, '/');
+        if (!rest || sscanf(rest, "/uid_%u/job_%llu%n", &u, &job, &n) != 2 || n < 0 || u != uid)
+            return 0;
+    } else if (strncmp(path, "/system.slice/", 14) == 0) {
+        const char *scope = strchr(path + 14, '/');
+        size_t len = scope ? (size_t)(scope - (path + 14)) : 0;
+        static const char unit[] = "slurmstepd.scope";
+        if (len < sizeof(unit) - 1 || strncmp(scope - (sizeof(unit) - 1), unit, sizeof(unit) - 1) ||
+            (len > sizeof(unit) - 1 && scope[-(int)sizeof(unit)] != '_') ||
+            sscanf(scope, "/job_%llu%n", &job, &n) != 1 || n < 0)
+            return 0;
+        rest = scope;
+    } else {
+        return 0;
+    }
+    /* job_ID must be a whole component, its digits only */
+    if (rest[n] != '/' && rest[n] != '\0')
+        return 0;
+    const char *digits = strstr(rest, "/job_") + 5;
+    if (digits[0] < '0' || digits[0] > '9')
+        return 0;
+    return job;
 }

@@ -109,6 +109,13 @@ struct fair_usage {
 size_t fair_usage_take(struct fair *f, struct fair_usage *out, size_t max);
 void fair_usage_apply(struct fair *f, const struct fair_usage *all, size_t n);
 
+/* The Slurm job of a cgroup path (one line of /proc/PID/cgroup after its
+ * second colon) of a process of uid, or 0: cgroup v1
+ * /slurm[_NODE]/uid_UID/job_ID/..., whose UID must be uid, or v2
+ * /system.slice/[NODE_]slurmstepd.scope/job_ID/... Only these roots
+ * count: a user may own cgroups elsewhere and name them job_ID. */
+uint64_t fair_job_of_cgroup(const char *path, uint32_t uid);
+
 /* For tests: the entity key of who under f's policy, and its current
  * correction factor (1 when none). */
 uint64_t fair_key(const struct fair *f, const struct fair_who *who);

@@ -197,36 +197,8 @@ static void accept_some(struct gate *g, int lfd, int local)
     }
 }
 
-/* The Slurm job a process runs in, from the cgroup slurmstepd put it in
- * (the kernel's word, not the client's): cgroup v1
- * /slurm[_NODE]/uid_UID/job_ID/..., whose uid must be the peer's, or v2
- * /system.slice/[NODE_]slurmstepd.scope/job_ID/...; 0 when none. Only
- * these roots count: a user may own cgroups elsewhere and name them
- * job_ID. */
-static uint64_t job_of(const char *path, uid_t uid)
-{
-    unsigned long long job = 0;
-    unsigned u;
-    int n = 0;
-    const char *rest = NULL;
-    if (strncmp(path, "/slurm", 6) == 0 && (path[6] == '/' || path[6] == '_')) {
-        rest = strchr(path + 6, '/');
-        if (!rest || sscanf(rest, "/uid_%u/job_%llu%n", &u, &job, &n) != 2 || u != uid)
-            return 0;
-    } else if (strncmp(path, "/system.slice/", 14) == 0) {
-        const char *scope = strchr(path + 14, '/');
-        if (!scope || scope - path < 14 + 16 ||
-            strncmp(scope - 16, "slurmstepd.scope", 16) != 0 ||
-            (scope - path > 14 + 16 && scope[-17] != '_') ||
-            sscanf(scope, "/job_%llu%n", &job, &n) != 1)
-            return 0;
-        rest = scope;
-    } else {
-        return 0;
-    }
-    return rest[n] == '/' || rest[n] == '\0' ? job : 0;
-}
-
+/* The Slurm job of a process of this node (0: none), from the kernel's
+ * record of its cgroups. */
 static uint64_t job_of_pid(pid_t pid, uid_t uid)
 {
     char name[64], line[1024];
@@ -240,7 +212,7 @@ static uint64_t job_of_pid(pid_t pid, uid_t uid)
         char *path = strchr(line, ':');
         path = path ? strchr(path + 1, ':') : NULL;
         if (path)
-            job = job_of(path + 1, uid);
+            job = fair_job_of_cgroup(path + 1, uid);
     }
     fclose(fp);
     return job;

@@ -278,8 +278,31 @@ static void test_exchange(void)
     fair_free(s2);
 }
 
+static void test_cgroups(void)
+{
+    tap_is_int(fair_job_of_cgroup("/slurm/uid_999/job_42/step_0/task_0", 999), 42,
+               "cgroup v1: the job of a Slurm step");
+    tap_is_int(fair_job_of_cgroup("/slurm_n3/uid_999/job_42/step_batch", 999), 42,
+               "cgroup v1 with several slurmd on a host");
+    tap_is_int(fair_job_of_cgroup("/slurm/uid_1001/job_42/step_0", 999), 0,
+               "cgroup v1: another user's job path does not count");
+    tap_is_int(fair_job_of_cgroup("/system.slice/slurmstepd.scope/job_7/step_0/user/task_0", 5),
+               7, "cgroup v2: the job of a Slurm step");
+    tap_is_int(fair_job_of_cgroup("/system.slice/n1_slurmstepd.scope/job_7", 5), 7,
+               "cgroup v2 with several slurmd on a host");
+    tap_is_int(fair_job_of_cgroup("/system.slice/evilslurmstepd.scope/job_7", 5), 0,
+               "cgroup v2: a unit merely ending in slurmstepd.scope does not count");
+    tap_is_int(fair_job_of_cgroup("/user.slice/user-5.slice/user@5.service/slurm/uid_5/job_7", 5),
+               0, "a user's own cgroups named like Slurm's do not count");
+    tap_is_int(fair_job_of_cgroup("/system.slice/slurmstepd.scope/job_7x/step_0", 5), 0,
+               "job_ID must be all digits");
+    tap_is_int(fair_job_of_cgroup("/slurm/uid_5/job_-7/step_0", 5), 0, "no signs");
+    tap_is_int(fair_job_of_cgroup("/", 5), 0, "no job at the root");
+}
+
 int main(void)
 {
+    test_cgroups();
     test_policies();
     test_size_fair();
     test_job_fair();
