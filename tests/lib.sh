@@ -141,6 +141,25 @@ job_server_pid() {
     [ -n "$f" ] && cat "$f"
 }
 
+# kill_server_check WHAT ID TAG READS LIMIT: kills one of job ID's servers
+# with SIGKILL and lets the job go on ($pfs/TAG/go); the job then reads READS
+# files and writes "failed=N seconds=S" to $pfs/TAG/result, errors to
+# $pfs/TAG/errors. The reads of the dead server's files must fail with EIO
+# within LIMIT seconds (never hang) and teardown must leave nothing.
+kill_server_check() {
+    local what=$1 id=$2 tag=$3 reads=$4 limit=$5 victim secs
+    victim=$(job_server_pid "$id")
+    check "$what: found a server of the job ($victim)" -- test -n "$victim"
+    kill -KILL "$victim" 2>/dev/null
+    as_user_sh "touch $pfs/$tag/go"
+    check "$what: the job ends" -- wait_job "$id" COMPLETED 180
+    check "$what: reads of files on the dead server failed" -- grep -q "failed=[1-9]" "$pfs/$tag/result"
+    check "$what: the failures are EIO" -- grep -q "Input/output error" "$pfs/$tag/errors"
+    secs=$(sed -n 's/.*seconds=\([0-9]*\).*/\1/p' "$pfs/$tag/result")
+    check "$what: within a bounded time (${secs}s for $reads reads)" -- test "${secs:-999}" -lt "$limit"
+    check "$what: nothing left (servers, stagers, data, mount)" -- wait_clean 60
+}
+
 # Nothing of a job may be left on any node: no server, no stager, no data.
 leftovers() {
     local out="" pids

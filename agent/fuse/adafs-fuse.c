@@ -618,6 +618,11 @@ static void *x_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     conn->want |= conn->capable & (FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE);
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
     conn->max_background = 64;
+    /* The kernel lowers the mount's readahead to this when it takes the
+     * answer, which may be after the agent (told "ready" below) raised it
+     * to 1 MiB: ask for that much here too, or the agent's setting may be
+     * undone. */
+    conn->max_readahead = 1 << 20;
     if (ready_fd >= 0) {
         /* The mount answers from now on: tell whoever waits for it. */
         if (write(ready_fd, "ready\n", 6) != 6)
