@@ -10,9 +10,9 @@
 #          200 us): user A with 8 processes of stats against user B with 4,
 #          policy off and user-fair (acceptance 1's 1:1, with users as the
 #          entities).
-#  cost    --test-service-time 100,2000: A stats, B 1 MiB writes, 4
-#          processes each; the service each user was charged, from the
-#          server's log (acceptance 3).
+#  cost    --test-service-time 100,2000: A stats (8 processes), B 1 MiB
+#          writes (4); the service each user was charged, from the server's
+#          log (acceptance 3).
 #  bucket  --bandwidth-file bounding the job to 20 MB/s: what 2 writers
 #          move (the per-job bucket of acceptance 5).
 #  alone   A alone, 4 processes of stats, policy off vs job-fair, in
@@ -65,14 +65,14 @@ for pol in off user-fair; do
     echo "$pol: A $1 ops, B $2 ops, A/B $(echo "$1 $2" | awk '{printf "%.3f", $1 / $2}')"
 done
 
-echo "## cost: A stats, B 1 MiB writes (2 chunk requests), 100 us + 2000 us/MiB"
+echo "## cost: A stats (8 processes), B 1 MiB writes (4; 2 chunk requests each), 100 us + 2000 us/MiB"
 served() {  # served UID: us of service the server charged that user's entity
     key=$(printf '%#x' $(( (1 << 62) | $(id -u "$1") )))
     awk -v k="$key" '$0 ~ "entity " k " was served" {print $(NF - 1)}' "$work/base/server.0.log"
 }
 for pol in off user-fair; do
     start --fair-policy $pol --fair-slots 2 --test-service-time 100,2000
-    set -- $(two stat 4 write 4)
+    set -- $(two stat 8 write 4)
     stop
     if [ $pol = off ]; then
         echo "off: A $1 stats, B $2 writes; emulated device time A/B $(echo "$1 $2" |
