@@ -49,6 +49,9 @@
  *               (a LIST page whose entries come as READ_BATCH answers them;
  *               the page also ends at about 4 MiB of payload)
  *   A batch has at most FS_BATCH_MAX entries and names each path once.
+ *   DATA_FD     u64 key                                    -> (), and a
+ *               descriptor (SCM_RIGHTS, with the answer's first byte): this
+ *               server's local file of key, open read-only (see below)
  *
  *
  * On the node's Unix socket (a client on the server's own node), a WRITE
@@ -62,6 +65,18 @@
  * form: servers writing into the caller's file at once contend for its
  * inode lock, measured slower than the caller splicing READ answers itself
  * (doc/bench/stager.md).
+ *
+ * DATA_FD is the short-circuit read of a client on the server's own node
+ * (doc/filesystem.md): the client preads the chunks this server holds
+ * from the descriptor (chunk i at i * chunk size, as chunks.c keeps them)
+ * instead of sending a READ, and gets exactly what a READ would answer.
+ * Only on the Unix socket and only to a peer of the server's own uid
+ * (else EPERM); ENOENT when the key has no local file (inline or not yet
+ * written). A truncate shrinks that file in place (the client sees it at
+ * once); a remove, or a truncate to zero, unlinks it, and a later write
+ * makes a new one: the client checks st_nlink after every pread, and a
+ * descriptor whose file is unlinked is dropped and the read sent as a
+ * READ. The file's inode is so the generation of the descriptor.
  * Servers that remove or shrink a file's record also drop the chunks of that
  * file they hold themselves; the client tells the other chunk holders. */
 #ifndef ADAFS_PROTO_H
@@ -94,6 +109,7 @@ enum fs_op {
     FS_CREATE_BATCH,
     FS_READ_BATCH,
     FS_LIST_PLUS,
+    FS_DATA_FD,
     FS_OP_COUNT
 };
 

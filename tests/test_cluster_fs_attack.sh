@@ -6,7 +6,10 @@
 # port into the instance file). Nothing is read, crashed or exhausted: the
 # attacker never sees the secret or a byte of the victim's data, the
 # servers keep their threads and their log bounded, and the victim's own
-# client is served throughout (and refuses the impostor).
+# client is served throughout (and refuses the impostor). The victim's own
+# reads go through a read-only descriptor of its server's data file; a user
+# holding a leaked secret (6), who can read the data with it, still never
+# gets one.
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 other=adafs-test2
@@ -41,6 +44,40 @@ victim_reads() {  # victim_reads INSTANCE
           LD_PRELOAD="$preload" cat "$mount/secret.txt" 2>&1)
     echo "$(( ($(date +%s%N) - t0) / 1000000 )) $(paste -sd ' ' <<<"$out")"
 }
+
+# A reader of a 1 MiB file (written first with WRITE) through the
+# interposer, reading it twice in 64 KiB reads: prints how many data file
+# descriptors it holds, how many read-only, and the bytes read.
+direct_reader() {  # direct_reader USER INSTANCE WRITE(0/1)
+    runuser -u "$1" -- env ADAFS_INSTANCE="$2" ADAFS_MOUNT="$mount" LD_PRELOAD="$preload" \
+        python3 -c 'import os, sys
+path = os.environ["ADAFS_MOUNT"] + "/big.bin"
+if sys.argv[1] == "1":
+    with open(path, "wb") as f:
+        f.write(os.urandom(1 << 20))
+fd = os.open(path, os.O_RDONLY)
+for _ in range(2):
+    off = 0
+    while True:
+        b = os.pread(fd, 65536, off)
+        if not b:
+            break
+        off += len(b)
+held = ro = 0
+for e in os.listdir("/proc/self/fd"):
+    try:
+        if "/data/" not in os.readlink("/proc/self/fd/" + e):
+            continue
+        flags = [l for l in open("/proc/self/fdinfo/" + e) if l.startswith("flags:")][0]
+    except OSError:
+        continue
+    held += 1
+    ro += int(flags.split()[1], 8) & 3 == os.O_RDONLY
+print(held, ro, off)' "$3" 2>&1
+}
+out=$(direct_reader "$test_user" "$instance" 1)
+check "the victim's reads of a 1 MiB file go through one read-only data file descriptor ($out)" -- \
+    test "$out" = "1 1 1048576"
 
 # 1. Wrong proofs: each is answered EACCES; what the attacker receives
 # (greetings and refusals) holds neither the secret nor the data.
@@ -174,6 +211,15 @@ PY
 check "the captured proof replayed to the real server is refused" -- test "$(cat "$work/replay")" = True
 read -r ms out < <(victim_reads "$instance")
 check "the victim still reads its file ($out)" -- test "$out" = "$marker"
+
+# 6. A user who got hold of the secret reads through the interposer: the
+# secret lets it read over TCP (its client will not talk to a socket of
+# another uid), but it never holds a descriptor of the victim's data.
+leaked=$work/leaked.instance
+cp "$instance" "$leaked"; chown "$other" "$leaked"; chmod 600 "$leaked"
+out=$(direct_reader "$other" "$leaked" 0)
+check "a user holding a leaked secret holds no data file descriptor ($out)" -- \
+    test "$out" = "0 0 1048576"
 
 scancel "$id"
 check "after the job: nothing is left, data wiped" -- wait_clean 60

@@ -504,6 +504,25 @@ int chunks_read_into(struct server *srv, uint64_t key, uint64_t index, size_t le
     return rc < 0 ? rc : (int)done;
 }
 
+int op_data_fd(struct server *srv, struct rpc_reader *req, struct reply *rep)
+{
+    uint64_t key = rpc_get_u64(req);
+    if (!rpc_reader_done(req))
+        return -EBADMSG;
+    if (!rep->fd_ok)
+        return -EPERM;
+    /* Under the key's lock: not between the creation of its file and the
+     * move of its inline bytes into it (the file would read empty). */
+    pthread_mutex_t *lock = data_lock(srv, key);
+    pthread_mutex_lock(lock);
+    int fd = datafile_open_read(srv, key);
+    pthread_mutex_unlock(lock);
+    if (fd < 0)
+        return fd;
+    rep->pass_fd = fd;
+    return 0;
+}
+
 int op_trunc_data(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     uint64_t key = rpc_get_u64(req), new_size = rpc_get_u64(req), old_size = rpc_get_u64(req);

@@ -50,6 +50,7 @@ struct conn {
     struct server *srv;
     int fd;
     int local;                       /* through the Unix socket */
+    int fd_ok;                       /* local, and of our own uid: DATA_FD answers */
     struct net_fds fds;              /* descriptors passed, not yet taken */
     int pipe[2];                     /* for splicing large writes; -1: none yet */
     char peer[64];
@@ -166,6 +167,19 @@ static int send_file(struct conn *c, int file_fd, uint64_t off, size_t len)
     return rc;
 }
 
+/* Sends the answers gathered, the one at hdr_at (the last) with the
+ * descriptor fd on its first byte, then closes fd. */
+static int send_passing(struct conn *c, size_t hdr_at, int fd)
+{
+    int rc = net_write_full(c->fd, c->out.data, hdr_at, net_now_ms() + SEND_TIMEOUT_MS);
+    struct iovec iov = { c->out.data + hdr_at, c->out.len - hdr_at };
+    if (rc == 0)
+        rc = net_writev_fd(c->fd, &iov, 1, fd, net_now_ms() + SEND_TIMEOUT_MS);
+    c->out.len = 0;
+    close(fd);
+    return rc;
+}
+
 /* A request with FS_BULK_FD: its data comes from the descriptor passed
  * with it, at the offset its payload starts with (proto.h). */
 static int bulk_from_fd(struct conn *c, uint16_t op, struct rpc_reader *r, struct stream *s)
@@ -196,7 +210,7 @@ static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem
     if (!rpc_put_raw(&c->out, NULL, RPC_HEADER_SIZE))
         return -ENOMEM;
     struct rpc_header ans = { .opcode = req->opcode, .id = req->id };
-    struct reply rep = { .rest = rest };
+    struct reply rep = { .rest = rest, .fd_ok = c->fd_ok, .pass_fd = -1 };
     struct rpc_reader r;
     rpc_reader_init(&r, c->in + c->start + RPC_HEADER_SIZE, in_mem);
     uint16_t op = req->opcode & ~FS_BULK_FD;
@@ -224,11 +238,19 @@ static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem
         if (rep.file)
             datafile_put(rep.file);
         rep.file = NULL;
+        if (rep.pass_fd >= 0)
+            close(rep.pass_fd);
+        rep.pass_fd = -1;
     }
     size_t payload = c->out.len - hdr_at - RPC_HEADER_SIZE;
     ans.length = (uint32_t)(payload + (rep.file ? rep.file_len : 0));
     rpc_header_encode(&ans, c->out.data + hdr_at);
     int rc = 0;
+    if (rep.pass_fd >= 0) {
+        rc = send_passing(c, hdr_at, rep.pass_fd);
+        dispatch_leave(srv, &gate, 0);   /* the client reads the data itself */
+        return rc;
+    }
     if (rep.file) {
         rc = send_file(c, datafile_fd(rep.file), rep.file_off, rep.file_len);
         datafile_put(rep.file);
@@ -365,8 +387,16 @@ int conn_start(struct server *srv, int fd, int local, const char *peer,
     rpc_writer_init(&c->out, NULL, 0);
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
     c->who = *who;
-    if (local)
+    if (local) {
         net_set_unix_sndbuf(fd);   /* the answers of reads */
+        /* Descriptors of data files only to our own user: the secret
+         * proved the peer is the job's, the uid that it is not another
+         * user who got hold of it (doc/filesystem.md). */
+        struct ucred cred;
+        socklen_t cl = sizeof(cred);
+        c->fd_ok = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
+                   cred.uid == geteuid();
+    }
     else
         net_set_nodelay(fd);
     /* Only sends time out: an idle client may stay connected for the job. */

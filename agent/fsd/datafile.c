@@ -335,6 +335,27 @@ int datafile_remove(struct server *srv, uint64_t key)
     return rc;
 }
 
+int datafile_open_read(struct server *srv, uint64_t key)
+{
+    (void)srv;
+    if (!may_have_file(key))
+        return -ENOENT;
+    char name[20];
+    file_name(key, name);
+    /* A new open file description: the client's descriptor shares no
+     * offset or flags with the cache's, and cannot write. */
+    int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        int rc = S_ISREG(st.st_mode) ? -errno : -EINVAL;
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
 void datafile_stop(void)
 {
     atomic_store(&stopped, true);

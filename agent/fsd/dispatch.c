@@ -47,6 +47,7 @@ static const struct {
     [FS_CREATE_BATCH] = { "create_batch", op_create_batch },
     [FS_READ_BATCH] = { "read_batch", op_read_batch },
     [FS_LIST_PLUS] = { "list_plus", op_list_plus },
+    [FS_DATA_FD] = { "data_fd", op_data_fd },
 };
 
 const char *dispatch_op_name(uint16_t opcode)

@@ -93,6 +93,8 @@ struct reply {
     uint64_t file_off;
     size_t file_len;
     struct stream *rest;
+    int fd_ok;                       /* the peer may be given a descriptor (DATA_FD) */
+    int pass_fd;                     /* >= 0: sent with the answer, then closed */
 };
 
 /* A request handler: decodes req, fills rep, returns 0 or -errno. */
@@ -213,6 +215,9 @@ int datafile_exists(struct server *srv, uint64_t key);
 _Bool datafile_all_data(struct datafile *f, const struct stat *st, uint64_t pos, size_t len);
 void datafile_truncated(struct datafile *f);
 void datafile_stop(void);
+/* A new read-only descriptor of key's local file (for DATA_FD), or -errno
+ * (-ENOENT: there is none). */
+int datafile_open_read(struct server *srv, uint64_t key);
 /* quota.c: take is all or nothing (-ENOSPC leaves the quota untouched, as
  * when the file system under root has no room for bytes above the
  * headroom), give saturates at zero. quota_room: 0 while metadata may
@@ -223,6 +228,7 @@ int quota_room(struct server *srv, uint64_t bytes);
 int op_write(struct server *, struct rpc_reader *, struct reply *);
 int op_read(struct server *, struct rpc_reader *, struct reply *);
 int op_trunc_data(struct server *, struct rpc_reader *, struct reply *);
+int op_data_fd(struct server *, struct rpc_reader *, struct reply *);
 int op_statfs(struct server *, struct rpc_reader *, struct reply *);
 
 #endif

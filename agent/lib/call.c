@@ -543,7 +543,63 @@ static int recv_call(adafs *fs, struct call *c)
     return 1;
 }
 
+/* The answer to a DATA_FD, with nothing else due on the connection: the
+ * header (no payload) and the descriptor passed with its first byte. */
+static int recv_fd_answer(adafs *fs, struct server_conn *sc, struct call *c, int *fd)
+{
+    uint8_t hdr[RPC_HEADER_SIZE];
+    struct net_fds fds = { .count = 0 };
+    *fd = -1;
+    if (sc->start != sc->end)
+        return -EIO;   /* bytes of nothing we asked for */
+    ssize_t n = net_read_some_fds(sc->fd, hdr, sizeof(hdr), sizeof(hdr),
+                                  net_now_ms() + fs->inst.timeout_ms, &fds);
+    struct rpc_header h;
+    int rc = n == (ssize_t)sizeof(hdr) && rpc_header_decode(hdr, &h) == 0 &&
+             h.opcode == c->op && h.length == 0 ? 0 : -EIO;
+    if (rc == 0)
+        rc = h.status > 0 ? -EIO : h.status;
+    if (rc == 0 && (*fd = net_fds_take(&fds)) < 0)
+        rc = -EIO;
+    net_fds_close(&fds);   /* only one was due */
+    if (rc < 0 && *fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    return rc;
+}
+
+int fs_data_fd(adafs *fs, int server, uint64_t key)
+{
+    struct server_conn *sc = &fs->conns[server];
+    pthread_mutex_lock(&sc->lock);
+    int rc = conn_ready(fs, server, 0), fd = -1;
+    if (rc == 0 && !sc->local)
+        rc = -EPERM;
+    if (rc == 0) {
+        struct call c;
+        call_init(&c, server, FS_DATA_FD);
+        rpc_put_u64(&c.req, key);
+        rc = rpc_writer_ok(&c.req) ? send_call(fs, &c) : -ENOMEM;
+        if (rc == 0)
+            rc = recv_fd_answer(fs, sc, &c, &fd);
+        else if (rc != -ENOMEM)
+            rc = -EIO;
+        if (rc == -EIO)
+            conn_drop(sc);
+        call_free(&c);
+    }
+    pthread_mutex_unlock(&sc->lock);
+    return rc < 0 ? rc : fd;
+}
+
 void fs_call(adafs *fs, struct call *calls, int n)
+{
+    fs_call_meanwhile(fs, calls, n, NULL, NULL);
+}
+
+void fs_call_meanwhile(adafs *fs, struct call *calls, int n, void (*meanwhile)(void *),
+                       void *arg)
 {
     int nservers = fs->inst.nservers;
     /* Per server: 0 not in the batch, 1 in it and needs no pipe, 2 needs
@@ -552,6 +608,8 @@ void fs_call(adafs *fs, struct call *calls, int n)
     if (!state) {
         for (int i = 0; i < n; i++)
             calls[i].status = -ENOMEM;
+        if (meanwhile)
+            meanwhile(arg);
         return;
     }
     if (state == small)
@@ -588,6 +646,8 @@ void fs_call(adafs *fs, struct call *calls, int n)
         }
         c->status = 1;   /* sent: an answer is due */
     }
+    if (meanwhile)
+        meanwhile(arg);
     /* The last answer due on each connection (state 3 -> 4 on the way). */
     for (int i = n - 1; i >= 0; i--) {
         int *st = &state[calls[i].server];

@@ -2,6 +2,7 @@
  *
  *   handle.c     connect/disconnect, fork handling, data keys, fd table
  *   call.c       batches of requests over one connection per server
+ *   direct.c     short-circuit reads from this node's servers' data files
  *   paths.c      path normalisation and placement helpers
  *   files.c      open/close/read/write and the other descriptor calls
  *   namespace.c  stat, mkdir, rmdir, unlink, rename, truncate, setattr
@@ -31,6 +32,7 @@ struct server_conn {
     size_t pipe_size;
     uint8_t *in;             /* receive buffer */
     size_t cap, start, end;
+    _Atomic int no_direct;   /* the server gives no data descriptors (DATA_FD) */
 };
 
 struct open_file {
@@ -50,6 +52,14 @@ struct open_file {
      * without the size (files.c). */
     uint64_t known_size;
     int ask_size;            /* the last read came back short: ask with the next */
+    /* Short-circuit reads (direct.c): the data file of key on server
+     * direct_server (one on this node), read-only; -1: none. */
+    int direct_fd;
+    int direct_server;
+    dev_t direct_dev;
+    ino_t direct_ino;
+    unsigned reads;          /* reads through this open file */
+    unsigned direct_asks;    /* DATA_FD requests made for it */
 };
 
 struct adafs {
@@ -65,6 +75,7 @@ struct adafs {
     struct open_file **files;   /* by library descriptor */
     int nfiles;
     struct adafs *next;         /* registry for fork handling */
+    _Atomic int direct_open;    /* open_file.direct_fd held, at most DIRECT_MAX */
     pthread_mutex_t error_lock;
     char last_error[512];       /* why a connection last failed (call.c) */
 };
@@ -102,11 +113,36 @@ void call_reader(const struct call *c, struct rpc_reader *r);
  * server; requests to one server are answered in order. Returns 0 (see
  * each call's status). */
 void fs_call(adafs *fs, struct call *calls, int n);
+/* fs_call, running meanwhile(arg) once every request is sent, before the
+ * answers are read (work of the caller's that overlaps the servers'). */
+void fs_call_meanwhile(adafs *fs, struct call *calls, int n, void (*meanwhile)(void *),
+                       void *arg);
 /* One request; returns its status. */
 int fs_call1(adafs *fs, struct call *c);
 void conns_reset_after_fork(adafs *fs);
 /* Closes every connection (adafs_disconnect). */
 void conns_close(adafs *fs);
+
+/* DATA_FD to server (proto.h): the descriptor of key's data file there,
+ * received over its Unix socket; -EPERM without a round trip when the
+ * connection is TCP, else the server's answer (-ENOENT: no file), -EIO. */
+int fs_data_fd(adafs *fs, int server, uint64_t key);
+
+/* direct.c: short-circuit reads from the data files of this node's
+ * server (proto.h, DATA_FD). */
+#define DIRECT_MAX 64
+/* Before a read of of (its lock held) whose first piece not read
+ * directly is on server: asks for that server's descriptor of the file
+ * when the file is read again and again and holds none yet. */
+void direct_consider(adafs *fs, struct open_file *of, int server);
+/* Whether chunk piece (index, chunk_off, len) of of can be read directly:
+ * if so, preads it into buf and returns the count (short at the end of
+ * the data file, as a READ's answer). -1: send a READ (no descriptor, or
+ * the file it names is gone: then it is dropped). */
+ssize_t direct_read(adafs *fs, struct open_file *of, uint64_t index, uint32_t chunk_off,
+                    size_t len, char *buf);
+/* Drops of's descriptor (close, or the file replaced). */
+void direct_drop(adafs *fs, struct open_file *of);
 
 /* paths.c */
 /* Normalises an absolute path into out[FS_PATH_MAX]: -EINVAL if not

@@ -68,6 +68,7 @@ static int open_as(adafs *fs, const char *p, uint64_t key, mode_t mode, int flag
     of->key = key;
     of->mode = mode;
     of->known_size = size;
+    of->direct_fd = -1;
     of->flags = flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
     int fd = fd_alloc(fs, of);
     if (fd < 0) {
@@ -269,6 +270,33 @@ static void stat_call(struct call *c, adafs *fs, const struct open_file *of)
     rpc_put_str(&c->req, of->path);
 }
 
+/* The pieces of a read that direct.c may read: those whose call
+ * (calls[at[i]]) is at first or above, READ calls not sent. Each gets the
+ * answer a READ would have had, or status -ESTALE (send it after all). */
+struct direct_pieces {
+    adafs *fs;
+    struct open_file *of;
+    const struct piece *pc;
+    size_t n;
+    struct call *calls;
+    const size_t *at;
+    size_t first;
+};
+
+static void read_direct_pieces(void *arg)
+{
+    struct direct_pieces *dp = arg;
+    for (size_t i = 0; i < dp->n; i++) {
+        if (dp->at[i] < dp->first)
+            continue;
+        struct call *c = &dp->calls[dp->at[i]];
+        ssize_t got = direct_read(dp->fs, dp->of, dp->pc[i].index, dp->pc[i].chunk_off,
+                                  c->dest_cap, c->dest);
+        c->status = got >= 0 ? 0 : -ESTALE;
+        c->resp_len = got >= 0 ? (size_t)got : 0;
+    }
+}
+
 /* A read is one READ per chunk piece. The size of the file is asked in
  * the same batch only when the read may end at it: past the size this
  * descriptor knows, or after a read that came back short (a sparse
@@ -301,8 +329,28 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
     int c0 = !of->orphan && (of->ask_size || off + count > of->known_size);
     if (c0)
         stat_call(&calls[0], fs, of);
+    /* Pieces this node's server holds are read from its data file
+     * (direct.c) while the servers answer the READs of the others: READs
+     * fill calls from c0 up, direct pieces from the top down; at[i]: piece
+     * i's call. A direct piece whose descriptor turned out stale is then
+     * sent as a READ (its call is one already). */
+    size_t *at = malloc(n * sizeof(*at) + 1);
+    if (!at) {
+        if (c0)
+            call_free(&calls[0]);
+        free(calls);
+        free(pc);
+        return -ENOMEM;
+    }
+    int direct = dst->buf && !dst->zeros;
+    if (direct && n > 0)
+        direct_consider(fs, of, chunk_server(fs, of->key, pc[0].index));
+    size_t nread = 0, ndirect = 0;
     for (size_t i = 0; i < n; i++) {
-        struct call *c = &calls[c0 + i];
+        int local = direct && of->direct_fd >= 0 &&
+                    chunk_server(fs, of->key, pc[i].index) == of->direct_server;
+        at[i] = local ? c0 + n - 1 - ndirect++ : c0 + nread++;
+        struct call *c = &calls[at[i]];
         call_init(c, chunk_server(fs, of->key, pc[i].index), FS_READ);
         rpc_put_u64(&c->req, of->key);
         rpc_put_u64(&c->req, pc[i].index);
@@ -318,10 +366,17 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
         }
         c->dest_cap = pc[i].len;
     }
-    fs_call(fs, calls, (int)n + c0);
+    struct direct_pieces dp = { fs, of, pc, n, calls, at, c0 + nread };
+    if (nread + c0 > 0)
+        fs_call_meanwhile(fs, calls, (int)nread + c0, read_direct_pieces, &dp);
+    else
+        read_direct_pieces(&dp);
+    for (size_t i = c0 + nread; i < c0 + n; i++)
+        if (calls[i].status == -ESTALE)
+            fs_call1(fs, &calls[i]);
     int whole = 1;
     for (size_t i = 0; i < n && whole; i++) {
-        const struct call *c = &calls[c0 + i];
+        const struct call *c = &calls[at[i]];
         whole = c->status == 0 && c->dest_err == 0 && c->resp_len == pc[i].len;
     }
     uint64_t size = of->orphan ? of->orphan_size : off + count;
@@ -342,7 +397,7 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
     size_t want = rc == 0 && end > off ? (size_t)(end - off) : 0;
     size_t done = 0;
     for (size_t i = 0; i < n; i++) {
-        struct call *c = &calls[c0 + i];
+        struct call *c = &calls[at[i]];
         if (rc == 0 && done < want && done == pc[i].buf_off) {
             if (c->status < 0 || c->dest_err < 0) {
                 rc = c->status < 0 ? c->status : c->dest_err;
@@ -365,6 +420,7 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
         call_free(c);
     }
     free(calls);
+    free(at);
     free(pc);
     if (done > want)
         done = want;

@@ -186,8 +186,11 @@ static bool touches_library_fd(const char *call, int fd)
 
 PL_EXPORT int close(int fd)
 {
-    if (!pl_active())
+    if (!pl_active()) {
+        if (route_depth > 0)
+            ownfd_closed(fd);
         return real.close(fd);
+    }
     if (touches_library_fd("close", fd))
         return -1;
     int rc = forget(fd);

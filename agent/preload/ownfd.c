@@ -3,6 +3,7 @@
 
 #include <limits.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -16,12 +17,31 @@ static atomic_int own_top; /* 0: the library has no descriptor yet */
  * library. A bit stays set after the library closes the descriptor (it
  * closes with a raw system call), so the socket/pipe test still applies. */
 static atomic_ulong moved[OWN_WINDOW / (8 * sizeof(unsigned long))];
+/* Of those, the regular files received (SCM_RIGHTS) and not closed yet:
+ * cleared when the library closes one (it does so through close()). */
+static atomic_ulong received[OWN_WINDOW / (8 * sizeof(unsigned long))];
 
-static bool was_moved(int fd)
+static bool bit_of(atomic_ulong *set, int fd)
 {
     unsigned long i = (unsigned long)(fd - own_base), w = 8 * sizeof(unsigned long);
     return i < OWN_WINDOW &&
-           (atomic_load_explicit(&moved[i / w], memory_order_relaxed) & (1UL << (i % w)));
+           (atomic_load_explicit(&set[i / w], memory_order_relaxed) & (1UL << (i % w)));
+}
+
+static void bit_set(atomic_ulong *set, int fd, bool on)
+{
+    unsigned long i = (unsigned long)(fd - own_base), w = 8 * sizeof(unsigned long);
+    if (i >= OWN_WINDOW)
+        return;
+    if (on)
+        atomic_fetch_or(&set[i / w], 1UL << (i % w));
+    else
+        atomic_fetch_and(&set[i / w], ~(1UL << (i % w)));
+}
+
+static bool was_moved(int fd)
+{
+    return bit_of(moved, fd);
 }
 
 void ownfd_init(void)
@@ -50,7 +70,15 @@ bool ownfd_is_library(int fd)
     if (fd < own_base || fd >= ownfd_top() || !was_moved(fd) || fdmap_get(fd) >= 0)
         return false;
     struct stat st;
-    return real.fstat(fd, &st) == 0 && (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode));
+    if (real.fstat(fd, &st) < 0)
+        return false;
+    return S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode) ||
+           (S_ISREG(st.st_mode) && bit_of(received, fd));
+}
+
+void ownfd_closed(int fd)
+{
+    bit_set(received, fd, false);
 }
 
 /* Moves a descriptor libadafs just created to the high range; on failure
@@ -64,9 +92,7 @@ static int move_high(int fd)
     if (high < 0)
         return fd;
     real.close(fd);
-    unsigned long i = (unsigned long)(high - own_base), w = 8 * sizeof(unsigned long);
-    if (i < OWN_WINDOW)
-        atomic_fetch_or(&moved[i / w], 1UL << (i % w));
+    bit_set(moved, high, true);
     int top = atomic_load(&own_top);
     while (high + 1 > top && !atomic_compare_exchange_weak(&own_top, &top, high + 1))
         ;
@@ -78,6 +104,30 @@ PL_EXPORT int socket(int domain, int type, int protocol)
     pl_ready();
     int fd = real.socket(domain, type, protocol);
     return route_depth > 0 ? move_high(fd) : fd;
+}
+
+/* The descriptors a message brings libadafs are moved like its sockets
+ * (those the program receives are its own business). */
+PL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    pl_ready();
+    ssize_t n = real.recvmsg(fd, msg, flags);
+    if (n < 0 || route_depth == 0 || msg->msg_controllen == 0)
+        return n;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int got;
+            memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            got = move_high(got);
+            bit_set(moved, got, true);
+            bit_set(received, got, true);
+            memcpy(CMSG_DATA(cm) + i * sizeof(int), &got, sizeof(int));
+        }
+    }
+    return n;
 }
 
 PL_EXPORT int pipe(int fds[2])

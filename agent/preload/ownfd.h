@@ -15,6 +15,12 @@
 
 #include <stdbool.h>
 
+/* Also the descriptors libadafs receives over its sockets (SCM_RIGHTS:
+ * the read-only data files of short-circuit reads, lib/direct.c) are moved
+ * there; those are regular files, which the program's own could be, so
+ * they count as the library's only from their arrival until the library
+ * closes them. */
+
 /* Computes the own base from RLIMIT_NOFILE. */
 void ownfd_init(void);
 
@@ -26,6 +32,8 @@ bool ownfd_is_library(int fd);
 /* The lowest number close_range/closefrom may skip from (INT_MAX if the
  * library has none yet), and the number just past the highest. */
 int ownfd_base(void);
+/* libadafs closed fd (a regular file it received is no longer its). */
+void ownfd_closed(int fd);
 int ownfd_top(void);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/socket.h>
 #include <sys/statvfs.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -149,6 +150,7 @@
                           const posix_spawnattr_t *, char *const *, char *const *)) \
     X(mode_t, umask, (mode_t)) \
     X(int, socket, (int, int, int)) \
+    X(ssize_t, recvmsg, (int, struct msghdr *, int)) \
     X(int, pipe, (int *)) \
     X(int, pipe2, (int *, int)) \
     X(int, mkostemps, (char *, int, int)) \

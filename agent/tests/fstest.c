@@ -179,3 +179,24 @@ int fstest_raw_call(int fd, uint16_t op, const struct rpc_writer *w, struct rpc_
     }
     return h.status;
 }
+
+adafs *fstest_other_client(const struct fstest *t)
+{
+    adafs *fs;
+    char err[512];
+    if (adafs_connect(&fs, t->instance, err, sizeof(err)) < 0) {
+        fprintf(stderr, "adafs_connect: %s\n", err);
+        exit(99);
+    }
+    return fs;
+}
+
+int fstest_put(adafs *fs, const char *path, const void *data, size_t len)
+{
+    int fd = adafs_open(fs, path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    ssize_t n = fd >= 0 ? adafs_pwrite(fs, fd, data, len, 0) : fd;
+    if (fd >= 0)
+        adafs_close(fs, fd);
+    return n == (ssize_t)len ? 0 : -1;
+}
+

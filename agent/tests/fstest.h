@@ -37,6 +37,11 @@ int fstest_connect(const struct instance *in, int index, int local);
  * reads it. */
 int fstest_raw_call(int fd, uint16_t op, const struct rpc_writer *w, struct rpc_reader *ans,
                     uint8_t **payload);
+/* A second client of the instance: its own connections and files. Exits
+ * the test with a message if it cannot connect. */
+adafs *fstest_other_client(const struct fstest *t);
+/* Creates or empties path and writes len bytes of data into it: 0, or -1. */
+int fstest_put(adafs *fs, const char *path, const void *data, size_t len);
 /* 1 if path holds exactly len bytes equal to want. */
 int fstest_holds(adafs *fs, const char *path, const void *want, size_t len);
 /* Deterministic pseudo-random bytes. */

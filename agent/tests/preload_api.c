@@ -717,6 +717,46 @@ static void test_outside(void)
     is_err(stat(near, &st), ENOENT, "a sibling with the mount as prefix is the kernel's");
 }
 
+/* Writes 512 KiB to name (unless there) and opens and reads it twice in
+ * 64 KiB reads; returns the open descriptor. */
+static int read_twice(const char *name)
+{
+    static char buf[512 << 10];
+    int fd = open(in_mnt(name), O_CREAT | O_RDWR, 0644);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size == 0) {
+        memset(buf, 'd', sizeof(buf));
+        if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+            return fd;
+    }
+    for (int round = 0; round < 2; round++)
+        for (off_t off = 0; off < (off_t)sizeof(buf); off += 65536)
+            if (pread(fd, buf, 65536, off) != 65536)
+                break;
+    return fd;
+}
+
+/* A descriptor of this process that names a server's data file, or -1. */
+static int data_file_fd(void)
+{
+    int found = -1;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char link[300], target[PATH_MAX];
+        snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(link, target, sizeof(target) - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            if (strstr(target, "/data/") && !strstr(target, "(deleted)"))
+                found = atoi(e->d_name);
+        }
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
 /* libadafs's own server connections must survive what programs do to
  * descriptor numbers: they sit high, and dup2/close/closefrom step around
  * them. Run last: it closes every descriptor from 3 up. */
@@ -746,6 +786,21 @@ static void test_library_fds(void)
     is_err(dup2(0, lib), EBADF, "dup2 onto a library connection: EBADF");
     is_err(dup3(0, lib, 0), EBADF, "dup3 onto a library connection: EBADF");
     is_err(close(lib), EBADF, "close of a library connection: EBADF");
+    /* A file read again and again: the library holds a read-only
+     * descriptor of the local server's data file (lib/direct.c). */
+    int big = read_twice("direct-read");
+    int data = data_file_fd();
+    tap_ok(data >= 100, "a file read twice: the library holds its data file high (%d)", data);
+    if (data >= 100) {
+        is_err(close(data), EBADF, "close of the library's data file descriptor: EBADF");
+        is_err(dup2(0, data), EBADF, "dup2 onto it: EBADF");
+    }
+    /* Once the library closed its descriptor, the number is the
+     * program's again. */
+    close(big);
+    if (data >= 100)
+        tap_ok(dup2(0, data) == data && close(data) == 0,
+               "after the file's close, its number is the program's to use");
     int fd = open(in_mnt("before-closefrom"), O_CREAT | O_WRONLY, 0644);
     closefrom(3);
     is_err(fcntl(fd, F_GETFD), EBADF, "closefrom(3) closed the program's adafs descriptor");

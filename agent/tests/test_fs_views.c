@@ -27,27 +27,6 @@ static char what[256];
 #define W(...) (snprintf(what, sizeof(what), "[%d servers] ", nservers), \
                 snprintf(what + strlen(what), sizeof(what) - strlen(what), __VA_ARGS__), what)
 
-/* A second client of the same instance: its own connections and files. */
-static adafs *other_client(const struct fstest *t)
-{
-    adafs *fs;
-    char err[512];
-    if (adafs_connect(&fs, t->instance, err, sizeof(err)) < 0) {
-        fprintf(stderr, "adafs_connect: %s\n", err);
-        exit(99);
-    }
-    return fs;
-}
-
-static int put(adafs *fs, const char *path, const void *data, size_t len)
-{
-    int fd = adafs_open(fs, path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-    ssize_t n = fd >= 0 ? adafs_pwrite(fs, fd, data, len, 0) : fd;
-    if (fd >= 0)
-        adafs_close(fs, fd);
-    return n == (ssize_t)len ? 0 : -1;
-}
-
 /* Data files of the servers that are open though unlinked: each is a
  * descriptor the cache should have dropped. */
 static int deleted_open(const struct fstest *t)
@@ -79,7 +58,7 @@ static void others_changes(const struct fstest *t, adafs *b)
     char *orig = malloc(size + 8192), *back = malloc(size + 8192), *more = malloc(8192);
     fstest_fill(orig, size, 1);
     fstest_fill(more, 8192, 2);
-    put(a, "/f", orig, size);
+    fstest_put(a, "/f", orig, size);
     int fd = adafs_open(a, "/f", O_RDONLY, 0);
     tap_ok(adafs_pread(a, fd, back, size, 0) == (ssize_t)size && !memcmp(back, orig, size),
            "%s", W("a reads the file whole"));
@@ -121,7 +100,7 @@ static void others_changes(const struct fstest *t, adafs *b)
     adafs_close(b, bfd);
 
     /* Replaced under its name: a's descriptor is stale, a new open is not. */
-    tap_is_int(put(b, "/g", orig, 2 * CHUNK), 0, W("b writes /g"));
+    tap_is_int(fstest_put(b, "/g", orig, 2 * CHUNK), 0, W("b writes /g"));
     tap_is_int(adafs_rename(b, "/g", "/f"), 0, W("b renames /g over /f"));
     tap_is_int(adafs_pread(a, fd, back, 100, 2 * CHUNK), -ESTALE,
                W("a's descriptor of the old /f: ESTALE"));
@@ -130,12 +109,12 @@ static void others_changes(const struct fstest *t, adafs *b)
     tap_ok(adafs_pread(a, fd, back, size, 0) == 2 * CHUNK && !memcmp(back, orig, 2 * CHUNK),
            "%s", W("a new open of /f reads what b wrote as /g"));
     tap_is_int(adafs_unlink(b, "/f"), 0, W("b removes /f"));
-    tap_is_int(put(b, "/f", more, 100), 0, W("and makes a new /f"));
+    tap_is_int(fstest_put(b, "/f", more, 100), 0, W("and makes a new /f"));
     tap_is_int(adafs_pread(a, fd, back, 100, 0), -ESTALE, W("a's descriptor of the removed one: ESTALE"));
     adafs_close(a, fd);
     adafs_unlink(a, "/f");
     /* Removed without a successor: ENOENT (adafs.h). */
-    put(b, "/r", orig, CHUNK + 1);
+    fstest_put(b, "/r", orig, CHUNK + 1);
     fd = adafs_open(a, "/r", O_RDONLY, 0);
     tap_is_int(adafs_pread(a, fd, back, 40, CHUNK - 50), 40, W("a reads /r"));
     tap_is_int(adafs_unlink(b, "/r"), 0, W("b removes /r"));
@@ -204,7 +183,7 @@ static void many_files(const struct fstest *t)
     for (int i = 0; i < N && ok; i++) {
         snprintf(path, sizeof(path), "/many/%d", i);
         fstest_fill(data, sizeof(data), (unsigned)i);
-        ok = put(fs, path, data, sizeof(data)) == 0;   /* over the inline size: a local file */
+        ok = fstest_put(fs, path, data, sizeof(data)) == 0;   /* over the inline size: a local file */
     }
     for (int round = 0; round < 2 && ok; round++)
         for (int i = 0; i < N && ok; i++) {
@@ -304,7 +283,7 @@ static void few_descriptors(void)
     for (int i = 0; i < 100 && ok; i++) {
         snprintf(path, sizeof(path), "/d%d", i);
         fstest_fill(data, sizeof(data), (unsigned)i);
-        ok = put(t.fs, path, data, sizeof(data)) == 0;
+        ok = fstest_put(t.fs, path, data, sizeof(data)) == 0;
     }
     for (int i = 0; i < 100 && ok; i++) {
         snprintf(path, sizeof(path), "/d%d", i);
@@ -325,7 +304,7 @@ int main(void)
         nservers = counts[i];
         struct fstest t;
         fstest_start(&t, nservers, "--chunk-size 64K");
-        adafs *b = other_client(&t);
+        adafs *b = fstest_other_client(&t);
         others_changes(&t, b);
         holes(&t, b);
         adafs_disconnect(b);
