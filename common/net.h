@@ -90,9 +90,10 @@ int net_connect_unix(const char *path);
  * who asks). Returns the socket or -errno (-EADDRINUSE: taken). */
 int net_listen_abstract(const char *name, int backlog);
 /* Connects to the abstract Unix socket name, only if the process listening
- * there runs as peer_uid (else -EPERM: someone else took the name, and
- * must not see what would be sent); I/O timeouts of timeout_ms. Returns the
- * socket or -errno. */
+ * there runs as peer_uid or as root (a server several users share; root
+ * could read what is sent anyway), else -EPERM: someone else took the
+ * name, and must not see what would be sent; I/O timeouts of timeout_ms.
+ * Returns the socket or -errno. */
 int net_connect_abstract(const char *name, uid_t peer_uid, int timeout_ms);
 /* Asks for a send buffer of NET_UNIX_SNDBUF on a Unix stream socket (as
  * much as net.core.wmem_max allows); net_connect_abstract does it. */

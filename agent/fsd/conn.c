@@ -54,6 +54,7 @@ struct conn {
     struct net_fds fds;              /* descriptors passed, not yet taken */
     int pipe[2];                     /* for splicing large writes; -1: none yet */
     char peer[64];
+    struct fair_who who;             /* what the gate established */
     uint8_t *in;
     size_t cap, start, end;
     struct rpc_writer out;
@@ -220,6 +221,8 @@ static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem
         rep.rest = &by_fd;
     }
     rep.out = c->out;
+    struct dispatch_gate gate;
+    dispatch_enter(srv, &c->who, req->length, &gate);
     ans.status = bad < 0 ? bad : dispatch(srv, op, &r, &rep);
     c->out = rep.out;
     if (by_fd.src_fd >= 0)
@@ -243,12 +246,18 @@ static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem
     ans.length = (uint32_t)(payload + (rep.file ? rep.file_len : 0));
     rpc_header_encode(&ans, c->out.data + hdr_at);
     int rc = 0;
-    if (rep.pass_fd >= 0)
-        return send_passing(c, hdr_at, rep.pass_fd);
+    if (rep.pass_fd >= 0) {
+        rc = send_passing(c, hdr_at, rep.pass_fd);
+        dispatch_leave(srv, &gate, 0);   /* the client reads the data itself */
+        return rc;
+    }
     if (rep.file) {
         rc = send_file(c, datafile_fd(rep.file), rep.file_off, rep.file_len);
         datafile_put(rep.file);
     }
+    /* A read's data counts in its cost: the slot is held until it is sent
+     * (the answers gathered without a file go out with the next flush). */
+    dispatch_leave(srv, &gate, ans.length);
     return rc;
 }
 
@@ -363,7 +372,8 @@ static void *conn_main(void *arg)
     return NULL;
 }
 
-int conn_start(struct server *srv, int fd, int local, const char *peer)
+int conn_start(struct server *srv, int fd, int local, const char *peer,
+               const struct fair_who *who)
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (!c)
@@ -376,6 +386,7 @@ int conn_start(struct server *srv, int fd, int local, const char *peer)
     c->in = malloc(c->cap);
     rpc_writer_init(&c->out, NULL, 0);
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
+    c->who = *who;
     if (local) {
         net_set_unix_sndbuf(fd);   /* the answers of reads */
         /* Descriptors of data files only to our own user: the secret

@@ -197,6 +197,48 @@ static void accept_some(struct gate *g, int lfd, int local)
     }
 }
 
+/* The Slurm job of a process of this node (0: none), from the kernel's
+ * record of its cgroups. */
+static uint64_t job_of_pid(pid_t pid, uid_t uid)
+{
+    char name[64], line[1024];
+    snprintf(name, sizeof(name), "/proc/%d/cgroup", (int)pid);
+    FILE *fp = fopen(name, "re");
+    if (!fp)
+        return 0;
+    uint64_t job = 0;
+    while (!job && fgets(line, sizeof(line), fp)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *path = strchr(line, ':');
+        path = path ? strchr(path + 1, ':') : NULL;
+        if (path)
+            job = fair_job_of_cgroup(path + 1, uid);
+    }
+    fclose(fp);
+    return job;
+}
+
+/* Who the client is, for fair sharing: on the Unix socket, the uid and
+ * group the kernel gives and the Slurm job of its process; over TCP only
+ * the instance's secret is proved, so it counts as the instance's own job
+ * and user (job 0, this server's uid). */
+static void client_of(struct server *srv, struct pending *p, struct fair_who *who)
+{
+    *who = (struct fair_who){ .job = 0, .uid = (uint32_t)getuid(), .gid = (uint32_t)getgid(),
+                              .nodes = srv->nservers };
+    struct ucred cred;
+    socklen_t cl = sizeof(cred);
+    if (!srv->fair || !p->local || getsockopt(p->fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
+        return;
+    who->uid = cred.uid;
+    who->gid = cred.gid;
+    who->job = job_of_pid(cred.pid, cred.uid);
+    if (who->job)
+        who->nodes = 1;   /* until the deployer says (--fair-jobs) */
+    log_debug("%s shares this server as job %llu, uid %u, gid %u", p->peer,
+              (unsigned long long)who->job, (unsigned)who->uid, (unsigned)who->gid);
+}
+
 /* The client proved itself: hands its connection to conn.c, if there is
  * room. */
 static void authenticated(struct gate *g, struct pending *p, const uint8_t answer[HANDSHAKE_ANSWER_SIZE])
@@ -221,12 +263,14 @@ static void authenticated(struct gate *g, struct pending *p, const uint8_t answe
         drop(g, p, "it left during the handshake");
         return;
     }
+    struct fair_who who;
+    client_of(srv, p, &who);
     int fd = p->fd;
     epoll_ctl(g->epfd, EPOLL_CTL_DEL, fd, NULL);
     p->fd = -1;
     g->used--;
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    if ((rc = conn_start(srv, fd, p->local, p->peer)) < 0) {
+    if ((rc = conn_start(srv, fd, p->local, p->peer, &who)) < 0) {
         atomic_fetch_sub(&srv->clients, 1);
         log_error("cannot serve the connection of %s: %s", p->peer, strerror(-rc));
         close(fd);

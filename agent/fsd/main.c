@@ -4,6 +4,8 @@
  *          --root DIR --secret-file F [--chunk-size 512K] [--quota SIZE]
  *          [--log FILE] [--ready-fd N] [--log-level LEVEL] [--foreground]
  *          [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]
+ *          [--fair-policy POLICY] [--fair-slots N] [--test-service-time US[,US_PER_MIB]]
+ *          [--bandwidth-file FILE]
  *
  * A server needs only its own address and how many servers the instance
  * has (they never talk to each other): --listen and --servers say just
@@ -18,7 +20,14 @@
  * may occupy (0 or none: no bound). Every connection first proves it holds
  * the secret (gate.c): --max-handshakes bound the connections doing so at
  * once (overall and per peer), --max-clients those served after. SIGTERM
- * or SIGINT stop it: the root is wiped before it exits. */
+ * or SIGINT stop it: the root is wiped before it exits.
+ *
+ * --fair-policy shares the server among the jobs, users or groups of its
+ * clients (fairshare.h; default off), --fair-slots requests at a time
+ * among them; --test-service-time (benchmarks only) makes every request
+ * also hold an emulated device, so the bottleneck is deterministic.
+ * --bandwidth-file bounds each job's bytes by the rates the node agent
+ * writes there (bucket.h). */
 #include "server.h"
 
 #include <dirent.h>
@@ -52,6 +61,10 @@
 #define DEFAULT_MAX_HANDSHAKES_PER_PEER 256
 /* Descriptors kept for RocksDB and chunk files beside the connections. */
 #define FILES_RESERVE 1024
+/* Requests served at once under a fair-share policy: enough to keep the
+ * disk and both RocksDB and chunk paths busy, few enough that the draw,
+ * not the scheduler, decides who goes next. */
+#define DEFAULT_FAIR_SLOTS 8
 
 static struct server srv;
 static int ready_fd = -1;
@@ -62,7 +75,10 @@ static void usage(FILE *out)
             "usage: adafsd --index I (--hosts host:port,... | --listen host:port --servers N)\n"
             "              --root DIR --secret-file FILE [--chunk-size SIZE] [--quota SIZE] [--log FILE]\n"
             "              [--log-level error|warn|info|debug] [--ready-fd N] [--foreground]\n"
-            "              [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]\n");
+            "              [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]\n"
+            "              [--fair-policy off|job-fair|user-fair|group-fair|size-fair|user-then-size]\n"
+            "              [--fair-slots N] [--test-service-time US[,US_PER_MIB]]\n"
+            "              [--bandwidth-file FILE]\n");
 }
 
 /* Reports a start-up failure on the log and to whoever waits for readiness,
@@ -202,6 +218,17 @@ static void fit_descriptors(void)
     }
 }
 
+/* What each entity was served, for whoever checks the fair sharing
+ * (bench/fair/run.sh): nobody took it in periods, so it is the total. */
+static void log_fair_service(void)
+{
+    struct fair_usage use[256];
+    size_t n = srv.fair ? fair_usage_take(srv.fair, use, 256) : 0;
+    for (size_t i = 0; i < n; i++)
+        log_info("fair sharing: entity %#llx was served %llu us", (unsigned long long)use[i].key,
+                 (unsigned long long)use[i].used / 1000);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -220,6 +247,10 @@ int main(int argc, char **argv)
         { "max-clients", required_argument, NULL, 'M' },
         { "max-handshakes", required_argument, NULL, 'K' },
         { "max-handshakes-per-peer", required_argument, NULL, 'P' },
+        { "fair-policy", required_argument, NULL, 'F' },
+        { "fair-slots", required_argument, NULL, 'S' },
+        { "test-service-time", required_argument, NULL, 'T' },
+        { "bandwidth-file", required_argument, NULL, 'B' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -227,6 +258,8 @@ int main(int argc, char **argv)
     const char *log_path = NULL;
     long index = -1, servers = 0;
     int foreground = 0, level = LOG_LEVEL_INFO;
+    int fair_policy = FAIR_OFF;
+    long fair_slots = DEFAULT_FAIR_SLOTS;
     srv.chunk_size = 512 * 1024;
     srv.quota = UINT64_MAX;
     srv.max_clients = DEFAULT_MAX_CLIENTS;
@@ -289,6 +322,32 @@ int main(int argc, char **argv)
             *bound = (unsigned)n;
             break;
         }
+        case 'F':
+            if ((fair_policy = fair_policy_parse(optarg)) < 0)
+                die("--fair-policy: '%s' is not off, job-fair, user-fair, group-fair, size-fair "
+                    "or user-then-size", optarg);
+            break;
+        case 'S':
+            fair_slots = strtol(optarg, &end, 10);
+            if (*end || end == optarg || fair_slots < 1 || fair_slots > 4096)
+                die("--fair-slots: '%s' is not a count between 1 and 4096", optarg);
+            break;
+        case 'T': {
+            double base, per_mib = 0;
+            int n = 0;
+            if ((sscanf(optarg, "%lf%n,%lf%n", &base, &n, &per_mib, &n) < 1) || optarg[n] ||
+                !(base >= 0 && base <= 1e7) || !(per_mib >= 0 && per_mib <= 1e7))
+                die("--test-service-time: '%s' is not microseconds per request[,per MiB]",
+                    optarg);
+            srv.test_service_ns = (uint64_t)(base * 1000);
+            srv.test_service_ns_per_mib = (uint64_t)(per_mib * 1000);
+            break;
+        }
+        case 'B':
+            if (optarg[0] != '/' || strlen(optarg) >= sizeof(srv.bandwidth_file) - 16)
+                die("--bandwidth-file: '%s' must be an absolute path", optarg);
+            snprintf(srv.bandwidth_file, sizeof(srv.bandwidth_file), "%s", optarg);
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -324,6 +383,12 @@ int main(int argc, char **argv)
     if (!foreground)
         daemonize();
     srv.index = (unsigned)index;
+    pthread_mutex_init(&srv.device_lock, NULL);
+    pthread_mutex_init(&srv.bandwidth_lock, NULL);
+    if (srv.bandwidth_file[0] && !(srv.buckets = buckets_new()))
+        die("out of memory for --bandwidth-file");
+    if (fair_policy != FAIR_OFF && !(srv.fair = fair_new(fair_policy, (unsigned)fair_slots, 0)))
+        die("out of memory for --fair-policy");
     for (int i = 0; i < SERVER_STRIPES; i++) {
         pthread_mutex_init(&srv.record_locks[i], NULL);
         pthread_mutex_init(&srv.chunk_locks[i], NULL);
@@ -359,9 +424,14 @@ int main(int argc, char **argv)
         die("%s", err);
     }
     log_info("server %u of %u listening on %s:%d, root %s, chunk size %llu, quota %llu, "
-             "%llu kept free for metadata", srv.index, srv.nservers, host, bound, root,
-             (unsigned long long)srv.chunk_size, (unsigned long long)srv.quota,
-             (unsigned long long)srv.headroom);
+             "%llu kept free for metadata, fair sharing %s", srv.index, srv.nservers, host,
+             bound, root, (unsigned long long)srv.chunk_size, (unsigned long long)srv.quota,
+             (unsigned long long)srv.headroom, fair_policy_name((enum fair_policy)fair_policy));
+    if (srv.test_service_ns || srv.test_service_ns_per_mib)
+        log_warn("--test-service-time: every request waits %llu us + %llu us per MiB on an "
+                 "emulated device (for benchmarks only)",
+                 (unsigned long long)srv.test_service_ns / 1000,
+                 (unsigned long long)srv.test_service_ns_per_mib / 1000);
     if (ready_fd >= 0) {
         dprintf(ready_fd, "ready port=%d pid=%d\n", bound, (int)getpid());
         close(ready_fd);
@@ -381,6 +451,7 @@ int main(int argc, char **argv)
     int rc = gate_run(&srv, lfd, ufd, sfd);
     if (rc < 0)
         log_error("stopping: the accept loop failed: %s", strerror(-rc));
+    log_fair_service();
     /* No orderly close of RocksDB: it would flush memtables only to have
      * them deleted. Wipe and leave; the kernel closes the connections. */
     int64_t t0 = net_now_ms();

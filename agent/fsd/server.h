@@ -9,6 +9,8 @@
  *   datafile.c those files, kept open across requests
  *   batch.c    many small files created or read in one request
  *   quota.c    the per-node byte quota
+ *   fairshare.c which waiting job, user or group the next service slot
+ *              goes to when several share this server
  */
 #ifndef ADAFSD_SERVER_H
 #define ADAFSD_SERVER_H
@@ -17,6 +19,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "bucket.h"
+#include "fairshare.h"
 #include "instance.h"
 #include "proto.h"
 #include "rpc.h"
@@ -49,6 +53,21 @@ struct server {
      * record lock may be held while a chunk lock is taken. */
     pthread_mutex_t record_locks[SERVER_STRIPES];
     pthread_mutex_t chunk_locks[SERVER_STRIPES];
+    /* Fair sharing at dispatch (fairshare.h): NULL when off. */
+    struct fair *fair;
+    /* --test-service-time (benchmarks only): every request also occupies
+     * an emulated device for base + per_mib x MiB moved, one request at a
+     * time, so throughput does not depend on the machine's load. */
+    uint64_t test_service_ns, test_service_ns_per_mib;
+    pthread_mutex_t device_lock;
+    int64_t device_free_ns;          /* when the emulated device is next idle */
+    /* --bandwidth-file: per-job token buckets (bucket.h), NULL: none; the
+     * file is looked at once a period by whichever request comes. */
+    struct buckets *buckets;
+    char bandwidth_file[4096];
+    pthread_mutex_t bandwidth_lock;  /* the look, and the usage file */
+    _Atomic int64_t bandwidth_checked_ns;
+    int64_t bandwidth_mtime_ns;
 };
 
 /* The data of a large write not in memory: the tail of a request's
@@ -84,6 +103,20 @@ typedef int (*handler_fn)(struct server *srv, struct rpc_reader *req, struct rep
 /* Runs the handler of an opcode (see dispatch.c). */
 int dispatch(struct server *srv, uint16_t opcode, struct rpc_reader *req, struct reply *rep);
 const char *dispatch_op_name(uint16_t opcode);
+/* The gate in front of dispatch: enter waits for the request's turn
+ * (fairshare.h) as the client who, and for its job's bucket (bucket.h) to
+ * allow bytes_in; leave, once its answer is sent, charges what it cost and
+ * lets the next one in. bytes_out: what the answer moved. */
+struct dispatch_gate {
+    struct fair_pass pass;
+    int gated;
+    int64_t start_ns;
+    uint64_t job;
+    uint64_t bytes_in;
+};
+void dispatch_enter(struct server *srv, const struct fair_who *who, uint64_t bytes_in,
+                    struct dispatch_gate *g);
+void dispatch_leave(struct server *srv, struct dispatch_gate *g, uint64_t bytes_out);
 
 /* Accepts connections on lfd (TCP) and ufd (the node's Unix socket, -1:
  * none) and authenticates them (gate.c) until a signal arrives on the
@@ -93,9 +126,10 @@ int gate_run(struct server *srv, int lfd, int ufd, int sfd);
 /* Serves one authenticated connection (a blocking socket) on a thread of
  * its own until the peer closes it; local: it came through the node's Unix
  * socket, and its requests may pass descriptors; peer: its name for the
- * log. When it ends, srv->clients goes down by one (gate.c counted it
+ * log; who: its job, user and group as the gate established them. When it ends, srv->clients goes down by one (gate.c counted it
  * up). */
-int conn_start(struct server *srv, int fd, int local, const char *peer);
+int conn_start(struct server *srv, int fd, int local, const char *peer,
+               const struct fair_who *who);
 
 
 /* meta.c */

@@ -1,0 +1,90 @@
+/* fairload: a load of one kind on an adafs instance, for the fair-sharing
+ * benchmarks (bench/fair/run.sh).
+ *
+ *   fairload stat|write DIR PROCS SECONDS
+ *
+ * PROCS processes, each with its own libadafs handle (ADAFS_INSTANCE),
+ * keep one request each in flight for SECONDS: stat of a file of their
+ * own, or 1 MiB writes over one. Prints "ops N bytes B seconds S". */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "adafs.h"
+
+#define WRITE_SIZE (1u << 20)
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int child(int out, int write_op, const char *dir, double seconds)
+{
+    adafs *fs;
+    char err[256], path[512];
+    if (adafs_connect(&fs, NULL, err, sizeof(err)) < 0) {
+        fprintf(stderr, "fairload: %s\n", err);
+        return 1;
+    }
+    snprintf(path, sizeof(path), "%s/f.%d", dir, (int)getpid());
+    int fd = adafs_open(fs, path, O_CREAT | O_RDWR | O_TRUNC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "fairload: %s: %s\n", path, strerror(-fd));
+        return 1;
+    }
+    char *buf = calloc(1, WRITE_SIZE);
+    unsigned long long ops = 0, bytes = 0;
+    double end = now() + seconds;
+    while (now() < end) {
+        struct stat st;
+        long rc = write_op ? adafs_pwrite(fs, fd, buf, WRITE_SIZE, 0) : adafs_stat(fs, path, &st);
+        if (rc < 0) {
+            fprintf(stderr, "fairload: %s: %s\n", path, strerror((int)-rc));
+            return 1;
+        }
+        ops++;
+        bytes += write_op ? WRITE_SIZE : 0;
+    }
+    dprintf(out, "%llu %llu\n", ops, bytes);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5 || (strcmp(argv[1], "stat") && strcmp(argv[1], "write"))) {
+        fprintf(stderr, "usage: fairload stat|write DIR PROCS SECONDS\n");
+        return 2;
+    }
+    int write_op = strcmp(argv[1], "write") == 0, procs = atoi(argv[3]);
+    double seconds = atof(argv[4]);
+    int p[2];
+    if (pipe(p) < 0)
+        return 1;
+    double t0 = now();
+    for (int i = 0; i < procs; i++)
+        if (fork() == 0) {
+            close(p[0]);
+            _exit(child(p[1], write_op, argv[2], seconds));
+        }
+    close(p[1]);
+    FILE *in = fdopen(p[0], "r");
+    unsigned long long ops = 0, bytes = 0, o, b;
+    while (fscanf(in, "%llu %llu", &o, &b) == 2) {
+        ops += o;
+        bytes += b;
+    }
+    int failed = 0, status;
+    while (wait(&status) > 0)
+        failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    printf("ops %llu bytes %llu seconds %.3f\n", ops, bytes, now() - t0);
+    return failed;
+}
