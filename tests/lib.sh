@@ -110,6 +110,56 @@ write_job() {  # write_job NAME <<EOF ... : a job script the test user can read
     echo "$f"
 }
 
+# wait_file PATH: waits up to 120 s for a file a job creates to say how far
+# it got.
+wait_file() {
+    for _ in $(seq 240); do [ -e "$1" ] && return 0; sleep 0.5; done
+    return 1
+}
+
+# submit_victim TAG TEXT SECONDS: a 2-node job of the test user that writes
+# TEXT into secret.txt on its file system, creates $pfs/TAG/started and
+# stays SECONDS; prints its id. Attack tests aim at it.
+submit_victim() {
+    local tag=$1 text=$2 secs=$3
+    as_user_sh "mkdir -p $pfs/$tag && rm -f $pfs/$tag/started"
+    write_job "victim-$tag.sh" >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 2 -t $((secs / 60 + 5)) -o victim-$tag-%j.out
+#BB_ADAFS capacity=1G
+echo "$text" > \$ADAFS_MOUNT/secret.txt
+touch $pfs/$tag/started
+sleep $secs
+JOB
+    submit "victim-$tag.sh"
+}
+
+# job_server_pid ID: the pid of one of the job's file system servers.
+job_server_pid() {
+    local f
+    f=$(ls "$ADAFS_CLUSTER_DIR"/storage/n*/job."$1".pid 2>/dev/null | tail -1)
+    [ -n "$f" ] && cat "$f"
+}
+
+# kill_server_check WHAT ID TAG READS LIMIT: kills one of job ID's servers
+# with SIGKILL and lets the job go on ($pfs/TAG/go); the job then reads READS
+# files and writes "failed=N seconds=S" to $pfs/TAG/result, errors to
+# $pfs/TAG/errors. The reads of the dead server's files must fail with EIO
+# within LIMIT seconds (never hang) and teardown must leave nothing.
+kill_server_check() {
+    local what=$1 id=$2 tag=$3 reads=$4 limit=$5 victim secs
+    victim=$(job_server_pid "$id")
+    check "$what: found a server of the job ($victim)" -- test -n "$victim"
+    kill -KILL "$victim" 2>/dev/null
+    as_user_sh "touch $pfs/$tag/go"
+    check "$what: the job ends" -- wait_job "$id" COMPLETED 180
+    check "$what: reads of files on the dead server failed" -- grep -q "failed=[1-9]" "$pfs/$tag/result"
+    check "$what: the failures are EIO" -- grep -q "Input/output error" "$pfs/$tag/errors"
+    secs=$(sed -n 's/.*seconds=\([0-9]*\).*/\1/p' "$pfs/$tag/result")
+    check "$what: within a bounded time (${secs}s for $reads reads)" -- test "${secs:-999}" -lt "$limit"
+    check "$what: nothing left (servers, stagers, data, mount)" -- wait_clean 60
+}
+
 # Nothing of a job may be left on any node: no server, no stager, no data.
 leftovers() {
     local out="" pids

@@ -58,19 +58,8 @@ for i in \$(seq 1 64); do cat \$ADAFS_MOUNT/file\$i >/dev/null 2>>$pfs/kill/erro
 echo "failed=\$bad seconds=\$(( \$(date +%s) - start ))" > $pfs/kill/result
 JOB
 id=$(submit kill.sh)
-for _ in $(seq 240); do [ -e "$pfs/kill/started" ] && break; sleep 0.5; done
-check "kill test: the job is running on its file system" -- test -e "$pfs/kill/started"
-pidfile=$(ls "$ADAFS_CLUSTER_DIR"/storage/n*/job.$id.pid 2>/dev/null | tail -1)
-victim=$(cat "$pidfile" 2>/dev/null)
-check "kill test: found a server of the job ($victim)" -- test -n "$victim"
-kill -KILL "$victim" 2>/dev/null
-as_user_sh "touch $pfs/kill/go"
-check "kill test: the job ends" -- wait_job "$id" COMPLETED 120
-check "kill test: reads of files on the dead server failed" -- grep -q "failed=[1-9]" "$pfs/kill/result"
-check "kill test: the failures are EIO" -- grep -q "Input/output error" "$pfs/kill/errors"
-secs=$(sed -n 's/.*seconds=\([0-9]*\).*/\1/p' "$pfs/kill/result")
-check "kill test: within a bounded time (${secs}s for 64 reads)" -- test "${secs:-999}" -lt 60
-check "kill test: nothing left" -- wait_clean 30
+check "kill test: the job is running on its file system" -- wait_file "$pfs/kill/started"
+kill_server_check "kill test" "$id" kill 64 60
 
 # Slow staging down so there is time to act during it.
 set_bb_conf AdafsMaxBandwidth 3M

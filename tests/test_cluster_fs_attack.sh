@@ -18,18 +18,8 @@ start_cluster
 trap '"$cluster" stop >/dev/null 2>&1; rm -rf "$work"' EXIT
 
 marker="data of $test_user $RANDOM$RANDOM"
-as_user_sh "mkdir -p $pfs/fsattack && rm -f $pfs/fsattack/started"
-write_job fsvictim.sh >/dev/null <<JOB
-#!/bin/bash
-#SBATCH -N 2 -t 10 -o fsvictim-%j.out
-#BB_ADAFS capacity=1G
-echo "$marker" > \$ADAFS_MOUNT/secret.txt
-touch $pfs/fsattack/started
-sleep 300
-JOB
-id=$(submit fsvictim.sh)
-for _ in $(seq 240); do [ -e "$pfs/fsattack/started" ] && break; sleep 0.5; done
-check "the victim job runs on its file system" -- test -e "$pfs/fsattack/started"
+id=$(submit_victim fsattack "$marker" 300)
+check "the victim job runs on its file system" -- wait_file "$pfs/fsattack/started"
 mount=$ADAFS_CLUSTER_DIR/mnt/$id
 instance=$ADAFS_CLUSTER_DIR/mnt/.job.$id.instance
 secret=$(sed -n 's/^secret=//p' "$instance")

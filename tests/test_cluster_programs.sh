@@ -132,19 +132,8 @@ for i in \$(seq 1 32); do /bin/busybox cat \$ADAFS_MOUNT/file\$i >/dev/null 2>>$
 echo "failed=\$bad seconds=\$(( \$(date +%s) - start ))" > $pfs/fkill/result
 JOB
 id=$(submit fkill.sh)
-for _ in $(seq 240); do [ -e "$pfs/fkill/started" ] && break; sleep 0.5; done
-check "FUSE kill test: the job runs on the mount" -- test -e "$pfs/fkill/started"
+check "FUSE kill test: the job runs on the mount" -- wait_file "$pfs/fkill/started"
 check "access=fuse: the job has no LD_PRELOAD" -- grep -qx none "$pfs/fkill/preload"
-pidfile=$(ls "$ADAFS_CLUSTER_DIR"/storage/n*/job.$id.pid 2>/dev/null | tail -1)
-victim=$(cat "$pidfile" 2>/dev/null)
-check "FUSE kill test: found a server of the job ($victim)" -- test -n "$victim"
-kill -KILL "$victim" 2>/dev/null
-as_user_sh "touch $pfs/fkill/go"
-check "FUSE kill test: the job ends" -- wait_job "$id" COMPLETED 180
-check "FUSE kill test: reads of files on the dead server failed" -- grep -q "failed=[1-9]" "$pfs/fkill/result"
-check "FUSE kill test: with EIO" -- grep -q "Input/output error" "$pfs/fkill/errors"
-secs=$(sed -n 's/.*seconds=\([0-9]*\).*/\1/p' "$pfs/fkill/result")
-check "FUSE kill test: within a bounded time (${secs}s for 32 reads)" -- test "${secs:-999}" -lt 90
-check "FUSE kill test: mount, adafs-fuse and data are gone" -- wait_clean 60
+kill_server_check "FUSE kill test" "$id" fkill 32 90
 
 tap_done

@@ -82,10 +82,11 @@ check "restart in stage-in: held again, not let go early" -- \
              ! ctld_log | grep -q 'begins while its previous instance'"
 
 # 2. kill -9 while it deploys (the first moment it is CONFIGURING). Held
-# first, so that slurmctld has saved the job itself before it is killed
-# (a submission not yet saved is lost with it, burst buffer or not).
+# first, and slurmctld made to save its job table, so that the job itself
+# is saved before it is killed (a submission not yet saved is lost with it,
+# burst buffer or not; a fixed sleep was not always enough under load).
 id=$(submit -H staging.sh)
-sleep 3
+save_now
 scontrol release "$id"
 for _ in $(seq 400); do
     case $(squeue -h -j "$id" -o %t 2>/dev/null) in CF) break ;; esac

@@ -64,18 +64,8 @@ check "it cannot decode it: only root may ($(head -1 <<<"$out"))" -- \
     bash -c "grep -qi 'unauthorized' <<<\"\$0\"" "$out"
 rm -f "$cap"
 
-as_user_sh "mkdir -p $pfs/sec && rm -f $pfs/sec/started"
-write_job victim.sh >/dev/null <<JOB
-#!/bin/bash
-#SBATCH -N 2 -t 5 -o victim-%j.out
-#BB_ADAFS capacity=1G
-echo "data of $test_user" > \$ADAFS_MOUNT/secret.txt
-touch $pfs/sec/started
-sleep 120
-JOB
-id=$(submit victim.sh)
-for _ in $(seq 240); do [ -e "$pfs/sec/started" ] && break; sleep 0.5; done
-check "the victim job runs on its file system" -- test -e "$pfs/sec/started"
+id=$(submit_victim sec "data of $test_user" 120)
+check "the victim job runs on its file system" -- wait_file "$pfs/sec/started"
 mount=$ADAFS_CLUSTER_DIR/mnt/$id
 instance=$ADAFS_CLUSTER_DIR/mnt/.job.$id.instance
 check "the instance file is the job user's, mode 600" -- \
@@ -135,7 +125,7 @@ check "and held (priority 0), still pending" -- \
 scancel "$id"
 
 # The servers and the stager run with the job's group: never root's.
-out=$(cd "$ADAFS_CLUSTER_DIR/jobs" && sbatch --parsable --uid="$test_user" --gid=0 victim.sh 2>&1)
+out=$(cd "$ADAFS_CLUSTER_DIR/jobs" && sbatch --parsable --uid="$test_user" --gid=0 victim-sec.sh 2>&1)
 status=$?
 check "a job with group root is refused at submit ($out)" -- \
     bash -c "[ $status -ne 0 ] && grep -q 'group root (gid 0) can not use adafs' <<<\"\$0\"" "$out"
@@ -143,7 +133,7 @@ check "a job with group root is refused at submit ($out)" -- \
 # refuse to start its servers on every node).
 rooted=adafs-test3
 id -u "$rooted" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash -G root "$rooted"
-out=$(cd "$ADAFS_CLUSTER_DIR/jobs" && sbatch --parsable --uid="$rooted" --gid="$rooted" victim.sh 2>&1)
+out=$(cd "$ADAFS_CLUSTER_DIR/jobs" && sbatch --parsable --uid="$rooted" --gid="$rooted" victim-sec.sh 2>&1)
 status=$?
 check "a user in group root is refused at submit ($out)" -- \
     bash -c "[ $status -ne 0 ] && grep -q 'user $rooted is a member of group root (gid 0)' <<<\"\$0\"" "$out"

@@ -130,8 +130,7 @@ cmp "\$ADAFS_MOUNT/out/after.md5" $pfs/upgrade/before.md5
 JOB
 id=$(submit upgrade.sh)
 ok $? "a job holding data in its file system is submitted (job $id)"
-for _ in $(seq 240); do [ -e "$pfs/upgrade/written" ] && break; sleep 0.5; done
-check "the job wrote 24 MB into its file system" -- test -e "$pfs/upgrade/written"
+check "the job wrote 24 MB into its file system" -- wait_file "$pfs/upgrade/written"
 agents_before=$(cat "$ADAFS_CLUSTER_DIR"/run/agent.n*.pid | sort | xargs)
 servers_before=$(pgrep -f "^[^ ]*adafsd .*$ADAFS_CLUSTER_DIR/" | sort | xargs)
 diag "agents $agents_before, the job's servers $servers_before"

@@ -650,6 +650,10 @@ static void *x_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     conn->want |= conn->capable & (FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE);
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
     conn->max_background = 64;
+    /* The kernel sets the mount's readahead to at most this when it takes
+     * the answer: 1 MiB, what the agent sets once told "ready" (after
+     * the answer, see io_writev), so neither undoes the other. */
+    conn->max_readahead = 1 << 20;
     return NULL;
 }
 

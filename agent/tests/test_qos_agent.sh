@@ -11,12 +11,7 @@ builddir=${abs_builddir:-$(pwd)}
 client=$builddir/tests/agentd_client
 agentd=$builddir/adafs-agentd
 preload=${ADAFS_TEST_PRELOAD:-$builddir/.libs/libadafs_preload.so}
-n=0
-fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else not_ok "$what"; fi; }
-skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+. "${srcdir:-.}/tests/agentd_common.sh"
 
 [ "$(id -u)" = 0 ] || skip_all "needs root (the agent runs as root)"
 command -v munged >/dev/null && id munge >/dev/null 2>&1 || skip_all "needs munged and the munge user"
@@ -30,25 +25,13 @@ chmod 755 "$base"
 agent_pid=
 cleanup() {
     [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-    [ -f "$base/munge/munged.pid" ] && kill "$(cat "$base/munge/munged.pid")" 2>/dev/null
+    stop_munged
     rm -rf "$base"
 }
 trap cleanup EXIT
 [ -n "${QOS_TEST_KEEP:-}" ] && trap "echo kept $base" EXIT
 
-mkdir -p "$base/munge"
-chown munge:munge "$base/munge"
-chmod 700 "$base/munge"
-dd if=/dev/urandom of="$base/munge/key" bs=1024 count=1 status=none
-chown munge:munge "$base/munge/key"
-chmod 400 "$base/munge/key"
-export ADAFS_TEST_MUNGE_SOCKET=$base/munge/sock
-setpriv --reuid=munge --regid=munge --clear-groups /usr/sbin/munged --force \
-    --socket="$ADAFS_TEST_MUNGE_SOCKET" --key-file="$base/munge/key" \
-    --pid-file="$base/munge/munged.pid" --log-file="$base/munge/log" \
-    --seed-file="$base/munge/seed" 2>"$base/munge/err" ||
-    skip_all "munged does not start: $(cat "$base/munge/err")"
-chmod 755 "$base/munge"
+start_munged
 
 user=$(id -u nobody)
 group=$(id -g nobody)
