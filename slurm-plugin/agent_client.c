@@ -29,11 +29,14 @@ void agent_client_init(const char *munge_socket)
     pthread_mutex_unlock(&socket_lock);
 }
 
-/* How often a connection is tried again when it was refused or cut
- * before any request went out (an agent restarting, or evicting idle
- * connections under a flood): safe, since nothing was asked yet. */
+/* A connection refused before any request went out (an agent restarting)
+ * is tried CONNECT_TRIES times; one the agent accepted and then cut (its
+ * admission evicting or refusing newcomers under a flood of unproven
+ * connections) comes from a live, busy agent and is tried again until the
+ * deadline. Both are safe: nothing was asked yet. */
 #define CONNECT_TRIES 3
 #define CONNECT_BACKOFF_MS 200
+#define CONNECT_BACKOFF_MAX_MS 1000
 
 static int open_session(const struct agent_target *t, int64_t deadline, struct agent_session *s,
                         char *err, size_t errlen)
@@ -45,21 +48,23 @@ static int open_session(const struct agent_target *t, int64_t deadline, struct a
     pthread_mutex_unlock(&socket_lock);
     struct session_auth munge;
     munge_auth_init(&munge, path[0] ? path : NULL);
-    int rc = -ETIMEDOUT;
-    for (int attempt = 0; attempt < CONNECT_TRIES; attempt++) {
+    int rc = -ETIMEDOUT, refused = 0, pause = CONNECT_BACKOFF_MS;
+    for (int attempt = 0;; attempt++) {
         int64_t left = deadline - net_now_ms();
         if (attempt > 0) {
-            int pause = CONNECT_BACKOFF_MS << (attempt - 1);
             if (left <= pause)
                 break;
             poll(NULL, 0, pause);
             left -= pause;
+            pause = pause * 2 > CONNECT_BACKOFF_MAX_MS ? CONNECT_BACKOFF_MAX_MS : pause * 2;
         }
         if (left <= 0)
             break;
         rc = agent_session_connect(s, &munge, t->node, t->host, t->port,
                                    left < 10000 ? (int)left : 10000, err, errlen);
-        if (rc != -ECONNREFUSED && rc != -ECONNRESET && rc != -EPIPE)
+        if (rc == -ECONNREFUSED && ++refused < CONNECT_TRIES)
+            continue;
+        if (rc != -ECONNRESET && rc != -EPIPE)
             break;
     }
     if (rc == -ETIMEDOUT && !err[0])
