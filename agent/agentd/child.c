@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
@@ -295,4 +296,27 @@ void child_kill(pid_t pid, int sig)
             break;
         }
     pthread_mutex_unlock(&lock);
+}
+
+int child_read_ready(int fd, int timeout_ms, char *line, size_t len)
+{
+    size_t got = 0;
+    int64_t deadline = net_now_ms() + timeout_ms;
+    while (got + 1 < len && !memchr(line, '\n', got)) {
+        int64_t left = deadline - net_now_ms();
+        if (left <= 0) {
+            line[got] = '\0';
+            return -ETIMEDOUT;
+        }
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        if (poll(&p, 1, (int)left) <= 0)
+            continue;
+        ssize_t n = read(fd, line + got, len - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    line[got] = '\0';
+    line[strcspn(line, "\n")] = '\0';
+    return (int)got;
 }

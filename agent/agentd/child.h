@@ -45,6 +45,12 @@ int child_run_as(const struct user_id *u, int (*fn)(void *), void *arg, int time
  * < 0: forever). Each pid can be waited for once. */
 int child_wait(pid_t pid, int timeout_ms);
 
+/* Reads the one line a starting child writes on its ready pipe (fd):
+ * waits at most timeout_ms for its newline or its end of file. line gets
+ * what came, NUL-terminated, without the newline. Returns the bytes read
+ * (0: it exited, or closed the pipe, saying nothing) or -ETIMEDOUT. */
+int child_read_ready(int fd, int timeout_ms, char *line, size_t len);
+
 /* Sends sig to pid if it is still a child that has not been reaped. */
 void child_kill(pid_t pid, int sig);
 

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,22 +241,11 @@ static int find_node(const struct record *r, const char *node)
 /* Reads "ready" from a starting adafs-fuse within ms. */
 static int await_ready(int fd, int ms)
 {
-    char buf[16];
-    size_t got = 0;
-    int64_t deadline = net_now_ms() + ms;
-    while (got < 6) {
-        int64_t left = deadline - net_now_ms();
-        if (left <= 0)
-            return -ETIMEDOUT;
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        if (poll(&p, 1, (int)left) <= 0)
-            continue;
-        ssize_t n = read(fd, buf + got, sizeof buf - 1 - got);
-        if (n <= 0)
-            return -ECHILD;   /* it exited (its log says why) */
-        got += (size_t)n;
-    }
-    return memcmp(buf, "ready\n", 6) == 0 ? 0 : -EIO;
+    char line[16];
+    int got = child_read_ready(fd, ms, line, sizeof line);
+    if (got <= 0)
+        return got < 0 ? got : -ECHILD;   /* it exited (its log says why) */
+    return strcmp(line, "ready") == 0 ? 0 : -EIO;
 }
 
 /* Mounts /dev/fuse at j->mount for the job's user and runs adafs-fuse on

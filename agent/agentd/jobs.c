@@ -524,24 +524,9 @@ static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
 /* Reads "ready port=P pid=N" or "error ..." from a starting server. */
 static int await_ready(int fd, int *port, char *line, size_t len)
 {
-    size_t got = 0;
-    int64_t deadline = net_now_ms() + cfg->start_timeout_ms;
-    while (got + 1 < len) {
-        int64_t left = deadline - net_now_ms();
-        if (left <= 0)
-            return -ETIMEDOUT;
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        if (poll(&p, 1, (int)left) <= 0)
-            continue;
-        ssize_t n = read(fd, line + got, len - 1 - got);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-        if (memchr(line, '\n', got))
-            break;
-    }
-    line[got] = '\0';
-    line[strcspn(line, "\n")] = '\0';
+    int got = child_read_ready(fd, cfg->start_timeout_ms, line, len);
+    if (got < 0)
+        return got;
     int pid;
     if (instance_ready_parse(line, port, &pid) == 0)
         return 0;

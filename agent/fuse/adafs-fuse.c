@@ -77,16 +77,40 @@ static uint64_t init_unique;   /* the INIT request being answered */
 static bool init_offers;       /* the kernel offered ALLOW_MMAP */
 static bool direct_io;         /* and we asked for it */
 
+/* The kernel hands requests to threads in an order: a thread's reply to
+ * a request comes before the kernel sends any request that follows from
+ * it (a write of the file a create opened, any request after INIT). What
+ * a thread did before replying is therefore complete when another thread
+ * takes such a request: the open file's handle, the INIT state above.
+ * The kernel's order is made the program's own: a release before each
+ * reply, an acquire after each request taken, on one counter (a few
+ * nanoseconds a request), so the C memory model, and ThreadSanitizer,
+ * know it too. */
+static atomic_uint kernel_order;
+
+static void before_reply(void)
+{
+    atomic_fetch_add_explicit(&kernel_order, 1, memory_order_release);
+}
+
+static void after_request(void)
+{
+    (void)atomic_load_explicit(&kernel_order, memory_order_acquire);
+}
+
+static void say_ready(void);
+
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
     (void)userdata;
     ssize_t n = read(fd, buf, len);
+    after_request();
     const struct fuse_in_header *h = buf;
-    if (n >= (ssize_t)(sizeof *h + offsetof(struct fuse_init_in, flags2) + 4) &&
-        h->opcode == FUSE_INIT) {
+    if (n >= (ssize_t)sizeof *h && h->opcode == FUSE_INIT) {
         const struct fuse_init_in *in = (const void *)(h + 1);
         init_unique = h->unique;
-        init_offers = (in->flags & FUSE_INIT_EXT) && (in->flags2 & ALLOW_MMAP_FLAGS2);
+        init_offers = n >= (ssize_t)(sizeof *h + offsetof(struct fuse_init_in, flags2) + 4) &&
+                      (in->flags & FUSE_INIT_EXT) && (in->flags2 & ALLOW_MMAP_FLAGS2);
     }
     return n;
 }
@@ -95,25 +119,34 @@ static ssize_t io_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_
                          unsigned int flags, void *userdata)
 {
     (void)userdata;
-    return splice(fdin, offin, fdout, offout, len, flags);
+    before_reply();   /* to the kernel (a reply) or from it (a request) */
+    ssize_t n = splice(fdin, offin, fdout, offout, len, flags);
+    after_request();
+    return n;
 }
 
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
     (void)userdata;
-    if (init_unique && count >= 2 && iov[0].iov_len >= sizeof(struct fuse_out_header) &&
-        iov[1].iov_len >= offsetof(struct fuse_init_out, flags2) + 4) {
-        struct fuse_out_header *h = iov[0].iov_base;
-        struct fuse_init_out *out = iov[1].iov_base;
-        if (h->unique == init_unique && h->error == 0 && init_offers &&
-            (out->flags & FUSE_INIT_EXT)) {
+    bool init_reply = false;
+    struct fuse_out_header *h = count >= 1 && iov[0].iov_len >= sizeof *h ? iov[0].iov_base : NULL;
+    if (init_unique && h && h->unique == init_unique) {
+        struct fuse_init_out *out = count >= 2 &&
+            iov[1].iov_len >= offsetof(struct fuse_init_out, flags2) + 4 ? iov[1].iov_base : NULL;
+        if (out && h->error == 0 && init_offers && (out->flags & FUSE_INIT_EXT)) {
             out->flags2 |= ALLOW_MMAP_FLAGS2;
             direct_io = true;
         }
-        if (h->unique == init_unique)
-            init_unique = 0;
+        init_unique = 0;
+        init_reply = true;
     }
-    return writev(fd, iov, count);
+    before_reply();
+    ssize_t n = writev(fd, iov, count);
+    /* The kernel has applied the INIT answer (its limits, the mount's
+     * readahead) when writev returns: only now is the mount ready. */
+    if (init_reply)
+        say_ready();
+    return n;
 }
 
 /* The handle for path operations of this thread, and for a new open file. */
@@ -143,7 +176,7 @@ struct handle {
     adafs *fs;
     int lfd;
     bool append;
-    bool fresh;
+    atomic_bool fresh;   /* st is still the file's: taken by one getattr */
     bool failed;       /* an I/O gave EIO: a server is gone */
     struct stat st;
 };
@@ -168,8 +201,7 @@ static int x_getattr(const char *path, struct stat *st, struct fuse_file_info *f
 {
     if (fi && fi->fh) {
         struct handle *h = handle_of(fi);
-        if (h->fresh) {
-            h->fresh = false;
+        if (atomic_exchange(&h->fresh, false)) {
             *st = h->st;
             return 0;
         }
@@ -316,7 +348,7 @@ static int open_with(const char *path, struct fuse_file_info *fi, int flags, mod
     }
     pthread_mutex_init(&h->io, NULL);
     h->append = flags & O_APPEND;
-    h->fresh = created;
+    atomic_init(&h->fresh, created);
     fi->fh = (uintptr_t)h;
     fi->direct_io = direct_io;
     fi->keep_cache = 0;   /* the page cache starts afresh at each open */
@@ -414,7 +446,7 @@ struct write_args {
 static ssize_t write_io(struct handle *h, void *arg)
 {
     struct write_args *a = arg;
-    h->fresh = false;
+    atomic_store(&h->fresh, false);
     if (h->append) {
         char *mem = malloc(a->size ? a->size : 1);
         struct fuse_bufvec dst = FUSE_BUFVEC_INIT(a->size);
@@ -618,22 +650,26 @@ static void *x_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     conn->want |= conn->capable & (FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE);
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
     conn->max_background = 64;
-    /* The kernel lowers the mount's readahead to this when it takes the
-     * answer, which may be after the agent (told "ready" below) raised it
-     * to 1 MiB: ask for that much here too, or the agent's setting may be
-     * undone. */
+    /* The kernel sets the mount's readahead to at most this when it takes
+     * the answer: 1 MiB, what the agent sets once told "ready" (after
+     * the answer, see io_writev), so neither undoes the other. */
     conn->max_readahead = 1 << 20;
-    if (ready_fd >= 0) {
-        /* The mount answers from now on: tell whoever waits for it. */
-        if (write(ready_fd, "ready\n", 6) != 6)
-            fprintf(stderr, "adafs-fuse: cannot write to --ready-fd %d: %s\n", ready_fd,
-                    strerror(errno));
-        close(ready_fd);
-        if (ready_fd <= 2)
-            open("/dev/null", O_WRONLY);   /* takes its number back */
-        ready_fd = -1;
-    }
     return NULL;
+}
+
+/* The mount answers from now on: tell whoever waits for it (once the
+ * INIT answer is written, see io_writev). */
+static void say_ready(void)
+{
+    if (ready_fd < 0)
+        return;
+    if (write(ready_fd, "ready\n", 6) != 6)
+        fprintf(stderr, "adafs-fuse: cannot write to --ready-fd %d: %s\n", ready_fd,
+                strerror(errno));
+    close(ready_fd);
+    if (ready_fd <= 2)
+        open("/dev/null", O_WRONLY);   /* takes its number back */
+    ready_fd = -1;
 }
 
 static const struct fuse_operations ops = {

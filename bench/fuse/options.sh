@@ -1,0 +1,59 @@
+#!/bin/sh
+# bench/fuse/options.sh BUILD_DIR REPEATS NAME:ADAFS_FUSE:OPTIONS...
+#
+# adafs-fuse variants against the LD_PRELOAD interposer, in the same run:
+# each NAME mounts one instance of 2 servers with the program ADAFS_FUSE
+# (a build of adafs-fuse, or a script running one) and the -o OPTIONS
+# (may be empty), and fsbench's mdtest (1,000 files each, 2 processes) and
+# IOR (1 MiB transfers, 256 MiB by 1 process, 128 MiB each by 2) run on
+# every target in a rotating order within each repeat. Prints
+# "rR TARGET WORKLOAD.METRIC VALUE" lines; bench/fuse/ratios.awk turns them
+# into each variant's median ratio to the interposer of the same repeat.
+# For trying FUSE options and builds before changing adafs-fuse's own
+# (run.sh measures what is built). Run it as root, under
+# flock /tmp/adafs-bench.lock.
+set -eu
+usage="usage: options.sh BUILD_DIR REPEATS NAME:ADAFS_FUSE:OPTIONS..."
+build=$(cd "${1:?$usage}" && pwd)
+repeats=${2:?$usage}
+shift 2
+[ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
+ctl=$build/agent/adafs-ctl fsb=$build/bench/fs/fsbench
+preload=$build/agent/.libs/libadafs_preload.so
+work=$(mktemp -d "${TMPDIR:-/tmp}/fuseopts.XXXXXX")
+mkdir -p "$work/mnt"
+stop() {
+    for m in "$work"/m.*; do umount -l "$m" 2>/dev/null || true; done
+    "$ctl" stop --base "$work/inst" >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap stop EXIT
+"$ctl" start --servers 2 --base "$work/inst" --mount "$work/mnt" >/dev/null
+inst=$work/inst/instance
+names=preload
+for v in "$@"; do
+    name=${v%%:*} rest=${v#*:}
+    bin=${rest%%:*} opts=${rest#*:}
+    mkdir -p "$work/m.$name"
+    "$bin" --instance "$inst" ${opts:+-o "$opts"} "$work/m.$name"
+    # as the node agent sets it for a job's mount (agent/agentd/fusemount.c)
+    echo 1024 >"/sys/class/bdi/$(awk -v m="$work/m.$name" '$5 == m { print $3 }' /proc/self/mountinfo)/read_ahead_kb"
+    names="$names $name"
+done
+on() {
+    t=$1 w=$2
+    shift 2
+    if [ "$t" = preload ]; then
+        ADAFS_INSTANCE=$inst ADAFS_MOUNT=$work/mnt LD_PRELOAD=$preload "$@" --dir "$work/mnt/p.$w.$r"
+    else
+        "$@" --dir "$work/m.$t/f.$w.$r"
+    fi | while read -r metric value unit; do echo "r$r $t $w.$metric $value"; done
+}
+for r in $(seq "$repeats"); do
+    for t in $names; do
+        on "$t" md2 "$fsb" mdtest --files 1000 --procs 2
+        on "$t" io1 "$fsb" ior --block 256M --procs 1
+        on "$t" io2 "$fsb" ior --block 128M --procs 2
+    done
+    names=$(echo $names | awk '{ for (i = 2; i <= NF; i++) printf "%s ", $i; print $1 }')
+done
