@@ -14,8 +14,11 @@ enum { OWN_WINDOW = 1024, OWN_BASE_MAX = 1 << 16 };
 static int own_base = INT_MAX;
 static atomic_int own_top; /* 0: the library has no descriptor yet */
 /* Which numbers in [own_base, own_base + OWN_WINDOW) were handed to the
- * library. A bit stays set after the library closes the descriptor (it
- * closes with a raw system call), so the socket/pipe test still applies. */
+ * library. A bit stays set after the library closes a connection (it
+ * closes those with a raw system call), so the socket/pipe test still
+ * applies; it is cleared when the library closes a number through close()
+ * (ownfd_closed): a pipe or socket the program puts there later is the
+ * program's. */
 static atomic_ulong moved[OWN_WINDOW / (8 * sizeof(unsigned long))];
 /* Of those, the regular files received (SCM_RIGHTS) and not closed yet:
  * cleared when the library closes one (it does so through close()). */
@@ -76,9 +79,12 @@ bool ownfd_is_library(int fd)
            (S_ISREG(st.st_mode) && bit_of(received, fd));
 }
 
+/* Cleared before the library's close, never after: once closed, the
+ * number may at once be another of the library's (move_high). */
 void ownfd_closed(int fd)
 {
     bit_set(received, fd, false);
+    bit_set(moved, fd, false);
 }
 
 /* Moves a descriptor libadafs just created to the high range; on failure

@@ -32,7 +32,8 @@ bool ownfd_is_library(int fd);
 /* The lowest number close_range/closefrom may skip from (INT_MAX if the
  * library has none yet), and the number just past the highest. */
 int ownfd_base(void);
-/* libadafs closed fd (a regular file it received is no longer its). */
+/* libadafs closes fd through close() (a data file it received): the
+ * number is no longer the library's, whatever is put there next. */
 void ownfd_closed(int fd);
 int ownfd_top(void);
 

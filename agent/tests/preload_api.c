@@ -22,6 +22,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -796,11 +797,24 @@ static void test_library_fds(void)
         is_err(dup2(0, data), EBADF, "dup2 onto it: EBADF");
     }
     /* Once the library closed its descriptor, the number is the
-     * program's again. */
+     * program's again, whatever the program puts there: a pipe or socket
+     * there is not mistaken for one of the library's (a number the library
+     * once held, ownfd.c). Both kinds, whatever stdin happens to be. */
     close(big);
-    if (data >= 100)
+    if (data >= 100) {
+        int p[2] = { -1, -1 }, sv[2] = { -1, -1 };
         tap_ok(dup2(0, data) == data && close(data) == 0,
                "after the file's close, its number is the program's to use");
+        tap_ok(pipe(p) == 0 && dup2(p[0], data) == data && close(data) == 0,
+               "a pipe put there is the program's to close");
+        tap_ok(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 && dup2(sv[0], data) == data &&
+                   close(data) == 0,
+               "and so is a socket");
+        for (int i = 0; i < 2; i++) {
+            close(p[i]);
+            close(sv[i]);
+        }
+    }
     int fd = open(in_mnt("before-closefrom"), O_CREAT | O_WRONLY, 0644);
     closefrom(3);
     is_err(fcntl(fd, F_GETFD), EBADF, "closefrom(3) closed the program's adafs descriptor");
