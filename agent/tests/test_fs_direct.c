@@ -249,6 +249,7 @@ static void refusals(const struct fstest *t)
         tap_is_int(as_other_user(&in, wrong, pw->pw_uid, pw->pw_gid, geteuid(), key), 3,
                    "without the secret, the handshake refuses it");
     }
+    instance_free(&in);
     adafs_unlink(t->fs, "/secret");
 }
 
