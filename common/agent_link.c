@@ -270,9 +270,12 @@ static int fanout_hello(struct agent_link *l, struct peer *p, struct session_han
     return rc;
 }
 
+/* From the I/O thread: never waits for a helper making a credential (it
+ * is looked at again in SCAN_MS). */
 static void retire_old_fanout(struct agent_link *l)
 {
-    pthread_mutex_lock(&l->fanout_lock);
+    if (pthread_mutex_trylock(&l->fanout_lock) != 0)
+        return;
     if (l->fanout_live && net_now_ms() - l->fanout_made >= FANOUT_MS)
         fanout_retire(l);
     pthread_mutex_unlock(&l->fanout_lock);
