@@ -69,12 +69,13 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Once a period: the agent's rates, if it rewrote them, and this
- * server's use for it (FILE.usage, replaced whole). */
+/* Twice a period: the agent's rates, if it rewrote them, and this
+ * server's use so far (FILE.usage, replaced whole), so whenever the agent
+ * looks, an active server's figures are at most half a period old. */
 static void bandwidth_period(struct server *srv, int64_t now)
 {
     int64_t last = atomic_load(&srv->bandwidth_checked_ns);
-    if (now - last < BUCKET_PERIOD_NS ||
+    if (now - last < BUCKET_PERIOD_NS / 2 ||
         !atomic_compare_exchange_strong(&srv->bandwidth_checked_ns, &last, now))
         return;
     if (pthread_mutex_trylock(&srv->bandwidth_lock) != 0)
