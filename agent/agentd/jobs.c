@@ -21,6 +21,7 @@
 #include "child.h"
 #include "fusemount.h"
 #include "instance.h"
+#include "jobnodes.h"
 #include "log.h"
 #include "net.h"
 #include "store.h"
@@ -148,6 +149,10 @@ int jobs_init(const struct agent_settings *settings, char *err, size_t errlen)
         snprintf(err, errlen, "--log-dir %s: %s", cfg->log_dir, why);
         return rc;
     }
+    /* Root's like the log directory, so no user can plant the name. */
+    char nodes[PATH_MAX];
+    pathf(nodes, sizeof(nodes), "%s/jobs.%s.nodes", cfg->log_dir, cfg->node);
+    jobnodes_init(nodes);
     return 0;
 }
 
@@ -517,6 +522,7 @@ static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
         if (store_destroy(j->image, j->dir, why, sizeof(why)) < 0)
             log_warn("job %u: %s", j->id, why);
     }
+    jobnodes_remove(j->id);
     if (cfg->tbf)
         tbf_forget(j);
     int wiped = child_run_as(&j->user, wipe_as_user, j->dir, 60000);
@@ -613,6 +619,15 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
         argv[n++] = bwfile;
         argv[n] = NULL;
     }
+    if (jobnodes_path()) {
+        /* Weighs nothing unless the server shares itself (--fair-policy). */
+        size_t n = 0;
+        while (argv[n])
+            n++;
+        argv[n++] = "--fair-jobs";
+        argv[n++] = (char *)jobnodes_path();
+        argv[n] = NULL;
+    }
     /* The server runs next to its storage device (sysmap tells the plugin). */
     cpu_set_t cpus;
     bool pin = m->numa_node >= 0 && child_numa_cpus(m->numa_node, &cpus) == 0;
@@ -640,6 +655,7 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
                      line, logpath);
     }
     j->server_pid = pid;
+    jobnodes_set(m->job_id, m->nservers);
     if (cfg->tbf && (rc = tbf_loop_add(cfg->tbf, m->job_id, m->nservers, bwdir)) < 0)
         log_warn("job %u: %s: its bandwidth is not shared: %s", m->job_id, bwdir, strerror(-rc));
     char pidfile[PATH_MAX], text[32];

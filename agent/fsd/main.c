@@ -396,8 +396,8 @@ int main(int argc, char **argv)
         die("out of memory for --bandwidth-file");
     if (fair_policy != FAIR_OFF && !(srv.fair = fair_new(fair_policy, (unsigned)fair_slots, 0)))
         die("out of memory for --fair-policy");
-    if (srv.fair_jobs[0] && !srv.fair)
-        die("--fair-jobs needs a --fair-policy");
+    if (!srv.fair)
+        srv.fair_jobs[0] = '\0';   /* nothing to weigh: the agent passes it to every server */
     int jrc = srv.fair_jobs[0] ? fair_jobs_load(srv.fair, srv.fair_jobs) : 0;
     if (jrc < 0 && jrc != -ENOENT)
         die("--fair-jobs %s: %s", srv.fair_jobs,
