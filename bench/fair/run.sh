@@ -138,6 +138,6 @@ for f in $(awk '{print $3}' "$work/md" | sort -u); do
 done
 
 echo "## policies: size-fair, job-fair, user-then-size with jobs told apart by cgroup (policies.sh)"
-sh "$(dirname "$0")/policies.sh" "$b" "$secs" 1
+sh "$(dirname "$0")/policies.sh" "$b" "$secs" 1 || echo "policies.sh failed (see above)"
 echo "## adaptbf with real servers and the agent's loop (tbf.sh)"
 sh "$(dirname "$0")/tbf.sh" "$b"
