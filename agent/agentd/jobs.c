@@ -465,12 +465,17 @@ static int tbf_dir(const struct job *j, char *dir, size_t len)
     return rc < 0 ? rc : 0;
 }
 
-/* The job leaves the node's bandwidth sharing; its directory goes. */
+/* The job leaves the node's bandwidth sharing; its directory goes (also
+ * at recovery, whatever --node-bandwidth is now). */
 static void tbf_forget(struct job *j)
 {
     char dir[PATH_MAX];
-    tbf_loop_remove(cfg->tbf, j->id);
+    struct stat st;
+    if (cfg->tbf)
+        tbf_loop_remove(cfg->tbf, j->id);
     pathf(dir, sizeof(dir), "%s.bw", j->dir);
+    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != j->user.uid)
+        return;
     if (child_run_as(&j->user, wipe_as_user, dir, 60000) != 0 ||
         (rmdir(dir) < 0 && errno != ENOENT))
         log_warn("job %u: could not remove %s", j->id, dir);
@@ -523,8 +528,7 @@ static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
             log_warn("job %u: %s", j->id, why);
     }
     jobnodes_remove(j->id);
-    if (cfg->tbf)
-        tbf_forget(j);
+    tbf_forget(j);
     int wiped = child_run_as(&j->user, wipe_as_user, j->dir, 60000);
     if (wiped != 0)
         rc = failf(e, AGENT_FAULT_TRANSIENT, -EIO, "job %u: could not wipe %s (status %d)", j->id, j->dir, wiped);
