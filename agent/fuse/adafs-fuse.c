@@ -485,12 +485,16 @@ static int x_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     return open_with(path, fi, fi->flags | O_CREAT, mode, true);
 }
 
-/* A write's data crosses this process through a memfd of each thread's,
- * never through its memory: it comes from /dev/fuse by splice
- * (FUSE_CAP_SPLICE_READ: the writer's pages, no copy), is spliced into
- * the memfd (one copy), and a server copies it from there into its chunk
- * file. libfuse uses a thread's buffer before the thread takes its next
- * request, so one memfd per thread is enough. A read goes into libfuse's
+/* A write's data that libfuse spliced from /dev/fuse (FUSE_CAP_SPLICE_READ:
+ * the writer's pages, no copy) is spliced into a memfd of the thread's
+ * (one copy), and a server copies it from there into its chunk file.
+ * libfuse uses a thread's buffer before the thread takes its next
+ * request, so one memfd per thread is enough. libfuse 3.14 receives a
+ * 1 MiB write with read() into its buffer, though (its pipe cannot hold
+ * a request of 1 MiB and a header): such data is sent from that buffer
+ * as it is, not copied into the memfd first (1 MiB writes through the
+ * mount, doc/benchmarks.md: 51% of the interposer's, 44% through the
+ * memfd). A read goes into libfuse's
  * buffer from the sockets and from there to the kernel (two copies):
  * libfuse 3.14 answered a read given as a memfd by copying it into a
  * buffer first (pread, then writev: three), slower on this machine
@@ -560,7 +564,8 @@ struct write_args {
     off_t off;
 };
 
-/* Into the thread's memfd and from there to the servers; O_APPEND from
+/* From libfuse's buffer, or through the thread's memfd when libfuse
+ * spliced the data, to the servers; O_APPEND from
  * memory: the library appends at the end the servers know (another node
  * may have grown the file), not where the kernel thinks it is. */
 static ssize_t write_io(struct handle *h, void *arg)
@@ -583,6 +588,19 @@ static ssize_t write_io(struct handle *h, void *arg)
         }
         free(mem);
         return n;
+    }
+    const struct fuse_buf *b = &a->data->buf[0];
+    if (a->data->count == 1 && a->data->idx == 0 && a->data->off == 0 &&
+        !(b->flags & FUSE_BUF_IS_FD)) {
+        size_t done = 0;
+        while (done < a->size) {
+            ssize_t w = adafs_pwrite(h->fs, h->lfd, (const char *)b->mem + done, a->size - done,
+                                     a->off + (off_t)done);
+            if (w <= 0)
+                return done ? (ssize_t)done : (w < 0 ? w : -EIO);
+            done += (size_t)w;
+        }
+        return (ssize_t)done;
     }
     int memfd = thread_memfd(a->size);
     if (memfd < 0)
