@@ -89,6 +89,18 @@ void adaptbf_period(double capacity, struct adaptbf_job *jobs, size_t n)
     }
 }
 
+void adaptbf_simulate(double capacity, struct adaptbf_job *jobs, size_t n, const double *demand,
+                      double *seen, double *served)
+{
+    for (size_t i = 0; i < n; i++)
+        jobs[i].want = seen[i];
+    adaptbf_period(capacity, jobs, n);
+    for (size_t i = 0; i < n; i++) {
+        served[i] = min2(demand[i], jobs[i].alloc);
+        seen[i] = demand[i] > jobs[i].alloc ? demand[i] : served[i];
+    }
+}
+
 double adaptbf_jain(const double *x, size_t n)
 {
     double s = 0, s2 = 0;

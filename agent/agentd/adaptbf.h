@@ -44,6 +44,15 @@ struct adaptbf_job {
  * balances. capacity: bytes the node's storage moves in a period. */
 void adaptbf_period(double capacity, struct adaptbf_job *jobs, size_t n);
 
+/* One period of a simulation (tests, benchmarks): jobs whose demand this
+ * period is demand[i], which the allocator sees one period late, as the
+ * agent does from its counters: their want is seen[i] (what they were
+ * seen to want last period), then seen[i] becomes what they show now (a
+ * job held back shows its whole demand, one that was not what it moved)
+ * and served[i] what they moved. */
+void adaptbf_simulate(double capacity, struct adaptbf_job *jobs, size_t n, const double *demand,
+                      double *seen, double *served);
+
 /* Jain's fairness index of x[0..n) (1: all equal). */
 double adaptbf_jain(const double *x, size_t n);
 

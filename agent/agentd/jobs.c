@@ -21,9 +21,11 @@
 #include "child.h"
 #include "fusemount.h"
 #include "instance.h"
+#include "jobnodes.h"
 #include "log.h"
 #include "net.h"
 #include "store.h"
+#include "tbf_loop.h"
 
 /* What is kept of a stager's stdout and of its stderr for STATUS: the
  * start of each, so that both, the note on what was dropped and the rest
@@ -147,6 +149,10 @@ int jobs_init(const struct agent_settings *settings, char *err, size_t errlen)
         snprintf(err, errlen, "--log-dir %s: %s", cfg->log_dir, why);
         return rc;
     }
+    /* Root's like the log directory, so no user can plant the name. */
+    char nodes[PATH_MAX];
+    pathf(nodes, sizeof(nodes), "%s/jobs.%s.nodes", cfg->log_dir, cfg->node);
+    jobnodes_init(nodes);
     return 0;
 }
 
@@ -450,6 +456,31 @@ static void await_stager_locked(struct job *j, int ms)
     }
 }
 
+/* The directory of a job's server's rates and usage (tbf_loop.h): next to
+ * its root, the job user's (the server writes its usage there). */
+static int tbf_dir(const struct job *j, char *dir, size_t len)
+{
+    pathf(dir, len, "%s.bw", j->dir);
+    int rc = make_user_dir(dir, &j->user);
+    return rc < 0 ? rc : 0;
+}
+
+/* The job leaves the node's bandwidth sharing; its directory goes (also
+ * at recovery, whatever --node-bandwidth is now). */
+static void tbf_forget(struct job *j)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    if (cfg->tbf)
+        tbf_loop_remove(cfg->tbf, j->id);
+    pathf(dir, sizeof(dir), "%s.bw", j->dir);
+    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != j->user.uid)
+        return;
+    if (child_run_as(&j->user, wipe_as_user, dir, 60000) != 0 ||
+        (rmdir(dir) < 0 && errno != ENOENT))
+        log_warn("job %u: could not remove %s", j->id, dir);
+}
+
 /* Stops a running stager, then the server, and wipes this node's data.
  * Called with jobs_lock held and j taken (or not yet shared: recovery);
  * the lock is released while waiting for the processes and wiping. Not
@@ -496,6 +527,8 @@ static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
         if (store_destroy(j->image, j->dir, why, sizeof(why)) < 0)
             log_warn("job %u: %s", j->id, why);
     }
+    jobnodes_remove(j->id);
+    tbf_forget(j);
     int wiped = child_run_as(&j->user, wipe_as_user, j->dir, 60000);
     if (wiped != 0)
         rc = failf(e, AGENT_FAULT_TRANSIENT, -EIO, "job %u: could not wipe %s (status %d)", j->id, j->dir, wiped);
@@ -566,9 +599,39 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
     int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (logfd >= 0)
         fchmod(logfd, 0600);   /* it names the job's paths: root's only, whatever made it */
-    char *argv[] = { (char *)cfg->adafsd_path, "--index", idx, "--listen", listen, "--servers", servers,
-                     "--root", j->dir, "--secret-file", secret_path, "--chunk-size", chunk,
-                     "--quota", quota, "--ready-fd", fdtext, "--foreground", NULL };
+    char *argv[24] = { (char *)cfg->adafsd_path, "--index", idx, "--listen", listen, "--servers", servers,
+                       "--root", j->dir, "--secret-file", secret_path, "--chunk-size", chunk,
+                       "--quota", quota, "--ready-fd", fdtext, "--foreground", NULL };
+    char bwdir[PATH_MAX], bwfile[PATH_MAX];
+    if (cfg->tbf) {
+        /* The node's bandwidth is shared (--node-bandwidth): the agent's
+         * AdapTBF loop sets this server's rate (tbf_loop.h). */
+        int rc = tbf_dir(j, bwdir, sizeof(bwdir));
+        if (rc < 0) {
+            close(ready[0]);
+            close(child_end);
+            if (logfd >= 0)
+                close(logfd);
+            return failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot make %s: %s", m->job_id, bwdir,
+                         strerror(-rc));
+        }
+        pathf(bwfile, sizeof(bwfile), "%s/%s", bwdir, TBF_RATES_FILE);
+        size_t n = 0;
+        while (argv[n])
+            n++;
+        argv[n++] = "--bandwidth-file";
+        argv[n++] = bwfile;
+        argv[n] = NULL;
+    }
+    if (jobnodes_path()) {
+        /* Weighs nothing unless the server shares itself (--fair-policy). */
+        size_t n = 0;
+        while (argv[n])
+            n++;
+        argv[n++] = "--fair-jobs";
+        argv[n++] = (char *)jobnodes_path();
+        argv[n] = NULL;
+    }
     /* The server runs next to its storage device (sysmap tells the plugin). */
     cpu_set_t cpus;
     bool pin = m->numa_node >= 0 && child_numa_cpus(m->numa_node, &cpus) == 0;
@@ -596,6 +659,9 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
                      line, logpath);
     }
     j->server_pid = pid;
+    jobnodes_set(m->job_id, m->nservers);
+    if (cfg->tbf && (rc = tbf_loop_add(cfg->tbf, m->job_id, m->nservers, bwdir)) < 0)
+        log_warn("job %u: %s: its bandwidth is not shared: %s", m->job_id, bwdir, strerror(-rc));
     char pidfile[PATH_MAX], text[32];
     pidfile_path(pidfile, sizeof(pidfile), j);
     snprintf(text, sizeof(text), "%d\n", (int)pid);

@@ -42,6 +42,7 @@ struct agent_settings {
     int start_timeout_ms;        /* a server not ready by then has failed */
     int stop_timeout_ms;         /* a server not gone by then is killed */
     const char *qos_socket;      /* QoS attach socket (qos.h); NULL: QoS off */
+    struct tbf_loop *tbf;        /* --node-bandwidth shared by AdapTBF; NULL: off */
 };
 
 /* Checks the settings: -EINVAL for a node name that is not a plain word,

@@ -45,7 +45,9 @@
 #include "munge_auth.h"
 #include "net.h"
 #include "qos.h"
+#include "tbf_loop.h"
 #include "rpc_io.h"
+#include "size.h"
 
 /* What a connection may cost the root agent. Before its peer has proved
  * who it is (admit.h bounds how many such connections there are): the
@@ -617,7 +619,8 @@ static void usage(FILE *out)
             "                    [--fuse PATH]\n"
             "                    [--slurm-user USER] [--munge-socket PATH] [--log FILE]\n"
             "                    [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE]\n"
-            "                    [--request-timeout SECONDS] [--qos-socket PATH] [--foreground]\n");
+            "                    [--request-timeout SECONDS] [--qos-socket PATH]\n"
+            "                    [--node-bandwidth BYTES_PER_SECOND] [--foreground]\n");
 }
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -648,6 +651,7 @@ int main(int argc, char **argv)
     const char *munge_socket = NULL, *log_path = NULL, *pidfile = NULL, *qos_socket = NULL;
     int level = LOG_LEVEL_INFO;
     bool foreground = false;
+    double node_bandwidth = 0;
     settings = (struct agent_settings){
         .adafsd_path = ADAFS_BINDIR "/adafsd", .stage_path = ADAFS_BINDIR "/adafs-stage",
         .fuse_path = ADAFS_BINDIR "/adafs-fuse",
@@ -665,6 +669,7 @@ int main(int argc, char **argv)
         { "log-level", required_argument, NULL, 'v' }, { "pidfile", required_argument, NULL, 'p' },
         { "request-timeout", required_argument, NULL, 't' },
         { "qos-socket", required_argument, NULL, 'Q' },
+        { "node-bandwidth", required_argument, NULL, 'B' },
         { "foreground", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -710,6 +715,13 @@ int main(int argc, char **argv)
             break;
         }
         case 'Q': qos_socket = optarg; break;
+        case 'B': {
+            uint64_t bw;
+            if (size_parse(optarg, &bw) < 0 || bw == 0)
+                die("--node-bandwidth: '%s' is not a positive size (bytes per second)", optarg);
+            node_bandwidth = (double)bw;
+            break;
+        }
         case 'f': foreground = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -789,6 +801,15 @@ int main(int argc, char **argv)
         return 1;
     }
     jobs_recover();
+    /* The node's storage bandwidth, shared among its servers' jobs each
+     * period (AdapTBF, tbf_loop.h). */
+    int tbf_rc = 0;
+    if (node_bandwidth > 0 && (!(settings.tbf = tbf_loop_new(node_bandwidth)) ||
+                               (tbf_rc = tbf_loop_start(settings.tbf)) < 0)) {
+        log_error("--node-bandwidth: cannot start the bandwidth loop: %s",
+                  strerror(settings.tbf ? -tbf_rc : ENOMEM));
+        return 1;
+    }
     if (qos_socket && qos_agent_start(qos_socket, err, sizeof(err)) < 0) {
         log_error("%s", err);
         return 1;
@@ -819,6 +840,7 @@ int main(int argc, char **argv)
     }
     log_info("node %s: stopping: tearing down every instance on this node", settings.node);
     jobs_shutdown();
+    tbf_loop_free(settings.tbf);
     qos_agent_stop();
     if (socket_path)
         unlink(socket_path);

@@ -14,7 +14,7 @@ struct bucket {
     double rate;                     /* bytes per ns; 0: unbounded */
     double tokens;                   /* bytes; below 0: a debt */
     int64_t at_ns;                   /* when tokens was computed */
-    uint64_t bytes;                  /* moved since the last usage call */
+    uint64_t bytes;                  /* moved so far */
     int64_t waited_ns;
     int listed;                      /* in the last rates file */
 };
@@ -22,6 +22,7 @@ struct bucket {
 struct buckets {
     pthread_mutex_t lock;
     struct bucket *list;
+    struct bucket *all;              /* "*": the jobs without a line of their own */
 };
 
 struct buckets *buckets_new(void)
@@ -79,6 +80,8 @@ int buckets_set(struct buckets *b, uint64_t job, double rate, int64_t now_ns)
     pthread_mutex_lock(&b->lock);
     struct bucket *k = find(b, job, 1, now_ns);
     if (k) {
+        if (job == BUCKETS_ALL)
+            b->all = k;
         refill(k, now_ns);
         double old = k->rate;
         k->rate = rate > 0 ? rate / 1e9 : 0;
@@ -99,10 +102,14 @@ int64_t buckets_charge(struct buckets *b, uint64_t job, uint64_t bytes, int64_t 
     if (k) {
         refill(k, now_ns);
         k->bytes += bytes;
-        if (k->rate > 0) {
-            k->tokens -= (double)bytes;
-            if (k->tokens < 0)
-                wait = (int64_t)(-k->tokens / k->rate);
+        /* Its own bound, else the shared one of the jobs without theirs. */
+        struct bucket *g = k->rate > 0 ? k : b->all && b->all->rate > 0 ? b->all : NULL;
+        if (g) {
+            if (g != k)
+                refill(g, now_ns);
+            g->tokens -= (double)bytes;
+            if (g->tokens < 0)
+                wait = (int64_t)(-g->tokens / g->rate);
             k->waited_ns += wait;
         }
     }
@@ -117,8 +124,6 @@ size_t buckets_usage(struct buckets *b, struct bucket_usage *out, size_t max)
     for (struct bucket *k = b->list; k; k = k->next) {
         if (n < max && (k->bytes || k->waited_ns))
             out[n++] = (struct bucket_usage){ k->job, k->bytes, k->waited_ns };
-        k->bytes = 0;
-        k->waited_ns = 0;
     }
     pthread_mutex_unlock(&b->lock);
     return n;
@@ -136,12 +141,14 @@ int buckets_load(struct buckets *b, const char *path, int64_t now_ns)
     char line[256];
     int rc = 0;
     while (rc == 0 && fgets(line, sizeof(line), fp)) {
-        uint64_t job;
+        uint64_t job = BUCKETS_ALL;
         double rate;
         int end = 0;
         if (line[0] == '#' || line[0] == '\n')
             continue;
-        if (sscanf(line, "%" SCNu64 " %lf %n", &job, &rate, &end) != 2 || line[end] ||
+        if ((line[0] == '*' ? sscanf(line + 1, " %lf %n", &rate, &end) != 1 || line[1 + end]
+                            : sscanf(line, "%" SCNu64 " %lf %n", &job, &rate, &end) != 2 ||
+                                  line[end] || job == BUCKETS_ALL) ||
             !(rate >= 0 && rate < 1e15))
             rc = -EINVAL;
         else

@@ -7,9 +7,13 @@
  * until its bytes would have come in (the bucket may go below zero: the
  * next request of that job waits out the debt). Jobs without a rate are not
  * bounded. The rates come from a file the agent rewrites each period, one
- * "JOB BYTES_PER_SECOND" a line (job 0: the instance's own job); what each
- * job moved and how long it was held back go to FILE.usage in the same
- * form plus the wait ("JOB BYTES WAITED_NS"), so the agent can tell demand
+ * "JOB BYTES_PER_SECOND" a line (job 0: the instance's own job; "*": the
+ * jobs without a line of their own, all in one bucket, which is how the
+ * agent bounds a server that serves one job whatever its clients are
+ * counted as: job 0 over TCP, the Slurm job on the node); what each
+ * job moved and how long it was held back, in total so far, go to
+ * FILE.usage in the same form plus the wait ("JOB BYTES WAITED_NS",
+ * rewritten every half period while requests come), so the agent can tell demand
  * from use.
  *
  * Thread-safe; times are CLOCK_MONOTONIC nanoseconds passed in, so the
@@ -26,6 +30,8 @@ struct buckets;
 struct buckets *buckets_new(void);
 void buckets_free(struct buckets *b);
 
+#define BUCKETS_ALL UINT64_MAX   /* the "*" line's bucket */
+
 /* Sets job's rate in bytes per second (0: unbounded). 0 or -ENOMEM. */
 int buckets_set(struct buckets *b, uint64_t job, double rate, int64_t now_ns);
 /* Takes bytes of job's bucket at now_ns; returns how long the request
@@ -37,7 +43,9 @@ struct bucket_usage {
     uint64_t bytes;
     int64_t waited_ns;
 };
-/* Up to max jobs' use since the last call; returns how many. */
+/* Up to max jobs' use so far (totals since the server started, so a
+ * reader that looks at other moments than the writer loses nothing: it
+ * takes differences); returns how many. */
 size_t buckets_usage(struct buckets *b, struct bucket_usage *out, size_t max);
 
 /* Reads the rates file at path: jobs listed get their rates, the others

@@ -69,12 +69,13 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Once a period: the agent's rates, if it rewrote them, and this
- * server's use for it (FILE.usage, replaced whole). */
+/* Twice a period: the agent's rates, if it rewrote them, and this
+ * server's use so far (FILE.usage, replaced whole), so whenever the agent
+ * looks, an active server's figures are at most half a period old. */
 static void bandwidth_period(struct server *srv, int64_t now)
 {
     int64_t last = atomic_load(&srv->bandwidth_checked_ns);
-    if (now - last < BUCKET_PERIOD_NS ||
+    if (now - last < BUCKET_PERIOD_NS / 2 ||
         !atomic_compare_exchange_strong(&srv->bandwidth_checked_ns, &last, now))
         return;
     if (pthread_mutex_trylock(&srv->bandwidth_lock) != 0)
@@ -106,6 +107,21 @@ static void bandwidth_period(struct server *srv, int64_t now)
     pthread_mutex_unlock(&srv->bandwidth_lock);
 }
 
+/* The agent's node counts, if it rewrote them (fair_jobs_load looks at the
+ * mtime), twice a period. */
+static void fair_jobs_period(struct server *srv)
+{
+    int64_t now = now_ns(), last = atomic_load(&srv->fair_jobs_checked_ns);
+    if (now - last < BUCKET_PERIOD_NS / 2 ||
+        !atomic_compare_exchange_strong(&srv->fair_jobs_checked_ns, &last, now))
+        return;
+    int rc = fair_jobs_load(srv->fair, srv->fair_jobs);
+    if (rc < 0 && rc != -ENOENT)
+        log_limited(&bandwidth_log, LOG_LEVEL_WARN, "--fair-jobs %s: %s", srv->fair_jobs,
+                    rc == -EPERM ? "not a regular file that only root may write"
+                                 : rc == -EINVAL ? "a line is not JOB NODES" : strerror(-rc));
+}
+
 static void sleep_ns(int64_t ns)
 {
     struct timespec ts = { .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
@@ -129,6 +145,8 @@ void dispatch_enter(struct server *srv, const struct fair_who *who, uint64_t byt
         if (wait > 0)
             sleep_ns(wait);
     }
+    if (srv->fair_jobs[0])
+        fair_jobs_period(srv);
     /* Out of memory for the gate's records: served ungated rather than
      * refused (fair_enter said so). */
     g->gated = srv->fair && fair_enter(srv->fair, who, &g->pass) == 0;

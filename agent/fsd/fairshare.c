@@ -2,11 +2,15 @@
 #include "fairshare.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BUCKETS 256
 /* The weight of a request's cost in its entity's mean (1/8: the mean
@@ -50,6 +54,10 @@ struct fair {
     struct fair_entity **waiting;    /* entities with waiters */
     size_t nwaiting, waiting_cap;
     double *weights;                 /* scratch of the draw, waiting_cap long */
+    /* The deployer's word on jobs' node counts (fair_jobs_load). */
+    struct fair_job_nodes { uint64_t job; uint32_t nodes; } *jobs;
+    size_t njobs;
+    int64_t jobs_mtime_ns;
     uint64_t rng;
     struct fair_entity *buckets[BUCKETS];
 };
@@ -105,6 +113,7 @@ void fair_free(struct fair *f)
         }
     free(f->waiting);
     free(f->weights);
+    free(f->jobs);
     pthread_mutex_destroy(&f->lock);
     free(f);
 }
@@ -150,6 +159,9 @@ static struct fair_entity *entity_for(struct fair *f, const struct fair_who *who
      * the deployer's word, not a request's). */
     e->uid = who->uid;
     e->nodes = who->nodes ? who->nodes : 1;
+    for (size_t i = 0; who->job && i < f->njobs; i++)
+        if (f->jobs[i].job == who->job)
+            e->nodes = f->jobs[i].nodes;
     return e;
 }
 
@@ -488,4 +500,69 @@ uint64_t fair_job_of_cgroup(const char *path, uint32_t uid)
     if (digits[0] < '0' || digits[0] > '9')
         return 0;
     return job;
+}
+
+int fair_jobs_load(struct fair *f, const char *path)
+{
+    /* Root's file: a link or another owner's file is not the deployer's. */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+        (st.st_mode & 022)) {
+        close(fd);
+        return -EPERM;
+    }
+    int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    pthread_mutex_lock(&f->lock);
+    int same = f->jobs_mtime_ns == mtime && f->jobs;
+    pthread_mutex_unlock(&f->lock);
+    if (same) {
+        close(fd);
+        return 0;
+    }
+    FILE *fp = fdopen(fd, "r");
+    if (!fp) {
+        close(fd);
+        return -ENOMEM;
+    }
+    struct fair_job_nodes *jobs = NULL;
+    size_t n = 0, cap = 0;
+    char line[128];
+    int rc = 0;
+    while (rc == 0 && fgets(line, sizeof(line), fp)) {
+        uint64_t job;
+        unsigned nodes;
+        int end = 0;
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        if (sscanf(line, "%" SCNu64 " %u %n", &job, &nodes, &end) != 2 || line[end] || !job ||
+            !nodes || nodes > 1000000) {
+            rc = -EINVAL;
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            struct fair_job_nodes *grown = realloc(jobs, cap * sizeof(*grown));
+            if (!grown) {
+                rc = -ENOMEM;
+                break;
+            }
+            jobs = grown;
+        }
+        jobs[n++] = (struct fair_job_nodes){ job, nodes };
+    }
+    fclose(fp);
+    if (rc < 0) {
+        free(jobs);
+        return rc;
+    }
+    pthread_mutex_lock(&f->lock);
+    free(f->jobs);
+    f->jobs = jobs ? jobs : calloc(1, sizeof(*jobs));
+    f->njobs = n;
+    f->jobs_mtime_ns = mtime;
+    pthread_mutex_unlock(&f->lock);
+    return 0;
 }

@@ -109,6 +109,14 @@ struct fair_usage {
 size_t fair_usage_take(struct fair *f, struct fair_usage *out, size_t max);
 void fair_usage_apply(struct fair *f, const struct fair_usage *all, size_t n);
 
+/* The deployer's word on jobs' node counts (size-fair, user-then-size):
+ * reads path, "JOB NODES" lines written by the node agent (root) from what
+ * it deployed, and replaces the table by them; a client's connection never
+ * says it. Jobs not listed count 1 node. Cheap when the file did not
+ * change (its mtime). 0, -EPERM (not a regular file of root's that only
+ * root may write), -EINVAL (a bad line: the table is kept), -errno. */
+int fair_jobs_load(struct fair *f, const char *path);
+
 /* The Slurm job of a cgroup path (one line of /proc/PID/cgroup after its
  * second colon) of a process of uid, or 0: cgroup v1
  * /slurm[_NODE]/uid_UID/job_ID/..., whose UID must be uid, or v2

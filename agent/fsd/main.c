@@ -5,7 +5,7 @@
  *          [--log FILE] [--ready-fd N] [--log-level LEVEL] [--foreground]
  *          [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]
  *          [--fair-policy POLICY] [--fair-slots N] [--test-service-time US[,US_PER_MIB]]
- *          [--bandwidth-file FILE]
+ *          [--bandwidth-file FILE] [--fair-jobs FILE]
  *
  * A server needs only its own address and how many servers the instance
  * has (they never talk to each other): --listen and --servers say just
@@ -27,7 +27,8 @@
  * among them; --test-service-time (benchmarks only) makes every request
  * also hold an emulated device, so the bottleneck is deterministic.
  * --bandwidth-file bounds each job's bytes by the rates the node agent
- * writes there (bucket.h). */
+ * writes there (bucket.h). --fair-jobs names the agent's file of jobs' node
+ * counts ("JOB NODES" lines, root's) for size-fair and user-then-size. */
 #include "server.h"
 
 #include <dirent.h>
@@ -78,7 +79,7 @@ static void usage(FILE *out)
             "              [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]\n"
             "              [--fair-policy off|job-fair|user-fair|group-fair|size-fair|user-then-size]\n"
             "              [--fair-slots N] [--test-service-time US[,US_PER_MIB]]\n"
-            "              [--bandwidth-file FILE]\n");
+            "              [--bandwidth-file FILE] [--fair-jobs FILE]\n");
 }
 
 /* Reports a start-up failure on the log and to whoever waits for readiness,
@@ -251,6 +252,7 @@ int main(int argc, char **argv)
         { "fair-slots", required_argument, NULL, 'S' },
         { "test-service-time", required_argument, NULL, 'T' },
         { "bandwidth-file", required_argument, NULL, 'B' },
+        { "fair-jobs", required_argument, NULL, 'J' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -348,6 +350,11 @@ int main(int argc, char **argv)
                 die("--bandwidth-file: '%s' must be an absolute path", optarg);
             snprintf(srv.bandwidth_file, sizeof(srv.bandwidth_file), "%s", optarg);
             break;
+        case 'J':
+            if (optarg[0] != '/' || strlen(optarg) >= sizeof(srv.fair_jobs))
+                die("--fair-jobs: '%s' must be an absolute path", optarg);
+            snprintf(srv.fair_jobs, sizeof(srv.fair_jobs), "%s", optarg);
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -389,6 +396,13 @@ int main(int argc, char **argv)
         die("out of memory for --bandwidth-file");
     if (fair_policy != FAIR_OFF && !(srv.fair = fair_new(fair_policy, (unsigned)fair_slots, 0)))
         die("out of memory for --fair-policy");
+    if (!srv.fair)
+        srv.fair_jobs[0] = '\0';   /* nothing to weigh: the agent passes it to every server */
+    int jrc = srv.fair_jobs[0] ? fair_jobs_load(srv.fair, srv.fair_jobs) : 0;
+    if (jrc < 0 && jrc != -ENOENT)
+        die("--fair-jobs %s: %s", srv.fair_jobs,
+            jrc == -EPERM ? "not a regular file that only root may write"
+                         : jrc == -EINVAL ? "a line is not JOB NODES" : strerror(-jrc));
     for (int i = 0; i < SERVER_STRIPES; i++) {
         pthread_mutex_init(&srv.record_locks[i], NULL);
         pthread_mutex_init(&srv.chunk_locks[i], NULL);

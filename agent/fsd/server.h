@@ -53,8 +53,12 @@ struct server {
      * record lock may be held while a chunk lock is taken. */
     pthread_mutex_t record_locks[SERVER_STRIPES];
     pthread_mutex_t chunk_locks[SERVER_STRIPES];
-    /* Fair sharing at dispatch (fairshare.h): NULL when off. */
+    /* Fair sharing at dispatch (fairshare.h): NULL when off. fair_jobs:
+     * the agent's file of jobs' node counts ("": none), looked at twice a
+     * period by whichever request comes. */
     struct fair *fair;
+    char fair_jobs[4096];
+    _Atomic int64_t fair_jobs_checked_ns;
     /* --test-service-time (benchmarks only): every request also occupies
      * an emulated device for base + per_mib x MiB moved, one request at a
      * time, so throughput does not depend on the machine's load. */

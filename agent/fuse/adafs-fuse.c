@@ -13,9 +13,10 @@
  * see.
  *
  * The mount and the interposer stay consistent (doc/fuse.md): the kernel
- * caches no name, attribute or absence (entry_timeout, attr_timeout and
- * negative_timeout are 0 by default), so every lookup and stat asks the
- * servers as the interposer does; file data is read and written directly
+ * caches no file's name, no attribute and no absence (entry_timeout,
+ * attr_timeout and negative_timeout are 0 by default; only directories'
+ * names are kept, for a second, see keep_directory_name), so every lookup
+ * and stat asks the servers as the interposer does; file data is read and written directly
  * (no page cache) where the kernel lets such files be mapped (below), and
  * otherwise cached while a file is open here, dropped at every open (no
  * keep_cache) and whenever a read finds the size or modification time
@@ -100,12 +101,100 @@ static void after_request(void)
 
 static void say_ready(void);
 
+/* A stat of a path through the mount is two requests: the kernel looks
+ * the name up (LOOKUP, which libfuse answers with a getattr), then asks
+ * for the attributes again (GETATTR), since none are cached. The second
+ * is answered with what the first fetched when it comes from the same
+ * caller thread as its very next request to the mount, for the same
+ * path, within HANDOFF_NS: the stat then shows the file as it was during
+ * the syscall, at its lookup, as one request to the servers would.
+ * A thread's slot is emptied by any other request of that thread. Only a
+ * syscall that ends with a lookup (open with O_PATH, chdir) followed by
+ * an fstat of that file within HANDOFF_NS can see the lookup's
+ * attributes instead of newer ones (doc/fuse.md). */
+#define HANDOFF_SLOTS 64
+#define HANDOFF_NS 10000000   /* 10 ms */
+struct handoff {
+    pthread_mutex_t lock;
+    atomic_uint pid;   /* the caller thread whose lookup this is, or 0 */
+    uint64_t when;     /* CLOCK_MONOTONIC ns */
+    char *path;
+    struct stat st;
+};
+static struct handoff handoffs[HANDOFF_SLOTS];
+static int fuse_fd = -1;   /* /dev/fuse: a request spliced from it is not seen */
+static atomic_bool handoff_off;   /* some requests went unseen (spliced) */
+/* The request this thread serves: its opcode and caller (io_read). */
+static __thread uint32_t req_opcode, req_pid;
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static struct handoff *handoff_of(uint32_t pid)
+{
+    return &handoffs[pid % HANDOFF_SLOTS];
+}
+
+/* Keeps path's attributes st as pid's lookup, or (path NULL) empties pid's slot. */
+static void handoff_set(uint32_t pid, const char *path, const struct stat *st)
+{
+    struct handoff *h = handoff_of(pid);
+    if (!path && atomic_load_explicit(&h->pid, memory_order_relaxed) != pid)
+        return;   /* nothing of this thread's there: no lock taken */
+    char *copy = path ? strdup(path) : NULL;
+    pthread_mutex_lock(&h->lock);
+    if (path || atomic_load_explicit(&h->pid, memory_order_relaxed) == pid) {
+        free(h->path);
+        h->path = copy;
+        copy = NULL;
+        atomic_store_explicit(&h->pid, h->path ? pid : 0, memory_order_relaxed);
+        if (h->path) {
+            h->st = *st;
+            h->when = now_ns();
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    free(copy);
+}
+
+/* The attributes pid's lookup of path fetched, taken once. */
+static bool handoff_take(uint32_t pid, const char *path, struct stat *st)
+{
+    struct handoff *h = handoff_of(pid);
+    if (atomic_load_explicit(&h->pid, memory_order_relaxed) != pid ||
+        atomic_load_explicit(&handoff_off, memory_order_relaxed))
+        return false;
+    bool hit = false;
+    pthread_mutex_lock(&h->lock);
+    if (atomic_load_explicit(&h->pid, memory_order_relaxed) == pid && h->path &&
+        strcmp(h->path, path) == 0 && now_ns() - h->when < HANDOFF_NS) {
+        *st = h->st;
+        hit = true;
+    }
+    free(h->path);
+    h->path = NULL;
+    atomic_store_explicit(&h->pid, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&h->lock);
+    return hit;
+}
+
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
     (void)userdata;
     ssize_t n = read(fd, buf, len);
     after_request();
     const struct fuse_in_header *h = buf;
+    req_opcode = 0;
+    if (n >= (ssize_t)sizeof *h) {
+        req_opcode = h->opcode;
+        req_pid = h->pid;
+        if (h->pid && h->opcode != FUSE_GETATTR)
+            handoff_set(h->pid, NULL, NULL);
+    }
     if (n >= (ssize_t)sizeof *h && h->opcode == FUSE_INIT) {
         const struct fuse_init_in *in = (const void *)(h + 1);
         init_unique = h->unique;
@@ -122,7 +211,29 @@ static ssize_t io_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_
     before_reply();   /* to the kernel (a reply) or from it (a request) */
     ssize_t n = splice(fdin, offin, fdout, offout, len, flags);
     after_request();
+    if (fdin == fuse_fd) {   /* a request this program does not see whole */
+        req_opcode = 0;
+        atomic_store(&handoff_off, true);
+    }
     return n;
+}
+
+/* The kernel may keep the name of a directory for DIR_ENTRY_SECONDS,
+ * never its attributes, nor any file's name or attributes: a path's
+ * directories are then not looked up again at every request (a stat of
+ * dir/file is one request to the servers, not two). libfuse works on
+ * paths, so a request under a kept name still goes to whatever the
+ * servers hold at that path now: a directory removed or renamed
+ * elsewhere gives ENOENT, one made again at the name is the new one. Only
+ * a directory replaced by a file elsewhere is seen as it was for up to
+ * DIR_ENTRY_SECONDS: a stat of the name gives EIO once, and the kernel
+ * looks it up afresh after that (doc/fuse.md). Set only when the user
+ * did not choose entry_timeout. */
+#define DIR_ENTRY_SECONDS 1
+static void keep_directory_name(struct fuse_entry_out *e)
+{
+    if (S_ISDIR(e->attr.mode) && e->entry_valid == 0 && e->entry_valid_nsec == 0)
+        e->entry_valid = DIR_ENTRY_SECONDS;
 }
 
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
@@ -140,6 +251,9 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
         init_unique = 0;
         init_reply = true;
     }
+    if (h && h->error == 0 && (req_opcode == FUSE_LOOKUP || req_opcode == FUSE_MKDIR) &&
+        count >= 2 && iov[1].iov_len >= sizeof(struct fuse_entry_out))
+        keep_directory_name(iov[1].iov_base);
     before_reply();
     ssize_t n = writev(fd, iov, count);
     /* The kernel has applied the INIT answer (its limits, the mount's
@@ -209,7 +323,13 @@ static int x_getattr(const char *path, struct stat *st, struct fuse_file_info *f
     }
     if (!path)
         return -ENOENT;
-    return adafs_stat(thread_fs(), path, st);
+    if (req_opcode == FUSE_GETATTR && handoff_take(req_pid, path, st))
+        return 0;
+    int rc = adafs_stat(thread_fs(), path, st);
+    if (rc == 0 && req_opcode == FUSE_LOOKUP && req_pid &&
+        !atomic_load_explicit(&handoff_off, memory_order_relaxed))
+        handoff_set(req_pid, path, st);
+    return rc;
 }
 
 static int x_access(const char *path, int mask)
@@ -365,12 +485,16 @@ static int x_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     return open_with(path, fi, fi->flags | O_CREAT, mode, true);
 }
 
-/* A write's data crosses this process through a memfd of each thread's,
- * never through its memory: it comes from /dev/fuse by splice
- * (FUSE_CAP_SPLICE_READ: the writer's pages, no copy), is spliced into
- * the memfd (one copy), and a server copies it from there into its chunk
- * file. libfuse uses a thread's buffer before the thread takes its next
- * request, so one memfd per thread is enough. A read goes into libfuse's
+/* A write's data that libfuse spliced from /dev/fuse (FUSE_CAP_SPLICE_READ:
+ * the writer's pages, no copy) is spliced into a memfd of the thread's
+ * (one copy), and a server copies it from there into its chunk file.
+ * libfuse uses a thread's buffer before the thread takes its next
+ * request, so one memfd per thread is enough. libfuse 3.14 receives a
+ * 1 MiB write with read() into its buffer, though (its pipe cannot hold
+ * a request of 1 MiB and a header): such data is sent from that buffer
+ * as it is, not copied into the memfd first (1 MiB writes through the
+ * mount, doc/benchmarks.md: 51% of the interposer's, 44% through the
+ * memfd). A read goes into libfuse's
  * buffer from the sockets and from there to the kernel (two copies):
  * libfuse 3.14 answered a read given as a memfd by copying it into a
  * buffer first (pread, then writev: three), slower on this machine
@@ -440,7 +564,8 @@ struct write_args {
     off_t off;
 };
 
-/* Into the thread's memfd and from there to the servers; O_APPEND from
+/* From libfuse's buffer, or through the thread's memfd when libfuse
+ * spliced the data, to the servers; O_APPEND from
  * memory: the library appends at the end the servers know (another node
  * may have grown the file), not where the kernel thinks it is. */
 static ssize_t write_io(struct handle *h, void *arg)
@@ -463,6 +588,19 @@ static ssize_t write_io(struct handle *h, void *arg)
         }
         free(mem);
         return n;
+    }
+    const struct fuse_buf *b = &a->data->buf[0];
+    if (a->data->count == 1 && a->data->idx == 0 && a->data->off == 0 &&
+        !(b->flags & FUSE_BUF_IS_FD)) {
+        size_t done = 0;
+        while (done < a->size) {
+            ssize_t w = adafs_pwrite(h->fs, h->lfd, (const char *)b->mem + done, a->size - done,
+                                     a->off + (off_t)done);
+            if (w <= 0)
+                return done ? (ssize_t)done : (w < 0 ? w : -EIO);
+            done += (size_t)w;
+        }
+        return (ssize_t)done;
     }
     int memfd = thread_memfd(a->size);
     if (memfd < 0)
@@ -813,6 +951,9 @@ int main(int argc, char **argv)
                                               .splice_receive = io_splice,
                                               .splice_send = io_splice };
     struct fuse_session *se = fuse_get_session(f);
+    for (int i = 0; i < HANDOFF_SLOTS; i++)
+        pthread_mutex_init(&handoffs[i].lock, NULL);
+    fuse_fd = fuse_session_fd(se);
     if (fuse_session_custom_io(se, &io, fuse_session_fd(se)) != 0) {
         fprintf(stderr, "adafs-fuse: cannot set up its I/O on /dev/fuse\n");
         goto unmount;

@@ -69,7 +69,9 @@ static int still_ours(const struct open_file *of, int *gone)
     struct stat st;
     if (syscall(SYS_fstat, of->direct_fd, &st) < 0 || st.st_dev != of->direct_dev ||
         st.st_ino != of->direct_ino) {
-        *gone = 1;   /* not ours any more: must not be closed by us */
+        /* Not ours any more: must not be closed by us. (The interposer
+         * sees the number hold another file: preload/ownfd.c.) */
+        *gone = 1;
         return 0;
     }
     return st.st_nlink > 0;

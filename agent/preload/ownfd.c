@@ -3,6 +3,7 @@
 
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -14,15 +15,18 @@ enum { OWN_WINDOW = 1024, OWN_BASE_MAX = 1 << 16 };
 static int own_base = INT_MAX;
 static atomic_int own_top; /* 0: the library has no descriptor yet */
 /* Which numbers in [own_base, own_base + OWN_WINDOW) were handed to the
- * library. A bit stays set after the library closes a connection (it
- * closes those with a raw system call), so the socket/pipe test still
- * applies; it is cleared when the library closes a number through close()
- * (ownfd_closed): a pipe or socket the program puts there later is the
- * program's. */
+ * library; cleared when the library closes one (through close(), which
+ * calls ownfd_closed): a pipe or socket the program puts there later is
+ * the program's. */
 static atomic_ulong moved[OWN_WINDOW / (8 * sizeof(unsigned long))];
-/* Of those, the regular files received (SCM_RIGHTS) and not closed yet:
- * cleared when the library closes one (it does so through close()). */
+/* Of those, the regular files received (SCM_RIGHTS) and not closed yet. */
 static atomic_ulong received[OWN_WINDOW / (8 * sizeof(unsigned long))];
+/* And what each number held when it was handed over (st_dev, st_ino): a
+ * number the library lost without closing it (the program closed it with
+ * a raw system call and put its own file there, which lib/direct.c then
+ * leaves alone) holds another object, and is the program's whatever the
+ * bits say. Written before the bit is set. */
+static _Atomic uint64_t held_dev[OWN_WINDOW], held_ino[OWN_WINDOW];
 
 static bool bit_of(atomic_ulong *set, int fd)
 {
@@ -45,6 +49,29 @@ static void bit_set(atomic_ulong *set, int fd, bool on)
 static bool was_moved(int fd)
 {
     return bit_of(moved, fd);
+}
+
+/* Records what fd holds now, then marks it as handed to the library (and,
+ * for a received file, as received). */
+static void hand_over(int fd, bool was_received)
+{
+    unsigned long i = (unsigned long)(fd - own_base);
+    if (i >= OWN_WINDOW)
+        return;
+    struct stat st;
+    bool known = real.fstat(fd, &st) == 0;
+    atomic_store(&held_dev[i], known ? (uint64_t)st.st_dev : 0);
+    atomic_store(&held_ino[i], known ? (uint64_t)st.st_ino : 0);
+    bit_set(moved, fd, true);
+    if (was_received)
+        bit_set(received, fd, true);
+}
+
+static bool still_held(int fd, const struct stat *st)
+{
+    unsigned long i = (unsigned long)(fd - own_base);
+    return i < OWN_WINDOW && atomic_load(&held_dev[i]) == (uint64_t)st->st_dev &&
+           atomic_load(&held_ino[i]) == (uint64_t)st->st_ino;
 }
 
 void ownfd_init(void)
@@ -73,7 +100,7 @@ bool ownfd_is_library(int fd)
     if (fd < own_base || fd >= ownfd_top() || !was_moved(fd) || fdmap_get(fd) >= 0)
         return false;
     struct stat st;
-    if (real.fstat(fd, &st) < 0)
+    if (real.fstat(fd, &st) < 0 || !still_held(fd, &st))
         return false;
     return S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode) ||
            (S_ISREG(st.st_mode) && bit_of(received, fd));
@@ -90,15 +117,18 @@ void ownfd_closed(int fd)
 /* Moves a descriptor libadafs just created to the high range; on failure
  * (no free number there) it stays where it is. Always close-on-exec: the
  * library never hands its descriptors to other programs. */
-static int move_high(int fd)
+static int move_high(int fd, bool was_received)
 {
-    if (fd < 0 || fd >= own_base)
+    if (fd < 0 || fd >= own_base) {
+        if (fd >= 0 && was_received)
+            hand_over(fd, true);
         return fd;
+    }
     int high = real.fcntl(fd, F_DUPFD_CLOEXEC, own_base);
     if (high < 0)
         return fd;
     real.close(fd);
-    bit_set(moved, high, true);
+    hand_over(high, was_received);
     int top = atomic_load(&own_top);
     while (high + 1 > top && !atomic_compare_exchange_weak(&own_top, &top, high + 1))
         ;
@@ -109,7 +139,7 @@ PL_EXPORT int socket(int domain, int type, int protocol)
 {
     pl_ready();
     int fd = real.socket(domain, type, protocol);
-    return route_depth > 0 ? move_high(fd) : fd;
+    return route_depth > 0 ? move_high(fd, false) : fd;
 }
 
 /* The descriptors a message brings libadafs are moved like its sockets
@@ -127,9 +157,7 @@ PL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
         for (size_t i = 0; i < k; i++) {
             int got;
             memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-            got = move_high(got);
-            bit_set(moved, got, true);
-            bit_set(received, got, true);
+            got = move_high(got, true);
             memcpy(CMSG_DATA(cm) + i * sizeof(int), &got, sizeof(int));
         }
     }
@@ -141,8 +169,8 @@ PL_EXPORT int pipe(int fds[2])
     pl_ready();
     int rc = real.pipe(fds);
     if (rc == 0 && route_depth > 0) {
-        fds[0] = move_high(fds[0]);
-        fds[1] = move_high(fds[1]);
+        fds[0] = move_high(fds[0], false);
+        fds[1] = move_high(fds[1], false);
     }
     return rc;
 }
@@ -152,8 +180,8 @@ PL_EXPORT int pipe2(int fds[2], int flags)
     pl_ready();
     int rc = real.pipe2(fds, flags);
     if (rc == 0 && route_depth > 0) {
-        fds[0] = move_high(fds[0]);
-        fds[1] = move_high(fds[1]);
+        fds[0] = move_high(fds[0], false);
+        fds[1] = move_high(fds[1], false);
     }
     return rc;
 }

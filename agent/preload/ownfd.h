@@ -25,8 +25,10 @@
 void ownfd_init(void);
 
 /* Whether fd is, by every sign we have, one of libadafs's descriptors: a
- * number handed to the library (at or above the own base), now a socket
- * or pipe, and not an adafs file of the program. */
+ * number handed to the library (at or above the own base) and not closed
+ * by it since, still holding the very socket, pipe or received file it
+ * was handed (same device and inode), and not an adafs file of the
+ * program. */
 bool ownfd_is_library(int fd);
 
 /* The lowest number close_range/closefrom may skip from (INT_MAX if the

@@ -787,6 +787,29 @@ static void test_library_fds(void)
     is_err(dup2(0, lib), EBADF, "dup2 onto a library connection: EBADF");
     is_err(dup3(0, lib, 0), EBADF, "dup3 onto a library connection: EBADF");
     is_err(close(lib), EBADF, "close of a library connection: EBADF");
+    /* A connection the library opened and closed again (a private one, for
+     * an exec from adafs that fails): its number is the program's again,
+     * for a pipe too (ownfd.c). Every free number near the library's. */
+    char *none_argv[] = { "none", NULL };
+    is_err(execv(in_mnt("no-such-program"), none_argv), ENOENT,
+           "execv of a missing adafs file: ENOENT");
+    int pp[2], tried = 0, refused = 0;
+    if (pipe(pp) == 0) {
+        for (int k = lib + 1; k < lib + 64; k++) {
+            if (fcntl(k, F_GETFD) >= 0)
+                continue;
+            tried++;
+            if (dup2(pp[0], k) != k || close(k) != 0) {
+                printf("#   a pipe at %d: %s\n", k, strerror(errno));
+                refused++;
+            }
+        }
+        close(pp[0]);
+        close(pp[1]);
+    }
+    tap_ok(tried > 0 && refused == 0,
+           "a pipe at a number the library's connections left is the program's to close (%d tried)",
+           tried);
     /* A file read again and again: the library holds a read-only
      * descriptor of the local server's data file (lib/direct.c). */
     int big = read_twice("direct-read");
@@ -795,6 +818,23 @@ static void test_library_fds(void)
     if (data >= 100) {
         is_err(close(data), EBADF, "close of the library's data file descriptor: EBADF");
         is_err(dup2(0, data), EBADF, "dup2 onto it: EBADF");
+        /* The program closes it behind the library's back (a raw system
+         * call) and puts a file of its own there: the library's next read
+         * finds another file at the number, reads from the server and
+         * leaves the program's file alone (lib/direct.c); the number is the
+         * program's to close. */
+        int own = open(in_out("own-file"), O_CREAT | O_RDWR | O_TRUNC, 0600);
+        static char got[65536];
+        tap_ok(own >= 0 && write(own, "own", 3) == 3 && syscall(SYS_close, data) == 0 &&
+                   dup2(own, data) == data,
+               "the program puts its own file at the library's number");
+        tap_ok(pread(big, got, sizeof(got), 65536) == (ssize_t)sizeof(got) && got[0] == 'd' &&
+                   got[sizeof(got) - 1] == 'd',
+               "a read of the adafs file after that gives its data");
+        tap_ok(fcntl(data, F_GETFD) >= 0 && close(data) == 0,
+               "the program's file at that number survived the read, and is the program's to close");
+        close(own);
+        unlink(in_out("own-file"));
     }
     /* Once the library closed its descriptor, the number is the
      * program's again, whatever the program puts there: a pipe or socket

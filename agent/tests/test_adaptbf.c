@@ -45,15 +45,8 @@ static void test_bursty(void)
     for (int p = 0; p < 100; p++) {
         int busy = (p / 5) % 2 == 1;
         double demand[2] = { busy ? C : 0, C };
-        j[0].want = seen[0];
-        j[1].want = seen[1];
-        adaptbf_period(C, j, 2);
         double served[2];
-        for (int i = 0; i < 2; i++) {
-            served[i] = fmin(demand[i], j[i].alloc);
-            /* a throttled job shows it wants more than it got */
-            seen[i] = demand[i] > j[i].alloc ? demand[i] : served[i];
-        }
+        adaptbf_simulate(C, j, 2, demand, seen, served);
         int phase = p % 5;   /* periods since the phase began */
         if (!busy && phase >= 1 && served[1] < 0.9 * C) {
             gap_ok = 0;

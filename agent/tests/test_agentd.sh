@@ -53,7 +53,8 @@ start_agent() {  # start_agent STORAGE_ROOT [WRAPPER...]: in the foreground, in 
     "$@" "$agentd" --node t1 --listen 127.0.0.1:0 --storage-root "$root" --mount-prefix "$base/mnt" \
         --socket "$base/agent.sock" --adafsd "$adafsd" --stager "$base/stage.sh" --fuse "$fuse" \
         --slurm-user root --munge-socket "$ADAFS_TEST_MUNGE_SOCKET" --log "$base/agent.log" \
-        --log-dir "$base/log" --request-timeout 3 --foreground 2>"$base/agent.err" &
+        --log-dir "$base/log" --request-timeout 3 --node-bandwidth 1G --foreground \
+        2>"$base/agent.err" &
     agent_pid=$!
     for _ in $(seq 50); do
         port=$(sed -n 's/.*agent listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$base/agent.log" 2>/dev/null)
@@ -143,6 +144,16 @@ check "none of it the agent's (HOME=/nonexistent, nobody's; PATH the stated one)
           tr "\0" "\n" < /proc/$server/environ | grep -qx "PATH=/usr/local/bin:/usr/bin:/bin"'
 check "its log is root's alone (mode 600)" \
     test "$(stat -c '%U %a' "$base/log/adafsd.job1.t1.log")" = "root 600"
+# --node-bandwidth: the server has its rates from the agent's loop, and
+# the agent's word on the job's node count
+check "the server was given its rates file and the node counts" \
+    eval 'tr "\0" " " < /proc/$server/cmdline |
+          grep -qF -- "--bandwidth-file $jobdir.bw/rates --fair-jobs $base/log/jobs.t1.nodes"'
+sleep 0.3
+check "the agent's loop writes the job its rate (the whole node: it is alone)" \
+    test "$(cat "$jobdir.bw/rates" 2>/dev/null)" = "* 1073741824"
+check "the node counts list the job (root's, 0644)" eval 'grep -qx "1 1" "$base/log/jobs.t1.nodes" &&
+    test "$(stat -c "%U %a" "$base/log/jobs.t1.nodes")" = "root 644"'
 check "CONFIGURE makes the mount point" eval 'agent configure 1 $base/mnt/1 | grep -qx ok'
 for dir in "$jobdir" "$base/mnt/1"; do
     as_user sh -c "cd '$dir' && mkdir -p ro none/ro2 && touch ro/f none/ro2/f &&
@@ -152,6 +163,8 @@ check "the job user made a 0555, a 0000 and a 0300 directory"     test -d "$jobd
 out=$(agent teardown 1)
 check "TEARDOWN wipes them ($out)" test "$out" = ok
 check "the job's directory is gone" test ! -e "$jobdir"
+check "its rates directory too, and its node count" \
+    eval 'test ! -e "$jobdir.bw" && ! grep -q "^1 " "$base/log/jobs.t1.nodes"'
 check "the job's mount point is gone" test ! -e "$base/mnt/1"
 
 # --- everything a job puts on the node is bounded by its own file system ---

@@ -44,7 +44,9 @@ int main(void)
         if (u[i].job == 1)
             have1 = u[i].bytes == (uint64_t)moved && u[i].waited_ns > 1000 * MS;
     tap_ok(n == 2 && have1, "usage: bytes moved and time held back per job");
-    tap_is_int(buckets_usage(b, u, 4), 0, "usage is taken once");
+    struct bucket_usage again[4];
+    tap_ok(buckets_usage(b, again, 4) == n && again[0].bytes == u[0].bytes,
+           "usage is the total so far: a reader takes differences");
 
     /* the rates file */
     char path[] = "/tmp/test_bucket.XXXXXX";
@@ -67,6 +69,23 @@ int main(void)
     dprintf(fd, "7 fast\n");
     close(fd);
     tap_is_int(buckets_load(b, path, now), -EINVAL, "a line that is not JOB RATE is refused");
+    /* "*": every job without a line, in one bucket */
+    fd = open(path, O_WRONLY | O_TRUNC);
+    dprintf(fd, "* 40000000\n7 1e9\n");
+    close(fd);
+    tap_is_int(buckets_load(b, path, now), 0, "a '* RATE' line loads");
+    now += 1000 * MS;
+    t0 = now;
+    for (int i = 0; i < 2000; i++)
+        for (uint64_t job = 1; job <= 2; job++)
+            now += buckets_charge(b, job, 1 << 20, now);
+    double both = 2000.0 * 2 * (1 << 20) / ((now - t0) / 1e9);
+    tap_ok(both < 40e6 * 1.08 && both > 40e6 * 0.95, "jobs without a line share the '*' "
+           "bucket (%.1f MB/s together for 40)", both / 1e6);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    dprintf(fd, "* x\n");
+    close(fd);
+    tap_is_int(buckets_load(b, path, now), -EINVAL, "a '*' line without a rate is refused");
     unlink(path);
     tap_is_int(buckets_load(b, path, now), -ENOENT, "a missing file says so");
     buckets_free(b);

@@ -3,11 +3,14 @@
  * with one slot, each request costing a fixed time), the blocking gate
  * with threads, and the exchange between servers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fairshare.h"
 #include "tap.h"
@@ -89,6 +92,46 @@ static void test_size_fair(void)
     tap_ok(within(ratio, 4, 0.1), "size-fair: a 4-node job gets 4 times a 1-node job's service "
            "(%.3f)", ratio);
     drain(f, c, 2);
+    fair_free(f);
+}
+
+/* size-fair from the agent's file: the clients say 1 node each (as the
+ * gate does for a job on the node), the file says 4 and 1. */
+static void test_jobs_file(void)
+{
+    char path[] = "/tmp/test_fairshare.XXXXXX";
+    int fd = mkstemp(path);
+    dprintf(fd, "# job nodes\n10 4\n11 1\n");
+    fchmod(fd, 0644);
+    close(fd);
+    struct fair *f = fair_new(FAIR_SIZE, 1, 42);
+    int rc = fair_jobs_load(f, path);
+    if (geteuid() != 0) {
+        tap_is_int(rc, -EPERM, "a node-count file not root's is refused");
+        fair_free(f);
+        unlink(path);
+        return;
+    }
+    tap_is_int(rc, 0, "the agent's node-count file loads");
+    struct client c[2] = {
+        { .who = { .job = 10, .uid = 1000, .nodes = 1 }, .cost = 100, .active = 1 },
+        { .who = { .job = 11, .uid = 1001, .nodes = 1 }, .cost = 100, .active = 1 },
+    };
+    simulate(f, c, 2, 50000);
+    double ratio = c[0].service / c[1].service;
+    tap_ok(within(ratio, 4, 0.1), "size-fair by the agent's node counts, not the clients' "
+           "(%.3f)", ratio);
+    drain(f, c, 2);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    dprintf(fd, "10 four\n");
+    close(fd);
+    tap_is_int(fair_jobs_load(f, path), -EINVAL, "a line that is not JOB NODES is refused");
+    chmod(path, 0666);
+    tap_is_int(fair_jobs_load(f, path), -EPERM, "a file others may write is refused");
+    unlink(path);
+    symlink("/etc/passwd", path);
+    tap_is_int(fair_jobs_load(f, path), -ELOOP, "a link is not followed");
+    unlink(path);
     fair_free(f);
 }
 
@@ -305,6 +348,7 @@ int main(void)
     test_cgroups();
     test_policies();
     test_size_fair();
+    test_jobs_file();
     test_job_fair();
     test_user_then_size();
     test_user_fair();

@@ -39,6 +39,23 @@ for n in 1 4; do
     ACCESS=both run_check "$n servers, access=both" pl "$CHECK" "$MNT/both" both
 done
 
+# ---- names the kernel keeps (directories', doc/fuse.md) hide nothing
+# changed elsewhere: here through the interposer, on the last instance
+mkdir -p "$MNT/names/d"
+echo one >"$MNT/names/d/f"
+stat "$MNT/names/d/f" >/dev/null   # the kernel now holds the names
+ACCESS=both pl sh -c "echo grown-longer >>'$MNT/names/d/f'"
+check "a stat right after a file grew elsewhere sees its new size" \
+    test "$(stat -c %s "$MNT/names/d/f")" = 17
+ACCESS=both pl mv "$MNT/names/d" "$MNT/names/e"
+check "a directory renamed elsewhere: nothing is found under its old name" \
+    test ! -e "$MNT/names/d/f"
+check "and the new name holds the file" grep -q grown "$MNT/names/e/f"
+ACCESS=both pl mkdir "$MNT/names/d"
+ACCESS=both pl sh -c "echo two >'$MNT/names/d/g'"
+check "a directory made again at the old name is the new one" \
+    test "$(cat "$MNT/names/d/g" 2>&1)" = two
+
 # ---- quota: ENOSPC through the mount, and nothing written before is lost
 start_instance quota 1 --quota 1M
 head -c 300000 /dev/urandom >"$WORK/small"

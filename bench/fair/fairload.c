@@ -1,12 +1,14 @@
 /* fairload: a load of one kind on an adafs instance, for the fair-sharing
  * benchmarks (bench/fair/run.sh).
  *
- *   fairload stat|write DIR PROCS SECONDS
+ *   fairload stat|write DIR PROCS SECONDS [ON_MS OFF_MS]
  *
  * PROCS processes, each with its own libadafs handle (ADAFS_INSTANCE),
  * keep one request each in flight for SECONDS: stat of a file of their
- * own, or 1 MiB writes over one. Prints "ops N bytes B seconds S". */
+ * own, or 1 MiB writes over one; with ON_MS and OFF_MS, in bursts of ON_MS
+ * separated by OFF_MS of nothing. Prints "ops N bytes B seconds S". */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,8 @@ static double now(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static double on_s, off_s;   /* bursts; 0: continuous */
+
 static int child(int out, int write_op, const char *dir, double seconds)
 {
     adafs *fs;
@@ -43,9 +47,14 @@ static int child(int out, int write_op, const char *dir, double seconds)
     }
     char *buf = calloc(1, WRITE_SIZE);
     unsigned long long ops = 0, bytes = 0;
-    double end = now() + seconds;
-    while (now() < end) {
+    double start = now(), end = start + seconds;
+    for (double t; (t = now()) < end;) {
         struct stat st;
+        if (on_s > 0 && fmod(t - start, on_s + off_s) >= on_s) {
+            double wake = t - fmod(t - start, on_s + off_s) + on_s + off_s;
+            usleep((useconds_t)((wake < end ? wake - t : end - t) * 1e6));
+            continue;
+        }
         long rc = write_op ? adafs_pwrite(fs, fd, buf, WRITE_SIZE, 0) : adafs_stat(fs, path, &st);
         if (rc < 0) {
             fprintf(stderr, "fairload: %s: %s\n", path, strerror((int)-rc));
@@ -60,9 +69,13 @@ static int child(int out, int write_op, const char *dir, double seconds)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5 || (strcmp(argv[1], "stat") && strcmp(argv[1], "write"))) {
-        fprintf(stderr, "usage: fairload stat|write DIR PROCS SECONDS\n");
+    if ((argc != 5 && argc != 7) || (strcmp(argv[1], "stat") && strcmp(argv[1], "write"))) {
+        fprintf(stderr, "usage: fairload stat|write DIR PROCS SECONDS [ON_MS OFF_MS]\n");
         return 2;
+    }
+    if (argc == 7) {
+        on_s = atof(argv[5]) / 1e3;
+        off_s = atof(argv[6]) / 1e3;
     }
     int write_op = strcmp(argv[1], "write") == 0, procs = atoi(argv[3]);
     double seconds = atof(argv[4]);

@@ -19,6 +19,8 @@
 #          alternating pairs (acceptance 2).
 #  adaptbf bench/fair/tbfbench: AdapTBF's allocator alone (acceptance 5's
 #          ratios, records and time per job).
+#  policies, tbf  bench/fair/policies.sh and bench/fair/tbf.sh (points 1
+#          and 5 with real servers), at the end.
 #  mdtest  no emulated device: fsbench mdtest (5000 files through the
 #          interposer) with the gate off vs job-fair, one client, in
 #          alternating pairs (acceptance 6).
@@ -134,3 +136,8 @@ done
 for f in $(awk '{print $3}' "$work/md" | sort -u); do
     echo "mdtest $f: median ratio job-fair/off $(awk -v f=$f '$3 == f {print $NF}' "$work/md" | median)"
 done
+
+echo "## policies: size-fair, job-fair, user-then-size with jobs told apart by cgroup (policies.sh)"
+sh "$(dirname "$0")/policies.sh" "$b" "$secs" 1 || echo "policies.sh failed (see above)"
+echo "## adaptbf with real servers and the agent's loop (tbf.sh)"
+sh "$(dirname "$0")/tbf.sh" "$b"

@@ -43,14 +43,8 @@ int main(void)
     for (int p = 0; p < 1000; p++) {
         int busy = (p / 10) % 2 == 1, phase = p % 10;
         double demand[2] = { busy ? C : 0, C };
-        b[0].want = seen[0];
-        b[1].want = seen[1];
-        adaptbf_period(C, b, 2);
         double served[2];
-        for (int i = 0; i < 2; i++) {
-            served[i] = fmin(demand[i], b[i].alloc);
-            seen[i] = demand[i] > b[i].alloc ? demand[i] : served[i];
-        }
+        adaptbf_simulate(C, b, 2, demand, seen, served);
         if (!busy && phase >= 2 && served[1] / C < worst_gap)
             worst_gap = served[1] / C;
         if (busy && phase >= 2 && served[0] / (0.75 * C) < worst_burst)
