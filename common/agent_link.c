@@ -24,6 +24,7 @@
 #define SCAN_MS 50                     /* how often deadlines and idle sessions are looked at */
 #define BACKOFF_MS 200
 #define BACKOFF_MAX_MS 1000            /* a cut connection is tried again at most this far apart */
+#define FANOUT_MS 5000                 /* how long one credential serves the hellos made meanwhile */
 
 /* Where a session to one agent stands. */
 enum peer_state {
@@ -99,6 +100,16 @@ struct agent_link {
     struct agent_call *submitted, *submitted_tail;
     struct helper_job *work, *work_tail, *results;
     bool stopping;
+    /* The fan-out the helpers' hellos share (agent_session.h). */
+    pthread_mutex_t fanout_lock;
+    struct session_fanout fanout;
+    bool fanout_live;
+    int64_t fanout_made;
+    /* The nodes greeted with it (hashes of their names; 0 empty): an
+     * agent refuses the same (nonce, node) twice, even a restarted one on
+     * another port sharing a process with it (simulated agents). */
+    uint64_t *fanout_nodes;
+    size_t fanout_cap, fanout_count;
     /* The I/O thread's own. */
     struct peer **buckets;
     size_t nbuckets, npeers;
@@ -192,6 +203,84 @@ static int resolve(const char *host, int port, struct sockaddr_storage *addr, so
     return 0;
 }
 
+/* Its X25519 secret is every session's of it: gone once it is retired.
+ * Under fanout_lock. */
+static void fanout_retire(struct agent_link *l)
+{
+    session_fanout_clear(&l->fanout);
+    l->fanout_live = false;
+    if (l->fanout_nodes)
+        memset(l->fanout_nodes, 0, l->fanout_cap * sizeof(*l->fanout_nodes));
+    l->fanout_count = 0;
+}
+
+/* Marks node greeted by the current fan-out: false if it was already, or
+ * no room (either way: a fresh fan-out for it). Under fanout_lock. */
+static bool fanout_mark(struct agent_link *l, const char *node)
+{
+    if (2 * (l->fanout_count + 1) > l->fanout_cap) {
+        size_t cap = l->fanout_cap ? 2 * l->fanout_cap : 1024;
+        uint64_t *grown = calloc(cap, sizeof(*grown));
+        if (!grown)
+            return false;
+        for (size_t i = 0; i < l->fanout_cap; i++) {
+            uint64_t h = l->fanout_nodes[i];
+            size_t j = h & (cap - 1);
+            while (h && grown[j])
+                j = (j + 1) & (cap - 1);
+            if (h)
+                grown[j] = h;
+        }
+        free(l->fanout_nodes);
+        l->fanout_nodes = grown;
+        l->fanout_cap = cap;
+    }
+    uint64_t h = hash_bytes(node, strlen(node)) | 1;
+    size_t j = h & (l->fanout_cap - 1);
+    for (; l->fanout_nodes[j]; j = (j + 1) & (l->fanout_cap - 1))
+        if (l->fanout_nodes[j] == h)
+            return false;   /* or another name of the same hash: a fresh one is safe too */
+    l->fanout_nodes[j] = h;
+    l->fanout_count++;
+    return true;
+}
+
+/* p's hello, from the fan-out the helpers share: the first helper that
+ * needs one makes it (the others wait for it rather than make their own),
+ * and it is retired after FANOUT_MS, or made anew for a node that already
+ * had a hello of it (its agent would refuse the same nonce twice). */
+static int fanout_hello(struct agent_link *l, struct peer *p, struct session_handshake *hs,
+                        char **hello, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&l->fanout_lock);
+    int64_t now = net_now_ms();
+    int rc = 0;
+    if (!l->fanout_live || now - l->fanout_made >= FANOUT_MS || !fanout_mark(l, p->node)) {
+        fanout_retire(l);
+        if ((rc = session_fanout_make(l->cfg.auth, &l->fanout, err, errlen)) == 0) {
+            l->fanout_live = true;
+            l->fanout_made = now;
+            count(&l->stats.credentials);
+            fanout_mark(l, p->node);
+        }
+    }
+    if (rc == 0)
+        rc = session_fanout_hello(&l->fanout, p->node, hs, hello, err, errlen);
+    pthread_mutex_unlock(&l->fanout_lock);
+    return rc;
+}
+
+/* From the I/O thread: never waits for a helper making a credential (it
+ * is looked at again in SCAN_MS). */
+static void retire_old_fanout(struct agent_link *l)
+{
+    if (pthread_mutex_trylock(&l->fanout_lock) != 0)
+        return;
+    if (l->fanout_live && net_now_ms() - l->fanout_made >= FANOUT_MS)
+        fanout_retire(l);
+    pthread_mutex_unlock(&l->fanout_lock);
+}
+
 static void run_helper_job(struct agent_link *l, struct helper_job *job)
 {
     struct peer *p = job->peer;
@@ -199,8 +288,7 @@ static void run_helper_job(struct agent_link *l, struct helper_job *job)
     if (job->kind == H_HELLO) {
         job->rc = resolve(p->host, p->port, &job->addr, &job->addrlen, why, sizeof(why));
         if (job->rc == 0)
-            job->rc = session_hello_make(l->cfg.auth, p->node, &job->hs, &job->cred, why,
-                                         sizeof(why));
+            job->rc = fanout_hello(l, p, &job->hs, &job->cred, why, sizeof(why));
         if (job->rc < 0)
             snprintf(job->err, sizeof(job->err), "node %.64s: agent %.100s:%d: %s", p->node,
                      p->host, p->port, why);
@@ -840,6 +928,7 @@ static void take_submitted(struct agent_link *l)
  * refused ones are tried again; idle sessions close. */
 static void scan(struct agent_link *l)
 {
+    retire_old_fanout(l);
     int64_t now = net_now_ms();
     for (struct peer *p = l->peers; p; p = p->next) {
         struct agent_call **lists[2] = { &p->inflight, &p->queued };
@@ -932,6 +1021,7 @@ struct agent_link *agent_link_new(const struct agent_link_config *cfg, char *err
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
     l->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&l->lock, NULL);
+    pthread_mutex_init(&l->fanout_lock, NULL);
     pthread_cond_init(&l->work_ready, NULL);
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
     if (!l->buckets || l->epfd < 0 || l->evfd < 0 ||
@@ -992,8 +1082,11 @@ void agent_link_free(struct agent_link *l)
         close(l->epfd);
     if (l->evfd >= 0)
         close(l->evfd);
+    fanout_retire(l);
+    free(l->fanout_nodes);
     pthread_cond_destroy(&l->work_ready);
     pthread_mutex_destroy(&l->lock);
+    pthread_mutex_destroy(&l->fanout_lock);
     free(l->buckets);
     free(l);
 }
@@ -1068,6 +1161,7 @@ int agent_link_call(struct agent_link *l, const char *node, const char *host, in
 void agent_link_stats(struct agent_link *l, struct agent_link_stats *out)
 {
     out->sessions = __atomic_load_n(&l->stats.sessions, __ATOMIC_RELAXED);
+    out->credentials = __atomic_load_n(&l->stats.credentials, __ATOMIC_RELAXED);
     out->handshakes_failed = __atomic_load_n(&l->stats.handshakes_failed, __ATOMIC_RELAXED);
     out->sent = __atomic_load_n(&l->stats.sent, __ATOMIC_RELAXED);
     out->received = __atomic_load_n(&l->stats.received, __ATOMIC_RELAXED);

@@ -9,16 +9,19 @@
  * Per agent (node, host, port) one session (agent_session.h: both sides
  * proved by munge, every message sealed) carries every request to it, up
  * to AGENT_LINK_INFLIGHT at once, answered by id in any order; the rest
- * wait their turn. One credential each way per session, made when a
- * request first needs it; a session idle for idle_ms is closed (before the
- * agent would close it), so credentials go with sessions, not requests.
+ * wait their turn. A session is opened when a request first needs it; one
+ * munge credential serves every hello made within FANOUT_MS (a job's
+ * nodes greeted at once: one credential for 4,096 sessions; a node's
+ * second hello in that time gets a fresh one) and its X25519 secret is
+ * wiped after that time; a session idle for idle_ms is closed (before the
+ * agent would close it), so credentials go with fan-outs, not requests.
  *
- * The blocking parts (resolving the host, making and opening munge
- * credentials) run in a few helper threads; sockets are non-blocking
+ * The blocking parts (resolving the host, making the munge credential,
+ * the X25519 of each handshake) run in a few helper threads; sockets are non-blocking
  * (epoll). A connection refused before anything was asked is tried again
  * (AGENT_LINK_CONNECT_TRIES in all, 200 and 400 ms apart), one accepted and
  * cut then (an agent shedding a flood of unproven peers) until the
- * request's deadline (at most 1 s apart), each with a fresh credential; a request sent on a session that then broke is sent
+ * request's deadline (at most 1 s apart), each with a fresh hello; a request sent on a session that then broke is sent
  * once more on a new one (every request of agent_proto.h may be repeated:
  * a START again answers as the first). Otherwise a request ends with
  * rc < 0 and a message naming the node and address: no authenticated
@@ -103,10 +106,11 @@ int agent_link_call(struct agent_link *link, const char *node, const char *host,
                     uint16_t op, const void *body, size_t len, int timeout_ms,
                     struct agent_reply *reply, char *err, size_t errlen);
 
-/* What the link has done since it started: sessions opened (each one
- * credential made and one opened), messages sealed and opened. */
+/* What the link has done since it started: sessions opened (each agent
+ * opened one credential), credentials made (one per fan-out), messages
+ * sealed and opened. */
 struct agent_link_stats {
-    uint64_t sessions, handshakes_failed, sent, received, resent, timed_out;
+    uint64_t sessions, credentials, handshakes_failed, sent, received, resent, timed_out;
     unsigned open_sessions;
 };
 void agent_link_stats(struct agent_link *link, struct agent_link_stats *out);

@@ -1,6 +1,7 @@
 #include "agent_session.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,21 +30,33 @@ static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
     return rc;
 }
 
-/* The sealed payload of a hello (reply: with the agent's nonce and share
- * in place of the client's share). */
-static void put_handshake(struct rpc_writer *w, uint32_t kind, const struct session_handshake *hs)
+/* The labels of the two MACs under a fan-out's key: a hello's MAC never
+ * passes for a reply's. */
+static const char HELLO_LABEL[] = "adafs agent hello";
+static const char REPLY_LABEL[] = "adafs agent reply";
+
+/* BLAKE2b-256 keyed with key over the label, then a and b (a of fixed
+ * length, so the parts cannot be shifted into each other). */
+static void mac_of(uint8_t out[32], const uint8_t key[32], const char *label, const void *a,
+                   size_t alen, const void *b, size_t blen)
 {
-    rpc_put_u32(w, SESSION_MAGIC);
-    rpc_put_u32(w, SESSION_VERSION);
-    rpc_put_u32(w, kind);
-    rpc_put_str(w, hs->node);
-    rpc_put_raw(w, hs->client_nonce, SESSION_NONCE_BYTES);
-    if (kind == SESSION_KIND_HELLO) {
-        rpc_put_raw(w, hs->client_share, 32);
-    } else {
-        rpc_put_raw(w, hs->agent_nonce, SESSION_NONCE_BYTES);
-        rpc_put_raw(w, hs->agent_share, 32);
-    }
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, key, 32, 32);
+    crypto_generichash_update(&st, (const uint8_t *)label, strlen(label) + 1);
+    crypto_generichash_update(&st, a, alen);
+    crypto_generichash_update(&st, b, blen);
+    crypto_generichash_final(&st, out, 32);
+}
+
+/* What the keys are bound to on the hello's side: the credential's sealed
+ * payload (by its hash) and the node it was sent to. */
+static void hello_hash_of(uint8_t out[32], const uint8_t cred_hash[32], const char *node)
+{
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, 32);
+    crypto_generichash_update(&st, cred_hash, 32);
+    crypto_generichash_update(&st, (const uint8_t *)node, strlen(node));
+    crypto_generichash_final(&st, out, 32);
 }
 
 static bool get_raw(struct rpc_reader *r, uint8_t *out, size_t len)
@@ -57,8 +70,9 @@ static bool get_raw(struct rpc_reader *r, uint8_t *out, size_t len)
     return true;
 }
 
-/* Decodes a handshake payload of the given kind into what (node, nonces,
- * shares as that kind carries). -EPROTO with why in err. */
+/* Decodes a handshake payload of the given kind: a hello's (client nonce,
+ * share and fan-out key) or a reply's (node, both nonces, agent share).
+ * -EPROTO with why in err. */
 static int get_handshake(const void *payload, size_t len, uint32_t kind,
                          struct session_handshake *what, char *err, size_t errlen)
 {
@@ -74,29 +88,92 @@ static int get_handshake(const void *payload, size_t len, uint32_t kind,
     if (got != kind)
         return fail(err, errlen, -EPROTO, "the credential holds a %s, not a %s",
                     got < 3 ? kind_name[got] : "message of an unknown kind", kind_name[kind]);
-    const char *node = rpc_get_str(&r);
+    const char *node = kind == SESSION_KIND_REPLY ? rpc_get_str(&r) : "";
     get_raw(&r, what->client_nonce, SESSION_NONCE_BYTES);
     if (kind == SESSION_KIND_HELLO) {
         get_raw(&r, what->client_share, 32);
+        get_raw(&r, what->key, SESSION_KEY_BYTES);
     } else {
         get_raw(&r, what->agent_nonce, SESSION_NONCE_BYTES);
         get_raw(&r, what->agent_share, 32);
     }
     if (!node || !rpc_reader_done(&r) || strlen(node) > SESSION_NODE_MAX)
         return fail(err, errlen, -EPROTO, "a malformed %s", kind_name[kind]);
-    memcpy(what->node, node, strlen(node) + 1);
+    if (kind == SESSION_KIND_REPLY)
+        memcpy(what->node, node, strlen(node) + 1);
     return 0;
 }
 
-/* Seals w's bytes for reader; *hash (if not NULL) gets their BLAKE2b. */
-static int seal_payload(const struct session_auth *a, struct rpc_writer *w, uid_t reader,
-                        uint8_t hash[32], char **cred, char *err, size_t errlen)
+static bool node_name_ok(const char *node)
 {
-    if (!rpc_writer_ok(w))
+    size_t len = strlen(node);
+    return len > 0 && len <= SESSION_NODE_MAX && !strpbrk(node, " \t\r\n");
+}
+
+int session_fanout_make(const struct session_auth *a, struct session_fanout *f, char *err,
+                        size_t errlen)
+{
+    memset(f, 0, sizeof(*f));
+    if (sodium_init() < 0)
+        return fail(err, errlen, -ENOMEM, "libsodium does not initialise");
+    randombytes_buf(f->client_nonce, sizeof(f->client_nonce));
+    crypto_kx_keypair(f->client_share, f->own_secret);
+    randombytes_buf(f->key, sizeof(f->key));
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    rpc_put_u32(&w, SESSION_MAGIC);
+    rpc_put_u32(&w, SESSION_VERSION);
+    rpc_put_u32(&w, SESSION_KIND_HELLO);
+    rpc_put_raw(&w, f->client_nonce, SESSION_NONCE_BYTES);
+    rpc_put_raw(&w, f->client_share, 32);
+    rpc_put_raw(&w, f->key, SESSION_KEY_BYTES);
+    int rc = rpc_writer_ok(&w) ? 0 : fail(err, errlen, -ENOMEM, "out of memory");
+    if (rc == 0) {
+        crypto_generichash(f->cred_hash, 32, w.data, w.len, NULL, 0);
+        rc = a->seal(a, w.data, w.len, 0, &f->cred, err, errlen);
+        sodium_memzero(w.data, w.len);   /* it holds the key */
+    }
+    rpc_writer_free(&w);
+    if (rc < 0)
+        session_fanout_clear(f);
+    return rc;
+}
+
+int session_fanout_hello(const struct session_fanout *f, const char *node,
+                         struct session_handshake *hs, char **hello, char *err, size_t errlen)
+{
+    *hello = NULL;
+    memset(hs, 0, sizeof(*hs));
+    if (!f->cred)
+        return fail(err, errlen, -EINVAL, "no fan-out credential");
+    if (!node_name_ok(node))
+        return fail(err, errlen, -EINVAL, "node name \"%.80s\" is empty, longer than %d or holds "
+                    "a blank", node, SESSION_NODE_MAX);
+    size_t nlen = strlen(node), clen = strlen(f->cred);
+    char *text = malloc(nlen + 1 + 64 + 1 + clen + 1);
+    if (!text)
         return fail(err, errlen, -ENOMEM, "out of memory");
-    if (hash)
-        crypto_generichash(hash, 32, w->data, w->len, NULL, 0);
-    return a->seal(a, w->data, w->len, reader, cred, err, errlen);
+    memcpy(hs->node, node, nlen + 1);
+    memcpy(hs->client_nonce, f->client_nonce, SESSION_NONCE_BYTES);
+    memcpy(hs->client_share, f->client_share, 32);
+    memcpy(hs->own_secret, f->own_secret, 32);
+    memcpy(hs->key, f->key, SESSION_KEY_BYTES);
+    hello_hash_of(hs->hello_hash, f->cred_hash, node);
+    uint8_t mac[32];
+    mac_of(mac, f->key, HELLO_LABEL, f->cred_hash, 32, node, nlen);
+    memcpy(text, node, nlen);
+    text[nlen] = ' ';
+    sodium_bin2hex(text + nlen + 1, 65, mac, sizeof(mac));
+    text[nlen + 65] = ' ';
+    memcpy(text + nlen + 66, f->cred, clen + 1);
+    *hello = text;
+    return 0;
+}
+
+void session_fanout_clear(struct session_fanout *f)
+{
+    free(f->cred);
+    sodium_memzero(f, sizeof(*f));
 }
 
 int session_hello_make(const struct session_auth *a, const char *node, struct session_handshake *hs,
@@ -104,45 +181,132 @@ int session_hello_make(const struct session_auth *a, const char *node, struct se
 {
     *cred = NULL;
     memset(hs, 0, sizeof(*hs));
-    if (sodium_init() < 0)
-        return fail(err, errlen, -ENOMEM, "libsodium does not initialise");
-    if (strlen(node) > SESSION_NODE_MAX)
-        return fail(err, errlen, -EINVAL, "node name %.80s is longer than %d", node,
-                    SESSION_NODE_MAX);
-    memcpy(hs->node, node, strlen(node) + 1);
-    randombytes_buf(hs->client_nonce, sizeof(hs->client_nonce));
-    crypto_kx_keypair(hs->client_share, hs->own_secret);
-    struct rpc_writer w;
-    rpc_writer_init(&w, NULL, 0);
-    put_handshake(&w, SESSION_KIND_HELLO, hs);
-    int rc = seal_payload(a, &w, 0, hs->hello_hash, cred, err, errlen);
-    rpc_writer_free(&w);
+    if (!node_name_ok(node))
+        return fail(err, errlen, -EINVAL, "node name \"%.80s\" is empty, longer than %d or holds "
+                    "a blank", node, SESSION_NODE_MAX);
+    struct session_fanout f;
+    int rc = session_fanout_make(a, &f, err, errlen);
+    if (rc == 0)
+        rc = session_fanout_hello(&f, node, hs, cred, err, errlen);
+    session_fanout_clear(&f);
+    return rc;
+}
+
+/* --- the hellos this process took --------------------------------------
+ * munge's replay cache cannot refuse a hello sent twice: one credential
+ * serves every node of a fan-out, and nodes may share a munged (simulated
+ * agents, several agents per host). So the agent refuses a (fan-out nonce,
+ * node) it took before, for as long as the credential could still open. */
+
+#define TAKEN_BUCKETS 4096
+struct taken {
+    uint8_t tag[16];
+    int64_t until;
+    struct taken *bucket_next, *fifo_next;
+};
+static pthread_mutex_t taken_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct taken *taken_buckets[TAKEN_BUCKETS], *taken_head, *taken_tail;
+
+static int remember_hello(const uint8_t nonce[SESSION_NONCE_BYTES], const char *node)
+{
+    uint8_t tag[16];
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, sizeof(tag));
+    crypto_generichash_update(&st, nonce, SESSION_NONCE_BYTES);
+    crypto_generichash_update(&st, (const uint8_t *)node, strlen(node));
+    crypto_generichash_final(&st, tag, sizeof(tag));
+    size_t b = ((size_t)tag[0] << 8 | tag[1]) % TAKEN_BUCKETS;
+    int64_t now = net_now_ms();
+    int rc = 0;
+    pthread_mutex_lock(&taken_lock);
+    /* Entries expire in the order they were made: drop the old ones. */
+    while (taken_head && taken_head->until <= now) {
+        struct taken *t = taken_head;
+        size_t tb = ((size_t)t->tag[0] << 8 | t->tag[1]) % TAKEN_BUCKETS;
+        for (struct taken **q = &taken_buckets[tb]; *q; q = &(*q)->bucket_next)
+            if (*q == t) {
+                *q = t->bucket_next;
+                break;
+            }
+        taken_head = t->fifo_next;
+        if (!taken_head)
+            taken_tail = NULL;
+        free(t);
+    }
+    for (struct taken *t = taken_buckets[b]; t && rc == 0; t = t->bucket_next)
+        if (sodium_memcmp(t->tag, tag, sizeof(tag)) == 0)
+            rc = -EEXIST;
+    struct taken *t = rc == 0 ? calloc(1, sizeof(*t)) : NULL;
+    if (rc == 0 && !t)
+        rc = -ENOMEM;
+    if (t) {
+        memcpy(t->tag, tag, sizeof(tag));
+        t->until = now + SESSION_HELLO_MEMORY_S * 1000LL;
+        t->bucket_next = taken_buckets[b];
+        taken_buckets[b] = t;
+        if (taken_tail)
+            taken_tail->fifo_next = t;
+        else
+            taken_head = t;
+        taken_tail = t;
+    }
+    pthread_mutex_unlock(&taken_lock);
     return rc;
 }
 
 int session_hello_take(const struct session_auth *a, const char *node, uid_t trusted,
-                       const char *cred, struct session_handshake *hs, char *err, size_t errlen)
+                       const char *text, struct session_handshake *hs, char *err, size_t errlen)
 {
     memset(hs, 0, sizeof(*hs));
     if (sodium_init() < 0)
         return fail(err, errlen, -ENOMEM, "libsodium does not initialise");
+    /* "node MAC credential" */
+    const char *blank = strchr(text, ' ');
+    size_t nlen = blank ? (size_t)(blank - text) : 0;
+    uint8_t mac[32];
+    size_t got = 0;
+    if (!blank || nlen == 0 || nlen > SESSION_NODE_MAX || strnlen(blank + 1, 66) < 66 ||
+        blank[65] != ' ' ||
+        sodium_hex2bin(mac, sizeof(mac), blank + 1, 64, NULL, &got, NULL) != 0 ||
+        got != sizeof(mac))
+        return fail(err, errlen, -EPROTO, "a malformed hello (not a node, a MAC and a credential)");
+    memcpy(hs->node, text, nlen);
+    hs->node[nlen] = '\0';
     void *payload = NULL;
     size_t len = 0;
-    uid_t uid;
-    int rc = a->open(a, cred, &payload, &len, &uid, err, errlen);
-    if (rc < 0)
+    uid_t uid = (uid_t)-1;
+    /* -EALREADY: it opened, but this munged opened it before (for another
+     * node of the fan-out, or replayed): remember_hello decides. */
+    int rc = a->open(a, blank + 66, &payload, &len, &uid, err, errlen);
+    if (rc < 0 && rc != -EALREADY)
         return rc;
-    if (uid != trusted && uid != 0) {
+    rc = 0;
+    if (uid != trusted && uid != 0)
         rc = fail(err, errlen, -EACCES, "uid %u may not use the agent (only uid %u and root)",
                   (unsigned)uid, (unsigned)trusted);
-    } else if ((rc = get_handshake(payload, len, SESSION_KIND_HELLO, hs, err, errlen)) == 0 &&
-               strcmp(hs->node, node) != 0) {
+    else if ((rc = get_handshake(payload, len, SESSION_KIND_HELLO, hs, err, errlen)) == 0 &&
+             strcmp(hs->node, node) != 0)
         rc = fail(err, errlen, -EACCES, "the hello is for node %s, this is %s", hs->node, node);
-    }
     if (rc == 0) {
-        crypto_generichash(hs->hello_hash, 32, payload, len, NULL, 0);
-        hs->peer_uid = uid;
+        uint8_t cred_hash[32], want[32];
+        crypto_generichash(cred_hash, 32, payload, len, NULL, 0);
+        mac_of(want, hs->key, HELLO_LABEL, cred_hash, 32, hs->node, nlen);
+        if (sodium_memcmp(want, mac, sizeof(mac)) != 0)
+            rc = fail(err, errlen, -EACCES, "the hello's MAC for node %s is not its credential's",
+                      node);
+        else
+            hello_hash_of(hs->hello_hash, cred_hash, hs->node);
     }
+    if (rc == 0 && (rc = remember_hello(hs->client_nonce, hs->node)) < 0)
+        rc = rc == -ENOMEM ? fail(err, errlen, rc, "out of memory")
+                           : fail(err, errlen, -EACCES, "a replayed hello (this agent took it "
+                                  "before)");
+    if (rc == 0)
+        hs->peer_uid = uid;
+    else
+        session_handshake_clear(hs);
+    if (payload)
+        sodium_memzero(payload, len);
     free(payload);
     return rc;
 }
@@ -161,46 +325,74 @@ static void derive(const uint8_t c2a[32], const uint8_t a2c[32], const uint8_t h
     sodium_memzero(transcript, sizeof(transcript));
 }
 
-int session_reply_make(const struct session_auth *a, struct session_handshake *hs, char **cred,
+int session_reply_make(const struct session_auth *a, struct session_handshake *hs, char **reply,
                        struct session_keys *keys, char *err, size_t errlen)
 {
-    *cred = NULL;
+    (void)a;   /* the fan-out's key proves the agent: no credential */
+    *reply = NULL;
     memset(keys, 0, sizeof(*keys));
     randombytes_buf(hs->agent_nonce, sizeof(hs->agent_nonce));
     crypto_kx_keypair(hs->agent_share, hs->own_secret);
-    uint8_t rx[32], tx[32], reply_hash[32];
-    if (crypto_kx_server_session_keys(rx, tx, hs->agent_share, hs->own_secret, hs->client_share) != 0)
+    uint8_t rx[32], tx[32], reply_hash[32], mac[32];
+    if (crypto_kx_server_session_keys(rx, tx, hs->agent_share, hs->own_secret, hs->client_share) != 0) {
+        session_handshake_clear(hs);
         return fail(err, errlen, -EACCES, "the client's key share is not a usable X25519 key");
+    }
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
-    put_handshake(&w, SESSION_KIND_REPLY, hs);
-    int rc = seal_payload(a, &w, hs->peer_uid, reply_hash, cred, err, errlen);
-    rpc_writer_free(&w);
-    if (rc == 0)
+    rpc_put_u32(&w, SESSION_MAGIC);
+    rpc_put_u32(&w, SESSION_VERSION);
+    rpc_put_u32(&w, SESSION_KIND_REPLY);
+    rpc_put_str(&w, hs->node);
+    rpc_put_raw(&w, hs->client_nonce, SESSION_NONCE_BYTES);
+    rpc_put_raw(&w, hs->agent_nonce, SESSION_NONCE_BYTES);
+    rpc_put_raw(&w, hs->agent_share, 32);
+    if (rpc_writer_ok(&w)) {
+        mac_of(mac, hs->key, REPLY_LABEL, hs->hello_hash, 32, w.data, w.len);
+        rpc_put_raw(&w, mac, sizeof(mac));
+    }
+    int rc = 0;
+    char *text = rpc_writer_ok(&w) ? malloc(2 * w.len + 1) : NULL;
+    if (!text) {
+        rc = fail(err, errlen, -ENOMEM, "out of memory");
+    } else {
+        sodium_bin2hex(text, 2 * w.len + 1, w.data, w.len);
+        crypto_generichash(reply_hash, 32, w.data, w.len, NULL, 0);
         derive(rx, tx, hs->hello_hash, reply_hash, keys->rx, keys->tx);
+        *reply = text;
+    }
+    rpc_writer_free(&w);
     sodium_memzero(rx, sizeof(rx));
     sodium_memzero(tx, sizeof(tx));
     session_handshake_clear(hs);
     return rc;
 }
 
-int session_reply_take(const struct session_auth *a, struct session_handshake *hs, const char *cred,
+int session_reply_take(const struct session_auth *a, struct session_handshake *hs, const char *text,
                        struct session_keys *keys, char *err, size_t errlen)
 {
+    (void)a;
     memset(keys, 0, sizeof(*keys));
-    void *payload = NULL;
-    size_t len = 0;
-    uid_t uid;
-    int rc = a->open(a, cred, &payload, &len, &uid, err, errlen);
-    if (rc < 0)
-        return rc;
+    size_t hexlen = strnlen(text, 2 * SESSION_HELLO_MAX + 1), len = 0;
+    uint8_t *buf = hexlen % 2 == 0 && hexlen >= 2 * (12 + 32) && hexlen <= 2 * SESSION_HELLO_MAX
+                       ? malloc(hexlen / 2) : NULL;
+    int rc = 0;
+    if (!buf || sodium_hex2bin(buf, hexlen / 2, text, hexlen, NULL, &len, NULL) != 0 ||
+        len != hexlen / 2) {
+        free(buf);
+        session_handshake_clear(hs);
+        return fail(err, errlen, -EACCES, "the reply is not an adafs agent's (malformed)");
+    }
+    size_t plen = len - 32;
+    uint8_t want[32];
+    mac_of(want, hs->key, REPLY_LABEL, hs->hello_hash, 32, buf, plen);
     struct session_handshake got;
     memset(&got, 0, sizeof(got));
-    if (uid != 0)
-        rc = fail(err, errlen, -EACCES, "the reply is sealed by uid %u, not root: not the agent",
-                  (unsigned)uid);
-    if (rc == 0)
-        rc = get_handshake(payload, len, SESSION_KIND_REPLY, &got, err, errlen);
+    if (sodium_memcmp(want, buf + plen, sizeof(want)) != 0)
+        rc = fail(err, errlen, -EACCES, "the reply does not prove the hello's key: not root's "
+                  "agent, or an answer to another hello");
+    if (rc == 0 && get_handshake(buf, plen, SESSION_KIND_REPLY, &got, err, errlen) < 0)
+        rc = -EACCES;
     if (rc == 0 && strcmp(got.node, hs->node) != 0)
         rc = fail(err, errlen, -EACCES, "the reply is from the agent of node %s, not %s", got.node,
                   hs->node);
@@ -211,12 +403,12 @@ int session_reply_take(const struct session_auth *a, struct session_handshake *h
         crypto_kx_client_session_keys(rx, tx, hs->client_share, hs->own_secret, got.agent_share) != 0)
         rc = fail(err, errlen, -EACCES, "the agent's key share is not a usable X25519 key");
     if (rc == 0) {
-        crypto_generichash(reply_hash, 32, payload, len, NULL, 0);
+        crypto_generichash(reply_hash, 32, buf, len, NULL, 0);
         derive(tx, rx, hs->hello_hash, reply_hash, keys->tx, keys->rx);
         sodium_memzero(rx, sizeof(rx));
         sodium_memzero(tx, sizeof(tx));
     }
-    free(payload);
+    free(buf);
     session_handshake_clear(hs);
     return rc;
 }
@@ -224,6 +416,7 @@ int session_reply_take(const struct session_auth *a, struct session_handshake *h
 void session_handshake_clear(struct session_handshake *hs)
 {
     sodium_memzero(hs->own_secret, sizeof(hs->own_secret));
+    sodium_memzero(hs->key, sizeof(hs->key));
 }
 
 static void nonce_of(uint64_t seq, uint8_t nonce[crypto_secretbox_NONCEBYTES])

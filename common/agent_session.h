@@ -9,25 +9,64 @@
  * open the hello) and can make the client believe nothing (it cannot seal
  * root's reply).
  *
- * Handshake, once per connection (frames of rpc.h):
+ * Handshake, once per connection (frames of rpc.h), version 3:
  *
- *   client -> agent  SESSION_OP_HELLO: rpc str, a credential of the client
- *       (slurmctld's user or root) that only root may open, sealing
+ *   client -> agent  SESSION_OP_HELLO: rpc str "NODE MAC CRED":
+ *       CRED a credential of the client (slurmctld's user or root) that
+ *       only root may open, sealing
  *           u32 SESSION_MAGIC, u32 SESSION_VERSION, u32 SESSION_KIND_HELLO,
- *           str node, 32-byte client nonce, 32-byte client X25519 share
- *       The agent refuses it unless it opens (munge refuses one replayed,
- *       expired or not meant for root), the uid is the trusted one or root,
- *       the magic, version and kind match, and node is the agent's own.
+ *           32-byte client nonce, 32-byte client X25519 share,
+ *           32-byte fan-out key K
+ *       NODE the agent's node, MAC (hex) BLAKE2b keyed with K over a label,
+ *       the hash of the sealed payload and NODE.
+ *       One credential serves every agent the client greets at once (a
+ *       fan-out: a job's 4,096 nodes take one credential, not 4,096); each
+ *       connection's hello binds it to its node by the MAC.
+ *       The agent refuses it unless it opens (munge refuses one expired or
+ *       not meant for root), the uid is the trusted one or root, the magic,
+ *       version and kind match, NODE is the agent's own and the MAC holds
+ *       under the sealed K, and this agent never took the same (nonce,
+ *       node) before (remember_hello, for SESSION_HELLO_MEMORY_S: munge's
+ *       own replay check cannot be the one, because the fan-out's nodes
+ *       open one credential, and nodes may share a munged).
  *       A refusal is answered in plain (status < 0, rpc str why): the
  *       client may show it but never trusts it.
- *   agent -> client  SESSION_OP_HELLO: rpc str, a credential of root that
- *       only the client's uid may open, sealing
+ *   agent -> client  SESSION_OP_HELLO: rpc str, hex of
  *           u32 SESSION_MAGIC, u32 SESSION_VERSION, u32 SESSION_KIND_REPLY,
  *           str node, the client's nonce, 32-byte agent nonce,
- *           32-byte agent X25519 share
- *       The client refuses it unless it opens, its uid is 0, and node and
- *       nonce are the ones it sent. The kind keeps a client running as
- *       root from taking its own hello, reflected, for a reply.
+ *           32-byte agent X25519 share,
+ *           MAC: BLAKE2b keyed with K over another label, the hello's hash
+ *           (credential and node) and all the above
+ *       The client refuses it unless the MAC holds, and node and nonce are
+ *       the ones it sent. The labels keep a client running as root from
+ *       taking its own hello, reflected, for a reply.
+ *
+ * Why this keeps every property of version 2 (one munge credential each
+ * way per connection, 2 per node on the client's side):
+ *   - the agent proves root: K is in a credential only root can open, so
+ *     a reply whose MAC holds comes from root (or the client itself, whom
+ *     the labels and nonce rule out). Root on another node of the fan-out
+ *     also learns K and could answer for this node; it could do that in
+ *     version 2 too (root seals root credentials naming any node): root on
+ *     every node is trusted, as munge's realm is;
+ *   - the client proves its uid: the credential names it, as before;
+ *   - a squatter on a node's port (the agent down) cannot open the
+ *     credential, so has no K: it can make the client believe nothing, and
+ *     cannot turn the hello it got into one for another node (the MAC);
+ *   - nothing can be replayed: a hello replayed to its node is refused by
+ *     remember_hello; one replayed anywhere else fails the MAC; and even a
+ *     hello taken would give nothing, as before: the keys need the
+ *     client's X25519 secret, which never leaves the client. A reply is
+ *     bound by its MAC to one hello's nonce, credential and node;
+ *   - forward secrecy: K only authenticates; the keys come from the
+ *     X25519 shares, whose secrets are thrown away (the client's when its
+ *     fan-out is retired, seconds later: agent_link.h), so a recorded
+ *     session stays unreadable to whoever later learns the munge key or K.
+ * What it costs: the client makes one credential per fan-out and opens
+ * none; each agent opens one. Slurm does the same: a message it fans out
+ * through its forwarding tree carries one credential that every node's
+ * munged opens (src/common/forward.c), and builds with several slurmd per
+ * host accept munge's "replayed" for it (auth_munge.c, MULTIPLE_SLURMD).
  *
  * Keys: X25519 (libsodium crypto_kx) over the two fresh shares gives one
  * key per direction; each is then hashed (BLAKE2b, keyed) with a label and
@@ -57,7 +96,7 @@
 #include <sys/types.h>
 
 #define SESSION_MAGIC 0x53414441u   /* "ADAS" read as little-endian */
-#define SESSION_VERSION 2
+#define SESSION_VERSION 3
 #define SESSION_KIND_HELLO 1
 #define SESSION_KIND_REPLY 2
 #define SESSION_OP_HELLO 0x100      /* rpc opcodes of the two frame kinds */
@@ -67,6 +106,10 @@
 #define SESSION_KEY_BYTES 32
 /* A hello or its reply frame: a munge credential of ~100 bytes sealed
  * payload is well under 1 KiB; anything bigger is not one. */
+/* How long an agent remembers a hello it took: longer than a credential
+ * may open (munge_auth.c seals them for MUNGE_TTL_S, munge allows a few
+ * minutes of clock skew). */
+#define SESSION_HELLO_MEMORY_S 900
 #define SESSION_HELLO_MAX 4096
 /* What sealing adds to a body: the MAC, the op, status and id. */
 #define SESSION_PLAIN_HEAD 12
@@ -81,8 +124,10 @@ struct session_auth {
     int (*seal)(const struct session_auth *a, const void *payload, size_t len, uid_t reader,
                 char **cred, char *err, size_t errlen);
     /* Opens a credential meant for the caller: *payload malloc'd, *uid the
-     * sealer's. -EACCES (why in err) for one malformed, expired, replayed
-     * or meant for another uid. */
+     * sealer's. -EALREADY with *payload and *uid filled for one that opened
+     * but was opened before (the caller decides what a replay means);
+     * -EACCES (why in err) for one malformed, expired or meant for another
+     * uid. */
     int (*open)(const struct session_auth *a, const char *cred, void **payload, size_t *len,
                 uid_t *uid, char *err, size_t errlen);
     const void *data;   /* the implementation's */
@@ -94,6 +139,7 @@ struct session_handshake {
     uint8_t client_nonce[SESSION_NONCE_BYTES], agent_nonce[SESSION_NONCE_BYTES];
     uint8_t client_share[32], agent_share[32];
     uint8_t own_secret[32];          /* this side's X25519 secret */
+    uint8_t key[SESSION_KEY_BYTES];  /* the fan-out's key K */
     uint8_t hello_hash[32];          /* BLAKE2b of the hello's sealed payload */
     uid_t peer_uid;                  /* the agent's: who sent the hello */
 };
@@ -111,20 +157,35 @@ struct session_keys {
  * them without sockets). Each returns 0 or -errno with err filled: -EACCES
  * for a credential refused or not matching, -EPROTO for a payload not
  * of this protocol, -ENOMEM. */
-/* Client: a fresh hello for `node`, sealed for root. */
+/* Client: one credential for a fan-out, then the hello of each node of it.
+ * Keep a fan-out seconds, not minutes: its X25519 secret is every one of
+ * its sessions' client secret until session_fanout_clear. */
+struct session_fanout {
+    char *cred;                      /* malloc'd: the sealed credential */
+    uint8_t client_nonce[SESSION_NONCE_BYTES], client_share[32], own_secret[32];
+    uint8_t key[SESSION_KEY_BYTES];
+    uint8_t cred_hash[32];           /* BLAKE2b of the sealed payload */
+};
+int session_fanout_make(const struct session_auth *a, struct session_fanout *f, char *err,
+                        size_t errlen);
+/* The hello text for `node` (*hello malloc'd) and its handshake state. */
+int session_fanout_hello(const struct session_fanout *f, const char *node,
+                         struct session_handshake *hs, char **hello, char *err, size_t errlen);
+void session_fanout_clear(struct session_fanout *f);
+/* Client: a fresh hello for `node` alone (a fan-out of one). */
 int session_hello_make(const struct session_auth *a, const char *node, struct session_handshake *hs,
                        char **cred, char *err, size_t errlen);
 /* Agent `node`: opens a hello and checks it; trusted (besides root) is the
  * one other uid allowed. hs->peer_uid is the sender. */
 int session_hello_take(const struct session_auth *a, const char *node, uid_t trusted,
                        const char *cred, struct session_handshake *hs, char *err, size_t errlen);
-/* Agent: the reply to a hello taken, sealed for its sender, and the keys. */
+/* Agent: the reply to a hello taken, MAC'd with its K, and the keys. */
 int session_reply_make(const struct session_auth *a, struct session_handshake *hs, char **cred,
                        struct session_keys *keys, char *err, size_t errlen);
 /* Client: opens and checks the agent's reply; the keys. */
 int session_reply_take(const struct session_auth *a, struct session_handshake *hs, const char *cred,
                        struct session_keys *keys, char *err, size_t errlen);
-/* Wipes the handshake's secret. */
+/* Wipes the handshake's secrets (X25519 and K). */
 void session_handshake_clear(struct session_handshake *hs);
 
 /* Seals the next message: *out (malloc'd, *outlen bytes) is a

@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a credential lives: a hello is sent the moment it is sealed, or
+ * the fan-out is retired (agent_link.c); well under
+ * SESSION_HELLO_MEMORY_S. */
+#define MUNGE_TTL_S 120
+
 /* The context's message, or the code's if it has none. */
 static const char *why(munge_ctx_t ctx, munge_err_t e)
 {
@@ -39,6 +44,8 @@ static int seal(const struct session_auth *a, const void *payload, size_t len, u
         return -ENOMEM;
     munge_err_t e = munge_ctx_set(ctx, MUNGE_OPT_UID_RESTRICTION, reader);
     if (e == EMUNGE_SUCCESS)
+        e = munge_ctx_set(ctx, MUNGE_OPT_TTL, MUNGE_TTL_S);
+    if (e == EMUNGE_SUCCESS)
         e = munge_encode(cred, ctx, payload, (int)len);
     if (e != EMUNGE_SUCCESS)
         snprintf(err, errlen, "munge: %s", why(ctx, e));
@@ -57,6 +64,13 @@ static int open_cred(const struct session_auth *a, const char *cred, void **payl
     int n = 0;
     gid_t gid;
     munge_err_t e = munge_decode(cred, ctx, payload, &n, uid, &gid);
+    if (e == EMUNGE_CRED_REPLAYED && *payload) {
+        /* Valid, and munge still hands over its payload and uid. */
+        snprintf(err, errlen, "munge credential replayed");
+        *len = (size_t)n;
+        munge_ctx_destroy(ctx);
+        return -EALREADY;
+    }
     if (e != EMUNGE_SUCCESS) {
         snprintf(err, errlen, "munge credential refused: %s", why(ctx, e));
         free(*payload);

@@ -2,8 +2,9 @@
  * fuzzer, where no munged runs. Not a security mechanism: a credential is
  * plain text, "FAKE:<sealer uid>:<reader uid>:<serial>:<payload in hex>".
  * It keeps munge's promises that the session relies on: open() names the
- * sealer, refuses a credential meant for another uid, and refuses one it
- * has opened before (a replay cache shared by every fake identity, as a
+ * sealer, refuses a credential meant for another uid, and reports one it
+ * has opened before (-EALREADY, payload given, as munge's
+ * EMUNGE_CRED_REPLAYED: a replay cache shared by every fake identity, as a
  * node's munged is shared by its processes). */
 #ifndef ADAFS_SESSION_FAKE_H
 #define ADAFS_SESSION_FAKE_H

@@ -31,6 +31,16 @@ static bool has(const char *text, const char *part)
     return found;
 }
 
+/* A credential made into a hello for n1 (its MAC all zeros: the tests
+ * that use it fail before the MAC is checked). */
+static char *as_hello(char *cred)
+{
+    char *text = malloc(strlen(cred) + 70);
+    sprintf(text, "n1 %064d %s", 0, cred);
+    free(cred);
+    return text;
+}
+
 /* A handshake between the plugin and agent n1: 0 and both sides' keys,
  * or the failing step's rc with its message in err. */
 static int handshake(struct session_keys *client, struct session_keys *agent, char *err, size_t errlen)
@@ -73,8 +83,48 @@ static void test_handshake(void)
     rc = session_hello_take(&agent_auth, "n1", SLURM_UID, hello, &a, err, sizeof(err));
     tap_is_int(rc, 0, "the agent opens it");
     rc = session_hello_take(&agent_auth, "n1", SLURM_UID, hello, &a, err, sizeof(err));
-    tap_ok(rc == -EACCES && has(err, "Replayed"), "the same hello again is a replay, refused");
+    tap_ok(rc == -EACCES && has(err, "a replayed hello"), "the same hello again is a replay, refused");
     free(hello);
+
+    /* A fan-out: one credential, a hello per node, every agent on one
+     * munged (which reports the credential replayed from the second on). */
+    struct session_fanout f;
+    rc = session_fanout_make(&plugin_auth, &f, err, sizeof(err));
+    tap_ok(rc == 0, "a fan-out's credential is made (%s)", err);
+    char *hellos[3];
+    struct session_handshake cs[3], as[3];
+    struct session_keys cks[3], aks[3];
+    const char *names[3] = { "n1", "n2", "n3" };
+    int taken = 0, keyed = 0;
+    for (int i = 0; i < 3; i++) {
+        session_fanout_hello(&f, names[i], &cs[i], &hellos[i], err, sizeof(err));
+        if (session_hello_take(&agent_auth, names[i], SLURM_UID, hellos[i], &as[i], err,
+                               sizeof(err)) == 0 &&
+            session_reply_make(&agent_auth, &as[i], &reply, &aks[i], err, sizeof(err)) == 0) {
+            taken++;
+            if (session_reply_take(&plugin_auth, &cs[i], reply, &cks[i], err, sizeof(err)) == 0 &&
+                memcmp(cks[i].tx, aks[i].rx, 32) == 0)
+                keyed++;
+            free(reply);
+        }
+    }
+    tap_ok(taken == 3 && keyed == 3, "each of 3 agents takes its hello of one credential and "
+           "both sides agree on keys (%d, %d: %s)", taken, keyed, err);
+    tap_ok(memcmp(cks[0].tx, cks[1].tx, 32) != 0 && memcmp(cks[1].tx, cks[2].tx, 32) != 0,
+           "each session of the fan-out has keys of its own");
+    rc = session_hello_take(&agent_auth, "n2", SLURM_UID, hellos[1], &a, err, sizeof(err));
+    tap_ok(rc == -EACCES && has(err, "a replayed hello"), "n2's hello sent to n2 again is refused");
+    /* n1's hello with its node rewritten: the MAC binds it to n1. */
+    char *moved = malloc(strlen(hellos[0]) + 1);
+    strcpy(moved, hellos[0]);
+    moved[1] = '4';
+    rc = session_hello_take(&agent_auth, "n4", SLURM_UID, moved, &a, err, sizeof(err));
+    tap_ok(rc == -EACCES && has(err, "MAC for node n4 is not its credential's"),
+           "n1's hello made into n4's is refused (the MAC)");
+    free(moved);
+    for (int i = 0; i < 3; i++)
+        free(hellos[i]);
+    session_fanout_clear(&f);
 
     /* The agent checks who and for which node. */
     struct session_handshake u;
@@ -102,8 +152,8 @@ static void test_handshake(void)
     session_hello_take(&agent_auth, "n1", SLURM_UID, hello1, &a1, err, sizeof(err));
     session_reply_make(&agent_auth, &a1, &reply, &k, err, sizeof(err));
     rc = session_reply_take(&plugin_auth, &c2, reply, &k, err, sizeof(err));
-    tap_ok(rc == -EACCES && has(err, "the reply answers another hello"),
-           "a reply to another hello (wrong nonce) is refused");
+    tap_ok(rc == -EACCES && has(err, "an answer to another hello"),
+           "a reply to another hello is refused");
     free(reply);
     free(hello1);
     free(hello2);
@@ -116,8 +166,9 @@ static void test_handshake(void)
     memcpy(fake.client_share, c.client_share, 32);
     session_reply_make(&user_auth, &fake, &reply, &k, err, sizeof(err));
     rc = session_reply_take(&plugin_auth, &c, reply, &k, err, sizeof(err));
-    tap_ok(rc == -EACCES && has(err, "sealed by uid 1001, not root: not the agent"),
-           "a reply sealed by a user, even with the right nonce, is refused");
+    tap_ok(rc == -EACCES && has(err, "does not prove the hello's key: not root's agent"),
+           "a reply of a user who could not open the hello, even with the right nonce, is "
+           "refused");
     free(reply);
     free(hello);
 
@@ -136,13 +187,14 @@ static void test_handshake(void)
     struct session_handshake r;
     session_hello_make(&agent_auth, "n1", &r, &hello, err, sizeof(err));
     rc = session_reply_take(&agent_auth, &r, hello, &k, err, sizeof(err));
-    tap_ok(rc == -EPROTO && has(err, "holds a hello, not a reply"),
+    tap_ok(rc == -EACCES && has(err, "not an adafs agent's"),
            "a client's own hello sent back as the reply is refused");
     free(hello);
 
     /* Payloads not of this protocol, sealed by the right uids. */
     char *junk;
     plugin_auth.seal(&plugin_auth, "garbage", 7, 0, &junk, err, sizeof(err));
+    junk = as_hello(junk);
     rc = session_hello_take(&agent_auth, "n1", SLURM_UID, junk, &a, err, sizeof(err));
     tap_ok(rc == -EPROTO && has(err, "does not hold an adafs agent hello"),
            "a credential of the right uid sealing something else is refused");
@@ -153,8 +205,9 @@ static void test_handshake(void)
     rpc_put_u32(&w, SESSION_VERSION + 1);
     rpc_put_u32(&w, SESSION_KIND_HELLO);
     plugin_auth.seal(&plugin_auth, w.data, w.len, 0, &junk, err, sizeof(err));
+    junk = as_hello(junk);
     rc = session_hello_take(&agent_auth, "n1", SLURM_UID, junk, &a, err, sizeof(err));
-    tap_ok(rc == -EPROTO && has(err, "agent session version 3, this side speaks 2"),
+    tap_ok(rc == -EPROTO && has(err, "agent session version 4, this side speaks 3"),
            "another protocol version is refused, naming both");
     free(junk);
     rpc_writer_free(&w);
@@ -163,12 +216,15 @@ static void test_handshake(void)
     rpc_put_u32(&w, SESSION_MAGIC);
     rpc_put_u32(&w, SESSION_VERSION);
     rpc_put_u32(&w, SESSION_KIND_HELLO);
-    rpc_put_str(&w, "n1");
     rpc_put_raw(&w, err, 40);
     plugin_auth.seal(&plugin_auth, w.data, w.len, 0, &junk, err, sizeof(err));
+    junk = as_hello(junk);
     rc = session_hello_take(&agent_auth, "n1", SLURM_UID, junk, &a, err, sizeof(err));
     tap_ok(rc == -EPROTO && has(err, "a malformed hello"), "a truncated hello is refused");
     free(junk);
+    rc = session_hello_take(&agent_auth, "n1", SLURM_UID, "n1 00 FAKE:", &a, err, sizeof(err));
+    tap_ok(rc == -EPROTO && has(err, "not a node, a MAC and a credential"),
+           "a hello without its MAC is refused");
     rpc_writer_free(&w);
 }
 

@@ -338,6 +338,8 @@ struct bb_job *bb_job_decode(struct rpc_reader *r, char *err, size_t errlen)
     const char *what = "fields";
     if (kind == RECORD_UNREADABLE) {
         j->unreadable = get_str(r, &ok);
+        if (ok && !j->unreadable[0])
+            ok = false;   /* its reason is what such a record is for */
         goto check;
     }
     j->uid = rpc_get_u32(r);
@@ -434,21 +436,17 @@ int bb_job_frame_gone(struct rpc_writer *w, uint32_t job_id, uint64_t key)
     return 0;
 }
 
-void bb_job_file_header(uint8_t out[BB_JOB_HEADER_SIZE])
+void bb_job_file_begin(struct rpc_writer *w)
 {
-    struct rpc_writer h;
-    rpc_writer_init(&h, out, BB_JOB_HEADER_SIZE);
-    rpc_put_raw(&h, FILE_MAGIC, sizeof(FILE_MAGIC));
-    rpc_put_u32(&h, FILE_VERSION);
+    rpc_writer_init(w, NULL, 0);
+    rpc_put_raw(w, FILE_MAGIC, sizeof(FILE_MAGIC));
+    rpc_put_u32(w, FILE_VERSION);
 }
 
 int bb_job_save(const char *path, struct bb_job *head)
 {
     struct rpc_writer w;
-    rpc_writer_init(&w, NULL, 0);
-    uint8_t header[BB_JOB_HEADER_SIZE];
-    bb_job_file_header(header);
-    rpc_put_raw(&w, header, sizeof(header));
+    bb_job_file_begin(&w);
     int rc = 0;
     for (const struct bb_job *j = head; rc == 0 && j; j = j->next)
         rc = bb_job_frame(&w, j);

@@ -128,14 +128,15 @@ int bb_job_set_error(struct bb_job *job, enum bb_failure failure, const char *fm
 
 /* The saved table (format in bb_job.c): a journal bb_store.h appends to,
  * or a compacted copy with each record once. */
-#define BB_JOB_HEADER_SIZE 12
 #define BB_JOB_FRAME_SIZE 28
 /* Appends one job's framed record (its key is its identity in the
  * journal). 0 or -ENOMEM. */
 int bb_job_frame(struct rpc_writer *w, const struct bb_job *job);
 /* Appends the frame saying the record of this key is gone. */
 int bb_job_frame_gone(struct rpc_writer *w, uint32_t job_id, uint64_t key);
-void bb_job_file_header(uint8_t out[BB_JOB_HEADER_SIZE]);
+/* Starts a saved table: w a new writer holding the file's header (free it
+ * with rpc_writer_free). */
+void bb_job_file_begin(struct rpc_writer *w);
 /* Keys of new records go above key (keys loaded from a journal). */
 void bb_job_keys_above(uint64_t key);
 

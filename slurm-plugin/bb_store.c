@@ -136,10 +136,7 @@ struct bb_store *bb_store_open(const char *path, const struct bb_job *jobs, char
     }
     free(copy);
     struct rpc_writer w;
-    rpc_writer_init(&w, NULL, 0);
-    uint8_t header[BB_JOB_HEADER_SIZE];
-    bb_job_file_header(header);
-    rpc_put_raw(&w, header, sizeof(header));
+    bb_job_file_begin(&w);
     int rc = 0;
     for (const struct bb_job *j = jobs; rc == 0 && j; j = j->next) {
         struct rpc_writer one;
@@ -246,11 +243,12 @@ static int compact_locked(struct bb_store *s)
     int fd = rc < 0 ? -1 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
     if (rc == 0 && fd < 0)
         rc = -errno;
-    uint8_t header[BB_JOB_HEADER_SIZE];
-    bb_job_file_header(header);
-    uint64_t bytes = sizeof(header);
+    struct rpc_writer header;
+    bb_job_file_begin(&header);
+    uint64_t bytes = header.len;
     if (rc == 0)
-        rc = fileio_write_all(fd, header, sizeof(header));
+        rc = rpc_writer_ok(&header) ? fileio_write_all(fd, header.data, header.len) : -ENOMEM;
+    rpc_writer_free(&header);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         rc = fileio_write_all(fd, snap[i]->data, snap[i]->len);
         bytes += snap[i]->len;

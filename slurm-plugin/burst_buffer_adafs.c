@@ -139,6 +139,15 @@ static void held(const char *where, uint64_t since)
                 plugin_type, us, where);
 }
 
+/* A Slurm call made with slurmctld's job lock held: fn, timed (held). */
+static int timed(const char *where, int (*fn)(job_record_t *job_ptr), job_record_t *job_ptr)
+{
+    uint64_t since = clock_us();
+    int rc = fn(job_ptr);
+    held(where, since);
+    return rc;
+}
+
 /* The shared modules log through Slurm's log. */
 static void log_to_slurm(int level, const char *line)
 {
@@ -1360,10 +1369,7 @@ static int job_begin(job_record_t *job_ptr)
 /* Called with slurmctld's job lock: timed. */
 extern int bb_p_job_begin(job_record_t *job_ptr)
 {
-    uint64_t since = clock_us();
-    int rc = job_begin(job_ptr);
-    held("bb_p_job_begin", since);
-    return rc;
+    return timed(__func__, job_begin, job_ptr);
 }
 
 extern int bb_p_job_revoke_alloc(job_record_t *job_ptr)
@@ -1404,10 +1410,7 @@ static int job_start_stage_out(job_record_t *job_ptr)
 /* Called with slurmctld's job lock: timed. */
 extern int bb_p_job_start_stage_out(job_record_t *job_ptr)
 {
-    uint64_t since = clock_us();
-    int rc = job_start_stage_out(job_ptr);
-    held("bb_p_job_start_stage_out", since);
-    return rc;
+    return timed(__func__, job_start_stage_out, job_ptr);
 }
 
 extern int bb_p_job_test_post_run(job_record_t *job_ptr)
@@ -1430,10 +1433,7 @@ static int job_test_stage_out(job_record_t *job_ptr)
 /* Called with slurmctld's job lock: timed. */
 extern int bb_p_job_test_stage_out(job_record_t *job_ptr)
 {
-    uint64_t since = clock_us();
-    int rc = job_test_stage_out(job_ptr);
-    held("bb_p_job_test_stage_out", since);
-    return rc;
+    return timed(__func__, job_test_stage_out, job_ptr);
 }
 
 static int job_cancel(job_record_t *job_ptr)
@@ -1447,10 +1447,7 @@ static int job_cancel(job_record_t *job_ptr)
 /* Called with slurmctld's job lock: timed. */
 extern int bb_p_job_cancel(job_record_t *job_ptr)
 {
-    uint64_t since = clock_us();
-    int rc = job_cancel(job_ptr);
-    held("bb_p_job_cancel", since);
-    return rc;
+    return timed(__func__, job_cancel, job_ptr);
 }
 
 extern int bb_p_run_script(char *func, uint32_t job_id, uint32_t argc, char **argv,
