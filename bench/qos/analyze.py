@@ -93,7 +93,7 @@ def share(capacity, period, specs):
     t0 = min(j['first'] for j in jobs.values())
     end = int(max(j['done'] for j in jobs.values()))
     over = []
-    fair, jain_values, worst = [], [], 1e9
+    fair, jain_values, worst, worst_at = [], [], 1e9, None
     # When the set of jobs asking changes (one arrives, finishes, goes idle
     # or comes back), the controller needs up to 2 periods to follow:
     # those seconds are left out of the fairness figures (not of the sum).
@@ -121,7 +121,9 @@ def share(capacity, period, specs):
         ratios = [jobs[k]['per_s'].get(t, 0) / ent[k] for k in active]
         jain = sum(ratios) ** 2 / (len(ratios) * sum(r * r for r in ratios))
         jain_values.append(jain)
-        worst = min(worst, min(ratios))
+        for k, r in zip(active, ratios):
+            if r < worst:
+                worst, worst_at = r, {'t': t - t0, 'job': k}
         fair.append({'t': t - t0, **{k: round(r, 3) for k, r in zip(active, ratios)}})
     # A job going idle: the others' sum in the 2 periods after.
     reaction = []
@@ -141,6 +143,7 @@ def share(capacity, period, specs):
             'idle_reaction': reaction,
             'contention_seconds': len(jain_values),
             'worst_achieved_over_entitled': round(worst, 3) if jain_values else None,
+            'worst_at': worst_at,
             'jain_median': round(jain_values[len(jain_values) // 2], 4) if jain_values else None,
             'jain_min': round(jain_values[0], 4) if jain_values else None,
             'makespan_s': round(max(j['done'] for j in jobs.values()) - t0, 1)}
