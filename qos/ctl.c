@@ -306,12 +306,14 @@ static double pair_demand(const struct pair *p, int cl)
      * be seen. Wanting all it can get gives it its max-min share at once;
      * growing from what it was allowed (doubling each period) took 16
      * periods for a job back from idling at 1 op/s to reach 66,000/s. */
-    /* Held back but using less than its limit (what the margin allows
-     * for): its calls came in bursts (or its processes were slowed by
-     * something else); it did not want more on average, and taking its
-     * fair share for it would hold the others back for a period. */
+    /* Held back for a moment but using less than its limit (what the
+     * margin allows for): its calls came in bursts (or its processes were
+     * slowed by something else); it did not want more on average, and
+     * taking its fair share for it would hold the others back for a
+     * period. Held back most of the period, it is limited, whatever it
+     * achieved (ctl.h). */
     if (p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD &&
-        p->rate[cl] * CTL_HEADROOM >= (double)p->limit[cl])
+        (p->held[cl] >= CTL_HELD_MOSTLY || p->rate[cl] * CTL_HEADROOM >= (double)p->limit[cl]))
         return INFINITY;
     return p->rate[cl] * CTL_HEADROOM + unit(cl);
 }

@@ -354,6 +354,27 @@ static void test_bursty(void)
     ctl_free(c);
 }
 
+/* A job held back most of the period at its limit, but achieving only
+ * 90% of it (its processes not scheduled for a while on a busy node),
+ * still wants its share: its limit is not cut to what it achieved. */
+static void test_held_on_busy_node(void)
+{
+    struct ctl *c = two_jobs();
+    int64_t t = 100000;
+    uint64_t u20 = 0, u21 = 0;
+    ctl_compute(c, &two_jobs_settings, t);
+    for (int k = 1; k < 5; k++) {
+        u20 += limit_in(c, 0, 20, QOS_STAT) * 9 / 10;   /* held 80%, 90% of its limit */
+        u21 += limit_in(c, 1, 21, QOS_STAT);
+        two_jobs_cycle(c, &t, u20, 800000000ull * (uint64_t)k, u21, 800000000ull * (uint64_t)k);
+    }
+    uint64_t l20 = limit_in(c, 0, 20, QOS_STAT), l21 = limit_in(c, 1, 21, QOS_STAT);
+    tap_ok(l20 >= 495 && l20 <= 505 && l21 >= 495 && l21 <= 505,
+           "a job held most of the time keeps its fair share whatever it achieved (%llu, %llu)",
+           (unsigned long long)l20, (unsigned long long)l21);
+    ctl_free(c);
+}
+
 int main(void)
 {
     test_policies();
@@ -361,5 +382,6 @@ int main(void)
     test_ctl();
     test_back_from_idle();
     test_bursty();
+    test_held_on_busy_node();
     return tap_done();
 }
