@@ -40,6 +40,10 @@
  * load 10-16). A job held in bursts (behind for a moment, then catching
  * up) is held for a small part of the period. */
 #define CTL_HELD_MOSTLY 0.5
+/* The most a (job, node) used while not held back, which is what it wants
+ * at least when it is held back later, fades by this fraction per second:
+ * a job that really slows down is not given its old rate for long. */
+#define CTL_PEAK_DECAY 0.02
 /* A job not held back is given what it used and this margin, which only
  * has to cover how much a steady job's rate moves from period to period
  * (leases and report timing: well under 5%); growth beyond it is seen as

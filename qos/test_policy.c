@@ -375,6 +375,36 @@ static void test_held_on_busy_node(void)
     ctl_free(c);
 }
 
+/* A job below its fair share whose usage dips for one period (its
+ * processes descheduled) is held at the dip the next: it gets back the
+ * rate it used, not its whole fair share at the other's cost. */
+static void test_dip_then_held(void)
+{
+    struct ctl *c = two_jobs();
+    int64_t t = 100000;
+    uint64_t u20 = 0, u21 = 0, w21 = 0;
+    for (int k = 0; k < 5; k++) {   /* job 20 at 300/s unhindered, job 21 takes all it gets */
+        u20 += k ? 300 : 0;
+        u21 += limit_in(c, 1, 21, QOS_STAT) == QOS_UNLIMITED ? 500 : limit_in(c, 1, 21, QOS_STAT);
+        w21 += 900000000ull;
+        two_jobs_cycle(c, &t, u20, 0, u21, w21);
+    }
+    u20 += 270;                      /* the dip */
+    u21 += limit_in(c, 1, 21, QOS_STAT);
+    w21 += 900000000ull;
+    two_jobs_cycle(c, &t, u20, 0, u21, w21);
+    uint64_t cut = limit_in(c, 0, 20, QOS_STAT);
+    u20 += cut;                      /* held at the dip, using all of it */
+    u21 += limit_in(c, 1, 21, QOS_STAT);
+    w21 += 900000000ull;
+    two_jobs_cycle(c, &t, u20, 300000000ull, u21, w21);
+    uint64_t l20 = limit_in(c, 0, 20, QOS_STAT), l21 = limit_in(c, 1, 21, QOS_STAT);
+    tap_ok(cut < 300 && l20 >= 300 && l20 <= 330 && l21 >= 670,
+           "a job held at a one-period dip gets its rate back, not its whole fair share (%llu -> %llu, "
+           "the other %llu)", (unsigned long long)cut, (unsigned long long)l20, (unsigned long long)l21);
+    ctl_free(c);
+}
+
 int main(void)
 {
     test_policies();
@@ -383,5 +413,6 @@ int main(void)
     test_back_from_idle();
     test_bursty();
     test_held_on_busy_node();
+    test_dip_then_held();
     return tap_done();
 }
