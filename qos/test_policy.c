@@ -333,46 +333,43 @@ static void test_back_from_idle(void)
     ctl_free(c);
 }
 
-/* A job held back now and then but using well under its limit (bursts,
- * or processes slowed by something else) does not want more: it is not
- * given its fair share at the cost of a job that does. */
-static void test_bursty(void)
+/* Four periods of the two jobs from their first limits: job 20 uses
+ * fixed20 plus frac20 of its limit each period and is held back
+ * waited20 ns of it, job 21 uses all it gets and is held half the
+ * period. Their limits after, into l20 and l21. */
+static void two_jobs_run(uint64_t fixed20, double frac20, uint64_t waited20, uint64_t *l20, uint64_t *l21)
 {
     struct ctl *c = two_jobs();
     int64_t t = 100000;
     uint64_t u20 = 0, u21 = 0;
     ctl_compute(c, &two_jobs_settings, t);
     for (int k = 1; k < 5; k++) {
-        u20 += 100;                                 /* limit 500 at first: held 20%, uses 100/s */
-        u21 += limit_in(c, 1, 21, QOS_STAT);        /* held, uses all it gets */
-        two_jobs_cycle(c, &t, u20, 200000000ull * (uint64_t)k, u21, 500000000ull * (uint64_t)k);
+        u20 += fixed20 + (uint64_t)((double)limit_in(c, 0, 20, QOS_STAT) * frac20);
+        u21 += limit_in(c, 1, 21, QOS_STAT);
+        two_jobs_cycle(c, &t, u20, waited20 * (uint64_t)k, u21, 500000000ull * (uint64_t)k);
     }
-    uint64_t l20 = limit_in(c, 0, 20, QOS_STAT), l21 = limit_in(c, 1, 21, QOS_STAT);
-    tap_ok(l20 >= 100 && l20 <= 106 && l21 >= 890,
-           "a job held in bursts under its limit keeps what it uses, the starved one the rest (%llu, %llu)",
-           (unsigned long long)l20, (unsigned long long)l21);
+    *l20 = limit_in(c, 0, 20, QOS_STAT);
+    *l21 = limit_in(c, 1, 21, QOS_STAT);
     ctl_free(c);
 }
 
-/* A job held back most of the period at its limit, but achieving only
- * 90% of it (its processes not scheduled for a while on a busy node),
- * still wants its share: its limit is not cut to what it achieved. */
-static void test_held_on_busy_node(void)
+/* A job held back now and then but using well under its limit (bursts,
+ * or processes slowed by something else) does not want more: it is not
+ * given its fair share at the cost of a job that does. A job held back
+ * most of the period at its limit, but achieving only 90% of it (its
+ * processes not scheduled for a while on a busy node), still wants its
+ * share: its limit is not cut to what it achieved. */
+static void test_bursty_or_held(void)
 {
-    struct ctl *c = two_jobs();
-    int64_t t = 100000;
-    uint64_t u20 = 0, u21 = 0;
-    ctl_compute(c, &two_jobs_settings, t);
-    for (int k = 1; k < 5; k++) {
-        u20 += limit_in(c, 0, 20, QOS_STAT) * 9 / 10;   /* held 80%, 90% of its limit */
-        u21 += limit_in(c, 1, 21, QOS_STAT);
-        two_jobs_cycle(c, &t, u20, 800000000ull * (uint64_t)k, u21, 800000000ull * (uint64_t)k);
-    }
-    uint64_t l20 = limit_in(c, 0, 20, QOS_STAT), l21 = limit_in(c, 1, 21, QOS_STAT);
+    uint64_t l20, l21;
+    two_jobs_run(100, 0, 200000000ull, &l20, &l21);   /* limit 500 at first: held 20%, uses 100/s */
+    tap_ok(l20 >= 100 && l20 <= 106 && l21 >= 890,
+           "a job held in bursts under its limit keeps what it uses, the starved one the rest (%llu, %llu)",
+           (unsigned long long)l20, (unsigned long long)l21);
+    two_jobs_run(0, 0.9, 800000000ull, &l20, &l21);   /* held 80%, 90% of its limit */
     tap_ok(l20 >= 495 && l20 <= 505 && l21 >= 495 && l21 <= 505,
            "a job held most of the time keeps its fair share whatever it achieved (%llu, %llu)",
            (unsigned long long)l20, (unsigned long long)l21);
-    ctl_free(c);
 }
 
 /* A job below its fair share whose usage dips for one period (its
@@ -411,8 +408,7 @@ int main(void)
     test_many_jobs();
     test_ctl();
     test_back_from_idle();
-    test_bursty();
-    test_held_on_busy_node();
+    test_bursty_or_held();
     test_dip_then_held();
     return tap_done();
 }
