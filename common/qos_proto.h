@@ -4,14 +4,14 @@
  * request per control period in the agent session (agent_session.h: qosd
  * runs as slurmctld's user, proved by munge, every message sealed):
  *   u32 QOS_PROTO_VERSION, u64 cycle, u32 njobs, then per job
- *   u32 job id, u32 uid, QOS_NCLASSES x u64 limit (this job on this node,
- *   per second; QOS_UNLIMITED for none)
+ *   u32 job id, u32 uid, the class vector of limits (this job on this
+ *   node, per second; QOS_UNLIMITED for none)
  * listing every job with processes of its own on the node. The agent
  * applies the limits (creating the budget of a job it did not know) and
  * answers with the usage of every job it holds a budget for:
  *   u32 QOS_PROTO_VERSION, u64 cycle, u32 njobs, then per job
- *   u32 job id, u32 processes, QOS_NCLASSES x u64 used (totals since the
- *   budget was made), QOS_NCLASSES x u64 nanoseconds delayed (totals)
+ *   u32 job id, u32 processes, the class vectors of use (totals since the
+ *   budget was made) and of nanoseconds delayed (totals)
  * Each period qosd first asks every busy agent for that report alone
  * (AGENT_QOS_REPORT: u32 QOS_PROTO_VERSION, u64 cycle; the same answer,
  * nothing changed), computes, and then sends the limits: so limits follow
@@ -26,11 +26,15 @@
  * status to a file each period for the plugin's bbstat: the same
  * encoding after u32 QOS_STATUS_MAGIC. A status:
  *   u32 version, u64 cycle, u64 unix time ms, u32 period ms, str policy,
- *   QOS_NCLASSES x u64 capacity, u32 agents, u32 agents answering,
+ *   the class vector of capacity, u32 agents, u32 agents answering,
  *   u32 njobs, then per job: u32 job id, u32 uid, u32 nodes, u32 nodes
- *   reporting, u32 processes, u32 weight x 1000, then QOS_NCLASSES x u64
- *   each of asked (directive; 0 none), demand, allocation and usage, all
+ *   reporting, u32 processes, u32 weight x 1000, then the class vectors
+ *   of asked (directive; 0 none), demand, allocation and usage, all
  *   per second for the whole job.
+ *
+ * A class vector (QOS_NCLASSES values): u16 mask of the classes whose
+ * value is not 0, then each of those, in class order, as a LEB128 varint
+ * of value + 1 (QOS_UNLIMITED wraps to 0: one byte).
  *
  * Decoders bound every count (QOS_PROTO_MAX_JOBS) before allocating and
  * refuse trailing bytes; they return 0 or -EBADMSG. */
@@ -44,7 +48,7 @@
 #include "qos_limits.h"
 #include "rpc.h"
 
-#define QOS_PROTO_VERSION 1
+#define QOS_PROTO_VERSION 2   /* 2: compact class vectors */
 #define QOS_PROTO_MAX_JOBS 100000
 #define QOS_STATUS_MAGIC 0x53514441u   /* "ADQS" read as little-endian */
 
@@ -95,7 +99,7 @@ struct qos_status {
     struct qos_job_status *jobs;   /* decoded: malloc'd */
 };
 
-/* One class vector (QOS_NCLASSES x u64), as the messages carry them. */
+/* One class vector (QOS_NCLASSES values), as the messages carry them. */
 void qos_classes_put(struct rpc_writer *w, const uint64_t *v);
 
 void qos_cycle_put(struct rpc_writer *w, const struct qos_cycle *c);

@@ -16,6 +16,7 @@
 #include "qos_client.h"
 #include "qos_limits.h"
 #include "qos_paths.h"
+#include "qos_proto.h"
 #include "qos_seg.h"
 #include "tap.h"
 
@@ -321,9 +322,52 @@ static void test_client(void)
     rmdir(dir);
 }
 
+/* The compact class vector: 0 and QOS_UNLIMITED cost a bit and a byte,
+ * every value comes back, and a value has one encoding. */
+static void test_classes(void)
+{
+    uint64_t v[QOS_NCLASSES] = { 0 }, back[QOS_NCLASSES];
+    v[QOS_OPEN] = 1;
+    v[QOS_STAT] = 1000;
+    v[QOS_READ] = QOS_UNLIMITED;
+    v[QOS_WRITE] = QOS_UNLIMITED - 1;
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    qos_classes_put(&w, v);
+    tap_is_int((int)w.len, 2 + 1 + 2 + 1 + 10, "mask, then 1, 1000, unlimited, 2^64-2 in 1+2+1+10 bytes");
+    struct rpc_writer m;
+    rpc_writer_init(&m, NULL, 0);
+    rpc_put_u32(&m, QOS_PROTO_VERSION);
+    rpc_put_u64(&m, 9);
+    rpc_put_u32(&m, 1);
+    rpc_put_u32(&m, 42);
+    rpc_put_u32(&m, 1000);
+    rpc_put_raw(&m, w.data, w.len);
+    struct rpc_reader r;
+    rpc_reader_init(&r, m.data, m.len);
+    struct qos_cycle cy;
+    tap_is_int(qos_cycle_get(&r, &cy), 0, "a limits message with it decodes");
+    if (cy.njobs == 1)
+        memcpy(back, cy.jobs[0].limit.v, sizeof(back));
+    tap_ok(cy.njobs == 1 && memcmp(back, v, sizeof(v)) == 0, "every class comes back");
+    free(cy.jobs);
+    /* 1000 + 1 = 0xe9 0x07; padded to 0xe9 0x87 0x00 it is not its shortest form. */
+    size_t at = m.len - w.len + 3;
+    uint8_t padded[128];
+    memcpy(padded, m.data, at + 2);
+    padded[at + 1] |= 0x80;
+    padded[at + 2] = 0;
+    memcpy(padded + at + 3, m.data + at + 2, m.len - at - 2);
+    rpc_reader_init(&r, padded, m.len + 1);
+    tap_is_int(qos_cycle_get(&r, &cy), -EBADMSG, "a padded varint is refused");
+    rpc_writer_free(&w);
+    rpc_writer_free(&m);
+}
+
 int main(void)
 {
     test_limits();
+    test_classes();
     test_paths();
     test_seg();
     test_client();

@@ -18,6 +18,7 @@ struct pair {
     int64_t last_ms;
     uint64_t last_used[QOS_NCLASSES], last_waited[QOS_NCLASSES];
     double rate[QOS_NCLASSES], held[QOS_NCLASSES], demand[QOS_NCLASSES];
+    double peak[QOS_NCLASSES];        /* the most it used unhindered lately (ctl.h) */
     uint64_t limit[QOS_NCLASSES];     /* what the node was last sent */
 };
 
@@ -257,6 +258,7 @@ void ctl_take_report(struct ctl *c, uint32_t node, const struct qos_report *rep,
         double dt = (double)(now_ms - p->last_ms) / 1000.0;
         if (p->samples && dt > 0.001) {
             double per_s = 1 / dt, held_per_ns = per_s / 1e9 / (u->procs ? u->procs : 1);
+            double decay = dt * CTL_PEAK_DECAY < 1 ? 1 - dt * CTL_PEAK_DECAY : 0;
             for (int cl = 0; cl < QOS_NCLASSES; cl++) {
                 /* Totals that went back: a new budget (an agent restarted). */
                 uint64_t du = u->used[cl] >= p->last_used[cl] ? u->used[cl] - p->last_used[cl] : 0;
@@ -265,6 +267,9 @@ void ctl_take_report(struct ctl *c, uint32_t node, const struct qos_report *rep,
                 p->rate[cl] = (double)du * per_s;
                 double held = (double)dw * held_per_ns;
                 p->held[cl] = held > 1 ? 1 : held;
+                p->peak[cl] *= decay;
+                if (p->held[cl] <= CTL_HELD && p->rate[cl] > p->peak[cl])
+                    p->peak[cl] = p->rate[cl];
             }
         }
         if (!p->samples || dt > 0.001) {
@@ -306,13 +311,22 @@ static double pair_demand(const struct pair *p, int cl)
      * be seen. Wanting all it can get gives it its max-min share at once;
      * growing from what it was allowed (doubling each period) took 16
      * periods for a job back from idling at 1 op/s to reach 66,000/s. */
-    /* Held back but using less than its limit (what the margin allows
-     * for): its calls came in bursts (or its processes were slowed by
-     * something else); it did not want more on average, and taking its
-     * fair share for it would hold the others back for a period. */
+    /* Held back for a moment but using less than its limit (what the
+     * margin allows for): its calls came in bursts (or its processes were
+     * slowed by something else); it did not want more on average, and
+     * taking its fair share for it would hold the others back for a
+     * period. Held back most of the period, it is limited, whatever it
+     * achieved (ctl.h). */
+    /* Held back, it wants at least the most it used unhindered lately: a
+     * job below its fair share whose usage dipped for a period (its
+     * processes descheduled) and was then held at that dip is given its
+     * rate back, not its whole fair share (which held the others at 0.89
+     * of theirs for a period, issue 24's three-job runs). */
     if (p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD &&
-        p->rate[cl] * CTL_HEADROOM >= (double)p->limit[cl])
-        return INFINITY;
+        (p->held[cl] >= CTL_HELD_MOSTLY || p->rate[cl] * CTL_HEADROOM >= (double)p->limit[cl])) {
+        double seen = p->peak[cl] * CTL_HEADROOM + unit(cl);
+        return seen > (double)p->limit[cl] ? seen : INFINITY;
+    }
     return p->rate[cl] * CTL_HEADROOM + unit(cl);
 }
 

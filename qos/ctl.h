@@ -31,6 +31,19 @@
 #define CTL_NODE_FLOOR 0.05
 /* Held back more than this fraction of the time: wants more. */
 #define CTL_HELD 0.01
+/* Held back more than this fraction of the time: limited, whatever it
+ * achieved. A node's processes lose the tokens of the time they are not
+ * scheduled (past the bucket's burst), so a job held at its limit on a
+ * busy node achieves a few percent to 10% less than it; taken for a job
+ * that wants no more, its limit was cut to its usage each period, and a
+ * job entitled to 99,467 stat/s got 85,172 (issue 24's three-job runs at
+ * load 10-16). A job held in bursts (behind for a moment, then catching
+ * up) is held for a small part of the period. */
+#define CTL_HELD_MOSTLY 0.5
+/* The most a (job, node) used while not held back, which is what it wants
+ * at least when it is held back later, fades by this fraction per second:
+ * a job that really slows down is not given its old rate for long. */
+#define CTL_PEAK_DECAY 0.02
 /* A job not held back is given what it used and this margin, which only
  * has to cover how much a steady job's rate moves from period to period
  * (leases and report timing: well under 5%); growth beyond it is seen as

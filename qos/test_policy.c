@@ -276,43 +276,56 @@ static void test_ctl(void)
     ctl_free(c);
 }
 
-/* A job back from idling: held at the 1/s it was left with, it gets its
- * fair share in the next cycle, not a doubling per period. */
-static void test_back_from_idle(void)
+/* Two one-node jobs, 20 on node 0 and 21 on node 1, sharing 1000 stat/s
+ * by PSFA: the setting of the tests below. */
+static const struct ctl_settings two_jobs_settings = {
+    .policy = QOS_POLICY_PSFA, .agent_timeout_ms = 3000, .capacity.v[QOS_STAT] = 1000,
+};
+
+static struct ctl *two_jobs(void)
 {
     struct ctl *c = ctl_new();
-    uint32_t n0[] = { 0 }, n1[] = { 1 };
-    struct ctl_job_spec jobs[] = {
+    static const uint32_t n0[] = { 0 }, n1[] = { 1 };
+    const struct ctl_job_spec jobs[] = {
         { .id = 20, .uid = 1000, .weight = 1, .nnodes = 1, .nodes = n0 },
         { .id = 21, .uid = 1001, .weight = 1, .nnodes = 1, .nodes = n1 },
     };
     ctl_set_jobs(c, jobs, 2, 2);
-    struct ctl_settings s = { .policy = QOS_POLICY_PSFA, .agent_timeout_ms = 3000 };
-    s.capacity.v[QOS_STAT] = 1000;
+    return c;
+}
+
+/* One period of the two jobs: both agents report their totals (stat ops
+ * used, ns held back) at *t + 1 s, then the controller computes. */
+static void two_jobs_cycle(struct ctl *c, int64_t *t, uint64_t used20, uint64_t waited20,
+                           uint64_t used21, uint64_t waited21)
+{
+    *t += 1000;
+    struct qos_report r0 = report(20, 1, QOS_STAT, used20, waited20);
+    struct qos_report r1 = report(21, 1, QOS_STAT, used21, waited21);
+    ctl_take_report(c, 0, &r0, *t);
+    ctl_take_report(c, 1, &r1, *t);
+    ctl_compute(c, &two_jobs_settings, *t);
+}
+
+/* A job back from idling: held at the 1/s it was left with, it gets its
+ * fair share in the next cycle, not a doubling per period. */
+static void test_back_from_idle(void)
+{
+    struct ctl *c = two_jobs();
     int64_t t = 100000;
     uint64_t used20 = 0, used21 = 0, waited21 = 0, waited20 = 0;
     for (int k = 0; k < 4; k++) {   /* job 20 idle, job 21 takes all it gets */
-        t += 1000;
         used21 += limit_in(c, 1, 21, QOS_STAT) == QOS_UNLIMITED ? 500 : limit_in(c, 1, 21, QOS_STAT);
         waited21 += 1000000000ull;
-        struct qos_report r0 = report(20, 1, QOS_STAT, used20, 0);
-        ctl_take_report(c, 0, &r0, t);
-        struct qos_report r1 = report(21, 1, QOS_STAT, used21, waited21);
-        ctl_take_report(c, 1, &r1, t);
-        ctl_compute(c, &s, t);
+        two_jobs_cycle(c, &t, used20, 0, used21, waited21);
     }
     uint64_t idle = limit_in(c, 0, 20, QOS_STAT);
     /* Job 20 comes back: held all the period at what it was left with. */
-    t += 1000;
     used20 += idle;
     waited20 += 1000000000ull;
     used21 += limit_in(c, 1, 21, QOS_STAT);
     waited21 += 1000000000ull;
-    struct qos_report r0 = report(20, 1, QOS_STAT, used20, waited20);
-    ctl_take_report(c, 0, &r0, t);
-    struct qos_report r1 = report(21, 1, QOS_STAT, used21, waited21);
-    ctl_take_report(c, 1, &r1, t);
-    ctl_compute(c, &s, t);
+    two_jobs_cycle(c, &t, used20, waited20, used21, waited21);
     uint64_t back = limit_in(c, 0, 20, QOS_STAT);
     tap_ok(idle <= 5 && back >= 450 && back <= 550,
            "a job held back after idling gets its fair share in one cycle (%llu -> %llu of 1000)",
@@ -320,37 +333,72 @@ static void test_back_from_idle(void)
     ctl_free(c);
 }
 
-/* A job held back now and then but using well under its limit (bursts,
- * or processes slowed by something else) does not want more: it is not
- * given its fair share at the cost of a job that does. */
-static void test_bursty(void)
+/* Four periods of the two jobs from their first limits: job 20 uses
+ * fixed20 plus frac20 of its limit each period and is held back
+ * waited20 ns of it, job 21 uses all it gets and is held half the
+ * period. Their limits after, into l20 and l21. */
+static void two_jobs_run(uint64_t fixed20, double frac20, uint64_t waited20, uint64_t *l20, uint64_t *l21)
 {
-    struct ctl *c = ctl_new();
-    uint32_t n0[] = { 0 }, n1[] = { 1 };
-    struct ctl_job_spec jobs[] = {
-        { .id = 20, .uid = 1000, .weight = 1, .nnodes = 1, .nodes = n0 },
-        { .id = 21, .uid = 1001, .weight = 1, .nnodes = 1, .nodes = n1 },
-    };
-    ctl_set_jobs(c, jobs, 2, 2);
-    struct ctl_settings s = { .policy = QOS_POLICY_PSFA, .agent_timeout_ms = 3000 };
-    s.capacity.v[QOS_STAT] = 1000;
+    struct ctl *c = two_jobs();
     int64_t t = 100000;
     uint64_t u20 = 0, u21 = 0;
-    ctl_compute(c, &s, t);
+    ctl_compute(c, &two_jobs_settings, t);
     for (int k = 1; k < 5; k++) {
-        t += 1000;
-        u20 += 100;                                 /* limit 500 at first: held 20%, uses 100/s */
-        u21 += limit_in(c, 1, 21, QOS_STAT);        /* held, uses all it gets */
-        struct qos_report r0 = report(20, 1, QOS_STAT, u20, 200000000ull * (uint64_t)k);
-        struct qos_report r1 = report(21, 1, QOS_STAT, u21, 500000000ull * (uint64_t)k);
-        ctl_take_report(c, 0, &r0, t);
-        ctl_take_report(c, 1, &r1, t);
-        ctl_compute(c, &s, t);
+        u20 += fixed20 + (uint64_t)((double)limit_in(c, 0, 20, QOS_STAT) * frac20);
+        u21 += limit_in(c, 1, 21, QOS_STAT);
+        two_jobs_cycle(c, &t, u20, waited20 * (uint64_t)k, u21, 500000000ull * (uint64_t)k);
     }
-    uint64_t l20 = limit_in(c, 0, 20, QOS_STAT), l21 = limit_in(c, 1, 21, QOS_STAT);
+    *l20 = limit_in(c, 0, 20, QOS_STAT);
+    *l21 = limit_in(c, 1, 21, QOS_STAT);
+    ctl_free(c);
+}
+
+/* A job held back now and then but using well under its limit (bursts,
+ * or processes slowed by something else) does not want more: it is not
+ * given its fair share at the cost of a job that does. A job held back
+ * most of the period at its limit, but achieving only 90% of it (its
+ * processes not scheduled for a while on a busy node), still wants its
+ * share: its limit is not cut to what it achieved. */
+static void test_bursty_or_held(void)
+{
+    uint64_t l20, l21;
+    two_jobs_run(100, 0, 200000000ull, &l20, &l21);   /* limit 500 at first: held 20%, uses 100/s */
     tap_ok(l20 >= 100 && l20 <= 106 && l21 >= 890,
            "a job held in bursts under its limit keeps what it uses, the starved one the rest (%llu, %llu)",
            (unsigned long long)l20, (unsigned long long)l21);
+    two_jobs_run(0, 0.9, 800000000ull, &l20, &l21);   /* held 80%, 90% of its limit */
+    tap_ok(l20 >= 495 && l20 <= 505 && l21 >= 495 && l21 <= 505,
+           "a job held most of the time keeps its fair share whatever it achieved (%llu, %llu)",
+           (unsigned long long)l20, (unsigned long long)l21);
+}
+
+/* A job below its fair share whose usage dips for one period (its
+ * processes descheduled) is held at the dip the next: it gets back the
+ * rate it used, not its whole fair share at the other's cost. */
+static void test_dip_then_held(void)
+{
+    struct ctl *c = two_jobs();
+    int64_t t = 100000;
+    uint64_t u20 = 0, u21 = 0, w21 = 0;
+    for (int k = 0; k < 5; k++) {   /* job 20 at 300/s unhindered, job 21 takes all it gets */
+        u20 += k ? 300 : 0;
+        u21 += limit_in(c, 1, 21, QOS_STAT) == QOS_UNLIMITED ? 500 : limit_in(c, 1, 21, QOS_STAT);
+        w21 += 900000000ull;
+        two_jobs_cycle(c, &t, u20, 0, u21, w21);
+    }
+    u20 += 270;                      /* the dip */
+    u21 += limit_in(c, 1, 21, QOS_STAT);
+    w21 += 900000000ull;
+    two_jobs_cycle(c, &t, u20, 0, u21, w21);
+    uint64_t cut = limit_in(c, 0, 20, QOS_STAT);
+    u20 += cut;                      /* held at the dip, using all of it */
+    u21 += limit_in(c, 1, 21, QOS_STAT);
+    w21 += 900000000ull;
+    two_jobs_cycle(c, &t, u20, 300000000ull, u21, w21);
+    uint64_t l20 = limit_in(c, 0, 20, QOS_STAT), l21 = limit_in(c, 1, 21, QOS_STAT);
+    tap_ok(cut < 300 && l20 >= 300 && l20 <= 330 && l21 >= 670,
+           "a job held at a one-period dip gets its rate back, not its whole fair share (%llu -> %llu, "
+           "the other %llu)", (unsigned long long)cut, (unsigned long long)l20, (unsigned long long)l21);
     ctl_free(c);
 }
 
@@ -360,6 +408,7 @@ int main(void)
     test_many_jobs();
     test_ctl();
     test_back_from_idle();
-    test_bursty();
+    test_bursty_or_held();
+    test_dip_then_held();
     return tap_done();
 }

@@ -141,7 +141,12 @@ share_run() {
     for k in 1 2 3; do
         with_logs+=("${specs[k - 1]}:$(ls "$out"/sh$k.*.log | tr '\n' ',' | sed 's/,$//')")
     done
-    echo "{\"part\":\"share\",\"policy\":\"$policy\",$(python3 "$here/analyze.py" share "$cap" 1 "${with_logs[@]}" | cut -c2-)" | tee -a "$results"
+    echo "{\"part\":\"share\",\"policy\":\"$policy\",$(python3 "$here/analyze.py" share "$cap" 1 "records=$B/qos/records.csv:$(IFS=,; echo "${ids[*]}")" "${with_logs[@]}" | cut -c2-)" | tee -a "$results"
+    # Each run's logs and qosd's records kept apart, to find out afterwards
+    # why a second fell short.
+    local keep
+    keep=$out/share-$policy-$(date -u +%H%M%S)
+    mkdir -p "$keep" && cp "$out"/sh*.log "$keep"/ && cp "$B/qos/records.csv" "$keep"/ 2>/dev/null
     cp "$B/qos/records.csv" "$out/records-$policy.csv" 2>/dev/null
 }
 

@@ -68,7 +68,35 @@ def maxmin(capacity, demands):
     return alloc
 
 
+def allocations(path, ids, names):
+    # qosd's records: for each job (ids in the order of names), the stat
+    # allocations with the time each was set.
+    out = {n: [] for n in names}
+    by_id = dict(zip(ids, names))
+    with open(path) as f:
+        for line in f:
+            a = line.strip().split(',')
+            if len(a) < 8 or a[0] == 'time' or a[3] != 'stat' or a[2] not in by_id or not a[6]:
+                continue
+            out[by_id[a[2]]].append((float(a[0]), float(a[6])))
+    return out
+
+
+def alloc_at(allocs, t):
+    # The allocation in force for most of the second [t, t + 1).
+    v = None
+    for at, a in allocs:
+        if at > t + 0.5:
+            break
+        v = a
+    return v
+
+
 def share(capacity, period, specs):
+    records = None
+    if specs and specs[0].startswith('records='):
+        path, ids = specs[0][len('records='):].rsplit(':', 1)
+        records, specs = (path, ids.split(',')), specs[1:]
     jobs = {}
     for spec in specs:
         name, demand, arrive, idle_at, idle_for, logs = spec.split(':', 5)
@@ -93,7 +121,9 @@ def share(capacity, period, specs):
     t0 = min(j['first'] for j in jobs.values())
     end = int(max(j['done'] for j in jobs.values()))
     over = []
-    fair, jain_values, worst = [], [], 1e9
+    fair, jain_values, worst, worst_at = [], [], 1e9, None
+    worst_alloc, worst_alloc_at = 1e9, None
+    allocs = allocations(records[0], records[1], list(jobs)) if records else None
     # When the set of jobs asking changes (one arrives, finishes, goes idle
     # or comes back), the controller needs up to 2 periods to follow:
     # those seconds are left out of the fairness figures (not of the sum).
@@ -121,7 +151,16 @@ def share(capacity, period, specs):
         ratios = [jobs[k]['per_s'].get(t, 0) / ent[k] for k in active]
         jain = sum(ratios) ** 2 / (len(ratios) * sum(r * r for r in ratios))
         jain_values.append(jain)
-        worst = min(worst, min(ratios))
+        for k, r in zip(active, ratios):
+            if r < worst:
+                worst, worst_at = r, {'t': t - t0, 'job': k}
+        if allocs:
+            # What qosd allocated against the entitlement: the controller's
+            # part, apart from what the node let the job's processes do.
+            for k in active:
+                a = alloc_at(allocs[k], t)
+                if a is not None and a / ent[k] < worst_alloc:
+                    worst_alloc, worst_alloc_at = a / ent[k], {'t': t - t0, 'job': k}
         fair.append({'t': t - t0, **{k: round(r, 3) for k, r in zip(active, ratios)}})
     # A job going idle: the others' sum in the 2 periods after.
     reaction = []
@@ -141,6 +180,9 @@ def share(capacity, period, specs):
             'idle_reaction': reaction,
             'contention_seconds': len(jain_values),
             'worst_achieved_over_entitled': round(worst, 3) if jain_values else None,
+            'worst_at': worst_at,
+            'worst_allocated_over_entitled': round(worst_alloc, 3) if allocs and worst_alloc_at else None,
+            'worst_allocated_at': worst_alloc_at,
             'jain_median': round(jain_values[len(jain_values) // 2], 4) if jain_values else None,
             'jain_min': round(jain_values[0], 4) if jain_values else None,
             'makespan_s': round(max(j['done'] for j in jobs.values()) - t0, 1)}
