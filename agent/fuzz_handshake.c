@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         handshake_client_check(&cli, key, answer) == 0)
         abort();   /* a made-up answer passed for the server's proof */
     uint8_t out[HANDSHAKE_ANSWER_SIZE];
-    if (handshake_server_hello(&srv, 1, my_hello) == 0 &&
+    if (handshake_server_hello(&srv, 1, 0, my_hello) == 0 &&
         handshake_server_answer(&srv, key, proof, out) == 0)
         abort();   /* a made-up proof passed for the client's */
     return 0;

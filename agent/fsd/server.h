@@ -2,6 +2,7 @@
  *
  *   main.c     command line, root directory, listening, readiness, shutdown
  *   gate.c     accepting: every connection's handshake, without a thread
+ *   access.c   who may connect to a server several users share (--owner)
  *   conn.c     one thread per authenticated connection: framing, replies
  *   dispatch.c the single table every request passes through
  *   meta.c     metadata records in RocksDB, keyed by path
@@ -18,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "bucket.h"
 #include "fairshare.h"
@@ -45,6 +47,12 @@ struct server {
      * served (connections with a thread), and how many are now. */
     unsigned handshakes_max, handshakes_per_peer, max_clients;
     _Atomic unsigned clients;
+    /* --owner, --access-group (access.c): a server several users share;
+     * multiuser 0: one job's server, the secret is the only key. */
+    int multiuser, has_access_group;
+    uid_t owner;
+    gid_t access_group;
+    char munge_socket[4096];         /* --munge-socket; "": munged's default */
     char root[4096];
     char data_dir[4200];
     struct meta_store *meta;
@@ -122,6 +130,15 @@ void dispatch_leave(struct server *srv, struct dispatch_gate *g, uint64_t bytes_
  * none) and authenticates them (gate.c) until a signal arrives on the
  * signalfd sfd. Returns 0 then, or -errno if the loop itself failed. */
 int gate_run(struct server *srv, int lfd, int ufd, int sfd);
+
+/* access.c: the uid and gid of a client that proved the secret (the
+ * kernel's on the Unix socket, local; else its munge credential cred for
+ * handshake hs), then whether they may in. 0, or -EACCES with err naming
+ * why (the uid when known). */
+struct handshake;
+int access_identify(struct server *srv, int fd, int local, const struct handshake *hs,
+                    const char *cred, uid_t *uid, gid_t *gid, char *err, size_t errlen);
+int access_admit(const struct server *srv, uid_t uid, gid_t gid, char *err, size_t errlen);
 
 /* Serves one authenticated connection (a blocking socket) on a thread of
  * its own until the peer closes it; local: it came through the node's Unix
