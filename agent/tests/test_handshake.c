@@ -77,5 +77,35 @@ int main(void)
     tap_is_int(handshake_client_check(&cli, key, answer), -EPROTO, "a positive status: EPROTO");
     put_status(answer, INT_MIN);
     tap_is_int(handshake_client_check(&cli, key, answer), -EPROTO, "a status that is no errno: EPROTO");
+
+    /* A server several users share asks for an IDENTITY (handshake.h). */
+    handshake_server_hello(&srv, 5, HANDSHAKE_WANT_IDENTITY, hello);
+    handshake_client_proof(&cli, 5, key, hello, proof);
+    tap_ok(cli.flags == HANDSHAKE_WANT_IDENTITY, "the client sees the server wants its identity");
+    tap_is_int(handshake_server_answer(&srv, key, proof, answer), 0, "the version check ignores the flags");
+    uint8_t mine[HANDSHAKE_IDENTITY_PAYLOAD_SIZE], theirs[HANDSHAKE_IDENTITY_PAYLOAD_SIZE];
+    handshake_identity_payload(&cli, mine);
+    handshake_identity_payload(&srv, theirs);
+    tap_ok(memcmp(mine, theirs, sizeof(mine)) == 0, "both ends make the same identity payload");
+    handshake_server_hello(&srv2, 5, HANDSHAKE_WANT_IDENTITY, hello2);
+    handshake_identity_payload(&srv2, theirs);
+    tap_ok(memcmp(mine, theirs, sizeof(mine)) != 0, "another connection's payload differs");
+    handshake_server_deny(answer);
+    tap_is_int(handshake_client_check(&cli, key, answer), -EACCES, "an identity refused: EACCES");
+    tap_ok(handshake_client_denied(&cli, key, answer), "with the server's MAC: the secret was taken");
+    handshake_server_refusal(-EACCES, answer);
+    tap_ok(!handshake_client_denied(&cli, key, answer), "a refusal without it is a wrong secret");
+    uint8_t msg[HANDSHAKE_IDENTITY_MAX] = { 5, 0, 0, 0, 'M', 'U', 'N', 'G', 'E' };
+    char cred[HANDSHAKE_CRED_MAX + 1];
+    tap_is_int(handshake_identity_size(msg, 2), 4, "IDENTITY: its length first");
+    tap_is_int(handshake_identity_size(msg, 4), 9, "then the whole message");
+    tap_is_int(handshake_identity_cred(msg, 9, cred), 0, "whose credential is taken");
+    tap_ok(strcmp(cred, "MUNGE") == 0, "as the string sent");
+    msg[6] = 0;
+    tap_is_int(handshake_identity_cred(msg, 9, cred), -EBADMSG, "a NUL in it: EBADMSG");
+    put_status(msg, 0);
+    tap_is_int(handshake_identity_size(msg, 4), -EBADMSG, "an empty credential: EBADMSG");
+    put_status(msg, HANDSHAKE_CRED_MAX + 1);
+    tap_is_int(handshake_identity_size(msg, 4), -EBADMSG, "one too long: EBADMSG");
     return tap_done();
 }
