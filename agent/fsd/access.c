@@ -34,47 +34,34 @@ int access_identify(struct server *srv, int fd, int local, const struct handshak
     return 0;
 }
 
-/* Is uid a member of group: its primary group (gid, as munge or the
- * kernel gave it, or its passwd entry's) or a supplementary one (NSS). */
-static int member(uid_t uid, gid_t gid, gid_t group, char *name, size_t namelen)
+/* Fills c with uid, gid and the uid's groups: gid (as munge or the kernel
+ * gave it), its passwd entry's primary group, its supplementary groups
+ * (this node's NSS), as many as fit. name: the user's, "?" if unknown. */
+static void learn_groups(struct caller *c, uid_t uid, gid_t gid, char *name, size_t namelen)
 {
+    *c = (struct caller){ .uid = uid, .gid = gid, .ngroups = 1, .groups = { gid } };
     snprintf(name, namelen, "?");
-    if (gid == group)
-        return 1;
     struct passwd pw, *found = NULL;
     char buf[4096];
     if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) != 0 || !found)
-        return 0;
+        return;
     snprintf(name, namelen, "%s", pw.pw_name);
-    if (pw.pw_gid == group)
-        return 1;
-    int n = 64;
-    for (int attempt = 0; attempt < 4; attempt++) {
-        gid_t *groups = malloc((size_t)n * sizeof(*groups));
-        if (!groups)
-            return 0;
-        int want = n;
-        int rc = getgrouplist(pw.pw_name, pw.pw_gid, groups, &want);
-        int is = 0;
-        for (int i = 0; rc >= 0 && i < want; i++)
-            is |= groups[i] == group;
-        free(groups);
-        if (rc >= 0)
-            return is;
-        n = want > n ? want : n * 4;
-    }
-    return 0;
+    gid_t groups[256];
+    int n = 256;
+    if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
+        n = 256;   /* more than that: the first 256 */
+    for (int i = 0; i < n && c->ngroups < ACCESS_GROUPS_MAX; i++)
+        if (groups[i] != gid)
+            c->groups[c->ngroups++] = groups[i];
 }
 
-int access_admit(const struct server *srv, uid_t uid, gid_t gid, char *err, size_t errlen)
+int access_admit(const struct server *srv, uid_t uid, gid_t gid, struct caller *c,
+                 char *err, size_t errlen)
 {
-    if (uid == srv->owner)
-        return 0;
     char name[64];
-    if (srv->has_access_group && member(uid, gid, srv->access_group, name, sizeof(name)))
+    learn_groups(c, uid, gid, name, sizeof(name));
+    if (uid == srv->owner || (srv->has_access_group && access_in_groups(c, srv->access_group)))
         return 0;
-    if (!srv->has_access_group)
-        member(uid, gid, (gid_t)-1, name, sizeof(name));
     if (srv->has_access_group)
         snprintf(err, errlen, "uid %u (%s) is neither this instance's owner (uid %u) nor a "
                  "member of its access group (gid %u)", (unsigned)uid, name,

@@ -59,6 +59,7 @@ struct pending {
     int identified;
     uid_t uid;
     gid_t gid;
+    struct caller caller;
     uint8_t ident[HANDSHAKE_IDENTITY_MAX];
 };
 
@@ -290,7 +291,8 @@ static void authenticated(struct gate *g, struct pending *p, const uint8_t answe
     p->fd = -1;
     g->used--;
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    if ((rc = conn_start(srv, fd, p->local, p->peer, &who)) < 0) {
+    if ((rc = conn_start(srv, fd, p->local, p->peer, &who,
+                         p->identified ? &p->caller : NULL)) < 0) {
         atomic_fetch_sub(&srv->clients, 1);
         log_error("cannot serve the connection of %s: %s", p->peer, strerror(-rc));
         close(fd);
@@ -333,7 +335,7 @@ static int admitted(struct gate *g, struct pending *p, uint8_t answer[HANDSHAKE_
         rc = access_identify(g->srv, p->fd, p->local, &p->hs, cred, &p->uid, &p->gid, why,
                              sizeof(why));
     if (rc == 0)
-        rc = access_admit(g->srv, p->uid, p->gid, why, sizeof(why));
+        rc = access_admit(g->srv, p->uid, p->gid, &p->caller, why, sizeof(why));
     if (rc == 0) {
         p->identified = 1;
         return 1;

@@ -275,6 +275,8 @@ int main(int argc, char **argv)
     srv.chunk_size = 512 * 1024;
     srv.quota = UINT64_MAX;
     srv.max_clients = DEFAULT_MAX_CLIENTS;
+    srv.self_uid = getuid();
+    srv.self_gid = getgid();
     srv.handshakes_max = DEFAULT_MAX_HANDSHAKES;
     srv.handshakes_per_peer = DEFAULT_MAX_HANDSHAKES_PER_PEER;
     log_open("adafsd", LOG_LEVEL_INFO, NULL);
