@@ -500,14 +500,16 @@ static int put_data(struct server *srv, const struct rentry *x, const struct met
     return chunks_read_into(srv, x->rec.key, 0, (size_t)x->want, out);
 }
 
-static void put_entry(struct server *srv, const struct rentry *x,
+static void put_entry(struct server *srv, const struct reply *rep, const struct rentry *x,
                       const struct meta_values *blobs, struct rpc_writer *out)
 {
     size_t status_at = out->len;
     rpc_put_u32(out, (uint32_t)x->status);
     if (x->status < 0)
         return;
-    fs_record_put(out, &x->rec);
+    struct fs_record shown = x->rec;
+    access_answer(srv, rep, &shown);
+    fs_record_put(out, &shown);
     rpc_put_u32(out, (uint32_t)x->here);
     size_t len_at = out->len;
     rpc_put_u32(out, 0);
@@ -563,7 +565,7 @@ int op_read_batch(struct server *srv, struct rpc_reader *req, struct reply *rep)
     if (rc == 0) {
         rpc_put_u32(&rep->out, n);
         for (uint32_t i = 0; i < n; i++)
-            put_entry(srv, &e[i], blobs, &rep->out);
+            put_entry(srv, rep, &e[i], blobs, &rep->out);
     }
     meta_values_free(blobs);
     free(keys);
@@ -621,7 +623,7 @@ int op_list_plus(struct server *srv, struct rpc_reader *req, struct reply *rep)
         rpc_put_u32(&rep->out, p.n);
         for (uint32_t i = 0; i < p.n; i++) {
             rpc_put_str(&rep->out, p.e[i].path);
-            put_entry(srv, &p.e[i], blobs, &rep->out);
+            put_entry(srv, rep, &p.e[i], blobs, &rep->out);
         }
         rpc_put_u32(&rep->out, rc == 1);
         rc = 0;

@@ -41,6 +41,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
+#include <sys/random.h>
 #include <pwd.h>
 #include <getopt.h>
 #include <signal.h>
@@ -473,6 +474,9 @@ int main(int argc, char **argv)
              "%llu kept free for metadata, fair sharing %s", srv.index, srv.nservers, host,
              bound, root, (unsigned long long)srv.chunk_size, (unsigned long long)srv.quota,
              (unsigned long long)srv.headroom, fair_policy_name((enum fair_policy)fair_policy));
+    if (srv.multiuser && getrandom(srv.key_mask, sizeof(srv.key_mask), 0) !=
+                             (ssize_t)sizeof(srv.key_mask))
+        die("no random bytes for the data key mask: %s", strerror(errno));
     if (srv.multiuser && srv.has_access_group)
         log_info("shared by its owner uid %u and the members of gid %u: clients prove their "
                  "uid at connect", (unsigned)srv.owner, (unsigned)srv.access_group);

@@ -360,8 +360,10 @@ int op_stat(struct server *srv, struct rpc_reader *req, struct reply *rep)
         return rc;
     struct fs_record rec;
     rc = get_record(srv, t.key, t.klen, &rec);
-    if (rc == 0)
+    if (rc == 0) {
+        access_answer(srv, rep, &rec);
         fs_record_put(&rep->out, &rec);
+    }
     return rc;
 }
 
@@ -377,7 +379,9 @@ int op_stat_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
     rc = get_record(srv, t.key, t.klen, &rec);
     if (rc < 0)
         return rc;
-    fs_record_put(&rep->out, &rec);
+    struct fs_record shown = rec;
+    access_answer(srv, rep, &shown);
+    fs_record_put(&rep->out, &shown);
     /* The data only if this server holds all of it that was asked for. */
     uint64_t want = rec.size < max ? rec.size : max;
     uint32_t here = S_ISREG(rec.mode) && want <= srv->chunk_size &&
@@ -727,6 +731,8 @@ int meta_scan_dir(struct server *srv, const char *dir, const char *after, meta_s
 struct list_page {
     struct rpc_writer *out;
     uint32_t n, max;
+    const struct server *srv;
+    const struct reply *rep;
 };
 
 static int list_one(void *arg, const char *name, const struct fs_record *rec)
@@ -736,7 +742,7 @@ static int list_one(void *arg, const char *name, const struct fs_record *rec)
         return 1;
     rpc_put_str(p->out, name);
     rpc_put_u32(p->out, rec->mode);
-    rpc_put_u64(p->out, rec->key);
+    rpc_put_u64(p->out, access_key(p->srv, p->rep, rec));
     p->n++;
     return 0;
 }
@@ -750,7 +756,7 @@ int op_list(struct server *srv, struct rpc_reader *req, struct reply *rep)
     /* The count goes first but is known last: patch it in afterwards. */
     size_t count_at = rep->out.len;
     rpc_put_u32(&rep->out, 0);
-    struct list_page page = { &rep->out, 0, max };
+    struct list_page page = { &rep->out, 0, max, srv, rep };
     int rc = meta_scan_dir(srv, dir, after, list_one, &page);
     if (rc < 0)
         return rc;

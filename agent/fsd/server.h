@@ -55,6 +55,7 @@ struct server {
     gid_t access_group;
     char munge_socket[4096];         /* --munge-socket; "": munged's default */
     uid_t self_uid;                  /* the owner of what one job's server creates */
+    uint8_t key_mask[16];            /* perm.c's key for stand-in data keys */
     gid_t self_gid;
     char root[4096];
     char data_dir[4200];
@@ -164,6 +165,13 @@ int access_in_groups(const struct caller *c, gid_t group);
 void access_stamp(const struct server *srv, const struct reply *rep, struct fs_record *rec);
 int access_may(const struct reply *rep, const struct fs_record *rec, unsigned want);
 int access_owns(const struct reply *rep, const struct fs_record *rec);
+/* The data key a record's answer carries: its own, or (a caller that may
+ * neither read nor write it) a stand-in from which the key cannot be
+ * found, so that the chunks, read and written by key, stay out of reach.
+ * answer: rec's key replaced so. */
+uint64_t access_key(const struct server *srv, const struct reply *rep,
+                    const struct fs_record *rec);
+void access_answer(const struct server *srv, const struct reply *rep, struct fs_record *rec);
 
 /* Serves one authenticated connection (a blocking socket) on a thread of
  * its own until the peer closes it; local: it came through the node's Unix
