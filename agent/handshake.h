@@ -2,11 +2,17 @@
  * client and server prove to each other that they hold the instance's
  * secret without sending it.
  *
- *   server -> client  HELLO   u32 magic "ADFH", u16 version (1), u16 0,
+ *   server -> client  HELLO   u32 magic "ADFH", u16 version (1), u16 flags,
  *                             32 bytes server nonce Ns             (40 bytes)
  *   client -> server  PROOF   32 bytes client nonce Nc,
  *                             MACc = HMAC-SHA256(secret, "adafs handshake v1 client"
  *                                                || u32 bind || Ns || Nc)  (64 bytes)
+ *   client -> server  IDENTITY, only when HELLO's flags ask for it
+ *                             (HANDSHAKE_WANT_IDENTITY): u32 len (1 to
+ *                             HANDSHAKE_CRED_MAX), len bytes of a munge
+ *                             credential (munge's text, no NUL) encoded by
+ *                             the client as its calling user, whose payload
+ *                             is "adafs identity v1" || u32 bind || Ns || Nc
  *   server -> client  ANSWER  i32 status (0, or -errno: -EACCES for a wrong
  *                             proof, -EUSERS when full), then
  *                             MACs = HMAC-SHA256(secret, "adafs handshake v1 server"
@@ -26,6 +32,19 @@
  * cluster network traffic could still read or inject it, as with any
  * unencrypted protocol).
  *
+ * Identity. A server shared by several users (adafsd --owner) must know
+ * who each client is, not only that it holds the secret (which every user
+ * of the instance has). Over TCP it sets HANDSHAKE_WANT_IDENTITY, and the
+ * client sends IDENTITY right after its PROOF. munged tells the server the
+ * uid and gid that encoded the credential, refuses one expired or already
+ * decoded (its replay cache), and the payload ties it to this connection's
+ * nonces: a credential recorded on one connection, or obtained by a peer
+ * from a client's handshake with it, is worth nothing on another. A
+ * payload with another label (another purpose) is refused. On the node's
+ * Unix socket the kernel says who the peer is (SO_PEERCRED): no flag, no
+ * IDENTITY. A server that refuses the identity answers -EACCES with its
+ * own MAC, so the client can tell "your uid may not" from "wrong secret".
+ *
  * The server side is two pure functions, so a server may run handshakes
  * from an event loop without a thread per connection (fsd/gate.c); the
  * client side also comes as one blocking call. */
@@ -43,17 +62,45 @@
 #define HANDSHAKE_HELLO_SIZE  (8 + HANDSHAKE_NONCE_SIZE)
 #define HANDSHAKE_PROOF_SIZE  (HANDSHAKE_NONCE_SIZE + HANDSHAKE_MAC_SIZE)
 #define HANDSHAKE_ANSWER_SIZE (4 + HANDSHAKE_MAC_SIZE)
+/* HELLO flags. */
+#define HANDSHAKE_WANT_IDENTITY 1u
+/* IDENTITY: the longest credential taken (a munge credential of this
+ * payload is about 250 bytes), and the whole message at most. */
+#define HANDSHAKE_CRED_MAX      1024
+#define HANDSHAKE_IDENTITY_MAX  (4 + HANDSHAKE_CRED_MAX)
+#define HANDSHAKE_IDENTITY_LABEL "adafs identity v1"
+#define HANDSHAKE_IDENTITY_PAYLOAD_SIZE \
+    (sizeof(HANDSHAKE_IDENTITY_LABEL) - 1 + 4 + 2 * HANDSHAKE_NONCE_SIZE)
+/* The munged socket a client encodes its credential with (unset or empty:
+ * munged's default). */
+#define HANDSHAKE_ENV_MUNGE_SOCKET "ADAFS_MUNGE_SOCKET"
 
 struct handshake {
     uint32_t bind;
+    uint32_t flags;                   /* HELLO's */
     uint8_t server_nonce[HANDSHAKE_NONCE_SIZE];
     uint8_t client_nonce[HANDSHAKE_NONCE_SIZE];
 };
 
 /* Server: starts a handshake for server index bind: a fresh nonce, and the
- * HELLO to send. 0, or -errno if the kernel gave no random bytes. */
-int handshake_server_hello(struct handshake *hs, uint32_t bind,
+ * HELLO to send (flags: HANDSHAKE_WANT_IDENTITY or 0). 0, or -errno if the
+ * kernel gave no random bytes. */
+int handshake_server_hello(struct handshake *hs, uint32_t bind, uint32_t flags,
                            uint8_t hello[HANDSHAKE_HELLO_SIZE]);
+/* Server: the size of the IDENTITY message whose first got bytes are msg:
+ * 4 while its length is not yet known, then 4 + len; -EBADMSG for a length
+ * of 0 or above HANDSHAKE_CRED_MAX. */
+int handshake_identity_size(const uint8_t *msg, size_t got);
+/* Server: the credential of a whole IDENTITY message of size bytes, as a
+ * C string in cred; -EBADMSG if it holds a NUL. */
+int handshake_identity_cred(const uint8_t *msg, size_t size, char cred[HANDSHAKE_CRED_MAX + 1]);
+/* Both: the payload a credential for this handshake carries. */
+void handshake_identity_payload(const struct handshake *hs,
+                                uint8_t out[HANDSHAKE_IDENTITY_PAYLOAD_SIZE]);
+/* Server: refuses a client that proved the secret but whose identity may
+ * not in: status -EACCES, with the server's MAC. answer is what
+ * handshake_server_answer wrote (status 0). */
+void handshake_server_deny(uint8_t answer[HANDSHAKE_ANSWER_SIZE]);
 /* Server: checks the client's PROOF and writes the ANSWER to send: 0 (the
  * client holds key; the answer proves the server does too) or -EACCES
  * (the answer refuses). */
@@ -79,11 +126,18 @@ int handshake_client_proof(struct handshake *hs, uint32_t bind,
 int handshake_client_check(const struct handshake *hs, const uint8_t key[HANDSHAKE_KEY_SIZE],
                            const uint8_t answer[HANDSHAKE_ANSWER_SIZE]);
 
+/* Client: did a refusing ANSWER come from the server (its MAC checks out)?
+ * Then it took our secret and refused our identity. */
+int handshake_client_denied(const struct handshake *hs, const uint8_t key[HANDSHAKE_KEY_SIZE],
+                            const uint8_t answer[HANDSHAKE_ANSWER_SIZE]);
+
 /* Client: the whole exchange on a connected blocking socket before
- * deadline_ms (net.h time). Returns 0, or the error of
+ * deadline_ms (net.h time), with an IDENTITY when the server asks (munge
+ * credential from $ADAFS_MUNGE_SOCKET's munged). Returns 0, or the error of
  * handshake_client_proof/check, or -ETIMEDOUT, -ECONNRESET (the server hung
- * up: it may have been full of handshakes), -EPIPE; err says which, naming
- * peer (e.g. "server 2 (n3:40007)"). */
+ * up: it may have been full of handshakes), -EPIPE, -EACCES also when the
+ * server refused our uid or munge gave no credential; err says which,
+ * naming peer (e.g. "server 2 (n3:40007)"). */
 int handshake_client(int fd, uint32_t bind, const uint8_t key[HANDSHAKE_KEY_SIZE],
                      int64_t deadline_ms, const char *peer, char *err, size_t errlen);
 

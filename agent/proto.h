@@ -135,15 +135,20 @@ enum fs_op {
 #define FS_SET_ATIME 2u
 #define FS_SET_MTIME 4u
 
-/* One path's metadata. mode carries S_IFREG or S_IFDIR. */
+/* One path's metadata. mode carries S_IFREG or S_IFDIR. uid, gid: its
+ * owner, set by the server that created it from who it knows the caller
+ * to be (a server several users share, adafsd --owner: the uid the client
+ * proved at connect; else the server's own, the job's user), never from
+ * what a request says. */
 struct fs_record {
     uint32_t mode;
     uint64_t size;
     uint64_t key;
     int64_t atime_ns, mtime_ns, ctime_ns;
+    uint32_t uid, gid;
 };
 
-#define FS_RECORD_SIZE 44
+#define FS_RECORD_SIZE 52
 
 static inline void fs_record_put(struct rpc_writer *w, const struct fs_record *r)
 {
@@ -153,6 +158,8 @@ static inline void fs_record_put(struct rpc_writer *w, const struct fs_record *r
     rpc_put_i64(w, r->atime_ns);
     rpc_put_i64(w, r->mtime_ns);
     rpc_put_i64(w, r->ctime_ns);
+    rpc_put_u32(w, r->uid);
+    rpc_put_u32(w, r->gid);
 }
 
 static inline void fs_record_get(struct rpc_reader *r, struct fs_record *rec)
@@ -163,6 +170,8 @@ static inline void fs_record_get(struct rpc_reader *r, struct fs_record *rec)
     rec->atime_ns = rpc_get_i64(r);
     rec->mtime_ns = rpc_get_i64(r);
     rec->ctime_ns = rpc_get_i64(r);
+    rec->uid = rpc_get_u32(r);
+    rec->gid = rpc_get_u32(r);
 }
 
 /* Longest path the protocol carries (PATH_MAX of Linux). */

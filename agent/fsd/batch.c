@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -222,8 +223,8 @@ static int key_is_fresh(struct server *srv, const struct centry *e,
 
 /* Entry i under its record lock: the checks of CREATE_WRITE, its quota,
  * and its record. */
-static int stage_create(struct server *srv, struct centry *e, uint32_t i,
-                        const struct create_lookups *l)
+static int stage_create(struct server *srv, const struct reply *rep, struct centry *e,
+                        uint32_t i, const struct create_lookups *l)
 {
     int rc = (e->flags & FS_CHECK_PARENT) ? meta_check_parent(srv, e->path) : 0;
     struct fs_record old;
@@ -238,6 +239,8 @@ static int stage_create(struct server *srv, struct centry *e, uint32_t i,
         rc = -EISDIR;
     if (rc == 0 && had && old.key == e->key)
         rc = -EEXIST;            /* a key is never reused for a new file */
+    if (rc == 0 && had)
+        rc = access_may(rep, &old, W_OK);   /* replacing its content */
     if (rc == 0 && e->blob_at != SIZE_MAX) {
         rc = key_is_fresh(srv, e, l);
         if (rc == 0 && (rc = quota_take(srv, e->len)) == 0)
@@ -252,7 +255,10 @@ static int stage_create(struct server *srv, struct centry *e, uint32_t i,
                                  .key = e->key, .atime_ns = now,
                                  .mtime_ns = (e->flags & FS_CREATE_MTIME) ? e->mtime : now,
                                  .ctime_ns = now };
+    access_stamp(srv, rep, &e->rec);
     if (had) {
+        e->rec.uid = old.uid;   /* still its owner's */
+        e->rec.gid = old.gid;
         e->old_key = old.key;
         e->old_size = old.size;
     }
@@ -352,7 +358,7 @@ int op_create_batch(struct server *srv, struct rpc_reader *req, struct reply *re
     int lrc = look_up_creates(srv, e, n, &looked);
     for (uint32_t i = 0; i < n; i++)
         if (e[i].status == 0)
-            e[i].status = lrc < 0 ? lrc : stage_create(srv, &e[i], i, &looked);
+            e[i].status = lrc < 0 ? lrc : stage_create(srv, rep, &e[i], i, &looked);
     meta_values_free(looked.olds);
     meta_values_free(looked.blobs);
     fill_batch(e, n, order, b);
@@ -448,8 +454,8 @@ out:
  * max bytes whose chunk 0 is here: the first bytes of a bigger one would be
  * read again with the rest) and looks up the inline data among them at
  * once. NULL: out of memory. */
-static struct meta_values *plan_data(struct server *srv, struct rentry *e, uint32_t n,
-                                     uint32_t max)
+static struct meta_values *plan_data(struct server *srv, const struct reply *rep,
+                                     struct rentry *e, uint32_t n, uint32_t max)
 {
     uint64_t *data_keys = calloc(n ? n : 1, sizeof(*data_keys));
     if (!data_keys)
@@ -462,7 +468,8 @@ static struct meta_values *plan_data(struct server *srv, struct rentry *e, uint3
             continue;
         x->want = x->rec.size;
         x->here = S_ISREG(x->rec.mode) && x->want <= max && x->want <= srv->chunk_size &&
-                  hash_place_chunk(x->rec.key, 0, srv->nservers) == srv->index;
+                  hash_place_chunk(x->rec.key, 0, srv->nservers) == srv->index &&
+                  access_may(rep, &x->rec, R_OK) == 0;
         if (x->here && x->want > 0 && x->want <= srv->inline_max) {
             x->blob = b;
             data_keys[b++] = x->rec.key;
@@ -493,14 +500,16 @@ static int put_data(struct server *srv, const struct rentry *x, const struct met
     return chunks_read_into(srv, x->rec.key, 0, (size_t)x->want, out);
 }
 
-static void put_entry(struct server *srv, const struct rentry *x,
+static void put_entry(struct server *srv, const struct reply *rep, const struct rentry *x,
                       const struct meta_values *blobs, struct rpc_writer *out)
 {
     size_t status_at = out->len;
     rpc_put_u32(out, (uint32_t)x->status);
     if (x->status < 0)
         return;
-    fs_record_put(out, &x->rec);
+    struct fs_record shown = x->rec;
+    access_answer(srv, rep, &shown);
+    fs_record_put(out, &shown);
     rpc_put_u32(out, (uint32_t)x->here);
     size_t len_at = out->len;
     rpc_put_u32(out, 0);
@@ -551,12 +560,12 @@ int op_read_batch(struct server *srv, struct rpc_reader *req, struct reply *rep)
     struct meta_values *blobs = NULL;
     char *keys = record_keys(e, n);
     int rc = keys ? look_up_records(srv, e, n) : -ENOMEM;
-    if (rc == 0 && !(blobs = plan_data(srv, e, n, max)))
+    if (rc == 0 && !(blobs = plan_data(srv, rep, e, n, max)))
         rc = -ENOMEM;
     if (rc == 0) {
         rpc_put_u32(&rep->out, n);
         for (uint32_t i = 0; i < n; i++)
-            put_entry(srv, &e[i], blobs, &rep->out);
+            put_entry(srv, rep, &e[i], blobs, &rep->out);
     }
     meta_values_free(blobs);
     free(keys);
@@ -608,13 +617,13 @@ int op_list_plus(struct server *srv, struct rpc_reader *req, struct reply *rep)
     struct plus_page p = { .max = max, .data_max = data_max };
     struct meta_values *blobs = NULL;
     int rc = meta_scan_dir(srv, dir, after, plus_one, &p);
-    if (rc >= 0 && !(blobs = plan_data(srv, p.e, p.n, data_max)))
+    if (rc >= 0 && !(blobs = plan_data(srv, rep, p.e, p.n, data_max)))
         rc = -ENOMEM;
     if (rc >= 0) {
         rpc_put_u32(&rep->out, p.n);
         for (uint32_t i = 0; i < p.n; i++) {
             rpc_put_str(&rep->out, p.e[i].path);
-            put_entry(srv, &p.e[i], blobs, &rep->out);
+            put_entry(srv, rep, &p.e[i], blobs, &rep->out);
         }
         rpc_put_u32(&rep->out, rc == 1);
         rc = 0;

@@ -55,6 +55,8 @@ struct conn {
     int pipe[2];                     /* for splicing large writes; -1: none yet */
     char peer[64];
     struct fair_who who;             /* what the gate established */
+    int has_caller;
+    struct caller caller;            /* a server several users share: who it proved */
     uint8_t *in;
     size_t cap, start, end;
     struct rpc_writer out;
@@ -210,7 +212,8 @@ static int serve_one(struct conn *c, const struct rpc_header *req, size_t in_mem
     if (!rpc_put_raw(&c->out, NULL, RPC_HEADER_SIZE))
         return -ENOMEM;
     struct rpc_header ans = { .opcode = req->opcode, .id = req->id };
-    struct reply rep = { .rest = rest, .fd_ok = c->fd_ok, .pass_fd = -1 };
+    struct reply rep = { .caller = c->has_caller ? &c->caller : NULL, .rest = rest,
+                         .fd_ok = c->fd_ok, .pass_fd = -1 };
     struct rpc_reader r;
     rpc_reader_init(&r, c->in + c->start + RPC_HEADER_SIZE, in_mem);
     uint16_t op = req->opcode & ~FS_BULK_FD;
@@ -373,7 +376,7 @@ static void *conn_main(void *arg)
 }
 
 int conn_start(struct server *srv, int fd, int local, const char *peer,
-               const struct fair_who *who)
+               const struct fair_who *who, const struct caller *caller)
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (!c)
@@ -387,6 +390,10 @@ int conn_start(struct server *srv, int fd, int local, const char *peer,
     rpc_writer_init(&c->out, NULL, 0);
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
     c->who = *who;
+    if (caller) {
+        c->has_caller = 1;
+        c->caller = *caller;
+    }
     if (local) {
         net_set_unix_sndbuf(fd);   /* the answers of reads */
         /* Descriptors of data files only to our own user: the secret

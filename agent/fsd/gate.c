@@ -53,6 +53,14 @@ struct pending {
     uint8_t proof[HANDSHAKE_PROOF_SIZE];
     struct handshake hs;
     char peer[64];
+    /* A server several users share (--owner): the client's IDENTITY (TCP)
+     * and who it proved to be. */
+    size_t ident_got;
+    int identified;
+    uid_t uid;
+    gid_t gid;
+    struct caller caller;
+    uint8_t ident[HANDSHAKE_IDENTITY_MAX];
 };
 
 struct gate {
@@ -67,12 +75,15 @@ struct gate {
 static struct log_limit refused_log = LOG_LIMIT_INIT(5, LOG_WINDOW_MS);
 static struct log_limit dropped_log = LOG_LIMIT_INIT(5, LOG_WINDOW_MS);
 static struct log_limit full_log = LOG_LIMIT_INIT(5, LOG_WINDOW_MS);
+/* Only peers holding the secret get this far: a larger budget. */
+static struct log_limit denied_log = LOG_LIMIT_INIT(50, LOG_WINDOW_MS);
 
 static void flush_logs(void)
 {
     log_limit_flush(&refused_log);
     log_limit_flush(&dropped_log);
     log_limit_flush(&full_log);
+    log_limit_flush(&denied_log);
 }
 
 /* Names and keys the peer: IPv4 address and port, or the uid and pid of a
@@ -170,7 +181,9 @@ static void admit(struct gate *g, int fd, int local)
     p->deadline_ms = net_now_ms() + GATE_HANDSHAKE_MS;
     g->used++;
     uint8_t hello[HANDSHAKE_HELLO_SIZE];
-    int rc = handshake_server_hello(&p->hs, g->srv->index, hello);
+    int rc = handshake_server_hello(&p->hs, g->srv->index,
+                                    g->srv->multiuser && !local ? HANDSHAKE_WANT_IDENTITY : 0,
+                                    hello);
     if (rc < 0) {
         log_error("no random bytes for a handshake nonce: %s", strerror(-rc));
         release(g, p);
@@ -226,6 +239,14 @@ static void client_of(struct server *srv, struct pending *p, struct fair_who *wh
 {
     *who = (struct fair_who){ .job = 0, .uid = (uint32_t)getuid(), .gid = (uint32_t)getgid(),
                               .nodes = srv->nservers };
+    if (p->identified && !p->local) {
+        /* Proved by munge (access.c): the remote user is its own entity,
+         * under the job policies too (no Slurm job id reaches 2^61). */
+        who->uid = p->uid;
+        who->gid = p->gid;
+        who->job = 1ull << 61 | p->uid;
+        return;
+    }
     struct ucred cred;
     socklen_t cl = sizeof(cred);
     if (!srv->fair || !p->local || getsockopt(p->fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
@@ -270,29 +291,90 @@ static void authenticated(struct gate *g, struct pending *p, const uint8_t answe
     p->fd = -1;
     g->used--;
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    if ((rc = conn_start(srv, fd, p->local, p->peer, &who)) < 0) {
+    if ((rc = conn_start(srv, fd, p->local, p->peer, &who,
+                         p->identified ? &p->caller : NULL)) < 0) {
         atomic_fetch_sub(&srv->clients, 1);
         log_error("cannot serve the connection of %s: %s", p->peer, strerror(-rc));
         close(fd);
     }
 }
 
-/* Reads what came of a client's PROOF; once whole, answers it. */
+/* Reads what came of the IDENTITY a client sends after its PROOF: 1 once
+ * whole, 0 while more is due, -errno (-EBADMSG: a bad length). */
+static int read_identity(struct pending *p)
+{
+    for (;;) {
+        int need = handshake_identity_size(p->ident, p->ident_got);
+        if (need < 0)
+            return need;
+        if (need > 4 && p->ident_got == (size_t)need)
+            return 1;
+        ssize_t n;
+        do
+            n = recv(p->fd, p->ident + p->ident_got, (size_t)need - p->ident_got, MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && errno == EAGAIN)
+            return 0;
+        if (n <= 0)
+            return n == 0 ? -ECONNRESET : -errno;
+        p->ident_got += (size_t)n;
+    }
+}
+
+/* A server several users share (--owner): the client proved the secret;
+ * learns who it is and whether it may in (access.c). If not, logs why,
+ * naming the peer and uid, and answers EACCES (with our MAC: the client
+ * tells it from a wrong secret). 1: admitted. */
+static int admitted(struct gate *g, struct pending *p, uint8_t answer[HANDSHAKE_ANSWER_SIZE])
+{
+    char cred[HANDSHAKE_CRED_MAX + 1] = "", why[400];
+    int rc = p->local ? 0 : handshake_identity_cred(p->ident, p->ident_got, cred);
+    if (rc < 0)
+        snprintf(why, sizeof(why), "its identity message holds a NUL");
+    else
+        rc = access_identify(g->srv, p->fd, p->local, &p->hs, cred, &p->uid, &p->gid, why,
+                             sizeof(why));
+    if (rc == 0)
+        rc = access_admit(g->srv, p->uid, p->gid, &p->caller, why, sizeof(why));
+    if (rc == 0) {
+        p->identified = 1;
+        return 1;
+    }
+    log_limited(&denied_log, LOG_LEVEL_WARN, "refused %s: %s", p->peer, why);
+    handshake_server_deny(answer);
+    send_now(p->fd, answer, HANDSHAKE_ANSWER_SIZE);
+    release(g, p);
+    return 0;
+}
+
+/* Reads what came of a client's PROOF (and IDENTITY, when asked); once
+ * whole, answers it. */
 static void on_readable(struct gate *g, struct pending *p)
 {
-    ssize_t n;
-    do
-        n = recv(p->fd, p->proof + p->got, sizeof(p->proof) - p->got, MSG_DONTWAIT);
-    while (n < 0 && errno == EINTR);
-    if (n < 0 && errno == EAGAIN)
-        return;
-    if (n <= 0) {
-        drop(g, p, n == 0 ? "it hung up" : strerror(errno));
-        return;
+    if (p->got < sizeof(p->proof)) {
+        ssize_t n;
+        do
+            n = recv(p->fd, p->proof + p->got, sizeof(p->proof) - p->got, MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n <= 0) {
+            drop(g, p, n == 0 ? "it hung up" : strerror(errno));
+            return;
+        }
+        p->got += (size_t)n;
+        if (p->got < sizeof(p->proof))
+            return;
     }
-    p->got += (size_t)n;
-    if (p->got < sizeof(p->proof))
-        return;
+    if (p->hs.flags & HANDSHAKE_WANT_IDENTITY) {
+        int rc = read_identity(p);
+        if (rc <= 0) {
+            if (rc < 0)
+                drop(g, p, rc == -EBADMSG ? "its identity message has a bad length"
+                           : rc == -ECONNRESET ? "it hung up" : strerror(-rc));
+            return;
+        }
+    }
     uint8_t answer[HANDSHAKE_ANSWER_SIZE];
     if (handshake_server_answer(&p->hs, g->srv->secret, p->proof, answer) < 0) {
         log_limited(&refused_log, LOG_LEVEL_WARN, "refused %s: wrong proof of the "
@@ -301,6 +383,8 @@ static void on_readable(struct gate *g, struct pending *p)
         release(g, p);
         return;
     }
+    if (g->srv->multiuser && !admitted(g, p, answer))
+        return;
     authenticated(g, p, answer);
 }
 

@@ -6,6 +6,7 @@
  *          [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]
  *          [--fair-policy POLICY] [--fair-slots N] [--test-service-time US[,US_PER_MIB]]
  *          [--bandwidth-file FILE] [--fair-jobs FILE]
+ *          [--owner UID [--access-group GID] [--munge-socket PATH]]
  *
  * A server needs only its own address and how many servers the instance
  * has (they never talk to each other): --listen and --servers say just
@@ -28,13 +29,22 @@
  * also hold an emulated device, so the bottleneck is deterministic.
  * --bandwidth-file bounds each job's bytes by the rates the node agent
  * writes there (bucket.h). --fair-jobs names the agent's file of jobs' node
- * counts ("JOB NODES" lines, root's) for size-fair and user-then-size. */
+ * counts ("JOB NODES" lines, root's) for size-fair and user-then-size.
+ *
+ * --owner makes it a server several users share (a persistent instance's):
+ * besides the secret, every client proves its uid at connect (a munge
+ * credential over TCP, from --munge-socket's munged; the kernel's word on
+ * the Unix socket) and only the owner and the members of --access-group
+ * get in (access.c). Without it, one job's server: the secret is the key. */
 #include "server.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <grp.h>
+#include <sys/random.h>
+#include <pwd.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -79,7 +89,8 @@ static void usage(FILE *out)
             "              [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]\n"
             "              [--fair-policy off|job-fair|user-fair|group-fair|size-fair|user-then-size]\n"
             "              [--fair-slots N] [--test-service-time US[,US_PER_MIB]]\n"
-            "              [--bandwidth-file FILE] [--fair-jobs FILE]\n");
+            "              [--bandwidth-file FILE] [--fair-jobs FILE]\n"
+            "              [--owner UID [--access-group GID] [--munge-socket PATH]]\n");
 }
 
 /* Reports a start-up failure on the log and to whoever waits for readiness,
@@ -253,6 +264,9 @@ int main(int argc, char **argv)
         { "test-service-time", required_argument, NULL, 'T' },
         { "bandwidth-file", required_argument, NULL, 'B' },
         { "fair-jobs", required_argument, NULL, 'J' },
+        { "owner", required_argument, NULL, 'O' },
+        { "access-group", required_argument, NULL, 'G' },
+        { "munge-socket", required_argument, NULL, 'U' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -265,6 +279,8 @@ int main(int argc, char **argv)
     srv.chunk_size = 512 * 1024;
     srv.quota = UINT64_MAX;
     srv.max_clients = DEFAULT_MAX_CLIENTS;
+    srv.self_uid = getuid();
+    srv.self_gid = getgid();
     srv.handshakes_max = DEFAULT_MAX_HANDSHAKES;
     srv.handshakes_per_peer = DEFAULT_MAX_HANDSHAKES_PER_PEER;
     log_open("adafsd", LOG_LEVEL_INFO, NULL);
@@ -355,6 +371,35 @@ int main(int argc, char **argv)
                 die("--fair-jobs: '%s' must be an absolute path", optarg);
             snprintf(srv.fair_jobs, sizeof(srv.fair_jobs), "%s", optarg);
             break;
+        case 'O': {
+            struct passwd *pw = getpwnam(optarg);
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (pw)
+                srv.owner = pw->pw_uid;
+            else if (*end || end == optarg || optarg[0] == '-' || v >= (uid_t)-1)
+                die("--owner: '%s' is neither a uid nor a user this node knows", optarg);
+            else
+                srv.owner = (uid_t)v;
+            srv.multiuser = 1;
+            break;
+        }
+        case 'G': {
+            struct group *gr = getgrnam(optarg);
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (gr)
+                srv.access_group = gr->gr_gid;
+            else if (*end || end == optarg || optarg[0] == '-' || v >= (gid_t)-1)
+                die("--access-group: '%s' is neither a gid nor a group this node knows", optarg);
+            else
+                srv.access_group = (gid_t)v;
+            srv.has_access_group = 1;
+            break;
+        }
+        case 'U':
+            if (optarg[0] != '/' || strlen(optarg) >= sizeof(srv.munge_socket))
+                die("--munge-socket: '%s' must be an absolute path", optarg);
+            snprintf(srv.munge_socket, sizeof(srv.munge_socket), "%s", optarg);
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -365,6 +410,9 @@ int main(int argc, char **argv)
         usage(stderr);
         die("--index, --hosts (or --listen and --servers), --root and --secret-file are required");
     }
+    if ((srv.has_access_group || srv.munge_socket[0]) && !srv.multiuser)
+        die("--access-group and --munge-socket are for a server several users share: "
+            "give --owner too");
     if (root[0] != '/' || strlen(root) >= sizeof(srv.root) - 64)
         die("--root: '%s' must be an absolute path", root);
     if (log_path && log_open("adafsd", (enum log_level)level, log_path) < 0)
@@ -441,6 +489,15 @@ int main(int argc, char **argv)
              "%llu kept free for metadata, fair sharing %s", srv.index, srv.nservers, host,
              bound, root, (unsigned long long)srv.chunk_size, (unsigned long long)srv.quota,
              (unsigned long long)srv.headroom, fair_policy_name((enum fair_policy)fair_policy));
+    if (srv.multiuser && getrandom(srv.key_mask, sizeof(srv.key_mask), 0) !=
+                             (ssize_t)sizeof(srv.key_mask))
+        die("no random bytes for the data key mask: %s", strerror(errno));
+    if (srv.multiuser && srv.has_access_group)
+        log_info("shared by its owner uid %u and the members of gid %u: clients prove their "
+                 "uid at connect", (unsigned)srv.owner, (unsigned)srv.access_group);
+    else if (srv.multiuser)
+        log_info("shared by the jobs of its owner uid %u: clients prove their uid at connect",
+                 (unsigned)srv.owner);
     if (srv.test_service_ns || srv.test_service_ns_per_mib)
         log_warn("--test-service-time: every request waits %llu us + %llu us per MiB on an "
                  "emulated device (for benchmarks only)",

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -359,8 +360,10 @@ int op_stat(struct server *srv, struct rpc_reader *req, struct reply *rep)
         return rc;
     struct fs_record rec;
     rc = get_record(srv, t.key, t.klen, &rec);
-    if (rc == 0)
+    if (rc == 0) {
+        access_answer(srv, rep, &rec);
         fs_record_put(&rep->out, &rec);
+    }
     return rc;
 }
 
@@ -376,11 +379,14 @@ int op_stat_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
     rc = get_record(srv, t.key, t.klen, &rec);
     if (rc < 0)
         return rc;
-    fs_record_put(&rep->out, &rec);
+    struct fs_record shown = rec;
+    access_answer(srv, rep, &shown);
+    fs_record_put(&rep->out, &shown);
     /* The data only if this server holds all of it that was asked for. */
     uint64_t want = rec.size < max ? rec.size : max;
     uint32_t here = S_ISREG(rec.mode) && want <= srv->chunk_size &&
-                    hash_place_chunk(rec.key, 0, srv->nservers) == srv->index;
+                    hash_place_chunk(rec.key, 0, srv->nservers) == srv->index &&
+                    access_may(rep, &rec, R_OK) == 0;
     rpc_put_u32(&rep->out, here);
     if (here && want > 0) {
         rc = chunks_read_into(srv, rec.key, 0, (size_t)want, &rep->out);
@@ -407,6 +413,9 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
     if (rc == 0 && found) {
         if (flags & FS_CREATE_EXCL) {
             rc = -EEXIST;
+        } else if (rep->caller && (flags & FS_CREATE_TRUNC) ? access_may(rep, &rec, W_OK) < 0
+                   : access_may(rep, &rec, R_OK) < 0 && access_may(rep, &rec, W_OK) < 0) {
+            rc = -EACCES;   /* opening it needs read or write, emptying it write */
         } else if (S_ISREG(rec.mode) && (flags & FS_CREATE_TRUNC) && rec.size > 0) {
             old_key = rec.key;
             old_size = rec.size;
@@ -420,6 +429,7 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
         int64_t now = now_ns();
         rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .key = data_key,
                                   .atime_ns = now, .mtime_ns = now, .ctime_ns = now };
+        access_stamp(srv, rep, &rec);
         rc = put_record(srv, t.key, t.klen, &rec);
     }
     pthread_mutex_unlock(t.lock);
@@ -450,6 +460,7 @@ int op_mkdir(struct server *srv, struct rpc_reader *req, struct reply *rep)
         int64_t now = now_ns();
         rec = (struct fs_record){ .mode = S_IFDIR | (mode & 07777), .key = data_key,
                                   .atime_ns = now, .mtime_ns = now, .ctime_ns = now };
+        access_stamp(srv, rep, &rec);
         rc = put_record(srv, t.key, t.klen, &rec);
     }
     pthread_mutex_unlock(t.lock);
@@ -471,6 +482,10 @@ int op_remove(struct server *srv, struct rpc_reader *req, struct reply *rep)
         rc = -ENOTDIR;
     else if (rc == 0 && !want_dir && S_ISDIR(rec.mode))
         rc = -EISDIR;
+    /* Its parent's record is on another server: a user removes only what
+     * it owns (stricter than POSIX's write on the parent). */
+    if (rc == 0)
+        rc = access_owns(rep, &rec);
     if (rc == 0)
         rc = del_record(srv, t.key, t.klen);
     if (rc == 0 && S_ISDIR(rec.mode))
@@ -505,6 +520,8 @@ static int update_size(struct server *srv, struct rpc_reader *req, struct reply 
     rc = get_record(srv, t.key, t.klen, &rec);
     if (rc == 0 && (rec.key != data_key || !S_ISREG(rec.mode)))
         rc = -ENOENT;
+    if (rc == 0)
+        rc = access_may(rep, &rec, W_OK);
     uint64_t before = rec.size;
     if (rc == 0) {
         if (how == SIZE_APPEND)
@@ -553,6 +570,8 @@ int op_truncate(struct server *srv, struct rpc_reader *req, struct reply *rep)
     rc = get_record(srv, t.key, t.klen, &rec);
     if (rc == 0 && S_ISDIR(rec.mode))
         rc = -EISDIR;
+    if (rc == 0)
+        rc = access_may(rep, &rec, W_OK);
     if (rc == 0) {
         before = rec;
         rec.size = length;
@@ -580,6 +599,8 @@ int op_setattr(struct server *srv, struct rpc_reader *req, struct reply *rep)
     pthread_mutex_lock(t.lock);
     struct fs_record rec;
     rc = get_record(srv, t.key, t.klen, &rec);
+    if (rc == 0)
+        rc = access_owns(rep, &rec);   /* chmod and utimes: the owner's */
     if (rc == 0) {
         if (what & FS_SET_MODE)
             rec.mode = (rec.mode & ~07777u) | (mode & 07777);
@@ -613,6 +634,12 @@ int op_put(struct server *srv, struct rpc_reader *req, struct reply *rep)
         rc = -EISDIR;
     else if (rc == 0 && had && !S_ISDIR(old.mode) && S_ISDIR(rec.mode))
         rc = -ENOTDIR;
+    /* A rename's new record: a user moves only what it owns, and replaces
+     * only what it owns (the record says whose it is; the caller may not
+     * make it another's). */
+    if (rc == 0 && rep->caller && rep->caller->uid != 0 &&
+        (rec.uid != rep->caller->uid || (had && old.uid != rep->caller->uid)))
+        rc = -EPERM;
     if (rc == 0) {
         rec.ctime_ns = now_ns();
         rc = put_record(srv, t.key, t.klen, &rec);
@@ -642,6 +669,8 @@ int op_remove_if(struct server *srv, struct rpc_reader *req, struct reply *rep)
     rc = get_record(srv, t.key, t.klen, &rec);
     if (rc == 0 && rec.key != data_key)
         rc = -ENOENT;
+    if (rc == 0)
+        rc = access_owns(rep, &rec);
     if (rc == 0)
         rc = del_record(srv, t.key, t.klen);
     if (rc == 0 && S_ISDIR(rec.mode))
@@ -702,6 +731,8 @@ int meta_scan_dir(struct server *srv, const char *dir, const char *after, meta_s
 struct list_page {
     struct rpc_writer *out;
     uint32_t n, max;
+    const struct server *srv;
+    const struct reply *rep;
 };
 
 static int list_one(void *arg, const char *name, const struct fs_record *rec)
@@ -711,7 +742,7 @@ static int list_one(void *arg, const char *name, const struct fs_record *rec)
         return 1;
     rpc_put_str(p->out, name);
     rpc_put_u32(p->out, rec->mode);
-    rpc_put_u64(p->out, rec->key);
+    rpc_put_u64(p->out, access_key(p->srv, p->rep, rec));
     p->n++;
     return 0;
 }
@@ -725,7 +756,7 @@ int op_list(struct server *srv, struct rpc_reader *req, struct reply *rep)
     /* The count goes first but is known last: patch it in afterwards. */
     size_t count_at = rep->out.len;
     rpc_put_u32(&rep->out, 0);
-    struct list_page page = { &rep->out, 0, max };
+    struct list_page page = { &rep->out, 0, max, srv, rep };
     int rc = meta_scan_dir(srv, dir, after, list_one, &page);
     if (rc < 0)
         return rc;
@@ -766,12 +797,19 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
     rc = lookup_for_create(srv, &t, flags, &old, &had);
     if (rc == 0 && had && S_ISDIR(old.mode))
         rc = -EISDIR;
+    if (rc == 0 && had)
+        rc = access_may(rep, &old, W_OK);   /* replacing its content */
     if (rc == 0) {
         int64_t now = now_ns();
         rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .size = size,
                                   .key = data_key, .atime_ns = now,
                                   .mtime_ns = (flags & FS_CREATE_MTIME) ? mtime : now,
                                   .ctime_ns = now };
+        access_stamp(srv, rep, &rec);
+        if (had) {   /* still its owner's */
+            rec.uid = old.uid;
+            rec.gid = old.gid;
+        }
         rc = put_record(srv, t.key, t.klen, &rec);
     }
     pthread_mutex_unlock(t.lock);

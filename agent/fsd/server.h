@@ -2,6 +2,8 @@
  *
  *   main.c     command line, root directory, listening, readiness, shutdown
  *   gate.c     accepting: every connection's handshake, without a thread
+ *   access.c   who may connect to a server several users share (--owner)
+ *   perm.c     what each request of such a server's users may do
  *   conn.c     one thread per authenticated connection: framing, replies
  *   dispatch.c the single table every request passes through
  *   meta.c     metadata records in RocksDB, keyed by path
@@ -18,6 +20,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "bucket.h"
 #include "fairshare.h"
@@ -45,6 +48,15 @@ struct server {
      * served (connections with a thread), and how many are now. */
     unsigned handshakes_max, handshakes_per_peer, max_clients;
     _Atomic unsigned clients;
+    /* --owner, --access-group (access.c): a server several users share;
+     * multiuser 0: one job's server, the secret is the only key. */
+    int multiuser, has_access_group;
+    uid_t owner;
+    gid_t access_group;
+    char munge_socket[4096];         /* --munge-socket; "": munged's default */
+    uid_t self_uid;                  /* the owner of what one job's server creates */
+    uint8_t key_mask[16];            /* perm.c's key for stand-in data keys */
+    gid_t self_gid;
     char root[4096];
     char data_dir[4200];
     struct meta_store *meta;
@@ -90,8 +102,20 @@ struct stream {
  * data file sent after it with sendfile (the data of a READ). rest: the
  * part of the request not in the reader (NULL: all of it is); the
  * connection drops whatever the handler leaves of it. */
+/* Who a client of a server several users share proved to be at connect
+ * (access.c): uid, gid and its groups, fixed for the connection. */
+#define ACCESS_GROUPS_MAX 64
+struct caller {
+    uid_t uid;
+    gid_t gid;
+    unsigned ngroups;
+    gid_t groups[ACCESS_GROUPS_MAX];
+};
+
 struct datafile;
 struct reply {
+    /* The connection's caller (NULL: one job's server, no checks). */
+    const struct caller *caller;
     struct rpc_writer out;
     struct datafile *file;           /* NULL: none; datafile_put after sending */
     uint64_t file_off;
@@ -127,13 +151,40 @@ void dispatch_leave(struct server *srv, struct dispatch_gate *g, uint64_t bytes_
  * signalfd sfd. Returns 0 then, or -errno if the loop itself failed. */
 int gate_run(struct server *srv, int lfd, int ufd, int sfd);
 
+/* access.c: the uid and gid of a client that proved the secret (the
+ * kernel's on the Unix socket, local; else its munge credential cred for
+ * handshake hs), then whether they may in. 0, or -EACCES with err naming
+ * why (the uid when known). */
+struct handshake;
+int access_identify(struct server *srv, int fd, int local, const struct handshake *hs,
+                    const char *cred, uid_t *uid, gid_t *gid, char *err, size_t errlen);
+int access_admit(const struct server *srv, uid_t uid, gid_t gid, struct caller *c,
+                 char *err, size_t errlen);
+/* perm.c, for the handlers. in_groups: is group one of c's. stamp: the owner of a new record (the caller, else
+ * the server's uid). may: 0 if the caller has want (R_OK, W_OK, X_OK
+ * bits) on rec by its mode bits, -EACCES if not. owns: 0 if the caller
+ * owns rec (or is root), -EPERM if not. Without a caller both are 0. */
+struct fs_record;
+int access_in_groups(const struct caller *c, gid_t group);
+void access_stamp(const struct server *srv, const struct reply *rep, struct fs_record *rec);
+int access_may(const struct reply *rep, const struct fs_record *rec, unsigned want);
+int access_owns(const struct reply *rep, const struct fs_record *rec);
+/* The data key a record's answer carries: its own, or (a caller that may
+ * neither read nor write it) a stand-in from which the key cannot be
+ * found, so that the chunks, read and written by key, stay out of reach.
+ * answer: rec's key replaced so. */
+uint64_t access_key(const struct server *srv, const struct reply *rep,
+                    const struct fs_record *rec);
+void access_answer(const struct server *srv, const struct reply *rep, struct fs_record *rec);
+
 /* Serves one authenticated connection (a blocking socket) on a thread of
  * its own until the peer closes it; local: it came through the node's Unix
  * socket, and its requests may pass descriptors; peer: its name for the
- * log; who: its job, user and group as the gate established them. When it ends, srv->clients goes down by one (gate.c counted it
+ * log; who: its job, user and group as the gate established them; caller:
+ * who it proved to be to a server several users share (NULL: one job's). When it ends, srv->clients goes down by one (gate.c counted it
  * up). */
 int conn_start(struct server *srv, int fd, int local, const char *peer,
-               const struct fair_who *who);
+               const struct fair_who *who, const struct caller *caller);
 
 
 /* meta.c */

@@ -82,6 +82,26 @@ static int open_as(adafs *fs, const char *p, uint64_t key, mode_t mode, int flag
 /* Opens path; rec_out (if not NULL) gets the record the open saw; pf (if
  * not NULL, only without O_CREAT) the file's first bytes if they come with
  * it. */
+/* Another user's file (a shared instance: the server says whose): may we
+ * open it as flags asks, by its mode bits? The server enforces it (a
+ * caller that may neither read nor write a file gets a stand-in data key,
+ * and size updates need write); this gives programs the EACCES they
+ * expect instead of what a stand-in key reads. Our own files as ever. */
+static int record_permits(const adafs *fs, const struct fs_record *rec, int flags)
+{
+    if (rec->uid == (uint32_t)fs->uid || fs->uid == 0 || S_ISDIR(rec->mode))
+        return 0;
+    int acc = flags & O_ACCMODE;
+    unsigned want = (acc != O_WRONLY ? 4u : 0u) | (acc != O_RDONLY ? 2u : 0u);
+    int in_group = rec->gid == (uint32_t)fs->gid;
+    gid_t groups[256];
+    int n = in_group ? 0 : getgroups(256, groups);
+    for (int i = 0; i < n && !in_group; i++)
+        in_group = groups[i] == (gid_t)rec->gid;
+    unsigned bits = (in_group ? rec->mode >> 3 : rec->mode) & 7;
+    return (bits & want) == want ? 0 : -EACCES;
+}
+
 static int open_record(adafs *fs, const char *path, int flags, mode_t mode,
                        struct fs_record *rec_out, struct prefetch *pf)
 {
@@ -131,6 +151,8 @@ static int open_record(adafs *fs, const char *path, int flags, mode_t mode,
     }
     if (rc == -ENOENT)
         rc = refine_enoent(fs, p);
+    if (rc == 0)
+        rc = record_permits(fs, &rec, flags);
     if (rc < 0)
         return rc;
     if (S_ISDIR(rec.mode) && (writable || (flags & O_CREAT)))

@@ -12,11 +12,14 @@
 
 #define ROOT_INO 1
 
-static void root_record(struct fs_record *rec)
+/* The root has no record on any server: it looks like the caller's. */
+static void root_record(const adafs *fs, struct fs_record *rec)
 {
     memset(rec, 0, sizeof(*rec));
     rec->mode = S_IFDIR | 0755;
     rec->key = ROOT_INO;
+    rec->uid = (uint32_t)fs->uid;
+    rec->gid = (uint32_t)fs->gid;
 }
 
 void record_to_stat(const adafs *fs, const struct fs_record *rec, struct stat *st)
@@ -26,8 +29,8 @@ void record_to_stat(const adafs *fs, const struct fs_record *rec, struct stat *s
     st->st_ino = (ino_t)rec->key;
     st->st_mode = rec->mode;
     st->st_nlink = S_ISDIR(rec->mode) ? 2 : 1;
-    st->st_uid = fs->uid;
-    st->st_gid = fs->gid;
+    st->st_uid = rec->uid;
+    st->st_gid = rec->gid;
     st->st_size = S_ISDIR(rec->mode) ? 4096 : (off_t)rec->size;
     st->st_blksize = (blksize_t)fs->inst.chunk_size;
     st->st_blocks = (blkcnt_t)((st->st_size + 511) / 512);
@@ -51,7 +54,7 @@ static int take_record(const struct call *c, struct fs_record *rec)
 int stat_record(adafs *fs, const char *path, struct fs_record *rec)
 {
     if (strcmp(path, "/") == 0) {
-        root_record(rec);
+        root_record(fs, rec);
         return 0;
     }
     struct call c;

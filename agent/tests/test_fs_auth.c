@@ -107,7 +107,7 @@ static void serve(struct fake *f, int c)
         return;
     case NO_SECRET:
     case REFLECT:
-        handshake_server_hello(&hs, 0, hello);
+        handshake_server_hello(&hs, 0, 0, hello);
         net_write_full(c, hello, sizeof(hello), net_now_ms() + 1000);
         if (net_read_full(c, proof, sizeof(proof), net_now_ms() + 2000) < 0)
             return;

@@ -1,0 +1,73 @@
+/* access: who may use a server several users share (adafsd --owner UID
+ * [--access-group GID], a persistent instance's server). The instance's
+ * secret is not enough there, every user of the instance holds it: the
+ * gate also learns each client's uid at connect (the kernel's SO_PEERCRED
+ * on the node's Unix socket, a munge credential over TCP: identity.h) and
+ * lets in only the owner and the members of the access group, as the NSS
+ * of this node knows them. Without --owner nothing here runs. */
+#include "server.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "identity.h"
+
+int access_identify(struct server *srv, int fd, int local, const struct handshake *hs,
+                    const char *cred, uid_t *uid, gid_t *gid, char *err, size_t errlen)
+{
+    if (!local)
+        return identity_decode(hs, srv->munge_socket[0] ? srv->munge_socket : NULL, cred,
+                               uid, gid, err, errlen);
+    struct ucred peer;
+    socklen_t len = sizeof(peer);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0) {
+        snprintf(err, errlen, "SO_PEERCRED: %s", strerror(errno));
+        return -EACCES;
+    }
+    *uid = peer.uid;
+    *gid = peer.gid;
+    return 0;
+}
+
+/* Fills c with uid, gid and the uid's groups: gid (as munge or the kernel
+ * gave it), its passwd entry's primary group, its supplementary groups
+ * (this node's NSS), as many as fit. name: the user's, "?" if unknown. */
+static void learn_groups(struct caller *c, uid_t uid, gid_t gid, char *name, size_t namelen)
+{
+    *c = (struct caller){ .uid = uid, .gid = gid, .ngroups = 1, .groups = { gid } };
+    snprintf(name, namelen, "?");
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) != 0 || !found)
+        return;
+    snprintf(name, namelen, "%s", pw.pw_name);
+    gid_t groups[256];
+    int n = 256;
+    if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
+        n = 256;   /* more than that: the first 256 */
+    for (int i = 0; i < n && c->ngroups < ACCESS_GROUPS_MAX; i++)
+        if (groups[i] != gid)
+            c->groups[c->ngroups++] = groups[i];
+}
+
+int access_admit(const struct server *srv, uid_t uid, gid_t gid, struct caller *c,
+                 char *err, size_t errlen)
+{
+    char name[64];
+    learn_groups(c, uid, gid, name, sizeof(name));
+    if (uid == srv->owner || (srv->has_access_group && access_in_groups(c, srv->access_group)))
+        return 0;
+    if (srv->has_access_group)
+        snprintf(err, errlen, "uid %u (%s) is neither this instance's owner (uid %u) nor a "
+                 "member of its access group (gid %u)", (unsigned)uid, name,
+                 (unsigned)srv->owner, (unsigned)srv->access_group);
+    else
+        snprintf(err, errlen, "uid %u (%s) is not this instance's owner (uid %u)",
+                 (unsigned)uid, name, (unsigned)srv->owner);
+    return -EACCES;
+}

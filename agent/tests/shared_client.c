@@ -1,0 +1,183 @@
+/* shared_client: plays the client's side of the handshake (handshake.h)
+ * against server 0 of an instance shared by several users (adafsd
+ * --owner), the wrong way on purpose, for test_fs_shared.sh. Run as the
+ * user to pretend to be:
+ *
+ *   shared_client INSTANCE_FILE MODE
+ *
+ * MODE: honest (a credential of ours for this connection), replay (the
+ * credential of an admitted connection sent again on a new one), reuse (a
+ * credential made for one connection, never sent there, sent on another),
+ * forged (a made-up credential), tampered (a real one with a character
+ * changed), purpose (a real one of ours for this connection's nonces but
+ * another label), expired (a real one of ours, 1 s to live, sent after
+ * 3 s), local (over the server's Unix socket, no credential), none (TCP,
+ * the PROOF and no IDENTITY: the server drops us after its deadline).
+ * Prints what the server answered to the last connection: "admitted",
+ * "denied" (EACCES with the server's MAC: it took our secret, not our
+ * identity), "refused: ERR" or "hung up". Exit 0 when it could tell. */
+#include <errno.h>
+#include <munge.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "handshake.h"
+#include "identity.h"
+#include "instance.h"
+#include "net.h"
+
+static struct instance inst;
+static const char *munge_socket;
+
+/* A connection to server 0: TCP, or its Unix socket (whoever listens: the
+ * server runs as the owner, and net_connect_abstract would check that). */
+static int dial(int local)
+{
+    const struct instance_server *s = &inst.servers[0];
+    char err[400];
+    if (!local) {
+        int fd = net_connect(s->host, s->port, 2000, err, sizeof(err));
+        if (fd < 0)
+            fprintf(stderr, "shared_client: %s\n", err);
+        return fd;
+    }
+    char name[INSTANCE_LOCAL_NAME_MAX];
+    instance_local_name(s->host, s->port, name);
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    size_t len = strlen(name);
+    memcpy(addr.sun_path + 1, name, len);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr,
+                          (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) < 0) {
+        perror("shared_client: the server's Unix socket");
+        return -1;
+    }
+    return fd;
+}
+
+/* Reads HELLO and makes our PROOF for it. */
+static int start(int fd, struct handshake *hs, uint8_t proof[HANDSHAKE_PROOF_SIZE])
+{
+    uint8_t hello[HANDSHAKE_HELLO_SIZE];
+    int rc = net_read_full(fd, hello, sizeof(hello), net_now_ms() + 3000);
+    return rc < 0 ? rc : handshake_client_proof(hs, 0, inst.secret, hello, proof);
+}
+
+static char *credential(const struct handshake *hs)
+{
+    char *cred, err[300];
+    if (identity_encode(hs, munge_socket, &cred, err, sizeof(err)) < 0) {
+        fprintf(stderr, "shared_client: %s\n", err);
+        exit(1);
+    }
+    return cred;
+}
+
+/* A credential of ours with any payload and time to live. */
+static char *credential_of(const void *payload, int len, int ttl)
+{
+    munge_ctx_t ctx = munge_ctx_create();
+    char *cred = NULL;
+    if (munge_socket)
+        munge_ctx_set(ctx, MUNGE_OPT_SOCKET, munge_socket);
+    if (ttl)
+        munge_ctx_set(ctx, MUNGE_OPT_TTL, ttl);
+    if (munge_encode(&cred, ctx, payload, len) != EMUNGE_SUCCESS) {
+        fprintf(stderr, "shared_client: munge: %s\n", munge_ctx_strerror(ctx));
+        exit(1);
+    }
+    munge_ctx_destroy(ctx);
+    return cred;
+}
+
+/* Sends PROOF and (cred not NULL) IDENTITY; prints the server's answer. */
+static int finish(int fd, const struct handshake *hs, const uint8_t proof[HANDSHAKE_PROOF_SIZE],
+                  const char *cred)
+{
+    int64_t deadline = net_now_ms() + 8000;
+    if (net_write_full(fd, proof, HANDSHAKE_PROOF_SIZE, deadline) < 0)
+        return puts("hung up"), 0;
+    if (cred) {
+        uint8_t msg[4 + HANDSHAKE_CRED_MAX];
+        uint32_t len = (uint32_t)strlen(cred);
+        memcpy(msg, &len, 4);   /* little-endian hosts only, as the tests run */
+        memcpy(msg + 4, cred, len);
+        if (net_write_full(fd, msg, 4 + len, deadline) < 0)
+            return puts("hung up"), 0;
+    }
+    uint8_t answer[HANDSHAKE_ANSWER_SIZE];
+    if (net_read_full(fd, answer, sizeof(answer), deadline) < 0)
+        return puts("hung up"), 0;
+    int rc = handshake_client_check(hs, inst.secret, answer);
+    if (rc == 0)
+        puts("admitted");
+    else if (handshake_client_denied(hs, inst.secret, answer))
+        puts("denied");
+    else
+        printf("refused: %s\n", strerror(-rc));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    char err[512];
+    if (argc != 3 || instance_read(argv[1], &inst, err, sizeof(err)) < 0) {
+        fprintf(stderr, "usage: shared_client INSTANCE_FILE MODE (%s)\n", argc == 3 ? err : "");
+        return 2;
+    }
+    munge_socket = getenv(HANDSHAKE_ENV_MUNGE_SOCKET);
+    const char *mode = argv[2];
+    struct handshake hs, hs2;
+    uint8_t proof[HANDSHAKE_PROOF_SIZE], proof2[HANDSHAKE_PROOF_SIZE];
+    int local = strcmp(mode, "local") == 0;
+    int fd = dial(local);
+    if (fd < 0 || start(fd, &hs, proof) < 0)
+        return 1;
+    if (!strcmp(mode, "honest"))
+        return finish(fd, &hs, proof, credential(&hs));
+    if (!strcmp(mode, "local") || !strcmp(mode, "none"))
+        return finish(fd, &hs, proof, NULL);
+    if (!strcmp(mode, "forged"))
+        return finish(fd, &hs, proof, "MUNGE:AwQFAAB4mKpO3ZqDnY3d8sT0m2Gv1t7aJQ+oNO8SUd7vG1VcFg==:");
+    if (!strcmp(mode, "tampered")) {
+        char *cred = credential(&hs);
+        size_t mid = strlen(cred) / 2;
+        cred[mid] = cred[mid] == 'A' ? 'B' : 'A';
+        return finish(fd, &hs, proof, cred);
+    }
+    if (!strcmp(mode, "purpose")) {
+        uint8_t payload[HANDSHAKE_IDENTITY_PAYLOAD_SIZE];
+        handshake_identity_payload(&hs, payload);
+        memcpy(payload, "slurm identity v1", 17);   /* same length, another label */
+        return finish(fd, &hs, proof, credential_of(payload, sizeof(payload), 0));
+    }
+    if (!strcmp(mode, "expired")) {
+        uint8_t payload[HANDSHAKE_IDENTITY_PAYLOAD_SIZE];
+        handshake_identity_payload(&hs, payload);
+        char *cred = credential_of(payload, sizeof(payload), 1);
+        sleep(3);
+        return finish(fd, &hs, proof, cred);
+    }
+    if (!strcmp(mode, "replay") || !strcmp(mode, "reuse")) {
+        char *cred = credential(&hs);
+        int replay = !strcmp(mode, "replay");
+        if (replay) {
+            /* Its first use, admitted: the credential is now recorded. */
+            printf("first: ");
+            fflush(stdout);
+            finish(fd, &hs, proof, cred);
+        }
+        close(fd);
+        int fd2 = dial(0);
+        if (fd2 < 0 || start(fd2, &hs2, proof2) < 0)
+            return 1;
+        return finish(fd2, &hs2, proof2, cred);
+    }
+    fprintf(stderr, "shared_client: unknown mode %s\n", mode);
+    return 2;
+}

@@ -1,0 +1,170 @@
+#!/bin/bash
+# test_fs_shared.sh: an adafsd several users share (--owner, --access-group:
+# a persistent instance's server), with real users on loopback: the owner
+# adafs-test, adafs-test2 in the access group adafs-share, and
+# adafs-outsider (made here) who is not. Real programs through the
+# interposer, and shared_client playing the handshake every wrong way:
+# no secret, right secret but neither owner nor member (over TCP and over
+# the Unix socket), forged, tampered, replayed, expired, reused on another
+# connection, or made for another purpose munge credentials, and no
+# credential at all. Each refusal is checked in the server's log too. A
+# private munged (agentd_common.sh). Needs root; skips otherwise.
+set -u
+builddir=${abs_builddir:-$(pwd)}
+ctl=${ADAFS_TEST_CTL:-$builddir/adafs-ctl}
+preload=${ADAFS_TEST_PRELOAD:-$builddir/.libs/libadafs_preload.so}
+client=$builddir/tests/shared_client
+. "${srcdir:-.}/tests/agentd_common.sh"
+
+[ "$(id -u)" = 0 ] || skip_all "needs root (runs programs as the test users)"
+command -v munged >/dev/null && id munge >/dev/null 2>&1 || skip_all "needs munged and the munge user"
+command -v setpriv >/dev/null || skip_all "needs setpriv"
+id adafs-test >/dev/null 2>&1 && id adafs-test2 >/dev/null 2>&1 ||
+    skip_all "needs the test users adafs-test and adafs-test2"
+[ -x "$client" ] && [ -x "$ctl" ] && [ -e "$preload" ] || skip_all "programs not built"
+
+owner=adafs-test member=adafs-test2 outsider=adafs-outsider group=adafs-share
+getent group "$group" >/dev/null || groupadd "$group"
+id -nG "$member" | grep -qw "$group" || usermod -aG "$group" "$member"
+id -u "$outsider" >/dev/null 2>&1 || useradd --no-create-home --shell /bin/false "$outsider"
+
+base=$(mktemp -d /tmp/adafs-shared-test.XXXXXX)
+chmod 755 "$base"
+cleanup() {
+    [ -f "$base/fs/instance" ] && setpriv --reuid="$owner" --regid="$owner" --init-groups \
+        "$ctl" stop --base "$base/fs" >/dev/null 2>&1
+    stop_munged
+    rm -rf "$base"
+}
+trap cleanup EXIT
+start_munged
+export ADAFS_MUNGE_SOCKET=$ADAFS_TEST_MUNGE_SOCKET
+
+# adafs-ctl starts the servers through a wrapper adding the options the
+# node agent gives a persistent instance's servers.
+cat > "$base/adafsd" <<WRAP
+#!/bin/sh
+exec "$builddir/adafsd" "\$@" --owner $(id -u $owner) --access-group $group \
+    --munge-socket "$ADAFS_TEST_MUNGE_SOCKET" --log-level info
+WRAP
+chmod 755 "$base/adafsd"
+mkdir "$base/fs" && chown "$owner" "$base/fs"
+: > "$base/mnt"
+as() {  # as USER COMMAND...: with the user's groups, under the interposer
+    local user=$1; shift
+    timeout -k 5 30 setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups \
+        env LD_PRELOAD="$preload" ADAFS_INSTANCE="${inst:-$base/inst-$user}" \
+        ADAFS_MOUNT="$base/mnt" "$@"
+}
+as_plain() { local user=$1; shift
+    timeout -k 5 30 setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups "$@"; }
+logs() { cat "$base"/fs/*.log 2>/dev/null; }
+logged() { logs | grep -qF -- "$1"; }
+
+if ! as_plain "$owner" "$ctl" start --servers 2 --base "$base/fs" --mount "$base/mnt" \
+        --adafsd "$base/adafsd" --timeout-ms 10000 >"$base/ctl.out" 2>&1; then
+    echo "Bail out! adafs-ctl start failed: $(cat "$base/ctl.out")"
+    exit 1
+fi
+# Every user of the instance holds its secret: a copy of their own (0600).
+for u in "$owner" "$member" "$outsider"; do
+    install -m 600 -o "$u" "$base/fs/instance" "$base/inst-$u"
+done
+inst=
+
+# --- the owner and a member of the group get in, by both ways ---
+check "the owner writes through its Unix socket" as "$owner" sh -c "echo owned > $base/mnt/a"
+check "the owner writes over TCP (munge)" as "$owner" env ADAFS_TRANSPORT=tcp \
+    sh -c "echo tcp > $base/mnt/b && cat $base/mnt/a | grep -qx owned"
+check "a member of the access group reads over TCP" as "$member" sh -c "grep -qx owned $base/mnt/a"
+check "and writes" as "$member" sh -c "echo member > $base/mnt/c"
+
+# --- everyone else is refused, whatever they hold ---
+out=$(as "$outsider" cat "$base/mnt/a" 2>&1)
+check "the right secret, but neither owner nor member: EACCES ($out)" \
+    eval 'echo "$out" | grep -q "Permission denied"'
+check "the server's log names the peer and the uid" \
+    logged "is neither this instance's owner (uid $(id -u $owner)) nor a member of its access group"
+logs | grep -F "uid $(id -u $outsider) ($outsider)" | head -1 | sed 's/^/# /'
+check "  (with the uid and name)" logged "uid $(id -u $outsider) ($outsider) is neither"
+out=$(as_plain "$outsider" "$client" "$base/inst-$outsider" local)
+check "over the server's Unix socket too: denied ($out)" test "$out" = denied
+install -m 600 -o "$member" "$base/fs/instance" "$base/wrong"
+python3 - "$base/wrong" <<'PY'
+import sys, re
+p = sys.argv[1]
+s = open(p).read()
+s = re.sub(r'(secret\s*[= ]\s*)([0-9a-fA-F])', lambda m: m.group(1) + ('1' if m.group(2) != '1' else '2'), s, count=1)
+open(p, 'w').write(s)
+PY
+out=$(inst=$base/wrong as "$member" cat "$base/mnt/a" 2>&1)
+check "a member without the instance's secret: EACCES ($out)" \
+    eval 'echo "$out" | grep -q "Permission denied"'
+check "  logged as a wrong proof" logged "wrong proof of the instance's secret"
+
+# --- per request: who owns what, and who may change it ---
+m=$base/mnt
+as "$owner" sh -c "echo secret > $m/s600 && chmod 600 $m/s600 && echo pub > $m/p644 &&
+    chmod 644 $m/p644 && mkdir $m/d && echo mine > $m/mine"
+out=$(as "$member" stat -c '%u:%g %a' "$m/s600")
+check "the owner's file is the owner's, seen by another ($out)" \
+    test "$out" = "$(id -u $owner):$(id -g $owner) 600"
+as "$member" sh -c "echo m > $m/bym"
+out=$(as "$owner" stat -c '%u:%g' "$m/bym")
+check "what a member creates is the member's uid and gid, stamped by the server ($out)" \
+    test "$out" = "$(id -u $member):$(id -g $member)"
+check "a member's chmod of the owner's file: refused" eval '! as "$member" chmod 666 "$m/p644"'
+out=$(as "$member" stat -c %a "$m/p644")
+check "  and the mode stays ($out)" test "$out" = 644
+check "a member's utimes of the owner's file: refused" eval '! as "$member" touch -d 2001-01-01 "$m/p644"'
+check "a member's unlink of the owner's file: refused" eval '! as "$member" rm -f "$m/p644"'
+check "a member's truncate of the owner's 0644 file: refused" eval '! as "$member" truncate -s 0 "$m/p644"'
+check "a member's append to it: refused" \
+    eval '! as "$member" sh -c "echo x >> $m/p644"'
+check "a member's rename of its own file over the owner's: refused" eval '! as "$member" mv "$m/bym" "$m/mine"'
+check "a member's rename of the owner's file: refused" eval '! as "$member" mv "$m/mine" "$m/taken"'
+as "$member" chown "$member" "$m/mine" 2>/dev/null   # the library's no-op: nothing sends a uid
+out=$(as "$member" stat -c %u "$m/mine")
+check "a member's chown of the owner's file changes nothing ($out)" test "$out" = "$(id -u $owner)"
+out=$(as "$owner" cat "$m/p644" "$m/mine")
+check "the owner's files are intact ($(echo $out))" test "$out" = "pub
+mine"
+check "the owner changes its own file's mode" as "$owner" chmod 640 "$m/p644"
+check "a member, not in the file's group, may no longer read it" \
+    eval '! as "$member" cat "$m/p644" 2>/dev/null'
+as "$owner" chmod 644 "$m/p644"
+check "a member reads a 0644 file of the owner" as "$member" grep -qx pub "$m/p644"
+check "a member removes its own file" as "$member" rm "$m/bym"
+out=$(as "$member" cat "$m/s600" 2>&1)
+check "a member reads the owner's 0600 file: EACCES ($out)" eval 'echo "$out" | grep -q "Permission denied"'
+key600=$(as "$owner" stat -c %i "$m/s600")
+seen600=$(as "$member" stat -c %i "$m/s600")
+check "  and its data key is not given to the member ($key600 / $seen600)" test "$key600" != "$seen600"
+check "  the owner still reads it" as "$owner" grep -qx secret "$m/s600"
+
+# --- munge credentials that are not this connection's own ---
+out=$(as_plain "$member" "$client" "$base/inst-$member" honest)
+check "shared_client's honest handshake is admitted ($out)" test "$out" = admitted
+out=$(as_plain "$member" "$client" "$base/inst-$member" replay)
+check "a credential replayed on a new connection: denied ($out)" test "$out" = "first: admitted
+denied"
+check "  munged saw the replay" logged "Replayed credential"
+out=$(as_plain "$member" "$client" "$base/inst-$member" reuse)
+check "a credential made for one connection, sent on another: denied ($out)" test "$out" = denied
+check "  logged" logged "made for another connection or server"
+out=$(as_plain "$member" "$client" "$base/inst-$member" forged)
+check "a forged credential: denied ($out)" test "$out" = denied
+out=$(as_plain "$member" "$client" "$base/inst-$member" tampered)
+check "a real credential with a character changed: denied ($out)" test "$out" = denied
+check "  logged as munge's refusal" logged "munge credential refused"
+out=$(as_plain "$member" "$client" "$base/inst-$member" purpose)
+check "a credential for another purpose: denied ($out)" test "$out" = denied
+check "  logged" logged "made for another purpose"
+out=$(as_plain "$member" "$client" "$base/inst-$member" expired)
+check "an expired credential: denied ($out)" test "$out" = denied
+check "  logged" logged "Expired credential"
+out=$(as_plain "$member" "$client" "$base/inst-$member" none)
+check "no credential at all: no answer ($out)" test "$out" = "hung up"
+
+echo "1..$n"
+[ "$fails" = 0 ]
