@@ -348,14 +348,18 @@ bool qos_client_on(void)
     return atomic_load(&qc.on);
 }
 
-bool qos_client_await(int timeout_ms)
+int qos_client_await(int timeout_ms)
 {
     if (!atomic_load(&qc.on))
-        return false;
+        return 0;
     try_attach();
     if (!atomic_load(&qc.shared))
-        return false;
+        return -ENOTCONN;
     struct qos_seg *s = atomic_load(&qc.seg);
+    /* No controller drives this node's agent (QoS off): nothing is
+     * coming, and waiting would only delay the stage. */
+    if (atomic_load(&s->head.gen) == 0 && atomic_load(&s->head.controlled_ms) == 0)
+        return 0;
     int64_t end = clock_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000;
     while (atomic_load(&s->head.gen) == 0 && clock_ns(CLOCK_MONOTONIC) < end) {
         struct timespec ts = { 0, 50000000 };
@@ -364,7 +368,7 @@ bool qos_client_await(int timeout_ms)
     atomic_store(&qc.gen_seen, atomic_load(&s->head.gen));
     load_limits(s);
     atomic_fetch_add(&qos_epoch, 1);
-    return atomic_load(&s->head.gen) != 0;
+    return atomic_load(&s->head.gen) != 0 ? 1 : -ETIMEDOUT;
 }
 
 void qos_client_state(struct qos_client_state *st)

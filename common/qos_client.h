@@ -69,8 +69,11 @@ bool qos_client_on(void);
 /* Attaches now and waits up to timeout_ms for the controller's first
  * limits in a budget that has none yet: for a process whose first burst
  * would otherwise run unlimited (the stager, started moments after its
- * job). Returns whether limits are in force; never waits longer. */
-bool qos_client_await(int timeout_ms);
+ * job). Returns 1 when limits are in force; 0 at once when none are
+ * coming (not started, or no controller has driven the agent: QoS off);
+ * -ENOTCONN when the agent gave no budget, -ETIMEDOUT when none came in
+ * time. Never waits longer. */
+int qos_client_await(int timeout_ms);
 
 struct qos_tls {
     int64_t credit[QOS_NCLASSES];      /* the fast path's */

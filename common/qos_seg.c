@@ -12,6 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The head keeps its size: a process and an agent built before or after a
+ * field was added still map each other's segments (a missing field reads
+ * as 0). */
+_Static_assert(sizeof(struct qos_seg_head) == 2 * QOS_CACHELINE, "qos_seg_head grew");
+
 void qos_seg_init(struct qos_seg *s, uint32_t job_id, unsigned nslots)
 {
     s->head.magic = QOS_SEG_MAGIC;
@@ -80,9 +85,10 @@ int qos_seg_set_limits(struct qos_seg *s, const struct qos_limits *l)
     return changed;
 }
 
-void qos_seg_beat(struct qos_seg *s, uint64_t now_ms)
+void qos_seg_beat(struct qos_seg *s, uint64_t now_ms, uint64_t controlled_ms)
 {
     atomic_store_explicit(&s->head.heartbeat_ms, now_ms, memory_order_relaxed);
+    atomic_store_explicit(&s->head.controlled_ms, controlled_ms, memory_order_relaxed);
 }
 
 static uint64_t add_sat(uint64_t a, uint64_t b)

@@ -45,6 +45,10 @@ struct qos_seg_head {
      * default applies), QOS_UNLIMITED, or a rate. */
     _Atomic uint64_t limit[QOS_NCLASSES];
     _Atomic uint64_t heartbeat_ms;             /* CLOCK_MONOTONIC of the agent's last beat */
+    /* CLOCK_MONOTONIC of the controller's last cycle on this agent; 0: no
+     * controller has driven it since it started (QoS off, qosd not run),
+     * so no limits are coming to wait for. */
+    _Atomic uint64_t controlled_ms;
 } __attribute__((aligned(QOS_CACHELINE)));
 
 struct qos_seg_bucket {
@@ -85,7 +89,9 @@ void qos_seg_unmap(struct qos_seg *s);
  * whether it changed. */
 #define QOS_CARRY_MAX_NS 1000000000LL
 int qos_seg_set_limits(struct qos_seg *s, const struct qos_limits *l);
-void qos_seg_beat(struct qos_seg *s, uint64_t now_ms);
+/* The agent's beat: alive at now_ms; its controller's last cycle at
+ * controlled_ms (0: none yet). */
+void qos_seg_beat(struct qos_seg *s, uint64_t now_ms, uint64_t controlled_ms);
 
 /* The job's usage on this node: totals since the segment was made. */
 struct qos_usage {

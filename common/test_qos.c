@@ -247,11 +247,10 @@ static void test_client(void)
     tap_ok(st.limit[QOS_OPEN] == QOS_UNLIMITED, "a class without a default has no limit");
     tap_ok(st.used[QOS_STAT] >= 44, "counted: %llu", (unsigned long long)st.used[QOS_STAT]);
 
-    /* The agent comes up with a budget of 5000/s: taken at the next retry. */
+    /* The agent comes up; no controller has driven it yet (QoS off): a
+     * stager's wait for first limits returns at once. */
     struct qos_seg *s;
     qos_seg_create(42, 8, &seg_fd, &s);
-    struct qos_limits l = { .v = { [QOS_STAT] = 5000 } };
-    qos_seg_set_limits(s, &l);
     job_uid = getuid();
     listener = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -260,11 +259,28 @@ static void test_client(void)
     listen(listener, 8);
     pthread_t th;
     pthread_create(&th, NULL, agent, NULL);
+    t0 = now_s();
+    int arc = qos_client_await(3000);
+    dt = now_s() - t0;
+    tap_ok(arc == 0 && dt < 1.0, "no controller: no limits awaited (%d after %.3f s)", arc, dt);
+    /* A controller drives the agent but has not named the job: waited for,
+     * up to the timeout. */
+    qos_seg_beat(s, 1, 1);
+    t0 = now_s();
+    arc = qos_client_await(200);
+    dt = now_s() - t0;
+    tap_ok(arc == -ETIMEDOUT && dt >= 0.15, "a controller: its limits awaited (%d after %.3f s)",
+           arc, dt);
+
+    /* Then the budget gets 5000/s: taken at the next retry. */
+    struct qos_limits l = { .v = { [QOS_STAT] = 5000 } };
+    qos_seg_set_limits(s, &l);
     usleep((QOS_RETRY_MS + 100) * 1000);
     qos_charge(QOS_STAT, 1);
     qos_client_state(&st);
     tap_ok(st.attached, "attached to the agent's segment at the next retry");
     tap_ok(st.limit[QOS_STAT] == 5000, "its limit applies: %llu", (unsigned long long)st.limit[QOS_STAT]);
+    tap_is_int(qos_client_await(3000), 1, "limits in force: nothing to wait for");
     t0 = now_s();
     for (int i = 0; i < 600; i++)
         qos_charge(QOS_STAT, 1);

@@ -268,9 +268,11 @@ int main(int argc, char **argv)
         qos_client_init(&qos);
         /* The job has just started: its first limits may be a period
          * away, and a stage's first seconds would run unlimited. */
-        if (!qos_client_await(3000))
-            fprintf(stderr, "adafs-stage: no limits from the job's I/O budget after 3 s: going on"
-                    " under the site's default until they come\n");
+        int qrc = qos_client_await(3000);
+        if (qrc < 0)
+            fprintf(stderr, "adafs-stage: no limits from the job's I/O budget (%s): going on"
+                    " under the site's default until they come\n",
+                    qrc == -ETIMEDOUT ? "none within 3 s" : "the node agent gave none");
     }
     struct stage_run *run;
     int rc = stage_create(&opt, &run, err, sizeof(err));

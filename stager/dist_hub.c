@@ -560,7 +560,10 @@ static void on_split(struct hub *h, const struct dmsg *m)
             break;
         }
         f->pending++;
-        hq_push(&h->workq, it, 0);
+        /* Longest work first: pieces go before the queued batches, so
+         * the run ends on small work that spreads evenly, not on a big
+         * file's pieces found early and copied last. */
+        hq_push(&h->workq, it, 1);
     }
     file_release(h, id, f->failed);     /* drops our own hold */
 }

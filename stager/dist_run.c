@@ -449,6 +449,10 @@ int dist_execute(struct stage_run *run)
     d->run = run;
     d->me = run->opt.worker;
     d->n = run->opt.workers;
+    /* Not more: an item waiting at a busy worker cannot be taken by an
+     * idle one. 3 x threads + 4 cut the waiting of 4 workers on the
+     * 100,000-file set but parked the uneven tree's work at the worker
+     * walking its chains (2 workers 4.3x slower than one process). */
     d->window = run->opt.threads + 4;
     d->timeout = run->opt.peer_timeout > 0 ? run->opt.peer_timeout : DIST_DEFAULT_TIMEOUT;
     d->beat = d->timeout / 8 < 1.0 ? d->timeout / 8 : 1.0;

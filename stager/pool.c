@@ -39,7 +39,8 @@ struct pool {
     _Atomic uint64_t idle_ns;     /* threads' time waiting for a task */
 };
 
-static int dq_push_back(struct deque *d, struct task t)
+/* At the back (the owner's next task) or the front (a thief's next). */
+static int dq_push(struct deque *d, struct task t, int front)
 {
     pthread_mutex_lock(&d->lock);
     if (d->len == d->cap) {
@@ -56,7 +57,13 @@ static int dq_push_back(struct deque *d, struct task t)
         d->cap = cap;
         d->head = 0;
     }
-    d->ring[(d->head + d->len++) % d->cap] = t;
+    if (front) {
+        d->head = (d->head + d->cap - 1) % d->cap;
+        d->ring[d->head] = t;
+        d->len++;
+    } else {
+        d->ring[(d->head + d->len++) % d->cap] = t;
+    }
     pthread_mutex_unlock(&d->lock);
     return 0;
 }
@@ -110,7 +117,7 @@ int pool_push(struct pool *p, struct pool_thread *self, pool_fn fn, void *arg)
     struct pool_thread *t = self
         ? self : &p->threads[atomic_fetch_add(&p->next_outside, 1) % p->n];
     atomic_fetch_add(&p->outstanding, 1);
-    int rc = dq_push_back(&t->dq, (struct task){ fn, arg });
+    int rc = dq_push(&t->dq, (struct task){ fn, arg }, self == NULL);
     if (rc < 0) {
         atomic_fetch_sub(&p->outstanding, 1);
         return rc;

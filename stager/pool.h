@@ -18,8 +18,12 @@ typedef void (*pool_fn)(struct pool_thread *self, void *arg);
 
 /* scratch_size bytes of per-thread scratch (e.g. a copy buffer). */
 struct pool *pool_create(unsigned threads, size_t scratch_size);
-/* From outside a worker (before pool_run) or from a task (self != NULL: to
- * its own deque). Returns -ENOMEM. */
+/* From a task (self != NULL): at the back of its own deque, run next by
+ * its thread. From outside (self == NULL: before pool_run, or a
+ * distributed run's items as they come): at the front of a deque, round
+ * robin, taken first by a thread that steals and last by its owner, so
+ * a thread's own depth-first walk (a deep chain of directories) is not
+ * held behind work handed in meanwhile. Returns -ENOMEM. */
 int pool_push(struct pool *p, struct pool_thread *self, pool_fn fn, void *arg);
 /* A hold keeps pool_run from returning while no task is queued: for a
  * thread outside that will push more (a distributed run's items). */

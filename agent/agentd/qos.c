@@ -39,6 +39,9 @@ static size_t njobs;
 /* The cycle whose usage qosd last asked for alone (0: none): its limits
  * are answered with no jobs, qosd has their usage already. */
 static uint64_t reported_cycle;
+/* now_ms() of qosd's last request (0: none since the agent started): told
+ * in every budget, so a process knows whether limits are coming. */
+static uint64_t controlled_ms;
 static int listen_fd = -1, wake[2] = { -1, -1 };
 static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static pthread_t beat_thread;
@@ -106,7 +109,7 @@ static struct qjob *get_locked(uint32_t job_id, uid_t uid, char *err, size_t err
         snprintf(err, errlen, "job %u: cannot make its budget: %s", job_id, strerror(-rc));
         return NULL;
     }
-    qos_seg_beat(j.seg, now_ms());
+    qos_seg_beat(j.seg, now_ms(), controlled_ms);
     memmove(&jobs[i + 1], &jobs[i], (njobs - i) * sizeof(*jobs));
     jobs[i] = j;
     njobs++;
@@ -163,6 +166,7 @@ int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, siz
         return rc;
     }
     pthread_mutex_lock(&lock);
+    controlled_ms = now_ms();
     for (size_t i = 0; i < njobs; i++)
         jobs[i].missing++;
     for (uint32_t k = 0; k < c.njobs && rc == 0; k++) {
@@ -202,6 +206,7 @@ int qos_agent_report(struct rpc_reader *r, struct rpc_writer *out, char *err, si
         return -EBADMSG;
     }
     pthread_mutex_lock(&lock);
+    controlled_ms = now_ms();
     int rc = report_locked(cycle, out, err, errlen);
     reported_cycle = cycle;
     pthread_mutex_unlock(&lock);
@@ -285,7 +290,7 @@ static void *beat_main(void *arg)
         if (t - last >= BEAT_MS / 2) {
             pthread_mutex_lock(&lock);
             for (size_t i = 0; i < njobs; i++)
-                qos_seg_beat(jobs[i].seg, t);
+                qos_seg_beat(jobs[i].seg, t, controlled_ms);
             pthread_mutex_unlock(&lock);
             last = t;
             log_limit_flush(&attach_log);
