@@ -331,6 +331,16 @@ const char *persist_op_name(enum persist_op op)
     return "?";
 }
 
+#define PERSIST_NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+
+int persist_name_valid(const char *name)
+{
+    size_t len = name ? strlen(name) : 0;
+    /* ASCII letters whatever the locale: strspn, not isalpha. */
+    return len && len <= PERSIST_NAME_MAX && strspn(name, PERSIST_NAME_CHARS) == len &&
+           !strchr("0123456789_", name[0]);
+}
+
 /* A letter, then letters, digits or '_': it ends up in an environment
  * variable's name, a path and a log line, so nothing else. */
 static int check_persist_name(struct parser *p, const struct origin *o, const char *value)
@@ -340,12 +350,13 @@ static int check_persist_name(struct parser *p, const struct origin *o, const ch
         return fail(p, o, "name= is empty");
     if (len > PERSIST_NAME_MAX)
         return fail(p, o, "name=%s is longer than %d characters", value, PERSIST_NAME_MAX);
-    if (!isalpha((unsigned char)value[0]))
+    if (!strchr(PERSIST_NAME_CHARS, value[0]) || strchr("0123456789_", value[0]))
         return fail(p, o, "name=%s must start with a letter", value);
-    for (const char *s = value; *s; s++)
-        if (!isalnum((unsigned char)*s) && *s != '_')
-            return fail(p, o, "name=%s: '%c' is not allowed (letters, digits and '_' only)",
-                        value, isprint((unsigned char)*s) ? *s : '?');
+    if (!persist_name_valid(value)) {
+        char bad = value[strspn(value, PERSIST_NAME_CHARS)];
+        return fail(p, o, "name=%s: '%c' is not allowed (letters, digits and '_' only)",
+                    value, isprint((unsigned char)bad) ? bad : '?');
+    }
     return 0;
 }
 

@@ -101,6 +101,8 @@ int directive_check_persistent(const char *prefix, const struct bb_request *req,
                                size_t persistent_nodes, char *err, size_t errlen);
 
 const char *persist_op_name(enum persist_op op);
+/* 1 if name is a valid persistent instance's name (above), else 0. */
+int persist_name_valid(const char *name);
 
 /* True when req asks for I/O quality of service and nothing else: the job
  * gets no file system, only the interposer under QoS. */

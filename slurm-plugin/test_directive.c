@@ -246,6 +246,8 @@ int main(void)
     rejected("#BB_ADAFS destroy_persistent name=\n", "name= is empty");
     rejected("#BB_ADAFS use_persistent name=1abc\n", "name=1abc must start with a letter");
     rejected("#BB_ADAFS use_persistent name=a-b\n", "'-' is not allowed");
+    rejected("#BB_ADAFS use_persistent name=_a\n", "name=_a must start with a letter");
+    rejected("#BB_ADAFS use_persistent name=caf\xc3\xa9\n", "is not allowed");
     rejected("#BB_ADAFS use_persistent name=../etc\n", "must start with a letter");
     rejected("#BB_ADAFS use_persistent name=abcdefghijabcdefghijabcdefghijabc\n",
              "longer than 32 characters");
