@@ -57,6 +57,7 @@ static const struct key_spec keys[] = {
     KEY("AdafsWalltimeMissRate", V_RATE, walltime_miss_rate),
     KEY("AdafsWalltimeComment", V_STRING, walltime_comment),
     KEY("AdafsPersistentNodes", V_HOSTLIST, persistent_nodes_str),
+    KEY("AdafsWalltimeLearnInterval", V_SECONDS, walltime_learn_interval),
 };
 
 static void set_defaults(struct bb_config *cfg)
@@ -81,6 +82,7 @@ static void set_defaults(struct bb_config *cfg)
         .stage_threads = 4,
         .walltime_margin = 10,
         .walltime_miss_rate = 0.05,
+        .walltime_learn_interval = 30,
     };
     qos_conf_defaults(&cfg->qos);
 }
@@ -315,6 +317,10 @@ int bb_config_load(const char *path, struct bb_config *cfg, char *err, size_t er
     if (rc == 0 && strcmp(cfg->walltime_comment, "admin_comment") != 0 &&
         strcmp(cfg->walltime_comment, "comment") != 0 && strcmp(cfg->walltime_comment, "none") != 0) {
         snprintf(err, errlen, "%s: AdafsWalltimeComment must be admin_comment, comment or none", path);
+        rc = -1;
+    }
+    if (rc == 0 && cfg->walltime_learn_interval == 0) {
+        snprintf(err, errlen, "%s: AdafsWalltimeLearnInterval must be at least 1 second", path);
         rc = -1;
     }
     if (rc == 0 && !(cfg->access = bb_access_parse(cfg->access_text))) {

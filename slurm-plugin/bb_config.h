@@ -56,6 +56,7 @@ struct bb_config {
     char *walltime_comment;       /* "admin_comment", "comment" or "none" */
     uint32_t walltime_margin;     /* percent added to the conservative estimate */
     double walltime_miss_rate;    /* share of jobs that may outrun it (0.05) */
+    uint32_t walltime_learn_interval; /* seconds between teaching the model finished jobs */
     struct qos_conf qos;          /* AdafsQos*: I/O quality of service (qos_conf.h) */
     /* AdafsPersistentNodes: where persistent instances' servers run, outside
      * any job's allocation; as written and expanded (empty: none). */

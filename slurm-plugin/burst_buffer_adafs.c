@@ -97,9 +97,6 @@ const char plugin_name[] = "burst_buffer adafs plugin";
 const char plugin_type[] = "burst_buffer/adafs";
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
-/* How often the walltime thread teaches the model the newly finished jobs. */
-#define OBSERVE_EVERY_S 30
-
 /* How Slurm names each phase (scontrol show job: BurstBufferState). */
 static const uint16_t slurm_bb_states[] = {
     [PHASE_DEPLOYING] = BB_STATE_ALLOCATING, [PHASE_STAGING_IN] = BB_STATE_STAGING_IN,
@@ -404,11 +401,15 @@ static void *walltime_main(void *arg)
         pthread_mutex_unlock(&walltime_lock);
         if (predict_enabled())
             observe_finished_jobs();
+        /* Read apart from walltime_lock: neither lock is taken inside the other. */
+        slurm_mutex_lock(&drv.lock);
+        time_t interval = drv.config.walltime_learn_interval;
+        slurm_mutex_unlock(&drv.lock);
         pthread_mutex_lock(&walltime_lock);
         if (!walltime_stopping) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += OBSERVE_EVERY_S;
+            ts.tv_sec += interval;
             pthread_cond_timedwait(&walltime_wake, &walltime_lock, &ts);
         }
     }

@@ -66,6 +66,7 @@ int main(void)
     bb_config_free(&cfg);
     tap_is_int(load_text("AdafsWalltimeModel=/x\n", &cfg), 0, "without it...");
     tap_ok(cfg.walltime_miss_rate == 0.05, "... the miss rate is 5%%");
+    tap_is_int(cfg.walltime_learn_interval, 30, "... and finished jobs are learned every 30 s");
     bb_config_free(&cfg);
     rejected("AdafsWalltimeMissRate=0\n", "invalid value '0' for AdafsWalltimeMissRate");
     rejected("AdafsWalltimeMissRate=60%\n", "invalid value '60%' for AdafsWalltimeMissRate");
@@ -78,6 +79,7 @@ int main(void)
     tap_ok(cfg.persistent_nodes.count == 0 && !cfg.persistent_nodes_str, "... no persistent nodes");
     bb_config_free(&cfg);
     rejected("StageInTimeout=1\nAdafsPersistentNodes=n[1-\n", "line 2: AdafsPersistentNodes=n[1-:");
+    rejected("AdafsWalltimeLearnInterval=0\n", "AdafsWalltimeLearnInterval must be at least 1 second");
     rejected("AdafsAccess=kernel\n", "AdafsAccess=kernel: expected preload, fuse or both");
     unlink(path);
     return tap_done();

@@ -29,6 +29,7 @@ check "a model trains on the history" -- "$wt" train --swf "$history" --model "$
 chown "$(stat -c %U "$ADAFS_CLUSTER_DIR/state")" "$model"
 set_bb_conf AdafsWalltimeModel "$model"
 set_bb_conf AdafsWalltimeSetTimeMin yes
+set_bb_conf AdafsWalltimeLearnInterval 2   # not 30 s: the waits below are two passes
 check "slurmctld restarts with the model" -- "$cluster" restart-ctld
 sleep 1
 check "no error loading it" -- bash -c "! grep -q 'walltime predictions are OFF' $ADAFS_CLUSTER_DIR/log/slurmctld.log"
@@ -57,7 +58,7 @@ check "TimeMin follows the conservative estimate and margin ($tmin, want $expect
     test "$tmin" = "$expect"
 check "TimeLimit is untouched" -- test "$(job_field "$id" TimeLimit)" = "02:00:00"
 check "the job completes" -- wait_job "$id" COMPLETED 60
-sleep 35                       # the plugin teaches the model every 30 s
+sleep 5                        # two passes of the plugin teaching the model
 check "the model file is saved by the plugin at shutdown" -- \
     bash -c "before=\$(stat -c %Y $model); sleep 1; '$cluster' restart-ctld && [ \$(stat -c %Y $model) -gt \$before ]"
 
@@ -71,7 +72,7 @@ check "the saved model holds it in flight with the estimate it was given" -- \
     grep -q "^p $id " "$model"
 before=$(observed)
 check "the job completes after the restart" -- wait_job "$id" COMPLETED 90
-sleep 35
+sleep 5
 check "slurmctld restarts again" -- "$cluster" restart-ctld
 check "the model learned from it once: $before -> $(observed) jobs, no longer in flight" -- \
     bash -c "[ \$(sed -n 's/^state \([0-9]*\) .*/\1/p' $model) -eq $((before + 1)) ] && ! grep -q '^p $id ' $model"

@@ -334,9 +334,13 @@ if [ -e /dev/fuse ] && [ -x "$fuse" ]; then
     check "nor may another user" \
         eval '! setpriv --reuid=1 --regid=1 --clear-groups ls "$base/mnt/9" >/dev/null 2>&1'
     # a process sits in the mount, another waits on a hung adafs-fuse
-    as_user sh -c "cd '$base/mnt/9' && exec 3<f && exec sleep 300" &
-    sitter=$!
+    # as_user is a function, so $! is the subshell running it: the process
+    # in the mount is its child. It must not hold the test's output open
+    # either, or the harness waits out its sleep after the test ends.
+    as_user sh -c "cd '$base/mnt/9' && exec 3<f && exec sleep 300" </dev/null >/dev/null 2>&1 &
     sleep 0.3
+    sitter=$(pgrep -P "$!" -x sleep)
+    check "a process sits in the mount (pid ${sitter:-none})" test -n "$sitter"
     kill -STOP "$pid"
     as_user cat "$base/mnt/9/f" >/dev/null 2>&1 &
     waiter=$!
