@@ -15,7 +15,7 @@
 #include <strings.h>
 
 enum value_kind { V_SECONDS, V_SIZE, V_PORT, V_INT, V_PERCENT, V_RATE, V_STRING, V_BOOL,
-                  V_USERS, V_FLAGS };
+                  V_USERS, V_FLAGS, V_HOSTLIST };
 
 struct key_spec {
     const char *name;
@@ -56,6 +56,7 @@ static const struct key_spec keys[] = {
     KEY("AdafsWalltimeMargin", V_PERCENT, walltime_margin),
     KEY("AdafsWalltimeMissRate", V_RATE, walltime_miss_rate),
     KEY("AdafsWalltimeComment", V_STRING, walltime_comment),
+    KEY("AdafsPersistentNodes", V_HOSTLIST, persistent_nodes_str),
     KEY("AdafsWalltimeLearnInterval", V_SECONDS, walltime_learn_interval),
 };
 
@@ -239,6 +240,24 @@ static int set_value(struct bb_config *cfg, const struct key_spec *k,
         }
         break;
     }
+    case V_HOSTLIST: {
+        struct hostlist hl = { 0 };
+        char why[256];
+        if (hostlist_expand(e->value, &hl, why, sizeof(why)) < 0) {
+            snprintf(err, errlen, "%s line %d: %s=%s: %s", path, e->line, k->name, e->value, why);
+            return -1;
+        }
+        char *copy = strdup(e->value);
+        if (!copy) {
+            hostlist_free(&hl);
+            return -1;
+        }
+        hostlist_free(&cfg->persistent_nodes);
+        free(cfg->persistent_nodes_str);
+        cfg->persistent_nodes = hl;
+        cfg->persistent_nodes_str = copy;
+        break;
+    }
     case V_FLAGS:
         rc = parse_flags(e->value, &cfg->flags, bad, sizeof(bad));
         if (rc == -EINVAL) {
@@ -334,6 +353,8 @@ void bb_config_free(struct bb_config *cfg)
     free(cfg->walltime_model);
     free(cfg->walltime_comment);
     qos_conf_free(&cfg->qos);
+    free(cfg->persistent_nodes_str);
+    hostlist_free(&cfg->persistent_nodes);
     *cfg = (struct bb_config){ 0 };
 }
 

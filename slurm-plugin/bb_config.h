@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "hostlist.h"
 #include "qos_conf.h"
 #include "directive.h"
 
@@ -57,6 +58,10 @@ struct bb_config {
     double walltime_miss_rate;    /* share of jobs that may outrun it (0.05) */
     uint32_t walltime_learn_interval; /* seconds between teaching the model finished jobs */
     struct qos_conf qos;          /* AdafsQos*: I/O quality of service (qos_conf.h) */
+    /* AdafsPersistentNodes: where persistent instances' servers run, outside
+     * any job's allocation; as written and expanded (empty: none). */
+    char *persistent_nodes_str;
+    struct hostlist persistent_nodes;
 };
 
 /* Loads path into cfg (defaults first). A missing file gives the defaults and

@@ -246,6 +246,55 @@ static bool get_request(struct rpc_reader *r, struct bb_request *q)
     return ok && rpc_reader_ok(r);
 }
 
+/* The persistent-instance lines: a trailing section of the job record,
+ * written only when there are any, so records of before (and of jobs with
+ * none) end where they always did. */
+static void put_persist(struct rpc_writer *w, const struct bb_request *q)
+{
+    if (!q->npersist)
+        return;
+    rpc_put_u32(w, (uint32_t)q->npersist);
+    for (size_t i = 0; i < q->npersist; i++) {
+        const struct persist_spec *s = &q->persist[i];
+        rpc_put_u32(w, (uint32_t)s->op);
+        rpc_put_str(w, s->name);
+        rpc_put_u64(w, s->capacity);
+        rpc_put_u32(w, s->nodes);
+        put_opt_str(w, s->group);
+        rpc_put_u32(w, (uint32_t)s->line);
+    }
+}
+
+static bool get_persist(struct rpc_reader *r, struct bb_request *q)
+{
+    if (!rpc_reader_ok(r) || r->off >= r->len)
+        return true;
+    uint32_t n = rpc_get_u32(r);
+    if (!rpc_reader_ok(r) || n == 0 || n > PERSIST_MAX_LINES)
+        return false;
+    if (!(q->persist = calloc(n, sizeof(*q->persist))))
+        return false;
+    bool ok = true;
+    for (uint32_t i = 0; i < n && ok; i++) {
+        struct persist_spec *s = &q->persist[i];
+        uint32_t op = rpc_get_u32(r);
+        const char *name = rpc_get_str(r);
+        s->capacity = rpc_get_u64(r);
+        s->nodes = rpc_get_u32(r);
+        s->group = get_opt_str(r, &ok);
+        s->line = (int)rpc_get_u32(r);
+        s->origin = "--bb";   /* the canonical form it was parsed again from */
+        q->npersist = i + 1;
+        if (!name || strlen(name) > PERSIST_NAME_MAX || op < PERSIST_CREATE || op > PERSIST_DESTROY)
+            ok = false;
+        else
+            snprintf(s->name, sizeof(s->name), "%s", name);
+        s->op = (enum persist_op)op;
+        s->access = s->group ? PERSIST_ACCESS_GROUP : PERSIST_ACCESS_USER;
+    }
+    return ok && rpc_reader_ok(r);
+}
+
 void bb_job_encode(struct rpc_writer *w, const struct bb_job *j)
 {
     if (j->unreadable) {
@@ -292,6 +341,7 @@ void bb_job_encode(struct rpc_writer *w, const struct bb_job *j)
                               &j->t_ended, &j->t_staged_out, &j->t_done };
     for (size_t i = 0; i < sizeof(times) / sizeof(*times); i++)
         rpc_put_i64(w, (int64_t)*times[i]);
+    put_persist(w, &j->req);
 }
 
 static bool get_nodes(struct rpc_reader *r, struct bb_job *j)
@@ -389,6 +439,10 @@ struct bb_job *bb_job_decode(struct rpc_reader *r, char *err, size_t errlen)
                         &j->t_ended, &j->t_staged_out, &j->t_done };
     for (size_t i = 0; i < sizeof(times) / sizeof(*times); i++)
         *times[i] = (time_t)rpc_get_i64(r);
+    if (ok && !get_persist(r, &j->req)) {
+        ok = false;
+        what = "persistent-instance lines";
+    }
 check:
     if (!ok || !rpc_reader_done(r)) {
         snprintf(err, errlen, "job %u: its %s do not decode (%s)", id,

@@ -978,6 +978,25 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
         rc = ESLURM_BURST_BUFFER_LIMIT;
         goto out;
     }
+    if (req.npersist) {
+        slurm_mutex_lock(&drv.lock);
+        size_t persistent_nodes = drv.config.persistent_nodes.count;
+        slurm_mutex_unlock(&drv.lock);
+        if (directive_check_persistent(prefix, &req, persistent_nodes, err, sizeof(err)) < 0) {
+            *err_msg = xstrdup(err);
+            rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
+            goto out;
+        }
+        /* The directives are checked, but nothing yet creates, serves or
+         * destroys an instance: accepting the job would silently give it
+         * nothing (doc/lifecycle.md, Persistent instances). */
+        const struct persist_spec *s = &req.persist[0];
+        *err_msg = xstrdup_printf("#%s (%s line %d): %s name=%s: persistent instances are not "
+                                  "served by this adafs release yet", prefix, s->origin, s->line,
+                                  persist_op_name(s->op), s->name);
+        rc = ESLURM_BURST_BUFFER_PERMISSION;
+        goto out;
+    }
     uint32_t nodes = job_desc->min_nodes == NO_VAL || job_desc->min_nodes == 0 ? 1 : job_desc->min_nodes;
     if (req.capacity && (req.capacity + nodes - 1) / nodes > node_capacity) {
         *err_msg = xstrdup_printf("#%s capacity=%"PRIu64" bytes needs more than the %"PRIu64

@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -320,10 +321,182 @@ static int parse_qos(struct parser *p, const struct origin *o, char **tokens, in
     return 0;
 }
 
+const char *persist_op_name(enum persist_op op)
+{
+    switch (op) {
+    case PERSIST_CREATE: return "create_persistent";
+    case PERSIST_USE: return "use_persistent";
+    case PERSIST_DESTROY: return "destroy_persistent";
+    }
+    return "?";
+}
+
+#define PERSIST_NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+
+int persist_name_valid(const char *name)
+{
+    size_t len = name ? strlen(name) : 0;
+    /* ASCII letters whatever the locale: strspn, not isalpha. */
+    return len && len <= PERSIST_NAME_MAX && strspn(name, PERSIST_NAME_CHARS) == len &&
+           !strchr("0123456789_", name[0]);
+}
+
+/* A letter, then letters, digits or '_': it ends up in an environment
+ * variable's name, a path and a log line, so nothing else. */
+static int check_persist_name(struct parser *p, const struct origin *o, const char *value)
+{
+    size_t len = strlen(value);
+    if (len == 0)
+        return fail(p, o, "name= is empty");
+    if (len > PERSIST_NAME_MAX)
+        return fail(p, o, "name=%s is longer than %d characters", value, PERSIST_NAME_MAX);
+    if (!strchr(PERSIST_NAME_CHARS, value[0]) || strchr("0123456789_", value[0]))
+        return fail(p, o, "name=%s must start with a letter", value);
+    if (!persist_name_valid(value)) {
+        char bad = value[strspn(value, PERSIST_NAME_CHARS)];
+        return fail(p, o, "name=%s: '%c' is not allowed (letters, digits and '_' only)",
+                    value, isprint((unsigned char)bad) ? bad : '?');
+    }
+    return 0;
+}
+
+/* A POSIX portable group name: letters, digits, '.', '_', '-', not first '-'. */
+static int check_group_name(struct parser *p, const struct origin *o, const char *group)
+{
+    size_t len = strlen(group);
+    if (len == 0)
+        return fail(p, o, "access=group: needs a group name, as in access=group:proj");
+    if (len > 32 || group[0] == '-' || group[strspn(group, "abcdefghijklmnopqrstuvwxyz"
+                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")])
+        return fail(p, o, "access=group:%s is not a valid group name", group);
+    return 0;
+}
+
+/* create_persistent / use_persistent / destroy_persistent name=NAME ... */
+static int parse_persistent(struct parser *p, const struct origin *o, enum persist_op op,
+                            char **tokens, int ntokens)
+{
+    const char *verb = persist_op_name(op);
+    struct persist_spec spec = { .op = op, .line = o->line, .origin = o->what };
+    const char *name = NULL, *capacity = NULL, *nodes = NULL, *access = NULL;
+
+    for (int i = 1; i < ntokens; i++) {
+        char *key = tokens[i];
+        char *value = split_value(key);
+        const char **slot = NULL;
+        if (!value)
+            return fail(p, o, "'%s' needs a value, as in name=NAME", key);
+        if (strcmp(key, "name") == 0)
+            slot = &name;
+        else if (op == PERSIST_CREATE && strcmp(key, "capacity") == 0)
+            slot = &capacity;
+        else if (op == PERSIST_CREATE && strcmp(key, "nodes") == 0)
+            slot = &nodes;
+        else if (op == PERSIST_CREATE && strcmp(key, "access") == 0)
+            slot = &access;
+        else
+            return fail(p, o, "unknown %s option '%s' (known: %s)", verb, key,
+                        op == PERSIST_CREATE ? "name, capacity, nodes, access" : "name");
+        if (*slot)
+            return fail(p, o, "%s given twice", key);
+        *slot = value;
+    }
+    if (!name)
+        return fail(p, o, "%s needs name=NAME", verb);
+    if (check_persist_name(p, o, name) < 0)
+        return -1;
+    snprintf(spec.name, sizeof(spec.name), "%s", name);
+    if (op == PERSIST_CREATE) {
+        if (!capacity)
+            return fail(p, o, "create_persistent needs capacity=SIZE");
+        if (parse_size_option(p, o, "capacity", capacity, &spec.capacity) < 0)
+            return -1;
+        if (nodes) {
+            uint64_t n;
+            int rc = count_parse(nodes, &n);
+            if (rc < 0 && rc != -ERANGE)
+                return fail(p, o, "invalid number '%s' for nodes (a node count, digits only)", nodes);
+            if (rc == 0 && n == 0)
+                return fail(p, o, "nodes=%s must be greater than zero", nodes);
+            if (rc == -ERANGE || n > PERSIST_MAX_NODES)
+                return fail(p, o, "nodes=%s is more than %d", nodes, PERSIST_MAX_NODES);
+            spec.nodes = (uint32_t)n;
+        }
+        if (access && strcmp(access, "user") == 0) {
+            spec.access = PERSIST_ACCESS_USER;
+        } else if (access && strncmp(access, "group:", 6) == 0) {
+            if (check_group_name(p, o, access + 6) < 0)
+                return -1;
+            spec.access = PERSIST_ACCESS_GROUP;
+        } else if (access) {
+            return fail(p, o, "access=%s: expected user or group:GROUP", access);
+        }
+    }
+
+    struct bb_request *req = p->req;
+    for (size_t i = 0; i < req->npersist; i++) {
+        const struct persist_spec *q = &req->persist[i];
+        if (strcmp(q->name, spec.name) != 0)
+            continue;
+        if ((q->op == PERSIST_CREATE && op == PERSIST_DESTROY) ||
+            (q->op == PERSIST_DESTROY && op == PERSIST_CREATE))
+            return fail(p, o, "name=%s: one job can not both create and destroy a persistent "
+                        "instance (line %d)", spec.name, q->line);
+        return fail(p, o, "name=%s: already named by %s on line %d", spec.name,
+                    persist_op_name(q->op), q->line);
+    }
+    if (req->npersist == PERSIST_MAX_LINES)
+        return fail(p, o, "too many persistent-instance lines (at most %d)", PERSIST_MAX_LINES);
+    struct persist_spec *grown = realloc(req->persist, (req->npersist + 1) * sizeof(*grown));
+    if (!grown)
+        return fail(p, o, "out of memory");
+    req->persist = grown;
+    if (access && spec.access == PERSIST_ACCESS_GROUP && !(spec.group = strdup(access + 6)))
+        return fail(p, o, "out of memory");
+    req->persist[req->npersist++] = spec;
+    return 0;
+}
+
+int bb_request_wants_job_fs(const struct bb_request *req)
+{
+    return req->capacity || req->chunk_size || req->max_bw || req->max_mdops || req->access ||
+           req->nstages;
+}
+
+int directive_check_persistent(const char *prefix, const struct bb_request *req,
+                               size_t persistent_nodes, char *err, size_t errlen)
+{
+    struct parser p = { .prefix = prefix, .req = NULL, .err = err, .errlen = errlen };
+    for (size_t i = 0; i < req->npersist; i++) {
+        const struct persist_spec *s = &req->persist[i];
+        struct origin o = { s->origin ? s->origin : "--bb", s->line };
+        if (s->op != PERSIST_CREATE)
+            continue;
+        if (persistent_nodes == 0)
+            return fail(&p, &o, "create_persistent name=%s: this site has no nodes for "
+                        "persistent instances (AdafsPersistentNodes is not set)", s->name);
+        if (s->nodes > persistent_nodes)
+            return fail(&p, &o, "create_persistent name=%s nodes=%u: this site has only %zu "
+                        "persistent node(s) (AdafsPersistentNodes)", s->name, s->nodes,
+                        persistent_nodes);
+        if (s->group) {
+            struct group gr, *found = NULL;
+            char buf[16384];
+            int rc = getgrnam_r(s->group, &gr, buf, sizeof(buf), &found);
+            if (rc != 0 || !found)
+                return fail(&p, &o, "access=group:%s: no such group%s%s", s->group,
+                            rc ? ": " : "", rc ? strerror(rc) : "");
+            if (found->gr_gid == 0)
+                return fail(&p, &o, "access=group:%s: group root can not share a persistent "
+                            "instance", s->group);
+        }
+    }
+    return 0;
+}
+
 int bb_request_qos_only(const struct bb_request *req)
 {
-    return qos_limits_any(&req->qos) && !req->capacity && !req->chunk_size && !req->max_bw &&
-           !req->max_mdops && !req->nstages;
+    return qos_limits_any(&req->qos) && !bb_request_wants_job_fs(req) && !req->npersist;
 }
 
 static int parse_body(struct parser *p, const struct origin *o, const char *body)
@@ -343,6 +516,12 @@ static int parse_body(struct parser *p, const struct origin *o, const char *body
         return parse_stage(p, o, STAGE_OUT, tokens, ntokens);
     if (strcmp(tokens[0], "qos") == 0)
         return parse_qos(p, o, tokens, ntokens);
+    if (strcmp(tokens[0], "create_persistent") == 0)
+        return parse_persistent(p, o, PERSIST_CREATE, tokens, ntokens);
+    if (strcmp(tokens[0], "use_persistent") == 0)
+        return parse_persistent(p, o, PERSIST_USE, tokens, ntokens);
+    if (strcmp(tokens[0], "destroy_persistent") == 0)
+        return parse_persistent(p, o, PERSIST_DESTROY, tokens, ntokens);
     if (strchr(tokens[0], '='))
         return parse_options(p, o, tokens, ntokens);
     if (strcmp(tokens[0], "capacity") == 0 || strcmp(tokens[0], "chunk") == 0 ||
@@ -353,7 +532,8 @@ static int parse_body(struct parser *p, const struct origin *o, const char *body
     if (strcmp(tokens[0], "access") == 0)
         return fail(p, o, "'access' needs a value, as in access=both");
     return fail(p, o, "unknown keyword '%s' (known: capacity=, chunk=, max_bw=, max_mdops=, "
-                "access=, stage_in, stage_out, qos)", tokens[0]);
+                "access=, stage_in, stage_out, qos, create_persistent, use_persistent, "
+                "destroy_persistent)", tokens[0]);
 }
 
 /* If line is "#<prefix>" followed by a blank or its end, returns the body. */
@@ -441,6 +621,9 @@ void bb_request_free(struct bb_request *req)
         free(req->stages[i].destination);
     }
     free(req->stages);
+    for (size_t i = 0; i < req->npersist; i++)
+        free(req->persist[i].group);
+    free(req->persist);
     *req = (struct bb_request){ 0 };
 }
 
@@ -494,6 +677,19 @@ char *bb_request_format(const char *prefix, const struct bb_request *req)
         char text[1024];
         qos_limits_format(&req->qos, text, sizeof(text));
         strbuf_printf(&b, "#%s qos %s\n", prefix, text);
+    }
+    for (size_t i = 0; i < req->npersist; i++) {
+        const struct persist_spec *s = &req->persist[i];
+        strbuf_printf(&b, "#%s %s name=%s", prefix, persist_op_name(s->op), s->name);
+        if (s->op == PERSIST_CREATE) {
+            size_format(s->capacity, size, sizeof(size));
+            strbuf_printf(&b, " capacity=%s", size);
+            if (s->nodes)
+                strbuf_printf(&b, " nodes=%u", s->nodes);
+            if (s->group)
+                strbuf_printf(&b, " access=group:%s", s->group);
+        }
+        strbuf_printf(&b, "\n");
     }
     return strbuf_take(&b);
 }

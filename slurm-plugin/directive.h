@@ -41,6 +41,33 @@ struct stage_spec {
     int verify;         /* verify=yes: re-read each copy and compare checksums */
 };
 
+/* Persistent instances (DataWarp style): a file system that outlives
+ * jobs, created by one job, used by later ones, destroyed by another:
+ *
+ *   #BB_ADAFS create_persistent name=NAME capacity=SIZE [nodes=N] [access=user|group:GRP]
+ *   #BB_ADAFS use_persistent name=NAME
+ *   #BB_ADAFS destroy_persistent name=NAME
+ *
+ * A NAME is a letter then letters, digits or '_' (it becomes part of the
+ * job's environment variable ADAFS_PERSISTENT_<NAME>). */
+enum persist_op { PERSIST_CREATE = 1, PERSIST_USE, PERSIST_DESTROY };
+enum persist_access { PERSIST_ACCESS_USER = 0, PERSIST_ACCESS_GROUP };
+
+#define PERSIST_NAME_MAX 32
+#define PERSIST_MAX_LINES 8
+#define PERSIST_MAX_NODES 4096
+
+struct persist_spec {
+    enum persist_op op;
+    char name[PERSIST_NAME_MAX + 1];
+    uint64_t capacity;             /* create: bytes over all its nodes */
+    uint32_t nodes;                /* create: 0 = every AdafsPersistentNodes node */
+    enum persist_access access;    /* create: who may use it */
+    char *group;                   /* create, access=group:GRP: the group's name */
+    int line;                      /* where it was written ... */
+    const char *origin;            /* ... "batch script" or "--bb" */
+};
+
 struct bb_request {
     uint64_t capacity;      /* bytes over all nodes; 0: the configured default */
     uint64_t chunk_size;    /* 0: the configured default */
@@ -56,7 +83,26 @@ struct bb_request {
     struct qos_limits qos;
     int qos_line;
     const char *qos_origin;
+    /* create_/use_/destroy_persistent lines, in the order written. */
+    struct persist_spec *persist;
+    size_t npersist;
 };
+
+/* True when req asks for its own job file system: any option or stage
+ * line; a request of only persistent-instance lines (and qos) asks none. */
+int bb_request_wants_job_fs(const struct bb_request *req);
+
+/* What the parser alone cannot know, checked at submit time: that
+ * access=group:GRP names a group this host knows, and that nodes=N is not
+ * more than the site's persistent nodes (persistent_nodes; 0: the site has
+ * none, so no create_persistent at all). Returns 0, or -1 with a message
+ * naming the token and line in err. */
+int directive_check_persistent(const char *prefix, const struct bb_request *req,
+                               size_t persistent_nodes, char *err, size_t errlen);
+
+const char *persist_op_name(enum persist_op op);
+/* 1 if name is a valid persistent instance's name (above), else 0. */
+int persist_name_valid(const char *name);
 
 /* True when req asks for I/O quality of service and nothing else: the job
  * gets no file system, only the interposer under QoS. */

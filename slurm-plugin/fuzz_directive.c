@@ -2,9 +2,10 @@
  * script or --bb text, must always explain a rejection, and every accepted
  * request must survive formatting: the canonical form parses again to the
  * same canonical form (the plugin stores it and re-parses it at job start
- * and after a restart). */
+ * and after a restart), persistent-instance lines included. */
 #include "directive.h"
 
+#include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc < 0 && !strstr(err, "#BB_ADAFS ("))
         abort();   /* a rejection that does not say where */
     if (rc == 1) {
+        /* A persistent instance's name ends up in an environment variable's
+         * name and a path: nothing but [A-Za-z0-9_] may pass, first a letter. */
+        for (size_t i = 0; i < req.npersist; i++) {
+            const char *n = req.persist[i].name;
+            if (!isalpha((unsigned char)n[0]) || n[strspn(n, "abcdefghijklmnopqrstuvwxyz"
+                                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")])
+                abort();
+        }
         char *canon = bb_request_format("BB_ADAFS", &req);
         struct bb_request again = { 0 };
         if (!canon || directive_parse("BB_ADAFS", NULL, canon, &again, err, sizeof(err)) != 1)

@@ -66,9 +66,9 @@ static const char *const looked_up[] = {
 
 typedef int (*validate_fn)(job_desc_msg_t *job_desc, uid_t submit_uid, char **err_msg);
 
-/* Submits "#BB_ADAFS capacity=CAPACITY" for one node of the default
+/* Submits a script of directive lines for one node of the default
  * partition as user nobody; returns the plugin's code and message. */
-static int submit(validate_fn validate, const char *capacity, char **err_msg)
+static int submit_text(validate_fn validate, const char *directives, char **err_msg)
 {
     struct passwd *pw = getpwnam("nobody");
     job_desc_msg_t job;
@@ -76,13 +76,21 @@ static int submit(validate_fn validate, const char *capacity, char **err_msg)
     job.user_id = pw ? pw->pw_uid : 65534;
     job.group_id = pw ? pw->pw_gid : 65534;
     job.min_nodes = 1;
-    char script[256];
-    snprintf(script, sizeof(script), "#!/bin/sh\n#BB_ADAFS capacity=%s\ntrue\n", capacity);
+    char script[512];
+    snprintf(script, sizeof(script), "#!/bin/sh\n%strue\n", directives);
     job.script = script;
     *err_msg = NULL;
     int rc = validate(&job, job.user_id, err_msg);
     xfree(job.burst_buffer);
     return rc;
+}
+
+/* Submits "#BB_ADAFS capacity=CAPACITY". */
+static int submit(validate_fn validate, const char *capacity, char **err_msg)
+{
+    char line[128];
+    snprintf(line, sizeof(line), "#BB_ADAFS capacity=%s\n", capacity);
+    return submit_text(validate, line, err_msg);
 }
 
 int main(int argc, char **argv)
@@ -125,6 +133,28 @@ int main(int argc, char **argv)
     tap_is_int(rc, ESLURM_BURST_BUFFER_LIMIT, "a request above what sysmap counts is refused");
     tap_ok(err && strstr(err, "does not fit") && strstr(err, "partition debug"),
            "naming the partition's storage: %s", err ? err : "(no message)");
+    xfree(err);
+
+    /* Persistent instances: what the parser cannot know is checked at
+     * submit (burst_buffer.conf here has AdafsPersistentNodes=n[1-2]). */
+    rc = submit_text(validate, "#BB_ADAFS capacity=1G\n"
+                     "#BB_ADAFS create_persistent name=p capacity=1G nodes=3\n", &err);
+    tap_is_int(rc, ESLURM_INVALID_BURST_BUFFER_REQUEST, "nodes= beyond AdafsPersistentNodes is refused");
+    tap_ok(err && strstr(err, "line 3") && strstr(err, "nodes=3") &&
+           strstr(err, "only 2 persistent node(s)"), "naming line, token and key: %s",
+           err ? err : "(no message)");
+    xfree(err);
+    rc = submit_text(validate, "#BB_ADAFS create_persistent name=p capacity=1G "
+                     "access=group:nosuchgroup_adafs\n", &err);
+    tap_ok(rc == ESLURM_INVALID_BURST_BUFFER_REQUEST && err &&
+           strstr(err, "group:nosuchgroup_adafs: no such group"), "an unknown group is refused: %s",
+           err ? err : "(no message)");
+    xfree(err);
+    rc = submit_text(validate, "#BB_ADAFS use_persistent name=p\n", &err);
+    tap_ok(rc != SLURM_SUCCESS && err && strstr(err, "use_persistent name=p: persistent instances "
+                                                "are not served"),
+           "a well-formed persistent request is refused until instances are served: %s",
+           err ? err : "(no message)");
     xfree(err);
 
     tap_is_int(fini(), SLURM_SUCCESS, "fini()");

@@ -71,6 +71,14 @@ int main(void)
     rejected("AdafsWalltimeMissRate=0\n", "invalid value '0' for AdafsWalltimeMissRate");
     rejected("AdafsWalltimeMissRate=60%\n", "invalid value '60%' for AdafsWalltimeMissRate");
     rejected("AdafsWalltimeMissRate=5x\n", "invalid value '5x' for AdafsWalltimeMissRate");
+    tap_is_int(load_text("AdafsPersistentNodes=n[1-3],gpu7\n", &cfg), 0, "AdafsPersistentNodes loads");
+    tap_ok(cfg.persistent_nodes.count == 4 && strcmp(cfg.persistent_nodes.names[3], "gpu7") == 0 &&
+           strcmp(cfg.persistent_nodes_str, "n[1-3],gpu7") == 0, "as four nodes, and as written");
+    bb_config_free(&cfg);
+    tap_is_int(load_text("AdafsAccess=both\n", &cfg), 0, "without it...");
+    tap_ok(cfg.persistent_nodes.count == 0 && !cfg.persistent_nodes_str, "... no persistent nodes");
+    bb_config_free(&cfg);
+    rejected("StageInTimeout=1\nAdafsPersistentNodes=n[1-\n", "line 2: AdafsPersistentNodes=n[1-:");
     rejected("AdafsWalltimeLearnInterval=0\n", "AdafsWalltimeLearnInterval must be at least 1 second");
     rejected("AdafsAccess=kernel\n", "AdafsAccess=kernel: expected preload, fuse or both");
     unlink(path);

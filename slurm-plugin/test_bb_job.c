@@ -59,7 +59,9 @@ int main(void)
     a->uid = 1001;
     a->gid = 1001;
     a->user = strdup("alice");
-    directive_parse("X", NULL, "capacity=2G\nstage_in source=/p/in destination=\"in put\" type=directory",
+    directive_parse("X", NULL, "capacity=2G\nstage_in source=/p/in destination=\"in put\" type=directory\n"
+                    "create_persistent name=proj capacity=3G nodes=2 access=group:users\n"
+                    "use_persistent name=other",
                     &a->req, err, sizeof(err));
     a->req.access = BB_ACCESS_FUSE;   /* the site's default, fixed at begin */
     a->phase = PHASE_STAGING_IN;
@@ -119,10 +121,19 @@ int main(void)
         tap_is_str(j->req.nstages ? j->req.stages[0].destination : NULL, "in put", "quoted value kept");
         tap_ok(j->req.capacity == 2ULL << 30, "capacity kept");
         tap_is_int(j->req.access, BB_ACCESS_FUSE, "access kept (CONFIGURE and the job's env need it)");
+        tap_ok(j->req.npersist == 2 && j->req.persist[0].op == PERSIST_CREATE &&
+               strcmp(j->req.persist[0].name, "proj") == 0 && j->req.persist[0].nodes == 2 &&
+               j->req.persist[0].capacity == 3ULL << 30 && j->req.persist[0].group &&
+               strcmp(j->req.persist[0].group, "users") == 0 &&
+               j->req.persist[0].access == PERSIST_ACCESS_GROUP &&
+               j->req.persist[1].op == PERSIST_USE && !j->req.persist[1].group,
+               "persistent-instance lines kept");
         tap_is_int(j->in.files, 1002, "totals kept");
         tap_is_int(j->t_begin, 1000, "times kept");
     }
     struct bb_job *k = bb_job_find(loaded, 8);
+    tap_ok(k && k->req.npersist == 0 && !k->req.persist,
+           "a job without them loads with none (its record ends where records always did)");
     tap_ok(k && k->failure == FAIL_USER && k->error && strstr(k->error, "No such file"),
            "a failed job keeps its cause");
 

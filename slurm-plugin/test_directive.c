@@ -180,6 +180,90 @@ int main(void)
     rejected("#BB_ADAFS qos ,\n", "qos needs CLASS=RATE");
     rejected("#BB_ADAFS capacity=1G\n#BB_ADAFS qos write=12QB\n", "line 2): qos: invalid rate '12QB'");
 
+    /* Persistent instances: create, use, destroy. */
+    tap_is_int(parse("#!/bin/sh\n#BB_ADAFS create_persistent name=proj_a capacity=10G nodes=2 "
+                     "access=group:root\n#BB_ADAFS use_persistent name=shared1\n", NULL, &req),
+               1, "create_persistent and use_persistent parse");
+    tap_ok(req.npersist == 2 && req.persist[0].op == PERSIST_CREATE &&
+           req.persist[0].capacity == 10ULL << 30 && req.persist[0].nodes == 2 &&
+           req.persist[0].access == PERSIST_ACCESS_GROUP && req.persist[0].line == 2 &&
+           strcmp(req.persist[0].group, "root") == 0, "create: name, capacity, nodes, group, line");
+    tap_ok(req.persist[1].op == PERSIST_USE && strcmp(req.persist[1].name, "shared1") == 0,
+           "use: its name");
+    tap_ok(!bb_request_wants_job_fs(&req) && !bb_request_qos_only(&req),
+           "persistent lines alone ask no job file system, and are not QoS only");
+    char perr[512];
+    tap_is_int(directive_check_persistent("BB_ADAFS", &req, 1, perr, sizeof(perr)), -1,
+               "nodes=2 with one persistent node is refused");
+    tap_ok(strstr(perr, "line 2") && strstr(perr, "nodes=2") && strstr(perr, "AdafsPersistentNodes"),
+           "naming the line, the token and the key (%s)", perr);
+    tap_is_int(directive_check_persistent("BB_ADAFS", &req, 0, perr, sizeof(perr)), -1,
+               "no persistent nodes at all: refused");
+    tap_ok(strstr(perr, "AdafsPersistentNodes is not set") != NULL, "saying so (%s)", perr);
+    tap_is_int(directive_check_persistent("BB_ADAFS", &req, 4, perr, sizeof(perr)), -1,
+               "group root may not share one");
+    tap_is_int(reparse(&req), 1, "persistent lines survive formatting");
+    tap_ok(req.npersist == 2 && req.persist[0].nodes == 2 && req.persist[0].capacity == 10ULL << 30 &&
+           req.persist[0].group && strcmp(req.persist[0].group, "root") == 0 &&
+           req.persist[1].op == PERSIST_USE, "with the same values");
+    bb_request_free(&req);
+    tap_is_int(parse("#BB_ADAFS create_persistent name=x capacity=1G access=user\n", NULL, &req), 1,
+               "access=user parses");
+    tap_ok(req.persist[0].access == PERSIST_ACCESS_USER && !req.persist[0].group &&
+           !req.persist[0].nodes, "as the owner only, every persistent node");
+    tap_is_int(directive_check_persistent("BB_ADAFS", &req, 3, perr, sizeof(perr)), 0,
+               "it passes the submit-time checks");
+    bb_request_free(&req);
+    tap_is_int(parse("#BB_ADAFS create_persistent name=x capacity=1G access=group:nosuchgroup_adafs\n",
+                     NULL, &req), 1, "a well-formed group name parses");
+    tap_is_int(directive_check_persistent("BB_ADAFS", &req, 3, perr, sizeof(perr)), -1,
+               "an unknown group is refused at submit");
+    tap_ok(strstr(perr, "line 1") && strstr(perr, "group:nosuchgroup_adafs: no such group"),
+           "naming the group and line (%s)", perr);
+    bb_request_free(&req);
+    tap_is_int(parse("#BB_ADAFS capacity=1G\n#BB_ADAFS destroy_persistent name=old\n", NULL, &req), 1,
+               "a job file system and a destroy in one job");
+    tap_ok(bb_request_wants_job_fs(&req) && req.npersist == 1 && req.persist[0].op == PERSIST_DESTROY,
+           "both kept");
+    bb_request_free(&req);
+    rejected("#BB_ADAFS create_persistent capacity=1G\n", "create_persistent needs name=NAME");
+    rejected("#BB_ADAFS create_persistent name=a\n", "create_persistent needs capacity=SIZE");
+    rejected("#BB_ADAFS create_persistent name=a capacity=lots\n", "invalid size 'lots' for capacity");
+    rejected("#BB_ADAFS create_persistent name=a capacity=0\n", "capacity=0 must be greater than zero");
+    rejected("#BB_ADAFS create_persistent name=a capacity=1G nodes=0\n", "nodes=0 must be greater");
+    rejected("#BB_ADAFS create_persistent name=a capacity=1G nodes=two\n", "invalid number 'two' for nodes");
+    rejected("#BB_ADAFS create_persistent name=a capacity=1G nodes=99999\n", "nodes=99999 is more than");
+    rejected("#BB_ADAFS create_persistent name=a capacity=1G access=world\n",
+             "access=world: expected user or group:GROUP");
+    rejected("#BB_ADAFS create_persistent name=a capacity=1G access=group:\n", "needs a group name");
+    rejected("#BB_ADAFS create_persistent name=a capacity=1G access=group:a/b\n",
+             "group:a/b is not a valid group name");
+    rejected("#BB_ADAFS create_persistent name=a capacity=1G chunk=1M\n",
+             "unknown create_persistent option 'chunk'");
+    rejected("#BB_ADAFS use_persistent name=a capacity=1G\n", "unknown use_persistent option 'capacity'");
+    rejected("#BB_ADAFS use_persistent\n", "use_persistent needs name=NAME");
+    rejected("#BB_ADAFS use_persistent name\n", "'name' needs a value");
+    rejected("#BB_ADAFS destroy_persistent name=\n", "name= is empty");
+    rejected("#BB_ADAFS use_persistent name=1abc\n", "name=1abc must start with a letter");
+    rejected("#BB_ADAFS use_persistent name=a-b\n", "'-' is not allowed");
+    rejected("#BB_ADAFS use_persistent name=_a\n", "name=_a must start with a letter");
+    rejected("#BB_ADAFS use_persistent name=caf\xc3\xa9\n", "is not allowed");
+    rejected("#BB_ADAFS use_persistent name=../etc\n", "must start with a letter");
+    rejected("#BB_ADAFS use_persistent name=abcdefghijabcdefghijabcdefghijabc\n",
+             "longer than 32 characters");
+    rejected("#BB_ADAFS use_persistent name=a name=b\n", "name given twice");
+    rejected("#BB_ADAFS create_persistent name=a capacity=1G\n#BB_ADAFS destroy_persistent name=a\n",
+             "line 2): name=a: one job can not both create and destroy");
+    rejected("#BB_ADAFS destroy_persistent name=a\n#BB_ADAFS create_persistent name=a capacity=1G\n",
+             "one job can not both create and destroy");
+    rejected("#BB_ADAFS use_persistent name=a\n#BB_ADAFS use_persistent name=a\n",
+             "name=a: already named by use_persistent on line 1");
+    rejected("#BB_ADAFS use_persistent name=a\n#BB_ADAFS use_persistent name=b\n"
+             "#BB_ADAFS use_persistent name=c\n#BB_ADAFS use_persistent name=d\n"
+             "#BB_ADAFS use_persistent name=e\n#BB_ADAFS use_persistent name=f\n"
+             "#BB_ADAFS use_persistent name=g\n#BB_ADAFS use_persistent name=h\n"
+             "#BB_ADAFS use_persistent name=i\n", "line 9): too many persistent-instance lines");
+
     struct symbol_values v = { .job_id = 42, .user = "alice", .job_name = "sim",
                                .first_node = "n1" };
     char *x = directive_expand("/pfs/%u/%x/%j/%A_%a/%N/100%%", &v);

@@ -25,6 +25,7 @@ cat >"$tmp/burst_buffer.conf" <<CONF
 AdafsSysmapDB=$tmp/sysmap.db
 AdafsStateDir=$tmp/state
 AdafsNodeCapacity=100P
+AdafsPersistentNodes=n[1-2]
 CONF
 # burst_buffer.conf is found next to \$SLURM_CONF, which need not exist.
 SLURM_CONF=$tmp/slurm.conf exec ./slurm_host "$plugin" 'n[1-3]' 1T 10T

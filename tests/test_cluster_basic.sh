@@ -40,6 +40,16 @@ rejects() {  # rejects DESCRIPTION TOKEN DIRECTIVE... : sbatch must refuse, nami
 rejects "unknown keyword rejected at submit, naming it" "'capacty'" "#BB_ADAFS capacty=1G"
 rejects "bad size rejected at submit, naming it" "'12QB'" "#BB_ADAFS capacity=12QB"
 rejects "missing '=' rejected at submit, naming it" "'capacity' needs a value" "#BB_ADAFS capacity 10G"
+# Persistent instances (issue 25): a bad name, a create on a cluster without
+# AdafsPersistentNodes, and one job creating and destroying one name.
+rejects "a bad persistent name is refused at submit, naming it" "name=a-b: '-' is not allowed" \
+    "#BB_ADAFS use_persistent name=a-b"
+rejects "create_persistent without AdafsPersistentNodes is refused, naming the key" \
+    "(batch script line 3): create_persistent name=p: this site has no nodes for persistent instances" \
+    "#BB_ADAFS create_persistent name=p capacity=1G"
+rejects "create and destroy of one name in one job is refused" \
+    "line 4): name=p: one job can not both create and destroy" \
+    "#BB_ADAFS create_persistent name=p capacity=1G" "#BB_ADAFS destroy_persistent name=p"
 
 out=$(cd "$ADAFS_CLUSTER_DIR/jobs" && as_user sbatch --bb "capacity=1Q" --wrap hostname 2>&1)
 status=$?
