@@ -241,6 +241,33 @@ static void log_fair_service(void)
                  (unsigned long long)use[i].used / 1000);
 }
 
+/* An absolute path option into its buffer (room: the longest it may be,
+ * plus one), or a start-up failure naming the option. */
+static void set_path(char *dst, size_t room, const char *option, const char *arg)
+{
+    if (arg[0] != '/' || strlen(arg) >= room)
+        die("%s: '%s' must be an absolute path", option, arg);
+    snprintf(dst, room, "%s", arg);
+}
+
+/* A user or group option: a name this node knows, else a number. */
+static unsigned long id_of(const char *arg, const char *option, bool group)
+{
+    struct passwd *pw = group ? NULL : getpwnam(arg);
+    struct group *gr = group ? getgrnam(arg) : NULL;
+    if (pw)
+        return pw->pw_uid;
+    if (gr)
+        return gr->gr_gid;
+    char *end;
+    unsigned long v = strtoul(arg, &end, 10);
+    unsigned long none = group ? (unsigned long)(gid_t)-1 : (unsigned long)(uid_t)-1;
+    if (*end || end == arg || arg[0] == '-' || v >= none)
+        die("%s: '%s' is neither a %s nor a %s this node knows", option, arg,
+            group ? "gid" : "uid", group ? "group" : "user");
+    return v;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -362,43 +389,21 @@ int main(int argc, char **argv)
             break;
         }
         case 'B':
-            if (optarg[0] != '/' || strlen(optarg) >= sizeof(srv.bandwidth_file) - 16)
-                die("--bandwidth-file: '%s' must be an absolute path", optarg);
-            snprintf(srv.bandwidth_file, sizeof(srv.bandwidth_file), "%s", optarg);
+            set_path(srv.bandwidth_file, sizeof(srv.bandwidth_file) - 16, "--bandwidth-file", optarg);
             break;
         case 'J':
-            if (optarg[0] != '/' || strlen(optarg) >= sizeof(srv.fair_jobs))
-                die("--fair-jobs: '%s' must be an absolute path", optarg);
-            snprintf(srv.fair_jobs, sizeof(srv.fair_jobs), "%s", optarg);
+            set_path(srv.fair_jobs, sizeof(srv.fair_jobs), "--fair-jobs", optarg);
             break;
-        case 'O': {
-            struct passwd *pw = getpwnam(optarg);
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (pw)
-                srv.owner = pw->pw_uid;
-            else if (*end || end == optarg || optarg[0] == '-' || v >= (uid_t)-1)
-                die("--owner: '%s' is neither a uid nor a user this node knows", optarg);
-            else
-                srv.owner = (uid_t)v;
+        case 'O':
+            srv.owner = (uid_t)id_of(optarg, "--owner", false);
             srv.multiuser = 1;
             break;
-        }
-        case 'G': {
-            struct group *gr = getgrnam(optarg);
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (gr)
-                srv.access_group = gr->gr_gid;
-            else if (*end || end == optarg || optarg[0] == '-' || v >= (gid_t)-1)
-                die("--access-group: '%s' is neither a gid nor a group this node knows", optarg);
-            else
-                srv.access_group = (gid_t)v;
+        case 'G':
+            srv.access_group = (gid_t)id_of(optarg, "--access-group", true);
             srv.has_access_group = 1;
             break;
-        }
         case 'U':
-            if (optarg[0] != '/' || strlen(optarg) >= sizeof(srv.munge_socket))
-                die("--munge-socket: '%s' must be an absolute path", optarg);
-            snprintf(srv.munge_socket, sizeof(srv.munge_socket), "%s", optarg);
+            set_path(srv.munge_socket, sizeof(srv.munge_socket), "--munge-socket", optarg);
             break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
