@@ -138,35 +138,37 @@ int main(int argc, char **argv)
     int fd = dial(local);
     if (fd < 0 || start(fd, &hs, proof) < 0)
         return 1;
-    if (!strcmp(mode, "honest"))
-        return finish(fd, &hs, proof, credential(&hs));
-    if (!strcmp(mode, "local") || !strcmp(mode, "none"))
-        return finish(fd, &hs, proof, NULL);
-    if (!strcmp(mode, "forged"))
-        return finish(fd, &hs, proof, "MUNGE:AwQFAAB4mKpO3ZqDnY3d8sT0m2Gv1t7aJQ+oNO8SUd7vG1VcFg==:");
-    if (!strcmp(mode, "tampered")) {
-        char *cred = credential(&hs);
+    /* Credentials are munge's malloc'd strings: freed after use, so that
+     * LeakSanitizer has nothing to say under the sanitizer build. */
+    char *cred = NULL;
+    int rc = 2;
+    if (!strcmp(mode, "honest")) {
+        cred = credential(&hs);
+        rc = finish(fd, &hs, proof, cred);
+    } else if (!strcmp(mode, "local") || !strcmp(mode, "none")) {
+        rc = finish(fd, &hs, proof, NULL);
+    } else if (!strcmp(mode, "forged")) {
+        rc = finish(fd, &hs, proof, "MUNGE:AwQFAAB4mKpO3ZqDnY3d8sT0m2Gv1t7aJQ+oNO8SUd7vG1VcFg==:");
+    } else if (!strcmp(mode, "tampered")) {
+        cred = credential(&hs);
         size_t mid = strlen(cred) / 2;
         cred[mid] = cred[mid] == 'A' ? 'B' : 'A';
-        return finish(fd, &hs, proof, cred);
-    }
-    if (!strcmp(mode, "purpose")) {
+        rc = finish(fd, &hs, proof, cred);
+    } else if (!strcmp(mode, "purpose")) {
         uint8_t payload[HANDSHAKE_IDENTITY_PAYLOAD_SIZE];
         handshake_identity_payload(&hs, payload);
         memcpy(payload, "slurm identity v1", 17);   /* same length, another label */
-        return finish(fd, &hs, proof, credential_of(payload, sizeof(payload), 0));
-    }
-    if (!strcmp(mode, "expired")) {
+        cred = credential_of(payload, sizeof(payload), 0);
+        rc = finish(fd, &hs, proof, cred);
+    } else if (!strcmp(mode, "expired")) {
         uint8_t payload[HANDSHAKE_IDENTITY_PAYLOAD_SIZE];
         handshake_identity_payload(&hs, payload);
-        char *cred = credential_of(payload, sizeof(payload), 1);
+        cred = credential_of(payload, sizeof(payload), 1);
         sleep(3);
-        return finish(fd, &hs, proof, cred);
-    }
-    if (!strcmp(mode, "replay") || !strcmp(mode, "reuse")) {
-        char *cred = credential(&hs);
-        int replay = !strcmp(mode, "replay");
-        if (replay) {
+        rc = finish(fd, &hs, proof, cred);
+    } else if (!strcmp(mode, "replay") || !strcmp(mode, "reuse")) {
+        cred = credential(&hs);
+        if (!strcmp(mode, "replay")) {
             /* Its first use, admitted: the credential is now recorded. */
             printf("first: ");
             fflush(stdout);
@@ -174,10 +176,10 @@ int main(int argc, char **argv)
         }
         close(fd);
         int fd2 = dial(0);
-        if (fd2 < 0 || start(fd2, &hs2, proof2) < 0)
-            return 1;
-        return finish(fd2, &hs2, proof2, cred);
+        rc = fd2 < 0 || start(fd2, &hs2, proof2) < 0 ? 1 : finish(fd2, &hs2, proof2, cred);
+    } else {
+        fprintf(stderr, "shared_client: unknown mode %s\n", mode);
     }
-    fprintf(stderr, "shared_client: unknown mode %s\n", mode);
-    return 2;
+    free(cred);
+    return rc;
 }

@@ -22,6 +22,13 @@ command -v setpriv >/dev/null || skip_all "needs setpriv"
 id adafs-test >/dev/null 2>&1 && id adafs-test2 >/dev/null 2>&1 ||
     skip_all "needs the test users adafs-test and adafs-test2"
 [ -x "$client" ] && [ -x "$ctl" ] && [ -e "$preload" ] || skip_all "programs not built"
+# Under the sanitizers, programs not built with them need the runtime first
+# (and their leaks are not this test's).
+asan_env=
+if [ -n "${ADAFS_TEST_ASAN_RT:-}" ]; then
+    preload="$ADAFS_TEST_ASAN_RT $preload"
+    asan_env=ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
+fi
 
 owner=adafs-test member=adafs-test2 outsider=adafs-outsider group=adafs-share
 getent group "$group" >/dev/null || groupadd "$group"
@@ -53,7 +60,7 @@ mkdir "$base/fs" && chown "$owner" "$base/fs"
 as() {  # as USER COMMAND...: with the user's groups, under the interposer
     local user=$1; shift
     timeout -k 5 30 setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups \
-        env LD_PRELOAD="$preload" ADAFS_INSTANCE="${inst:-$base/inst-$user}" \
+        env LD_PRELOAD="$preload" $asan_env ADAFS_INSTANCE="${inst:-$base/inst-$user}" \
         ADAFS_MOUNT="$base/mnt" "$@"
 }
 as_plain() { local user=$1; shift
