@@ -182,10 +182,88 @@ static bool handoff_take(uint32_t pid, const char *path, struct stat *st)
     return hit;
 }
 
+/* A WRITE's data is received straight into a memfd of the thread's (one
+ * copy, from the writer's pages), and the servers take it from there: a
+ * server of this node copies it into its chunk file (one copy more,
+ * copy_file_range), a remote one is sent it with sendfile. Through
+ * libfuse's buffer it was copied twice more (into the buffer, into the
+ * socket). The request's headers go to libfuse's buffer, what follows
+ * them to the mapped memfd: back into the buffer unless it is a WRITE's
+ * data (a few bytes of a path, for other requests). libfuse hands a
+ * thread's buffer to one request at a time, taken and answered by that
+ * thread before it reads the next, so one memfd per thread is enough. */
+#define WRITE_HEAD (sizeof(struct fuse_in_header) + sizeof(struct fuse_write_in))
+struct write_map {
+    int fd;
+    char *mem;
+    size_t len;
+};
+static __thread struct write_map wmap = { .fd = -1 };
+static __thread bool write_in_map;   /* this thread's request is a WRITE, its data in wmap */
+/* libfuse ends threads it has too many of: each thread's map goes with it. */
+static pthread_key_t wmap_key;
+
+static void write_map_free(void *arg)
+{
+    struct write_map *m = arg;
+    if (m->mem)
+        munmap(m->mem, m->len);
+    if (m->fd >= 0)
+        close(m->fd);
+    *m = (struct write_map){ .fd = -1 };
+}
+
+static bool write_map_ready(size_t len)
+{
+    if (wmap.len >= len)
+        return true;
+    if (wmap.fd < 0 && pthread_setspecific(wmap_key, &wmap) != 0)
+        return false;
+    if (wmap.mem) {
+        munmap(wmap.mem, wmap.len);
+        wmap.mem = NULL;
+        wmap.len = 0;
+    }
+    if (wmap.fd < 0 && (wmap.fd = memfd_create("adafs-fuse-write", MFD_CLOEXEC)) < 0)
+        return false;
+    if (ftruncate(wmap.fd, (off_t)len) < 0)
+        return false;
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, wmap.fd, 0);
+    if (p == MAP_FAILED)
+        return false;
+    wmap.mem = p;
+    wmap.len = len;
+    return true;
+}
+
+static ssize_t receive(int fd, char *buf, size_t len)
+{
+    write_in_map = false;
+    if (len <= WRITE_HEAD || !write_map_ready(len - WRITE_HEAD)) {
+        static atomic_bool said;
+        if (len > WRITE_HEAD && !atomic_exchange(&said, true))
+            fprintf(stderr, "adafs-fuse: no memfd to receive writes into (%s): "
+                    "they are received into libfuse's buffer and copied once more\n",
+                    strerror(errno));
+        return read(fd, buf, len);
+    }
+    struct iovec iov[2] = { { buf, WRITE_HEAD }, { wmap.mem, len - WRITE_HEAD } };
+    ssize_t n = readv(fd, iov, 2);
+    if (n <= (ssize_t)WRITE_HEAD)
+        return n;
+    const struct fuse_in_header *h = (const void *)buf;
+    const struct fuse_write_in *w = (const void *)(h + 1);
+    if (h->opcode == FUSE_WRITE && (size_t)n - WRITE_HEAD == w->size)
+        write_in_map = true;
+    else
+        memcpy(buf + WRITE_HEAD, wmap.mem, (size_t)n - WRITE_HEAD);
+    return n;
+}
+
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
     (void)userdata;
-    ssize_t n = read(fd, buf, len);
+    ssize_t n = receive(fd, buf, len);
     after_request();
     const struct fuse_in_header *h = buf;
     req_opcode = 0;
@@ -213,6 +291,7 @@ static ssize_t io_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_
     after_request();
     if (fdin == fuse_fd) {   /* a request this program does not see whole */
         req_opcode = 0;
+        write_in_map = false;
         atomic_store(&handoff_off, true);
     }
     return n;
@@ -489,17 +568,15 @@ static int x_create(const char *path, mode_t mode, struct fuse_file_info *fi)
  * the writer's pages, no copy) is spliced into a memfd of the thread's
  * (one copy), and a server copies it from there into its chunk file.
  * libfuse uses a thread's buffer before the thread takes its next
- * request, so one memfd per thread is enough. libfuse 3.14 receives a
- * 1 MiB write with read() into its buffer, though (its pipe cannot hold
- * a request of 1 MiB and a header): such data is sent from that buffer
- * as it is, not copied into the memfd first (1 MiB writes through the
- * mount, doc/benchmarks.md: 51% of the interposer's, 44% through the
- * memfd). A read goes into libfuse's
- * buffer from the sockets and from there to the kernel (two copies):
- * libfuse 3.14 answered a read given as a memfd by copying it into a
- * buffer first (pread, then writev: three), slower on this machine
- * (1 MiB reads through the mount, 4 alternating pairs: 404-837 MiB/s
- * from memory against 370-518 from a memfd). */
+ * request, so one memfd per thread is enough. libfuse 3.14 does not
+ * splice a 1 MiB write (its pipe cannot hold a request of 1 MiB and a
+ * header): such data is received into the thread's write map (receive,
+ * above) and sent from there. A read goes into libfuse's buffer from the
+ * sockets and from there to the kernel (two copies): libfuse 3.14
+ * answered a read given as a memfd by copying it into a buffer first
+ * (pread, then writev: three), slower on this machine (1 MiB reads
+ * through the mount, 4 alternating pairs: 404-837 MiB/s from memory
+ * against 370-518 from a memfd). */
 static int thread_memfd(size_t size)
 {
     static __thread int fd = -1;
@@ -562,12 +639,32 @@ struct write_args {
     struct fuse_bufvec *data;
     size_t size;
     off_t off;
+    bool in_map;   /* data is the thread's write map (receive) */
 };
 
-/* From libfuse's buffer, or through the thread's memfd when libfuse
- * spliced the data, to the servers; O_APPEND from
- * memory: the library appends at the end the servers know (another node
- * may have grown the file), not where the kernel thinks it is. */
+/* Smaller writes are sent from the map's memory like any buffer: passing
+ * the descriptor to a server costs about what copying that much does. */
+#define FD_WRITE_MIN (64u << 10)
+
+/* Sends count bytes of fd's data at its offset 0 to the servers at off. */
+static ssize_t pwrite_fd(struct handle *h, int fd, size_t count, off_t off)
+{
+    size_t done = 0;
+    while (done < count) {
+        ssize_t w = adafs_pwrite_from_fd(h->fs, h->lfd, fd, (off_t)done, count - done,
+                                         off + (off_t)done);
+        if (w <= 0)
+            return done ? (ssize_t)done : (w < 0 ? w : -EIO);
+        done += (size_t)w;
+    }
+    return (ssize_t)done;
+}
+
+/* From the thread's write map (receive), from libfuse's buffer, or
+ * through the thread's memfd when libfuse spliced the data, to the
+ * servers; O_APPEND from memory: the library appends at the end the
+ * servers know (another node may have grown the file), not where the
+ * kernel thinks it is. */
 static ssize_t write_io(struct handle *h, void *arg)
 {
     struct write_args *a = arg;
@@ -589,6 +686,8 @@ static ssize_t write_io(struct handle *h, void *arg)
         free(mem);
         return n;
     }
+    if (a->in_map)
+        return pwrite_fd(h, wmap.fd, a->size, a->off);
     const struct fuse_buf *b = &a->data->buf[0];
     if (a->data->count == 1 && a->data->idx == 0 && a->data->off == 0 &&
         !(b->flags & FUSE_BUF_IS_FD)) {
@@ -610,15 +709,7 @@ static ssize_t write_io(struct handle *h, void *arg)
     dst.buf[0].fd = memfd;
     dst.buf[0].pos = 0;
     ssize_t n = fuse_buf_copy(&dst, a->data, 0);
-    size_t done = 0;
-    while (n > 0 && done < (size_t)n) {
-        ssize_t w = adafs_pwrite_from_fd(h->fs, h->lfd, memfd, (off_t)done, (size_t)n - done,
-                                         a->off + (off_t)done);
-        if (w <= 0)
-            return done ? (ssize_t)done : (w < 0 ? w : -EIO);
-        done += (size_t)w;
-    }
-    return n;
+    return n > 0 ? pwrite_fd(h, memfd, (size_t)n, a->off) : n;
 }
 
 static int x_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
@@ -626,6 +717,12 @@ static int x_write_buf(const char *path, struct fuse_bufvec *buf, off_t off,
 {
     (void)path;
     struct write_args a = { .data = buf, .size = fuse_buf_size(buf), .off = off };
+    struct fuse_bufvec mapped = FUSE_BUFVEC_INIT(a.size);
+    if (write_in_map && a.size <= wmap.len) {
+        mapped.buf[0].mem = wmap.mem;
+        a.data = &mapped;
+        a.in_map = a.size >= FD_WRITE_MIN;
+    }
     return (int)handle_io(handle_of(fi), write_io, &a);
 }
 
@@ -953,6 +1050,10 @@ int main(int argc, char **argv)
     struct fuse_session *se = fuse_get_session(f);
     for (int i = 0; i < HANDOFF_SLOTS; i++)
         pthread_mutex_init(&handoffs[i].lock, NULL);
+    if (pthread_key_create(&wmap_key, write_map_free) != 0) {
+        fprintf(stderr, "adafs-fuse: cannot make a thread key\n");
+        goto unmount;
+    }
     fuse_fd = fuse_session_fd(se);
     if (fuse_session_custom_io(se, &io, fuse_session_fd(se)) != 0) {
         fprintf(stderr, "adafs-fuse: cannot set up its I/O on /dev/fuse\n");
