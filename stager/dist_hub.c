@@ -12,11 +12,13 @@
  * It also keeps the tree's bookkeeping, as the one-process walk does with
  * its dnodes: each directory counts what is pending inside it (its
  * listing, its batches, its split files, its subdirectories); when nothing
- * is, it gets its mode and mtime (a FINAL_DIR item, given to worker 0 with
- * no message) and its parent counts one less. So the setting of attributes
- * costs one item per directory and per split file, spread over the run,
- * and nothing is left for the end but the path up from the last directory
- * done. */
+ * is, it gets its mode and mtime (a FINAL_DIR item, queued first for
+ * whichever worker holds least, as any copy work: worker 0, which also
+ * walks, would otherwise set every directory's attributes while the others
+ * wait for work) and its parent counts one less. So the setting of
+ * attributes costs one item per directory and per split file, spread over
+ * the run and over the workers, and nothing is left for the end but the
+ * path up from the last directory done. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -300,6 +302,14 @@ static void give(struct hub *h, unsigned wi, struct hitem *it)
     hq_push(&w->held, it, 0);
 }
 
+/* A finalize item goes first in the copy work, to the worker that holds
+ * least (assign: worker 0 on a tie, no message then). It is short, and it
+ * frees the coordinator's records of what it completes. */
+static void queue_final(struct hub *h, struct hitem *it)
+{
+    hq_push(&h->workq, it, 1);
+}
+
 /* Frees record id (its parent is not told). */
 static uint64_t dir_drop(struct hub *h, uint64_t id)
 {
@@ -320,7 +330,7 @@ static int gets_attrs(const struct hdir *dr)
 }
 
 /* One less pending in directory id. When nothing is, a directory that
- * gets the source's attributes is given to worker 0 to set them (a
+ * gets the source's attributes is queued for a worker to set them (a
  * FINAL_DIR item, whose acknowledgement comes back here), with the
  * parents this completes in turn (a deep, narrow tree's last directory
  * completes its whole chain: one item, not a round trip per level); then
@@ -348,7 +358,7 @@ static void dir_release(struct hub *h, uint64_t id)
                 for (uint32_t i = 0; i < m.n; i++)
                     chain[i]->finalizing = 1;
                 dr->pending = 1;
-                give(h, 0, it);
+                queue_final(h, it);
                 return;
             }
             no_memory(h, "finalize a directory");
@@ -380,7 +390,7 @@ static void file_done(struct hub *h, uint64_t id)
     dir_release(h, dir);
 }
 
-/* One piece range less of split file id: when all are in, worker 0 checks
+/* One piece range less of split file id: when all are in, a worker checks
  * its size and sets its attributes (never if a piece failed: the worker
  * reported it, and a rerun copies the file again). */
 static void file_release(struct hub *h, uint64_t id, int failed)
@@ -397,7 +407,7 @@ static void file_release(struct hub *h, uint64_t id, int failed)
                           .size = f->size, .mode = f->mode, .mtime = f->mtime };
         struct hitem *fin = item_new(h, &m);
         if (fin) {
-            give(h, 0, fin);
+            queue_final(h, fin);
             return;
         }
         no_memory(h, "finalize a split file");

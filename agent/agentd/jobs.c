@@ -911,7 +911,13 @@ static void *stage_watcher(void *arg)
     pthread_mutex_lock(&jobs_lock);
     op->exit_status = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     op->state = AGENT_OP_DONE;
-    log_info("job %u: stager pid %d finished with status %d", id, (int)pid, op->exit_status);
+    /* Its summary's first line (the JSON of --json: files, seconds, the
+     * threads' idle time) with it: what each node's worker did, for the
+     * admin comparing a job's workers. */
+    const char *sum = op->out ? op->out : "";
+    int sum_len = (int)strcspn(sum, "\n");
+    log_info("job %u: stager pid %d finished with status %d%s%.*s", id, (int)pid, op->exit_status,
+             sum_len ? ": " : "", sum_len > 2000 ? 2000 : sum_len, sum);
     pthread_cond_broadcast(&jobs_changed);
     forget_torn_down_locked();
     pthread_mutex_unlock(&jobs_lock);

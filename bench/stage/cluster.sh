@@ -62,8 +62,9 @@ one() {
 # to the last finished, from the agents' logs.
 span() {
     python3 - "$1" "$2" "$ADAFS_CLUSTER_DIR"/log/agent.n*.log <<'PY'
-import datetime, re, sys
+import datetime, json, re, sys
 job, direction, logs = sys.argv[1], sys.argv[2], sys.argv[3:]
+summaries = []
 def t(line):
     return datetime.datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
 starts, pids, ends = [], {}, []
@@ -73,12 +74,21 @@ for name in logs:
         if m:
             starts.append(t(line)); pids[(name, m.group(1))] = True
             continue
-        m = re.search(r"job %s: stager pid (\d+) finished with status (\d+)" % job, line)
+        m = re.search(r"job %s: stager pid (\d+) finished with status (\d+)(: (\{.*\}))?" % job, line)
         if m and (name, m.group(1)) in pids:
             ends.append(t(line))
+            if m.group(4):
+                summaries.append(json.loads(m.group(4)))
 if len(starts) != 4 or len(ends) != 4:
     sys.exit("cluster.sh: job %s stage-%s: %d workers started, %d finished" % (job, direction, len(starts), len(ends)))
 print("%.3f" % (max(ends) - min(starts)))
+# Each worker's own time and its threads' waiting for work, from the
+# summaries the agents log (threads: AdafsStageThreads, 4 here).
+summaries.sort(key=lambda x: x["worker"])
+print("job %s stage-%s workers: seconds %s, idle %s" % (job, direction,
+      " ".join("%.2f" % x["seconds"] for x in summaries),
+      " ".join("%.0f%%" % (100 * x["idle_seconds"] / (4 * x["seconds"])) for x in summaries if x["seconds"] > 0)),
+      file=sys.stderr)
 PY
 }
 
