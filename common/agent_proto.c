@@ -22,6 +22,9 @@ void agent_start_put(struct rpc_writer *w, const struct agent_start *m)
     rpc_put_str(w, m->storage);
     rpc_put_str(w, m->secret_hex);
     rpc_put_u32(w, (uint32_t)m->numa_node);
+    rpc_put_u32(w, m->flags);
+    rpc_put_str(w, m->persist_name ? m->persist_name : "");
+    rpc_put_u32(w, m->access_gid);
 }
 
 int agent_start_get(struct rpc_reader *r, struct agent_start *m)
@@ -37,7 +40,26 @@ int agent_start_get(struct rpc_reader *r, struct agent_start *m)
     m->storage = rpc_get_str(r);
     m->secret_hex = rpc_get_str(r);
     m->numa_node = (int32_t)rpc_get_u32(r);
-    return finish(r);
+    m->flags = rpc_get_u32(r);
+    m->persist_name = rpc_get_str(r);
+    m->access_gid = rpc_get_u32(r);
+    if (finish(r) < 0 || (m->flags & ~AGENT_START_PERSISTENT))
+        return -EBADMSG;
+    /* A persistent START names its instance, a job's names none; whether
+     * the id fits the flag the agent says itself, naming the id. */
+    if ((m->flags & AGENT_START_PERSISTENT) ? !agent_persist_name_ok(m->persist_name)
+                                            : m->persist_name[0] != '\0' || m->access_gid != 0)
+        return -EBADMSG;
+    return 0;
+}
+
+int agent_persist_name_ok(const char *name)
+{
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    size_t len = name ? strlen(name) : 0;
+    /* ASCII whatever the locale: strspn, not isalpha. */
+    return len && len <= AGENT_PERSIST_NAME_MAX && strchr(letters, name[0]) &&
+           strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == len;
 }
 
 void agent_started_put(struct rpc_writer *w, const struct agent_started *m)
@@ -59,6 +81,11 @@ void agent_stage_status_put(struct rpc_writer *w, const struct agent_stage_statu
     rpc_put_u32(w, (uint32_t)m->exit_status);
     rpc_put_str(w, m->summary ? m->summary : "");
     rpc_put_str(w, m->errors ? m->errors : "");
+    if (m->has_server) {
+        rpc_put_u32(w, m->port);
+        rpc_put_u32(w, m->pid);
+        rpc_put_u64(w, m->used);
+    }
 }
 
 int agent_stage_status_get(struct rpc_reader *r, struct agent_stage_status *m)
@@ -67,6 +94,17 @@ int agent_stage_status_get(struct rpc_reader *r, struct agent_stage_status *m)
     m->exit_status = (int32_t)rpc_get_u32(r);
     m->summary = rpc_get_str(r);
     m->errors = rpc_get_str(r);
+    m->has_server = 0;
+    m->port = m->pid = 0;
+    m->used = 0;
+    if (rpc_reader_ok(r) && r->off < r->len) {
+        m->has_server = 1;
+        m->port = rpc_get_u32(r);
+        m->pid = rpc_get_u32(r);
+        m->used = rpc_get_u64(r);
+        if (m->port == 0 || m->port > 65535)
+            return -EBADMSG;
+    }
     return finish(r) == 0 && m->state <= AGENT_OP_DONE ? 0 : -EBADMSG;
 }
 

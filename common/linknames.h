@@ -22,6 +22,7 @@
 #pragma redefine_extname agent_job_ref_get adafs_agent_job_ref_get
 #pragma redefine_extname agent_job_ref_put adafs_agent_job_ref_put
 #pragma redefine_extname agent_op_name adafs_agent_op_name
+#pragma redefine_extname agent_persist_name_ok adafs_agent_persist_name_ok
 #pragma redefine_extname agent_stage_get adafs_agent_stage_get
 #pragma redefine_extname agent_stage_put adafs_agent_stage_put
 #pragma redefine_extname agent_stage_status_get adafs_agent_stage_status_get

@@ -156,7 +156,8 @@ static int handle_status(struct rpc_reader *r, struct reply *out)
         return rc;
     }
     agent_stage_status_put(&out->body, &(struct agent_stage_status){
-        (uint32_t)st.state, st.exit_status, st.summary, st.errors });
+        .state = (uint32_t)st.state, .exit_status = st.exit_status, .summary = st.summary,
+        .errors = st.errors });
     stage_status_free(&st);
     return 0;
 }
@@ -176,7 +177,8 @@ static int handle_watch(struct rpc_reader *r, struct reply *out)
         return rc;
     }
     agent_stage_status_put(&out->body, &(struct agent_stage_status){
-        (uint32_t)st.state, st.exit_status, st.summary, st.errors });
+        .state = (uint32_t)st.state, .exit_status = st.exit_status, .summary = st.summary,
+        .errors = st.errors });
     stage_status_free(&st);
     return 0;
 }
