@@ -1184,8 +1184,31 @@ static char *output_text(const char *kept, size_t dropped)
     return asprintf(&text, "%s\n... %zu bytes dropped\n", kept ? kept : "", dropped) < 0 ? NULL : text;
 }
 
+/* A persistent instance whose server died while this agent runs: started
+ * again (same storage, same port) when the plugin next asks for its STATUS. */
+static void heal_persistent(uint32_t job_id)
+{
+    pthread_mutex_lock(&jobs_lock);
+    struct job *j = find_locked(job_id);
+    if (j && j->persist && !server_up(j) && job_take_locked(j)) {
+        if (!server_up(j)) {
+            struct agent_error e;
+            log_warn("persistent %s (instance %u): its server is gone: starting it again",
+                     j->persist->name, j->id);
+            pthread_mutex_unlock(&jobs_lock);
+            restart_persistent(j, &e);
+            pthread_mutex_lock(&jobs_lock);
+        }
+        job_give_locked(j);
+    }
+    forget_torn_down_locked();
+    pthread_mutex_unlock(&jobs_lock);
+}
+
 int jobs_status(uint32_t job_id, struct stage_status *st)
 {
+    if (agent_id_is_persistent(job_id))
+        heal_persistent(job_id);
     /* A watch of a state no stage has, held for no time: answered at once. */
     return jobs_watch(job_id, -1, 0, NULL, st);
 }

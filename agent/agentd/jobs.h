@@ -84,6 +84,8 @@ struct stage_status {
     int port, pid;
     uint64_t used;
 };
+/* STATUS of a persistent instance whose server is down starts it again
+ * first (same storage and port). */
 int jobs_status(uint32_t job_id, struct stage_status *st);
 /* jobs_status once the job's stage is no longer in state `known` (its
  * stager ended), or after hold_ms, or once *cancel is set and jobs_wake()

@@ -137,6 +137,15 @@ check "and is torn down" eval 'agent teardown 7 | grep -qx ok'
 check "the instance is untouched: same server, data there" \
     eval 'test "$(server_pid)" = "$spid" && as $owner cat "$base/pmnt/d/f" | grep -qx kept'
 
+# --- its server dies while the agent runs: STATUS starts it again ---
+kill -9 "$spid"
+for _ in $(seq 50); do running "$spid" || break; sleep 0.05; done
+out=$(agent pstatus $id)
+spid=$(server_pid)
+check "STATUS after its server died: started again on the same port ($out)" \
+    eval 'running "$spid" && case $out in "port=$sport pid=$spid "*) true ;; *) false ;; esac'
+check "  with the data" eval 'as $owner cat "$base/pmnt/big" | md5sum | cmp -s - "$base/big.md5"'
+
 # --- a job that uses it and runs no server here: CONFIGURE only ---
 job=41
 printf 'mount=%s\nchunk_size=524288\ntimeout_ms=5000\nsecret=%s\nserver=127.0.0.1:%s\n' \
