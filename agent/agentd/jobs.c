@@ -1323,6 +1323,19 @@ void jobs_shutdown(void)
     pthread_mutex_unlock(&jobs_lock);
 }
 
+/* The pid a server's pid file names (0: none). */
+static int read_pid(const char *pidfile)
+{
+    FILE *f = fopen(pidfile, "re");
+    int pid = 0;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    return pid;
+}
+
 /* Is pid an adafsd? Only then may recovery kill it. */
 static bool is_server(pid_t pid)
 {
@@ -1380,13 +1393,7 @@ static void recover_dir(const char *storage)
             j.mount[0] = '\0';
         char pidfile[PATH_MAX];
         pidfile_path(pidfile, sizeof(pidfile), &j);
-        FILE *f = fopen(pidfile, "re");
-        int pid = 0;
-        if (f) {
-            if (fscanf(f, "%d", &pid) != 1)
-                pid = 0;
-            fclose(f);
-        }
+        int pid = read_pid(pidfile);
         if (pid > 0 && is_server(pid)) {
             log_warn("recovery: job %u: stopping orphaned server pid %d", id, pid);
             kill(pid, SIGKILL);
@@ -1447,13 +1454,7 @@ static void adopt_persistent(const char *record, void *arg)
     if (lstat(j->image, &st) < 0)
         j->image[0] = '\0';
     pidfile_path(pidfile, sizeof(pidfile), j);
-    FILE *f = fopen(pidfile, "re");
-    int pid = 0;
-    if (f) {
-        if (fscanf(f, "%d", &pid) != 1)
-            pid = 0;
-        fclose(f);
-    }
+    int pid = read_pid(pidfile);
     struct agent_error e;
     if (persistent_server_alive(pid, j->dir, r.uid)) {
         j->server_pid = pid;
@@ -1489,13 +1490,7 @@ static void wipe_persistent_leftover(const char *dir, void *arg)
     pathf(j.image, sizeof(j.image), "%s.img", dir);
     char pidfile[PATH_MAX];
     pidfile_path(pidfile, sizeof(pidfile), &j);
-    FILE *f = fopen(pidfile, "re");
-    int pid = 0;
-    if (f) {
-        if (fscanf(f, "%d", &pid) != 1)
-            pid = 0;
-        fclose(f);
-    }
+    int pid = read_pid(pidfile);
     if (persistent_server_alive(pid, dir, st.st_uid)) {
         j.server_pid = pid;
         j.adopted = true;
