@@ -911,7 +911,8 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
         struct instance_space space;
         instance_space(m->quota, &space);
         pathf(j->image, sizeof(j->image), "%s.img", j->dir);
-        if ((rc = store_create(j->image, j->dir, space.image, &j->user, why, sizeof(why))) < 0) {
+        if ((rc = store_create(j->image, j->dir, space.image, &j->user, j->persist != NULL, why,
+                               sizeof(why))) < 0) {
             j->image[0] = '\0';   /* store_create removed it */
             /* Out of space may pass when other jobs end; anything else
              * (no loop device, mkfs failing) is this node's. */

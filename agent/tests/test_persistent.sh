@@ -177,7 +177,8 @@ check "the data is there" eval 'as $owner cat "$base/pmnt/big" | md5sum | cmp -s
 kill_agent
 kill -9 "$spid"
 for _ in $(seq 50); do running "$spid" || break; sleep 0.05; done
-umount "$pdir"
+for _ in $(seq 50); do umount "$pdir" 2>/dev/null && break; sleep 0.1; done
+check "(its file system unmounted, as after a reboot)" eval '! findmnt -n "$pdir" >/dev/null'
 check "an agent starts again" start_agent "$(($(log_lines) + 1))"
 out=$(agent pstatus $id)
 npid=$(server_pid)
