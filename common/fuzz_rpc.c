@@ -39,7 +39,7 @@
 
 static void agent_message(unsigned kind, const uint8_t *data, size_t size)
 {
-    switch (kind % 7) {
+    switch (kind % 8) {
     case 0: ROUND_TRIP(agent_start, agent_start_put, agent_start_get, data, size); break;
     case 1: ROUND_TRIP(agent_started, agent_started_put, agent_started_get, data, size); break;
     case 2: ROUND_TRIP(agent_configure, agent_configure_put, agent_configure_get, data, size); break;
@@ -48,6 +48,7 @@ static void agent_message(unsigned kind, const uint8_t *data, size_t size)
                        size); break;
     case 5: ROUND_TRIP(agent_watch, agent_watch_put, agent_watch_get, data, size); break;
     case 6: ROUND_TRIP(agent_job_ref, agent_job_ref_put, agent_job_ref_get, data, size); break;
+    case 7: ROUND_TRIP(agent_instance, agent_instance_put, agent_instance_get, data, size); break;
     }
 }
 

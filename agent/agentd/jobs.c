@@ -1276,6 +1276,27 @@ int jobs_teardown(uint32_t job_id, bool hurry, struct agent_error *e)
     return rc;
 }
 
+int jobs_list_persistent(struct rpc_writer *w)
+{
+    pthread_mutex_lock(&jobs_lock);
+    uint32_t n = 0;
+    for (struct job *j = jobs; j; j = j->next)
+        n += j->persist && !j->torn_down && j->persist->port > 0;
+    rpc_put_u32(w, n);
+    for (struct job *j = jobs; j; j = j->next) {
+        if (!j->persist || j->torn_down || j->persist->port == 0)
+            continue;   /* (port 0: its first start is still under way) */
+        const struct persistent_rec *p = j->persist;
+        agent_instance_put(w, &(struct agent_instance){
+            .id = j->id, .name = p->name, .uid = p->uid, .access_gid = p->access_gid,
+            .port = (uint32_t)p->port, .pid = server_up(j) ? (uint32_t)j->server_pid : 0,
+            .used = persistent_used(j->dir, j->image[0] != '\0'), .quota = p->quota,
+            .root = j->dir });
+    }
+    pthread_mutex_unlock(&jobs_lock);
+    return rpc_writer_ok(w) ? 0 : -ENOMEM;
+}
+
 void jobs_wake(void)
 {
     pthread_mutex_lock(&jobs_lock);

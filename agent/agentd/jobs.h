@@ -103,6 +103,11 @@ int jobs_teardown(uint32_t job_id, bool hurry, struct agent_error *e);
  * tears down whatever is left. For the Epilog. */
 int jobs_release(uint32_t job_id, int timeout_s, struct agent_error *e);
 
+/* LIST's answer (agent_proto.h): u32 count, an agent_instance each. 0 or
+ * -ENOMEM. */
+struct rpc_writer;
+int jobs_list_persistent(struct rpc_writer *w);
+
 /* Stops every server and wipes every job: the agent is going away. The
  * servers of persistent instances stay up for the next agent. */
 void jobs_shutdown(void);

@@ -113,6 +113,9 @@ as $owner cat "$base/pmnt/big" | md5sum > "$base/big.md5"
 out=$(agent pstatus $id)
 check "STATUS says its port, pid and bytes used ($out)" \
     eval 'case $out in "port=$sport pid=$spid used="[1-9]*) true ;; *) false ;; esac'
+out=$("$builddir/adafs-ctl" persistent list --socket "$base/agent.sock" | tail -n +2)
+check "adafs-ctl persistent list shows it ($out)" \
+    eval 'echo "$out" | grep -Eq "^scratch +$id +$ouid +- +$sport +$spid +[1-9][0-9]* +1073741824 +$pdir\$"'
 out=$(agent pstart $id $ouid $ogid "$base/storage" scratch 0)
 check "START again (a lost reply) answers the same ($out)" test "$out" = "port=$sport pid=$spid"
 out=$(agent pstart $((id + 1)) $ouid $ogid "$base/storage" scratch 0)
