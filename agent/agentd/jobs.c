@@ -1262,6 +1262,33 @@ void stage_status_free(struct stage_status *st)
     st->summary = st->errors = NULL;
 }
 
+/* TEARDOWN of a job this agent does not list: one that only mounted a
+ * persistent instance here (no storage, so recovery did not find it) under
+ * an agent that since restarted leaves its mount point and instance file;
+ * they go now, as that job's user. A job with storage here is recovery's. */
+static void teardown_unlisted_locked(uint32_t job_id, struct agent_error *e)
+{
+    char mount[PATH_MAX], file[PATH_MAX];
+    struct stat st;
+    job_file_path(file, sizeof(file), job_id, INSTANCE_FILE);
+    if (agent_id_is_persistent(job_id) || lstat(file, &st) < 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid == 0)
+        return;
+    for (size_t i = 0; i < cfg->nroots; i++) {
+        char dir[PATH_MAX];
+        pathf(dir, sizeof(dir), "%s/%s/job.%u", cfg->storage_roots[i], cfg->node, job_id);
+        if (lstat(dir, &st) == 0)
+            return;
+    }
+    struct job j = { .id = job_id, .user = { st.st_uid, st.st_gid } };
+    pathf(mount, sizeof(mount), "%s/%u", cfg->mount_prefix, job_id);
+    if (fusemount_present(mount) || (lstat(mount, &st) == 0 && S_ISDIR(st.st_mode) &&
+                                     st.st_uid == j.user.uid))
+        pathf(j.mount, sizeof(j.mount), "%s", mount);
+    log_warn("job %u: not listed here (the agent restarted): taking off its leftover mount", job_id);
+    teardown_taken(&j, true, e);
+}
+
 int jobs_teardown(uint32_t job_id, bool hurry, struct agent_error *e)
 {
     pthread_mutex_lock(&jobs_lock);
@@ -1270,6 +1297,8 @@ int jobs_teardown(uint32_t job_id, bool hurry, struct agent_error *e)
     if (j && job_take_locked(j)) {
         rc = teardown_taken(j, hurry, e);
         job_give_locked(j);
+    } else if (!j) {
+        teardown_unlisted_locked(job_id, e);
     }
     forget_torn_down_locked();
     pthread_mutex_unlock(&jobs_lock);

@@ -166,6 +166,15 @@ check "a CONFIGURE of it for another user is refused ($out)" eval 'echo "$out" |
 check "its TEARDOWN" eval 'agent teardown $job | grep -qx ok'
 check "takes its mount point and instance file off, the instance stays" \
     eval 'test ! -e "$base/mnt/$job" -a ! -e "$base/mnt/.job.$job.instance" && as $owner cat "$base/pmnt/d/f" | grep -qx kept'
+job=42
+ADAFS_TEST_CONFIGURE_AS=$ouid:$ogid agent configure $job "$base/mnt/$job" 0 "$base/use.text" >/dev/null
+kill_agent
+start_agent "$(($(log_lines) + 1))"
+check "such a job's files are kept when the agent restarts (it may still run)" \
+    test -d "$base/mnt/$job" -a -f "$base/mnt/.job.$job.instance"
+check "and go at its TEARDOWN, though the agent no longer lists it" \
+    eval 'agent teardown $job | grep -qx ok && test ! -e "$base/mnt/$job" -a ! -e "$base/mnt/.job.$job.instance"'
+spid=$(server_pid)
 
 # --- the agent killed and started again: the live server is kept ---
 kill_agent
