@@ -876,6 +876,19 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
                          "instance %u, not %u", m->persist_name, o->id, m->job_id);
         }
     }
+    char record[PATH_MAX + 16];
+    struct stat rst;
+    pathf(record, sizeof(record), "%s.record", j->dir);
+    if (persistent && lstat(record, &rst) == 0) {
+        /* A record this agent did not take at start-up (its log says why):
+         * the data is never wiped to start the instance afresh. */
+        pthread_mutex_unlock(&jobs_lock);
+        free(j->persist);
+        free(j);
+        return failf(e, AGENT_FAULT_JOB, -EEXIST, "persistent %s: %s is there but was not taken "
+                     "when this agent started (see its log): refusing to start the instance "
+                     "afresh over its data", m->persist_name, record);
+    }
     j->busy = true;
     j->next = jobs;
     jobs = j;

@@ -220,5 +220,19 @@ since=$(($(log_lines) + 1))
 check "an agent that starts after it has nothing to re-adopt" start_agent $since
 check "  (nothing logged of it)" eval '! tail -n +$since "$base/agent.log" | grep -q "persistent scratch"'
 
+# --- a record the agent cannot read: the data is left, never started afresh ---
+kill_agent
+old=$base/storage/t1/persistent/old
+install -d -m 700 -o $owner -g $ogid "$old"
+echo precious > "$old/data.txt"; chown $owner "$old/data.txt"
+echo "id=garbage" > "$old.record"
+since=$(($(log_lines) + 1))
+start_agent $since
+check "an unreadable record is logged and its instance left as it is" \
+    eval 'tail -n +$since "$base/agent.log" | grep -q "not a persistent instance.s record" && test -f "$old/data.txt"'
+out=$(agent pstart $((id + 7)) $ouid $ogid "$base/storage" old 0)
+check "a START of that name is refused, naming the record ($out)" \
+    eval 'echo "$out" | grep -q "old.record is there but was not taken" && test -f "$old/data.txt"'
+
 echo "1..$n"
 [ "$fails" = 0 ]
