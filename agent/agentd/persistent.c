@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "log.h"
 
 static int copy(char *dst, size_t len, const char *src)
 {
@@ -204,6 +205,12 @@ void persistent_server_stop(pid_t pid, const char *dir, uid_t uid, int timeout_m
             if (waited)
                 sig = SIGKILL;
             kill(pid, sig);
+        }
+        if (waited >= 2 * timeout_ms + 5000) {
+            /* Stuck in the kernel (D state): the wipe goes on around it. */
+            log_warn("server pid %d of %s still there %d ms after SIGKILL", (int)pid, dir,
+                     waited - timeout_ms);
+            return;
         }
         nanosleep(&(struct timespec){ 0, 10 * 1000000 }, NULL);
     }
