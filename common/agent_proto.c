@@ -22,6 +22,9 @@ void agent_start_put(struct rpc_writer *w, const struct agent_start *m)
     rpc_put_str(w, m->storage);
     rpc_put_str(w, m->secret_hex);
     rpc_put_u32(w, (uint32_t)m->numa_node);
+    rpc_put_u32(w, m->flags);
+    rpc_put_str(w, m->persist_name ? m->persist_name : "");
+    rpc_put_u32(w, m->access_gid);
 }
 
 int agent_start_get(struct rpc_reader *r, struct agent_start *m)
@@ -37,7 +40,26 @@ int agent_start_get(struct rpc_reader *r, struct agent_start *m)
     m->storage = rpc_get_str(r);
     m->secret_hex = rpc_get_str(r);
     m->numa_node = (int32_t)rpc_get_u32(r);
-    return finish(r);
+    m->flags = rpc_get_u32(r);
+    m->persist_name = rpc_get_str(r);
+    m->access_gid = rpc_get_u32(r);
+    if (finish(r) < 0 || (m->flags & ~AGENT_START_PERSISTENT))
+        return -EBADMSG;
+    /* A persistent START names its instance, a job's names none; whether
+     * the id fits the flag the agent says itself, naming the id. */
+    if ((m->flags & AGENT_START_PERSISTENT) ? !agent_persist_name_ok(m->persist_name)
+                                            : m->persist_name[0] != '\0' || m->access_gid != 0)
+        return -EBADMSG;
+    return 0;
+}
+
+int agent_persist_name_ok(const char *name)
+{
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    size_t len = name ? strlen(name) : 0;
+    /* ASCII whatever the locale: strspn, not isalpha. */
+    return len && len <= AGENT_PERSIST_NAME_MAX && strchr(letters, name[0]) &&
+           strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == len;
 }
 
 void agent_started_put(struct rpc_writer *w, const struct agent_started *m)
@@ -59,6 +81,11 @@ void agent_stage_status_put(struct rpc_writer *w, const struct agent_stage_statu
     rpc_put_u32(w, (uint32_t)m->exit_status);
     rpc_put_str(w, m->summary ? m->summary : "");
     rpc_put_str(w, m->errors ? m->errors : "");
+    if (m->has_server) {
+        rpc_put_u32(w, m->port);
+        rpc_put_u32(w, m->pid);
+        rpc_put_u64(w, m->used);
+    }
 }
 
 int agent_stage_status_get(struct rpc_reader *r, struct agent_stage_status *m)
@@ -67,6 +94,17 @@ int agent_stage_status_get(struct rpc_reader *r, struct agent_stage_status *m)
     m->exit_status = (int32_t)rpc_get_u32(r);
     m->summary = rpc_get_str(r);
     m->errors = rpc_get_str(r);
+    m->has_server = 0;
+    m->port = m->pid = 0;
+    m->used = 0;
+    if (rpc_reader_ok(r) && r->off < r->len) {
+        m->has_server = 1;
+        m->port = rpc_get_u32(r);
+        m->pid = rpc_get_u32(r);
+        m->used = rpc_get_u64(r);
+        if (m->port == 0 || m->port > 65535)
+            return -EBADMSG;
+    }
     return finish(r) == 0 && m->state <= AGENT_OP_DONE ? 0 : -EBADMSG;
 }
 
@@ -92,6 +130,8 @@ void agent_configure_put(struct rpc_writer *w, const struct agent_configure *m)
     rpc_put_str(w, m->instance_text);
     rpc_put_str(w, m->mount);
     rpc_put_u32(w, m->access);
+    rpc_put_u32(w, m->uid);
+    rpc_put_u32(w, m->gid);
 }
 
 int agent_configure_get(struct rpc_reader *r, struct agent_configure *m)
@@ -100,7 +140,9 @@ int agent_configure_get(struct rpc_reader *r, struct agent_configure *m)
     m->instance_text = rpc_get_str(r);
     m->mount = rpc_get_str(r);
     m->access = rpc_get_u32(r);
-    if (m->access > AGENT_ACCESS_BOTH)
+    m->uid = rpc_get_u32(r);
+    m->gid = rpc_get_u32(r);
+    if (m->access > AGENT_ACCESS_BOTH || (m->uid == 0) != (m->gid == 0))
         return -EBADMSG;
     return finish(r);
 }
@@ -152,6 +194,48 @@ int agent_job_ref_get(struct rpc_reader *r, struct agent_job_ref *m)
     return finish(r);
 }
 
+void agent_instance_put(struct rpc_writer *w, const struct agent_instance *m)
+{
+    rpc_put_u32(w, m->id);
+    rpc_put_str(w, m->name);
+    rpc_put_u32(w, m->uid);
+    rpc_put_u32(w, m->access_gid);
+    rpc_put_u32(w, m->port);
+    rpc_put_u32(w, m->pid);
+    rpc_put_u64(w, m->used);
+    rpc_put_u64(w, m->quota);
+    rpc_put_str(w, m->root);
+}
+
+int agent_instance_get(struct rpc_reader *r, struct agent_instance *m)
+{
+    m->id = rpc_get_u32(r);
+    m->name = rpc_get_str(r);
+    m->uid = rpc_get_u32(r);
+    m->access_gid = rpc_get_u32(r);
+    m->port = rpc_get_u32(r);
+    m->pid = rpc_get_u32(r);
+    m->used = rpc_get_u64(r);
+    m->quota = rpc_get_u64(r);
+    m->root = rpc_get_str(r);
+    return rpc_reader_ok(r) && agent_id_is_persistent(m->id) && agent_persist_name_ok(m->name) &&
+                   m->port > 0 && m->port <= 65535
+               ? 0 : -EBADMSG;
+}
+
+int agent_socket_path(const char *pattern, const char *node, char *out, size_t len)
+{
+    const char *pn = strstr(pattern, "%n");
+    size_t n = pn ? (size_t)snprintf(out, len, "%.*s%s%s", (int)(pn - pattern), pattern, node, pn + 2)
+                  : (size_t)snprintf(out, len, "%s", pattern);
+    if (n >= len) {
+        if (len)
+            out[0] = '\0';
+        return -ENAMETOOLONG;
+    }
+    return 0;
+}
+
 const char *agent_op_name(uint16_t op)
 {
     switch (op) {
@@ -165,6 +249,7 @@ const char *agent_op_name(uint16_t op)
     case AGENT_WATCH: return "watch";
     case AGENT_QOS: return "qos";
     case AGENT_QOS_REPORT: return "qos report";
+    case AGENT_LIST: return "list";
     }
     return "unknown";
 }

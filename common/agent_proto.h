@@ -15,7 +15,17 @@
  * a stage-in/out worker) and STATUS (poll it), and TEARDOWN (stop servers,
  * wipe data). The Epilog sends RELEASE and returns only when the node's part
  * of the job is torn down, so Slurm does not hand the node to another job
- * while stage-out still reads from it. */
+ * while stage-out still reads from it.
+ *
+ * A persistent instance (doc/lifecycle.md "Persistent instances") travels
+ * on the same messages under an instance id in the job_id field:
+ * AGENT_PERSIST_ID_BASE plus a number the plugin allocates. Slurm never
+ * issues a job id that high (MAX_JOB_ID is 0x03ffffff), so the two spaces
+ * are disjoint; an agent takes such an id only in a START that carries
+ * AGENT_START_PERSISTENT, or for an instance it already serves. Its START
+ * runs the server as the owner (adafsd --owner, --access-group) on storage
+ * of its own, tied to no job; its TEARDOWN is the destroy (stop, wipe), and
+ * no job's end touches it. */
 #ifndef ADAFS_AGENT_PROTO_H
 #define ADAFS_AGENT_PROTO_H
 
@@ -38,11 +48,34 @@ enum agent_op {
     AGENT_QOS = 8,         /* adafs-qosd: limits in, usage out (qos_proto.h) */
     AGENT_WATCH = 9,       /* STATUS once it changes: the plugin's long poll */
     AGENT_QOS_REPORT = 10, /* adafs-qosd: usage out, nothing changed (qos_proto.h) */
+    AGENT_LIST = 11,       /* the persistent instances this agent serves (adafs-ctl) */
 };
+
+/* The agent's local socket: "%n" in the pattern is the node's name (the
+ * Epilog and adafs-ctl find it from $SLURMD_NODENAME as the agent made it).
+ * Returns 0, or -ENAMETOOLONG when it does not fit in len. */
+#define AGENT_SOCKET_DEFAULT "/run/adafs/agent.%n.sock"
+int agent_socket_path(const char *pattern, const char *node, char *out, size_t len);
 
 #define AGENT_MAX_BODY (16u << 20)   /* a stager summary lists every failed file */
 
-/* START: deploy this node's server of a job's instance. */
+/* Instance ids, above every Slurm job id. */
+#define AGENT_PERSIST_ID_BASE 0x80000000u
+static inline int agent_id_is_persistent(uint32_t id)
+{
+    return id >= AGENT_PERSIST_ID_BASE;
+}
+/* A persistent instance's name: a letter, then letters, digits or '_', at
+ * most AGENT_PERSIST_NAME_MAX characters (directive.h's rule: it becomes a
+ * directory and part of an environment variable's name). 1 if valid. */
+#define AGENT_PERSIST_NAME_MAX 32
+int agent_persist_name_ok(const char *name);
+
+/* agent_start.flags */
+#define AGENT_START_PERSISTENT 0x1u
+
+/* START: deploy this node's server of a job's instance, or of a persistent
+ * instance (flags AGENT_START_PERSISTENT, job_id its instance id). */
 struct agent_start {
     uint32_t job_id;
     uint32_t uid, gid;
@@ -54,6 +87,11 @@ struct agent_start {
     const char *secret_hex;         /* the instance's secret, as instance.h's hex (the
                                      * session seals it) */
     int32_t numa_node;              /* run the server on this NUMA node's CPUs; -1: anywhere */
+    uint32_t flags;                 /* AGENT_START_PERSISTENT */
+    const char *persist_name;       /* persistent: its name (storage <storage>/persistent/
+                                     * <name>); NULL or "" for a job's instance */
+    uint32_t access_gid;            /* persistent: members of this group may use it too
+                                     * (adafsd --access-group); 0: the owner (uid) only */
 };
 /* START's answer: where the server listens. */
 struct agent_started {
@@ -68,12 +106,16 @@ enum agent_access {
     AGENT_ACCESS_BOTH = 2,          /* both: the interposer for what it can reach */
 };
 
-/* CONFIGURE: write the job's instance file (its text) on this node. */
+/* CONFIGURE: write the job's instance file (its text) on this node. A job
+ * that uses a persistent instance and runs no server of its own gets only
+ * this on its nodes (no START): uid and gid say whose files the agent makes
+ * then; for a job started here they must be 0 or its own. */
 struct agent_configure {
     uint32_t job_id;
     const char *instance_text;
     const char *mount;              /* made a real, empty directory of the user */
     uint32_t access;                /* enum agent_access: FUSE and BOTH mount it there */
+    uint32_t uid, gid;              /* the job's user (0: as its START said) */
 };
 
 enum agent_stage_dir { AGENT_STAGE_IN = 0, AGENT_STAGE_OUT = 1 };
@@ -96,13 +138,19 @@ struct agent_stage {
     const char *source, *destination;
 };
 
-/* STATUS and WATCH answer with the job's stage on this node. */
+/* STATUS and WATCH answer with the job's stage on this node. For a
+ * persistent instance they also say where its server is and what it holds
+ * (has_server 1): those fields follow on the wire only then, so a reply
+ * about a job's instance is as before. */
 enum agent_op_state { AGENT_OP_NONE = 0, AGENT_OP_RUNNING = 1, AGENT_OP_DONE = 2 };
 struct agent_stage_status {
     uint32_t state;                 /* enum agent_op_state */
     int32_t exit_status;            /* the stager's; -1 if it was killed */
     const char *summary;            /* its JSON report (stage_report.h), "" while running */
     const char *errors;             /* its messages */
+    uint32_t has_server;            /* 1: the three below are set (persistent instances) */
+    uint32_t port, pid;             /* its server now (port 1..65535) */
+    uint64_t used;                  /* bytes its storage holds on this node */
 };
 
 /* WATCH: as STATUS, but answered only once the job's stage on this node is
@@ -118,7 +166,22 @@ struct agent_watch {
     uint32_t hold_ms;
 };
 
-/* TEARDOWN: u32 job_id, u32 hurry. RELEASE: u32 job_id, u32 timeout_s. */
+/* LIST's answer: u32 count, then count of these, one per persistent
+ * instance served here (agent_instance_put each; agent_instance_get reads
+ * one and leaves the reader after it). */
+struct agent_instance {
+    uint32_t id;                    /* its instance id */
+    const char *name;
+    uint32_t uid, access_gid;       /* owner; group let in too (0: none) */
+    uint32_t port, pid;             /* its server (pid 0: down) */
+    uint64_t used, quota;           /* bytes its storage here holds, and may */
+    const char *root;               /* its storage here */
+};
+void agent_instance_put(struct rpc_writer *w, const struct agent_instance *m);
+int agent_instance_get(struct rpc_reader *r, struct agent_instance *m);
+
+/* TEARDOWN: u32 job_id, u32 hurry (of a persistent id: the destroy).
+ * RELEASE: u32 job_id, u32 timeout_s (jobs only). */
 struct agent_job_ref {
     uint32_t job_id;
     uint32_t arg;

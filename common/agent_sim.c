@@ -146,7 +146,8 @@ static int stage_status(struct sim_job *j, struct rpc_writer *body)
         summary = stage_report_encode(&r);
     }
     agent_stage_status_put(body, &(struct agent_stage_status){
-        (uint32_t)j->state, j->exit_status, summary ? summary : "", "" });
+        .state = (uint32_t)j->state, .exit_status = j->exit_status,
+        .summary = summary ? summary : "", .errors = "" });
     free(summary);
     return 0;
 }

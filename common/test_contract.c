@@ -60,7 +60,8 @@ static void test_messages(void)
     rpc_writer_free(&w);
 
     rpc_writer_init(&w, NULL, 0);
-    agent_stage_status_put(&w, &(struct agent_stage_status){ AGENT_OP_DONE, 3, "{}", NULL });
+    agent_stage_status_put(&w, &(struct agent_stage_status){ .state = AGENT_OP_DONE, .exit_status = 3,
+                                                             .summary = "{}" });
     struct agent_stage_status ss;
     rpc_reader_init(&r, w.data, w.len);
     tap_ok(agent_stage_status_get(&r, &ss) == 0 && ss.state == AGENT_OP_DONE &&
@@ -81,6 +82,149 @@ static void test_messages(void)
     tap_is_int(agent_watch_get(&r, &aw), -EBADMSG, "a WATCH held longer than the agent allows is malformed");
     rpc_writer_free(&w);
     tap_is_str(agent_op_name(AGENT_WATCH), "watch", "WATCH has a name for the logs");
+
+    struct agent_configure conf;
+    rpc_writer_init(&w, NULL, 0);
+    agent_configure_put(&w, &(struct agent_configure){ .job_id = 9, .instance_text = "t",
+                                                       .mount = "/adafs/9", .uid = 1000, .gid = 100 });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_ok(agent_configure_get(&r, &conf) == 0 && conf.job_id == 9 && conf.uid == 1000 &&
+           conf.gid == 100 && strcmp(conf.mount, "/adafs/9") == 0,
+           "CONFIGURE reads back with the job's user (a job with no START there)");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_configure_put(&w, &(struct agent_configure){ .job_id = 9, .instance_text = "t",
+                                                       .mount = "/adafs/9", .uid = 1000 });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(agent_configure_get(&r, &conf), -EBADMSG, "a CONFIGURE with a uid but no gid is malformed");
+    rpc_writer_free(&w);
+
+    struct agent_instance in[2];
+    rpc_writer_init(&w, NULL, 0);
+    rpc_put_u32(&w, 2);
+    agent_instance_put(&w, &(struct agent_instance){ AGENT_PERSIST_ID_BASE + 1, "a", 1000, 0, 4000,
+                                                     77, 5, 1 << 30, "/s/n1/persistent/a" });
+    agent_instance_put(&w, &(struct agent_instance){ AGENT_PERSIST_ID_BASE + 2, "b_2", 1001, 100,
+                                                     4001, 0, 0, 0, "/s/n1/persistent/b_2" });
+    rpc_reader_init(&r, w.data, w.len);
+    uint32_t count = rpc_get_u32(&r);
+    tap_ok(count == 2 && agent_instance_get(&r, &in[0]) == 0 && agent_instance_get(&r, &in[1]) == 0 &&
+           rpc_reader_done(&r) && in[0].pid == 77 && in[0].quota == 1 << 30 &&
+           strcmp(in[1].name, "b_2") == 0 && in[1].access_gid == 100 && in[1].pid == 0 &&
+           strcmp(in[1].root, "/s/n1/persistent/b_2") == 0, "LIST's answer reads back, entry by entry");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_instance_put(&w, &(struct agent_instance){ 5, "a", 1000, 0, 4000, 1, 0, 0, "/r" });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(agent_instance_get(&r, &in[0]), -EBADMSG, "an entry with a job's id is malformed");
+    rpc_writer_free(&w);
+    tap_is_str(agent_op_name(AGENT_LIST), "list", "LIST has a name for the logs");
+
+    char sock[64];
+    tap_ok(agent_socket_path(AGENT_SOCKET_DEFAULT, "n7", sock, sizeof(sock)) == 0 &&
+           strcmp(sock, "/run/adafs/agent.n7.sock") == 0, "the agent's socket: %%n is the node's name");
+    tap_is_int(agent_socket_path(AGENT_SOCKET_DEFAULT, "n7", sock, 10), -ENAMETOOLONG,
+               "a socket path that does not fit is refused, not cut");
+}
+
+static int start_back(const struct agent_start *m, struct agent_start *back, struct rpc_writer *w)
+{
+    struct rpc_reader r;
+    rpc_writer_init(w, NULL, 0);
+    agent_start_put(w, m);
+    rpc_reader_init(&r, w->data, w->len);
+    return agent_start_get(&r, back);
+}
+
+static void test_persistent(void)
+{
+    tap_ok(AGENT_PERSIST_ID_BASE == 0x80000000u && agent_id_is_persistent(0x80000000u) &&
+           agent_id_is_persistent(0xffffffffu) && !agent_id_is_persistent(0x03ffffffu) &&
+           !agent_id_is_persistent(0x7fffffffu), "instance ids are those from 0x80000000 on, "
+           "above every Slurm job id (MAX_JOB_ID 0x03ffffff)");
+    tap_ok(agent_persist_name_ok("a") && agent_persist_name_ok("Scratch_2") &&
+           agent_persist_name_ok("abcdefghijklmnopqrstuvwxyzABCDEF") &&
+           !agent_persist_name_ok("abcdefghijklmnopqrstuvwxyzABCDEFG") && !agent_persist_name_ok("") &&
+           !agent_persist_name_ok(NULL) && !agent_persist_name_ok("1a") &&
+           !agent_persist_name_ok("_a") && !agent_persist_name_ok("a/b") &&
+           !agent_persist_name_ok("..") && !agent_persist_name_ok("a-b") &&
+           !agent_persist_name_ok("\xc3\xa9"), "a persistent name is a letter, then letters, "
+           "digits or _, at most 32 characters (directive.h's rule)");
+
+    struct rpc_writer w;
+    struct agent_start job = { .job_id = 7, .uid = 1000, .gid = 1000, .nservers = 1,
+                               .chunk_size = 4096, .quota = 1 << 20, .listen_host = "h",
+                               .storage = "/s", .secret_hex = "ab", .numa_node = -1 };
+    struct agent_start back;
+    tap_ok(start_back(&job, &back, &w) == 0 && back.flags == 0 && strcmp(back.persist_name, "") == 0 &&
+           back.access_gid == 0 && back.numa_node == -1 && strcmp(back.secret_hex, "ab") == 0,
+           "a job's START reads back without flags, name or access group");
+    rpc_writer_free(&w);
+
+    struct agent_start p = job;
+    p.job_id = AGENT_PERSIST_ID_BASE + 5;
+    p.flags = AGENT_START_PERSISTENT;
+    p.persist_name = "shared_1";
+    p.access_gid = 1234;
+    tap_ok(start_back(&p, &back, &w) == 0 && back.job_id == AGENT_PERSIST_ID_BASE + 5 &&
+           back.flags == AGENT_START_PERSISTENT && strcmp(back.persist_name, "shared_1") == 0 &&
+           back.access_gid == 1234 && back.uid == 1000 && back.quota == 1 << 20,
+           "a persistent START reads back with its id, flag, name and access group");
+    rpc_writer_free(&w);
+
+    struct agent_start bad = p;
+    bad.persist_name = "../etc";
+    tap_is_int(start_back(&bad, &back, &w), -EBADMSG, "a persistent START naming a path is malformed");
+    rpc_writer_free(&w);
+    bad.persist_name = NULL;
+    tap_is_int(start_back(&bad, &back, &w), -EBADMSG, "as is one naming nothing");
+    rpc_writer_free(&w);
+    bad = job;
+    bad.persist_name = "x";
+    tap_is_int(start_back(&bad, &back, &w), -EBADMSG, "a job's START naming an instance is malformed");
+    rpc_writer_free(&w);
+    bad = job;
+    bad.access_gid = 5;
+    tap_is_int(start_back(&bad, &back, &w), -EBADMSG, "as is one with an access group");
+    rpc_writer_free(&w);
+    bad = p;
+    bad.flags = 0x2;
+    tap_is_int(start_back(&bad, &back, &w), -EBADMSG, "a START with a flag this release does not know "
+               "is malformed");
+    rpc_writer_free(&w);
+    /* Which ids go with which flag the agent decides itself (naming the id). */
+    bad = job;
+    bad.job_id = AGENT_PERSIST_ID_BASE;
+    tap_ok(start_back(&bad, &back, &w) == 0 && back.job_id == AGENT_PERSIST_ID_BASE,
+           "an instance id in a job's START decodes: the agent refuses it with a reason");
+    rpc_writer_free(&w);
+
+    struct rpc_reader r;
+    struct agent_stage_status ss;
+    rpc_writer_init(&w, NULL, 0);
+    agent_stage_status_put(&w, &(struct agent_stage_status){ AGENT_OP_NONE, 0, "", "", 1, 40001,
+                                                             77, 5ull << 30 });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_ok(agent_stage_status_get(&r, &ss) == 0 && ss.has_server && ss.port == 40001 && ss.pid == 77 &&
+           ss.used == 5ull << 30, "a persistent instance's STATUS says its port, pid and bytes used");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_stage_status_put(&w, &(struct agent_stage_status){ AGENT_OP_RUNNING, 0, "", "", 0, 9, 9, 9 });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_ok(agent_stage_status_get(&r, &ss) == 0 && !ss.has_server && ss.port == 0 && ss.used == 0,
+           "a job's STATUS carries none of them");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_stage_status_put(&w, &(struct agent_stage_status){ AGENT_OP_NONE, 0, "", "", 1, 0, 1, 1 });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(agent_stage_status_get(&r, &ss), -EBADMSG, "a server on port 0 is malformed");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_stage_status_put(&w, &(struct agent_stage_status){ AGENT_OP_NONE, 0, "", "", 0, 0, 0, 0 });
+    rpc_put_u32(&w, 40001);
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(agent_stage_status_get(&r, &ss), -EBADMSG, "as is a server's part cut short");
+    rpc_writer_free(&w);
 }
 
 static void test_instance(void)
@@ -161,6 +305,7 @@ int main(void)
 {
     test_stage_types();
     test_messages();
+    test_persistent();
     test_instance();
     test_report();
     return tap_done();

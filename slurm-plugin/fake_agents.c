@@ -96,8 +96,9 @@ static void status_reply(struct agent_call *c, struct fake_node *n, int64_t now,
         summary = stage_report_encode(&r);
     }
     agent_stage_status_put(&w, &(struct agent_stage_status){
-        (uint32_t)state, state == AGENT_OP_DONE ? fails : -1, summary ? summary : "",
-        fails ? "adafs-stage: it failed\nsecond line\n" : "" });
+        .state = (uint32_t)state, .exit_status = state == AGENT_OP_DONE ? fails : -1,
+        .summary = summary ? summary : "",
+        .errors = fails ? "adafs-stage: it failed\nsecond line\n" : "" });
     free(summary);
     ok_reply(c, &w);
 }
