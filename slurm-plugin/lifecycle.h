@@ -127,5 +127,9 @@ char *lifecycle_failed_node(const char *error);
 
 /* The instance file text the agents write on every node. malloc'd. */
 char *lifecycle_instance_text(const struct bb_job *job, const struct bb_config *cfg);
+/* The instance text of a persistent instance's servers (their record) as
+ * a job that uses it mounts it at mount. malloc'd. */
+char *lifecycle_persist_text(const struct bb_job *servers, const char *mount,
+                             const struct bb_config *cfg);
 
 #endif

@@ -1,5 +1,6 @@
 #include "persist.h"
 
+#include "agent_proto.h"
 #include "size.h"
 #include "strbuf.h"
 
@@ -152,6 +153,32 @@ void persist_remove(struct persist_table *t, const char *name)
             persist_instance_free(gone);
             return;
         }
+}
+
+void persist_link(struct persist_table *t, struct persist_instance *p)
+{
+    struct persist_instance **tail = &t->head;
+    while (*tail && *tail != p)
+        tail = &(*tail)->next;
+    if (!*tail) {
+        p->next = NULL;
+        *tail = p;
+    }
+}
+
+void persist_unlink(struct persist_table *t, struct persist_instance *p)
+{
+    for (struct persist_instance **at = &t->head; *at; at = &(*at)->next)
+        if (*at == p) {
+            *at = p->next;
+            p->next = NULL;
+            return;
+        }
+}
+
+uint32_t persist_instance_id(const struct persist_instance *p)
+{
+    return AGENT_PERSIST_ID_BASE + p->creator_job;
 }
 
 void persist_table_free(struct persist_table *t)

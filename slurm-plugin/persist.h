@@ -76,6 +76,17 @@ int persist_check_destroy(const struct persist_table *t, const char *name, uint3
 
 /* Removes and frees the record of name (its servers already gone). */
 void persist_remove(struct persist_table *t, const char *name);
+
+/* In the plugin each record is owned by the saved record of its servers
+ * (bb_job.persist, persist_job.h) and the table only links them: link adds
+ * one (a record loaded after a restart), unlink takes one out without
+ * freeing it (a no-op when it is not in the table). */
+void persist_link(struct persist_table *t, struct persist_instance *p);
+void persist_unlink(struct persist_table *t, struct persist_instance *p);
+
+/* The id its servers go by on the agents (agent_proto.h): above every
+ * Slurm job id, one per creating job. */
+uint32_t persist_instance_id(const struct persist_instance *p);
 void persist_table_free(struct persist_table *t);
 
 /* Sum of the instances' capacity and used bytes. */
