@@ -410,7 +410,7 @@ struct bb_job *bb_job_decode(struct rpc_reader *r, char *err, size_t errlen)
     uint32_t phase = rpc_get_u32(r), failure = rpc_get_u32(r);
     j->error = get_opt_str(r, &ok);
     uint32_t flags = rpc_get_u32(r);
-    if (phase > PHASE_COMPLETE || failure > FAIL_CANCELLED) {
+    if (phase > PHASE_COMPLETE || failure > FAIL_TRANSIENT) {
         ok = false;
         what = "phase";
         goto check;
