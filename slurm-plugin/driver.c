@@ -87,8 +87,10 @@ static bool needs_work(const struct bb_driver *d, const struct bb_job *j)
 {
     if (j->unreadable || j->unclaimed || driver_waits_for_older(d, j))
         return false;
+    /* A ready persistent instance is looked at too: its usage is polled. */
     return j->phase == PHASE_DEPLOYING || j->phase == PHASE_STAGING_IN ||
-           j->phase == PHASE_STAGING_OUT || j->phase == PHASE_TEARDOWN;
+           j->phase == PHASE_STAGING_OUT || j->phase == PHASE_TEARDOWN ||
+           (j->persist && j->phase == PHASE_RUNNING);
 }
 
 static struct bb_job *find_key(struct bb_driver *d, uint64_t key)

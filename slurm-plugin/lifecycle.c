@@ -72,7 +72,7 @@ char *lifecycle_failed_node(const char *error)
 
 /* --- sets of requests ---------------------------------------------------- */
 
-enum set_kind { SET_START, SET_CLEAR, SET_CONFIGURE, SET_STAGE, SET_WATCH, SET_TEARDOWN };
+enum set_kind { SET_START, SET_CLEAR, SET_CONFIGURE, SET_STAGE, SET_WATCH, SET_TEARDOWN, SET_POLL };
 
 /* One request to each of some of a job's nodes, in flight together. The
  * job holds it (bb_job.calls) until it has acted on the answers, or drops
@@ -891,6 +891,47 @@ static int finish_teardown(struct bb_job *j, struct lc_set *s, const struct lc_e
     return torn_down(j, env);
 }
 
+/* --- a running instance's usage ------------------------------------------ */
+
+int lifecycle_poll(struct bb_job *j, const struct lc_env *env)
+{
+    if (j->phase != PHASE_RUNNING || j->calls || j->nnodes == 0)
+        return 0;
+    struct lc_set *s = set_new(j, SET_POLL, env);
+    if (!s)
+        return 0;
+    for (size_t i = 0; i < j->nnodes; i++)
+        agent_job_ref_put(set_add(s, j, i, AGENT_STATUS),
+                          &(struct agent_job_ref){ j->job_id, false });
+    set_send(j, s, env);
+    return 0;
+}
+
+/* What the servers hold: the sum of what each agent said (an agent that
+ * did not say is counted as before: nothing of the job changes). */
+static int finish_poll(struct bb_job *j, struct lc_set *s, uint64_t *used)
+{
+    uint64_t sum = 0;
+    size_t told = 0;
+    for (size_t k = 0; k < s->n; k++) {
+        struct agent_call *c = &s->call[k];
+        struct agent_stage_status st;
+        struct rpc_reader r = c->reply.reader;
+        if (c->rc == 0 && c->reply.status == 0 && agent_stage_status_get(&r, &st) == 0 &&
+            st.has_server) {
+            sum += st.used;
+            told++;
+        } else {
+            log_warn("job %u: usage of its server on %s: %s", j->job_id, c->node,
+                     c->rc < 0 ? c->err : c->reply.status < 0 ? c->reply.message
+                                                             : "not reported");
+        }
+    }
+    if (told == s->n && used)
+        *used = sum;
+    return 0;
+}
+
 /* --- the step -------------------------------------------------------------- */
 
 /* Acts on the set in flight, if it is done; 1 when the job still waits. */
@@ -954,6 +995,7 @@ static int check_set(struct bb_job *j, const struct lc_env *env, int *events)
         break;
     }
     case SET_TEARDOWN: *events = finish_teardown(j, s, env); break;
+    case SET_POLL: *events = finish_poll(j, s, env->used); break;
     }
     set_free(s);
     return 0;

@@ -42,6 +42,7 @@ struct persist_instance {
     uint32_t creator_job;
     time_t created;
     enum persist_state state;
+    time_t polled;             /* not saved: when its servers were last asked for used */
     struct persist_instance *next;
 };
 

@@ -232,8 +232,15 @@ int persist_job_step(struct persist_table *t, struct bb_job *jobs, struct bb_job
                      const struct lc_env *env)
 {
     if (j->persist) {
-        int events = lifecycle_step(j, env);
+        struct lc_env own = *env;
+        own.used = &j->persist->used;
+        int events = lifecycle_step(j, &own);
         follow(t, j);
+        if (j->phase == PHASE_RUNNING && !lifecycle_waiting(j) &&
+            env->now - j->persist->polled >= PERSIST_POLL_S) {
+            j->persist->polled = env->now;
+            lifecycle_poll(j, &own);
+        }
         return events;
     }
     if (!j->req.npersist || j->phase != PHASE_DEPLOYING || lifecycle_waiting(j))

@@ -85,9 +85,12 @@ struct bb_job *persist_job_destroy(struct persist_table *t, struct bb_job *jobs,
                                    size_t errlen);
 
 /* In place of lifecycle_step() for every record: an instance's servers
- * are stepped and the instance's state follows (torn down: out of t); a
+ * are stepped and the instance's state follows (torn down: out of t), and
+ * while it is ready its agents are asked what it holds every
+ * PERSIST_POLL_S seconds (persist_instance.used, for show burst); a
  * job waiting on its persistent lines is held until they are settled,
  * or fails (FAIL_USER, the reason) when one cannot be; then stepped. */
+#define PERSIST_POLL_S 10
 int persist_job_step(struct persist_table *t, struct bb_job *jobs, struct bb_job *j,
                      const struct lc_env *env);
 

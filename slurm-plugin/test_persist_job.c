@@ -53,7 +53,7 @@ static void test_send(void *ctx, struct agent_call *c)
             s.id = m.job_id;
             snprintf(s.name, sizeof(s.name), "%s", m.mount);
         }
-    } else if (c->op == AGENT_TEARDOWN) {
+    } else if (c->op == AGENT_TEARDOWN || c->op == AGENT_STATUS) {
         struct agent_job_ref m;
         if (agent_job_ref_get(&r, &m) == 0)
             s.id = m.job_id;
@@ -89,6 +89,10 @@ static void answer_all(void)
         } else {
             if (c->op == AGENT_START)
                 agent_started_put(&w, &(struct agent_started){ 7000 + (uint32_t)c->host[1], 99 });
+            if (c->op == AGENT_STATUS)   /* a persistent instance's server: 1 MiB held */
+                agent_stage_status_put(&w, &(struct agent_stage_status){
+                    .summary = "", .errors = "", .has_server = 1, .port = 7000, .pid = 99,
+                    .used = 1 << 20 });
             reply_ok(c, &w);
         }
         c->done(c);
@@ -208,6 +212,9 @@ int main(void)
            "with the persistent flag, its name, its owner and its group");
     struct persist_instance *p = persist_find(&d.persist, "proj");
     tap_ok(p && p->state == PERSIST_STATE_READY && servers->phase == PHASE_RUNNING, "proj is ready");
+    tap_ok(p && p->used == 2 << 20 && count("p1", AGENT_STATUS, id) == 1,
+           "what its 2 servers hold is asked once ready: 2 MiB (%llu, %d STATUS)",
+           p ? (unsigned long long)p->used : 0ULL, count("p1", AGENT_STATUS, 0));
     struct bb_job *creator = bb_job_find(d.jobs, 10);
     const struct sent *conf = last(AGENT_CONFIGURE);
     tap_ok(creator->phase == PHASE_RUNNING && creator->released && conf && conf->id == 10 &&
