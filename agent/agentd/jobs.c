@@ -24,6 +24,7 @@
 #include "jobnodes.h"
 #include "log.h"
 #include "net.h"
+#include "persistent.h"
 #include "store.h"
 #include "tbf_loop.h"
 
@@ -62,6 +63,11 @@ struct job {
      * other jobs meanwhile; others wait for it (job_take_locked). */
     bool busy;
     int waiters;               /* threads waiting to take it: keep the record */
+    /* A persistent instance (persistent.h): what restarts its server; NULL
+     * for a job. adopted: its server was started by an agent before this
+     * one, so it is no child of ours (stopped through /proc, not reaped). */
+    struct persistent_rec *persist;
+    bool adopted;
     struct job *next;
 };
 
@@ -197,6 +203,7 @@ static void forget_torn_down_locked(void)
             *p = j->next;
             free(j->stage.out);
             free(j->stage.errors);
+            free(j->persist);
             free(j);
         } else {
             p = &j->next;
@@ -431,6 +438,17 @@ static void pidfile_path(char *out, size_t len, const struct job *j)
     pathf(out, len, "%s.pid", j->dir);
 }
 
+/* The server's --secret-file: a job's in the mount prefix (the same path
+ * on every node), a persistent instance's next to its storage, which
+ * outlives the mount prefix's contents (persistent.h). */
+static void secret_path(char *out, size_t len, const struct job *j)
+{
+    if (j->persist)
+        pathf(out, len, "%s.secret", j->dir);
+    else
+        job_file_path(out, len, j->id, INSTANCE_SECRET);
+}
+
 /* What fusemount needs of a job; the strings live in the caller's bufs. */
 struct fuse_bufs {
     char record[PATH_MAX], instance[PATH_MAX], log[PATH_MAX];
@@ -502,6 +520,18 @@ static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
     discard_output(&j->stage);
     pthread_mutex_unlock(&jobs_lock);
     int rc = 0;
+    char path[PATH_MAX];
+    if (j->persist) {
+        /* The record goes first: whatever stops the destroy halfway, an
+         * agent that starts finds a leftover to wipe, not one to re-adopt. */
+        pathf(path, sizeof(path), "%s.record", j->dir);
+        if (unlink(path) < 0 && errno != ENOENT)
+            log_warn("persistent %s: cannot remove %s: %s", j->persist->name, path, strerror(errno));
+    }
+    if (j->adopted && j->server_pid > 0) {
+        persistent_server_stop(j->server_pid, j->dir, j->user.uid, cfg->stop_timeout_ms);
+        j->server_pid = 0;
+    }
     /* First the kernel mount: it goes at once, busy or hung, before any
      * data does. Recovery does not know whether there was one: it asks. */
     if (j->fuse || (j->mount[0] && fusemount_present(j->mount))) {
@@ -544,7 +574,12 @@ static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
     char pidfile[PATH_MAX];
     pidfile_path(pidfile, sizeof(pidfile), j);
     unlink(pidfile);
-    remove_job_files_if_last(j->storage, j->id);
+    if (j->persist) {
+        secret_path(path, sizeof(path), j);
+        unlink(path);
+    } else {
+        remove_job_files_if_last(j->storage, j->id);
+    }
     pthread_mutex_lock(&jobs_lock);
     if (rc == 0) {
         j->torn_down = true;
@@ -568,10 +603,10 @@ static int await_ready(int fd, int *port, char *line, size_t len)
 
 static int spawn_server(struct job *j, const struct agent_start *m, struct agent_error *e)
 {
-    char secret_path[PATH_MAX], logpath[PATH_MAX], listen[INSTANCE_HOST_MAX + 8], idx[16];
+    char secret_file[PATH_MAX], logpath[PATH_MAX], listen[INSTANCE_HOST_MAX + 8], idx[16];
     char servers[16], chunk[32], quota[32];
-    char fdtext[16];
-    job_file_path(secret_path, sizeof(secret_path), m->job_id, INSTANCE_SECRET);
+    char fdtext[16], owner[16], access[16];
+    secret_path(secret_file, sizeof(secret_file), j);
     pathf(logpath, sizeof(logpath), "%s/adafsd.job%u.%s.log", cfg->log_dir, m->job_id, cfg->node);
     /* The server needs its own address and the instance's size, nothing of
      * the other servers: the command line is the same length for 1 server
@@ -583,7 +618,8 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
         return failf(e, AGENT_FAULT_JOB, -E2BIG,
                      "job %u: %u servers, more than the %d an instance may have",
                      m->job_id, m->nservers, INSTANCE_MAX_SERVERS);
-    snprintf(listen, sizeof(listen), "%s:0", m->listen_host);
+    /* A persistent instance's server comes back on the port its jobs know. */
+    snprintf(listen, sizeof(listen), "%s:%d", m->listen_host, j->persist ? j->persist->port : 0);
     snprintf(servers, sizeof(servers), "%u", m->nservers);
     snprintf(idx, sizeof(idx), "%u", m->index);
     snprintf(chunk, sizeof(chunk), "%llu", (unsigned long long)m->chunk_size);
@@ -599,9 +635,30 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
     int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (logfd >= 0)
         fchmod(logfd, 0600);   /* it names the job's paths: root's only, whatever made it */
-    char *argv[24] = { (char *)cfg->adafsd_path, "--index", idx, "--listen", listen, "--servers", servers,
-                       "--root", j->dir, "--secret-file", secret_path, "--chunk-size", chunk,
+    char *argv[32] = { (char *)cfg->adafsd_path, "--index", idx, "--listen", listen, "--servers", servers,
+                       "--root", j->dir, "--secret-file", secret_file, "--chunk-size", chunk,
                        "--quota", quota, "--ready-fd", fdtext, "--foreground", NULL };
+    if (j->persist) {
+        /* Shared by the owner's jobs (and the access group's): clients
+         * prove their uid at connect, with this agent's munged over TCP. */
+        size_t n = 0;
+        while (argv[n])
+            n++;
+        snprintf(owner, sizeof(owner), "%u", (unsigned)j->persist->uid);
+        argv[n++] = "--owner";
+        argv[n++] = owner;
+        argv[n++] = "--keep-root";   /* its data outlives every run of it */
+        if (j->persist->access_gid) {
+            snprintf(access, sizeof(access), "%u", (unsigned)j->persist->access_gid);
+            argv[n++] = "--access-group";
+            argv[n++] = access;
+        }
+        if (cfg->munge_socket) {
+            argv[n++] = "--munge-socket";
+            argv[n++] = (char *)cfg->munge_socket;
+        }
+        argv[n] = NULL;
+    }
     char bwdir[PATH_MAX], bwfile[PATH_MAX];
     if (cfg->tbf) {
         /* The node's bandwidth is shared (--node-bandwidth): the agent's
@@ -674,6 +731,40 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
     return 0;
 }
 
+/* Is j's server running (a child of ours, or one an agent before us started)? */
+static bool server_up(const struct job *j)
+{
+    return j->server_pid > 0 && persistent_server_alive(j->server_pid, j->dir, j->user.uid);
+}
+
+/* Starts a persistent instance's server again, on its storage as it is and
+ * the port its record keeps. j is taken, jobs_lock not held. */
+static int restart_persistent(struct job *j, struct agent_error *e)
+{
+    const struct persistent_rec *r = j->persist;
+    char why[PATH_MAX + 128], secret[PATH_MAX], text[80];
+    if (j->server_pid > 0 && j->adopted)
+        persistent_server_stop(j->server_pid, j->dir, j->user.uid, cfg->stop_timeout_ms);
+    j->server_pid = 0;
+    j->adopted = false;
+    /* After a reboot its file system is an image no longer mounted. */
+    if (j->image[0] && !store_mounted(j->dir) && store_attach(j->image, j->dir, why, sizeof(why)) < 0)
+        return failf(e, AGENT_FAULT_NODE, -EIO, "persistent %s: %s", r->name, why);
+    secret_path(secret, sizeof(secret), j);
+    snprintf(text, sizeof(text), "%s\n", r->secret_hex);
+    int rc = write_user_file(secret, text, &j->user);
+    if (rc < 0)
+        return failf(e, AGENT_FAULT_NODE, rc, "persistent %s: cannot write %s: %s", r->name, secret,
+                     strerror(-rc));
+    struct agent_start m;
+    persistent_rec_to_start(r, &m);
+    rc = spawn_server(j, &m, e);
+    if (rc == 0)
+        log_info("persistent %s: server started again on port %d (pid %d), root %s", r->name,
+                 j->port, (int)j->server_pid, j->dir);
+    return rc;
+}
+
 /* START of a job already listed. The same instance (user, place and
  * secret) gets the answer of the start before, once that is done: a
  * plugin whose reply was lost (a timeout, a connection cut) asks again.
@@ -682,9 +773,18 @@ static int start_again_locked(struct job *j, const struct agent_start *m, int *p
                               struct agent_error *e)
 {
     bool same = j->user.uid == m->uid && j->user.gid == m->gid && j->index == m->index &&
-                strcmp(j->secret_hex, m->secret_hex) == 0;
+                strcmp(j->secret_hex, m->secret_hex) == 0 &&
+                (!j->persist || (strcmp(j->persist->name, m->persist_name) == 0 &&
+                                 j->persist->access_gid == m->access_gid));
     bool up = false;
     if (same && job_take_locked(j)) {
+        if (j->persist && !server_up(j)) {
+            /* Its server died, or did not come back when this agent
+             * started: START again is how the plugin asks for it. */
+            pthread_mutex_unlock(&jobs_lock);
+            restart_persistent(j, e);
+            pthread_mutex_lock(&jobs_lock);
+        }
         up = j->server_pid > 0;
         *port = j->port;
         *pid = j->server_pid;
@@ -702,6 +802,14 @@ static int start_again_locked(struct job *j, const struct agent_start *m, int *p
 
 int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_error *e)
 {
+    bool persistent = m->flags & AGENT_START_PERSISTENT;
+    /* Two id spaces (agent_proto.h): a job's START never reaches an instance. */
+    if (agent_id_is_persistent(m->job_id) && !persistent)
+        return failf(e, AGENT_FAULT_JOB, -EINVAL, "job %u: ids from %u on are persistent instances', "
+                     "not jobs': refused in a job's START", m->job_id, AGENT_PERSIST_ID_BASE);
+    if (persistent && !agent_id_is_persistent(m->job_id))
+        return failf(e, AGENT_FAULT_JOB, -EINVAL, "persistent %s: id %u is a job's, not an "
+                     "instance id (from %u on)", m->persist_name, m->job_id, AGENT_PERSIST_ID_BASE);
     if (m->uid == 0 || m->gid == 0)
         return failf(e, AGENT_FAULT_JOB, -EPERM, "job %u: refusing to run a server as root", m->job_id);
     if (strlen(m->storage) + strlen(cfg->node) + PATH_SLACK >= PATH_MAX)
@@ -728,21 +836,42 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
     pathf(nodedir, sizeof(nodedir), "%s/%s", m->storage, cfg->node);
     pathf(j->dir, sizeof(j->dir), "%s/job.%u", nodedir, m->job_id);
     pathf(j->secret_hex, sizeof(j->secret_hex), "%s", m->secret_hex);
+    if (persistent) {
+        j->persist = calloc(1, sizeof(*j->persist));
+        if (!j->persist || persistent_rec_from_start(j->persist, m) < 0) {
+            free(j->persist);
+            free(j);
+            return failf(e, AGENT_FAULT_JOB, -EINVAL, "persistent %s: a field is too long",
+                         m->persist_name);
+        }
+        persistent_parent(nodedir, sizeof(nodedir), m->storage, cfg->node);
+        persistent_dir(j->dir, sizeof(j->dir), m->storage, cfg->node, m->persist_name);
+    }
     /* Listed at once, taken: a second START of the job waits for this one
      * and a TEARDOWN too, while the slow part below runs without the lock. */
     pthread_mutex_lock(&jobs_lock);
     struct job *listed = find_locked(m->job_id);
     if (listed) {
+        free(j->persist);
         free(j);
         return start_again_locked(listed, m, port, pid, e);
+    }
+    for (struct job *o = jobs; persistent && o; o = o->next) {
+        if (!o->torn_down && strcmp(o->dir, j->dir) == 0) {
+            pthread_mutex_unlock(&jobs_lock);
+            free(j->persist);
+            free(j);
+            return failf(e, AGENT_FAULT_JOB, -EEXIST, "persistent %s: served here already as "
+                         "instance %u, not %u", m->persist_name, o->id, m->job_id);
+        }
     }
     j->busy = true;
     j->next = jobs;
     jobs = j;
     pthread_mutex_unlock(&jobs_lock);
 
-    char secret_path[PATH_MAX], text[80];
-    job_file_path(secret_path, sizeof(secret_path), m->job_id, INSTANCE_SECRET);
+    char secret_file[PATH_MAX], text[80];
+    secret_path(secret_file, sizeof(secret_file), j);
     snprintf(text, sizeof(text), "%s\n", m->secret_hex);
     char why[PATH_MAX + 128];
     int rc = check_root_path(nodedir, true, why, sizeof(why));
@@ -780,11 +909,18 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
                        (unsigned long long)space.image, why);
         }
     }
-    if (rc == 0 && (rc = write_user_file(secret_path, text, &j->user)) < 0)
-        rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot write %s: %s", m->job_id, secret_path,
+    if (rc == 0 && (rc = write_user_file(secret_file, text, &j->user)) < 0)
+        rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot write %s: %s", m->job_id, secret_file,
                    strerror(-rc));
     if (rc == 0)
         rc = spawn_server(j, m, e);
+    if (rc == 0 && j->persist) {
+        /* Only now is it one an agent that starts must keep. */
+        j->persist->port = j->port;
+        if ((rc = persistent_record_save(j->dir, j->persist)) < 0)
+            rc = failf(e, AGENT_FAULT_NODE, rc, "persistent %s: cannot write %s.record: %s",
+                       j->persist->name, j->dir, strerror(-rc));
+    }
     pthread_mutex_lock(&jobs_lock);
     if (rc < 0) {
         struct agent_error ignored;
@@ -1043,6 +1179,12 @@ int jobs_watch(uint32_t job_id, int known, int hold_ms, const atomic_bool *cance
     if (j) {
         st->state = j->stage.state;
         st->exit_status = j->stage.exit_status;
+        if (j->persist) {
+            st->persistent = true;
+            st->port = j->persist->port;
+            st->pid = server_up(j) ? (int)j->server_pid : 0;
+            st->used = persistent_used(j->dir, j->image[0] != '\0');
+        }
         st->summary = output_text(j->stage.out, j->stage.out_dropped);
         st->errors = output_text(j->stage.errors, j->stage.err_dropped);
     }
@@ -1114,7 +1256,8 @@ void jobs_shutdown(void)
     pthread_mutex_lock(&jobs_lock);
     for (struct job *j = jobs; j; j = j->next) {
         struct agent_error err;
-        if (job_take_locked(j)) {
+        /* A persistent instance's server stays up: the next agent keeps it. */
+        if (!j->persist && job_take_locked(j)) {
             teardown_taken(j, true, &err);
             job_give_locked(j);
         }
@@ -1203,10 +1346,119 @@ static void recover_dir(const char *storage)
     closedir(d);
 }
 
+/* A persistent instance an agent before this one served: listed again,
+ * its server kept if alive, else started again on the same storage and
+ * port. Never wiped: only its TEARDOWN does that. */
+static void adopt_persistent(const char *record, void *arg)
+{
+    (void)arg;
+    struct persistent_rec r;
+    char err[PATH_MAX + 128];
+    if (persistent_record_load(record, &r, err, sizeof(err)) < 0) {
+        log_error("recovery: %s: its instance is left as it is, not served", err);
+        return;
+    }
+    struct job *j = calloc(1, sizeof(*j));
+    struct persistent_rec *copy = malloc(sizeof(*copy));
+    if (!j || !copy) {
+        free(j);
+        free(copy);
+        log_error("recovery: persistent %s: out of memory", r.name);
+        return;
+    }
+    *copy = r;
+    j->persist = copy;
+    j->id = r.id;
+    j->user = (struct user_id){ r.uid, r.gid };
+    j->index = r.index;
+    pathf(j->secret_hex, sizeof(j->secret_hex), "%s", r.secret_hex);
+    pathf(j->storage, sizeof(j->storage), "%s", r.storage);
+    persistent_dir(j->dir, sizeof(j->dir), r.storage, cfg->node, r.name);
+    char want[PATH_MAX + 16], pidfile[PATH_MAX];
+    pathf(want, sizeof(want), "%s.record", j->dir);
+    struct stat st;
+    if (strcmp(want, record) != 0 || find_locked(r.id) || lstat(j->dir, &st) < 0 ||
+        st.st_uid != r.uid) {
+        log_error("recovery: %s: not the record of instance %u's storage %s, or it is served "
+                  "already: left as it is", record, r.id, j->dir);
+        free(copy);
+        free(j);
+        return;
+    }
+    pathf(j->image, sizeof(j->image), "%s.img", j->dir);
+    if (lstat(j->image, &st) < 0)
+        j->image[0] = '\0';
+    pidfile_path(pidfile, sizeof(pidfile), j);
+    FILE *f = fopen(pidfile, "re");
+    int pid = 0;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    struct agent_error e;
+    if (persistent_server_alive(pid, j->dir, r.uid)) {
+        j->server_pid = pid;
+        j->port = r.port;
+        j->adopted = true;
+        jobnodes_set(j->id, r.nservers);
+        char bwdir[PATH_MAX];
+        if (cfg->tbf && tbf_dir(j, bwdir, sizeof(bwdir)) == 0)
+            tbf_loop_add(cfg->tbf, j->id, r.nservers, bwdir);
+        log_info("recovery: persistent %s (instance %u): its server is up on port %d (pid %d): kept",
+                 r.name, r.id, r.port, pid);
+    } else if (restart_persistent(j, &e) < 0) {
+        log_error("recovery: persistent %s (instance %u): its server is down and did not start "
+                  "again; a START of it tries again: %s", r.name, r.id, e.text);
+    }
+    j->next = jobs;
+    jobs = j;
+}
+
+/* A directory under S/<node>/persistent without a record: a start or a
+ * destroy that did not finish. Wiped as a crashed job's is. */
+static void wipe_persistent_leftover(const char *dir, void *arg)
+{
+    (void)arg;
+    struct stat st;
+    if (lstat(dir, &st) < 0)
+        return;
+    const char *name = strrchr(dir, '/') + 1;
+    struct persistent_rec r = { .uid = st.st_uid };
+    pathf(r.name, sizeof(r.name), "%s", name);
+    struct job j = { .id = 0, .persist = &r, .user = { st.st_uid, st.st_gid } };
+    pathf(j.dir, sizeof(j.dir), "%s", dir);
+    pathf(j.image, sizeof(j.image), "%s.img", dir);
+    char pidfile[PATH_MAX];
+    pidfile_path(pidfile, sizeof(pidfile), &j);
+    FILE *f = fopen(pidfile, "re");
+    int pid = 0;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    if (persistent_server_alive(pid, dir, st.st_uid)) {
+        j.server_pid = pid;
+        j.adopted = true;
+    }
+    log_warn("recovery: %s has no record (a start or destroy cut short): wiping it", dir);
+    struct agent_error err;
+    if (st.st_uid == 0) {
+        rmdir(dir);
+        unlink(pidfile);
+    } else if (teardown_taken(&j, true, &err) < 0) {
+        log_warn("recovery: %s", err.text);
+    }
+}
+
 void jobs_recover(void)
 {
     pthread_mutex_lock(&jobs_lock);
-    for (size_t i = 0; i < cfg->nroots; i++)
+    for (size_t i = 0; i < cfg->nroots; i++) {
         recover_dir(cfg->storage_roots[i]);
+        persistent_scan(cfg->storage_roots[i], cfg->node, adopt_persistent,
+                        wipe_persistent_leftover, NULL);
+    }
     pthread_mutex_unlock(&jobs_lock);
 }

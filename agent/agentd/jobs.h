@@ -42,6 +42,8 @@ struct agent_settings {
     int start_timeout_ms;        /* a server not ready by then has failed */
     int stop_timeout_ms;         /* a server not gone by then is killed */
     const char *qos_socket;      /* QoS attach socket (qos.h); NULL: QoS off */
+    const char *munge_socket;    /* munged's socket (NULL: its default), also given to the
+                                  * servers of persistent instances (adafsd --munge-socket) */
     struct tbf_loop *tbf;        /* --node-bandwidth shared by AdapTBF; NULL: off */
 };
 
@@ -53,7 +55,9 @@ struct agent_settings {
 int jobs_init(const struct agent_settings *settings, char *err, size_t errlen);
 
 /* Removes what crashed agents left on this node: stops their servers and
- * wipes their directories. Called once at start-up. */
+ * wipes their directories. Persistent instances (persistent.h) are kept:
+ * each is listed again with its server, which is started again (same
+ * storage, same port) if it is not running. Called once at start-up. */
 void jobs_recover(void);
 
 /* Each returns 0 or -errno with a message for the plugin in e (naming the
@@ -74,6 +78,11 @@ struct stage_status {
      * both are freed at teardown. */
     char *summary;        /* the stager's JSON (stdout) */
     char *errors;         /* the stager's messages (stderr) */
+    /* A persistent instance's: where its server listens, its pid (0: it is
+     * down) and the bytes its storage holds here. */
+    bool persistent;
+    int port, pid;
+    uint64_t used;
 };
 int jobs_status(uint32_t job_id, struct stage_status *st);
 /* jobs_status once the job's stage is no longer in state `known` (its
@@ -92,7 +101,8 @@ int jobs_teardown(uint32_t job_id, bool hurry, struct agent_error *e);
  * tears down whatever is left. For the Epilog. */
 int jobs_release(uint32_t job_id, int timeout_s, struct agent_error *e);
 
-/* Stops every server and wipes every job: the agent is going away. */
+/* Stops every server and wipes every job: the agent is going away. The
+ * servers of persistent instances stay up for the next agent. */
 void jobs_shutdown(void);
 
 #endif

@@ -137,6 +137,16 @@ static int handle_stage(struct rpc_reader *r, struct reply *out)
     return jobs_stage(&m, &out->err);
 }
 
+/* STATUS and WATCH's answer; a persistent instance's says where its server is. */
+static void put_status(struct reply *out, struct stage_status *st)
+{
+    agent_stage_status_put(&out->body, &(struct agent_stage_status){
+        .state = (uint32_t)st->state, .exit_status = st->exit_status, .summary = st->summary,
+        .errors = st->errors, .has_server = st->persistent, .port = (uint32_t)st->port,
+        .pid = (uint32_t)st->pid, .used = st->used });
+    stage_status_free(st);
+}
+
 static int handle_status(struct rpc_reader *r, struct reply *out)
 {
     struct agent_job_ref m;
@@ -155,10 +165,7 @@ static int handle_status(struct rpc_reader *r, struct reply *out)
         out->err.fault = AGENT_FAULT_TRANSIENT;
         return rc;
     }
-    agent_stage_status_put(&out->body, &(struct agent_stage_status){
-        .state = (uint32_t)st.state, .exit_status = st.exit_status, .summary = st.summary,
-        .errors = st.errors });
-    stage_status_free(&st);
+    put_status(out, &st);
     return 0;
 }
 
@@ -176,10 +183,7 @@ static int handle_watch(struct rpc_reader *r, struct reply *out)
         out->err.fault = AGENT_FAULT_TRANSIENT;
         return rc;
     }
-    agent_stage_status_put(&out->body, &(struct agent_stage_status){
-        .state = (uint32_t)st.state, .exit_status = st.exit_status, .summary = st.summary,
-        .errors = st.errors });
-    stage_status_free(&st);
+    put_status(out, &st);
     return 0;
 }
 
@@ -196,6 +200,10 @@ static int handle_release(struct rpc_reader *r, struct reply *out)
     struct agent_job_ref m;
     if (agent_job_ref_get(r, &m) < 0)
         return -EBADMSG;
+    /* The Epilog's, for a job: an instance outlives every job. */
+    if (agent_id_is_persistent(m.job_id))
+        return refuse(out, -EINVAL, "release of %u: a persistent instance's id, not a job's",
+                      m.job_id);
     return jobs_release(m.job_id, (int)m.arg, &out->err);
 }
 
@@ -797,6 +805,7 @@ int main(int argc, char **argv)
         die("%s", err);
     int sfd = daemon_signals((const int[]){ SIGTERM, SIGINT, 0 });
     munge_auth_init(&munge, munge_socket);
+    settings.munge_socket = munge_socket;
     trusted_uid = pw->pw_uid;
     if (child_init() < 0 || sfd < 0) {
         log_error("cannot start the reaper or take signals");

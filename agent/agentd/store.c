@@ -112,16 +112,32 @@ bool store_mounted(const char *dir)
            st.st_dev != pst.st_dev;
 }
 
+int store_attach(const char *image, const char *dir, char *err, size_t errlen)
+{
+    static const char *const mount_paths[] = { "/usr/bin/mount", "/bin/mount", NULL };
+    const char *mount = find_tool(mount_paths);
+    if (!mount)
+        return failf(err, errlen, -ENOENT, "mount not found (Debian: mount)");
+    char out[512];
+    char *mount_argv[] = { (char *)mount, "-t", "ext4", "-o", "loop,nosuid,nodev,noexec,noatime",
+                           (char *)image, (char *)dir, NULL };
+    int rc = run_tool(mount_argv, out, sizeof(out));
+    if (rc != 0)
+        return failf(err, errlen, rc < 0 ? rc : -EIO, "mount %s on %s: %s", image, dir,
+                     rc < 0 ? strerror(-rc) : out[0] ? out : "failed");
+    if (!store_mounted(dir))
+        return failf(err, errlen, -EIO, "mount %s on %s: nothing is mounted there", image, dir);
+    return 0;
+}
+
 /* Formats and mounts; the image exists, sized. */
 static int format_and_mount(const char *image, const char *dir, const struct user_id *u,
                             char *err, size_t errlen)
 {
     static const char *const mkfs_paths[] = { "/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4", NULL };
-    static const char *const mount_paths[] = { "/usr/bin/mount", "/bin/mount", NULL };
-    const char *mkfs = find_tool(mkfs_paths), *mount = find_tool(mount_paths);
-    if (!mkfs || !mount)
-        return failf(err, errlen, -ENOENT, "%s not found (Debian: %s)",
-                     mkfs ? "mount" : "mkfs.ext4", mkfs ? "mount" : "e2fsprogs");
+    const char *mkfs = find_tool(mkfs_paths);
+    if (!mkfs)
+        return failf(err, errlen, -ENOENT, "mkfs.ext4 not found (Debian: e2fsprogs)");
     char owner[64], out[512];
     /* -m 0: no blocks kept for root, who never writes there. No journal:
      * the data lives as long as the job, and a crash wipes it anyway. No
@@ -136,14 +152,8 @@ static int format_and_mount(const char *image, const char *dir, const struct use
     if (rc != 0)
         return failf(err, errlen, rc < 0 ? rc : -EIO, "mkfs.ext4 %s: %s", image,
                      rc < 0 ? strerror(-rc) : out[0] ? out : "failed");
-    char *mount_argv[] = { (char *)mount, "-t", "ext4", "-o", "loop,nosuid,nodev,noexec,noatime",
-                           (char *)image, (char *)dir, NULL };
-    rc = run_tool(mount_argv, out, sizeof(out));
-    if (rc != 0)
-        return failf(err, errlen, rc < 0 ? rc : -EIO, "mount %s on %s: %s", image, dir,
-                     rc < 0 ? strerror(-rc) : out[0] ? out : "failed");
-    if (!store_mounted(dir))
-        return failf(err, errlen, -EIO, "mount %s on %s: nothing is mounted there", image, dir);
+    if ((rc = store_attach(image, dir, err, errlen)) < 0)
+        return rc;
     /* Handed over empty: mkfs makes lost+found, which only fsck uses. */
     char lost[PATH_MAX];
     snprintf(lost, sizeof(lost), "%s/lost+found", dir);

@@ -30,6 +30,10 @@
 int store_create(const char *image, const char *dir, uint64_t size, const struct user_id *u,
                  char *err, size_t errlen);
 
+/* Mounts an existing image on dir again, as it was (a persistent
+ * instance's after a reboot). Returns 0 or -errno with err. */
+int store_attach(const char *image, const char *dir, char *err, size_t errlen);
+
 /* Is a file system mounted on dir (its device differs from its parent's)? */
 bool store_mounted(const char *dir);
 

@@ -51,7 +51,7 @@ int chunks_init(struct server *srv, char *err, size_t errlen)
 {
     srv->inline_max = srv->chunk_size < INLINE_MAX ? srv->chunk_size : INLINE_MAX;
     snprintf(srv->data_dir, sizeof(srv->data_dir), "%s/data", srv->root);
-    if (mkdir(srv->data_dir, 0700) < 0) {
+    if (mkdir(srv->data_dir, 0700) < 0 && !(errno == EEXIST && srv->keep_root)) {
         int rc = -errno;
         snprintf(err, errlen, "cannot create %s: %s", srv->data_dir, strerror(errno));
         return rc;

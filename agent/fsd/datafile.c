@@ -23,11 +23,13 @@
  * Which keys have a file at all is a Bloom filter: most small files are
  * inline (RocksDB) and have none, and a lookup of a name that is not there
  * was a tenth of a small-file create. The data directory starts empty and
- * only datafile_get creates files in it.
+ * only datafile_get creates files in it; a kept root's (--keep-root) holds
+ * an earlier run's files, whose keys go into the filter at start-up.
  *
  * One server per process: the cache and the filter are process-wide. */
 #include "server.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -108,6 +110,30 @@ static void file_name(uint64_t key, char name[20])
 
 /* ---- the cache ------------------------------------------------------------ */
 
+/* --keep-root: the files an earlier run left are found again (the filter)
+ * and what they hold counts against the quota. At start-up, one thread. */
+static void adopt_files(struct server *srv)
+{
+    DIR *d = fdopendir(openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    uint64_t files = 0, bytes = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char *end;
+        unsigned long long key = strtoull(e->d_name, &end, 16);
+        struct stat st;
+        if (strlen(e->d_name) != 16 || *end || fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISREG(st.st_mode))
+            continue;
+        made_add((uint64_t)key);
+        files++;
+        bytes += (uint64_t)st.st_blocks * 512;
+    }
+    if (d)
+        closedir(d);
+    atomic_fetch_add(&srv->used, bytes);
+    log_info("root kept: %llu data files of an earlier run, %llu bytes", (unsigned long long)files,
+             (unsigned long long)bytes);
+}
+
 int datafile_init(struct server *srv, char *err, size_t errlen)
 {
     dir_fd = open(srv->data_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -118,6 +144,8 @@ int datafile_init(struct server *srv, char *err, size_t errlen)
     }
     for (int i = 0; i < SETS; i++)
         pthread_mutex_init(&sets[i].lock, NULL);
+    if (srv->keep_root)
+        adopt_files(srv);
     /* Room for the cache and the connections: the soft limit is often
      * 1024 where the hard one allows far more. */
     struct rlimit rl;

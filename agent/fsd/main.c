@@ -6,7 +6,7 @@
  *          [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]
  *          [--fair-policy POLICY] [--fair-slots N] [--test-service-time US[,US_PER_MIB]]
  *          [--bandwidth-file FILE] [--fair-jobs FILE]
- *          [--owner UID [--access-group GID] [--munge-socket PATH]]
+ *          [--owner UID [--access-group GID] [--munge-socket PATH]] [--keep-root]
  *
  * A server needs only its own address and how many servers the instance
  * has (they never talk to each other): --listen and --servers say just
@@ -35,7 +35,12 @@
  * besides the secret, every client proves its uid at connect (a munge
  * credential over TCP, from --munge-socket's munged; the kernel's word on
  * the Unix socket) and only the owner and the members of --access-group
- * get in (access.c). Without it, one job's server: the secret is the key. */
+ * get in (access.c). Without it, one job's server: the secret is the key.
+ *
+ * --keep-root (a persistent instance's server): the root may hold what an
+ * earlier run left, which is opened again (the bytes its chunk files hold
+ * count against --quota), and it is not wiped when the server stops: the
+ * node agent wipes it when the instance is destroyed. */
 #include "server.h"
 
 #include <dirent.h>
@@ -90,7 +95,7 @@ static void usage(FILE *out)
             "              [--fair-policy off|job-fair|user-fair|group-fair|size-fair|user-then-size]\n"
             "              [--fair-slots N] [--test-service-time US[,US_PER_MIB]]\n"
             "              [--bandwidth-file FILE] [--fair-jobs FILE]\n"
-            "              [--owner UID [--access-group GID] [--munge-socket PATH]]\n");
+            "              [--owner UID [--access-group GID] [--munge-socket PATH]] [--keep-root]\n");
 }
 
 /* Reports a start-up failure on the log and to whoever waits for readiness,
@@ -120,8 +125,13 @@ static void wipe(const char *root)
     nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+/* --keep-root: the root holds what an earlier run of this server left (a
+ * persistent instance's data): it is opened again, and never wiped here. */
+static int keep_root;
+
 /* The root must be ours alone: create it 0700, or accept an empty directory
- * we own (a deployer may have made it). */
+ * we own (a deployer may have made it); with --keep-root, one holding an
+ * earlier run's data. */
 static void make_root(const char *root)
 {
     if (mkdir(root, 0700) == 0)
@@ -138,7 +148,7 @@ static void make_root(const char *root)
         entries += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
     if (d)
         closedir(d);
-    if (!d || entries)
+    if (!d || (entries && !keep_root))
         die("root %s exists and is not empty: refusing to use (and later wipe) it", root);
     if (chmod(root, 0700) < 0)
         die("cannot chmod 0700 %s: %s", root, strerror(errno));
@@ -294,6 +304,7 @@ int main(int argc, char **argv)
         { "owner", required_argument, NULL, 'O' },
         { "access-group", required_argument, NULL, 'G' },
         { "munge-socket", required_argument, NULL, 'U' },
+        { "keep-root", no_argument, NULL, 'k' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -405,6 +416,7 @@ int main(int argc, char **argv)
         case 'U':
             set_path(srv.munge_socket, sizeof(srv.munge_socket), "--munge-socket", optarg);
             break;
+        case 'k': keep_root = srv.keep_root = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -487,7 +499,8 @@ int main(int argc, char **argv)
     char dbdir[4200];
     snprintf(dbdir, sizeof(dbdir), "%s/db", root);
     if (meta_open(&srv, dbdir, err, sizeof(err)) < 0 || chunks_init(&srv, err, sizeof(err)) < 0) {
-        wipe(root);
+        if (!keep_root)
+            wipe(root);
         die("%s", err);
     }
     log_info("server %u of %u listening on %s:%d, root %s, chunk size %llu, quota %llu, "
@@ -528,6 +541,16 @@ int main(int argc, char **argv)
     if (rc < 0)
         log_error("stopping: the accept loop failed: %s", strerror(-rc));
     log_fair_service();
+    if (keep_root) {
+        /* Its data outlives this run: RocksDB closed in order, nothing wiped. */
+        close(lfd);
+        if (ufd >= 0)
+            close(ufd);
+        meta_close(&srv);
+        log_info("root %s kept (--keep-root); exiting", root);
+        log_close();
+        _exit(0);
+    }
     /* No orderly close of RocksDB: it would flush memtables only to have
      * them deleted. Wipe and leave; the kernel closes the connections. */
     int64_t t0 = net_now_ms();

@@ -51,7 +51,8 @@ int meta_open(struct server *srv, const char *dir, char *err, size_t errlen)
         return -ENOMEM;
     m->options = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(m->options, 1);
-    rocksdb_options_set_error_if_exists(m->options, 1);
+    /* A fresh root's database must be new; a kept root's is reopened. */
+    rocksdb_options_set_error_if_exists(m->options, !srv->keep_root);
     rocksdb_options_set_info_log_level(m->options, 4 /* HEADER_LEVEL: quiet */);
     rocksdb_options_set_keep_log_file_num(m->options, 1);
     rocksdb_options_set_max_background_jobs(m->options, 1);
@@ -78,7 +79,9 @@ int meta_open(struct server *srv, const char *dir, char *err, size_t errlen)
     rocksdb_options_set_block_based_table_factory(m->options, table);
     rocksdb_block_based_options_destroy(table);
     m->wopts = rocksdb_writeoptions_create();
-    rocksdb_writeoptions_disable_WAL(m->wopts, 1);
+    /* A job's metadata dies with its server, so it needs no log; a kept
+     * root's must survive the server's crash (the page cache has it). */
+    rocksdb_writeoptions_disable_WAL(m->wopts, !srv->keep_root);
     m->ropts = rocksdb_readoptions_create();
     rocksdb_readoptions_set_verify_checksums(m->ropts, 0);   /* ephemeral data */
     m->ropts_once = rocksdb_readoptions_create();
@@ -98,6 +101,16 @@ int meta_open(struct server *srv, const char *dir, char *err, size_t errlen)
     }
     srv->meta = m;
     return 0;
+}
+
+void meta_close(struct server *srv)
+{
+    struct meta_store *m = srv->meta;
+    if (!m)
+        return;
+    rocksdb_column_family_handle_destroy(m->cf);
+    rocksdb_close(m->db);
+    srv->meta = NULL;
 }
 
 static int64_t now_ns(void)

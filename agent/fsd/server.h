@@ -51,6 +51,10 @@ struct server {
     /* --owner, --access-group (access.c): a server several users share;
      * multiuser 0: one job's server, the secret is the only key. */
     int multiuser, has_access_group;
+    /* --keep-root: the root's data outlives this run (a persistent
+     * instance's): RocksDB logs its writes, reopens what is there, and is
+     * closed in order; chunk files already there count against the quota. */
+    int keep_root;
     uid_t owner;
     gid_t access_group;
     char munge_socket[4096];         /* --munge-socket; "": munged's default */
@@ -189,6 +193,8 @@ int conn_start(struct server *srv, int fd, int local, const char *peer,
 
 /* meta.c */
 int meta_open(struct server *srv, const char *dir, char *err, size_t errlen);
+/* Closes RocksDB in order (memtables flushed): for --keep-root's stop. */
+void meta_close(struct server *srv);
 int op_stat(struct server *, struct rpc_reader *, struct reply *);
 int op_create(struct server *, struct rpc_reader *, struct reply *);
 int op_mkdir(struct server *, struct rpc_reader *, struct reply *);

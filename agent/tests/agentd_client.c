@@ -307,6 +307,43 @@ int main(int argc, char **argv)
             .numa_node = -1 });
         return simple(AGENT_START, &w);
     }
+    /* pstart ID UID GID STORAGE NAME ACCESS-GID: a persistent instance's
+     * START; prints its server's port and pid. */
+    if (strcmp(cmd, "pstart") == 0 && argc == 10) {
+        agent_start_put(&w, &(struct agent_start){
+            .job_id = job, .uid = (uint32_t)atoi(argv[5]), .gid = (uint32_t)atoi(argv[6]),
+            .nservers = 1, .chunk_size = 524288,
+            .quota = getenv("ADAFS_TEST_QUOTA") ? strtoull(getenv("ADAFS_TEST_QUOTA"), NULL, 10)
+                                                : 1 << 30,
+            .listen_host = "127.0.0.1", .storage = argv[7],
+            .secret_hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+            .numa_node = -1, .flags = AGENT_START_PERSISTENT, .persist_name = argv[8],
+            .access_gid = (uint32_t)atoi(argv[9]) });
+        struct session_msg reply;
+        struct rpc_reader r;
+        struct agent_started started;
+        if (call(AGENT_START, &w, &reply, &r) == 0 && agent_started_get(&r, &started) == 0)
+            printf("port=%u pid=%u\n", started.port, started.pid);
+        free(reply.plain);
+        rpc_writer_free(&w);
+        return 0;
+    }
+    /* pstatus ID: a persistent instance's STATUS. */
+    if (strcmp(cmd, "pstatus") == 0 && argc == 5) {
+        agent_job_ref_put(&w, &(struct agent_job_ref){ job, 0 });
+        struct session_msg reply;
+        struct rpc_reader r;
+        struct agent_stage_status st;
+        if (call(AGENT_STATUS, &w, &reply, &r) == 0) {
+            if (agent_stage_status_get(&r, &st) == 0 && st.has_server)
+                printf("port=%u pid=%u used=%llu\n", st.port, st.pid, (unsigned long long)st.used);
+            else
+                printf("no server in the STATUS answer\n");
+        }
+        free(reply.plain);
+        rpc_writer_free(&w);
+        return 0;
+    }
     /* configure JOB MOUNT [SERVERS | ACCESS INSTANCE-TEXT-FILE] */
     if (strcmp(cmd, "configure") == 0 && argc >= 6 && argc <= 8) {
         /* As the plugin writes it: one line per server, names as long as

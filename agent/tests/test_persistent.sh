@@ -1,0 +1,184 @@
+#!/bin/bash
+# test_persistent.sh: the node agent's persistent instances (agentd/
+# persistent.h): a real adafs-agentd as root with its own munged, a real
+# adafsd run as the owner (adafs-test) with --owner, driven by agentd_client
+# as the plugin would drive it, written and read through the interposer.
+# The instance survives a job's teardown and the agent's kill -9 (server
+# alive: kept; server dead and its file system unmounted, as after a
+# reboot: started again on the same storage and port); another user with
+# the secret is refused by the server; an instance id in a job's START is
+# refused; its TEARDOWN (the destroy) wipes it. Needs root and munged.
+set -u
+builddir=${abs_builddir:-$(pwd)}
+client=$builddir/tests/agentd_client
+agentd=$builddir/adafs-agentd
+adafsd=$builddir/adafsd
+preload=${ADAFS_TEST_PRELOAD:-$builddir/.libs/libadafs_preload.so}
+. "${srcdir:-.}/tests/agentd_common.sh"
+
+[ "$(id -u)" = 0 ] || skip_all "needs root (the agent starts servers as their owners)"
+command -v munged >/dev/null && id munge >/dev/null 2>&1 || skip_all "needs munged and the munge user"
+command -v setpriv >/dev/null && command -v findmnt >/dev/null || skip_all "needs setpriv and findmnt"
+id adafs-test >/dev/null 2>&1 && id adafs-test2 >/dev/null 2>&1 ||
+    skip_all "needs the test users adafs-test and adafs-test2"
+[ -x "$client" ] && [ -x "$agentd" ] && [ -x "$adafsd" ] && [ -e "$preload" ] ||
+    skip_all "programs not built"
+asan_env=
+if [ -n "${ADAFS_TEST_ASAN_RT:-}" ]; then
+    preload="$ADAFS_TEST_ASAN_RT $preload"
+    asan_env=ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
+fi
+
+base=$(mktemp -d /tmp/adafs-persistent-test.XXXXXX)
+chmod 755 "$base"
+agent_pid=
+pdir=$base/storage/t1/persistent/scratch
+server_pid() { cat "$pdir.pid" 2>/dev/null; }
+cleanup() {
+    [ -n "$agent_pid" ] && kill -9 "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+    # A test that failed halfway may leave the instance's server up.
+    local pid
+    pid=$(server_pid)
+    [ -n "$pid" ] && grep -qF "$pdir" "/proc/$pid/cmdline" 2>/dev/null && kill -9 "$pid"
+    findmnt -n -o TARGET --target "$pdir" 2>/dev/null | grep -qx "$pdir" && umount -l "$pdir"
+    stop_munged
+    rm -rf "$base"
+}
+trap cleanup EXIT
+start_munged
+export ADAFS_MUNGE_SOCKET=$ADAFS_TEST_MUNGE_SOCKET
+
+mkdir -p "$base/storage" "$base/mnt" "$base/log"
+owner=adafs-test other=adafs-test2
+ouid=$(id -u $owner) ogid=$(id -g $owner)
+id=2147483653   # AGENT_PERSIST_ID_BASE + 5
+
+start_agent() {
+    "$agentd" --node t1 --listen 127.0.0.1:0 --storage-root "$base/storage" --mount-prefix "$base/mnt" \
+        --socket "$base/agent.sock" --adafsd "$adafsd" --stager /bin/true \
+        --slurm-user root --munge-socket "$ADAFS_TEST_MUNGE_SOCKET" --log "$base/agent.log" \
+        --log-dir "$base/log" --request-timeout 3 --node-bandwidth 1G --foreground \
+        2>>"$base/agent.err" &
+    agent_pid=$!
+    local before=$1
+    for _ in $(seq 100); do
+        port=$(tail -n +"$before" "$base/agent.log" 2>/dev/null |
+               sed -n 's/.*agent listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' | tail -1)
+        [ -n "$port" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+# A server the killed agent left is nobody's child: once gone it may stay a
+# zombie that kill -0 still finds.
+running() { [ -n "$1" ] && ! awk '{ exit ($3 == "Z") ? 0 : 1 }' "/proc/$1/stat" 2>/dev/null &&
+            [ -e "/proc/$1" ]; }
+log_lines() { wc -l < "$base/agent.log" 2>/dev/null || echo 0; }
+agent() { "$client" 127.0.0.1 "$port" "$@"; }
+kill_agent() { kill -9 "$agent_pid"; wait "$agent_pid" 2>/dev/null; agent_pid=; }
+# The instance file a job of the owner gets (CONFIGURE's text): the secret
+# and the server.
+instance() {  # instance USER SERVER-PORT
+    install -m 600 -o "$1" /dev/null "$base/inst-$1"
+    printf 'mount=%s\nchunk_size=524288\ntimeout_ms=5000\nsecret=%s\nserver=127.0.0.1:%s\n' \
+        "$base/pmnt" 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff "$2" \
+        > "$base/inst-$1"
+}
+as() {  # as USER COMMAND...: under the interposer, over TCP (munge proves the uid)
+    local user=$1; shift
+    timeout -k 5 30 setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups \
+        env LD_PRELOAD="$preload" $asan_env ADAFS_INSTANCE="$base/inst-$user" \
+        ADAFS_MOUNT="$base/pmnt" ADAFS_TRANSPORT=tcp "$@"
+}
+: > "$base/pmnt"
+
+check "the agent starts" start_agent 1
+
+# --- START of a persistent instance: its server runs as the owner, --owner ---
+out=$(agent pstart $id $ouid $ogid "$base/storage" scratch 0)
+sport=${out#port=}; sport=${sport%% *}
+check "a persistent START answers with its server ($out)" eval 'case $out in port=*" pid="*) true ;; *) false ;; esac'
+spid=$(server_pid)
+check "its server runs as the owner with --owner $ouid" \
+    eval 'test "$(stat -c %u /proc/$spid)" = "$ouid" && tr "\0" " " < /proc/$spid/cmdline | grep -q -- "--owner $ouid "'
+check "its storage is $pdir, its own file system, the owner's" \
+    eval 'test "$(findmnt -n -o TARGET --target "$pdir")" = "$pdir" -a "$(stat -c "%u %a" "$pdir")" = "$ouid 700"'
+check "its record is root's, 0600, with the port" \
+    eval 'test "$(stat -c "%u %a" "$pdir.record")" = "0 600" && grep -qx "port=$sport" "$pdir.record"'
+instance $owner "$sport"
+instance $other "$sport"
+check "the owner writes through the interposer" \
+    as $owner sh -c "mkdir $base/pmnt/d && echo kept > $base/pmnt/d/f && head -c 300000 /dev/urandom > $base/pmnt/big"
+as $owner cat "$base/pmnt/big" | md5sum > "$base/big.md5"
+out=$(agent pstatus $id)
+check "STATUS says its port, pid and bytes used ($out)" \
+    eval 'case $out in "port=$sport pid=$spid used="[1-9]*) true ;; *) false ;; esac'
+out=$(agent pstart $id $ouid $ogid "$base/storage" scratch 0)
+check "START again (a lost reply) answers the same ($out)" test "$out" = "port=$sport pid=$spid"
+out=$(agent pstart $((id + 1)) $ouid $ogid "$base/storage" scratch 0)
+check "another id for the same name is refused ($out)" eval 'echo "$out" | grep -q "served here already as instance $id"'
+
+# --- another user, the secret in hand, is refused by the server ---
+out=$(as $other cat "$base/pmnt/d/f" 2>&1)
+check "$other with the secret: Permission denied ($out)" eval 'echo "$out" | grep -q "Permission denied"'
+check "  the server's log names the uid" \
+    grep -q "uid $(id -u $other) ($other) is not this instance.s owner (uid $ouid)" "$base/log/adafsd.job$id.t1.log"
+
+# --- an instance id in a job's START, a job id in a persistent one ---
+out=$(agent start $id $ouid $ogid "$base/storage")
+check "a job's START with id $id is refused ($out)" \
+    eval 'echo "$out" | grep -q "ids from 2147483648 on are persistent instances.*refused in a job.s START"'
+out=$(agent pstart 77 $ouid $ogid "$base/storage" other 0)
+check "a persistent START with a job's id is refused ($out)" eval 'echo "$out" | grep -q "id 77 is a job.s"'
+
+# --- a job's teardown leaves it ---
+check "a job starts on the node" eval 'agent start 7 $ouid $ogid "$base/storage" | grep -qx ok'
+check "and is torn down" eval 'agent teardown 7 | grep -qx ok'
+check "the instance is untouched: same server, data there" \
+    eval 'test "$(server_pid)" = "$spid" && as $owner cat "$base/pmnt/d/f" | grep -qx kept'
+
+# --- the agent killed and started again: the live server is kept ---
+kill_agent
+check "the server outlives the agent's kill -9" running "$spid"
+check "an agent starts again" start_agent "$(($(log_lines) + 1))"
+out=$(agent pstatus $id)
+check "it kept the running server: same port and pid ($out)" eval 'case $out in "port=$sport pid=$spid "*) true ;; *) false ;; esac'
+check "  (logged)" grep -q "persistent scratch (instance $id): its server is up on port $sport (pid $spid): kept" "$base/agent.log"
+check "the data is there" eval 'as $owner cat "$base/pmnt/big" | md5sum | cmp -s - "$base/big.md5"'
+
+# --- agent and server both dead, the file system unmounted (a reboot) ---
+kill_agent
+kill -9 "$spid"
+for _ in $(seq 50); do running "$spid" || break; sleep 0.05; done
+umount "$pdir"
+check "an agent starts again" start_agent "$(($(log_lines) + 1))"
+out=$(agent pstatus $id)
+npid=$(server_pid)
+check "it started the server again on the same port ($out)" \
+    eval 'test "$npid" != "$spid" && case $out in "port=$sport pid=$npid "*) true ;; *) false ;; esac'
+check "on the same storage, mounted again" test "$(findmnt -n -o TARGET --target "$pdir")" = "$pdir"
+check "the data is there (the same client instance file)" \
+    eval 'as $owner cat "$base/pmnt/d/f" | grep -qx kept && as $owner cat "$base/pmnt/big" | md5sum | cmp -s - "$base/big.md5"'
+out=$(as $other cat "$base/pmnt/d/f" 2>&1)
+check "$other is still refused ($out)" eval 'echo "$out" | grep -q "Permission denied"'
+
+# --- an agent's ordinary stop leaves it up too ---
+kill "$agent_pid"; wait "$agent_pid" 2>/dev/null; agent_pid=
+check "an agent's SIGTERM leaves the server up" running "$npid"
+check "an agent starts again and keeps it" start_agent "$(($(log_lines) + 1))"
+
+# --- the destroy ---
+out=$(agent teardown $id)
+check "TEARDOWN of the instance ($out)" test "$out" = ok
+check "its server is gone" eval '! running $npid'
+check "its storage, image, record and secret are gone" \
+    eval 'test ! -e "$pdir" -a ! -e "$pdir.img" -a ! -e "$pdir.record" -a ! -e "$pdir.secret" -a ! -e "$pdir.pid"'
+out=$(agent pstatus $id)
+check "STATUS: not deployed here ($out)" eval 'echo "$out" | grep -q "not deployed here"'
+kill_agent
+since=$(($(log_lines) + 1))
+check "an agent that starts after it has nothing to re-adopt" start_agent $since
+check "  (nothing logged of it)" eval '! tail -n +$since "$base/agent.log" | grep -q "persistent scratch"'
+
+echo "1..$n"
+[ "$fails" = 0 ]
