@@ -1401,8 +1401,12 @@ static int persist_begin(job_record_t *job_ptr, struct bb_job *j, char *err, siz
         const struct persist_spec *s = &j->req.persist[i];
         if (s->op != PERSIST_CREATE)
             continue;
-        /* A requeued creator's earlier attempt, torn down: forgotten. */
+        /* A requeued creator: the instance its earlier run created lives
+         * on (it mounts it), one torn down is forgotten. */
         struct bb_job *old = bb_job_find(drv.jobs, AGENT_PERSIST_ID_BASE + j->job_id);
+        if (old && old->persist && old->phase != PHASE_COMPLETE &&
+            strcmp(old->persist->name, s->name) == 0)
+            continue;
         if (old && old->phase == PHASE_COMPLETE)
             driver_forget(&drv, old);
         gid_t gid = 0;
