@@ -130,6 +130,8 @@ void agent_configure_put(struct rpc_writer *w, const struct agent_configure *m)
     rpc_put_str(w, m->instance_text);
     rpc_put_str(w, m->mount);
     rpc_put_u32(w, m->access);
+    rpc_put_u32(w, m->uid);
+    rpc_put_u32(w, m->gid);
 }
 
 int agent_configure_get(struct rpc_reader *r, struct agent_configure *m)
@@ -138,7 +140,9 @@ int agent_configure_get(struct rpc_reader *r, struct agent_configure *m)
     m->instance_text = rpc_get_str(r);
     m->mount = rpc_get_str(r);
     m->access = rpc_get_u32(r);
-    if (m->access > AGENT_ACCESS_BOTH)
+    m->uid = rpc_get_u32(r);
+    m->gid = rpc_get_u32(r);
+    if (m->access > AGENT_ACCESS_BOTH || (m->uid == 0) != (m->gid == 0))
         return -EBADMSG;
     return finish(r);
 }

@@ -99,12 +99,16 @@ enum agent_access {
     AGENT_ACCESS_BOTH = 2,          /* both: the interposer for what it can reach */
 };
 
-/* CONFIGURE: write the job's instance file (its text) on this node. */
+/* CONFIGURE: write the job's instance file (its text) on this node. A job
+ * that uses a persistent instance and runs no server of its own gets only
+ * this on its nodes (no START): uid and gid say whose files the agent makes
+ * then; for a job started here they must be 0 or its own. */
 struct agent_configure {
     uint32_t job_id;
     const char *instance_text;
     const char *mount;              /* made a real, empty directory of the user */
     uint32_t access;                /* enum agent_access: FUSE and BOTH mount it there */
+    uint32_t uid, gid;              /* the job's user (0: as its START said) */
 };
 
 enum agent_stage_dir { AGENT_STAGE_IN = 0, AGENT_STAGE_OUT = 1 };

@@ -82,6 +82,22 @@ static void test_messages(void)
     tap_is_int(agent_watch_get(&r, &aw), -EBADMSG, "a WATCH held longer than the agent allows is malformed");
     rpc_writer_free(&w);
     tap_is_str(agent_op_name(AGENT_WATCH), "watch", "WATCH has a name for the logs");
+
+    struct agent_configure conf;
+    rpc_writer_init(&w, NULL, 0);
+    agent_configure_put(&w, &(struct agent_configure){ .job_id = 9, .instance_text = "t",
+                                                       .mount = "/adafs/9", .uid = 1000, .gid = 100 });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_ok(agent_configure_get(&r, &conf) == 0 && conf.job_id == 9 && conf.uid == 1000 &&
+           conf.gid == 100 && strcmp(conf.mount, "/adafs/9") == 0,
+           "CONFIGURE reads back with the job's user (a job with no START there)");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_configure_put(&w, &(struct agent_configure){ .job_id = 9, .instance_text = "t",
+                                                       .mount = "/adafs/9", .uid = 1000 });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(agent_configure_get(&r, &conf), -EBADMSG, "a CONFIGURE with a uid but no gid is malformed");
+    rpc_writer_free(&w);
 }
 
 static int start_back(const struct agent_start *m, struct agent_start *back, struct rpc_writer *w)

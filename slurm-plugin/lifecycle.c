@@ -511,7 +511,8 @@ static int send_configure(struct bb_job *j, const struct lc_env *env)
     uint32_t access = j->req.access == BB_ACCESS_FUSE ? AGENT_ACCESS_FUSE
                     : j->req.access == BB_ACCESS_BOTH ? AGENT_ACCESS_BOTH : AGENT_ACCESS_PRELOAD;
     if (s)
-        agent_configure_put(&w, &(struct agent_configure){ j->job_id, text, j->mount, access });
+        agent_configure_put(&w, &(struct agent_configure){ j->job_id, text, j->mount, access,
+                                                           j->uid, j->gid });
     free(text);
     if (!s || !rpc_writer_ok(&w)) {
         bb_job_set_error(j, FAIL_TRANSIENT, "out of memory writing the instance file");

@@ -552,17 +552,21 @@ static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
     }
     /* Its own file system: detached and removed, the data goes with it.
      * If that fails the wipe below still empties it through the mount. */
-    if (j->image[0]) {
+    if (j->image[0] && j->dir[0]) {
         char why[PATH_MAX + 128];
         if (store_destroy(j->image, j->dir, why, sizeof(why)) < 0)
             log_warn("job %u: %s", j->id, why);
     }
-    jobnodes_remove(j->id);
-    tbf_forget(j);
-    int wiped = child_run_as(&j->user, wipe_as_user, j->dir, 60000);
+    /* A job that only mounts a persistent instance here has no storage. */
+    int wiped = 0;
+    if (j->dir[0]) {
+        jobnodes_remove(j->id);
+        tbf_forget(j);
+        wiped = child_run_as(&j->user, wipe_as_user, j->dir, 60000);
+    }
     if (wiped != 0)
         rc = failf(e, AGENT_FAULT_TRANSIENT, -EIO, "job %u: could not wipe %s (status %d)", j->id, j->dir, wiped);
-    else if (rmdir(j->dir) < 0 && errno != ENOENT)
+    else if (j->dir[0] && rmdir(j->dir) < 0 && errno != ENOENT)
         rc = failf(e, AGENT_FAULT_NODE, -errno, "job %u: rmdir %s: %s", j->id, j->dir, strerror(errno));
     /* Another node of this host may still serve its mount there. */
     if (j->mount[0] && !fusemount_present(j->mount)) {
@@ -573,17 +577,24 @@ static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
     }
     char pidfile[PATH_MAX];
     pidfile_path(pidfile, sizeof(pidfile), j);
-    unlink(pidfile);
+    if (j->dir[0])
+        unlink(pidfile);
     if (j->persist) {
         secret_path(path, sizeof(path), j);
         unlink(path);
-    } else {
+    } else if (j->dir[0]) {
         remove_job_files_if_last(j->storage, j->id);
+    } else {
+        /* Another node of this host may still use it: a job's instance file
+         * has one path per host (instance.h). */
+        job_file_path(path, sizeof(path), j->id, INSTANCE_FILE);
+        if (!j->mount[0] || !fusemount_present(j->mount))
+            unlink(path);
     }
     pthread_mutex_lock(&jobs_lock);
     if (rc == 0) {
         j->torn_down = true;
-        log_info("job %u: torn down, %s wiped", j->id, j->dir);
+        log_info("job %u: torn down, %s wiped", j->id, j->dir[0] ? j->dir : "its mount");
     }
     pthread_cond_broadcast(&jobs_changed);
     return rc;
@@ -964,11 +975,35 @@ static int make_mount(struct job *j, const char *mount, struct agent_error *e)
     return 0;
 }
 
+/* A job that runs no server here, only uses a persistent instance: listed
+ * with no storage (dir ""), so that its TEARDOWN and the Epilog's RELEASE
+ * find it and take its mount and instance file off. */
+static struct job *list_mount_only_locked(const struct agent_configure *m)
+{
+    struct job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return NULL;
+    j->id = m->job_id;
+    j->user = (struct user_id){ m->uid, m->gid };
+    j->next = jobs;
+    jobs = j;
+    log_info("job %u: no server here: its instance file and mount only, as uid %u", j->id,
+             (unsigned)m->uid);
+    return j;
+}
+
 int jobs_configure(const struct agent_configure *m, struct agent_error *e)
 {
     pthread_mutex_lock(&jobs_lock);
     struct job *j = find_locked(m->job_id);
     int rc;
+    if (j && m->uid && (j->user.uid != m->uid || j->user.gid != m->gid)) {
+        pthread_mutex_unlock(&jobs_lock);
+        return failf(e, AGENT_FAULT_JOB, -EPERM, "job %u: CONFIGURE for uid %u, but its server "
+                     "here runs as uid %u", m->job_id, (unsigned)m->uid, (unsigned)j->user.uid);
+    }
+    if (!j && m->uid && !agent_id_is_persistent(m->job_id))
+        j = list_mount_only_locked(m);
     if (!j || !job_take_locked(j)) {
         forget_torn_down_locked();   /* one we waited for may be done with */
         rc = failf(e, AGENT_FAULT_TRANSIENT, -ENOENT, "job %u: not deployed here", m->job_id);

@@ -371,8 +371,15 @@ int main(int argc, char **argv)
             fputs("test instance\n", f);
         }
         fclose(f);
+        /* ADAFS_TEST_CONFIGURE_AS=UID:GID: a job with no START here (it
+         * uses a persistent instance). */
+        unsigned as_uid = 0, as_gid = 0;
+        const char *as = getenv("ADAFS_TEST_CONFIGURE_AS");
+        if (as && sscanf(as, "%u:%u", &as_uid, &as_gid) != 2)
+            as_uid = as_gid = 0;
         agent_configure_put(&w, &(struct agent_configure){
-            job, text, argv[5], argc == 8 ? (uint32_t)atoi(argv[6]) : AGENT_ACCESS_PRELOAD });
+            job, text, argv[5], argc == 8 ? (uint32_t)atoi(argv[6]) : AGENT_ACCESS_PRELOAD,
+            as_uid, as_gid });
         int rc = simple(AGENT_CONFIGURE, &w);
         free(text);
         return rc;

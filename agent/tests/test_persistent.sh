@@ -137,6 +137,24 @@ check "and is torn down" eval 'agent teardown 7 | grep -qx ok'
 check "the instance is untouched: same server, data there" \
     eval 'test "$(server_pid)" = "$spid" && as $owner cat "$base/pmnt/d/f" | grep -qx kept'
 
+# --- a job that uses it and runs no server here: CONFIGURE only ---
+job=41
+printf 'mount=%s\nchunk_size=524288\ntimeout_ms=5000\nsecret=%s\nserver=127.0.0.1:%s\n' \
+    "$base/mnt/$job" 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff "$sport" \
+    > "$base/use.text"
+out=$(ADAFS_TEST_CONFIGURE_AS=$ouid:$ogid agent configure $job "$base/mnt/$job" 0 "$base/use.text")
+check "CONFIGURE of a job with no server here, as its user ($out)" test "$out" = ok
+check "its mount point and instance file are the user's" \
+    eval 'test "$(stat -c "%u %a" "$base/mnt/$job")" = "$ouid 700" -a "$(stat -c "%u %a" "$base/mnt/.job.$job.instance")" = "$ouid 600"'
+check "the job reads the instance through them" \
+    eval 'timeout -k 5 30 setpriv --reuid=$owner --regid=$ogid --init-groups env LD_PRELOAD="$preload" $asan_env \
+        ADAFS_INSTANCE="$base/mnt/.job.$job.instance" ADAFS_TRANSPORT=tcp cat "$base/mnt/$job/d/f" | grep -qx kept'
+out=$(ADAFS_TEST_CONFIGURE_AS=$(id -u $other):$(id -g $other) agent configure $job "$base/mnt/$job" 0 "$base/use.text")
+check "a CONFIGURE of it for another user is refused ($out)" eval 'echo "$out" | grep -q "CONFIGURE for uid"'
+check "its TEARDOWN" eval 'agent teardown $job | grep -qx ok'
+check "takes its mount point and instance file off, the instance stays" \
+    eval 'test ! -e "$base/mnt/$job" -a ! -e "$base/mnt/.job.$job.instance" && as $owner cat "$base/pmnt/d/f" | grep -qx kept'
+
 # --- the agent killed and started again: the live server is kept ---
 kill_agent
 check "the server outlives the agent's kill -9" running "$spid"
