@@ -47,7 +47,6 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "agent_link.h"
-#include "agent_proto.h"
 #include "bb_config.h"
 #include "bb_job.h"
 #include "bb_qos.h"
@@ -1200,6 +1199,10 @@ static void set_job_env(job_record_t *job_ptr, const struct bb_job *j)
         char name[PERSIST_ENV_MAX];
         persist_env_name(persistent->name, name);
         add_env(job_ptr, name, j->mount);
+        /* An instance's servers make every user but its owner prove their
+         * uid with a munge credential: from the site's munged. */
+        if (drv.config.munge_socket)
+            add_env(job_ptr, "ADAFS_MUNGE_SOCKET", drv.config.munge_socket);
     }
     add_env(job_ptr, "ADAFS_MOUNT", j->mount);
     add_env(job_ptr, "ADAFS_INSTANCE", j->instance_path);
@@ -1403,9 +1406,8 @@ static int persist_begin(job_record_t *job_ptr, struct bb_job *j, char *err, siz
             continue;
         /* A requeued creator: the instance its earlier run created lives
          * on (it mounts it), one torn down is forgotten. */
-        struct bb_job *old = bb_job_find(drv.jobs, AGENT_PERSIST_ID_BASE + j->job_id);
-        if (old && old->persist && old->phase != PHASE_COMPLETE &&
-            strcmp(old->persist->name, s->name) == 0)
+        struct bb_job *old = persist_job_record(drv.jobs, s->name, j->job_id);
+        if (old && old->phase != PHASE_COMPLETE)
             continue;
         if (old && old->phase == PHASE_COMPLETE)
             driver_forget(&drv, old);
@@ -1418,7 +1420,7 @@ static int persist_begin(job_record_t *job_ptr, struct bb_job *j, char *err, siz
         struct persist_node *nodes;
         size_t n = persistent_nodes(&nodes);
         struct bb_job *servers = nodes ?
-            persist_job_servers(&drv.persist, s, j, gid, nodes, n, drv.config.storage_path,
+            persist_job_servers(&drv.persist, drv.jobs, s, j, gid, nodes, n, drv.config.storage_path,
                                 drv.config.chunk_size, time(NULL), err, errlen) : NULL;
         free(nodes);
         if (!servers) {

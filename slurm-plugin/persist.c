@@ -1,6 +1,5 @@
 #include "persist.h"
 
-#include "agent_proto.h"
 #include "size.h"
 #include "strbuf.h"
 
@@ -174,11 +173,6 @@ void persist_unlink(struct persist_table *t, struct persist_instance *p)
             p->next = NULL;
             return;
         }
-}
-
-uint32_t persist_instance_id(const struct persist_instance *p)
-{
-    return AGENT_PERSIST_ID_BASE + p->creator_job;
 }
 
 void persist_table_free(struct persist_table *t)

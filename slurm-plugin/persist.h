@@ -84,10 +84,6 @@ void persist_remove(struct persist_table *t, const char *name);
  * freeing it (a no-op when it is not in the table). */
 void persist_link(struct persist_table *t, struct persist_instance *p);
 void persist_unlink(struct persist_table *t, struct persist_instance *p);
-
-/* The id its servers go by on the agents (agent_proto.h): above every
- * Slurm job id, one per creating job. */
-uint32_t persist_instance_id(const struct persist_instance *p);
 void persist_table_free(struct persist_table *t);
 
 /* Sum of the instances' capacity and used bytes. */

@@ -70,7 +70,41 @@ int persist_job_check_submit(const struct persist_table *t, const char *prefix,
     return 0;
 }
 
-struct bb_job *persist_job_servers(struct persist_table *t, const struct persist_spec *spec,
+struct bb_job *persist_job_record(struct bb_job *jobs, const char *name, uint32_t creator)
+{
+    for (struct bb_job *j = jobs; j; j = j->next)
+        if (j->persist && strcmp(j->persist->name, name) == 0 &&
+            (!creator || j->persist->creator_job == creator))
+            return j;
+    return NULL;
+}
+
+/* The record of the servers of p. */
+static struct bb_job *record_of(struct bb_job *jobs, const struct persist_instance *p)
+{
+    for (struct bb_job *j = jobs; j; j = j->next)
+        if (j->persist == p)
+            return j;
+    return NULL;
+}
+
+/* The base plus the creating job's id, unless a record holds it (Slurm
+ * reissues ids after a kill -9 before it saved its own state): then one
+ * above the highest instance id; 0 when none is left. */
+static uint32_t free_id(const struct bb_job *jobs, uint32_t creator)
+{
+    uint32_t want = AGENT_PERSIST_ID_BASE + creator, top = AGENT_PERSIST_ID_BASE;
+    bool taken = false;
+    for (const struct bb_job *j = jobs; j; j = j->next) {
+        taken |= j->job_id == want;
+        if (agent_id_is_persistent(j->job_id) && j->job_id > top)
+            top = j->job_id;
+    }
+    return !taken ? want : top == UINT32_MAX ? 0 : top + 1;
+}
+
+struct bb_job *persist_job_servers(struct persist_table *t, const struct bb_job *jobs,
+                                   const struct persist_spec *spec,
                                    const struct bb_job *creator, uint32_t access_gid,
                                    const struct persist_node *nodes, size_t nnodes,
                                    const char *storage, uint64_t chunk_size, time_t now,
@@ -82,12 +116,17 @@ struct bb_job *persist_job_servers(struct persist_table *t, const struct persist
                  "node(s) this slurmctld knows", spec->name, want, nnodes);
         return NULL;
     }
+    uint32_t id = free_id(jobs, creator->job_id);
+    if (!id) {
+        snprintf(err, errlen, "create_persistent name=%s: no instance id left", spec->name);
+        return NULL;
+    }
     struct persist_instance *p = persist_create(t, spec, creator->job_id, creator->uid,
                                                 creator->gid, creator->user, access_gid, now,
                                                 err, errlen);
     if (!p)
         return NULL;
-    struct bb_job *j = bb_job_new(persist_instance_id(p));
+    struct bb_job *j = bb_job_new(id);
     uint8_t secret[INSTANCE_SECRET_SIZE];
     int rc = j ? secret_generate(secret) : -1;
     bool ok = j && rc == 0 && (j->req.persist = calloc(1, sizeof(*j->req.persist))) &&
@@ -140,8 +179,8 @@ struct bb_job *persist_job_destroy(struct persist_table *t, struct bb_job *jobs,
     if (persist_check_destroy(t, name, uid, users, nusers, err, errlen) < 0)
         return NULL;
     struct persist_instance *p = persist_find(t, name);
-    struct bb_job *j = bb_job_find(jobs, persist_instance_id(p));
-    if (!j || j->persist != p) {
+    struct bb_job *j = record_of(jobs, p);
+    if (!j) {
         snprintf(err, errlen, "destroy_persistent name=%s: the record of its servers is missing",
                  name);
         return NULL;
@@ -199,8 +238,8 @@ static enum line_state line_state(struct persist_table *t, struct bb_job *jobs, 
     case PERSIST_DESTROY:
         return servers_of(jobs, s->name) ? LINE_WAIT : LINE_SETTLED;
     case PERSIST_CREATE:
-        rec = bb_job_find(jobs, AGENT_PERSIST_ID_BASE + j->job_id);
-        if (!rec || !rec->persist) {
+        rec = persist_job_record(jobs, s->name, j->job_id);
+        if (!rec) {
             snprintf(why, whylen, "create_persistent name=%s: the record of its servers is "
                      "missing", s->name);
             return LINE_FAILED;
@@ -215,7 +254,7 @@ static enum line_state line_state(struct persist_table *t, struct bb_job *jobs, 
         break;
     case PERSIST_USE:
         p = persist_find(t, s->name);
-        rec = p ? bb_job_find(jobs, persist_instance_id(p)) : NULL;
+        rec = p ? record_of(jobs, p) : NULL;
         if (!rec || p->state == PERSIST_STATE_DESTROYING || rec->phase > PHASE_RUNNING) {
             snprintf(why, whylen, "use_persistent name=%s: %s", s->name,
                      p ? "being destroyed" : "no such persistent instance (destroyed since "

@@ -2,8 +2,10 @@
  * the driver steps (doc/lifecycle.md, Persistent instances).
  *
  * An instance's servers are a record of their own in the driver's table
- * and the saved journal: a bb_job whose job_id is the instance's id
- * (persist_instance_id, above every Slurm job id), whose nodes are the
+ * and the saved journal: a bb_job whose job_id is the instance's id on the
+ * agents (above every Slurm job id: AGENT_PERSIST_ID_BASE plus the
+ * creating job's id, or the next free one when a record holds that, as
+ * after a slurmctld restart that reissued job ids), whose nodes are the
  * first N of AdafsPersistentNodes, whose owner is the creating job's user
  * and which carries the instance (bb_job.persist). The lifecycle deploys
  * it like a job's file system, with START's persistent flag, and leaves it
@@ -61,12 +63,18 @@ struct persist_node {
     int agent_port;
 };
 
+/* The newest record of the servers of instance name (of the creating job
+ * creator; 0: any), torn down or not; NULL if none. */
+struct bb_job *persist_job_record(struct bb_job *jobs, const char *name, uint32_t creator);
+
 /* Creates the instance of the create line spec of job creator: its record
  * in t (persist_create) and the record of its servers on the first
- * spec->nodes of nodes[0..nnodes) (all when 0), DEPLOYING, not yet in any
- * table of jobs (the caller links and saves it). NULL with the reason in
- * err: the name is taken, the pool too small, too few nodes. */
-struct bb_job *persist_job_servers(struct persist_table *t, const struct persist_spec *spec,
+ * spec->nodes of nodes[0..nnodes) (all when 0), DEPLOYING, under an id no
+ * record in jobs holds, not yet in jobs (the caller links and saves it).
+ * NULL with the reason in err: the name is taken, the pool too small, too
+ * few nodes. */
+struct bb_job *persist_job_servers(struct persist_table *t, const struct bb_job *jobs,
+                                   const struct persist_spec *spec,
                                    const struct bb_job *creator, uint32_t access_gid,
                                    const struct persist_node *nodes, size_t nnodes,
                                    const char *storage, uint64_t chunk_size, time_t now,

@@ -168,7 +168,7 @@ static struct bb_job *create(uint32_t creator_id, const char *directives)
 {
     struct bb_job *creator = job(creator_id, 1001, "c1", directives);
     add(creator);
-    struct bb_job *servers = persist_job_servers(&d.persist, &creator->req.persist[0], creator,
+    struct bb_job *servers = persist_job_servers(&d.persist, d.jobs, &creator->req.persist[0], creator,
                                                  2000, pnodes, 3, "/s", 1 << 20, 100, err,
                                                  sizeof(err));
     if (servers)
@@ -299,6 +299,14 @@ int main(void)
            !job20->released, "its servers refused: the creating job fails with why (%s)",
            job20->error ? job20->error : "");
     tap_ok(!persist_find(&d.persist, "proj"), "and the name is free");
+
+    /* Slurm reissued job id 20 (a kill -9 before it saved its state): the
+     * new instance takes an id no record holds. */
+    fail_start = false;
+    struct bb_job *again = create(20, "create_persistent name=other capacity=1G");
+    tap_ok(again && again->job_id == AGENT_PERSIST_ID_BASE + 21,
+           "a creating job whose id a record already holds gets the next free id (%u)",
+           again ? again->job_id - AGENT_PERSIST_ID_BASE : 0);
 
     d.persist.head = NULL;
     while (d.jobs) {

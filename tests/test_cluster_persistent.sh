@@ -25,7 +25,7 @@ submit_as() {  # submit_as USER SCRIPT: prints the job id, or sbatch's refusal o
     (cd "$ADAFS_CLUSTER_DIR/jobs" &&
      runuser -u "$1" -- env SLURM_CONF="$SLURM_CONF" sbatch --parsable "$2")
 }
-storage_of() { find "$ADAFS_CLUSTER_DIR/storage" -path '*persistent*' -mindepth 1 2>/dev/null; }
+storage_of() { find "$ADAFS_CLUSTER_DIR/storage" -path '*/persistent/*' 2>/dev/null; }
 servers() { pgrep -f "^[^ ]*adafsd .*$ADAFS_CLUSTER_DIR/.*persistent" | tr '\n' ' '; }
 marker="persistent data $RANDOM$RANDOM"
 
@@ -49,7 +49,7 @@ check "scontrol show burst lists proj, its owner and capacity" -- \
     grep -qE "Name=proj .*Size=1(\.0+)?G.*UserID=$test_user" <<<"$burst"
 check "and the pool's TotalSpace and UsedSpace" -- \
     grep -qE "TotalSpace=[1-9].*UsedSpace=[1-9]" <<<"$burst"
-diag "$(grep -E 'Name=proj|TotalSpace' <<<"$burst")"
+grep -E 'Name=proj|TotalSpace' <<<"$burst" | sed 's/^ */# /'
 check "its server runs on n4 ($(servers))" -- test -n "$(servers)"
 
 # 2. slurmctld killed -9, the agents restarted: n4's killed -9, then stopped.
@@ -90,12 +90,15 @@ check "$outsider's job is refused at submit ($refusal)" -- \
 leak=$(runuser -u "$outsider" -- mktemp /tmp/persist-leak.XXXXXX)
 cat "$ADAFS_CLUSTER_DIR/mnt/.job.$u1.instance" > "$leak"
 mount=$(sed -n 's/^mount=//p' "$leak")
-got=$(runuser -u "$outsider" -- env ADAFS_INSTANCE="$leak" ADAFS_MOUNT="$mount" LD_PRELOAD="$preload" \
-      cat "$mount/data.txt" 2>&1)
-check "$outsider with a copy of the instance file reads nothing ($got)" -- \
-    bash -c "! grep -q '$marker' <<<\"\$1\"" _ "$got"
-runuser -u "$outsider" -- env ADAFS_INSTANCE="$leak" ADAFS_MOUNT="$mount" LD_PRELOAD="$preload" \
-    bash -c "echo intruder > $mount/intruder.txt" 2>/dev/null
+# With the cluster's munged, as the jobs have it: refused for who they are.
+as_outsider() {
+    runuser -u "$outsider" -- env ADAFS_INSTANCE="$leak" ADAFS_MOUNT="$mount" \
+        ADAFS_MUNGE_SOCKET="$munge_socket" LD_PRELOAD="$preload" "$@"
+}
+got=$(as_outsider cat "$mount/data.txt" 2>&1)
+check "$outsider with a copy of the instance file is refused by the servers ($got)" -- \
+    bash -c "! grep -q '$marker' <<<\"\$1\" && grep -q 'refused access to uid' <<<\"\$1\"" _ "$got"
+as_outsider bash -c "echo intruder > $mount/intruder.txt" 2>/dev/null
 got=$(runuser -u "$test_user" -- env ADAFS_INSTANCE="$ADAFS_CLUSTER_DIR/mnt/.job.$u1.instance" \
       ADAFS_MOUNT="$mount" LD_PRELOAD="$preload" ls "$mount" 2>&1)
 check "nor writes a file into it ($(paste -sd ' ' <<<"$got"))" -- \
