@@ -1545,9 +1545,15 @@ static int job_begin(job_record_t *job_ptr)
     driver_save(&drv, j);
     set_job_env(job_ptr, j);
     add_qos_env(job_ptr, false);
-    info("%s: %pJ begins on %s: deploying %zu servers of %"PRIu64" bytes%s", plugin_type,
-         job_ptr, job_ptr->job_resrcs->nodes, j->nnodes, j->node_capacity,
-         driver_waits_for_older(&drv, j) ? " once its earlier instance is gone" : "");
+    const struct persist_spec *mounted = persist_job_mount(&j->req);
+    if (!persist_job_own_servers(j))
+        info("%s: %pJ begins on %s: %s%s once its persistent lines are settled", plugin_type,
+             job_ptr, job_ptr->job_resrcs->nodes, mounted ? "mounting instance " : "no mount",
+             mounted ? mounted->name : "");
+    else
+        info("%s: %pJ begins on %s: deploying %zu servers of %"PRIu64" bytes%s", plugin_type,
+             job_ptr, job_ptr->job_resrcs->nodes, j->nnodes, j->node_capacity,
+             driver_waits_for_older(&drv, j) ? " once its earlier instance is gone" : "");
     driver_wake(&drv);
     slurm_mutex_unlock(&drv.lock);
 
