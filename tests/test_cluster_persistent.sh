@@ -50,6 +50,8 @@ check "scontrol show burst lists proj, its owner and capacity" -- \
 check "and the pool's TotalSpace and UsedSpace" -- \
     grep -qE "TotalSpace=[1-9].*UsedSpace=[1-9]" <<<"$burst"
 grep -E 'Name=proj|TotalSpace' <<<"$burst" | sed 's/^ */# /'
+check "scontrol show bbstat lists it ready, shared with the group" -- \
+    bash -c "scontrol show bbstat | grep -qE 'Name=proj Owner=$test_user.* Access=group:$group .*State=ready CreatedBy=$id'"
 check "its server runs on n4 ($(servers))" -- test -n "$(servers)"
 
 # 2. slurmctld killed -9, the agents restarted: n4's killed -9, then stopped.
