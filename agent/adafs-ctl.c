@@ -5,6 +5,7 @@
  *                   [--adafsd PATH] [--log-level LEVEL] [--max-clients N]
  *   adafs-ctl stop --base DIR
  *   adafs-ctl status --base DIR
+ *   adafs-ctl persistent list [--socket PATH]
  *
  * start runs N adafsd on 127.0.0.1 (port 0 unless --port-base: the kernel
  * picks free ports and each server reports its own over its ready pipe, so
@@ -12,7 +13,12 @@
  * DIR/instance and prints its path. Under DIR: secret, servers (index pid
  * port), root.I (server roots), server.I.log. stop ends them (SIGTERM; they
  * wipe their roots) and removes what start wrote except the logs. status
- * authenticates to every server (handshake.h) and pings it. */
+ * authenticates to every server (handshake.h) and pings it.
+ *
+ * persistent list asks this node's agent (as root, on its local socket:
+ * --socket, else $ADAFS_AGENT_SOCKET, else AGENT_SOCKET_DEFAULT, "%n" the
+ * node's name from $SLURMD_NODENAME or the host's) which persistent
+ * instances it serves, and prints one line each. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -25,10 +31,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent_proto.h"
 #include "handshake.h"
 #include "instance.h"
 #include "net.h"
@@ -47,7 +55,8 @@ static void usage(FILE *out)
             "                       [--quota SIZE] [--timeout-ms MS] [--mount PREFIX]\n"
             "                       [--adafsd PATH] [--log-level LEVEL] [--max-clients N]\n"
             "       adafs-ctl stop --base DIR\n"
-            "       adafs-ctl status --base DIR\n");
+            "       adafs-ctl status --base DIR\n"
+            "       adafs-ctl persistent list [--socket PATH]\n");
 }
 
 struct options {
@@ -405,6 +414,78 @@ static int status(const char *base)
     return down ? 1 : 0;
 }
 
+/* The persistent instances the local agent serves, one line each. */
+static int persistent_list(const char *pattern)
+{
+    char node[256], path[256];
+    const char *env = getenv("SLURMD_NODENAME");
+    if (env) {
+        snprintf(node, sizeof(node), "%s", env);
+    } else {
+        if (gethostname(node, sizeof(node)) < 0)
+            snprintf(node, sizeof(node), "localhost");
+        node[strcspn(node, ".")] = '\0';   /* the short host name, as Slurm's */
+    }
+    if (!pattern)
+        pattern = getenv("ADAFS_AGENT_SOCKET") ? getenv("ADAFS_AGENT_SOCKET") : AGENT_SOCKET_DEFAULT;
+    if (agent_socket_path(pattern, node, path, sizeof(path)) < 0) {
+        fprintf(stderr, "adafs-ctl: socket path %s too long for node %s\n", pattern, node);
+        return 2;
+    }
+    int fd = net_connect_unix(path);
+    if (fd < 0) {
+        fprintf(stderr, "adafs-ctl: cannot reach the agent at %s: %s\n", path, strerror(-fd));
+        return 1;
+    }
+    /* Only root's agent answers for the node: the kernel says who listens. */
+    struct ucred cred;
+    socklen_t clen = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != 0) {
+        fprintf(stderr, "adafs-ctl: %s is not served by root: not the agent\n", path);
+        close(fd);
+        return 1;
+    }
+    struct rpc_header h = { .opcode = AGENT_LIST, .id = 1 };
+    int64_t deadline = net_now_ms() + 30000;
+    uint8_t *reply = NULL;
+    int rc = rpc_send(fd, &h, NULL, 0, deadline);
+    if (rc == 0)
+        rc = rpc_recv(fd, &h, &reply, AGENT_MAX_BODY, deadline);
+    close(fd);
+    struct rpc_reader r;
+    rpc_reader_init(&r, reply, rc == 0 ? h.length : 0);
+    if (rc == 0 && h.status < 0) {
+        const char *msg = rpc_get_str(&r);
+        fprintf(stderr, "adafs-ctl: the agent at %s: %s\n", path, msg ? msg : strerror(-h.status));
+        free(reply);
+        return 1;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "adafs-ctl: the agent at %s: %s\n", path, strerror(-rc));
+        return 1;
+    }
+    uint32_t n = rpc_get_u32(&r);
+    printf("%-32s %-10s %-7s %-7s %-5s %-7s %12s %12s %s\n", "NAME", "ID", "OWNER", "GROUP",
+           "PORT", "PID", "USED", "QUOTA", "ROOT");
+    for (uint32_t i = 0; rpc_reader_ok(&r) && i < n; i++) {
+        struct agent_instance in;
+        if (agent_instance_get(&r, &in) < 0)
+            break;
+        char pid[16] = "down", group[16] = "-";
+        if (in.pid)
+            snprintf(pid, sizeof(pid), "%u", in.pid);
+        if (in.access_gid)
+            snprintf(group, sizeof(group), "%u", in.access_gid);
+        printf("%-32s %-10u %-7u %-7s %-5u %-7s %12llu %12llu %s\n", in.name, in.id, in.uid, group,
+               in.port, pid, (unsigned long long)in.used, (unsigned long long)in.quota, in.root);
+    }
+    int bad = !rpc_reader_done(&r);
+    if (bad)
+        fprintf(stderr, "adafs-ctl: the agent at %s sent a malformed list\n", path);
+    free(reply);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -429,6 +510,25 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         usage(stdout);
         return 0;
+    }
+    if (strcmp(cmd, "persistent") == 0) {
+        static const struct option popts[] = { { "socket", required_argument, NULL, 's' },
+                                                { NULL, 0, NULL, 0 } };
+        const char *socket_path = NULL;
+        optind = 3;
+        int pc;
+        while ((pc = getopt_long(argc, argv, "", popts, NULL)) != -1) {
+            if (pc != 's') {
+                usage(stderr);
+                return 2;
+            }
+            socket_path = optarg;
+        }
+        if (argc < 3 || strcmp(argv[2], "list") != 0 || optind != argc) {
+            fprintf(stderr, "adafs-ctl: persistent: the one command is 'list [--socket PATH]'\n");
+            return 2;
+        }
+        return persistent_list(socket_path);
     }
     struct options o = { .servers = 1, .timeout_ms = 5000, .chunk_size = "512K",
                          .quota = "8E", .log_level = "info" };

@@ -194,6 +194,48 @@ int agent_job_ref_get(struct rpc_reader *r, struct agent_job_ref *m)
     return finish(r);
 }
 
+void agent_instance_put(struct rpc_writer *w, const struct agent_instance *m)
+{
+    rpc_put_u32(w, m->id);
+    rpc_put_str(w, m->name);
+    rpc_put_u32(w, m->uid);
+    rpc_put_u32(w, m->access_gid);
+    rpc_put_u32(w, m->port);
+    rpc_put_u32(w, m->pid);
+    rpc_put_u64(w, m->used);
+    rpc_put_u64(w, m->quota);
+    rpc_put_str(w, m->root);
+}
+
+int agent_instance_get(struct rpc_reader *r, struct agent_instance *m)
+{
+    m->id = rpc_get_u32(r);
+    m->name = rpc_get_str(r);
+    m->uid = rpc_get_u32(r);
+    m->access_gid = rpc_get_u32(r);
+    m->port = rpc_get_u32(r);
+    m->pid = rpc_get_u32(r);
+    m->used = rpc_get_u64(r);
+    m->quota = rpc_get_u64(r);
+    m->root = rpc_get_str(r);
+    return rpc_reader_ok(r) && agent_id_is_persistent(m->id) && agent_persist_name_ok(m->name) &&
+                   m->port > 0 && m->port <= 65535
+               ? 0 : -EBADMSG;
+}
+
+int agent_socket_path(const char *pattern, const char *node, char *out, size_t len)
+{
+    const char *pn = strstr(pattern, "%n");
+    size_t n = pn ? (size_t)snprintf(out, len, "%.*s%s%s", (int)(pn - pattern), pattern, node, pn + 2)
+                  : (size_t)snprintf(out, len, "%s", pattern);
+    if (n >= len) {
+        if (len)
+            out[0] = '\0';
+        return -ENAMETOOLONG;
+    }
+    return 0;
+}
+
 const char *agent_op_name(uint16_t op)
 {
     switch (op) {
@@ -207,6 +249,7 @@ const char *agent_op_name(uint16_t op)
     case AGENT_WATCH: return "watch";
     case AGENT_QOS: return "qos";
     case AGENT_QOS_REPORT: return "qos report";
+    case AGENT_LIST: return "list";
     }
     return "unknown";
 }

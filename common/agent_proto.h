@@ -48,7 +48,14 @@ enum agent_op {
     AGENT_QOS = 8,         /* adafs-qosd: limits in, usage out (qos_proto.h) */
     AGENT_WATCH = 9,       /* STATUS once it changes: the plugin's long poll */
     AGENT_QOS_REPORT = 10, /* adafs-qosd: usage out, nothing changed (qos_proto.h) */
+    AGENT_LIST = 11,       /* the persistent instances this agent serves (adafs-ctl) */
 };
+
+/* The agent's local socket: "%n" in the pattern is the node's name (the
+ * Epilog and adafs-ctl find it from $SLURMD_NODENAME as the agent made it).
+ * Returns 0, or -ENAMETOOLONG when it does not fit in len. */
+#define AGENT_SOCKET_DEFAULT "/run/adafs/agent.%n.sock"
+int agent_socket_path(const char *pattern, const char *node, char *out, size_t len);
 
 #define AGENT_MAX_BODY (16u << 20)   /* a stager summary lists every failed file */
 
@@ -158,6 +165,20 @@ struct agent_watch {
     uint32_t known;                 /* enum agent_op_state */
     uint32_t hold_ms;
 };
+
+/* LIST's answer: u32 count, then count of these, one per persistent
+ * instance served here (agent_instance_put each; agent_instance_get reads
+ * one and leaves the reader after it). */
+struct agent_instance {
+    uint32_t id;                    /* its instance id */
+    const char *name;
+    uint32_t uid, access_gid;       /* owner; group let in too (0: none) */
+    uint32_t port, pid;             /* its server (pid 0: down) */
+    uint64_t used, quota;           /* bytes its storage here holds, and may */
+    const char *root;               /* its storage here */
+};
+void agent_instance_put(struct rpc_writer *w, const struct agent_instance *m);
+int agent_instance_get(struct rpc_reader *r, struct agent_instance *m);
 
 /* TEARDOWN: u32 job_id, u32 hurry (of a persistent id: the destroy).
  * RELEASE: u32 job_id, u32 timeout_s (jobs only). */

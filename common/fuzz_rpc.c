@@ -39,7 +39,7 @@
 
 static void agent_message(unsigned kind, const uint8_t *data, size_t size)
 {
-    switch (kind % 7) {
+    switch (kind % 8) {
     case 0: ROUND_TRIP(agent_start, agent_start_put, agent_start_get, data, size); break;
     case 1: ROUND_TRIP(agent_started, agent_started_put, agent_started_get, data, size); break;
     case 2: ROUND_TRIP(agent_configure, agent_configure_put, agent_configure_get, data, size); break;
@@ -48,6 +48,7 @@ static void agent_message(unsigned kind, const uint8_t *data, size_t size)
                        size); break;
     case 5: ROUND_TRIP(agent_watch, agent_watch_put, agent_watch_get, data, size); break;
     case 6: ROUND_TRIP(agent_job_ref, agent_job_ref_put, agent_job_ref_get, data, size); break;
+    case 7: ROUND_TRIP(agent_instance, agent_instance_put, agent_instance_get, data, size); break;
     }
 }
 
@@ -68,7 +69,7 @@ static int write_seed(const char *dir, const char *name, unsigned kind, const st
 }
 
 /* With FUZZ_RPC_SEEDS=DIR: writes seeds there (a job's START, a persistent
- * one, a persistent instance's STATUS answer) and exits. */
+ * one, a persistent instance's STATUS answer, an entry of LIST's) and exits. */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
@@ -84,16 +85,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     persistent.flags = AGENT_START_PERSISTENT;
     persistent.persist_name = "scratch_1";
     persistent.access_gid = 1001;
-    struct rpc_writer a, b, c;
+    struct rpc_writer a, b, c, d;
     rpc_writer_init(&a, NULL, 0);
     rpc_writer_init(&b, NULL, 0);
     rpc_writer_init(&c, NULL, 0);
+    rpc_writer_init(&d, NULL, 0);
     agent_start_put(&a, &job);
     agent_start_put(&b, &persistent);
     agent_stage_status_put(&c, &(struct agent_stage_status){ AGENT_OP_NONE, 0, "", "", 1, 40001,
                                                              4242, 1 << 20 });
+    agent_instance_put(&d, &(struct agent_instance){ AGENT_PERSIST_ID_BASE + 3, "scratch_1", 1000,
+                                                     1001, 40001, 4242, 1 << 20, 1 << 30,
+                                                     "/var/lib/adafs/n1/persistent/scratch_1" });
     int rc = write_seed(dir, "start", 0, &a) | write_seed(dir, "start_persistent", 0, &b) |
-             write_seed(dir, "status_persistent", 4, &c);
+             write_seed(dir, "status_persistent", 4, &c) | write_seed(dir, "list_entry", 7, &d);
     exit(rc == 0 ? 0 : 1);
 }
 

@@ -98,6 +98,33 @@ static void test_messages(void)
     rpc_reader_init(&r, w.data, w.len);
     tap_is_int(agent_configure_get(&r, &conf), -EBADMSG, "a CONFIGURE with a uid but no gid is malformed");
     rpc_writer_free(&w);
+
+    struct agent_instance in[2];
+    rpc_writer_init(&w, NULL, 0);
+    rpc_put_u32(&w, 2);
+    agent_instance_put(&w, &(struct agent_instance){ AGENT_PERSIST_ID_BASE + 1, "a", 1000, 0, 4000,
+                                                     77, 5, 1 << 30, "/s/n1/persistent/a" });
+    agent_instance_put(&w, &(struct agent_instance){ AGENT_PERSIST_ID_BASE + 2, "b_2", 1001, 100,
+                                                     4001, 0, 0, 0, "/s/n1/persistent/b_2" });
+    rpc_reader_init(&r, w.data, w.len);
+    uint32_t count = rpc_get_u32(&r);
+    tap_ok(count == 2 && agent_instance_get(&r, &in[0]) == 0 && agent_instance_get(&r, &in[1]) == 0 &&
+           rpc_reader_done(&r) && in[0].pid == 77 && in[0].quota == 1 << 30 &&
+           strcmp(in[1].name, "b_2") == 0 && in[1].access_gid == 100 && in[1].pid == 0 &&
+           strcmp(in[1].root, "/s/n1/persistent/b_2") == 0, "LIST's answer reads back, entry by entry");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_instance_put(&w, &(struct agent_instance){ 5, "a", 1000, 0, 4000, 1, 0, 0, "/r" });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(agent_instance_get(&r, &in[0]), -EBADMSG, "an entry with a job's id is malformed");
+    rpc_writer_free(&w);
+    tap_is_str(agent_op_name(AGENT_LIST), "list", "LIST has a name for the logs");
+
+    char sock[64];
+    tap_ok(agent_socket_path(AGENT_SOCKET_DEFAULT, "n7", sock, sizeof(sock)) == 0 &&
+           strcmp(sock, "/run/adafs/agent.n7.sock") == 0, "the agent's socket: %%n is the node's name");
+    tap_is_int(agent_socket_path(AGENT_SOCKET_DEFAULT, "n7", sock, 10), -ENAMETOOLONG,
+               "a socket path that does not fit is refused, not cut");
 }
 
 static int start_back(const struct agent_start *m, struct agent_start *back, struct rpc_writer *w)

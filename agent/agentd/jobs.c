@@ -876,6 +876,19 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
                          "instance %u, not %u", m->persist_name, o->id, m->job_id);
         }
     }
+    char record[PATH_MAX + 16];
+    struct stat rst;
+    pathf(record, sizeof(record), "%s.record", j->dir);
+    if (persistent && lstat(record, &rst) == 0) {
+        /* A record this agent did not take at start-up (its log says why):
+         * the data is never wiped to start the instance afresh. */
+        pthread_mutex_unlock(&jobs_lock);
+        free(j->persist);
+        free(j);
+        return failf(e, AGENT_FAULT_JOB, -EEXIST, "persistent %s: %s is there but was not taken "
+                     "when this agent started (see its log): refusing to start the instance "
+                     "afresh over its data", m->persist_name, record);
+    }
     j->busy = true;
     j->next = jobs;
     jobs = j;
@@ -911,7 +924,8 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
         struct instance_space space;
         instance_space(m->quota, &space);
         pathf(j->image, sizeof(j->image), "%s.img", j->dir);
-        if ((rc = store_create(j->image, j->dir, space.image, &j->user, why, sizeof(why))) < 0) {
+        if ((rc = store_create(j->image, j->dir, space.image, &j->user, j->persist != NULL, why,
+                               sizeof(why))) < 0) {
             j->image[0] = '\0';   /* store_create removed it */
             /* Out of space may pass when other jobs end; anything else
              * (no loop device, mkfs failing) is this node's. */
@@ -1184,8 +1198,31 @@ static char *output_text(const char *kept, size_t dropped)
     return asprintf(&text, "%s\n... %zu bytes dropped\n", kept ? kept : "", dropped) < 0 ? NULL : text;
 }
 
+/* A persistent instance whose server died while this agent runs: started
+ * again (same storage, same port) when the plugin next asks for its STATUS. */
+static void heal_persistent(uint32_t job_id)
+{
+    pthread_mutex_lock(&jobs_lock);
+    struct job *j = find_locked(job_id);
+    if (j && j->persist && !server_up(j) && job_take_locked(j)) {
+        if (!server_up(j)) {
+            struct agent_error e;
+            log_warn("persistent %s (instance %u): its server is gone: starting it again",
+                     j->persist->name, j->id);
+            pthread_mutex_unlock(&jobs_lock);
+            restart_persistent(j, &e);
+            pthread_mutex_lock(&jobs_lock);
+        }
+        job_give_locked(j);
+    }
+    forget_torn_down_locked();
+    pthread_mutex_unlock(&jobs_lock);
+}
+
 int jobs_status(uint32_t job_id, struct stage_status *st)
 {
+    if (agent_id_is_persistent(job_id))
+        heal_persistent(job_id);
     /* A watch of a state no stage has, held for no time: answered at once. */
     return jobs_watch(job_id, -1, 0, NULL, st);
 }
@@ -1238,6 +1275,33 @@ void stage_status_free(struct stage_status *st)
     st->summary = st->errors = NULL;
 }
 
+/* TEARDOWN of a job this agent does not list: one that only mounted a
+ * persistent instance here (no storage, so recovery did not find it) under
+ * an agent that since restarted leaves its mount point and instance file;
+ * they go now, as that job's user. A job with storage here is recovery's. */
+static void teardown_unlisted_locked(uint32_t job_id, struct agent_error *e)
+{
+    char mount[PATH_MAX], file[PATH_MAX];
+    struct stat st;
+    job_file_path(file, sizeof(file), job_id, INSTANCE_FILE);
+    if (agent_id_is_persistent(job_id) || lstat(file, &st) < 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid == 0)
+        return;
+    for (size_t i = 0; i < cfg->nroots; i++) {
+        char dir[PATH_MAX];
+        pathf(dir, sizeof(dir), "%s/%s/job.%u", cfg->storage_roots[i], cfg->node, job_id);
+        if (lstat(dir, &st) == 0)
+            return;
+    }
+    struct job j = { .id = job_id, .user = { st.st_uid, st.st_gid } };
+    pathf(mount, sizeof(mount), "%s/%u", cfg->mount_prefix, job_id);
+    if (fusemount_present(mount) || (lstat(mount, &st) == 0 && S_ISDIR(st.st_mode) &&
+                                     st.st_uid == j.user.uid))
+        pathf(j.mount, sizeof(j.mount), "%s", mount);
+    log_warn("job %u: not listed here (the agent restarted): taking off its leftover mount", job_id);
+    teardown_taken(&j, true, e);
+}
+
 int jobs_teardown(uint32_t job_id, bool hurry, struct agent_error *e)
 {
     pthread_mutex_lock(&jobs_lock);
@@ -1246,10 +1310,33 @@ int jobs_teardown(uint32_t job_id, bool hurry, struct agent_error *e)
     if (j && job_take_locked(j)) {
         rc = teardown_taken(j, hurry, e);
         job_give_locked(j);
+    } else if (!j) {
+        teardown_unlisted_locked(job_id, e);
     }
     forget_torn_down_locked();
     pthread_mutex_unlock(&jobs_lock);
     return rc;
+}
+
+int jobs_list_persistent(struct rpc_writer *w)
+{
+    pthread_mutex_lock(&jobs_lock);
+    uint32_t n = 0;
+    for (struct job *j = jobs; j; j = j->next)
+        n += j->persist && !j->torn_down && j->persist->port > 0;
+    rpc_put_u32(w, n);
+    for (struct job *j = jobs; j; j = j->next) {
+        if (!j->persist || j->torn_down || j->persist->port == 0)
+            continue;   /* (port 0: its first start is still under way) */
+        const struct persistent_rec *p = j->persist;
+        agent_instance_put(w, &(struct agent_instance){
+            .id = j->id, .name = p->name, .uid = p->uid, .access_gid = p->access_gid,
+            .port = (uint32_t)p->port, .pid = server_up(j) ? (uint32_t)j->server_pid : 0,
+            .used = persistent_used(j->dir, j->image[0] != '\0'), .quota = p->quota,
+            .root = j->dir });
+    }
+    pthread_mutex_unlock(&jobs_lock);
+    return rpc_writer_ok(w) ? 0 : -ENOMEM;
 }
 
 void jobs_wake(void)
@@ -1298,6 +1385,19 @@ void jobs_shutdown(void)
         }
     }
     pthread_mutex_unlock(&jobs_lock);
+}
+
+/* The pid a server's pid file names (0: none). */
+static int read_pid(const char *pidfile)
+{
+    FILE *f = fopen(pidfile, "re");
+    int pid = 0;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    return pid;
 }
 
 /* Is pid an adafsd? Only then may recovery kill it. */
@@ -1357,13 +1457,7 @@ static void recover_dir(const char *storage)
             j.mount[0] = '\0';
         char pidfile[PATH_MAX];
         pidfile_path(pidfile, sizeof(pidfile), &j);
-        FILE *f = fopen(pidfile, "re");
-        int pid = 0;
-        if (f) {
-            if (fscanf(f, "%d", &pid) != 1)
-                pid = 0;
-            fclose(f);
-        }
+        int pid = read_pid(pidfile);
         if (pid > 0 && is_server(pid)) {
             log_warn("recovery: job %u: stopping orphaned server pid %d", id, pid);
             kill(pid, SIGKILL);
@@ -1424,13 +1518,7 @@ static void adopt_persistent(const char *record, void *arg)
     if (lstat(j->image, &st) < 0)
         j->image[0] = '\0';
     pidfile_path(pidfile, sizeof(pidfile), j);
-    FILE *f = fopen(pidfile, "re");
-    int pid = 0;
-    if (f) {
-        if (fscanf(f, "%d", &pid) != 1)
-            pid = 0;
-        fclose(f);
-    }
+    int pid = read_pid(pidfile);
     struct agent_error e;
     if (persistent_server_alive(pid, j->dir, r.uid)) {
         j->server_pid = pid;
@@ -1466,13 +1554,7 @@ static void wipe_persistent_leftover(const char *dir, void *arg)
     pathf(j.image, sizeof(j.image), "%s.img", dir);
     char pidfile[PATH_MAX];
     pidfile_path(pidfile, sizeof(pidfile), &j);
-    FILE *f = fopen(pidfile, "re");
-    int pid = 0;
-    if (f) {
-        if (fscanf(f, "%d", &pid) != 1)
-            pid = 0;
-        fclose(f);
-    }
+    int pid = read_pid(pidfile);
     if (persistent_server_alive(pid, dir, st.st_uid)) {
         j.server_pid = pid;
         j.adopted = true;

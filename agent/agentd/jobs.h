@@ -84,6 +84,8 @@ struct stage_status {
     int port, pid;
     uint64_t used;
 };
+/* STATUS of a persistent instance whose server is down starts it again
+ * first (same storage and port). */
 int jobs_status(uint32_t job_id, struct stage_status *st);
 /* jobs_status once the job's stage is no longer in state `known` (its
  * stager ended), or after hold_ms, or once *cancel is set and jobs_wake()
@@ -100,6 +102,11 @@ int jobs_teardown(uint32_t job_id, bool hurry, struct agent_error *e);
 /* Waits until job_id is torn down on this node or timeout_s passes; then
  * tears down whatever is left. For the Epilog. */
 int jobs_release(uint32_t job_id, int timeout_s, struct agent_error *e);
+
+/* LIST's answer (agent_proto.h): u32 count, an agent_instance each. 0 or
+ * -ENOMEM. */
+struct rpc_writer;
+int jobs_list_persistent(struct rpc_writer *w);
 
 /* Stops every server and wipes every job: the agent is going away. The
  * servers of persistent instances stay up for the next agent. */

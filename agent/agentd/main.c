@@ -187,6 +187,14 @@ static int handle_watch(struct rpc_reader *r, struct reply *out)
     return 0;
 }
 
+/* The persistent instances served here (adafs-ctl persistent list). */
+static int handle_list(struct rpc_reader *r, struct reply *out)
+{
+    if (!rpc_reader_done(r))
+        return -EBADMSG;
+    return jobs_list_persistent(&out->body);
+}
+
 static int handle_teardown(struct rpc_reader *r, struct reply *out)
 {
     struct agent_job_ref m;
@@ -243,6 +251,7 @@ static const struct {
     [AGENT_QOS] = { handle_qos, true, false },
     [AGENT_WATCH] = { handle_watch, true, false },
     [AGENT_QOS_REPORT] = { handle_qos_report, true, false },
+    [AGENT_LIST] = { handle_list, true, true },
 };
 
 /* The one place every request passes. */
@@ -648,11 +657,8 @@ static void die(const char *fmt, ...)
 /* path with its first "%n" replaced by the node's name. */
 static void expand_node(const char *path, char *out, size_t len)
 {
-    const char *pn = strstr(path, "%n");
-    if (pn)
-        snprintf(out, len, "%.*s%s%s", (int)(pn - path), path, settings.node, pn + 2);
-    else
-        snprintf(out, len, "%s", path);
+    if (agent_socket_path(path, settings.node, out, len) < 0)
+        die("%s: too long once %%n is %s", path, settings.node);
 }
 
 int main(int argc, char **argv)

@@ -13,6 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
+#include "log.h"
+
 static int copy(char *dst, size_t len, const char *src)
 {
     if (!src || strlen(src) >= len)
@@ -57,31 +60,19 @@ void persistent_dir(char *out, size_t len, const char *storage, const char *node
 
 int persistent_record_save(const char *dir, const struct persistent_rec *r)
 {
-    char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
+    char path[PATH_MAX + 16], *text;
     snprintf(path, sizeof(path), "%s.record", dir);
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -errno;
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        int rc = -errno;
-        close(fd);
-        unlink(tmp);
-        return rc;
-    }
-    fprintf(f, "id=%" PRIu32 "\nname=%s\nuid=%" PRIu32 "\ngid=%" PRIu32 "\naccess_gid=%" PRIu32
-               "\nindex=%" PRIu32 "\nnservers=%" PRIu32 "\nchunk_size=%" PRIu64 "\nquota=%" PRIu64
-               "\nnuma_node=%" PRId32 "\nlisten_host=%s\nstorage=%s\nsecret=%s\nport=%d\n",
-            r->id, r->name, r->uid, r->gid, r->access_gid, r->index, r->nservers, r->chunk_size,
-            r->quota, r->numa_node, r->listen_host, r->storage, r->secret_hex, r->port);
-    int rc = fflush(f) == 0 && fsync(fd) == 0 ? 0 : -errno;
-    if (fclose(f) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) < 0)
-        rc = -errno;
-    if (rc < 0)
-        unlink(tmp);
+    int len = asprintf(&text, "id=%" PRIu32 "\nname=%s\nuid=%" PRIu32 "\ngid=%" PRIu32
+                              "\naccess_gid=%" PRIu32 "\nindex=%" PRIu32 "\nnservers=%" PRIu32
+                              "\nchunk_size=%" PRIu64 "\nquota=%" PRIu64 "\nnuma_node=%" PRId32
+                              "\nlisten_host=%s\nstorage=%s\nsecret=%s\nport=%d\n",
+                       r->id, r->name, r->uid, r->gid, r->access_gid, r->index, r->nservers,
+                       r->chunk_size, r->quota, r->numa_node, r->listen_host, r->storage,
+                       r->secret_hex, r->port);
+    if (len < 0)
+        return -ENOMEM;
+    int rc = fileio_replace(path, text, (size_t)len, 0600);
+    free(text);
     return rc;
 }
 
@@ -214,6 +205,12 @@ void persistent_server_stop(pid_t pid, const char *dir, uid_t uid, int timeout_m
             if (waited)
                 sig = SIGKILL;
             kill(pid, sig);
+        }
+        if (waited >= 2 * timeout_ms + 5000) {
+            /* Stuck in the kernel (D state): the wipe goes on around it. */
+            log_warn("server pid %d of %s still there %d ms after SIGKILL", (int)pid, dir,
+                     waited - timeout_ms);
+            return;
         }
         nanosleep(&(struct timespec){ 0, 10 * 1000000 }, NULL);
     }

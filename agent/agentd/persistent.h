@@ -72,7 +72,8 @@ int persistent_record_load(const char *path, struct persistent_rec *r, char *err
  * nothing but /proc is asked. */
 bool persistent_server_alive(pid_t pid, const char *dir, uid_t uid);
 /* Stops such a server that is not the agent's child: SIGTERM, SIGKILL
- * after timeout_ms, and waits until it is gone. */
+ * after timeout_ms, and waits until it is gone (at most timeout_ms + 5 s
+ * more: one stuck in the kernel is logged and left). */
 void persistent_server_stop(pid_t pid, const char *dir, uid_t uid, int timeout_ms);
 
 /* Bytes in use in dir's own file system (0 without one: the cheap answer). */

@@ -132,7 +132,7 @@ int store_attach(const char *image, const char *dir, char *err, size_t errlen)
 
 /* Formats and mounts; the image exists, sized. */
 static int format_and_mount(const char *image, const char *dir, const struct user_id *u,
-                            char *err, size_t errlen)
+                            bool journal, char *err, size_t errlen)
 {
     static const char *const mkfs_paths[] = { "/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4", NULL };
     const char *mkfs = find_tool(mkfs_paths);
@@ -146,8 +146,18 @@ static int format_and_mount(const char *image, const char *dir, const struct use
      * counts on that overhead. */
     snprintf(owner, sizeof(owner), "lazy_itable_init=1,nodiscard,root_owner=%u:%u",
              (unsigned)u->uid, (unsigned)u->gid);
-    char *mkfs_argv[] = { (char *)mkfs, "-q", "-F", "-m", "0", "-b", "4096", "-i", "16384",
-                          "-O", "^has_journal,^resize_inode", "-E", owner, (char *)image, NULL };
+    char journal_size[32];
+    snprintf(journal_size, sizeof(journal_size), "size=%u", STORE_JOURNAL_BYTES >> 20);
+    char *mkfs_argv[16] = { (char *)mkfs, "-q", "-F", "-m", "0", "-b", "4096", "-i", "16384",
+                            "-O", journal ? "^resize_inode" : "^has_journal,^resize_inode",
+                            "-E", owner };
+    size_t n = 13;
+    if (journal) {
+        mkfs_argv[n++] = "-J";
+        mkfs_argv[n++] = journal_size;
+    }
+    mkfs_argv[n++] = (char *)image;
+    mkfs_argv[n] = NULL;
     int rc = run_tool(mkfs_argv, out, sizeof(out));
     if (rc != 0)
         return failf(err, errlen, rc < 0 ? rc : -EIO, "mkfs.ext4 %s: %s", image,
@@ -164,8 +174,10 @@ static int format_and_mount(const char *image, const char *dir, const struct use
 }
 
 int store_create(const char *image, const char *dir, uint64_t size, const struct user_id *u,
-                 char *err, size_t errlen)
+                 bool journal, char *err, size_t errlen)
 {
+    if (journal)
+        size += STORE_JOURNAL_BYTES;
     int fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return failf(err, errlen, -errno, "cannot create %s: %s", image, strerror(errno));
@@ -176,7 +188,7 @@ int store_create(const char *image, const char *dir, uint64_t size, const struct
         return failf(err, errlen, rc, "cannot size %s to %llu bytes: %s", image,
                      (unsigned long long)size, strerror(-rc));
     }
-    rc = format_and_mount(image, dir, u, err, errlen);
+    rc = format_and_mount(image, dir, u, journal, err, errlen);
     if (rc < 0) {
         char ignored[256];
         store_destroy(image, dir, ignored, sizeof(ignored));

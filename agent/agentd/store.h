@@ -5,7 +5,8 @@
  * writes into the server root by hand) is bounded by what the job asked
  * for: a sparse image file S/<node>/job.<id>.img of instance_space()'s
  * size, formatted ext4 without a journal (the data lives as long as the
- * job; a crash wipes it anyway) and loop-mounted nosuid, nodev, noexec on
+ * job; a crash wipes it anyway; a persistent instance's, which outlives
+ * crashes, has one) and loop-mounted nosuid, nodev, noexec on
  * the server root S/<node>/job.<id>. When it is full, writes and creates
  * fail with ENOSPC there and nowhere else. Unmounting it and removing the
  * image wipes it at once, whatever the job left.
@@ -28,7 +29,11 @@
  * Returns 0, or -errno with a message naming the step and path in err;
  * on failure nothing is left mounted and the image is removed. */
 int store_create(const char *image, const char *dir, uint64_t size, const struct user_id *u,
-                 char *err, size_t errlen);
+                 bool journal, char *err, size_t errlen);
+/* The journal a file system that outlives its server gets (journal true: a
+ * persistent instance's, which a crash must not lose): its size is added
+ * to the image's. */
+#define STORE_JOURNAL_BYTES (4u << 20)
 
 /* Mounts an existing image on dir again, as it was (a persistent
  * instance's after a reboot). Returns 0 or -errno with err. */

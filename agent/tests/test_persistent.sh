@@ -113,6 +113,9 @@ as $owner cat "$base/pmnt/big" | md5sum > "$base/big.md5"
 out=$(agent pstatus $id)
 check "STATUS says its port, pid and bytes used ($out)" \
     eval 'case $out in "port=$sport pid=$spid used="[1-9]*) true ;; *) false ;; esac'
+out=$("$builddir/adafs-ctl" persistent list --socket "$base/agent.sock" | tail -n +2)
+check "adafs-ctl persistent list shows it ($out)" \
+    eval 'echo "$out" | grep -Eq "^scratch +$id +$ouid +- +$sport +$spid +[1-9][0-9]* +1073741824 +$pdir\$"'
 out=$(agent pstart $id $ouid $ogid "$base/storage" scratch 0)
 check "START again (a lost reply) answers the same ($out)" test "$out" = "port=$sport pid=$spid"
 out=$(agent pstart $((id + 1)) $ouid $ogid "$base/storage" scratch 0)
@@ -137,6 +140,15 @@ check "and is torn down" eval 'agent teardown 7 | grep -qx ok'
 check "the instance is untouched: same server, data there" \
     eval 'test "$(server_pid)" = "$spid" && as $owner cat "$base/pmnt/d/f" | grep -qx kept'
 
+# --- its server dies while the agent runs: STATUS starts it again ---
+kill -9 "$spid"
+for _ in $(seq 50); do running "$spid" || break; sleep 0.05; done
+out=$(agent pstatus $id)
+spid=$(server_pid)
+check "STATUS after its server died: started again on the same port ($out)" \
+    eval 'running "$spid" && case $out in "port=$sport pid=$spid "*) true ;; *) false ;; esac'
+check "  with the data" eval 'as $owner cat "$base/pmnt/big" | md5sum | cmp -s - "$base/big.md5"'
+
 # --- a job that uses it and runs no server here: CONFIGURE only ---
 job=41
 printf 'mount=%s\nchunk_size=524288\ntimeout_ms=5000\nsecret=%s\nserver=127.0.0.1:%s\n' \
@@ -154,6 +166,15 @@ check "a CONFIGURE of it for another user is refused ($out)" eval 'echo "$out" |
 check "its TEARDOWN" eval 'agent teardown $job | grep -qx ok'
 check "takes its mount point and instance file off, the instance stays" \
     eval 'test ! -e "$base/mnt/$job" -a ! -e "$base/mnt/.job.$job.instance" && as $owner cat "$base/pmnt/d/f" | grep -qx kept'
+job=42
+ADAFS_TEST_CONFIGURE_AS=$ouid:$ogid agent configure $job "$base/mnt/$job" 0 "$base/use.text" >/dev/null
+kill_agent
+start_agent "$(($(log_lines) + 1))"
+check "such a job's files are kept when the agent restarts (it may still run)" \
+    test -d "$base/mnt/$job" -a -f "$base/mnt/.job.$job.instance"
+check "and go at its TEARDOWN, though the agent no longer lists it" \
+    eval 'agent teardown $job | grep -qx ok && test ! -e "$base/mnt/$job" -a ! -e "$base/mnt/.job.$job.instance"'
+spid=$(server_pid)
 
 # --- the agent killed and started again: the live server is kept ---
 kill_agent
@@ -168,7 +189,8 @@ check "the data is there" eval 'as $owner cat "$base/pmnt/big" | md5sum | cmp -s
 kill_agent
 kill -9 "$spid"
 for _ in $(seq 50); do running "$spid" || break; sleep 0.05; done
-umount "$pdir"
+for _ in $(seq 50); do umount "$pdir" 2>/dev/null && break; sleep 0.1; done
+check "(its file system unmounted, as after a reboot)" eval '! findmnt -n "$pdir" >/dev/null'
 check "an agent starts again" start_agent "$(($(log_lines) + 1))"
 out=$(agent pstatus $id)
 npid=$(server_pid)
@@ -197,6 +219,20 @@ kill_agent
 since=$(($(log_lines) + 1))
 check "an agent that starts after it has nothing to re-adopt" start_agent $since
 check "  (nothing logged of it)" eval '! tail -n +$since "$base/agent.log" | grep -q "persistent scratch"'
+
+# --- a record the agent cannot read: the data is left, never started afresh ---
+kill_agent
+old=$base/storage/t1/persistent/old
+install -d -m 700 -o $owner -g $ogid "$old"
+echo precious > "$old/data.txt"; chown $owner "$old/data.txt"
+echo "id=garbage" > "$old.record"
+since=$(($(log_lines) + 1))
+start_agent $since
+check "an unreadable record is logged and its instance left as it is" \
+    eval 'tail -n +$since "$base/agent.log" | grep -q "not a persistent instance.s record" && test -f "$old/data.txt"'
+out=$(agent pstart $((id + 7)) $ouid $ogid "$base/storage" old 0)
+check "a START of that name is refused, naming the record ($out)" \
+    eval 'echo "$out" | grep -q "old.record is there but was not taken" && test -f "$old/data.txt"'
 
 echo "1..$n"
 [ "$fails" = 0 ]
