@@ -1255,7 +1255,7 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
     }
     /* A job that mounts a persistent instance or only destroys one has no
      * servers of its own (persist_job.h). */
-    bool own = !j->req.npersist || bb_request_wants_job_fs(&j->req);
+    bool own = persist_request_own_servers(&j->req);
     j->nnodes = bit_set_count(job_ptr->node_bitmap);
     j->nodes = calloc(j->nnodes ? j->nnodes : 1, sizeof(*j->nodes));
     size_t k = 0;

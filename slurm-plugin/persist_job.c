@@ -16,11 +16,20 @@ const struct persist_spec *persist_job_mount(const struct bb_request *req)
     return NULL;
 }
 
+bool persist_request_own_servers(const struct bb_request *req)
+{
+    /* Records of before persistent instances have no such lines. A job
+     * that mounts an instance asks servers of its own only by sizing them:
+     * its stage lines and stager limits go to the instance. */
+    if (!req->npersist)
+        return true;
+    return persist_job_mount(req) ? req->capacity || req->chunk_size
+                                  : bb_request_wants_job_fs(req);
+}
+
 bool persist_job_own_servers(const struct bb_job *j)
 {
-    /* Records of before persistent instances have no such lines. */
-    return j->persist || !j->req.npersist ||
-           (!persist_job_mount(&j->req) && bb_request_wants_job_fs(&j->req));
+    return j->persist || persist_request_own_servers(&j->req);
 }
 
 bool persist_job_mounts(const struct bb_job *j)
@@ -32,7 +41,8 @@ int persist_job_check_submit(const struct persist_table *t, const char *prefix,
                              const struct bb_request *req, uint32_t uid, const uint32_t *groups,
                              size_t ngroups, char *err, size_t errlen)
 {
-    size_t mounts = bb_request_wants_job_fs(req) ? 1 : 0;
+    size_t mounts = persist_job_mount(req) ? (req->capacity || req->chunk_size)
+                                           : bb_request_wants_job_fs(req);
     char why[512];
     for (size_t i = 0; i < req->npersist; i++) {
         const struct persist_spec *s = &req->persist[i];
@@ -43,7 +53,7 @@ int persist_job_check_submit(const struct persist_table *t, const char *prefix,
         case PERSIST_USE:
             if (++mounts > 1) {
                 snprintf(why, sizeof(why), "%s name=%s: a job mounts one file system: its own "
-                         "(capacity=, stage lines) or one persistent instance; several are not "
+                         "(capacity=, chunk=) or one persistent instance; several are not "
                          "served yet (the client library serves one per process)",
                          persist_op_name(s->op), s->name);
                 rc = -1;

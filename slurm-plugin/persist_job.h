@@ -41,7 +41,9 @@ const struct persist_spec *persist_job_mount(const struct bb_request *req);
 
 /* Does the record start servers: a job's own file system, or a persistent
  * instance's servers? (A job that mounts an instance or only destroys one
- * starts none.) */
+ * starts none; stage lines of a job that mounts one copy into and out of
+ * the instance.) The request's part: */
+bool persist_request_own_servers(const struct bb_request *req);
 bool persist_job_own_servers(const struct bb_job *j);
 
 /* Does the job's processes get a file system (own or an instance's)? */

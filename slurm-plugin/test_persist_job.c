@@ -185,7 +185,7 @@ int main(void)
 
     /* Submit-time rules. */
     struct bb_request req = { 0 };
-    directive_parse("X", NULL, "capacity=1G\nuse_persistent name=proj", &req, err, sizeof(err));
+    directive_parse("X", NULL, "chunk=1M\nuse_persistent name=proj", &req, err, sizeof(err));
     tap_ok(persist_job_check_submit(&d.persist, "X", &req, 1001, alice, 1, err, sizeof(err)) < 0 &&
            strstr(err, "use_persistent name=proj: a job mounts one file system"),
            "a job file system and an instance in one job: not yet (%s)", err);

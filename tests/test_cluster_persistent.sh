@@ -73,10 +73,16 @@ write_job use.sh >/dev/null <<JOB
 #SBATCH -N 1 -t 5 -o use-%j.out
 #BB_ADAFS use_persistent name=proj
 { cat \$ADAFS_PERSISTENT_proj/data.txt; md5sum < \$ADAFS_PERSISTENT_proj/big.bin; } > $pfs/use.\$(id -un)
+[ -e \$ADAFS_PERSISTENT_proj/staged.txt ] && cat \$ADAFS_PERSISTENT_proj/staged.txt > $pfs/use.staged
 for _ in \$(seq 600); do [ -e $pfs/use.go ] && break; sleep 0.2; done
 JOB
+# The owner's also stages a file in and one out through the instance.
+sed "3a #BB_ADAFS stage_in source=$pfs/in.txt destination=staged.txt type=file\\
+#BB_ADAFS stage_out source=data.txt destination=$pfs/out.%j.txt type=file" \
+    "$ADAFS_CLUSTER_DIR/jobs/use.sh" | write_job use-stage.sh >/dev/null
+echo "staged $marker" > "$pfs/in.txt"
 rm -f "$pfs"/use.*
-u1=$(submit_as "$test_user" use.sh)
+u1=$(submit_as "$test_user" use-stage.sh)
 u2=$(submit_as "$member" use.sh)
 check "two jobs use it at once ($u1 of $test_user, $u2 of $member)" -- \
     bash -c "for _ in \$(seq 240); do [ -s $pfs/use.$test_user ] && [ -s $pfs/use.$member ] && exit 0; sleep 0.5; done; exit 1"
@@ -120,6 +126,8 @@ check "a destroy while jobs use it is held, naming them" -- wait_reason "$d" "in
 touch "$pfs/use.go"
 check "the jobs that use it complete" -- wait_job "$u1" COMPLETED 120
 wait_job "$u2" COMPLETED 120 >/dev/null
+check "the owner's job staged a file into the instance" -- grep -qx "staged $marker" "$pfs/use.staged"
+check "and staged one out of it" -- bash -c "grep -qx '$marker' $pfs/out.$u1.txt"
 check "proj outlived them" -- bash -c "scontrol show burst | grep -q 'Name=proj '"
 scontrol release "$d"
 check "released, the destroying job completes" -- wait_job "$d" COMPLETED 120
