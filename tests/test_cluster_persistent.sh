@@ -3,7 +3,8 @@
 # 7): adafs-test creates it in one job (shared with a group) and writes to
 # it; slurmctld is killed -9 and the agents restarted (one killed -9, one
 # stopped), and its data is still there; two later jobs at once, one per
-# member of the group, read it; a third user's job is refused at submit,
+# member of the group, read it (the owner's also stages a file in and one
+# out through it); a third user's job is refused at submit,
 # and the instance file copied to that user, with the client library
 # pointed at the servers, gives no access either; a destroy is refused
 # while a job uses it, then goes through, and its storage is wiped.
