@@ -7,6 +7,7 @@
  * a job's end never touches it; a creation that fails fails its job. The
  * agents are a queue the test answers (as the link would, off the lock). */
 #include "agent_proto.h"
+#include "bb_status.h"
 #include "driver.h"
 #include "persist_job.h"
 #include "tap.h"
@@ -215,6 +216,10 @@ int main(void)
     tap_ok(p && p->used == 2 << 20 && count("p1", AGENT_STATUS, id) == 1,
            "what its 2 servers hold is asked once ready: 2 MiB (%llu, %d STATUS)",
            p ? (unsigned long long)p->used : 0ULL, count("p1", AGENT_STATUS, 0));
+    char *status = bb_status_text(d.jobs, 0);
+    tap_ok(status && strstr(status, "Persistent=proj(id 2147483658) User=alice(1001) Phase=running"),
+           "bbstat names its servers by the instance, not as a job");
+    free(status);
     struct bb_job *creator = bb_job_find(d.jobs, 10);
     const struct sent *conf = last(AGENT_CONFIGURE);
     tap_ok(creator->phase == PHASE_RUNNING && creator->released && conf && conf->id == 10 &&
