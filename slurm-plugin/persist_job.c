@@ -186,7 +186,25 @@ struct bb_job *persist_job_destroy(struct persist_table *t, struct bb_job *jobs,
                                    uint32_t uid, const uint32_t *users, size_t nusers, char *err,
                                    size_t errlen)
 {
-    if (persist_check_destroy(t, name, uid, users, nusers, err, errlen) < 0)
+    /* Slurm's running and pending jobs, and the plugin's records of jobs
+     * that still mount it: one that ended may still stage out of it. */
+    uint32_t all[8];
+    size_t named = 0, n = nusers;   /* all counted, the first 8 named */
+    for (size_t i = 0; i < nusers && named < 8; i++)
+        all[named++] = users[i];
+    for (const struct bb_job *j = jobs; j; j = j->next) {
+        const struct persist_spec *m = persist_job_mount(&j->req);
+        bool listed = false;
+        for (size_t i = 0; i < named; i++)
+            listed |= all[i] == j->job_id;
+        if (j->persist || !m || strcmp(m->name, name) != 0 || j->phase == PHASE_COMPLETE ||
+            listed)
+            continue;
+        if (named < 8)
+            all[named++] = j->job_id;
+        n++;
+    }
+    if (persist_check_destroy(t, name, uid, all, n, err, errlen) < 0)
         return NULL;
     struct persist_instance *p = persist_find(t, name);
     struct bb_job *j = record_of(jobs, p);

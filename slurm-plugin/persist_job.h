@@ -87,9 +87,11 @@ struct bb_job *persist_job_servers(struct persist_table *t, const struct bb_job 
 void persist_job_adopt(struct persist_table *t, struct bb_job *jobs);
 
 /* destroy_persistent name by uid, users[0..nusers) the other running or
- * pending jobs that name it: refused as persist_check_destroy does (err,
- * NULL), else its servers' record goes to teardown and is returned (the
- * caller saves it). */
+ * pending jobs that mount it (Slurm's; the first 8 listed): refused as
+ * persist_check_destroy does (err, NULL), also while a record in jobs of a
+ * job that mounts it is not torn down (a job that ended may still stage
+ * out of it); else its servers' record goes to teardown and is returned
+ * (the caller saves it). */
 struct bb_job *persist_job_destroy(struct persist_table *t, struct bb_job *jobs, const char *name,
                                    uint32_t uid, const uint32_t *users, size_t nusers, char *err,
                                    size_t errlen);

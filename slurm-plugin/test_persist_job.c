@@ -270,6 +270,10 @@ int main(void)
     tap_ok(!persist_job_destroy(&d.persist, d.jobs, "proj", 1002, NULL, 0, err, sizeof(err)) &&
            strstr(err, "only its owner alice"), "bob may not destroy it (%s)", err);
 
+    tap_ok(!persist_job_destroy(&d.persist, d.jobs, "proj", 1001, NULL, 0, err, sizeof(err)) &&
+           strstr(err, "in use by job(s) 11,10"),
+           "so it is while the plugin's records of jobs that mount it live on (%s)", err);
+
     /* Jobs 10 and 11 end: their nodes' TEARDOWN, never the instance's. */
     lifecycle_job_ended(creator, false);
     lifecycle_job_ended(user, false);
