@@ -12,6 +12,7 @@
 
 #include "fileio.h"
 #include "hash.h"
+#include "persist.h"
 #include "rpc.h"
 
 static const char *phase_names[] = {
@@ -73,6 +74,8 @@ void bb_job_free(struct bb_job *job)
     free(job->mount);
     free(job->instance_path);
     free(job->unreadable);
+    persist_instance_free(job->persist);
+    free(job->persist_text);
     free(job);
 }
 
@@ -342,6 +345,10 @@ void bb_job_encode(struct rpc_writer *w, const struct bb_job *j)
     for (size_t i = 0; i < sizeof(times) / sizeof(*times); i++)
         rpc_put_i64(w, (int64_t)*times[i]);
     put_persist(w, &j->req);
+    /* A persistent instance's servers: the instance's record (persist.c's
+     * codec) follows its create_persistent line. */
+    if (j->persist && j->req.npersist)
+        persist_encode(w, j->persist);
 }
 
 static bool get_nodes(struct rpc_reader *r, struct bb_job *j)
@@ -403,7 +410,7 @@ struct bb_job *bb_job_decode(struct rpc_reader *r, char *err, size_t errlen)
     uint32_t phase = rpc_get_u32(r), failure = rpc_get_u32(r);
     j->error = get_opt_str(r, &ok);
     uint32_t flags = rpc_get_u32(r);
-    if (phase > PHASE_COMPLETE || failure > FAIL_CANCELLED) {
+    if (phase > PHASE_COMPLETE || failure > FAIL_TRANSIENT) {
         ok = false;
         what = "phase";
         goto check;
@@ -442,6 +449,13 @@ struct bb_job *bb_job_decode(struct rpc_reader *r, char *err, size_t errlen)
     if (ok && !get_persist(r, &j->req)) {
         ok = false;
         what = "persistent-instance lines";
+    }
+    if (ok && j->req.npersist && r->off < r->len) {
+        char why[256];
+        if (!(j->persist = persist_decode(r, why, sizeof(why)))) {
+            ok = false;
+            what = "persistent instance";
+        }
     }
 check:
     if (!ok || !rpc_reader_done(r)) {

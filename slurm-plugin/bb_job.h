@@ -22,6 +22,8 @@
 #include "instance.h"
 #include "rpc.h"
 
+struct persist_instance;
+
 enum bb_phase {
     PHASE_DEPLOYING,      /* servers being started on the job's nodes */
     PHASE_STAGING_IN,
@@ -109,6 +111,13 @@ struct bb_job {
      * said whether the job still holds these nodes, so it is not stepped
      * until bb_p_job_begin() or the driver's first look claims it. */
     bool unclaimed;
+    /* Saved: set on the record of a persistent instance's servers (its
+     * job_id the instance's id, persist.h; persist_job.h): the instance,
+     * owned here and linked into the driver's table while it lives. */
+    struct persist_instance *persist;
+    /* Not saved: the instance text of the persistent instance a job
+     * mounts (rebuilt by persist_job_step from the instance's record). */
+    char *persist_text;
     uint64_t key;                 /* the instance's identity in the saved journal */
     struct bb_job *next;
 };

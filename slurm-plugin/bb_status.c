@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "persist.h"
 #include "size.h"
 
 static void totals(FILE *f, const char *what, const struct stage_totals *t)
@@ -42,8 +43,14 @@ static void one(FILE *f, const struct bb_job *j, bool asked)
     char cap[32], chunk[32];
     size_format(j->node_capacity, cap, sizeof(cap));
     size_format(j->chunk_size, chunk, sizeof(chunk));
-    fprintf(f, "JobId=%u User=%s(%u) Phase=%s%s Nodes=%zu NodeCapacity=%s Chunk=%s Mount=%s\n",
-            j->job_id, j->user ? j->user : "?", j->uid, bb_phase_name(j->phase),
+    /* A persistent instance's servers go by its name (and its id on the
+     * agents), not by a Slurm job's id. */
+    if (j->persist)
+        fprintf(f, "Persistent=%s(id %u) ", j->persist->name, j->job_id);
+    else
+        fprintf(f, "JobId=%u ", j->job_id);
+    fprintf(f, "User=%s(%u) Phase=%s%s Nodes=%zu NodeCapacity=%s Chunk=%s Mount=%s\n",
+            j->user ? j->user : "?", j->uid, bb_phase_name(j->phase),
             j->superseded ? " (an earlier allocation's)" : "", j->nnodes, cap, chunk,
             j->mount ? j->mount : "-");
     fprintf(f, "  Servers=");

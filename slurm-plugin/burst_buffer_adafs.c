@@ -58,8 +58,10 @@
 #include "lifecycle.h"
 #include "log_sink.h"
 #include "munge_auth.h"
+#include "persist_job.h"
 #include "placement.h"
 #include "predict.h"
+#include "size.h"
 
 /* What slurmctld looks up, the only symbols this plugin exports: the
  * plugin is built with hidden visibility, so a name we share with Slurm or
@@ -183,6 +185,7 @@ static int load_config(bool at_init)
               "after slurmctld restarts", plugin_type);
     bb_config_free(&drv.config);
     drv.config = fresh;
+    drv.persist.pool_capacity = drv.config.total_capacity;
     slurm_mutex_unlock(&drv.lock);
     xfree(path);
     return SLURM_SUCCESS;
@@ -652,6 +655,8 @@ extern int init(void)
                   j->phase == PHASE_TEARDOWN))
             j->unclaimed = true;
     }
+    /* Persistent instances live on in their servers' records. */
+    persist_job_adopt(&drv.persist, drv.jobs);
     /* The table is written afresh, compacted, as the journal from now on. */
     drv.store = bb_store_open(state_file, drv.jobs, err, sizeof(err));
     if (!drv.store) {
@@ -723,6 +728,7 @@ extern int fini(void)
     slurm_mutex_lock(&drv.lock);
     bb_store_close(drv.store);
     drv.store = NULL;
+    drv.persist.head = NULL;   /* its instances are freed with their records */
     while (drv.jobs) {
         struct bb_job *j = drv.jobs;
         drv.jobs = j->next;
@@ -778,6 +784,7 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
     }
     uint64_t since = clock_us();
     char *text = bb_status_text(drv.jobs, only);
+    char *persistent = only ? NULL : persist_status_text(&drv.persist);
     driver_lock_note(&drv.held, "bbstat", clock_us() - since);
     struct bb_lock_stats table = drv.held;
     /* qosd's status file is read off the table lock. */
@@ -788,6 +795,9 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
     free(qos_dir);
     char *out = xstrdup(text ? text : "out of memory\n");
     free(text);
+    if (persistent && persistent[0])
+        xstrfmtcat(out, "Persistent instances:\n%s", persistent);
+    free(persistent);
     if (qos)
         xstrcat(out, qos);
     free(qos);
@@ -828,12 +838,16 @@ extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
     if (drv.config.flags & BBCONF_TEARDOWN_FAILURE)
         flags |= BB_FLAG_TEARDOWN_FAILURE;
     bool see_all = !(drv.config.flags & BBCONF_PRIVATE_DATA) || validate_operator(uid);
+    /* Servers of jobs and persistent instances; a job that mounts an
+     * instance reserves nothing of its own. */
     for (struct bb_job *j = drv.jobs; j; j = j->next)
-        if (j->phase != PHASE_COMPLETE) {
+        if (j->phase != PHASE_COMPLETE && j->node_capacity) {
             used += j->node_capacity * j->nnodes;
             if (see_all || j->uid == uid)
                 count++;
         }
+    uint64_t total = drv.config.total_capacity ? drv.config.total_capacity
+                                               : drv.config.node_capacity * node_record_count;
     packstr("adafs", buffer);
     packstr(drv.config.allow_users_str, buffer);
     packstr(NULL, buffer);                      /* create_buffer */
@@ -852,24 +866,34 @@ extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
     packstr(NULL, buffer);                      /* stop_stage_out */
     pack32(drv.config.stage_in_timeout, buffer);
     pack32(drv.config.stage_out_timeout, buffer);
-    pack64(drv.config.total_capacity, buffer);      /* total_space */
+    pack64(total, buffer);                      /* total_space */
     pack64(used, buffer);                       /* unfree_space */
     pack64(used, buffer);                       /* used_space */
     pack32(drv.config.other_timeout, buffer);       /* validate_timeout */
     pack32(count, buffer);                      /* buffer records */
     for (struct bb_job *j = drv.jobs; j; j = j->next) {
-        if (j->phase == PHASE_COMPLETE || !(see_all || j->uid == uid))
+        if (j->phase == PHASE_COMPLETE || !j->node_capacity || !(see_all || j->uid == uid))
             continue;
+        const struct persist_instance *p = j->persist;
+        /* A persistent instance shows as Name=NAME (scontrol prints a
+         * buffer without a job id so), what its servers hold in its pool. */
+        char pool[64];
+        if (p) {
+            char size[32];
+            size_format(p->used, size, sizeof(size));
+            snprintf(pool, sizeof(pool), "persistent(used=%s)", size);
+        }
         packstr(NULL, buffer);                  /* account */
         pack32(0, buffer);                      /* array_job_id */
-        pack32(0, buffer);                      /* array_task_id */
+        pack32(p ? 0 : NO_VAL, buffer);         /* array_task_id */
         pack_time(j->t_begin, buffer);
-        pack32(j->job_id, buffer);
-        packstr(NULL, buffer);                  /* name */
+        pack32(p ? 0 : j->job_id, buffer);
+        char *name = p ? (char *)p->name : NULL, *pool_name = p ? pool : NULL;
+        packstr(name, buffer);                  /* name */
         packstr(NULL, buffer);                  /* partition */
-        packstr(NULL, buffer);                  /* pool */
+        packstr(pool_name, buffer);             /* pool */
         packstr(NULL, buffer);                  /* qos */
-        pack64(j->node_capacity * j->nnodes, buffer);
+        pack64(p ? p->capacity : j->node_capacity * j->nnodes, buffer);
         pack16(slurm_bb_states[j->phase], buffer);
         pack32(j->uid, buffer);
     }
@@ -987,15 +1011,25 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
             rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
             goto out;
         }
-        /* The directives are checked, but nothing yet creates, serves or
-         * destroys an instance: accepting the job would silently give it
-         * nothing (doc/lifecycle.md, Persistent instances). */
-        const struct persist_spec *s = &req.persist[0];
-        *err_msg = xstrdup_printf("#%s (%s line %d): %s name=%s: persistent instances are not "
-                                  "served by this adafs release yet", prefix, s->origin, s->line,
-                                  persist_op_name(s->op), s->name);
-        rc = ESLURM_BURST_BUFFER_PERMISSION;
-        goto out;
+        /* Who may use, create or destroy what: the user's groups as
+         * slurmd gives them to the job. */
+        gid_t *gids = NULL;
+        int ngids = group_cache_lookup(job_desc->user_id, job_desc->group_id, NULL, &gids);
+        uint32_t *groups = calloc(ngids > 0 ? (size_t)ngids : 1, sizeof(*groups));
+        for (int i = 0; groups && i < ngids; i++)
+            groups[i] = gids[i];
+        xfree(gids);
+        slurm_mutex_lock(&drv.lock);
+        int refused = persist_job_check_submit(&drv.persist, prefix, &req, job_desc->user_id,
+                                               groups, groups && ngids > 0 ? (size_t)ngids : 0,
+                                               err, sizeof(err));
+        slurm_mutex_unlock(&drv.lock);
+        free(groups);
+        if (refused < 0) {
+            *err_msg = xstrdup(err);
+            rc = ESLURM_BURST_BUFFER_PERMISSION;
+            goto out;
+        }
     }
     uint32_t nodes = job_desc->min_nodes == NO_VAL || job_desc->min_nodes == 0 ? 1 : job_desc->min_nodes;
     if (req.capacity && (req.capacity + nodes - 1) / nodes > node_capacity) {
@@ -1158,6 +1192,18 @@ static bool qos_only(const job_record_t *job_ptr)
 /* What the job's processes need to find their file system. */
 static void set_job_env(job_record_t *job_ptr, const struct bb_job *j)
 {
+    if (!persist_job_mounts(j))
+        return;   /* it only destroys a persistent instance */
+    const struct persist_spec *persistent = persist_job_mount(&j->req);
+    if (persistent) {
+        char name[PERSIST_ENV_MAX];
+        persist_env_name(persistent->name, name);
+        add_env(job_ptr, name, j->mount);
+        /* An instance's servers make every user but its owner prove their
+         * uid with a munge credential: from the site's munged. */
+        if (drv.config.munge_socket)
+            add_env(job_ptr, "ADAFS_MUNGE_SOCKET", drv.config.munge_socket);
+    }
     add_env(job_ptr, "ADAFS_MOUNT", j->mount);
     add_env(job_ptr, "ADAFS_INSTANCE", j->instance_path);
     /* access=fuse: every program goes through the kernel mount. */
@@ -1207,6 +1253,9 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
         bb_job_free(j);
         return NULL;
     }
+    /* A job that mounts a persistent instance or only destroys one has no
+     * servers of its own (persist_job.h). */
+    bool own = persist_request_own_servers(&j->req);
     j->nnodes = bit_set_count(job_ptr->node_bitmap);
     j->nodes = calloc(j->nnodes ? j->nnodes : 1, sizeof(*j->nodes));
     size_t k = 0;
@@ -1231,7 +1280,7 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
                                           .numa_node = place.numa_node };
     }
     j->nnodes = k;
-    uint64_t capacity = j->req.capacity ? j->req.capacity : drv.config.default_capacity;
+    uint64_t capacity = !own ? 0 : j->req.capacity ? j->req.capacity : drv.config.default_capacity;
     j->node_capacity = (capacity + k - 1) / (k ? k : 1);
     if (j->node_capacity > drv.config.node_capacity) {
         /* Checked at submit for the nodes asked then; the owner may have
@@ -1245,7 +1294,7 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
     }
     j->chunk_size = j->req.chunk_size ? j->req.chunk_size : drv.config.chunk_size;
     /* Fixed now: a later change of the site's default leaves the job as it began. */
-    if (!j->req.access)
+    if (!j->req.access && (own || persist_job_mount(&j->req)))
         j->req.access = drv.config.access;
     uint8_t secret[INSTANCE_SECRET_SIZE];
     int rc = secret_generate(secret);
@@ -1271,6 +1320,122 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
     j->t_begin = time(NULL);
     j->phase = PHASE_DEPLOYING;
     return j;
+}
+
+/* --- persistent instances (persist_job.h) ------------------------------- */
+
+/* AdafsPersistentNodes as this slurmctld knows them (malloc'd; their
+ * names point into Slurm's node table). */
+static size_t persistent_nodes(struct persist_node **out)
+{
+    const struct hostlist *hl = &drv.config.persistent_nodes;
+    struct persist_node *v = calloc(hl->count ? hl->count : 1, sizeof(*v));
+    size_t n = 0;
+    for (size_t i = 0; v && i < hl->count; i++) {
+        node_record_t *node_ptr = find_node_record(hl->names[i]);
+        if (!node_ptr) {
+            error("%s: AdafsPersistentNodes: node %s is not in slurm.conf", plugin_type,
+                  hl->names[i]);
+            continue;
+        }
+        v[n++] = (struct persist_node){
+            .name = node_ptr->name, .agent_host = node_ptr->comm_name,
+            .agent_port = drv.config.agent_port_offset ? node_ptr->port +
+                          drv.config.agent_port_offset : drv.config.agent_port };
+    }
+    *out = v;
+    return n;
+}
+
+/* The running or pending jobs, other than self, that mount instance name:
+ * all counted, the first 8 named (persist_check_destroy names no more). */
+struct users_of {
+    const char *name;
+    uint32_t self;
+    uint32_t ids[8];
+    size_t n;
+};
+
+static int find_users(void *x, void *arg)
+{
+    job_record_t *job_ptr = x;
+    struct users_of *u = arg;
+    if (job_ptr->job_id == u->self || !job_ptr->burst_buffer ||
+        !(IS_JOB_PENDING(job_ptr) || IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)))
+        return 0;
+    struct bb_request req = { 0 };
+    char err[256];
+    if (directive_parse(drv.config.directive, NULL, job_ptr->burst_buffer, &req, err,
+                        sizeof(err)) > 0) {
+        const struct persist_spec *m = persist_job_mount(&req);
+        if (m && strcmp(m->name, u->name) == 0) {
+            if (u->n < sizeof(u->ids) / sizeof(u->ids[0]))
+                u->ids[u->n] = job_ptr->job_id;
+            u->n++;
+        }
+    }
+    bb_request_free(&req);
+    return 0;
+}
+
+/* At job begin, the job's persistent lines that act at once: a destroy
+ * (refused while other jobs use the instance) and a create (the instance
+ * and the record of its servers). The job itself then waits in the
+ * driver until they are settled. 0, or -1 with the reason (the job is
+ * held). drv.lock and the job write lock held. */
+static int persist_begin(job_record_t *job_ptr, struct bb_job *j, char *err, size_t errlen)
+{
+    /* Destroys first: a refused one creates nothing. */
+    for (size_t i = 0; i < j->req.npersist; i++) {
+        const struct persist_spec *s = &j->req.persist[i];
+        if (s->op != PERSIST_DESTROY)
+            continue;
+        struct users_of u = { .name = s->name, .self = job_ptr->job_id };
+        list_for_each(job_list, find_users, &u);
+        struct bb_job *servers = persist_job_destroy(&drv.persist, drv.jobs, s->name, j->uid,
+                                                     u.ids, u.n, err, errlen);
+        if (!servers)
+            return -1;
+        info("%s: %pJ destroys persistent instance %s: tearing down its servers", plugin_type,
+             job_ptr, s->name);
+        driver_save(&drv, servers);
+    }
+    for (size_t i = 0; i < j->req.npersist; i++) {
+        const struct persist_spec *s = &j->req.persist[i];
+        if (s->op != PERSIST_CREATE)
+            continue;
+        /* A requeued creator: the instance its earlier run created lives
+         * on (it mounts it), one torn down is forgotten. */
+        struct bb_job *old = persist_job_record(drv.jobs, s->name, j->job_id);
+        if (old && old->phase != PHASE_COMPLETE)
+            continue;
+        if (old && old->phase == PHASE_COMPLETE)
+            driver_forget(&drv, old);
+        gid_t gid = 0;
+        if (s->group && gid_from_string(s->group, &gid) < 0) {
+            snprintf(err, errlen, "create_persistent name=%s access=group:%s: no such group",
+                     s->name, s->group);
+            return -1;
+        }
+        struct persist_node *nodes;
+        size_t n = persistent_nodes(&nodes);
+        struct bb_job *servers = nodes ?
+            persist_job_servers(&drv.persist, drv.jobs, s, j, gid, nodes, n, drv.config.storage_path,
+                                drv.config.chunk_size, time(NULL), err, errlen) : NULL;
+        free(nodes);
+        if (!servers) {
+            if (!nodes)
+                snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        servers->next = drv.jobs;
+        drv.jobs = servers;
+        driver_save(&drv, servers);
+        info("%s: %pJ creates persistent instance %s (id %u): deploying %zu servers of %"PRIu64
+             " bytes", plugin_type, job_ptr, s->name, servers->job_id, servers->nnodes,
+             servers->node_capacity);
+    }
+    return 0;
 }
 
 /* bb_p_job_begin() for a job that already has a record: 1 when that settled
@@ -1362,6 +1527,11 @@ static int job_begin(job_record_t *job_ptr)
     }
     bool users_fault;
     struct bb_job *j = new_instance(job_ptr, err, sizeof(err), &users_fault);
+    if (j && j->req.npersist && persist_begin(job_ptr, j, err, sizeof(err)) < 0) {
+        bb_job_free(j);
+        j = NULL;
+        users_fault = true;   /* held: the user releases it once the instance is free */
+    }
     if (!j) {
         slurm_mutex_unlock(&drv.lock);
         error("%s: %pJ: %s", plugin_type, job_ptr, err);
@@ -1375,9 +1545,15 @@ static int job_begin(job_record_t *job_ptr)
     driver_save(&drv, j);
     set_job_env(job_ptr, j);
     add_qos_env(job_ptr, false);
-    info("%s: %pJ begins on %s: deploying %zu servers of %"PRIu64" bytes%s", plugin_type,
-         job_ptr, job_ptr->job_resrcs->nodes, j->nnodes, j->node_capacity,
-         driver_waits_for_older(&drv, j) ? " once its earlier instance is gone" : "");
+    const struct persist_spec *mounted = persist_job_mount(&j->req);
+    if (!persist_job_own_servers(j))
+        info("%s: %pJ begins on %s: %s%s once its persistent lines are settled", plugin_type,
+             job_ptr, job_ptr->job_resrcs->nodes, mounted ? "mounting instance " : "no mount",
+             mounted ? mounted->name : "");
+    else
+        info("%s: %pJ begins on %s: deploying %zu servers of %"PRIu64" bytes%s", plugin_type,
+             job_ptr, job_ptr->job_resrcs->nodes, j->nnodes, j->node_capacity,
+             driver_waits_for_older(&drv, j) ? " once its earlier instance is gone" : "");
     driver_wake(&drv);
     slurm_mutex_unlock(&drv.lock);
 

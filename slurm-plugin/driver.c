@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "persist_job.h"
 
 static time_t wall_clock(void)
 {
@@ -67,6 +68,8 @@ void driver_forget(struct bb_driver *d, struct bb_job *j)
     int64_t seq = d->store ? bb_store_drop(d->store, j) : 0;
     if (seq < 0)
         log_error("job %u: cannot save its removal: %s", j->job_id, strerror((int)-seq));
+    if (j->persist)
+        persist_unlink(&d->persist, j->persist);
     bb_job_remove_key(&d->jobs, j->key);
 }
 
@@ -84,8 +87,10 @@ static bool needs_work(const struct bb_driver *d, const struct bb_job *j)
 {
     if (j->unreadable || j->unclaimed || driver_waits_for_older(d, j))
         return false;
+    /* A ready persistent instance is looked at too: its usage is polled. */
     return j->phase == PHASE_DEPLOYING || j->phase == PHASE_STAGING_IN ||
-           j->phase == PHASE_STAGING_OUT || j->phase == PHASE_TEARDOWN;
+           j->phase == PHASE_STAGING_OUT || j->phase == PHASE_TEARDOWN ||
+           (j->persist && j->phase == PHASE_RUNNING);
 }
 
 static struct bb_job *find_key(struct bb_driver *d, uint64_t key)
@@ -190,7 +195,7 @@ int driver_pass(struct bb_driver *d)
                               .hold_ms = d->hold_ms, .outbox = &box };
         enum bb_phase before = j->phase;
         bool released_before = j->released;
-        int events = lifecycle_step(j, &env);
+        int events = persist_job_step(&d->persist, d->jobs, j, &env);
         stepped++;
         if (events & LC_RELEASE)
             j->released = true;

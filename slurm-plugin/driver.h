@@ -31,6 +31,7 @@
 #include "bb_job.h"
 #include "bb_store.h"
 #include "lifecycle.h"
+#include "persist.h"
 
 /* Finished instances stay visible in bbstat this long. */
 #define KEEP_COMPLETE_S 3600
@@ -64,6 +65,7 @@ void driver_lock_note(struct bb_lock_stats *st, const char *where, uint64_t us);
 struct bb_driver {
     pthread_mutex_t lock;          /* jobs, config: after slurmctld's job lock */
     struct bb_job *jobs;           /* newest instance of a job first */
+    struct persist_table persist;  /* persistent instances, owned by their records in jobs */
     struct bb_config config;
     struct bb_store *store;        /* NULL: nothing saved (tests) */
     struct lc_transport transport;

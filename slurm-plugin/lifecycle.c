@@ -10,6 +10,7 @@
 #include "agent_proto.h"
 #include "instance.h"
 #include "log.h"
+#include "persist_job.h"
 #include "stage_report.h"
 
 /* --- what failures mean ------------------------------------------------ */
@@ -71,7 +72,7 @@ char *lifecycle_failed_node(const char *error)
 
 /* --- sets of requests ---------------------------------------------------- */
 
-enum set_kind { SET_START, SET_CLEAR, SET_CONFIGURE, SET_STAGE, SET_WATCH, SET_TEARDOWN };
+enum set_kind { SET_START, SET_CLEAR, SET_CONFIGURE, SET_STAGE, SET_WATCH, SET_TEARDOWN, SET_POLL };
 
 /* One request to each of some of a job's nodes, in flight together. The
  * job holds it (bb_job.calls) until it has acted on the answers, or drops
@@ -420,14 +421,15 @@ static int fail_or_retry(struct bb_job *j, struct failures *f, time_t now)
 
 /* --- deploy ------------------------------------------------------------- */
 
-char *lifecycle_instance_text(const struct bb_job *j, const struct bb_config *cfg)
+/* The instance text of the servers of j, mounted at mount. */
+static char *instance_text(const struct bb_job *j, const char *mount, const struct bb_config *cfg)
 {
     struct instance in = { .chunk_size = j->chunk_size, .timeout_ms = (int)cfg->server_timeout_ms,
                            .nservers = (int)j->nnodes };
-    if (!j->mount || strlen(j->mount) >= sizeof(in.mount) ||
+    if (!mount || strlen(mount) >= sizeof(in.mount) ||
         secret_from_hex(j->secret_hex, in.secret) < 0)
         return NULL;
-    strcpy(in.mount, j->mount);
+    strcpy(in.mount, mount);
     in.servers = calloc(j->nnodes ? j->nnodes : 1, sizeof(*in.servers));
     if (!in.servers)
         return NULL;
@@ -440,6 +442,17 @@ char *lifecycle_instance_text(const struct bb_job *j, const struct bb_config *cf
     return text;
 }
 
+char *lifecycle_instance_text(const struct bb_job *j, const struct bb_config *cfg)
+{
+    return instance_text(j, j->mount, cfg);
+}
+
+char *lifecycle_persist_text(const struct bb_job *servers, const char *mount,
+                             const struct bb_config *cfg)
+{
+    return instance_text(servers, mount, cfg);
+}
+
 static int send_configure(struct bb_job *j, const struct lc_env *env);
 
 /* START on every node not yet started, then (all started) CONFIGURE.
@@ -448,6 +461,8 @@ static int send_configure(struct bb_job *j, const struct lc_env *env);
  * node's leftover to clear. */
 static int deploy_next(struct bb_job *j, const struct lc_env *env, bool strict)
 {
+    if (!persist_job_own_servers(j))
+        return send_configure(j, env);   /* mounts a persistent instance, or nothing */
     struct lc_set *s = set_new(j, SET_START, env);
     if (!s) {
         to_teardown(j);
@@ -464,6 +479,11 @@ static int deploy_next(struct bb_job *j, const struct lc_env *env, bool strict)
             .quota = j->node_capacity, .listen_host = n->agent_host,
             .storage = n->storage ? n->storage : j->storage, .secret_hex = j->secret_hex,
             .numa_node = n->numa_node,
+            /* A persistent instance's servers: run as their owner on storage
+             * of their own, tied to no job (persist_job.h). */
+            .flags = j->persist ? AGENT_START_PERSISTENT : 0,
+            .persist_name = j->persist ? j->persist->name : NULL,
+            .access_gid = j->persist ? j->persist->access_gid : 0,
         };
         agent_start_put(set_add(s, j, i, AGENT_START), &m);
     }
@@ -478,9 +498,13 @@ static int deployed(struct bb_job *j, const struct lc_env *env);
 
 static int send_configure(struct bb_job *j, const struct lc_env *env)
 {
-    if (j->nnodes == 0)
+    /* A persistent instance's servers need no instance file: no job runs
+     * there. A job that starts no server mounts the instance it names, if
+     * any (persist_job_step wrote its text). */
+    bool own = persist_job_own_servers(j);
+    if (j->nnodes == 0 || j->persist || (!own && !j->persist_text))
         return deployed(j, env);
-    char *text = lifecycle_instance_text(j, env->cfg);
+    char *text = own ? lifecycle_instance_text(j, env->cfg) : strdup(j->persist_text);
     struct lc_set *s = text ? set_new(j, SET_CONFIGURE, env) : NULL;
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
@@ -868,6 +892,47 @@ static int finish_teardown(struct bb_job *j, struct lc_set *s, const struct lc_e
     return torn_down(j, env);
 }
 
+/* --- a running instance's usage ------------------------------------------ */
+
+int lifecycle_poll(struct bb_job *j, const struct lc_env *env)
+{
+    if (j->phase != PHASE_RUNNING || j->calls || j->nnodes == 0)
+        return 0;
+    struct lc_set *s = set_new(j, SET_POLL, env);
+    if (!s)
+        return 0;
+    for (size_t i = 0; i < j->nnodes; i++)
+        agent_job_ref_put(set_add(s, j, i, AGENT_STATUS),
+                          &(struct agent_job_ref){ j->job_id, false });
+    set_send(j, s, env);
+    return 0;
+}
+
+/* What the servers hold: the sum of what each agent said (an agent that
+ * did not say is counted as before: nothing of the job changes). */
+static int finish_poll(struct bb_job *j, struct lc_set *s, uint64_t *used)
+{
+    uint64_t sum = 0;
+    size_t told = 0;
+    for (size_t k = 0; k < s->n; k++) {
+        struct agent_call *c = &s->call[k];
+        struct agent_stage_status st;
+        struct rpc_reader r = c->reply.reader;
+        if (c->rc == 0 && c->reply.status == 0 && agent_stage_status_get(&r, &st) == 0 &&
+            st.has_server) {
+            sum += st.used;
+            told++;
+        } else {
+            log_warn("job %u: usage of its server on %s: %s", j->job_id, c->node,
+                     c->rc < 0 ? c->err : c->reply.status < 0 ? c->reply.message
+                                                             : "not reported");
+        }
+    }
+    if (told == s->n && used)
+        *used = sum;
+    return 0;
+}
+
 /* --- the step -------------------------------------------------------------- */
 
 /* Acts on the set in flight, if it is done; 1 when the job still waits. */
@@ -931,6 +996,7 @@ static int check_set(struct bb_job *j, const struct lc_env *env, int *events)
         break;
     }
     case SET_TEARDOWN: *events = finish_teardown(j, s, env); break;
+    case SET_POLL: *events = finish_poll(j, s, env->used); break;
     }
     set_free(s);
     return 0;

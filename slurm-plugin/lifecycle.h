@@ -73,6 +73,9 @@ struct lc_env {
      * the caller flushes them after its lock (re-sent WATCHes, from the
      * transport's thread, are sent at once all the same). */
     struct lc_outbox *outbox;
+    /* Where a finished lifecycle_poll() puts the bytes the servers hold
+     * (NULL: dropped). */
+    uint64_t *used;
 };
 #define LC_CALL_MS 30000
 #define LC_HOLD_MS 20000
@@ -80,6 +83,12 @@ struct lc_env {
 /* Does the next piece of work for the job, or checks on the set in
  * flight; returns LC_* events. Never blocks. */
 int lifecycle_step(struct bb_job *job, const struct lc_env *env);
+
+/* A running instance: asks each of its agents (STATUS) what its server
+ * holds; the sum lands in *env->used once all have answered (an agent
+ * that does not say leaves it as it was). Sends nothing while a set is in
+ * flight or the instance is not running. Returns 0. */
+int lifecycle_poll(struct bb_job *job, const struct lc_env *env);
 
 /* A set of requests of the job is in flight (no step will send another
  * until it is answered). */
@@ -127,5 +136,9 @@ char *lifecycle_failed_node(const char *error);
 
 /* The instance file text the agents write on every node. malloc'd. */
 char *lifecycle_instance_text(const struct bb_job *job, const struct bb_config *cfg);
+/* The instance text of a persistent instance's servers (their record) as
+ * a job that uses it mounts it at mount. malloc'd. */
+char *lifecycle_persist_text(const struct bb_job *servers, const char *mount,
+                             const struct bb_config *cfg);
 
 #endif

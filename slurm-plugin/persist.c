@@ -154,6 +154,27 @@ void persist_remove(struct persist_table *t, const char *name)
         }
 }
 
+void persist_link(struct persist_table *t, struct persist_instance *p)
+{
+    struct persist_instance **tail = &t->head;
+    while (*tail && *tail != p)
+        tail = &(*tail)->next;
+    if (!*tail) {
+        p->next = NULL;
+        *tail = p;
+    }
+}
+
+void persist_unlink(struct persist_table *t, struct persist_instance *p)
+{
+    for (struct persist_instance **at = &t->head; *at; at = &(*at)->next)
+        if (*at == p) {
+            *at = p->next;
+            p->next = NULL;
+            return;
+        }
+}
+
 void persist_table_free(struct persist_table *t)
 {
     while (t->head) {

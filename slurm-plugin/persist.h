@@ -42,6 +42,7 @@ struct persist_instance {
     uint32_t creator_job;
     time_t created;
     enum persist_state state;
+    time_t polled;             /* not saved: when its servers were last asked for used */
     struct persist_instance *next;
 };
 
@@ -76,6 +77,13 @@ int persist_check_destroy(const struct persist_table *t, const char *name, uint3
 
 /* Removes and frees the record of name (its servers already gone). */
 void persist_remove(struct persist_table *t, const char *name);
+
+/* In the plugin each record is owned by the saved record of its servers
+ * (bb_job.persist, persist_job.h) and the table only links them: link adds
+ * one (a record loaded after a restart), unlink takes one out without
+ * freeing it (a no-op when it is not in the table). */
+void persist_link(struct persist_table *t, struct persist_instance *p);
+void persist_unlink(struct persist_table *t, struct persist_instance *p);
 void persist_table_free(struct persist_table *t);
 
 /* Sum of the instances' capacity and used bytes. */

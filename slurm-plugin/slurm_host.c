@@ -151,10 +151,20 @@ int main(int argc, char **argv)
            err ? err : "(no message)");
     xfree(err);
     rc = submit_text(validate, "#BB_ADAFS use_persistent name=p\n", &err);
-    tap_ok(rc != SLURM_SUCCESS && err && strstr(err, "use_persistent name=p: persistent instances "
-                                                "are not served"),
-           "a well-formed persistent request is refused until instances are served: %s",
+    tap_ok(rc == ESLURM_BURST_BUFFER_PERMISSION && err &&
+           strstr(err, "(batch script line 2): use_persistent name=p: no such persistent instance"),
+           "using an instance that does not exist is refused: %s", err ? err : "(no message)");
+    xfree(err);
+    rc = submit_text(validate, "#BB_ADAFS capacity=1G\n#BB_ADAFS use_persistent name=p\n", &err);
+    tap_ok(rc == ESLURM_BURST_BUFFER_PERMISSION && err && strstr(err, "line 3") &&
+           strstr(err, "a job mounts one file system"),
+           "a job file system and an instance in one job are refused (not yet): %s",
            err ? err : "(no message)");
+    xfree(err);
+    rc = submit_text(validate, "#BB_ADAFS destroy_persistent name=p\n", &err);
+    tap_ok(rc == ESLURM_BURST_BUFFER_PERMISSION && err &&
+           strstr(err, "destroy_persistent name=p: no such persistent instance"),
+           "destroying an instance that does not exist is refused: %s", err ? err : "(no message)");
     xfree(err);
 
     tap_is_int(fini(), SLURM_SUCCESS, "fini()");

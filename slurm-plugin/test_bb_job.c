@@ -136,6 +136,22 @@ int main(void)
            "a job without them loads with none (its record ends where records always did)");
     tap_ok(k && k->failure == FAIL_USER && k->error && strstr(k->error, "No such file"),
            "a failed job keeps its cause");
+    if (k) {
+        /* Held after its retries ran out: read back after a restart too. */
+        k->failure = FAIL_TRANSIENT;
+        struct rpc_writer tw;
+        rpc_writer_init(&tw, NULL, 0);
+        bb_job_encode(&tw, k);
+        struct rpc_reader tr;
+        rpc_reader_init(&tr, tw.data, tw.len);
+        struct bb_job *t = bb_job_decode(&tr, err, sizeof(err));
+        tap_ok(t && t->failure == FAIL_TRANSIENT, "a transient failure's record decodes (%s)",
+               t ? "" : err);
+        bb_job_free(t);
+        rpc_writer_free(&tw);
+    } else {
+        tap_ok(0, "a transient failure's record decodes");
+    }
 
     /* Whatever bytes a job name or a path holds come back as they went. */
     const char *hostile[] = { "/home/u/out-x%q", "/home/u/out-100%", "out\nname\"with\\quotes",

@@ -174,7 +174,10 @@ leftovers() {
     fuse=$(grep " $ADAFS_CLUSTER_DIR/mnt/" /proc/mounts | cut -d' ' -f2 | tr '\n' ' ')
     [ -n "$fuse" ] && out="$out fuse-mounts:$fuse"
     local data
-    data=$(find "$ADAFS_CLUSTER_DIR/storage" -mindepth 1 \( -name 'job.*' -o -path '*/n*/*' \) 2>/dev/null | head -5)
+    # A node's persistent/ directory (the agent's, root's) stays once its
+    # instances are destroyed: only what is in it is left behind.
+    data=$(find "$ADAFS_CLUSTER_DIR/storage" -mindepth 1 \( -name 'job.*' -o -path '*/n*/*' \) \
+           ! \( -path '*/n*/persistent' -type d -empty \) 2>/dev/null | head -5)
     [ -n "$data" ] && out="$out data:$data"
     local mounts
     mounts=$(find "$ADAFS_CLUSTER_DIR/mnt" -mindepth 1 2>/dev/null | head -5)

@@ -1,0 +1,138 @@
+#!/bin/bash
+# A persistent instance's whole life on the mini-cluster (issue 25, point
+# 7): adafs-test creates it in one job (shared with a group) and writes to
+# it; slurmctld is killed -9 and the agents restarted (one killed -9, one
+# stopped), and its data is still there; two later jobs at once, one per
+# member of the group, read it (the owner's also stages a file in and one
+# out through it); a third user's job is refused at submit,
+# and the instance file copied to that user, with the client library
+# pointed at the servers, gives no access either; a destroy is refused
+# while a job uses it, then goes through, and its storage is wiped.
+. "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+require_cluster
+
+group=adafs-proj member=adafs-test2 outsider=adafs-persist3
+getent group "$group" >/dev/null || groupadd "$group"
+for u in "$test_user" "$member" "$outsider"; do
+    id -u "$u" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$u"
+done
+# Before slurmctld starts: its group cache then knows the members.
+for u in "$test_user" "$member"; do usermod -aG "$group" "$u"; done
+preload=$ADAFS_BUILD_DIR/agent/.libs/libadafs_preload.so
+start_cluster
+set_bb_conf AdafsPersistentNodes n4
+chmod 1777 "$ADAFS_CLUSTER_DIR/jobs" "$pfs"
+submit_as() {  # submit_as USER SCRIPT: prints the job id, or sbatch's refusal on stderr
+    (cd "$ADAFS_CLUSTER_DIR/jobs" &&
+     runuser -u "$1" -- env SLURM_CONF="$SLURM_CONF" sbatch --parsable "$2")
+}
+storage_of() { find "$ADAFS_CLUSTER_DIR/storage" -path '*/persistent/*' 2>/dev/null; }
+servers() { pgrep -f "^[^ ]*adafsd .*$ADAFS_CLUSTER_DIR/.*persistent" | tr '\n' ' '; }
+marker="persistent data $RANDOM$RANDOM"
+
+# 1. Created by a job of adafs-test, on n4 (outside the job's allocation),
+# mounted by that job, which writes to it.
+write_job create.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 1 -w n1 -t 5 -o create-%j.out
+#BB_ADAFS create_persistent name=proj capacity=1G nodes=1 access=group:$group
+echo "\$ADAFS_PERSISTENT_proj" > $pfs/create.mount
+echo "$marker" > \$ADAFS_PERSISTENT_proj/data.txt && head -c 1048576 /dev/urandom > \$ADAFS_PERSISTENT_proj/big.bin
+md5sum < \$ADAFS_PERSISTENT_proj/big.bin > $pfs/create.sum
+JOB
+id=$(submit_as "$test_user" create.sh)
+check "the creating job completes" -- wait_job "$id" COMPLETED 120
+check "it saw \$ADAFS_PERSISTENT_proj ($(cat "$pfs/create.mount" 2>/dev/null))" -- \
+    test -s "$pfs/create.mount"
+check "and wrote its data there" -- test -s "$pfs/create.sum"
+burst=$(scontrol show burst)
+check "scontrol show burst lists proj, its owner and capacity" -- \
+    grep -qE "Name=proj .*Size=1(\.0+)?G.*UserID=$test_user" <<<"$burst"
+check "and the pool's TotalSpace and UsedSpace" -- \
+    grep -qE "TotalSpace=[1-9].*UsedSpace=[1-9]" <<<"$burst"
+grep -E 'Name=proj|TotalSpace' <<<"$burst" | sed 's/^ */# /'
+check "scontrol show bbstat lists it ready, shared with the group" -- \
+    bash -c "scontrol show bbstat | grep -qE 'Name=proj Owner=$test_user.* Access=group:$group .*State=ready CreatedBy=$id'"
+check "its server runs on n4 ($(servers))" -- test -n "$(servers)"
+
+# 2. slurmctld killed -9, the agents restarted: n4's killed -9, then stopped.
+"$cluster" kill-ctld
+"$cluster" start-ctld
+for _ in $(seq 60); do scontrol ping >/dev/null 2>&1 && break; sleep 0.5; done
+kill -KILL "$(cat "$ADAFS_CLUSTER_DIR/run/agent.n4.pid")" 2>/dev/null
+"$cluster" start-agents >/dev/null
+"$cluster" stop-agent 4 >/dev/null
+"$cluster" start-agents >/dev/null
+check "after slurmctld's kill -9, proj is still listed" -- \
+    bash -c "scontrol show burst | grep -q 'Name=proj '"
+check "after n4's agent was killed and stopped, proj's storage is there" -- test -n "$(storage_of)"
+
+# 3. Two jobs at once, one of the owner and one of a member of its group,
+# read it; each stays until both have read (so they overlap).
+write_job use.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 1 -t 5 -o use-%j.out
+#BB_ADAFS use_persistent name=proj
+{ cat \$ADAFS_PERSISTENT_proj/data.txt; md5sum < \$ADAFS_PERSISTENT_proj/big.bin; } > $pfs/use.\$(id -un)
+[ -e \$ADAFS_PERSISTENT_proj/staged.txt ] && cat \$ADAFS_PERSISTENT_proj/staged.txt > $pfs/use.staged
+for _ in \$(seq 600); do [ -e $pfs/use.go ] && break; sleep 0.2; done
+JOB
+# The owner's also stages a file in and one out through the instance.
+sed "3a #BB_ADAFS stage_in source=$pfs/in.txt destination=staged.txt type=file\\
+#BB_ADAFS stage_out source=data.txt destination=$pfs/out.%j.txt type=file" \
+    "$ADAFS_CLUSTER_DIR/jobs/use.sh" | write_job use-stage.sh >/dev/null
+echo "staged $marker" > "$pfs/in.txt"
+rm -f "$pfs"/use.*
+u1=$(submit_as "$test_user" use-stage.sh)
+u2=$(submit_as "$member" use.sh)
+check "two jobs use it at once ($u1 of $test_user, $u2 of $member)" -- \
+    bash -c "for _ in \$(seq 240); do [ -s $pfs/use.$test_user ] && [ -s $pfs/use.$member ] && exit 0; sleep 0.5; done; exit 1"
+for u in "$test_user" "$member"; do
+    check "$u's job reads the data written before the restarts" -- \
+        bash -c "head -1 $pfs/use.$u | grep -qx '$marker' && tail -1 $pfs/use.$u | cmp -s - $pfs/create.sum"
+done
+
+# 4. A third user: refused at submit, and with the instance file in hand.
+refusal=$(submit_as "$outsider" use.sh 2>&1)
+check "$outsider's job is refused at submit ($refusal)" -- \
+    grep -q "use_persistent name=proj: owned by $test_user, shared with group $group: not shared" <<<"$refusal"
+leak=$(runuser -u "$outsider" -- mktemp /tmp/persist-leak.XXXXXX)
+cat "$ADAFS_CLUSTER_DIR/mnt/.job.$u1.instance" > "$leak"
+mount=$(sed -n 's/^mount=//p' "$leak")
+# With the cluster's munged, as the jobs have it: refused for who they are.
+as_outsider() {
+    runuser -u "$outsider" -- env ADAFS_INSTANCE="$leak" ADAFS_MOUNT="$mount" \
+        ADAFS_MUNGE_SOCKET="$munge_socket" LD_PRELOAD="$preload" "$@"
+}
+got=$(as_outsider cat "$mount/data.txt" 2>&1)
+check "$outsider with a copy of the instance file is refused by the servers ($got)" -- \
+    bash -c "! grep -q '$marker' <<<\"\$1\" && grep -q 'refused access to uid' <<<\"\$1\"" _ "$got"
+as_outsider bash -c "echo intruder > $mount/intruder.txt" 2>/dev/null
+got=$(runuser -u "$test_user" -- env ADAFS_INSTANCE="$ADAFS_CLUSTER_DIR/mnt/.job.$u1.instance" \
+      ADAFS_MOUNT="$mount" LD_PRELOAD="$preload" ls "$mount" 2>&1)
+check "nor writes a file into it ($(paste -sd ' ' <<<"$got"))" -- \
+    bash -c "! grep -q intruder <<<\"\$1\"" _ "$got"
+rm -f "$leak"
+
+# 5. Destroy: refused while a job uses it (the job held with the reason),
+# then, once released after the users ended, it goes.
+write_job destroy.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 1 -t 5 -o destroy-%j.out
+#BB_ADAFS destroy_persistent name=proj
+true
+JOB
+d=$(submit_as "$test_user" destroy.sh)
+check "a destroy while jobs use it is held, naming them" -- wait_reason "$d" "in use by job\(s\) .*$u1" 60
+touch "$pfs/use.go"
+check "the jobs that use it complete" -- wait_job "$u1" COMPLETED 120
+wait_job "$u2" COMPLETED 120 >/dev/null
+check "the owner's job staged a file into the instance" -- grep -qx "staged $marker" "$pfs/use.staged"
+check "and staged one out of it" -- bash -c "grep -qx '$marker' $pfs/out.$u1.txt"
+check "proj outlived them" -- bash -c "scontrol show burst | grep -q 'Name=proj '"
+scontrol release "$d"
+check "released, the destroying job completes" -- wait_job "$d" COMPLETED 120
+check "proj is gone from scontrol show burst" -- bash -c "! scontrol show burst | grep -q 'Name=proj '"
+check "its server stopped" -- bash -c "for _ in \$(seq 60); do [ -z \"\$(pgrep -f '^[^ ]*adafsd .*$ADAFS_CLUSTER_DIR/.*persistent')\" ] && exit 0; sleep 0.5; done; exit 1"
+check "its storage is wiped ($(storage_of | head -3 | paste -sd ' '))" -- test -z "$(storage_of)"
+tap_done
