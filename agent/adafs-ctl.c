@@ -9,8 +9,9 @@
  * start runs N adafsd on 127.0.0.1 (port 0 unless --port-base: the kernel
  * picks free ports and each server reports its own over its ready pipe, so
  * parallel test runs never collide), waits until all are ready, writes
- * DIR/instance and prints its path. Under DIR: secret, servers (index pid
- * port), root.I (server roots), server.I.log. stop ends them (SIGTERM; they
+ * DIR/instance and prints its path. Under DIR: secret, serverkey (the key
+ * only the servers hold, for their fair-share exchange: never give it to
+ * a client), servers (index pid port), root.I (server roots), server.I.log. stop ends them (SIGTERM; they
  * wipe their roots) and removes what start wrote except the logs. status
  * authenticates to every server (handshake.h) and pings it. */
 #include <errno.h>
@@ -182,7 +183,7 @@ static int stop(const char *base, int quiet)
         path_in(root, sizeof(root), base, "root", idx[i]);
         wipe(root);   /* normally already gone: the server wipes it */
     }
-    static const char *files[] = { "instance", "secret", "servers" };
+    static const char *files[] = { "instance", "secret", "serverkey", "servers" };
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         path_in(path, sizeof(path), base, files[i], -1);
         unlink(path);
@@ -201,8 +202,11 @@ static pid_t spawn(const struct options *o, const char *adafsd, const char *host
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
-    char index[16], root[PATH_MAX], secret[PATH_MAX], log[PATH_MAX];
+    char index[16], root[PATH_MAX], secret[PATH_MAX], log[PATH_MAX], key[PATH_MAX];
+    char instance[PATH_MAX];
     snprintf(index, sizeof(index), "%d", i);
+    path_in(key, sizeof(key), o->base, "serverkey", -1);
+    path_in(instance, sizeof(instance), o->base, "instance", -1);
     path_in(root, sizeof(root), o->base, "root", i);
     path_in(secret, sizeof(secret), o->base, "secret", -1);
     path_in(log, sizeof(log), o->base, "server", i);
@@ -220,6 +224,7 @@ static pid_t spawn(const struct options *o, const char *adafsd, const char *host
         dup2(p[1], 3);   /* dup2 clears close-on-exec on 3 */
         char *argv[] = { (char *)adafsd, "--index", index, "--hosts", (char *)hosts,
                          "--root", root, "--secret-file", secret,
+                         "--server-key", key, "--instance", instance,
                          "--chunk-size", (char *)o->chunk_size, "--quota", (char *)o->quota,
                          "--log", log, "--log-level", (char *)o->log_level,
                          "--ready-fd", "3", "--foreground",
@@ -268,6 +273,17 @@ static int start(const struct options *o)
     }
     path_in(path, sizeof(path), o->base, "secret", -1);
     if (secret_write_file(path, inst.secret, err, sizeof(err)) < 0) {
+        fprintf(stderr, "adafs-ctl: %s\n", err);
+        return 1;
+    }
+    /* The servers' own key (exchange.h), made like the secret. */
+    uint8_t server_key[INSTANCE_SECRET_SIZE];
+    path_in(path, sizeof(path), o->base, "serverkey", -1);
+    if (secret_generate(server_key) < 0) {
+        fprintf(stderr, "adafs-ctl: cannot get random bytes: %s\n", strerror(errno));
+        return 1;
+    }
+    if (secret_write_file(path, server_key, err, sizeof(err)) < 0) {
         fprintf(stderr, "adafs-ctl: %s\n", err);
         return 1;
     }
