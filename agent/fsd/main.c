@@ -256,6 +256,10 @@ static void start_exchange(const uint8_t *key, unsigned lambda_ms, int lfd, cons
 {
     if (!srv.fair || srv.nservers < 2)
         return;
+    if (lambda_ms == 0) {
+        log_info("fair sharing holds within this server only: --fair-exchange 0");
+        return;
+    }
     if (!key) {
         log_info("fair sharing holds within this server only: no --server-key to exchange "
                  "usage with the other servers");
@@ -446,8 +450,9 @@ int main(int argc, char **argv)
             break;
         case 'X':
             lambda_ms = strtol(optarg, &end, 10);
-            if (*end || end == optarg || lambda_ms < 10 || lambda_ms > 60000)
-                die("--fair-exchange: '%s' is not milliseconds between 10 and 60000", optarg);
+            if (*end || end == optarg || (lambda_ms != 0 && lambda_ms < 10) || lambda_ms > 60000)
+                die("--fair-exchange: '%s' is not 0 (off) or milliseconds between 10 and 60000",
+                    optarg);
             break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;

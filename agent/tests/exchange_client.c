@@ -3,11 +3,12 @@
  *
  *   exchange_client SERVER PROCS WARMUP SECONDS
  *
- * PROCS processes (ADAFS_INSTANCE), each with its own handle, stat paths
- * whose metadata lies on server SERVER (none exists: each stat is one
- * request answered ENOENT) for WARMUP + SECONDS; prints "ops N", the
- * stats done after the warm-up. */
+ * PROCS processes (ADAFS_INSTANCE), each with its own handle, stat a file
+ * of their own whose metadata lies on server SERVER (made in /pub, which
+ * must let them; 0666, as a one-job server run by root stamps it root's)
+ * for WARMUP + SECONDS; prints "ops N", the stats done after the warm-up. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,17 +37,23 @@ static int child(int out, unsigned server, double warmup, double seconds)
     }
     unsigned n = (unsigned)adafs_server_count(fs);
     for (unsigned i = 0;; i++) {
-        snprintf(path, sizeof(path), "/none.%d.%u", (int)getpid(), i);
+        snprintf(path, sizeof(path), "/pub/f.%d.%u", (int)getpid(), i);
         if (hash_place_path(path, n) == server)
             break;
     }
+    int fd = adafs_open(fs, path, O_CREAT | O_WRONLY, 0666);
+    if (fd < 0) {
+        fprintf(stderr, "exchange_client: create %s: %s\n", path, strerror(-fd));
+        return 1;
+    }
+    adafs_close(fs, fd);
     unsigned long long ops = 0;
     double start = now(), from = start + warmup, end = from + seconds;
     for (double t; (t = now()) < end;) {
         struct stat st;
         int rc = adafs_stat(fs, path, &st);
-        if (rc != -ENOENT) {
-            fprintf(stderr, "exchange_client: stat %s: %s\n", path, rc ? strerror(-rc) : "exists");
+        if (rc < 0) {
+            fprintf(stderr, "exchange_client: stat %s: %s\n", path, strerror(-rc));
             return 1;
         }
         ops += t >= from;
