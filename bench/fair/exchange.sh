@@ -9,16 +9,17 @@
 # stats on server 0 and 2 on server 1 from the start; user B 2 on server 1
 # only, from 2 s on, for 4 s. Globally fair is A = B (each a server's
 # worth); without the exchange server 1 splits evenly and A gets 3 times B.
-# Each run prints, per 100 ms window while B runs, A's and B's requests;
+# Each run prints A/B per 250 ms window (half a lambda) of B's first 2 s;
 # the summary: A/B over B's last 2 s, and the time from B's start until
-# A/B stays within 1 +- 10% (in lambdas, lambda 500 ms). PAIRS (3) pairs
+# A/B stays within 1 +- 10% (in lambdas, lambda 500 ms; counted from B's
+# first whole window). PAIRS (3) pairs
 # of runs, exchange off (--fair-exchange 0) and on (500 ms), alternating
 # which goes first.
 set -eu
 usage="usage: exchange.sh BUILD [PAIRS]"
 b=$(cd "${1:?$usage}" && pwd)
 pairs=${2:-3}
-lambda=500 win=100
+lambda=500 win=250
 work=$(mktemp -d /tmp/fairxbench.XXXXXX)
 chmod 755 "$work"
 trap 'test -e "$work/base/servers" && "$b/agent/adafs-ctl" stop --base "$work/base" >/dev/null 2>&1; rm -rf "$work"' EXIT
@@ -68,13 +69,13 @@ run() {  # run LAMBDA_MS: "ratio settle_lambdas"
                 if (r < 0.9 || r > 1.1) settled = k + 1
             }
             for (k = last - 2000 / win + 1; k <= last; k++) { a += ops["A", k]; b += ops["B", k] }
-            for (k = first; k <= first + 14; k++)
+            for (k = first; k <= first + 7; k++)
                 line = line sprintf(" %.2f", ops["B", k] ? ops["A", k] / ops["B", k] : 99)
             printf "%.3f %.2f%s\n", a / b, (settled - first + 1) * win / lambda, line
         }' "$work/a0" "$work/a1" "$work/b1"
 }
 
-echo "## exchange: A on both servers, B on server 1 from 2 s on; A/B per 100 ms window"
+echo "## exchange: A on both servers, B on server 1 from 2 s on; A/B per 250 ms window"
 i=0
 while [ $i -lt "$pairs" ]; do
     if [ $((i % 2)) = 0 ]; then order="0 $lambda"; else order="$lambda 0"; fi
@@ -82,10 +83,10 @@ while [ $i -lt "$pairs" ]; do
         set -- $(run $l)
         ratio=$1 settle=$2; shift 2
         if [ $l = 0 ]; then
-            echo "pair $i off: A/B $ratio over B's last 2 s; first 1.5 s of windows:$*"
+            echo "pair $i off: A/B $ratio over B's last 2 s; B's first 2 s by 250 ms:$*"
             echo "$ratio" >>"$work/off"
         else
-            echo "pair $i on:  A/B $ratio over B's last 2 s, within 1 +- 10% after $settle lambda; first 1.5 s:$*"
+            echo "pair $i on:  A/B $ratio over B's last 2 s, within 1 +- 10% after $settle lambda; B's first 2 s by 250 ms:$*"
             echo "$ratio $settle" >>"$work/on"
         fi
     done
