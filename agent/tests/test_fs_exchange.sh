@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_fs_exchange.sh: two adafsd on loopback exchange per-entity usage
 # (fsd/exchange.h) so that fair sharing holds across them. user-fair, one
-# slot, 1 ms of emulated device per request, lambda 100 ms: user A
+# slot, 2 ms of emulated device per request (the servers, not the clients,
+# are the bottleneck even on a loaded machine), lambda 100 ms: user A
 # (adafs-test) loads both servers, user B (adafs-test2) only server 1.
 # Without the exchange A gets 3 times B (unit test); with it, after the
 # first periods, both users get about what one server serves. Also: the
@@ -33,7 +34,7 @@ trap cleanup EXIT
 cat > "$base/adafsd" <<WRAP
 #!/bin/sh
 exec "$builddir/adafsd" "\$@" --fair-policy user-fair --fair-slots 1 \
-    --test-service-time 1000 --fair-exchange 100 --log-level debug
+    --test-service-time 2000 --fair-exchange 100 --log-level debug
 WRAP
 chmod 755 "$base/adafsd"
 if ! "$ctl" start --servers 2 --base "$base/fs" --adafsd "$base/adafsd" \
