@@ -49,7 +49,10 @@
 #define ACCEPT_BATCH 64
 #define LOG_WINDOW_MS 10000
 
-/* Threads that learn who clients of a shared server are. */
+/* Threads that learn who clients of a shared server are: one for the
+ * node's own (the kernel named them: NSS only), the others for TCP
+ * clients (munged, then NSS), so that credentials munged is slow to decode
+ * never hold up the node's own processes. */
 #define IDENT_WORKERS 4
 
 /* epoll tags beyond the slot indexes. */
@@ -96,13 +99,19 @@ struct ident_job {
     char why[400];
 };
 
-/* The workers' queues; done is signalled on efd. */
+/* The workers' queues (todo[1]: local clients, todo[0]: TCP ones); done
+ * is signalled on efd. */
 struct idents {
     pthread_mutex_t lock;
-    pthread_cond_t cv;
-    struct ident_job *todo, *todo_tail, *done;
+    pthread_cond_t cv[2];
+    struct ident_job *todo[2], *todo_tail[2], *done;
     int efd;
     struct server *srv;
+};
+
+struct ident_worker {
+    struct idents *q;
+    int local;
 };
 
 struct gate {
@@ -364,18 +373,21 @@ static int read_identity(struct pending *p)
     }
 }
 
-/* A worker: the identity of each job queued (access.c: munged, NSS). */
+/* A worker: the identity of each job of its queue (access.c: munged,
+ * NSS). */
 static void *ident_worker(void *arg)
 {
-    struct idents *q = arg;
+    struct idents *q = ((struct ident_worker *)arg)->q;
+    int k = ((struct ident_worker *)arg)->local;
+    free(arg);
     for (;;) {
         pthread_mutex_lock(&q->lock);
-        while (!q->todo)
-            pthread_cond_wait(&q->cv, &q->lock);
-        struct ident_job *j = q->todo;
-        q->todo = j->next;
-        if (!q->todo)
-            q->todo_tail = NULL;
+        while (!q->todo[k])
+            pthread_cond_wait(&q->cv[k], &q->lock);
+        struct ident_job *j = q->todo[k];
+        q->todo[k] = j->next;
+        if (!q->todo[k])
+            q->todo_tail[k] = NULL;
         pthread_mutex_unlock(&q->lock);
         j->rc = j->local ? 0 : access_identify(q->srv, -1, 0, &j->hs, j->cred, &j->uid, &j->gid,
                                                j->why, sizeof(j->why));
@@ -403,17 +415,25 @@ static struct idents *idents_start(struct server *srv, char *err, size_t errlen)
     }
     q->srv = srv;
     pthread_mutex_init(&q->lock, NULL);
-    pthread_cond_init(&q->cv, NULL);
+    pthread_cond_init(&q->cv[0], NULL);
+    pthread_cond_init(&q->cv[1], NULL);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int started = 0;
+    int started[2] = { 0, 0 };
     for (int i = 0; i < IDENT_WORKERS; i++) {
         pthread_t t;
-        started += pthread_create(&t, &attr, ident_worker, q) == 0;
+        struct ident_worker *w = malloc(sizeof(*w));
+        if (!w)
+            break;
+        *w = (struct ident_worker){ .q = q, .local = i == 0 };
+        if (pthread_create(&t, &attr, ident_worker, w) == 0)
+            started[i == 0]++;   /* w is the thread's now */
+        else
+            free(w);
     }
     pthread_attr_destroy(&attr);
-    if (!started) {
+    if (!started[0] || !started[1]) {
         snprintf(err, errlen, "identity workers: no thread");
         close(q->efd);
         free(q);
@@ -457,13 +477,14 @@ static void identify_later(struct gate *g, struct pending *p,
     p->identifying = 1;
     epoll_ctl(g->epfd, EPOLL_CTL_DEL, p->fd, NULL);   /* it waits for our answer */
     struct idents *q = g->idents;
+    int k = p->local;
     pthread_mutex_lock(&q->lock);
-    if (q->todo_tail)
-        q->todo_tail->next = j;
+    if (q->todo_tail[k])
+        q->todo_tail[k]->next = j;
     else
-        q->todo = j;
-    q->todo_tail = j;
-    pthread_cond_signal(&q->cv);
+        q->todo[k] = j;
+    q->todo_tail[k] = j;
+    pthread_cond_signal(&q->cv[k]);
     pthread_mutex_unlock(&q->lock);
 }
 

@@ -175,8 +175,9 @@ check "no credential at all: no answer ($out)" test "$out" = "hung up"
 
 # --- a slow munged delays only the clients it must answer ---
 # A second instance whose munged never answers (a socket that accepts and
-# holds): a TCP client's credential waits on it, on a worker of the gate;
-# meanwhile the owner's processes still get in through the Unix socket.
+# holds): TCP clients' credentials wait on it, on the gate's workers (5
+# clients: more than its workers for TCP); meanwhile the owner's
+# processes still get in through the Unix socket.
 python3 - "$base/stall.sock" <<'PY' &
 import os, socket, sys
 s = socket.socket(socket.AF_UNIX)
@@ -199,18 +200,22 @@ for i in 1 2 3 4 5 6 7 8 9 10; do [ -S "$base/stall.sock" ] && break; sleep 0.1;
 if as_plain "$owner" "$ctl" start --servers 1 --base "$base/fs2" --mount "$base/mnt" \
         --adafsd "$base/adafsd2" --timeout-ms 10000 >"$base/ctl2.out" 2>&1; then
     install -m 600 -o "$owner" "$base/fs2/instance" "$base/inst2"
-    as_plain "$owner" "$client" "$base/inst2" forged >"$base/stalled.out" 2>&1 &
-    stalled=$!
+    # More stalled credentials than the gate has workers for TCP clients.
+    stalled=
+    for i in 1 2 3 4 5; do
+        as_plain "$owner" "$client" "$base/inst2" forged >"$base/stalled.$i" 2>&1 &
+        stalled="$stalled $!"
+    done
     sleep 0.5
     t0=$(date +%s%N)
     inst=$base/inst2 as "$owner" sh -c "echo quick > $base/mnt/q && grep -qx quick $base/mnt/q"
     rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-    check "while munged stalls on a TCP client's credential, the owner writes and reads through the Unix socket at once ($ms ms)" \
+    check "while munged stalls on 5 TCP clients' credentials, the owner writes and reads through the Unix socket at once ($ms ms)" \
         eval '[ $rc = 0 ] && [ $ms -lt 2000 ]'
     kill "$stall_pid" 2>/dev/null
-    wait "$stalled"
-    check "  the stalled client is not admitted ($(cat "$base/stalled.out"))" \
-        eval '! grep -q admitted "$base/stalled.out"'
+    wait $stalled
+    check "  the stalled clients are not admitted ($(cat "$base"/stalled.* | sort | uniq -c | xargs))" \
+        eval '! cat "$base"/stalled.* | grep -q admitted'
     as_plain "$owner" "$ctl" stop --base "$base/fs2" >/dev/null 2>&1
 else
     not_ok "a second shared instance starts: $(cat "$base/ctl2.out")"
