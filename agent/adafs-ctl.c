@@ -202,11 +202,8 @@ static pid_t spawn(const struct options *o, const char *adafsd, const char *host
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
-    char index[16], root[PATH_MAX], secret[PATH_MAX], log[PATH_MAX], key[PATH_MAX];
-    char instance[PATH_MAX];
+    char index[16], root[PATH_MAX], secret[PATH_MAX], log[PATH_MAX];
     snprintf(index, sizeof(index), "%d", i);
-    path_in(key, sizeof(key), o->base, "serverkey", -1);
-    path_in(instance, sizeof(instance), o->base, "instance", -1);
     path_in(root, sizeof(root), o->base, "root", i);
     path_in(secret, sizeof(secret), o->base, "secret", -1);
     path_in(log, sizeof(log), o->base, "server", i);
@@ -224,7 +221,6 @@ static pid_t spawn(const struct options *o, const char *adafsd, const char *host
         dup2(p[1], 3);   /* dup2 clears close-on-exec on 3 */
         char *argv[] = { (char *)adafsd, "--index", index, "--hosts", (char *)hosts,
                          "--root", root, "--secret-file", secret,
-                         "--server-key", key, "--instance", instance,
                          "--chunk-size", (char *)o->chunk_size, "--quota", (char *)o->quota,
                          "--log", log, "--log-level", (char *)o->log_level,
                          "--ready-fd", "3", "--foreground",
@@ -276,9 +272,10 @@ static int start(const struct options *o)
         fprintf(stderr, "adafs-ctl: %s\n", err);
         return 1;
     }
-    /* The servers' own key (exchange.h), made like the secret. */
+    /* The servers' own key (fsd/exchange.h), made like the secret: the
+     * servers find it, and the instance file, beside the secret. */
     uint8_t server_key[INSTANCE_SECRET_SIZE];
-    path_in(path, sizeof(path), o->base, "serverkey", -1);
+    path_in(path, sizeof(path), o->base, INSTANCE_SERVER_KEY, -1);
     if (secret_generate(server_key) < 0) {
         fprintf(stderr, "adafs-ctl: cannot get random bytes: %s\n", strerror(errno));
         return 1;

@@ -271,8 +271,9 @@ static void start_exchange(const uint8_t *key, unsigned lambda_ms, int lfd, cons
                : -ENOMEM;
     if (rc < 0)
         die("%s", x ? err : "out of memory for the fair exchange");
-    log_info("fair sharing across the instance's %u servers: usage exchanged every %u ms",
-             srv.nservers, lambda_ms);
+    log_info("fair sharing across the instance's %u servers: usage exchanged every %u ms "
+             "(peers from %s)", srv.nservers, lambda_ms,
+             instance_path ? instance_path : "--hosts");
 }
 
 /* An absolute path option into its buffer (room: the longest it may be,
@@ -488,6 +489,23 @@ int main(int argc, char **argv)
     char err[512];
     if (secret_read_file(secret_file, srv.secret, err, sizeof(err)) < 0)
         die("%s", err);
+    /* Beside a secret file named as deployers name it (common/instance.h:
+     * ".../secret", ".../.job.ID.secret"), the instance file and the
+     * servers' key have the same name with "instance" and "serverkey". */
+    char beside_instance[4200], beside_key[4200];
+    size_t sl = strlen(secret_file), tl = strlen(INSTANCE_SECRET);
+    int beside = sl >= tl && strcmp(secret_file + sl - tl, INSTANCE_SECRET) == 0 &&
+                 sl + 16 < sizeof(beside_key);
+    if (beside) {
+        snprintf(beside_instance, sizeof(beside_instance), "%.*s%s", (int)(sl - tl), secret_file,
+                 INSTANCE_FILE);
+        snprintf(beside_key, sizeof(beside_key), "%.*s%s", (int)(sl - tl), secret_file,
+                 INSTANCE_SERVER_KEY);
+        if (!instance_path)
+            instance_path = beside_instance;
+        if (!server_key && access(beside_key, F_OK) == 0)
+            server_key = beside_key;
+    }
     uint8_t exchange_key[EXCHANGE_KEY_SIZE];
     if (server_key && secret_read_file(server_key, exchange_key, err, sizeof(err)) < 0)
         die("--server-key: %s", err);
