@@ -224,7 +224,8 @@ size_t exchange_period(struct exchange *x, uint64_t now_ns,
             struct peer *p = &x->peers[i];
             if (i == x->index || !p->done_stamp || p->done_stamp + fresh_ns < now_ns)
                 continue;
-            memcpy(x->scratch + n, p->done, p->ndone * sizeof(*p->done));
+            if (p->ndone)   /* an idle peer's report is empty (and may have no array) */
+                memcpy(x->scratch + n, p->done, p->ndone * sizeof(*p->done));
             n += p->ndone;
             used_peers++;
         }
