@@ -10,8 +10,9 @@
  * start runs N adafsd on 127.0.0.1 (port 0 unless --port-base: the kernel
  * picks free ports and each server reports its own over its ready pipe, so
  * parallel test runs never collide), waits until all are ready, writes
- * DIR/instance and prints its path. Under DIR: secret, servers (index pid
- * port), root.I (server roots), server.I.log. stop ends them (SIGTERM; they
+ * DIR/instance and prints its path. Under DIR: secret, serverkey (the key
+ * only the servers hold, for their fair-share exchange: never give it to
+ * a client), servers (index pid port), root.I (server roots), server.I.log. stop ends them (SIGTERM; they
  * wipe their roots) and removes what start wrote except the logs. status
  * authenticates to every server (handshake.h) and pings it.
  *
@@ -191,7 +192,7 @@ static int stop(const char *base, int quiet)
         path_in(root, sizeof(root), base, "root", idx[i]);
         wipe(root);   /* normally already gone: the server wipes it */
     }
-    static const char *files[] = { "instance", "secret", "servers" };
+    static const char *files[] = { "instance", "secret", "serverkey", "servers" };
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         path_in(path, sizeof(path), base, files[i], -1);
         unlink(path);
@@ -277,6 +278,18 @@ static int start(const struct options *o)
     }
     path_in(path, sizeof(path), o->base, "secret", -1);
     if (secret_write_file(path, inst.secret, err, sizeof(err)) < 0) {
+        fprintf(stderr, "adafs-ctl: %s\n", err);
+        return 1;
+    }
+    /* The servers' own key (fsd/exchange.h), made like the secret: the
+     * servers find it, and the instance file, beside the secret. */
+    uint8_t server_key[INSTANCE_SECRET_SIZE];
+    path_in(path, sizeof(path), o->base, INSTANCE_SERVER_KEY, -1);
+    if (secret_generate(server_key) < 0) {
+        fprintf(stderr, "adafs-ctl: cannot get random bytes: %s\n", strerror(errno));
+        return 1;
+    }
+    if (secret_write_file(path, server_key, err, sizeof(err)) < 0) {
         fprintf(stderr, "adafs-ctl: %s\n", err);
         return 1;
     }

@@ -63,6 +63,9 @@ void instance_free(struct instance *in);
  * Each returns 0, or -ENAMETOOLONG (out emptied) when it does not fit. */
 #define INSTANCE_FILE "instance"
 #define INSTANCE_SECRET "secret"
+/* The servers' own key (agent/fsd/exchange.h), beside the secret: readable
+ * by the servers' user only, never given to a client. */
+#define INSTANCE_SERVER_KEY "serverkey"
 int instance_mount_path(char *out, size_t len, const char *prefix, uint32_t job_id);
 int instance_file_path(char *out, size_t len, const char *prefix, uint32_t job_id,
                        const char *what);

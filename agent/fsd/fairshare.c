@@ -400,24 +400,34 @@ size_t fair_usage_take(struct fair *f, struct fair_usage *out, size_t max)
     return n;
 }
 
+static int by_key(const void *a, const void *b)
+{
+    uint64_t x = ((const struct fair_usage *)a)->key, y = ((const struct fair_usage *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
 void fair_usage_apply(struct fair *f, const struct fair_usage *all, size_t n)
 {
-    /* Sum by key: entries of one entity come from several servers. Shares
+    /* Sum by key: entries of one entity come from several servers (sorted
+     * first: every server's reports of every entity, n log n). Shares
      * should agree; the largest report wins if they do not. */
     struct fair_usage *sum = malloc((n ? n : 1) * sizeof(*sum));
     if (!sum)
         return;
+    if (n) {
+        memcpy(sum, all, n * sizeof(*sum));
+        qsort(sum, n, sizeof(*sum), by_key);
+    }
     size_t m = 0;
     double total_share = 0, total_used = 0;
     for (size_t i = 0; i < n; i++) {
-        size_t j = 0;
-        while (j < m && sum[j].key != all[i].key)
-            j++;
-        if (j == m)
-            sum[m++] = (struct fair_usage){ .key = all[i].key };
-        sum[j].used += all[i].used;
-        if (all[i].share > sum[j].share)
-            sum[j].share = all[i].share;
+        if (m > 0 && sum[m - 1].key == sum[i].key) {
+            sum[m - 1].used += sum[i].used;
+            if (sum[i].share > sum[m - 1].share)
+                sum[m - 1].share = sum[i].share;
+        } else {
+            sum[m++] = sum[i];
+        }
     }
     for (size_t j = 0; j < m; j++) {
         total_share += sum[j].share;

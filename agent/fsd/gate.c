@@ -15,7 +15,14 @@
  *  - a handshake not finished within GATE_HANDSHAKE_MS is dropped;
  *  - what they make us log goes through log_limited.
  * Authenticated connections are bounded too (--max-clients): past it, a
- * client that proved itself is told EUSERS in the handshake's answer. */
+ * client that proved itself is told EUSERS in the handshake's answer.
+ *
+ * On a server several users share, who a client is (its munge credential
+ * decoded by munged, its groups from NSS) may take as long as munged or
+ * the directory service takes: that runs on IDENT_WORKERS threads, never
+ * in this loop, so a slow munged or NSS delays only the clients waiting
+ * for it (each still bound by the handshake's deadline), not every
+ * connection of the server. */
 #include "server.h"
 
 #include <arpa/inet.h>
@@ -25,7 +32,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -40,8 +49,14 @@
 #define ACCEPT_BATCH 64
 #define LOG_WINDOW_MS 10000
 
+/* Threads that learn who clients of a shared server are: one for the
+ * node's own (the kernel named them: NSS only), the others for TCP
+ * clients (munged, then NSS), so that credentials munged is slow to decode
+ * never hold up the node's own processes. */
+#define IDENT_WORKERS 4
+
 /* epoll tags beyond the slot indexes. */
-enum { TAG_TCP = -1, TAG_UNIX = -2, TAG_SIGNAL = -3 };
+enum { TAG_TCP = -1, TAG_UNIX = -2, TAG_SIGNAL = -3, TAG_IDENT = -4 };
 
 struct pending {
     int fd;                           /* -1: free slot */
@@ -61,6 +76,42 @@ struct pending {
     gid_t gid;
     struct caller caller;
     uint8_t ident[HANDSHAKE_IDENTITY_MAX];
+    /* Waiting for a worker's word on its identity (out of the loop's
+     * watch meanwhile); the answer to send if it may in. */
+    int identifying;
+    uint8_t answer[HANDSHAKE_ANSWER_SIZE];
+};
+
+/* One client's identity, learnt by a worker: the job (its slot and
+ * accept order, to find it again unless it was dropped meanwhile), then
+ * the result. */
+struct ident_job {
+    struct ident_job *next;
+    size_t slot;
+    uint64_t seq;
+    int local;
+    struct handshake hs;
+    char cred[HANDSHAKE_CRED_MAX + 1];
+    int rc;
+    uid_t uid;
+    gid_t gid;
+    struct caller caller;
+    char why[400];
+};
+
+/* The workers' queues (todo[1]: local clients, todo[0]: TCP ones); done
+ * is signalled on efd. */
+struct idents {
+    pthread_mutex_t lock;
+    pthread_cond_t cv[2];
+    struct ident_job *todo[2], *todo_tail[2], *done;
+    int efd;
+    struct server *srv;
+};
+
+struct ident_worker {
+    struct idents *q;
+    int local;
 };
 
 struct gate {
@@ -69,6 +120,7 @@ struct gate {
     struct pending *slots;
     unsigned nslots, used;
     uint64_t next_seq;
+    struct idents *idents;            /* NULL: one job's server */
 };
 
 /* Budgets for the lines unauthenticated peers cause. */
@@ -321,30 +373,155 @@ static int read_identity(struct pending *p)
     }
 }
 
-/* A server several users share (--owner): the client proved the secret;
- * learns who it is and whether it may in (access.c). If not, logs why,
- * naming the peer and uid, and answers EACCES (with our MAC: the client
- * tells it from a wrong secret). 1: admitted. */
-static int admitted(struct gate *g, struct pending *p, uint8_t answer[HANDSHAKE_ANSWER_SIZE])
+/* A worker: the identity of each job of its queue (access.c: munged,
+ * NSS). */
+static void *ident_worker(void *arg)
 {
-    char cred[HANDSHAKE_CRED_MAX + 1] = "", why[400];
-    int rc = p->local ? 0 : handshake_identity_cred(p->ident, p->ident_got, cred);
-    if (rc < 0)
-        snprintf(why, sizeof(why), "its identity message holds a NUL");
-    else
-        rc = access_identify(g->srv, p->fd, p->local, &p->hs, cred, &p->uid, &p->gid, why,
-                             sizeof(why));
-    if (rc == 0)
-        rc = access_admit(g->srv, p->uid, p->gid, &p->caller, why, sizeof(why));
-    if (rc == 0) {
-        p->identified = 1;
-        return 1;
+    struct idents *q = ((struct ident_worker *)arg)->q;
+    int k = ((struct ident_worker *)arg)->local;
+    free(arg);
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        while (!q->todo[k])
+            pthread_cond_wait(&q->cv[k], &q->lock);
+        struct ident_job *j = q->todo[k];
+        q->todo[k] = j->next;
+        if (!q->todo[k])
+            q->todo_tail[k] = NULL;
+        pthread_mutex_unlock(&q->lock);
+        j->rc = j->local ? 0 : access_identify(q->srv, -1, 0, &j->hs, j->cred, &j->uid, &j->gid,
+                                               j->why, sizeof(j->why));
+        if (j->rc == 0)
+            j->rc = access_admit(q->srv, j->uid, j->gid, &j->caller, j->why, sizeof(j->why));
+        pthread_mutex_lock(&q->lock);
+        j->next = q->done;
+        q->done = j;
+        pthread_mutex_unlock(&q->lock);
+        uint64_t one = 1;
+        if (write(q->efd, &one, sizeof(one)) < 0)
+            log_warn("identity workers: cannot wake the gate: %s", strerror(errno));
     }
-    log_limited(&denied_log, LOG_LEVEL_WARN, "refused %s: %s", p->peer, why);
-    handshake_server_deny(answer);
-    send_now(p->fd, answer, HANDSHAKE_ANSWER_SIZE);
-    release(g, p);
-    return 0;
+    return NULL;
+}
+
+/* The workers and their queues, for a server several users share. */
+static struct idents *idents_start(struct server *srv, char *err, size_t errlen)
+{
+    struct idents *q = calloc(1, sizeof(*q));
+    if (!q || (q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+        snprintf(err, errlen, "identity workers: %s", q ? strerror(errno) : "no memory");
+        free(q);
+        return NULL;
+    }
+    q->srv = srv;
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->cv[0], NULL);
+    pthread_cond_init(&q->cv[1], NULL);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int started[2] = { 0, 0 };
+    for (int i = 0; i < IDENT_WORKERS; i++) {
+        pthread_t t;
+        struct ident_worker *w = malloc(sizeof(*w));
+        if (!w)
+            break;
+        *w = (struct ident_worker){ .q = q, .local = i == 0 };
+        if (pthread_create(&t, &attr, ident_worker, w) == 0)
+            started[i == 0]++;   /* w is the thread's now */
+        else
+            free(w);
+    }
+    pthread_attr_destroy(&attr);
+    if (!started[0] || !started[1]) {
+        snprintf(err, errlen, "identity workers: no thread");
+        close(q->efd);
+        free(q);
+        return NULL;
+    }
+    return q;
+}
+
+/* A server several users share (--owner): the client proved the secret;
+ * a worker learns who it is and whether it may in (identified). The
+ * kernel's word on a local peer is taken here: the descriptor is the
+ * loop's. */
+static void identify_later(struct gate *g, struct pending *p,
+                           const uint8_t answer[HANDSHAKE_ANSWER_SIZE])
+{
+    struct ident_job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        drop(g, p, "no memory to learn its identity");
+        return;
+    }
+    j->slot = (size_t)(p - g->slots);
+    j->seq = p->seq;
+    j->local = p->local;
+    j->hs = p->hs;
+    int rc = p->local ? access_identify(g->srv, p->fd, 1, &p->hs, "", &j->uid, &j->gid, j->why,
+                                        sizeof(j->why))
+                      : handshake_identity_cred(p->ident, p->ident_got, j->cred);
+    if (rc < 0) {
+        if (!p->local)
+            snprintf(j->why, sizeof(j->why), "its identity message holds a NUL");
+        log_limited(&denied_log, LOG_LEVEL_WARN, "refused %s: %s", p->peer, j->why);
+        free(j);
+        uint8_t deny[HANDSHAKE_ANSWER_SIZE];
+        memcpy(deny, answer, sizeof(deny));
+        handshake_server_deny(deny);
+        send_now(p->fd, deny, sizeof(deny));
+        release(g, p);
+        return;
+    }
+    memcpy(p->answer, answer, HANDSHAKE_ANSWER_SIZE);
+    p->identifying = 1;
+    epoll_ctl(g->epfd, EPOLL_CTL_DEL, p->fd, NULL);   /* it waits for our answer */
+    struct idents *q = g->idents;
+    int k = p->local;
+    pthread_mutex_lock(&q->lock);
+    if (q->todo_tail[k])
+        q->todo_tail[k]->next = j;
+    else
+        q->todo[k] = j;
+    q->todo_tail[k] = j;
+    pthread_cond_signal(&q->cv[k]);
+    pthread_mutex_unlock(&q->lock);
+}
+
+/* The workers' answers: each client still waiting is let in, or refused
+ * with a warning naming peer and uid and EACCES (with our MAC: the client
+ * tells it from a wrong secret). */
+static void identified(struct gate *g)
+{
+    struct idents *q = g->idents;
+    uint64_t n;
+    if (read(q->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+        log_warn("identity workers: %s", strerror(errno));
+    pthread_mutex_lock(&q->lock);
+    struct ident_job *done = q->done;
+    q->done = NULL;
+    pthread_mutex_unlock(&q->lock);
+    while (done) {
+        struct ident_job *j = done;
+        done = j->next;
+        struct pending *p = &g->slots[j->slot];
+        if (p->fd >= 0 && p->identifying && p->seq == j->seq) {
+            p->identifying = 0;
+            if (j->rc == 0) {
+                p->identified = 1;
+                p->uid = j->uid;
+                p->gid = j->gid;
+                p->caller = j->caller;
+                authenticated(g, p, p->answer);
+            } else {
+                log_limited(&denied_log, LOG_LEVEL_WARN, "refused %s: %s", p->peer, j->why);
+                handshake_server_deny(p->answer);
+                send_now(p->fd, p->answer, HANDSHAKE_ANSWER_SIZE);
+                release(g, p);
+            }
+        }
+        free(j);
+    }
 }
 
 /* Reads what came of a client's PROOF (and IDENTITY, when asked); once
@@ -383,9 +560,10 @@ static void on_readable(struct gate *g, struct pending *p)
         release(g, p);
         return;
     }
-    if (g->srv->multiuser && !admitted(g, p, answer))
-        return;
-    authenticated(g, p, answer);
+    if (g->srv->multiuser)
+        identify_later(g, p, answer);
+    else
+        authenticated(g, p, answer);
 }
 
 /* Drops handshakes past their deadline; returns the ms until the next one
@@ -434,6 +612,16 @@ int gate_run(struct server *srv, int lfd, int ufd, int sfd)
     }
     for (unsigned i = 0; i < g.nslots; i++)
         g.slots[i].fd = -1;
+    if (srv->multiuser) {
+        char err[256];
+        if (!(g.idents = idents_start(srv, err, sizeof(err))) ||
+            watch(g.epfd, g.idents->efd, TAG_IDENT) < 0) {
+            log_error("%s", g.idents ? strerror(errno) : err);
+            free(g.slots);
+            close(g.epfd);
+            return -ENOMEM;
+        }
+    }
     int64_t flushed_ms = net_now_ms();
     int rc = 0;
     for (;;) {
@@ -465,6 +653,8 @@ int gate_run(struct server *srv, int lfd, int ufd, int sfd)
                 on_readable(&g, &g.slots[tag]);
             else if (tag == TAG_SIGNAL)
                 stop = 1;
+            else if (tag == TAG_IDENT)
+                identified(&g);
             else if (tag < 0)
                 listeners |= tag == TAG_TCP ? 1 : 2;
         }

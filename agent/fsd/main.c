@@ -6,13 +6,18 @@
  *          [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]
  *          [--fair-policy POLICY] [--fair-slots N] [--test-service-time US[,US_PER_MIB]]
  *          [--bandwidth-file FILE] [--fair-jobs FILE]
+ *          [--server-key FILE [--instance FILE] [--fair-exchange MS]]
  *          [--owner UID [--access-group GID] [--munge-socket PATH]] [--keep-root]
  *
  * A server needs only its own address and how many servers the instance
- * has (they never talk to each other): --listen and --servers say just
- * that, whatever the instance's size, and are what the node agent passes;
- * --hosts (the whole list, for starting an instance by hand) is read for
- * its entry number --index and its length.
+ * has: --listen and --servers say just that, whatever the instance's size,
+ * and are what the node agent passes; --hosts (the whole list, for
+ * starting an instance by hand) is read for its entry number --index and
+ * its length. The servers talk to each other only under a fair-share
+ * policy with --server-key: every --fair-exchange ms (default 500) they
+ * tell each other what each entity was served (exchange.h), so fairness
+ * holds across servers; the peers' addresses come from --hosts (ports
+ * set) or the --instance file.
  *
  * Listens on its own address (port 0: any free port), keeps its
  * metadata and chunks under --root (created 0700, must not exist or be
@@ -61,8 +66,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sodium.h>
 
 #include "daemon.h"
+#include "exchange.h"
 #include "instance.h"
 #include "log.h"
 #include "net.h"
@@ -95,6 +102,7 @@ static void usage(FILE *out)
             "              [--fair-policy off|job-fair|user-fair|group-fair|size-fair|user-then-size]\n"
             "              [--fair-slots N] [--test-service-time US[,US_PER_MIB]]\n"
             "              [--bandwidth-file FILE] [--fair-jobs FILE]\n"
+            "              [--server-key FILE [--instance FILE] [--fair-exchange MS]]\n"
             "              [--owner UID [--access-group GID] [--munge-socket PATH]] [--keep-root]\n");
 }
 
@@ -251,6 +259,33 @@ static void log_fair_service(void)
                  (unsigned long long)use[i].used / 1000);
 }
 
+/* Under a fair-share policy, the exchange of usage with the other servers
+ * (exchange.h), if there are any and they share a key (--server-key). */
+static void start_exchange(const uint8_t *key, unsigned lambda_ms, int lfd, const char *hosts,
+                           const char *instance_path)
+{
+    if (!srv.fair || srv.nservers < 2)
+        return;
+    if (lambda_ms == 0) {
+        log_info("fair sharing holds within this server only: --fair-exchange 0");
+        return;
+    }
+    if (!key) {
+        log_info("fair sharing holds within this server only: no --server-key to exchange "
+                 "usage with the other servers");
+        return;
+    }
+    char err[512];
+    struct exchange *x = exchange_new(srv.fair, key, srv.index, srv.nservers, lambda_ms);
+    int rc = x ? exchange_start(x, lfd, hosts, instance_path, srv.secret, err, sizeof(err))
+               : -ENOMEM;
+    if (rc < 0)
+        die("%s", x ? err : "out of memory for the fair exchange");
+    log_info("fair sharing across the instance's %u servers: usage exchanged every %u ms "
+             "(peers from %s)", srv.nservers, lambda_ms,
+             instance_path ? instance_path : "--hosts");
+}
+
 /* An absolute path option into its buffer (room: the longest it may be,
  * plus one), or a start-up failure naming the option. */
 static void set_path(char *dst, size_t room, const char *option, const char *arg)
@@ -304,13 +339,16 @@ int main(int argc, char **argv)
         { "owner", required_argument, NULL, 'O' },
         { "access-group", required_argument, NULL, 'G' },
         { "munge-socket", required_argument, NULL, 'U' },
-        { "keep-root", no_argument, NULL, 'k' },
+        { "keep-root", no_argument, NULL, 'E' },
+        { "server-key", required_argument, NULL, 'k' },
+        { "instance", required_argument, NULL, 'I' },
+        { "fair-exchange", required_argument, NULL, 'X' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *hosts = NULL, *listen = NULL, *root = NULL, *secret_file = NULL;
-    const char *log_path = NULL;
-    long index = -1, servers = 0;
+    const char *log_path = NULL, *server_key = NULL, *instance_path = NULL;
+    long index = -1, servers = 0, lambda_ms = EXCHANGE_DEFAULT_LAMBDA_MS;
     int foreground = 0, level = LOG_LEVEL_INFO;
     int fair_policy = FAIR_OFF;
     long fair_slots = DEFAULT_FAIR_SLOTS;
@@ -416,7 +454,19 @@ int main(int argc, char **argv)
         case 'U':
             set_path(srv.munge_socket, sizeof(srv.munge_socket), "--munge-socket", optarg);
             break;
-        case 'k': keep_root = srv.keep_root = 1; break;
+        case 'E': keep_root = srv.keep_root = 1; break;
+        case 'k': server_key = optarg; break;
+        case 'I':
+            if (optarg[0] != '/')
+                die("--instance: '%s' must be an absolute path", optarg);
+            instance_path = optarg;
+            break;
+        case 'X':
+            lambda_ms = strtol(optarg, &end, 10);
+            if (*end || end == optarg || (lambda_ms != 0 && lambda_ms < 10) || lambda_ms > 60000)
+                die("--fair-exchange: '%s' is not 0 (off) or milliseconds between 10 and 60000",
+                    optarg);
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -451,6 +501,29 @@ int main(int argc, char **argv)
     char err[512];
     if (secret_read_file(secret_file, srv.secret, err, sizeof(err)) < 0)
         die("%s", err);
+    /* Beside a secret file named as deployers name it (common/instance.h:
+     * ".../secret", ".../.job.ID.secret"), the instance file and the
+     * servers' key have the same name with "instance" and "serverkey". */
+    char beside_instance[4200], beside_key[4200];
+    size_t sl = strlen(secret_file), tl = strlen(INSTANCE_SECRET);
+    int beside = sl >= tl && strcmp(secret_file + sl - tl, INSTANCE_SECRET) == 0 &&
+                 sl + 16 < sizeof(beside_key);
+    if (beside) {
+        snprintf(beside_instance, sizeof(beside_instance), "%.*s%s", (int)(sl - tl), secret_file,
+                 INSTANCE_FILE);
+        snprintf(beside_key, sizeof(beside_key), "%.*s%s", (int)(sl - tl), secret_file,
+                 INSTANCE_SERVER_KEY);
+        if (!instance_path)
+            instance_path = beside_instance;
+        if (!server_key && access(beside_key, F_OK) == 0)
+            server_key = beside_key;
+    }
+    uint8_t exchange_key[EXCHANGE_KEY_SIZE];
+    if (server_key && secret_read_file(server_key, exchange_key, err, sizeof(err)) < 0)
+        die("--server-key: %s", err);
+    if (server_key && sodium_memcmp(exchange_key, srv.secret, sizeof(exchange_key)) == 0)
+        die("--server-key %s holds the instance's secret, which every client has: the "
+            "servers' key must be another", server_key);
 
     if (!foreground)
         daemonize();
@@ -537,6 +610,8 @@ int main(int argc, char **argv)
             close(devnull);
     }
 
+    start_exchange(server_key ? exchange_key : NULL, (unsigned)lambda_ms, lfd, hosts,
+                   instance_path);
     int rc = gate_run(&srv, lfd, ufd, sfd);
     if (rc < 0)
         log_error("stopping: the accept loop failed: %s", strerror(-rc));

@@ -13,6 +13,8 @@
  *   quota.c    the per-node byte quota
  *   fairshare.c which waiting job, user or group the next service slot
  *              goes to when several share this server
+ *   exchange.c what each of them was served, told to the instance's other
+ *              servers every period, so the shares hold across servers
  */
 #ifndef ADAFSD_SERVER_H
 #define ADAFSD_SERVER_H

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exchange.h"
 #include "fairshare.h"
 #include "tap.h"
 
@@ -321,6 +322,118 @@ static void test_exchange(void)
     fair_free(s2);
 }
 
+/* A time on the receivers' clock (CLOCK_REALTIME ns). */
+#define T0 1800000000000000000ull
+#define MS 1000000ull
+
+/* Delivers every datagram of one server's period to the other. */
+static int deliver(struct exchange *to, uint8_t out[][EXCHANGE_DGRAM_MAX], const size_t *lens,
+                   size_t n, uint64_t now)
+{
+    char why[256];
+    for (size_t i = 0; i < n; i++) {
+        int rc = exchange_receive(to, out[i], lens[i], now, why, sizeof(why));
+        if (rc < 0) {
+            printf("# refused: %s\n", why);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* The same two servers as test_exchange, their reports carried as
+ * datagrams by exchange.c: shares settle within two periods; and every
+ * forged, tampered, replayed, stale or misdirected datagram is refused. */
+static void test_exchange_wire(void)
+{
+    uint8_t key[EXCHANGE_KEY_SIZE], other[EXCHANGE_KEY_SIZE];
+    for (int i = 0; i < EXCHANGE_KEY_SIZE; i++)
+        key[i] = (uint8_t)(i * 7 + 1), other[i] = (uint8_t)(i * 7 + 2);
+    struct fair *s1 = fair_new(FAIR_JOB, 1, 21), *s2 = fair_new(FAIR_JOB, 1, 22);
+    struct exchange *x1 = exchange_new(s1, key, 0, 2, 500), *x2 = exchange_new(s2, key, 1, 2, 500);
+    struct exchange *forger = exchange_new(s1, other, 0, 2, 500);
+    struct client a1[1] = { { .who = { .job = 1, .uid = 1000 }, .cost = 100, .active = 1 } };
+    struct client c2[2] = {
+        { .who = { .job = 1, .uid = 1000 }, .cost = 100, .active = 1 },
+        { .who = { .job = 2, .uid = 1001 }, .cost = 100, .active = 1 },
+    };
+    static uint8_t out1[EXCHANGE_PARTS_MAX][EXCHANGE_DGRAM_MAX], out2[EXCHANGE_PARTS_MAX][EXCHANGE_DGRAM_MAX];
+    size_t lens1[EXCHANGE_PARTS_MAX], lens2[EXCHANGE_PARTS_MAX];
+    double ratio[4] = { 0 };
+    unsigned used = 0;
+    for (int period = 0; period < 4; period++) {
+        a1[0].service = c2[0].service = c2[1].service = 0;
+        simulate(s1, a1, 1, 4000);
+        simulate(s2, c2, 2, 4000);
+        ratio[period] = (a1[0].service + c2[0].service) / c2[1].service;
+        uint64_t now = T0 + (uint64_t)period * 500 * MS;
+        size_t n1 = exchange_period(x1, now, out1, lens1, NULL);
+        size_t n2 = exchange_period(x2, now + 3 * MS, out2, lens2, &used);
+        deliver(x2, out1, lens1, n1, now + 1 * MS);
+        deliver(x1, out2, lens2, n2, now + 4 * MS);
+    }
+    tap_ok(within(ratio[0], 3, 0.15), "wire: the first period, before any report, 3:1 (%.3f)",
+           ratio[0]);
+    tap_ok(within(ratio[2], 1, 0.1) && within(ratio[3], 1, 0.1),
+           "wire: equal global service from the third period on, within 2 periods of the "
+           "first reports (%.3f, %.3f)", ratio[2], ratio[3]);
+    tap_ok(used == 1, "wire: server 2 applied server 1's report (%u)", used);
+
+    /* What a client holding the secret but not the server key could send. */
+    char why[256];
+    uint64_t now = T0 + 10 * 500 * MS;
+    simulate(s1, a1, 1, 100);
+    size_t n = exchange_period(forger, now, out1, lens1, NULL);
+    tap_ok(n == 1 && exchange_receive(x2, out1[0], lens1[0], now, why, sizeof(why)) == -EACCES,
+           "wire: a report made with another key is refused (%s)", why);
+    simulate(s1, a1, 1, 100);
+    n = exchange_period(x1, now, out1, lens1, NULL);
+    out1[0][EXCHANGE_HEADER_SIZE + 16] ^= 1;   /* the first entry's use */
+    tap_ok(exchange_receive(x2, out1[0], lens1[0], now, why, sizeof(why)) == -EACCES,
+           "wire: a tampered report is refused (%s)", why);
+    out1[0][EXCHANGE_HEADER_SIZE + 16] ^= 1;
+    tap_ok(exchange_receive(x2, out1[0], lens1[0], now, why, sizeof(why)) == 0,
+           "wire: the report as sent is taken");
+    tap_ok(exchange_receive(x2, out1[0], lens1[0], now + MS, why, sizeof(why)) == -ESTALE,
+           "wire: the same report again (a replay) is refused (%s)", why);
+    n = exchange_period(x1, now + 20000 * MS, out1, lens1, NULL);
+    tap_ok(exchange_receive(x2, out1[0], lens1[0], now, why, sizeof(why)) == -ESTALE,
+           "wire: a report stamped 20 s ahead is refused (%s)", why);
+    n = exchange_period(x2, now + MS, out2, lens2, NULL);
+    tap_ok(exchange_receive(x2, out2[0], lens2[0], now + MS, why, sizeof(why)) == -EBADMSG,
+           "wire: a server's own report reflected back is refused (%s)", why);
+    tap_ok(exchange_receive(x2, out2[0], 10, now, why, sizeof(why)) == -EBADMSG &&
+           exchange_receive(x2, out2[0], lens2[0] - 1, now, why, sizeof(why)) == -EBADMSG,
+           "wire: truncated datagrams are refused (%s)", why);
+
+    /* A report of more entities than one datagram holds comes in parts;
+     * one lost part: the report is not used until a whole one comes. */
+    drain(s1, a1, 1);   /* its request holds server 1's one slot */
+    uint64_t later = now + 5000 * MS;   /* the reports above are stale */
+    struct client many[130];
+    for (int i = 0; i < 130; i++)
+        many[i] = (struct client){ .who = { .job = 100 + (uint64_t)i, .uid = 2000 }, .cost = 10,
+                                   .active = 1 };
+    simulate(s1, many, 130, 4000);
+    n = exchange_period(x1, later, out1, lens1, NULL);
+    tap_ok(n == 3, "wire: 130 entities go in 3 datagrams (%zu)", n);
+    deliver(x2, out1, lens1, 2, later + MS);
+    exchange_period(x2, later + 2 * MS, out2, lens2, &used);
+    tap_ok(used == 0, "wire: an incomplete report is not applied (%u peers)", used);
+    deliver(x2, out1 + 2, lens1 + 2, 1, later + 3 * MS);
+    exchange_period(x2, later + 4 * MS, out2, lens2, &used);
+    tap_ok(used == 1, "wire: once whole it is (%u peers)", used);
+    exchange_period(x2, later + 1100 * MS, out2, lens2, &used);
+    tap_ok(used == 0, "wire: a peer silent for 2 periods no longer counts (%u peers)", used);
+    drain(s1, many, 130);
+    drain(s2, c2, 2);
+    exchange_free(x1);
+    exchange_free(x2);
+    exchange_free(forger);
+    fair_free(s1);
+    fair_free(s2);
+}
+
 static void test_cgroups(void)
 {
     tap_is_int(fair_job_of_cgroup("/slurm/uid_999/job_42/step_0/task_0", 999), 42,
@@ -356,5 +469,6 @@ int main(void)
     test_fast_path();
     test_threads();
     test_exchange();
+    test_exchange_wire();
     return tap_done();
 }

@@ -173,5 +173,54 @@ check "  logged" logged "Expired credential"
 out=$(as_plain "$member" "$client" "$base/inst-$member" none)
 check "no credential at all: no answer ($out)" test "$out" = "hung up"
 
+# --- a slow munged delays only the clients it must answer ---
+# A second instance whose munged never answers (a socket that accepts and
+# holds): TCP clients' credentials wait on it, on the gate's workers (5
+# clients: more than its workers for TCP); meanwhile the owner's
+# processes still get in through the Unix socket.
+python3 - "$base/stall.sock" <<'PY' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o777)
+s.listen(64)
+s.settimeout(20)
+held = []
+try:
+    while True:
+        held.append(s.accept()[0])
+except OSError:
+    pass
+PY
+stall_pid=$!
+sed "s|--munge-socket \"[^\"]*\"|--munge-socket \"$base/stall.sock\"|" "$base/adafsd" > "$base/adafsd2"
+chmod 755 "$base/adafsd2"
+mkdir "$base/fs2" && chown "$owner" "$base/fs2"
+for i in 1 2 3 4 5 6 7 8 9 10; do [ -S "$base/stall.sock" ] && break; sleep 0.1; done
+if as_plain "$owner" "$ctl" start --servers 1 --base "$base/fs2" --mount "$base/mnt" \
+        --adafsd "$base/adafsd2" --timeout-ms 10000 >"$base/ctl2.out" 2>&1; then
+    install -m 600 -o "$owner" "$base/fs2/instance" "$base/inst2"
+    # More stalled credentials than the gate has workers for TCP clients.
+    stalled=
+    for i in 1 2 3 4 5; do
+        as_plain "$owner" "$client" "$base/inst2" forged >"$base/stalled.$i" 2>&1 &
+        stalled="$stalled $!"
+    done
+    sleep 0.5
+    t0=$(date +%s%N)
+    inst=$base/inst2 as "$owner" sh -c "echo quick > $base/mnt/q && grep -qx quick $base/mnt/q"
+    rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    check "while munged stalls on 5 TCP clients' credentials, the owner writes and reads through the Unix socket at once ($ms ms)" \
+        eval '[ $rc = 0 ] && [ $ms -lt 2000 ]'
+    kill "$stall_pid" 2>/dev/null
+    wait $stalled
+    check "  the stalled clients are not admitted ($(cat "$base"/stalled.* | sort | uniq -c | xargs))" \
+        eval '! cat "$base"/stalled.* | grep -q admitted'
+    as_plain "$owner" "$ctl" stop --base "$base/fs2" >/dev/null 2>&1
+else
+    not_ok "a second shared instance starts: $(cat "$base/ctl2.out")"
+fi
+kill "$stall_pid" 2>/dev/null
+
 echo "1..$n"
 [ "$fails" = 0 ]

@@ -6,7 +6,13 @@
  * PROCS processes, each with its own libadafs handle (ADAFS_INSTANCE),
  * keep one request each in flight for SECONDS: stat of a file of their
  * own, or 1 MiB writes over one; with ON_MS and OFF_MS, in bursts of ON_MS
- * separated by OFF_MS of nothing. Prints "ops N bytes B seconds S". */
+ * separated by OFF_MS of nothing. Prints "ops N bytes B seconds S".
+ *
+ * FAIRLOAD_SERVER=I: each process's file is one whose metadata lies on
+ * server I (bench/fair/exchange.sh loads chosen servers of an instance).
+ * FAIRLOAD_WINDOW_MS=W: each process also prints "window K ops N" for
+ * every W ms window it ran in (K counted from the epoch of
+ * CLOCK_MONOTONIC, so processes' windows line up). */
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
@@ -19,6 +25,7 @@
 #include <unistd.h>
 
 #include "adafs.h"
+#include "hash.h"
 
 #define WRITE_SIZE (1u << 20)
 
@@ -40,7 +47,16 @@ static int child(int out, int write_op, const char *dir, double seconds)
         return 1;
     }
     snprintf(path, sizeof(path), "%s/f.%d", dir, (int)getpid());
-    int fd = adafs_open(fs, path, O_CREAT | O_RDWR | O_TRUNC, 0600);
+    const char *server = getenv("FAIRLOAD_SERVER");
+    for (unsigned i = 0; server && hash_place_path(path, (unsigned)adafs_server_count(fs)) !=
+                                   (unsigned)atoi(server); i++)
+        snprintf(path, sizeof(path), "%s/f.%d.%u", dir, (int)getpid(), i);
+    const char *window_ms = getenv("FAIRLOAD_WINDOW_MS");
+    double window = window_ms ? atof(window_ms) / 1e3 : 0;
+    long cur = -1;
+    unsigned long long in_window = 0;
+    /* 0666: a server run by root (the benchmarks') stamps the file root's. */
+    int fd = adafs_open(fs, path, O_CREAT | O_RDWR | O_TRUNC, 0666);
     if (fd < 0) {
         fprintf(stderr, "fairload: %s: %s\n", path, strerror(-fd));
         return 1;
@@ -62,7 +78,18 @@ static int child(int out, int write_op, const char *dir, double seconds)
         }
         ops++;
         bytes += write_op ? WRITE_SIZE : 0;
+        if (window > 0) {
+            long k = (long)(now() / window);
+            if (k != cur && cur >= 0)
+                printf("window %ld ops %llu\n", cur, in_window);
+            in_window = k != cur ? 0 : in_window;
+            cur = k;
+            in_window++;
+        }
     }
+    if (cur >= 0)
+        printf("window %ld ops %llu\n", cur, in_window);
+    fflush(stdout);
     dprintf(out, "%llu %llu\n", ops, bytes);
     return 0;
 }
