@@ -15,7 +15,11 @@
 
 _Static_assert(crypto_kx_PUBLICKEYBYTES == 32 && crypto_kx_SECRETKEYBYTES == 32 &&
                crypto_kx_SESSIONKEYBYTES == SESSION_KEY_BYTES, "X25519 sizes");
-_Static_assert(crypto_secretbox_MACBYTES + SESSION_PLAIN_HEAD == SESSION_OVERHEAD, "sealing overhead");
+_Static_assert(crypto_secretbox_MACBYTES + SESSION_PLAIN_HEAD == SESSION_OVERHEAD &&
+               crypto_aead_aes256gcm_ABYTES + SESSION_PLAIN_HEAD == SESSION_OVERHEAD,
+               "sealing overhead");
+_Static_assert(sizeof(crypto_aead_aes256gcm_state) == SESSION_AES_STATE &&
+               _Alignof(crypto_aead_aes256gcm_state) <= 16, "AES-256-GCM state");
 
 static const char *const kind_name[] = { "?", "hello", "reply" };
 
@@ -97,6 +101,8 @@ static int get_handshake(const void *payload, size_t len, uint32_t kind,
         get_raw(&r, what->agent_nonce, SESSION_NONCE_BYTES);
         get_raw(&r, what->agent_share, 32);
     }
+    /* A hello's offer; a reply's choice (one bit). */
+    what->ciphers = rpc_get_u32(&r);
     if (!node || !rpc_reader_done(&r) || strlen(node) > SESSION_NODE_MAX)
         return fail(err, errlen, -EPROTO, "a malformed %s", kind_name[kind]);
     if (kind == SESSION_KIND_REPLY)
@@ -127,6 +133,7 @@ int session_fanout_make(const struct session_auth *a, struct session_fanout *f, 
     rpc_put_raw(&w, f->client_nonce, SESSION_NONCE_BYTES);
     rpc_put_raw(&w, f->client_share, 32);
     rpc_put_raw(&w, f->key, SESSION_KEY_BYTES);
+    rpc_put_u32(&w, session_ciphers());
     int rc = rpc_writer_ok(&w) ? 0 : fail(err, errlen, -ENOMEM, "out of memory");
     if (rc == 0) {
         crypto_generichash(f->cred_hash, 32, w.data, w.len, NULL, 0);
@@ -347,6 +354,9 @@ int session_reply_make(const struct session_auth *a, struct session_handshake *h
     rpc_put_raw(&w, hs->client_nonce, SESSION_NONCE_BYTES);
     rpc_put_raw(&w, hs->agent_nonce, SESSION_NONCE_BYTES);
     rpc_put_raw(&w, hs->agent_share, 32);
+    int cipher = hs->ciphers & session_ciphers() & (1u << SESSION_CIPHER_AES256GCM)
+                     ? SESSION_CIPHER_AES256GCM : SESSION_CIPHER_SECRETBOX;
+    rpc_put_u32(&w, 1u << cipher);
     if (rpc_writer_ok(&w)) {
         mac_of(mac, hs->key, REPLY_LABEL, hs->hello_hash, 32, w.data, w.len);
         rpc_put_raw(&w, mac, sizeof(mac));
@@ -359,6 +369,7 @@ int session_reply_make(const struct session_auth *a, struct session_handshake *h
         sodium_bin2hex(text, 2 * w.len + 1, w.data, w.len);
         crypto_generichash(reply_hash, 32, w.data, w.len, NULL, 0);
         derive(rx, tx, hs->hello_hash, reply_hash, keys->rx, keys->tx);
+        session_keys_use(keys, cipher);
         *reply = text;
     }
     rpc_writer_free(&w);
@@ -398,6 +409,11 @@ int session_reply_take(const struct session_auth *a, struct session_handshake *h
                   hs->node);
     if (rc == 0 && sodium_memcmp(got.client_nonce, hs->client_nonce, SESSION_NONCE_BYTES) != 0)
         rc = fail(err, errlen, -EACCES, "the reply answers another hello (its nonce is not ours)");
+    int cipher = got.ciphers == 1u << SESSION_CIPHER_AES256GCM ? SESSION_CIPHER_AES256GCM
+                 : got.ciphers == 1u << SESSION_CIPHER_SECRETBOX ? SESSION_CIPHER_SECRETBOX : -1;
+    if (rc == 0 && (cipher < 0 || !(session_ciphers() & got.ciphers)))
+        rc = fail(err, errlen, -EACCES, "the agent chose cipher mask 0x%x, not one this side "
+                  "offered (0x%x)", got.ciphers, session_ciphers());
     uint8_t rx[32], tx[32], reply_hash[32];
     if (rc == 0 &&
         crypto_kx_client_session_keys(rx, tx, hs->client_share, hs->own_secret, got.agent_share) != 0)
@@ -405,6 +421,7 @@ int session_reply_take(const struct session_auth *a, struct session_handshake *h
     if (rc == 0) {
         crypto_generichash(reply_hash, 32, buf, len, NULL, 0);
         derive(tx, rx, hs->hello_hash, reply_hash, keys->tx, keys->rx);
+        session_keys_use(keys, cipher);
         sodium_memzero(rx, sizeof(rx));
         sodium_memzero(tx, sizeof(tx));
     }
@@ -419,6 +436,32 @@ void session_handshake_clear(struct session_handshake *hs)
     sodium_memzero(hs->key, sizeof(hs->key));
 }
 
+uint32_t session_ciphers(void)
+{
+    static int aes = -1;   /* a CPU's features do not change: asked once */
+    if (aes < 0)
+        aes = sodium_init() >= 0 && crypto_aead_aes256gcm_is_available();
+    return 1u << SESSION_CIPHER_SECRETBOX | (aes ? 1u << SESSION_CIPHER_AES256GCM : 0);
+}
+
+int session_keys_use(struct session_keys *k, int cipher)
+{
+    if (cipher == SESSION_CIPHER_SECRETBOX) {
+        sodium_memzero(k->tx_aes, sizeof(k->tx_aes));
+        sodium_memzero(k->rx_aes, sizeof(k->rx_aes));
+    } else if (cipher != SESSION_CIPHER_AES256GCM ||
+               !(session_ciphers() & 1u << SESSION_CIPHER_AES256GCM)) {
+        return -ENOTSUP;
+    } else {
+        crypto_aead_aes256gcm_beforenm((crypto_aead_aes256gcm_state *)k->tx_aes, k->tx);
+        crypto_aead_aes256gcm_beforenm((crypto_aead_aes256gcm_state *)k->rx_aes, k->rx);
+    }
+    k->cipher = cipher;
+    return 0;
+}
+
+/* The counter as nonce: little-endian in the first 8 bytes of the
+ * cipher's nonce (24 bytes for secretbox, 12 for GCM), the rest 0. */
 static void nonce_of(uint64_t seq, uint8_t nonce[crypto_secretbox_NONCEBYTES])
 {
     memset(nonce, 0, crypto_secretbox_NONCEBYTES);
@@ -449,7 +492,12 @@ int session_seal_id(struct session_keys *k, uint16_t op, uint32_t id, int32_t st
         memcpy(plain + SESSION_PLAIN_HEAD, body, len);
     uint8_t nonce[crypto_secretbox_NONCEBYTES];
     nonce_of(k->tx_seq++, nonce);
-    crypto_secretbox_easy(buf, plain, plain_len, nonce, k->tx);
+    if (k->cipher == SESSION_CIPHER_AES256GCM)
+        crypto_aead_aes256gcm_encrypt_detached_afternm(
+            plain, buf, NULL, plain, plain_len, NULL, 0, NULL, nonce,
+            (const crypto_aead_aes256gcm_state *)k->tx_aes);
+    else
+        crypto_secretbox_easy(buf, plain, plain_len, nonce, k->tx);
     *out = buf;
     *outlen = crypto_secretbox_MACBYTES + plain_len;
     return 0;
@@ -492,8 +540,12 @@ int session_open(struct session_keys *k, const uint8_t *in, size_t len, struct s
         return -ENOMEM;
     uint8_t nonce[crypto_secretbox_NONCEBYTES];
     nonce_of(k->rx_seq, nonce);
-    if (crypto_secretbox_open_easy(plain, in, len, nonce, k->rx) != 0 ||
-        session_plain_decode(plain, plain_len, m) < 0) {
+    int opened = k->cipher == SESSION_CIPHER_AES256GCM
+                     ? crypto_aead_aes256gcm_decrypt_detached_afternm(
+                           plain, NULL, in + crypto_aead_aes256gcm_ABYTES, plain_len, in, NULL, 0,
+                           nonce, (const crypto_aead_aes256gcm_state *)k->rx_aes)
+                     : crypto_secretbox_open_easy(plain, in, len, nonce, k->rx);
+    if (opened != 0 || session_plain_decode(plain, plain_len, m) < 0) {
         free(plain);
         memset(m, 0, sizeof(*m));
         k->rx_failed = true;

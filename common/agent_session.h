@@ -9,14 +9,15 @@
  * open the hello) and can make the client believe nothing (it cannot seal
  * root's reply).
  *
- * Handshake, once per connection (frames of rpc.h), version 3:
+ * Handshake, once per connection (frames of rpc.h), version 4:
  *
  *   client -> agent  SESSION_OP_HELLO: rpc str "NODE MAC CRED":
  *       CRED a credential of the client (slurmctld's user or root) that
  *       only root may open, sealing
  *           u32 SESSION_MAGIC, u32 SESSION_VERSION, u32 SESSION_KIND_HELLO,
  *           32-byte client nonce, 32-byte client X25519 share,
- *           32-byte fan-out key K
+ *           32-byte fan-out key K, u32 the ciphers the client can use
+ *           (1 << SESSION_CIPHER_*)
  *       NODE the agent's node, MAC (hex) BLAKE2b keyed with K over a label,
  *       the hash of the sealed payload and NODE.
  *       One credential serves every agent the client greets at once (a
@@ -34,12 +35,15 @@
  *   agent -> client  SESSION_OP_HELLO: rpc str, hex of
  *           u32 SESSION_MAGIC, u32 SESSION_VERSION, u32 SESSION_KIND_REPLY,
  *           str node, the client's nonce, 32-byte agent nonce,
- *           32-byte agent X25519 share,
+ *           32-byte agent X25519 share, u32 the cipher chosen,
  *           MAC: BLAKE2b keyed with K over another label, the hello's hash
  *           (credential and node) and all the above
- *       The client refuses it unless the MAC holds, and node and nonce are
- *       the ones it sent. The labels keep a client running as root from
- *       taking its own hello, reflected, for a reply.
+ *       The client refuses it unless the MAC holds, node and nonce are
+ *       the ones it sent and the cipher is one it offered. The labels keep
+ *       a client running as root from taking its own hello, reflected, for
+ *       a reply. Both the offer and the choice are under K's MAC (or in
+ *       the credential), so no one on the wire can talk a session down to
+ *       the other cipher.
  *
  * Why this keeps every property of version 2 (one munge credential each
  * way per connection, 2 per node on the client's side):
@@ -76,9 +80,17 @@
  * later learns the munge key.
  *
  * Messages after the handshake, both ways: SESSION_OP_SEALED frames whose
- * payload is crypto_secretbox (XSalsa20-Poly1305) of
+ * payload is a 16-byte tag, then the AEAD encryption of
  *     u32 op, u32 status (i32), u32 id, then the body's bytes
- * with the direction's message counter (0, 1, 2...) as nonce. A receiver
+ * with the direction's message counter (0, 1, 2...) as nonce. The AEAD is
+ * AES-256-GCM when both sides' CPUs have AES-NI and carry-less multiply
+ * (libsodium's requirement), its key schedule and GHASH powers computed
+ * once per session; else XSalsa20-Poly1305 (crypto_secretbox), which
+ * derives a subkey (HSalsa20) for every message. Why: adafs-qosd seals
+ * and opens four small messages per busy node each period, and for 30-300
+ * byte messages a secretbox costs 0.5-1.2 us on this project's machines
+ * against 0.16-0.41 us for AES-256-GCM with its state set up once
+ * (doc/bench/qos.md); libsodium is already a dependency. A receiver
  * takes only the next counter, so a message replayed, reordered, dropped,
  * truncated or changed does not open; the first failure fails the session
  * for good and the connection is closed. One connection may carry any
@@ -96,7 +108,12 @@
 #include <sys/types.h>
 
 #define SESSION_MAGIC 0x53414441u   /* "ADAS" read as little-endian */
-#define SESSION_VERSION 3
+#define SESSION_VERSION 4
+/* The AEADs of sealed messages (the handshake's offer is a mask of 1 << these). */
+#define SESSION_CIPHER_SECRETBOX 0  /* XSalsa20-Poly1305: every CPU */
+#define SESSION_CIPHER_AES256GCM 1  /* AES-256-GCM: AES-NI and PCLMUL */
+/* libsodium's crypto_aead_aes256gcm_state, kept opaque here. */
+#define SESSION_AES_STATE 512
 #define SESSION_KIND_HELLO 1
 #define SESSION_KIND_REPLY 2
 #define SESSION_OP_HELLO 0x100      /* rpc opcodes of the two frame kinds */
@@ -142,10 +159,15 @@ struct session_handshake {
     uint8_t key[SESSION_KEY_BYTES];  /* the fan-out's key K */
     uint8_t hello_hash[32];          /* BLAKE2b of the hello's sealed payload */
     uid_t peer_uid;                  /* the agent's: who sent the hello */
+    uint32_t ciphers;                /* the client's offer (1 << SESSION_CIPHER_*) */
 };
 
 struct session_keys {
     uint8_t tx[SESSION_KEY_BYTES], rx[SESSION_KEY_BYTES];
+    /* SESSION_CIPHER_*; zeroed keys are secretbox's. For AES-256-GCM the
+     * two keys' expanded states (session_keys_use). */
+    int cipher;
+    _Alignas(16) unsigned char tx_aes[SESSION_AES_STATE], rx_aes[SESSION_AES_STATE];
     uint64_t tx_seq, rx_seq;         /* the next message's counter each way */
     /* A message did not open (rx) or could not be sent whole (tx): that
      * direction is over. Apart, so one thread may send while another
@@ -187,6 +209,12 @@ int session_reply_take(const struct session_auth *a, struct session_handshake *h
                        struct session_keys *keys, char *err, size_t errlen);
 /* Wipes the handshake's secrets (X25519 and K). */
 void session_handshake_clear(struct session_handshake *hs);
+/* The ciphers this process can use (1 << SESSION_CIPHER_*). */
+uint32_t session_ciphers(void);
+/* Seals and opens k's messages with cipher from now on (the handshake
+ * calls it; tests and benchmarks that fill tx and rx themselves too). 0, or
+ * -ENOTSUP for a cipher this CPU cannot run. */
+int session_keys_use(struct session_keys *k, int cipher);
 
 /* Seals the next message: *out (malloc'd, *outlen bytes) is a
  * SESSION_OP_SEALED frame's payload. 0, -ENOMEM, or -EPIPE once failed.

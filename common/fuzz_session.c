@@ -4,9 +4,11 @@
  *   0  the payload of a hello, sealed by slurmctld's user, as the agent takes it
  *      (in a hello for n1 whose MAC is zeros: the payload's decoding runs)
  *   1  the text of a reply, as the plugin takes it (hex, its MAC)
- *   2  a sealed message's bytes off the wire (must never open: no key)
+ *   2  a sealed message's bytes off the wire (must never open: no key), with
+ *      each cipher
  *   3  a plaintext sealed with the session's key (the inner decoder)
- *   4  a body sealed and opened again (must come back the same)
+ *   4  a body sealed and opened again (must come back the same), with each
+ *      cipher
  *   5  a handshake frame as the agent receives it from a socket
  * Nothing may crash, read out of bounds or leak; what is accepted must
  * satisfy the checks the session promises. */
@@ -29,6 +31,12 @@ static void keys_for(struct session_keys *k)
     memset(k, 0, sizeof(*k));
     memset(k->tx, 0x11, sizeof(k->tx));
     memset(k->rx, 0x11, sizeof(k->rx));
+}
+
+/* The ciphers this CPU runs, each in turn (AES-256-GCM needs AES-NI). */
+static int ncipher(void)
+{
+    return session_ciphers() & 1u << SESSION_CIPHER_AES256GCM ? 2 : 1;
 }
 
 static void take_hello(const uint8_t *data, size_t size)
@@ -70,11 +78,14 @@ static void take_reply(const uint8_t *data, size_t size)
 
 static void open_wire(const uint8_t *data, size_t size)
 {
-    struct session_keys k;
-    struct session_msg m;
-    keys_for(&k);
-    if (session_open(&k, data, size, &m) == 0)
-        abort();   /* forged without the key */
+    for (int c = 0; c < ncipher(); c++) {
+        struct session_keys k;
+        struct session_msg m;
+        keys_for(&k);
+        session_keys_use(&k, c);
+        if (session_open(&k, data, size, &m) == 0)
+            abort();   /* forged without the key */
+    }
 }
 
 static void open_plain(const uint8_t *data, size_t size)
@@ -95,12 +106,14 @@ static void open_plain(const uint8_t *data, size_t size)
     free(box);
 }
 
-static void round_trip(const uint8_t *data, size_t size)
+static void round_trip_with(int cipher, const uint8_t *data, size_t size)
 {
     struct session_keys a, b;
     struct session_msg m;
     keys_for(&a);
     keys_for(&b);
+    session_keys_use(&a, cipher);
+    session_keys_use(&b, cipher);
     uint16_t op = size >= 2 ? (uint16_t)(data[0] | data[1] << 8) : 0;
     uint8_t *sealed;
     size_t len;
@@ -113,6 +126,12 @@ static void round_trip(const uint8_t *data, size_t size)
         free(m.plain);
         free(sealed);
     }
+}
+
+static void round_trip(const uint8_t *data, size_t size)
+{
+    for (int c = 0; c < ncipher(); c++)
+        round_trip_with(c, data, size);
 }
 
 static void frame(const uint8_t *data, size_t size)

@@ -207,7 +207,7 @@ static void test_handshake(void)
     plugin_auth.seal(&plugin_auth, w.data, w.len, 0, &junk, err, sizeof(err));
     junk = as_hello(junk);
     rc = session_hello_take(&agent_auth, "n1", SLURM_UID, junk, &a, err, sizeof(err));
-    tap_ok(rc == -EPROTO && has(err, "agent session version 4, this side speaks 3"),
+    tap_ok(rc == -EPROTO && has(err, "agent session version 5, this side speaks 4"),
            "another protocol version is refused, naming both");
     free(junk);
     rpc_writer_free(&w);
@@ -246,11 +246,67 @@ static int pass(struct session_keys *from, struct session_keys *to, const char *
     return rc;
 }
 
-static void test_messages(void)
+/* A handshake whose sealed messages then use cipher (both sides). */
+static void handshake_with(int cipher, struct session_keys *ck, struct session_keys *ak)
+{
+    char err[256];
+    handshake(ck, ak, err, sizeof(err));
+    session_keys_use(ck, cipher);
+    session_keys_use(ak, cipher);
+}
+
+/* The cipher: AES-256-GCM when both sides' CPUs run it, else secretbox. */
+static void test_ciphers(void)
+{
+    bool aes = session_ciphers() & 1u << SESSION_CIPHER_AES256GCM;
+    struct session_keys ck, ak;
+    char err[512] = "";
+    int rc = handshake(&ck, &ak, err, sizeof(err));
+    int want = aes ? SESSION_CIPHER_AES256GCM : SESSION_CIPHER_SECRETBOX;
+    tap_ok(rc == 0 && ck.cipher == want && ak.cipher == want,
+           "both sides seal with %s (this CPU %s AES-NI)", aes ? "AES-256-GCM" : "XSalsa20-Poly1305",
+           aes ? "has" : "lacks");
+    /* A client whose CPU lacks AES-NI offers secretbox alone. */
+    struct session_handshake c, a;
+    char *hello, *reply;
+    session_hello_make(&plugin_auth, "n1", &c, &hello, err, sizeof(err));
+    rc = session_hello_take(&agent_auth, "n1", SLURM_UID, hello, &a, err, sizeof(err));
+    free(hello);
+    tap_ok(rc == 0 && a.ciphers == session_ciphers(), "the agent reads the client's offer (0x%x)",
+           a.ciphers);
+    a.ciphers = 1u << SESSION_CIPHER_SECRETBOX;
+    c.ciphers = 0;
+    rc = session_reply_make(&agent_auth, &a, &reply, &ak, err, sizeof(err));
+    if (rc == 0) {
+        rc = session_reply_take(&plugin_auth, &c, reply, &ck, err, sizeof(err));
+        free(reply);
+    }
+    tap_ok(rc == 0 && ck.cipher == SESSION_CIPHER_SECRETBOX && ak.cipher == SESSION_CIPHER_SECRETBOX,
+           "offered secretbox alone, the agent chooses it and the client follows (%s)", err);
+    tap_is_int(session_keys_use(&ck, 7), -ENOTSUP, "an unknown cipher is refused");
+    if (aes) {
+        /* One side on each cipher: nothing opens (the choice is MAC'd in
+         * the reply, so only a bug could lead here). */
+        handshake_with(SESSION_CIPHER_AES256GCM, &ck, &ak);
+        session_keys_use(&ak, SESSION_CIPHER_SECRETBOX);
+        uint8_t *sealed;
+        size_t len;
+        struct session_msg m;
+        session_seal(&ck, 1, 0, "x", 1, &sealed, &len);
+        tap_is_int(session_open(&ak, sealed, len, &m), -EBADMSG,
+                   "a message sealed with AES-256-GCM does not open as secretbox");
+        free(sealed);
+    } else {
+        tap_skip(1, "no AES-NI on this CPU");
+    }
+}
+
+static void test_messages(int cipher)
 {
     struct session_keys ck, ak;
-    char err[256];
-    handshake(&ck, &ak, err, sizeof(err));
+    handshake_with(cipher, &ck, &ak);
+    printf("# sealed messages with %s\n", cipher == SESSION_CIPHER_AES256GCM ? "AES-256-GCM"
+                                                                          : "XSalsa20-Poly1305");
     tap_is_int(pass(&ck, &ak, "start job 5"), 0, "a request opens on the agent's side");
     tap_is_int(pass(&ak, &ck, "port 4000"), 0, "and its answer on the client's");
     tap_is_int(pass(&ck, &ak, ""), 0, "an empty body passes");
@@ -305,10 +361,10 @@ static void test_messages(void)
     free(own);
     /* Another session's message. */
     struct session_keys ck2, ak2;
-    handshake(&ck2, &ak2, err, sizeof(err));
+    handshake_with(cipher, &ck2, &ak2);
     session_seal(&ck2, 1, 0, "other", 5, &own, &own_len);
     struct session_keys fresh_ck, fresh_ak;
-    handshake(&fresh_ck, &fresh_ak, err, sizeof(err));
+    handshake_with(cipher, &fresh_ck, &fresh_ak);
     tap_is_int(session_open(&fresh_ak, own, own_len, &m), -EBADMSG,
                "a message of another session does not open");
     free(own);
@@ -427,7 +483,10 @@ int main(void)
     session_fake_init(&agent_auth, &agent_id, 0);
     session_fake_init(&user_auth, &user_id, USER_UID);
     test_handshake();
-    test_messages();
+    test_ciphers();
+    test_messages(SESSION_CIPHER_SECRETBOX);
+    if (session_ciphers() & 1u << SESSION_CIPHER_AES256GCM)
+        test_messages(SESSION_CIPHER_AES256GCM);
     test_socket();
     return tap_done();
 }

@@ -311,8 +311,8 @@ static double pair_demand(const struct pair *p, int cl)
      * be seen. Wanting all it can get gives it its max-min share at once;
      * growing from what it was allowed (doubling each period) took 16
      * periods for a job back from idling at 1 op/s to reach 66,000/s. */
-    /* Held back for a moment but using less than its limit (what the
-     * margin allows for): its calls came in bursts (or its processes were
+    /* Held back for a moment but using less than its limit (by more than
+     * half the margin: CTL_AT_LIMIT): its calls came in bursts (or its processes were
      * slowed by something else); it did not want more on average, and
      * taking its fair share for it would hold the others back for a
      * period. Held back most of the period, it is limited, whatever it
@@ -323,7 +323,7 @@ static double pair_demand(const struct pair *p, int cl)
      * rate back, not its whole fair share (which held the others at 0.89
      * of theirs for a period, issue 24's three-job runs). */
     if (p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD &&
-        (p->held[cl] >= CTL_HELD_MOSTLY || p->rate[cl] * CTL_HEADROOM >= (double)p->limit[cl])) {
+        (p->held[cl] >= CTL_HELD_MOSTLY || p->rate[cl] * CTL_AT_LIMIT >= (double)p->limit[cl])) {
         double seen = p->peak[cl] * CTL_HEADROOM + unit(cl);
         return seen > (double)p->limit[cl] ? seen : INFINITY;
     }

@@ -40,6 +40,16 @@
  * load 10-16). A job held in bursts (behind for a moment, then catching
  * up) is held for a small part of the period. */
 #define CTL_HELD_MOSTLY 0.5
+/* Held back (past CTL_HELD) and using more than its limit / this, a job
+ * presses against its limit: it may want more. A steady job that wants no
+ * more is given its rate and CTL_HEADROOM, so it runs a whole margin below
+ * its limit, and is held now and then by its own bursts; the threshold sits
+ * at half the margin. At the margin itself, a steady job's period-to-period
+ * noise put it on either side: taken for one pressing against its limit
+ * (and with its unhindered peak no higher than the limit it was given),
+ * it was handed its whole fair share for a period and the other two jobs
+ * fell to 0.889 of theirs (issue 24's three-job runs of 2026-11-26 22:20). */
+#define CTL_AT_LIMIT 1.0247
 /* The most a (job, node) used while not held back, which is what it wants
  * at least when it is held back later, fades by this fraction per second:
  * a job that really slows down is not given its old rate for long. */

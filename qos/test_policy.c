@@ -372,6 +372,18 @@ static void test_bursty_or_held(void)
            (unsigned long long)l20, (unsigned long long)l21);
 }
 
+/* Five periods of job 20 at 300/s unhindered while job 21 takes all it
+ * gets (held 90% of the time): the totals go on in *u20, *u21, *w21. */
+static void steady_300(struct ctl *c, int64_t *t, uint64_t *u20, uint64_t *u21, uint64_t *w21)
+{
+    for (int k = 0; k < 5; k++) {
+        *u20 += k ? 300 : 0;
+        *u21 += limit_in(c, 1, 21, QOS_STAT) == QOS_UNLIMITED ? 500 : limit_in(c, 1, 21, QOS_STAT);
+        *w21 += 900000000ull;
+        two_jobs_cycle(c, t, *u20, 0, *u21, *w21);
+    }
+}
+
 /* A job below its fair share whose usage dips for one period (its
  * processes descheduled) is held at the dip the next: it gets back the
  * rate it used, not its whole fair share at the other's cost. */
@@ -380,12 +392,7 @@ static void test_dip_then_held(void)
     struct ctl *c = two_jobs();
     int64_t t = 100000;
     uint64_t u20 = 0, u21 = 0, w21 = 0;
-    for (int k = 0; k < 5; k++) {   /* job 20 at 300/s unhindered, job 21 takes all it gets */
-        u20 += k ? 300 : 0;
-        u21 += limit_in(c, 1, 21, QOS_STAT) == QOS_UNLIMITED ? 500 : limit_in(c, 1, 21, QOS_STAT);
-        w21 += 900000000ull;
-        two_jobs_cycle(c, &t, u20, 0, u21, w21);
-    }
+    steady_300(c, &t, &u20, &u21, &w21);
     u20 += 270;                      /* the dip */
     u21 += limit_in(c, 1, 21, QOS_STAT);
     w21 += 900000000ull;
@@ -402,6 +409,28 @@ static void test_dip_then_held(void)
     ctl_free(c);
 }
 
+/* A steady job is given its rate and the margin; held back a moment by
+ * its own bursts while its rate is a little up (noise), it is not taken
+ * for one pressing against its limit: it keeps about its rate, the other
+ * job the rest (it got 500 / 500 before CTL_AT_LIMIT). */
+static void test_steady_at_margin(void)
+{
+    struct ctl *c = two_jobs();
+    int64_t t = 100000;
+    uint64_t u20 = 0, u21 = 0, w21 = 0;
+    steady_300(c, &t, &u20, &u21, &w21);
+    uint64_t given = limit_in(c, 0, 20, QOS_STAT);
+    u20 += 301;                      /* 0.3% up, held 5% of the period */
+    u21 += limit_in(c, 1, 21, QOS_STAT);
+    w21 += 900000000ull;
+    two_jobs_cycle(c, &t, u20, 50000000ull, u21, w21);
+    uint64_t l20 = limit_in(c, 0, 20, QOS_STAT), l21 = limit_in(c, 1, 21, QOS_STAT);
+    tap_ok(given >= 310 && given <= 320 && l20 >= 300 && l20 <= 330 && l21 >= 670,
+           "a steady job held a moment at its margin keeps its rate (%llu -> %llu, the other %llu)",
+           (unsigned long long)given, (unsigned long long)l20, (unsigned long long)l21);
+    ctl_free(c);
+}
+
 int main(void)
 {
     test_policies();
@@ -410,5 +439,6 @@ int main(void)
     test_back_from_idle();
     test_bursty_or_held();
     test_dip_then_held();
+    test_steady_at_margin();
     return tap_done();
 }

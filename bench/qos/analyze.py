@@ -12,8 +12,11 @@ import json
 import sys
 
 
-def read(paths):
-    per_s, done, first = {}, 0.0, None
+def read(paths, first_done=None):
+    """Per-second sums of the processes' logs, the first second, and when
+    the last process was done; first_done (a list) gets when the first one
+    was."""
+    per_s, done, first, dones = {}, 0.0, None, []
     for p in paths:
         with open(p) as f:
             for line in f:
@@ -22,10 +25,13 @@ def read(paths):
                     continue
                 if a[0] == 'done':
                     done = max(done, float(a[1]))
+                    dones.append(float(a[1]))
                     continue
                 t, n = int(a[0]), int(a[1])
                 per_s[t] = per_s.get(t, 0) + n
                 first = t if first is None else min(first, t)
+    if first_done is not None:
+        first_done.append(min(dones) if dones else done)
     return per_s, first, done
 
 
@@ -100,9 +106,10 @@ def share(capacity, period, specs):
     jobs = {}
     for spec in specs:
         name, demand, arrive, idle_at, idle_for, logs = spec.split(':', 5)
-        per_s, first, done = read(logs.split(','))
+        first_done = []
+        per_s, first, done = read(logs.split(','), first_done)
         jobs[name] = {'demand': float(demand), 'per_s': per_s, 'first': first, 'done': done,
-                      'idle': (float(idle_at), float(idle_for))}
+                      'first_done': first_done[0], 'idle': (float(idle_at), float(idle_for))}
     # Where each idling really began and ended: the first second from
     # about its nominal start in which the job did under half its demand,
     # and the first after that in which it did half again.
@@ -127,15 +134,22 @@ def share(capacity, period, specs):
     # When the set of jobs asking changes (one arrives, finishes, goes idle
     # or comes back), the controller needs up to 2 periods to follow:
     # those seconds are left out of the fairness figures (not of the sum).
-    events = []
+    # A job's processes each do a fixed count of calls, and under
+    # contention they need not finish together: from the first one done the
+    # job asks less than its demand, and it finishes (left out until its
+    # last one is done, and 2 periods after).
+    events, finishing = [], []
     for j in jobs.values():
         events += [j['first'], int(j['done'])]
+        finishing.append((int(j['first_done']), int(j['done'])))
         if j['idle_span']:
             events += list(j['idle_span'])
     for t in range(t0 + 1, end):
         total = sum(j['per_s'].get(t, 0) for j in jobs.values())
         over.append(total / capacity)
         if any(e - 1 <= t < e + 2 * period for e in events):
+            continue
+        if any(a - 1 <= t < b for a, b in finishing):
             continue
         active = {}
         for k, j in jobs.items():

@@ -10,11 +10,15 @@
  * limits (AGENT_QOS), answered with an empty report; what is timed is
  * qosd's part: encoding the request, decoding every report, taking it,
  * computing every job's limits with the policy, encoding every node's
- * message and decoding the empty answers. The sealing of the four
- * messages per busy node in the agent sessions is timed apart. Prints the
- * median, 10th and 90th percentile CPU time per cycle, the messages and
- * bytes per cycle. */
+ * message and decoding the empty answers. qosd's part of the sessions'
+ * cryptography is timed apart: per busy node, in a session of its own,
+ * sealing the two requests and opening the two answers (which the
+ * agent's side seals before, untimed), with each cipher of
+ * agent_session.h in turn in the same cycle. Prints the median, 10th and
+ * 90th percentile CPU time per cycle, the messages and bytes per cycle.
+ * Not counted: the system calls that move the messages. */
 #include <sodium.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +43,50 @@ static uint32_t next_rand(void)
     rng ^= rng << 17;
     return (uint32_t)(rng >> 16);
 }
+
+/* One node's session, both ends, with one cipher. */
+struct link {
+    struct session_keys q, a;   /* qosd's end, the agent's */
+};
+
+static void link_init(struct link *l, int cipher)
+{
+    memset(l, 0, sizeof(*l));
+    randombytes_buf(l->q.tx, sizeof(l->q.tx));
+    randombytes_buf(l->q.rx, sizeof(l->q.rx));
+    memcpy(l->a.rx, l->q.tx, sizeof(l->a.rx));
+    memcpy(l->a.tx, l->q.rx, sizeof(l->a.tx));
+    if (session_keys_use(&l->q, cipher) < 0 || session_keys_use(&l->a, cipher) < 0)
+        abort();
+}
+
+static void seal_or_die(struct session_keys *k, uint16_t op, const struct rpc_writer *w,
+                        uint8_t **out, size_t *len)
+{
+    if (session_seal(k, op, 0, w->data, w->len, out, len) < 0)
+        abort();
+}
+
+static void open_or_die(struct session_keys *k, const uint8_t *in, size_t len)
+{
+    struct session_msg m;
+    if (session_open(k, in, len, &m) < 0)
+        abort();
+    free(m.plain);
+}
+
+/* qosd's cryptography for one cycle over links (CPU seconds): the
+ * agents' answers are sealed first, untimed; then per busy node qosd
+ * seals the report's request, opens the report, seals the limits and
+ * opens the empty answer; the agents open qosd's messages after, untimed. */
+struct sealed {
+    uint8_t *report, *empty, *ask, *limits;
+    size_t report_len, empty_len, ask_len, limits_len;
+};
+
+static double crypto_cycle(struct ctl *c, size_t nnodes, struct link *links, struct sealed *sl,
+                           const struct rpc_writer *encoded, const struct rpc_writer *empty,
+                           const struct rpc_writer *ask, const struct rpc_writer *limits);
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -92,9 +140,18 @@ int main(int argc, char **argv)
             r->jobs[r->njobs++] = (struct qos_job_usage){ .job_id = jobs[i].id, .procs = 4 };
         }
     struct rpc_writer *encoded = calloc(nnodes, sizeof(*encoded));
-    struct session_keys keys = { 0 };
-    randombytes_buf(keys.tx, sizeof(keys.tx));
+    struct rpc_writer *limits = calloc(nnodes, sizeof(*limits));
+    bool aes = session_ciphers() & 1u << SESSION_CIPHER_AES256GCM;
+    struct link *box = calloc(nnodes, sizeof(*box)), *gcm = aes ? calloc(nnodes, sizeof(*gcm)) : NULL;
+    struct sealed *sl = calloc(nnodes, sizeof(*sl));
+    for (size_t n = 0; n < nnodes; n++) {
+        link_init(&box[n], SESSION_CIPHER_SECRETBOX);
+        if (gcm)
+            link_init(&gcm[n], SESSION_CIPHER_AES256GCM);
+        rpc_writer_init(&limits[n], NULL, 0);
+    }
     double *t = calloc((size_t)cycles, sizeof(double)), *seal = calloc((size_t)cycles, sizeof(double));
+    double *seal_gcm = calloc((size_t)cycles, sizeof(double));
     double *t_take = calloc((size_t)cycles, sizeof(double)), *t_compute = calloc((size_t)cycles, sizeof(double));
     size_t msgs = 0, bytes_out = 0, bytes_in = 0;
     int64_t now = 1000000;
@@ -117,8 +174,7 @@ int main(int argc, char **argv)
         /* qosd's side. */
         double t0 = cpu_s();
         msgs = bytes_out = bytes_in = 0;
-        struct rpc_writer out, ask, empty;
-        rpc_writer_init(&out, NULL, 0);
+        struct rpc_writer ask, empty;
         rpc_writer_init(&ask, NULL, 0);
         rpc_put_u32(&ask, QOS_PROTO_VERSION);
         rpc_put_u64(&ask, (uint64_t)cy);
@@ -142,9 +198,9 @@ int main(int argc, char **argv)
         for (size_t n = 0; n < nnodes; n++) {
             if (!ctl_node_busy(c, (uint32_t)n))
                 continue;
-            out.len = 0;
-            ctl_node_message(c, (uint32_t)n, (uint64_t)cy, &out);
-            bytes_out += out.len;
+            limits[n].len = 0;
+            ctl_node_message(c, (uint32_t)n, (uint64_t)cy, &limits[n]);
+            bytes_out += limits[n].len;
             struct rpc_reader r;
             rpc_reader_init(&r, empty.data, empty.len);
             struct qos_report none;
@@ -155,31 +211,21 @@ int main(int argc, char **argv)
         t[cy] = cpu_s() - t0;
         t_take[cy] = t1 - t0;
         t_compute[cy] = t2 - t1;
-        /* The sessions' sealing of those messages, both ways. */
-        t0 = cpu_s();
-        for (size_t n = 0; n < nnodes; n++) {
-            if (!ctl_node_busy(c, (uint32_t)n))
+        /* qosd's cryptography of those messages, each cipher in turn
+         * (which goes first alternates). */
+        for (int k = 0; k < 2; k++) {
+            bool g = (k + cy) % 2 == 1;
+            if (g && !gcm)
                 continue;
-            uint8_t *sealed;
-            size_t len;
-            out.len = 0;
-            ctl_node_message(c, (uint32_t)n, (uint64_t)cy, &out);
-            if (session_seal(&keys, 8, 0, out.data, out.len, &sealed, &len) == 0)
-                free(sealed);
-            if (session_seal(&keys, 8, 0, encoded[n].data, encoded[n].len, &sealed, &len) == 0)
-                free(sealed);
-            if (session_seal(&keys, 9, 0, ask.data, ask.len, &sealed, &len) == 0)
-                free(sealed);
-            if (session_seal(&keys, 8, 0, empty.data, empty.len, &sealed, &len) == 0)
-                free(sealed);
+            double d = crypto_cycle(c, nnodes, g ? gcm : box, sl, encoded, &empty, &ask, limits);
+            *(g ? &seal_gcm[cy] : &seal[cy]) = d;
         }
-        seal[cy] = cpu_s() - t0;
-        rpc_writer_free(&out);
         rpc_writer_free(&ask);
         rpc_writer_free(&empty);
     }
     qsort(t, (size_t)cycles, sizeof(double), cmp_double);
     qsort(seal, (size_t)cycles, sizeof(double), cmp_double);
+    qsort(seal_gcm, (size_t)cycles, sizeof(double), cmp_double);
     qsort(t_take, (size_t)cycles, sizeof(double), cmp_double);
     qsort(t_compute, (size_t)cycles, sizeof(double), cmp_double);
     printf("nodes %zu, jobs %zu (1-%u nodes each), (job, node) pairs %zu, policy psfa, 4 classes with capacity\n",
@@ -189,14 +235,66 @@ int main(int argc, char **argv)
            t[cycles / 10] * 1e3, t[cycles * 9 / 10] * 1e3, cycles);
     printf("  of which: decode and take the reports %.3f ms, compute %.3f ms (medians)\n",
            t_take[cycles / 2] * 1e3, t_compute[cycles / 2] * 1e3);
-    printf("sealing the four messages (XSalsa20-Poly1305): median %.3f ms\n",
-           seal[cycles / 2] * 1e3);
+    printf("qosd's cryptography (seal 2, open 2 per busy node): XSalsa20-Poly1305 median %.3f ms "
+           "(p10 %.3f, p90 %.3f)", seal[cycles / 2] * 1e3, seal[cycles / 10] * 1e3,
+           seal[cycles * 9 / 10] * 1e3);
+    if (gcm)
+        printf(", AES-256-GCM median %.3f ms (p10 %.3f, p90 %.3f)\n", seal_gcm[cycles / 2] * 1e3,
+               seal_gcm[cycles / 10] * 1e3, seal_gcm[cycles * 9 / 10] * 1e3);
+    else
+        printf(", AES-256-GCM: not on this CPU\n");
+    printf("cycle + cryptography, medians: %.3f ms (XSalsa20-Poly1305)", (t[cycles / 2] + seal[cycles / 2]) * 1e3);
+    if (gcm)
+        printf(", %.3f ms (AES-256-GCM)", (t[cycles / 2] + seal_gcm[cycles / 2]) * 1e3);
+    printf("\n");
     printf("messages per cycle: %zu (two requests and two replies per busy node), %zu bytes out, %zu bytes in\n",
            msgs, bytes_out, bytes_in);
     ctl_free(c);
+    for (size_t n = 0; n < nnodes; n++) {
+        rpc_writer_free(&encoded[n]);
+        rpc_writer_free(&limits[n]);
+    }
+    free(encoded);
+    free(limits);
+    free(box);
+    free(gcm);
+    free(sl);
+    free(seal_gcm);
     free(t);
     free(seal);
     free(t_take);
     free(t_compute);
     return 0;
+}
+
+static double crypto_cycle(struct ctl *c, size_t nnodes, struct link *links, struct sealed *sl,
+                           const struct rpc_writer *encoded, const struct rpc_writer *empty,
+                           const struct rpc_writer *ask, const struct rpc_writer *limits)
+{
+    for (size_t n = 0; n < nnodes; n++)
+        if (ctl_node_busy(c, (uint32_t)n)) {
+            seal_or_die(&links[n].a, 10, &encoded[n], &sl[n].report, &sl[n].report_len);
+            seal_or_die(&links[n].a, 8, empty, &sl[n].empty, &sl[n].empty_len);
+        }
+    double t0 = cpu_s();
+    for (size_t n = 0; n < nnodes; n++) {
+        if (!ctl_node_busy(c, (uint32_t)n))
+            continue;
+        struct session_keys *q = &links[n].q;
+        seal_or_die(q, 10, ask, &sl[n].ask, &sl[n].ask_len);
+        open_or_die(q, sl[n].report, sl[n].report_len);
+        seal_or_die(q, 8, &limits[n], &sl[n].limits, &sl[n].limits_len);
+        open_or_die(q, sl[n].empty, sl[n].empty_len);
+    }
+    double d = cpu_s() - t0;
+    for (size_t n = 0; n < nnodes; n++)
+        if (ctl_node_busy(c, (uint32_t)n)) {
+            open_or_die(&links[n].a, sl[n].ask, sl[n].ask_len);
+            open_or_die(&links[n].a, sl[n].limits, sl[n].limits_len);
+            free(sl[n].report);
+            free(sl[n].empty);
+            free(sl[n].ask);
+            free(sl[n].limits);
+        }
+    return d;
 }
