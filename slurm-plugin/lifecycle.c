@@ -388,6 +388,21 @@ static void set_unbuilt(struct lc_set *s)
         ready(ready_arg);
 }
 
+/* Room for one more set in an outbox's list of n; false when out of
+ * memory. */
+static bool set_list_grow(struct lc_set ***list, size_t n, size_t *cap)
+{
+    if (n < *cap)
+        return true;
+    size_t more = *cap ? *cap * 2 : 16;
+    struct lc_set **grown = realloc(*list, more * sizeof(*grown));
+    if (!grown)
+        return false;
+    *list = grown;
+    *cap = more;
+    return true;
+}
+
 /* Sends the set and hands it to the job: through env->outbox, built when
  * the caller flushes it, or built and sent now. 0, or -1 (the set freed,
  * the job's error set) when it could not be built now; an empty set is
@@ -399,17 +414,11 @@ static int set_send(struct bb_job *j, struct lc_set *s, const struct lc_env *env
         return 0;
     }
     s->timeout_ms = env->call_ms + (s->kind == SET_WATCH ? env->hold_ms : 0);
+    /* Out of memory for the outbox: built and sent now, under the caller's
+     * lock (slower, not wrong). */
     struct lc_outbox *box = env->outbox;
-    if (box && box->n == box->cap) {
-        size_t cap = box->cap ? box->cap * 2 : 16;
-        struct lc_set **grown = realloc(box->sets, cap * sizeof(*grown));
-        if (grown) {
-            box->sets = grown;
-            box->cap = cap;
-        } else {
-            box = NULL;   /* out of memory: built and sent now, under the caller's lock */
-        }
-    }
+    if (box && !set_list_grow(&box->sets, box->n, &box->cap))
+        box = NULL;
     if (!box && set_build(s) < 0) {
         bb_job_set_error(j, FAIL_TRANSIENT, "out of memory encoding a request");
         set_free(s);
@@ -437,17 +446,7 @@ static int set_send(struct bb_job *j, struct lc_set *s, const struct lc_env *env
 static void set_retire(struct lc_set *s, const struct lc_env *env)
 {
     struct lc_outbox *box = env->outbox;
-    if (box && box->nspent == box->spentcap) {
-        size_t cap = box->spentcap ? box->spentcap * 2 : 16;
-        struct lc_set **grown = realloc(box->spent, cap * sizeof(*grown));
-        if (grown) {
-            box->spent = grown;
-            box->spentcap = cap;
-        } else {
-            box = NULL;
-        }
-    }
-    if (box)
+    if (box && set_list_grow(&box->spent, box->nspent, &box->spentcap))
         box->spent[box->nspent++] = s;
     else
         set_free(s);
