@@ -74,6 +74,16 @@ char *lifecycle_failed_node(const char *error)
 
 enum set_kind { SET_START, SET_CLEAR, SET_CONFIGURE, SET_STAGE, SET_WATCH, SET_TEARDOWN, SET_POLL };
 
+/* A worker's final WATCH answer, read on the transport's thread as it
+ * comes: a step of a 4,096-node job then only adds up numbers under the
+ * caller's lock, instead of decoding 4,096 JSON reports there. */
+struct lc_digest {
+    bool read;                     /* the answer was a finished stage's */
+    int exit_status;
+    struct stage_totals part;      /* its report's counters */
+    char *why;                     /* a failed worker's first failure or message */
+};
+
 /* One request to each of some of a job's nodes, in flight together. The
  * job holds it (bb_job.calls) until it has acted on the answers, or drops
  * it (abandoned: answers still to come are thrown away, and the last one
@@ -82,17 +92,41 @@ struct lc_set {
     struct bb_calls base;          /* first: bb_job_free abandons it */
     pthread_mutex_t lock;
     enum set_kind kind;
+    uint16_t op;
     size_t n;
-    struct agent_call *call;
     size_t *node;                  /* each call's index in job->nodes */
+    int *port;                     /* each call's agent port */
+    /* The calls and their bodies are made only when the set is sent
+     * (set_build: off the caller's lock when it has an outbox; a
+     * 4,096-node set's calls are megabytes), from what the step copied of
+     * the job into the set (the record may change or be freed before). */
+    struct agent_call *call;
     struct rpc_writer *body;       /* each call's, unless shared */
-    uint8_t *shared;               /* one body for all (CONFIGURE's instance text) */
+    uint8_t *shared;               /* one body for all (CONFIGURE, WATCH, TEARDOWN) */
     size_t shared_len;
+    int timeout_ms;
+    bool unbuilt;                  /* out of memory building it: never sent */
+    /* Makes the shared body (CONFIGURE's instance), or each call's. */
+    int (*build_shared)(struct lc_set *s);
+    void (*build)(const struct lc_set *s, size_t k, struct rpc_writer *w);
+    uint32_t job_id;
+    char secret_hex[INSTANCE_SECRET_HEX];
+    struct agent_start start;      /* START: all but each node's own fields */
+    char persist_name[PERSIST_NAME_MAX + 1]; /* START of a persistent instance's servers */
+    int32_t *numa;                 /* START: each node's NUMA node */
+    struct agent_stage stage;      /* STAGE: all but the worker */
+    char *stage_source, *stage_destination;
+    struct instance instance;      /* CONFIGURE: all but the servers */
+    int *server_port;              /* CONFIGURE: each node's server's */
+    uint32_t access, uid, gid;     /* CONFIGURE */
+    char *configure_text;          /* CONFIGURE of a persistent instance: its file as made */
+    struct lc_digest *digest;      /* WATCH: each answer, read as it came */
     bool *finished;
     int64_t *sent_ms;              /* when each was last sent */
-    /* The nodes' names and agents' hosts, copied: the transport reads them
-     * until each call is done, and an abandoned set outlives its record.
-     * name_of[2i], name_of[2i+1]: node i's name and agent host. */
+    /* The nodes' names, agents' hosts and storage directories, copied: the
+     * transport reads them until each call is done, a body is built from
+     * them after the step, and an abandoned set outlives its record.
+     * name_of[3i], [3i+1], [3i+2]: node i's name, agent host, storage. */
     char *names;
     const char **name_of;
     int hold_ms;
@@ -108,9 +142,20 @@ struct lc_set {
 static void set_free(struct lc_set *s)
 {
     for (size_t k = 0; k < s->n; k++) {
-        agent_reply_free(&s->call[k].reply);
-        rpc_writer_free(&s->body[k]);
+        if (s->call)
+            agent_reply_free(&s->call[k].reply);
+        if (s->body)
+            rpc_writer_free(&s->body[k]);
+        if (s->digest)
+            free(s->digest[k].why);
     }
+    free(s->digest);
+    free(s->port);
+    free(s->server_port);
+    free(s->numa);
+    free(s->stage_source);
+    free(s->stage_destination);
+    free(s->configure_text);
     free(s->call);
     free(s->node);
     free(s->body);
@@ -167,6 +212,8 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void digest_answer(struct lc_set *s, size_t k);
+
 /* An answer came (or the request failed). */
 static void set_answered(struct agent_call *c)
 {
@@ -175,6 +222,9 @@ static void set_answered(struct agent_call *c)
     const struct lc_transport *t = s->transport;
     void (*ready)(void *) = s->ready;
     void *ready_arg = s->ready_arg;
+    /* Only this thread touches call k until it is marked finished. */
+    if (s->kind == SET_WATCH && stage_done(c))
+        digest_answer(s, k);
     pthread_mutex_lock(&s->lock);
     if (!s->abandoned && s->kind == SET_WATCH && still_running(c)) {
         int64_t now = now_ms();
@@ -218,47 +268,49 @@ static const char *or_empty(const char *s)
     return s ? s : "";
 }
 
+/* Where node i's server keeps its data. */
+static const char *node_storage(const struct bb_job *j, size_t i)
+{
+    return j->nodes[i].storage ? j->nodes[i].storage : j->storage;
+}
+
 static struct lc_set *set_new(struct bb_job *j, enum set_kind kind, const struct lc_env *env)
 {
     struct lc_set *s = calloc(1, sizeof(*s));
+    if (!s) {
+        bb_job_set_error(j, FAIL_TRANSIENT, "out of memory preparing requests to %zu nodes",
+                         j->nnodes);
+        return NULL;
+    }
+    pthread_mutex_init(&s->lock, NULL);
     size_t n = j->nnodes ? j->nnodes : 1, names = 0;
     for (size_t i = 0; i < j->nnodes; i++)
-        names += strlen(or_empty(j->nodes[i].name)) + strlen(or_empty(j->nodes[i].agent_host)) + 2;
-    if (s) {
-        s->call = calloc(n, sizeof(*s->call));
-        s->node = calloc(n, sizeof(*s->node));
-        s->body = calloc(n, sizeof(*s->body));
-        s->finished = calloc(n, sizeof(*s->finished));
-        s->sent_ms = calloc(n, sizeof(*s->sent_ms));
-        s->names = malloc(names ? names : 1);
-        s->name_of = calloc(2 * n, sizeof(*s->name_of));
-    }
-    if (!s || !s->call || !s->node || !s->body || !s->finished || !s->sent_ms || !s->names ||
-        !s->name_of) {
-        if (s) {
-            free(s->call);
-            free(s->node);
-            free(s->body);
-            free(s->finished);
-            free(s->sent_ms);
-            free(s->names);
-            free(s->name_of);
-        }
-        free(s);
+        names += strlen(or_empty(j->nodes[i].name)) + strlen(or_empty(j->nodes[i].agent_host)) +
+                 strlen(or_empty(node_storage(j, i))) + 3;
+    s->node = malloc(n * sizeof(*s->node));
+    s->port = malloc(n * sizeof(*s->port));
+    s->finished = calloc(n, sizeof(*s->finished));
+    s->sent_ms = calloc(n, sizeof(*s->sent_ms));
+    s->names = malloc(names ? names : 1);
+    s->name_of = malloc(3 * n * sizeof(*s->name_of));
+    if (!s->node || !s->port || !s->finished || !s->sent_ms || !s->names || !s->name_of) {
+        set_free(s);
         bb_job_set_error(j, FAIL_TRANSIENT, "out of memory preparing requests to %zu nodes",
                          j->nnodes);
         return NULL;
     }
     char *at = s->names;
     for (size_t i = 0; i < j->nnodes; i++) {
-        s->name_of[2 * i] = at;
+        s->name_of[3 * i] = at;
         at = stpcpy(at, or_empty(j->nodes[i].name)) + 1;
-        s->name_of[2 * i + 1] = at;
+        s->name_of[3 * i + 1] = at;
         at = stpcpy(at, or_empty(j->nodes[i].agent_host)) + 1;
+        s->name_of[3 * i + 2] = at;
+        at = stpcpy(at, or_empty(node_storage(j, i))) + 1;
     }
-    pthread_mutex_init(&s->lock, NULL);
     s->base.abandon = set_abandon;
     s->kind = kind;
+    s->job_id = j->job_id;
     s->transport = env->transport;
     s->ready = env->ready;
     s->ready_arg = env->ready_arg;
@@ -266,86 +318,185 @@ static struct lc_set *set_new(struct bb_job *j, enum set_kind kind, const struct
     return s;
 }
 
-/* The body to fill for a request to node i. */
-static struct rpc_writer *set_add(struct lc_set *s, struct bb_job *j, size_t i, uint16_t op)
+/* A request of the set to node i (every request of a set has one op);
+ * made when the set is sent. */
+static void set_add(struct lc_set *s, const struct bb_job *j, size_t i, uint16_t op)
 {
-    struct bb_node *n = &j->nodes[i];
     size_t k = s->n++;
+    s->op = op;
     s->node[k] = i;
-    rpc_writer_init(&s->body[k], NULL, 0);
-    s->call[k] = (struct agent_call){ .node = s->name_of[2 * i], .host = s->name_of[2 * i + 1],
-                                      .port = n->agent_port, .op = op };
-    return &s->body[k];
+    s->port[k] = j->nodes[i].agent_port;
 }
 
-/* Sends the set and hands it to the job. 0, or -1 (the set freed, the
- * job's error set) when a body could not be encoded; an empty set is
+/* The one body every request of the set carries (w's data, taken over);
+ * -1 if it could not be encoded (w freed). */
+static int set_share(struct lc_set *s, struct rpc_writer *w)
+{
+    if (!rpc_writer_ok(w)) {
+        rpc_writer_free(w);
+        return -1;
+    }
+    /* A writer that never grew points at no memory of its own. */
+    s->shared = w->owned ? w->owned : malloc(w->len ? w->len : 1);
+    if (!w->owned && s->shared)
+        memcpy(s->shared, w->data, w->len);
+    s->shared_len = w->len;
+    return s->shared ? 0 : -1;
+}
+
+/* Makes the set's calls and their bodies from what the set holds; -1
+ * when out of memory. Reads nothing of the job. */
+static int set_build(struct lc_set *s)
+{
+    s->call = calloc(s->n, sizeof(*s->call));
+    if (!s->call || (s->build_shared && s->build_shared(s) < 0))
+        return -1;
+    if (!s->shared && !(s->body = calloc(s->n, sizeof(*s->body))))
+        return -1;
+    for (size_t k = 0; k < s->n; k++) {
+        size_t i = s->node[k];
+        struct agent_call *c = &s->call[k];
+        *c = (struct agent_call){ .node = s->name_of[3 * i], .host = s->name_of[3 * i + 1],
+                                  .port = s->port[k], .op = s->op, .timeout_ms = s->timeout_ms,
+                                  .done = set_answered, .arg = s };
+        if (s->shared) {
+            c->body = s->shared;
+            c->len = s->shared_len;
+            continue;
+        }
+        struct rpc_writer *w = &s->body[k];
+        rpc_writer_init(w, NULL, 0);
+        s->build(s, k, w);
+        if (!rpc_writer_ok(w))
+            return -1;
+        c->body = w->data;
+        c->len = w->len;
+    }
+    return 0;
+}
+
+/* A set that could not be built is answered as a whole, unsent: its step
+ * tries again later (check_set), blaming no node. */
+static void set_unbuilt(struct lc_set *s)
+{
+    void (*ready)(void *) = s->ready;
+    void *ready_arg = s->ready_arg;
+    pthread_mutex_lock(&s->lock);
+    s->unbuilt = true;
+    s->outstanding = 0;
+    bool abandoned = s->abandoned;
+    pthread_mutex_unlock(&s->lock);
+    if (abandoned)
+        set_free(s);
+    else
+        ready(ready_arg);
+}
+
+/* Room for one more set in an outbox's list of n; false when out of
+ * memory. */
+static bool set_list_grow(struct lc_set ***list, size_t n, size_t *cap)
+{
+    if (n < *cap)
+        return true;
+    size_t more = *cap ? *cap * 2 : 16;
+    struct lc_set **grown = realloc(*list, more * sizeof(*grown));
+    if (!grown)
+        return false;
+    *list = grown;
+    *cap = more;
+    return true;
+}
+
+/* Sends the set and hands it to the job: through env->outbox, built when
+ * the caller flushes it, or built and sent now. 0, or -1 (the set freed,
+ * the job's error set) when it could not be built now; an empty set is
  * freed and nothing is sent. */
 static int set_send(struct bb_job *j, struct lc_set *s, const struct lc_env *env)
 {
-    int timeout = env->call_ms + (s->kind == SET_WATCH ? env->hold_ms : 0);
-    for (size_t k = 0; k < s->n; k++) {
-        struct agent_call *c = &s->call[k];
-        const struct rpc_writer *w = &s->body[k];
-        if (!s->shared && !rpc_writer_ok(w)) {
-            bb_job_set_error(j, FAIL_TRANSIENT, "out of memory encoding a request");
-            set_free(s);
-            return -1;
-        }
-        c->body = s->shared ? s->shared : w->data;
-        c->len = s->shared ? s->shared_len : w->len;
-        c->timeout_ms = timeout;
-        c->done = set_answered;
-        c->arg = s;
-    }
     if (s->n == 0) {
         set_free(s);
         return 0;
     }
+    s->timeout_ms = env->call_ms + (s->kind == SET_WATCH ? env->hold_ms : 0);
+    /* Out of memory for the outbox: built and sent now, under the caller's
+     * lock (slower, not wrong). */
+    struct lc_outbox *box = env->outbox;
+    if (box && !set_list_grow(&box->sets, box->n, &box->cap))
+        box = NULL;
+    if (!box && set_build(s) < 0) {
+        bb_job_set_error(j, FAIL_TRANSIENT, "out of memory encoding a request");
+        set_free(s);
+        return -1;
+    }
     s->outstanding = s->n;
     j->calls = &s->base;
+    if (box) {
+        box->sets[box->n++] = s;
+        return 0;
+    }
     int64_t now = now_ms();
     for (size_t k = 0; k < s->n; k++)
         s->sent_ms[k] = now;
     /* Nothing of the set is touched after the last send: its answers may
      * already be acted upon. */
     size_t n = s->n;
-    struct lc_outbox *box = env->outbox;
-    if (box && box->n + n > box->cap) {
-        size_t cap = box->cap ? box->cap : 64;
-        while (cap < box->n + n)
-            cap *= 2;
-        struct agent_call **grown = realloc(box->calls, cap * sizeof(*grown));
-        if (grown) {
-            box->calls = grown;
-            box->cap = cap;
-        } else {
-            box = NULL;   /* out of memory: sent now, under the caller's lock: slower, not wrong */
-        }
-    }
-    if (box) {
-        for (size_t k = 0; k < n; k++)
-            box->calls[box->n++] = &s->call[k];
-        return 0;
-    }
     for (size_t k = 0; k < n; k++)
         env->transport->send(env->transport->ctx, &s->call[k]);
     return 0;
 }
 
+/* A set acted upon: freed by the caller's flush, after its lock (a
+ * 4,096-node set is thousands of answers to free), or now. */
+static void set_retire(struct lc_set *s, const struct lc_env *env)
+{
+    struct lc_outbox *box = env->outbox;
+    if (box && set_list_grow(&box->spent, box->nspent, &box->spentcap))
+        box->spent[box->nspent++] = s;
+    else
+        set_free(s);
+}
+
 void lc_outbox_flush(struct lc_outbox *box, const struct lc_transport *t)
 {
-    if (box->n && t->send_many)
-        t->send_many(t->ctx, box->calls, box->n);
+    for (size_t i = 0; i < box->nspent; i++)
+        set_free(box->spent[i]);
+    box->nspent = 0;
+    /* Every set is built before any is sent: once sent, a set's answers
+     * may be acted upon and it freed. */
+    size_t ncalls = 0;
+    for (size_t i = 0; i < box->n; i++)
+        ncalls += box->sets[i]->n;
+    struct agent_call **calls = malloc((ncalls ? ncalls : 1) * sizeof(*calls));
+    size_t sent = 0, unbuilt = 0;
+    int64_t now = now_ms();
+    for (size_t i = 0; i < box->n; i++) {
+        struct lc_set *s = box->sets[i];
+        if (!calls || set_build(s) < 0) {
+            box->sets[unbuilt++] = s;   /* answered after the others are sent */
+            continue;
+        }
+        for (size_t k = 0; k < s->n; k++) {
+            s->sent_ms[k] = now;
+            calls[sent++] = &s->call[k];
+        }
+    }
+    if (sent && t->send_many)
+        t->send_many(t->ctx, calls, sent);
     else
-        for (size_t k = 0; k < box->n; k++)
-            t->send(t->ctx, box->calls[k]);
+        for (size_t k = 0; k < sent; k++)
+            t->send(t->ctx, calls[k]);
+    free(calls);
+    for (size_t i = 0; i < unbuilt; i++)
+        set_unbuilt(box->sets[i]);
     box->n = 0;
 }
 
 void lc_outbox_free(struct lc_outbox *box)
 {
-    free(box->calls);
+    for (size_t i = 0; i < box->nspent; i++)
+        set_free(box->spent[i]);
+    free(box->sets);
+    free(box->spent);
     *box = (struct lc_outbox){ 0 };
 }
 
@@ -421,15 +572,26 @@ static int fail_or_retry(struct bb_job *j, struct failures *f, time_t now)
 
 /* --- deploy ------------------------------------------------------------- */
 
+/* The instance's description but its servers, mounted at mount; -1 when
+ * the mount or the record's secret cannot be written. */
+static int instance_head(struct instance *in, const struct bb_job *j, const char *mount,
+                         const struct bb_config *cfg)
+{
+    *in = (struct instance){ .chunk_size = j->chunk_size, .timeout_ms = (int)cfg->server_timeout_ms,
+                             .nservers = (int)j->nnodes };
+    if (!mount || strlen(mount) >= sizeof(in->mount) ||
+        secret_from_hex(j->secret_hex, in->secret) < 0)
+        return -1;
+    strcpy(in->mount, mount);
+    return 0;
+}
+
 /* The instance text of the servers of j, mounted at mount. */
 static char *instance_text(const struct bb_job *j, const char *mount, const struct bb_config *cfg)
 {
-    struct instance in = { .chunk_size = j->chunk_size, .timeout_ms = (int)cfg->server_timeout_ms,
-                           .nservers = (int)j->nnodes };
-    if (!mount || strlen(mount) >= sizeof(in.mount) ||
-        secret_from_hex(j->secret_hex, in.secret) < 0)
+    struct instance in;
+    if (instance_head(&in, j, mount, cfg) < 0)
         return NULL;
-    strcpy(in.mount, mount);
     in.servers = calloc(j->nnodes ? j->nnodes : 1, sizeof(*in.servers));
     if (!in.servers)
         return NULL;
@@ -455,6 +617,18 @@ char *lifecycle_persist_text(const struct bb_job *servers, const char *mount,
 
 static int send_configure(struct bb_job *j, const struct lc_env *env);
 
+/* Node k's START: the set's copy of the job's fields and its node's. */
+static void build_start(const struct lc_set *s, size_t k, struct rpc_writer *w)
+{
+    size_t i = s->node[k];
+    struct agent_start m = s->start;
+    m.index = (uint32_t)i;
+    m.listen_host = s->name_of[3 * i + 1];
+    m.storage = s->name_of[3 * i + 2];
+    m.numa_node = s->numa[i];
+    agent_start_put(w, &m);
+}
+
 /* START on every node not yet started, then (all started) CONFIGURE.
  * Unless strict, a START refused as "already deployed" (after a slurmctld
  * restart, the START that was in flight: its record was lost) marks its
@@ -469,23 +643,31 @@ static int deploy_next(struct bb_job *j, const struct lc_env *env, bool strict)
         return LC_CHANGED;
     }
     s->strict = strict;
+    s->numa = malloc((j->nnodes ? j->nnodes : 1) * sizeof(*s->numa));
+    if (!s->numa) {
+        bb_job_set_error(j, FAIL_TRANSIENT, "out of memory preparing requests to %zu nodes",
+                         j->nnodes);
+        set_free(s);
+        to_teardown(j);
+        return LC_CHANGED;
+    }
+    memcpy(s->secret_hex, j->secret_hex, sizeof(s->secret_hex));
+    if (j->persist)
+        snprintf(s->persist_name, sizeof(s->persist_name), "%s", j->persist->name);
+    s->start = (struct agent_start){
+        .job_id = j->job_id, .uid = j->uid, .gid = j->gid, .nservers = (uint32_t)j->nnodes,
+        .chunk_size = j->chunk_size, .quota = j->node_capacity, .secret_hex = s->secret_hex,
+        /* A persistent instance's servers: run as their owner on storage
+         * of their own, tied to no job (persist_job.h). */
+        .flags = j->persist ? AGENT_START_PERSISTENT : 0,
+        .persist_name = j->persist ? s->persist_name : NULL,
+        .access_gid = j->persist ? j->persist->access_gid : 0,
+    };
+    s->build = build_start;
     for (size_t i = 0; i < j->nnodes; i++) {
-        struct bb_node *n = &j->nodes[i];
-        if (n->started)
-            continue;
-        struct agent_start m = {
-            .job_id = j->job_id, .uid = j->uid, .gid = j->gid, .index = (uint32_t)i,
-            .nservers = (uint32_t)j->nnodes, .chunk_size = j->chunk_size,
-            .quota = j->node_capacity, .listen_host = n->agent_host,
-            .storage = n->storage ? n->storage : j->storage, .secret_hex = j->secret_hex,
-            .numa_node = n->numa_node,
-            /* A persistent instance's servers: run as their owner on storage
-             * of their own, tied to no job (persist_job.h). */
-            .flags = j->persist ? AGENT_START_PERSISTENT : 0,
-            .persist_name = j->persist ? j->persist->name : NULL,
-            .access_gid = j->persist ? j->persist->access_gid : 0,
-        };
-        agent_start_put(set_add(s, j, i, AGENT_START), &m);
+        s->numa[i] = j->nodes[i].numa_node;
+        if (!j->nodes[i].started)
+            set_add(s, j, i, AGENT_START);
     }
     if (s->n == 0) {
         set_free(s);
@@ -496,6 +678,38 @@ static int deploy_next(struct bb_job *j, const struct lc_env *env, bool strict)
 
 static int deployed(struct bb_job *j, const struct lc_env *env);
 
+/* CONFIGURE's body, one for every node (an instance of N servers goes to
+ * N agents): the instance file from the set's copy of the job's. */
+static int build_configure(struct lc_set *s)
+{
+    struct instance *in = &s->instance;
+    char *made = NULL;
+    if (!s->configure_text) {
+        in->servers = calloc(s->n, sizeof(*in->servers));
+        if (!in->servers)
+            return -1;
+        for (size_t k = 0; k < s->n; k++) {
+            snprintf(in->servers[k].host, sizeof(in->servers[k].host), "%s",
+                     s->name_of[3 * s->node[k] + 1]);
+            in->servers[k].port = s->server_port[s->node[k]];
+        }
+        made = instance_format(in, s->job_id);
+        instance_free(in);
+    }
+    const char *text = s->configure_text ? s->configure_text : made;
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    if (text)
+        agent_configure_put(&w, &(struct agent_configure){ s->job_id, text, in->mount,
+                                                           s->access, s->uid, s->gid });
+    free(made);
+    if (!text || set_share(s, &w) < 0) {
+        rpc_writer_free(&w);
+        return -1;
+    }
+    return 0;
+}
+
 static int send_configure(struct bb_job *j, const struct lc_env *env)
 {
     /* A persistent instance's servers need no instance file: no job runs
@@ -504,28 +718,35 @@ static int send_configure(struct bb_job *j, const struct lc_env *env)
     bool own = persist_job_own_servers(j);
     if (j->nnodes == 0 || j->persist || (!own && !j->persist_text))
         return deployed(j, env);
-    char *text = own ? lifecycle_instance_text(j, env->cfg) : strdup(j->persist_text);
-    struct lc_set *s = text ? set_new(j, SET_CONFIGURE, env) : NULL;
-    struct rpc_writer w;
-    rpc_writer_init(&w, NULL, 0);
-    uint32_t access = j->req.access == BB_ACCESS_FUSE ? AGENT_ACCESS_FUSE
-                    : j->req.access == BB_ACCESS_BOTH ? AGENT_ACCESS_BOTH : AGENT_ACCESS_PRELOAD;
-    if (s)
-        agent_configure_put(&w, &(struct agent_configure){ j->job_id, text, j->mount, access,
-                                                           j->uid, j->gid });
-    free(text);
-    if (!s || !rpc_writer_ok(&w)) {
+    struct lc_set *s = set_new(j, SET_CONFIGURE, env);
+    if (s && (own ? instance_head(&s->instance, j, j->mount, env->cfg) < 0
+                  : !j->mount || strlen(j->mount) >= sizeof(s->instance.mount))) {
+        bb_job_set_error(j, FAIL_TRANSIENT, "the record's mount or secret cannot be written "
+                         "to an instance file");
+        set_free(s);
+        s = NULL;
+    }
+    if (s && !own)
+        strcpy(s->instance.mount, j->mount);
+    /* Its own servers' file is made when the set is sent; a persistent
+     * instance's was made when the instance was ready (persist_job_step). */
+    if (s && (own ? !(s->server_port = malloc(j->nnodes * sizeof(*s->server_port)))
+                  : !(s->configure_text = strdup(j->persist_text)))) {
         bb_job_set_error(j, FAIL_TRANSIENT, "out of memory writing the instance file");
-        rpc_writer_free(&w);
-        if (s)
-            set_free(s);
+        set_free(s);
+        s = NULL;
+    }
+    if (!s) {
         to_teardown(j);
         return LC_CHANGED;
     }
-    /* One encoded body for every node: an instance of N servers goes to
-     * N agents. */
-    s->shared = w.data;
-    s->shared_len = w.len;
+    s->access = j->req.access == BB_ACCESS_FUSE ? AGENT_ACCESS_FUSE
+              : j->req.access == BB_ACCESS_BOTH ? AGENT_ACCESS_BOTH : AGENT_ACCESS_PRELOAD;
+    s->uid = j->uid;
+    s->gid = j->gid;
+    s->build_shared = build_configure;
+    for (size_t i = 0; own && i < j->nnodes; i++)
+        s->server_port[i] = j->nodes[i].server_port;
     for (size_t i = 0; i < j->nnodes; i++)
         set_add(s, j, i, AGENT_CONFIGURE);
     return set_send(j, s, env) < 0 ? (to_teardown(j), LC_CHANGED) : 0;
@@ -541,12 +762,20 @@ static int send_clear(struct bb_job *j, const struct lc_env *env, const bool *le
         to_teardown(j);
         return LC_CHANGED;
     }
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    agent_job_ref_put(&w, &(struct agent_job_ref){ j->job_id, true });
+    if (set_share(s, &w) < 0) {
+        bb_job_set_error(j, FAIL_TRANSIENT, "out of memory encoding a request");
+        set_free(s);
+        to_teardown(j);
+        return LC_CHANGED;
+    }
     for (size_t i = 0; i < j->nnodes; i++)
         if (leftover[i]) {
             log_warn("job %u: node %s already has a server of this job, left by a lost "
                      "record: tearing it down to start again", j->job_id, j->nodes[i].name);
-            agent_job_ref_put(set_add(s, j, i, AGENT_TEARDOWN),
-                              &(struct agent_job_ref){ j->job_id, true });
+            set_add(s, j, i, AGENT_TEARDOWN);
         }
     return set_send(j, s, env) < 0 ? (to_teardown(j), LC_CHANGED) : 0;
 }
@@ -634,25 +863,33 @@ static char *inside_path(const char *relative)
     return asprintf(&p, "/%s", relative) < 0 ? NULL : p;
 }
 
-/* Encodes the stage request for worker `node` of the job into w. */
-static int put_stage(struct rpc_writer *w, struct bb_job *j, const struct bb_config *cfg,
-                     const struct stage_spec *s, size_t node, uint32_t flags)
+/* The stage request every worker of the job gets, but for its number,
+ * into the set (its paths copied). -1 when out of memory. */
+static int stage_template(struct lc_set *set, const struct bb_job *j, const struct bb_config *cfg,
+                          const struct stage_spec *s, uint32_t flags)
 {
-    char *inside = inside_path(s->direction == STAGE_IN ? s->destination : s->source);
-    if (!inside)
+    bool in = s->direction == STAGE_IN;
+    set->stage_source = in ? strdup(s->source) : inside_path(s->source);
+    set->stage_destination = in ? inside_path(s->destination) : strdup(s->destination);
+    if (!set->stage_source || !set->stage_destination)
         return -1;
-    struct agent_stage m = {
-        .job_id = j->job_id, .direction = s->direction == STAGE_IN ? AGENT_STAGE_IN : AGENT_STAGE_OUT,
-        .type = (uint32_t)s->type, .worker = (uint32_t)node, .nworkers = (uint32_t)j->nnodes,
+    set->stage = (struct agent_stage){
+        .job_id = j->job_id, .direction = in ? AGENT_STAGE_IN : AGENT_STAGE_OUT,
+        .type = (uint32_t)s->type, .nworkers = (uint32_t)j->nnodes,
         .threads = cfg->stage_threads, .flags = flags | (s->verify ? AGENT_STAGE_VERIFY : 0),
         .max_mdops = j->req.max_mdops ? j->req.max_mdops : cfg->max_mdops,
         .max_bandwidth = j->req.max_bw ? j->req.max_bw : cfg->max_bandwidth,
-        .source = s->direction == STAGE_IN ? s->source : inside,
-        .destination = s->direction == STAGE_IN ? inside : s->destination,
+        .source = set->stage_source, .destination = set->stage_destination,
     };
-    agent_stage_put(w, &m);
-    free(inside);
     return 0;
+}
+
+/* Worker k's STAGE: the set's template with its number. */
+static void build_stage(const struct lc_set *s, size_t k, struct rpc_writer *w)
+{
+    struct agent_stage m = s->stage;
+    m.worker = (uint32_t)s->node[k];
+    agent_stage_put(w, &m);
 }
 
 /* Adds a worker's report (stage_report.h) to the totals; returns the first
@@ -689,6 +926,23 @@ static char *first_line(const char *text)
     return len ? strndup(text, len) : NULL;
 }
 
+/* A worker's final WATCH answer, read where it came (set_answered). */
+static void digest_answer(struct lc_set *s, size_t k)
+{
+    struct lc_digest *d = &s->digest[k];
+    struct rpc_reader r = s->call[k].reply.reader;
+    struct agent_stage_status st;
+    if (d->read || agent_stage_status_get(&r, &st) < 0)
+        return;
+    d->read = true;
+    d->exit_status = st.exit_status;
+    char *first = st.summary[0] ? add_summary(&d->part, st.summary) : NULL;
+    if (st.exit_status != 0)
+        d->why = first ? first : first_line(st.errors);
+    else
+        free(first);
+}
+
 /* How many of the job's nodes run the current stage: the finalize pass
  * runs on the first only. */
 static size_t stage_workers(const struct bb_job *j)
@@ -708,19 +962,28 @@ static int send_stage(struct bb_job *j, const struct lc_env *env, const struct s
         to_teardown(j);
         return LC_CHANGED;
     }
-    for (size_t i = 0; i < nodes; i++) {
-        if (all_sent) {
-            agent_watch_put(set_add(s, j, i, AGENT_WATCH),
-                            &(struct agent_watch){ j->job_id, AGENT_OP_RUNNING, (uint32_t)env->hold_ms });
-        } else if (!j->nodes[i].stage_sent &&
-                   put_stage(set_add(s, j, i, AGENT_STAGE), j, env->cfg, spec, i,
-                             j->finalizing ? AGENT_STAGE_FINALIZE : 0) < 0) {
-            bb_job_set_error(j, FAIL_TRANSIENT, "out of memory encoding a stage request");
-            set_free(s);
-            to_teardown(j);
-            return LC_CHANGED;
-        }
+    int rc;
+    if (all_sent) {
+        /* Every worker is asked the same; each answer is read as it comes. */
+        struct rpc_writer w;
+        rpc_writer_init(&w, NULL, 0);
+        agent_watch_put(&w, &(struct agent_watch){ j->job_id, AGENT_OP_RUNNING,
+                                                   (uint32_t)env->hold_ms });
+        s->digest = calloc(nodes ? nodes : 1, sizeof(*s->digest));
+        rc = s->digest ? set_share(s, &w) : (rpc_writer_free(&w), -1);
+    } else {
+        s->build = build_stage;
+        rc = stage_template(s, j, env->cfg, spec, j->finalizing ? AGENT_STAGE_FINALIZE : 0);
     }
+    if (rc < 0) {
+        bb_job_set_error(j, FAIL_TRANSIENT, "out of memory encoding a stage request");
+        set_free(s);
+        to_teardown(j);
+        return LC_CHANGED;
+    }
+    for (size_t i = 0; i < nodes; i++)
+        if (all_sent || !j->nodes[i].stage_sent)
+            set_add(s, j, i, all_sent ? AGENT_WATCH : AGENT_STAGE);
     return set_send(j, s, env) < 0 ? (to_teardown(j), LC_CHANGED) : 0;
 }
 
@@ -793,23 +1056,20 @@ static int finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction
     int failed = 0;
     char *cause = NULL;
     for (size_t k = 0; k < s->n; k++) {
-        struct rpc_reader r = s->call[k].reply.reader;
-        struct agent_stage_status st;
-        if (agent_stage_status_get(&r, &st) < 0)
+        const struct lc_digest *d = &s->digest[k];
+        if (!d->read)
             continue;   /* cannot be: the set would have failed */
-        char *first = st.summary[0] ? add_summary(totals, st.summary) : NULL;
-        if (st.exit_status != 0) {
-            failed++;
-            if (!cause) {
-                char *line = first ? NULL : first_line(st.errors);
-                if (asprintf(&cause, "%s source=%s on node %s: %s", verb, spec->source,
-                             j->nodes[s->node[k]].name,
-                             first ? first : line ? line : "the stager failed") < 0)
-                    cause = NULL;
-                free(line);
-            }
-        }
-        free(first);
+        totals->files += d->part.files;
+        totals->verified += d->part.verified;
+        totals->dirs += d->part.dirs;
+        totals->bytes += d->part.bytes;
+        totals->errors += d->part.errors;
+        if (d->part.seconds > totals->seconds)
+            totals->seconds = d->part.seconds;   /* workers run side by side */
+        if (d->exit_status != 0 && failed++ == 0 &&
+            asprintf(&cause, "%s source=%s on node %s: %s", verb, spec->source,
+                     j->nodes[s->node[k]].name, d->why ? d->why : "the stager failed") < 0)
+            cause = NULL;
     }
     j->attempts = 0;
     for (size_t i = 0; i < j->nnodes; i++)
@@ -872,9 +1132,15 @@ static int step_teardown(struct bb_job *j, const struct lc_env *env)
     struct lc_set *s = set_new(j, SET_TEARDOWN, env);
     if (!s)
         return 0;   /* tried again at the next step rather than leave data behind */
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    agent_job_ref_put(&w, &(struct agent_job_ref){ j->job_id, j->hurry });
+    if (set_share(s, &w) < 0) {
+        set_free(s);
+        return 0;
+    }
     for (size_t i = 0; i < j->nnodes; i++)
-        agent_job_ref_put(set_add(s, j, i, AGENT_TEARDOWN),
-                          &(struct agent_job_ref){ j->job_id, j->hurry });
+        set_add(s, j, i, AGENT_TEARDOWN);
     set_send(j, s, env);
     return 0;
 }
@@ -901,9 +1167,15 @@ int lifecycle_poll(struct bb_job *j, const struct lc_env *env)
     struct lc_set *s = set_new(j, SET_POLL, env);
     if (!s)
         return 0;
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    agent_job_ref_put(&w, &(struct agent_job_ref){ j->job_id, false });
+    if (set_share(s, &w) < 0) {
+        set_free(s);
+        return 0;
+    }
     for (size_t i = 0; i < j->nnodes; i++)
-        agent_job_ref_put(set_add(s, j, i, AGENT_STATUS),
-                          &(struct agent_job_ref){ j->job_id, false });
+        set_add(s, j, i, AGENT_STATUS);
     set_send(j, s, env);
     return 0;
 }
@@ -956,6 +1228,14 @@ static int check_set(struct bb_job *j, const struct lc_env *env, int *events)
         return *events ? 0 : 1;
     }
     j->calls = NULL;
+    if (s->unbuilt) {
+        struct failures f = { .count = 1, .worst = FAIL_TRANSIENT,
+                              .why = strdup("out of memory encoding requests to the job's nodes") };
+        *events = fail_or_retry(j, &f, env->now);
+        free(finished);
+        set_free(s);
+        return 0;
+    }
     if (!done) {
         /* Answers still to come are dropped; the set stays whole until the
          * ones that came are read (only then is it abandoned). */
@@ -998,7 +1278,7 @@ static int check_set(struct bb_job *j, const struct lc_env *env, int *events)
     case SET_TEARDOWN: *events = finish_teardown(j, s, env); break;
     case SET_POLL: *events = finish_poll(j, s, env->used); break;
     }
-    set_free(s);
+    set_retire(s, env);
     return 0;
 }
 

@@ -46,17 +46,25 @@ struct lc_transport {
     void (*send_many)(void *ctx, struct agent_call **calls, size_t n);
 };
 
-/* The calls steps have built, to be sent by the caller once it has let go
- * of its lock: a step of a 4,096-node job builds its set under the lock
- * (cheap), and sending them, which wakes the link and contends for its
- * lock, does not hold the caller's. A set's answers come only after it
- * is sent, and a set dropped meanwhile (lifecycle_job_ended) lives on
- * until its last answer: flushing never touches a freed set. */
+/* The sets of requests steps have made, to be built and sent by the
+ * caller once it has let go of its lock, and the sets they are done with,
+ * to be freed then. A step takes under the lock only a copy of what its
+ * set needs of the job (node names, hosts, the job's fields); making a
+ * 4,096-node set's calls and bodies, sending them (which wakes the link
+ * and contends for its lock) and freeing thousands of answers hold no
+ * lock of the caller's. A set's answers come only after it is sent, and a
+ * set dropped meanwhile (lifecycle_job_ended) lives on until its last
+ * answer: flushing never touches a freed set. */
+struct lc_set;
 struct lc_outbox {
-    struct agent_call **calls;
+    struct lc_set **sets;
     size_t n, cap;
+    struct lc_set **spent;
+    size_t nspent, spentcap;
 };
-/* Sends what is in box through t and empties it (keeps its memory). */
+/* Frees the spent sets, builds and sends through t the others, and
+ * empties box (keeps its memory). A set that cannot be built is failed
+ * as a whole (out of memory: its job tries again later, no node blamed). */
 void lc_outbox_flush(struct lc_outbox *box, const struct lc_transport *t);
 void lc_outbox_free(struct lc_outbox *box);
 
@@ -69,9 +77,9 @@ struct lc_env {
     time_t now;
     int call_ms;                  /* a request's deadline (LC_CALL_MS) */
     int hold_ms;                  /* how long an agent holds a WATCH (LC_HOLD_MS) */
-    /* NULL: a step sends its set itself; else the set's calls go here, and
-     * the caller flushes them after its lock (re-sent WATCHes, from the
-     * transport's thread, are sent at once all the same). */
+    /* NULL: a step builds and sends its set itself; else the set goes
+     * here, and the caller flushes it after its lock (re-sent WATCHes, from
+     * the transport's thread, are sent at once all the same). */
     struct lc_outbox *outbox;
     /* Where a finished lifecycle_poll() puts the bytes the servers hold
      * (NULL: dropped). */

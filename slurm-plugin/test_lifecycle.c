@@ -55,6 +55,8 @@ static int drive(struct bb_job *j, int ms)
     for (;;) {
         env.now = fake_clock;
         int ev = lifecycle_step(j, &env);
+        if (env.outbox)
+            lc_outbox_flush(env.outbox, env.transport);
         all |= ev;
         if (!lifecycle_waiting(j) && !(ev & ~LC_CHANGED) && (j->retry_at || ev == 0 ||
                                                              j->phase == PHASE_RUNNING ||
@@ -402,6 +404,49 @@ static void test_cancel_in_flight(void)
     tap_ok(true, "a record freed with requests in flight: their answers are dropped");
 }
 
+/* As the driver steps jobs: each step under its lock only copies what its
+ * set needs of the record; the set is built, sent and later freed at the
+ * flush, after the lock. */
+static void test_outbox(void)
+{
+    struct lc_outbox box = { 0 };
+    env.outbox = &box;
+    all_ok(3);
+    struct bb_job *j = job_of(60, 3, "stage_in source=/pfs/in destination=in type=file");
+    env.now = fake_clock;
+    lifecycle_step(j, &env);
+    fake_wait(100);
+    tap_ok(lifecycle_waiting(j) && box.n == 1 && fake_total(AGENT_START) == 0,
+           "a step hands its set to the outbox and sends nothing itself");
+    lc_outbox_flush(&box, env.transport);
+    int ev = drive(j, 3000);
+    tap_ok(j->phase == PHASE_RUNNING && (ev & LC_RELEASE) && fake_total(AGENT_START) == 3 &&
+           fake_total(AGENT_CONFIGURE) == 3 && fake_total(AGENT_STAGE) == 3,
+           "through the outbox: deployed, staged in, released (%s)", bb_phase_name(j->phase));
+    tap_ok(j->in.files == 30 && j->nodes[2].server_port == 4003,
+           "each worker's report, read as it came, counted once (%llu files)",
+           (unsigned long long)j->in.files);
+    tap_ok(box.nspent == 0 && box.n == 0, "every spent set was freed at a flush");
+
+    /* A record freed between the step and the flush: the set is built from
+     * its own copy, sent, and its answers dropped. */
+    all_ok(2);
+    struct bb_job *k = job_of(61, 2, NULL);
+    env.now = fake_clock;
+    lifecycle_step(k, &env);
+    bb_job_free(k);
+    lc_outbox_flush(&box, env.transport);
+    fake_wait(200);
+    tap_is_int(fake_total(AGENT_START), 2, "a set whose record was freed before the flush still "
+               "goes out whole, and its answers come to nothing");
+    lifecycle_job_ended(j, true);
+    drive(j, 3000);
+    tap_is_int(j->phase, PHASE_COMPLETE, "and teardown through it");
+    bb_job_free(j);
+    lc_outbox_free(&box);
+    env.outbox = NULL;
+}
+
 static struct bb_job *phase_job(enum bb_phase phase)
 {
     struct bb_job *j = job_of(60, 2, NULL);
@@ -492,6 +537,7 @@ int main(void)
     test_leftovers();
     test_lying_watchers();
     test_cancel_in_flight();
+    test_outbox();
     test_ends();
     test_instance_text();
     fake_stop();

@@ -1,6 +1,7 @@
 /* lcbench: the plugin's orchestration at scale, against simulated agents.
  *
- *   lcbench [--munge-socket PATH] [--state-dir DIR] scale NODES [REPEATS]
+ *   lcbench [--munge-socket PATH] [--sim-munge-socket PATH] [--cpu-of PID]...
+ *           [--state-dir DIR] scale NODES [REPEATS]
  *   lcbench ... concurrent JOBS NODES_PER_JOB STAGE_MS [dead] [REPEATS]
  *   lcbench ... staging NODES SECONDS
  *
@@ -22,6 +23,12 @@
  * staging: one job of NODES nodes staging for SECONDS: messages and
  *   sessions (credentials) per second while it stages.
  *
+ * --sim-munge-socket: the simulated agents open the plugin's credentials
+ * with a munged of their own (same key), as each node's agent does with
+ * its node's; --cpu-of PID (up to 4, e.g. the munged): scale reports the
+ * CPU each used from begin to release, with the plugin's and the
+ * simulator's, to tell whose work a cold deploy's time is on 2 cores.
+ *
  * Prints one line per result, "key value" (ms, counts). */
 #include <errno.h>
 #include <getopt.h>
@@ -41,8 +48,29 @@
 #include "munge_auth.h"
 #include "net.h"
 
-static struct session_auth munge;
+static struct session_auth munge, sim_munge;
 static char state_dir[4096] = "/var/tmp";
+static pid_t cpu_of[4];
+static int ncpu_of;
+
+/* CPU seconds (user + system) a process used so far, from /proc. */
+static double proc_cpu_s(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');   /* the name may hold spaces */
+    unsigned long long utime, stime;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                     &stime) != 2)
+        return -1;
+    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
 
 /* --- the simulated agents, in a child ------------------------------------ */
 
@@ -66,8 +94,8 @@ static void start_sim(struct sim_child *c, int nodes, int stage_ms, int dead_nod
         close(down[1]);
         char err[256];
         struct agent_sim_node all = { .mode = SIM_OK, .stage_ms = stage_ms };
-        struct agent_sim *sim = agent_sim_start(&munge, 0, "127.0.0.1", nodes, "n", &all, err,
-                                                sizeof(err));
+        struct agent_sim *sim = agent_sim_start(sim_munge.seal ? &sim_munge : &munge, 0,
+                                                "127.0.0.1", nodes, "n", &all, err, sizeof(err));
         if (!sim) {
             fprintf(stderr, "lcbench: simulated agents: %s\n", err);
             _exit(1);
@@ -287,12 +315,18 @@ static void scale(int nodes, int repeats)
                     memset(&p, 0, sizeof(p));
                     plugin_start(&p);
                 }
-                double cpu0 = cpu_s();
+                double cpu0 = cpu_s(), sim0 = proc_cpu_s(sim.pid), other0[4];
+                for (int k = 0; k < ncpu_of; k++)
+                    other0[k] = proc_cpu_s(cpu_of[k]);
                 t0 = net_now_ms();
                 begin(&p, &sim, id, 0, nodes,
                       with_stage ? "stage_in source=/pfs/in destination=in type=file" : NULL);
                 int64_t released = wait_shown(id, PHASE_RUNNING, 120000);
-                double cpu1 = cpu_s();
+                double cpu1 = cpu_s(), sim1 = proc_cpu_s(sim.pid);
+                char others[128] = "-";
+                for (int k = 0, at = 0; k < ncpu_of && at < (int)sizeof(others) - 16; k++)
+                    at += snprintf(others + at, sizeof(others) - (size_t)at, "%s%.2f", k ? "," : "",
+                                   proc_cpu_s(cpu_of[k]) - other0[k]);
                 int64_t t_end = net_now_ms() - t0;
                 end(&p, id, false);
                 int64_t done = wait_shown(id, PHASE_COMPLETE, 120000);
@@ -301,13 +335,14 @@ static void scale(int nodes, int repeats)
                 agent_link_stats(p.link, &ls);
                 printf("scale nodes=%d stage=%d %s repeat=%d release_ms %lld teardown_ms %lld "
                        "cpu_release_s %.3f cpu_teardown_s %.3f sessions %llu credentials %llu sent %llu "
-                       "begin_lock_us %llu driver_lock_max_us %llu (%s)\n",
+                       "begin_lock_us %llu driver_lock_max_us %llu (%s) sim_cpu_release_s %.2f "
+                       "others_cpu_release_s %s\n",
                        nodes, with_stage, warm ? "warm" : "cold", r, (long long)released,
                        (long long)(done - t_end), cpu1 - cpu0, cpu2 - cpu1,
                        (unsigned long long)ls.sessions, (unsigned long long)ls.credentials,
                        (unsigned long long)ls.sent,
                        (unsigned long long)p.begin_max_us, (unsigned long long)p.d.held.max_us,
-                       p.d.held.max_where ? p.d.held.max_where : "-");
+                       p.d.held.max_where ? p.d.held.max_where : "-", sim1 - sim0, others);
                 fflush(stdout);
             }
         }
@@ -390,6 +425,8 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         { "munge-socket", required_argument, NULL, 'm' },
         { "state-dir", required_argument, NULL, 's' },
+        { "sim-munge-socket", required_argument, NULL, 'M' },
+        { "cpu-of", required_argument, NULL, 'c' },
         { NULL, 0, NULL, 0 },
     };
     int c;
@@ -398,6 +435,10 @@ int main(int argc, char **argv)
             socket = optarg;
         else if (c == 's')
             snprintf(state_dir, sizeof(state_dir), "%s", optarg);
+        else if (c == 'M')
+            munge_auth_init(&sim_munge, optarg);
+        else if (c == 'c' && ncpu_of < 4)
+            cpu_of[ncpu_of++] = (pid_t)atoi(optarg);
         else
             return 2;
     }
@@ -415,7 +456,8 @@ int main(int argc, char **argv)
     } else if (argc >= 3 && strcmp(argv[0], "staging") == 0) {
         staging(atoi(argv[1]), atoi(argv[2]));
     } else {
-        fprintf(stderr, "usage: lcbench [--munge-socket PATH] [--state-dir DIR] scale NODES "
+        fprintf(stderr, "usage: lcbench [--munge-socket PATH] [--sim-munge-socket PATH] [--cpu-of PID]... "
+                        "[--state-dir DIR] scale NODES "
                         "[REPEATS] | concurrent JOBS NODES_PER_JOB STAGE_MS [dead|clean] "
                         "[REPEAT] | staging NODES SECONDS\n");
         return 2;

@@ -3,7 +3,9 @@
 # against simulated agents on loopback (bench/lifecycle/lcbench.c), munge
 # on both sides. Needs a munged: its socket in MUNGE_SOCKET, or the
 # mini-cluster's ($ADAFS_MUNGE_DIR/munge.socket.2, tests/cluster/cluster.sh
-# start). Run it under `flock /tmp/adafs-bench.lock`; numbers go to
+# start). SIM_MUNGE_SOCKET: a second munged (same key) for the simulated
+# agents, as each node's agent has its node's (tests/cluster: copy the
+# cluster's munge.key). Run it under `flock /tmp/adafs-bench.lock`; numbers go to
 # doc/benchmarks.md (section "Orchestration").
 #
 #   1. one job of 512 and of 4,096 nodes, agents answering at once: begin
@@ -18,7 +20,8 @@ bench="$build/bench/lifecycle/lcbench"
 socket=${MUNGE_SOCKET:-${ADAFS_MUNGE_DIR:-/run/adafs-cluster-munge}/munge.socket.2}
 [ -S "$socket" ] || { echo "run.sh: no munged at $socket (set MUNGE_SOCKET)" >&2; exit 1; }
 [ -x "$bench" ] || { echo "run.sh: $bench not built (make -C $build/bench)" >&2; exit 1; }
-run() { "$bench" --munge-socket "$socket" "$@" 2>/dev/null; }
+sim=${SIM_MUNGE_SOCKET:-}
+run() { "$bench" --munge-socket "$socket" ${sim:+--sim-munge-socket "$sim"} "$@" 2>/dev/null; }
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
