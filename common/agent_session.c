@@ -436,12 +436,20 @@ void session_handshake_clear(struct session_handshake *hs)
     sodium_memzero(hs->key, sizeof(hs->key));
 }
 
+/* A CPU's features do not change: asked once, by whichever thread is
+ * first (the plugin's link threads open sessions at once). */
+static pthread_once_t aes_once = PTHREAD_ONCE_INIT;
+static bool aes_available;
+
+static void ask_aes(void)
+{
+    aes_available = sodium_init() >= 0 && crypto_aead_aes256gcm_is_available();
+}
+
 uint32_t session_ciphers(void)
 {
-    static int aes = -1;   /* a CPU's features do not change: asked once */
-    if (aes < 0)
-        aes = sodium_init() >= 0 && crypto_aead_aes256gcm_is_available();
-    return 1u << SESSION_CIPHER_SECRETBOX | (aes ? 1u << SESSION_CIPHER_AES256GCM : 0);
+    pthread_once(&aes_once, ask_aes);
+    return 1u << SESSION_CIPHER_SECRETBOX | (aes_available ? 1u << SESSION_CIPHER_AES256GCM : 0);
 }
 
 int session_keys_use(struct session_keys *k, int cipher)
