@@ -1124,24 +1124,34 @@ static int torn_down(struct bb_job *j, const struct lc_env *env)
     return LC_CHANGED | LC_FINISHED;
 }
 
+/* One request naming the job (TEARDOWN, STATUS) to every node; nothing is
+ * sent when out of memory (the caller's next step tries again). */
+static void send_ref_to_all(struct bb_job *j, enum set_kind kind, uint16_t op, bool hurry,
+                            const struct lc_env *env)
+{
+    struct lc_set *s = set_new(j, kind, env);
+    if (!s)
+        return;
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    agent_job_ref_put(&w, &(struct agent_job_ref){ j->job_id, hurry });
+    if (set_share(s, &w) < 0) {
+        set_free(s);
+        return;
+    }
+    for (size_t i = 0; i < j->nnodes; i++)
+        set_add(s, j, i, op);
+    set_send(j, s, env);
+}
+
 static int step_teardown(struct bb_job *j, const struct lc_env *env)
 {
     if (j->nnodes == 0)
         return torn_down(j, env);
-    /* Teardown is idempotent on the agents: sent to every node. */
-    struct lc_set *s = set_new(j, SET_TEARDOWN, env);
-    if (!s)
-        return 0;   /* tried again at the next step rather than leave data behind */
-    struct rpc_writer w;
-    rpc_writer_init(&w, NULL, 0);
-    agent_job_ref_put(&w, &(struct agent_job_ref){ j->job_id, j->hurry });
-    if (set_share(s, &w) < 0) {
-        set_free(s);
-        return 0;
-    }
-    for (size_t i = 0; i < j->nnodes; i++)
-        set_add(s, j, i, AGENT_TEARDOWN);
-    set_send(j, s, env);
+    /* Teardown is idempotent on the agents: sent to every node. Not sent
+     * (out of memory): tried again at the next step rather than leave data
+     * behind. */
+    send_ref_to_all(j, SET_TEARDOWN, AGENT_TEARDOWN, j->hurry, env);
     return 0;
 }
 
@@ -1164,19 +1174,7 @@ int lifecycle_poll(struct bb_job *j, const struct lc_env *env)
 {
     if (j->phase != PHASE_RUNNING || j->calls || j->nnodes == 0)
         return 0;
-    struct lc_set *s = set_new(j, SET_POLL, env);
-    if (!s)
-        return 0;
-    struct rpc_writer w;
-    rpc_writer_init(&w, NULL, 0);
-    agent_job_ref_put(&w, &(struct agent_job_ref){ j->job_id, false });
-    if (set_share(s, &w) < 0) {
-        set_free(s);
-        return 0;
-    }
-    for (size_t i = 0; i < j->nnodes; i++)
-        set_add(s, j, i, AGENT_STATUS);
-    set_send(j, s, env);
+    send_ref_to_all(j, SET_POLL, AGENT_STATUS, false, env);
     return 0;
 }
 
