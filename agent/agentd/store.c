@@ -148,9 +148,11 @@ static int format_and_mount(const char *image, const char *dir, const struct use
              (unsigned)u->uid, (unsigned)u->gid);
     char journal_size[32];
     snprintf(journal_size, sizeof(journal_size), "size=%u", STORE_JOURNAL_BYTES >> 20);
-    char *mkfs_argv[16] = { (char *)mkfs, "-q", "-F", "-m", "0", "-b", "4096", "-i", "16384",
-                            "-O", journal ? "^resize_inode" : "^has_journal,^resize_inode",
-                            "-E", owner };
+    /* 13 fixed, "-J size=" with a journal, the image, NULL. */
+    char *mkfs_argv[13 + 2 + 2] = {
+        (char *)mkfs, "-q", "-F", "-m", "0", "-b", "4096", "-i", "16384",
+        "-O", journal ? "^resize_inode" : "^has_journal,^resize_inode", "-E", owner,
+    };
     size_t n = 13;
     if (journal) {
         mkfs_argv[n++] = "-J";
