@@ -20,6 +20,13 @@
 #include "stage_report.h"
 
 #define THREAD_STACK (256u << 10)
+/* Credentials opened at once. Each node's agent opens its hello's with its
+ * own node's munged; here every simulated node shares one, whose socket
+ * backlog thousands of hellos at once overflow: libmunge then fails with
+ * EAGAIN, the agent refuses the hello and the client backs off for
+ * seconds, which no real agent would make it do. More than munged's few
+ * threads would not open them faster. */
+#define OPENS_AT_ONCE 16
 
 struct sim_job {
     uint32_t id;
@@ -42,7 +49,11 @@ struct sim_node {
 };
 
 struct agent_sim {
-    const struct session_auth *auth;
+    const struct session_auth *auth;   /* the caller's */
+    struct session_auth gated;         /* auth, its opens OPENS_AT_ONCE at a time */
+    pthread_mutex_t gate_lock;
+    pthread_cond_t gate_free;
+    int opening;
     uid_t trusted;
     char host[64];
     int nnodes;
@@ -78,6 +89,30 @@ struct sim_request {
 static int64_t now_ms(void)
 {
     return net_now_ms();
+}
+
+static int gated_seal(const struct session_auth *a, const void *payload, size_t len, uid_t reader,
+                      char **cred, char *err, size_t errlen)
+{
+    const struct agent_sim *sim = a->data;
+    return sim->auth->seal(sim->auth, payload, len, reader, cred, err, errlen);
+}
+
+static int gated_open(const struct session_auth *a, const char *cred, void **payload, size_t *len,
+                      uid_t *uid, char *err, size_t errlen)
+{
+    struct agent_sim *sim = (struct agent_sim *)a->data;
+    pthread_mutex_lock(&sim->gate_lock);
+    while (sim->opening >= OPENS_AT_ONCE)
+        pthread_cond_wait(&sim->gate_free, &sim->gate_lock);
+    sim->opening++;
+    pthread_mutex_unlock(&sim->gate_lock);
+    int rc = sim->auth->open(sim->auth, cred, payload, len, uid, err, errlen);
+    pthread_mutex_lock(&sim->gate_lock);
+    sim->opening--;
+    pthread_cond_signal(&sim->gate_free);
+    pthread_mutex_unlock(&sim->gate_lock);
+    return rc;
 }
 
 static void thread_done(struct agent_sim *sim)
@@ -392,7 +427,7 @@ static void *serve_conn(void *arg)
     }
     struct sim_session *ss = calloc(1, sizeof(*ss));
     char why[600];
-    if (!ss || agent_session_accept(&ss->s, c.fd, sim->auth, name, sim->trusted, cred,
+    if (!ss || agent_session_accept(&ss->s, c.fd, &sim->gated, name, sim->trusted, cred,
                                     now_ms() + 5000, why, sizeof(why)) < 0) {
         free(cred);
         free(ss);
@@ -540,6 +575,9 @@ struct agent_sim *agent_sim_start(const struct session_auth *auth, uid_t trusted
     sim->stop_rd = stop[0];
     sim->stop_wr = stop[1];
     sim->auth = auth;
+    sim->gated = (struct session_auth){ gated_seal, gated_open, sim };
+    pthread_mutex_init(&sim->gate_lock, NULL);
+    pthread_cond_init(&sim->gate_free, NULL);
     sim->trusted = trusted;
     snprintf(sim->host, sizeof(sim->host), "%s", host);
     sim->nnodes = nnodes;
@@ -611,6 +649,8 @@ void agent_sim_stop(struct agent_sim *sim)
     close(sim->stop_rd);
     pthread_cond_destroy(&sim->changed);
     pthread_mutex_destroy(&sim->lock);
+    pthread_cond_destroy(&sim->gate_free);
+    pthread_mutex_destroy(&sim->gate_lock);
     free(sim->nodes);
     free(sim);
 }
