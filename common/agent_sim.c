@@ -318,8 +318,9 @@ static void session_put(struct sim_session *ss)
     }
 }
 
-/* Handles q and sends its answer; frees q. */
-static void answer(struct sim_request *q)
+/* Handles q and sends its answer; frees q. sim->lock held on entry if
+ * locked, never on return. */
+static void answer(struct sim_request *q, bool locked)
 {
     struct sim_session *ss = q->ss;
     struct agent_sim *sim = ss->sim;
@@ -327,7 +328,8 @@ static void answer(struct sim_request *q)
     rpc_writer_init(&body, NULL, 0);
     struct rpc_reader r;
     rpc_reader_init(&r, q->m.body, q->m.len);
-    pthread_mutex_lock(&sim->lock);
+    if (!locked)
+        pthread_mutex_lock(&sim->lock);
     int status = handle(sim, &sim->nodes[ss->node], ss->node, q->m.op, &r, &body);
     pthread_mutex_unlock(&sim->lock);
     pthread_mutex_lock(&ss->send_lock);
@@ -348,19 +350,38 @@ static void *run_request(void *arg)
     struct sim_request *q = arg;
     struct sim_session *ss = q->ss;
     struct agent_sim *sim = ss->sim;
-    answer(q);
+    answer(q, false);
     session_put(ss);
     thread_done(sim);
     return NULL;
 }
 
-/* Whether a request may wait (a WATCH held, a START delayed): it gets a
+/* Whether a request would wait (a WATCH held, a START delayed): it gets a
  * thread of its own, as on the agent, so the session's other requests are
  * answered meanwhile. The rest are answered at once by the connection's
- * thread: a thread each cost the simulator more than its answers. */
-static bool may_wait(const struct sim_session *ss, uint16_t op)
+ * thread, still under the lock this was decided under: a thread each cost
+ * the simulator more than its answers. sim->lock held. */
+static bool may_wait(const struct sim_session *ss, const struct session_msg *m)
 {
-    return op == AGENT_WATCH || (op == AGENT_START && ss->sim->nodes[ss->node].set.start_ms > 0);
+    const struct sim_node *n = &ss->sim->nodes[ss->node];
+    if (m->op == AGENT_START)
+        return n->set.start_ms > 0;
+    if (m->op != AGENT_WATCH)
+        return false;
+    /* A WATCH waits only while its job's state is the one the client
+     * knows (handle's test, without changing the job). */
+    struct rpc_reader r;
+    rpc_reader_init(&r, m->body, m->len);
+    struct agent_watch w;
+    if (agent_watch_get(&r, &w) < 0 || w.hold_ms == 0)
+        return false;
+    for (const struct sim_job *j = n->jobs; j; j = j->next)
+        if (j->id == w.job_id) {
+            int state = j->state == AGENT_OP_RUNNING && now_ms() >= j->ends_at ? AGENT_OP_DONE
+                                                                              : j->state;
+            return state == (int)w.known;
+        }
+    return false;
 }
 
 struct sim_conn {
@@ -482,13 +503,10 @@ static void *serve_conn(void *arg)
         }
         q->ss = ss;
         pthread_mutex_lock(&sim->lock);
-        bool own_thread = may_wait(ss, q->m.op);
-        pthread_mutex_unlock(&sim->lock);
-        if (!own_thread) {
-            answer(q);
+        if (!may_wait(ss, &q->m)) {
+            answer(q, true);
             continue;
         }
-        pthread_mutex_lock(&sim->lock);
         ss->refs++;
         pthread_mutex_unlock(&sim->lock);
         if (spawn(sim, run_request, q) != 0) {
