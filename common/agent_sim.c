@@ -1,6 +1,7 @@
 #include "agent_sim.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -19,6 +20,13 @@
 #include "stage_report.h"
 
 #define THREAD_STACK (256u << 10)
+/* Credentials opened at once. Each node's agent opens its hello's with its
+ * own node's munged; here every simulated node shares one, whose socket
+ * backlog thousands of hellos at once overflow: libmunge then fails with
+ * EAGAIN, the agent refuses the hello and the client backs off for
+ * seconds, which no real agent would make it do. More than munged's few
+ * threads would not open them faster. */
+#define OPENS_AT_ONCE 16
 
 struct sim_job {
     uint32_t id;
@@ -35,18 +43,30 @@ struct sim_node {
     int lfd, port;
     struct agent_sim_node set;
     struct sim_job *jobs;
+    /* Its jobs or settings changed: only this node's waiting requests
+     * (START's delay, WATCH) wake, not every node's. */
+    pthread_cond_t changed;
 };
 
 struct agent_sim {
-    const struct session_auth *auth;
+    const struct session_auth *auth;   /* the caller's */
+    struct session_auth gated;         /* auth, its opens OPENS_AT_ONCE at a time */
+    pthread_mutex_t gate_lock;
+    pthread_cond_t gate_free;
+    int opening;
     uid_t trusted;
     char host[64];
     int nnodes;
     struct sim_node *nodes;
     int epfd, evfd;
+    /* Closed (the write end) when the simulation stops: every connection
+     * thread blocks in poll on its socket and this, with no timeout, so an
+     * idle session costs nothing (4,096 threads polling every 100 ms cost
+     * the simulator more CPU than the plugin it serves). */
+    int stop_rd, stop_wr;
     pthread_t acceptor;
     pthread_mutex_t lock;        /* nodes' settings and jobs, threads, stats */
-    pthread_cond_t changed;
+    pthread_cond_t changed;      /* a thread ended or a session dropped a reference */
     bool stopping;
     int threads;                 /* connection and request threads alive */
     struct agent_sim_stats stats;
@@ -69,6 +89,30 @@ struct sim_request {
 static int64_t now_ms(void)
 {
     return net_now_ms();
+}
+
+static int gated_seal(const struct session_auth *a, const void *payload, size_t len, uid_t reader,
+                      char **cred, char *err, size_t errlen)
+{
+    const struct agent_sim *sim = a->data;
+    return sim->auth->seal(sim->auth, payload, len, reader, cred, err, errlen);
+}
+
+static int gated_open(const struct session_auth *a, const char *cred, void **payload, size_t *len,
+                      uid_t *uid, char *err, size_t errlen)
+{
+    struct agent_sim *sim = (struct agent_sim *)a->data;
+    pthread_mutex_lock(&sim->gate_lock);
+    while (sim->opening >= OPENS_AT_ONCE)
+        pthread_cond_wait(&sim->gate_free, &sim->gate_lock);
+    sim->opening++;
+    pthread_mutex_unlock(&sim->gate_lock);
+    int rc = sim->auth->open(sim->auth, cred, payload, len, uid, err, errlen);
+    pthread_mutex_lock(&sim->gate_lock);
+    sim->opening--;
+    pthread_cond_signal(&sim->gate_free);
+    pthread_mutex_unlock(&sim->gate_lock);
+    return rc;
 }
 
 static void thread_done(struct agent_sim *sim)
@@ -96,8 +140,9 @@ static int spawn(struct agent_sim *sim, void *(*fn)(void *), void *arg)
     return rc;
 }
 
-/* Sleeps ms, or less if the simulation stops. sim->lock held. */
-static void nap_locked(struct agent_sim *sim, int64_t until)
+/* Sleeps until `until` (ms), or less if the simulation stops or node n
+ * changes. sim->lock held. */
+static void nap_locked(struct agent_sim *sim, struct sim_node *n, int64_t until)
 {
     while (!sim->stopping && now_ms() < until) {
         struct timespec ts;
@@ -109,7 +154,7 @@ static void nap_locked(struct agent_sim *sim, int64_t until)
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000;
         }
-        pthread_cond_timedwait(&sim->changed, &sim->lock, &ts);
+        pthread_cond_timedwait(&n->changed, &sim->lock, &ts);
     }
 }
 
@@ -172,7 +217,7 @@ static int handle(struct agent_sim *sim, struct sim_node *n, int index, uint16_t
         if (n->set.mode == SIM_EXITING)
             return refuse(body, n, AGENT_FAULT_TRANSIENT,
                           "server did not start: it exited (simulated)"), -ECHILD;
-        nap_locked(sim, now_ms() + n->set.start_ms);
+        nap_locked(sim, n, now_ms() + n->set.start_ms);
         if (!find_job(n, m.job_id)) {
             struct sim_job *j = calloc(1, sizeof(*j));
             if (!j)
@@ -209,7 +254,7 @@ static int handle(struct agent_sim *sim, struct sim_node *n, int index, uint16_t
         j->direction = m.direction;
         snprintf(j->source, sizeof(j->source), "%s", m.source);
         snprintf(j->destination, sizeof(j->destination), "%s", m.destination);
-        pthread_cond_broadcast(&sim->changed);
+        pthread_cond_broadcast(&n->changed);
         return 0;
     }
     case AGENT_STATUS:
@@ -238,7 +283,7 @@ static int handle(struct agent_sim *sim, struct sim_node *n, int index, uint16_t
             if (op == AGENT_STATUS || j->state != (int)known || now_ms() >= until || sim->stopping)
                 return stage_status(j, body);
             int64_t next = j->state == AGENT_OP_RUNNING && j->ends_at < until ? j->ends_at : until;
-            nap_locked(sim, next);
+            nap_locked(sim, n, next);
         }
     }
     case AGENT_TEARDOWN: {
@@ -252,7 +297,7 @@ static int handle(struct agent_sim *sim, struct sim_node *n, int index, uint16_t
                 free(gone);
                 break;
             }
-        pthread_cond_broadcast(&sim->changed);
+        pthread_cond_broadcast(&n->changed);
         return 0;
     }
     }
@@ -273,16 +318,18 @@ static void session_put(struct sim_session *ss)
     }
 }
 
-static void *run_request(void *arg)
+/* Handles q and sends its answer; frees q. sim->lock held on entry if
+ * locked, never on return. */
+static void answer(struct sim_request *q, bool locked)
 {
-    struct sim_request *q = arg;
     struct sim_session *ss = q->ss;
     struct agent_sim *sim = ss->sim;
     struct rpc_writer body;
     rpc_writer_init(&body, NULL, 0);
     struct rpc_reader r;
     rpc_reader_init(&r, q->m.body, q->m.len);
-    pthread_mutex_lock(&sim->lock);
+    if (!locked)
+        pthread_mutex_lock(&sim->lock);
     int status = handle(sim, &sim->nodes[ss->node], ss->node, q->m.op, &r, &body);
     pthread_mutex_unlock(&sim->lock);
     pthread_mutex_lock(&ss->send_lock);
@@ -296,9 +343,45 @@ static void *run_request(void *arg)
     rpc_writer_free(&body);
     free(q->m.plain);
     free(q);
+}
+
+static void *run_request(void *arg)
+{
+    struct sim_request *q = arg;
+    struct sim_session *ss = q->ss;
+    struct agent_sim *sim = ss->sim;
+    answer(q, false);
     session_put(ss);
     thread_done(sim);
     return NULL;
+}
+
+/* Whether a request would wait (a WATCH held, a START delayed): it gets a
+ * thread of its own, as on the agent, so the session's other requests are
+ * answered meanwhile. The rest are answered at once by the connection's
+ * thread, still under the lock this was decided under: a thread each cost
+ * the simulator more than its answers. sim->lock held. */
+static bool may_wait(const struct sim_session *ss, const struct session_msg *m)
+{
+    const struct sim_node *n = &ss->sim->nodes[ss->node];
+    if (m->op == AGENT_START)
+        return n->set.start_ms > 0;
+    if (m->op != AGENT_WATCH)
+        return false;
+    /* A WATCH waits only while its job's state is the one the client
+     * knows (handle's test, without changing the job). */
+    struct rpc_reader r;
+    rpc_reader_init(&r, m->body, m->len);
+    struct agent_watch w;
+    if (agent_watch_get(&r, &w) < 0 || w.hold_ms == 0)
+        return false;
+    for (const struct sim_job *j = n->jobs; j; j = j->next)
+        if (j->id == w.job_id) {
+            int state = j->state == AGENT_OP_RUNNING && now_ms() >= j->ends_at ? AGENT_OP_DONE
+                                                                              : j->state;
+            return state == (int)w.known;
+        }
+    return false;
 }
 
 struct sim_conn {
@@ -306,17 +389,23 @@ struct sim_conn {
     int node, fd;
 };
 
+/* Waits until fd can be read or the simulation stops: false when it stops. */
+static bool wait_readable(struct agent_sim *sim, int fd)
+{
+    for (;;) {
+        struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = sim->stop_rd, .events = POLLIN } };
+        int n = poll(p, 2, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n > 0 && !p[1].revents;
+    }
+}
+
 /* Waits until the peer closes fd or the simulation stops. */
 static void hold_open(struct agent_sim *sim, int fd)
 {
-    for (;;) {
-        pthread_mutex_lock(&sim->lock);
-        bool stop = sim->stopping;
-        pthread_mutex_unlock(&sim->lock);
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        if (stop || (poll(&p, 1, 100) > 0 && recv(fd, (char[512]){ 0 }, 512, 0) <= 0))
-            return;
-    }
+    while (wait_readable(sim, fd) && recv(fd, (char[512]){ 0 }, 512, 0) > 0)
+        ;
 }
 
 static void *serve_conn(void *arg)
@@ -359,7 +448,7 @@ static void *serve_conn(void *arg)
     }
     struct sim_session *ss = calloc(1, sizeof(*ss));
     char why[600];
-    if (!ss || agent_session_accept(&ss->s, c.fd, sim->auth, name, sim->trusted, cred,
+    if (!ss || agent_session_accept(&ss->s, c.fd, &sim->gated, name, sim->trusted, cred,
                                     now_ms() + 5000, why, sizeof(why)) < 0) {
         free(cred);
         free(ss);
@@ -389,14 +478,8 @@ static void *serve_conn(void *arg)
         return NULL;
     }
     for (int requests = 0;;) {
-        pthread_mutex_lock(&sim->lock);
-        bool stop = sim->stopping;
-        pthread_mutex_unlock(&sim->lock);
-        struct pollfd p = { .fd = ss->s.fd, .events = POLLIN };
-        if (stop)
+        if (!wait_readable(sim, ss->s.fd))
             break;
-        if (poll(&p, 1, 100) <= 0)
-            continue;
         struct sim_request *q = calloc(1, sizeof(*q));
         if (!q || agent_session_recv(&ss->s, &q->m, AGENT_MAX_BODY, now_ms() + 10000) < 0) {
             free(q);
@@ -420,6 +503,10 @@ static void *serve_conn(void *arg)
         }
         q->ss = ss;
         pthread_mutex_lock(&sim->lock);
+        if (!may_wait(ss, &q->m)) {
+            answer(q, true);
+            continue;
+        }
         ss->refs++;
         pthread_mutex_unlock(&sim->lock);
         if (spawn(sim, run_request, q) != 0) {
@@ -496,12 +583,26 @@ struct agent_sim *agent_sim_start(const struct session_auth *auth, uid_t trusted
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    int stop[2];
+    if (pipe2(stop, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        free(sim->nodes);
+        free(sim);
+        return NULL;
+    }
+    sim->stop_rd = stop[0];
+    sim->stop_wr = stop[1];
     sim->auth = auth;
+    sim->gated = (struct session_auth){ gated_seal, gated_open, sim };
+    pthread_mutex_init(&sim->gate_lock, NULL);
+    pthread_cond_init(&sim->gate_free, NULL);
     sim->trusted = trusted;
     snprintf(sim->host, sizeof(sim->host), "%s", host);
     sim->nnodes = nnodes;
     pthread_mutex_init(&sim->lock, NULL);
     pthread_cond_init(&sim->changed, NULL);
+    for (int i = 0; i < nnodes; i++)
+        pthread_cond_init(&sim->nodes[i].changed, NULL);
     sim->epfd = epoll_create1(EPOLL_CLOEXEC);
     sim->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
@@ -537,6 +638,11 @@ void agent_sim_stop(struct agent_sim *sim)
     bool started = !sim->stopping && sim->epfd >= 0;
     sim->stopping = true;
     pthread_cond_broadcast(&sim->changed);
+    for (int i = 0; i < sim->nnodes; i++)
+        pthread_cond_broadcast(&sim->nodes[i].changed);
+    if (sim->stop_wr >= 0)
+        close(sim->stop_wr);
+    sim->stop_wr = -1;
     pthread_mutex_unlock(&sim->lock);
     uint64_t one = 1;
     ssize_t n = write(sim->evfd, &one, sizeof(one));
@@ -554,11 +660,15 @@ void agent_sim_stop(struct agent_sim *sim)
             next = j->next;
             free(j);
         }
+        pthread_cond_destroy(&sim->nodes[i].changed);
     }
     close(sim->epfd);
     close(sim->evfd);
+    close(sim->stop_rd);
     pthread_cond_destroy(&sim->changed);
     pthread_mutex_destroy(&sim->lock);
+    pthread_cond_destroy(&sim->gate_free);
+    pthread_mutex_destroy(&sim->gate_lock);
     free(sim->nodes);
     free(sim);
 }
@@ -586,7 +696,7 @@ void agent_sim_set(struct agent_sim *sim, int node, const struct agent_sim_node 
     } else if (set->mode != SIM_DOWN && n->lfd < 0) {
         open_port(sim, node, n->port, err, sizeof(err));
     }
-    pthread_cond_broadcast(&sim->changed);
+    pthread_cond_broadcast(&n->changed);
     pthread_mutex_unlock(&sim->lock);
 }
 

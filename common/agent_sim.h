@@ -5,7 +5,8 @@
  * Each simulated node listens on a port of its own on one address and
  * speaks the agent's protocol as adafs-agentd does: a session per
  * connection (agent_session.h, with the auth given: munge, or session_fake
- * in unit tests), each request in a thread of its own, answered by id. It
+ * in unit tests), requests answered by id: those that may wait (a WATCH
+ * held, a START delayed) in a thread of their own, the rest at once. It
  * starts no servers and copies nothing: START answers a port at once (or
  * after start_ms), STAGE starts a stand-in stage that ends after stage_ms
  * with a report, WATCH and STATUS see it, TEARDOWN forgets the job. A node

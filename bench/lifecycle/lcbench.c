@@ -1,7 +1,7 @@
 /* lcbench: the plugin's orchestration at scale, against simulated agents.
  *
  *   lcbench [--munge-socket PATH] [--sim-munge-socket PATH] [--cpu-of PID]...
- *           [--state-dir DIR] scale NODES [REPEATS]
+ *           [--split-cpus] [--state-dir DIR] scale NODES [REPEATS]
  *   lcbench ... concurrent JOBS NODES_PER_JOB STAGE_MS [dead] [REPEATS]
  *   lcbench ... staging NODES SECONDS
  *
@@ -28,10 +28,15 @@
  * its node's; --cpu-of PID (up to 4, e.g. the munged): scale reports the
  * CPU each used from begin to release, with the plugin's and the
  * simulator's, to tell whose work a cold deploy's time is on 2 cores.
+ * --split-cpus: the simulated agents run on the last CPU only, the plugin
+ * on the others (on 2 cores, one each), as agents on other machines would
+ * not take the plugin's CPU; the wall times are then the plugin's on its
+ * share of the machine.
  *
  * Prints one line per result, "key value" (ms, counts). */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +57,26 @@ static struct session_auth munge, sim_munge;
 static char state_dir[4096] = "/var/tmp";
 static pid_t cpu_of[4];
 static int ncpu_of;
+static bool split_cpus;
+
+/* With --split-cpus: the simulator (sim) on the last CPU, the plugin on the
+ * rest. Exits when the machine has a single CPU. */
+static void pin(bool sim)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 2) {
+        fprintf(stderr, "lcbench: --split-cpus needs 2 CPUs or more\n");
+        exit(2);
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (long i = sim ? n - 1 : 0; i < (sim ? n : n - 1); i++)
+        CPU_SET((int)i, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+        fprintf(stderr, "lcbench: sched_setaffinity: %s\n", strerror(errno));
+        exit(1);
+    }
+}
 
 /* CPU seconds (user + system) a process used so far, from /proc. */
 static double proc_cpu_s(pid_t pid)
@@ -90,6 +115,8 @@ static void start_sim(struct sim_child *c, int nodes, int stage_ms, int dead_nod
     c->ports = calloc((size_t)nodes, sizeof(int));
     c->pid = fork();
     if (c->pid == 0) {
+        if (split_cpus)
+            pin(true);
         close(up[0]);
         close(down[1]);
         char err[256];
@@ -427,6 +454,7 @@ int main(int argc, char **argv)
         { "state-dir", required_argument, NULL, 's' },
         { "sim-munge-socket", required_argument, NULL, 'M' },
         { "cpu-of", required_argument, NULL, 'c' },
+        { "split-cpus", no_argument, NULL, 'p' },
         { NULL, 0, NULL, 0 },
     };
     int c;
@@ -439,10 +467,14 @@ int main(int argc, char **argv)
             munge_auth_init(&sim_munge, optarg);
         else if (c == 'c' && ncpu_of < 4)
             cpu_of[ncpu_of++] = (pid_t)atoi(optarg);
+        else if (c == 'p')
+            split_cpus = true;
         else
             return 2;
     }
     munge_auth_init(&munge, socket);
+    if (split_cpus)
+        pin(false);
     signal(SIGPIPE, SIG_IGN);
     struct rlimit rl = { 1 << 17, 1 << 17 };
     setrlimit(RLIMIT_NOFILE, &rl);
@@ -457,7 +489,7 @@ int main(int argc, char **argv)
         staging(atoi(argv[1]), atoi(argv[2]));
     } else {
         fprintf(stderr, "usage: lcbench [--munge-socket PATH] [--sim-munge-socket PATH] [--cpu-of PID]... "
-                        "[--state-dir DIR] scale NODES "
+                        "[--split-cpus] [--state-dir DIR] scale NODES "
                         "[REPEATS] | concurrent JOBS NODES_PER_JOB STAGE_MS [dead|clean] "
                         "[REPEAT] | staging NODES SECONDS\n");
         return 2;
