@@ -169,6 +169,19 @@ check "a second create of adm is refused ($got)" -- grep -q "adm exists already"
 got=$("$persist" create name=adm2 capacity=1G access=group:nosuchgroup --owner "$member" 2>&1)
 check "the plugin's refusal at submit reaches root ($(paste -sd ' ' <<<"$got"))" -- \
     grep -q "access=group:nosuchgroup: no such group" <<<"$got"
+# A job the plugin holds is reported with its reason and cancelled: n3
+# has a record its agent did not take at start (planted), so the START
+# of that name is refused rather than start it afresh over its data.
+held=$ADAFS_CLUSTER_DIR/storage/n3/persistent/held
+install -d -m 700 -o "$member" "$held" && echo id=garbage > "$held.record"
+got=$("$persist" create name=held capacity=1G nodes=1 --owner "$member" 2>&1)
+status=$?
+hid=$(sed -n 's/^adafs-persist: job \([0-9]*\),.*/\1/p' <<<"$got")
+check "a held create is reported with the plugin's reason, exit 1 ($(grep held: <<<"$got"))" -- \
+    bash -c "[ $status = 1 ] && grep -q 'job $hid was held: .*held.record is there but was not taken' <<<\"\$1\"" _ "$got"
+check "  and its job cancelled" -- \
+    bash -c "grep -q 'job $hid cancelled' <<<\"\$1\" && scontrol show job $hid | grep -q JobState=CANCELLED" _ "$got"
+rm -rf "$held" "$held.record"
 got=$("$persist" destroy name=adm 2>&1)
 check "root destroys it ($(tail -1 <<<"$got"))" -- grep -q "destroyed adm" <<<"$got"
 check "it is gone, its storage wiped" -- \
