@@ -548,6 +548,25 @@ static void replace_record(struct bb_job *old, struct bb_job *fresh)
         }
 }
 
+/* A record saved released and not yet ended whose Slurm job has ended (or
+ * is gone): the job ended while slurmctld was down, or just before a crash
+ * that lost the record's last save. Slurm does not start its stage-out
+ * again, so its end is applied here: without it the record would stay
+ * "running" for ever (its instance never torn down, a destroy_persistent
+ * of what it mounts refused as in use). Called with both locks. */
+static void settle_released(struct bb_job *j)
+{
+    if (!j->released || j->persist || j->superseded || j->phase > PHASE_RUNNING)
+        return;
+    job_record_t *job_ptr = find_job_record(j->job_id);
+    if (job_ptr && !IS_JOB_FINISHED(job_ptr))
+        return;
+    info("%s: JobId=%u ended while slurmctld was down (or its record's last save was lost): "
+         "staging out and tearing down its instance", plugin_type, j->job_id);
+    lifecycle_job_ended(j, false);
+    driver_save(&drv, j);
+}
+
 /* The driver's first look after a restart (its hook): settles every saved
  * instance bb_p_job_begin() did not claim. Takes the job write lock, then
  * drv.lock. */
@@ -560,8 +579,10 @@ static void settle_saved(void *arg)
     slurm_mutex_lock(&drv.lock);
     for (struct bb_job *j = drv.jobs, *next; j; j = next) {
         next = j->next;
-        if (!j->unclaimed && !j->unreadable)
+        if (!j->unclaimed && !j->unreadable) {
+            settle_released(j);
             continue;
+        }
         job_record_t *job_ptr = find_job_record(j->job_id);
         bool configuring = job_ptr && IS_JOB_CONFIGURING(job_ptr) && job_ptr->details;
         bool running = job_ptr && (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)) &&
@@ -1296,14 +1317,12 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
     /* Fixed now: a later change of the site's default leaves the job as it began. */
     if (!j->req.access && (own || persist_job_mount(&j->req)))
         j->req.access = drv.config.access;
-    uint8_t secret[INSTANCE_SECRET_SIZE];
-    int rc = secret_generate(secret);
+    int rc = bb_job_make_secrets(j);
     if (rc < 0) {
         snprintf(err, errlen, "getrandom: %s", strerror(-rc));
         bb_job_free(j);
         return NULL;
     }
-    secret_to_hex(secret, j->secret_hex);
     j->storage = strdup(drv.config.storage_path);
     char path[PATH_MAX];
     if (instance_mount_path(path, sizeof(path), drv.config.mount_prefix, job_ptr->job_id) == 0)
