@@ -17,32 +17,22 @@
 # which goes first.
 set -eu
 usage="usage: exchange.sh BUILD [PAIRS]"
-b=$(cd "${1:?$usage}" && pwd)
+. "$(dirname "$0")/lib.sh"
+fair_init "${1:?$usage}" fairxbench
+trap fair_cleanup EXIT
 pairs=${2:-3}
 lambda=500 win=250
-work=$(mktemp -d /tmp/fairxbench.XXXXXX)
-chmod 755 "$work"
-trap 'test -e "$work/base/servers" && "$b/agent/adafs-ctl" stop --base "$work/base" >/dev/null 2>&1; rm -rf "$work"' EXIT
-A=adafs-test B=adafs-test2
-export LD_LIBRARY_PATH=$b/agent/.libs
 
 start() {  # start LAMBDA_MS: a two-server instance
-    printf '#!/bin/sh\nexec %s "$@" --fair-policy user-fair --fair-slots 1 --test-service-time 1000 --fair-exchange %s\n' \
-        "$b/agent/adafsd" "$1" >"$work/adafsd"
-    chmod 755 "$work/adafsd"
-    rm -rf "$work/base"
-    ADAFSD=$work/adafsd "$b/agent/adafs-ctl" start --servers 2 --base "$work/base" \
-        --mount /adafs-fairx >/dev/null
-    for u in $A $B; do
-        install -o $u -m 600 "$work/base/instance" "$work/instance.$u"
-    done
+    fair_start base 2 /adafs-fairx --fair-policy user-fair --fair-slots 1 --test-service-time 1000 \
+        --fair-exchange "$1"
     # The root directory is the servers' user's (root): the users work in /pub.
     env LD_PRELOAD="$b/agent/.libs/libadafs_preload.so" ADAFS_INSTANCE="$work/base/instance" \
         mkdir -m 1777 /adafs-fairx/pub
 }
-stop() { "$b/agent/adafs-ctl" stop --base "$work/base" >/dev/null 2>&1; }
+stop() { fair_stop base; }
 load() {  # load USER SERVER SECONDS OUT: 4 processes' windows
-    runuser -u "$1" -- env ADAFS_INSTANCE="$work/instance.$1" FAIRLOAD_SERVER="$2" \
+    runuser -u "$1" -- env ADAFS_INSTANCE="$work/base.$1" FAIRLOAD_SERVER="$2" \
         FAIRLOAD_WINDOW_MS=$win "$b/bench/fair/.libs/fairload" stat /pub 2 "$3" >"$4"
 }
 run() {  # run LAMBDA_MS: "ratio settle_lambdas"

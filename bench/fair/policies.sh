@@ -14,18 +14,14 @@
 #                  204 (2): each user 50% +- 5%
 set -eu
 usage="usage: policies.sh BUILD [SECONDS] [REPEATS]"
-b=$(cd "${1:?$usage}" && pwd)
+. "$(dirname "$0")/lib.sh"
+fair_init "${1:?$usage}" fairpol
 secs=${2:-4}
 reps=${3:-3}
-work=$(mktemp -d /tmp/fairpol.XXXXXX)
-chmod 755 "$work"
 cg=/sys/fs/cgroup/freezer/slurm_fairbench
-A=adafs-test B=adafs-test2
-export LD_LIBRARY_PATH=$b/agent/.libs
 cleanup() {
-    test -e "$work/base/servers" && "$b/agent/adafs-ctl" stop --base "$work/base" >/dev/null 2>&1
+    fair_cleanup
     find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
-    rm -rf "$work"
 }
 trap cleanup EXIT
 test -d /sys/fs/cgroup/freezer || { echo "policies.sh: no cgroup v1 freezer hierarchy here" >&2; exit 1; }
@@ -33,22 +29,15 @@ test -d /sys/fs/cgroup/freezer || { echo "policies.sh: no cgroup v1 freezer hier
 printf '101 4\n102 1\n201 4\n202 1\n203 2\n204 2\n' >"$work/jobs"
 chmod 644 "$work/jobs"
 start() {  # start POLICY
-    printf '#!/bin/sh\nexec %s --fair-policy %s --fair-slots 2 --test-service-time 200 --fair-jobs %s "$@"\n' \
-        "$b/agent/adafsd" "$1" "$work/jobs" >"$work/adafsd"
-    chmod 755 "$work/adafsd"
-    rm -rf "$work/base"
-    ADAFSD=$work/adafsd "$b/agent/adafs-ctl" start --servers 1 --base "$work/base" \
-        --mount /adafs-fairpol >/dev/null
-    for u in $A $B; do
-        install -o $u -m 600 "$work/base/instance" "$work/instance.$u"
-    done
+    fair_start base 1 /adafs-fairpol --fair-policy "$1" --fair-slots 2 --test-service-time 200 \
+        --fair-jobs "$work/jobs"
 }
-stop() { "$b/agent/adafs-ctl" stop --base "$work/base" >/dev/null 2>&1; }
+stop() { fair_stop base; }
 job() {  # job USER JOB: stats of 4 processes in the job's cgroup; prints ops
     d=$cg/uid_$(id -u "$1")/job_$2
     mkdir -p "$d"
     sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$d" \
-        runuser -u "$1" -- env ADAFS_INSTANCE="$work/instance.$1" \
+        runuser -u "$1" -- env ADAFS_INSTANCE="$work/base.$1" \
         "$b/bench/fair/.libs/fairload" stat / 4 "$secs" | awk '{print $2}'
 }
 

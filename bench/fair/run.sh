@@ -26,34 +26,22 @@
 #          alternating pairs (acceptance 6).
 set -eu
 usage="usage: run.sh BUILD [SECONDS] [PAIRS]"
-b=$(cd "${1:?$usage}" && pwd)
+. "$(dirname "$0")/lib.sh"
+fair_init "${1:?$usage}" fairbench
+trap fair_cleanup EXIT
 secs=${2:-4}
 pairs=${3:-5}
-work=$(mktemp -d /tmp/fairbench.XXXXXX)
-chmod 755 "$work"
-trap 'test -e "$work/base/servers" && "$b/agent/adafs-ctl" stop --base "$work/base" >/dev/null 2>&1; rm -rf "$work"' EXIT
-A=adafs-test B=adafs-test2
 
-start() {  # start OPTIONS...: a one-server instance whose adafsd has OPTIONS
-    printf '#!/bin/sh\nexec %s %s "$@"\n' "$b/agent/adafsd" "$*" >"$work/adafsd"
-    chmod 755 "$work/adafsd"
-    rm -rf "$work/base"
-    ADAFSD=$work/adafsd "$b/agent/adafs-ctl" start --servers 1 --base "$work/base" \
-        --mount /adafs-fair >/dev/null
-    for u in $A $B; do
-        install -o $u -m 600 "$work/base/instance" "$work/instance.$u"
-    done
-}
-stop() { "$b/agent/adafs-ctl" stop --base "$work/base" >/dev/null 2>&1; }
+start() { fair_start base 1 /adafs-fair "$@"; }  # start OPTIONS...: one server
+stop() { fair_stop base; }
 load() {  # load USER OP PROCS: ops done in $secs
-    runuser -u "$1" -- env ADAFS_INSTANCE="$work/instance.$1" \
+    runuser -u "$1" -- env ADAFS_INSTANCE="$work/base.$1" \
         "$b/bench/fair/.libs/fairload" "$2" / "$3" "$secs" | awk '{print $2}'
 }
 two() {  # two OP_A PROCS_A OP_B PROCS_B: "opsA opsB"
     load $A "$1" "$2" >"$work/a" & load $B "$3" "$4" >"$work/b"; wait
     echo "$(cat "$work/a") $(cat "$work/b")"
 }
-export LD_LIBRARY_PATH=$b/agent/.libs
 median() { sort -n | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 echo "## adaptbf: the allocator on simulated jobs, and its cost"
@@ -89,7 +77,7 @@ done
 echo "## bucket: the instance's job bound to 20 MB/s by --bandwidth-file, 2 writers"
 echo "0 20000000" >"$work/bw"
 start --bandwidth-file "$work/bw"
-bytes=$(runuser -u $A -- env ADAFS_INSTANCE="$work/instance.$A" \
+bytes=$(runuser -u $A -- env ADAFS_INSTANCE="$work/base.$A" \
     "$b/bench/fair/.libs/fairload" write / 2 "$secs" | awk '{print $4 / $6}')
 stop
 echo "moved $(echo "$bytes" | awk '{printf "%.2f MB/s, %.3f of the rate", $1 / 1e6, $1 / 20e6}')"

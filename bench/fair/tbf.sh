@@ -17,30 +17,21 @@
 #              cost per job and period (reading, dividing, writing).
 set -eu
 usage="usage: tbf.sh BUILD [SECONDS] [BYTES_PER_SECOND]"
-b=$(cd "${1:?$usage}" && pwd)
+. "$(dirname "$0")/lib.sh"
+fair_init "${1:?$usage}" tbfbench
+trap fair_cleanup EXIT
 secs=${2:-6}
 bw=${3:-80000000}
-work=$(mktemp -d /tmp/tbfbench.XXXXXX)
-chmod 755 "$work"
-A=adafs-test
-export LD_LIBRARY_PATH=$b/agent/.libs
-trap 'for k in 1 2; do test -e "$work/base$k/servers" &&
-      "$b/agent/adafs-ctl" stop --base "$work/base$k" >/dev/null 2>&1; done; rm -rf "$work"' EXIT
 
 start() {  # start K: instance K, its adafsd bound by $work/bwK/rates
     mkdir -p "$work/bw$1"
-    printf '#!/bin/sh\nexec %s --bandwidth-file %s "$@"\n' "$b/agent/adafsd" \
-        "$work/bw$1/rates" >"$work/adafsd$1"
-    chmod 755 "$work/adafsd$1"
-    rm -rf "$work/base$1" "$work/bw$1"/*
-    ADAFSD=$work/adafsd$1 "$b/agent/adafs-ctl" start --servers 1 --base "$work/base$1" \
-        --mount "/adafs-tbf$1" >/dev/null
-    install -o $A -m 600 "$work/base$1/instance" "$work/instance$1"
+    rm -rf "$work/bw$1"/*
+    fair_start "base$1" 1 "/adafs-tbf$1" --bandwidth-file "$work/bw$1/rates"
 }
-stop() { "$b/agent/adafs-ctl" stop --base "$work/base$1" >/dev/null 2>&1; }
+stop() { fair_stop "base$1"; }
 load() {  # load K SECONDS [ON_MS OFF_MS]
     k=$1; shift
-    runuser -u $A -- env ADAFS_INSTANCE="$work/instance$k" \
+    runuser -u $A -- env ADAFS_INSTANCE="$work/base$k.$A" \
         "$b/bench/fair/.libs/fairload" write / 2 "$@" >/dev/null
 }
 run() {  # run MODE: the loop's per-period lines in $work/MODE

@@ -12,7 +12,11 @@
 #   on tmpfs (ROOTS). Each measurement is repeated REPEATS times (default
 #   3), interleaved, and the best is kept: on a shared machine noise only
 #   ever slows a run down. With OLD_BUILD_DIR an older build runs every
-#   adafs workload too, in the same repeats (rows marked "old").
+#   adafs workload too, in the same repeats (rows marked "old", and a
+#   table of new / old per repeat). Issue 21's point 3: each repeat also
+#   runs fsbench floor with 1, 2 and 4 servers on each root, and the 1 MiB
+#   sequential writes are reported against it. FILES (default 5000) and
+#   BLOCK (default 256M, in M) shrink the all set for a quick try.
 # data1m: only the 1 MiB sequential write/read target with 2 servers, each
 #   repeat measuring bulk TCP and the local directory right before adafs,
 #   and with OLD_BUILD_DIR also an older build's adafs in the same repeats
@@ -72,8 +76,8 @@ fsb=$build/bench/fs/fsbench
 work=$(mktemp -d "${TMPDIR:-/tmp}/fsbench.XXXXXX")
 results=$work/results
 mount=/adafs-bench
-files=5000           # per process, mdtest
-block=256M           # per process, ior
+files=${FILES:-5000}     # per process, mdtest
+block=${BLOCK:-256M}     # per process, ior (and the all set's floor)
 # The storage roots: instances, local directories and floor files of
 # each kind live under root_dir ROOT.
 tmpfs_work=
@@ -165,6 +169,7 @@ on() {
 
 # median_ratio KEY LIMITS: per repeat, KEY over the smallest of the LIMITS
 # keys (comma separated) of that repeat; prints "median% (sorted ratios)".
+# The all set's times are stored negated; one over another is a ratio of times.
 # KEY may also be "A/B" for the ratio of two results of the same repeat.
 median_ratio() {
     awk -v key="$1" -v lim="$2" -v n="$repeats" '
@@ -174,12 +179,13 @@ median_ratio() {
             for (r = 1; r <= n; r++) {
                 x = v["r" r "." key]
                 split(lim, parts, ",")
-                l = -1
+                l = ""
                 for (i in parts) {
                     y = v["r" r "." parts[i]]
-                    if (y != "" && (l < 0 || y + 0 < l)) l = y + 0
+                    if (y != "" && (l == "" || y + 0 < l)) l = y + 0
                 }
-                if (x != "" && l > 0) a[++m] = x / l
+                # (times are stored negated: a ratio of two is a ratio of times)
+                if (x != "" && l != "" && l != 0) a[++m] = x / l
             }
             if (m == 0) { print "n/a"; exit }
             for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++)
@@ -536,6 +542,12 @@ for r in $(seq "$repeats"); do
         2) "$fsb" bulk --mib 2048 | record near
            warm; "$fsb" ior --dir "$work/local/n$$" --xfer 1M --block $block | record near ;;
         esac
+        # The floor of the write path with as many servers on each root
+        # (issue 21: 1 MiB writes against it in the same repeat).
+        warm; "$fsb" floor --servers $n --mib "${block%M}" --dir "$work/local/f$$" | record "floor$n"
+        if [ -n "$has_tmpfs" ]; then
+            warm; "$fsb" floor --servers $n --mib "${block%M}" --dir "$(root_dir tmpfs)/local/f$$" | record "floor$n.tmpfs"
+        fi
         for which in $(order); do
             use_build "$which"
             sfx=
@@ -668,4 +680,56 @@ for s in "" $sfxs; do
     echo "| 1 MiB sequential read MiB/s, 2 servers$o $(target "adafs2$s.fpp.seq.1M.ior_read" near.bulk,near.ior_read) >= 70% of min(local, bulk) |"
     echo "| 4 servers ready (ms)$o | $(get "srv4$s.start.ms") | | < 100 ms |"
     echo "| 4 servers stopped, data wiped (ms)$o | $(get "srv4$s.stop.ms") | | < 200 ms |"
+done
+echo
+echo "## 1 MiB sequential writes to the floor of the write path (issue 21)"
+echo
+echo "fsbench floor with as many servers on the same root, measured in the same repeat"
+echo "($block); the median over the repeats (per-repeat ratios, sorted, in brackets)."
+echo
+echo "| root | servers | build | 1 MiB write / floor | floor MiB/s (median) |"
+echo "|---|---|---|---|---|"
+for root in disk $(test -n "$has_tmpfs" && echo tmpfs); do
+    rs=
+    test "$root" = tmpfs && rs=.tmpfs
+    for n in 1 2 4; do
+        for s in "" $sfxs; do
+            echo "| $root | $n | $(test -n "$s" && echo old || echo new) | $(median_ratio "adafs$n$rs$s.fpp.seq.1M.ior_write" "floor$n$rs.floor_write") \
+| $(median "floor$n$rs.floor_write") |"
+        done
+    done
+done
+test -n "$old" || exit 0
+echo
+echo "## new / old, per repeat (the builds took turns going first)"
+echo
+echo "Median of the per-repeat ratios (sorted, in brackets); rates: above 100% is"
+echo "faster; start and stop are times: above 100% is slower."
+echo
+echo "| figure | new / old |"
+echo "|---|---|"
+for t in adafs1 adafs2 adafs4 api1 api2 api4; do
+    for p in 1 2; do
+        for op in create stat remove; do
+            k=md$p.mdtest_$op
+            grep -q "^r1\.$t\.$k " "$results" || continue
+            echo "| $t mdtest $p proc $op | $(median_ratio "$t.$k" "$t.old.$k") |"
+        done
+    done
+done
+for n in 1 2 4; do
+    for rs in "" $(test -n "$has_tmpfs" && echo .tmpfs); do
+        for layout in fpp shared; do
+            for ord in seq rand; do
+                for xfer in 1M 64K; do
+                    for ph in write read; do
+                        k=$layout.$ord.$xfer.ior_$ph
+                        echo "| adafs$n$rs $layout $ord $xfer $ph | $(median_ratio "adafs$n$rs.$k" "adafs$n$rs.old.$k") |"
+                    done
+                done
+            done
+        done
+    done
+    echo "| $n servers ready (time) | $(median_ratio "srv$n.start.ms" "srv$n.old.start.ms") |"
+    echo "| $n servers stopped (time) | $(median_ratio "srv$n.stop.ms" "srv$n.old.stop.ms") |"
 done
