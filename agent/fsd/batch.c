@@ -330,9 +330,11 @@ int op_create_batch(struct server *srv, struct rpc_reader *req, struct reply *re
         return -ENOMEM;
     }
     uint32_t m = 0;
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
+        e[i].key = access_new_key(srv, rep, e[i].key);
         if ((e[i].status = check_create(srv, &e[i])) == 0)
             order[m++] = i;
+    }
     refuse_shared_keys(e, order, m);
     uint32_t k = 0;
     for (uint32_t j = 0; j < m; j++)
@@ -377,9 +379,13 @@ int op_create_batch(struct server *srv, struct rpc_reader *req, struct reply *re
         int replaced = e[i].status == 0 && e[i].old_size > 0 && e[i].old_key != e[i].key;
         if (replaced)
             chunks_truncate(srv, e[i].old_key, 0, e[i].old_size);
+        struct fs_cap drop;
+        access_cap_drop(srv, rep, replaced ? e[i].old_key : 0, &drop);
         rpc_put_u32(&rep->out, (uint32_t)e[i].status);
         rpc_put_u64(&rep->out, replaced ? e[i].old_key : 0);
         rpc_put_u64(&rep->out, replaced ? e[i].old_size : 0);
+        fs_cap_put(&rep->out, &drop);
+        rpc_put_u64(&rep->out, e[i].key);
     }
     free(e);
     free(keys);
@@ -508,8 +514,11 @@ static void put_entry(struct server *srv, const struct reply *rep, const struct 
     if (x->status < 0)
         return;
     struct fs_record shown = x->rec;
+    struct fs_cap cap;
+    access_cap_for(srv, rep, &x->rec, &cap);
     access_answer(srv, rep, &shown);
     fs_record_put(out, &shown);
+    fs_cap_put(out, &cap);
     rpc_put_u32(out, (uint32_t)x->here);
     size_t len_at = out->len;
     rpc_put_u32(out, 0);

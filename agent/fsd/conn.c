@@ -38,7 +38,7 @@
  * from the socket into the file (splice) instead of reading it into memory
  * first. */
 #define STREAM_MIN (64u << 10)
-#define WRITE_PREFIX 24              /* u64 key, u64 index, u32 offset, u32 length */
+#define WRITE_PREFIX (24 + FS_CAP_WIRE_SIZE) /* u64 key, u64 index, u32 offset, u32 length, cap */
 
 /* What clients' malformed requests and dropped connections make us log:
  * they proved the secret, but the log is in root's directory, so it is

@@ -374,8 +374,11 @@ int op_stat(struct server *srv, struct rpc_reader *req, struct reply *rep)
     struct fs_record rec;
     rc = get_record(srv, t.key, t.klen, &rec);
     if (rc == 0) {
+        struct fs_cap cap;
+        access_cap_for(srv, rep, &rec, &cap);
         access_answer(srv, rep, &rec);
         fs_record_put(&rep->out, &rec);
+        fs_cap_put(&rep->out, &cap);
     }
     return rc;
 }
@@ -393,8 +396,11 @@ int op_stat_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
     if (rc < 0)
         return rc;
     struct fs_record shown = rec;
+    struct fs_cap cap;
+    access_cap_for(srv, rep, &rec, &cap);
     access_answer(srv, rep, &shown);
     fs_record_put(&rep->out, &shown);
+    fs_cap_put(&rep->out, &cap);
     /* The data only if this server holds all of it that was asked for. */
     uint64_t want = rec.size < max ? rec.size : max;
     uint32_t here = S_ISREG(rec.mode) && want <= srv->chunk_size &&
@@ -440,16 +446,23 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
         }
     } else if (rc == 0) {
         int64_t now = now_ns();
-        rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .key = data_key,
+        rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777),
+                                  .key = access_new_key(srv, rep, data_key),
                                   .atime_ns = now, .mtime_ns = now, .ctime_ns = now };
         access_stamp(srv, rep, &rec);
         rc = put_record(srv, t.key, t.klen, &rec);
     }
     pthread_mutex_unlock(t.lock);
     if (rc == 0) {
+        struct fs_cap cap, drop;
+        access_cap_for(srv, rep, &rec, &cap);
+        access_cap_drop(srv, rep, old_key, &drop);
+        access_answer(srv, rep, &rec);
         fs_record_put(&rep->out, &rec);
+        fs_cap_put(&rep->out, &cap);
         rpc_put_u64(&rep->out, old_key);
         rpc_put_u64(&rep->out, old_size);
+        fs_cap_put(&rep->out, &drop);
     }
     return rc;
 }
@@ -507,7 +520,10 @@ int op_remove(struct server *srv, struct rpc_reader *req, struct reply *rep)
     if (rc == 0) {
         if (S_ISREG(rec.mode) && !keep_data)
             chunks_truncate(srv, rec.key, 0, rec.size);
+        struct fs_cap drop;
+        access_cap_drop(srv, rep, S_ISREG(rec.mode) ? rec.key : 0, &drop);
         fs_record_put(&rep->out, &rec);
+        fs_cap_put(&rep->out, &drop);
     }
     return rc;
 }
@@ -595,7 +611,10 @@ int op_truncate(struct server *srv, struct rpc_reader *req, struct reply *rep)
     if (rc == 0) {
         if (length < before.size)
             chunks_truncate(srv, before.key, length, before.size);
+        struct fs_cap drop;
+        access_cap_drop(srv, rep, before.key, &drop);
         fs_record_put(&rep->out, &before);
+        fs_cap_put(&rep->out, &drop);
     }
     return rc;
 }
@@ -635,11 +654,17 @@ int op_put(struct server *srv, struct rpc_reader *req, struct reply *rep)
     struct fs_record rec, old;
     fs_record_get(req, &rec);
     uint32_t flags = rpc_get_u32(req);
+    struct fs_cap own;
+    fs_cap_get(req, &own);
     int rc = target_check(srv, req, &t);
     if (rc < 0)
         return rc;
     if (!S_ISREG(rec.mode) && !S_ISDIR(rec.mode))
         return -EINVAL;
+    /* The record names a data key: only one its caller owns (else a user
+     * could make itself a record, and so capabilities, for another's). */
+    if (S_ISREG(rec.mode) && (rc = access_cap_check(srv, rep, rec.key, &own, FS_CAP_OWN)) < 0)
+        return rc == -EKEYEXPIRED ? -EACCES : rc;
     pthread_mutex_lock(t.lock);
     int had;
     rc = lookup_for_create(srv, &t, flags, &old, &had);
@@ -663,9 +688,12 @@ int op_put(struct server *srv, struct rpc_reader *req, struct reply *rep)
     int replaced = had && S_ISREG(old.mode) && old.key != rec.key;
     if (replaced)
         chunks_truncate(srv, old.key, 0, old.size);
+    struct fs_cap drop;
+    access_cap_drop(srv, rep, replaced ? old.key : 0, &drop);
     rpc_put_u64(&rep->out, replaced ? old.key : 0);
     rpc_put_u64(&rep->out, replaced ? old.size : 0);
     rpc_put_u32(&rep->out, had ? old.mode : 0);
+    fs_cap_put(&rep->out, &drop);
     return 0;
 }
 
@@ -786,6 +814,7 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
     uint64_t data_key = rpc_get_u64(req), size = rpc_get_u64(req);
     int64_t mtime = (flags & FS_CREATE_MTIME) ? rpc_get_i64(req) : 0;
     uint32_t len = rpc_get_u32(req);
+    data_key = access_new_key(srv, rep, data_key);
     /* The data: what is in memory, then (a large one) what is still in the
      * socket. */
     const void *data;
@@ -833,8 +862,14 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
     int replaced = had && old.key != data_key;
     if (replaced)
         chunks_truncate(srv, old.key, 0, old.size);
+    struct fs_cap cap, drop;
+    access_cap_for(srv, rep, &rec, &cap);
+    access_cap_drop(srv, rep, replaced ? old.key : 0, &drop);
     rpc_put_u64(&rep->out, replaced ? old.key : 0);
     rpc_put_u64(&rep->out, replaced ? old.size : 0);
+    fs_cap_put(&rep->out, &drop);
+    rpc_put_u64(&rep->out, data_key);
+    fs_cap_put(&rep->out, &cap);
     return 0;
 }
 

@@ -199,9 +199,11 @@ static int check_parents(adafs *fs, struct adafs_create_entry *e, struct slot *s
             continue;
         struct call *c = &calls[of[i]];
         struct fs_record rec;
+        struct fs_cap cap;
         struct rpc_reader r;
         call_reader(c, &r);
         fs_record_get(&r, &rec);
+        fs_cap_get(&r, &cap);
         int prc = c->status < 0 ? c->status : !rpc_reader_done(&r) ? -EIO
                                             : !S_ISDIR(rec.mode)   ? -ENOTDIR : 0;
         if (prc == -ENOENT)
@@ -303,13 +305,18 @@ int adafs_create_batch(adafs *fs, struct adafs_create_entry *e, size_t n, unsign
             int st = crc < 0 ? crc : (int)rpc_get_u32(&r);
             uint64_t old_key = crc < 0 ? 0 : rpc_get_u64(&r);
             uint64_t old_size = crc < 0 ? 0 : rpc_get_u64(&r);
+            struct fs_cap drop = { 0 };
+            if (crc == 0) {
+                fs_cap_get(&r, &drop);
+                (void)rpc_get_u64(&r);   /* the key the server chose: unused here */
+            }
             if (crc == 0 && !rpc_reader_ok(&r))
                 st = -EIO;
             if (st > 0)
                 st = -EIO;
             e[i].status = st;
             if (st == 0 && old_key && old_size)
-                drop_data(fs, old_key, 0, old_size, s[i].server);
+                drop_data(fs, old_key, &drop, 0, old_size, s[i].server);
         }
         call_free(&p.calls[c]);
     }
@@ -337,7 +344,9 @@ static int take_entry(adafs *fs, struct rpc_reader *r, uint32_t max, struct stat
                       const void **data, size_t *len, uint64_t *size)
 {
     struct fs_record rec;
+    struct fs_cap cap;   /* not kept: a file opened from this stat asks again */
     fs_record_get(r, &rec);
+    fs_cap_get(r, &cap);
     uint32_t here = rpc_get_u32(r);
     const void *bytes;
     size_t n = rpc_get_bytes(r, &bytes);

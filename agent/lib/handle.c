@@ -208,7 +208,7 @@ struct open_file *fd_get(adafs *fs, int fd)
 static void release(adafs *fs, struct open_file *of)
 {
     if (of->orphan)
-        drop_data(fs, of->key, 0, of->orphan_size, -1);
+        drop_data(fs, of->key, &of->cap, 0, of->orphan_size, -1);
     direct_drop(fs, of);
     pthread_mutex_destroy(&of->lock);
     free(of->path);

@@ -42,17 +42,27 @@ void record_to_stat(const adafs *fs, const struct fs_record *rec, struct stat *s
     st->st_ctim.tv_nsec = rec->ctime_ns % 1000000000;
 }
 
-/* Decodes a record answer; -EIO if the server sent something else. */
-static int take_record(const struct call *c, struct fs_record *rec)
+/* Decodes a record answer and the capability after it (cap: NULL if not
+ * wanted); -EIO if the server sent something else. */
+static int take_record_cap(const struct call *c, struct fs_record *rec, struct fs_cap *cap)
 {
     struct rpc_reader r;
+    struct fs_cap ignored;
     call_reader(c, &r);
     fs_record_get(&r, rec);
+    fs_cap_get(&r, cap ? cap : &ignored);
     return rpc_reader_ok(&r) ? 0 : -EIO;
 }
 
-int stat_record(adafs *fs, const char *path, struct fs_record *rec)
+static int take_record(const struct call *c, struct fs_record *rec)
 {
+    return take_record_cap(c, rec, NULL);
+}
+
+int stat_record_cap(adafs *fs, const char *path, struct fs_record *rec, struct fs_cap *cap)
+{
+    if (cap)
+        *cap = (struct fs_cap){ 0 };
     if (strcmp(path, "/") == 0) {
         root_record(fs, rec);
         return 0;
@@ -62,9 +72,26 @@ int stat_record(adafs *fs, const char *path, struct fs_record *rec)
     rpc_put_str(&c.req, path);
     int rc = fs_call1(fs, &c);
     if (rc == 0)
-        rc = take_record(&c, rec);
+        rc = take_record_cap(&c, rec, cap);
     call_free(&c);
     return rc;
+}
+
+int stat_record(adafs *fs, const char *path, struct fs_record *rec)
+{
+    return stat_record_cap(fs, path, rec, NULL);
+}
+
+int cap_refresh(adafs *fs, struct open_file *of)
+{
+    struct fs_record rec;
+    struct fs_cap cap;
+    int rc = stat_record_cap(fs, of->path, &rec, &cap);
+    if (rc == 0 && rec.key != of->key)
+        rc = -ESTALE;
+    if (rc == 0)
+        of->cap = cap;
+    return rc == -ENOENT ? -ESTALE : rc;
 }
 
 #define ANCESTORS_MAX 64
@@ -101,7 +128,8 @@ int refine_enoent(adafs *fs, const char *path)
     return rc;
 }
 
-void drop_data(adafs *fs, uint64_t key, uint64_t new_size, uint64_t old_size, int skip_server)
+void drop_data(adafs *fs, uint64_t key, const struct fs_cap *cap, uint64_t new_size,
+               uint64_t old_size, int skip_server)
 {
     if (old_size <= new_size)
         return;
@@ -124,6 +152,7 @@ void drop_data(adafs *fs, uint64_t key, uint64_t new_size, uint64_t old_size, in
         rpc_put_u64(&calls[n].req, key);
         rpc_put_u64(&calls[n].req, new_size);
         rpc_put_u64(&calls[n].req, old_size);
+        fs_cap_put(&calls[n].req, cap);
         n++;
     }
     /* A failure leaves chunks behind on a server that is gone or stuck;
@@ -299,17 +328,18 @@ int adafs_unlink(adafs *fs, const char *path)
     rpc_put_u32(&c.req, (uint32_t)keep);
     rc = fs_call1(fs, &c);
     struct fs_record rec;
+    struct fs_cap drop;
     if (rc == 0)
-        rc = take_record(&c, &rec);
+        rc = take_record_cap(&c, &rec, &drop);
     call_free(&c);
     if (rc == -ENOENT)
         return refine_enoent(fs, p);
     if (rc < 0)
         return rc;
     if (!keep)
-        drop_data(fs, rec.key, 0, rec.size, ms);
+        drop_data(fs, rec.key, &drop, 0, rec.size, ms);
     else if (files_orphan_path(fs, p, &rec) == 0)
-        drop_data(fs, rec.key, 0, rec.size, -1);   /* what was open was another file */
+        drop_data(fs, rec.key, &drop, 0, rec.size, -1);   /* what was open was another file */
     return 0;
 }
 
@@ -333,7 +363,8 @@ int adafs_rename(adafs *fs, const char *from, const char *to)
     rpc_put_str(&calls[1].req, t);
     fs_call(fs, calls, 2);
     struct fs_record src, dst;
-    rc = calls[0].status == 0 ? take_record(&calls[0], &src) : calls[0].status;
+    struct fs_cap own;   /* the source's: a PUT of its key needs to own it */
+    rc = calls[0].status == 0 ? take_record_cap(&calls[0], &src, &own) : calls[0].status;
     int rc_to = calls[1].status == 0 ? take_record(&calls[1], &dst) : calls[1].status;
     call_free(&calls[0]);
     call_free(&calls[1]);
@@ -364,13 +395,17 @@ int adafs_rename(adafs *fs, const char *from, const char *to)
     rpc_put_str(&calls[0].req, t);
     fs_record_put(&calls[0].req, &src);
     rpc_put_u32(&calls[0].req, flags);
+    fs_cap_put(&calls[0].req, &own);
     fs_call(fs, calls, 1 + used);
     uint64_t old_key = 0, old_size = 0;
+    struct fs_cap drop = { 0 };
     if (calls[0].status == 0) {
         struct rpc_reader r;
         call_reader(&calls[0], &r);
         old_key = rpc_get_u64(&r);
         old_size = rpc_get_u64(&r);
+        (void)rpc_get_u32(&r);
+        fs_cap_get(&r, &drop);
     }
     rc = parent_check_finish(fs, t, &calls[0], &calls[1], used, src.key);
     call_free(&calls[0]);
@@ -385,7 +420,7 @@ int adafs_rename(adafs *fs, const char *from, const char *to)
     call_free(&calls[0]);
     files_rename_path(fs, f, t);
     if (old_key)
-        drop_data(fs, old_key, 0, old_size, ts);
+        drop_data(fs, old_key, &drop, 0, old_size, ts);
     /* The source vanishing meanwhile (a concurrent rename) is not an error
      * of this rename: the target is in place. */
     return rc == -ENOENT ? 0 : rc;
@@ -406,13 +441,14 @@ int adafs_truncate(adafs *fs, const char *path, off_t length)
     rpc_put_u64(&c.req, (uint64_t)length);
     rc = fs_call1(fs, &c);
     struct fs_record before;
+    struct fs_cap drop;
     if (rc == 0)
-        rc = take_record(&c, &before);
+        rc = take_record_cap(&c, &before, &drop);
     call_free(&c);
     if (rc == -ENOENT)
         return refine_enoent(fs, p);
     if (rc == 0)
-        drop_data(fs, before.key, (uint64_t)length, before.size, ms);
+        drop_data(fs, before.key, &drop, (uint64_t)length, before.size, ms);
     return rc;
 }
 
@@ -518,11 +554,13 @@ static int create_write(adafs *fs, const char *path, mode_t mode, const struct s
     if (!calls)
         return -ENOMEM;
     /* Chunks 1.. first, then the record with chunk 0: the record never
-     * names data that was not sent. */
+     * names data that was not sent (but on a server several users share,
+     * which chooses the key itself, they go again after it: proto.h). */
+    struct fs_cap cap = { 0 }, drop = { 0 };
     int n = 0;
     for (uint64_t i = 1; i < nchunks; i++, n++) {
         size_t clen = i == nchunks - 1 ? len - i * cs : cs;
-        write_call(&calls[n], fs, key, i, 0, src, i * cs, clen);
+        write_call(&calls[n], fs, key, &cap, i, 0, src, i * cs, clen);
     }
     int cw = n++;
     uint32_t cflags = 0;
@@ -546,31 +584,51 @@ static int create_write(adafs *fs, const char *path, mode_t mode, const struct s
         if (calls[i].status < 0 && data_rc == 0)
             data_rc = calls[i].status;
     rc = calls[cw].status;
-    uint64_t old_key = 0, old_size = 0;
+    uint64_t old_key = 0, old_size = 0, made = key;
     if (rc == 0) {
         struct rpc_reader r;
         call_reader(&calls[cw], &r);
         old_key = rpc_get_u64(&r);
         old_size = rpc_get_u64(&r);
+        fs_cap_get(&r, &drop);
+        made = rpc_get_u64(&r);
+        fs_cap_get(&r, &cap);
+        if (!rpc_reader_ok(&r))
+            rc = calls[cw].status = -EIO;
     }
-    int prc = parent_check_finish(fs, p, &calls[cw], &calls[n], used, key);
+    int prc = parent_check_finish(fs, p, &calls[cw], &calls[n], used, rc == 0 ? made : key);
     for (int i = 0; i < n; i++)
         call_free(&calls[i]);
+    if (rc == 0 && prc == 0 && made != key) {
+        key = made;
+        data_rc = 0;
+        for (int i = 0; i < cw; i++) {
+            uint64_t ci = (uint64_t)i + 1;
+            write_call(&calls[i], fs, key, &cap, ci, 0, src, ci * cs,
+                       ci == nchunks - 1 ? len - ci * cs : cs);
+        }
+        fs_call(fs, calls, cw);
+        for (int i = 0; i < cw; i++) {
+            if (calls[i].status < 0 && data_rc == 0)
+                data_rc = calls[i].status;
+            call_free(&calls[i]);
+        }
+    }
     free(calls);
     if (rc == 0 && (prc < 0 || data_rc < 0)) {
         /* Half a file is worse than none (a failed parent check has
          * already removed the record). */
         if (prc == 0)
             undo_create(fs, p, key);
-        drop_data(fs, key, 0, len, -1);
+        drop_data(fs, key, &cap, 0, len, -1);
         rc = prc < 0 ? prc : data_rc;
     } else if (rc < 0) {
-        drop_data(fs, key, 0, len, ms);
+        drop_data(fs, key, &cap, 0, len, ms);
     }
     if (rc == -ENOENT)
         return refine_enoent(fs, p);
     if (rc == 0 && old_key)
-        drop_data(fs, old_key, 0, old_size, ms);
+        drop_data(fs, old_key, &drop, 0, old_size, ms);
     return rc;
 }
 
