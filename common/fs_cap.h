@@ -5,7 +5,8 @@
  * caller may do with it without asking the record's server.
  *
  *   MAC = HMAC-SHA256(server key, "adafs cap v1" || u32 rights
- *                     || u64 expires_ms || u32 uid || u64 data key)
+ *                     || u64 expires_ms || u32 uid || u64 data key
+ *                     [|| directory path, for FS_CAP_DIR])
  *         truncated to 128 bits
  *
  * (little-endian). The server key is the instance's servers' own
@@ -36,6 +37,10 @@
 #define FS_CAP_WRITE 2u
 #define FS_CAP_DROP  1u
 #define FS_CAP_OWN   8u
+/* Kind: the capability is a directory's (then READ: list it, WRITE: make,
+ * move or rename entries in it), and its MAC covers the directory's path
+ * after the data key (0). */
+#define FS_CAP_DIR   0x100u
 
 #define FS_CAP_LIFETIME_MS 10000
 #define FS_CAP_WIRE_SIZE 28

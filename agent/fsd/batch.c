@@ -38,6 +38,7 @@ struct centry {
     uint32_t mode, flags;
     uint64_t key;
     int64_t mtime;
+    struct fs_cap parent;      /* write on the parent (proto.h) */
     const void *data;
     size_t len;
     char *rkey;                /* the record's key, in the request's key arena */
@@ -80,6 +81,7 @@ static int decode_creates(struct rpc_reader *req, struct centry **out, uint32_t 
         e[i].flags = rpc_get_u32(req);
         e[i].key = rpc_get_u64(req);
         e[i].mtime = rpc_get_i64(req);
+        fs_cap_get(req, &e[i].parent);
         e[i].len = rpc_get_bytes(req, &e[i].data);
         if (!rpc_reader_ok(req) || !e[i].path) {
             log_warn("create_batch: entry %u of %u is truncated or its path is not a string",
@@ -226,7 +228,9 @@ static int key_is_fresh(struct server *srv, const struct centry *e,
 static int stage_create(struct server *srv, const struct reply *rep, struct centry *e,
                         uint32_t i, const struct create_lookups *l)
 {
-    int rc = (e->flags & FS_CHECK_PARENT) ? meta_check_parent(srv, e->path) : 0;
+    int rc = access_parent_check(srv, rep, e->path, &e->parent);
+    if (rc == 0 && (e->flags & FS_CHECK_PARENT))
+        rc = meta_check_parent(srv, e->path);
     struct fs_record old;
     int had = 0;
     if (rc == 0) {
@@ -515,7 +519,7 @@ static void put_entry(struct server *srv, const struct reply *rep, const struct 
         return;
     struct fs_record shown = x->rec;
     struct fs_cap cap;
-    access_cap_for(srv, rep, &x->rec, &cap);
+    access_cap_for(srv, rep, NULL, &x->rec, &cap);
     access_answer(srv, rep, &shown);
     fs_record_put(out, &shown);
     fs_cap_put(out, &cap);
@@ -619,10 +623,15 @@ int op_list_plus(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     const char *dir = rpc_get_str(req), *after = rpc_get_str(req);
     uint32_t max = rpc_get_u32(req), data_max = rpc_get_u32(req);
+    struct fs_cap cap;
+    fs_cap_get(req, &cap);
     if (!dir || !after || !rpc_reader_done(req)) {
-        log_warn("list_plus: not a directory, a name, an entry count and a size");
+        log_warn("list_plus: not a directory, a name, an entry count and a size, then a capability");
         return -EBADMSG;
     }
+    int crc = access_dir_check(srv, rep, dir, strlen(dir), &cap, FS_CAP_READ);
+    if (crc < 0)
+        return crc;
     struct plus_page p = { .max = max, .data_max = data_max };
     struct meta_values *blobs = NULL;
     int rc = meta_scan_dir(srv, dir, after, plus_one, &p);

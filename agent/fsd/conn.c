@@ -285,7 +285,7 @@ static size_t data_offset(uint16_t opcode, const uint8_t *p, size_t avail)
 {
     if (opcode == FS_WRITE)
         return WRITE_PREFIX;
-    /* bytes path, u32 mode, u32 flags, u64 key, u64 size, [i64 mtime], u32 length */
+    /* bytes path, u32 mode, u32 flags, u64 key, u64 size, [i64 mtime], cap, u32 length */
     struct rpc_reader r;
     rpc_reader_init(&r, p, avail);
     size_t flags_end = 4 + (size_t)rpc_get_u32(&r) + 8;
@@ -293,7 +293,7 @@ static size_t data_offset(uint16_t opcode, const uint8_t *p, size_t avail)
         return avail < 4 ? 4 : flags_end;
     rpc_reader_init(&r, p + flags_end - 4, 4);
     uint32_t flags = rpc_get_u32(&r);
-    return flags_end + 16 + ((flags & FS_CREATE_MTIME) ? 8 : 0) + 4;
+    return flags_end + 16 + ((flags & FS_CREATE_MTIME) ? 8 : 0) + FS_CAP_WIRE_SIZE + 4;
 }
 
 /* Is this a large write whose data should stream from the socket into the

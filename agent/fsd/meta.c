@@ -375,7 +375,7 @@ int op_stat(struct server *srv, struct rpc_reader *req, struct reply *rep)
     rc = get_record(srv, t.key, t.klen, &rec);
     if (rc == 0) {
         struct fs_cap cap;
-        access_cap_for(srv, rep, &rec, &cap);
+        access_cap_for(srv, rep, t.path, &rec, &cap);
         access_answer(srv, rep, &rec);
         fs_record_put(&rep->out, &rec);
         fs_cap_put(&rep->out, &cap);
@@ -397,7 +397,7 @@ int op_stat_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
         return rc;
     struct fs_record shown = rec;
     struct fs_cap cap;
-    access_cap_for(srv, rep, &rec, &cap);
+    access_cap_for(srv, rep, t.path, &rec, &cap);
     access_answer(srv, rep, &shown);
     fs_record_put(&rep->out, &shown);
     fs_cap_put(&rep->out, &cap);
@@ -421,8 +421,10 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
     target_take(req, &t);
     uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
     uint64_t data_key = rpc_get_u64(req);
+    struct fs_cap parent;
+    fs_cap_get(req, &parent);
     int rc = target_check(srv, req, &t);
-    if (rc < 0)
+    if (rc < 0 || (rc = access_parent_check(srv, rep, t.path, &parent)) < 0)
         return rc;
     pthread_mutex_lock(t.lock);
     struct fs_record rec;
@@ -455,7 +457,7 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
     pthread_mutex_unlock(t.lock);
     if (rc == 0) {
         struct fs_cap cap, drop;
-        access_cap_for(srv, rep, &rec, &cap);
+        access_cap_for(srv, rep, t.path, &rec, &cap);
         access_cap_drop(srv, rep, old_key, &drop);
         access_answer(srv, rep, &rec);
         fs_record_put(&rep->out, &rec);
@@ -473,8 +475,10 @@ int op_mkdir(struct server *srv, struct rpc_reader *req, struct reply *rep)
     target_take(req, &t);
     uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
     uint64_t data_key = rpc_get_u64(req);
+    struct fs_cap parent;
+    fs_cap_get(req, &parent);
     int rc = target_check(srv, req, &t);
-    if (rc < 0)
+    if (rc < 0 || (rc = access_parent_check(srv, rep, t.path, &parent)) < 0)
         return rc;
     pthread_mutex_lock(t.lock);
     struct fs_record rec;
@@ -654,10 +658,11 @@ int op_put(struct server *srv, struct rpc_reader *req, struct reply *rep)
     struct fs_record rec, old;
     fs_record_get(req, &rec);
     uint32_t flags = rpc_get_u32(req);
-    struct fs_cap own;
+    struct fs_cap own, parent;
     fs_cap_get(req, &own);
+    fs_cap_get(req, &parent);
     int rc = target_check(srv, req, &t);
-    if (rc < 0)
+    if (rc < 0 || (rc = access_parent_check(srv, rep, t.path, &parent)) < 0)
         return rc;
     if (!S_ISREG(rec.mode) && !S_ISDIR(rec.mode))
         return -EINVAL;
@@ -792,8 +797,13 @@ int op_list(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     const char *dir = rpc_get_str(req), *after = rpc_get_str(req);
     uint32_t max = rpc_get_u32(req);
+    struct fs_cap cap;
+    fs_cap_get(req, &cap);
     if (!dir || !after || !rpc_reader_done(req))
         return -EBADMSG;
+    int crc = access_dir_check(srv, rep, dir, strlen(dir), &cap, FS_CAP_READ);
+    if (crc < 0)
+        return crc;
     /* The count goes first but is known last: patch it in afterwards. */
     size_t count_at = rep->out.len;
     rpc_put_u32(&rep->out, 0);
@@ -813,6 +823,8 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
     uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
     uint64_t data_key = rpc_get_u64(req), size = rpc_get_u64(req);
     int64_t mtime = (flags & FS_CREATE_MTIME) ? rpc_get_i64(req) : 0;
+    struct fs_cap parent;
+    fs_cap_get(req, &parent);
     uint32_t len = rpc_get_u32(req);
     data_key = access_new_key(srv, rep, data_key);
     /* The data: what is in memory, then (a large one) what is still in the
@@ -824,6 +836,8 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
         return rc;
     if (have + (rep->rest ? rep->rest->left : 0) != len)
         return -EBADMSG;
+    if ((rc = access_parent_check(srv, rep, t.path, &parent)) < 0)
+        return rc;
     if (len > srv->chunk_size || len > size)
         return -EINVAL;
     /* The data first, under the new key and without the record's lock (a
@@ -863,7 +877,7 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
     if (replaced)
         chunks_truncate(srv, old.key, 0, old.size);
     struct fs_cap cap, drop;
-    access_cap_for(srv, rep, &rec, &cap);
+    access_cap_for(srv, rep, NULL, &rec, &cap);
     access_cap_drop(srv, rep, replaced ? old.key : 0, &drop);
     rpc_put_u64(&rep->out, replaced ? old.key : 0);
     rpc_put_u64(&rep->out, replaced ? old.size : 0);

@@ -82,7 +82,7 @@ static void put_le(uint8_t *p, uint64_t v, int n)
 }
 
 static void cap_mac(const struct server *srv, uint32_t rights, uint64_t expires_ms, uint32_t uid,
-                    uint64_t key, uint64_t mac[2])
+                    uint64_t key, const char *dir, uint64_t mac[2])
 {
     static const char label[] = "adafs cap v1";
     uint8_t in[sizeof(label) - 1 + 4 + 8 + 4 + 8], out[crypto_auth_hmacsha256_BYTES];
@@ -95,6 +95,8 @@ static void cap_mac(const struct server *srv, uint32_t rights, uint64_t expires_
     crypto_auth_hmacsha256_state st;
     crypto_auth_hmacsha256_init(&st, srv->cap_key, sizeof(srv->cap_key));
     crypto_auth_hmacsha256_update(&st, in, sizeof(in));
+    if (dir)   /* a directory's: rights has FS_CAP_DIR, key is 0 */
+        crypto_auth_hmacsha256_update(&st, (const uint8_t *)dir, strlen(dir));
     crypto_auth_hmacsha256_final(&st, out);
     for (int i = 0; i < 2; i++) {   /* little-endian, as on the wire */
         mac[i] = 0;
@@ -104,31 +106,49 @@ static void cap_mac(const struct server *srv, uint32_t rights, uint64_t expires_
 }
 
 static void cap_make(const struct server *srv, const struct reply *rep, uint64_t key,
-                     uint32_t rights, struct fs_cap *cap)
+                     const char *dir, uint32_t rights, struct fs_cap *cap)
 {
     *cap = (struct fs_cap){ 0 };
-    if (!srv->caps || !rep->caller || !rights)
+    if (!srv->caps || !rep->caller || !(rights & ~FS_CAP_DIR))
         return;
     cap->rights = rights;
     cap->expires_ms = (uint64_t)(wall_ms() + FS_CAP_LIFETIME_MS);
-    cap_mac(srv, rights, cap->expires_ms, rep->caller->uid, key, cap->mac);
+    cap_mac(srv, rights, cap->expires_ms, rep->caller->uid, key, dir, cap->mac);
 }
 
-void access_cap_for(const struct server *srv, const struct reply *rep,
+void access_cap_for(const struct server *srv, const struct reply *rep, const char *path,
                     const struct fs_record *rec, struct fs_cap *cap)
 {
     uint32_t rights = 0;
+    int dir = S_ISDIR(rec->mode) && path;
     if (srv->caps && rep->caller && S_ISREG(rec->mode))
         rights = (access_may(rep, rec, R_OK) == 0 ? FS_CAP_READ : 0) |
                  (access_may(rep, rec, W_OK) == 0 ? FS_CAP_WRITE : 0) |
                  (access_owns(rep, rec) == 0 ? FS_CAP_OWN : 0);
-    cap_make(srv, rep, rec->key, rights, cap);
+    else if (srv->caps && rep->caller && dir)   /* listing; making entries in it */
+        rights = FS_CAP_DIR | (access_may(rep, rec, R_OK) == 0 ? FS_CAP_READ : 0) |
+                 (access_may(rep, rec, W_OK | X_OK) == 0 ? FS_CAP_WRITE : 0);
+    cap_make(srv, rep, dir ? 0 : rec->key, dir ? path : NULL, rights, cap);
 }
 
 void access_cap_drop(const struct server *srv, const struct reply *rep, uint64_t key,
                      struct fs_cap *cap)
 {
-    cap_make(srv, rep, key, key ? FS_CAP_DROP : 0, cap);
+    cap_make(srv, rep, key, NULL, key ? FS_CAP_DROP : 0, cap);
+}
+
+static int cap_verify(const struct server *srv, const struct reply *rep, uint64_t key,
+                      const char *dir, const struct fs_cap *cap, unsigned want)
+{
+    if (!cap->rights || cap->expires_ms < (uint64_t)wall_ms())
+        return -EKEYEXPIRED;
+    uint64_t mac[2];
+    cap_mac(srv, cap->rights, cap->expires_ms, rep->caller->uid, key, dir, mac);
+    /* Both halves compared without an early exit. */
+    if (sodium_memcmp(mac, cap->mac, sizeof(mac)) != 0 || !(cap->rights & want) ||
+        !(cap->rights & FS_CAP_DIR) != !dir)
+        return -EACCES;
+    return 0;
 }
 
 int access_cap_check(const struct server *srv, const struct reply *rep, uint64_t key,
@@ -136,14 +156,27 @@ int access_cap_check(const struct server *srv, const struct reply *rep, uint64_t
 {
     if (!srv->caps || !rep->caller)
         return 0;
-    if (!cap->rights || cap->expires_ms < (uint64_t)wall_ms())
-        return -EKEYEXPIRED;
-    uint64_t mac[2];
-    cap_mac(srv, cap->rights, cap->expires_ms, rep->caller->uid, key, mac);
-    /* Both halves compared without an early exit. */
-    if (sodium_memcmp(mac, cap->mac, sizeof(mac)) != 0 || !(cap->rights & want))
-        return -EACCES;
-    return 0;
+    return cap_verify(srv, rep, key, NULL, cap, want);
+}
+
+int access_dir_check(const struct server *srv, const struct reply *rep, const char *dir,
+                     size_t dirlen, const struct fs_cap *cap, unsigned want)
+{
+    if (!srv->caps || !rep->caller || rep->caller->uid == 0 || dirlen <= 1)
+        return 0;   /* the root: open to every user the server admits */
+    char d[FS_PATH_MAX];
+    if (dirlen >= sizeof(d))
+        return -EINVAL;
+    memcpy(d, dir, dirlen);
+    d[dirlen] = '\0';
+    return cap_verify(srv, rep, 0, d, cap, want);
+}
+
+int access_parent_check(const struct server *srv, const struct reply *rep, const char *path,
+                        const struct fs_cap *cap)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? access_dir_check(srv, rep, path, (size_t)(slash - path), cap, FS_CAP_WRITE) : 0;
 }
 
 uint64_t access_new_key(const struct server *srv, const struct reply *rep, uint64_t asked)

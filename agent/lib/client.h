@@ -63,6 +63,15 @@ struct open_file {
     unsigned direct_asks;    /* DATA_FD requests made for it */
 };
 
+/* A directory's capability (proto.h) kept for the creates and listings
+ * that follow; paths longer than DIRCAP_PATH_MAX are not kept. */
+#define DIRCAP_SLOTS 16
+#define DIRCAP_PATH_MAX 256
+struct dircap {
+    char path[DIRCAP_PATH_MAX];
+    struct fs_cap cap;
+};
+
 struct adafs {
     struct instance inst;
     struct server_conn *conns;
@@ -79,6 +88,8 @@ struct adafs {
     _Atomic int direct_open;    /* open_file.direct_fd held, at most DIRECT_MAX */
     pthread_mutex_t error_lock;
     char last_error[512];       /* why a connection last failed (call.c) */
+    pthread_mutex_t dircap_lock;
+    struct dircap dircaps[DIRCAP_SLOTS];
 };
 
 /* One request of a batch and, after fs_call(), its answer. */
@@ -168,6 +179,18 @@ int stat_record_cap(adafs *fs, const char *path, struct fs_record *rec, struct f
 /* A new capability for of's key from its record (after a chunk server's
  * EKEYEXPIRED): 0, or -ESTALE if the path now names another file. */
 int cap_refresh(adafs *fs, struct open_file *of);
+/* Directory capabilities, for the requests that make entries in a
+ * directory or list it. dir_cap: the one kept for the normalised dir, if
+ * it is not about to expire, else the zero capability (a server that
+ * wants one answers EKEYEXPIRED: the caller learns it and tries again);
+ * parent_cap: dir_cap of a normalised path's parent. dir_cap_keep: keeps
+ * one a STAT of dir answered. parent_cap_learn: STATs the parent of path
+ * (any absolute path) and keeps its capability: 0, or the STAT's error. */
+void dir_cap(adafs *fs, const char *dir, struct fs_cap *cap);
+void parent_cap(adafs *fs, const char *path, struct fs_cap *cap);
+void dir_cap_keep(adafs *fs, const char *dir, const struct fs_cap *cap);
+int parent_cap_learn(adafs *fs, const char *path);
+int dir_cap_learn(adafs *fs, const char *dir);
 /* Normalises path into p[FS_PATH_MAX] and fetches its record; a missing
  * path is told apart from one below a file (ENOENT / ENOTDIR). */
 int lookup(adafs *fs, const char *path, char *p, struct fs_record *rec);

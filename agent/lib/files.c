@@ -106,8 +106,22 @@ static int record_permits(const adafs *fs, const struct fs_record *rec, int flag
     return (bits & want) == want ? 0 : -EACCES;
 }
 
+static int open_record_once(adafs *fs, const char *path, int flags, mode_t mode,
+                            struct fs_record *rec_out, struct prefetch *pf);
+
+/* A create in a directory whose capability this handle does not hold yet
+ * (a server several users share: proto.h) learns it and tries again. */
 static int open_record(adafs *fs, const char *path, int flags, mode_t mode,
                        struct fs_record *rec_out, struct prefetch *pf)
+{
+    int rc = open_record_once(fs, path, flags, mode, rec_out, pf);
+    if (rc == -EKEYEXPIRED && (flags & O_CREAT) && (rc = parent_cap_learn(fs, path)) == 0)
+        rc = open_record_once(fs, path, flags, mode, rec_out, pf);
+    return rc == -EKEYEXPIRED ? -EACCES : rc;
+}
+
+static int open_record_once(adafs *fs, const char *path, int flags, mode_t mode,
+                            struct fs_record *rec_out, struct prefetch *pf)
 {
     char p[FS_PATH_MAX];
     int rc = path_normalize(path, p);
@@ -125,11 +139,14 @@ static int open_record(adafs *fs, const char *path, int flags, mode_t mode,
             cflags |= FS_CREATE_EXCL;
         if ((flags & O_TRUNC) && writable)
             cflags |= FS_CREATE_TRUNC;
+        struct fs_cap parent;
+        parent_cap(fs, p, &parent);
         call_init(&calls[0], ms, FS_CREATE);
         rpc_put_str(&calls[0].req, p);
         rpc_put_u32(&calls[0].req, (uint32_t)mode);
         rpc_put_u32(&calls[0].req, cflags);
         rpc_put_u64(&calls[0].req, key);
+        fs_cap_put(&calls[0].req, &parent);
         fs_call(fs, calls, 1 + used);
         uint64_t old_key = 0, old_size = 0;
         struct fs_cap drop;

@@ -14,6 +14,12 @@
  *            and a PUT of a record of the user's naming that key (a forged
  *            rename), with PATH's capability and with none. Prints
  *            "create=same|other put=E put0=E".
+ *   mkin     PATH is a directory the user may list, not write: CREATE of
+ *            an entry in it with no capability, with the directory's from
+ *            its STAT, with that one claiming write. Prints "none=E
+ *            read=E forged=E".
+ *   list     LIST of the directory PATH with no capability and with the
+ *            one its STAT gave. Prints "none=E cap=E".
  *   capture  STAT of PATH; saves key and capability in FILE, then READs
  *            chunk 0 with them. Prints the READ's status.
  *   replay   READs chunk 0 with what FILE holds. Prints its status. */
@@ -95,6 +101,51 @@ static int chunk_call(uint64_t key, uint16_t op, const struct fs_cap *cap)
     return st;
 }
 
+static int create_in(const char *dir, const struct fs_cap *parent)
+{
+    char path[FS_PATH_MAX];
+    snprintf(path, sizeof(path), "%s/made%d", dir, (int)getpid());
+    int fd = conn(hash_place_path(path, inst.nservers));
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    rpc_put_str(&w, path);
+    rpc_put_u32(&w, 0600);
+    rpc_put_u32(&w, FS_CREATE_EXCL);
+    rpc_put_u64(&w, 77);
+    fs_cap_put(&w, parent);
+    struct rpc_reader r;
+    uint8_t *p = NULL;
+    int st = fstest_raw_call(fd, FS_CREATE, &w, &r, &p);
+    free(p);
+    rpc_writer_free(&w);
+    close(fd);
+    return st;
+}
+
+/* LIST of dir on every server: the first refusal, else 0. */
+static int list_dir(const char *dir, const struct fs_cap *cap)
+{
+    int first = 0;
+    for (int s = 0; s < inst.nservers; s++) {
+        int fd = conn((unsigned)s);
+        struct rpc_writer w;
+        rpc_writer_init(&w, NULL, 0);
+        rpc_put_str(&w, dir);
+        rpc_put_str(&w, "");
+        rpc_put_u32(&w, 100);
+        fs_cap_put(&w, cap);
+        struct rpc_reader r;
+        uint8_t *p = NULL;
+        int st = fstest_raw_call(fd, FS_LIST, &w, &r, &p);
+        free(p);
+        rpc_writer_free(&w);
+        close(fd);
+        if (st && !first)
+            first = st;
+    }
+    return first;
+}
+
 static int put_forged(const char *path, uint64_t key, const struct fs_cap *cap)
 {
     int fd = conn(hash_place_path(path, inst.nservers));
@@ -106,6 +157,7 @@ static int put_forged(const char *path, uint64_t key, const struct fs_cap *cap)
     fs_record_put(&w, &rec);
     rpc_put_u32(&w, 0);
     fs_cap_put(&w, cap);
+    fs_cap_put(&w, &(struct fs_cap){ 0 });   /* the parent: the root needs none */
     struct rpc_reader r;
     uint8_t *p = NULL;
     int st = fstest_raw_call(fd, FS_PUT, &w, &r, &p);
@@ -155,6 +207,7 @@ int main(int argc, char **argv)
         rpc_put_u32(&w, 0600);
         rpc_put_u32(&w, FS_CREATE_EXCL);
         rpc_put_u64(&w, rec.key);
+        fs_cap_put(&w, &none);   /* the parent: the root needs none */
         struct rpc_reader r;
         uint8_t *p = NULL;
         struct fs_record made = { 0 };
@@ -168,6 +221,15 @@ int main(int argc, char **argv)
         snprintf(mine, sizeof(mine), "%s.renamed%d", path, (int)getpid());
         printf(" put=%s", status_name(put_forged(mine, rec.key, &cap)));
         printf(" put0=%s\n", status_name(put_forged(mine, rec.key, &none)));
+    } else if (!strcmp(mode, "mkin")) {
+        struct fs_cap forged = cap;
+        forged.rights |= FS_CAP_WRITE;
+        printf("none=%s", status_name(create_in(path, &none)));
+        printf(" read=%s", status_name(create_in(path, &cap)));
+        printf(" forged=%s\n", status_name(create_in(path, &forged)));
+    } else if (!strcmp(mode, "list")) {
+        printf("none=%s", status_name(list_dir(path, &none)));
+        printf(" cap=%s\n", status_name(list_dir(path, &cap)));
     } else if (!strcmp(mode, "capture")) {
         FILE *f = file ? fopen(file, "wb") : NULL;
         if (!f || fwrite(&rec.key, sizeof(rec.key), 1, f) != 1 ||

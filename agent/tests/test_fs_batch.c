@@ -304,6 +304,7 @@ static void put_entry(struct rpc_writer *w, const char *path, uint32_t flags, ui
     rpc_put_u32(w, flags);
     rpc_put_u64(w, key);
     rpc_put_i64(w, 0);
+    fs_cap_put(w, &(struct fs_cap){ 0 });
     rpc_put_bytes(w, data, strlen(data));
 }
 
@@ -428,7 +429,7 @@ static void malformed(void)
         "read_batch: entry 2 of 2 is truncated",
         "read_batch: 1000 entries of up to 524288 bytes",
         "read_batch: no entry count or size",
-        "list_plus: not a directory, a name, an entry count and a size",
+        "list_plus: not a directory, a name, an entry count and a size, then a capability",
     };
     int logged = 1;
     for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++)

@@ -318,6 +318,7 @@ static void protocol_errors(void)
     rpc_put_str(&w, "/");
     rpc_put_str(&w, "");
     rpc_put_u32(&w, 10);
+    fs_cap_put(&w, &(struct fs_cap){ 0 });
     tap_is_int(fstest_raw_call(fd, FS_LIST, &w, NULL, NULL), 0, "and the connection still serves");
     rpc_writer_free(&w);
     close(fd);

@@ -166,6 +166,29 @@ check "a member's file made under the owner's data key gets another key; a forge
     test "$out" = "create=other put=EACCES put0=EACCES"
 out=$(as_plain "$outsider" "$capc" "$base/inst-$outsider" write /p644 2>&1)
 check "  (an outsider does not even connect: $out)" eval 'echo "$out" | grep -q "cannot connect"'
+# Directories: making entries needs write on the parent, listing read,
+# whichever server holds the parent's record (a capability of the
+# directory from its record's server).
+as "$owner" sh -c "mkdir $m/ro $m/closed $m/open && chmod 755 $m/ro && chmod 700 $m/closed &&
+    chmod 777 $m/open && echo in > $m/ro/in && mkdir $m/ro/sub"
+out=$(as "$member" sh -c "echo x > $m/ro/new" 2>&1)
+check "a member creates a file in the owner's 0755 directory: EACCES ($out)" \
+    eval 'echo "$out" | grep -q "Permission denied"'
+check "  makes a directory there: refused" eval '! as "$member" mkdir "$m/ro/newdir" 2>/dev/null'
+as "$member" sh -c "echo mv > $m/open/tomove"
+check "  moves its own file there: refused" eval '! as "$member" mv "$m/open/tomove" "$m/ro/moved" 2>/dev/null'
+check "  but lists it" eval 'test "$(as "$member" ls "$m/ro" | xargs)" = "in sub"'
+out=$(as_plain "$member" "$capc" "$base/inst-$member" mkin /ro 2>&1)
+check "  raw CREATEs in it: no capability, its read one, one claiming write: refused ($out)" \
+    test "$out" = "none=EKEYEXPIRED read=EACCES forged=EACCES"
+check "a member lists the owner's 0700 directory: refused" eval '! as "$member" ls "$m/closed" 2>/dev/null'
+out=$(as_plain "$member" "$capc" "$base/inst-$member" list /closed 2>&1)
+check "  raw LIST of it: refused ($out)" test "$out" = "none=EKEYEXPIRED cap=EKEYEXPIRED"
+check "the owner makes entries in its 0755 and 0700 directories" as "$owner" sh -c \
+    "echo o > $m/ro/o && mkdir $m/closed/d && echo c > $m/closed/d/c && ls $m/closed/d | grep -qx c"
+check "a member makes, renames and lists entries in a 0777 directory" as "$member" sh -c \
+    "mkdir $m/open/md && echo f > $m/open/md/f && mv $m/open/md/f $m/open/md/g && ls $m/open/md | grep -qx g"
+
 # A capability learnt while a file was readable, after a chmod: still
 # good until it expires (FS_CAP_LIFETIME_MS, 10 s), then refused. Checked
 # again at the end of this test.
