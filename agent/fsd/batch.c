@@ -228,9 +228,7 @@ static int key_is_fresh(struct server *srv, const struct centry *e,
 static int stage_create(struct server *srv, const struct reply *rep, struct centry *e,
                         uint32_t i, const struct create_lookups *l)
 {
-    int rc = access_parent_check(srv, rep, e->path, &e->parent);
-    if (rc == 0 && (e->flags & FS_CHECK_PARENT))
-        rc = meta_check_parent(srv, e->path);
+    int rc = (e->flags & FS_CHECK_PARENT) ? meta_check_parent(srv, e->path) : 0;
     struct fs_record old;
     int had = 0;
     if (rc == 0) {
@@ -239,6 +237,8 @@ static int stage_create(struct server *srv, const struct reply *rep, struct cent
         if (rc == -ENOENT)
             rc = 0;
     }
+    if (rc == 0 && !had)   /* a new entry: write on its directory */
+        rc = access_parent_check(srv, rep, e->path, &e->parent);
     if (rc == 0 && had && S_ISDIR(old.mode))
         rc = -EISDIR;
     if (rc == 0 && had && old.key == e->key)

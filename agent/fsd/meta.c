@@ -424,13 +424,17 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
     struct fs_cap parent;
     fs_cap_get(req, &parent);
     int rc = target_check(srv, req, &t);
-    if (rc < 0 || (rc = access_parent_check(srv, rep, t.path, &parent)) < 0)
+    if (rc < 0)
         return rc;
     pthread_mutex_lock(t.lock);
     struct fs_record rec;
     uint64_t old_key = 0, old_size = 0;
     int found;
     rc = lookup_for_create(srv, &t, flags, &rec, &found);
+    /* Only a new entry needs write on its directory (opening one that is
+     * there with O_CREAT does not). */
+    if (rc == 0 && !found)
+        rc = access_parent_check(srv, rep, t.path, &parent);
     if (rc == 0 && found) {
         if (flags & FS_CREATE_EXCL) {
             rc = -EEXIST;
@@ -836,8 +840,6 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
         return rc;
     if (have + (rep->rest ? rep->rest->left : 0) != len)
         return -EBADMSG;
-    if ((rc = access_parent_check(srv, rep, t.path, &parent)) < 0)
-        return rc;
     if (len > srv->chunk_size || len > size)
         return -EINVAL;
     /* The data first, under the new key and without the record's lock (a
@@ -855,6 +857,8 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
         rc = -EISDIR;
     if (rc == 0 && had)
         rc = access_may(rep, &old, W_OK);   /* replacing its content */
+    else if (rc == 0)
+        rc = access_parent_check(srv, rep, t.path, &parent);   /* a new entry */
     if (rc == 0) {
         int64_t now = now_ns();
         rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .size = size,

@@ -170,14 +170,17 @@ check "  (an outsider does not even connect: $out)" eval 'echo "$out" | grep -q 
 # whichever server holds the parent's record (a capability of the
 # directory from its record's server).
 as "$owner" sh -c "mkdir $m/ro $m/closed $m/open && chmod 755 $m/ro && chmod 700 $m/closed &&
-    chmod 777 $m/open && echo in > $m/ro/in && mkdir $m/ro/sub"
+    chmod 777 $m/open && echo in > $m/ro/in && mkdir $m/ro/sub && echo w > $m/ro/w666 &&
+    chmod 666 $m/ro/w666"
 out=$(as "$member" sh -c "echo x > $m/ro/new" 2>&1)
 check "a member creates a file in the owner's 0755 directory: EACCES ($out)" \
     eval 'echo "$out" | grep -q "Permission denied"'
 check "  makes a directory there: refused" eval '! as "$member" mkdir "$m/ro/newdir" 2>/dev/null'
 as "$member" sh -c "echo mv > $m/open/tomove"
 check "  moves its own file there: refused" eval '! as "$member" mv "$m/open/tomove" "$m/ro/moved" 2>/dev/null'
-check "  but lists it" eval 'test "$(as "$member" ls "$m/ro" | xargs)" = "in sub"'
+check "  but lists it" eval 'test "$(as "$member" ls "$m/ro" | xargs)" = "in sub w666"'
+check "  and appends to a 0666 file in it (opening what is there needs no write on the directory)" \
+    as "$member" sh -c "echo more >> $m/ro/w666 && test \$(wc -l < $m/ro/w666) = 2"
 out=$(as_plain "$member" "$capc" "$base/inst-$member" mkin /ro 2>&1)
 check "  raw CREATEs in it: no capability, its read one, one claiming write: refused ($out)" \
     test "$out" = "none=EKEYEXPIRED read=EACCES forged=EACCES"
