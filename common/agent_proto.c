@@ -25,6 +25,7 @@ void agent_start_put(struct rpc_writer *w, const struct agent_start *m)
     rpc_put_u32(w, m->flags);
     rpc_put_str(w, m->persist_name ? m->persist_name : "");
     rpc_put_u32(w, m->access_gid);
+    rpc_put_str(w, m->server_key_hex ? m->server_key_hex : "");
 }
 
 int agent_start_get(struct rpc_reader *r, struct agent_start *m)
@@ -43,6 +44,7 @@ int agent_start_get(struct rpc_reader *r, struct agent_start *m)
     m->flags = rpc_get_u32(r);
     m->persist_name = rpc_get_str(r);
     m->access_gid = rpc_get_u32(r);
+    m->server_key_hex = rpc_get_str(r);
     if (finish(r) < 0 || (m->flags & ~AGENT_START_PERSISTENT))
         return -EBADMSG;
     /* A persistent START names its instance, a job's names none; whether

@@ -25,7 +25,13 @@
  * AGENT_START_PERSISTENT, or for an instance it already serves. Its START
  * runs the server as the owner (adafsd --owner, --access-group) on storage
  * of its own, tied to no job; its TEARDOWN is the destroy (stop, wipe), and
- * no job's end touches it. */
+ * no job's end touches it.
+ *
+ * Every START carries, beside the secret, the servers' key: the key the
+ * instance's servers MAC their usage reports with (agent/fsd/exchange.h),
+ * which no client may have (the secret every client has). The plugin makes
+ * it with the secret; the agent writes it beside the secret file for the
+ * server only (doc/fairshare.md). */
 #ifndef ADAFS_AGENT_PROTO_H
 #define ADAFS_AGENT_PROTO_H
 
@@ -92,6 +98,9 @@ struct agent_start {
                                      * <name>); NULL or "" for a job's instance */
     uint32_t access_gid;            /* persistent: members of this group may use it too
                                      * (adafsd --access-group); 0: the owner (uid) only */
+    const char *server_key_hex;     /* the key the instance's servers share and no client
+                                     * has (adafsd --server-key: their usage exchange), as
+                                     * the secret's hex; "" or NULL: none (sealed too) */
 };
 /* START's answer: where the server listens. */
 struct agent_started {
@@ -109,7 +118,10 @@ enum agent_access {
 /* CONFIGURE: write the job's instance file (its text) on this node. A job
  * that uses a persistent instance and runs no server of its own gets only
  * this on its nodes (no START): uid and gid say whose files the agent makes
- * then; for a job started here they must be 0 or its own. */
+ * then; for a job started here they must be 0 or its own. A persistent
+ * instance's servers get it too (under the instance id): the file goes
+ * beside their secret, where they find each other for the usage exchange;
+ * mount and access are not used then (no process mounts it). */
 struct agent_configure {
     uint32_t job_id;
     const char *instance_text;

@@ -79,7 +79,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         return 0;
     struct agent_start job = { .job_id = 7, .uid = 1000, .gid = 1000, .index = 0, .nservers = 2,
                                .chunk_size = 1 << 19, .quota = 1 << 30, .listen_host = "n1",
-                               .storage = "/var/lib/adafs", .secret_hex = "00ff", .numa_node = -1 };
+                               .storage = "/var/lib/adafs", .secret_hex = "00ff", .numa_node = -1,
+                               .server_key_hex = "ee11" };
     struct agent_start persistent = job;
     persistent.job_id = AGENT_PERSIST_ID_BASE + 3;
     persistent.flags = AGENT_START_PERSISTENT;

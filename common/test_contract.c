@@ -160,6 +160,14 @@ static void test_persistent(void)
            back.access_gid == 0 && back.numa_node == -1 && strcmp(back.secret_hex, "ab") == 0,
            "a job's START reads back without flags, name or access group");
     rpc_writer_free(&w);
+    job.server_key_hex = "cd";
+    tap_ok(start_back(&job, &back, &w) == 0 && strcmp(back.server_key_hex, "cd") == 0 &&
+           strcmp(back.secret_hex, "ab") == 0, "the servers' key travels in START beside the secret");
+    rpc_writer_free(&w);
+    job.server_key_hex = NULL;
+    tap_ok(start_back(&job, &back, &w) == 0 && strcmp(back.server_key_hex, "") == 0,
+           "a START without one reads back with \"\" (none)");
+    rpc_writer_free(&w);
 
     struct agent_start p = job;
     p.job_id = AGENT_PERSIST_ID_BASE + 5;

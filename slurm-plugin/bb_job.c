@@ -26,6 +26,21 @@ const char *bb_phase_name(enum bb_phase phase)
     return phase <= PHASE_COMPLETE ? phase_names[phase] : "?";
 }
 
+int bb_job_make_secrets(struct bb_job *j)
+{
+    uint8_t secret[INSTANCE_SECRET_SIZE], key[INSTANCE_SECRET_SIZE];
+    int rc = secret_generate(secret);
+    if (rc == 0)
+        rc = secret_generate(key);
+    if (rc == 0) {
+        secret_to_hex(secret, j->secret_hex);
+        secret_to_hex(key, j->server_key_hex);
+    }
+    explicit_bzero(secret, sizeof(secret));
+    explicit_bzero(key, sizeof(key));
+    return rc;
+}
+
 struct bb_job *bb_job_find(struct bb_job *head, uint32_t job_id)
 {
     for (; head; head = head->next)
@@ -319,7 +334,9 @@ void bb_job_encode(struct rpc_writer *w, const struct bb_job *j)
     rpc_put_u32(w, (uint32_t)j->hurry | (uint32_t)j->released << 1 |
                    (uint32_t)j->finalizing << 2 | (uint32_t)j->superseded << 3 |
                    /* bits 4-5: access= (a record of before it has 0: unset) */
-                   (uint32_t)j->req.access << 4);
+                   (uint32_t)j->req.access << 4 |
+                   /* bit 6: the servers' key follows the secret */
+                   (uint32_t)(j->server_key_hex[0] != '\0') << 6);
     rpc_put_u32(w, (uint32_t)j->nnodes);
     for (size_t i = 0; i < j->nnodes; i++) {
         const struct bb_node *n = &j->nodes[i];
@@ -334,6 +351,8 @@ void bb_job_encode(struct rpc_writer *w, const struct bb_job *j)
     rpc_put_u64(w, j->node_capacity);
     rpc_put_u64(w, j->chunk_size);
     rpc_put_str(w, j->secret_hex);
+    if (j->server_key_hex[0])
+        rpc_put_str(w, j->server_key_hex);
     put_opt_str(w, j->storage);
     put_opt_str(w, j->mount);
     put_opt_str(w, j->instance_path);
@@ -436,6 +455,13 @@ struct bb_job *bb_job_decode(struct rpc_reader *r, char *err, size_t errlen)
         goto check;
     }
     snprintf(j->secret_hex, sizeof(j->secret_hex), "%s", secret);
+    const char *server_key = flags & 64 ? rpc_get_str(r) : "";
+    if (!server_key || strlen(server_key) >= sizeof(j->server_key_hex)) {
+        ok = false;
+        what = "servers' key";
+        goto check;
+    }
+    snprintf(j->server_key_hex, sizeof(j->server_key_hex), "%s", server_key);
     j->storage = get_opt_str(r, &ok);
     j->mount = get_opt_str(r, &ok);
     j->instance_path = get_opt_str(r, &ok);

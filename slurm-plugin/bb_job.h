@@ -89,6 +89,10 @@ struct bb_job {
     uint64_t node_capacity;
     uint64_t chunk_size;
     char secret_hex[INSTANCE_SECRET_HEX];
+    /* The key the instance's servers share and no client has (their usage
+     * exchange, doc/fairshare.md); "" in a record saved before there was
+     * one: its servers then exchange nothing. Sent only in START. */
+    char server_key_hex[INSTANCE_SECRET_HEX];
     char *storage;                /* storage directory on the nodes */
     char *mount;                  /* ADAFS_MOUNT */
     char *instance_path;          /* ADAFS_INSTANCE */
@@ -123,6 +127,10 @@ struct bb_job {
 };
 
 const char *bb_phase_name(enum bb_phase phase);
+
+/* Makes the instance's secret and its servers' key (both random,
+ * independent). 0, or -errno from getrandom. */
+int bb_job_make_secrets(struct bb_job *job);
 
 /* Table: a singly linked list; callers hold the plugin's mutex. A job may
  * have several records while older allocations' instances are torn down:

@@ -1296,14 +1296,12 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
     /* Fixed now: a later change of the site's default leaves the job as it began. */
     if (!j->req.access && (own || persist_job_mount(&j->req)))
         j->req.access = drv.config.access;
-    uint8_t secret[INSTANCE_SECRET_SIZE];
-    int rc = secret_generate(secret);
+    int rc = bb_job_make_secrets(j);
     if (rc < 0) {
         snprintf(err, errlen, "getrandom: %s", strerror(-rc));
         bb_job_free(j);
         return NULL;
     }
-    secret_to_hex(secret, j->secret_hex);
     j->storage = strdup(drv.config.storage_path);
     char path[PATH_MAX];
     if (instance_mount_path(path, sizeof(path), drv.config.mount_prefix, job_ptr->job_id) == 0)

@@ -111,6 +111,7 @@ struct lc_set {
     void (*build)(const struct lc_set *s, size_t k, struct rpc_writer *w);
     uint32_t job_id;
     char secret_hex[INSTANCE_SECRET_HEX];
+    char server_key_hex[INSTANCE_SECRET_HEX];
     struct agent_start start;      /* START: all but each node's own fields */
     char persist_name[PERSIST_NAME_MAX + 1]; /* START of a persistent instance's servers */
     int32_t *numa;                 /* START: each node's NUMA node */
@@ -652,6 +653,7 @@ static int deploy_next(struct bb_job *j, const struct lc_env *env, bool strict)
         return LC_CHANGED;
     }
     memcpy(s->secret_hex, j->secret_hex, sizeof(s->secret_hex));
+    memcpy(s->server_key_hex, j->server_key_hex, sizeof(s->server_key_hex));
     if (j->persist)
         snprintf(s->persist_name, sizeof(s->persist_name), "%s", j->persist->name);
     s->start = (struct agent_start){
@@ -662,6 +664,8 @@ static int deploy_next(struct bb_job *j, const struct lc_env *env, bool strict)
         .flags = j->persist ? AGENT_START_PERSISTENT : 0,
         .persist_name = j->persist ? s->persist_name : NULL,
         .access_gid = j->persist ? j->persist->access_gid : 0,
+        /* Beside the secret, for the servers only (doc/fairshare.md). */
+        .server_key_hex = s->server_key_hex,
     };
     s->build = build_start;
     for (size_t i = 0; i < j->nnodes; i++) {
@@ -712,14 +716,16 @@ static int build_configure(struct lc_set *s)
 
 static int send_configure(struct bb_job *j, const struct lc_env *env)
 {
-    /* A persistent instance's servers need no instance file: no job runs
-     * there. A job that starts no server mounts the instance it names, if
-     * any (persist_job_step wrote its text). */
+    /* A job that starts no server mounts the instance it names, if any
+     * (persist_job_step wrote its text). A persistent instance's servers
+     * get their own instance's file too, though no job runs there: the
+     * agent puts it beside their secret, where they find each other's
+     * ports for the usage exchange (no process mounts it: mount=/). */
     bool own = persist_job_own_servers(j);
-    if (j->nnodes == 0 || j->persist || (!own && !j->persist_text))
+    if (j->nnodes == 0 || (!own && !j->persist_text))
         return deployed(j, env);
     struct lc_set *s = set_new(j, SET_CONFIGURE, env);
-    if (s && (own ? instance_head(&s->instance, j, j->mount, env->cfg) < 0
+    if (s && (own ? instance_head(&s->instance, j, j->persist ? "/" : j->mount, env->cfg) < 0
                   : !j->mount || strlen(j->mount) >= sizeof(s->instance.mount))) {
         bb_job_set_error(j, FAIL_TRANSIENT, "the record's mount or secret cannot be written "
                          "to an instance file");

@@ -137,8 +137,7 @@ struct bb_job *persist_job_servers(struct persist_table *t, const struct bb_job 
     if (!p)
         return NULL;
     struct bb_job *j = bb_job_new(id);
-    uint8_t secret[INSTANCE_SECRET_SIZE];
-    int rc = j ? secret_generate(secret) : -1;
+    int rc = j ? bb_job_make_secrets(j) : -1;
     bool ok = j && rc == 0 && (j->req.persist = calloc(1, sizeof(*j->req.persist))) &&
               (j->nodes = calloc(want, sizeof(*j->nodes))) &&
               (j->user = strdup(creator->user ? creator->user : "")) &&
@@ -163,7 +162,6 @@ struct bb_job *persist_job_servers(struct persist_table *t, const struct bb_job 
         persist_remove(t, spec->name);
         return NULL;
     }
-    secret_to_hex(secret, j->secret_hex);
     j->uid = creator->uid;
     j->gid = creator->gid;
     j->node_capacity = (spec->capacity + want - 1) / want;

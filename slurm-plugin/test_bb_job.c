@@ -72,6 +72,7 @@ int main(void)
     a->node_capacity = 1ULL << 30;
     a->chunk_size = 512 << 10;
     snprintf(a->secret_hex, sizeof(a->secret_hex), "%064d", 5);
+    snprintf(a->server_key_hex, sizeof(a->server_key_hex), "%064d", 6);
     a->storage = strdup("/var/lib/adafs");
     a->mount = strdup("/adafs/7");
     /* instance_path and error stay NULL: they must survive as NULL */
@@ -130,10 +131,20 @@ int main(void)
                "persistent-instance lines kept");
         tap_is_int(j->in.files, 1002, "totals kept");
         tap_is_int(j->t_begin, 1000, "times kept");
+        tap_ok(strcmp(j->secret_hex, a->secret_hex) == 0 &&
+               strcmp(j->server_key_hex, a->server_key_hex) == 0,
+               "the secret and the servers' key kept (a restarted server exchanges again)");
     }
     struct bb_job *k = bb_job_find(loaded, 8);
     tap_ok(k && k->req.npersist == 0 && !k->req.persist,
            "a job without them loads with none (its record ends where records always did)");
+    tap_ok(k && k->server_key_hex[0] == '\0' && strcmp(k->secret_hex, "ab") == 0,
+           "a record without a servers' key (saved before there was one) loads with none");
+    struct bb_job *made = bb_job_new(11);
+    tap_ok(made && bb_job_make_secrets(made) == 0 && strlen(made->secret_hex) == 64 &&
+           strlen(made->server_key_hex) == 64 && strcmp(made->secret_hex, made->server_key_hex) != 0,
+           "a new instance gets a secret and a servers' key, two random 32-byte keys");
+    bb_job_free(made);
     tap_ok(k && k->failure == FAIL_USER && k->error && strstr(k->error, "No such file"),
            "a failed job keeps its cause");
     if (k) {

@@ -211,6 +211,9 @@ int main(void)
     tap_ok(start && start->flags == AGENT_START_PERSISTENT && strcmp(start->name, "proj") == 0 &&
            start->uid == 1001 && start->access_gid == 2000,
            "with the persistent flag, its name, its owner and its group");
+    tap_ok(count("p1", AGENT_CONFIGURE, id) == 1 && count("p2", AGENT_CONFIGURE, id) == 1,
+           "then CONFIGURE of its servers on p1 and p2 (their instance file: the usage "
+           "exchange's peers)");
     struct persist_instance *p = persist_find(&d.persist, "proj");
     tap_ok(p && p->state == PERSIST_STATE_READY && servers->phase == PHASE_RUNNING, "proj is ready");
     tap_ok(p && p->used == 2 << 20 && count("p1", AGENT_STATUS, id) == 1,

@@ -1,13 +1,16 @@
 #!/bin/bash
 # A persistent instance's whole life on the mini-cluster (issue 25, point
-# 7): adafs-test creates it in one job (shared with a group) and writes to
-# it; slurmctld is killed -9 and the agents restarted (one killed -9, one
-# stopped), and its data is still there; two later jobs at once, one per
+# 7): adafs-test creates it in one job (shared with a group), on two
+# nodes whose servers exchange usage under the servers' key (issue 25's
+# fair sharing across servers), and writes to it; slurmctld is killed -9
+# and the agents restarted (one killed -9, one stopped), and its data is
+# still there; two later jobs at once, one per
 # member of the group, read it (the owner's also stages a file in and one
 # out through it); a third user's job is refused at submit,
 # and the instance file copied to that user, with the client library
 # pointed at the servers, gives no access either; a destroy is refused
-# while a job uses it, then goes through, and its storage is wiped.
+# while a job uses it, then goes through, and its storage is wiped. Then
+# adafs-persist: root creates one for a user, lists and destroys it.
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 
@@ -20,7 +23,7 @@ done
 for u in "$test_user" "$member"; do usermod -aG "$group" "$u"; done
 preload=$ADAFS_BUILD_DIR/agent/.libs/libadafs_preload.so
 start_cluster
-set_bb_conf AdafsPersistentNodes n4
+set_bb_conf AdafsPersistentNodes n3,n4
 chmod 1777 "$ADAFS_CLUSTER_DIR/jobs" "$pfs"
 submit_as() {  # submit_as USER SCRIPT: prints the job id, or sbatch's refusal on stderr
     (cd "$ADAFS_CLUSTER_DIR/jobs" &&
@@ -30,12 +33,12 @@ storage_of() { find "$ADAFS_CLUSTER_DIR/storage" -path '*/persistent/*' 2>/dev/n
 servers() { pgrep -f "^[^ ]*adafsd .*$ADAFS_CLUSTER_DIR/.*persistent" | tr '\n' ' '; }
 marker="persistent data $RANDOM$RANDOM"
 
-# 1. Created by a job of adafs-test, on n4 (outside the job's allocation),
+# 1. Created by a job of adafs-test, on n3 and n4 (outside the job's allocation),
 # mounted by that job, which writes to it.
 write_job create.sh >/dev/null <<JOB
 #!/bin/bash
 #SBATCH -N 1 -w n1 -t 5 -o create-%j.out
-#BB_ADAFS create_persistent name=proj capacity=1G nodes=1 access=group:$group
+#BB_ADAFS create_persistent name=proj capacity=1G nodes=2 access=group:$group
 echo "\$ADAFS_PERSISTENT_proj" > $pfs/create.mount
 echo "$marker" > \$ADAFS_PERSISTENT_proj/data.txt && head -c 1048576 /dev/urandom > \$ADAFS_PERSISTENT_proj/big.bin
 md5sum < \$ADAFS_PERSISTENT_proj/big.bin > $pfs/create.sum
@@ -53,7 +56,20 @@ check "and the pool's TotalSpace and UsedSpace" -- \
 grep -E 'Name=proj|TotalSpace' <<<"$burst" | sed 's/^ */# /'
 check "scontrol show bbstat lists it ready, shared with the group" -- \
     bash -c "scontrol show bbstat | grep -qE 'Name=proj Owner=$test_user.* Access=group:$group .*State=ready CreatedBy=$id'"
-check "its server runs on n4 ($(servers))" -- test -n "$(servers)"
+check "its servers run on n3 and n4 ($(servers))" -- test "$(wc -w <<<"$(servers)")" = 2
+# The agents run persistent instances' servers under a fair-share policy
+# (cluster.sh: --fair-policy): with the key START carried, beside the
+# secret, they tell each other what each user was served.
+exchanging() {  # both servers count the other's reports (logged when that changes)
+    local _
+    for _ in $(seq 50); do
+        [ "$(cat "$ADAFS_CLUSTER_DIR"/adafs-log/adafsd.job*.n[34].log 2>/dev/null |
+             grep -c 'the reports of 1 of the 1 other servers count')" -ge 2 ] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+check "its two servers exchange usage under the servers' key" -- exchanging
 
 # 2. slurmctld killed -9, the agents restarted: n4's killed -9, then stopped.
 "$cluster" kill-ctld
@@ -135,4 +151,26 @@ check "released, the destroying job completes" -- wait_job "$d" COMPLETED 120
 check "proj is gone from scontrol show burst" -- bash -c "! scontrol show burst | grep -q 'Name=proj '"
 check "its server stopped" -- bash -c "for _ in \$(seq 60); do [ -z \"\$(pgrep -f '^[^ ]*adafsd .*$ADAFS_CLUSTER_DIR/.*persistent')\" ] && exit 0; sleep 0.5; done; exit 1"
 check "its storage is wiped ($(storage_of | head -3 | paste -sd ' '))" -- test -z "$(storage_of)"
+
+# 6. The administrators' command (adafs-persist): root creates one for a
+# user and destroys it, through a job of that user; a user may only list.
+persist=$ADAFS_BUILD_DIR/slurm-plugin/adafs-persist
+got=$(runuser -u "$test_user" -- env SLURM_CONF="$SLURM_CONF" "$persist" create name=adm capacity=1G --owner "$test_user" 2>&1)
+check "adafs-persist create is refused to a user ($got)" -- grep -q "only root may create" <<<"$got"
+got=$("$persist" create name=adm capacity=1G nodes=1 access=group:$group --owner "$member" 2>&1)
+check "root creates adm for $member ($(tail -1 <<<"$got"))" -- \
+    grep -qE "^adm +$member +1073741824 " <<<"$got"
+check "scontrol show burst lists it as $member's" -- \
+    bash -c "scontrol show burst | grep -qE 'Name=adm .*UserID=$member'"
+got=$(runuser -u "$outsider" -- env SLURM_CONF="$SLURM_CONF" "$persist" list 2>&1)
+check "anyone lists it ($(grep '^adm' <<<"$got"))" -- grep -qE "^adm +$member " <<<"$got"
+got=$("$persist" create name=adm capacity=1G --owner "$member" 2>&1)
+check "a second create of adm is refused ($got)" -- grep -q "adm exists already" <<<"$got"
+got=$("$persist" create name=adm2 capacity=1G access=group:nosuchgroup --owner "$member" 2>&1)
+check "the plugin's refusal at submit reaches root ($(paste -sd ' ' <<<"$got"))" -- \
+    grep -q "access=group:nosuchgroup: no such group" <<<"$got"
+got=$("$persist" destroy name=adm 2>&1)
+check "root destroys it ($(tail -1 <<<"$got"))" -- grep -q "destroyed adm" <<<"$got"
+check "it is gone, its storage wiped" -- \
+    bash -c "! scontrol show burst | grep -q 'Name=adm ' && test -z \"\$(find $ADAFS_CLUSTER_DIR/storage -path '*/persistent/adm*')\""
 tap_done

@@ -418,6 +418,8 @@ static void remove_job_files_if_last(const char *storage, uint32_t id)
         unlink(path);
         job_file_path(path, sizeof(path), id, INSTANCE_SECRET);
         unlink(path);
+        job_file_path(path, sizeof(path), id, INSTANCE_SERVER_KEY);
+        unlink(path);
     }
     if (lock >= 0)
         close(lock);
@@ -447,6 +449,31 @@ static void secret_path(char *out, size_t len, const struct job *j)
         pathf(out, len, "%s.secret", j->dir);
     else
         job_file_path(out, len, j->id, INSTANCE_SECRET);
+}
+
+/* Beside the secret (adafsd finds them there, by the secret's name): the
+ * servers' key (their usage exchange) and, for a persistent instance, the
+ * instance file of its servers (a job's is in the mount prefix already). */
+static void beside_secret(char *out, size_t len, const struct job *j, const char *what)
+{
+    if (j->persist)
+        pathf(out, len, "%s.%s", j->dir, what);
+    else
+        job_file_path(out, len, j->id, what);
+}
+
+/* Writes the servers' key beside the secret, the server's user's like the
+ * secret (doc/fairshare.md says who may read it and why that is enough);
+ * without one (hex ""), removes a key an earlier run left, so the server
+ * does not take it. 0 or -errno. */
+static int write_server_key(const struct job *j, const char *hex, char *path, size_t len)
+{
+    beside_secret(path, len, j, INSTANCE_SERVER_KEY);
+    if (!hex[0])
+        return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+    char text[80];
+    snprintf(text, sizeof(text), "%s\n", hex);
+    return write_user_file(path, text, &j->user);
 }
 
 /* What fusemount needs of a job; the strings live in the caller's bufs. */
@@ -582,6 +609,10 @@ static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
     if (j->persist) {
         secret_path(path, sizeof(path), j);
         unlink(path);
+        beside_secret(path, sizeof(path), j, INSTANCE_SERVER_KEY);
+        unlink(path);
+        beside_secret(path, sizeof(path), j, INSTANCE_FILE);
+        unlink(path);
     } else if (j->dir[0]) {
         remove_job_files_if_last(j->storage, j->id);
     } else {
@@ -646,7 +677,7 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
     int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (logfd >= 0)
         fchmod(logfd, 0600);   /* it names the job's paths: root's only, whatever made it */
-    char *argv[32] = { (char *)cfg->adafsd_path, "--index", idx, "--listen", listen, "--servers", servers,
+    char *argv[40] = { (char *)cfg->adafsd_path, "--index", idx, "--listen", listen, "--servers", servers,
                        "--root", j->dir, "--secret-file", secret_file, "--chunk-size", chunk,
                        "--quota", quota, "--ready-fd", fdtext, "--foreground", NULL };
     if (j->persist) {
@@ -667,6 +698,12 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
         if (cfg->munge_socket) {
             argv[n++] = "--munge-socket";
             argv[n++] = (char *)cfg->munge_socket;
+        }
+        if (cfg->fair_policy) {
+            /* Its users' jobs share it fairly, across its servers too:
+             * they exchange usage under the key beside the secret. */
+            argv[n++] = "--fair-policy";
+            argv[n++] = (char *)cfg->fair_policy;
         }
         argv[n] = NULL;
     }
@@ -767,6 +804,9 @@ static int restart_persistent(struct job *j, struct agent_error *e)
     if (rc < 0)
         return failf(e, AGENT_FAULT_NODE, rc, "persistent %s: cannot write %s: %s", r->name, secret,
                      strerror(-rc));
+    if ((rc = write_server_key(j, r->server_key_hex, secret, sizeof(secret))) < 0)
+        return failf(e, AGENT_FAULT_NODE, rc, "persistent %s: cannot write %s: %s", r->name, secret,
+                     strerror(-rc));
     struct agent_start m;
     persistent_rec_to_start(r, &m);
     rc = spawn_server(j, &m, e);
@@ -829,6 +869,11 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
     if (secret_from_hex(m->secret_hex, secret) < 0)
         return failf(e, AGENT_FAULT_JOB, -EINVAL, "job %u: the secret is not %d hex digits", m->job_id,
                      2 * INSTANCE_SECRET_SIZE);
+    const char *key_hex = m->server_key_hex ? m->server_key_hex : "";
+    uint8_t key[INSTANCE_SECRET_SIZE];
+    if (key_hex[0] && (secret_from_hex(key_hex, key) < 0 || strcmp(key_hex, m->secret_hex) == 0))
+        return failf(e, AGENT_FAULT_JOB, -EINVAL, "job %u: the servers' key is not %d hex digits "
+                     "other than the secret", m->job_id, 2 * INSTANCE_SECRET_SIZE);
     if (!storage_allowed(m->storage))
         return failf(e, AGENT_FAULT_NODE, -EPERM, "job %u: storage %s is not under this agent's storage roots",
                      m->job_id, m->storage);
@@ -937,6 +982,10 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
     if (rc == 0 && (rc = write_user_file(secret_file, text, &j->user)) < 0)
         rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot write %s: %s", m->job_id, secret_file,
                    strerror(-rc));
+    char key_file[PATH_MAX];
+    if (rc == 0 && (rc = write_server_key(j, key_hex, key_file, sizeof(key_file))) < 0)
+        rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot write %s: %s", m->job_id, key_file,
+                   strerror(-rc));
     if (rc == 0)
         rc = spawn_server(j, m, e);
     if (rc == 0 && j->persist) {
@@ -1022,14 +1071,18 @@ int jobs_configure(const struct agent_configure *m, struct agent_error *e)
         forget_torn_down_locked();   /* one we waited for may be done with */
         rc = failf(e, AGENT_FAULT_TRANSIENT, -ENOENT, "job %u: not deployed here", m->job_id);
     } else {
+        /* A persistent instance's servers: their file beside their secret
+         * (the exchange's peers), no mount (no job runs on their behalf). */
         char path[PATH_MAX];
-        job_file_path(path, sizeof(path), j->id, INSTANCE_FILE);
+        beside_secret(path, sizeof(path), j, INSTANCE_FILE);
         rc = write_user_file(path, m->instance_text, &j->user);
         if (rc < 0)
             rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot write %s: %s", j->id, path, strerror(-rc));
-        if (rc == 0)
+        if (rc == 0 && j->persist)
+            log_info("persistent %s: its servers' instance file is %s", j->persist->name, path);
+        if (rc == 0 && !j->persist)
             rc = make_mount(j, m->mount, e);
-        if (rc == 0 && m->access != AGENT_ACCESS_PRELOAD) {
+        if (rc == 0 && !j->persist && m->access != AGENT_ACCESS_PRELOAD) {
             /* Waits for adafs-fuse to answer: the job is taken, others
              * are served meanwhile. */
             struct fuse_bufs b;

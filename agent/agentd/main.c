@@ -40,6 +40,7 @@
 #include "auth.h"
 #include "child.h"
 #include "daemon.h"
+#include "fsd/fairshare.h"
 #include "jobs.h"
 #include "log.h"
 #include "munge_auth.h"
@@ -639,7 +640,8 @@ static void usage(FILE *out)
             "                    [--slurm-user USER] [--munge-socket PATH] [--log FILE]\n"
             "                    [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE]\n"
             "                    [--request-timeout SECONDS] [--qos-socket PATH]\n"
-            "                    [--node-bandwidth BYTES_PER_SECOND] [--foreground]\n");
+            "                    [--node-bandwidth BYTES_PER_SECOND] [--fair-policy POLICY]\n"
+            "                    [--foreground]\n");
 }
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -686,6 +688,7 @@ int main(int argc, char **argv)
         { "request-timeout", required_argument, NULL, 't' },
         { "qos-socket", required_argument, NULL, 'Q' },
         { "node-bandwidth", required_argument, NULL, 'B' },
+        { "fair-policy", required_argument, NULL, 'P' },
         { "foreground", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -738,6 +741,14 @@ int main(int argc, char **argv)
             node_bandwidth = (double)bw;
             break;
         }
+        case 'P':
+            /* adafsd's own parser: the agent refuses at start what every
+             * server would refuse at START. */
+            if (fair_policy_parse(optarg) < 0)
+                die("--fair-policy: '%s' is not off, job-fair, user-fair, group-fair, size-fair "
+                    "or user-then-size", optarg);
+            settings.fair_policy = fair_policy_parse(optarg) == FAIR_OFF ? NULL : optarg;
+            break;
         case 'f': foreground = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;

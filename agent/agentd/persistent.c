@@ -33,7 +33,9 @@ int persistent_rec_from_start(struct persistent_rec *r, const struct agent_start
     if (copy(r->name, sizeof(r->name), m->persist_name) < 0 ||
         copy(r->listen_host, sizeof(r->listen_host), m->listen_host) < 0 ||
         copy(r->storage, sizeof(r->storage), m->storage) < 0 ||
-        copy(r->secret_hex, sizeof(r->secret_hex), m->secret_hex) < 0)
+        copy(r->secret_hex, sizeof(r->secret_hex), m->secret_hex) < 0 ||
+        copy(r->server_key_hex, sizeof(r->server_key_hex),
+             m->server_key_hex ? m->server_key_hex : "") < 0)
         return -ENAMETOOLONG;
     return 0;
 }
@@ -45,7 +47,8 @@ void persistent_rec_to_start(const struct persistent_rec *r, struct agent_start 
                                .quota = r->quota, .listen_host = r->listen_host,
                                .storage = r->storage, .secret_hex = r->secret_hex,
                                .numa_node = r->numa_node, .flags = AGENT_START_PERSISTENT,
-                               .persist_name = r->name, .access_gid = r->access_gid };
+                               .persist_name = r->name, .access_gid = r->access_gid,
+                               .server_key_hex = r->server_key_hex };
 }
 
 void persistent_parent(char *out, size_t len, const char *storage, const char *node)
@@ -65,10 +68,10 @@ int persistent_record_save(const char *dir, const struct persistent_rec *r)
     int len = asprintf(&text, "id=%" PRIu32 "\nname=%s\nuid=%" PRIu32 "\ngid=%" PRIu32
                               "\naccess_gid=%" PRIu32 "\nindex=%" PRIu32 "\nnservers=%" PRIu32
                               "\nchunk_size=%" PRIu64 "\nquota=%" PRIu64 "\nnuma_node=%" PRId32
-                              "\nlisten_host=%s\nstorage=%s\nsecret=%s\nport=%d\n",
+                              "\nlisten_host=%s\nstorage=%s\nsecret=%s\nport=%d\nserver_key=%s\n",
                        r->id, r->name, r->uid, r->gid, r->access_gid, r->index, r->nservers,
                        r->chunk_size, r->quota, r->numa_node, r->listen_host, r->storage,
-                       r->secret_hex, r->port);
+                       r->secret_hex, r->port, r->server_key_hex);
     if (len < 0)
         return -ENOMEM;
     int rc = fileio_replace(path, text, (size_t)len, 0600);
@@ -114,7 +117,8 @@ int persistent_record_load(const char *path, struct persistent_rec *r, char *err
         uint64_t v = 0;
         static const char *const keys[] = { "id", "name", "uid", "gid", "access_gid", "index",
                                             "nservers", "chunk_size", "quota", "numa_node",
-                                            "listen_host", "storage", "secret", "port" };
+                                            "listen_host", "storage", "secret", "port",
+                                            "server_key" };
         unsigned k = 0;
         while (k < sizeof(keys) / sizeof(keys[0]) && strcmp(keys[k], line) != 0)
             k++;
@@ -135,6 +139,7 @@ int persistent_record_load(const char *path, struct persistent_rec *r, char *err
         case 11: rc = copy(r->storage, sizeof(r->storage), value); break;
         case 12: rc = copy(r->secret_hex, sizeof(r->secret_hex), value); break;
         case 13: rc = number(value, 65535, &v); r->port = (int)v; break;
+        case 14: rc = copy(r->server_key_hex, sizeof(r->server_key_hex), value); break;
         default: rc = -1; break;
         }
         if (rc == 0)
@@ -145,7 +150,8 @@ int persistent_record_load(const char *path, struct persistent_rec *r, char *err
         snprintf(err, errlen, "%s:%d: not a persistent instance's record", path, lineno);
         return -EBADMSG;
     }
-    if (seen != (1u << 14) - 1 || !agent_id_is_persistent(r->id) || !agent_persist_name_ok(r->name) ||
+    /* server_key may be missing: a record written before there was one. */
+    if ((seen & ((1u << 14) - 1)) != (1u << 14) - 1 || !agent_id_is_persistent(r->id) || !agent_persist_name_ok(r->name) ||
         r->uid == 0 || r->gid == 0 || r->port <= 0 || r->nservers == 0 || r->index >= r->nservers) {
         snprintf(err, errlen, "%s: a field is missing or out of range", path);
         return -EBADMSG;
@@ -235,7 +241,8 @@ void persistent_scan(const char *storage, const char *node,
         return;
     for (struct dirent *e; (e = readdir(d));) {
         if (!agent_persist_name_ok(e->d_name))
-            continue;   /* <name>.img, .record, .secret, .pid, .bw: with their directory */
+            continue;   /* <name>.img, .record, .secret, .serverkey, .instance,
+                          * .pid, .bw: with their directory */
         char dir[PATH_MAX], record[PATH_MAX];
         struct stat st;
         if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", parent, e->d_name) >= sizeof(dir) ||

@@ -23,6 +23,12 @@
  *                                      directory without one is a leftover
  *                                      of a failed start or destroy: wiped)
  *   S/<node>/persistent/<name>.secret  the owner's, 0600: --secret-file
+ *   S/<node>/persistent/<name>.serverkey the owner's, 0600: the servers' key
+ *                                      (their usage exchange; adafsd finds
+ *                                      it beside the secret)
+ *   S/<node>/persistent/<name>.instance the owner's, 0600: the instance's
+ *                                      servers (CONFIGURE: the exchange's
+ *                                      peers), no job's mount
  *   S/<node>/persistent/<name>.pid     the server's pid (as a job's)
  *   S/<node>/persistent/<name>.bw      its rates (tbf_loop.h, as a job's) */
 #ifndef ADAFS_AGENT_PERSISTENT_H
@@ -50,6 +56,7 @@ struct persistent_rec {
     char listen_host[INSTANCE_HOST_MAX];
     char storage[PATH_MAX];
     char secret_hex[INSTANCE_SECRET_HEX];
+    char server_key_hex[INSTANCE_SECRET_HEX];  /* "": none (a record of before it) */
     int port;                             /* where its server listens, kept across restarts */
 };
 

@@ -369,6 +369,7 @@ static void *run(void *arg)
     }
     int64_t next = net_now_ms() + x->lambda_ms;
     int64_t said_ms = 0;
+    unsigned counted = 0;   /* peers whose reports counted last period */
     for (;;) {
         int64_t now = net_now_ms();
         if (now < next) {
@@ -389,6 +390,12 @@ static void *run(void *arg)
         unsigned used;
         size_t nd = exchange_period(x, realtime_ns(), out, lens, &used);
         log_debug("fair exchange: applied %u peers' reports, sending %zu datagrams", used, nd);
+        /* Said when it changes, for whoever checks the exchange runs (a
+         * peer that came or went silent), not every period. */
+        if (used != counted)
+            log_info("fair exchange: the reports of %u of the %u other servers count", used,
+                     x->nservers - 1);
+        counted = used;
         for (unsigned i = 0; i < x->nservers; i++)
             for (size_t d = 0; i != x->index && d < nd; d++)
                 sendto(x->fd, out[d], lens[d], MSG_DONTWAIT, (struct sockaddr *)&x->peers[i].addr,

@@ -4,7 +4,8 @@
  *   agentd_client HOST PORT start JOB UID GID STORAGE [INDEX SERVERS]
  *   agentd_client HOST PORT configure JOB MOUNT [SERVERS | ACCESS INSTANCE-TEXT-FILE]
  *                               SERVERS: an instance file listing that many
- *                               $ADAFS_TEST_QUOTA: START's quota (1 GiB)
+ *                               $ADAFS_TEST_QUOTA: START's quota (1 GiB),
+ *                               $ADAFS_TEST_SERVER_KEY: its servers' key (none)
  *   agentd_client HOST PORT stage JOB SOURCE DESTINATION
  *   agentd_client HOST PORT status JOB
  *   agentd_client HOST PORT watch JOB       a WATCH and a PING at once on one session
@@ -304,15 +305,19 @@ int main(int argc, char **argv)
                                                 : 1 << 30,
             .listen_host = "127.0.0.1", .storage = argv[7],
             .secret_hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
-            .numa_node = -1 });
+            .numa_node = -1, .server_key_hex = getenv("ADAFS_TEST_SERVER_KEY") });
         return simple(AGENT_START, &w);
     }
-    /* pstart ID UID GID STORAGE NAME ACCESS-GID: a persistent instance's
-     * START; prints its server's port and pid. */
-    if (strcmp(cmd, "pstart") == 0 && argc == 10) {
+    /* pstart ID UID GID STORAGE NAME ACCESS-GID [INDEX NSERVERS]: a
+     * persistent instance's START (server INDEX of NSERVERS; 0 of 1);
+     * prints its server's port and pid. $ADAFS_TEST_SERVER_KEY: the
+     * servers' key it carries (none without). */
+    if (strcmp(cmd, "pstart") == 0 && (argc == 10 || argc == 12)) {
         agent_start_put(&w, &(struct agent_start){
             .job_id = job, .uid = (uint32_t)atoi(argv[5]), .gid = (uint32_t)atoi(argv[6]),
-            .nservers = 1, .chunk_size = 524288,
+            .index = argc == 12 ? (uint32_t)atoi(argv[10]) : 0,
+            .nservers = argc == 12 ? (uint32_t)atoi(argv[11]) : 1, .chunk_size = 524288,
+            .server_key_hex = getenv("ADAFS_TEST_SERVER_KEY"),
             .quota = getenv("ADAFS_TEST_QUOTA") ? strtoull(getenv("ADAFS_TEST_QUOTA"), NULL, 10)
                                                 : 1 << 30,
             .listen_host = "127.0.0.1", .storage = argv[7],

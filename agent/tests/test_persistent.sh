@@ -7,7 +7,11 @@
 # alive: kept; server dead and its file system unmounted, as after a
 # reboot: started again on the same storage and port); another user with
 # the secret is refused by the server; an instance id in a job's START is
-# refused; its TEARDOWN (the destroy) wipes it. Needs root and munged.
+# refused; its TEARDOWN (the destroy) wipes it. The servers' key START
+# carries is written beside the secret (the owner's, 0600) and kept across
+# the restarts; the two servers of a 2-node instance on two agents (t1, t2,
+# --fair-policy) find each other in the instance file CONFIGURE puts beside
+# their secret and exchange usage under that key. Needs root and munged.
 set -u
 builddir=${abs_builddir:-$(pwd)}
 client=$builddir/tests/agentd_client
@@ -31,15 +35,18 @@ fi
 
 base=$(mktemp -d /tmp/adafs-persistent-test.XXXXXX)
 chmod 755 "$base"
-agent_pid=
+agent_pid= agent2_pid=
 pdir=$base/storage/t1/persistent/scratch
 server_pid() { cat "$pdir.pid" 2>/dev/null; }
 cleanup() {
     [ -n "$agent_pid" ] && kill -9 "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-    # A test that failed halfway may leave the instance's server up.
-    local pid
-    pid=$(server_pid)
-    [ -n "$pid" ] && grep -qF "$pdir" "/proc/$pid/cmdline" 2>/dev/null && kill -9 "$pid"
+    [ -n "$agent2_pid" ] && kill -9 "$agent2_pid" 2>/dev/null && wait "$agent2_pid" 2>/dev/null
+    # A test that failed halfway may leave the instances' servers up.
+    local pid d
+    for d in "$pdir" "$base"/storage/t[12]/persistent/pair; do
+        pid=$(cat "$d.pid" 2>/dev/null)
+        [ -n "$pid" ] && grep -qF "$d" "/proc/$pid/cmdline" 2>/dev/null && kill -9 "$pid"
+    done
     findmnt -n -o TARGET --target "$pdir" 2>/dev/null | grep -qx "$pdir" && umount -l "$pdir"
     stop_munged
     rm -rf "$base"
@@ -52,13 +59,16 @@ mkdir -p "$base/storage" "$base/mnt" "$base/log"
 owner=adafs-test other=adafs-test2
 ouid=$(id -u $owner) ogid=$(id -g $owner)
 id=2147483653   # AGENT_PERSIST_ID_BASE + 5
+# The servers' key every START carries (the plugin makes one per instance).
+skey=ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100
+export ADAFS_TEST_SERVER_KEY=$skey
 
 start_agent() {
     "$agentd" --node t1 --listen 127.0.0.1:0 --storage-root "$base/storage" --mount-prefix "$base/mnt" \
         --socket "$base/agent.sock" --adafsd "$adafsd" --stager /bin/true \
         --slurm-user root --munge-socket "$ADAFS_TEST_MUNGE_SOCKET" --log "$base/agent.log" \
-        --log-dir "$base/log" --request-timeout 3 --node-bandwidth 1G --foreground \
-        2>>"$base/agent.err" &
+        --log-dir "$base/log" --request-timeout 3 --node-bandwidth 1G --fair-policy user-fair \
+        --foreground 2>>"$base/agent.err" &
     agent_pid=$!
     local before=$1
     for _ in $(seq 100); do
@@ -105,6 +115,9 @@ check "its storage is $pdir, its own file system, the owner's" \
     eval 'test "$(findmnt -n -o TARGET --target "$pdir")" = "$pdir" -a "$(stat -c "%u %a" "$pdir")" = "$ouid 700"'
 check "its record is root's, 0600, with the port" \
     eval 'test "$(stat -c "%u %a" "$pdir.record")" = "0 600" && grep -qx "port=$sport" "$pdir.record"'
+check "the servers' key is beside the secret, the owner's, 0600, and in the record" \
+    eval 'test "$(stat -c "%u %a" "$pdir.serverkey")" = "$ouid 600" && grep -qx "$skey" "$pdir.serverkey" &&
+          grep -qx "server_key=$skey" "$pdir.record"'
 instance $owner "$sport"
 instance $other "$sport"
 check "the owner writes through the interposer" \
@@ -136,7 +149,11 @@ check "a persistent START with a job's id is refused ($out)" eval 'echo "$out" |
 
 # --- a job's teardown leaves it ---
 check "a job starts on the node" eval 'agent start 7 $ouid $ogid "$base/storage" | grep -qx ok'
+check "  its servers' key beside its secret: .job.7.serverkey, the user's, 0600" \
+    eval 'test "$(stat -c "%u %a" "$base/mnt/.job.7.serverkey")" = "$ouid 600" &&
+          grep -qx "$skey" "$base/mnt/.job.7.serverkey"'
 check "and is torn down" eval 'agent teardown 7 | grep -qx ok'
+check "  its key with it" test ! -e "$base/mnt/.job.7.serverkey"
 check "the instance is untouched: same server, data there" \
     eval 'test "$(server_pid)" = "$spid" && as $owner cat "$base/pmnt/d/f" | grep -qx kept'
 
@@ -197,6 +214,7 @@ npid=$(server_pid)
 check "it started the server again on the same port ($out)" \
     eval 'test "$npid" != "$spid" && case $out in "port=$sport pid=$npid "*) true ;; *) false ;; esac'
 check "on the same storage, mounted again" test "$(findmnt -n -o TARGET --target "$pdir")" = "$pdir"
+check "  with its servers' key" grep -qx "$skey" "$pdir.serverkey"
 check "the data is there (the same client instance file)" \
     eval 'as $owner cat "$base/pmnt/d/f" | grep -qx kept && as $owner cat "$base/pmnt/big" | md5sum | cmp -s - "$base/big.md5"'
 out=$(as $other cat "$base/pmnt/d/f" 2>&1)
@@ -211,8 +229,8 @@ check "an agent starts again and keeps it" start_agent "$(($(log_lines) + 1))"
 out=$(agent teardown $id)
 check "TEARDOWN of the instance ($out)" test "$out" = ok
 check "its server is gone" eval '! running $npid'
-check "its storage, image, record and secret are gone" \
-    eval 'test ! -e "$pdir" -a ! -e "$pdir.img" -a ! -e "$pdir.record" -a ! -e "$pdir.secret" -a ! -e "$pdir.pid"'
+check "its storage, image, record, secret and key are gone" \
+    eval 'test ! -e "$pdir" -a ! -e "$pdir.img" -a ! -e "$pdir.record" -a ! -e "$pdir.secret" -a ! -e "$pdir.pid" -a ! -e "$pdir.serverkey"'
 out=$(agent pstatus $id)
 check "STATUS: not deployed here ($out)" eval 'echo "$out" | grep -q "not deployed here"'
 kill_agent
@@ -233,6 +251,50 @@ check "an unreadable record is logged and its instance left as it is" \
 out=$(agent pstart $((id + 7)) $ouid $ogid "$base/storage" old 0)
 check "a START of that name is refused, naming the record ($out)" \
     eval 'echo "$out" | grep -q "old.record is there but was not taken" && test -f "$old/data.txt"'
+
+# --- a 2-node instance on two agents: its servers exchange usage ---
+"$agentd" --node t2 --listen 127.0.0.1:0 --storage-root "$base/storage" --mount-prefix "$base/mnt" \
+    --socket "$base/agent2.sock" --adafsd "$adafsd" --stager /bin/true \
+    --slurm-user root --munge-socket "$ADAFS_TEST_MUNGE_SOCKET" --log "$base/agent2.log" \
+    --log-dir "$base/log" --request-timeout 3 --fair-policy user-fair --foreground \
+    2>>"$base/agent.err" &
+agent2_pid=$!
+for _ in $(seq 100); do
+    port2=$(sed -n 's/.*agent listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$base/agent2.log" 2>/dev/null)
+    [ -n "$port2" ] && break
+    sleep 0.05
+done
+agent2() { ADAFS_TEST_SEAL_NODE=t2 "$client" 127.0.0.1 "${port2:-0}" "$@"; }
+pair=$((id + 20))
+out0=$(ADAFS_TEST_QUOTA=0 agent pstart $pair $ouid $ogid "$base/storage" pair 0 0 2)
+out1=$(ADAFS_TEST_QUOTA=0 agent2 pstart $pair $ouid $ogid "$base/storage" pair 0 1 2)
+p0=${out0#port=}; p0=${p0%% *}; p1=${out1#port=}; p1=${p1%% *}
+check "a 2-node instance starts on t1 and t2 ($out0; $out1)" \
+    eval 'case "$out0 $out1" in port=*" pid="*" port="*" pid="*) true ;; *) false ;; esac'
+printf 'mount=/\nchunk_size=524288\ntimeout_ms=5000\nsecret=%s\nserver=127.0.0.1:%s\nserver=127.0.0.1:%s\n' \
+    00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff "$p0" "$p1" > "$base/pair.text"
+c0=$(agent configure $pair / 0 "$base/pair.text")
+c1=$(agent2 configure $pair / 0 "$base/pair.text")
+check "CONFIGURE of its servers on both ($c0; $c1)" test "$c0 $c1" = "ok ok"
+check "  puts the instance file beside each one's secret and key, the owner's, 0600, no mount" \
+    eval '(for t in t1 t2; do d=$base/storage/$t/persistent/pair
+               test "$(stat -c "%u %a" "$d.instance")" = "$ouid 600" -a -f "$d.serverkey" || exit 1
+           done) && test ! -e "$base/mnt/$pair"'
+plog() { cat "$base/log/adafsd.job$pair.t$1.log" 2>/dev/null; }
+check "  each server shares itself (--fair-policy user-fair) across 2 servers under the key" \
+    eval '(for t in 1 2; do plog $t | grep -q "usage exchanged every 500 ms (peers from $base/storage/t$t/persistent/pair.instance)" || exit 1; done)'
+check "  and counts the other's reports" \
+    eval '(for _ in $(seq 100); do [ "$( (plog 1; plog 2) | grep -c "the reports of 1 of the 1 other servers count")" = 2 ] && exit 0; sleep 0.1; done; exit 1)'
+printf 'mount=%s\nchunk_size=524288\ntimeout_ms=5000\nsecret=%s\nserver=127.0.0.1:%s\nserver=127.0.0.1:%s\n' \
+    "$base/pmnt" 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff "$p0" "$p1" \
+    > "$base/inst-$owner"
+check "the owner writes to it through the interposer" \
+    as $owner sh -c "for i in 1 2 3 4 5 6 7 8; do echo \$i > $base/pmnt/f\$i; done; cat $base/pmnt/f8 >/dev/null"
+t0=$(agent teardown $pair)
+t1=$(agent2 teardown $pair)
+check "its destroy on both ($t0; $t1)" test "$t0 $t1" = "ok ok"
+check "  and its key and instance file went with it" \
+    eval 'test -z "$(ls "$base"/storage/t[12]/persistent/ 2>/dev/null | grep "^pair")"'
 
 echo "1..$n"
 [ "$fails" = 0 ]

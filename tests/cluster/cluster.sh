@@ -396,11 +396,12 @@ start_agents() {
         local pid; pid=$(pid_of "$base/run/agent.n$i.pid")
         pid_alive "$pid" && continue
         mark_log "$base/log/agent.n$i.log"
+        # --fair-policy: persistent instances' servers share themselves among their users.
         "$(program agent adafs-agentd)" --node "n$i" \
             --listen "127.0.0.1:$((slurmd_port + i - 1 + agent_offset))" \
             --socket "$base/run/agent.n$i.sock" --storage-root "$base/storage" \
             --qos-socket "$base/run/qos.%n.sock" \
-            --mount-prefix "$base/mnt" \
+            --mount-prefix "$base/mnt" --fair-policy user-fair \
             --adafsd "$(program agent adafsd)" --stager "$(stage_program)" --fuse "$(fuse_program)" \
             --slurm-user "$su" --munge-socket "$munge_dir/munge.socket.2" \
             --log "$base/log/agent.n$i.log" --log-dir "$base/adafs-log" \
