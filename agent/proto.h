@@ -6,46 +6,56 @@
  * of its data lives on server hash(key, i) mod N. Keeping the data key in the
  * record is what makes rename cheap: only the record moves, never the data.
  *
- * Payloads, request -> response (str = rpc_put_str, rec = fs_record_put):
+ * Payloads, request -> response (str = rpc_put_str, rec = fs_record_put,
+ * cap = fs_cap_put, common/fs_cap.h: the rights of the caller on a data key;
+ * the zero capability from a server that makes none):
  *   PING        ()                                         -> ()
- *   STAT        str path                                   -> rec
- *   CREATE      str path, u32 mode, u32 flags, u64 key     -> rec, u64 old_key, u64 old_size
- *   MKDIR       str path, u32 mode, u32 flags, u64 key     -> ()
- *   REMOVE      str path, u32 want_dir, u32 keep_data      -> rec (of what was removed)
+ *   STAT        str path                                   -> rec, cap (on rec's key)
+ *   CREATE      str path, u32 mode, u32 flags, u64 key, cap (the parent's: below)
+ *                                                          -> rec, cap, u64 old_key, u64 old_size,
+ *                                                             cap (FS_CAP_DROP on old_key)
+ *   MKDIR       str path, u32 mode, u32 flags, u64 key, cap (the parent's) -> ()
+ *   REMOVE      str path, u32 want_dir, u32 keep_data      -> rec (of what was removed), cap (DROP)
  *   SIZE        str path, u64 key, u64 end                 -> u64 before, u64 after (max-merged)
  *   APPEND      str path, u64 key, u64 len                 -> u64 before (the offset reserved), u64 after
  *   SIZE_UNDO   str path, u64 key, u64 expect, u64 to      -> u64 before, u64 after
  *               (size := to, if it is still expect: a write sent with its
  *               SIZE failed part way)
- *   TRUNCATE    str path, u64 length                       -> rec (before)
+ *   TRUNCATE    str path, u64 length                       -> rec (before), cap (DROP)
  *   SETATTR     str path, u32 what, u32 mode, i64 atime, i64 mtime -> ()
- *   PUT         str path, rec, u32 flags                   -> u64 old_key, u64 old_size, u32 old_mode
+ *   PUT         str path, rec, u32 flags, cap (OWN on rec's key, from the source's STAT),
+ *               cap (the parent's)
+ *                                                          -> u64 old_key, u64 old_size, u32 old_mode,
+ *                                                             cap (DROP on old_key)
  *   REMOVE_IF   str path, u64 key                          -> ()
- *   LIST        str dir, str after, u32 max_entries        -> u32 n, n * (str name, u32 mode, u64 key), u32 more
- *   WRITE       u64 key, u64 index, u32 offset, bytes data -> ()
- *   READ        u64 key, u64 index, u32 offset, u32 len, u32 flags
+ *   LIST        str dir, str after, u32 max_entries, cap (dir's, READ)
+ *                                                          -> u32 n, n * (str name, u32 mode, u64 key), u32 more
+ *   WRITE       u64 key, u64 index, u32 offset, u32 len, cap (WRITE), data (raw) -> ()
+ *   READ        u64 key, u64 index, u32 offset, u32 len, u32 flags, cap (READ)
  *                                                          -> u32 flags, the bytes the chunk
  *               holds there (raw); flags: FS_READ_HOLES (asked: say whether
  *               the answer may hold holes; answered: it may)
- *   TRUNC_DATA  u64 key, u64 new_size, u64 old_size        -> ()
+ *   TRUNC_DATA  u64 key, u64 new_size, u64 old_size, cap (WRITE or DROP) -> ()
  *   CREATE_WRITE str path, u32 mode, u32 flags, u64 key, u64 size,
- *               [i64 mtime if flags has FS_CREATE_MTIME], bytes chunk0
- *                                                          -> u64 old_key, u64 old_size
+ *               [i64 mtime if flags has FS_CREATE_MTIME], cap (the parent's), bytes chunk0
+ *                                                          -> u64 old_key, u64 old_size, cap (DROP),
+ *                                                             u64 key, cap
  *   STATFS      ()                                         -> u64 quota, u64 used
- *   STAT_READ   str path, u32 max                          -> rec, u32 here, [bytes]
+ *   STAT_READ   str path, u32 max                          -> rec, cap, u32 here, [bytes]
  *               (here = 1: this server holds chunk 0 and the file's first
  *               min(size, max) bytes fit in it; they follow raw, less if
  *               the chunk ends in a hole: the rest reads as zeros)
  *   CREATE_BATCH u32 n, n * (str path, u32 mode, u32 flags, u64 key, i64 mtime,
- *               bytes data)                    -> u32 n, n * (i32 status, u64 old_key, u64 old_size)
+ *               cap (the parent's), bytes data)                    -> u32 n, n * (i32 status, u64 old_key, u64 old_size,
+ *                                                 cap (DROP), u64 key)
  *               (n whole small files, each as CREATE_WRITE with size = the
  *               data's length, at most one chunk, chunk 0 on this server;
  *               flags: FS_CHECK_PARENT, FS_CREATE_MTIME. One status per
  *               entry: one file's error does not fail the others)
- *   READ_BATCH  u32 n, u32 max, n * str path   -> u32 n, n * (i32 status, rec, u32 here,
+ *   READ_BATCH  u32 n, u32 max, n * str path   -> u32 n, n * (i32 status, rec, cap, u32 here,
  *               bytes data)   (n STAT_READs in one request)
- *   LIST_PLUS   str dir, str after, u32 max_entries, u32 max
- *               -> u32 n, n * (str name, i32 status, rec, u32 here, bytes data), u32 more
+ *   LIST_PLUS   str dir, str after, u32 max_entries, u32 max, cap (dir's, READ)
+ *               -> u32 n, n * (str name, i32 status, rec, cap, u32 here, bytes data), u32 more
  *               (a LIST page whose entries come as READ_BATCH answers them;
  *               the page also ends at about 4 MiB of payload)
  *   A batch has at most FS_BATCH_MAX entries and names each path once.
@@ -78,12 +88,30 @@
  * descriptor whose file is unlinked is dropped and the read sent as a
  * READ. The file's inode is so the generation of the descriptor.
  * Servers that remove or shrink a file's record also drop the chunks of that
- * file they hold themselves; the client tells the other chunk holders. */
+ * file they hold themselves; the client tells the other chunk holders.
+ *
+ * A server several users share with a server key (adafsd --owner,
+ * --server-key) makes capabilities: it answers a record's key with the
+ * caller's rights on it (read, write by the mode bits; own), and as a
+ * chunk server it serves READ, WRITE and TRUNC_DATA only with a capability
+ * of the right kind for the connection's uid (EACCES; EKEYEXPIRED for
+ * none or an expired one: the client asks the record again and retries).
+ * A STAT of a directory answers a capability of kind FS_CAP_DIR on its
+ * path: READ to list it (LIST, LIST_PLUS), WRITE (write and search by
+ * its mode bits) to make, rename or move entries in it ("the parent's":
+ * CREATE, MKDIR, CREATE_WRITE, CREATE_BATCH, PUT), which such a server
+ * checks for every path whose parent is not the root (the root is open to
+ * every user it admits).
+ * Such a server also chooses the data key of what it creates itself (the
+ * request's key says only where chunk 0 is to be: the answer says the
+ * key), so that no user can make a record, and so capabilities, for a key
+ * it learnt from another's file. */
 #ifndef ADAFS_PROTO_H
 #define ADAFS_PROTO_H
 
 #include <stdint.h>
 
+#include "fs_cap.h"
 #include "rpc.h"
 
 enum fs_op {

@@ -38,6 +38,7 @@ struct centry {
     uint32_t mode, flags;
     uint64_t key;
     int64_t mtime;
+    struct fs_cap parent;      /* write on the parent (proto.h) */
     const void *data;
     size_t len;
     char *rkey;                /* the record's key, in the request's key arena */
@@ -80,6 +81,7 @@ static int decode_creates(struct rpc_reader *req, struct centry **out, uint32_t 
         e[i].flags = rpc_get_u32(req);
         e[i].key = rpc_get_u64(req);
         e[i].mtime = rpc_get_i64(req);
+        fs_cap_get(req, &e[i].parent);
         e[i].len = rpc_get_bytes(req, &e[i].data);
         if (!rpc_reader_ok(req) || !e[i].path) {
             log_warn("create_batch: entry %u of %u is truncated or its path is not a string",
@@ -235,6 +237,8 @@ static int stage_create(struct server *srv, const struct reply *rep, struct cent
         if (rc == -ENOENT)
             rc = 0;
     }
+    if (rc == 0 && !had)   /* a new entry: write on its directory */
+        rc = access_parent_check(srv, rep, e->path, &e->parent);
     if (rc == 0 && had && S_ISDIR(old.mode))
         rc = -EISDIR;
     if (rc == 0 && had && old.key == e->key)
@@ -330,9 +334,11 @@ int op_create_batch(struct server *srv, struct rpc_reader *req, struct reply *re
         return -ENOMEM;
     }
     uint32_t m = 0;
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
+        e[i].key = access_new_key(srv, rep, e[i].key);
         if ((e[i].status = check_create(srv, &e[i])) == 0)
             order[m++] = i;
+    }
     refuse_shared_keys(e, order, m);
     uint32_t k = 0;
     for (uint32_t j = 0; j < m; j++)
@@ -377,9 +383,13 @@ int op_create_batch(struct server *srv, struct rpc_reader *req, struct reply *re
         int replaced = e[i].status == 0 && e[i].old_size > 0 && e[i].old_key != e[i].key;
         if (replaced)
             chunks_truncate(srv, e[i].old_key, 0, e[i].old_size);
+        struct fs_cap drop;
+        access_cap_drop(srv, rep, replaced ? e[i].old_key : 0, &drop);
         rpc_put_u32(&rep->out, (uint32_t)e[i].status);
         rpc_put_u64(&rep->out, replaced ? e[i].old_key : 0);
         rpc_put_u64(&rep->out, replaced ? e[i].old_size : 0);
+        fs_cap_put(&rep->out, &drop);
+        rpc_put_u64(&rep->out, e[i].key);
     }
     free(e);
     free(keys);
@@ -508,8 +518,11 @@ static void put_entry(struct server *srv, const struct reply *rep, const struct 
     if (x->status < 0)
         return;
     struct fs_record shown = x->rec;
+    struct fs_cap cap;
+    access_cap_for(srv, rep, NULL, &x->rec, &cap);
     access_answer(srv, rep, &shown);
     fs_record_put(out, &shown);
+    fs_cap_put(out, &cap);
     rpc_put_u32(out, (uint32_t)x->here);
     size_t len_at = out->len;
     rpc_put_u32(out, 0);
@@ -610,10 +623,15 @@ int op_list_plus(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     const char *dir = rpc_get_str(req), *after = rpc_get_str(req);
     uint32_t max = rpc_get_u32(req), data_max = rpc_get_u32(req);
+    struct fs_cap cap;
+    fs_cap_get(req, &cap);
     if (!dir || !after || !rpc_reader_done(req)) {
-        log_warn("list_plus: not a directory, a name, an entry count and a size");
+        log_warn("list_plus: not a directory, a name, an entry count and a size, then a capability");
         return -EBADMSG;
     }
+    int crc = access_dir_check(srv, rep, dir, strlen(dir), &cap, FS_CAP_READ);
+    if (crc < 0)
+        return crc;
     struct plus_page p = { .max = max, .data_max = data_max };
     struct meta_values *blobs = NULL;
     int rc = meta_scan_dir(srv, dir, after, plus_one, &p);

@@ -398,6 +398,8 @@ int op_write(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     uint64_t key = rpc_get_u64(req), index = rpc_get_u64(req);
     uint32_t offset = rpc_get_u32(req), len = rpc_get_u32(req);
+    struct fs_cap cap;
+    fs_cap_get(req, &cap);
     /* The data: what is in memory, then (a large write) what is still in
      * the socket. */
     const void *data;
@@ -405,6 +407,9 @@ int op_write(struct server *srv, struct rpc_reader *req, struct reply *rep)
     size_t rest = rep->rest ? rep->rest->left : 0;
     if (!rpc_reader_ok(req) || have + rest != len)
         return -EBADMSG;
+    int rc = access_cap_check(srv, rep, key, &cap, FS_CAP_WRITE);
+    if (rc < 0)
+        return rc;
     return chunks_write(srv, key, index, offset, data, have, rep->rest);
 }
 
@@ -427,8 +432,13 @@ int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     uint64_t key = rpc_get_u64(req), index = rpc_get_u64(req);
     uint32_t offset = rpc_get_u32(req), len = rpc_get_u32(req), asked = rpc_get_u32(req);
+    struct fs_cap cap;
+    fs_cap_get(req, &cap);
     if (!rpc_reader_done(req))
         return -EBADMSG;
+    int rc = access_cap_check(srv, rep, key, &cap, FS_CAP_READ);
+    if (rc < 0)
+        return rc;
     if ((uint64_t)offset + len > srv->chunk_size)
         return -EINVAL;
     size_t flags_at = rep->out.len;
@@ -446,7 +456,7 @@ int op_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
     }
     struct stat st;
     if (!f || fstat(datafile_fd(f), &st) < 0) {
-        int rc = -errno;
+        rc = -errno;
         if (f)
             datafile_put(f);
         return rc;
@@ -526,8 +536,13 @@ int op_data_fd(struct server *srv, struct rpc_reader *req, struct reply *rep)
 int op_trunc_data(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     uint64_t key = rpc_get_u64(req), new_size = rpc_get_u64(req), old_size = rpc_get_u64(req);
+    struct fs_cap cap;
+    fs_cap_get(req, &cap);
     if (!rpc_reader_done(req))
         return -EBADMSG;
+    int rc = access_cap_check(srv, rep, key, &cap, FS_CAP_WRITE | FS_CAP_DROP);
+    if (rc < 0)
+        return rc;
     chunks_truncate(srv, key, new_size, old_size);
     return 0;
 }

@@ -38,7 +38,7 @@
  * from the socket into the file (splice) instead of reading it into memory
  * first. */
 #define STREAM_MIN (64u << 10)
-#define WRITE_PREFIX 24              /* u64 key, u64 index, u32 offset, u32 length */
+#define WRITE_PREFIX (24 + FS_CAP_WIRE_SIZE) /* u64 key, u64 index, u32 offset, u32 length, cap */
 
 /* What clients' malformed requests and dropped connections make us log:
  * they proved the secret, but the log is in root's directory, so it is
@@ -285,7 +285,7 @@ static size_t data_offset(uint16_t opcode, const uint8_t *p, size_t avail)
 {
     if (opcode == FS_WRITE)
         return WRITE_PREFIX;
-    /* bytes path, u32 mode, u32 flags, u64 key, u64 size, [i64 mtime], u32 length */
+    /* bytes path, u32 mode, u32 flags, u64 key, u64 size, [i64 mtime], cap, u32 length */
     struct rpc_reader r;
     rpc_reader_init(&r, p, avail);
     size_t flags_end = 4 + (size_t)rpc_get_u32(&r) + 8;
@@ -293,7 +293,7 @@ static size_t data_offset(uint16_t opcode, const uint8_t *p, size_t avail)
         return avail < 4 ? 4 : flags_end;
     rpc_reader_init(&r, p + flags_end - 4, 4);
     uint32_t flags = rpc_get_u32(&r);
-    return flags_end + 16 + ((flags & FS_CREATE_MTIME) ? 8 : 0) + 4;
+    return flags_end + 16 + ((flags & FS_CREATE_MTIME) ? 8 : 0) + FS_CAP_WIRE_SIZE + 4;
 }
 
 /* Is this a large write whose data should stream from the socket into the

@@ -203,12 +203,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (op == 2 && !rpc_get_str(&ans))
                 abort();
             int32_t st = take_status(&ans);
+            struct fs_cap cap;
             if (create) {
                 rpc_get_u64(&ans);
+                rpc_get_u64(&ans);
+                fs_cap_get(&ans, &cap);
                 rpc_get_u64(&ans);
             } else if (st == 0) {
                 struct fs_record rec;
                 fs_record_get(&ans, &rec);
+                fs_cap_get(&ans, &cap);
                 rpc_get_u32(&ans);
                 const void *p;
                 rpc_get_bytes(&ans, &p);

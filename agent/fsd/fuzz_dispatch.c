@@ -47,6 +47,7 @@ static void seed(const char *dir, uint16_t op, const struct rpc_writer *w)
 static void write_seeds(const char *dir)
 {
     const struct fs_record rec = { .mode = 0100644, .size = 5, .key = 43 };
+    const struct fs_cap cap = { 0 };   /* one job's servers take the zero capability */
     for (uint16_t op = FS_PING; op < FS_OP_COUNT; op++) {
         struct rpc_writer w;
         rpc_writer_init(&w, NULL, 0);
@@ -58,6 +59,7 @@ static void write_seeds(const char *dir)
             rpc_put_u32(&w, op == FS_MKDIR ? 040755 : 0100644);
             rpc_put_u32(&w, FS_CREATE_EXCL);
             rpc_put_u64(&w, op == FS_MKDIR ? 0 : 42);
+            fs_cap_put(&w, &cap);
             break;
         case FS_REMOVE: rpc_put_str(&w, "/d/f"); rpc_put_u32(&w, 0); rpc_put_u32(&w, 0); break;
         case FS_SIZE:
@@ -70,27 +72,33 @@ static void write_seeds(const char *dir)
         case FS_SETATTR:
             rpc_put_str(&w, "/d/f"); rpc_put_u32(&w, FS_SET_MODE | FS_SET_ATIME | FS_SET_MTIME);
             rpc_put_u32(&w, 0600); rpc_put_i64(&w, 1); rpc_put_i64(&w, 2); break;
-        case FS_PUT: rpc_put_str(&w, "/d/g"); fs_record_put(&w, &rec); rpc_put_u32(&w, 0); break;
+        case FS_PUT:
+            rpc_put_str(&w, "/d/g"); fs_record_put(&w, &rec); rpc_put_u32(&w, 0);
+            fs_cap_put(&w, &cap); fs_cap_put(&w, &cap); break;
         case FS_REMOVE_IF: rpc_put_str(&w, "/d/g"); rpc_put_u64(&w, 43); break;
-        case FS_LIST: rpc_put_str(&w, "/d"); rpc_put_str(&w, ""); rpc_put_u32(&w, 100); break;
+        case FS_LIST:
+            rpc_put_str(&w, "/d"); rpc_put_str(&w, ""); rpc_put_u32(&w, 100);
+            fs_cap_put(&w, &cap); break;
         case FS_WRITE:
-            rpc_put_u64(&w, 42); rpc_put_u64(&w, 1); rpc_put_u32(&w, 7);
-            rpc_put_bytes(&w, "hello", 5); break;
+            rpc_put_u64(&w, 42); rpc_put_u64(&w, 1); rpc_put_u32(&w, 7); rpc_put_u32(&w, 5);
+            fs_cap_put(&w, &cap); rpc_put_raw(&w, "hello", 5); break;
         case FS_READ:
             rpc_put_u64(&w, 42); rpc_put_u64(&w, 1); rpc_put_u32(&w, 0); rpc_put_u32(&w, 100);
-            rpc_put_u32(&w, FS_READ_HOLES); break;
-        case FS_TRUNC_DATA: rpc_put_u64(&w, 42); rpc_put_u64(&w, 3); rpc_put_u64(&w, 70000); break;
+            rpc_put_u32(&w, FS_READ_HOLES); fs_cap_put(&w, &cap); break;
+        case FS_TRUNC_DATA:
+            rpc_put_u64(&w, 42); rpc_put_u64(&w, 3); rpc_put_u64(&w, 70000);
+            fs_cap_put(&w, &cap); break;
         case FS_CREATE_WRITE:
             rpc_put_str(&w, "/d/h"); rpc_put_u32(&w, 0100644); rpc_put_u32(&w, FS_CREATE_MTIME);
             rpc_put_u64(&w, 44); rpc_put_u64(&w, 5); rpc_put_i64(&w, 7);
-            rpc_put_bytes(&w, "hello", 5); break;
+            fs_cap_put(&w, &cap); rpc_put_bytes(&w, "hello", 5); break;
         case FS_STAT_READ: rpc_put_str(&w, "/d/h"); rpc_put_u32(&w, 100); break;
         case FS_CREATE_BATCH:
             rpc_put_u32(&w, 2);
             for (int i = 0; i < 2; i++) {
                 rpc_put_str(&w, i ? "/d/j" : "/d/i"); rpc_put_u32(&w, 0100644);
                 rpc_put_u32(&w, FS_CHECK_PARENT | FS_CREATE_MTIME); rpc_put_u64(&w, 45 + i);
-                rpc_put_i64(&w, 9); rpc_put_bytes(&w, "abc", 3);
+                rpc_put_i64(&w, 9); fs_cap_put(&w, &cap); rpc_put_bytes(&w, "abc", 3);
             }
             break;
         case FS_READ_BATCH:
@@ -98,7 +106,7 @@ static void write_seeds(const char *dir)
             rpc_put_str(&w, "/d/i"); break;
         case FS_LIST_PLUS:
             rpc_put_str(&w, "/d"); rpc_put_str(&w, ""); rpc_put_u32(&w, 10);
-            rpc_put_u32(&w, 100); break;
+            rpc_put_u32(&w, 100); fs_cap_put(&w, &cap); break;
         default: break;                  /* PING, STATFS: no payload */
         }
         if (!rpc_writer_ok(&w))

@@ -589,6 +589,17 @@ int main(int argc, char **argv)
     else if (srv.multiuser)
         log_info("shared by the jobs of its owner uid %u: clients prove their uid at connect",
                  (unsigned)srv.owner);
+    /* The record's server knows the mode bits, the chunk servers do not:
+     * capabilities carry them (common/fs_cap.h), under the servers' key. */
+    if (srv.multiuser && server_key) {
+        srv.caps = 1;
+        memcpy(srv.cap_key, exchange_key, sizeof(srv.cap_key));
+        log_info("data served only with a capability from the file's record server (mode "
+                 "bits hold within %d s of a chmod)", FS_CAP_LIFETIME_MS / 1000);
+    } else if (srv.multiuser) {
+        log_warn("no --server-key: chunk servers cannot check capabilities, so a user who may "
+                 "read a file may also overwrite its data, and keeps its key after a chmod");
+    }
     if (srv.test_service_ns || srv.test_service_ns_per_mib)
         log_warn("--test-service-time: every request waits %llu us + %llu us per MiB on an "
                  "emulated device (for benchmarks only)",

@@ -374,8 +374,11 @@ int op_stat(struct server *srv, struct rpc_reader *req, struct reply *rep)
     struct fs_record rec;
     rc = get_record(srv, t.key, t.klen, &rec);
     if (rc == 0) {
+        struct fs_cap cap;
+        access_cap_for(srv, rep, t.path, &rec, &cap);
         access_answer(srv, rep, &rec);
         fs_record_put(&rep->out, &rec);
+        fs_cap_put(&rep->out, &cap);
     }
     return rc;
 }
@@ -393,8 +396,11 @@ int op_stat_read(struct server *srv, struct rpc_reader *req, struct reply *rep)
     if (rc < 0)
         return rc;
     struct fs_record shown = rec;
+    struct fs_cap cap;
+    access_cap_for(srv, rep, t.path, &rec, &cap);
     access_answer(srv, rep, &shown);
     fs_record_put(&rep->out, &shown);
+    fs_cap_put(&rep->out, &cap);
     /* The data only if this server holds all of it that was asked for. */
     uint64_t want = rec.size < max ? rec.size : max;
     uint32_t here = S_ISREG(rec.mode) && want <= srv->chunk_size &&
@@ -415,6 +421,8 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
     target_take(req, &t);
     uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
     uint64_t data_key = rpc_get_u64(req);
+    struct fs_cap parent;
+    fs_cap_get(req, &parent);
     int rc = target_check(srv, req, &t);
     if (rc < 0)
         return rc;
@@ -423,6 +431,10 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
     uint64_t old_key = 0, old_size = 0;
     int found;
     rc = lookup_for_create(srv, &t, flags, &rec, &found);
+    /* Only a new entry needs write on its directory (opening one that is
+     * there with O_CREAT does not). */
+    if (rc == 0 && !found)
+        rc = access_parent_check(srv, rep, t.path, &parent);
     if (rc == 0 && found) {
         if (flags & FS_CREATE_EXCL) {
             rc = -EEXIST;
@@ -440,16 +452,23 @@ int op_create(struct server *srv, struct rpc_reader *req, struct reply *rep)
         }
     } else if (rc == 0) {
         int64_t now = now_ns();
-        rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .key = data_key,
+        rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777),
+                                  .key = access_new_key(srv, rep, data_key),
                                   .atime_ns = now, .mtime_ns = now, .ctime_ns = now };
         access_stamp(srv, rep, &rec);
         rc = put_record(srv, t.key, t.klen, &rec);
     }
     pthread_mutex_unlock(t.lock);
     if (rc == 0) {
+        struct fs_cap cap, drop;
+        access_cap_for(srv, rep, t.path, &rec, &cap);
+        access_cap_drop(srv, rep, old_key, &drop);
+        access_answer(srv, rep, &rec);
         fs_record_put(&rep->out, &rec);
+        fs_cap_put(&rep->out, &cap);
         rpc_put_u64(&rep->out, old_key);
         rpc_put_u64(&rep->out, old_size);
+        fs_cap_put(&rep->out, &drop);
     }
     return rc;
 }
@@ -460,8 +479,10 @@ int op_mkdir(struct server *srv, struct rpc_reader *req, struct reply *rep)
     target_take(req, &t);
     uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
     uint64_t data_key = rpc_get_u64(req);
+    struct fs_cap parent;
+    fs_cap_get(req, &parent);
     int rc = target_check(srv, req, &t);
-    if (rc < 0)
+    if (rc < 0 || (rc = access_parent_check(srv, rep, t.path, &parent)) < 0)
         return rc;
     pthread_mutex_lock(t.lock);
     struct fs_record rec;
@@ -507,7 +528,10 @@ int op_remove(struct server *srv, struct rpc_reader *req, struct reply *rep)
     if (rc == 0) {
         if (S_ISREG(rec.mode) && !keep_data)
             chunks_truncate(srv, rec.key, 0, rec.size);
+        struct fs_cap drop;
+        access_cap_drop(srv, rep, S_ISREG(rec.mode) ? rec.key : 0, &drop);
         fs_record_put(&rep->out, &rec);
+        fs_cap_put(&rep->out, &drop);
     }
     return rc;
 }
@@ -595,7 +619,10 @@ int op_truncate(struct server *srv, struct rpc_reader *req, struct reply *rep)
     if (rc == 0) {
         if (length < before.size)
             chunks_truncate(srv, before.key, length, before.size);
+        struct fs_cap drop;
+        access_cap_drop(srv, rep, before.key, &drop);
         fs_record_put(&rep->out, &before);
+        fs_cap_put(&rep->out, &drop);
     }
     return rc;
 }
@@ -635,11 +662,18 @@ int op_put(struct server *srv, struct rpc_reader *req, struct reply *rep)
     struct fs_record rec, old;
     fs_record_get(req, &rec);
     uint32_t flags = rpc_get_u32(req);
+    struct fs_cap own, parent;
+    fs_cap_get(req, &own);
+    fs_cap_get(req, &parent);
     int rc = target_check(srv, req, &t);
-    if (rc < 0)
+    if (rc < 0 || (rc = access_parent_check(srv, rep, t.path, &parent)) < 0)
         return rc;
     if (!S_ISREG(rec.mode) && !S_ISDIR(rec.mode))
         return -EINVAL;
+    /* The record names a data key: only one its caller owns (else a user
+     * could make itself a record, and so capabilities, for another's). */
+    if (S_ISREG(rec.mode) && (rc = access_cap_check(srv, rep, rec.key, &own, FS_CAP_OWN)) < 0)
+        return rc == -EKEYEXPIRED ? -EACCES : rc;
     pthread_mutex_lock(t.lock);
     int had;
     rc = lookup_for_create(srv, &t, flags, &old, &had);
@@ -663,9 +697,12 @@ int op_put(struct server *srv, struct rpc_reader *req, struct reply *rep)
     int replaced = had && S_ISREG(old.mode) && old.key != rec.key;
     if (replaced)
         chunks_truncate(srv, old.key, 0, old.size);
+    struct fs_cap drop;
+    access_cap_drop(srv, rep, replaced ? old.key : 0, &drop);
     rpc_put_u64(&rep->out, replaced ? old.key : 0);
     rpc_put_u64(&rep->out, replaced ? old.size : 0);
     rpc_put_u32(&rep->out, had ? old.mode : 0);
+    fs_cap_put(&rep->out, &drop);
     return 0;
 }
 
@@ -764,8 +801,13 @@ int op_list(struct server *srv, struct rpc_reader *req, struct reply *rep)
 {
     const char *dir = rpc_get_str(req), *after = rpc_get_str(req);
     uint32_t max = rpc_get_u32(req);
+    struct fs_cap cap;
+    fs_cap_get(req, &cap);
     if (!dir || !after || !rpc_reader_done(req))
         return -EBADMSG;
+    int crc = access_dir_check(srv, rep, dir, strlen(dir), &cap, FS_CAP_READ);
+    if (crc < 0)
+        return crc;
     /* The count goes first but is known last: patch it in afterwards. */
     size_t count_at = rep->out.len;
     rpc_put_u32(&rep->out, 0);
@@ -785,7 +827,10 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
     uint32_t mode = rpc_get_u32(req), flags = rpc_get_u32(req);
     uint64_t data_key = rpc_get_u64(req), size = rpc_get_u64(req);
     int64_t mtime = (flags & FS_CREATE_MTIME) ? rpc_get_i64(req) : 0;
+    struct fs_cap parent;
+    fs_cap_get(req, &parent);
     uint32_t len = rpc_get_u32(req);
+    data_key = access_new_key(srv, rep, data_key);
     /* The data: what is in memory, then (a large one) what is still in the
      * socket. */
     const void *data;
@@ -812,6 +857,8 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
         rc = -EISDIR;
     if (rc == 0 && had)
         rc = access_may(rep, &old, W_OK);   /* replacing its content */
+    else if (rc == 0)
+        rc = access_parent_check(srv, rep, t.path, &parent);   /* a new entry */
     if (rc == 0) {
         int64_t now = now_ns();
         rec = (struct fs_record){ .mode = S_IFREG | (mode & 07777), .size = size,
@@ -833,8 +880,14 @@ int op_create_write(struct server *srv, struct rpc_reader *req, struct reply *re
     int replaced = had && old.key != data_key;
     if (replaced)
         chunks_truncate(srv, old.key, 0, old.size);
+    struct fs_cap cap, drop;
+    access_cap_for(srv, rep, NULL, &rec, &cap);
+    access_cap_drop(srv, rep, replaced ? old.key : 0, &drop);
     rpc_put_u64(&rep->out, replaced ? old.key : 0);
     rpc_put_u64(&rep->out, replaced ? old.size : 0);
+    fs_cap_put(&rep->out, &drop);
+    rpc_put_u64(&rep->out, data_key);
+    fs_cap_put(&rep->out, &cap);
     return 0;
 }
 

@@ -62,6 +62,10 @@ struct server {
     char munge_socket[4096];         /* --munge-socket; "": munged's default */
     uid_t self_uid;                  /* the owner of what one job's server creates */
     uint8_t key_mask[16];            /* perm.c's key for stand-in data keys */
+    /* A server several users share with a server key (--server-key):
+     * it makes and checks capabilities (common/fs_cap.h) under cap_key. */
+    int caps;
+    uint8_t cap_key[32];
     gid_t self_gid;
     char root[4096];
     char data_dir[4200];
@@ -182,6 +186,32 @@ int access_owns(const struct reply *rep, const struct fs_record *rec);
 uint64_t access_key(const struct server *srv, const struct reply *rep,
                     const struct fs_record *rec);
 void access_answer(const struct server *srv, const struct reply *rep, struct fs_record *rec);
+/* Capabilities (common/fs_cap.h; all no-ops when !srv->caps):
+ * cap_for: the caller's rights on rec's data key by its mode bits, or for
+ * a directory (path: its path) on the directory (the zero capability for
+ * no rights, or without a caller).
+ * cap_drop: FS_CAP_DROP on a key whose record the caller just removed or
+ * replaced (0: none). cap_check: 0 if cap gives the caller any of want on
+ * key, -EKEYEXPIRED if it is none or expired, -EACCES otherwise.
+ * new_key: the data key a record made for a caller gets (the request's
+ * key when capabilities are off, else a fresh random one whose chunk 0 is
+ * where the request's is). */
+void access_cap_for(const struct server *srv, const struct reply *rep, const char *path,
+                    const struct fs_record *rec, struct fs_cap *cap);
+void access_cap_drop(const struct server *srv, const struct reply *rep, uint64_t key,
+                     struct fs_cap *cap);
+int access_cap_check(const struct server *srv, const struct reply *rep, uint64_t key,
+                     const struct fs_cap *cap, unsigned want);
+uint64_t access_new_key(const struct server *srv, const struct reply *rep, uint64_t asked);
+/* Directories (a capability of kind FS_CAP_DIR, from STAT of the
+ * directory, path: the record's path): dir_check: 0 if cap gives the
+ * caller want (FS_CAP_READ: list, FS_CAP_WRITE: make or move entries in)
+ * on the directory of dirlen bytes at dir ("/" and root: always), else as
+ * cap_check. parent_check: dir_check of write on path's parent. */
+int access_dir_check(const struct server *srv, const struct reply *rep, const char *dir,
+                     size_t dirlen, const struct fs_cap *cap, unsigned want);
+int access_parent_check(const struct server *srv, const struct reply *rep, const char *path,
+                        const struct fs_cap *cap);
 
 /* Serves one authenticated connection (a blocking socket) on a thread of
  * its own until the peer closes it; local: it came through the node's Unix

@@ -147,7 +147,7 @@ static size_t create_wire_size(const struct adafs_create_entry *e, const char *p
 static size_t create_size(void *e, size_t i)
 {
     const struct adafs_create_entry *c = &((struct adafs_create_entry *)e)[i];
-    return c->len + strlen(c->path) + 40;
+    return c->len + strlen(c->path) + 40 + FS_CAP_WIRE_SIZE;
 }
 
 /* Without ADAFS_PARENT_KNOWN: the parents that live on another server than
@@ -199,11 +199,15 @@ static int check_parents(adafs *fs, struct adafs_create_entry *e, struct slot *s
             continue;
         struct call *c = &calls[of[i]];
         struct fs_record rec;
+        struct fs_cap cap;
         struct rpc_reader r;
         call_reader(c, &r);
         fs_record_get(&r, &rec);
+        fs_cap_get(&r, &cap);
         int prc = c->status < 0 ? c->status : !rpc_reader_done(&r) ? -EIO
                                             : !S_ISDIR(rec.mode)   ? -ENOTDIR : 0;
+        if (prc == 0)
+            dir_cap_keep(fs, parents[of[i]], &cap);
         if (prc == -ENOENT)
             prc = refine_enoent(fs, s[i].path);
         e[i].status = prc;
@@ -227,10 +231,54 @@ static int count_failed(status_fn status_of, void *entries, size_t n)
     return failed;
 }
 
+static int create_batch_once(adafs *fs, struct adafs_create_entry *e, size_t n, unsigned flags);
+
+/* Entries refused for want of their directory's capability (a server
+ * several users share: proto.h) go again once it is learnt. */
 int adafs_create_batch(adafs *fs, struct adafs_create_entry *e, size_t n, unsigned flags)
 {
     if (flags & ~ADAFS_PARENT_KNOWN)
         return -EINVAL;
+    int rc = create_batch_once(fs, e, n, flags);
+    if (rc <= 0)
+        return rc;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        m += e[i].status == -EKEYEXPIRED;
+    struct adafs_create_entry *again = m ? calloc(m, sizeof(*again)) : NULL;
+    size_t *from = m ? calloc(m, sizeof(*from)) : NULL;
+    if (m && again && from) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (e[i].status != -EKEYEXPIRED)
+                continue;
+            /* Once per directory: a kept capability is not asked again. */
+            struct fs_cap cap;
+            char p[FS_PATH_MAX], parent[FS_PATH_MAX];
+            if (path_normalize(e[i].path, p) == 0) {
+                path_parent(p, parent);
+                dir_cap(fs, parent, &cap);
+                if (!cap.rights)
+                    dir_cap_learn(fs, parent);
+            }
+            from[k] = i;
+            again[k] = e[i];
+            again[k++].status = 0;
+        }
+        create_batch_once(fs, again, m, flags);
+        for (size_t k2 = 0; k2 < m; k2++)
+            e[from[k2]].status = again[k2].status;
+    }
+    free(again);
+    free(from);
+    for (size_t i = 0; i < n; i++)
+        if (e[i].status == -EKEYEXPIRED)
+            e[i].status = -EACCES;
+    return count_failed(create_status, e, n);
+}
+
+static int create_batch_once(adafs *fs, struct adafs_create_entry *e, size_t n, unsigned flags)
+{
     struct slot *s = slots_make(fs, n, create_path, e, create_status, -EISDIR);
     uint32_t *cflags = calloc(n ? n : 1, sizeof(*cflags));
     if (!s || !cflags) {
@@ -288,6 +336,9 @@ int adafs_create_batch(adafs *fs, struct adafs_create_entry *e, size_t n, unsign
                                            ? (int64_t)e[i].mtime.tv_sec * 1000000000 +
                                                  e[i].mtime.tv_nsec
                                            : 0);
+            struct fs_cap parent;
+            parent_cap(fs, s[i].path, &parent);
+            fs_cap_put(&p.calls[c].req, &parent);
             rpc_put_bytes(&p.calls[c].req, e[i].data, e[i].len);
         }
     }
@@ -303,13 +354,18 @@ int adafs_create_batch(adafs *fs, struct adafs_create_entry *e, size_t n, unsign
             int st = crc < 0 ? crc : (int)rpc_get_u32(&r);
             uint64_t old_key = crc < 0 ? 0 : rpc_get_u64(&r);
             uint64_t old_size = crc < 0 ? 0 : rpc_get_u64(&r);
+            struct fs_cap drop = { 0 };
+            if (crc == 0) {
+                fs_cap_get(&r, &drop);
+                (void)rpc_get_u64(&r);   /* the key the server chose: unused here */
+            }
             if (crc == 0 && !rpc_reader_ok(&r))
                 st = -EIO;
             if (st > 0)
                 st = -EIO;
             e[i].status = st;
             if (st == 0 && old_key && old_size)
-                drop_data(fs, old_key, 0, old_size, s[i].server);
+                drop_data(fs, old_key, &drop, 0, old_size, s[i].server);
         }
         call_free(&p.calls[c]);
     }
@@ -337,7 +393,9 @@ static int take_entry(adafs *fs, struct rpc_reader *r, uint32_t max, struct stat
                       const void **data, size_t *len, uint64_t *size)
 {
     struct fs_record rec;
+    struct fs_cap cap;   /* not kept: a file opened from this stat asks again */
     fs_record_get(r, &rec);
+    fs_cap_get(r, &cap);
     uint32_t here = rpc_get_u32(r);
     const void *bytes;
     size_t n = rpc_get_bytes(r, &bytes);

@@ -41,6 +41,7 @@ struct open_file {
     int holds;               /* threads using it now (fd_get..fd_put) */
     char *path;
     uint64_t key;
+    struct fs_cap cap;       /* the caller's rights on key (proto.h), maybe none */
     uint32_t mode;
     int flags;
     uint64_t offset;
@@ -62,6 +63,15 @@ struct open_file {
     unsigned direct_asks;    /* DATA_FD requests made for it */
 };
 
+/* A directory's capability (proto.h) kept for the creates and listings
+ * that follow; paths longer than DIRCAP_PATH_MAX are not kept. */
+#define DIRCAP_SLOTS 16
+#define DIRCAP_PATH_MAX 256
+struct dircap {
+    char path[DIRCAP_PATH_MAX];
+    struct fs_cap cap;
+};
+
 struct adafs {
     struct instance inst;
     struct server_conn *conns;
@@ -78,6 +88,8 @@ struct adafs {
     _Atomic int direct_open;    /* open_file.direct_fd held, at most DIRECT_MAX */
     pthread_mutex_t error_lock;
     char last_error[512];       /* why a connection last failed (call.c) */
+    pthread_mutex_t dircap_lock;
+    struct dircap dircaps[DIRCAP_SLOTS];
 };
 
 /* One request of a batch and, after fs_call(), its answer. */
@@ -161,6 +173,24 @@ uint64_t new_key(adafs *fs, int server);
 
 /* namespace.c */
 int stat_record(adafs *fs, const char *path, struct fs_record *rec);
+/* stat_record with the capability that came with the record (NULL: not
+ * wanted). */
+int stat_record_cap(adafs *fs, const char *path, struct fs_record *rec, struct fs_cap *cap);
+/* A new capability for of's key from its record (after a chunk server's
+ * EKEYEXPIRED): 0, or -ESTALE if the path now names another file. */
+int cap_refresh(adafs *fs, struct open_file *of);
+/* Directory capabilities, for the requests that make entries in a
+ * directory or list it. dir_cap: the one kept for the normalised dir, if
+ * it is not about to expire, else the zero capability (a server that
+ * wants one answers EKEYEXPIRED: the caller learns it and tries again);
+ * parent_cap: dir_cap of a normalised path's parent. dir_cap_keep: keeps
+ * one a STAT of dir answered. parent_cap_learn: STATs the parent of path
+ * (any absolute path) and keeps its capability: 0, or the STAT's error. */
+void dir_cap(adafs *fs, const char *dir, struct fs_cap *cap);
+void parent_cap(adafs *fs, const char *path, struct fs_cap *cap);
+void dir_cap_keep(adafs *fs, const char *dir, const struct fs_cap *cap);
+int parent_cap_learn(adafs *fs, const char *path);
+int dir_cap_learn(adafs *fs, const char *dir);
 /* Normalises path into p[FS_PATH_MAX] and fetches its record; a missing
  * path is told apart from one below a file (ENOENT / ENOTDIR). */
 int lookup(adafs *fs, const char *path, char *p, struct fs_record *rec);
@@ -178,8 +208,9 @@ void record_to_stat(const adafs *fs, const struct fs_record *rec, struct stat *s
 /* For a lookup that gave ENOENT: ENOTDIR if some ancestor is a file. */
 int refine_enoent(adafs *fs, const char *path);
 /* Tells the chunk holders of key (except skip_server, -1: none) to drop
- * data beyond new_size. */
-void drop_data(adafs *fs, uint64_t key, uint64_t new_size, uint64_t old_size, int skip_server);
+ * data beyond new_size; cap: the caller's (write, or drop: proto.h). */
+void drop_data(adafs *fs, uint64_t key, const struct fs_cap *cap, uint64_t new_size,
+               uint64_t old_size, int skip_server);
 /* Adds a parent check to a batch when the parent's record is on another
  * server; returns FS_CHECK_PARENT when the server of path can check it
  * itself, 0 otherwise (also for "/"). */
@@ -204,9 +235,10 @@ struct span {
 /* Makes len bytes of src from off the bulk data of c. */
 void span_bulk(struct call *c, const struct span *src, uint64_t off, size_t len);
 /* A WRITE of len bytes of src from src_off into chunk index of key at
- * chunk_off. */
-void write_call(struct call *c, adafs *fs, uint64_t key, uint64_t index, uint32_t chunk_off,
-                const struct span *src, uint64_t src_off, size_t len);
+ * chunk_off, with the caller's capability cap. */
+void write_call(struct call *c, adafs *fs, uint64_t key, const struct fs_cap *cap,
+                uint64_t index, uint32_t chunk_off, const struct span *src, uint64_t src_off,
+                size_t len);
 /* The caller's file for a *_fd call (reading: data comes from it): a
  * regular file open that way, not O_APPEND when written; its size. */
 int check_caller_file(int fd, int reading, uint64_t *size);

@@ -79,9 +79,11 @@ int list_pages(adafs *fs, const char *p, uint16_t op, uint32_t data_max, page_fn
         goto out;
     }
     /* Ask every server; those with more to say are asked again. */
-    int pending = nservers;
+    int pending = nservers, first = 1;
     for (int s = 0; s < nservers; s++)
         server[s] = s;
+    struct fs_cap cap;
+    dir_cap(fs, p, &cap);
     while (rc == 0 && pending > 0) {
         for (int i = 0; i < pending; i++) {
             call_init(&calls[i], server[i], op);
@@ -90,14 +92,30 @@ int list_pages(adafs *fs, const char *p, uint16_t op, uint32_t data_max, page_fn
             rpc_put_u32(&calls[i].req, LIST_PAGE);
             if (op == FS_LIST_PLUS)
                 rpc_put_u32(&calls[i].req, data_max);
+            fs_cap_put(&calls[i].req, &cap);
         }
         fs_call(fs, calls, pending);
+        /* A server several users share wants the directory's capability
+         * (proto.h): the first round is asked again with it. */
+        int expired = 0;
+        for (int i = 0; i < pending && first; i++)
+            expired |= calls[i].status == -EKEYEXPIRED;
+        if (expired) {
+            for (int i = 0; i < pending; i++)
+                call_free(&calls[i]);
+            first = 0;
+            rc = dir_cap_learn(fs, p);
+            dir_cap(fs, p, &cap);
+            continue;
+        }
+        first = 0;
         int still = 0;
         for (int i = 0; i < pending; i++) {
             int more = 0;
             if (rc == 0)
-                rc = calls[i].status < 0 ? calls[i].status
-                                         : take(arg, &calls[i], &more, after[server[i]]);
+                rc = calls[i].status == -EKEYEXPIRED ? -EACCES
+                   : calls[i].status < 0             ? calls[i].status
+                                                     : take(arg, &calls[i], &more, after[server[i]]);
             if (more)
                 server[still++] = server[i];
             call_free(&calls[i]);

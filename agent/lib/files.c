@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The first bytes of a file fetched with its record by adafs_open_read. */
@@ -26,7 +27,7 @@ struct prefetch {
 /* STAT_READ: the record of p and, if its metadata server also holds its
  * first min(size, cap) bytes, those (pf->got says how many, 0 if not). */
 static int stat_read_record(adafs *fs, const char *p, struct fs_record *rec,
-                            struct prefetch *pf)
+                            struct fs_cap *cap, struct prefetch *pf)
 {
     struct call c;
     call_init(&c, meta_server(fs, p), FS_STAT_READ);
@@ -38,6 +39,7 @@ static int stat_read_record(adafs *fs, const char *p, struct fs_record *rec,
         struct rpc_reader r;
         call_reader(&c, &r);
         fs_record_get(&r, rec);
+        fs_cap_get(&r, cap);
         uint32_t here = rpc_get_u32(&r);
         uint64_t want = rec->size < pf->cap ? rec->size : pf->cap;
         size_t n = rpc_reader_ok(&r) ? r.len - r.off : 0;
@@ -56,8 +58,8 @@ static int stat_read_record(adafs *fs, const char *p, struct fs_record *rec,
 
 /* A descriptor for the file of key at the normalized path p, of size
  * bytes when it was looked up. */
-static int open_as(adafs *fs, const char *p, uint64_t key, mode_t mode, int flags,
-                   uint64_t size)
+static int open_as(adafs *fs, const char *p, uint64_t key, const struct fs_cap *cap,
+                   mode_t mode, int flags, uint64_t size)
 {
     struct open_file *of = calloc(1, sizeof(*of));
     if (!of || !(of->path = strdup(p))) {
@@ -66,6 +68,8 @@ static int open_as(adafs *fs, const char *p, uint64_t key, mode_t mode, int flag
     }
     pthread_mutex_init(&of->lock, NULL);
     of->key = key;
+    if (cap)
+        of->cap = *cap;
     of->mode = mode;
     of->known_size = size;
     of->direct_fd = -1;
@@ -102,8 +106,22 @@ static int record_permits(const adafs *fs, const struct fs_record *rec, int flag
     return (bits & want) == want ? 0 : -EACCES;
 }
 
+static int open_record_once(adafs *fs, const char *path, int flags, mode_t mode,
+                            struct fs_record *rec_out, struct prefetch *pf);
+
+/* A create in a directory whose capability this handle does not hold yet
+ * (a server several users share: proto.h) learns it and tries again. */
 static int open_record(adafs *fs, const char *path, int flags, mode_t mode,
                        struct fs_record *rec_out, struct prefetch *pf)
+{
+    int rc = open_record_once(fs, path, flags, mode, rec_out, pf);
+    if (rc == -EKEYEXPIRED && (flags & O_CREAT) && (rc = parent_cap_learn(fs, path)) == 0)
+        rc = open_record_once(fs, path, flags, mode, rec_out, pf);
+    return rc == -EKEYEXPIRED ? -EACCES : rc;
+}
+
+static int open_record_once(adafs *fs, const char *path, int flags, mode_t mode,
+                            struct fs_record *rec_out, struct prefetch *pf)
 {
     char p[FS_PATH_MAX];
     int rc = path_normalize(path, p);
@@ -111,6 +129,7 @@ static int open_record(adafs *fs, const char *path, int flags, mode_t mode,
         return rc;
     int writable = (flags & O_ACCMODE) != O_RDONLY;
     struct fs_record rec;
+    struct fs_cap cap = { 0 };
     if ((flags & O_CREAT) && strcmp(p, "/") != 0) {
         int ms = meta_server(fs, p), used;
         uint64_t key = new_key(fs, ms);
@@ -120,30 +139,38 @@ static int open_record(adafs *fs, const char *path, int flags, mode_t mode,
             cflags |= FS_CREATE_EXCL;
         if ((flags & O_TRUNC) && writable)
             cflags |= FS_CREATE_TRUNC;
+        struct fs_cap parent;
+        parent_cap(fs, p, &parent);
         call_init(&calls[0], ms, FS_CREATE);
         rpc_put_str(&calls[0].req, p);
         rpc_put_u32(&calls[0].req, (uint32_t)mode);
         rpc_put_u32(&calls[0].req, cflags);
         rpc_put_u64(&calls[0].req, key);
+        fs_cap_put(&calls[0].req, &parent);
         fs_call(fs, calls, 1 + used);
         uint64_t old_key = 0, old_size = 0;
+        struct fs_cap drop;
         struct rpc_reader r;
         call_reader(&calls[0], &r);
         fs_record_get(&r, &rec);
+        fs_cap_get(&r, &cap);
         old_key = rpc_get_u64(&r);
         old_size = rpc_get_u64(&r);
+        fs_cap_get(&r, &drop);
         if (calls[0].status == 0 && !rpc_reader_ok(&r))
             calls[0].status = -EIO;
-        /* The undo removes the record only if it is the one made here. */
-        rc = parent_check_finish(fs, p, &calls[0], &calls[1], used, key);
+        /* The undo removes the record only if it is the one made here (a
+         * server several users share chose its key: proto.h). */
+        rc = parent_check_finish(fs, p, &calls[0], &calls[1], used,
+                                 calls[0].status == 0 ? rec.key : key);
         call_free(&calls[0]);
         if (rc == 0 && old_size)
-            drop_data(fs, old_key, 0, old_size, ms);
+            drop_data(fs, old_key, &drop, 0, old_size, ms);
     } else {
         if ((flags & O_CREAT) && (flags & O_EXCL))
             return -EEXIST;   /* "/" */
-        rc = pf && strcmp(p, "/") != 0 ? stat_read_record(fs, p, &rec, pf)
-                                       : stat_record(fs, p, &rec);
+        rc = pf && strcmp(p, "/") != 0 ? stat_read_record(fs, p, &rec, &cap, pf)
+                                       : stat_record_cap(fs, p, &rec, &cap);
         if (rc == 0 && S_ISREG(rec.mode) && writable && (flags & O_TRUNC) && rec.size > 0) {
             rc = adafs_truncate(fs, p, 0);
             rec.size = 0;
@@ -159,7 +186,7 @@ static int open_record(adafs *fs, const char *path, int flags, mode_t mode,
         return -EISDIR;
     if ((flags & O_DIRECTORY) && !S_ISDIR(rec.mode))
         return -ENOTDIR;
-    int fd = open_as(fs, p, rec.key, rec.mode, flags, rec.size);
+    int fd = open_as(fs, p, rec.key, &cap, rec.mode, flags, rec.size);
     if (fd >= 0 && rec_out)
         *rec_out = rec;
     return fd;
@@ -178,7 +205,10 @@ int adafs_open_known(adafs *fs, const char *path, const struct stat *st)
         return rc;
     if (st->st_dev != FS_DEV || !S_ISREG(st->st_mode))
         return -EINVAL;
-    return open_as(fs, p, (uint64_t)st->st_ino, st->st_mode, O_RDONLY, (uint64_t)st->st_size);
+    /* No capability yet: a server that wants one says so, and the first
+     * read asks the record for it (cap_refresh). */
+    return open_as(fs, p, (uint64_t)st->st_ino, NULL, st->st_mode, O_RDONLY,
+                   (uint64_t)st->st_size);
 }
 
 int adafs_open_stat(adafs *fs, const char *path, int flags, mode_t mode, struct stat *st)
@@ -241,14 +271,16 @@ void span_bulk(struct call *c, const struct span *src, uint64_t off, size_t len)
     }
 }
 
-void write_call(struct call *c, adafs *fs, uint64_t key, uint64_t index, uint32_t chunk_off,
-                const struct span *src, uint64_t src_off, size_t len)
+void write_call(struct call *c, adafs *fs, uint64_t key, const struct fs_cap *cap,
+                uint64_t index, uint32_t chunk_off, const struct span *src, uint64_t src_off,
+                size_t len)
 {
     call_init(c, chunk_server(fs, key, index), FS_WRITE);
     rpc_put_u64(&c->req, key);
     rpc_put_u64(&c->req, index);
     rpc_put_u32(&c->req, chunk_off);
     rpc_put_u32(&c->req, (uint32_t)len);
+    fs_cap_put(&c->req, cap);
     span_bulk(c, src, src_off, len);
 }
 
@@ -272,16 +304,20 @@ static int zero_fill_fd(int fd, uint64_t off, size_t len)
 /* The size of an open file from a STAT answer (frees the call): its
  * record must still be the descriptor's, else another process replaced
  * the file (ESTALE) or removed it (ENOENT, adafs.h). */
-static int stat_size(struct call *c, const struct open_file *of, uint64_t *size)
+static int stat_size(struct call *c, struct open_file *of, uint64_t *size)
 {
     struct fs_record rec;
+    struct fs_cap cap;
     struct rpc_reader r;
     call_reader(c, &r);
     fs_record_get(&r, &rec);
+    fs_cap_get(&r, &cap);
     int rc = c->status < 0 ? c->status : !rpc_reader_ok(&r) ? -EIO : 0;
     call_free(c);
     if (rc == 0 && rec.key != of->key)
         rc = -ESTALE;
+    if (rc == 0 && cap.rights)
+        of->cap = cap;   /* fresher */
     *size = rec.size;
     return rc;
 }
@@ -329,8 +365,8 @@ static void read_direct_pieces(void *arg)
  * asks for it. So reading a file this process knows is one request per
  * piece, and another process's appends (past the known size) and
  * truncates (short pieces) are seen by the next read, as before. */
-static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst, size_t count,
-                        uint64_t off)
+static ssize_t pread_once(adafs *fs, struct open_file *of, const struct span *dst, size_t count,
+                          uint64_t off)
 {
     if (S_ISDIR(of->mode))
         return -EISDIR;
@@ -379,6 +415,7 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
         rpc_put_u32(&c->req, pc[i].chunk_off);
         rpc_put_u32(&c->req, (uint32_t)pc[i].len);
         rpc_put_u32(&c->req, dst->zeros ? FS_READ_HOLES : 0);
+        fs_cap_put(&c->req, &of->cap);
         c->dest_flags = 1;
         if (dst->buf) {
             c->dest = dst->buf + pc[i].buf_off;
@@ -487,11 +524,11 @@ static void take_back_tail(adafs *fs, struct open_file *of, uint64_t done_end, u
         size = rec.size;
     }
     uint64_t keep = size > done_end ? size : done_end;
-    drop_data(fs, of->key, keep, end, -1);
+    drop_data(fs, of->key, &of->cap, keep, end, -1);
 }
 
-static ssize_t do_pwrite(adafs *fs, struct open_file *of, const struct span *src, size_t count,
-                         uint64_t off, int size_reserved)
+static ssize_t pwrite_once(adafs *fs, struct open_file *of, const struct span *src, size_t count,
+                           uint64_t off, int size_reserved)
 {
     if (S_ISDIR(of->mode))
         return -EISDIR;
@@ -515,7 +552,8 @@ static ssize_t do_pwrite(adafs *fs, struct open_file *of, const struct span *src
         return -ENOMEM;
     }
     for (size_t i = 0; i < n; i++)
-        write_call(&calls[i], fs, of->key, pc[i].index, pc[i].chunk_off, src, pc[i].buf_off,
+        write_call(&calls[i], fs, of->key, &of->cap, pc[i].index, pc[i].chunk_off, src,
+                   pc[i].buf_off,
                    pc[i].len);
     if (with_size)
         size_call(&calls[n], fs, of, FS_SIZE, off + count, 0);
@@ -555,6 +593,41 @@ static ssize_t do_pwrite(adafs *fs, struct open_file *of, const struct span *src
     if (size_rc < 0)
         return size_rc == -ENOENT ? -ESTALE : size_rc;
     return (ssize_t)done;
+}
+
+/* A capability about to expire is renewed before the I/O (one STAT);
+ * one a chunk server found expired (or none: adafs_open_known) after it,
+ * and the I/O sent again. Only a server several users share makes them. */
+static int cap_due(struct open_file *of)
+{
+    if (!of->cap.rights)
+        return 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    return of->cap.expires_ms < now_ms + FS_CAP_LIFETIME_MS / 4;
+}
+
+static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst, size_t count,
+                        uint64_t off)
+{
+    if (!of->orphan && cap_due(of))
+        cap_refresh(fs, of);
+    ssize_t rc = pread_once(fs, of, dst, count, off);
+    if (rc == -EKEYEXPIRED && !of->orphan && (rc = cap_refresh(fs, of)) == 0)
+        rc = pread_once(fs, of, dst, count, off);
+    return rc == -EKEYEXPIRED ? -EACCES : rc;
+}
+
+static ssize_t do_pwrite(adafs *fs, struct open_file *of, const struct span *src, size_t count,
+                         uint64_t off, int size_reserved)
+{
+    if (!of->orphan && cap_due(of))
+        cap_refresh(fs, of);
+    ssize_t rc = pwrite_once(fs, of, src, count, off, size_reserved);
+    if (rc == -EKEYEXPIRED && !of->orphan && (rc = cap_refresh(fs, of)) == 0)
+        rc = pwrite_once(fs, of, src, count, off, size_reserved);
+    return rc == -EKEYEXPIRED ? -EACCES : rc;
 }
 
 ssize_t adafs_pread(adafs *fs, int fd, void *buf, size_t count, off_t offset)
@@ -814,7 +887,7 @@ int adafs_ftruncate(adafs *fs, int fd, off_t length)
     if (length < 0 || (of->flags & O_ACCMODE) == O_RDONLY || !S_ISREG(of->mode)) {
         rc = -EINVAL;
     } else if (of->orphan) {
-        drop_data(fs, of->key, (uint64_t)length, of->orphan_size, -1);
+        drop_data(fs, of->key, &of->cap, (uint64_t)length, of->orphan_size, -1);
         of->orphan_size = (uint64_t)length;
     } else {
         rc = adafs_truncate(fs, of->path, length);

@@ -37,6 +37,7 @@ static void after_fork_child(void)
     pthread_mutex_init(&registry_lock, NULL);
     for (adafs *fs = registry; fs; fs = fs->next) {
         pthread_mutex_init(&fs->table_lock, NULL);
+        pthread_mutex_init(&fs->dircap_lock, NULL);
         for (int i = 0; i < fs->nfiles; i++)
             if (fs->files[i])
                 pthread_mutex_init(&fs->files[i]->lock, NULL);
@@ -85,6 +86,7 @@ int adafs_connect(adafs **out, const char *instance_file, char *err, size_t errl
     }
     pthread_mutex_init(&fs->table_lock, NULL);
     pthread_mutex_init(&fs->error_lock, NULL);
+    pthread_mutex_init(&fs->dircap_lock, NULL);
     /* Set but empty is the default, as for any variable a shell or a
      * job script may leave empty. */
     const char *transport = getenv(ADAFS_ENV_TRANSPORT);
@@ -208,7 +210,7 @@ struct open_file *fd_get(adafs *fs, int fd)
 static void release(adafs *fs, struct open_file *of)
 {
     if (of->orphan)
-        drop_data(fs, of->key, 0, of->orphan_size, -1);
+        drop_data(fs, of->key, &of->cap, 0, of->orphan_size, -1);
     direct_drop(fs, of);
     pthread_mutex_destroy(&of->lock);
     free(of->path);

@@ -2,9 +2,11 @@
  * semantics allow (a parent check on another server rides along with the
  * operation and is undone if the parent turns out to be missing). */
 #include "client.h"
+#include "hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,17 +44,27 @@ void record_to_stat(const adafs *fs, const struct fs_record *rec, struct stat *s
     st->st_ctim.tv_nsec = rec->ctime_ns % 1000000000;
 }
 
-/* Decodes a record answer; -EIO if the server sent something else. */
-static int take_record(const struct call *c, struct fs_record *rec)
+/* Decodes a record answer and the capability after it (cap: NULL if not
+ * wanted); -EIO if the server sent something else. */
+static int take_record_cap(const struct call *c, struct fs_record *rec, struct fs_cap *cap)
 {
     struct rpc_reader r;
+    struct fs_cap ignored;
     call_reader(c, &r);
     fs_record_get(&r, rec);
+    fs_cap_get(&r, cap ? cap : &ignored);
     return rpc_reader_ok(&r) ? 0 : -EIO;
 }
 
-int stat_record(adafs *fs, const char *path, struct fs_record *rec)
+static int take_record(const struct call *c, struct fs_record *rec)
 {
+    return take_record_cap(c, rec, NULL);
+}
+
+int stat_record_cap(adafs *fs, const char *path, struct fs_record *rec, struct fs_cap *cap)
+{
+    if (cap)
+        *cap = (struct fs_cap){ 0 };
     if (strcmp(path, "/") == 0) {
         root_record(fs, rec);
         return 0;
@@ -62,9 +74,89 @@ int stat_record(adafs *fs, const char *path, struct fs_record *rec)
     rpc_put_str(&c.req, path);
     int rc = fs_call1(fs, &c);
     if (rc == 0)
-        rc = take_record(&c, rec);
+        rc = take_record_cap(&c, rec, cap);
     call_free(&c);
     return rc;
+}
+
+int stat_record(adafs *fs, const char *path, struct fs_record *rec)
+{
+    return stat_record_cap(fs, path, rec, NULL);
+}
+
+static struct dircap *dircap_slot(adafs *fs, const char *dir)
+{
+    return &fs->dircaps[hash_place_path(dir, DIRCAP_SLOTS)];
+}
+
+static uint64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void dir_cap(adafs *fs, const char *dir, struct fs_cap *cap)
+{
+    *cap = (struct fs_cap){ 0 };
+    if (strcmp(dir, "/") == 0 || strlen(dir) >= DIRCAP_PATH_MAX)
+        return;
+    struct dircap *d = dircap_slot(fs, dir);
+    pthread_mutex_lock(&fs->dircap_lock);
+    if (d->cap.rights && strcmp(d->path, dir) == 0 &&
+        d->cap.expires_ms > wall_ms() + FS_CAP_LIFETIME_MS / 4)
+        *cap = d->cap;
+    pthread_mutex_unlock(&fs->dircap_lock);
+}
+
+void parent_cap(adafs *fs, const char *path, struct fs_cap *cap)
+{
+    char parent[FS_PATH_MAX];
+    path_parent(path, parent);
+    dir_cap(fs, parent, cap);
+}
+
+void dir_cap_keep(adafs *fs, const char *dir, const struct fs_cap *cap)
+{
+    if (!cap->rights || strlen(dir) >= DIRCAP_PATH_MAX)
+        return;
+    struct dircap *d = dircap_slot(fs, dir);
+    pthread_mutex_lock(&fs->dircap_lock);
+    snprintf(d->path, sizeof(d->path), "%s", dir);
+    d->cap = *cap;
+    pthread_mutex_unlock(&fs->dircap_lock);
+}
+
+int dir_cap_learn(adafs *fs, const char *dir)
+{
+    struct fs_record rec;
+    struct fs_cap cap;
+    int rc = stat_record_cap(fs, dir, &rec, &cap);
+    if (rc == 0)
+        dir_cap_keep(fs, dir, &cap);
+    return rc;
+}
+
+int parent_cap_learn(adafs *fs, const char *path)
+{
+    char p[FS_PATH_MAX], parent[FS_PATH_MAX];
+    int rc = path_normalize(path, p);
+    if (rc < 0)
+        return rc;
+    path_parent(p, parent);
+    return dir_cap_learn(fs, parent);
+}
+
+int cap_refresh(adafs *fs, struct open_file *of)
+{
+    struct fs_record rec;
+    struct fs_cap cap;
+    int rc = stat_record_cap(fs, of->path, &rec, &cap);
+    if (rc == 0 && rec.key != of->key)
+        rc = -ESTALE;
+    if (rc == 0)
+        of->cap = cap;
+    return rc == -ENOENT ? -ESTALE : rc;
 }
 
 #define ANCESTORS_MAX 64
@@ -101,7 +193,8 @@ int refine_enoent(adafs *fs, const char *path)
     return rc;
 }
 
-void drop_data(adafs *fs, uint64_t key, uint64_t new_size, uint64_t old_size, int skip_server)
+void drop_data(adafs *fs, uint64_t key, const struct fs_cap *cap, uint64_t new_size,
+               uint64_t old_size, int skip_server)
 {
     if (old_size <= new_size)
         return;
@@ -124,6 +217,7 @@ void drop_data(adafs *fs, uint64_t key, uint64_t new_size, uint64_t old_size, in
         rpc_put_u64(&calls[n].req, key);
         rpc_put_u64(&calls[n].req, new_size);
         rpc_put_u64(&calls[n].req, old_size);
+        fs_cap_put(&calls[n].req, cap);
         n++;
     }
     /* A failure leaves chunks behind on a server that is gone or stuck;
@@ -154,11 +248,17 @@ uint32_t parent_check(adafs *fs, const char *path, struct call *c, int *used)
 static int parent_check_result(adafs *fs, const char *path, struct call *c)
 {
     struct fs_record rec;
+    struct fs_cap cap;
     int rc = c->status;
     if (rc == 0)
-        rc = take_record(c, &rec);
+        rc = take_record_cap(c, &rec, &cap);
     if (rc == 0 && !S_ISDIR(rec.mode))
         rc = -ENOTDIR;
+    if (rc == 0 && cap.rights) {
+        char parent[FS_PATH_MAX];
+        path_parent(path, parent);
+        dir_cap_keep(fs, parent, &cap);
+    }
     return rc;
 }
 
@@ -216,45 +316,60 @@ int adafs_access(adafs *fs, const char *path, int mode)
     return 0;
 }
 
-int adafs_mkdir(adafs *fs, const char *path, mode_t mode)
+static int mkdir_once(adafs *fs, const char *p, mode_t mode)
 {
-    char p[FS_PATH_MAX];
-    int rc = path_take(path, p, -EEXIST);
-    if (rc < 0)
-        return rc;
     int ms = meta_server(fs, p), used;
     uint64_t key = new_key(fs, ms);
     struct call calls[2];
+    struct fs_cap parent;
+    parent_cap(fs, p, &parent);
     uint32_t flags = parent_check(fs, p, &calls[1], &used);
     call_init(&calls[0], ms, FS_MKDIR);
     rpc_put_str(&calls[0].req, p);
     rpc_put_u32(&calls[0].req, (uint32_t)mode);
     rpc_put_u32(&calls[0].req, flags);
     rpc_put_u64(&calls[0].req, key);
+    fs_cap_put(&calls[0].req, &parent);
     fs_call(fs, calls, 1 + used);
-    rc = parent_check_finish(fs, p, &calls[0], &calls[1], used, key);
+    int rc = parent_check_finish(fs, p, &calls[0], &calls[1], used, key);
     call_free(&calls[0]);
+    return rc;
+}
+
+int adafs_mkdir(adafs *fs, const char *path, mode_t mode)
+{
+    char p[FS_PATH_MAX];
+    int rc = path_take(path, p, -EEXIST);
+    if (rc < 0)
+        return rc;
+    rc = mkdir_once(fs, p, mode);
+    if (rc == -EKEYEXPIRED && (rc = parent_cap_learn(fs, p)) == 0)
+        rc = mkdir_once(fs, p, mode);
+    if (rc == -EKEYEXPIRED)
+        rc = -EACCES;
     return rc == -ENOENT ? refine_enoent(fs, p) : rc;
 }
 
-/* Does any server hold an entry below dir? 1, 0 or -errno. */
-static int dir_has_entries(adafs *fs, const char *dir)
+static int dir_has_entries_once(adafs *fs, const char *dir)
 {
     int n = fs->inst.nservers, rc = 0;
     struct call *calls = calloc((size_t)n, sizeof(*calls));
     if (!calls)
         return -ENOMEM;
+    struct fs_cap cap;
+    dir_cap(fs, dir, &cap);
     for (int s = 0; s < n; s++) {
         call_init(&calls[s], s, FS_LIST);
         rpc_put_str(&calls[s].req, dir);
         rpc_put_str(&calls[s].req, "");
         rpc_put_u32(&calls[s].req, 1);
+        fs_cap_put(&calls[s].req, &cap);
     }
     fs_call(fs, calls, n);
     for (int s = 0; s < n; s++) {
         struct rpc_reader r;
         call_reader(&calls[s], &r);
-        if (calls[s].status < 0 && rc == 0)
+        if (calls[s].status < 0 && (rc == 0 || calls[s].status == -EKEYEXPIRED))
             rc = calls[s].status;
         else if (calls[s].status == 0 && rpc_get_u32(&r) > 0 && rc == 0)
             rc = 1;
@@ -262,6 +377,15 @@ static int dir_has_entries(adafs *fs, const char *dir)
     }
     free(calls);
     return rc;
+}
+
+/* Does any server hold an entry below dir? 1, 0 or -errno. */
+static int dir_has_entries(adafs *fs, const char *dir)
+{
+    int rc = dir_has_entries_once(fs, dir);
+    if (rc == -EKEYEXPIRED && (rc = dir_cap_learn(fs, dir)) == 0)
+        rc = dir_has_entries_once(fs, dir);
+    return rc == -EKEYEXPIRED ? -EACCES : rc;
 }
 
 int adafs_rmdir(adafs *fs, const char *path)
@@ -299,21 +423,32 @@ int adafs_unlink(adafs *fs, const char *path)
     rpc_put_u32(&c.req, (uint32_t)keep);
     rc = fs_call1(fs, &c);
     struct fs_record rec;
+    struct fs_cap drop;
     if (rc == 0)
-        rc = take_record(&c, &rec);
+        rc = take_record_cap(&c, &rec, &drop);
     call_free(&c);
     if (rc == -ENOENT)
         return refine_enoent(fs, p);
     if (rc < 0)
         return rc;
     if (!keep)
-        drop_data(fs, rec.key, 0, rec.size, ms);
+        drop_data(fs, rec.key, &drop, 0, rec.size, ms);
     else if (files_orphan_path(fs, p, &rec) == 0)
-        drop_data(fs, rec.key, 0, rec.size, -1);   /* what was open was another file */
+        drop_data(fs, rec.key, &drop, 0, rec.size, -1);   /* what was open was another file */
     return 0;
 }
 
+static int rename_once(adafs *fs, const char *from, const char *to);
+
 int adafs_rename(adafs *fs, const char *from, const char *to)
+{
+    int rc = rename_once(fs, from, to);
+    if (rc == -EKEYEXPIRED && (rc = parent_cap_learn(fs, to)) == 0)
+        rc = rename_once(fs, from, to);
+    return rc == -EKEYEXPIRED ? -EACCES : rc;
+}
+
+static int rename_once(adafs *fs, const char *from, const char *to)
 {
     char f[FS_PATH_MAX], t[FS_PATH_MAX];
     int rc = path_normalize(from, f);
@@ -333,7 +468,8 @@ int adafs_rename(adafs *fs, const char *from, const char *to)
     rpc_put_str(&calls[1].req, t);
     fs_call(fs, calls, 2);
     struct fs_record src, dst;
-    rc = calls[0].status == 0 ? take_record(&calls[0], &src) : calls[0].status;
+    struct fs_cap own;   /* the source's: a PUT of its key needs to own it */
+    rc = calls[0].status == 0 ? take_record_cap(&calls[0], &src, &own) : calls[0].status;
     int rc_to = calls[1].status == 0 ? take_record(&calls[1], &dst) : calls[1].status;
     call_free(&calls[0]);
     call_free(&calls[1]);
@@ -359,18 +495,25 @@ int adafs_rename(adafs *fs, const char *from, const char *to)
         return -EISDIR;
     }
     int ts = meta_server(fs, t), used;
+    struct fs_cap parent;
+    parent_cap(fs, t, &parent);
     uint32_t flags = parent_check(fs, t, &calls[1], &used);
     call_init(&calls[0], ts, FS_PUT);
     rpc_put_str(&calls[0].req, t);
     fs_record_put(&calls[0].req, &src);
     rpc_put_u32(&calls[0].req, flags);
+    fs_cap_put(&calls[0].req, &own);
+    fs_cap_put(&calls[0].req, &parent);
     fs_call(fs, calls, 1 + used);
     uint64_t old_key = 0, old_size = 0;
+    struct fs_cap drop = { 0 };
     if (calls[0].status == 0) {
         struct rpc_reader r;
         call_reader(&calls[0], &r);
         old_key = rpc_get_u64(&r);
         old_size = rpc_get_u64(&r);
+        (void)rpc_get_u32(&r);
+        fs_cap_get(&r, &drop);
     }
     rc = parent_check_finish(fs, t, &calls[0], &calls[1], used, src.key);
     call_free(&calls[0]);
@@ -385,7 +528,7 @@ int adafs_rename(adafs *fs, const char *from, const char *to)
     call_free(&calls[0]);
     files_rename_path(fs, f, t);
     if (old_key)
-        drop_data(fs, old_key, 0, old_size, ts);
+        drop_data(fs, old_key, &drop, 0, old_size, ts);
     /* The source vanishing meanwhile (a concurrent rename) is not an error
      * of this rename: the target is in place. */
     return rc == -ENOENT ? 0 : rc;
@@ -406,13 +549,14 @@ int adafs_truncate(adafs *fs, const char *path, off_t length)
     rpc_put_u64(&c.req, (uint64_t)length);
     rc = fs_call1(fs, &c);
     struct fs_record before;
+    struct fs_cap drop;
     if (rc == 0)
-        rc = take_record(&c, &before);
+        rc = take_record_cap(&c, &before, &drop);
     call_free(&c);
     if (rc == -ENOENT)
         return refine_enoent(fs, p);
     if (rc == 0)
-        drop_data(fs, before.key, (uint64_t)length, before.size, ms);
+        drop_data(fs, before.key, &drop, (uint64_t)length, before.size, ms);
     return rc;
 }
 
@@ -500,8 +644,22 @@ int adafs_statvfs(adafs *fs, struct statvfs *st)
 
 /* The data comes from src (memory, or the caller's file from fd_off).
  * mtime: NULL (or UTIME_NOW, UTIME_OMIT) for the time of creation. */
+static int create_write_once(adafs *fs, const char *path, mode_t mode,
+                             const struct span *src, size_t len, const struct timespec *mtime,
+                             unsigned flags);
+
 static int create_write(adafs *fs, const char *path, mode_t mode, const struct span *src,
                         size_t len, const struct timespec *mtime, unsigned flags)
+{
+    int rc = create_write_once(fs, path, mode, src, len, mtime, flags);
+    if (rc == -EKEYEXPIRED && (rc = parent_cap_learn(fs, path)) == 0)
+        rc = create_write_once(fs, path, mode, src, len, mtime, flags);
+    return rc == -EKEYEXPIRED ? -EACCES : rc;
+}
+
+static int create_write_once(adafs *fs, const char *path, mode_t mode,
+                             const struct span *src, size_t len, const struct timespec *mtime,
+                             unsigned flags)
 {
     char p[FS_PATH_MAX];
     int rc = path_take(path, p, -EISDIR);
@@ -518,11 +676,13 @@ static int create_write(adafs *fs, const char *path, mode_t mode, const struct s
     if (!calls)
         return -ENOMEM;
     /* Chunks 1.. first, then the record with chunk 0: the record never
-     * names data that was not sent. */
+     * names data that was not sent (but on a server several users share,
+     * which chooses the key itself, they go again after it: proto.h). */
+    struct fs_cap cap = { 0 }, drop = { 0 };
     int n = 0;
     for (uint64_t i = 1; i < nchunks; i++, n++) {
         size_t clen = i == nchunks - 1 ? len - i * cs : cs;
-        write_call(&calls[n], fs, key, i, 0, src, i * cs, clen);
+        write_call(&calls[n], fs, key, &cap, i, 0, src, i * cs, clen);
     }
     int cw = n++;
     uint32_t cflags = 0;
@@ -538,6 +698,9 @@ static int create_write(adafs *fs, const char *path, mode_t mode, const struct s
     rpc_put_u64(&calls[cw].req, len);
     if (mtime)
         rpc_put_i64(&calls[cw].req, (int64_t)mtime->tv_sec * 1000000000 + mtime->tv_nsec);
+    struct fs_cap parent;
+    parent_cap(fs, p, &parent);
+    fs_cap_put(&calls[cw].req, &parent);
     rpc_put_u32(&calls[cw].req, (uint32_t)len0);
     span_bulk(&calls[cw], src, 0, len0);
     fs_call(fs, calls, n + used);
@@ -546,31 +709,51 @@ static int create_write(adafs *fs, const char *path, mode_t mode, const struct s
         if (calls[i].status < 0 && data_rc == 0)
             data_rc = calls[i].status;
     rc = calls[cw].status;
-    uint64_t old_key = 0, old_size = 0;
+    uint64_t old_key = 0, old_size = 0, made = key;
     if (rc == 0) {
         struct rpc_reader r;
         call_reader(&calls[cw], &r);
         old_key = rpc_get_u64(&r);
         old_size = rpc_get_u64(&r);
+        fs_cap_get(&r, &drop);
+        made = rpc_get_u64(&r);
+        fs_cap_get(&r, &cap);
+        if (!rpc_reader_ok(&r))
+            rc = calls[cw].status = -EIO;
     }
-    int prc = parent_check_finish(fs, p, &calls[cw], &calls[n], used, key);
+    int prc = parent_check_finish(fs, p, &calls[cw], &calls[n], used, rc == 0 ? made : key);
     for (int i = 0; i < n; i++)
         call_free(&calls[i]);
+    if (rc == 0 && prc == 0 && made != key) {
+        key = made;
+        data_rc = 0;
+        for (int i = 0; i < cw; i++) {
+            uint64_t ci = (uint64_t)i + 1;
+            write_call(&calls[i], fs, key, &cap, ci, 0, src, ci * cs,
+                       ci == nchunks - 1 ? len - ci * cs : cs);
+        }
+        fs_call(fs, calls, cw);
+        for (int i = 0; i < cw; i++) {
+            if (calls[i].status < 0 && data_rc == 0)
+                data_rc = calls[i].status;
+            call_free(&calls[i]);
+        }
+    }
     free(calls);
     if (rc == 0 && (prc < 0 || data_rc < 0)) {
         /* Half a file is worse than none (a failed parent check has
          * already removed the record). */
         if (prc == 0)
             undo_create(fs, p, key);
-        drop_data(fs, key, 0, len, -1);
+        drop_data(fs, key, &cap, 0, len, -1);
         rc = prc < 0 ? prc : data_rc;
     } else if (rc < 0) {
-        drop_data(fs, key, 0, len, ms);
+        drop_data(fs, key, &cap, 0, len, ms);
     }
     if (rc == -ENOENT)
         return refine_enoent(fs, p);
     if (rc == 0 && old_key)
-        drop_data(fs, old_key, 0, old_size, ms);
+        drop_data(fs, old_key, &drop, 0, old_size, ms);
     return rc;
 }
 

@@ -304,6 +304,7 @@ static void put_entry(struct rpc_writer *w, const char *path, uint32_t flags, ui
     rpc_put_u32(w, flags);
     rpc_put_u64(w, key);
     rpc_put_i64(w, 0);
+    fs_cap_put(w, &(struct fs_cap){ 0 });
     rpc_put_bytes(w, data, strlen(data));
 }
 
@@ -356,11 +357,11 @@ static void malformed(void)
     w.len = 0;
     uint32_t n = rpc_get_u32(&r);
     int st1 = (int)rpc_get_u32(&r);
-    rpc_get_u64(&r), rpc_get_u64(&r);
+    rpc_get_u64(&r), rpc_get_u64(&r), fs_cap_get(&r, &(struct fs_cap){ 0 }), rpc_get_u64(&r);
     int st2 = (int)rpc_get_u32(&r);
-    rpc_get_u64(&r), rpc_get_u64(&r);
+    rpc_get_u64(&r), rpc_get_u64(&r), fs_cap_get(&r, &(struct fs_cap){ 0 }), rpc_get_u64(&r);
     int st3 = (int)rpc_get_u32(&r);
-    rpc_get_u64(&r), rpc_get_u64(&r);
+    rpc_get_u64(&r), rpc_get_u64(&r), fs_cap_get(&r, &(struct fs_cap){ 0 }), rpc_get_u64(&r);
     tap_ok(rc == 0 && n == 3 && rpc_reader_done(&r), "a raw batch of 3 is answered with 3 statuses");
     tap_ok(st1 == 0 && st2 == -EINVAL && st3 == -EEXIST,
            "created / unknown flag EINVAL / a data key already in use EEXIST (%d %d %d)", st1, st2,
@@ -387,7 +388,7 @@ static void malformed(void)
     n = rpc_get_u32(&r);
     for (int i = 0; i < 3; i++) {
         sts[i] = (int)rpc_get_u32(&r);
-        rpc_get_u64(&r), rpc_get_u64(&r);
+        rpc_get_u64(&r), rpc_get_u64(&r), fs_cap_get(&r, &(struct fs_cap){ 0 }), rpc_get_u64(&r);
     }
     tap_ok(rc == 0 && n == 3 && sts[0] == -EEXIST && sts[1] == -EEXIST && sts[2] == 0,
            "a key holding inline data / a local file in an earlier batch: EEXIST (%d %d %d)",
@@ -428,7 +429,7 @@ static void malformed(void)
         "read_batch: entry 2 of 2 is truncated",
         "read_batch: 1000 entries of up to 524288 bytes",
         "read_batch: no entry count or size",
-        "list_plus: not a directory, a name, an entry count and a size",
+        "list_plus: not a directory, a name, an entry count and a size, then a capability",
     };
     int logged = 1;
     for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++)

@@ -294,13 +294,16 @@ static void protocol_errors(void)
     rpc_put_u64(&w, 7);
     rpc_put_u64(&w, 0);
     rpc_put_u32(&w, 65530);
-    rpc_put_bytes(&w, "0123456789", 10);
+    rpc_put_u32(&w, 10);
+    fs_cap_put(&w, &(struct fs_cap){ 0 });
+    rpc_put_raw(&w, "0123456789", 10);
     tap_is_int(fstest_raw_call(fd, FS_WRITE, &w, NULL, NULL), -EINVAL, "write past the chunk's end: EINVAL");
     w.len = 0;
     rpc_put_u64(&w, 7);
     rpc_put_u64(&w, 0);
     rpc_put_u32(&w, 0);
     rpc_put_u32(&w, 100);   /* announces 100 bytes, sends 3 */
+    fs_cap_put(&w, &(struct fs_cap){ 0 });
     rpc_put_raw(&w, "abc", 3);
     tap_is_int(fstest_raw_call(fd, FS_WRITE, &w, NULL, NULL), -EBADMSG, "write whose data is short: EBADMSG");
     w.len = 0;
@@ -309,11 +312,13 @@ static void protocol_errors(void)
     rpc_put_u32(&w, 0);
     rpc_put_u32(&w, 1 << 20);
     rpc_put_u32(&w, 0);
+    fs_cap_put(&w, &(struct fs_cap){ 0 });
     tap_is_int(fstest_raw_call(fd, FS_READ, &w, NULL, NULL), -EINVAL, "read past the chunk's end: EINVAL");
     w.len = 0;
     rpc_put_str(&w, "/");
     rpc_put_str(&w, "");
     rpc_put_u32(&w, 10);
+    fs_cap_put(&w, &(struct fs_cap){ 0 });
     tap_is_int(fstest_raw_call(fd, FS_LIST, &w, NULL, NULL), 0, "and the connection still serves");
     rpc_writer_free(&w);
     close(fd);

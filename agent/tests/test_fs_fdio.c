@@ -615,6 +615,7 @@ static void write_by_fd(struct rpc_writer *w, uint32_t len)
     rpc_put_u64(w, 0);
     rpc_put_u32(w, 0);
     rpc_put_u32(w, len);
+    fs_cap_put(w, &(struct fs_cap){ 0 });
 }
 #define WRITE_BY_FD (FS_WRITE | FS_BULK_FD)
 

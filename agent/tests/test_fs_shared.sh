@@ -14,6 +14,7 @@ builddir=${abs_builddir:-$(pwd)}
 ctl=${ADAFS_TEST_CTL:-$builddir/adafs-ctl}
 preload=${ADAFS_TEST_PRELOAD:-$builddir/.libs/libadafs_preload.so}
 client=$builddir/tests/shared_client
+capc=$builddir/tests/cap_client
 . "${srcdir:-.}/tests/agentd_common.sh"
 
 [ "$(id -u)" = 0 ] || skip_all "needs root (runs programs as the test users)"
@@ -21,7 +22,7 @@ command -v munged >/dev/null && id munge >/dev/null 2>&1 || skip_all "needs mung
 command -v setpriv >/dev/null || skip_all "needs setpriv"
 id adafs-test >/dev/null 2>&1 && id adafs-test2 >/dev/null 2>&1 ||
     skip_all "needs the test users adafs-test and adafs-test2"
-[ -x "$client" ] && [ -x "$ctl" ] && [ -e "$preload" ] || skip_all "programs not built"
+[ -x "$client" ] && [ -x "$capc" ] && [ -x "$ctl" ] && [ -e "$preload" ] || skip_all "programs not built"
 # Under the sanitizers, programs not built with them need the runtime first
 # (and their leaks are not this test's).
 asan_env=
@@ -149,6 +150,75 @@ seen600=$(as "$member" stat -c %i "$m/s600")
 check "  and its data key is not given to the member ($key600 / $seen600)" test "$key600" != "$seen600"
 check "  the owner still reads it" as "$owner" grep -qx secret "$m/s600"
 
+# --- data by key: capabilities (common/fs_cap.h) ---
+# The chunk servers serve data only with a capability from the file's
+# record server, for the connection's uid; cap_client sends the raw
+# requests libadafs never would.
+check "the servers check capabilities (server key from adafs-ctl)" \
+    logged "data served only with a capability from the file's record server"
+out=$(as_plain "$member" "$capc" "$base/inst-$member" write /p644 2>&1)
+check "a member who may read the owner's 0644 file, not write it: WRITE to its data with no capability, with its read one, with one claiming write, TRUNC_DATA with it: all refused ($out)" \
+    test "$out" = "none=EKEYEXPIRED read=EACCES forged=EACCES trunc=EACCES"
+out=$(as "$owner" cat "$m/p644")
+check "  the file is intact ($out)" test "$out" = pub
+out=$(as_plain "$member" "$capc" "$base/inst-$member" steal /p644 2>&1)
+check "a member's file made under the owner's data key gets another key; a forged rename naming it: refused ($out)" \
+    test "$out" = "create=other put=EACCES put0=EACCES"
+out=$(as_plain "$outsider" "$capc" "$base/inst-$outsider" write /p644 2>&1)
+check "  (an outsider does not even connect: $out)" eval 'echo "$out" | grep -q "cannot connect"'
+# Directories: making entries needs write on the parent, listing read,
+# whichever server holds the parent's record (a capability of the
+# directory from its record's server).
+as "$owner" sh -c "mkdir $m/ro $m/closed $m/open && chmod 755 $m/ro && chmod 700 $m/closed &&
+    chmod 777 $m/open && echo in > $m/ro/in && mkdir $m/ro/sub && echo w > $m/ro/w666 &&
+    chmod 666 $m/ro/w666"
+out=$(as "$member" sh -c "echo x > $m/ro/new" 2>&1)
+check "a member creates a file in the owner's 0755 directory: EACCES ($out)" \
+    eval 'echo "$out" | grep -q "Permission denied"'
+check "  makes a directory there: refused" eval '! as "$member" mkdir "$m/ro/newdir" 2>/dev/null'
+as "$member" sh -c "echo mv > $m/open/tomove"
+check "  moves its own file there: refused" eval '! as "$member" mv "$m/open/tomove" "$m/ro/moved" 2>/dev/null'
+check "  but lists it" eval 'test "$(as "$member" ls "$m/ro" | xargs)" = "in sub w666"'
+check "  and appends to a 0666 file in it (opening what is there needs no write on the directory)" \
+    as "$member" sh -c "echo more >> $m/ro/w666 && test \$(wc -l < $m/ro/w666) = 2"
+out=$(as_plain "$member" "$capc" "$base/inst-$member" mkin /ro 2>&1)
+check "  raw CREATEs in it: no capability, its read one, one claiming write: refused ($out)" \
+    test "$out" = "none=EKEYEXPIRED read=EACCES forged=EACCES"
+check "a member lists the owner's 0700 directory: refused" eval '! as "$member" ls "$m/closed" 2>/dev/null'
+out=$(as_plain "$member" "$capc" "$base/inst-$member" list /closed 2>&1)
+check "  raw LIST of it: refused ($out)" test "$out" = "none=EKEYEXPIRED cap=EKEYEXPIRED"
+check "the owner makes entries in its 0755 and 0700 directories" as "$owner" sh -c \
+    "echo o > $m/ro/o && mkdir $m/closed/d && echo c > $m/closed/d/c && ls $m/closed/d | grep -qx c"
+check "a member makes, renames and lists entries in a 0777 directory" as "$member" sh -c \
+    "mkdir $m/open/md && echo f > $m/open/md/f && mv $m/open/md/f $m/open/md/g && ls $m/open/md | grep -qx g"
+
+# A capability learnt while a file was readable, after a chmod: still
+# good until it expires (FS_CAP_LIFETIME_MS, 10 s), then refused. Checked
+# again at the end of this test.
+mkdir "$base/caps" "$base/pub" && chown "$member" "$base/caps" && chmod 1777 "$base/pub"
+as "$owner" sh -c "echo later > $m/later && chmod 644 $m/later"
+out=$(as_plain "$member" "$capc" "$base/inst-$member" capture /later "$base/caps/later" 2>&1)
+check "a member reads the owner's 0644 file by its capability ($out)" test "$out" = OK
+as "$owner" chmod 600 "$m/later"
+chmod_at=$(date +%s%N)
+out=$(as_plain "$member" "$capc" "$base/inst-$member" replay /later "$base/caps/later" 2>&1)
+check "  after the owner's chmod 600, until it expires, still ($out)" test "$out" = OK
+check "  but a new open is refused at once" eval '! as "$member" cat "$m/later" 2>/dev/null'
+# The owner and the group go on working, files of many chunks included
+# (a new file's key is the server's choice: its chunks after the first go
+# out again under it).
+check "the owner writes a file of 5 chunks and reads it back" as "$owner" sh -c \
+    "head -c 2500000 /dev/urandom > $base/pub/big && cp $base/pub/big $m/big && cmp $base/pub/big $m/big"
+check "  a member reads it" as "$member" cmp "$base/pub/big" "$m/big"
+check "  the owner overwrites its middle and appends" as "$owner" sh -c \
+    "printf XYZ | dd of=$m/big bs=1 seek=1000000 conv=notrunc status=none && echo tail >> $m/big"
+as "$owner" sh -c "echo grp > $m/g664 && chmod 666 $m/g664"
+check "a member writes the owner's 0666 file" as "$member" sh -c \
+    "echo member-wrote > $m/g664 && grep -qx member-wrote $m/g664"
+check "  the owner reads what the member wrote" as "$owner" grep -qx member-wrote "$m/g664"
+check "the owner renames its file and still reads it" as "$owner" sh -c \
+    "mv $m/g664 $m/g664.moved && grep -qx member-wrote $m/g664.moved"
+
 # --- munge credentials that are not this connection's own ---
 out=$(as_plain "$member" "$client" "$base/inst-$member" honest)
 check "shared_client's honest handshake is admitted ($out)" test "$out" = admitted
@@ -221,6 +291,15 @@ else
     not_ok "a second shared instance starts: $(cat "$base/ctl2.out")"
 fi
 kill "$stall_pid" 2>/dev/null
+
+# The capability learnt before the chmod, once expired.
+left_ms=$(( 10500 - ($(date +%s%N) - chmod_at) / 1000000 ))
+[ "$left_ms" -gt 0 ] && sleep "$(printf '%d.%03d' $((left_ms / 1000)) $((left_ms % 1000)))"
+out=$(as_plain "$member" "$capc" "$base/inst-$member" replay /later "$base/caps/later" 2>&1)
+check "the capability a member learnt before the chmod, 10 s later: refused ($out)" \
+    test "$out" = EKEYEXPIRED
+out=$(as_plain "$member" "$capc" "$base/inst-$member" capture /later "$base/caps/later2" 2>&1)
+check "  and a new one is not given ($out)" test "$out" = EKEYEXPIRED
 
 echo "1..$n"
 [ "$fails" = 0 ]

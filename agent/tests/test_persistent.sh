@@ -122,6 +122,8 @@ instance $owner "$sport"
 instance $other "$sport"
 check "the owner writes through the interposer" \
     as $owner sh -c "mkdir $base/pmnt/d && echo kept > $base/pmnt/d/f && head -c 300000 /dev/urandom > $base/pmnt/big"
+check "  its server, started by the agent with the servers' key, checks capabilities" \
+    grep -q "data served only with a capability from the file.s record server" "$base/log/adafsd.job$id.t1.log"
 as $owner cat "$base/pmnt/big" | md5sum > "$base/big.md5"
 out=$(agent pstatus $id)
 check "STATUS says its port, pid and bytes used ($out)" \
@@ -283,13 +285,16 @@ check "  puts the instance file beside each one's secret and key, the owner's, 0
 plog() { cat "$base/log/adafsd.job$pair.t$1.log" 2>/dev/null; }
 check "  each server shares itself (--fair-policy user-fair) across 2 servers under the key" \
     eval '(for t in 1 2; do plog $t | grep -q "usage exchanged every 500 ms (peers from $base/storage/t$t/persistent/pair.instance)" || exit 1; done)'
+check "  each server checks capabilities under the key (fsd/perm.c)" \
+    eval '(for t in 1 2; do plog $t | grep -q "data served only with a capability from the file.s record server" || exit 1; done)'
 check "  and counts the other's reports" \
     eval '(for _ in $(seq 100); do [ "$( (plog 1; plog 2) | grep -c "the reports of 1 of the 1 other servers count")" = 2 ] && exit 0; sleep 0.1; done; exit 1)'
 printf 'mount=%s\nchunk_size=524288\ntimeout_ms=5000\nsecret=%s\nserver=127.0.0.1:%s\nserver=127.0.0.1:%s\n' \
     "$base/pmnt" 00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff "$p0" "$p1" \
     > "$base/inst-$owner"
-check "the owner writes to it through the interposer" \
-    as $owner sh -c "for i in 1 2 3 4 5 6 7 8; do echo \$i > $base/pmnt/f\$i; done; cat $base/pmnt/f8 >/dev/null"
+check "the owner writes to it through the interposer (a file of 3 chunks across both servers too)" \
+    as $owner sh -c "for i in 1 2 3 4 5 6 7 8; do echo \$i > $base/pmnt/f\$i; done; cat $base/pmnt/f8 >/dev/null &&
+        t=\$(mktemp) && head -c 1500000 /dev/urandom > \$t && cp \$t $base/pmnt/big3 && cmp \$t $base/pmnt/big3 && rm \$t"
 t0=$(agent teardown $pair)
 t1=$(agent2 teardown $pair)
 check "its destroy on both ($t0; $t1)" test "$t0 $t1" = "ok ok"
