@@ -5,9 +5,15 @@
  * files and ranges of pieces to copy, split files and directories to
  * finalize. A worker is handed items while it holds fewer than its window,
  * the least loaded first, so a slow worker is given less and none waits
- * while there is work. Directories to list are handed out first while the
- * copy work queued is short (discovery feeds everyone), copy work first
- * once it is long (the queue stays bounded).
+ * while there is work. Each worker's window starts at its threads + 4 and
+ * grows while it reports its threads waiting for work that was queued
+ * here (DM_HUNGRY): what it holds then does not last the round trip
+ * through the mailboxes, which the machine's load decides, not the tree.
+ * A worker whose threads are busy never asks, so no more work is parked
+ * behind them than before (a deep walk, a big file's pieces). Directories
+ * to list are handed out first while the copy work queued is short
+ * (discovery feeds everyone), copy work first once it is long (the queue
+ * stays bounded).
  *
  * It also keeps the tree's bookkeeping, as the one-process walk does with
  * its dnodes: each directory counts what is pending inside it (its
@@ -52,6 +58,7 @@ struct hworker {
     struct rpc_writer out;
     size_t out_n;
     struct hq held;          /* items it has and has not acknowledged */
+    size_t window;           /* items it may hold (grows while it starves) */
     int said_write_error;
 };
 
@@ -99,6 +106,7 @@ struct hub {
     struct { uint64_t dev, ino; } *seen;
     size_t nseen, seen_cap;
     double start, done_at, last_copy;
+    double idle_seen;        /* worker 0's threads' waiting, last looked at */
     int done_sent;
 };
 
@@ -294,6 +302,20 @@ static void sleep_ms(long ms)
 }
 
 /* Hands it to worker wi: into the next message (worker 0: no message). */
+/* Worker wi's threads waited for work: if work was queued here, what it
+ * held did not last until more came, and it may hold more. Not past 4 x
+ * the first window: what waits there is lost to the others at the end. */
+static void hungry(struct hub *h, unsigned wi)
+{
+    struct hworker *w = &h->w[wi];
+    size_t cap = 4 * (size_t)h->d->window;
+    if ((h->workq.n || h->dirq.n) && w->window < cap) {
+        w->window += 2;
+        if (w->window > cap)
+            w->window = cap;
+    }
+}
+
 static void give(struct hub *h, unsigned wi, struct hitem *it)
 {
     struct hworker *w = &h->w[wi];
@@ -681,6 +703,9 @@ static int handle(struct hub *h, unsigned wi, const struct dmsg *m)
     case DM_BYE:
         w->state = W_BYE;
         return 0;
+    case DM_HUNGRY:
+        hungry(h, wi);
+        return 0;
     default:
         return -EPROTO;
     }
@@ -714,7 +739,7 @@ static void assign(struct hub *h)
         int best = -1;
         for (unsigned i = 0; i < d->n; i++) {
             struct hworker *w = &h->w[i];
-            if (w->state == W_LIVE && w->held.n < d->window &&
+            if (w->state == W_LIVE && w->held.n < w->window &&
                 (best < 0 || w->held.n < h->w[best].held.n))
                 best = (int)i;
         }
@@ -748,6 +773,7 @@ int hub_create(struct dist *d, struct hub **out)
         w->state = i == 0 ? W_LIVE : W_WAITING;
         w->last_heard = w->last_sent = w->next_poll = h->start;
         w->poll = 0.001;
+        w->window = d->window;
         w->in_seq = 0;
         w->out_seq = 0;
     }
@@ -809,7 +835,9 @@ static void poll_worker(struct hub *h, unsigned wi, double now)
     if (got) {
         w->last_heard = now;
         w->poll = 0.001;
-    } else if (rc != -EAGAIN && w->poll < 0.016) {
+    } else if (rc != -EAGAIN && w->poll < (w->held.n ? 0.004 : 0.016)) {
+        /* Not longer while it holds items: their acknowledgements are
+         * what brings it more. */
         w->poll *= 2;
     }
     w->next_poll = now + (rc == -EAGAIN ? 0.001 : w->poll);
@@ -889,6 +917,13 @@ void hub_loop(struct hub *h)
         else if (local.len)
             receive(h, 0, local.data, local.len);
         rpc_writer_free(&local);
+        /* Worker 0's items come without a round trip: its threads wait
+         * only if its window is full of what it has done and not yet
+         * told (a loaded machine). */
+        double idle = pool_idle_seconds(d->run->pool);
+        if (idle - h->idle_seen >= 0.001 && h->w[0].held.n >= h->w[0].window)
+            hungry(h, 0);
+        h->idle_seen = idle;
         int waiting = 0;
         double next = now + d->beat;
         for (unsigned i = 1; i < d->n; i++) {
