@@ -4,22 +4,23 @@
  * It holds what is still to do as items: directories to list, batches of
  * files and ranges of pieces to copy, split files and directories to
  * finalize. A worker is handed items while it holds fewer than its window,
- * the least loaded first, so a slow worker is given less and none waits
- * while there is work. Each worker's window starts at its threads + 4 and
- * grows while it reports its threads waiting for work that was queued
- * here (DM_HUNGRY): what it holds then does not last the round trip
- * through the mailboxes, which the machine's load decides, not the tree.
- * A worker whose threads are busy never asks, so no more work is parked
- * behind them than before (a deep walk, a big file's pieces). Directories
- * to list are handed out first while the copy work queued is short
- * (discovery feeds everyone), copy work first once it is long (the queue
- * stays bounded).
+ * the one with the most room first, so a slow worker is given less and none
+ * waits while there is work. Each worker's window starts at its threads + 4
+ * and grows while it reports its threads waiting for work that was queued
+ * here (DM_HUNGRY): what it holds then does not last the round trip through
+ * the mailboxes, which the machine's load decides, not the tree. A worker
+ * whose threads are busy never asks, so no more work is parked behind them
+ * than before (a deep walk, a big file's pieces); and a grown window is
+ * filled only while plenty is queued here, so the last items spread over
+ * every worker (assign). Directories to list are handed out first while the
+ * copy work queued is short (discovery feeds everyone), copy work first
+ * once it is long (the queue stays bounded).
  *
  * It also keeps the tree's bookkeeping, as the one-process walk does with
  * its dnodes: each directory counts what is pending inside it (its
  * listing, its batches, its split files, its subdirectories); when nothing
  * is, it gets its mode and mtime (a FINAL_DIR item, queued first for
- * whichever worker holds least, as any copy work: worker 0, which also
+ * the worker with the most room, as any copy work: worker 0, which also
  * walks, would otherwise set every directory's attributes while the others
  * wait for work) and its parent counts one less. So the setting of
  * attributes costs one item per directory and per split file, spread over
@@ -324,8 +325,8 @@ static void give(struct hub *h, unsigned wi, struct hitem *it)
     hq_push(&w->held, it, 0);
 }
 
-/* A finalize item goes first in the copy work, to the worker that holds
- * least (assign: worker 0 on a tie, no message then). It is short, and it
+/* A finalize item goes first in the copy work, to the worker with the most
+ * room (assign: worker 0 on a tie, no message then). It is short, and it
  * frees the coordinator's records of what it completes. */
 static void queue_final(struct hub *h, struct hitem *it)
 {
@@ -736,12 +737,19 @@ static void assign(struct hub *h)
 {
     struct dist *d = h->d;
     for (;;) {
+        /* A window grown past the first holds more only while plenty is
+         * queued here: as the queue runs low, what is left spreads over
+         * every worker, not parked where it arrived last. */
+        int plenty = h->workq.n + h->dirq.n >= (size_t)d->n * d->window;
         int best = -1;
+        size_t room = 0;
         for (unsigned i = 0; i < d->n; i++) {
             struct hworker *w = &h->w[i];
-            if (w->state == W_LIVE && w->held.n < w->window &&
-                (best < 0 || w->held.n < h->w[best].held.n))
+            size_t limit = plenty ? w->window : d->window;
+            if (w->state == W_LIVE && w->held.n < limit && limit - w->held.n > room) {
                 best = (int)i;
+                room = limit - w->held.n;
+            }
         }
         if (best < 0)
             break;
