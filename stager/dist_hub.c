@@ -4,15 +4,8 @@
  * It holds what is still to do as items: directories to list, batches of
  * files and ranges of pieces to copy, split files and directories to
  * finalize. A worker is handed items while it holds fewer than its window,
- * the one with the most room first, so a slow worker is given less and none
- * waits while there is work. Each worker's window starts at its threads + 4
- * and grows while it reports its threads waiting for work that was queued
- * here (DM_HUNGRY): what it holds then does not last the round trip through
- * the mailboxes, which the machine's load decides, not the tree. A worker
- * whose threads are busy never asks, so no more work is parked behind them
- * than before (a deep walk, a big file's pieces); and a grown window is
- * filled only while plenty is queued here, so the last items spread over
- * every worker (assign). Directories to list are handed out first while the
+ * the least loaded first, so a slow worker is given less and none waits
+ * while there is work. Directories to list are handed out first while the
  * copy work queued is short (discovery feeds everyone), copy work first
  * once it is long (the queue stays bounded).
  *
@@ -20,7 +13,7 @@
  * its dnodes: each directory counts what is pending inside it (its
  * listing, its batches, its split files, its subdirectories); when nothing
  * is, it gets its mode and mtime (a FINAL_DIR item, queued first for
- * the worker with the most room, as any copy work: worker 0, which also
+ * whichever worker holds least, as any copy work: worker 0, which also
  * walks, would otherwise set every directory's attributes while the others
  * wait for work) and its parent counts one less. So the setting of
  * attributes costs one item per directory and per split file, spread over
@@ -59,7 +52,6 @@ struct hworker {
     struct rpc_writer out;
     size_t out_n;
     struct hq held;          /* items it has and has not acknowledged */
-    size_t window;           /* items it may hold (grows while it starves) */
     int said_write_error;
 };
 
@@ -107,7 +99,6 @@ struct hub {
     struct { uint64_t dev, ino; } *seen;
     size_t nseen, seen_cap;
     double start, done_at, last_copy;
-    double idle_seen;        /* worker 0's threads' waiting, last looked at */
     int done_sent;
 };
 
@@ -303,20 +294,6 @@ static void sleep_ms(long ms)
 }
 
 /* Hands it to worker wi: into the next message (worker 0: no message). */
-/* Worker wi's threads waited for work: if work was queued here, what it
- * held did not last until more came, and it may hold more. Not past 4 x
- * the first window: what waits there is lost to the others at the end. */
-static void hungry(struct hub *h, unsigned wi)
-{
-    struct hworker *w = &h->w[wi];
-    size_t cap = 4 * (size_t)h->d->window;
-    if ((h->workq.n || h->dirq.n) && w->window < cap) {
-        w->window += 2;
-        if (w->window > cap)
-            w->window = cap;
-    }
-}
-
 static void give(struct hub *h, unsigned wi, struct hitem *it)
 {
     struct hworker *w = &h->w[wi];
@@ -325,8 +302,8 @@ static void give(struct hub *h, unsigned wi, struct hitem *it)
     hq_push(&w->held, it, 0);
 }
 
-/* A finalize item goes first in the copy work, to the worker with the most
- * room (assign: worker 0 on a tie, no message then). It is short, and it
+/* A finalize item goes first in the copy work, to the worker that holds
+ * least (assign: worker 0 on a tie, no message then). It is short, and it
  * frees the coordinator's records of what it completes. */
 static void queue_final(struct hub *h, struct hitem *it)
 {
@@ -704,9 +681,6 @@ static int handle(struct hub *h, unsigned wi, const struct dmsg *m)
     case DM_BYE:
         w->state = W_BYE;
         return 0;
-    case DM_HUNGRY:
-        hungry(h, wi);
-        return 0;
     default:
         return -EPROTO;
     }
@@ -737,19 +711,12 @@ static void assign(struct hub *h)
 {
     struct dist *d = h->d;
     for (;;) {
-        /* A window grown past the first holds more only while plenty is
-         * queued here: as the queue runs low, what is left spreads over
-         * every worker, not parked where it arrived last. */
-        int plenty = h->workq.n + h->dirq.n >= (size_t)d->n * d->window;
         int best = -1;
-        size_t room = 0;
         for (unsigned i = 0; i < d->n; i++) {
             struct hworker *w = &h->w[i];
-            size_t limit = plenty ? w->window : d->window;
-            if (w->state == W_LIVE && w->held.n < limit && limit - w->held.n > room) {
+            if (w->state == W_LIVE && w->held.n < d->window &&
+                (best < 0 || w->held.n < h->w[best].held.n))
                 best = (int)i;
-                room = limit - w->held.n;
-            }
         }
         if (best < 0)
             break;
@@ -781,7 +748,6 @@ int hub_create(struct dist *d, struct hub **out)
         w->state = i == 0 ? W_LIVE : W_WAITING;
         w->last_heard = w->last_sent = w->next_poll = h->start;
         w->poll = 0.001;
-        w->window = d->window;
         w->in_seq = 0;
         w->out_seq = 0;
     }
@@ -843,9 +809,7 @@ static void poll_worker(struct hub *h, unsigned wi, double now)
     if (got) {
         w->last_heard = now;
         w->poll = 0.001;
-    } else if (rc != -EAGAIN && w->poll < (w->held.n ? 0.004 : 0.016)) {
-        /* Not longer while it holds items: their acknowledgements are
-         * what brings it more. */
+    } else if (rc != -EAGAIN && w->poll < 0.016) {
         w->poll *= 2;
     }
     w->next_poll = now + (rc == -EAGAIN ? 0.001 : w->poll);
@@ -925,13 +889,6 @@ void hub_loop(struct hub *h)
         else if (local.len)
             receive(h, 0, local.data, local.len);
         rpc_writer_free(&local);
-        /* Worker 0's items come without a round trip: its threads wait
-         * only if its window is full of what it has done and not yet
-         * told (a loaded machine). */
-        double idle = pool_idle_seconds(d->run->pool);
-        if (idle - h->idle_seen >= 0.001 && h->w[0].held.n >= h->w[0].window)
-            hungry(h, 0);
-        h->idle_seen = idle;
         int waiting = 0;
         double next = now + d->beat;
         for (unsigned i = 1; i < d->n; i++) {

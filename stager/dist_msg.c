@@ -178,9 +178,6 @@ void dmsg_put(struct rpc_writer *w, const struct dmsg *m)
         break;
     case DM_BYE:
         break;
-    case DM_HUNGRY:
-        rpc_put_u64(w, m->count);
-        break;
     }
 }
 
@@ -390,9 +387,6 @@ int dmsg_get(struct rpc_reader *r, struct dmsg *m, const char **why)
         m->text = rpc_get_str(r);
         break;
     case DM_BYE:
-        break;
-    case DM_HUNGRY:
-        m->count = rpc_get_u64(r);
         break;
     default:
         if (rpc_reader_ok(r)) {

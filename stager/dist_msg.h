@@ -48,8 +48,6 @@ enum dmsg_type {
     DM_DONE,        /* coordinator -> worker: nothing is left; exit */
     DM_ABORT,       /* coordinator -> worker: stop (text says why) */
     DM_BYE,         /* worker -> coordinator: done, exiting */
-    DM_HUNGRY,      /* worker -> coordinator: its threads waited for work (count:
-                     * their time waiting since the last note, ms) */
 };
 
 enum dmsg_kind {

@@ -321,8 +321,7 @@ static void *worker_main(void *arg)
     double poll = 0.001;
     struct rpc_writer pending;          /* taken from out, not yet written */
     rpc_writer_init(&pending, NULL, 0);
-    int have_pending = 0, said_bye = 0, hungry = 0;
-    double idle_seen = pool_idle_seconds(run->pool);
+    int have_pending = 0, said_bye = 0;
     char name[64];
     for (;;) {
         now = dist_now();
@@ -342,23 +341,11 @@ static void *worker_main(void *arg)
             if (got) {
                 last_heard = now;
                 poll = 0.001;
-                hungry = 0;
-            } else if (rc != -EAGAIN &&
-                       poll < (hungry || atomic_load(&d->running) ? 0.004 : 0.016)) {
-                poll *= 2;          /* not longer while work or an answer is due */
+            } else if (rc != -EAGAIN && poll < 0.016) {
+                poll *= 2;
             }
             next_poll = now + (rc == -EAGAIN ? 0.001 : poll);
         }
-        /* Threads waited for work since the last message from worker 0:
-         * say so at once, once per message, so it hands this worker more
-         * (dist_hub.c). */
-        double idle = pool_idle_seconds(run->pool);
-        if (!hungry && d->joined && !d->done && !d->stop && idle - idle_seen >= 0.001) {
-            dist_send(d, &(struct dmsg){ .type = DM_HUNGRY,
-                                         .count = (uint64_t)((idle - idle_seen) * 1000) }, 1);
-            hungry = 1;
-        }
-        idle_seen = idle;
         int finishing = (d->done || d->stop) && atomic_load(&d->running) == 0;
         if (finishing && d->done && !said_bye) {
             dist_send(d, &(struct dmsg){ .type = DM_BYE }, 1);

@@ -87,7 +87,6 @@ int main(void)
         { .type = DM_DONE, .count = 0 },
         { .type = DM_ABORT, .text = "why" },
         { .type = DM_BYE },
-        { .type = DM_HUNGRY, .count = 12 },
     };
     int all = 1;
     for (size_t i = 0; i < sizeof(simple) / sizeof(*simple); i++)
