@@ -19,6 +19,7 @@ struct pair {
     uint64_t last_used[QOS_NCLASSES], last_waited[QOS_NCLASSES];
     double rate[QOS_NCLASSES], held[QOS_NCLASSES], demand[QOS_NCLASSES];
     double peak[QOS_NCLASSES];        /* the most it used unhindered lately (ctl.h) */
+    uint8_t pressed[QOS_NCLASSES];    /* periods in a row pressing against its limit (ctl.h) */
     uint64_t limit[QOS_NCLASSES];     /* what the node was last sent */
 };
 
@@ -29,6 +30,7 @@ struct job {
     uint32_t first, npairs;
     uint32_t procs, up;
     double demand[QOS_NCLASSES], usage[QOS_NCLASSES], alloc[QOS_NCLASSES];
+    bool grows[QOS_NCLASSES];         /* a node of it presses against its limit */
 };
 
 struct node {
@@ -226,6 +228,20 @@ int ctl_set_jobs(struct ctl *c, const struct ctl_job_spec *specs, size_t njobs, 
     return 0;
 }
 
+/* Enough doublings of CTL_STEP to go from 1/s to any rate. */
+#define CTL_MAX_DOUBLINGS 40
+
+/* Held back in the period just measured, and by its limit: held most of
+ * the period whatever it achieved, or held a moment with its rate within
+ * half the margin of its limit (ctl.h). Held for a moment but using less
+ * than that, its calls came in bursts (or its processes were slowed by
+ * something else): it did not want more on average. */
+static bool pressing(const struct pair *p, int cl)
+{
+    return p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD &&
+           (p->held[cl] >= CTL_HELD_MOSTLY || p->rate[cl] * CTL_AT_LIMIT >= (double)p->limit[cl]);
+}
+
 void ctl_take_report(struct ctl *c, uint32_t node, const struct qos_report *rep, int64_t now_ms)
 {
     if (node >= c->nnodes)
@@ -270,6 +286,10 @@ void ctl_take_report(struct ctl *c, uint32_t node, const struct qos_report *rep,
                 p->peak[cl] *= decay;
                 if (p->held[cl] <= CTL_HELD && p->rate[cl] > p->peak[cl])
                     p->peak[cl] = p->rate[cl];
+                if (!pressing(p, cl))
+                    p->pressed[cl] = 0;
+                else if (p->pressed[cl] < CTL_MAX_DOUBLINGS)
+                    p->pressed[cl]++;
             }
         }
         if (!p->samples || dt > 0.001) {
@@ -302,30 +322,21 @@ static double unit(int cl)
     return qos_class_is_data(cl) ? 4096 : 1;
 }
 
-/* What a (job, node) would use of class cl, as far as can be told. */
-static double pair_demand(const struct pair *p, int cl)
+/* What a (job, node) would use of class cl, as far as can be told;
+ * *grows when that is only a step up from the limit it presses against. */
+static double pair_demand(const struct pair *p, int cl, bool *grows)
 {
     if (p->samples < 2)
         return p->restored && p->limit[cl] != QOS_UNLIMITED ? (double)p->limit[cl] : INFINITY;
-    /* Held back: it wants more than it was allowed, how much more cannot
-     * be seen. Wanting all it can get gives it its max-min share at once;
-     * growing from what it was allowed (doubling each period) took 16
-     * periods for a job back from idling at 1 op/s to reach 66,000/s. */
-    /* Held back for a moment but using less than its limit (by more than
-     * half the margin: CTL_AT_LIMIT): its calls came in bursts (or its processes were
-     * slowed by something else); it did not want more on average, and
-     * taking its fair share for it would hold the others back for a
-     * period. Held back most of the period, it is limited, whatever it
-     * achieved (ctl.h). */
-    /* Held back, it wants at least the most it used unhindered lately: a
-     * job below its fair share whose usage dipped for a period (its
-     * processes descheduled) and was then held at that dip is given its
-     * rate back, not its whole fair share (which held the others at 0.89
-     * of theirs for a period, issue 24's three-job runs). */
-    if (p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD &&
-        (p->held[cl] >= CTL_HELD_MOSTLY || p->rate[cl] * CTL_AT_LIMIT >= (double)p->limit[cl])) {
+    if (p->pressed[cl] && p->limit[cl] != QOS_UNLIMITED) {
+        /* Held at its limit: a step up from it (ctl.h), and at least the
+         * most it used unhindered lately: a job below its fair share whose
+         * usage dipped for a period (its processes descheduled) and was
+         * then held at that dip is given its rate back at once. */
+        *grows = true;
+        double step = (double)p->limit[cl] * (1 + CTL_STEP * ldexp(1, p->pressed[cl] - 1));
         double seen = p->peak[cl] * CTL_HEADROOM + unit(cl);
-        return seen > (double)p->limit[cl] ? seen : INFINITY;
+        return step > seen ? step : seen;
     }
     return p->rate[cl] * CTL_HEADROOM + unit(cl);
 }
@@ -410,6 +421,7 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
         j->procs = j->up = 0;
         for (int cl = 0; cl < QOS_NCLASSES; cl++) {
             j->demand[cl] = limited[cl] ? 0 : INFINITY;
+            j->grows[cl] = false;
             j->alloc[cl] = INFINITY;
             j->usage[cl] = 0;
         }
@@ -421,7 +433,7 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
             j->procs += p->procs;
             for (int x = 0; x < nlim; x++) {
                 int cl = lim[x];
-                p->demand[cl] = pair_demand(p, cl);
+                p->demand[cl] = pair_demand(p, cl, &j->grows[cl]);
                 j->demand[cl] += p->demand[cl];
             }
             if (p->samples >= 2)
@@ -445,7 +457,7 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
             const struct job *j = &c->jobs[i];
             uint64_t asked = j->asked.v[cl];
             c->pj[i] = (struct policy_job){
-                .demand = j->demand[cl], .weight = j->weight, .usage = j->usage[cl],
+                .demand = j->demand[cl], .grows = j->grows[cl], .weight = j->weight, .usage = j->usage[cl],
                 .asked = asked == QOS_NOT_GIVEN || asked == QOS_UNLIMITED ? 0 : (double)asked,
                 .dflt = as_rate(s->dflt.v[cl]) * (j->up ? j->up : 1),
             };

@@ -50,6 +50,17 @@
  * it was handed its whole fair share for a period and the other two jobs
  * fell to 0.889 of theirs (issue 24's three-job runs of 2026-11-26 22:20). */
 #define CTL_AT_LIMIT 1.0247
+/* A (job, node) pressing against its limit (above) wants more by an
+ * amount nobody can see: it asks for its limit and a step, which starts
+ * at this fraction of the limit and doubles each period it goes on
+ * pressing (10%, 20%, 40%, ...: a job that needs much more gets it in a
+ * few periods), bounded by an equal share (policy.h); at the floor (below
+ * half an equal share: back from idling, new) it takes an equal share at
+ * once. Handing every pressing job its whole fair share, a job held at a
+ * limit its unhindered rate did not exceed (its node busy a moment) took
+ * it for a period and the others fell to 0.889 of theirs (issue 24's
+ * three-job runs of 2026-11-26 23:00). */
+#define CTL_STEP 0.1
 /* The most a (job, node) used while not held back, which is what it wants
  * at least when it is held back later, fades by this fraction per second:
  * a job that really slows down is not given its old rate for long. */
