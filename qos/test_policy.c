@@ -174,7 +174,7 @@ static uint64_t limit_in(struct ctl *c, uint32_t node, uint32_t job, int cls)
 {
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
-    ctl_node_message(c, node, 1, &w);
+    ctl_node_message(c, node, 1, 0, &w);
     struct rpc_reader r;
     rpc_reader_init(&r, w.data, w.len);
     struct qos_cycle cy;
