@@ -51,9 +51,9 @@ enum agent_op {
     AGENT_STATUS = 5,
     AGENT_TEARDOWN = 6,
     AGENT_RELEASE = 7,     /* Epilog: wait for teardown (local socket only) */
-    AGENT_QOS = 8,         /* adafs-qosd: limits in, usage out (qos_proto.h) */
+    AGENT_QOS = 8,         /* adafs-qosd: limits in, usage out when due (qos_proto.h) */
     AGENT_WATCH = 9,       /* STATUS once it changes: the plugin's long poll */
-    AGENT_QOS_REPORT = 10, /* adafs-qosd: usage out, nothing changed (qos_proto.h) */
+    AGENT_QOS_REPORT = 10, /* usage out at once, nothing changed (qos_proto.h) */
     AGENT_LIST = 11,       /* the persistent instances this agent serves (adafs-ctl) */
 };
 

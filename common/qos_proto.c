@@ -111,6 +111,7 @@ void qos_cycle_put(struct rpc_writer *w, const struct qos_cycle *c)
 {
     rpc_put_u32(w, QOS_PROTO_VERSION);
     rpc_put_u64(w, c->cycle);
+    rpc_put_u32(w, c->answer_in_ms);
     rpc_put_u32(w, c->njobs);
     for (uint32_t i = 0; i < c->njobs; i++) {
         rpc_put_u32(w, c->jobs[i].job_id);
@@ -125,6 +126,9 @@ int qos_cycle_get(struct rpc_reader *r, struct qos_cycle *c)
     if (rpc_get_u32(r) != QOS_PROTO_VERSION)
         return -EBADMSG;
     c->cycle = rpc_get_u64(r);
+    c->answer_in_ms = rpc_get_u32(r);
+    if (c->answer_in_ms > QOS_ANSWER_MAX_MS)
+        return -EBADMSG;
     int rc = get_count(r, 8 + 2, &c->njobs, (void **)&c->jobs, sizeof(*c->jobs));
     if (rc < 0)
         return rc;

@@ -3,21 +3,24 @@
  * adafs-qosd (the global controller) -> each node agent, one AGENT_QOS
  * request per control period in the agent session (agent_session.h: qosd
  * runs as slurmctld's user, proved by munge, every message sealed):
- *   u32 QOS_PROTO_VERSION, u64 cycle, u32 njobs, then per job
- *   u32 job id, u32 uid, the class vector of limits (this job on this
- *   node, per second; QOS_UNLIMITED for none)
+ *   u32 QOS_PROTO_VERSION, u64 cycle, u32 answer in ms, u32 njobs, then
+ *   per job u32 job id, u32 uid, the class vector of limits (this job on
+ *   this node, per second; QOS_UNLIMITED for none)
  * listing every job with processes of its own on the node. The agent
- * applies the limits (creating the budget of a job it did not know) and
- * answers with the usage of every job it holds a budget for:
+ * applies the limits at once (creating the budget of a job it did not
+ * know) and answers when the given time has passed (at most
+ * QOS_ANSWER_MAX_MS; 0: at once) with the usage of every job it holds a
+ * budget for then:
  *   u32 QOS_PROTO_VERSION, u64 cycle, u32 njobs, then per job
  *   u32 job id, u32 processes, the class vectors of use (totals since the
  *   budget was made) and of nanoseconds delayed (totals)
- * Each period qosd first asks every busy agent for that report alone
- * (AGENT_QOS_REPORT: u32 QOS_PROTO_VERSION, u64 cycle; the same answer,
- * nothing changed), computes, and then sends the limits: so limits follow
- * the period just ended, not the one before it. The AGENT_QOS answer of
- * the cycle just reported lists no jobs (their usage was just sent); that
- * of any other cycle has them all, for a qosd that does not ask first.
+ * qosd asks for the answer at the end of the period: the answer is that
+ * period's report, there when qosd computes the next limits (a long poll).
+ * So a node costs two messages per period, each sealed once: the limits
+ * out, the usage in, and the limits follow the period just ended.
+ * (AGENT_QOS_REPORT: u32 QOS_PROTO_VERSION, u64 cycle, answered at once
+ * with the report, nothing changed: for tools; the AGENT_QOS answer of the
+ * cycle it named lists no jobs.)
  *
  * adafs-qos (and the plugin) <- adafs-qosd over qosd's Unix socket (rpc.h
  * frames; the peer known by SO_PEERCRED: root or slurmctld's user):
@@ -48,7 +51,8 @@
 #include "qos_limits.h"
 #include "rpc.h"
 
-#define QOS_PROTO_VERSION 2   /* 2: compact class vectors */
+#define QOS_PROTO_VERSION 3   /* 2: compact class vectors; 3: the limits' answer is a long poll */
+#define QOS_ANSWER_MAX_MS 60000
 #define QOS_PROTO_MAX_JOBS 100000
 #define QOS_STATUS_MAGIC 0x53514441u   /* "ADQS" read as little-endian */
 
@@ -64,6 +68,7 @@ struct qos_job_limits {
 
 struct qos_cycle {
     uint64_t cycle;
+    uint32_t answer_in_ms;         /* the report is due this long after it arrives */
     uint32_t njobs;
     struct qos_job_limits *jobs;   /* decoded: malloc'd */
 };

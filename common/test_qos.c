@@ -355,6 +355,7 @@ static void test_classes(void)
     rpc_writer_init(&m, NULL, 0);
     rpc_put_u32(&m, QOS_PROTO_VERSION);
     rpc_put_u64(&m, 9);
+    rpc_put_u32(&m, 1000);   /* answer in 1 s */
     rpc_put_u32(&m, 1);
     rpc_put_u32(&m, 42);
     rpc_put_u32(&m, 1000);
@@ -365,8 +366,16 @@ static void test_classes(void)
     tap_is_int(qos_cycle_get(&r, &cy), 0, "a limits message with it decodes");
     if (cy.njobs == 1)
         memcpy(back, cy.jobs[0].limit.v, sizeof(back));
-    tap_ok(cy.njobs == 1 && memcmp(back, v, sizeof(v)) == 0, "every class comes back");
+    tap_ok(cy.njobs == 1 && memcmp(back, v, sizeof(v)) == 0 && cy.answer_in_ms == 1000,
+           "every class comes back, and when the report is due");
     free(cy.jobs);
+    uint8_t late[128];
+    memcpy(late, m.data, m.len);
+    uint32_t too_late = QOS_ANSWER_MAX_MS + 1;
+    for (int b = 0; b < 4; b++)        /* little-endian, as rpc.h writes */
+        late[12 + b] = (uint8_t)(too_late >> 8 * b);
+    rpc_reader_init(&r, late, m.len);
+    tap_is_int(qos_cycle_get(&r, &cy), -EBADMSG, "a report due past QOS_ANSWER_MAX_MS is refused");
     /* 1000 + 1 = 0xe9 0x07; padded to 0xe9 0x87 0x00 it is not its shortest form. */
     size_t at = m.len - w.len + 3;
     uint8_t padded[128];

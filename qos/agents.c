@@ -11,11 +11,12 @@
 #include "agent_proto.h"
 #include "net.h"
 
-static void disconnect(struct agent *a)
+void agents_close(struct agent *a)
 {
     if (a->connected)
         agent_session_close(&a->s);
     a->connected = false;
+    a->pending = 0;
 }
 
 int agents_sync(struct agents *ag, const struct world *w)
@@ -44,7 +45,7 @@ int agents_sync(struct agents *ag, const struct world *w)
     }
     for (size_t k = 0; k < ag->n; k++)
         if (ag->a[k].name[0]) {
-            disconnect(&ag->a[k]);
+            agents_close(&ag->a[k]);
             rpc_writer_free(&ag->a[k].msg);
             free(ag->a[k].report.jobs);
         }
@@ -54,10 +55,18 @@ int agents_sync(struct agents *ag, const struct world *w)
     return 0;
 }
 
-/* One agent's exchange of op (body out); the outcome in a->have_report,
- * a->sent or a->err. */
-static void exchange_one(struct agent *a, const struct session_auth *auth, uint16_t op,
-                         const struct rpc_writer *out, int64_t deadline)
+static void failed(struct agent *a, int rc)
+{
+    snprintf(a->err, sizeof(a->err), "%s", rc == -ECONNRESET ? "the agent closed the session"
+                                           : rc == -EBADMSG ? "a message did not open"
+                                           : rc == -ETIMEDOUT ? "no report by the deadline"
+                                           : strerror(-rc));
+    agents_close(a);   /* a late answer would be taken for the next one */
+}
+
+/* Sends a its msg (connecting first if it has no session): pending, or
+ * a->err. */
+static void send_one(struct agent *a, const struct session_auth *auth, int64_t deadline)
 {
     int64_t now = net_now_ms();
     if (!a->connected) {
@@ -74,64 +83,73 @@ static void exchange_one(struct agent *a, const struct session_auth *auth, uint1
             return;
         }
         a->connected = true;
+        a->pending = 0;
     }
-    struct session_msg m = { 0 };
-    int rc = agent_session_send(&a->s, op, 0, out->data, out->len, deadline);
-    if (rc == 0)
-        rc = agent_session_recv(&a->s, &m, AGENT_MAX_BODY, deadline);
-    if (rc < 0) {
-        snprintf(a->err, sizeof(a->err), "%s", rc == -ECONNRESET ? "the agent closed the session"
-                                               : rc == -EBADMSG ? "a message did not open"
-                                               : strerror(-rc));
-        disconnect(a);   /* a late answer would be taken for the next one */
-        return;
+    int rc = agent_session_send(&a->s, AGENT_QOS, 0, a->msg.data, a->msg.len, deadline);
+    if (rc < 0)
+        failed(a, rc);
+    else
+        a->pending++;
+}
+
+/* Takes every answer a owes (its reports: the last one kept), by
+ * deadline: have_report, report, answered_ms, or a->err. */
+static void receive_one(struct agent *a, int64_t deadline)
+{
+    while (a->connected && a->pending > 0) {
+        struct session_msg m = { 0 };
+        int rc = agent_session_recv(&a->s, &m, AGENT_MAX_BODY, deadline);
+        if (rc < 0) {
+            failed(a, rc);
+            return;
+        }
+        a->pending--;
+        struct rpc_reader r;
+        rpc_reader_init(&r, m.body, m.len);
+        struct qos_report rep;
+        if (m.status < 0) {
+            const char *text;
+            uint32_t fault;
+            snprintf(a->err, sizeof(a->err), "refused: %s",
+                     agent_error_get(&r, &text, &fault) == 0 ? text : strerror(-m.status));
+        } else if (qos_report_get(&r, &rep) < 0) {
+            snprintf(a->err, sizeof(a->err), "a malformed report");
+        } else {
+            free(a->report.jobs);
+            a->report = rep;
+            a->have_report = true;
+            a->answered_ms = net_now_ms();
+        }
+        free(m.plain);
     }
-    struct rpc_reader r;
-    rpc_reader_init(&r, m.body, m.len);
-    if (m.status < 0) {
-        const char *text;
-        uint32_t fault;
-        snprintf(a->err, sizeof(a->err), "refused: %s",
-                 agent_error_get(&r, &text, &fault) == 0 ? text : strerror(-m.status));
-    } else if (op == AGENT_QOS && a->have_report) {
-        a->sent = true;   /* the usage was taken just before */
-    } else if (qos_report_get(&r, &a->report) < 0) {
-        free(a->report.jobs);
-        memset(&a->report, 0, sizeof(a->report));
-        snprintf(a->err, sizeof(a->err), "a malformed report");
-    } else {
-        a->have_report = true;
-        a->sent = a->report_late = op == AGENT_QOS;
-        a->answered_ms = net_now_ms();
-    }
-    free(m.plain);
 }
 
 struct pool {
     struct agents *ag;
     atomic_size_t next;
-    uint16_t op;
-    const struct rpc_writer *ask;   /* AGENT_QOS_REPORT's body; else each agent's msg */
+    bool send;                      /* else receive */
     int64_t deadline;
 };
 
 static void *worker(void *arg)
 {
     struct pool *p = arg;
-    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->ag->n;)
-        if (p->ag->a[i].busy)
-            exchange_one(&p->ag->a[i], p->ag->auth, p->op,
-                         p->ask ? p->ask : &p->ag->a[i].msg, p->deadline);
+    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->ag->n;) {
+        struct agent *a = &p->ag->a[i];
+        if (p->send && a->busy)
+            send_one(a, p->ag->auth, p->deadline);
+        else if (!p->send && a->pending)
+            receive_one(a, p->deadline);
+    }
     return NULL;
 }
 
-static void run_pool(struct agents *ag, uint16_t op, const struct rpc_writer *ask,
-                     int64_t deadline_ms)
+static void run_pool(struct agents *ag, bool send, int64_t deadline_ms)
 {
     size_t busy = 0;
     for (size_t i = 0; i < ag->n; i++)
-        busy += ag->a[i].busy;
-    struct pool p = { .ag = ag, .op = op, .ask = ask, .deadline = deadline_ms };
+        busy += send ? ag->a[i].busy : ag->a[i].pending > 0;
+    struct pool p = { .ag = ag, .send = send, .deadline = deadline_ms };
     size_t nthreads = busy < AGENTS_THREADS ? busy : AGENTS_THREADS;
     pthread_t t[AGENTS_THREADS];
     size_t started = 0;
@@ -143,34 +161,30 @@ static void run_pool(struct agents *ag, uint16_t op, const struct rpc_writer *as
         pthread_join(t[i], NULL);
 }
 
-void agents_collect(struct agents *ag, uint64_t cycle, int64_t deadline_ms)
+void agents_receive(struct agents *ag, int64_t deadline_ms)
 {
     for (size_t i = 0; i < ag->n; i++) {
         struct agent *a = &ag->a[i];
         free(a->report.jobs);
         memset(&a->report, 0, sizeof(a->report));
-        a->have_report = a->sent = a->report_late = false;
+        a->have_report = false;
         a->err[0] = '\0';
     }
-    struct rpc_writer ask;
-    rpc_writer_init(&ask, NULL, 0);
-    rpc_put_u32(&ask, QOS_PROTO_VERSION);
-    rpc_put_u64(&ask, cycle);
-    run_pool(ag, AGENT_QOS_REPORT, &ask, deadline_ms);
-    rpc_writer_free(&ask);
+    run_pool(ag, false, deadline_ms);
 }
 
-void agents_exchange(struct agents *ag, int64_t deadline_ms)
+void agents_send(struct agents *ag, int64_t deadline_ms)
 {
     for (size_t i = 0; i < ag->n; i++)
-        ag->a[i].sent = false;
-    run_pool(ag, AGENT_QOS, NULL, deadline_ms);
+        if (ag->a[i].busy)
+            ag->a[i].err[0] = '\0';
+    run_pool(ag, true, deadline_ms);
 }
 
 void agents_free(struct agents *ag)
 {
     for (size_t i = 0; i < ag->n; i++) {
-        disconnect(&ag->a[i]);
+        agents_close(&ag->a[i]);
         rpc_writer_free(&ag->a[i].msg);
         free(ag->a[i].report.jobs);
     }

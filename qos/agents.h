@@ -1,10 +1,13 @@
 /* agents: adafs-qosd's conversations with the node agents.
  *
  * One agent session (agent_session.h) per node, kept open from cycle to
- * cycle; each cycle every busy node's report is asked for, then (once
- * qosd has computed) its message goes out, from a few threads at once so that a slow or dead agent
- * costs only its own deadline. An agent that cannot be reached is tried
- * again after AGENTS_RETRY_MS, not each cycle. */
+ * cycle. Each period qosd sends every busy node's agent its limits
+ * (AGENT_QOS), asking for the answer at the period's end (qos_proto.h: a
+ * long poll), and at the start of the next takes the answers: each node's
+ * usage of the period. Two messages per node and period, from a few
+ * threads at once, so that a slow or dead agent costs only its own
+ * deadline. An agent that cannot be reached is tried again after
+ * AGENTS_RETRY_MS, not each cycle. */
 #ifndef ADAFS_QOS_AGENTS_H
 #define ADAFS_QOS_AGENTS_H
 
@@ -29,12 +32,11 @@ struct agent {
     uint64_t busy_cycle;         /* the last cycle it had jobs */
     bool failing;                /* the last exchange failed (logged once) */
     struct rpc_writer msg;       /* this cycle's message */
-    bool have_report;            /* report holds this cycle's */
-    bool sent;                   /* this cycle's msg was delivered */
-    bool report_late;            /* the report came with msg (an agent without AGENT_QOS_REPORT) */
+    unsigned pending;            /* answers owed: messages sent, not answered */
+    bool have_report;            /* report holds the last period's */
     struct qos_report report;
     char err[512];               /* why this cycle failed, "" if it did not */
-    int64_t answered_ms;         /* when this cycle's report arrived */
+    int64_t answered_ms;         /* when the report arrived */
 };
 
 struct agents {
@@ -47,14 +49,16 @@ struct agents {
  * host and port stay are kept. -ENOMEM. */
 int agents_sync(struct agents *ag, const struct world *w);
 
-/* Asks each busy agent for its report (AGENT_QOS_REPORT), all done by
- * deadline_ms (net_now_ms clock): have_report, report, answered_ms, or
- * err. */
-void agents_collect(struct agents *ag, uint64_t cycle, int64_t deadline_ms);
-/* Sends each busy agent its msg (AGENT_QOS): sent, or err. The answer's
- * report is taken only where agents_collect got none (an agent that does
- * not know AGENT_QOS_REPORT yet). */
-void agents_exchange(struct agents *ag, int64_t deadline_ms);
+/* Takes the answers each agent owes (the usage of the period just
+ * ended), all by deadline_ms (net_now_ms clock): have_report, report,
+ * answered_ms, or err (the session is then closed). */
+void agents_receive(struct agents *ag, int64_t deadline_ms);
+/* Sends each busy agent its msg (AGENT_QOS, whose answer is due when the
+ * msg says): one more answer pending, or err. */
+void agents_send(struct agents *ag, int64_t deadline_ms);
+
+/* Closes a's session. */
+void agents_close(struct agent *a);
 
 void agents_free(struct agents *ag);
 

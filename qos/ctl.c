@@ -12,6 +12,9 @@
 
 struct pair {
     uint32_t job, node;
+    uint32_t job_id, uid;             /* jobs[job]'s: a report's entry is matched and a
+                                       * message written without touching the job (a
+                                       * cache miss per pair at 1,000 nodes) */
     uint32_t samples;                 /* reports taken: a rate needs two */
     bool restored;                    /* limit from the saved state, not yet measured */
     uint32_t procs;
@@ -19,6 +22,7 @@ struct pair {
     uint64_t last_used[QOS_NCLASSES], last_waited[QOS_NCLASSES];
     double rate[QOS_NCLASSES], held[QOS_NCLASSES], demand[QOS_NCLASSES];
     double peak[QOS_NCLASSES];        /* the most it used unhindered lately (ctl.h) */
+    uint8_t pressed[QOS_NCLASSES];    /* periods in a row pressing against its limit (ctl.h) */
     uint64_t limit[QOS_NCLASSES];     /* what the node was last sent */
 };
 
@@ -29,6 +33,7 @@ struct job {
     uint32_t first, npairs;
     uint32_t procs, up;
     double demand[QOS_NCLASSES], usage[QOS_NCLASSES], alloc[QOS_NCLASSES];
+    bool grows[QOS_NCLASSES];         /* a node of it presses against its limit */
 };
 
 struct node {
@@ -186,6 +191,8 @@ int ctl_set_jobs(struct ctl *c, const struct ctl_job_spec *specs, size_t njobs, 
                     p->limit[cl] = QOS_UNLIMITED;
             }
             p->job = (uint32_t)i;
+            p->job_id = s->id;
+            p->uid = s->uid;
         }
         j->npairs = (uint32_t)(at - j->first);
         size_t h = slot_of(j->id, hsize - 1);
@@ -226,6 +233,24 @@ int ctl_set_jobs(struct ctl *c, const struct ctl_job_spec *specs, size_t njobs, 
     return 0;
 }
 
+/* The step stops doubling at 320% of the limit (x4.2 a period): a job
+ * pressing for long asks a few times its limit, not a number that grows
+ * past any capacity (the status shows it), and from half an equal share
+ * (below it a job takes the equal share at once) it reaches its share in
+ * three periods all the same. */
+#define CTL_MAX_DOUBLINGS 6
+
+/* Held back in the period just measured, and by its limit: held most of
+ * the period whatever it achieved, or held a moment with its rate within
+ * half the margin of its limit (ctl.h). Held for a moment but using less
+ * than that, its calls came in bursts (or its processes were slowed by
+ * something else): it did not want more on average. */
+static bool pressing(const struct pair *p, int cl)
+{
+    return p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD &&
+           (p->held[cl] >= CTL_HELD_MOSTLY || p->rate[cl] * CTL_AT_LIMIT >= (double)p->limit[cl]);
+}
+
 void ctl_take_report(struct ctl *c, uint32_t node, const struct qos_report *rep, int64_t now_ms)
 {
     if (node >= c->nnodes)
@@ -244,8 +269,7 @@ void ctl_take_report(struct ctl *c, uint32_t node, const struct qos_report *rep,
         const struct qos_job_usage *u = &rep->jobs[i];
         struct pair *p = NULL;
         uint32_t hint = i < nd->nseen ? nd->seen[i] : UINT32_MAX;
-        if (hint < c->npairs && c->pairs[hint].node == node &&
-            c->jobs[c->pairs[hint].job].id == u->job_id) {
+        if (hint < c->npairs && c->pairs[hint].node == node && c->pairs[hint].job_id == u->job_id) {
             p = &c->pairs[hint];
         } else {
             const struct job *j = lookup(c, u->job_id);
@@ -270,6 +294,10 @@ void ctl_take_report(struct ctl *c, uint32_t node, const struct qos_report *rep,
                 p->peak[cl] *= decay;
                 if (p->held[cl] <= CTL_HELD && p->rate[cl] > p->peak[cl])
                     p->peak[cl] = p->rate[cl];
+                if (!pressing(p, cl))
+                    p->pressed[cl] = 0;
+                else if (p->pressed[cl] < CTL_MAX_DOUBLINGS)
+                    p->pressed[cl]++;
             }
         }
         if (!p->samples || dt > 0.001) {
@@ -302,30 +330,21 @@ static double unit(int cl)
     return qos_class_is_data(cl) ? 4096 : 1;
 }
 
-/* What a (job, node) would use of class cl, as far as can be told. */
-static double pair_demand(const struct pair *p, int cl)
+/* What a (job, node) would use of class cl, as far as can be told;
+ * *grows when that is only a step up from the limit it presses against. */
+static double pair_demand(const struct pair *p, int cl, bool *grows)
 {
     if (p->samples < 2)
         return p->restored && p->limit[cl] != QOS_UNLIMITED ? (double)p->limit[cl] : INFINITY;
-    /* Held back: it wants more than it was allowed, how much more cannot
-     * be seen. Wanting all it can get gives it its max-min share at once;
-     * growing from what it was allowed (doubling each period) took 16
-     * periods for a job back from idling at 1 op/s to reach 66,000/s. */
-    /* Held back for a moment but using less than its limit (by more than
-     * half the margin: CTL_AT_LIMIT): its calls came in bursts (or its processes were
-     * slowed by something else); it did not want more on average, and
-     * taking its fair share for it would hold the others back for a
-     * period. Held back most of the period, it is limited, whatever it
-     * achieved (ctl.h). */
-    /* Held back, it wants at least the most it used unhindered lately: a
-     * job below its fair share whose usage dipped for a period (its
-     * processes descheduled) and was then held at that dip is given its
-     * rate back, not its whole fair share (which held the others at 0.89
-     * of theirs for a period, issue 24's three-job runs). */
-    if (p->limit[cl] != QOS_UNLIMITED && p->held[cl] > CTL_HELD &&
-        (p->held[cl] >= CTL_HELD_MOSTLY || p->rate[cl] * CTL_AT_LIMIT >= (double)p->limit[cl])) {
+    if (p->pressed[cl] && p->limit[cl] != QOS_UNLIMITED) {
+        /* Held at its limit: a step up from it (ctl.h), and at least the
+         * most it used unhindered lately: a job below its fair share whose
+         * usage dipped for a period (its processes descheduled) and was
+         * then held at that dip is given its rate back at once. */
+        *grows = true;
+        double step = (double)p->limit[cl] * (1 + CTL_STEP * ldexp(1, p->pressed[cl] - 1));
         double seen = p->peak[cl] * CTL_HEADROOM + unit(cl);
-        return seen > (double)p->limit[cl] ? seen : INFINITY;
+        return step > seen ? step : seen;
     }
     return p->rate[cl] * CTL_HEADROOM + unit(cl);
 }
@@ -410,6 +429,7 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
         j->procs = j->up = 0;
         for (int cl = 0; cl < QOS_NCLASSES; cl++) {
             j->demand[cl] = limited[cl] ? 0 : INFINITY;
+            j->grows[cl] = false;
             j->alloc[cl] = INFINITY;
             j->usage[cl] = 0;
         }
@@ -421,7 +441,7 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
             j->procs += p->procs;
             for (int x = 0; x < nlim; x++) {
                 int cl = lim[x];
-                p->demand[cl] = pair_demand(p, cl);
+                p->demand[cl] = pair_demand(p, cl, &j->grows[cl]);
                 j->demand[cl] += p->demand[cl];
             }
             if (p->samples >= 2)
@@ -445,7 +465,7 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
             const struct job *j = &c->jobs[i];
             uint64_t asked = j->asked.v[cl];
             c->pj[i] = (struct policy_job){
-                .demand = j->demand[cl], .weight = j->weight, .usage = j->usage[cl],
+                .demand = j->demand[cl], .grows = j->grows[cl], .weight = j->weight, .usage = j->usage[cl],
                 .asked = asked == QOS_NOT_GIVEN || asked == QOS_UNLIMITED ? 0 : (double)asked,
                 .dflt = as_rate(s->dflt.v[cl]) * (j->up ? j->up : 1),
             };
@@ -471,18 +491,20 @@ bool ctl_node_up(const struct ctl *c, uint32_t node)
     return node < c->nnodes && c->nodes[node].up;
 }
 
-void ctl_node_message(struct ctl *c, uint32_t node, uint64_t cycle, struct rpc_writer *w)
+void ctl_node_message(struct ctl *c, uint32_t node, uint64_t cycle, uint32_t answer_in_ms,
+                      struct rpc_writer *w)
 {
     const struct node *n = node < c->nnodes ? &c->nodes[node] : NULL;
     uint32_t count = n ? n->npairs : 0;
     /* qos_proto.h's cycle, written in place: no array to build. */
     rpc_put_u32(w, QOS_PROTO_VERSION);
     rpc_put_u64(w, cycle);
+    rpc_put_u32(w, answer_in_ms);
     rpc_put_u32(w, count);
     for (uint32_t k = 0; k < count; k++) {
         const struct pair *p = &c->pairs[n->pairs[k]];
-        rpc_put_u32(w, c->jobs[p->job].id);
-        rpc_put_u32(w, c->jobs[p->job].uid);
+        rpc_put_u32(w, p->job_id);
+        rpc_put_u32(w, p->uid);
         qos_classes_put(w, p->limit);
     }
 }

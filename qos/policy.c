@@ -28,7 +28,8 @@ static void priority_shares(double capacity, struct policy_job *jobs, size_t n)
 }
 
 /* Max-min: each job in increasing order of want takes its want or an
- * equal share of what is left, whichever is less; returns what is left.
+ * equal share of what is left, whichever is less (a job at the floor
+ * that grows: the equal share, policy.h); returns what is left.
  * order holds the jobs' indices sorted by want. */
 static double max_min(double left, struct policy_job *jobs, size_t n, const uint32_t *order,
                       const double *want)
@@ -37,7 +38,7 @@ static double max_min(double left, struct policy_job *jobs, size_t n, const uint
         struct policy_job *j = &jobs[order[k]];
         double share = left / (double)(n - k);
         double w = want[order[k]];
-        double take = w < share ? w : share;
+        double take = w < share && !(j->grows && w < share * POLICY_FLOOR) ? w : share;
         j->alloc += take;
         left -= take;
     }

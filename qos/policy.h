@@ -22,17 +22,29 @@
  *                 proportion to usage. (The controller, not this module,
  *                 splits a job's rate over its nodes by their usage.)
  * What a job asked caps it (static, priority, psfa) or is its floor
- * (proportional). */
+ * (proportional).
+ *
+ * A job held at its limit (grows) wants more than it was given by an
+ * amount nobody can see; its demand is the controller's step up from that
+ * limit. Max-min gives it that step, or, when the step is below
+ * POLICY_FLOOR of an equal share of what is left (a job at the floor: new
+ * to a node, or back from idling), that equal share at once. */
 #ifndef ADAFS_QOS_POLICY_H
 #define ADAFS_QOS_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "qos_conf.h"   /* enum qos_policy */
 
+/* A job held at a demand below this fraction of an equal share takes the
+ * equal share (policy_job.grows). */
+#define POLICY_FLOOR 0.5
+
 struct policy_job {
     double demand, asked, weight, usage;   /* asked 0: nothing */
+    bool grows;                            /* held at its limit: demand is a step up from it */
     double dflt;                           /* the static default for its nodes */
     double alloc;                          /* out */
 };

@@ -5,9 +5,11 @@
  *   adafs-qosd [--config FILE] [--log FILE] [--log-level LEVEL]
  *              [--pidfile FILE] [--foreground]
  *
- * Each period: reread burst_buffer.conf if it changed, ask slurmctld what
- * runs (world.h), compute every job's limits on every node (ctl.h), send
- * each busy node's agent its limits and take back its usage (agents.h),
+ * Each period: take each busy node's usage of the period just ended (its
+ * agent's answer to the last limits, due now), reread burst_buffer.conf
+ * if it changed, ask slurmctld what runs (world.h), compute every job's
+ * limits on every node (ctl.h) and send them, the next usage due at the
+ * period's end (agents.h: two messages per node and period),
  * then write the status (for bbstat and adafs-qos), a line per job and
  * class to the records, and the state (state.h). adafs-qos talks to it
  * over <state dir>/qosd.sock (root and this daemon's user only). If qosd
@@ -264,42 +266,33 @@ static void append_records(void)
     fclose(f);
 }
 
+/* When this period ends (net_now_ms clock): the agents' reports are due. */
+static int64_t period_end;
+
 /* Computes every job's limits from the usage taken and sends each busy
- * agent its message, by deadline_ms. In a cycle (in_cycle) an agent that
- * does not know AGENT_QOS_REPORT has its usage taken from the answer. */
-static void send_limits(uint64_t n, int64_t deadline_ms, bool in_cycle)
+ * agent its message, its report due at the period's end. */
+static void send_limits(uint64_t n)
 {
     int64_t now = net_now_ms();
     struct ctl_settings s = settings();
     ctl_compute(ctl, &s, now);
+    int64_t due = period_end - now;
+    uint32_t answer_in = due < 0 ? 0 : due > QOS_ANSWER_MAX_MS ? QOS_ANSWER_MAX_MS : (uint32_t)due;
     for (size_t i = 0; i < ag.n && i < world.nnodes; i++) {
         struct agent *a = &ag.a[i];
         rpc_writer_free(&a->msg);
         rpc_writer_init(&a->msg, NULL, 0);
         if (a->busy)
-            ctl_node_message(ctl, (uint32_t)i, n, &a->msg);
+            ctl_node_message(ctl, (uint32_t)i, n, answer_in, &a->msg);
     }
-    agents_exchange(&ag, deadline_ms);
-    for (size_t i = 0; i < ag.n; i++) {
-        struct agent *a = &ag.a[i];
-        if (!a->busy)
-            continue;
-        /* An agent that does not know AGENT_QOS_REPORT: its usage came
-         * with the limits (a period older when next computed). */
-        if (a->report_late && in_cycle)
-            ctl_take_report(ctl, (uint32_t)i, &a->report, a->answered_ms);
-        bool ok = a->have_report && a->sent;
-        /* One line when an agent stops answering, one when it is back. */
-        if (!ok && !a->failing)
-            log_warn("node %s: agent %s:%d: %s", a->name, a->host, a->port, a->err);
-        else if (ok && a->failing)
-            log_info("node %s: agent answers again", a->name);
-        a->failing = !ok;
-    }
+    agents_send(&ag, now + (int64_t)period_ms() * 4 / 10);
 }
 
-static void cycle(uint64_t n)
+static void cycle(uint64_t n, int64_t start)
 {
+    /* The answers to the last limits, due now: the usage of the period
+     * just ended, before anything else takes time. */
+    agents_receive(&ag, start + (int64_t)period_ms() * 4 / 10);
     reload_if_changed(false);
     char err[1024];
     int changed = world_refresh(&world, &conf, err, sizeof(err));
@@ -309,7 +302,6 @@ static void cycle(uint64_t n)
         log_error("out of memory taking %zu nodes", world.nnodes);
     if (changed > 0 || jobs_dirty)
         apply_jobs();
-    int64_t start = net_now_ms();
     for (size_t i = 0; i < ag.n && i < world.nnodes; i++) {
         struct agent *a = &ag.a[i];
         /* A node that had jobs hears a few empty cycles, so its agent
@@ -317,16 +309,22 @@ static void cycle(uint64_t n)
         if (ctl_node_busy(ctl, (uint32_t)i))
             a->busy_cycle = n;
         a->busy = a->busy_cycle && n - a->busy_cycle <= 5;
+        if (!a->busy && a->connected && !a->pending)
+            agents_close(a);   /* its agent would close it idle: a new one when it is busy again */
+        if (a->busy && a->have_report)
+            ctl_take_report(ctl, (uint32_t)i, &a->report, a->answered_ms);
     }
-    /* The usage of the period just ended first, then the limits at once:
-     * taking the usage with the limits, as one exchange, made every limit
-     * follow what was done a period earlier (a job going idle freed its
-     * share for the others a period late). */
-    agents_collect(&ag, n, start + (int64_t)period_ms() * 4 / 10);
-    for (size_t i = 0; i < ag.n; i++)
-        if (ag.a[i].busy && ag.a[i].have_report)
-            ctl_take_report(ctl, (uint32_t)i, &ag.a[i].report, ag.a[i].answered_ms);
-    send_limits(n, start + (int64_t)period_ms() * 9 / 10, true);
+    send_limits(n);
+    for (size_t i = 0; i < ag.n; i++) {
+        struct agent *a = &ag.a[i];
+        bool ok = !a->err[0];
+        /* One line when an agent stops answering, one when it is back. */
+        if (!ok && !a->failing)
+            log_warn("node %s: agent %s:%d: %s", a->name, a->host, a->port, a->err);
+        else if (ok && a->failing && a->busy)
+            log_info("node %s: agent answers again", a->name);
+        a->failing = !ok && (a->busy || a->failing);
+    }
     st.cycle = n;
     write_status(n);
     append_records();
@@ -441,12 +439,13 @@ static bool serve_control(int lfd)
 }
 
 /* A change made by adafs-qos set goes out at once, not a period later:
- * limits computed from the usage already taken this cycle. */
-static void push(uint64_t n, int64_t deadline_ms)
+ * limits computed from the usage already taken this cycle (each agent
+ * then owes two answers at the period's end; the last is kept). */
+static void push(uint64_t n)
 {
     if (jobs_dirty)
         apply_jobs();
-    send_limits(n, deadline_ms, false);
+    send_limits(n);
     write_status(n);
     save_state();
 }
@@ -538,9 +537,10 @@ int main(int argc, char **argv)
              conf.state_dir);
     for (uint64_t n = st.cycle + 1;; n++) {
         int64_t start = net_now_ms();
-        cycle(n);
+        period_end = start + period_ms();
+        cycle(n, start);
         for (;;) {
-            int64_t left = start + period_ms() - net_now_ms();
+            int64_t left = period_end - net_now_ms();
             if (left <= 0)
                 break;
             struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = lfd, .events = POLLIN } };
@@ -560,7 +560,7 @@ int main(int argc, char **argv)
                 return 0;
             }
             if (p[1].revents && serve_control(lfd))
-                push(n, start + period_ms());
+                push(n);
         }
     }
 }

@@ -174,7 +174,7 @@ static uint64_t limit_in(struct ctl *c, uint32_t node, uint32_t job, int cls)
 {
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
-    ctl_node_message(c, node, 1, &w);
+    ctl_node_message(c, node, 1, 0, &w);
     struct rpc_reader r;
     rpc_reader_init(&r, w.data, w.len);
     struct qos_cycle cy;
@@ -431,6 +431,37 @@ static void test_steady_at_margin(void)
     ctl_free(c);
 }
 
+/* A steady job held most of a period at a limit its unhindered rate does
+ * not exceed (its node busy a moment) asks a step more, not its whole
+ * fair share (it got 500 / 500 before CTL_STEP); if it goes on pressing,
+ * the step doubles each period and it reaches its fair share in a few. */
+static void test_held_steps_up(void)
+{
+    struct ctl *c = two_jobs();
+    int64_t t = 100000;
+    uint64_t u20 = 0, u21 = 0, w21 = 0, w20 = 0;
+    steady_300(c, &t, &u20, &u21, &w21);
+    uint64_t given = limit_in(c, 0, 20, QOS_STAT), l20 = given, l21 = 0, steps[4];
+    for (int k = 0; k < 4; k++) {
+        u20 += k ? l20 : 300;            /* then using all it is given */
+        w20 += 600000000ull;             /* held 60% of each period */
+        u21 += limit_in(c, 1, 21, QOS_STAT);
+        w21 += 900000000ull;
+        two_jobs_cycle(c, &t, u20, w20, u21, w21);
+        steps[k] = l20 = limit_in(c, 0, 20, QOS_STAT);
+        if (k == 0)
+            l21 = limit_in(c, 1, 21, QOS_STAT);
+    }
+    tap_ok(steps[0] >= 340 && steps[0] <= 360 && l21 >= 640,
+           "a steady job held most of a period at its limit gets a step more, not its fair share "
+           "(%llu -> %llu, the other %llu)", (unsigned long long)given, (unsigned long long)steps[0],
+           (unsigned long long)l21);
+    tap_ok(steps[1] > steps[0] && steps[2] > steps[1] && steps[3] >= 495 && steps[3] <= 505,
+           "going on pressing, it reaches its fair share in a few periods (%llu, %llu, %llu)",
+           (unsigned long long)steps[1], (unsigned long long)steps[2], (unsigned long long)steps[3]);
+    ctl_free(c);
+}
+
 int main(void)
 {
     test_policies();
@@ -440,5 +471,6 @@ int main(void)
     test_bursty_or_held();
     test_dip_then_held();
     test_steady_at_margin();
+    test_held_steps_up();
     return tap_done();
 }

@@ -220,7 +220,7 @@ static int handle_release(struct rpc_reader *r, struct reply *out)
 static int handle_qos(struct rpc_reader *r, struct reply *out)
 {
     char why[512] = "";
-    int rc = qos_agent_cycle(r, &out->body, why, sizeof(why));
+    int rc = qos_agent_cycle(r, &out->body, out->cancel, why, sizeof(why));
     if (rc < 0 && why[0])
         refuse(out, rc, "%s", why);
     return rc;

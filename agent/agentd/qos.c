@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@
 
 #define BEAT_MS 1000
 #define ATTACH_TIMEOUT_MS 200
+/* How often a waiting AGENT_QOS looks whether its session is over. */
+#define ANSWER_SLICE_MS 100
 
 /* One job's budget on this node. The table is sorted by job id. */
 struct qjob {
@@ -45,7 +48,7 @@ static uint64_t controlled_ms;
 static int listen_fd = -1, wake[2] = { -1, -1 };
 static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static pthread_t beat_thread;
-static bool running;
+static atomic_bool running;   /* read by waiting AGENT_QOS requests */
 
 /* Lines a local user can cause, on a budget. */
 static struct log_limit attach_log = LOG_LIMIT_INIT(10, 10000);
@@ -153,7 +156,19 @@ static int report_locked(uint64_t cycle, struct rpc_writer *out, char *err, size
     return 0;
 }
 
-int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, size_t errlen)
+/* Until answer_in_ms has passed, the session is over (*cancel) or the
+ * agent stops: the long poll of an AGENT_QOS (qos_proto.h). */
+static void wait_answer_due(uint32_t answer_in_ms, const atomic_bool *cancel)
+{
+    uint64_t due = now_ms() + answer_in_ms;
+    for (uint64_t t = now_ms(); t < due && running && !(cancel && atomic_load(cancel)); t = now_ms()) {
+        uint64_t left = due - t < ANSWER_SLICE_MS ? due - t : ANSWER_SLICE_MS;
+        nanosleep(&(struct timespec){ .tv_sec = 0, .tv_nsec = (long)left * 1000000 }, NULL);
+    }
+}
+
+int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, const atomic_bool *cancel,
+                    char *err, size_t errlen)
 {
     if (!running) {
         snprintf(err, errlen, "I/O quality of service is not enabled on this agent (--qos-socket)");
@@ -184,12 +199,18 @@ int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, siz
             log_info("job %u: I/O budget dropped (qosd stopped naming the job)", jobs[i].job_id);
             drop_at_locked(i);
         }
-    if (rc == 0 && c.cycle && c.cycle == reported_cycle)
-        qos_report_put(out, &(struct qos_report){ .cycle = c.cycle });
-    else if (rc == 0)
-        rc = report_locked(c.cycle, out, err, errlen);
     pthread_mutex_unlock(&lock);
     free(c.jobs);
+    if (rc < 0)
+        return rc;
+    /* The limits are in force; the usage goes back when qosd wants it. */
+    wait_answer_due(c.answer_in_ms, cancel);
+    pthread_mutex_lock(&lock);
+    if (c.cycle && c.cycle == reported_cycle)
+        qos_report_put(out, &(struct qos_report){ .cycle = c.cycle });
+    else
+        rc = report_locked(c.cycle, out, err, errlen);
+    pthread_mutex_unlock(&lock);
     return rc;
 }
 

@@ -4,15 +4,17 @@
  * For each job adafs-qosd names, the agent keeps the job's budget on this
  * node (qos_seg.h: a sealed memfd) and gives it to the job's processes
  * that ask over the attach socket (qos_attach.h; only the job's uid, by
- * SO_PEERCRED). Each control period qosd asks for every job's usage
- * (AGENT_QOS_REPORT, qos_proto.h), then sends the limits (AGENT_QOS); the
- * agent writes them into the budgets and answers with the usage again. A job qosd stops naming is dropped after
+ * SO_PEERCRED). Each control period qosd sends the limits (AGENT_QOS,
+ * qos_proto.h); the agent writes them into the budgets at once and
+ * answers with every job's usage when qosd asked for it: at the end of
+ * the period (a long poll). A job qosd stops naming is dropped after
  * QOS_AGENT_GRACE cycles. Between cycles a thread beats each budget's
  * heartbeat, so processes can tell a live agent from a dead one; with
  * qosd gone nothing changes: every budget keeps its last limits. */
 #ifndef ADAFS_AGENT_QOS_H
 #define ADAFS_AGENT_QOS_H
 
+#include <stdatomic.h>
 #include <sys/types.h>
 
 #include "rpc.h"
@@ -25,10 +27,12 @@
  * with err filled. */
 int qos_agent_start(const char *path, char *err, size_t errlen);
 
-/* AGENT_QOS: applies a cycle and writes the report into out (with no jobs
- * when qos_agent_report just sent this cycle's). 0 or
+/* AGENT_QOS: applies a cycle's limits, waits until its report is due (or
+ * *cancel is set: the session is over) and writes the report into out
+ * (with no jobs when qos_agent_report just sent this cycle's). 0 or
  * -EBADMSG / -ENOMEM / -ENOSPC (too many jobs; the message says which). */
-int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, char *err, size_t errlen);
+int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, const atomic_bool *cancel,
+                    char *err, size_t errlen);
 
 /* AGENT_QOS_REPORT: the report alone, nothing changed. 0 or -EBADMSG /
  * -ENOMEM. */

@@ -233,10 +233,12 @@ static int qos_report_only(uint64_t cycle)
     return 0;
 }
 
-/* AGENT_QOS with the jobs given as JOB:UID:LIMITS; prints the report. */
+/* AGENT_QOS with the jobs given as JOB:UID:LIMITS (the report due in
+ * $QOS_ANSWER_IN ms, default at once); prints the report. */
 static int qos_cycle(int n, char **specs)
 {
     struct qos_cycle c = { .cycle = getenv("QOS_CYCLE") ? strtoull(getenv("QOS_CYCLE"), NULL, 10) : 1,
+                           .answer_in_ms = getenv("QOS_ANSWER_IN") ? (uint32_t)atoi(getenv("QOS_ANSWER_IN")) : 0,
                            .njobs = (uint32_t)n,
                            .jobs = calloc((size_t)n + 1, sizeof(*c.jobs)) };
     for (int i = 0; i < n; i++) {

@@ -147,6 +147,19 @@ check "the limits of the cycle just reported are answered with no jobs ($out)" t
 out=$(QOS_CYCLE=10 agent qos "77:$user:$limits")
 check "those of another cycle with every job's usage ($out)" eval 'echo "$out" | grep -q "^job=77 "'
 
+# --- the limits apply at once; the usage comes back when it is due (a long poll) ---
+before=$(used stat)
+QOS_ANSWER_IN=3000 agent qos "77:$user:stat=20" > "$base/poll.out" &
+poll=$!
+sleep 0.3
+t=$(seconds job bash -c "$loop")
+wait $poll
+got=$(tr ' ' '\n' < "$base/poll.out" | sed -n 's/^stat=//p')
+check "the new limit holds before the answer (40 stats at 20/s: ${t}s)" \
+    eval 'echo "$t" | awk "{ exit !(\$1 > 1.2) }"'
+check "the answer, 3 s later, has the usage of that time ($before -> $got)" \
+    test "${got:-0}" -ge $((before + 40))
+
 # --- a job qosd no longer names is dropped after the grace cycles ---
 for _ in 1 2 3 4; do agent qos >/dev/null; done
 check "dropped after 3 cycles without it" grep -q "job 77: I/O budget dropped" "$base/agent.log"

@@ -4,18 +4,18 @@
  *   qosscale [NODES JOBS MAXNODES CYCLES]     (1000 1000 16 200)
  *
  * Jobs of 1..MAXNODES nodes (sizes and places fixed by a seeded
- * generator) on NODES nodes. Each cycle qosd asks every busy node's agent
- * for its report (AGENT_QOS_REPORT), the agent reports its jobs' usage
- * totals (some held back at their limit), qosd computes and sends the
- * limits (AGENT_QOS), answered with an empty report; what is timed is
- * qosd's part: encoding the request, decoding every report, taking it,
- * computing every job's limits with the policy, encoding every node's
- * message and decoding the empty answers. qosd's part of the sessions'
+ * generator) on NODES nodes. Each cycle every busy node's agent answers
+ * the last limits with its report (its jobs' usage totals, some held back
+ * at their limit), qosd computes and sends each busy node its limits
+ * (AGENT_QOS), the next report due at the period's end (qos_proto.h: two
+ * messages per busy node). What is timed is qosd's part: decoding every
+ * report, taking it, computing every job's limits with the policy and
+ * encoding every node's message. qosd's part of the sessions'
  * cryptography is timed apart: per busy node, in a session of its own,
- * sealing the two requests and opening the two answers (which the
- * agent's side seals before, untimed), with each cipher of
- * agent_session.h in turn in the same cycle. Prints the median, 10th and
- * 90th percentile CPU time per cycle, the messages and bytes per cycle.
+ * opening the report and sealing the limits (the agent's side seals and
+ * opens untimed), with each cipher of agent_session.h in turn in the same
+ * cycle. Prints the median, 10th and 90th percentile CPU time per cycle,
+ * the messages and bytes per cycle.
  * Not counted: the system calls that move the messages. */
 #include <sodium.h>
 #include <stdbool.h>
@@ -76,17 +76,16 @@ static void open_or_die(struct session_keys *k, const uint8_t *in, size_t len)
 }
 
 /* qosd's cryptography for one cycle over links (CPU seconds): the
- * agents' answers are sealed first, untimed; then per busy node qosd
- * seals the report's request, opens the report, seals the limits and
- * opens the empty answer; the agents open qosd's messages after, untimed. */
+ * agents' reports are sealed first, untimed; then per busy node qosd
+ * opens the report and seals the limits; the agents open the limits
+ * after, untimed. */
 struct sealed {
-    uint8_t *report, *empty, *ask, *limits;
-    size_t report_len, empty_len, ask_len, limits_len;
+    uint8_t *report, *limits;
+    size_t report_len, limits_len;
 };
 
 static double crypto_cycle(struct ctl *c, size_t nnodes, struct link *links, struct sealed *sl,
-                           const struct rpc_writer *encoded, const struct rpc_writer *empty,
-                           const struct rpc_writer *ask, const struct rpc_writer *limits);
+                           const struct rpc_writer *encoded, const struct rpc_writer *limits);
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -174,12 +173,6 @@ int main(int argc, char **argv)
         /* qosd's side. */
         double t0 = cpu_s();
         msgs = bytes_out = bytes_in = 0;
-        struct rpc_writer ask, empty;
-        rpc_writer_init(&ask, NULL, 0);
-        rpc_put_u32(&ask, QOS_PROTO_VERSION);
-        rpc_put_u64(&ask, (uint64_t)cy);
-        rpc_writer_init(&empty, NULL, 0);
-        qos_report_put(&empty, &(struct qos_report){ .cycle = (uint64_t)cy });
         for (size_t n = 0; n < nnodes; n++) {
             if (!ctl_node_busy(c, (uint32_t)n))
                 continue;
@@ -189,8 +182,7 @@ int main(int argc, char **argv)
             if (qos_report_get(&r, &got) == 0)
                 ctl_take_report(c, (uint32_t)n, &got, now);
             free(got.jobs);
-            bytes_in += encoded[n].len + empty.len;
-            bytes_out += ask.len;
+            bytes_in += encoded[n].len;
         }
         double t1 = cpu_s();
         ctl_compute(c, &s, now);
@@ -199,14 +191,9 @@ int main(int argc, char **argv)
             if (!ctl_node_busy(c, (uint32_t)n))
                 continue;
             limits[n].len = 0;
-            ctl_node_message(c, (uint32_t)n, (uint64_t)cy, &limits[n]);
+            ctl_node_message(c, (uint32_t)n, (uint64_t)cy, 990, &limits[n]);
             bytes_out += limits[n].len;
-            struct rpc_reader r;
-            rpc_reader_init(&r, empty.data, empty.len);
-            struct qos_report none;
-            if (qos_report_get(&r, &none) == 0)
-                free(none.jobs);
-            msgs += 4;
+            msgs += 2;
         }
         t[cy] = cpu_s() - t0;
         t_take[cy] = t1 - t0;
@@ -217,11 +204,9 @@ int main(int argc, char **argv)
             bool g = (k + cy) % 2 == 1;
             if (g && !gcm)
                 continue;
-            double d = crypto_cycle(c, nnodes, g ? gcm : box, sl, encoded, &empty, &ask, limits);
+            double d = crypto_cycle(c, nnodes, g ? gcm : box, sl, encoded, limits);
             *(g ? &seal_gcm[cy] : &seal[cy]) = d;
         }
-        rpc_writer_free(&ask);
-        rpc_writer_free(&empty);
     }
     qsort(t, (size_t)cycles, sizeof(double), cmp_double);
     qsort(seal, (size_t)cycles, sizeof(double), cmp_double);
@@ -235,7 +220,7 @@ int main(int argc, char **argv)
            t[cycles / 10] * 1e3, t[cycles * 9 / 10] * 1e3, cycles);
     printf("  of which: decode and take the reports %.3f ms, compute %.3f ms (medians)\n",
            t_take[cycles / 2] * 1e3, t_compute[cycles / 2] * 1e3);
-    printf("qosd's cryptography (seal 2, open 2 per busy node): XSalsa20-Poly1305 median %.3f ms "
+    printf("qosd's cryptography (open 1, seal 1 per busy node): XSalsa20-Poly1305 median %.3f ms "
            "(p10 %.3f, p90 %.3f)", seal[cycles / 2] * 1e3, seal[cycles / 10] * 1e3,
            seal[cycles * 9 / 10] * 1e3);
     if (gcm)
@@ -247,7 +232,7 @@ int main(int argc, char **argv)
     if (gcm)
         printf(", %.3f ms (AES-256-GCM)", (t[cycles / 2] + seal_gcm[cycles / 2]) * 1e3);
     printf("\n");
-    printf("messages per cycle: %zu (two requests and two replies per busy node), %zu bytes out, %zu bytes in\n",
+    printf("messages per cycle: %zu (the limits out and the report in per busy node), %zu bytes out, %zu bytes in\n",
            msgs, bytes_out, bytes_in);
     ctl_free(c);
     for (size_t n = 0; n < nnodes; n++) {
@@ -268,32 +253,24 @@ int main(int argc, char **argv)
 }
 
 static double crypto_cycle(struct ctl *c, size_t nnodes, struct link *links, struct sealed *sl,
-                           const struct rpc_writer *encoded, const struct rpc_writer *empty,
-                           const struct rpc_writer *ask, const struct rpc_writer *limits)
+                           const struct rpc_writer *encoded, const struct rpc_writer *limits)
 {
     for (size_t n = 0; n < nnodes; n++)
-        if (ctl_node_busy(c, (uint32_t)n)) {
-            seal_or_die(&links[n].a, 10, &encoded[n], &sl[n].report, &sl[n].report_len);
-            seal_or_die(&links[n].a, 8, empty, &sl[n].empty, &sl[n].empty_len);
-        }
+        if (ctl_node_busy(c, (uint32_t)n))
+            seal_or_die(&links[n].a, 8, &encoded[n], &sl[n].report, &sl[n].report_len);
     double t0 = cpu_s();
     for (size_t n = 0; n < nnodes; n++) {
         if (!ctl_node_busy(c, (uint32_t)n))
             continue;
         struct session_keys *q = &links[n].q;
-        seal_or_die(q, 10, ask, &sl[n].ask, &sl[n].ask_len);
         open_or_die(q, sl[n].report, sl[n].report_len);
         seal_or_die(q, 8, &limits[n], &sl[n].limits, &sl[n].limits_len);
-        open_or_die(q, sl[n].empty, sl[n].empty_len);
     }
     double d = cpu_s() - t0;
     for (size_t n = 0; n < nnodes; n++)
         if (ctl_node_busy(c, (uint32_t)n)) {
-            open_or_die(&links[n].a, sl[n].ask, sl[n].ask_len);
             open_or_die(&links[n].a, sl[n].limits, sl[n].limits_len);
             free(sl[n].report);
-            free(sl[n].empty);
-            free(sl[n].ask);
             free(sl[n].limits);
         }
     return d;
