@@ -132,6 +132,7 @@ void agent_configure_put(struct rpc_writer *w, const struct agent_configure *m)
     rpc_put_u32(w, m->access);
     rpc_put_u32(w, m->uid);
     rpc_put_u32(w, m->gid);
+    rpc_put_str(w, m->name ? m->name : "");
 }
 
 int agent_configure_get(struct rpc_reader *r, struct agent_configure *m)
@@ -142,9 +143,13 @@ int agent_configure_get(struct rpc_reader *r, struct agent_configure *m)
     m->access = rpc_get_u32(r);
     m->uid = rpc_get_u32(r);
     m->gid = rpc_get_u32(r);
-    if (m->access > AGENT_ACCESS_BOTH || (m->uid == 0) != (m->gid == 0))
+    m->name = rpc_get_str(r);
+    if (finish(r) < 0 || m->access > AGENT_ACCESS_BOTH || (m->uid == 0) != (m->gid == 0))
         return -EBADMSG;
-    return finish(r);
+    /* A further mount is an instance's, through the interposer only. */
+    if (m->name[0] && (!agent_persist_name_ok(m->name) || m->access != AGENT_ACCESS_PRELOAD))
+        return -EBADMSG;
+    return 0;
 }
 
 void agent_stage_put(struct rpc_writer *w, const struct agent_stage *m)

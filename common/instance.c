@@ -323,6 +323,28 @@ int instance_file_path(char *out, size_t len, const char *prefix, uint32_t job_i
     return -ENAMETOOLONG;
 }
 
+int instance_named_mount_path(char *out, size_t len, const char *prefix, uint32_t job_id,
+                              const char *name)
+{
+    if (!name || !name[0])
+        return instance_mount_path(out, len, prefix, job_id);
+    if ((size_t)snprintf(out, len, "%s/%u.%s", prefix, job_id, name) < len)
+        return 0;
+    out[0] = '\0';
+    return -ENAMETOOLONG;
+}
+
+int instance_named_file_path(char *out, size_t len, const char *prefix, uint32_t job_id,
+                             const char *name)
+{
+    if (!name || !name[0])
+        return instance_file_path(out, len, prefix, job_id, INSTANCE_FILE);
+    if ((size_t)snprintf(out, len, "%s/.job.%u.%s.%s", prefix, job_id, name, INSTANCE_FILE) < len)
+        return 0;
+    out[0] = '\0';
+    return -ENAMETOOLONG;
+}
+
 void instance_free(struct instance *in)
 {
     free(in->servers);
