@@ -165,6 +165,7 @@ void agent_stage_put(struct rpc_writer *w, const struct agent_stage *m)
     rpc_put_u64(w, m->max_bandwidth);
     rpc_put_str(w, m->source);
     rpc_put_str(w, m->destination);
+    rpc_put_str(w, m->name ? m->name : "");
 }
 
 int agent_stage_get(struct rpc_reader *r, struct agent_stage *m)
@@ -180,7 +181,8 @@ int agent_stage_get(struct rpc_reader *r, struct agent_stage *m)
     m->max_bandwidth = rpc_get_u64(r);
     m->source = rpc_get_str(r);
     m->destination = rpc_get_str(r);
-    if (finish(r) < 0 || m->direction > AGENT_STAGE_OUT || m->type >= STAGE_TYPE_COUNT ||
+    m->name = rpc_get_str(r);
+    if (finish(r) < 0 || (m->name[0] && !agent_persist_name_ok(m->name)) || m->direction > AGENT_STAGE_OUT || m->type >= STAGE_TYPE_COUNT ||
         m->nworkers == 0 || m->worker >= m->nworkers)
         return -EBADMSG;
     return 0;

@@ -142,6 +142,9 @@ struct agent_stage {
     uint32_t flags;                 /* AGENT_STAGE_FINALIZE, AGENT_STAGE_VERIFY */
     uint64_t max_mdops, max_bandwidth;   /* 0: unlimited */
     const char *source, *destination;
+    /* NULL or "": into or out of the job's first mount; else its further
+     * mount of this persistent instance (agent_configure.name). */
+    const char *name;
 };
 
 /* STATUS and WATCH answer with the job's stage on this node. For a

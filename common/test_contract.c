@@ -45,6 +45,19 @@ static void test_messages(void)
     rpc_reader_init(&r, w.data, w.len);
     tap_is_int(agent_stage_get(&r, &st), -EBADMSG, "a STAGE of an unknown type is malformed");
     rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_stage_put(&w, &(struct agent_stage){ .nworkers = 1, .source = "/x", .destination = "/d",
+                                               .name = "proj" });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_ok(agent_stage_get(&r, &st) == 0 && strcmp(st.name, "proj") == 0,
+           "a STAGE of a further mount names its instance");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_stage_put(&w, &(struct agent_stage){ .nworkers = 1, .source = "/x", .destination = "/d",
+                                               .name = "a/../b" });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(agent_stage_get(&r, &st), -EBADMSG, "one whose name is no instance name is malformed");
+    rpc_writer_free(&w);
 
     rpc_writer_init(&w, NULL, 0);
     agent_started_put(&w, &(struct agent_started){ 4242, 99 });

@@ -120,7 +120,7 @@ struct lc_set {
     int *server_port;              /* CONFIGURE: each node's server's */
     uint32_t access, uid, gid;     /* CONFIGURE */
     char *configure_text;          /* CONFIGURE of a persistent instance: its file as made */
-    char further_name[PERSIST_NAME_MAX + 1];  /* CONFIGURE of a further mount: its instance */
+    char further_name[PERSIST_NAME_MAX + 1];  /* CONFIGURE, STAGE of a further mount: its instance */
     size_t further;                /* CONFIGURE: 0 the first mount, k the k-th further one */
     struct lc_digest *digest;      /* WATCH: each answer, read as it came */
     bool *finished;
@@ -909,8 +909,13 @@ static int stage_template(struct lc_set *set, const struct bb_job *j, const stru
                           const struct stage_spec *s, uint32_t flags)
 {
     bool in = s->direction == STAGE_IN;
-    set->stage_source = in ? strdup(s->source) : inside_path(s->source);
-    set->stage_destination = in ? inside_path(s->destination) : strdup(s->destination);
+    bool list_out = !in && s->type == STAGE_LIST;
+    /* Into or out of the job's first mount, or a further one it names. */
+    const char *inside = in ? s->destination : s->source;
+    if (!list_out)
+        inside = persist_job_stage_mount(&j->req, inside, set->further_name);
+    set->stage_source = in ? strdup(s->source) : inside_path(inside);
+    set->stage_destination = in ? inside_path(inside) : strdup(s->destination);
     if (!set->stage_source || !set->stage_destination)
         return -1;
     set->stage = (struct agent_stage){
@@ -920,6 +925,7 @@ static int stage_template(struct lc_set *set, const struct bb_job *j, const stru
         .max_mdops = j->req.max_mdops ? j->req.max_mdops : cfg->max_mdops,
         .max_bandwidth = j->req.max_bw ? j->req.max_bw : cfg->max_bandwidth,
         .source = set->stage_source, .destination = set->stage_destination,
+        .name = set->further_name,
     };
     return 0;
 }

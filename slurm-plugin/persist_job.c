@@ -33,6 +33,17 @@ size_t persist_job_nfurther(const struct bb_request *req)
     return n;
 }
 
+const char *persist_job_stage_mount(const struct bb_request *req, const char *inside,
+                                    char name[PERSIST_NAME_MAX + 1])
+{
+    const char *rest = directive_inside_instance(inside, name);
+    const struct persist_spec *first = persist_request_own_servers(req) ? NULL
+                                                                        : persist_job_mount(req);
+    if (first && strcmp(first->name, name) == 0)
+        name[0] = '\0';   /* the job's first mount */
+    return rest;
+}
+
 const struct persist_spec *persist_job_further(const struct bb_request *req, size_t k)
 {
     /* With a file system of its own, every instance is a further mount;
@@ -105,6 +116,22 @@ int persist_job_check_submit(const struct persist_table *t, const char *prefix,
         if (rc < 0) {
             snprintf(err, errlen, "#%s (%s line %d): %s", prefix, s->origin ? s->origin : "--bb",
                      s->line, why);
+            return -1;
+        }
+    }
+    /* A stage line into or out of an instance: one the job mounts. */
+    for (size_t i = 0; i < req->nstages; i++) {
+        const struct stage_spec *st = &req->stages[i];
+        const char *inside = st->direction == STAGE_IN ? st->destination : st->source;
+        char name[PERSIST_NAME_MAX + 1];
+        if (st->type == STAGE_LIST && st->direction == STAGE_OUT)
+            continue;
+        directive_inside_instance(inside, name);
+        if (name[0] && !persist_job_mounts_name(req, name)) {
+            snprintf(err, errlen, "#%s (line %d): %s %s=%s: the job mounts no instance %s "
+                     "(no create_persistent or use_persistent line names it)", prefix, st->line,
+                     st->direction == STAGE_IN ? "stage_in" : "stage_out",
+                     st->direction == STAGE_IN ? "destination" : "source", inside, name);
             return -1;
         }
     }

@@ -46,6 +46,13 @@ const struct persist_spec *persist_job_mount(const struct bb_request *req);
  * one its first mount is (all of them when it has a file system of its
  * own). persist_job_further gives the k-th (NULL past the last). */
 size_t persist_job_nfurther(const struct bb_request *req);
+/* Where a stage line's path inside the job's file systems lies: returns
+ * the path within its mount and copies into name the instance of the
+ * further mount it names ("$ADAFS_PERSISTENT_<NAME>/...": directive.h),
+ * or empties name for the job's first mount. */
+const char *persist_job_stage_mount(const struct bb_request *req, const char *inside,
+                                    char name[PERSIST_NAME_MAX + 1]);
+
 /* Whether the request mounts instance name (first or further). */
 bool persist_job_mounts_name(const struct bb_request *req, const char *name);
 const struct persist_spec *persist_job_further(const struct bb_request *req, size_t k);

@@ -203,6 +203,22 @@ int main(void)
                "is a further mount");
     bb_request_free(&req);
     memset(&req, 0, sizeof(req));
+    directive_parse("X", NULL, "chunk=1M\nstage_in source=/a destination=$ADAFS_PERSISTENT_q/a "
+                    "type=file", &req, err, sizeof(err));
+    tap_ok(persist_job_check_submit(&d.persist, "X", &req, false, 1001, alice, 1, err,
+                                    sizeof(err)) < 0 && strstr(err, "the job mounts no instance q"),
+           "a stage line into an instance the job does not mount is refused (%s)", err);
+    bb_request_free(&req);
+    memset(&req, 0, sizeof(req));
+    directive_parse("X", NULL, "use_persistent name=a\nuse_persistent name=b", &req, err,
+                    sizeof(err));
+    char sname[PERSIST_NAME_MAX + 1];
+    tap_ok(strcmp(persist_job_stage_mount(&req, "$ADAFS_PERSISTENT_a/x", sname), "x") == 0 &&
+           !sname[0] && strcmp(persist_job_stage_mount(&req, "$ADAFS_PERSISTENT_b/y", sname),
+                               "y") == 0 && strcmp(sname, "b") == 0,
+           "stage paths: into the first mount's instance, no name; into a further one, its name");
+    bb_request_free(&req);
+    memset(&req, 0, sizeof(req));
     directive_parse("X", NULL, "use_persistent name=a\nuse_persistent name=b", &req, err,
                     sizeof(err));
     tap_ok(persist_job_nfurther(&req) == 1 && strcmp(persist_job_further(&req, 0)->name, "b") == 0,

@@ -4,8 +4,8 @@
 # it; slurmctld is killed -9 and the agents restarted (one killed -9, one
 # stopped), and its data is still there; two later jobs at once, one per
 # member of the group, read it (the owner's also stages a file in and one
-# out through it; the member's has a file system of its own beside it,
-# and copies between the two); a third user's job is refused at submit,
+# out through it, named by its variable, beside a file system of its own;
+# the member's has one too, and copies between the two); a third user's job is refused at submit,
 # and the instance file copied to that user, with the client library
 # pointed at the servers, gives no access either; a destroy is refused
 # while a job uses it, then goes through, and its storage is wiped.
@@ -78,9 +78,11 @@ write_job use.sh >/dev/null <<JOB
 [ -e \$ADAFS_PERSISTENT_proj/staged.txt ] && cat \$ADAFS_PERSISTENT_proj/staged.txt > $pfs/use.staged
 for _ in \$(seq 600); do [ -e $pfs/use.go ] && break; sleep 0.2; done
 JOB
-# The owner's also stages a file in and one out through the instance.
-sed "3a #BB_ADAFS stage_in source=$pfs/in.txt destination=staged.txt type=file\\
-#BB_ADAFS stage_out source=data.txt destination=$pfs/out.%j.txt type=file" \
+# The owner's also stages a file in and one out through the instance, a
+# further mount beside its own file system: its stage lines name it.
+sed "3a #BB_ADAFS capacity=64M access=preload\\
+#BB_ADAFS stage_in source=$pfs/in.txt destination=\$ADAFS_PERSISTENT_proj/staged.txt type=file\\
+#BB_ADAFS stage_out source=\$ADAFS_PERSISTENT_proj/data.txt destination=$pfs/out.%j.txt type=file" \
     "$ADAFS_CLUSTER_DIR/jobs/use.sh" | write_job use-stage.sh >/dev/null
 # The member's has a file system of its own too: one process reaches both
 # (cp between them; a rename from one to the other is EXDEV).
@@ -118,7 +120,7 @@ refusal=$(submit_as "$outsider" use.sh 2>&1)
 check "$outsider's job is refused at submit ($refusal)" -- \
     grep -q "use_persistent name=proj: owned by $test_user, shared with group $group: not shared" <<<"$refusal"
 leak=$(runuser -u "$outsider" -- mktemp /tmp/persist-leak.XXXXXX)
-cat "$ADAFS_CLUSTER_DIR/mnt/.job.$u1.instance" > "$leak"
+cat "$ADAFS_CLUSTER_DIR/mnt/.job.$u1.proj.instance" > "$leak"
 mount=$(sed -n 's/^mount=//p' "$leak")
 # With the cluster's munged, as the jobs have it: refused for who they are.
 as_outsider() {
@@ -129,7 +131,7 @@ got=$(as_outsider cat "$mount/data.txt" 2>&1)
 check "$outsider with a copy of the instance file is refused by the servers ($got)" -- \
     bash -c "! grep -q '$marker' <<<\"\$1\" && grep -q 'refused access to uid' <<<\"\$1\"" _ "$got"
 as_outsider bash -c "echo intruder > $mount/intruder.txt" 2>/dev/null
-got=$(runuser -u "$test_user" -- env ADAFS_INSTANCE="$ADAFS_CLUSTER_DIR/mnt/.job.$u1.instance" \
+got=$(runuser -u "$test_user" -- env ADAFS_INSTANCE="$ADAFS_CLUSTER_DIR/mnt/.job.$u1.proj.instance" \
       ADAFS_MOUNT="$mount" LD_PRELOAD="$preload" ls "$mount" 2>&1)
 check "nor writes a file into it ($(paste -sd ' ' <<<"$got"))" -- \
     bash -c "! grep -q intruder <<<\"\$1\"" _ "$got"

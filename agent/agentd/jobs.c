@@ -1171,7 +1171,8 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
         return failf(e, AGENT_FAULT_TRANSIENT, -EBUSY, "job %u: a stage is already running", m->job_id);
     }
     char instance[PATH_MAX], worker[32], threads[16], mdops[32], bw[32];
-    job_file_path(instance, sizeof(instance), j->id, INSTANCE_FILE);
+    /* Its first mount's instance, or the further one the stage names. */
+    instance_named_file_path(instance, sizeof(instance), cfg->mount_prefix, j->id, m->name);
     snprintf(worker, sizeof(worker), "%u/%u", m->worker, m->nworkers);
     snprintf(threads, sizeof(threads), "%u", m->threads ? m->threads : 4);
     snprintf(mdops, sizeof(mdops), "%llu", (unsigned long long)m->max_mdops);
