@@ -44,6 +44,10 @@ extern "C" {
 /* Environment variables that carry an instance to a job's processes. */
 #define ADAFS_ENV_INSTANCE "ADAFS_INSTANCE" /* path of the instance file */
 #define ADAFS_ENV_MOUNT    "ADAFS_MOUNT"    /* the mount point prefix */
+/* More file systems for the interposer, beside $ADAFS_MOUNT's (a job's own
+ * and the persistent instances it uses): "MOUNT=INSTANCE_FILE" entries
+ * separated by ':'; a path goes to the mount with the longest prefix. */
+#define ADAFS_ENV_MOUNTS   "ADAFS_MOUNTS"
 /* "tcp": reach the servers of this node over TCP too, not through their
  * Unix socket (which also lets them copy data straight from the caller's
  * files into their chunk files: adafs_pwrite_from_fd,

@@ -134,6 +134,7 @@ void agent_configure_put(struct rpc_writer *w, const struct agent_configure *m)
     rpc_put_u32(w, m->access);
     rpc_put_u32(w, m->uid);
     rpc_put_u32(w, m->gid);
+    rpc_put_str(w, m->name ? m->name : "");
 }
 
 int agent_configure_get(struct rpc_reader *r, struct agent_configure *m)
@@ -144,9 +145,13 @@ int agent_configure_get(struct rpc_reader *r, struct agent_configure *m)
     m->access = rpc_get_u32(r);
     m->uid = rpc_get_u32(r);
     m->gid = rpc_get_u32(r);
-    if (m->access > AGENT_ACCESS_BOTH || (m->uid == 0) != (m->gid == 0))
+    m->name = rpc_get_str(r);
+    if (finish(r) < 0 || m->access > AGENT_ACCESS_BOTH || (m->uid == 0) != (m->gid == 0))
         return -EBADMSG;
-    return finish(r);
+    /* A further mount is an instance's, through the interposer only. */
+    if (m->name[0] && (!agent_persist_name_ok(m->name) || m->access != AGENT_ACCESS_PRELOAD))
+        return -EBADMSG;
+    return 0;
 }
 
 void agent_stage_put(struct rpc_writer *w, const struct agent_stage *m)
@@ -162,6 +167,7 @@ void agent_stage_put(struct rpc_writer *w, const struct agent_stage *m)
     rpc_put_u64(w, m->max_bandwidth);
     rpc_put_str(w, m->source);
     rpc_put_str(w, m->destination);
+    rpc_put_str(w, m->name ? m->name : "");
 }
 
 int agent_stage_get(struct rpc_reader *r, struct agent_stage *m)
@@ -177,7 +183,8 @@ int agent_stage_get(struct rpc_reader *r, struct agent_stage *m)
     m->max_bandwidth = rpc_get_u64(r);
     m->source = rpc_get_str(r);
     m->destination = rpc_get_str(r);
-    if (finish(r) < 0 || m->direction > AGENT_STAGE_OUT || m->type >= STAGE_TYPE_COUNT ||
+    m->name = rpc_get_str(r);
+    if (finish(r) < 0 || (m->name[0] && !agent_persist_name_ok(m->name)) || m->direction > AGENT_STAGE_OUT || m->type >= STAGE_TYPE_COUNT ||
         m->nworkers == 0 || m->worker >= m->nworkers)
         return -EBADMSG;
     return 0;

@@ -118,16 +118,23 @@ enum agent_access {
 /* CONFIGURE: write the job's instance file (its text) on this node. A job
  * that uses a persistent instance and runs no server of its own gets only
  * this on its nodes (no START): uid and gid say whose files the agent makes
- * then; for a job started here they must be 0 or its own. A persistent
- * instance's servers get it too (under the instance id): the file goes
- * beside their secret, where they find each other for the usage exchange;
- * mount and access are not used then (no process mounts it). */
+ * then; for a job started here they must be 0 or its own. A job that
+ * mounts more than one file system (its own and instances, or several
+ * instances) gets one CONFIGURE for each: the first without a name (its
+ * mount PREFIX/ID, file PREFIX/.job.ID.instance), each other one naming
+ * the persistent instance it mounts (PREFIX/ID.NAME and
+ * PREFIX/.job.ID.NAME.instance: instance.h), through the interposer only.
+ * A persistent instance's servers get one too (under the instance id, no
+ * name): the file goes beside their secret, where they find each other for
+ * the usage exchange; mount and access are not used then (no process
+ * mounts it). */
 struct agent_configure {
     uint32_t job_id;
     const char *instance_text;
     const char *mount;              /* made a real, empty directory of the user */
     uint32_t access;                /* enum agent_access: FUSE and BOTH mount it there */
     uint32_t uid, gid;              /* the job's user (0: as its START said) */
+    const char *name;               /* NULL or "": the job's first mount; else the instance's */
 };
 
 enum agent_stage_dir { AGENT_STAGE_IN = 0, AGENT_STAGE_OUT = 1 };
@@ -148,6 +155,9 @@ struct agent_stage {
     uint32_t flags;                 /* AGENT_STAGE_FINALIZE, AGENT_STAGE_VERIFY */
     uint64_t max_mdops, max_bandwidth;   /* 0: unlimited */
     const char *source, *destination;
+    /* NULL or "": into or out of the job's first mount; else its further
+     * mount of this persistent instance (agent_configure.name). */
+    const char *name;
 };
 
 /* STATUS and WATCH answer with the job's stage on this node. For a

@@ -306,21 +306,41 @@ int instance_write(const char *path, const struct instance *in, char *err, size_
     return rc;
 }
 
-int instance_mount_path(char *out, size_t len, const char *prefix, uint32_t job_id)
+/* 0 when snprintf's n bytes fitted in len; else out emptied, -ENAMETOOLONG. */
+static int fitted(char *out, size_t len, int n)
 {
-    if ((size_t)snprintf(out, len, "%s/%u", prefix, job_id) < len)
+    if (n >= 0 && (size_t)n < len)
         return 0;
     out[0] = '\0';
     return -ENAMETOOLONG;
 }
 
+int instance_mount_path(char *out, size_t len, const char *prefix, uint32_t job_id)
+{
+    return fitted(out, len, snprintf(out, len, "%s/%u", prefix, job_id));
+}
+
 int instance_file_path(char *out, size_t len, const char *prefix, uint32_t job_id,
                        const char *what)
 {
-    if ((size_t)snprintf(out, len, "%s/.job.%u.%s", prefix, job_id, what) < len)
-        return 0;
-    out[0] = '\0';
-    return -ENAMETOOLONG;
+    return fitted(out, len, snprintf(out, len, "%s/.job.%u.%s", prefix, job_id, what));
+}
+
+int instance_named_mount_path(char *out, size_t len, const char *prefix, uint32_t job_id,
+                              const char *name)
+{
+    if (!name || !name[0])
+        return instance_mount_path(out, len, prefix, job_id);
+    return fitted(out, len, snprintf(out, len, "%s/%u.%s", prefix, job_id, name));
+}
+
+int instance_named_file_path(char *out, size_t len, const char *prefix, uint32_t job_id,
+                             const char *name)
+{
+    if (!name || !name[0])
+        return instance_file_path(out, len, prefix, job_id, INSTANCE_FILE);
+    return fitted(out, len, snprintf(out, len, "%s/.job.%u.%s.%s", prefix, job_id, name,
+                                     INSTANCE_FILE));
 }
 
 void instance_free(struct instance *in)

@@ -69,6 +69,15 @@ void instance_free(struct instance *in);
 int instance_mount_path(char *out, size_t len, const char *prefix, uint32_t job_id);
 int instance_file_path(char *out, size_t len, const char *prefix, uint32_t job_id,
                        const char *what);
+/* A job's further mount, of the persistent instance name (a job that
+ * mounts several file systems: agent_configure.name), beside its first:
+ *   <prefix>/<job id>.<name>                  its mount point (in ADAFS_MOUNTS)
+ *   <prefix>/.job.<job id>.<name>.instance    its instance file
+ * An empty name gives the job's first mount's (the two above). */
+int instance_named_mount_path(char *out, size_t len, const char *prefix, uint32_t job_id,
+                              const char *name);
+int instance_named_file_path(char *out, size_t len, const char *prefix, uint32_t job_id,
+                             const char *name);
 
 /* The abstract Unix socket name on which the server listed as host:port
  * also takes clients of its own node (who can then pass it descriptors):

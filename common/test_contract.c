@@ -45,6 +45,19 @@ static void test_messages(void)
     rpc_reader_init(&r, w.data, w.len);
     tap_is_int(agent_stage_get(&r, &st), -EBADMSG, "a STAGE of an unknown type is malformed");
     rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_stage_put(&w, &(struct agent_stage){ .nworkers = 1, .source = "/x", .destination = "/d",
+                                               .name = "proj" });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_ok(agent_stage_get(&r, &st) == 0 && strcmp(st.name, "proj") == 0,
+           "a STAGE of a further mount names its instance");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_stage_put(&w, &(struct agent_stage){ .nworkers = 1, .source = "/x", .destination = "/d",
+                                               .name = "a/../b" });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(agent_stage_get(&r, &st), -EBADMSG, "one whose name is no instance name is malformed");
+    rpc_writer_free(&w);
 
     rpc_writer_init(&w, NULL, 0);
     agent_started_put(&w, &(struct agent_started){ 4242, 99 });
@@ -97,6 +110,28 @@ static void test_messages(void)
                                                        .mount = "/adafs/9", .uid = 1000 });
     rpc_reader_init(&r, w.data, w.len);
     tap_is_int(agent_configure_get(&r, &conf), -EBADMSG, "a CONFIGURE with a uid but no gid is malformed");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_configure_put(&w, &(struct agent_configure){ .job_id = 9, .instance_text = "t",
+                                                       .mount = "/adafs/9.proj", .name = "proj" });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_ok(agent_configure_get(&r, &conf) == 0 && strcmp(conf.name, "proj") == 0,
+           "a CONFIGURE of a further mount names its instance");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_configure_put(&w, &(struct agent_configure){ .job_id = 9, .instance_text = "t",
+                                                       .mount = "/adafs/9.x", .name = "../x" });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(agent_configure_get(&r, &conf), -EBADMSG,
+               "a further mount's name that is no instance name is malformed");
+    rpc_writer_free(&w);
+    rpc_writer_init(&w, NULL, 0);
+    agent_configure_put(&w, &(struct agent_configure){ .job_id = 9, .instance_text = "t",
+                                                       .mount = "/adafs/9.proj", .name = "proj",
+                                                       .access = AGENT_ACCESS_FUSE });
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(agent_configure_get(&r, &conf), -EBADMSG,
+               "a further mount through FUSE is malformed (the interposer serves them)");
     rpc_writer_free(&w);
 
     struct agent_instance in[2];
@@ -272,6 +307,13 @@ static void test_instance(void)
     char path[64];
     tap_ok(instance_mount_path(path, sizeof(path), "/adafs", 5) == 0 && strcmp(path, "/adafs/5") == 0,
            "a job's mount point is <prefix>/<id>");
+    tap_ok(instance_named_mount_path(path, sizeof(path), "/adafs", 5, "proj") == 0 &&
+           strcmp(path, "/adafs/5.proj") == 0, "a further mount of job 5: /adafs/5.proj");
+    tap_ok(instance_named_file_path(path, sizeof(path), "/adafs", 5, "proj") == 0 &&
+           strcmp(path, "/adafs/.job.5.proj.instance") == 0,
+           "its instance file: /adafs/.job.5.proj.instance");
+    tap_ok(instance_named_file_path(path, sizeof(path), "/adafs", 5, "") == 0 &&
+           strcmp(path, "/adafs/.job.5.instance") == 0, "no name: the first mount's file");
     tap_ok(instance_file_path(path, sizeof(path), "/adafs", 5, INSTANCE_FILE) == 0 &&
            strcmp(path, "/adafs/.job.5.instance") == 0, "its instance file <prefix>/.job.<id>.instance");
     tap_ok(instance_file_path(path, 10, "/adafs", 5, INSTANCE_SECRET) == -ENAMETOOLONG && !path[0],

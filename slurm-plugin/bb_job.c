@@ -91,6 +91,9 @@ void bb_job_free(struct bb_job *job)
     free(job->unreadable);
     persist_instance_free(job->persist);
     free(job->persist_text);
+    for (size_t i = 0; i < job->nfurther; i++)
+        free(job->further_text[i]);
+    free(job->further_text);
     free(job);
 }
 

@@ -120,8 +120,14 @@ struct bb_job {
      * owned here and linked into the driver's table while it lives. */
     struct persist_instance *persist;
     /* Not saved: the instance text of the persistent instance a job
-     * mounts (rebuilt by persist_job_step from the instance's record). */
+     * mounts first (rebuilt by persist_job_step from the instance's record). */
     char *persist_text;
+    /* Not saved: a job that mounts several file systems, the text of each
+     * further mount's instance file (persist_job_further: the order of its
+     * lines), and how many of them its nodes have had a CONFIGURE for (a
+     * restart sends them all again). */
+    char **further_text;
+    size_t nfurther, further_configured;
     uint64_t key;                 /* the instance's identity in the saved journal */
     struct bb_job *next;
 };

@@ -1041,8 +1041,11 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
             groups[i] = gids[i];
         xfree(gids);
         slurm_mutex_lock(&drv.lock);
-        int refused = persist_job_check_submit(&drv.persist, prefix, &req, job_desc->user_id,
-                                               groups, groups && ngids > 0 ? (size_t)ngids : 0,
+        enum bb_access access = req.access ? req.access : drv.config.access;
+        int refused = persist_job_check_submit(&drv.persist, prefix, &req,
+                                               access == BB_ACCESS_FUSE || access == BB_ACCESS_BOTH,
+                                               job_desc->user_id, groups,
+                                               groups && ngids > 0 ? (size_t)ngids : 0,
                                                err, sizeof(err));
         slurm_mutex_unlock(&drv.lock);
         free(groups);
@@ -1216,15 +1219,37 @@ static void set_job_env(job_record_t *job_ptr, const struct bb_job *j)
     if (!persist_job_mounts(j))
         return;   /* it only destroys a persistent instance */
     const struct persist_spec *persistent = persist_job_mount(&j->req);
-    if (persistent) {
-        char name[PERSIST_ENV_MAX];
+    char name[PERSIST_ENV_MAX];
+    if (persistent && !persist_job_own_servers(j)) {
         persist_env_name(persistent->name, name);
         add_env(job_ptr, name, j->mount);
-        /* An instance's servers make every user but its owner prove their
-         * uid with a munge credential: from the site's munged. */
-        if (drv.config.munge_socket)
-            add_env(job_ptr, "ADAFS_MUNGE_SOCKET", drv.config.munge_socket);
     }
+    /* Further mounts (its own and instances, or several instances): each
+     * at <mount>.<NAME>, all listed for the interposer (preload/pathres.h). */
+    char *mounts = NULL;
+    for (size_t k = 0; persist_job_further(&j->req, k); k++) {
+        const char *iname = persist_job_further(&j->req, k)->name;
+        char *m = persist_job_further_mount(j->mount, iname);
+        char file[PATH_MAX];
+        if (!m || instance_named_file_path(file, sizeof(file), drv.config.mount_prefix,
+                                           j->job_id, iname) < 0) {
+            error("%s: %pJ: the mount or instance file of persistent instance %s does not "
+                  "fit in a path under %s", plugin_type, job_ptr, iname, drv.config.mount_prefix);
+            free(m);
+            continue;
+        }
+        persist_env_name(iname, name);
+        add_env(job_ptr, name, m);
+        xstrfmtcat(mounts, "%s%s=%s", mounts ? ":" : "", m, file);
+        free(m);
+    }
+    if (mounts)
+        add_env(job_ptr, "ADAFS_MOUNTS", mounts);
+    xfree(mounts);
+    /* An instance's servers make every user but its owner prove their uid
+     * with a munge credential: from the site's munged. */
+    if (persistent && drv.config.munge_socket)
+        add_env(job_ptr, "ADAFS_MUNGE_SOCKET", drv.config.munge_socket);
     add_env(job_ptr, "ADAFS_MOUNT", j->mount);
     add_env(job_ptr, "ADAFS_INSTANCE", j->instance_path);
     /* access=fuse: every program goes through the kernel mount. */
@@ -1386,8 +1411,7 @@ static int find_users(void *x, void *arg)
     char err[256];
     if (directive_parse(drv.config.directive, NULL, job_ptr->burst_buffer, &req, err,
                         sizeof(err)) > 0) {
-        const struct persist_spec *m = persist_job_mount(&req);
-        if (m && strcmp(m->name, u->name) == 0) {
+        if (persist_job_mounts_name(&req, u->name)) {
             if (u->n < sizeof(u->ids) / sizeof(u->ids[0]))
                 u->ids[u->n] = job_ptr->job_id;
             u->n++;
@@ -1565,10 +1589,11 @@ static int job_begin(job_record_t *job_ptr)
     set_job_env(job_ptr, j);
     add_qos_env(job_ptr, false);
     const struct persist_spec *mounted = persist_job_mount(&j->req);
+    size_t further = persist_job_nfurther(&j->req);
     if (!persist_job_own_servers(j))
-        info("%s: %pJ begins on %s: %s%s once its persistent lines are settled", plugin_type,
+        info("%s: %pJ begins on %s: %s%s%s once its persistent lines are settled", plugin_type,
              job_ptr, job_ptr->job_resrcs->nodes, mounted ? "mounting instance " : "no mount",
-             mounted ? mounted->name : "");
+             mounted ? mounted->name : "", further ? " and further instances" : "");
     else
         info("%s: %pJ begins on %s: deploying %zu servers of %"PRIu64" bytes%s", plugin_type,
              job_ptr, job_ptr->job_resrcs->nodes, j->nnodes, j->node_capacity,

@@ -103,10 +103,38 @@ static int check_symbols(struct parser *p, const struct origin *o,
     return 0;
 }
 
-/* A path inside the file system: relative, no "..", no empty value. */
+const char *directive_inside_instance(const char *path, char name[PERSIST_NAME_MAX + 1])
+{
+    static const char var[] = DIRECTIVE_PERSISTENT_VAR;
+    name[0] = '\0';
+    if (strncmp(path, var, sizeof(var) - 1) != 0)
+        return path;
+    const char *n = path + sizeof(var) - 1;
+    size_t len = strcspn(n, "/");
+    if (len == 0 || len > PERSIST_NAME_MAX)
+        return path;
+    memcpy(name, n, len);
+    name[len] = '\0';
+    if (!persist_name_valid(name)) {
+        name[0] = '\0';
+        return path;
+    }
+    n += len;
+    while (*n == '/')
+        n++;
+    return *n ? n : ".";
+}
+
+/* A path inside the file system: relative, no "..", no empty value (after
+ * a leading $ADAFS_PERSISTENT_<NAME>/, which names the mount). */
 static int check_inside_path(struct parser *p, const struct origin *o,
                              const char *key, const char *value)
 {
+    char name[PERSIST_NAME_MAX + 1];
+    if (strncmp(value, DIRECTIVE_PERSISTENT_VAR, sizeof(DIRECTIVE_PERSISTENT_VAR) - 1) == 0 &&
+        (value = directive_inside_instance(value, name), !name[0]))
+        return fail(p, o, "%s=%s: $ADAFS_PERSISTENT_ must be followed by an instance's name "
+                    "and '/'", key, value);
     if (value[0] == '/')
         return fail(p, o, "%s=%s must be relative to the file system (no leading '/')",
                     key, value);

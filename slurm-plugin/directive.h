@@ -104,6 +104,15 @@ const char *persist_op_name(enum persist_op op);
 /* 1 if name is a valid persistent instance's name (above), else 0. */
 int persist_name_valid(const char *name);
 
+/* A stage line's path inside the job's file systems may start with
+ * "$ADAFS_PERSISTENT_<NAME>/" (or be just that): it then lies in the
+ * persistent instance NAME the job mounts, not in its first file system
+ * (as DataWarp's $DW_PERSISTENT_STRIPED_<name>). Returns the path after
+ * that prefix (its '/' skipped) and copies NAME into name, or returns path
+ * and empties name when it has no such prefix. */
+#define DIRECTIVE_PERSISTENT_VAR "$ADAFS_PERSISTENT_"
+const char *directive_inside_instance(const char *path, char name[PERSIST_NAME_MAX + 1]);
+
 /* True when req asks for I/O quality of service and nothing else: the job
  * gets no file system, only the interposer under QoS. */
 int bb_request_qos_only(const struct bb_request *req);

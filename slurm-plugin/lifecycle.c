@@ -121,6 +121,8 @@ struct lc_set {
     int *server_port;              /* CONFIGURE: each node's server's */
     uint32_t access, uid, gid;     /* CONFIGURE */
     char *configure_text;          /* CONFIGURE of a persistent instance: its file as made */
+    char further_name[PERSIST_NAME_MAX + 1];  /* CONFIGURE, STAGE of a further mount: its instance */
+    size_t further;                /* CONFIGURE: 0 the first mount, k the k-th further one */
     struct lc_digest *digest;      /* WATCH: each answer, read as it came */
     bool *finished;
     int64_t *sent_ms;              /* when each was last sent */
@@ -705,7 +707,8 @@ static int build_configure(struct lc_set *s)
     rpc_writer_init(&w, NULL, 0);
     if (text)
         agent_configure_put(&w, &(struct agent_configure){ s->job_id, text, in->mount,
-                                                           s->access, s->uid, s->gid });
+                                                           s->access, s->uid, s->gid,
+                                                           s->further_name });
     free(made);
     if (!text || set_share(s, &w) < 0) {
         rpc_writer_free(&w);
@@ -836,11 +839,48 @@ static int deployed(struct bb_job *j, const struct lc_env *env)
     return LC_CHANGED;
 }
 
+/* CONFIGURE of the job's k-th further mount (persist_job.h), after its
+ * first: the instance file persist_job_step made, through the interposer. */
+static int send_further_configure(struct bb_job *j, const struct lc_env *env, size_t k)
+{
+    const struct persist_spec *spec = persist_job_further(&j->req, k);
+    char *mount = spec && j->mount ? persist_job_further_mount(j->mount, spec->name) : NULL;
+    struct lc_set *s = mount ? set_new(j, SET_CONFIGURE, env) : NULL;
+    if (s && (strlen(mount) >= sizeof(s->instance.mount) ||
+              !(s->configure_text = strdup(j->further_text[k])))) {
+        set_free(s);
+        s = NULL;
+    }
+    if (!s) {
+        bb_job_set_error(j, FAIL_TRANSIENT, "out of memory writing the instance file of a "
+                         "further mount");
+        free(mount);
+        to_teardown(j);
+        return LC_CHANGED;
+    }
+    strcpy(s->instance.mount, mount);
+    free(mount);
+    snprintf(s->further_name, sizeof(s->further_name), "%s", spec->name);
+    s->further = k + 1;
+    s->access = AGENT_ACCESS_PRELOAD;
+    s->uid = j->uid;
+    s->gid = j->gid;
+    s->build_shared = build_configure;
+    for (size_t i = 0; i < j->nnodes; i++)
+        set_add(s, j, i, AGENT_CONFIGURE);
+    return set_send(j, s, env) < 0 ? (to_teardown(j), LC_CHANGED) : 0;
+}
+
 static int finish_configure(struct bb_job *j, struct lc_set *s, const struct lc_env *env)
 {
     struct failures f;
     set_failures(s, j, 0, NULL, &f);
-    return f.count ? fail_or_retry(j, &f, env->now) : deployed(j, env);
+    if (f.count)
+        return fail_or_retry(j, &f, env->now);
+    j->further_configured = s->further;
+    if (j->further_configured < j->nfurther)
+        return send_further_configure(j, env, j->further_configured) | LC_CHANGED;
+    return deployed(j, env);
 }
 
 static int step_deploy(struct bb_job *j, const struct lc_env *env)
@@ -875,8 +915,13 @@ static int stage_template(struct lc_set *set, const struct bb_job *j, const stru
                           const struct stage_spec *s, uint32_t flags)
 {
     bool in = s->direction == STAGE_IN;
-    set->stage_source = in ? strdup(s->source) : inside_path(s->source);
-    set->stage_destination = in ? inside_path(s->destination) : strdup(s->destination);
+    bool list_out = !in && s->type == STAGE_LIST;
+    /* Into or out of the job's first mount, or a further one it names. */
+    const char *inside = in ? s->destination : s->source;
+    if (!list_out)
+        inside = persist_job_stage_mount(&j->req, inside, set->further_name);
+    set->stage_source = in ? strdup(s->source) : inside_path(inside);
+    set->stage_destination = in ? inside_path(inside) : strdup(s->destination);
     if (!set->stage_source || !set->stage_destination)
         return -1;
     set->stage = (struct agent_stage){
@@ -886,6 +931,7 @@ static int stage_template(struct lc_set *set, const struct bb_job *j, const stru
         .max_mdops = j->req.max_mdops ? j->req.max_mdops : cfg->max_mdops,
         .max_bandwidth = j->req.max_bw ? j->req.max_bw : cfg->max_bandwidth,
         .source = set->stage_source, .destination = set->stage_destination,
+        .name = set->further_name,
     };
     return 0;
 }

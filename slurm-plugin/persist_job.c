@@ -16,6 +16,48 @@ const struct persist_spec *persist_job_mount(const struct bb_request *req)
     return NULL;
 }
 
+bool persist_job_mounts_name(const struct bb_request *req, const char *name)
+{
+    for (size_t i = 0; i < req->npersist; i++)
+        if ((req->persist[i].op == PERSIST_CREATE || req->persist[i].op == PERSIST_USE) &&
+            strcmp(req->persist[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+size_t persist_job_nfurther(const struct bb_request *req)
+{
+    size_t n = 0;
+    while (persist_job_further(req, n))
+        n++;
+    return n;
+}
+
+const char *persist_job_stage_mount(const struct bb_request *req, const char *inside,
+                                    char name[PERSIST_NAME_MAX + 1])
+{
+    const char *rest = directive_inside_instance(inside, name);
+    const struct persist_spec *first = persist_request_own_servers(req) ? NULL
+                                                                        : persist_job_mount(req);
+    if (first && strcmp(first->name, name) == 0)
+        name[0] = '\0';   /* the job's first mount */
+    return rest;
+}
+
+const struct persist_spec *persist_job_further(const struct bb_request *req, size_t k)
+{
+    /* With a file system of its own, every instance is a further mount;
+     * else the first is its first mount. */
+    const struct persist_spec *first = persist_request_own_servers(req) ? NULL
+                                                                        : persist_job_mount(req);
+    for (size_t i = 0; i < req->npersist; i++) {
+        const struct persist_spec *s = &req->persist[i];
+        if ((s->op == PERSIST_CREATE || s->op == PERSIST_USE) && s != first && k-- == 0)
+            return s;
+    }
+    return NULL;
+}
+
 bool persist_request_own_servers(const struct bb_request *req)
 {
     /* Records of before persistent instances have no such lines. A job
@@ -38,8 +80,8 @@ bool persist_job_mounts(const struct bb_job *j)
 }
 
 int persist_job_check_submit(const struct persist_table *t, const char *prefix,
-                             const struct bb_request *req, uint32_t uid, const uint32_t *groups,
-                             size_t ngroups, char *err, size_t errlen)
+                             const struct bb_request *req, bool kernel_mount, uint32_t uid,
+                             const uint32_t *groups, size_t ngroups, char *err, size_t errlen)
 {
     size_t mounts = persist_job_mount(req) ? (req->capacity || req->chunk_size)
                                            : bb_request_wants_job_fs(req);
@@ -51,11 +93,11 @@ int persist_job_check_submit(const struct persist_table *t, const char *prefix,
         switch (s->op) {
         case PERSIST_CREATE:
         case PERSIST_USE:
-            if (++mounts > 1) {
-                snprintf(why, sizeof(why), "%s name=%s: a job mounts one file system: its own "
-                         "(capacity=, chunk=) or one persistent instance; several are not "
-                         "served yet (the client library serves one per process)",
-                         persist_op_name(s->op), s->name);
+            if (++mounts > 1 && kernel_mount) {
+                snprintf(why, sizeof(why), "%s name=%s: a job that mounts several file systems "
+                         "(its own and instances, or several instances) reaches them through "
+                         "the interposer (access=preload): a kernel mount (access=fuse or "
+                         "both) serves one", persist_op_name(s->op), s->name);
                 rc = -1;
             } else if (s->op == PERSIST_USE) {
                 rc = persist_check_use(t, s->name, uid, groups, ngroups, why, sizeof(why));
@@ -74,6 +116,22 @@ int persist_job_check_submit(const struct persist_table *t, const char *prefix,
         if (rc < 0) {
             snprintf(err, errlen, "#%s (%s line %d): %s", prefix, s->origin ? s->origin : "--bb",
                      s->line, why);
+            return -1;
+        }
+    }
+    /* A stage line into or out of an instance: one the job mounts. */
+    for (size_t i = 0; i < req->nstages; i++) {
+        const struct stage_spec *st = &req->stages[i];
+        const char *inside = st->direction == STAGE_IN ? st->destination : st->source;
+        char name[PERSIST_NAME_MAX + 1];
+        if (st->type == STAGE_LIST && st->direction == STAGE_OUT)
+            continue;
+        directive_inside_instance(inside, name);
+        if (name[0] && !persist_job_mounts_name(req, name)) {
+            snprintf(err, errlen, "#%s (line %d): %s %s=%s: the job mounts no instance %s "
+                     "(no create_persistent or use_persistent line names it)", prefix, st->line,
+                     st->direction == STAGE_IN ? "stage_in" : "stage_out",
+                     st->direction == STAGE_IN ? "destination" : "source", inside, name);
             return -1;
         }
     }
@@ -191,12 +249,11 @@ struct bb_job *persist_job_destroy(struct persist_table *t, struct bb_job *jobs,
     for (size_t i = 0; i < nusers && named < 8; i++)
         all[named++] = users[i];
     for (const struct bb_job *j = jobs; j; j = j->next) {
-        const struct persist_spec *m = persist_job_mount(&j->req);
         bool listed = false;
         for (size_t i = 0; i < named; i++)
             listed |= all[i] == j->job_id;
-        if (j->persist || !m || strcmp(m->name, name) != 0 || j->phase == PHASE_COMPLETE ||
-            listed)
+        if (j->persist || !persist_job_mounts_name(&j->req, name) ||
+            j->phase == PHASE_COMPLETE || listed)
             continue;
         if (named < 8)
             all[named++] = j->job_id;
@@ -252,6 +309,19 @@ static void follow(struct persist_table *t, struct bb_job *j)
 }
 
 enum line_state { LINE_SETTLED, LINE_WAIT, LINE_FAILED };
+
+char *persist_job_further_mount(const char *mount, const char *name)
+{
+    char *m = malloc(strlen(mount) + strlen(name) + 2);
+    if (m)
+        sprintf(m, "%s.%s", mount, name);
+    return m;
+}
+
+static char *further_mount(const struct bb_job *j, const char *name)
+{
+    return j->mount ? persist_job_further_mount(j->mount, name) : NULL;
+}
 
 /* Where the instance one of j's lines names stands. why: on failure. */
 static enum line_state line_state(struct persist_table *t, struct bb_job *jobs, struct bb_job *j,
@@ -310,8 +380,11 @@ int persist_job_step(struct persist_table *t, struct bb_job *jobs, struct bb_job
     }
     if (!j->req.npersist || j->phase != PHASE_DEPLOYING || lifecycle_waiting(j))
         return lifecycle_step(j, env);
-    const struct persist_spec *mount = persist_job_mount(&j->req);
+    const struct persist_spec *mount = persist_request_own_servers(&j->req)
+                                       ? NULL : persist_job_mount(&j->req);
     struct bb_job *mounted = NULL;
+    size_t nfurther = persist_job_nfurther(&j->req);
+    struct bb_job *further[PERSIST_MAX_LINES] = { NULL };
     for (size_t i = 0; i < j->req.npersist; i++) {
         const struct persist_spec *s = &j->req.persist[i];
         struct bb_job *servers = NULL;
@@ -327,11 +400,25 @@ int persist_job_step(struct persist_table *t, struct bb_job *jobs, struct bb_job
         case LINE_SETTLED:
             if (s == mount)
                 mounted = servers;
+            for (size_t k = 0; k < nfurther && k < PERSIST_MAX_LINES; k++)
+                if (persist_job_further(&j->req, k) == s)
+                    further[k] = servers;
             break;
         }
     }
-    if (mounted && !j->persist_text &&
-        !(j->persist_text = lifecycle_persist_text(mounted, j->mount, env->cfg))) {
+    bool ok = !mounted || j->persist_text ||
+              (j->persist_text = lifecycle_persist_text(mounted, j->mount, env->cfg));
+    if (ok && nfurther && !j->further_text) {
+        ok = nfurther <= PERSIST_MAX_LINES &&
+             (j->further_text = calloc(nfurther, sizeof(*j->further_text)));
+        for (size_t k = 0; ok && k < nfurther; k++) {
+            char *m = further_mount(j, persist_job_further(&j->req, k)->name);
+            ok = m && (j->further_text[k] = lifecycle_persist_text(further[k], m, env->cfg));
+            j->nfurther = k + 1;
+            free(m);
+        }
+    }
+    if (!ok) {
         bb_job_set_error(j, FAIL_TRANSIENT, "out of memory writing the instance file");
         lifecycle_job_ended(j, true);
         return LC_CHANGED;

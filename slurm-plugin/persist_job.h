@@ -16,10 +16,13 @@
  * it carries are settled (persist_job_step): its create_persistent's
  * instance READY, its use_persistent's instance READY, its
  * destroy_persistent's instance gone. A job that mounts one (a create or
- * use line: one file system per job today) starts no server: its nodes
- * get a CONFIGURE with the instance's servers and secret, and its mount
- * becomes $ADAFS_PERSISTENT_<NAME> (and $ADAFS_MOUNT). Its end tears down
- * its CONFIGURE only.
+ * use line) and asks no file system of its own starts no server: its
+ * nodes get a CONFIGURE with the instance's servers and secret, and its
+ * mount becomes $ADAFS_PERSISTENT_<NAME> (and $ADAFS_MOUNT). A job may
+ * mount several file systems: its own (or its first instance) at
+ * $ADAFS_MOUNT, each further instance NAME at $ADAFS_MOUNT.NAME with a
+ * CONFIGURE of its own (agent_configure.name), all listed for the
+ * interposer in $ADAFS_MOUNTS. Its end tears down its CONFIGUREs only.
  *
  * No Slurm types, no locking: the driver's lock is held around every
  * call. */
@@ -35,9 +38,28 @@
 #include "lifecycle.h"
 #include "persist.h"
 
-/* The create_ or use_persistent line whose instance the job mounts, or
- * NULL. */
+/* The create_ or use_persistent line whose instance the job mounts first,
+ * or NULL. */
 const struct persist_spec *persist_job_mount(const struct bb_request *req);
+
+/* The job's further mounts: each create_ or use_persistent line but the
+ * one its first mount is (all of them when it has a file system of its
+ * own). persist_job_further gives the k-th (NULL past the last). */
+size_t persist_job_nfurther(const struct bb_request *req);
+/* Where a stage line's path inside the job's file systems lies: returns
+ * the path within its mount and copies into name the instance of the
+ * further mount it names ("$ADAFS_PERSISTENT_<NAME>/...": directive.h),
+ * or empties name for the job's first mount. */
+const char *persist_job_stage_mount(const struct bb_request *req, const char *inside,
+                                    char name[PERSIST_NAME_MAX + 1]);
+
+/* Whether the request mounts instance name (first or further). */
+bool persist_job_mounts_name(const struct bb_request *req, const char *name);
+const struct persist_spec *persist_job_further(const struct bb_request *req, size_t k);
+/* Where the further mount of instance name of a job mounted at mount
+ * lies: "<mount>.<name>" (instance.h's layout; malloc'ed, NULL if out of
+ * memory). */
+char *persist_job_further_mount(const char *mount, const char *name);
 
 /* Does the record start servers: a job's own file system, or a persistent
  * instance's servers? (A job that mounts an instance or only destroys one
@@ -50,14 +72,16 @@ bool persist_job_own_servers(const struct bb_job *j);
 bool persist_job_mounts(const struct bb_job *j);
 
 /* The submit-time rules of a request's persistent lines, for user uid
- * (member of groups[0..ngroups)): one file system per job (its own, or one
- * instance: the client library serves one per process today); a use_ only
- * of an instance that exists and that uid may use; a create_ only of a
- * free name; a destroy_ only of an existing instance of uid's (or root's).
- * 0, or -1 with a message naming the line in err. */
+ * (member of groups[0..ngroups)): several file systems (its own and
+ * instances, or several instances) only through the interposer, not with
+ * a kernel mount (kernel_mount: the job's access=fuse or both, given or
+ * the site's default: adafs-fuse serves one file system per job); a use_
+ * only of an instance that exists and that uid may use; a create_ only of
+ * a free name; a destroy_ only of an existing instance of uid's (or
+ * root's). 0, or -1 with a message naming the line in err. */
 int persist_job_check_submit(const struct persist_table *t, const char *prefix,
-                             const struct bb_request *req, uint32_t uid, const uint32_t *groups,
-                             size_t ngroups, char *err, size_t errlen);
+                             const struct bb_request *req, bool kernel_mount, uint32_t uid,
+                             const uint32_t *groups, size_t ngroups, char *err, size_t errlen);
 
 /* A node of AdafsPersistentNodes, as the shim found it in Slurm's table. */
 struct persist_node {

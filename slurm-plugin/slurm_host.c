@@ -155,10 +155,11 @@ int main(int argc, char **argv)
            strstr(err, "(batch script line 2): use_persistent name=p: no such persistent instance"),
            "using an instance that does not exist is refused: %s", err ? err : "(no message)");
     xfree(err);
-    rc = submit_text(validate, "#BB_ADAFS capacity=1G\n#BB_ADAFS use_persistent name=p\n", &err);
+    rc = submit_text(validate, "#BB_ADAFS capacity=1G access=fuse\n"
+                     "#BB_ADAFS use_persistent name=p\n", &err);
     tap_ok(rc == ESLURM_BURST_BUFFER_PERMISSION && err && strstr(err, "line 3") &&
-           strstr(err, "a job mounts one file system"),
-           "a job file system and an instance in one job are refused (not yet): %s",
+           strstr(err, "a job that mounts several file systems") && strstr(err, "access=preload"),
+           "a job file system and an instance through a kernel mount are refused: %s",
            err ? err : "(no message)");
     xfree(err);
     rc = submit_text(validate, "#BB_ADAFS destroy_persistent name=p\n", &err);

@@ -146,6 +146,24 @@ int main(void)
     rejected("#BB_ADAFS capacity=0\n", "greater than zero");
     rejected("#BB_ADAFS stage_in source=rel destination=b type=file\n", "source=rel must be an absolute");
     rejected("#BB_ADAFS stage_in source=/a destination=/b type=file\n", "destination=/b must be relative");
+    rejected("#BB_ADAFS stage_in source=/a destination=$ADAFS_PERSISTENT_/b type=file\n",
+             "$ADAFS_PERSISTENT_ must be followed by an instance's name");
+    rejected("#BB_ADAFS stage_out source=$ADAFS_PERSISTENT_p/../x destination=/o type=file\n",
+             "must not contain '..'");
+    {
+        struct bb_request in_instance = { 0 };
+        char name[PERSIST_NAME_MAX + 1];
+        tap_ok(parse("#BB_ADAFS stage_in source=/a destination=$ADAFS_PERSISTENT_proj/in/x "
+                     "type=file\n", NULL, &in_instance) > 0 &&
+               strcmp(directive_inside_instance(in_instance.stages[0].destination, name),
+                      "in/x") == 0 && strcmp(name, "proj") == 0,
+               "a stage line into $ADAFS_PERSISTENT_proj/in/x: instance proj, path in/x (%s)", err);
+        bb_request_free(&in_instance);
+        tap_ok(strcmp(directive_inside_instance("$ADAFS_PERSISTENT_proj", name), ".") == 0 &&
+               strcmp(name, "proj") == 0 &&
+               strcmp(directive_inside_instance("plain/x", name), "plain/x") == 0 && !name[0],
+               "the instance's root, and a path without the prefix");
+    }
     rejected("#BB_ADAFS stage_in source=/a destination=../b type=file\n", "must not contain '..'");
     rejected("#BB_ADAFS stage_out source=a destination=/b type=blob\n", "unknown type 'blob'");
     rejected("#BB_ADAFS stage_out source=a destination=/b\n", "needs type=");

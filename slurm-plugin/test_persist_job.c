@@ -4,7 +4,9 @@
  * user of its group mounts it with a CONFIGURE only; its record survives a
  * reload; a destroy is refused while a job uses it, then tears it down
  * (TEARDOWN of the instance's id on its nodes only) and frees the name;
- * a job's end never touches it; a creation that fails fails its job. The
+ * a job's end never touches it; a creation that fails fails its job; a
+ * job with a file system of its own that also uses it gets a CONFIGURE of
+ * each (its own, then the instance's as a further mount). The
  * agents are a queue the test answers (as the link would, off the lock). */
 #include "agent_proto.h"
 #include "bb_status.h"
@@ -25,6 +27,7 @@ struct sent {
     uint16_t op;
     uint32_t id, flags, uid, access_gid;
     char name[40];
+    char further[40];   /* CONFIGURE: the instance of a further mount */
 };
 static struct sent queue[256];
 static size_t queued, answered;
@@ -53,6 +56,7 @@ static void test_send(void *ctx, struct agent_call *c)
         if (agent_configure_get(&r, &m) == 0) {
             s.id = m.job_id;
             snprintf(s.name, sizeof(s.name), "%s", m.mount);
+            snprintf(s.further, sizeof(s.further), "%s", m.name);
         }
     } else if (c->op == AGENT_TEARDOWN || c->op == AGENT_STATUS) {
         struct agent_job_ref m;
@@ -187,13 +191,43 @@ int main(void)
     /* Submit-time rules. */
     struct bb_request req = { 0 };
     directive_parse("X", NULL, "chunk=1M\nuse_persistent name=proj", &req, err, sizeof(err));
-    tap_ok(persist_job_check_submit(&d.persist, "X", &req, 1001, alice, 1, err, sizeof(err)) < 0 &&
-           strstr(err, "use_persistent name=proj: a job mounts one file system"),
-           "a job file system and an instance in one job: not yet (%s)", err);
+    tap_ok(persist_job_check_submit(&d.persist, "X", &req, true, 1001, alice, 1, err,
+                                    sizeof(err)) < 0 &&
+           strstr(err, "use_persistent name=proj: a job that mounts several file systems") &&
+           strstr(err, "access=preload"),
+           "a job file system and an instance through a kernel mount: refused (%s)", err);
+    tap_ok(persist_job_check_submit(&d.persist, "X", &req, false, 1001, alice, 1, err,
+                                    sizeof(err)) < 0 && strstr(err, "no such persistent instance"),
+           "through the interposer only the instance's own rules apply (%s)", err);
+    tap_is_int((int)persist_job_nfurther(&req), 1, "with a file system of its own, the instance "
+               "is a further mount");
+    bb_request_free(&req);
+    memset(&req, 0, sizeof(req));
+    directive_parse("X", NULL, "chunk=1M\nstage_in source=/a destination=$ADAFS_PERSISTENT_q/a "
+                    "type=file", &req, err, sizeof(err));
+    tap_ok(persist_job_check_submit(&d.persist, "X", &req, false, 1001, alice, 1, err,
+                                    sizeof(err)) < 0 && strstr(err, "the job mounts no instance q"),
+           "a stage line into an instance the job does not mount is refused (%s)", err);
+    bb_request_free(&req);
+    memset(&req, 0, sizeof(req));
+    directive_parse("X", NULL, "use_persistent name=a\nuse_persistent name=b", &req, err,
+                    sizeof(err));
+    char sname[PERSIST_NAME_MAX + 1];
+    tap_ok(strcmp(persist_job_stage_mount(&req, "$ADAFS_PERSISTENT_a/x", sname), "x") == 0 &&
+           !sname[0] && strcmp(persist_job_stage_mount(&req, "$ADAFS_PERSISTENT_b/y", sname),
+                               "y") == 0 && strcmp(sname, "b") == 0,
+           "stage paths: into the first mount's instance, no name; into a further one, its name");
+    bb_request_free(&req);
+    memset(&req, 0, sizeof(req));
+    directive_parse("X", NULL, "use_persistent name=a\nuse_persistent name=b", &req, err,
+                    sizeof(err));
+    tap_ok(persist_job_nfurther(&req) == 1 && strcmp(persist_job_further(&req, 0)->name, "b") == 0,
+           "two instances: the first is the job's first mount, the second a further one");
     bb_request_free(&req);
     memset(&req, 0, sizeof(req));
     directive_parse("X", NULL, "use_persistent name=proj", &req, err, sizeof(err));
-    tap_ok(persist_job_check_submit(&d.persist, "X", &req, 1001, alice, 1, err, sizeof(err)) < 0 &&
+    tap_ok(persist_job_check_submit(&d.persist, "X", &req, false, 1001, alice, 1, err,
+                                    sizeof(err)) < 0 &&
            strstr(err, "no such persistent instance"), "using what does not exist (%s)", err);
 
     /* Job 10 creates proj on 2 of the 3 persistent nodes, shared with gid 2000. */
@@ -231,9 +265,11 @@ int main(void)
     tap_ok(creator->persist_text && strstr(creator->persist_text, "p1") &&
            strstr(creator->persist_text, "p2"), "the instance text lists the instance's servers");
     directive_parse("X", NULL, "use_persistent name=proj", &req, err, sizeof(err));
-    tap_is_int(persist_job_check_submit(&d.persist, "X", &req, 1002, bob, 2, err, sizeof(err)), 0,
+    tap_is_int(persist_job_check_submit(&d.persist, "X", &req, false, 1002, bob, 2, err,
+                                        sizeof(err)), 0,
                "bob, of group 2000, may submit a job that uses it");
-    tap_ok(persist_job_check_submit(&d.persist, "X", &req, 1003, carol, 2, err, sizeof(err)) < 0 &&
+    tap_ok(persist_job_check_submit(&d.persist, "X", &req, false, 1003, carol, 2, err,
+                                    sizeof(err)) < 0 &&
            strstr(err, "not shared with uid 1003"), "carol may not (%s)", err);
     bb_request_free(&req);
 
@@ -265,6 +301,31 @@ int main(void)
            "a job of bob mounts it with a CONFIGURE only, and runs");
     tap_ok(user->persist_text && strstr(user->persist_text, "2147483658"),
            "its instance file names the instance's id");
+
+    /* Job 13 of bob: a file system of its own and proj beside it. */
+    add(job(13, 1002, "c4", "capacity=1G\nuse_persistent name=proj"));
+    settle();
+    struct bb_job *both = bb_job_find(d.jobs, 13);
+    const struct sent *own = NULL, *further = NULL;
+    for (size_t i = 0; i < nlog; i++)
+        if (log_of[i].op == AGENT_CONFIGURE && log_of[i].id == 13)
+            *(log_of[i].further[0] ? &further : &own) = &log_of[i];
+    tap_ok(both->phase == PHASE_RUNNING && count("c4", AGENT_START, 13) == 1 &&
+           count("c4", AGENT_CONFIGURE, 13) == 2 && own && strcmp(own->name, "/adafs/13") == 0 &&
+           further && strcmp(further->name, "/adafs/13.proj") == 0 &&
+           strcmp(further->further, "proj") == 0 && own < further,
+           "a job with its own file system and proj: START, its CONFIGURE, then proj's at "
+           "/adafs/13.proj, and runs");
+    tap_ok(both->nfurther == 1 && both->further_text[0] &&
+           strstr(both->further_text[0], "2147483658") &&
+           strstr(both->further_text[0], "mount=/adafs/13.proj"),
+           "the further mount's instance file names proj and its mount point");
+    tap_ok(!persist_job_destroy(&d.persist, d.jobs, "proj", 1001, NULL, 0, err, sizeof(err)) &&
+           strstr(err, "13"), "a destroy counts a job that mounts it further (%s)", err);
+    lifecycle_job_ended(both, false);
+    settle();
+    tap_ok(count("c4", AGENT_TEARDOWN, 13) == 1 && count(NULL, AGENT_TEARDOWN, id) == 0,
+           "its end tears down its node only");
 
     /* Destroy while job 11 runs: refused, naming it. */
     uint32_t users[] = { 11 };

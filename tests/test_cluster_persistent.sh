@@ -6,7 +6,8 @@
 # and the agents restarted (one killed -9, one stopped), and its data is
 # still there; two later jobs at once, one per
 # member of the group, read it (the owner's also stages a file in and one
-# out through it); a third user's job is refused at submit,
+# out through it, named by its variable, beside a file system of its own;
+# the member's has one too, and copies between the two); a third user's job is refused at submit,
 # and the instance file copied to that user, with the client library
 # pointed at the servers, gives no access either; a destroy is refused
 # while a job uses it, then goes through, and its storage is wiped. Then
@@ -93,27 +94,49 @@ write_job use.sh >/dev/null <<JOB
 [ -e \$ADAFS_PERSISTENT_proj/staged.txt ] && cat \$ADAFS_PERSISTENT_proj/staged.txt > $pfs/use.staged
 for _ in \$(seq 600); do [ -e $pfs/use.go ] && break; sleep 0.2; done
 JOB
-# The owner's also stages a file in and one out through the instance.
-sed "3a #BB_ADAFS stage_in source=$pfs/in.txt destination=staged.txt type=file\\
-#BB_ADAFS stage_out source=data.txt destination=$pfs/out.%j.txt type=file" \
+# The owner's also stages a file in and one out through the instance, a
+# further mount beside its own file system: its stage lines name it.
+sed "3a #BB_ADAFS capacity=64M access=preload\\
+#BB_ADAFS stage_in source=$pfs/in.txt destination=\$ADAFS_PERSISTENT_proj/staged.txt type=file\\
+#BB_ADAFS stage_out source=\$ADAFS_PERSISTENT_proj/data.txt destination=$pfs/out.%j.txt type=file" \
     "$ADAFS_CLUSTER_DIR/jobs/use.sh" | write_job use-stage.sh >/dev/null
+# The member's has a file system of its own too: one process reaches both
+# (cp between them; a rename from one to the other is EXDEV).
+write_job use-own.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 1 -t 5 -o use-%j.out
+#BB_ADAFS capacity=64M access=preload
+#BB_ADAFS use_persistent name=proj
+echo "\$ADAFS_MOUNT \$ADAFS_PERSISTENT_proj \$ADAFS_MOUNTS" > $pfs/use.mounts
+cp \$ADAFS_PERSISTENT_proj/big.bin \$ADAFS_MOUNT/copy.bin && md5sum < \$ADAFS_MOUNT/copy.bin > $pfs/use.copy
+/usr/bin/python3 -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' \
+    \$ADAFS_MOUNT/copy.bin \$ADAFS_PERSISTENT_proj/moved.bin 2> $pfs/use.exdev
+{ cat \$ADAFS_PERSISTENT_proj/data.txt; md5sum < \$ADAFS_PERSISTENT_proj/big.bin; } > $pfs/use.\$(id -un)
+for _ in \$(seq 600); do [ -e $pfs/use.go ] && break; sleep 0.2; done
+JOB
 echo "staged $marker" > "$pfs/in.txt"
 rm -f "$pfs"/use.*
 u1=$(submit_as "$test_user" use-stage.sh)
-u2=$(submit_as "$member" use.sh)
+u2=$(submit_as "$member" use-own.sh)
 check "two jobs use it at once ($u1 of $test_user, $u2 of $member)" -- \
     bash -c "for _ in \$(seq 240); do [ -s $pfs/use.$test_user ] && [ -s $pfs/use.$member ] && exit 0; sleep 0.5; done; exit 1"
 for u in "$test_user" "$member"; do
     check "$u's job reads the data written before the restarts" -- \
         bash -c "head -1 $pfs/use.$u | grep -qx '$marker' && tail -1 $pfs/use.$u | cmp -s - $pfs/create.sum"
 done
+for _ in $(seq 60); do [ -s "$pfs/use.mounts" ] && break; sleep 0.5; done
+check "$member's job has its own file system and proj ($(cat "$pfs/use.mounts" 2>/dev/null))" -- \
+    grep -qE "^(/[^ ]*)/$u2 \\1/$u2\\.proj \\1/$u2\\.proj=\\1/\\.job\\.$u2\\.proj\\.instance\$" "$pfs/use.mounts"
+check "and copied proj's file into its own, intact" -- cmp -s "$pfs/use.copy" "$pfs/create.sum"
+check "a rename from its own into proj is EXDEV ($(tail -1 "$pfs/use.exdev" 2>/dev/null))" -- \
+    grep -q "Invalid cross-device link" "$pfs/use.exdev"
 
 # 4. A third user: refused at submit, and with the instance file in hand.
 refusal=$(submit_as "$outsider" use.sh 2>&1)
 check "$outsider's job is refused at submit ($refusal)" -- \
     grep -q "use_persistent name=proj: owned by $test_user, shared with group $group: not shared" <<<"$refusal"
 leak=$(runuser -u "$outsider" -- mktemp /tmp/persist-leak.XXXXXX)
-cat "$ADAFS_CLUSTER_DIR/mnt/.job.$u1.instance" > "$leak"
+cat "$ADAFS_CLUSTER_DIR/mnt/.job.$u1.proj.instance" > "$leak"
 mount=$(sed -n 's/^mount=//p' "$leak")
 # With the cluster's munged, as the jobs have it: refused for who they are.
 as_outsider() {
@@ -124,7 +147,7 @@ got=$(as_outsider cat "$mount/data.txt" 2>&1)
 check "$outsider with a copy of the instance file is refused by the servers ($got)" -- \
     bash -c "! grep -q '$marker' <<<\"\$1\" && grep -q 'refused access to uid' <<<\"\$1\"" _ "$got"
 as_outsider bash -c "echo intruder > $mount/intruder.txt" 2>/dev/null
-got=$(runuser -u "$test_user" -- env ADAFS_INSTANCE="$ADAFS_CLUSTER_DIR/mnt/.job.$u1.instance" \
+got=$(runuser -u "$test_user" -- env ADAFS_INSTANCE="$ADAFS_CLUSTER_DIR/mnt/.job.$u1.proj.instance" \
       ADAFS_MOUNT="$mount" LD_PRELOAD="$preload" ls "$mount" 2>&1)
 check "nor writes a file into it ($(paste -sd ' ' <<<"$got"))" -- \
     bash -c "! grep -q intruder <<<\"\$1\"" _ "$got"
@@ -143,6 +166,8 @@ check "a destroy while jobs use it is held, naming them" -- wait_reason "$d" "in
 touch "$pfs/use.go"
 check "the jobs that use it complete" -- wait_job "$u1" COMPLETED 120
 wait_job "$u2" COMPLETED 120 >/dev/null
+check "$member's job's end took its further mount off the node" -- \
+    bash -c "for _ in \$(seq 60); do [ ! -e $ADAFS_CLUSTER_DIR/mnt/$u2.proj ] && [ ! -e $ADAFS_CLUSTER_DIR/mnt/.job.$u2.proj.instance ] && exit 0; sleep 0.5; done; exit 1"
 check "the owner's job staged a file into the instance" -- grep -qx "staged $marker" "$pfs/use.staged"
 check "and staged one out of it" -- bash -c "grep -qx '$marker' $pfs/out.$u1.txt"
 check "proj outlived them" -- bash -c "scontrol show burst | grep -q 'Name=proj '"

@@ -531,6 +531,8 @@ static void tbf_forget(struct job *j)
  * the lock is released while waiting for the processes and wiping. Not
  * in a hurry, a stager is given stop_timeout_ms to end after SIGTERM
  * before it is killed. */
+static void remove_further_mounts(const struct job *j);
+
 static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
 {
     if (j->torn_down)
@@ -602,6 +604,8 @@ static int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
         if (rmdir(j->mount) < 0 && errno != ENOENT)
             log_warn("job %u: rmdir %s: %s", j->id, j->mount, strerror(errno));
     }
+    if (!j->persist && j->user.uid != 0)
+        remove_further_mounts(j);
     char pidfile[PATH_MAX];
     pidfile_path(pidfile, sizeof(pidfile), j);
     if (j->dir[0])
@@ -1014,11 +1018,12 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
     return 0;
 }
 
-/* The mount point is where instance.h's layout puts the job's. */
-static int make_mount(struct job *j, const char *mount, struct agent_error *e)
+/* The mount point is where instance.h's layout puts the job's (its first
+ * mount, or its further mount of instance name). */
+static int make_mount(struct job *j, const char *mount, const char *name, struct agent_error *e)
 {
     char want[PATH_MAX];
-    if (instance_mount_path(want, sizeof(want), cfg->mount_prefix, j->id) < 0 ||
+    if (instance_named_mount_path(want, sizeof(want), cfg->mount_prefix, j->id, name) < 0 ||
         strcmp(mount, want) != 0 || strlen(mount) + PATH_SLACK >= PATH_MAX)
         return failf(e, AGENT_FAULT_NODE, -EPERM, "job %u: mount point %s is not %s, where "
                      "this agent's --mount-prefix puts it", j->id, mount, want[0] ? want : "?");
@@ -1034,8 +1039,46 @@ static int make_mount(struct job *j, const char *mount, struct agent_error *e)
     if (rc < 0)
         return failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot create mount point %s: %s", j->id, mount,
                      rc == -EEXIST ? "exists and is not the job user's" : strerror(-rc));
-    pathf(j->mount, sizeof(j->mount), "%s", mount);
+    if (!name[0])
+        pathf(j->mount, sizeof(j->mount), "%s", mount);
     return 0;
+}
+
+/* Takes off the job's further mounts (agent_configure.name): each mount
+ * point and instance file under the mount prefix named after the job, so
+ * that a teardown after an agent restart finds them too. */
+static void remove_further_mounts(const struct job *j)
+{
+    DIR *d = opendir(cfg->mount_prefix);
+    if (!d)
+        return;
+    char mhead[32], fhead[48];
+    size_t ml = (size_t)snprintf(mhead, sizeof(mhead), "%u.", j->id);
+    size_t fl = (size_t)snprintf(fhead, sizeof(fhead), ".job.%u.", j->id);
+    const char suffix[] = "." INSTANCE_FILE;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *n = e->d_name;
+        size_t len = strlen(n);
+        char path[PATH_MAX], name[AGENT_PERSIST_NAME_MAX + 1];
+        struct stat st;
+        path_join(path, sizeof(path), cfg->mount_prefix, n);
+        if (strncmp(n, mhead, ml) == 0 && agent_persist_name_ok(n + ml)) {
+            if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != j->user.uid)
+                continue;
+            /* Real files there came from a process without the interposer. */
+            child_run_as(&j->user, wipe_as_user, path, 60000);
+            if (rmdir(path) < 0 && errno != ENOENT)
+                log_warn("job %u: rmdir %s: %s", j->id, path, strerror(errno));
+        } else if (strncmp(n, fhead, fl) == 0 && len > fl + sizeof(suffix) - 1 &&
+                   len - fl - (sizeof(suffix) - 1) < sizeof(name) &&
+                   strcmp(n + len - (sizeof(suffix) - 1), suffix) == 0) {
+            memcpy(name, n + fl, len - fl - (sizeof(suffix) - 1));
+            name[len - fl - (sizeof(suffix) - 1)] = '\0';
+            if (agent_persist_name_ok(name) && unlink(path) < 0 && errno != ENOENT)
+                log_warn("job %u: cannot remove %s: %s", j->id, path, strerror(errno));
+        }
+    }
+    closedir(d);
 }
 
 /* A job that runs no server here, only uses a persistent instance: listed
@@ -1074,14 +1117,18 @@ int jobs_configure(const struct agent_configure *m, struct agent_error *e)
         /* A persistent instance's servers: their file beside their secret
          * (the exchange's peers), no mount (no job runs on their behalf). */
         char path[PATH_MAX];
-        beside_secret(path, sizeof(path), j, INSTANCE_FILE);
+        const char *name = m->name ? m->name : "";
+        if (j->persist)
+            beside_secret(path, sizeof(path), j, INSTANCE_FILE);
+        else
+            instance_named_file_path(path, sizeof(path), cfg->mount_prefix, j->id, name);
         rc = write_user_file(path, m->instance_text, &j->user);
         if (rc < 0)
             rc = failf(e, AGENT_FAULT_NODE, rc, "job %u: cannot write %s: %s", j->id, path, strerror(-rc));
         if (rc == 0 && j->persist)
             log_info("persistent %s: its servers' instance file is %s", j->persist->name, path);
         if (rc == 0 && !j->persist)
-            rc = make_mount(j, m->mount, e);
+            rc = make_mount(j, m->mount, name, e);
         if (rc == 0 && !j->persist && m->access != AGENT_ACCESS_PRELOAD) {
             /* Waits for adafs-fuse to answer: the job is taken, others
              * are served meanwhile. */
@@ -1180,7 +1227,8 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
         return failf(e, AGENT_FAULT_TRANSIENT, -EBUSY, "job %u: a stage is already running", m->job_id);
     }
     char instance[PATH_MAX], worker[32], threads[16], mdops[32], bw[32];
-    job_file_path(instance, sizeof(instance), j->id, INSTANCE_FILE);
+    /* Its first mount's instance, or the further one the stage names. */
+    instance_named_file_path(instance, sizeof(instance), cfg->mount_prefix, j->id, m->name);
     snprintf(worker, sizeof(worker), "%u/%u", m->worker, m->nworkers);
     snprintf(threads, sizeof(threads), "%u", m->threads ? m->threads : 4);
     snprintf(mdops, sizeof(mdops), "%llu", (unsigned long long)m->max_mdops);

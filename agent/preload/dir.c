@@ -50,7 +50,7 @@ static int listing_open(struct listing *l, int lfd)
     int rc = route_fd_path(lfd, inner, sizeof inner);
     if (rc < 0)
         return rc;
-    adafs *fs = route_enter(ROUTE_DIR);
+    adafs *fs = route_enter_fd(ROUTE_DIR, lfd, &lfd);
     if (!fs)
         return -EIO;
     struct stat st;
@@ -163,7 +163,7 @@ PL_EXPORT DIR *opendir(const char *path)
     if (!pl_active())
         return real.opendir(path);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, NULL, real.opendir(r.kpath));
-    int kfd = pl_open_adafs(r.inner, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    int kfd = pl_open_adafs(r.mount, r.inner, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (kfd < 0)
         return NULL;
     DIR *d = open_stream(kfd, fdmap_get(kfd));

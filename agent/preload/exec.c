@@ -15,14 +15,16 @@
  *   execvp/execvpe/execlp and posix_spawnp search PATH themselves when a
  *   directory of it lies in adafs (glibc's search calls the kernel).
  * - The new program's environment always carries $ADAFS_MOUNT,
- *   $ADAFS_INSTANCE and $LD_PRELOAD as this process started with them, so
+ *   $ADAFS_INSTANCE, $ADAFS_MOUNTS and $LD_PRELOAD as this process started
+ *   with them, so
  *   a program that builds a fresh environment for its child does not lose
  *   the mount; and PWD names the working directory when it is inside
  *   adafs (the kernel's one is elsewhere), which the child's pathres
  *   picks up; a PWD naming the mount when the working directory is no
  *   longer there is dropped.
  * - adafs descriptors without close-on-exec are handed on in
- *   $ADAFS_PRELOAD_FDS (number, flags, offset, path) and reopened on the
+ *   $ADAFS_PRELOAD_FDS (number, flags, offset, full path: the mount is
+ *   found again from it) and reopened on the
  *   same numbers by the new program's interposer before main(), so that a
  *   shell's `cmd > /mount/file` works. After the exec the two processes no
  *   longer share the offset (doc/preload.md).
@@ -50,15 +52,10 @@
 
 extern char **environ;
 
-static const char *const kept_names[] = { ADAFS_ENV_MOUNT, ADAFS_ENV_INSTANCE, "LD_PRELOAD" };
+static const char *const kept_names[] = { ADAFS_ENV_MOUNT, ADAFS_ENV_INSTANCE, ADAFS_ENV_MOUNTS,
+                                           "LD_PRELOAD" };
 #define NKEPT (sizeof kept_names / sizeof kept_names[0])
 static char *kept_entries[NKEPT]; /* "NAME=value" as at start-up, or NULL */
-
-/* The instance file this process started with (NULL: $ADAFS_INSTANCE). */
-static const char *instance_file(void)
-{
-    return kept_entries[1] ? kept_entries[1] + strlen(ADAFS_ENV_INSTANCE) + 1 : NULL;
-}
 
 static bool has_name(const char *entry, const char *name)
 {
@@ -73,7 +70,8 @@ static bool names_mount(const char *path)
 }
 
 /* "ADAFS_PRELOAD_FDS=" followed by one "kfd,flags,offset,len:path" per
- * inheritable adafs descriptor; NULL when there is none. */
+ * inheritable adafs descriptor (its full path, mount included); NULL when
+ * there is none. */
 static char *describe_fds(void)
 {
     size_t cap = 256, len = 0;
@@ -87,18 +85,19 @@ static char *describe_fds(void)
         int lfd = fdmap_get(kfd);
         if (fdflags < 0 || (fdflags & FD_CLOEXEC) || lfd < 0)
             continue;
-        char inner[PATH_MAX];
-        if (route_fd_path(lfd, inner, sizeof inner) < 0)
+        char inner[PATH_MAX], full[PATH_MAX];
+        if (route_fd_path(lfd, inner, sizeof inner) < 0 ||
+            pathres_full_path(route_fd_mount(lfd), inner, full, sizeof full) < 0)
             continue;
-        adafs *fs = route_enter(ROUTE_FD);
+        adafs *fs = route_enter_fd(ROUTE_FD, lfd, &lfd);
         if (!fs)
-            break;
+            continue;
         int flags = adafs_get_flags(fs, lfd);
         off_t off = adafs_lseek(fs, lfd, 0, SEEK_CUR);
         route_leave_raw(0);
         if (flags < 0)
             continue;
-        size_t need = len + strlen(inner) + 80;
+        size_t need = len + strlen(full) + 80;
         if (need > cap) {
             char *grown = realloc(text, cap = 2 * need);
             if (!grown) {
@@ -108,7 +107,7 @@ static char *describe_fds(void)
             text = grown;
         }
         len += (size_t)snprintf(text + len, cap - len, "%d,%d,%" PRId64 ",%zu:%s", kfd, flags,
-                                (int64_t)(off < 0 ? 0 : off), strlen(inner), inner);
+                                (int64_t)(off < 0 ? 0 : off), strlen(full), full);
         count++;
     }
     if (!count) {
@@ -355,15 +354,15 @@ static int run_open(struct launch *l, adafs *fs, int lfd, const struct stat *st,
     return rc;
 }
 
-static int run_adafs(struct launch *l, const char *inner, const char *shown,
+static int run_adafs(struct launch *l, int m, const char *inner, const char *shown,
                      char *const argv[], int depth)
 {
     char full[PATH_MAX];
-    if (pathres_full_path(inner, full, sizeof full) < 0)
+    if (pathres_full_path(m, inner, full, sizeof full) < 0)
         return -ENAMETOOLONG;
-    if (pathres_kernel_mount())   /* access=both: the kernel runs it itself */
+    if (pathres_kernel_mount(m))   /* access=both: the kernel runs it itself */
         return launch_kernel(l, full, argv);
-    adafs *fs = route_enter_private(ROUTE_OPEN, instance_file());
+    adafs *fs = route_enter_private(ROUTE_OPEN, m);
     if (!fs)
         return -EIO;
     struct stat st;
@@ -383,19 +382,19 @@ static int run_path(struct launch *l, const char *path, char *const argv[], int 
         return rc;
     if (!r.adafs)
         return launch_kernel(l, r.kpath, argv);
-    return run_adafs(l, r.inner, path, argv, depth);
+    return run_adafs(l, r.mount, r.inner, path, argv, depth);
 }
 
 /* fexecve of an adafs descriptor: its file, by the path it was opened as. */
-static int run_fd(struct launch *l, int lfd, char *const argv[])
+static int run_fd(struct launch *l, int rfd, char *const argv[])
 {
     char inner[PATH_MAX], full[PATH_MAX];
-    int rc = route_fd_path(lfd, inner, sizeof inner);
+    int rc = route_fd_path(rfd, inner, sizeof inner);
     if (rc < 0)
         return rc;
-    if (pathres_full_path(inner, full, sizeof full) < 0)
+    if (pathres_full_path(route_fd_mount(rfd), inner, full, sizeof full) < 0)
         return -ENAMETOOLONG;
-    return run_adafs(l, inner, full, argv, 0);
+    return run_adafs(l, route_fd_mount(rfd), inner, full, argv, 0);
 }
 
 /* execvp's fallback for a file the kernel cannot run (no #!, not ELF):
@@ -661,10 +660,10 @@ PL_EXPORT int execle(const char *path, const char *arg, ...)
 
 /* Reopens one handed-on descriptor; logs and leaves kfd unusable (EBADF)
  * if the file cannot be reopened. */
-static void adopt_one(int kfd, int flags, off_t off, const char *inner)
+static void adopt_one(int kfd, int flags, off_t off, const char *full)
 {
     if (real.fcntl(kfd, F_GETFD) < 0) {
-        pl_log("%s names descriptor %d for %s, but it was not inherited", FDS_ENV, kfd, inner);
+        pl_log("%s names descriptor %d for %s, but it was not inherited", FDS_ENV, kfd, full);
         return;
     }
     /* Only our own reservation may be adopted: posix_spawn file actions or
@@ -675,25 +674,32 @@ static void adopt_one(int kfd, int flags, off_t off, const char *inner)
         real.stat("/dev/null", &null_st) < 0 || !S_ISCHR(st.st_mode) ||
         st.st_rdev != null_st.st_rdev) {
         pl_log("%s names descriptor %d for %s, but it is no longer the adafs reservation; "
-               "left alone", FDS_ENV, kfd, inner);
+               "left alone", FDS_ENV, kfd, full);
         return;
     }
-    adafs *fs = route_enter(ROUTE_OPEN);
+    struct pathres r;
+    if (pathres_resolve(AT_FDCWD, full, &r) < 0 || !r.adafs) {
+        pl_log("%s names descriptor %d for %s, which is in no adafs mount of this process",
+               FDS_ENV, kfd, full);
+        return;
+    }
+    adafs *fs = route_enter(ROUTE_OPEN, r.mount);
     if (!fs)
         return;
     int keep = O_ACCMODE | O_APPEND | O_NONBLOCK;
-    int lfd = adafs_open(fs, inner, flags & keep, 0);
+    int lfd = adafs_open(fs, r.inner, flags & keep, 0);
     if (lfd >= 0 && !(flags & O_APPEND) && off > 0)
         adafs_lseek(fs, lfd, off, SEEK_SET);
+    int rfd = route_fd_of(r.mount, lfd);
+    if (rfd < 0 && lfd >= 0)
+        adafs_close(fs, lfd);
     route_leave_raw(0);
-    if (lfd < 0) {
-        pl_log("cannot reopen inherited descriptor %d (%s%s): %s", kfd, pathres_mount(), inner,
-               strerror(-lfd));
+    if (rfd < 0) {
+        pl_log("cannot reopen inherited descriptor %d (%s): %s", kfd, full, strerror(-rfd));
         return;
     }
-    if (fdmap_set(kfd, lfd) < 0)
-        pl_log("cannot adopt inherited descriptor %d (%s%s): beyond %d", kfd, pathres_mount(),
-               inner, FDMAP_MAX_FD);
+    if (fdmap_set(kfd, rfd) < 0)
+        pl_log("cannot adopt inherited descriptor %d (%s): beyond %d", kfd, full, FDMAP_MAX_FD);
     else
         pl_std_attach(kfd);
 }
@@ -719,10 +725,10 @@ void pl_exec_adopt(void)
             pl_log("ignoring malformed %s at \"%.40s\"", FDS_ENV, p);
             break;
         }
-        char inner[PATH_MAX];
-        memcpy(inner, p + used, len);
-        inner[len] = '\0';
-        adopt_one(kfd, flags, (off_t)off, inner);
+        char full[PATH_MAX];
+        memcpy(full, p + used, len);
+        full[len] = '\0';
+        adopt_one(kfd, flags, (off_t)off, full);
         p += used + len;
     }
     /* Not for grandchildren started without exec.c (posix_spawn): they

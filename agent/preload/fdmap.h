@@ -3,7 +3,8 @@
  * Every open adafs file holds a real kernel descriptor (an O_PATH descriptor
  * of /dev/null) so its number can never collide with a kernel file, and so
  * close-on-exec, dup2 targets and descriptor limits behave as usual. This
- * table maps that number to the library's own descriptor, plus an optional
+ * table maps that number to the library's own descriptor (route.h's: the
+ * mount and libadafs's descriptor in it, one int), plus an optional
  * directory-reading state owned by dir.c (for getdents64).
  *
  * Lookups are lock-free (two atomic loads) because every read() and write()

@@ -27,9 +27,10 @@ static int reserve_kernel_fd(int cloexec)
     return real.open("/dev/null", O_PATH | (cloexec ? O_CLOEXEC : 0));
 }
 
-int pl_release(int lfd, void *dirstate)
+int pl_release(int rfd, void *dirstate)
 {
-    adafs *fs = route_enter(ROUTE_CLOSE);
+    int lfd;
+    adafs *fs = route_enter_fd(ROUTE_CLOSE, rfd, &lfd);
     if (!fs)
         return -EIO;
     if (dirstate)
@@ -65,7 +66,7 @@ static int forget(int fd)
     return lfd < 0 ? 1 : pl_release(lfd, dirstate);
 }
 
-int pl_open_adafs(const char *inner, int flags, mode_t mode)
+int pl_open_adafs(int m, const char *inner, int flags, mode_t mode)
 {
     if ((flags & O_TMPFILE) == O_TMPFILE) {
         errno = EOPNOTSUPP; /* what open(2) says for a file system without it */
@@ -73,7 +74,7 @@ int pl_open_adafs(const char *inner, int flags, mode_t mode)
     }
     if (flags & O_CREAT)
         mode &= ~pl_umask();
-    adafs *fs = route_enter(ROUTE_OPEN);
+    adafs *fs = route_enter(ROUTE_OPEN, m);
     if (!fs)
         return -1;
     int lfd = adafs_open(fs, inner, flags & LIB_OPEN_FLAGS, mode);
@@ -81,18 +82,21 @@ int pl_open_adafs(const char *inner, int flags, mode_t mode)
     /* O_TRUNC cuts what this process has mapped of the file. */
     bool cut = lfd >= 0 && (flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY &&
                mapping_count() && adafs_fstat(fs, lfd, &st) == 0;
-    if (route_leave(lfd) < 0)
+    int rfd = route_fd_of(m, lfd);
+    if (rfd < 0 && lfd >= 0)
+        adafs_close(fs, lfd);
+    if (route_leave(rfd) < 0)
         return -1;
     if (cut)
-        mapping_resized((uint64_t)st.st_ino, 0);
+        mapping_resized(m, (uint64_t)st.st_ino, 0);
     int kfd = reserve_kernel_fd(flags & O_CLOEXEC);
     if (kfd < 0) {
         int saved = errno;
-        pl_release(lfd, NULL);
+        pl_release(rfd, NULL);
         errno = saved;
         return -1;
     }
-    return install(kfd, lfd);
+    return install(kfd, rfd);
 }
 
 /* A kernel open of a directory is noted: it may be an ancestor of the
@@ -111,7 +115,7 @@ static int open_at(int dirfd, const char *path, int flags, mode_t mode)
     if (!pl_active())
         return real.openat(dirfd, path, flags, mode);
     PL_ROUTE_PATH(dirfd, path, &r, -1, open_kernel(dirfd, r.kpath, flags, mode));
-    return pl_open_adafs(r.inner, flags, mode);
+    return pl_open_adafs(r.mount, r.inner, flags, mode);
 }
 
 PL_EXPORT int open(const char *path, int flags, ...)
@@ -249,7 +253,7 @@ PL_EXPORT ssize_t read(int fd, void *buf, size_t count)
     int lfd;
     if (!PL_ADAFS_FD(fd, lfd))
         return real.read(fd, buf, count);
-    adafs *fs = route_enter(ROUTE_READ);
+    adafs *fs = route_enter_fd(ROUTE_READ, lfd, &lfd);
     if (!fs)
         return -1;
     return route_leave(adafs_read(fs, lfd, buf, count));
@@ -260,7 +264,7 @@ PL_EXPORT ssize_t write(int fd, const void *buf, size_t count)
     int lfd;
     if (!PL_ADAFS_FD(fd, lfd))
         return real.write(fd, buf, count);
-    adafs *fs = route_enter(ROUTE_WRITE);
+    adafs *fs = route_enter_fd(ROUTE_WRITE, lfd, &lfd);
     if (!fs)
         return -1;
     return route_leave(adafs_write(fs, lfd, buf, count));
@@ -272,7 +276,7 @@ static ssize_t pread_adafs(int lfd, void *buf, size_t count, off_t off)
         errno = EINVAL;
         return -1;
     }
-    adafs *fs = route_enter(ROUTE_READ);
+    adafs *fs = route_enter_fd(ROUTE_READ, lfd, &lfd);
     if (!fs)
         return -1;
     return route_leave(adafs_pread(fs, lfd, buf, count, off));
@@ -284,7 +288,7 @@ static ssize_t pwrite_adafs(int lfd, const void *buf, size_t count, off_t off)
         errno = EINVAL;
         return -1;
     }
-    adafs *fs = route_enter(ROUTE_WRITE);
+    adafs *fs = route_enter_fd(ROUTE_WRITE, lfd, &lfd);
     if (!fs)
         return -1;
     return route_leave(adafs_pwrite(fs, lfd, buf, count, off));
@@ -339,7 +343,7 @@ static ssize_t io_lfd(int lfd, bool writing, void *buf, size_t count, off_t off)
 {
     if (off >= 0)
         return writing ? pwrite_adafs(lfd, buf, count, off) : pread_adafs(lfd, buf, count, off);
-    adafs *fs = route_enter(writing ? ROUTE_WRITE : ROUTE_READ);
+    adafs *fs = route_enter_fd(writing ? ROUTE_WRITE : ROUTE_READ, lfd, &lfd);
     if (!fs)
         return -1;
     return route_leave(writing ? adafs_write(fs, lfd, buf, count)
@@ -471,7 +475,7 @@ PL_EXPORT off_t lseek(int fd, off_t off, int whence)
         }
         return pl_dirstate_seek(dirstate, off);
     }
-    adafs *fs = route_enter(ROUTE_SEEK);
+    adafs *fs = route_enter_fd(ROUTE_SEEK, lfd, &lfd);
     if (!fs)
         return -1;
     return route_leave(adafs_lseek(fs, lfd, off, whence));
@@ -500,13 +504,17 @@ static int kernel_dup(enum dup_kind kind, int kfd, int arg, int flags)
 }
 
 
-static int dup_adafs(enum dup_kind kind, int kfd, int lfd, int arg, int flags)
+static int dup_adafs(enum dup_kind kind, int kfd, int rfd, int arg, int flags)
 {
-    adafs *fs = route_enter(ROUTE_FD);
+    int lfd;
+    adafs *fs = route_enter_fd(ROUTE_FD, rfd, &lfd);
     if (!fs)
         return -1;
-    int nlfd = (int)route_leave(adafs_dup(fs, lfd));
-    if (nlfd < 0)
+    int dup = adafs_dup(fs, lfd);
+    int nlfd = route_fd_of(route_fd_mount(rfd), dup);
+    if (nlfd < 0 && dup >= 0)
+        adafs_close(fs, dup);
+    if (route_leave(nlfd) < 0)
         return -1;
     if (kind == DUP_TO || kind == DUP_TO_FLAGS)
         forget(arg);
@@ -575,11 +583,11 @@ static int fcntl_adafs(int fd, int lfd, int cmd, void *arg)
     case F_SETFD:
         return real.fcntl(fd, cmd, arg); /* close-on-exec lives on the kernel fd */
     case F_GETFL:
-        if (!(fs = route_enter(ROUTE_FD)))
+        if (!(fs = route_enter_fd(ROUTE_FD, lfd, &lfd)))
             return -1;
         return (int)route_leave(adafs_get_flags(fs, lfd));
     case F_SETFL:
-        if (!(fs = route_enter(ROUTE_FD)))
+        if (!(fs = route_enter_fd(ROUTE_FD, lfd, &lfd)))
             return -1;
         return (int)route_leave(adafs_set_flags(fs, lfd, (int)(intptr_t)arg));
     case F_GETLK:
@@ -655,7 +663,7 @@ PL_EXPORT int lockf64(int fd, int cmd, off_t len)
 
 static int fsync_adafs(int lfd)
 {
-    adafs *fs = route_enter(ROUTE_SYNC);
+    adafs *fs = route_enter_fd(ROUTE_SYNC, lfd, &lfd);
     if (!fs)
         return -1;
     return (int)route_leave(adafs_fsync(fs, lfd));
@@ -690,7 +698,8 @@ PL_EXPORT int ftruncate(int fd, off_t length)
     int lfd;
     if (!PL_ADAFS_FD(fd, lfd))
         return real.ftruncate(fd, length);
-    adafs *fs = route_enter(ROUTE_ATTR);
+    int rfd = lfd, m = route_fd_mount(rfd);
+    adafs *fs = route_enter_fd(ROUTE_ATTR, rfd, &lfd);
     if (!fs)
         return -1;
     int rc = adafs_ftruncate(fs, lfd, length);
@@ -699,10 +708,10 @@ PL_EXPORT int ftruncate(int fd, off_t length)
     bool mapped = rc == 0 && mapping_count() && adafs_fstat(fs, lfd, &st) == 0;
     route_leave_raw(0);
     if (mapped)
-        mapping_resized((uint64_t)st.st_ino, (uint64_t)length);
+        mapping_resized(m, (uint64_t)st.st_ino, (uint64_t)length);
     char inner[PATH_MAX];
-    if (rc == 0 && pathres_kernel_mount() && route_fd_path(lfd, inner, sizeof inner) == 0)
-        mapping_tell_kernel(inner);
+    if (rc == 0 && pathres_kernel_mount(m) && route_fd_path(rfd, inner, sizeof inner) == 0)
+        mapping_tell_kernel(m, inner);
     return (int)pl_ret(rc);
 }
 

@@ -15,7 +15,7 @@ struct map {
     uintptr_t data_end;     /* start + the bytes of the file behind it; SIGBUS past its page */
     off_t off;              /* file offset of start */
     uint64_t ino;           /* the file's identity (st_ino: its data key) */
-    int lfd;                /* a library descriptor of the file, kept with the mapping */
+    int lfd;                /* a descriptor of the file (route.h's), kept with the mapping */
     int prot;
     bool shared;
     bool file_writable;     /* the file was open for reading and writing */
@@ -91,11 +91,12 @@ static uint64_t map_limit(void)
     return pages > 0 ? (uint64_t)pages * page_size() / 2 : UINT64_MAX;
 }
 
-static void close_lfd(int lfd)
+static void close_lfd(int rfd)
 {
-    if (lfd < 0)
+    if (rfd < 0)
         return;
-    adafs *fs = route_enter(ROUTE_CLOSE);
+    int lfd;
+    adafs *fs = route_enter_fd(ROUTE_CLOSE, rfd, &lfd);
     if (fs)
         route_leave_raw(adafs_close(fs, lfd));
 }
@@ -193,11 +194,12 @@ static int write_back(struct map *m, uintptr_t a, uintptr_t b)
         b = m->data_end;
     if (a >= b)
         return 0;
-    adafs *fs = route_enter(ROUTE_WRITE);
+    int lfd;
+    adafs *fs = route_enter_fd(ROUTE_WRITE, m->lfd, &lfd);
     if (!fs)
         return -EIO;
     struct stat st;
-    int rc = adafs_fstat(fs, m->lfd, &st);
+    int rc = adafs_fstat(fs, lfd, &st);
     uintptr_t file_end = rc == 0 && st.st_size > m->off
                        ? m->start + (uintptr_t)(st.st_size - m->off) : m->start;
     if (b > file_end)
@@ -214,7 +216,7 @@ static int write_back(struct map *m, uintptr_t a, uintptr_t b)
         off_t at = m->off + (off_t)(runs[i].from - m->start);
         size_t len = runs[i].to - runs[i].from;
         for (size_t done = 0; rc == 0 && done < len;) {
-            ssize_t w = adafs_pwrite(fs, m->lfd, (const char *)runs[i].from + done, len - done,
+            ssize_t w = adafs_pwrite(fs, lfd, (const char *)runs[i].from + done, len - done,
                                      at + (off_t)done);
             if (w <= 0)
                 rc = w < 0 ? (int)w : -EIO;
@@ -238,11 +240,12 @@ static int fill_grown(struct map *m, uintptr_t upto)
     int rc = replace_pages(first_new, round_up(upto), PROT_READ | PROT_WRITE, m->shared, false);
     if (rc == 0 && from < first_new && !(m->prot & PROT_WRITE))
         kernel_protect(from, from + 1, PROT_READ | PROT_WRITE);
-    adafs *fs = rc == 0 ? route_enter(ROUTE_READ) : NULL;
+    int lfd;
+    adafs *fs = rc == 0 ? route_enter_fd(ROUTE_READ, m->lfd, &lfd) : NULL;
     if (rc == 0 && !fs)
         rc = -EIO;
     for (uintptr_t x = from; rc == 0 && x < upto;) {
-        ssize_t n = adafs_pread(fs, m->lfd, (void *)x, upto - x, m->off + (off_t)(x - m->start));
+        ssize_t n = adafs_pread(fs, lfd, (void *)x, upto - x, m->off + (off_t)(x - m->start));
         if (n < 0)
             rc = (int)n;
         if (n <= 0)
@@ -304,8 +307,14 @@ static int split_at(uintptr_t x)
                 return -ENOMEM;
             memcpy(tail.pristine, m->pristine + (x - m->start), tail.pristine_len);
         }
-        adafs *fs = route_enter(ROUTE_FD);
-        tail.lfd = fs ? (int)route_leave_raw(adafs_dup(fs, m->lfd)) : -EIO;
+        int lfd;
+        adafs *fs = route_enter_fd(ROUTE_FD, m->lfd, &lfd);
+        int dup = fs ? adafs_dup(fs, lfd) : -EIO;
+        tail.lfd = route_fd_of(route_fd_mount(m->lfd), dup);
+        if (tail.lfd < 0 && dup >= 0)
+            adafs_close(fs, dup);
+        if (fs)
+            route_leave_raw(0);
         if (tail.lfd < 0) {
             anon_free(tail.pristine, tail.pristine_len);
             return tail.lfd;
@@ -367,13 +376,14 @@ static int read_into_memfd(adafs *fs, int lfd, off_t off, uint64_t *data, int *o
  * processes, as on a local disk. NULL with errno when the kernel cannot
  * open it (a file removed while open here): then it is mapped from
  * memory as without the mount. */
-static void *map_through_kernel(void *addr, size_t len, int prot, int flags, int lfd, off_t off)
+static void *map_through_kernel(void *addr, size_t len, int prot, int flags, int rfd, off_t off)
 {
     char inner[PATH_MAX], full[PATH_MAX];
-    adafs *fs = route_enter(ROUTE_FD);
+    int lfd;
+    adafs *fs = route_enter_fd(ROUTE_FD, rfd, &lfd);
     int fl = fs ? (int)route_leave_raw(adafs_get_flags(fs, lfd)) : -EIO;
-    if (fl < 0 || route_fd_path(lfd, inner, sizeof inner) < 0 ||
-        pathres_full_path(inner, full, sizeof full) < 0)
+    if (fl < 0 || route_fd_path(rfd, inner, sizeof inner) < 0 ||
+        pathres_full_path(route_fd_mount(rfd), inner, full, sizeof full) < 0)
         return NULL;
     int kfd = real.open(full, (fl & O_ACCMODE) | O_CLOEXEC);
     if (kfd < 0)
@@ -385,10 +395,10 @@ static void *map_through_kernel(void *addr, size_t len, int prot, int flags, int
     return p;
 }
 
-void *mapping_map(void *addr, size_t len, int prot, int flags, int lfd, off_t off)
+void *mapping_map(void *addr, size_t len, int prot, int flags, int rfd, off_t off)
 {
-    if (pathres_kernel_mount()) {
-        void *p = map_through_kernel(addr, len, prot, flags, lfd, off);
+    if (pathres_kernel_mount(route_fd_mount(rfd))) {
+        void *p = map_through_kernel(addr, len, prot, flags, rfd, off);
         if (p)
             return p;
     }
@@ -404,7 +414,8 @@ void *mapping_map(void *addr, size_t len, int prot, int flags, int lfd, off_t of
         return MAP_FAILED;
     }
     bool shared = type != MAP_PRIVATE;
-    adafs *fs = route_enter(ROUTE_READ);
+    int lfd;
+    adafs *fs = route_enter_fd(ROUTE_READ, rfd, &lfd);
     if (!fs)
         return MAP_FAILED;
     struct stat st;
@@ -429,8 +440,12 @@ void *mapping_map(void *addr, size_t len, int prot, int flags, int lfd, off_t of
     int memfd = -1, keep = -1;
     if (rc == 0)
         rc = read_into_memfd(fs, lfd, off, &data, &memfd);
-    if (rc == 0 && (keep = adafs_dup(fs, lfd)) < 0)
+    int dup = rc == 0 ? adafs_dup(fs, lfd) : -1;
+    if (rc == 0 && (keep = route_fd_of(route_fd_mount(rfd), dup)) < 0) {
+        if (dup >= 0)
+            adafs_close(fs, dup);
         rc = keep;
+    }
     route_leave_raw(0);
 
     void *p = MAP_FAILED;
@@ -570,8 +585,9 @@ void mapping_moved(uintptr_t old, size_t old_len, uintptr_t new, size_t new_len)
         }
         /* Grown: pages the file now fills hold its bytes, not SIGBUS. */
         struct stat st;
-        adafs *fs = route_enter(ROUTE_STAT);
-        int rc = fs ? (int)route_leave_raw(adafs_fstat(fs, m->lfd, &st)) : -EIO;
+        int lfd;
+        adafs *fs = route_enter_fd(ROUTE_STAT, m->lfd, &lfd);
+        int rc = fs ? (int)route_leave_raw(adafs_fstat(fs, lfd, &st)) : -EIO;
         uintptr_t file_end = rc == 0 && st.st_size > m->off
                            ? m->start + (uintptr_t)(st.st_size - m->off) : m->start;
         if (rc == 0 && file_end > m->end)
@@ -585,12 +601,12 @@ void mapping_moved(uintptr_t old, size_t old_len, uintptr_t new, size_t new_len)
     pthread_mutex_unlock(&lock);
 }
 
-void mapping_resized(uint64_t ino, uint64_t new_size)
+void mapping_resized(int mount, uint64_t ino, uint64_t new_size)
 {
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < nmaps; i++) {
         struct map *m = &maps[i];
-        if (m->ino != ino)
+        if (m->ino != ino || route_fd_mount(m->lfd) != mount)
             continue;
         uint64_t span = m->end - m->start;
         uint64_t keep = new_size > (uint64_t)m->off ? new_size - (uint64_t)m->off : 0;
@@ -624,11 +640,11 @@ void mapping_resized(uint64_t ino, uint64_t new_size)
     pthread_mutex_unlock(&lock);
 }
 
-void mapping_tell_kernel(const char *inner)
+void mapping_tell_kernel(int m, const char *inner)
 {
     char full[PATH_MAX];
     struct stat st;
-    if (pathres_kernel_mount() && pathres_full_path(inner, full, sizeof full) >= 0)
+    if (pathres_kernel_mount(m) && pathres_full_path(m, inner, full, sizeof full) >= 0)
         real.stat(full, &st);   /* attributes are never cached: this asks adafs-fuse */
 }
 

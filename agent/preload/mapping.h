@@ -39,9 +39,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Maps library descriptor lfd (behind kernel descriptor kfd) as mmap(2)
- * would: the address, or MAP_FAILED with errno. */
-void *mapping_map(void *addr, size_t len, int prot, int flags, int lfd, off_t off);
+/* Maps descriptor rfd (route.h's: an open adafs file) as mmap(2) would:
+ * the address, or MAP_FAILED with errno. */
+void *mapping_map(void *addr, size_t len, int prot, int flags, int rfd, off_t off);
 
 /* Whether any adafs mapping exists (cheap: for the fast paths). */
 int mapping_count(void);
@@ -61,14 +61,14 @@ int mapping_protect(uintptr_t addr, size_t len, int prot);
 /* mremap moved or resized [old, old + old_len) to [new, new + new_len). */
 void mapping_moved(uintptr_t old, size_t old_len, uintptr_t new, size_t new_len);
 
-/* The file with inode number ino now has new_size bytes (this process
- * truncated or extended it): its mappings follow. */
-void mapping_resized(uint64_t ino, uint64_t new_size);
+/* The file with inode number ino in mount m now has new_size bytes (this
+ * process truncated or extended it): its mappings follow. */
+void mapping_resized(int m, uint64_t ino, uint64_t new_size);
 
-/* This process truncated or extended the file inner (ftruncate,
+/* This process truncated or extended the file inner of mount m (ftruncate,
  * truncate): with the kernel's own mount, the kernel is made to look at
  * the file again, so mappings through it follow the new size. */
-void mapping_tell_kernel(const char *inner);
+void mapping_tell_kernel(int m, const char *inner);
 
 /* Writes back every shared writable mapping: at exit. */
 void mapping_sync_all(void);

@@ -15,20 +15,31 @@
 /* The f_type statfs() reports for adafs ("ADAF5" in hex speak). */
 #define ADAFS_SUPER_MAGIC 0xADAF5
 
-static int stat_inner(const char *inner, struct stat *st)
+/* Each mount is a device of its own, as for the kernel: programs that
+ * compare st_dev (cp, find -xdev, du) tell two mounts apart. Mount 0's is
+ * libadafs's. */
+static int mount_dev(int m, int rc, struct stat *st)
 {
-    adafs *fs = route_enter(ROUTE_STAT);
-    if (!fs)
-        return -1;
-    return (int)route_leave(adafs_stat(fs, inner, st));
+    if (rc == 0)
+        st->st_dev += (dev_t)m;
+    return rc;
 }
 
-static int fstat_lfd(int lfd, struct stat *st)
+static int stat_inner(int m, const char *inner, struct stat *st)
 {
-    adafs *fs = route_enter(ROUTE_STAT);
+    adafs *fs = route_enter(ROUTE_STAT, m);
     if (!fs)
         return -1;
-    return (int)route_leave(adafs_fstat(fs, lfd, st));
+    return (int)route_leave(mount_dev(m, adafs_stat(fs, inner, st), st));
+}
+
+static int fstat_lfd(int rfd, struct stat *st)
+{
+    int lfd;
+    adafs *fs = route_enter_fd(ROUTE_STAT, rfd, &lfd);
+    if (!fs)
+        return -1;
+    return (int)route_leave(mount_dev(route_fd_mount(rfd), adafs_fstat(fs, lfd, st), st));
 }
 
 /* The inner path of an adafs descriptor, for calls libadafs takes by path. */
@@ -54,7 +65,7 @@ static int stat_at(int dirfd, const char *path, struct stat *st, int flags)
         return lfd < 0 ? real.fstatat(dirfd, path, st, flags) : fstat_lfd(lfd, st);
     }
     PL_ROUTE_PATH(dirfd, path, &r, -1, real.fstatat(dirfd, r.kpath, st, flags));
-    return stat_inner(r.inner, st);
+    return stat_inner(r.mount, r.inner, st);
 }
 
 PL_EXPORT int stat(const char *path, struct stat *st)
@@ -63,7 +74,7 @@ PL_EXPORT int stat(const char *path, struct stat *st)
     if (!pl_active())
         return real.stat(path, st);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.stat(r.kpath, st));
-    return stat_inner(r.inner, st);
+    return stat_inner(r.mount, r.inner, st);
 }
 
 PL_EXPORT int stat64(const char *path, struct stat64 *st)
@@ -77,7 +88,7 @@ PL_EXPORT int lstat(const char *path, struct stat *st)
     if (!pl_active())
         return real.lstat(path, st);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.lstat(r.kpath, st));
-    return stat_inner(r.inner, st); /* no symbolic links in adafs */
+    return stat_inner(r.mount, r.inner, st); /* no symbolic links in adafs */
 }
 
 PL_EXPORT int lstat64(const char *path, struct stat64 *st)
@@ -124,7 +135,7 @@ PL_EXPORT int __xstat(int ver, const char *path, struct stat *st)
     if (!pl_active())
         return real.__xstat(ver, path, st);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.__xstat(ver, r.kpath, st));
-    return stat_inner(r.inner, st);
+    return stat_inner(r.mount, r.inner, st);
 }
 
 PL_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
@@ -138,7 +149,7 @@ PL_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
     if (!pl_active())
         return real.__lxstat(ver, path, st);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.__lxstat(ver, r.kpath, st));
-    return stat_inner(r.inner, st);
+    return stat_inner(r.mount, r.inner, st);
 }
 
 PL_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
@@ -165,7 +176,7 @@ PL_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, 
     if (!pl_active())
         return real.__fxstatat(ver, dirfd, path, st, flags);
     PL_ROUTE_PATH(dirfd, path, &r, -1, real.__fxstatat(ver, dirfd, r.kpath, st, flags));
-    return stat_inner(r.inner, st);
+    return stat_inner(r.mount, r.inner, st);
 }
 
 PL_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
@@ -211,7 +222,7 @@ PL_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, s
             return -1;
     } else {
         PL_ROUTE_PATH(dirfd, path, &r, -1, real.statx(dirfd, r.kpath, flags, mask, sx));
-        if (stat_inner(r.inner, &st) < 0)
+        if (stat_inner(r.mount, r.inner, &st) < 0)
             return -1;
     }
     if (pl_null(sx)) {
@@ -224,9 +235,9 @@ PL_EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask, s
 
 /* ---- access ---- */
 
-static int access_inner(const char *inner, int mode)
+static int access_inner(int m, const char *inner, int mode)
 {
-    adafs *fs = route_enter(ROUTE_STAT);
+    adafs *fs = route_enter(ROUTE_STAT, m);
     if (!fs)
         return -1;
     return (int)route_leave(adafs_access(fs, inner, mode));
@@ -238,7 +249,7 @@ PL_EXPORT int access(const char *path, int mode)
     if (!pl_active())
         return real.access(path, mode);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.access(r.kpath, mode));
-    return access_inner(r.inner, mode);
+    return access_inner(r.mount, r.inner, mode);
 }
 
 PL_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
@@ -247,7 +258,7 @@ PL_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
     if (!pl_active())
         return real.faccessat(dirfd, path, mode, flags);
     PL_ROUTE_PATH(dirfd, path, &r, -1, real.faccessat(dirfd, r.kpath, mode, flags));
-    return access_inner(r.inner, mode);
+    return access_inner(r.mount, r.inner, mode);
 }
 
 PL_EXPORT int euidaccess(const char *path, int mode)
@@ -256,7 +267,7 @@ PL_EXPORT int euidaccess(const char *path, int mode)
     if (!pl_active())
         return real.euidaccess(path, mode);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.euidaccess(r.kpath, mode));
-    return access_inner(r.inner, mode);
+    return access_inner(r.mount, r.inner, mode);
 }
 
 PL_EXPORT int eaccess(const char *path, int mode)
@@ -266,9 +277,9 @@ PL_EXPORT int eaccess(const char *path, int mode)
 
 /* ---- namespace ---- */
 
-static int mkdir_inner(const char *inner, mode_t mode)
+static int mkdir_inner(int m, const char *inner, mode_t mode)
 {
-    adafs *fs = route_enter(ROUTE_NAMESPACE);
+    adafs *fs = route_enter(ROUTE_NAMESPACE, m);
     if (!fs)
         return -1;
     return (int)route_leave(adafs_mkdir(fs, inner, mode & ~pl_umask() & 07777));
@@ -280,7 +291,7 @@ PL_EXPORT int mkdir(const char *path, mode_t mode)
     if (!pl_active())
         return real.mkdir(path, mode);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.mkdir(r.kpath, mode));
-    return mkdir_inner(r.inner, mode);
+    return mkdir_inner(r.mount, r.inner, mode);
 }
 
 PL_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
@@ -289,12 +300,12 @@ PL_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
     if (!pl_active())
         return real.mkdirat(dirfd, path, mode);
     PL_ROUTE_PATH(dirfd, path, &r, -1, real.mkdirat(dirfd, r.kpath, mode));
-    return mkdir_inner(r.inner, mode);
+    return mkdir_inner(r.mount, r.inner, mode);
 }
 
-static int remove_inner(const char *inner, bool dir)
+static int remove_inner(int m, const char *inner, bool dir)
 {
-    adafs *fs = route_enter(ROUTE_NAMESPACE);
+    adafs *fs = route_enter(ROUTE_NAMESPACE, m);
     if (!fs)
         return -1;
     return (int)route_leave(dir ? adafs_rmdir(fs, inner) : adafs_unlink(fs, inner));
@@ -306,7 +317,7 @@ PL_EXPORT int rmdir(const char *path)
     if (!pl_active())
         return real.rmdir(path);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.rmdir(r.kpath));
-    return remove_inner(r.inner, true);
+    return remove_inner(r.mount, r.inner, true);
 }
 
 PL_EXPORT int unlink(const char *path)
@@ -315,7 +326,7 @@ PL_EXPORT int unlink(const char *path)
     if (!pl_active())
         return real.unlink(path);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.unlink(r.kpath));
-    return remove_inner(r.inner, false);
+    return remove_inner(r.mount, r.inner, false);
 }
 
 PL_EXPORT int unlinkat(int dirfd, const char *path, int flags)
@@ -328,7 +339,7 @@ PL_EXPORT int unlinkat(int dirfd, const char *path, int flags)
         errno = EINVAL;
         return -1;
     }
-    return remove_inner(r.inner, flags & AT_REMOVEDIR);
+    return remove_inner(r.mount, r.inner, flags & AT_REMOVEDIR);
 }
 
 /* remove(3) calls glibc's internal unlink/rmdir, so it needs its own entry. */
@@ -339,13 +350,14 @@ PL_EXPORT int remove(const char *path)
         return real.remove(path);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.remove(r.kpath));
     struct stat st;
-    if (stat_inner(r.inner, &st) < 0)
+    if (stat_inner(r.mount, r.inner, &st) < 0)
         return -1;
-    return remove_inner(r.inner, S_ISDIR(st.st_mode));
+    return remove_inner(r.mount, r.inner, S_ISDIR(st.st_mode));
 }
 
-/* Renames: both names in adafs go to the library, both outside go to the
- * kernel, and a mix is EXDEV so that mv falls back to copy and delete. */
+/* Renames: both names in one adafs mount go to the library, both outside go
+ * to the kernel, and a mix (or two mounts) is EXDEV so that mv falls back
+ * to copy and delete. */
 static int rename_at(int olddirfd, const char *from, int newdirfd, const char *to,
                      unsigned int flags)
 {
@@ -360,8 +372,8 @@ static int rename_at(int olddirfd, const char *from, int newdirfd, const char *t
     if (!a.adafs && !b.adafs)
         return flags ? real.renameat2(olddirfd, a.kpath, newdirfd, b.kpath, flags)
                      : real.renameat(olddirfd, a.kpath, newdirfd, b.kpath);
-    if (a.adafs != b.adafs) {
-        errno = EXDEV;
+    if (a.adafs != b.adafs || a.mount != b.mount) {
+        errno = EXDEV;   /* as between two kernel file systems */
         return -1;
     }
     if (flags & ~RENAME_NOREPLACE) {
@@ -369,11 +381,11 @@ static int rename_at(int olddirfd, const char *from, int newdirfd, const char *t
         return -1;
     }
     struct stat st;
-    if ((flags & RENAME_NOREPLACE) && stat_inner(b.inner, &st) == 0) {
+    if ((flags & RENAME_NOREPLACE) && stat_inner(b.mount, b.inner, &st) == 0) {
         errno = EEXIST; /* checked, then renamed: not atomic (doc/preload.md) */
         return -1;
     }
-    adafs *fs = route_enter(ROUTE_NAMESPACE);
+    adafs *fs = route_enter(ROUTE_NAMESPACE, a.mount);
     if (!fs)
         return -1;
     return (int)route_leave(adafs_rename(fs, a.inner, b.inner));
@@ -407,7 +419,7 @@ PL_EXPORT int truncate(const char *path, off_t length)
     if (!pl_active())
         return real.truncate(path, length);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.truncate(r.kpath, length));
-    adafs *fs = route_enter(ROUTE_ATTR);
+    adafs *fs = route_enter(ROUTE_ATTR, r.mount);
     if (!fs)
         return -1;
     int rc = adafs_truncate(fs, r.inner, length);
@@ -416,9 +428,9 @@ PL_EXPORT int truncate(const char *path, off_t length)
     bool mapped = rc == 0 && mapping_count() && adafs_stat(fs, r.inner, &st) == 0;
     route_leave_raw(0);
     if (mapped)
-        mapping_resized((uint64_t)st.st_ino, (uint64_t)length);
+        mapping_resized(r.mount, (uint64_t)st.st_ino, (uint64_t)length);
     if (rc == 0)
-        mapping_tell_kernel(r.inner);
+        mapping_tell_kernel(r.mount, r.inner);
     return (int)pl_ret(rc);
 }
 
@@ -429,16 +441,16 @@ PL_EXPORT int truncate64(const char *path, off_t length)
 
 /* ---- working directory ---- */
 
-static int chdir_inner(const char *inner)
+static int chdir_inner(int m, const char *inner)
 {
     struct stat st;
-    if (stat_inner(inner, &st) < 0)
+    if (stat_inner(m, inner, &st) < 0)
         return -1;
     if (!S_ISDIR(st.st_mode)) {
         errno = ENOTDIR;
         return -1;
     }
-    pathres_set_virtual_cwd(inner);
+    pathres_set_virtual_cwd(m, inner);
     return 0;
 }
 
@@ -453,7 +465,7 @@ PL_EXPORT int chdir(const char *path)
         return -1;
     }
     if (r.adafs)
-        return chdir_inner(r.inner);
+        return chdir_inner(r.mount, r.inner);
     if (real.chdir(r.kpath) < 0)
         return -1;
     pathres_kernel_chdir_done();
@@ -473,7 +485,7 @@ PL_EXPORT int fchdir(int fd)
     char inner[PATH_MAX];
     if (fd_inner(lfd, inner, sizeof inner) < 0)
         return -1;
-    return chdir_inner(inner);
+    return chdir_inner(route_fd_mount(lfd), inner);
 }
 
 PL_EXPORT char *getcwd(char *buf, size_t size)
@@ -517,18 +529,18 @@ PL_EXPORT char *get_current_dir_name(void)
 
 /* ---- file system statistics ---- */
 
-static int statvfs_adafs(struct statvfs *sv)
+static int statvfs_adafs(int m, struct statvfs *sv)
 {
-    adafs *fs = route_enter(ROUTE_STAT);
+    adafs *fs = route_enter(ROUTE_STAT, m);
     if (!fs)
         return -1;
     return (int)route_leave(adafs_statvfs(fs, sv));
 }
 
-static int statfs_adafs(struct statfs *sf)
+static int statfs_adafs(int m, struct statfs *sf)
 {
     struct statvfs sv;
-    if (statvfs_adafs(&sv) < 0)
+    if (statvfs_adafs(m, &sv) < 0)
         return -1;
     memset(sf, 0, sizeof *sf);
     sf->f_type = ADAFS_SUPER_MAGIC;
@@ -547,10 +559,10 @@ static int statfs_adafs(struct statfs *sf)
 }
 
 /* statfs of a path must still fail for a missing path. */
-static int exists_inner(const char *inner)
+static int exists_inner(int m, const char *inner)
 {
     struct stat st;
-    return stat_inner(inner, &st);
+    return stat_inner(m, inner, &st);
 }
 
 PL_EXPORT int statfs(const char *path, struct statfs *sf)
@@ -559,9 +571,9 @@ PL_EXPORT int statfs(const char *path, struct statfs *sf)
     if (!pl_active())
         return real.statfs(path, sf);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.statfs(r.kpath, sf));
-    if (exists_inner(r.inner) < 0)
+    if (exists_inner(r.mount, r.inner) < 0)
         return -1;
-    return statfs_adafs(sf);
+    return statfs_adafs(r.mount, sf);
 }
 
 PL_EXPORT int statfs64(const char *path, struct statfs64 *sf)
@@ -574,7 +586,7 @@ PL_EXPORT int fstatfs(int fd, struct statfs *sf)
     int lfd;
     if (!PL_ADAFS_FD(fd, lfd))
         return real.fstatfs(fd, sf);
-    return statfs_adafs(sf);
+    return statfs_adafs(route_fd_mount(lfd), sf);
 }
 
 PL_EXPORT int fstatfs64(int fd, struct statfs64 *sf)
@@ -588,9 +600,9 @@ PL_EXPORT int statvfs(const char *path, struct statvfs *sv)
     if (!pl_active())
         return real.statvfs(path, sv);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.statvfs(r.kpath, sv));
-    if (exists_inner(r.inner) < 0)
+    if (exists_inner(r.mount, r.inner) < 0)
         return -1;
-    return statvfs_adafs(sv);
+    return statvfs_adafs(r.mount, sv);
 }
 
 PL_EXPORT int statvfs64(const char *path, struct statvfs64 *sv)
@@ -603,7 +615,7 @@ PL_EXPORT int fstatvfs(int fd, struct statvfs *sv)
     int lfd;
     if (!PL_ADAFS_FD(fd, lfd))
         return real.fstatvfs(fd, sv);
-    return statvfs_adafs(sv);
+    return statvfs_adafs(route_fd_mount(lfd), sv);
 }
 
 PL_EXPORT int fstatvfs64(int fd, struct statvfs64 *sv)
@@ -613,9 +625,9 @@ PL_EXPORT int fstatvfs64(int fd, struct statvfs64 *sv)
 
 /* ---- permissions, owners, times ---- */
 
-static int chmod_inner(const char *inner, mode_t mode)
+static int chmod_inner(int m, const char *inner, mode_t mode)
 {
-    adafs *fs = route_enter(ROUTE_ATTR);
+    adafs *fs = route_enter(ROUTE_ATTR, m);
     if (!fs)
         return -1;
     return (int)route_leave(adafs_chmod(fs, inner, mode & 07777));
@@ -627,7 +639,7 @@ PL_EXPORT int chmod(const char *path, mode_t mode)
     if (!pl_active())
         return real.chmod(path, mode);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.chmod(r.kpath, mode));
-    return chmod_inner(r.inner, mode);
+    return chmod_inner(r.mount, r.inner, mode);
 }
 
 PL_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
@@ -636,7 +648,7 @@ PL_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
     if (!pl_active())
         return real.fchmodat(dirfd, path, mode, flags);
     PL_ROUTE_PATH(dirfd, path, &r, -1, real.fchmodat(dirfd, r.kpath, mode, flags));
-    return chmod_inner(r.inner, mode);
+    return chmod_inner(r.mount, r.inner, mode);
 }
 
 PL_EXPORT int fchmod(int fd, mode_t mode)
@@ -647,7 +659,7 @@ PL_EXPORT int fchmod(int fd, mode_t mode)
     char inner[PATH_MAX];
     if (fd_inner(lfd, inner, sizeof inner) < 0)
         return -1;
-    return chmod_inner(inner, mode);
+    return chmod_inner(route_fd_mount(lfd), inner, mode);
 }
 
 /* adafs files belong to the job user: a chown that changes nothing (own
@@ -674,9 +686,9 @@ static int chown_check(uid_t uid, gid_t gid)
     return 0;
 }
 
-static int chown_inner(const char *inner, uid_t uid, gid_t gid)
+static int chown_inner(int m, const char *inner, uid_t uid, gid_t gid)
 {
-    if (exists_inner(inner) < 0)
+    if (exists_inner(m, inner) < 0)
         return -1;
     return chown_check(uid, gid);
 }
@@ -687,7 +699,7 @@ PL_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
     if (!pl_active())
         return real.chown(path, uid, gid);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.chown(r.kpath, uid, gid));
-    return chown_inner(r.inner, uid, gid);
+    return chown_inner(r.mount, r.inner, uid, gid);
 }
 
 PL_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
@@ -696,7 +708,7 @@ PL_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
     if (!pl_active())
         return real.lchown(path, uid, gid);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.lchown(r.kpath, uid, gid));
-    return chown_inner(r.inner, uid, gid);
+    return chown_inner(r.mount, r.inner, uid, gid);
 }
 
 PL_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
@@ -717,12 +729,12 @@ PL_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int fl
         return lfd < 0 ? real.fchownat(dirfd, path, uid, gid, flags) : chown_check(uid, gid);
     }
     PL_ROUTE_PATH(dirfd, path, &r, -1, real.fchownat(dirfd, r.kpath, uid, gid, flags));
-    return chown_inner(r.inner, uid, gid);
+    return chown_inner(r.mount, r.inner, uid, gid);
 }
 
 /* Sets times on inner; times NULL means now, UTIME_NOW and UTIME_OMIT are
  * resolved here so the library always gets two concrete times. */
-static int utimens_inner(const char *inner, const struct timespec *times)
+static int utimens_inner(int m, const char *inner, const struct timespec *times)
 {
     struct timespec t[2], now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -731,7 +743,7 @@ static int utimens_inner(const char *inner, const struct timespec *times)
     } else {
         struct stat st;
         bool need_stat = times[0].tv_nsec == UTIME_OMIT || times[1].tv_nsec == UTIME_OMIT;
-        if (need_stat && stat_inner(inner, &st) < 0)
+        if (need_stat && stat_inner(m, inner, &st) < 0)
             return -1;
         for (int i = 0; i < 2; i++) {
             if (times[i].tv_nsec == UTIME_NOW)
@@ -745,7 +757,7 @@ static int utimens_inner(const char *inner, const struct timespec *times)
                 t[i] = times[i];
         }
     }
-    adafs *fs = route_enter(ROUTE_ATTR);
+    adafs *fs = route_enter(ROUTE_ATTR, m);
     if (!fs)
         return -1;
     return (int)route_leave(adafs_utimens(fs, inner, t));
@@ -756,7 +768,7 @@ static int utimens_lfd(int lfd, const struct timespec *times)
     char inner[PATH_MAX];
     if (fd_inner(lfd, inner, sizeof inner) < 0)
         return -1;
-    return utimens_inner(inner, times);
+    return utimens_inner(route_fd_mount(lfd), inner, times);
 }
 
 static bool timeval_to_timespec(const struct timeval *tv, struct timespec ts[2])
@@ -780,7 +792,7 @@ PL_EXPORT int utimensat(int dirfd, const char *path, const struct timespec times
         return lfd < 0 ? real.utimensat(dirfd, path, times, flags) : utimens_lfd(lfd, times);
     }
     PL_ROUTE_PATH(dirfd, path, &r, -1, real.utimensat(dirfd, r.kpath, times, flags));
-    return utimens_inner(r.inner, times);
+    return utimens_inner(r.mount, r.inner, times);
 }
 
 PL_EXPORT int futimens(int fd, const struct timespec times[2])
@@ -798,7 +810,7 @@ PL_EXPORT int utimes(const char *path, const struct timeval tv[2])
     if (!pl_active())
         return real.utimes(path, tv);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.utimes(r.kpath, tv));
-    return utimens_inner(r.inner, timeval_to_timespec(tv, ts) ? ts : NULL);
+    return utimens_inner(r.mount, r.inner, timeval_to_timespec(tv, ts) ? ts : NULL);
 }
 
 PL_EXPORT int lutimes(const char *path, const struct timeval tv[2])
@@ -808,7 +820,7 @@ PL_EXPORT int lutimes(const char *path, const struct timeval tv[2])
     if (!pl_active())
         return real.lutimes(path, tv);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.lutimes(r.kpath, tv));
-    return utimens_inner(r.inner, timeval_to_timespec(tv, ts) ? ts : NULL);
+    return utimens_inner(r.mount, r.inner, timeval_to_timespec(tv, ts) ? ts : NULL);
 }
 
 PL_EXPORT int futimes(int fd, const struct timeval tv[2])
@@ -832,7 +844,7 @@ PL_EXPORT int futimesat(int dirfd, const char *path, const struct timeval tv[2])
                        : utimens_lfd(lfd, timeval_to_timespec(tv, ts) ? ts : NULL);
     }
     PL_ROUTE_PATH(dirfd, path, &r, -1, real.futimesat(dirfd, r.kpath, tv));
-    return utimens_inner(r.inner, timeval_to_timespec(tv, ts) ? ts : NULL);
+    return utimens_inner(r.mount, r.inner, timeval_to_timespec(tv, ts) ? ts : NULL);
 }
 
 PL_EXPORT int utime(const char *path, const struct utimbuf *ut)
@@ -842,17 +854,17 @@ PL_EXPORT int utime(const char *path, const struct utimbuf *ut)
         return real.utime(path, ut);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.utime(r.kpath, ut));
     if (!ut)
-        return utimens_inner(r.inner, NULL);
+        return utimens_inner(r.mount, r.inner, NULL);
     struct timespec ts[2] = { { ut->actime, 0 }, { ut->modtime, 0 } };
-    return utimens_inner(r.inner, ts);
+    return utimens_inner(r.mount, r.inner, ts);
 }
 
 /* ---- what adafs refuses ---- */
 
 /* Hard and symbolic links: EPERM, which link(2) and symlink(2) document for
  * "the file system does not support links" (coreutils prints "Operation not
- * permitted"). A hard link from adafs to outside is EXDEV, as across any
- * two file systems. */
+ * permitted"). A hard link from adafs to outside, or between two adafs
+ * mounts, is EXDEV, as across any two file systems. */
 static int link_at(int olddirfd, const char *from, int newdirfd, const char *to, int flags)
 {
     struct pathres a, b;
@@ -865,7 +877,7 @@ static int link_at(int olddirfd, const char *from, int newdirfd, const char *to,
     }
     if (!a.adafs && !b.adafs)
         return real.linkat(olddirfd, a.kpath, newdirfd, b.kpath, flags);
-    errno = a.adafs && b.adafs ? EPERM : EXDEV;
+    errno = a.adafs && b.adafs && a.mount == b.mount ? EPERM : EXDEV;
     return -1;
 }
 
@@ -904,9 +916,9 @@ PL_EXPORT int symlinkat(const char *target, int newdirfd, const char *linkpath)
 }
 
 /* Nothing in adafs is a symbolic link: EINVAL for what exists. */
-static ssize_t readlink_inner(const char *inner)
+static ssize_t readlink_inner(int m, const char *inner)
 {
-    if (exists_inner(inner) < 0)
+    if (exists_inner(m, inner) < 0)
         return -1;
     errno = EINVAL;
     return -1;
@@ -930,7 +942,7 @@ PL_EXPORT ssize_t readlink(const char *path, char *buf, size_t size)
     if (!pl_active())
         return real.readlink(path, buf, size);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, readlink_kernel(AT_FDCWD, r.kpath, buf, size));
-    return readlink_inner(r.inner);
+    return readlink_inner(r.mount, r.inner);
 }
 
 PL_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size)
@@ -939,19 +951,19 @@ PL_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size
     if (!pl_active())
         return real.readlinkat(dirfd, path, buf, size);
     PL_ROUTE_PATH(dirfd, path, &r, -1, readlink_kernel(dirfd, r.kpath, buf, size));
-    return readlink_inner(r.inner);
+    return readlink_inner(r.mount, r.inner);
 }
 
 /* mknod of a regular file creates it (as POSIX allows); device nodes,
  * FIFOs and sockets do not exist in adafs: EPERM, as mknod(2) documents
  * for a file system that does not support the node type. */
-static int mknod_inner(const char *inner, mode_t mode)
+static int mknod_inner(int m, const char *inner, mode_t mode)
 {
     if ((mode & S_IFMT) != 0 && (mode & S_IFMT) != S_IFREG) {
         errno = EPERM;
         return -1;
     }
-    int kfd = pl_open_adafs(inner, O_CREAT | O_EXCL | O_WRONLY, mode & 07777);
+    int kfd = pl_open_adafs(m, inner, O_CREAT | O_EXCL | O_WRONLY, mode & 07777);
     if (kfd < 0)
         return -1;
     return close(kfd);
@@ -963,7 +975,7 @@ PL_EXPORT int mknod(const char *path, mode_t mode, dev_t dev)
     if (!pl_active())
         return real.mknod(path, mode, dev);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, real.mknod(r.kpath, mode, dev));
-    return mknod_inner(r.inner, mode);
+    return mknod_inner(r.mount, r.inner, mode);
 }
 
 PL_EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
@@ -972,7 +984,7 @@ PL_EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
     if (!pl_active())
         return real.mknodat(dirfd, path, mode, dev);
     PL_ROUTE_PATH(dirfd, path, &r, -1, real.mknodat(dirfd, r.kpath, mode, dev));
-    return mknod_inner(r.inner, mode);
+    return mknod_inner(r.mount, r.inner, mode);
 }
 
 PL_EXPORT int mkfifo(const char *path, mode_t mode)
@@ -1015,10 +1027,10 @@ PL_EXPORT char *realpath(const char *path, char *resolved)
         return NULL;
     }
     PL_ROUTE_PATH(AT_FDCWD, path, &r, NULL, realpath_kernel(r.kpath, resolved));
-    if (exists_inner(r.inner) < 0)
+    if (exists_inner(r.mount, r.inner) < 0)
         return NULL;
     char full[PATH_MAX];
-    if (pathres_full_path(r.inner, full, sizeof full) < 0) {
+    if (pathres_full_path(r.mount, r.inner, full, sizeof full) < 0) {
         errno = ENAMETOOLONG;
         return NULL;
     }

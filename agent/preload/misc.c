@@ -125,7 +125,7 @@ static int extend_to(int lfd, off_t off, off_t len)
         return EINVAL;
     if (off > INT64_MAX - len)
         return EFBIG;
-    adafs *fs = route_enter(ROUTE_ATTR);
+    adafs *fs = route_enter_fd(ROUTE_ATTR, lfd, &lfd);
     if (!fs)
         return EIO;
     struct stat st;
@@ -285,10 +285,10 @@ PL_EXPORT int ioctl(int fd, unsigned long request, ...)
 /* ---- extended attributes: none in adafs ---- */
 
 /* ENOTSUP for an existing adafs path, the lookup error otherwise. */
-static int no_xattr_path(const char *inner)
+static int no_xattr_path(int m, const char *inner)
 {
     struct stat st;
-    adafs *fs = route_enter(ROUTE_STAT);
+    adafs *fs = route_enter(ROUTE_STAT, m);
     if (!fs)
         return -1;
     if (route_leave(adafs_stat(fs, inner, &st)) < 0)
@@ -304,7 +304,7 @@ static int no_xattr_path(const char *inner)
         if (!pl_active())                                                      \
             return real.name args;                                             \
         PL_ROUTE_PATH(AT_FDCWD, path, &r, -1, (path = r.kpath, real.name args)); \
-        return no_xattr_path(r.inner);                                         \
+        return no_xattr_path(r.mount, r.inner);                                \
     }
 
 #define XATTR_FD(ret, name, params, args, fd)                                  \

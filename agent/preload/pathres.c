@@ -10,8 +10,18 @@
 
 #include "pathnorm.h"
 
-static char mount[PATH_MAX];
-static size_t mount_len;
+/* Set once by pathres_init, read-only after. order[] lists the mounts
+ * longest prefix first, so the first match is the longest. */
+struct mount {
+    char path[PATH_MAX];
+    size_t len;
+    char *instance;             /* its instance file (NULL: $ADAFS_INSTANCE unset) */
+    bool listed;                /* from $ADAFS_MOUNTS, not $ADAFS_INSTANCE */
+    atomic_int kernel;          /* pathres_kernel_mount: 0 not looked yet, 1 no, 2 yes */
+};
+static struct mount mounts[PATHRES_MOUNTS_MAX];
+static int nmounts;
+static int order[PATHRES_MOUNTS_MAX];
 
 /* Guarded by cwd_lock: the kernel's working directory (NULL if unknown),
  * whether it is the mount point's ancestor (only then can a relative path
@@ -22,10 +32,37 @@ static char *kernel_cwd;
 static bool kernel_cwd_above_mount;
 static char *virtual_cwd;
 
-/* Whether normalised path p is the mount point or below it. */
-static bool under_mount(const char *p)
+/* The mount normalised path p is at or below (the longest prefix), or -1. */
+static int mount_of(const char *p)
 {
-    return strncmp(p, mount, mount_len) == 0 && (p[mount_len] == '/' || p[mount_len] == '\0');
+    for (int i = 0; i < nmounts; i++) {
+        const struct mount *m = &mounts[order[i]];
+        if (strncmp(p, m->path, m->len) == 0 && (p[m->len] == '/' || p[m->len] == '\0'))
+            return order[i];
+    }
+    return -1;
+}
+
+/* Whether normalised absolute path p is a mount point's strict ancestor. */
+static bool above_mount(const char *p)
+{
+    size_t n = strlen(p);
+    if (n == 1)
+        return true; /* "/" */
+    for (int i = 0; i < nmounts; i++)
+        if (n < mounts[i].len && strncmp(mounts[i].path, p, n) == 0 && mounts[i].path[n] == '/')
+            return true;
+    return false;
+}
+
+/* path_normalise_through with every mount: *through tells whether the walk
+ * reached or went below any of them. */
+static int normalise_through(const char *in, char *out, size_t outlen, bool *through)
+{
+    int n = path_normalise_through(in, out, outlen, mounts[0].path, mounts[0].len, through);
+    for (int i = 1; n >= 0 && !*through && i < nmounts; i++)
+        n = path_normalise_through(in, out, outlen, mounts[i].path, mounts[i].len, through);
+    return n;
 }
 
 static bool has_dotdot(const char *p)
@@ -48,11 +85,9 @@ static void set_kernel_cwd_locked(char *cwd)
     free(kernel_cwd);
     kernel_cwd = cwd;
     kernel_cwd_above_mount = false;
-    if (cwd) {
-        size_t n = strlen(cwd);
-        kernel_cwd_above_mount = (n == 1 && cwd[0] == '/') ||
-            (strncmp(mount, cwd, n) == 0 && (mount[n] == '/' || mount[n] == '\0'));
-    }
+    for (int i = 0; cwd && i < nmounts; i++)
+        kernel_cwd_above_mount |= strcmp(cwd, mounts[i].path) == 0;
+    kernel_cwd_above_mount |= cwd && above_mount(cwd);
 }
 
 /* ---- kernel directory descriptors above the mount point ---- */
@@ -71,15 +106,6 @@ struct ancestor {
 static pthread_mutex_t ancestor_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ancestor ancestors[NANCESTORS];
 static atomic_int nancestors;
-
-/* Whether normalised absolute path p is the mount point's strict ancestor. */
-static bool above_mount(const char *p)
-{
-    size_t n = strlen(p);
-    if (n == 1)
-        return true; /* "/" */
-    return n < mount_len && strncmp(mount, p, n) == 0 && mount[n] == '/';
-}
 
 /* Copies the path of ancestor descriptor fd into buf; false if fd is not
  * one (or no longer is). */
@@ -108,38 +134,102 @@ static bool ancestor_path(int fd, char *buf, size_t len)
     return found;
 }
 
+/* Adds mount point m (from the variable named var) with its instance file;
+ * false (logged) if it cannot be served. */
+static bool add_mount(const char *m, size_t mlen, const char *instance, const char *var)
+{
+    char given[PATH_MAX], norm[PATH_MAX];
+    if (mlen >= sizeof given) {
+        pl_log("%s: a mount point is too long; that file system is not mounted in this "
+               "process", var);
+        return false;
+    }
+    memcpy(given, m, mlen);
+    given[mlen] = '\0';
+    const char *why = NULL;
+    int n = 0;
+    if (given[0] != '/')
+        why = "is not an absolute path";
+    else if ((n = path_normalise(given, norm, sizeof norm)) < 0)
+        why = "is too long";
+    else if (strcmp(norm, "/") == 0)
+        why = "would hide the whole kernel file system";
+    else if (nmounts == PATHRES_MOUNTS_MAX)
+        why = "is one mount too many (a process serves at most 16)";
+    for (int i = 0; !why && i < nmounts; i++)
+        if (strcmp(mounts[i].path, norm) == 0)
+            why = "is mounted already";
+    if (why) {
+        if (strcmp(var, ADAFS_ENV_MOUNTS) == 0)
+            pl_log("%s: mount point %s %s; that file system is not mounted in this process",
+                   var, given, why);
+        else
+            pl_log("%s=%s %s; adafs is not mounted in this process", var, given, why);
+        return false;
+    }
+    struct mount *mt = &mounts[nmounts];
+    memcpy(mt->path, norm, (size_t)n + 1);
+    mt->len = (size_t)n;
+    mt->instance = instance && *instance ? strdup(instance) : NULL;
+    mt->listed = strcmp(var, ADAFS_ENV_MOUNTS) == 0;
+    /* Longest first: insertion into order[]. */
+    int at = nmounts;
+    while (at > 0 && mounts[order[at - 1]].len < mt->len) {
+        order[at] = order[at - 1];
+        at--;
+    }
+    order[at] = nmounts++;
+    return true;
+}
+
+/* $ADAFS_MOUNTS: "MOUNT=INSTANCE_FILE" entries separated by ':'. */
+static void add_listed_mounts(const char *list)
+{
+    for (const char *p = list; *p;) {
+        const char *end = strchrnul(p, ':');
+        const char *eq = memchr(p, '=', (size_t)(end - p));
+        char instance[PATH_MAX];
+        size_t ilen = eq ? (size_t)(end - eq - 1) : 0;
+        if (end > p && (!eq || eq == p || ilen == 0 || ilen >= sizeof instance))
+            pl_log("%s: \"%.*s\" is not MOUNT=INSTANCE_FILE; left out", ADAFS_ENV_MOUNTS,
+                   (int)(end - p > 200 ? 200 : end - p), p);
+        else if (end > p) {
+            memcpy(instance, eq + 1, ilen);
+            instance[ilen] = '\0';
+            add_mount(p, (size_t)(eq - p), instance, ADAFS_ENV_MOUNTS);
+        }
+        p = *end ? end + 1 : end;
+    }
+}
+
 int pathres_init(const char *mount_from_instance)
 {
     const char *m = getenv(ADAFS_ENV_MOUNT);
-    if (!m || !*m)
+    const char *var = ADAFS_ENV_MOUNT;
+    if (!m || !*m) {
         m = mount_from_instance;
-    if (!m || !*m)
-        return 1;
-    if (m[0] != '/') {
-        pl_log("%s=%s is not an absolute path; adafs is not mounted in this process",
-               ADAFS_ENV_MOUNT, m);
-        return -EINVAL;
+        var = ADAFS_ENV_INSTANCE;
     }
-    int n = path_normalise(m, mount, sizeof mount);
-    if (n < 0 || strcmp(mount, "/") == 0) {
-        pl_log("%s=%s %s; adafs is not mounted in this process", ADAFS_ENV_MOUNT, m,
-               n < 0 ? "is too long" : "would hide the whole kernel file system");
-        mount[0] = '\0';
-        return -EINVAL;
-    }
-    mount_len = (size_t)n;
+    bool broken = false;
+    if (m && *m)
+        broken = !add_mount(m, strlen(m), getenv(ADAFS_ENV_INSTANCE), var);
+    const char *list = getenv(ADAFS_ENV_MOUNTS);
+    if (list && *list)
+        add_listed_mounts(list);
+    if (!nmounts)
+        return broken || (list && *list) ? -EINVAL : 1;
     for (int i = 0; i < NANCESTORS; i++)
         ancestors[i].fd = -1;
 
     pthread_mutex_lock(&cwd_lock);
     char *kcwd = real.getcwd(NULL, 0);
     set_kernel_cwd_locked(kcwd);
-    /* A parent that was in the mount hands its working directory on in
+    /* A parent that was in a mount hands its working directory on in
      * $PWD (shells keep it, and exec.c sets it). */
     const char *pwd = getenv("PWD");
     char norm[PATH_MAX];
     if (pwd && pwd[0] == '/' && path_normalise(pwd, norm, sizeof norm) > 0 &&
-        under_mount(norm) && !(kcwd && strcmp(kcwd, norm) == 0))
+        mount_of(norm) >= 0 && !(kcwd && strcmp(kcwd, norm) == 0))
         virtual_cwd = strdup(norm);
     pthread_mutex_unlock(&cwd_lock);
     return 0;
@@ -147,10 +237,15 @@ int pathres_init(const char *mount_from_instance)
 
 bool pathres_active(void)
 {
-    return mount_len > 0;
+    return nmounts > 0;
 }
 
-static bool find_kernel_mount(void)
+int pathres_nmounts(void)
+{
+    return nmounts;
+}
+
+static bool find_kernel_mount(const char *mount)
 {
     int fd = real.open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -184,33 +279,42 @@ static bool find_kernel_mount(void)
     return found;
 }
 
-bool pathres_kernel_mount(void)
+bool pathres_kernel_mount(int m)
 {
-    static atomic_int known;   /* 0: not looked yet, 1: no, 2: yes */
-    int k = atomic_load(&known);
+    int k = atomic_load(&mounts[m].kernel);
     if (!k) {
-        k = find_kernel_mount() ? 2 : 1;
-        atomic_store(&known, k);
+        k = find_kernel_mount(mounts[m].path) ? 2 : 1;
+        atomic_store(&mounts[m].kernel, k);
     }
     return k == 2;
 }
 
-const char *pathres_mount(void)
+const char *pathres_mount(int m)
 {
-    return mount;
+    return mounts[m].path;
 }
 
-int pathres_full_path(const char *inner, char *out, size_t outlen)
+const char *pathres_instance(int m)
 {
-    size_t n = strlen(inner);
+    return mounts[m].instance;
+}
+
+const char *pathres_instance_var(int m)
+{
+    return mounts[m].listed ? ADAFS_ENV_MOUNTS : ADAFS_ENV_INSTANCE;
+}
+
+int pathres_full_path(int m, const char *inner, char *out, size_t outlen)
+{
+    size_t n = strlen(inner), mlen = mounts[m].len;
     if (strcmp(inner, "/") == 0)
         n = 0;
-    if (mount_len + n + 1 > outlen)
+    if (mlen + n + 1 > outlen)
         return -ENAMETOOLONG;
-    memcpy(out, mount, mount_len);
-    memcpy(out + mount_len, inner, n);
-    out[mount_len + n] = '\0';
-    return (int)(mount_len + n);
+    memcpy(out, mounts[m].path, mlen);
+    memcpy(out + mlen, inner, n);
+    out[mlen + n] = '\0';
+    return (int)(mlen + n);
 }
 
 /* Fills res from the normalised absolute path in res->buf. rewritten says
@@ -220,9 +324,11 @@ int pathres_full_path(const char *inner, char *out, size_t outlen)
  * cannot follow since the mount point does not exist for it. */
 static int classify(struct pathres *res, const char *original, bool rewritten)
 {
-    if (under_mount(res->buf)) {
+    int m = mount_of(res->buf);
+    if (m >= 0) {
         res->adafs = true;
-        res->inner = res->buf + mount_len;
+        res->mount = m;
+        res->inner = res->buf + mounts[m].len;
         if (!*res->inner)
             res->inner = "/";
         res->kpath = NULL;
@@ -243,14 +349,14 @@ static int join(const char *base, const char *path, struct pathres *res, bool *v
     memcpy(joined, base, b);
     joined[b] = '/';
     memcpy(joined + b + 1, path, p + 1);
-    int n = path_normalise_through(joined, res->buf, sizeof res->buf, mount, mount_len, visited);
+    int n = normalise_through(joined, res->buf, sizeof res->buf, visited);
     return n < 0 ? n : 0;
 }
 
 void pathres_note_kernel_open(int dirfd, const char *path, int fd)
 {
     char base[PATH_MAX], joined[2 * PATH_MAX + 2], norm[PATH_MAX];
-    if (!mount_len || fd < 0 || !path)
+    if (!nmounts || fd < 0 || !path)
         return;
     if (path[0] == '/') {
         if (path_normalise(path, norm, sizeof norm) < 0)
@@ -308,22 +414,27 @@ int pathres_resolve(int dirfd, const char *path, struct pathres *res)
     res->inner = NULL;
     if (!path)
         return -EFAULT;
-    if (!mount_len)
+    if (!nmounts)
         return 0;
     if (path[0] == '/') {
         if (plainly_normal(path)) {
-            if (!under_mount(path))
+            int m = mount_of(path);
+            if (m < 0)
                 return 0;
             size_t n = strlen(path);
             if (n >= sizeof res->buf)
                 return -ENAMETOOLONG;
             memcpy(res->buf, path, n + 1);
-            while (n > mount_len && res->buf[n - 1] == '/')
+            while (n > mounts[m].len && res->buf[n - 1] == '/')
                 res->buf[--n] = '\0';
-            return classify(res, path, false);
+            res->adafs = true;
+            res->mount = m;
+            res->inner = n == mounts[m].len ? "/" : res->buf + mounts[m].len;
+            res->kpath = NULL;
+            return 0;
         }
         bool visited = false;
-        int n = path_normalise_through(path, res->buf, sizeof res->buf, mount, mount_len, &visited);
+        int n = normalise_through(path, res->buf, sizeof res->buf, &visited);
         if (n < 0)
             return n;
         return classify(res, path, visited);
@@ -369,7 +480,7 @@ int pathres_resolve(int dirfd, const char *path, struct pathres *res)
         int rc = route_fd_path(lfd, inner, sizeof inner);
         if (rc < 0)
             return rc;
-        rc = pathres_full_path(inner, base, sizeof base);
+        rc = pathres_full_path(route_fd_mount(lfd), inner, base, sizeof base);
         if (rc < 0)
             return rc;
         rewritten = true;
@@ -381,10 +492,10 @@ int pathres_resolve(int dirfd, const char *path, struct pathres *res)
     return classify(res, path, rewritten || visited);
 }
 
-void pathres_set_virtual_cwd(const char *inner)
+void pathres_set_virtual_cwd(int m, const char *inner)
 {
     char full[PATH_MAX];
-    if (pathres_full_path(inner, full, sizeof full) < 0)
+    if (pathres_full_path(m, inner, full, sizeof full) < 0)
         return; /* cannot happen: inner came from a resolved path */
     char *copy = strdup(full);
     pthread_mutex_lock(&cwd_lock);

@@ -66,8 +66,8 @@ void pl_init(void)
     atomic_store(&umask_cache, m & 0777);
 
     const char *mount_from_instance = NULL;
-    const char *env_mount = getenv(ADAFS_ENV_MOUNT);
-    if ((!env_mount || !*env_mount) && getenv(ADAFS_ENV_INSTANCE))
+    const char *env_mount = getenv(ADAFS_ENV_MOUNT), *env_instance = getenv(ADAFS_ENV_INSTANCE);
+    if ((!env_mount || !*env_mount) && env_instance && *env_instance)
         mount_from_instance = route_connect_for_mount();
     if (pathres_init(mount_from_instance) != 0)
         return;

@@ -2,10 +2,11 @@
  *
  * libadafs_preload.so is an LD_PRELOAD interposer: it defines open, read,
  * stat, opendir, fopen... so that unmodified dynamically linked programs see
- * the adafs file system under $ADAFS_MOUNT. Calls on paths under the mount
- * (absolute, or relative to a working directory or directory fd inside it)
- * and on descriptors opened there go to libadafs; everything else goes to
- * the C library untouched.
+ * the adafs file system under $ADAFS_MOUNT (and those of $ADAFS_MOUNTS).
+ * Calls on paths under a mount (absolute, or relative to a working
+ * directory or directory fd inside it) and on descriptors opened there go
+ * to libadafs, to the handle of that mount; everything else goes to the C
+ * library untouched.
  *
  * Modules: real (the C library's functions), fdmap (kernel fd -> library
  * fd), pathres (mount, working directory, path routing), route (the one door
@@ -69,7 +70,8 @@ static inline void pl_ready(void)
 
 /* In a wrapper: resolves (dirfd, path) into *r; on a resolution error
  * returns err with errno set, for a kernel path returns kernel_call (which
- * uses r->kpath); for an adafs path falls through with r->inner set. */
+ * uses r->kpath); for an adafs path falls through with r->mount and
+ * r->inner set. */
 #define PL_ROUTE_PATH(dirfd, path, r, err, kernel_call) do {                   \
         int rc_ = pathres_resolve((dirfd), (path), (r));                       \
         if (rc_ < 0) {                                                         \
@@ -91,11 +93,12 @@ static inline void pl_ready(void)
         }                                                                      \
         m_; })
 
-/* Shared by the families (file.c): opens inner in adafs and returns a new
- * kernel descriptor standing for it, or -1 with errno. */
-int pl_open_adafs(const char *inner, int flags, mode_t mode);
-/* Closes the library side of a descriptor taken out of fdmap: 0 or -errno. */
-int pl_release(int lfd, void *dirstate);
+/* Shared by the families (file.c): opens inner in adafs mount m and returns
+ * a new kernel descriptor standing for it, or -1 with errno. */
+int pl_open_adafs(int m, const char *inner, int flags, mode_t mode);
+/* Closes the library side of a descriptor taken out of fdmap (rfd: route.h's
+ * descriptor): 0 or -errno. */
+int pl_release(int rfd, void *dirstate);
 
 /* Our DIR* (dir.c) and FILE* (stdio.c) streams. */
 extern struct ptrmap pl_dir_streams;

@@ -9,55 +9,76 @@
 
 __thread int route_depth __attribute__((tls_model("initial-exec")));
 
-static _Atomic(adafs *) route_fs;
+/* Each mount's handle, connected on its first use. */
+struct route_mount {
+    _Atomic(adafs *) fs;
+    int connect_errno;        /* the connection failed: every call's errno */
+    atomic_bool explained;    /* route_explain said why once */
+};
+static struct route_mount mounts[PATHRES_MOUNTS_MAX];
 static pthread_mutex_t connect_lock = PTHREAD_MUTEX_INITIALIZER;
-static int connect_errno;     /* the connection failed: every call's errno */
 static atomic_ulong counts[ROUTE_NOPS];
 
-static adafs *connect_locked(void)
+/* Says why mount m's instance cannot be used, naming the variable and file. */
+static void log_unusable(int m, const char *err, int rc, const char *then)
 {
-    adafs *fs = atomic_load(&route_fs);
-    if (fs || connect_errno)
+    const char *inst = pathres_instance(m);
+    pl_log("cannot use the adafs instance %s=%s (mount %s): %s (%s)%s",
+           pathres_instance_var(m), inst ? inst : "(unset)", pathres_mount(m),
+           err[0] ? err : "no detail", strerror(-rc), then);
+}
+
+static adafs *connect_locked(int m)
+{
+    struct route_mount *rm = &mounts[m];
+    adafs *fs = atomic_load(&rm->fs);
+    if (fs || rm->connect_errno)
         return fs;
     char err[512] = "";
+    int rc = -EINVAL;
     route_depth++;
-    int rc = adafs_connect(&fs, NULL, err, sizeof err);
+    if (pathres_instance(m))
+        rc = adafs_connect(&fs, pathres_instance(m), err, sizeof err);
+    else
+        snprintf(err, sizeof err, "%s is not set", ADAFS_ENV_INSTANCE);
     route_depth--;
     if (rc < 0) {
         /* Settings adafs cannot take (a malformed instance file, a bad
          * $ADAFS_TRANSPORT) are the caller's to fix: EINVAL. An instance
          * that cannot be reached at all: EIO, as a dead server. */
-        connect_errno = rc == -EINVAL ? EINVAL : EIO;
-        const char *inst = getenv(ADAFS_ENV_INSTANCE);
-        pl_log("cannot use the adafs instance %s=%s: %s (%s); calls under the mount fail with %s",
-               ADAFS_ENV_INSTANCE, inst ? inst : "(unset)", err[0] ? err : "no detail",
-               strerror(-rc), connect_errno == EINVAL ? "EINVAL" : "EIO");
+        rm->connect_errno = rc == -EINVAL ? EINVAL : EIO;
+        log_unusable(m, err, rc, rm->connect_errno == EINVAL
+                                 ? "; calls under the mount fail with EINVAL"
+                                 : "; calls under the mount fail with EIO");
         return NULL;
     }
-    atomic_store(&route_fs, fs);
+    atomic_store(&rm->fs, fs);
     return fs;
 }
 
 void route_explain(long r)
 {
-    static atomic_bool said;
-    adafs *fs = atomic_load(&route_fs);
     char why[512];
-    if (!fs || atomic_load(&said) || !adafs_last_error(fs, why, sizeof(why))[0] ||
-        atomic_exchange(&said, true))
-        return;
-    pl_log("%s (the call failed with %s)", why, strerror((int)-r));
+    for (int m = 0; m < pathres_nmounts(); m++) {
+        adafs *fs = atomic_load(&mounts[m].fs);
+        if (!fs || atomic_load(&mounts[m].explained) ||
+            !adafs_last_error(fs, why, sizeof(why))[0] ||
+            atomic_exchange(&mounts[m].explained, true))
+            continue;
+        pl_log("%s (mount %s; the call failed with %s)", why, pathres_mount(m),
+               strerror((int)-r));
+    }
 }
 
-adafs *route_enter(enum route_op op)
+adafs *route_enter(enum route_op op, int m)
 {
-    adafs *fs = atomic_load_explicit(&route_fs, memory_order_acquire);
+    adafs *fs = atomic_load_explicit(&mounts[m].fs, memory_order_acquire);
     if (!fs) {
         pthread_mutex_lock(&connect_lock);
-        fs = connect_locked();
+        fs = connect_locked(m);
         pthread_mutex_unlock(&connect_lock);
         if (!fs) {
-            errno = connect_errno;
+            errno = mounts[m].connect_errno;
             return NULL;
         }
     }
@@ -66,18 +87,26 @@ adafs *route_enter(enum route_op op)
     return fs;
 }
 
-adafs *route_enter_private(enum route_op op, const char *instance_file)
+adafs *route_enter_fd(enum route_op op, int rfd, int *lfd)
+{
+    *lfd = route_fd_lib(rfd);
+    return route_enter(op, route_fd_mount(rfd));
+}
+
+adafs *route_enter_private(enum route_op op, int m)
 {
     route_depth++;
     atomic_fetch_add_explicit(&counts[op], 1, memory_order_relaxed);
     adafs *fs = NULL;
     char err[512] = "";
-    int rc = adafs_connect(&fs, instance_file, err, sizeof err);
+    int rc = -EINVAL;
+    if (pathres_instance(m))
+        rc = adafs_connect(&fs, pathres_instance(m), err, sizeof err);
+    else
+        snprintf(err, sizeof err, "%s is not set", ADAFS_ENV_INSTANCE);
     if (rc < 0) {
         route_depth--;
-        pl_log("cannot use the adafs instance %s: %s (%s)",
-               instance_file ? instance_file : "$" ADAFS_ENV_INSTANCE, err[0] ? err : "no detail",
-               strerror(-rc));
+        log_unusable(m, err, rc, "");
         errno = EIO;
         return NULL;
     }
@@ -98,15 +127,32 @@ void route_enter_existing(enum route_op op)
 
 const char *route_connect_for_mount(void)
 {
-    pthread_mutex_lock(&connect_lock);
-    adafs *fs = connect_locked();
-    pthread_mutex_unlock(&connect_lock);
-    return fs ? adafs_mount_point(fs) : NULL;
+    /* Before pathres knows any mount: read and let go (mount 0 connects
+     * again on its first use, as every mount does). */
+    static char mount[PATH_MAX];
+    route_depth++;
+    adafs *fs = NULL;
+    char err[512] = "";
+    int rc = adafs_connect(&fs, NULL, err, sizeof err);
+    route_depth--;
+    if (rc < 0) {
+        const char *inst = getenv(ADAFS_ENV_INSTANCE);
+        pl_log("cannot use the adafs instance %s=%s: %s (%s); adafs is not mounted in this "
+               "process", ADAFS_ENV_INSTANCE, inst ? inst : "(unset)", err[0] ? err : "no detail",
+               strerror(-rc));
+        return NULL;
+    }
+    snprintf(mount, sizeof mount, "%s", adafs_mount_point(fs));
+    route_depth++;
+    adafs_disconnect(fs);
+    route_depth--;
+    return mount;
 }
 
-int route_fd_path(int lfd, char *buf, size_t len)
+int route_fd_path(int rfd, char *buf, size_t len)
 {
-    adafs *fs = route_enter(ROUTE_FD);
+    int lfd;
+    adafs *fs = route_enter_fd(ROUTE_FD, rfd, &lfd);
     if (!fs)
         return -EIO;
     const char *p = adafs_fd_path(fs, lfd);

@@ -151,7 +151,7 @@ static FILE *cookie_stream(int fd, const char *cookie_mode, bool owns_fd)
     return f->fp;
 }
 
-static FILE *fopen_adafs(const char *inner, const char *mode)
+static FILE *fopen_adafs(int m, const char *inner, const char *mode)
 {
     int flags;
     char cmode[3];
@@ -159,7 +159,7 @@ static FILE *fopen_adafs(const char *inner, const char *mode)
         errno = EINVAL;
         return NULL;
     }
-    int fd = pl_open_adafs(inner, flags, 0666);
+    int fd = pl_open_adafs(m, inner, flags, 0666);
     if (fd < 0)
         return NULL;
     FILE *fp = cookie_stream(fd, cmode, true);
@@ -177,7 +177,7 @@ PL_EXPORT FILE *fopen(const char *path, const char *mode)
     if (!pl_active())
         return real.fopen(path, mode);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, NULL, real.fopen(r.kpath, mode));
-    return fopen_adafs(r.inner, mode);
+    return fopen_adafs(r.mount, r.inner, mode);
 }
 
 PL_EXPORT FILE *fopen64(const char *path, const char *mode)
@@ -211,7 +211,7 @@ static FILE *reopen_cookie(struct pl_file *f, const char *path, const char *mode
     if (!path) {
         int lfd = fdmap_get(f->fd), rc;
         if (lfd < 0 || (rc = route_fd_path(lfd, inner, sizeof inner)) < 0 ||
-            (rc = pathres_full_path(inner, full, sizeof full)) < 0) {
+            (rc = pathres_full_path(route_fd_mount(lfd), inner, full, sizeof full)) < 0) {
             errno = lfd < 0 ? EBADF : -rc;
             return NULL;
         }
@@ -233,7 +233,7 @@ static FILE *reopen_cookie(struct pl_file *f, const char *path, const char *mode
  * a stream on it (pl_std_attach). That stream is returned: glibc's own one
  * could only reach the descriptor through calls we cannot see. Any other
  * glibc stream cannot be redirected: EOPNOTSUPP, the stream stays open. */
-static FILE *reopen_std(const char *inner, const char *mode, FILE *stream)
+static FILE *reopen_std(int m, const char *inner, const char *mode, FILE *stream)
 {
     int std = stream == stdin ? 0 : stream == stdout ? 1 : stream == stderr ? 2 : -1;
     int flags;
@@ -247,7 +247,7 @@ static FILE *reopen_std(const char *inner, const char *mode, FILE *stream)
         return NULL;
     }
     fflush(stream);
-    int fd = pl_open_adafs(inner, flags & ~O_CLOEXEC, 0666);
+    int fd = pl_open_adafs(m, inner, flags & ~O_CLOEXEC, 0666);
     if (fd < 0)
         return NULL;
     int rc = fd == std ? 0 : dup2(fd, std);
@@ -272,7 +272,7 @@ static FILE *freopen_common(const char *path, const char *mode, FILE *stream)
     if (!path)
         return real.freopen(path, mode, stream);
     PL_ROUTE_PATH(AT_FDCWD, path, &r, NULL, real.freopen(r.kpath, mode, stream));
-    return reopen_std(r.inner, mode, stream);
+    return reopen_std(r.mount, r.inner, mode, stream);
 }
 
 PL_EXPORT FILE *freopen(const char *path, const char *mode, FILE *stream)

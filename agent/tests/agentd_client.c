@@ -384,9 +384,10 @@ int main(int argc, char **argv)
         const char *as = getenv("ADAFS_TEST_CONFIGURE_AS");
         if (as && sscanf(as, "%u:%u", &as_uid, &as_gid) != 2)
             as_uid = as_gid = 0;
+        /* ADAFS_TEST_CONFIGURE_NAME=NAME: a further mount, of instance NAME. */
         agent_configure_put(&w, &(struct agent_configure){
             job, text, argv[5], argc == 8 ? (uint32_t)atoi(argv[6]) : AGENT_ACCESS_PRELOAD,
-            as_uid, as_gid });
+            as_uid, as_gid, getenv("ADAFS_TEST_CONFIGURE_NAME") });
         int rc = simple(AGENT_CONFIGURE, &w);
         free(text);
         return rc;

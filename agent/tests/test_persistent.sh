@@ -182,17 +182,35 @@ check "the job reads the instance through them" \
         ADAFS_INSTANCE="$base/mnt/.job.$job.instance" ADAFS_TRANSPORT=tcp cat "$base/mnt/$job/d/f" | grep -qx kept'
 out=$(ADAFS_TEST_CONFIGURE_AS=$(id -u $other):$(id -g $other) agent configure $job "$base/mnt/$job" 0 "$base/use.text")
 check "a CONFIGURE of it for another user is refused ($out)" eval 'echo "$out" | grep -q "CONFIGURE for uid"'
+# A further mount of the job (one that mounts several file systems).
+sed "s,^mount=.*,mount=$base/mnt/$job.scratch," "$base/use.text" > "$base/use2.text"
+out=$(ADAFS_TEST_CONFIGURE_AS=$ouid:$ogid ADAFS_TEST_CONFIGURE_NAME=scratch \
+      agent configure $job "$base/mnt/$job.scratch" 0 "$base/use2.text")
+check "a CONFIGURE of a further mount, named after its instance ($out)" test "$out" = ok
+check "its mount point and instance file are the user's" \
+    eval 'test "$(stat -c "%u %a" "$base/mnt/$job.scratch")" = "$ouid 700" -a "$(stat -c "%u %a" "$base/mnt/.job.$job.scratch.instance")" = "$ouid 600"'
+check "one process reads through both mounts (\$ADAFS_MOUNTS)" \
+    eval 'timeout -k 5 30 setpriv --reuid=$owner --regid=$ogid --init-groups env LD_PRELOAD="$preload" $asan_env \
+        ADAFS_INSTANCE="$base/mnt/.job.$job.instance" ADAFS_MOUNTS="$base/mnt/$job.scratch=$base/mnt/.job.$job.scratch.instance" \
+        ADAFS_TRANSPORT=tcp cat "$base/mnt/$job/d/f" "$base/mnt/$job.scratch/d/f" | tr "\n" " " | grep -qx "kept kept "'
+out=$(ADAFS_TEST_CONFIGURE_AS=$ouid:$ogid ADAFS_TEST_CONFIGURE_NAME=scratch \
+      agent configure $job "$base/mnt/$job.other" 0 "$base/use2.text")
+check "a further mount elsewhere than its name says is refused ($out)" \
+    eval 'echo "$out" | grep -q "mount point $base/mnt/$job.other is not $base/mnt/$job.scratch"'
 check "its TEARDOWN" eval 'agent teardown $job | grep -qx ok'
-check "takes its mount point and instance file off, the instance stays" \
-    eval 'test ! -e "$base/mnt/$job" -a ! -e "$base/mnt/.job.$job.instance" && as $owner cat "$base/pmnt/d/f" | grep -qx kept'
+check "takes its mount points and instance files off, the instance stays" \
+    eval 'test ! -e "$base/mnt/$job" -a ! -e "$base/mnt/.job.$job.instance" -a ! -e "$base/mnt/$job.scratch" -a ! -e "$base/mnt/.job.$job.scratch.instance" && as $owner cat "$base/pmnt/d/f" | grep -qx kept'
 job=42
 ADAFS_TEST_CONFIGURE_AS=$ouid:$ogid agent configure $job "$base/mnt/$job" 0 "$base/use.text" >/dev/null
+sed "s,^mount=.*,mount=$base/mnt/$job.scratch," "$base/use.text" > "$base/use2.text"
+ADAFS_TEST_CONFIGURE_AS=$ouid:$ogid ADAFS_TEST_CONFIGURE_NAME=scratch \
+    agent configure $job "$base/mnt/$job.scratch" 0 "$base/use2.text" >/dev/null
 kill_agent
 start_agent "$(($(log_lines) + 1))"
 check "such a job's files are kept when the agent restarts (it may still run)" \
-    test -d "$base/mnt/$job" -a -f "$base/mnt/.job.$job.instance"
+    test -d "$base/mnt/$job" -a -f "$base/mnt/.job.$job.instance" -a -d "$base/mnt/$job.scratch"
 check "and go at its TEARDOWN, though the agent no longer lists it" \
-    eval 'agent teardown $job | grep -qx ok && test ! -e "$base/mnt/$job" -a ! -e "$base/mnt/.job.$job.instance"'
+    eval 'agent teardown $job | grep -qx ok && test ! -e "$base/mnt/$job" -a ! -e "$base/mnt/.job.$job.instance" -a ! -e "$base/mnt/$job.scratch" -a ! -e "$base/mnt/.job.$job.scratch.instance"'
 spid=$(server_pid)
 
 # --- the agent killed and started again: the live server is kept ---

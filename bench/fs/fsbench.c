@@ -10,12 +10,16 @@
  *   fsbench floor --dir D [--servers N] [--mib M] [--window W] [--stripe]
  *   fsbench readfloor --dir D [--xfer SIZE] [--block SIZE]
  *   fsbench connect --dir D [--seconds S]
+ *   fsbench statloop --dir D [--files N]
  *
  * mdtest and ior use plain POSIX calls, so the same binary measures the
  * backing directory directly and adafs through the LD_PRELOAD interposer;
  * --api uses libadafs instead ($ADAFS_INSTANCE, paths below $ADAFS_MOUNT).
  * connect (libadafs only) measures what a short-lived client pays: a new
- * handle, its connection to D's server with the handshake, one stat. 
+ * handle, its connection to D's server with the handshake, one stat.
+ * statloop stats one file of D N times, then opens and closes it N times:
+ * under the interposer, what a call costs the client (D outside the
+ * mount: the path check alone every program's calls pay).
  * Every result is one line "name value unit" on stdout. */
 #include <errno.h>
 #include <fcntl.h>
@@ -336,6 +340,30 @@ static int connect_stat(double seconds)
         t = now();
     }
     printf("connect_stat %.0f conns/s\n", n / (t - t0));
+    return 0;
+}
+
+static int statloop(void)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/statloop.f", bench_dir);
+    if (mkdir(bench_dir, 0755) < 0 && errno != EEXIST)
+        die(bench_dir);
+    int fd = open(path, O_CREAT | O_WRONLY, 0644);
+    if (fd < 0 || close(fd) < 0)
+        die(path);
+    struct stat st;
+    double t0 = now();
+    for (long i = 0; i < md_files; i++)
+        if (stat(path, &st) < 0)
+            die(path);
+    double t1 = now();
+    for (long i = 0; i < md_files; i++)
+        if ((fd = open(path, O_RDONLY)) < 0 || close(fd) < 0)
+            die(path);
+    double t2 = now();
+    printf("statloop_stat %.0f ops/s\nstatloop_open %.0f ops/s\n", md_files / (t1 - t0),
+           md_files / (t2 - t1));
     return 0;
 }
 
@@ -696,7 +724,8 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     if (argc < 2) {
-        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior|offsets|floor|readfloor|connect [options]\n");
+        fprintf(stderr, "usage: fsbench pingpong|bulk|mdtest|ior|offsets|floor|readfloor|connect|"
+                "statloop [options]\n");
         return 2;
     }
     const char *cmd = argv[1];
@@ -748,6 +777,8 @@ int main(int argc, char **argv)
         return floor_read();
     if (strcmp(cmd, "connect") == 0)
         return connect_stat(seconds);
+    if (strcmp(cmd, "statloop") == 0)
+        return statloop();
     if (api) {
         api_connect();
         /* Children connect themselves; the parent only makes the dir. */
