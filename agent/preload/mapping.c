@@ -19,6 +19,7 @@ struct map {
     int prot;
     bool shared;
     bool file_writable;     /* the file was open for reading and writing */
+    bool anon;              /* private anonymous memory, not a memfd (private_memory) */
     /* A shared mapping made writable: its bytes as last read from or
      * written to the file (anonymous memory, end - start bytes), so that
      * write-back sends only what this process changed. NULL otherwise. */
@@ -30,6 +31,9 @@ struct map {
  * than RUNS_MAX in one write-back are written as one span. */
 #define RUN_GAP 4096
 #define RUNS_MAX 64
+
+/* Bytes read per library call when filling a private mapping. */
+#define MAP_FILL_SLICE (64u << 20)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct map *maps;
@@ -362,6 +366,73 @@ static int read_into_memfd(adafs *fs, int lfd, off_t off, uint64_t *data, int *o
     return 0;
 }
 
+/* Whether a mapping is served from private anonymous memory rather than
+ * a memfd: when it can never be written through to the file (MAP_PRIVATE,
+ * or MAP_SHARED of a file not open for reading and writing, which
+ * mprotect keeps unwritable), so no other process needs its pages. Such
+ * memory comes in the kernel's huge pages where it allows them
+ * (MADV_HUGEPAGE): a 1 GiB file is 512 page faults and frees instead of
+ * 262144 page-cache insertions, page table entries and frees of a memfd
+ * (measured: doc/benchmarks.md, issue 26). MAP_HUGETLB keeps the memfd,
+ * where the kernel refuses it as for any file. */
+static bool private_memory(bool shared, int acc, int flags)
+{
+    return !(shared && acc == O_RDWR) && !(flags & MAP_HUGETLB);
+}
+
+/* Maps len bytes of anonymous memory as mmap would for flags (MAP_FIXED:
+ * at addr, replacing what is there only once the bytes are in), filled
+ * with the file's bytes [off, off + *data) (less if the file shrinks
+ * meanwhile: *data says), the rest of the last page zeros and pages past
+ * it SIGBUS; protection prot. The address, or MAP_FAILED with errno. */
+static void *map_private_copy(void *addr, size_t len, int prot, int flags, int lfd, off_t off,
+                              uint64_t *data)
+{
+    bool fixed = (flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE);
+    int aflags = (flags & ~(MAP_TYPE | MAP_SYNC | MAP_FIXED | MAP_POPULATE)) | MAP_PRIVATE |
+                 MAP_ANONYMOUS;
+    void *p = real.mmap(fixed ? NULL : addr, len, PROT_READ | PROT_WRITE, aflags, -1, 0);
+    if (p == MAP_FAILED)
+        return MAP_FAILED;
+    uintptr_t start = (uintptr_t)p;
+    syscall(SYS_madvise, p, len, MADV_HUGEPAGE);   /* where THP is off: small pages */
+    int rc = 0;
+    adafs *fs = route_enter(ROUTE_READ);
+    if (!fs)
+        rc = -EIO;
+    /* In slices: a batch of requests to the servers per slice, not one
+     * per chunk of the whole file at once. */
+    for (uint64_t done = 0; rc == 0 && done < *data;) {
+        size_t want = *data - done < MAP_FILL_SLICE ? (size_t)(*data - done) : MAP_FILL_SLICE;
+        ssize_t n = adafs_pread(fs, lfd, (char *)p + done, want, off + (off_t)done);
+        if (n < 0)
+            rc = (int)n;
+        else if (n == 0)
+            *data = done;   /* the file shrank meanwhile: it ends here */
+        else
+            done += (uint64_t)n;
+    }
+    if (fs)
+        route_leave_raw(0);
+    if (rc == 0 && fixed) {
+        void *q = (void *)syscall(SYS_mremap, p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, addr);
+        if (q == MAP_FAILED)
+            rc = -errno;
+        else
+            start = (uintptr_t)q;
+    }
+    if (rc == 0)
+        rc = replace_pages(start + round_up(*data), start + round_up(len), prot, false, true);
+    if (rc == 0 && kernel_protect(start, start + round_up(*data), prot) < 0)
+        rc = -errno;
+    if (rc < 0) {
+        syscall(SYS_munmap, (void *)start, len);
+        errno = -rc;
+        return MAP_FAILED;
+    }
+    return (void *)start;
+}
+
 /* With the kernel's own mount of the file system (access=both), the file
  * is mapped through it: pages come on demand and stay coherent between
  * processes, as on a local disk. NULL with errno when the kernel cannot
@@ -427,14 +498,21 @@ void *mapping_map(void *addr, size_t len, int prot, int flags, int lfd, off_t of
         rc = -ENOMEM;
     }
     int memfd = -1, keep = -1;
-    if (rc == 0)
+    bool anon = private_memory(shared, acc, flags);
+    if (rc == 0 && !anon)
         rc = read_into_memfd(fs, lfd, off, &data, &memfd);
     if (rc == 0 && (keep = adafs_dup(fs, lfd)) < 0)
         rc = keep;
     route_leave_raw(0);
 
     void *p = MAP_FAILED;
-    if (rc == 0) {
+    if (rc == 0 && anon) {
+        if ((flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE))
+            mapping_forget_range((uintptr_t)addr, len);
+        p = map_private_copy(addr, len, prot, flags, keep, off, &data);
+        if (p == MAP_FAILED)
+            rc = -errno;
+    } else if (rc == 0) {
         if ((flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE))
             mapping_forget_range((uintptr_t)addr, len);
         int kflags = (flags & ~(MAP_TYPE | MAP_SYNC)) | (shared ? MAP_SHARED : MAP_PRIVATE);
@@ -454,7 +532,7 @@ void *mapping_map(void *addr, size_t len, int prot, int flags, int lfd, off_t of
         uintptr_t start = (uintptr_t)p;
         struct map m = { .start = start, .end = start + round_up(len), .data_end = start + data,
                          .off = off, .ino = (uint64_t)st.st_ino, .lfd = keep, .prot = prot,
-                         .shared = shared, .file_writable = acc == O_RDWR };
+                         .shared = shared, .file_writable = acc == O_RDWR, .anon = anon };
         pthread_mutex_lock(&lock);
         if ((shared && (prot & PROT_WRITE) && (rc = make_pristine(&m)) < 0) ||
             (rc = grow_table()) < 0) {
@@ -506,6 +584,45 @@ int mapping_sync_range(uintptr_t addr, size_t len)
     }
     pthread_mutex_unlock(&lock);
     return result;
+}
+
+int mapping_advise(uintptr_t addr, size_t len, int advice)
+{
+    uintptr_t a = round_down(addr), b = round_up(addr + len);
+    int rc = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nmaps; i++)
+        if (maps[i].end > a && maps[i].start < b && maps[i].anon && advice == MADV_FREE)
+            rc = -EINVAL;
+    if (rc == 0 && syscall(SYS_madvise, (void *)addr, len, advice) < 0)
+        rc = -errno;
+    for (size_t i = 0; rc == 0 && i < nmaps; i++) {
+        struct map *m = &maps[i];
+        uintptr_t from = m->start > a ? m->start : a, to = m->data_end < b ? m->data_end : b;
+        if (!m->anon || from >= to)
+            continue;
+        /* The kernel zeroed those pages: they get the file's bytes again,
+         * as a file's mapping would. */
+        if (!(m->prot & PROT_WRITE))
+            kernel_protect(from, to, m->prot | PROT_READ | PROT_WRITE);
+        adafs *fs = route_enter(ROUTE_READ);
+        if (!fs)
+            rc = -EIO;
+        for (uintptr_t x = from; rc == 0 && x < to;) {
+            ssize_t n = adafs_pread(fs, m->lfd, (void *)x, to - x, m->off + (off_t)(x - m->start));
+            if (n < 0)
+                rc = (int)n;
+            if (n <= 0)
+                break;   /* shorter than it was: the rest stays zeros */
+            x += (size_t)n;
+        }
+        if (fs)
+            route_leave_raw(0);
+        if (!(m->prot & PROT_WRITE))
+            kernel_protect(from, to, m->prot);
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
 }
 
 int mapping_protect(uintptr_t addr, size_t len, int prot)

@@ -58,6 +58,12 @@ int mapping_sync_range(uintptr_t addr, size_t len);
  * -EACCES when a shared mapping in it is of a file not opened for writing. */
 int mapping_protect(uintptr_t addr, size_t len, int prot);
 
+/* madvise: the kernel's, except on mappings served from private
+ * anonymous memory, which act as a file's mapping would: MADV_DONTNEED
+ * gives the file's bytes again (not zeros), MADV_FREE is EINVAL. Only
+ * called for those two (and MADV_DONTNEED_LOCKED). 0 or -errno. */
+int mapping_advise(uintptr_t addr, size_t len, int advice);
+
 /* mremap moved or resized [old, old + old_len) to [new, new + new_len). */
 void mapping_moved(uintptr_t old, size_t old_len, uintptr_t new, size_t new_len);
 
