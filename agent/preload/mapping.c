@@ -234,6 +234,26 @@ static int write_back(struct map *m, uintptr_t a, uintptr_t b)
     return rc;
 }
 
+/* Reads the file's bytes behind [from, to) of m into it (writable now);
+ * a file shorter than that leaves the rest as it was (zeros). 0 or -errno. */
+static int read_file_into(const struct map *m, uintptr_t from, uintptr_t to)
+{
+    adafs *fs = route_enter(ROUTE_READ);
+    if (!fs)
+        return -EIO;
+    int rc = 0;
+    for (uintptr_t x = from; x < to;) {
+        ssize_t n = adafs_pread(fs, m->lfd, (void *)x, to - x, m->off + (off_t)(x - m->start));
+        if (n < 0)
+            rc = (int)n;
+        if (n <= 0)
+            break;
+        x += (size_t)n;
+    }
+    route_leave_raw(0);
+    return rc;
+}
+
 /* Reads the file's bytes into [m->data_end, upto) of a grown mapping, whose
  * whole pages there were past the file's end (SIGBUS) until now. */
 static int fill_grown(struct map *m, uintptr_t upto)
@@ -242,19 +262,8 @@ static int fill_grown(struct map *m, uintptr_t upto)
     int rc = replace_pages(first_new, round_up(upto), PROT_READ | PROT_WRITE, m->shared, false);
     if (rc == 0 && from < first_new && !(m->prot & PROT_WRITE))
         kernel_protect(from, from + 1, PROT_READ | PROT_WRITE);
-    adafs *fs = rc == 0 ? route_enter(ROUTE_READ) : NULL;
-    if (rc == 0 && !fs)
-        rc = -EIO;
-    for (uintptr_t x = from; rc == 0 && x < upto;) {
-        ssize_t n = adafs_pread(fs, m->lfd, (void *)x, upto - x, m->off + (off_t)(x - m->start));
-        if (n < 0)
-            rc = (int)n;
-        if (n <= 0)
-            break;   /* shorter than it said: the rest stays zeros */
-        x += (size_t)n;
-    }
-    if (fs)
-        route_leave_raw(0);
+    if (rc == 0)
+        rc = read_file_into(m, from, upto);
     kernel_protect(from, round_up(upto), m->prot);
     if (rc == 0 && m->pristine)
         memcpy(m->pristine + (from - m->start), (void *)from, upto - from);
@@ -605,19 +614,7 @@ int mapping_advise(uintptr_t addr, size_t len, int advice)
          * as a file's mapping would. */
         if (!(m->prot & PROT_WRITE))
             kernel_protect(from, to, m->prot | PROT_READ | PROT_WRITE);
-        adafs *fs = route_enter(ROUTE_READ);
-        if (!fs)
-            rc = -EIO;
-        for (uintptr_t x = from; rc == 0 && x < to;) {
-            ssize_t n = adafs_pread(fs, m->lfd, (void *)x, to - x, m->off + (off_t)(x - m->start));
-            if (n < 0)
-                rc = (int)n;
-            if (n <= 0)
-                break;   /* shorter than it was: the rest stays zeros */
-            x += (size_t)n;
-        }
-        if (fs)
-            route_leave_raw(0);
+        rc = read_file_into(m, from, to);
         if (!(m->prot & PROT_WRITE))
             kernel_protect(from, to, m->prot);
     }
