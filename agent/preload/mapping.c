@@ -19,6 +19,7 @@ struct map {
     int prot;
     bool shared;
     bool file_writable;     /* the file was open for reading and writing */
+    bool anon;              /* private anonymous memory, not a memfd (private_memory) */
     /* A shared mapping made writable: its bytes as last read from or
      * written to the file (anonymous memory, end - start bytes), so that
      * write-back sends only what this process changed. NULL otherwise. */
@@ -30,6 +31,9 @@ struct map {
  * than RUNS_MAX in one write-back are written as one span. */
 #define RUN_GAP 4096
 #define RUNS_MAX 64
+
+/* Bytes read per library call when filling a private mapping. */
+#define MAP_FILL_SLICE (64u << 20)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct map *maps;
@@ -232,6 +236,27 @@ static int write_back(struct map *m, uintptr_t a, uintptr_t b)
     return rc;
 }
 
+/* Reads the file's bytes behind [from, to) of m into it (writable now);
+ * a file shorter than that leaves the rest as it was (zeros). 0 or -errno. */
+static int read_file_into(const struct map *m, uintptr_t from, uintptr_t to)
+{
+    int lfd;
+    adafs *fs = route_enter_fd(ROUTE_READ, m->lfd, &lfd);
+    if (!fs)
+        return -EIO;
+    int rc = 0;
+    for (uintptr_t x = from; x < to;) {
+        ssize_t n = adafs_pread(fs, lfd, (void *)x, to - x, m->off + (off_t)(x - m->start));
+        if (n < 0)
+            rc = (int)n;
+        if (n <= 0)
+            break;
+        x += (size_t)n;
+    }
+    route_leave_raw(0);
+    return rc;
+}
+
 /* Reads the file's bytes into [m->data_end, upto) of a grown mapping, whose
  * whole pages there were past the file's end (SIGBUS) until now. */
 static int fill_grown(struct map *m, uintptr_t upto)
@@ -240,20 +265,8 @@ static int fill_grown(struct map *m, uintptr_t upto)
     int rc = replace_pages(first_new, round_up(upto), PROT_READ | PROT_WRITE, m->shared, false);
     if (rc == 0 && from < first_new && !(m->prot & PROT_WRITE))
         kernel_protect(from, from + 1, PROT_READ | PROT_WRITE);
-    int lfd;
-    adafs *fs = rc == 0 ? route_enter_fd(ROUTE_READ, m->lfd, &lfd) : NULL;
-    if (rc == 0 && !fs)
-        rc = -EIO;
-    for (uintptr_t x = from; rc == 0 && x < upto;) {
-        ssize_t n = adafs_pread(fs, lfd, (void *)x, upto - x, m->off + (off_t)(x - m->start));
-        if (n < 0)
-            rc = (int)n;
-        if (n <= 0)
-            break;   /* shorter than it said: the rest stays zeros */
-        x += (size_t)n;
-    }
-    if (fs)
-        route_leave_raw(0);
+    if (rc == 0)
+        rc = read_file_into(m, from, upto);
     kernel_protect(from, round_up(upto), m->prot);
     if (rc == 0 && m->pristine)
         memcpy(m->pristine + (from - m->start), (void *)from, upto - from);
@@ -371,6 +384,73 @@ static int read_into_memfd(adafs *fs, int lfd, off_t off, uint64_t *data, int *o
     return 0;
 }
 
+/* Whether a mapping is served from private anonymous memory rather than
+ * a memfd: when it can never be written through to the file (MAP_PRIVATE,
+ * or MAP_SHARED of a file not open for reading and writing, which
+ * mprotect keeps unwritable), so no other process needs its pages. Such
+ * memory comes in the kernel's huge pages where it allows them
+ * (MADV_HUGEPAGE): a 1 GiB file is 512 page faults and frees instead of
+ * 262144 page-cache insertions, page table entries and frees of a memfd
+ * (measured: doc/benchmarks.md, issue 26). MAP_HUGETLB keeps the memfd,
+ * where the kernel refuses it as for any file. */
+static bool private_memory(bool shared, int acc, int flags)
+{
+    return !(shared && acc == O_RDWR) && !(flags & MAP_HUGETLB);
+}
+
+/* Maps len bytes of anonymous memory as mmap would for flags (MAP_FIXED:
+ * at addr, replacing what is there only once the bytes are in), filled
+ * with the file's bytes [off, off + *data) (less if the file shrinks
+ * meanwhile: *data says), the rest of the last page zeros and pages past
+ * it SIGBUS; protection prot. The address, or MAP_FAILED with errno. */
+static void *map_private_copy(void *addr, size_t len, int prot, int flags, int lfd, off_t off,
+                              uint64_t *data)
+{
+    bool fixed = (flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE);
+    int aflags = (flags & ~(MAP_TYPE | MAP_SYNC | MAP_FIXED | MAP_POPULATE)) | MAP_PRIVATE |
+                 MAP_ANONYMOUS;
+    void *p = real.mmap(fixed ? NULL : addr, len, PROT_READ | PROT_WRITE, aflags, -1, 0);
+    if (p == MAP_FAILED)
+        return MAP_FAILED;
+    uintptr_t start = (uintptr_t)p;
+    syscall(SYS_madvise, p, len, MADV_HUGEPAGE);   /* where THP is off: small pages */
+    int rc = 0, flfd;
+    adafs *fs = route_enter_fd(ROUTE_READ, lfd, &flfd);
+    if (!fs)
+        rc = -EIO;
+    /* In slices: a batch of requests to the servers per slice, not one
+     * per chunk of the whole file at once. */
+    for (uint64_t done = 0; rc == 0 && done < *data;) {
+        size_t want = *data - done < MAP_FILL_SLICE ? (size_t)(*data - done) : MAP_FILL_SLICE;
+        ssize_t n = adafs_pread(fs, flfd, (char *)p + done, want, off + (off_t)done);
+        if (n < 0)
+            rc = (int)n;
+        else if (n == 0)
+            *data = done;   /* the file shrank meanwhile: it ends here */
+        else
+            done += (uint64_t)n;
+    }
+    if (fs)
+        route_leave_raw(0);
+    if (rc == 0 && fixed) {
+        void *q = (void *)syscall(SYS_mremap, p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, addr);
+        if (q == MAP_FAILED)
+            rc = -errno;
+        else
+            start = (uintptr_t)q;
+    }
+    if (rc == 0)
+        rc = replace_pages(start + round_up(*data), start + round_up(len), prot, false, true);
+    if (rc == 0 && kernel_protect(start, start + round_up(*data), prot) < 0)
+        rc = -errno;
+    if (rc < 0) {
+        syscall(SYS_munmap, (void *)start, len);
+        errno = -rc;
+        return MAP_FAILED;
+    }
+    return (void *)start;
+}
+
 /* With the kernel's own mount of the file system (access=both), the file
  * is mapped through it: pages come on demand and stay coherent between
  * processes, as on a local disk. NULL with errno when the kernel cannot
@@ -438,7 +518,8 @@ void *mapping_map(void *addr, size_t len, int prot, int flags, int rfd, off_t of
         rc = -ENOMEM;
     }
     int memfd = -1, keep = -1;
-    if (rc == 0)
+    bool anon = private_memory(shared, acc, flags);
+    if (rc == 0 && !anon)
         rc = read_into_memfd(fs, lfd, off, &data, &memfd);
     int dup = rc == 0 ? adafs_dup(fs, lfd) : -1;
     if (rc == 0 && (keep = route_fd_of(route_fd_mount(rfd), dup)) < 0) {
@@ -449,7 +530,13 @@ void *mapping_map(void *addr, size_t len, int prot, int flags, int rfd, off_t of
     route_leave_raw(0);
 
     void *p = MAP_FAILED;
-    if (rc == 0) {
+    if (rc == 0 && anon) {
+        if ((flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE))
+            mapping_forget_range((uintptr_t)addr, len);
+        p = map_private_copy(addr, len, prot, flags, keep, off, &data);
+        if (p == MAP_FAILED)
+            rc = -errno;
+    } else if (rc == 0) {
         if ((flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE))
             mapping_forget_range((uintptr_t)addr, len);
         int kflags = (flags & ~(MAP_TYPE | MAP_SYNC)) | (shared ? MAP_SHARED : MAP_PRIVATE);
@@ -469,7 +556,7 @@ void *mapping_map(void *addr, size_t len, int prot, int flags, int rfd, off_t of
         uintptr_t start = (uintptr_t)p;
         struct map m = { .start = start, .end = start + round_up(len), .data_end = start + data,
                          .off = off, .ino = (uint64_t)st.st_ino, .lfd = keep, .prot = prot,
-                         .shared = shared, .file_writable = acc == O_RDWR };
+                         .shared = shared, .file_writable = acc == O_RDWR, .anon = anon };
         pthread_mutex_lock(&lock);
         if ((shared && (prot & PROT_WRITE) && (rc = make_pristine(&m)) < 0) ||
             (rc = grow_table()) < 0) {
@@ -521,6 +608,33 @@ int mapping_sync_range(uintptr_t addr, size_t len)
     }
     pthread_mutex_unlock(&lock);
     return result;
+}
+
+int mapping_advise(uintptr_t addr, size_t len, int advice)
+{
+    uintptr_t a = round_down(addr), b = round_up(addr + len);
+    int rc = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nmaps; i++)
+        if (maps[i].end > a && maps[i].start < b && maps[i].anon && advice == MADV_FREE)
+            rc = -EINVAL;
+    if (rc == 0 && syscall(SYS_madvise, (void *)addr, len, advice) < 0)
+        rc = -errno;
+    for (size_t i = 0; rc == 0 && i < nmaps; i++) {
+        struct map *m = &maps[i];
+        uintptr_t from = m->start > a ? m->start : a, to = m->data_end < b ? m->data_end : b;
+        if (!m->anon || from >= to)
+            continue;
+        /* The kernel zeroed those pages: they get the file's bytes again,
+         * as a file's mapping would. */
+        if (!(m->prot & PROT_WRITE))
+            kernel_protect(from, to, m->prot | PROT_READ | PROT_WRITE);
+        rc = read_file_into(m, from, to);
+        if (!(m->prot & PROT_WRITE))
+            kernel_protect(from, to, m->prot);
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
 }
 
 int mapping_protect(uintptr_t addr, size_t len, int prot)

@@ -2,9 +2,10 @@
  *
  * The kernel cannot map an adafs file (it has none of its pages), so a
  * mapping is built from the file's bytes: the range [off, off + len) that
- * the file holds is read into a memfd of exactly that size, and the memfd
- * is mapped with the caller's flags and protection. What follows is what a
- * local disk gives:
+ * the file holds is read into private anonymous memory (in huge pages
+ * where the kernel allows) when the mapping can never write to the file,
+ * else into a memfd of exactly that size, mapped with the caller's flags
+ * and protection. What follows is what a local disk gives:
  *  - MAP_PRIVATE, any protection: copy on write of those bytes;
  *  - MAP_SHARED: one set of pages, which fork() shares with the child;
  *  - pages wholly beyond the end of the file raise SIGBUS (the memfd ends
@@ -14,6 +15,7 @@
  *    exit: the bytes this process changed, found by comparing with a copy
  *    kept from the mmap (or the last write-back), so two processes writing
  *    different parts of one file through their mappings both get them in;
+ *  - madvise MADV_DONTNEED gives the file's bytes again, not zeros;
  *  - a truncate, ftruncate or O_TRUNC of the file by this process shrinks
  *    its mappings (SIGBUS beyond the new end, the cut page zeroed) or
  *    extends them (zeros); an mremap that grows a mapping reads the bytes
@@ -57,6 +59,12 @@ int mapping_sync_range(uintptr_t addr, size_t len);
 /* mprotect: notes that the range may now be written (PROT_WRITE).
  * -EACCES when a shared mapping in it is of a file not opened for writing. */
 int mapping_protect(uintptr_t addr, size_t len, int prot);
+
+/* madvise: the kernel's, except on mappings served from private
+ * anonymous memory, which act as a file's mapping would: MADV_DONTNEED
+ * gives the file's bytes again (not zeros), MADV_FREE is EINVAL. Only
+ * called for those two (and MADV_DONTNEED_LOCKED). 0 or -errno. */
+int mapping_advise(uintptr_t addr, size_t len, int advice);
 
 /* mremap moved or resized [old, old + old_len) to [new, new + new_len). */
 void mapping_moved(uintptr_t old, size_t old_len, uintptr_t new, size_t new_len);

@@ -72,6 +72,23 @@ PL_EXPORT int mprotect(void *addr, size_t len, int prot)
     return (int)syscall(SYS_mprotect, addr, len, prot);
 }
 
+PL_EXPORT int madvise(void *addr, size_t len, int advice)
+{
+    bool discards = advice == MADV_DONTNEED || advice == MADV_FREE;
+#ifdef MADV_DONTNEED_LOCKED
+    discards = discards || advice == MADV_DONTNEED_LOCKED;
+#endif
+    if (discards && mapping_count() && !route_depth) {
+        int rc = mapping_advise((uintptr_t)addr, len, advice);
+        if (rc < 0) {
+            errno = -rc;
+            return -1;
+        }
+        return 0;
+    }
+    return (int)syscall(SYS_madvise, addr, len, advice);
+}
+
 PL_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 {
     void *want = NULL;

@@ -157,6 +157,45 @@ static void test_private(void)
     close(fd);
 }
 
+/* madvise discarding pages, and a mapping MAP_FIXED over another: as on a
+ * local disk (the interposer's mappings from anonymous memory give the
+ * file's bytes again, not zeros). */
+static void test_advise_fixed(void)
+{
+    size_t size = 2 * page + 50;
+    make_file("adv", size);
+    int fd = open(path_of("adv"), O_RDONLY);
+    char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (!tap_ok(p != MAP_FAILED, "MAP_PRIVATE PROT_WRITE for madvise")) {
+        close(fd);
+        return;
+    }
+    memset(p + page, 'Z', page);
+    tap_is_int(madvise(p, size, MADV_DONTNEED), 0, "MADV_DONTNEED of a written private mapping");
+    tap_ok(matches(p, 0, size), "it reads the file's bytes again, not the writes or zeros");
+    errno = 0;
+    tap_ok(madvise(p, page, MADV_FREE) == -1 && errno == EINVAL,
+           "MADV_FREE of a file's mapping: EINVAL");
+    munmap(p, size);
+    p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    tap_ok(p != MAP_FAILED && madvise(p, size, MADV_DONTNEED) == 0 && matches(p, 0, size),
+           "MADV_DONTNEED of a read-only shared mapping: the file's bytes");
+    if (p != MAP_FAILED)
+        munmap(p, size);
+
+    char *area = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(area, 'q', 4 * page);
+    p = mmap(area + page, 2 * page, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, (off_t)page);
+    tap_ok(p == area + page && matches(p, page, size) && probe(p + size - page) == 0 &&
+           area[0] == 'q' && area[3 * page] == 'q',
+           "MAP_FIXED over anonymous memory: the file's bytes there, the rest untouched");
+    char *q = p == area + page ? mmap(p, page, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) : MAP_FAILED;
+    tap_ok(q == p && matches(q, 0, page) && matches(p + page, 2 * page, size),
+           "MAP_FIXED over a mapping of the file: replaces just that page");
+    munmap(area, 4 * page);
+    close(fd);
+}
+
 static void test_access_modes(void)
 {
     make_file("modes", 2 * page);
@@ -371,6 +410,7 @@ int main(int argc, char **argv)
     both = strcmp(argv[2], "both") == 0;
     page = (size_t)sysconf(_SC_PAGESIZE);
     test_private();
+    test_advise_fixed();
     test_access_modes();
     test_shared_write();
     test_truncate();

@@ -75,7 +75,7 @@ done
 # The mmap path: a 1 GiB file, read() and mmap through the interposer in
 # turn, first with the kernel mount there (access=both: the interposer maps
 # through it), then without it (access=preload: the interposer serves the
-# mapping from a memfd of the file's bytes).
+# mapping from memory holding the file's bytes: doc/preload.md).
 pre "$mapread" write "$mount/big" 1G
 maps() {
     for r in $(seq "$repeats"); do
