@@ -211,7 +211,7 @@ check "the owner writes a file of 5 chunks and reads it back" as "$owner" sh -c 
     "head -c 2500000 /dev/urandom > $base/pub/big && cp $base/pub/big $m/big && cmp $base/pub/big $m/big"
 check "  a member reads it" as "$member" cmp "$base/pub/big" "$m/big"
 check "  the owner overwrites its middle and appends" as "$owner" sh -c \
-    "printf XYZ | dd of=$m/big bs=1 seek=1000000 conv=notrunc status=none && echo tail >> $m/big"
+    "printf XYZ | dd of=$m/big bs=4096 oflag=seek_bytes seek=1000000 conv=notrunc status=none && echo tail >> $m/big"
 as "$owner" sh -c "echo grp > $m/g664 && chmod 666 $m/g664"
 check "a member writes the owner's 0666 file" as "$member" sh -c \
     "echo member-wrote > $m/g664 && grep -qx member-wrote $m/g664"
