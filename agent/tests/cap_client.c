@@ -51,6 +51,19 @@ static int conn(unsigned server)
     return fd;
 }
 
+/* Sends the request w holds as op on fd, then frees w and closes fd: the
+ * answer's status (fstest_raw_call's), its payload dropped. */
+static int call_and_close(int fd, uint16_t op, struct rpc_writer *w)
+{
+    struct rpc_reader r;
+    uint8_t *p = NULL;
+    int st = fstest_raw_call(fd, op, w, &r, &p);
+    free(p);
+    rpc_writer_free(w);
+    close(fd);
+    return st;
+}
+
 /* STAT of path: its record and the capability that came with it. */
 static int stat_cap(const char *path, struct fs_record *rec, struct fs_cap *cap)
 {
@@ -92,9 +105,27 @@ static int chunk_call(uint64_t key, uint16_t op, const struct fs_cap *cap)
         if (op == FS_WRITE)
             rpc_put_raw(&w, "owned", 5);
     }
+    return call_and_close(fd, op, &w);
+}
+
+/* CREATE_EXCL of path (mode 0600) under data key key, with parent's
+ * capability; made, if not NULL, gets the record the server made. */
+static int create_req(const char *path, uint64_t key, const struct fs_cap *parent,
+                      struct fs_record *made)
+{
+    int fd = conn(hash_place_path(path, inst.nservers));
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    rpc_put_str(&w, path);
+    rpc_put_u32(&w, 0600);
+    rpc_put_u32(&w, FS_CREATE_EXCL);
+    rpc_put_u64(&w, key);
+    fs_cap_put(&w, parent);
     struct rpc_reader r;
     uint8_t *p = NULL;
-    int st = fstest_raw_call(fd, op, &w, &r, &p);
+    int st = fstest_raw_call(fd, FS_CREATE, &w, &r, &p);
+    if (st == 0 && made)
+        fs_record_get(&r, made);
     free(p);
     rpc_writer_free(&w);
     close(fd);
@@ -105,21 +136,7 @@ static int create_in(const char *dir, const struct fs_cap *parent)
 {
     char path[FS_PATH_MAX];
     snprintf(path, sizeof(path), "%s/made%d", dir, (int)getpid());
-    int fd = conn(hash_place_path(path, inst.nservers));
-    struct rpc_writer w;
-    rpc_writer_init(&w, NULL, 0);
-    rpc_put_str(&w, path);
-    rpc_put_u32(&w, 0600);
-    rpc_put_u32(&w, FS_CREATE_EXCL);
-    rpc_put_u64(&w, 77);
-    fs_cap_put(&w, parent);
-    struct rpc_reader r;
-    uint8_t *p = NULL;
-    int st = fstest_raw_call(fd, FS_CREATE, &w, &r, &p);
-    free(p);
-    rpc_writer_free(&w);
-    close(fd);
-    return st;
+    return create_req(path, 77, parent, NULL);
 }
 
 /* LIST of dir on every server: the first refusal, else 0. */
@@ -134,12 +151,7 @@ static int list_dir(const char *dir, const struct fs_cap *cap)
         rpc_put_str(&w, "");
         rpc_put_u32(&w, 100);
         fs_cap_put(&w, cap);
-        struct rpc_reader r;
-        uint8_t *p = NULL;
-        int st = fstest_raw_call(fd, FS_LIST, &w, &r, &p);
-        free(p);
-        rpc_writer_free(&w);
-        close(fd);
+        int st = call_and_close(fd, FS_LIST, &w);
         if (st && !first)
             first = st;
     }
@@ -158,13 +170,7 @@ static int put_forged(const char *path, uint64_t key, const struct fs_cap *cap)
     rpc_put_u32(&w, 0);
     fs_cap_put(&w, cap);
     fs_cap_put(&w, &(struct fs_cap){ 0 });   /* the parent: the root needs none */
-    struct rpc_reader r;
-    uint8_t *p = NULL;
-    int st = fstest_raw_call(fd, FS_PUT, &w, &r, &p);
-    free(p);
-    rpc_writer_free(&w);
-    close(fd);
-    return st;
+    return call_and_close(fd, FS_PUT, &w);
 }
 
 int main(int argc, char **argv)
@@ -200,23 +206,8 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "steal")) {
         char mine[FS_PATH_MAX];
         snprintf(mine, sizeof(mine), "%s.stolen%d", path, (int)getpid());
-        int fd = conn(hash_place_path(mine, inst.nservers));
-        struct rpc_writer w;
-        rpc_writer_init(&w, NULL, 0);
-        rpc_put_str(&w, mine);
-        rpc_put_u32(&w, 0600);
-        rpc_put_u32(&w, FS_CREATE_EXCL);
-        rpc_put_u64(&w, rec.key);
-        fs_cap_put(&w, &none);   /* the parent: the root needs none */
-        struct rpc_reader r;
-        uint8_t *p = NULL;
         struct fs_record made = { 0 };
-        st = fstest_raw_call(fd, FS_CREATE, &w, &r, &p);
-        if (st == 0)
-            fs_record_get(&r, &made);
-        free(p);
-        rpc_writer_free(&w);
-        close(fd);
+        st = create_req(mine, rec.key, &none, &made);   /* the parent: the root needs none */
         printf("create=%s", st ? status_name(st) : made.key == rec.key ? "same" : "other");
         snprintf(mine, sizeof(mine), "%s.renamed%d", path, (int)getpid());
         printf(" put=%s", status_name(put_forged(mine, rec.key, &cap)));
