@@ -4,14 +4,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void put_le(uint8_t *p, uint64_t v, int bytes)
+/* Little-endian, byte by byte with constant shifts: the compiler merges
+ * them into one load or store (a loop over the byte count it did not:
+ * some 50 instructions per u64, a tenth of what a server executes for a
+ * stat besides RocksDB). */
+static inline void put_le32(uint8_t *p, uint32_t v)
 {
-    for (int i = 0; i < bytes; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
 }
 
-static uint64_t get_le(const uint8_t *p, int bytes)
+static inline void put_le64(uint8_t *p, uint64_t v)
 {
+    put_le32(p, (uint32_t)v);
+    put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint32_t get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t get_le64(const uint8_t *p)
+{
+    return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+static inline void put_le(uint8_t *p, uint64_t v, int bytes)
+{
+    if (bytes == 8)
+        put_le64(p, v);
+    else if (bytes == 4)
+        put_le32(p, (uint32_t)v);
+    else
+        for (int i = 0; i < bytes; i++)
+            p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint64_t get_le(const uint8_t *p, int bytes)
+{
+    if (bytes == 8)
+        return get_le64(p);
+    if (bytes == 4)
+        return get_le32(p);
     uint64_t v = 0;
     for (int i = 0; i < bytes; i++)
         v |= (uint64_t)p[i] << (8 * i);

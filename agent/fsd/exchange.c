@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +46,8 @@ struct exchange {
     int fd;
     int have_addrs;
     char *hosts, *instance_path;
+    int from_file;                   /* the addresses came from the instance file, */
+    struct stat learnt;              /* as it was then */
     uint8_t secret[INSTANCE_SECRET_SIZE];
 };
 
@@ -307,8 +310,10 @@ static int learn_peers(struct exchange *x, char *why, size_t whylen)
                 from_hosts = 0;
             p = comma ? comma + 1 : NULL;
         }
-        if (from_hosts)
+        if (from_hosts) {
+            x->from_file = 0;
             return 0;
+        }
     }
     if (!x->instance_path) {
         snprintf(why, whylen, "the server list has ports the kernel picked and no --instance "
@@ -316,6 +321,9 @@ static int learn_peers(struct exchange *x, char *why, size_t whylen)
         return -1;
     }
     char err[512];
+    struct stat st;
+    if (stat(x->instance_path, &st) < 0)
+        memset(&st, 0, sizeof(st));
     if (instance_read(x->instance_path, &inst, err, sizeof(err)) < 0) {
         snprintf(why, whylen, "%s", err);
         return -1;
@@ -336,7 +344,24 @@ static int learn_peers(struct exchange *x, char *why, size_t whylen)
             rc = -1;
         }
     instance_free(&inst);
+    if (rc == 0) {
+        x->from_file = 1;
+        x->learnt = st;
+    }
     return rc;
+}
+
+/* Has the instance file been replaced since the addresses were learnt
+ * from it? The deployer rewrites it (CONFIGURE) after the servers start:
+ * one read before that must not pin the ports of an earlier run. */
+static int instance_replaced(const struct exchange *x)
+{
+    struct stat st;
+    if (!x->from_file || stat(x->instance_path, &st) < 0)
+        return 0;   /* gone: the addresses learnt stay */
+    return st.st_ino != x->learnt.st_ino || st.st_dev != x->learnt.st_dev ||
+           st.st_mtim.tv_sec != x->learnt.st_mtim.tv_sec ||
+           st.st_mtim.tv_nsec != x->learnt.st_mtim.tv_nsec;
 }
 
 static void drain(struct exchange *x)
@@ -369,6 +394,7 @@ static void *run(void *arg)
     }
     int64_t next = net_now_ms() + x->lambda_ms;
     int64_t said_ms = 0;
+    char said[600] = "";    /* the last reason logged for having no addresses */
     unsigned counted = 0;   /* peers whose reports counted last period */
     for (;;) {
         int64_t now = net_now_ms();
@@ -380,12 +406,26 @@ static void *run(void *arg)
         }
         next = next + x->lambda_ms > now ? next + x->lambda_ms : now + x->lambda_ms;
         char why[600];
+        if (x->have_addrs && instance_replaced(x)) {
+            x->have_addrs = 0;
+            log_debug("fair exchange: %s was replaced: the peers' addresses read again",
+                     x->instance_path);
+        }
         if (!x->have_addrs && !(x->have_addrs = learn_peers(x, why, sizeof(why)) == 0)) {
-            if (now - said_ms > 60000) {
+            /* Each new reason at once (the first is often only that the
+             * deployer has not written the file yet), the same at most
+             * once a minute. */
+            if (strcmp(why, said) != 0 || now - said_ms > 60000) {
                 log_warn("fair exchange: no peers' addresses yet: %s", why);
+                snprintf(said, sizeof(said), "%s", why);
                 said_ms = now;
             }
             continue;
+        }
+        if (said[0]) {
+            log_info("fair exchange: the peers' addresses are known now (%s)",
+                     x->instance_path ? x->instance_path : "--hosts");
+            said[0] = '\0';
         }
         unsigned used;
         size_t nd = exchange_period(x, realtime_ns(), out, lens, &used);

@@ -88,7 +88,9 @@ size_t exchange_period(struct exchange *x, uint64_t now_ns,
  * comma-separated host:port list, used if every port is set) or else the
  * instance file instance_path (looked at each period until it lists
  * nservers servers and holds secret: the deployer may write it after the
- * servers are ready). 0, or -errno (with err) if it cannot start. */
+ * servers are ready; read again whenever it is replaced, so a file read
+ * before the deployer's own cannot pin another run's ports). 0, or -errno
+ * (with err) if it cannot start. */
 struct server;
 int exchange_start(struct exchange *x, int lfd, const char *hosts, const char *instance_path,
                    const uint8_t *secret, char *err, size_t errlen);
