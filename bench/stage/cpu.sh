@@ -44,7 +44,7 @@ for _ in $(seq "$rounds"); do
         n=${c%:*} t=${c#*:} pids=""
         "$CTL" stop --base "$FS" > /dev/null 2>&1 || true
         rm -rf "$FS" "$W"/t.* "$W"/j.*
-        "$CTL" start --servers 4 --base "$FS" > /dev/null
+        "$CTL" start --servers 4 --base "$FS" > "$W/ctl.log" 2>&1 || { cat "$W/ctl.log" >&2; exit 1; }
         sleep 1
         s0=$(servers) a=$(date +%s.%N)
         for k in $(seq 0 $((n - 1))); do
