@@ -32,7 +32,7 @@ trap 'for b in "$work"/i*; do test -e "$b/servers" && "$new/agent/adafs-ctl" sto
 run() {  # run BUILD OUT
     b=$1 out=$2 base=$work/i$$.$(date +%s%N)
     inst=$("$b/agent/adafs-ctl" start --servers "$servers" --base "$base" --mount /adafs-bench 2>/dev/null)
-    stats=$(awk '{printf "%s/proc/%s/stat", NR > 1 ? " " : "", $2}' "$base/servers")
+    stats=$(awk '{printf "%s/proc/%s/stat", (NR > 1 ? " " : ""), $2}' "$base/servers")
     tick=$(getconf CLK_TCK)
     for tr in $transports; do
         if [ "$tr" = tcp ]; then export ADAFS_TRANSPORT=tcp; else unset ADAFS_TRANSPORT; fi
