@@ -13,27 +13,39 @@
 # this fsbench.c against it: its API has not changed). Prints, per
 # figure, the median of the pair ratios (BUILD / OLD_BUILD), their
 # quartiles, and the best of each build.
+#
+# SERVERS (default 1) servers per instance, PROCS (default 1) mdtest
+# client processes (the all set of run.sh runs 1 and 2), TRANSPORTS
+# (default "tcp local") the transports measured; the server CPU is summed
+# over all servers. CONNECT=0 leaves out fsbench connect.
 set -eu
 usage="usage: md_pairs.sh BUILD OLD_BUILD [PAIRS]"
 new=$(cd "${1:?$usage}" && pwd)
 old=$(cd "${2:?$usage}" && pwd)
 pairs=${3:-16}
+servers=${SERVERS:-1}
+procs=${PROCS:-1}
+transports=${TRANSPORTS:-tcp local}
 work=$(mktemp -d "${TMPDIR:-/tmp}/md_pairs.XXXXXX")
 trap 'for b in "$work"/i*; do test -e "$b/servers" && "$new/agent/adafs-ctl" stop --base "$b" 2>/dev/null; done; rm -rf "$work"' EXIT
 
 run() {  # run BUILD OUT
     b=$1 out=$2 base=$work/i$$.$(date +%s%N)
-    inst=$("$b/agent/adafs-ctl" start --servers 1 --base "$base" --mount /adafs-bench 2>/dev/null)
-    pid=$(awk '{print $2}' "$base/servers")
+    inst=$("$b/agent/adafs-ctl" start --servers "$servers" --base "$base" --mount /adafs-bench 2>/dev/null)
+    stats=$(awk '{printf "%s/proc/%s/stat", (NR > 1 ? " " : ""), $2}' "$base/servers")
     tick=$(getconf CLK_TCK)
-    for tr in tcp local; do
-        if [ $tr = tcp ]; then export ADAFS_TRANSPORT=tcp; else unset ADAFS_TRANSPORT; fi
-        c0=$(awk '{print $14 + $15}' /proc/"$pid"/stat)
+    for tr in $transports; do
+        if [ "$tr" = tcp ]; then export ADAFS_TRANSPORT=tcp; else unset ADAFS_TRANSPORT; fi
+        # shellcheck disable=SC2086  # stats: one file per server
+        c0=$(awk '{s += $14 + $15} END {print s}' $stats)
         ADAFS_INSTANCE=$inst ADAFS_MOUNT=/adafs-bench LD_PRELOAD=$b/agent/.libs/libadafs_preload.so \
-            "$b/bench/fs/fsbench" mdtest --dir /adafs-bench/md$tr --files 5000 | sed "s/^/$tr./" >>"$out"
-        c1=$(awk '{print $14 + $15}' /proc/"$pid"/stat)
-        echo "$tr.server_cpu_us_per_op $(( (c1 - c0) * 1000000 / tick / 15000 )) us" >>"$out"
-        ADAFS_INSTANCE=$inst "$b/bench/fs/fsbench" connect --dir /adafs-bench/md$tr --seconds 1.5 |
+            "$b/bench/fs/fsbench" mdtest --dir /adafs-bench/md"$tr" --files 5000 --procs "$procs" |
+            sed "s/^/$tr./" >>"$out"
+        # shellcheck disable=SC2086
+        c1=$(awk '{s += $14 + $15} END {print s}' $stats)
+        echo "$tr.server_cpu_us_per_op $(( (c1 - c0) * 1000000 / tick / (15000 * procs) )) us" >>"$out"
+        test "${CONNECT:-1}" = 0 && continue
+        ADAFS_INSTANCE=$inst "$b/bench/fs/fsbench" connect --dir /adafs-bench/md"$tr" --seconds 1.5 |
             sed "s/^/$tr./" >>"$out"
     done
     unset ADAFS_TRANSPORT

@@ -42,6 +42,7 @@
 #   each job stopped after FIO_SECONDS (default 5), on the local directory
 #   and on adafs with 1 and 2 servers (FIO_SERVERS), both roots; with
 #   OLD_BUILD_DIR the older build alternating. Medians over the repeats.
+#   FIO_JOBS (rw:bs words, e.g. "write:1m randwrite:64k") runs only those.
 #
 # The tmpfs root is TMPFS_DIR (default /dev/shm); ROOTS="disk" leaves it
 # out. Prints Markdown.
@@ -437,6 +438,7 @@ fi
 # run (the first lays the file out).
 fio_jobs="write:1m read:1m randwrite:1m randread:1m write:64k read:64k randwrite:64k randread:64k \
 write:4k read:4k randwrite:4k randread:4k"
+fio_jobs=${FIO_JOBS:-$fio_jobs}
 # fio_target KEY DIR [ENV...]: every job on DIR/fio.dat, recorded under KEY.
 fio_target() {
     key=$1 dir=$2
