@@ -1023,7 +1023,9 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
         rc = ESLURM_BURST_BUFFER_LIMIT;
         goto out;
     }
-    if (req.npersist) {
+    /* A stage line may name an instance ($ADAFS_PERSISTENT_<NAME>/): one
+     * the job must mount, in a request with no line of its own for it too. */
+    if (req.npersist || req.nstages) {
         slurm_mutex_lock(&drv.lock);
         size_t persistent_nodes = drv.config.persistent_nodes.count;
         slurm_mutex_unlock(&drv.lock);

@@ -7,7 +7,9 @@
 # still there; two later jobs at once, one per
 # member of the group, read it (the owner's also stages a file in and one
 # out through it, named by its variable, beside a file system of its own;
-# the member's has one too, and copies between the two); a third user's job is refused at submit,
+# the member's has one too, and copies between the two, and stages a file
+# in and one out through proj); a third user's job, and its stage line into
+# proj, are refused at submit,
 # and the instance file copied to that user, with the client library
 # pointed at the servers, gives no access either; a destroy is refused
 # while a job uses it, then goes through, and its storage is wiped. Then
@@ -101,13 +103,19 @@ sed "3a #BB_ADAFS capacity=64M access=preload\\
 #BB_ADAFS stage_out source=\$ADAFS_PERSISTENT_proj/data.txt destination=$pfs/out.%j.txt type=file" \
     "$ADAFS_CLUSTER_DIR/jobs/use.sh" | write_job use-stage.sh >/dev/null
 # The member's has a file system of its own too: one process reaches both
-# (cp between them; a rename from one to the other is EXDEV).
+# (cp between them; a rename from one to the other is EXDEV). It stages a
+# file of its own into proj and one it wrote there out: its stager proves
+# the member's uid to proj's servers with munge, as its processes do.
 write_job use-own.sh >/dev/null <<JOB
 #!/bin/bash
 #SBATCH -N 1 -t 5 -o use-%j.out
 #BB_ADAFS capacity=64M access=preload
 #BB_ADAFS use_persistent name=proj
+#BB_ADAFS stage_in source=$pfs/member-in.txt destination=\$ADAFS_PERSISTENT_proj/member-in.txt type=file
+#BB_ADAFS stage_out source=\$ADAFS_PERSISTENT_proj/member-out.txt destination=$pfs/member-out.%j.txt type=file
 echo "\$ADAFS_MOUNT \$ADAFS_PERSISTENT_proj \$ADAFS_MOUNTS" > $pfs/use.mounts
+{ cat \$ADAFS_PERSISTENT_proj/member-in.txt; stat -c %U \$ADAFS_PERSISTENT_proj/member-in.txt; } > $pfs/use.member-in
+echo "member $marker" > \$ADAFS_PERSISTENT_proj/member-out.txt
 cp \$ADAFS_PERSISTENT_proj/big.bin \$ADAFS_MOUNT/copy.bin && md5sum < \$ADAFS_MOUNT/copy.bin > $pfs/use.copy
 /usr/bin/python3 -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' \
     \$ADAFS_MOUNT/copy.bin \$ADAFS_PERSISTENT_proj/moved.bin 2> $pfs/use.exdev
@@ -115,7 +123,9 @@ cp \$ADAFS_PERSISTENT_proj/big.bin \$ADAFS_MOUNT/copy.bin && md5sum < \$ADAFS_MO
 for _ in \$(seq 600); do [ -e $pfs/use.go ] && break; sleep 0.2; done
 JOB
 echo "staged $marker" > "$pfs/in.txt"
-rm -f "$pfs"/use.*
+# The member's own, readable by no one else.
+rm -f "$pfs"/use.* "$pfs"/member-*
+echo "member's $marker" | install -m 600 -o "$member" /dev/stdin "$pfs/member-in.txt"
 u1=$(submit_as "$test_user" use-stage.sh)
 u2=$(submit_as "$member" use-own.sh)
 check "two jobs use it at once ($u1 of $test_user, $u2 of $member)" -- \
@@ -134,6 +144,23 @@ check "a rename from its own into proj is EXDEV ($(tail -1 "$pfs/use.exdev" 2>/d
 # 4. A third user: refused at submit, and with the instance file in hand.
 refusal=$(submit_as "$outsider" use.sh 2>&1)
 check "$outsider's job is refused at submit ($refusal)" -- \
+    grep -q "use_persistent name=proj: owned by $test_user, shared with group $group: not shared" <<<"$refusal"
+# Its stage lines into proj: with the use_persistent line, refused as the
+# use; without it, for naming an instance the job does not mount.
+write_job outsider-stage.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 1 -t 5 -o use-%j.out
+#BB_ADAFS capacity=64M access=preload
+#BB_ADAFS stage_in source=$pfs/in.txt destination=\$ADAFS_PERSISTENT_proj/intruder.txt type=file
+true
+JOB
+refusal=$(submit_as "$outsider" outsider-stage.sh 2>&1)
+check "$outsider's stage_in into proj is refused at submit ($refusal)" -- \
+    grep -q "stage_in destination=\$ADAFS_PERSISTENT_proj/intruder.txt: the job mounts no instance proj" <<<"$refusal"
+sed '3a #BB_ADAFS use_persistent name=proj' "$ADAFS_CLUSTER_DIR/jobs/outsider-stage.sh" |
+    write_job outsider-use-stage.sh >/dev/null
+refusal=$(submit_as "$outsider" outsider-use-stage.sh 2>&1)
+check "  and with a use_persistent line too ($refusal)" -- \
     grep -q "use_persistent name=proj: owned by $test_user, shared with group $group: not shared" <<<"$refusal"
 leak=$(runuser -u "$outsider" -- mktemp /tmp/persist-leak.XXXXXX)
 cat "$ADAFS_CLUSTER_DIR/mnt/.job.$u1.proj.instance" > "$leak"
@@ -170,6 +197,10 @@ check "$member's job's end took its further mount off the node" -- \
     bash -c "for _ in \$(seq 60); do [ ! -e $ADAFS_CLUSTER_DIR/mnt/$u2.proj ] && [ ! -e $ADAFS_CLUSTER_DIR/mnt/.job.$u2.proj.instance ] && exit 0; sleep 0.5; done; exit 1"
 check "the owner's job staged a file into the instance" -- grep -qx "staged $marker" "$pfs/use.staged"
 check "and staged one out of it" -- bash -c "grep -qx '$marker' $pfs/out.$u1.txt"
+check "$member's job staged its file into proj, intact, owned by $member ($(paste -sd ' ' "$pfs/use.member-in" 2>/dev/null))" -- \
+    bash -c "head -1 $pfs/use.member-in | grep -qx \"member's $marker\" && tail -1 $pfs/use.member-in | grep -qx $member"
+check "and one it wrote there out of it, intact, owned by $member" -- \
+    bash -c "grep -qx 'member $marker' $pfs/member-out.$u2.txt && test \"\$(stat -c %U $pfs/member-out.$u2.txt)\" = $member"
 check "proj outlived them" -- bash -c "scontrol show burst | grep -q 'Name=proj '"
 scontrol release "$d"
 check "released, the destroying job completes" -- wait_job "$d" COMPLETED 120

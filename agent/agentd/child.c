@@ -119,10 +119,11 @@ static const char *const sanitizer_vars[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS", "
 struct child_env {
     char home[PATH_MAX + 8], user[300], logname[300];
     char sanitizer[SANITIZER_VARS][2048];
-    char *vars[5 + SANITIZER_VARS + 1];
+    char *vars[5 + SANITIZER_VARS + CHILD_EXTRA_ENV + 1];
 };
 
-static void child_env_make(const struct user_id *u, struct child_env *e)
+static void child_env_make(const struct user_id *u, const char *const *extra,
+                           struct child_env *e)
 {
     struct passwd pw, *found = NULL;
     char buf[4096];
@@ -144,6 +145,8 @@ static void child_env_make(const struct user_id *u, struct child_env *e)
                      (int)sizeof(e->sanitizer[i]))
             e->vars[n++] = e->sanitizer[i];
     }
+    for (size_t i = 0; extra && extra[i]; i++)
+        e->vars[n++] = (char *)extra[i];
     e->vars[n] = NULL;
 }
 
@@ -191,8 +194,19 @@ int child_numa_cpus(int node, cpu_set_t *cpus)
 pid_t child_spawn(const struct user_id *u, char *const argv[], int out_fd, int err_fd,
                   int keep_fd, const cpu_set_t *cpus)
 {
+    return child_spawn_env(u, argv, NULL, out_fd, err_fd, keep_fd, cpus);
+}
+
+pid_t child_spawn_env(const struct user_id *u, char *const argv[], const char *const *extra,
+                      int out_fd, int err_fd, int keep_fd, const cpu_set_t *cpus)
+{
+    size_t nextra = 0;
+    while (extra && extra[nextra])
+        nextra++;
+    if (nextra > CHILD_EXTRA_ENV)
+        return -E2BIG;
     struct child_env env;
-    child_env_make(u, &env);
+    child_env_make(u, extra, &env);
     int report[2];
     if (pipe2(report, O_CLOEXEC) < 0)
         return -errno;

@@ -31,6 +31,13 @@ int child_init(void);
 pid_t child_spawn(const struct user_id *u, char *const argv[], int out_fd, int err_fd,
                   int keep_fd, const cpu_set_t *cpus);
 
+/* child_spawn, its environment also holding extra ("NAME=VALUE" strings,
+ * NULL-terminated, at most CHILD_EXTRA_ENV; NULL: none): what the agent
+ * chose for this child, never anything a user sent. -E2BIG if more. */
+#define CHILD_EXTRA_ENV 4
+pid_t child_spawn_env(const struct user_id *u, char *const argv[], const char *const *extra,
+                      int out_fd, int err_fd, int keep_fd, const cpu_set_t *cpus);
+
 /* The CPUs of a NUMA node, from /sys/devices/system/node/node<N>/cpulist.
  * Returns 0 or -errno (-ENOENT: no such node). */
 int child_numa_cpus(int node, cpu_set_t *cpus);

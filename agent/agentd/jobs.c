@@ -20,6 +20,7 @@
 
 #include "child.h"
 #include "fusemount.h"
+#include "handshake.h"
 #include "instance.h"
 #include "jobnodes.h"
 #include "log.h"
@@ -1260,12 +1261,23 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
     argv[n++] = (char *)m->destination;
     argv[n] = NULL;
 
+    /* A persistent instance's servers ask every user but the owner to
+     * prove its uid with munge over TCP: the stager, once it runs as the
+     * job's user, gets a credential of that uid from this node's munged
+     * (no more than the user's own processes can get). */
+    char munge_env[sizeof(HANDSHAKE_ENV_MUNGE_SOCKET "=") + PATH_MAX];
+    const char *extra_env[2] = { NULL, NULL };
+    if (cfg->munge_socket) {
+        snprintf(munge_env, sizeof(munge_env), "%s=%s", HANDSHAKE_ENV_MUNGE_SOCKET,
+                 cfg->munge_socket);
+        extra_env[0] = munge_env;
+    }
     int out[2], errp[2];
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
         pthread_mutex_unlock(&jobs_lock);
         return failf(e, AGENT_FAULT_TRANSIENT, -errno, "pipe: %s", strerror(errno));
     }
-    pid_t pid = child_spawn(&j->user, argv, out[1], errp[1], -1, NULL);
+    pid_t pid = child_spawn_env(&j->user, argv, extra_env, out[1], errp[1], -1, NULL);
     close(out[1]);
     close(errp[1]);
     if (pid < 0) {

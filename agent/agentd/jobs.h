@@ -43,7 +43,8 @@ struct agent_settings {
     int stop_timeout_ms;         /* a server not gone by then is killed */
     const char *qos_socket;      /* QoS attach socket (qos.h); NULL: QoS off */
     const char *munge_socket;    /* munged's socket (NULL: its default), also given to the
-                                  * servers of persistent instances (adafsd --munge-socket) */
+                                  * servers of persistent instances (adafsd --munge-socket)
+                                  * and to stagers ($ADAFS_MUNGE_SOCKET) */
     struct tbf_loop *tbf;        /* --node-bandwidth shared by AdapTBF; NULL: off */
     const char *fair_policy;     /* adafsd --fair-policy of persistent instances' servers
                                   * (several users share them); NULL: off */

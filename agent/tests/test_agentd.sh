@@ -3,7 +3,8 @@
 # with its own munged, a real adafsd per job and a stand-in stager, driven
 # over TCP by agentd_client as the plugin would drive it. Checks what an
 # unauthenticated peer may cost the agent, that a job user cannot make
-# teardown fail, the bound on stager output kept for STATUS, the checks on
+# teardown fail, the bound on stager output kept for STATUS, the stager's
+# munged (\$ADAFS_MUNGE_SOCKET) and the uid its credential carries, the checks on
 # the storage path, and the FUSE mount of an access=both job (only its user
 # enters; teardown takes it off with a process in it and adafs-fuse hung;
 # an agent restarted after a crash takes off its predecessor's). Needs root
@@ -38,6 +39,15 @@ cat > "$base/stage.sh" <<'EOF'
 #!/bin/sh
 # A source named /slow: a child keeps the output open after a kill.
 for arg; do [ "$arg" = /slow ] && sleep 2; done
+# A source named /munge: the munged the agent named, and the uid a
+# credential made by this process carries, into the destination file.
+src= dst=
+for arg; do src=$dst dst=$arg; done
+if [ "$src" = /munge ]; then
+    { echo "socket=${ADAFS_MUNGE_SOCKET:-unset}"
+      munge -S "$ADAFS_MUNGE_SOCKET" -n | unmunge -S "$ADAFS_MUNGE_SOCKET"; } > "$dst" 2>&1
+    exit 0
+fi
 head -c 6000000 /dev/zero | tr '\0' 's'
 head -c 6000000 /dev/zero | tr '\0' 'e' >&2
 EOF
@@ -200,6 +210,16 @@ check "STATUS keeps the first 4 MiB of stdout and says what it dropped" \
     eval 'echo "$out" | grep -q " summary=4194331 .*summary_end=s*|\.\.\. 1805696 bytes dropped| "'
 check "STATUS keeps the first 4 MiB of stderr and says what it dropped" \
     eval 'echo "$out" | grep -q " errors=4194331 .*errors_end=e*|\.\.\. 1805696 bytes dropped|$"'
+# A persistent instance's servers ask a stager for munge's word on its uid
+# (stage lines of a user other than the instance's owner): the agent names
+# its munged, and the credential, made after the drop, is the job user's.
+install -d -o "$user" -g "$group" "$base/out"
+check "STAGE a stager that makes a munge credential" eval 'agent stage 2 /munge $base/out/munge | grep -qx ok'
+for _ in $(seq 100); do case $(agent status 2) in state=2*) break ;; esac; sleep 0.1; done
+check "the stager has \$ADAFS_MUNGE_SOCKET, the agent's --munge-socket ($(head -1 "$base/out/munge"))" \
+    grep -qx "socket=$ADAFS_TEST_MUNGE_SOCKET" "$base/out/munge"
+check "  a credential it makes is the job user's uid $user ($(grep '^UID:' "$base/out/munge"))" \
+    grep -Eq "^UID: +[^ ]+ \($user\)\$" "$base/out/munge"
 check "TEARDOWN job 2" eval 'agent teardown 2 | grep -qx ok'
 out=$(agent status 2)
 check "the job's record and output are freed at teardown ($out)" \
