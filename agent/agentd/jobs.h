@@ -45,8 +45,9 @@ struct agent_settings {
     const char *munge_socket;    /* munged's socket (NULL: its default), also given to the
                                   * servers of persistent instances (adafsd --munge-socket) */
     struct tbf_loop *tbf;        /* --node-bandwidth shared by AdapTBF; NULL: off */
-    const char *fair_policy;     /* adafsd --fair-policy of persistent instances' servers
-                                  * (several users share them); NULL: off */
+    const char *fair_policy;     /* adafsd --fair-policy of the servers of persistent
+                                  * instances (several users share them) that name none
+                                  * (create_persistent fair_share=); NULL: off */
 };
 
 /* Checks the settings: -EINVAL for a node name that is not a plain word,
