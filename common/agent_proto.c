@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fair_policy.h"
+
 static int finish(struct rpc_reader *r)
 {
     return rpc_reader_done(r) ? 0 : -EBADMSG;
@@ -26,6 +28,7 @@ void agent_start_put(struct rpc_writer *w, const struct agent_start *m)
     rpc_put_str(w, m->persist_name ? m->persist_name : "");
     rpc_put_u32(w, m->access_gid);
     rpc_put_str(w, m->server_key_hex ? m->server_key_hex : "");
+    rpc_put_str(w, m->fair_policy ? m->fair_policy : "");
 }
 
 int agent_start_get(struct rpc_reader *r, struct agent_start *m)
@@ -45,12 +48,16 @@ int agent_start_get(struct rpc_reader *r, struct agent_start *m)
     m->persist_name = rpc_get_str(r);
     m->access_gid = rpc_get_u32(r);
     m->server_key_hex = rpc_get_str(r);
+    m->fair_policy = rpc_get_str(r);
     if (finish(r) < 0 || (m->flags & ~AGENT_START_PERSISTENT))
+        return -EBADMSG;
+    if (m->fair_policy[0] && fair_policy_parse(m->fair_policy) < 0)
         return -EBADMSG;
     /* A persistent START names its instance, a job's names none; whether
      * the id fits the flag the agent says itself, naming the id. */
     if ((m->flags & AGENT_START_PERSISTENT) ? !agent_persist_name_ok(m->persist_name)
-                                            : m->persist_name[0] != '\0' || m->access_gid != 0)
+                                            : m->persist_name[0] != '\0' || m->access_gid != 0 ||
+                                              m->fair_policy[0] != '\0')
         return -EBADMSG;
     return 0;
 }

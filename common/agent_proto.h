@@ -31,7 +31,12 @@
  * instance's servers MAC their usage reports with (agent/fsd/exchange.h),
  * which no client may have (the secret every client has). The plugin makes
  * it with the secret; the agent writes it beside the secret file for the
- * server only (doc/fairshare.md). */
+ * server only (doc/fairshare.md).
+ *
+ * A persistent instance's START also names the fair-share policy of its
+ * servers (create_persistent fair_share=, fair_policy.h), or none: then
+ * the agent's own --fair-policy holds. A job's own instance names none: it
+ * serves one job, and nothing is shared fairly there (doc/fairshare.md). */
 #ifndef ADAFS_AGENT_PROTO_H
 #define ADAFS_AGENT_PROTO_H
 
@@ -101,6 +106,9 @@ struct agent_start {
     const char *server_key_hex;     /* the key the instance's servers share and no client
                                      * has (adafsd --server-key: their usage exchange), as
                                      * the secret's hex; "" or NULL: none (sealed too) */
+    const char *fair_policy;        /* persistent: its servers' adafsd --fair-policy, a
+                                     * name of fair_policy.h; "" or NULL: the agent's
+                                     * --fair-policy. A job's instance: "" */
 };
 /* START's answer: where the server listens. */
 struct agent_started {

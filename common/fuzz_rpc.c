@@ -86,6 +86,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     persistent.flags = AGENT_START_PERSISTENT;
     persistent.persist_name = "scratch_1";
     persistent.access_gid = 1001;
+    persistent.fair_policy = "user-then-size";
     struct rpc_writer a, b, c, d;
     rpc_writer_init(&a, NULL, 0);
     rpc_writer_init(&b, NULL, 0);

@@ -235,6 +235,27 @@ static void test_persistent(void)
     tap_is_int(start_back(&bad, &back, &w), -EBADMSG, "a START with a flag this release does not know "
                "is malformed");
     rpc_writer_free(&w);
+    tap_ok(start_back(&p, &back, &w) == 0 && strcmp(back.fair_policy, "") == 0,
+           "a persistent START without a fair-share policy reads back \"\" (the agent's)");
+    rpc_writer_free(&w);
+    struct agent_start fair = p;
+    fair.fair_policy = "user-then-size";
+    tap_ok(start_back(&fair, &back, &w) == 0 && strcmp(back.fair_policy, "user-then-size") == 0 &&
+           strcmp(back.persist_name, "shared_1") == 0, "a persistent START carries its servers' "
+           "fair-share policy");
+    rpc_writer_free(&w);
+    fair.fair_policy = "off";
+    tap_ok(start_back(&fair, &back, &w) == 0 && strcmp(back.fair_policy, "off") == 0,
+           "off is a policy too (not the agent's default)");
+    rpc_writer_free(&w);
+    fair.fair_policy = "fair";
+    tap_is_int(start_back(&fair, &back, &w), -EBADMSG, "a policy that is none is malformed");
+    rpc_writer_free(&w);
+    bad = job;
+    bad.fair_policy = "job-fair";
+    tap_is_int(start_back(&bad, &back, &w), -EBADMSG, "a job's START naming a policy is malformed "
+               "(one job: nothing to share)");
+    rpc_writer_free(&w);
     /* Which ids go with which flag the agent decides itself (naming the id). */
     bad = job;
     bad.job_id = AGENT_PERSIST_ID_BASE;

@@ -2,7 +2,7 @@
  * an administrator (doc/man/adafs-persist.8.md).
  *
  *   adafs-persist create name=NAME capacity=SIZE [nodes=N] [access=user|group:GROUP]
- *                 --owner USER [--partition P] [--wait SECONDS]
+ *                 [fair_share=POLICY] --owner USER [--partition P] [--wait SECONDS]
  *   adafs-persist destroy name=NAME [--partition P] [--wait SECONDS]
  *   adafs-persist list
  *
@@ -37,7 +37,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: " PROG " create name=NAME capacity=SIZE [nodes=N] [access=user|group:GROUP]\n"
-            "                     --owner USER [--partition PARTITION] [--wait SECONDS]\n"
+            "                     [fair_share=POLICY] --owner USER [--partition PARTITION]\n"
+            "                     [--wait SECONDS]\n"
             "       " PROG " destroy name=NAME [--partition PARTITION] [--wait SECONDS]\n"
             "       " PROG " list\n"
             "       " PROG " --help\n");
@@ -89,17 +90,22 @@ static void print_instance(FILE *out, const burst_buffer_resv_t *r)
     struct tm tm;
     if (r->create_time && localtime_r(&r->create_time, &tm))
         strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
-    /* The plugin puts what its servers hold in the pool field. */
+    /* The plugin puts what its servers hold and their fair-share policy
+     * in the pool field: persistent(used=SIZE,fair_share=POLICY). */
     const char *used = r->pool && strncmp(r->pool, "persistent(used=", 16) == 0 ? r->pool + 16 : "?";
-    fprintf(out, "%-20s %-12s %14llu %-10.*s %s\n", r->name, pw ? pw->pw_name : "?",
-            (unsigned long long)r->size, (int)strcspn(used, ")"), used, created);
+    const char *fair = strstr(used, ",fair_share=");
+    fair = fair ? fair + 12 : "?";
+    fprintf(out, "%-20s %-12s %14llu %-10.*s %-15.*s %s\n", r->name, pw ? pw->pw_name : "?",
+            (unsigned long long)r->size, (int)strcspn(used, ",)"), used, (int)strcspn(fair, ",)"),
+            fair, created);
 }
 
 static int cmd_list(void)
 {
     struct listing l = { 0 };
     list_load(&l);
-    printf("%-20s %-12s %14s %-10s %s\n", "NAME", "OWNER", "CAPACITY", "USED", "CREATED");
+    printf("%-20s %-12s %14s %-10s %-15s %s\n", "NAME", "OWNER", "CAPACITY", "USED", "FAIR_SHARE",
+           "CREATED");
     for (uint32_t i = 0; l.msg && i < l.msg->record_count; i++) {
         const burst_buffer_info_t *bb = &l.msg->burst_buffer_array[i];
         for (uint32_t k = 0; bb->name && strcmp(bb->name, "adafs") == 0 && k < bb->buffer_count; k++)

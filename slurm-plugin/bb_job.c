@@ -277,12 +277,16 @@ static void put_persist(struct rpc_writer *w, const struct bb_request *q)
     rpc_put_u32(w, (uint32_t)q->npersist);
     for (size_t i = 0; i < q->npersist; i++) {
         const struct persist_spec *s = &q->persist[i];
-        rpc_put_u32(w, (uint32_t)s->op);
+        /* Above the op's byte, flags of what follows the line (a record of
+         * before has none): bit 8, the fair_share= policy. */
+        rpc_put_u32(w, (uint32_t)s->op | (uint32_t)(s->fair_share[0] != '\0') << 8);
         rpc_put_str(w, s->name);
         rpc_put_u64(w, s->capacity);
         rpc_put_u32(w, s->nodes);
         put_opt_str(w, s->group);
         rpc_put_u32(w, (uint32_t)s->line);
+        if (s->fair_share[0])
+            rpc_put_str(w, s->fair_share);
     }
 }
 
@@ -298,18 +302,22 @@ static bool get_persist(struct rpc_reader *r, struct bb_request *q)
     bool ok = true;
     for (uint32_t i = 0; i < n && ok; i++) {
         struct persist_spec *s = &q->persist[i];
-        uint32_t op = rpc_get_u32(r);
+        uint32_t word = rpc_get_u32(r), op = word & 0xff;
         const char *name = rpc_get_str(r);
         s->capacity = rpc_get_u64(r);
         s->nodes = rpc_get_u32(r);
         s->group = get_opt_str(r, &ok);
         s->line = (int)rpc_get_u32(r);
+        const char *fair = word & 1u << 8 ? rpc_get_str(r) : "";
         s->origin = "--bb";   /* the canonical form it was parsed again from */
         q->npersist = i + 1;
-        if (!name || strlen(name) > PERSIST_NAME_MAX || op < PERSIST_CREATE || op > PERSIST_DESTROY)
+        if (!name || strlen(name) > PERSIST_NAME_MAX || op < PERSIST_CREATE || op > PERSIST_DESTROY ||
+            (word & ~(0xffu | 1u << 8)) || !fair || (fair[0] && fair_policy_parse(fair) < 0))
             ok = false;
-        else
+        else {
             snprintf(s->name, sizeof(s->name), "%s", name);
+            snprintf(s->fair_share, sizeof(s->fair_share), "%s", fair);
+        }
         s->op = (enum persist_op)op;
         s->access = s->group ? PERSIST_ACCESS_GROUP : PERSIST_ACCESS_USER;
     }

@@ -897,12 +897,14 @@ extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
             continue;
         const struct persist_instance *p = j->persist;
         /* A persistent instance shows as Name=NAME (scontrol prints a
-         * buffer without a job id so), what its servers hold in its pool. */
-        char pool[64];
+         * buffer without a job id so), what its servers hold and how they
+         * share themselves (default: each agent's --fair-policy) in its pool. */
+        char pool[96];
         if (p) {
             char size[32];
             size_format(p->used, size, sizeof(size));
-            snprintf(pool, sizeof(pool), "persistent(used=%s)", size);
+            snprintf(pool, sizeof(pool), "persistent(used=%s,fair_share=%s)", size,
+                     p->fair_share[0] ? p->fair_share : "default");
         }
         packstr(NULL, buffer);                  /* account */
         pack32(0, buffer);                      /* array_job_id */

@@ -227,6 +227,9 @@ static int parse_options(struct parser *p, const struct origin *o,
                        : strcmp(key, "chunk") == 0     ? &req->chunk_size
                        : strcmp(key, "max_bw") == 0    ? &req->max_bw
                        : strcmp(key, "max_mdops") == 0 ? &req->max_mdops : NULL;
+        if (!slot && strcmp(key, "fair_share") == 0)
+            return fail(p, o, "fair_share= is an option of create_persistent: a job's own file "
+                        "system serves that job alone, so nothing is shared there");
         if (!slot)
             return fail(p, o, "unknown option '%s' (known: capacity, chunk, max_bw, max_mdops, "
                         "access, stage_in, stage_out, qos)", key);
@@ -406,7 +409,7 @@ static int parse_persistent(struct parser *p, const struct origin *o, enum persi
 {
     const char *verb = persist_op_name(op);
     struct persist_spec spec = { .op = op, .line = o->line, .origin = o->what };
-    const char *name = NULL, *capacity = NULL, *nodes = NULL, *access = NULL;
+    const char *name = NULL, *capacity = NULL, *nodes = NULL, *access = NULL, *fair = NULL;
 
     for (int i = 1; i < ntokens; i++) {
         char *key = tokens[i];
@@ -422,9 +425,11 @@ static int parse_persistent(struct parser *p, const struct origin *o, enum persi
             slot = &nodes;
         else if (op == PERSIST_CREATE && strcmp(key, "access") == 0)
             slot = &access;
+        else if (op == PERSIST_CREATE && strcmp(key, "fair_share") == 0)
+            slot = &fair;
         else
             return fail(p, o, "unknown %s option '%s' (known: %s)", verb, key,
-                        op == PERSIST_CREATE ? "name, capacity, nodes, access" : "name");
+                        op == PERSIST_CREATE ? "name, capacity, nodes, access, fair_share" : "name");
         if (*slot)
             return fail(p, o, "%s given twice", key);
         *slot = value;
@@ -459,6 +464,10 @@ static int parse_persistent(struct parser *p, const struct origin *o, enum persi
         } else if (access) {
             return fail(p, o, "access=%s: expected user or group:GROUP", access);
         }
+        if (fair && fair_policy_parse(fair) < 0)
+            return fail(p, o, "fair_share=%s: expected " FAIR_POLICY_NAMES, fair);
+        if (fair)
+            snprintf(spec.fair_share, sizeof(spec.fair_share), "%s", fair);
     }
 
     struct bb_request *req = p->req;
@@ -716,6 +725,8 @@ char *bb_request_format(const char *prefix, const struct bb_request *req)
                 strbuf_printf(&b, " nodes=%u", s->nodes);
             if (s->group)
                 strbuf_printf(&b, " access=group:%s", s->group);
+            if (s->fair_share[0])
+                strbuf_printf(&b, " fair_share=%s", s->fair_share);
         }
         strbuf_printf(&b, "\n");
     }

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fair_policy.h"
 #include "qos_limits.h"
 #include "stage_type.h"
 
@@ -45,11 +46,15 @@ struct stage_spec {
  * jobs, created by one job, used by later ones, destroyed by another:
  *
  *   #BB_ADAFS create_persistent name=NAME capacity=SIZE [nodes=N] [access=user|group:GRP]
+ *                               [fair_share=POLICY]
  *   #BB_ADAFS use_persistent name=NAME
  *   #BB_ADAFS destroy_persistent name=NAME
  *
  * A NAME is a letter then letters, digits or '_' (it becomes part of the
- * job's environment variable ADAFS_PERSISTENT_<NAME>). */
+ * job's environment variable ADAFS_PERSISTENT_<NAME>). fair_share= is how
+ * its servers share themselves among the jobs that use it at once
+ * (common/fair_policy.h: off, job-fair, user-fair, group-fair, size-fair,
+ * user-then-size); without it, each node agent's --fair-policy. */
 enum persist_op { PERSIST_CREATE = 1, PERSIST_USE, PERSIST_DESTROY };
 enum persist_access { PERSIST_ACCESS_USER = 0, PERSIST_ACCESS_GROUP };
 
@@ -64,6 +69,7 @@ struct persist_spec {
     uint32_t nodes;                /* create: 0 = every AdafsPersistentNodes node */
     enum persist_access access;    /* create: who may use it */
     char *group;                   /* create, access=group:GRP: the group's name */
+    char fair_share[FAIR_POLICY_NAME_MAX]; /* create: its servers' policy; "": the agents' */
     int line;                      /* where it was written ... */
     const char *origin;            /* ... "batch script" or "--bb" */
 };

@@ -114,6 +114,7 @@ struct lc_set {
     char server_key_hex[INSTANCE_SECRET_HEX];
     struct agent_start start;      /* START: all but each node's own fields */
     char persist_name[PERSIST_NAME_MAX + 1]; /* START of a persistent instance's servers */
+    char fair_policy[FAIR_POLICY_NAME_MAX];  /* ... and their fair_share= ("": the agents') */
     int32_t *numa;                 /* START: each node's NUMA node */
     struct agent_stage stage;      /* STAGE: all but the worker */
     char *stage_source, *stage_destination;
@@ -656,8 +657,10 @@ static int deploy_next(struct bb_job *j, const struct lc_env *env, bool strict)
     }
     memcpy(s->secret_hex, j->secret_hex, sizeof(s->secret_hex));
     memcpy(s->server_key_hex, j->server_key_hex, sizeof(s->server_key_hex));
-    if (j->persist)
+    if (j->persist) {
         snprintf(s->persist_name, sizeof(s->persist_name), "%s", j->persist->name);
+        snprintf(s->fair_policy, sizeof(s->fair_policy), "%s", j->persist->fair_share);
+    }
     s->start = (struct agent_start){
         .job_id = j->job_id, .uid = j->uid, .gid = j->gid, .nservers = (uint32_t)j->nnodes,
         .chunk_size = j->chunk_size, .quota = j->node_capacity, .secret_hex = s->secret_hex,
@@ -668,6 +671,9 @@ static int deploy_next(struct bb_job *j, const struct lc_env *env, bool strict)
         .access_gid = j->persist ? j->persist->access_gid : 0,
         /* Beside the secret, for the servers only (doc/fairshare.md). */
         .server_key_hex = s->server_key_hex,
+        /* How its servers share themselves among its jobs; a job's own
+         * instance serves one job: nothing to share (doc/fairshare.md). */
+        .fair_policy = s->fair_policy,
     };
     s->build = build_start;
     for (size_t i = 0; i < j->nnodes; i++) {

@@ -72,6 +72,7 @@ struct persist_instance *persist_create(struct persist_table *t, const struct pe
     p->owner_uid = uid;
     p->owner_gid = gid;
     p->access_gid = spec->group ? access_gid : 0;
+    memcpy(p->fair_share, spec->fair_share, sizeof(p->fair_share));
     p->capacity = spec->capacity;
     p->nodes = spec->nodes;
     p->creator_job = job_id;
@@ -197,10 +198,12 @@ char *persist_status_text(const struct persist_table *t)
         char cap[32], used[32];
         size_format(p->capacity, cap, sizeof(cap));
         size_format(p->used, used, sizeof(used));
-        strbuf_printf(&b, "    Name=%s Owner=%s(%u) Access=%s%s Capacity=%s Used=%s Nodes=%u "
-                      "State=%s CreatedBy=%u\n", p->name, p->owner ? p->owner : "?",
+        /* FairShare=default: each node agent's --fair-policy (not known here). */
+        strbuf_printf(&b, "    Name=%s Owner=%s(%u) Access=%s%s FairShare=%s Capacity=%s Used=%s "
+                      "Nodes=%u State=%s CreatedBy=%u\n", p->name, p->owner ? p->owner : "?",
                       (unsigned)p->owner_uid, p->group ? "group:" : "user",
-                      p->group ? p->group : "", cap, used, (unsigned)p->nodes,
+                      p->group ? p->group : "", p->fair_share[0] ? p->fair_share : "default",
+                      cap, used, (unsigned)p->nodes,
                       persist_state_name(p->state), (unsigned)p->creator_job);
     }
     return strbuf_take(&b);
@@ -220,7 +223,11 @@ void persist_encode(struct rpc_writer *w, const struct persist_instance *p)
     rpc_put_u32(w, p->nodes);
     rpc_put_u32(w, p->creator_job);
     rpc_put_i64(w, (int64_t)p->created);
-    rpc_put_u32(w, (uint32_t)p->state);
+    /* Above the state's byte, flags of what follows it (a record of before
+     * has none): bit 8, the fair-share policy. */
+    rpc_put_u32(w, (uint32_t)p->state | (uint32_t)(p->fair_share[0] != '\0') << 8);
+    if (p->fair_share[0])
+        rpc_put_str(w, p->fair_share);
 }
 
 struct persist_instance *persist_decode(struct rpc_reader *r, char *err, size_t errlen)
@@ -245,9 +252,11 @@ struct persist_instance *persist_decode(struct rpc_reader *r, char *err, size_t 
     p->nodes = rpc_get_u32(r);
     p->creator_job = rpc_get_u32(r);
     p->created = (time_t)rpc_get_i64(r);
-    uint32_t state = rpc_get_u32(r);
+    uint32_t word = rpc_get_u32(r), state = word & 0xff;
+    const char *fair = word & 1u << 8 ? rpc_get_str(r) : "";
     if (!rpc_reader_done(r) || !persist_name_valid(name) || state > PERSIST_STATE_DESTROYING ||
-        (group[0] != '\0') != (p->access_gid != 0)) {
+        (word & ~(0xffu | 1u << 8)) || (group[0] != '\0') != (p->access_gid != 0) ||
+        (word & 1u << 8 && fair_policy_parse(fair) < 0)) {
         snprintf(err, errlen, "persistent instance %s: its record does not decode (%s)",
                  persist_name_valid(name) ? name : "?",
                  rpc_reader_ok(r) ? "bad value or extra bytes" : "truncated or malformed");
@@ -255,6 +264,7 @@ struct persist_instance *persist_decode(struct rpc_reader *r, char *err, size_t 
         return NULL;
     }
     snprintf(p->name, sizeof(p->name), "%s", name);
+    snprintf(p->fair_share, sizeof(p->fair_share), "%s", fair);
     p->state = (enum persist_state)state;
     p->owner = strdup(owner);
     p->group = group[0] ? strdup(group) : NULL;

@@ -36,6 +36,9 @@ struct persist_instance {
     char *owner;               /* the owner's name, for show burst */
     uint32_t access_gid;       /* 0: the owner's jobs only (gid 0 never shares) */
     char *group;               /* access=group:GRP as written, or NULL */
+    char fair_share[FAIR_POLICY_NAME_MAX]; /* its servers' policy (fair_share=); "": each
+                                            * node agent's --fair-policy (a record of
+                                            * before it too) */
     uint64_t capacity;         /* bytes over all its nodes */
     uint64_t used;             /* bytes its servers last reported */
     uint32_t nodes;            /* requested count; 0: every persistent node */

@@ -19,9 +19,9 @@ static bool plain_value(const char *v)
 int persist_admin_request(bool create, size_t nwords, char *const *words, char *bb, size_t bblen,
                           char *name, size_t namelen, char *err, size_t errlen)
 {
-    static const char *const keys[] = { "name", "capacity", "nodes", "access" };
-    const size_t nkeys = create ? 4 : 1;
-    const char *value[4] = { NULL };
+    static const char *const keys[] = { "name", "capacity", "nodes", "access", "fair_share" };
+    const size_t nkeys = create ? 5 : 1;
+    const char *value[5] = { NULL };
     for (size_t i = 0; i < nwords; i++) {
         const char *eq = strchr(words[i], '=');
         size_t k = 0;
@@ -31,7 +31,7 @@ int persist_admin_request(bool create, size_t nwords, char *const *words, char *
             k++;
         if (!eq || k == nkeys) {
             snprintf(err, errlen, "'%s': %s takes %s", words[i], create ? "create" : "destroy",
-                     create ? "name=, capacity=, nodes= and access=" : "name= only");
+                     create ? "name=, capacity=, nodes=, access= and fair_share=" : "name= only");
             return -1;
         }
         if (value[k]) {

@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 /* words[0..nwords): key=value words after "create" (name= and capacity=
- * required, nodes= and access= optional) or "destroy" (name= only). Writes
+ * required, nodes=, access= and fair_share= optional) or "destroy" (name= only). Writes
  * the --bb text ("create_persistent name=N capacity=S ...") into bb and the
  * instance's name into name. A key not allowed, one given twice, an empty
  * value, or a value with a blank, a quote, a '#', a '\' or a control

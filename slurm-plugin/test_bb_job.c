@@ -60,8 +60,8 @@ int main(void)
     a->gid = 1001;
     a->user = strdup("alice");
     directive_parse("X", NULL, "capacity=2G\nstage_in source=/p/in destination=\"in put\" type=directory\n"
-                    "create_persistent name=proj capacity=3G nodes=2 access=group:users\n"
-                    "use_persistent name=other",
+                    "create_persistent name=proj capacity=3G nodes=2 access=group:users "
+                    "fair_share=user-then-size\nuse_persistent name=other",
                     &a->req, err, sizeof(err));
     a->req.access = BB_ACCESS_FUSE;   /* the site's default, fixed at begin */
     a->phase = PHASE_STAGING_IN;
@@ -129,6 +129,9 @@ int main(void)
                j->req.persist[0].access == PERSIST_ACCESS_GROUP &&
                j->req.persist[1].op == PERSIST_USE && !j->req.persist[1].group,
                "persistent-instance lines kept");
+        tap_ok(j->req.npersist == 2 && strcmp(j->req.persist[0].fair_share, "user-then-size") == 0 &&
+               j->req.persist[1].fair_share[0] == '\0', "a create line's fair_share= kept; a line "
+               "without one (saved as lines were before it) loads with none");
         tap_is_int(j->in.files, 1002, "totals kept");
         tap_is_int(j->t_begin, 1000, "times kept");
         tap_ok(strcmp(j->secret_hex, a->secret_hex) == 0 &&

@@ -244,6 +244,29 @@ int main(void)
     tap_ok(bb_request_wants_job_fs(&req) && req.npersist == 1 && req.persist[0].op == PERSIST_DESTROY,
            "both kept");
     bb_request_free(&req);
+    tap_is_int(parse("#BB_ADAFS create_persistent name=f capacity=1G fair_share=user-then-size\n",
+                     NULL, &req), 1, "fair_share= parses");
+    tap_is_str(req.persist[0].fair_share, "user-then-size", "the instance's fair-share policy is kept");
+    tap_is_int(reparse(&req), 1, "fair_share= survives formatting");
+    tap_is_str(req.persist[0].fair_share, "user-then-size", "with the same policy");
+    bb_request_free(&req);
+    tap_is_int(parse("#BB_ADAFS create_persistent name=f capacity=1G fair_share=off\n", NULL, &req), 1,
+                     "fair_share=off parses (the instance says: no sharing, whatever the agents')");
+    tap_ok(strcmp(req.persist[0].fair_share, "off") == 0, "off is kept as said");
+    bb_request_free(&req);
+    tap_is_int(parse("#BB_ADAFS create_persistent name=f capacity=1G\n", NULL, &req), 1,
+               "without fair_share=");
+    tap_is_str(req.persist[0].fair_share, "", "none: the agents' --fair-policy holds");
+    bb_request_free(&req);
+    rejected("#BB_ADAFS capacity=1G\n#BB_ADAFS create_persistent name=a capacity=1G fair_share=fifo\n",
+             "line 2): fair_share=fifo: expected off, job-fair, user-fair, group-fair, size-fair or "
+             "user-then-size");
+    rejected("#BB_ADAFS create_persistent name=a capacity=1G fair_share=job-fair fair_share=off\n",
+             "fair_share given twice");
+    rejected("#BB_ADAFS use_persistent name=a fair_share=job-fair\n",
+             "unknown use_persistent option 'fair_share'");
+    rejected("#BB_ADAFS capacity=1G fair_share=job-fair\n", "fair_share= is an option of "
+             "create_persistent: a job's own file system serves that job alone");
     rejected("#BB_ADAFS create_persistent capacity=1G\n", "create_persistent needs name=NAME");
     rejected("#BB_ADAFS create_persistent name=a\n", "create_persistent needs capacity=SIZE");
     rejected("#BB_ADAFS create_persistent name=a capacity=lots\n", "invalid size 'lots' for capacity");

@@ -19,6 +19,7 @@ int main(void)
 {
     struct persist_table t = { .pool_capacity = 10ULL << 30 };
     struct persist_spec a = spec("proj", 4ULL << 30, "proj"), b = spec("mine", 4ULL << 30, NULL);
+    snprintf(a.fair_share, sizeof(a.fair_share), "user-then-size");
 
     struct persist_instance *p = persist_create(&t, &a, 12, 1001, 1001, "alice", 2000, 100, err,
                                                 sizeof(err));
@@ -64,9 +65,10 @@ int main(void)
     persist_env_name("proj", env);
     tap_is_str(env, "ADAFS_PERSISTENT_proj", "the job's variable");
     char *text = persist_status_text(&t);
-    tap_ok(text && strstr(text, "Name=proj Owner=alice(1001) Access=group:proj Capacity=4G Used=1M "
-                          "Nodes=0 State=creating CreatedBy=12") &&
-           strstr(text, "Name=mine Owner=bob(1002) Access=user"), "show burst lines:\n%s", text);
+    tap_ok(text && strstr(text, "Name=proj Owner=alice(1001) Access=group:proj FairShare=user-then-size "
+                          "Capacity=4G Used=1M Nodes=0 State=creating CreatedBy=12") &&
+           strstr(text, "Name=mine Owner=bob(1002) Access=user FairShare=default "),
+           "show burst lines, each with its policy (default: the agents'):\n%s", text);
     free(text);
 
     /* The saved form round-trips; a damaged one is refused, never half read. */
@@ -80,8 +82,44 @@ int main(void)
     tap_ok(q && strcmp(q->name, "proj") == 0 && q->owner_uid == 1001 && q->access_gid == 2000 &&
            strcmp(q->group, "proj") == 0 && strcmp(q->owner, "alice") == 0 &&
            q->capacity == 4ULL << 30 && q->used == 1ULL << 20 && q->creator_job == 12 &&
-           q->created == 100 && q->state == PERSIST_STATE_READY, "a record round-trips");
+           q->created == 100 && q->state == PERSIST_STATE_READY &&
+           strcmp(q->fair_share, "user-then-size") == 0, "a record round-trips, its policy too");
     persist_instance_free(q);
+
+    /* A record saved before fair_share= (the state word alone ends it)
+     * loads with none: the agents' policy. */
+    struct rpc_writer old;
+    rpc_writer_init(&old, NULL, 0);
+    rpc_reader_init(&r, w.data, w.len);
+    rpc_put_u32(&old, rpc_get_u32(&r));   /* the record's magic, as persist.c writes it */
+    rpc_put_str(&old, "old");
+    rpc_put_u32(&old, 1001);
+    rpc_put_u32(&old, 1001);
+    rpc_put_str(&old, "alice");
+    rpc_put_u32(&old, 0);
+    rpc_put_str(&old, "");
+    rpc_put_u64(&old, 1ULL << 30);
+    rpc_put_u64(&old, 0);
+    rpc_put_u32(&old, 2);
+    rpc_put_u32(&old, 9);
+    rpc_put_i64(&old, 50);
+    rpc_put_u32(&old, PERSIST_STATE_READY);
+    rpc_reader_init(&r, old.data, old.len);
+    q = persist_decode(&r, err, sizeof(err));
+    tap_ok(q && strcmp(q->name, "old") == 0 && q->fair_share[0] == '\0' && q->nodes == 2 &&
+           q->state == PERSIST_STATE_READY, "a record of before fair_share= loads, with none (%s)",
+           q ? "" : err);
+    persist_instance_free(q);
+    rpc_writer_free(&old);
+    rpc_writer_init(&old, NULL, 0);
+    snprintf(p->fair_share, sizeof(p->fair_share), "fifo");
+    persist_encode(&old, p);
+    rpc_reader_init(&r, old.data, old.len);
+    q = persist_decode(&r, err, sizeof(err));
+    tap_ok(!q, "a saved policy that is none is refused (%s)", err);
+    persist_instance_free(q);
+    rpc_writer_free(&old);
+    snprintf(p->fair_share, sizeof(p->fair_share), "user-then-size");
     size_t bad = 0;
     for (size_t cut = 0; cut < w.len; cut++) {
         rpc_reader_init(&r, w.data, cut);

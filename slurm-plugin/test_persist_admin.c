@@ -28,6 +28,22 @@ int main(void)
            strcmp(req.persist[0].group, "proj") == 0, "which the plugin reads as that request, "
            "from --bb (%s)", err);
     bb_request_free(&req);
+    tap_ok(request(true, "fair_share=size-fair", "name=f", "capacity=1G", NULL) == 0 &&
+           strcmp(bb, "create_persistent name=f capacity=1G fair_share=size-fair") == 0,
+           "create takes fair_share= (%s)", bb);
+    memset(&req, 0, sizeof(req));
+    tap_ok(directive_parse("BB_ADAFS", NULL, bb, &req, err, sizeof(err)) == 1 &&
+           strcmp(req.persist[0].fair_share, "size-fair") == 0, "which the plugin reads as the "
+           "instance's policy (%s)", err);
+    bb_request_free(&req);
+    tap_ok(request(true, "name=f", "capacity=1G", "fair_share=fifo", NULL) == 0, "a policy is "
+           "checked by the plugin at submit (naming the token), as every value");
+    memset(&req, 0, sizeof(req));
+    tap_ok(directive_parse("BB_ADAFS", NULL, bb, &req, err, sizeof(err)) == -1 &&
+           strstr(err, "fair_share=fifo: expected off, job-fair"), "(%s)", err);
+    bb_request_free(&req);
+    tap_ok(request(false, "name=f", "fair_share=off", NULL, NULL) < 0 &&
+           strstr(err, "destroy takes name= only"), "destroy takes no policy (%s)", err);
     tap_ok(request(true, "capacity=1T", "name=a_1", NULL, NULL) == 0 &&
            strcmp(bb, "create_persistent name=a_1 capacity=1T") == 0, "in any order, options left out");
     tap_ok(request(false, "name=proj", NULL, NULL, NULL) == 0 &&
@@ -47,7 +63,7 @@ int main(void)
            "and quotes, '#' and '\\'");
     tap_ok(request(true, "name=proj", "capacity=", NULL, NULL) < 0, "an empty value is refused");
     tap_ok(request(true, "name=proj", "capacity=1G", "stage_in=x", NULL) < 0 &&
-           strstr(err, "'stage_in=x': create takes name=, capacity=, nodes= and access="),
+           strstr(err, "'stage_in=x': create takes name=, capacity=, nodes=, access= and fair_share="),
            "a key create does not take (%s)", err);
     tap_ok(request(false, "name=proj", "capacity=1G", NULL, NULL) < 0 &&
            strstr(err, "destroy takes name= only"), "destroy takes only the name (%s)", err);

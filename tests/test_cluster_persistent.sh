@@ -14,6 +14,8 @@
 # pointed at the servers, gives no access either; a destroy is refused
 # while a job uses it, then goes through, and its storage is wiped. Then
 # adafs-persist: root creates one for a user, lists and destroys it.
+# Each instance's servers run its own fair-share policy (fair_share=), not
+# the agents' --fair-policy (user-fair here), also after a restart.
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 
@@ -34,6 +36,13 @@ submit_as() {  # submit_as USER SCRIPT: prints the job id, or sbatch's refusal o
 }
 storage_of() { find "$ADAFS_CLUSTER_DIR/storage" -path '*/persistent/*' 2>/dev/null; }
 servers() { pgrep -f "^[^ ]*adafsd .*$ADAFS_CLUSTER_DIR/.*persistent" | tr '\n' ' '; }
+server_of() {  # server_of NAME [NODE]: the pid of instance NAME's server (on NODE)
+    pgrep -f "^[^ ]*adafsd .*--root $ADAFS_CLUSTER_DIR/storage/${2:-n[0-9]*}/persistent/$1( |\$)" | head -1
+}
+policy_of() {  # policy_of NAME [NODE]: the --fair-policy its server runs (none: "")
+    local pid; pid=$(server_of "$@")
+    [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | sed -n 's/.*--fair-policy \([^ ]*\).*/\1/p'
+}
 marker="persistent data $RANDOM$RANDOM"
 
 # 1. Created by a job of adafs-test, on n3 and n4 (outside the job's allocation),
@@ -41,7 +50,7 @@ marker="persistent data $RANDOM$RANDOM"
 write_job create.sh >/dev/null <<JOB
 #!/bin/bash
 #SBATCH -N 1 -w n1 -t 5 -o create-%j.out
-#BB_ADAFS create_persistent name=proj capacity=1G nodes=2 access=group:$group
+#BB_ADAFS create_persistent name=proj capacity=1G nodes=2 access=group:$group fair_share=user-then-size
 echo "\$ADAFS_PERSISTENT_proj" > $pfs/create.mount
 echo "$marker" > \$ADAFS_PERSISTENT_proj/data.txt && head -c 1048576 /dev/urandom > \$ADAFS_PERSISTENT_proj/big.bin
 md5sum < \$ADAFS_PERSISTENT_proj/big.bin > $pfs/create.sum
@@ -60,6 +69,14 @@ grep -E 'Name=proj|TotalSpace' <<<"$burst" | sed 's/^ */# /'
 check "scontrol show bbstat lists it ready, shared with the group" -- \
     bash -c "scontrol show bbstat | grep -qE 'Name=proj Owner=$test_user.* Access=group:$group .*State=ready CreatedBy=$id'"
 check "its servers run on n3 and n4 ($(servers))" -- test "$(wc -w <<<"$(servers)")" = 2
+check "bbstat and show burst give its policy, fair_share=user-then-size" -- bash -c \
+    "scontrol show bbstat | grep -q 'Name=proj .*FairShare=user-then-size ' &&
+     scontrol show burst | grep 'Name=proj ' | grep -q 'fair_share=user-then-size'"
+check "its servers run it, not the agents' user-fair ($(policy_of proj n3), $(policy_of proj n4))" -- \
+    test "$(policy_of proj n3) $(policy_of proj n4)" = "user-then-size user-then-size"
+log=$(readlink "/proc/$(server_of proj n3)/fd/2")
+check "as its log says (${log##*/})" -- \
+    bash -c "grep 'listening on' '$log' | tail -1 | grep -q ', fair sharing user-then-size'"
 # The agents run persistent instances' servers under a fair-share policy
 # (cluster.sh: --fair-policy): with the key START carried, beside the
 # secret, they tell each other what each user was served.
@@ -81,10 +98,19 @@ for _ in $(seq 60); do scontrol ping >/dev/null 2>&1 && break; sleep 0.5; done
 kill -KILL "$(cat "$ADAFS_CLUSTER_DIR/run/agent.n4.pid")" 2>/dev/null
 "$cluster" start-agents >/dev/null
 "$cluster" stop-agent 4 >/dev/null
+# Its server killed while no agent runs there: the agent that starts
+# starts it again from its record, policy included.
+was=$(server_of proj n4)
+[ -n "$was" ] && kill -KILL "$was"
+for _ in $(seq 50); do [ -z "$(server_of proj n4)" ] && break; sleep 0.1; done
 "$cluster" start-agents >/dev/null
 check "after slurmctld's kill -9, proj is still listed" -- \
     bash -c "scontrol show burst | grep -q 'Name=proj '"
 check "after n4's agent was killed and stopped, proj's storage is there" -- test -n "$(storage_of)"
+for _ in $(seq 50); do [ -n "$(server_of proj n4)" ] && break; sleep 0.2; done
+now=$(server_of proj n4)
+check "n4's new agent restarted its server killed meanwhile ($was -> $now), with the instance's policy from its record ($(policy_of proj n4))" -- \
+    test -n "$was" -a -n "$now" -a "$now" != "$was" -a "$(policy_of proj n4)" = user-then-size
 
 # 3. Two jobs at once, one of the owner and one of a member of its group,
 # read it; each stays until both have read (so they overlap).
@@ -213,13 +239,16 @@ check "its storage is wiped ($(storage_of | head -3 | paste -sd ' '))" -- test -
 persist=$ADAFS_BUILD_DIR/slurm-plugin/adafs-persist
 got=$(runuser -u "$test_user" -- env SLURM_CONF="$SLURM_CONF" "$persist" create name=adm capacity=1G --owner "$test_user" 2>&1)
 check "adafs-persist create is refused to a user ($got)" -- grep -q "only root may create" <<<"$got"
-got=$("$persist" create name=adm capacity=1G nodes=1 access=group:$group --owner "$member" 2>&1)
+got=$("$persist" create name=adm capacity=1G nodes=1 access=group:$group fair_share=off --owner "$member" 2>&1)
 check "root creates adm for $member ($(tail -1 <<<"$got"))" -- \
     grep -qE "^adm +$member +1073741824 " <<<"$got"
+check "with fair_share=off: its server shares nothing, whatever the agents' ($(policy_of adm))" -- \
+    test "$(policy_of adm)" = off
 check "scontrol show burst lists it as $member's" -- \
     bash -c "scontrol show burst | grep -qE 'Name=adm .*UserID=$member'"
 got=$(runuser -u "$outsider" -- env SLURM_CONF="$SLURM_CONF" "$persist" list 2>&1)
-check "anyone lists it ($(grep '^adm' <<<"$got"))" -- grep -qE "^adm +$member " <<<"$got"
+check "anyone lists it, with its policy ($(grep '^adm' <<<"$got"))" -- \
+    grep -qE "^adm +$member +[0-9]+ +[^ ]+ +off " <<<"$got"
 got=$("$persist" create name=adm capacity=1G --owner "$member" 2>&1)
 check "a second create of adm is refused ($got)" -- grep -q "adm exists already" <<<"$got"
 got=$("$persist" create name=adm2 capacity=1G access=group:nosuchgroup --owner "$member" 2>&1)

@@ -704,11 +704,14 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
             argv[n++] = "--munge-socket";
             argv[n++] = (char *)cfg->munge_socket;
         }
-        if (cfg->fair_policy) {
-            /* Its users' jobs share it fairly, across its servers too:
-             * they exchange usage under the key beside the secret. */
+        /* Its users' jobs share it fairly, across its servers too (they
+         * exchange usage under the key beside the secret): by the
+         * instance's own policy (create_persistent fair_share=, even
+         * off), else by the agent's --fair-policy. */
+        const char *policy = j->persist->fair_policy[0] ? j->persist->fair_policy : cfg->fair_policy;
+        if (policy) {
             argv[n++] = "--fair-policy";
-            argv[n++] = (char *)cfg->fair_policy;
+            argv[n++] = (char *)policy;
         }
         argv[n] = NULL;
     }

@@ -46,8 +46,9 @@ struct agent_settings {
                                   * servers of persistent instances (adafsd --munge-socket)
                                   * and to stagers ($ADAFS_MUNGE_SOCKET) */
     struct tbf_loop *tbf;        /* --node-bandwidth shared by AdapTBF; NULL: off */
-    const char *fair_policy;     /* adafsd --fair-policy of persistent instances' servers
-                                  * (several users share them); NULL: off */
+    const char *fair_policy;     /* adafsd --fair-policy of the servers of persistent
+                                  * instances (several users share them) that name none
+                                  * (create_persistent fair_share=); NULL: off */
 };
 
 /* Checks the settings: -EINVAL for a node name that is not a plain word,

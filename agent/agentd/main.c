@@ -40,7 +40,7 @@
 #include "auth.h"
 #include "child.h"
 #include "daemon.h"
-#include "fsd/fairshare.h"
+#include "fair_policy.h"
 #include "jobs.h"
 #include "log.h"
 #include "munge_auth.h"

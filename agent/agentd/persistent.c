@@ -35,7 +35,8 @@ int persistent_rec_from_start(struct persistent_rec *r, const struct agent_start
         copy(r->storage, sizeof(r->storage), m->storage) < 0 ||
         copy(r->secret_hex, sizeof(r->secret_hex), m->secret_hex) < 0 ||
         copy(r->server_key_hex, sizeof(r->server_key_hex),
-             m->server_key_hex ? m->server_key_hex : "") < 0)
+             m->server_key_hex ? m->server_key_hex : "") < 0 ||
+        copy(r->fair_policy, sizeof(r->fair_policy), m->fair_policy ? m->fair_policy : "") < 0)
         return -ENAMETOOLONG;
     return 0;
 }
@@ -48,7 +49,8 @@ void persistent_rec_to_start(const struct persistent_rec *r, struct agent_start 
                                .storage = r->storage, .secret_hex = r->secret_hex,
                                .numa_node = r->numa_node, .flags = AGENT_START_PERSISTENT,
                                .persist_name = r->name, .access_gid = r->access_gid,
-                               .server_key_hex = r->server_key_hex };
+                               .server_key_hex = r->server_key_hex,
+                               .fair_policy = r->fair_policy };
 }
 
 void persistent_parent(char *out, size_t len, const char *storage, const char *node)
@@ -68,10 +70,10 @@ int persistent_record_save(const char *dir, const struct persistent_rec *r)
     int len = asprintf(&text, "id=%" PRIu32 "\nname=%s\nuid=%" PRIu32 "\ngid=%" PRIu32
                               "\naccess_gid=%" PRIu32 "\nindex=%" PRIu32 "\nnservers=%" PRIu32
                               "\nchunk_size=%" PRIu64 "\nquota=%" PRIu64 "\nnuma_node=%" PRId32
-                              "\nlisten_host=%s\nstorage=%s\nsecret=%s\nport=%d\nserver_key=%s\n",
+                              "\nlisten_host=%s\nstorage=%s\nsecret=%s\nport=%d\nserver_key=%s\nfair_policy=%s\n",
                        r->id, r->name, r->uid, r->gid, r->access_gid, r->index, r->nservers,
                        r->chunk_size, r->quota, r->numa_node, r->listen_host, r->storage,
-                       r->secret_hex, r->port, r->server_key_hex);
+                       r->secret_hex, r->port, r->server_key_hex, r->fair_policy);
     if (len < 0)
         return -ENOMEM;
     int rc = fileio_replace(path, text, (size_t)len, 0600);
@@ -118,7 +120,7 @@ int persistent_record_load(const char *path, struct persistent_rec *r, char *err
         static const char *const keys[] = { "id", "name", "uid", "gid", "access_gid", "index",
                                             "nservers", "chunk_size", "quota", "numa_node",
                                             "listen_host", "storage", "secret", "port",
-                                            "server_key" };
+                                            "server_key", "fair_policy" };
         unsigned k = 0;
         while (k < sizeof(keys) / sizeof(keys[0]) && strcmp(keys[k], line) != 0)
             k++;
@@ -140,6 +142,9 @@ int persistent_record_load(const char *path, struct persistent_rec *r, char *err
         case 12: rc = copy(r->secret_hex, sizeof(r->secret_hex), value); break;
         case 13: rc = number(value, 65535, &v); r->port = (int)v; break;
         case 14: rc = copy(r->server_key_hex, sizeof(r->server_key_hex), value); break;
+        case 15: rc = value[0] && fair_policy_parse(value) < 0 ? -1
+                      : copy(r->fair_policy, sizeof(r->fair_policy), value);
+                 break;
         default: rc = -1; break;
         }
         if (rc == 0)
@@ -150,7 +155,8 @@ int persistent_record_load(const char *path, struct persistent_rec *r, char *err
         snprintf(err, errlen, "%s:%d: not a persistent instance's record", path, lineno);
         return -EBADMSG;
     }
-    /* server_key may be missing: a record written before there was one. */
+    /* server_key and fair_policy may be missing: a record written before
+     * there was one (its servers then run under the agent's policy). */
     if ((seen & ((1u << 14) - 1)) != (1u << 14) - 1 || !agent_id_is_persistent(r->id) || !agent_persist_name_ok(r->name) ||
         r->uid == 0 || r->gid == 0 || r->port <= 0 || r->nservers == 0 || r->index >= r->nservers) {
         snprintf(err, errlen, "%s: a field is missing or out of range", path);

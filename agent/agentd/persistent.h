@@ -41,6 +41,7 @@
 #include <sys/types.h>
 
 #include "agent_proto.h"
+#include "fair_policy.h"
 #include "instance.h"
 
 #define PERSISTENT_DIR "persistent"
@@ -58,6 +59,9 @@ struct persistent_rec {
     char secret_hex[INSTANCE_SECRET_HEX];
     char server_key_hex[INSTANCE_SECRET_HEX];  /* "": none (a record of before it) */
     int port;                             /* where its server listens, kept across restarts */
+    char fair_policy[FAIR_POLICY_NAME_MAX]; /* its servers' --fair-policy (create_persistent
+                                           * fair_share=); "": the agent's --fair-policy
+                                           * (also a record of before it) */
 };
 
 /* From a persistent START (checked by jobs_start); 0, or -ENAMETOOLONG. */

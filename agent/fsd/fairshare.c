@@ -62,29 +62,6 @@ struct fair {
     struct fair_entity *buckets[BUCKETS];
 };
 
-static const char *const policy_names[] = {
-    [FAIR_OFF] = "off",
-    [FAIR_JOB] = "job-fair",
-    [FAIR_USER] = "user-fair",
-    [FAIR_GROUP] = "group-fair",
-    [FAIR_SIZE] = "size-fair",
-    [FAIR_USER_THEN_SIZE] = "user-then-size",
-};
-
-int fair_policy_parse(const char *name)
-{
-    for (size_t i = 0; i < sizeof(policy_names) / sizeof(policy_names[0]); i++)
-        if (strcmp(name, policy_names[i]) == 0)
-            return (int)i;
-    return -1;
-}
-
-const char *fair_policy_name(enum fair_policy p)
-{
-    return (unsigned)p < sizeof(policy_names) / sizeof(policy_names[0]) ? policy_names[p]
-                                                                      : "unknown";
-}
-
 struct fair *fair_new(enum fair_policy policy, unsigned slots, uint64_t seed)
 {
     struct fair *f = calloc(1, sizeof(*f));

@@ -49,18 +49,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum fair_policy {
-    FAIR_OFF,
-    FAIR_JOB,
-    FAIR_USER,
-    FAIR_GROUP,
-    FAIR_SIZE,
-    FAIR_USER_THEN_SIZE,
-};
+#include "fair_policy.h"
 
-/* "off", "job-fair", ...: the policy, or -1 for a name that is none. */
-int fair_policy_parse(const char *name);
-const char *fair_policy_name(enum fair_policy p);
+/* enum fair_policy, fair_policy_parse and fair_policy_name: the names are
+ * common to the agent and the plugin (common/fair_policy.h). */
 
 /* What the server knows of a connection's client. job 0: not known (the
  * connection counts as the instance's own job); nodes 0 counts as 1. */
