@@ -477,6 +477,33 @@ static void nonce_of(uint64_t seq, uint8_t nonce[crypto_secretbox_NONCEBYTES])
         nonce[i] = (uint8_t)(seq >> (8 * i));
 }
 
+int session_seal_in_place(struct session_keys *k, uint16_t op, uint32_t id, int32_t status,
+                          uint8_t *buf, size_t len)
+{
+    if (k->tx_failed)
+        return -EPIPE;
+    if (len > RPC_MAX_PAYLOAD - SESSION_OVERHEAD)
+        return -EMSGSIZE;
+    size_t plain_len = SESSION_PLAIN_HEAD + len;
+    /* Encrypted in place: the plaintext lies where the ciphertext goes,
+     * after the MAC. */
+    uint8_t *plain = buf + crypto_secretbox_MACBYTES;
+    struct rpc_writer w;
+    rpc_writer_init(&w, plain, SESSION_PLAIN_HEAD);
+    rpc_put_u32(&w, op);
+    rpc_put_u32(&w, (uint32_t)status);
+    rpc_put_u32(&w, id);
+    uint8_t nonce[crypto_secretbox_NONCEBYTES];
+    nonce_of(k->tx_seq++, nonce);
+    if (k->cipher == SESSION_CIPHER_AES256GCM)
+        crypto_aead_aes256gcm_encrypt_detached_afternm(
+            plain, buf, NULL, plain, plain_len, NULL, 0, NULL, nonce,
+            (const crypto_aead_aes256gcm_state *)k->tx_aes);
+    else
+        crypto_secretbox_detached(plain, buf, plain, plain_len, nonce, k->tx);
+    return 0;
+}
+
 int session_seal_id(struct session_keys *k, uint16_t op, uint32_t id, int32_t status,
                     const void *body, size_t len, uint8_t **out, size_t *outlen)
 {
@@ -485,29 +512,18 @@ int session_seal_id(struct session_keys *k, uint16_t op, uint32_t id, int32_t st
         return -EPIPE;
     if (len > RPC_MAX_PAYLOAD - SESSION_OVERHEAD)
         return -EMSGSIZE;
-    size_t plain_len = SESSION_PLAIN_HEAD + len;
-    uint8_t *buf = malloc(crypto_secretbox_MACBYTES + plain_len);
+    uint8_t *buf = malloc(SESSION_OVERHEAD + len);
     if (!buf)
         return -ENOMEM;
-    /* Encrypted in place: the plaintext goes where the ciphertext will be. */
-    uint8_t *plain = buf + crypto_secretbox_MACBYTES;
-    struct rpc_writer w;
-    rpc_writer_init(&w, plain, SESSION_PLAIN_HEAD);
-    rpc_put_u32(&w, op);
-    rpc_put_u32(&w, (uint32_t)status);
-    rpc_put_u32(&w, id);
     if (len)
-        memcpy(plain + SESSION_PLAIN_HEAD, body, len);
-    uint8_t nonce[crypto_secretbox_NONCEBYTES];
-    nonce_of(k->tx_seq++, nonce);
-    if (k->cipher == SESSION_CIPHER_AES256GCM)
-        crypto_aead_aes256gcm_encrypt_detached_afternm(
-            plain, buf, NULL, plain, plain_len, NULL, 0, NULL, nonce,
-            (const crypto_aead_aes256gcm_state *)k->tx_aes);
-    else
-        crypto_secretbox_easy(buf, plain, plain_len, nonce, k->tx);
+        memcpy(buf + SESSION_OVERHEAD, body, len);
+    int rc = session_seal_in_place(k, op, id, status, buf, len);
+    if (rc < 0) {
+        free(buf);
+        return rc;
+    }
     *out = buf;
-    *outlen = crypto_secretbox_MACBYTES + plain_len;
+    *outlen = SESSION_OVERHEAD + len;
     return 0;
 }
 
@@ -533,7 +549,7 @@ int session_plain_decode(const uint8_t *plain, size_t len, struct session_msg *m
     return 0;
 }
 
-int session_open(struct session_keys *k, const uint8_t *in, size_t len, struct session_msg *m)
+int session_open_in_place(struct session_keys *k, uint8_t *buf, size_t len, struct session_msg *m)
 {
     memset(m, 0, sizeof(*m));
     if (k->rx_failed)
@@ -543,24 +559,38 @@ int session_open(struct session_keys *k, const uint8_t *in, size_t len, struct s
         return -EBADMSG;
     }
     size_t plain_len = len - crypto_secretbox_MACBYTES;
-    uint8_t *plain = malloc(plain_len);
-    if (!plain)
-        return -ENOMEM;
+    uint8_t *plain = buf + crypto_secretbox_MACBYTES;
     uint8_t nonce[crypto_secretbox_NONCEBYTES];
     nonce_of(k->rx_seq, nonce);
     int opened = k->cipher == SESSION_CIPHER_AES256GCM
                      ? crypto_aead_aes256gcm_decrypt_detached_afternm(
-                           plain, NULL, in + crypto_aead_aes256gcm_ABYTES, plain_len, in, NULL, 0,
-                           nonce, (const crypto_aead_aes256gcm_state *)k->rx_aes)
-                     : crypto_secretbox_open_easy(plain, in, len, nonce, k->rx);
+                           plain, NULL, plain, plain_len, buf, NULL, 0, nonce,
+                           (const crypto_aead_aes256gcm_state *)k->rx_aes)
+                     : crypto_secretbox_open_detached(plain, plain, buf, plain_len, nonce, k->rx);
     if (opened != 0 || session_plain_decode(plain, plain_len, m) < 0) {
-        free(plain);
         memset(m, 0, sizeof(*m));
         k->rx_failed = true;
         return -EBADMSG;
     }
     k->rx_seq++;
-    m->plain = plain;
+    return 0;
+}
+
+int session_open(struct session_keys *k, const uint8_t *in, size_t len, struct session_msg *m)
+{
+    memset(m, 0, sizeof(*m));
+    if (k->rx_failed)
+        return -EBADMSG;
+    uint8_t *copy = malloc(len ? len : 1);
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, in, len);
+    int rc = session_open_in_place(k, copy, len, m);
+    if (rc < 0) {
+        free(copy);
+        return rc;
+    }
+    m->plain = copy;
     return 0;
 }
 
@@ -707,6 +737,19 @@ int agent_session_send_id(struct agent_session *s, uint16_t op, uint32_t id, int
     return rc;
 }
 
+int agent_session_send_in_place(struct agent_session *s, uint16_t op, int32_t status, uint8_t *buf,
+                                size_t len, int64_t deadline_ms)
+{
+    int rc = session_seal_in_place(&s->keys, op, 0, status, buf, len);
+    if (rc < 0)
+        return rc;
+    struct rpc_header h = { .opcode = SESSION_OP_SEALED };
+    rc = rpc_send(s->fd, &h, buf, SESSION_OVERHEAD + len, deadline_ms);
+    if (rc < 0)
+        s->keys.tx_failed = true;   /* a message may be half sent: nothing more can follow */
+    return rc;
+}
+
 int agent_session_send(struct agent_session *s, uint16_t op, int32_t status, const void *body,
                        size_t len, int64_t deadline_ms)
 {
@@ -725,11 +768,14 @@ int agent_session_recv(struct agent_session *s, struct session_msg *m, size_t ma
     if (rc == 0 && h.opcode != SESSION_OP_SEALED)
         rc = -EBADMSG;
     if (rc == 0)
-        rc = session_open(&s->keys, payload, h.length, m);
-    free(payload);
-    if (rc < 0)
+        rc = session_open_in_place(&s->keys, payload, h.length, m);
+    if (rc < 0) {
+        free(payload);
         s->keys.rx_failed = true;
-    return rc;
+        return rc;
+    }
+    m->plain = payload;   /* the message was opened where it arrived */
+    return 0;
 }
 
 void agent_session_close(struct agent_session *s)

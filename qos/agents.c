@@ -55,6 +55,14 @@ int agents_sync(struct agents *ag, const struct world *w)
     return 0;
 }
 
+struct rpc_writer *agents_message(struct agent *a)
+{
+    a->msg.len = 0;      /* the buffer is kept from cycle to cycle */
+    a->msg.failed = 0;
+    rpc_put_raw(&a->msg, NULL, SESSION_OVERHEAD);
+    return &a->msg;
+}
+
 static void failed(struct agent *a, int rc)
 {
     snprintf(a->err, sizeof(a->err), "%s", rc == -ECONNRESET ? "the agent closed the session"
@@ -85,7 +93,13 @@ static void send_one(struct agent *a, const struct session_auth *auth, int64_t d
         a->connected = true;
         a->pending = 0;
     }
-    int rc = agent_session_send(&a->s, AGENT_QOS, 0, a->msg.data, a->msg.len, deadline);
+    if (!rpc_writer_ok(&a->msg) || a->msg.len < SESSION_OVERHEAD) {
+        snprintf(a->err, sizeof(a->err), "%s", strerror(ENOMEM));
+        return;
+    }
+    /* Sealed where it was written: no copy, no allocation per message. */
+    int rc = agent_session_send_in_place(&a->s, AGENT_QOS, 0, a->msg.data,
+                                         a->msg.len - SESSION_OVERHEAD, deadline);
     if (rc < 0)
         failed(a, rc);
     else

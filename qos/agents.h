@@ -31,7 +31,7 @@ struct agent {
     bool busy;                   /* gets a message this cycle */
     uint64_t busy_cycle;         /* the last cycle it had jobs */
     bool failing;                /* the last exchange failed (logged once) */
-    struct rpc_writer msg;       /* this cycle's message */
+    struct rpc_writer msg;       /* this cycle's message (agents_message) */
     unsigned pending;            /* answers owed: messages sent, not answered */
     bool have_report;            /* report holds the last period's */
     struct qos_report report;
@@ -53,6 +53,9 @@ int agents_sync(struct agents *ag, const struct world *w);
  * ended), all by deadline_ms (net_now_ms clock): have_report, report,
  * answered_ms, or err (the session is then closed). */
 void agents_receive(struct agents *ag, int64_t deadline_ms);
+/* a's msg emptied, with room for the session's head before the body
+ * (sealed in place when sent): the writer to put this cycle's body in. */
+struct rpc_writer *agents_message(struct agent *a);
 /* Sends each busy agent its msg (AGENT_QOS, whose answer is due when the
  * msg says): one more answer pending, or err. */
 void agents_send(struct agents *ag, int64_t deadline_ms);

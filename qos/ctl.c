@@ -19,11 +19,16 @@ struct pair {
     bool restored;                    /* limit from the saved state, not yet measured */
     uint32_t procs;
     int64_t last_ms;
-    uint64_t last_used[QOS_NCLASSES], last_waited[QOS_NCLASSES];
-    double rate[QOS_NCLASSES], held[QOS_NCLASSES], demand[QOS_NCLASSES];
-    double peak[QOS_NCLASSES];        /* the most it used unhindered lately (ctl.h) */
-    uint8_t pressed[QOS_NCLASSES];    /* periods in a row pressing against its limit (ctl.h) */
     uint64_t limit[QOS_NCLASSES];     /* what the node was last sent */
+    uint8_t pressed[QOS_NCLASSES];    /* periods in a row pressing against its limit (ctl.h) */
+    /* Rates in float: a cycle of 1,000 nodes goes over every pair in each
+     * step, and its time is the cache lines it reads (a pair was 616 bytes
+     * with these in double, more than a core's L2 holds for 1,000 pairs
+     * and their jobs); 24 bits of mantissa are far finer than the noise of
+     * a measured rate. */
+    float rate[QOS_NCLASSES], held[QOS_NCLASSES], demand[QOS_NCLASSES];
+    float peak[QOS_NCLASSES];         /* the most it used unhindered lately (ctl.h) */
+    uint64_t last_used[QOS_NCLASSES], last_waited[QOS_NCLASSES];
 };
 
 struct job {
@@ -32,7 +37,7 @@ struct job {
     struct qos_limits asked;
     uint32_t first, npairs;
     uint32_t procs, up;
-    double demand[QOS_NCLASSES], usage[QOS_NCLASSES], alloc[QOS_NCLASSES];
+    float demand[QOS_NCLASSES], usage[QOS_NCLASSES], alloc[QOS_NCLASSES];   /* float: as a pair's */
     bool grows[QOS_NCLASSES];         /* a node of it presses against its limit */
 };
 
@@ -288,10 +293,10 @@ void ctl_take_report(struct ctl *c, uint32_t node, const struct qos_report *rep,
                 uint64_t du = u->used[cl] >= p->last_used[cl] ? u->used[cl] - p->last_used[cl] : 0;
                 uint64_t dw = u->waited_ns[cl] >= p->last_waited[cl]
                                   ? u->waited_ns[cl] - p->last_waited[cl] : 0;
-                p->rate[cl] = (double)du * per_s;
+                p->rate[cl] = (float)((double)du * per_s);
                 double held = (double)dw * held_per_ns;
-                p->held[cl] = held > 1 ? 1 : held;
-                p->peak[cl] *= decay;
+                p->held[cl] = held > 1 ? 1 : (float)held;
+                p->peak[cl] *= (float)decay;
                 if (p->held[cl] <= CTL_HELD && p->rate[cl] > p->peak[cl])
                     p->peak[cl] = p->rate[cl];
                 if (!pressing(p, cl))
@@ -377,7 +382,7 @@ static void split(struct ctl *c, const struct job *j, int cl, const struct ctl_s
         if (!c->nodes[p->node].up)
             continue;
         double d = isinf(p->demand[cl]) ? alloc : p->demand[cl];
-        p->demand[cl] = d;   /* from here on: this node's weight */
+        p->demand[cl] = (float)d;   /* from here on: this node's weight */
         sum += d > floor ? d : floor;
     }
     for (uint32_t k = 0; k < j->npairs; k++) {
@@ -441,7 +446,7 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
             j->procs += p->procs;
             for (int x = 0; x < nlim; x++) {
                 int cl = lim[x];
-                p->demand[cl] = pair_demand(p, cl, &j->grows[cl]);
+                p->demand[cl] = (float)pair_demand(p, cl, &j->grows[cl]);
                 j->demand[cl] += p->demand[cl];
             }
             if (p->samples >= 2)
@@ -474,7 +479,7 @@ void ctl_compute(struct ctl *c, const struct ctl_settings *s, int64_t now_ms)
         }
         policy_allocate(s->policy, capacity, c->pj, c->njobs, c->order, c->want);
         for (size_t i = 0; i < c->njobs; i++)
-            c->jobs[i].alloc[cl] = c->pj[i].alloc;
+            c->jobs[i].alloc[cl] = (float)c->pj[i].alloc;
     }
     for (size_t i = 0; i < c->njobs; i++)
         for (int x = 0; x < nlim; x++)

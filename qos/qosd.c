@@ -280,10 +280,8 @@ static void send_limits(uint64_t n)
     uint32_t answer_in = due < 0 ? 0 : due > QOS_ANSWER_MAX_MS ? QOS_ANSWER_MAX_MS : (uint32_t)due;
     for (size_t i = 0; i < ag.n && i < world.nnodes; i++) {
         struct agent *a = &ag.a[i];
-        rpc_writer_free(&a->msg);
-        rpc_writer_init(&a->msg, NULL, 0);
         if (a->busy)
-            ctl_node_message(ctl, (uint32_t)i, n, answer_in, &a->msg);
+            ctl_node_message(ctl, (uint32_t)i, n, answer_in, agents_message(a));
     }
     agents_send(&ag, now + (int64_t)period_ms() * 4 / 10);
 }

@@ -1,21 +1,49 @@
 #!/usr/bin/env python3
 """analyze.py: the figures of the QoS acceptance runs (bench/qos/acceptance.sh)
-from qosload's per-process logs ("UNIXTIME COUNT" lines, "done T").
+from qosload's per-process logs ("UNIXTIME COUNT [ONCPU_NS RUNQ_NS]" lines,
+"done T").
 
   analyze.py static LIMIT LOG...             10 s windows, the first dropped
   analyze.py change FROM TO AT PERIOD LOG... seconds until the new rate holds
   analyze.py share CAPACITY PERIOD SPEC...   the PSFA scenario; SPEC is
         NAME:DEMAND:ARRIVE:IDLE_AT:IDLE_FOR:LOG[,LOG...] (times in seconds
-        from the first job's start)
-Prints one JSON object."""
+        from the first job's start); optional first arguments
+        records=CSV:JOBID,... (qosd's records) and machine=LOG (acceptance.sh's
+        per-second samples of /proc/loadavg and /proc/stat)
+Prints one JSON object.
+
+A share run is invalid, whatever its figures, when the machine starved a
+job: in a second the figures count, the job's unhindered rate (what its
+processes did per second they were running or waiting for a CPU, i.e. not
+held back by QoS nor pacing themselves; summed over them) was below
+STARVED x its max-min entitlement. No controller could then have met the
+goal (0.9 x the entitlement) in that second, so the run measures the
+machine, not the controller."""
 import json
 import sys
 
+# A second is starved when a job's unhindered rate is below this share of
+# its entitlement: the goal's own threshold (acceptance 3: each job >= 0.9 x
+# min(demand, fair share)).
+STARVED = 0.9
 
-def read(paths, first_done=None):
+
+def unhindered(count, oncpu, runq):
+    """A process's rate in a second with nothing holding it back: its count
+    over the time it was running or waiting for a CPU. A process that did
+    nothing could run at any rate unless it waited for a CPU most of the
+    second."""
+    want = (oncpu + runq) / 1e9
+    if count:
+        return count / want if want > 0 else float('inf')
+    return 0.0 if want >= 0.5 else float('inf')
+
+
+def read(paths, first_done=None, unh=None):
     """Per-second sums of the processes' logs, the first second, and when
     the last process was done; first_done (a list) gets when the first one
-    was."""
+    was, unh (a dict) the per-second sums of the processes' unhindered rates
+    (seconds without scheduler times are left out)."""
     per_s, done, first, dones = {}, 0.0, None, []
     for p in paths:
         with open(p) as f:
@@ -29,6 +57,8 @@ def read(paths, first_done=None):
                     continue
                 t, n = int(a[0]), int(a[1])
                 per_s[t] = per_s.get(t, 0) + n
+                if unh is not None and len(a) >= 4:
+                    unh[t] = unh.get(t, 0.0) + unhindered(n, int(a[2]), int(a[3]))
                 first = t if first is None else min(first, t)
     if first_done is not None:
         first_done.append(min(dones) if dones else done)
@@ -98,18 +128,54 @@ def alloc_at(allocs, t):
     return v
 
 
+def machine(path, t0, end):
+    """The machine while the jobs ran, from lines "UNIXTIME LOAD1 RUNNABLE
+    cpu USER NICE SYSTEM IDLE IOWAIT IRQ SOFTIRQ STEAL ...": the load
+    average, the runnable threads, the share of CPU time stolen by the
+    hypervisor and the share taken by niced processes (builds)."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            a = line.split()
+            if len(a) >= 12 and a[3] == 'cpu':
+                rows.append((int(a[0]), float(a[1]), int(a[2]), [int(x) for x in a[4:]]))
+    rows = [r for r in rows if t0 <= r[0] <= end]
+    if len(rows) < 2:
+        return None
+    steal, nice = [], []
+    for (_, _, _, c0), (_, _, _, c1) in zip(rows, rows[1:]):
+        d = [y - x for x, y in zip(c0, c1)]
+        total = sum(d[:8]) or 1
+        steal.append(d[7] / total)
+        nice.append(d[1] / total)
+
+    def summary(v, digits):
+        v = sorted(v)
+        return {'min': round(v[0], digits), 'median': round(v[len(v) // 2], digits),
+                'max': round(v[-1], digits)}
+    return {'load1': summary([r[1] for r in rows], 2),
+            'runnable': summary([r[2] for r in rows], 0),
+            'steal_share': summary(steal, 3), 'nice_share': summary(nice, 3)}
+
+
 def share(capacity, period, specs):
-    records = None
-    if specs and specs[0].startswith('records='):
-        path, ids = specs[0][len('records='):].rsplit(':', 1)
-        records, specs = (path, ids.split(',')), specs[1:]
+    records = machine_log = None
+    while specs and '=' in specs[0].split(':', 1)[0]:
+        key, value = specs[0].split('=', 1)
+        if key == 'records':
+            path, ids = value.rsplit(':', 1)
+            records = (path, ids.split(','))
+        elif key == 'machine':
+            machine_log = value
+        specs = specs[1:]
     jobs = {}
     for spec in specs:
         name, demand, arrive, idle_at, idle_for, logs = spec.split(':', 5)
-        first_done = []
-        per_s, first, done = read(logs.split(','), first_done)
+        first_done, unh = [], {}
+        per_s, first, done = read(logs.split(','), first_done, unh)
         jobs[name] = {'demand': float(demand), 'per_s': per_s, 'first': first, 'done': done,
-                      'first_done': first_done[0], 'idle': (float(idle_at), float(idle_for))}
+                      'first_done': first_done[0], 'idle': (float(idle_at), float(idle_for)),
+                      'unhindered': unh}
     # Where each idling really began and ended: the first second from
     # about its nominal start in which the job did under half its demand,
     # and the first after that in which it did half again.
@@ -138,6 +204,18 @@ def share(capacity, period, specs):
     # contention they need not finish together: from the first one done the
     # job asks less than its demand, and it finishes (left out until its
     # last one is done, and 2 periods after).
+    starved_at, unh_ratios = [], {k: [] for k in jobs}
+
+    def starved(t, ent):
+        # The jobs the machine held below what the goal asks of the
+        # controller in second t (ent: their entitlements).
+        for k, e in ent.items():
+            u = jobs[k]['unhindered'].get(t)
+            if u is None:
+                continue
+            unh_ratios[k].append(u / e)
+            if u < STARVED * e:
+                starved_at.append({'t': t - t0, 'job': k, 'unhindered_over_entitled': round(u / e, 3)})
     events, finishing = [], []
     for j in jobs.values():
         events += [j['first'], int(j['done'])]
@@ -162,6 +240,7 @@ def share(capacity, period, specs):
             continue
         # Contention: each job's entitlement is its max-min share.
         ent = maxmin(capacity, active)
+        starved(t, ent)
         ratios = [jobs[k]['per_s'].get(t, 0) / ent[k] for k in active]
         jain = sum(ratios) ** 2 / (len(ratios) * sum(r * r for r in ratios))
         jain_values.append(jain)
@@ -184,13 +263,26 @@ def share(capacity, period, specs):
         # s: the first second the job was idle (it stopped within it or
         # just before); the others' sum from 2 periods after its start.
         s, e = j['idle_span']
-        after = [sum(o['per_s'].get(t, 0) for n, o in jobs.items() if n != k) / capacity
-                 for t in range(s + int(2 * period), e - 1)]
+        after = []
+        for t in range(s + int(2 * period), e - 1):
+            after.append(sum(o['per_s'].get(t, 0) for n, o in jobs.items() if n != k) / capacity)
+            others = {n: o['demand'] for n, o in jobs.items()
+                      if n != k and o['first'] <= t < int(o['done'])}
+            starved(t, maxmin(capacity, others))
         reaction.append({'job': k, 'idle_seconds': [s - t0, e - t0],
                          'others_over_capacity_after_2_periods':
                          round(min(after), 3) if after else None})
     jain_values.sort()
-    return {'capacity': capacity, 'max_over_capacity': round(max(over), 4),
+    unh_summary = {}
+    for k, v in unh_ratios.items():
+        if v:
+            v = sorted(v)
+            unh_summary[k] = {'min': round(v[0], 3), 'median': round(v[len(v) // 2], 3)}
+    return {'valid': (not starved_at) if any(unh_ratios.values()) else None,
+            'starved_seconds': starved_at[:10], 'starved_count': len(starved_at),
+            'unhindered_over_entitled': unh_summary,
+            'machine': machine(machine_log, t0, end) if machine_log else None,
+            'capacity': capacity, 'max_over_capacity': round(max(over), 4),
             'idle_reaction': reaction,
             'contention_seconds': len(jain_values),
             'worst_achieved_over_entitled': round(worst, 3) if jain_values else None,

@@ -10,9 +10,17 @@
  *   --ops N        stop after N operations (bytes) instead of after SECONDS
  *   --idle AT:FOR  do nothing from second AT for FOR seconds
  *
- * LOG gets one line per second: "UNIXTIME COUNT" (operations, or bytes for
- * write), and a last "done UNIXTIME" line; "%p" in LOG is the process id,
- * "%r" $SLURM_PROCID. Missing files of DIR are created first. */
+ * LOG gets one line per second: "UNIXTIME COUNT ONCPU_NS RUNQ_NS" (operations,
+ * or bytes for write; then the nanoseconds the process ran and waited on the
+ * run queue in that second, from /proc/self/schedstat, 0 0 where the kernel
+ * does not keep them), and a last "done UNIXTIME" line; "%p" in LOG is the
+ * process id, "%r" $SLURM_PROCID. Missing files of DIR are created first.
+ *
+ * The two times tell the machine's part from the controller's: a process
+ * held back by QoS, or pacing itself, sleeps; running and waiting for a CPU
+ * is the time it wanted to run, so COUNT / (ONCPU + RUNQ) is the rate it
+ * would have had in that second with nothing holding it back, on the share of
+ * the CPUs the machine gave it (its unhindered rate: bench/qos/analyze.py). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -27,6 +35,18 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* This process's time on a CPU and waiting on the run queue, in ns. */
+static void sched_times(unsigned long long *oncpu, unsigned long long *runq)
+{
+    *oncpu = *runq = 0;
+    FILE *f = fopen("/proc/self/schedstat", "r");
+    if (!f)
+        return;
+    if (fscanf(f, "%llu %llu", oncpu, runq) != 2)
+        *oncpu = *runq = 0;
+    fclose(f);
 }
 
 static FILE *open_log(const char *pattern)
@@ -103,11 +123,15 @@ int main(int argc, char **argv)
     }
     int storm = strcmp(mode, "storm") == 0;
     double start = now_s(), second = (double)(long)start + 1, done_total = 0, next_at = start;
-    unsigned long long count = 0, off = 0;
+    unsigned long long count = 0, off = 0, cpu0, runq0, cpu1, runq1;
+    sched_times(&cpu0, &runq0);
     for (unsigned long i = 0;; i++) {
         double t = now_s();
         if (t >= second) {
-            fprintf(log, "%.0f %llu\n", second - 1, count);
+            sched_times(&cpu1, &runq1);
+            fprintf(log, "%.0f %llu %llu %llu\n", second - 1, count, cpu1 - cpu0, runq1 - runq0);
+            cpu0 = cpu1;
+            runq0 = runq1;
             fflush(log);
             count = 0;
             second += 1;
@@ -160,8 +184,10 @@ int main(int argc, char **argv)
             next_at += rate > 0 ? 1 / rate : 0;
         }
     }
-    if (count)
-        fprintf(log, "%.0f %llu\n", second - 1, count);
+    if (count) {
+        sched_times(&cpu1, &runq1);
+        fprintf(log, "%.0f %llu %llu %llu\n", second - 1, count, cpu1 - cpu0, runq1 - runq0);
+    }
     fprintf(log, "done %.3f\n", now_s());
     if (fd >= 0)
         close(fd);

@@ -10,11 +10,14 @@
  * (AGENT_QOS), the next report due at the period's end (qos_proto.h: two
  * messages per busy node). What is timed is qosd's part: decoding every
  * report, taking it, computing every job's limits with the policy and
- * encoding every node's message. qosd's part of the sessions'
- * cryptography is timed apart: per busy node, in a session of its own,
- * opening the report and sealing the limits (the agent's side seals and
- * opens untimed), with each cipher of agent_session.h in turn in the same
- * cycle. Prints the median, 10th and 90th percentile CPU time per cycle,
+ * encoding every node's message (into a buffer kept from cycle to cycle,
+ * after room for the session's head, as adafs-qosd does). qosd's part of
+ * the sessions' cryptography is timed apart: per busy node, in a session
+ * of its own, receiving the report into a buffer of its own (the one
+ * allocation and copy of rpc_recv), opening it there and sealing the
+ * limits where they were written (the agent's side seals and opens
+ * untimed), with each cipher of agent_session.h in turn in the same cycle.
+ * qosd's ends of the sessions lie together, as in its table of agents. Prints the median, 10th and 90th percentile CPU time per cycle,
  * the messages and bytes per cycle.
  * Not counted: the system calls that move the messages. */
 #include <sodium.h>
@@ -44,20 +47,26 @@ static uint32_t next_rand(void)
     return (uint32_t)(rng >> 16);
 }
 
-/* One node's session, both ends, with one cipher. */
-struct link {
-    struct session_keys q, a;   /* qosd's end, the agent's */
+/* Every node's session with one cipher: qosd's ends together, the
+ * agents' apart. */
+struct links {
+    struct session_keys *q, *a;
 };
 
-static void link_init(struct link *l, int cipher)
+static void links_init(struct links *l, size_t n, int cipher)
 {
-    memset(l, 0, sizeof(*l));
-    randombytes_buf(l->q.tx, sizeof(l->q.tx));
-    randombytes_buf(l->q.rx, sizeof(l->q.rx));
-    memcpy(l->a.rx, l->q.tx, sizeof(l->a.rx));
-    memcpy(l->a.tx, l->q.rx, sizeof(l->a.tx));
-    if (session_keys_use(&l->q, cipher) < 0 || session_keys_use(&l->a, cipher) < 0)
+    l->q = calloc(n, sizeof(*l->q));
+    l->a = calloc(n, sizeof(*l->a));
+    if (!l->q || !l->a)
         abort();
+    for (size_t i = 0; i < n; i++) {
+        randombytes_buf(l->q[i].tx, sizeof(l->q[i].tx));
+        randombytes_buf(l->q[i].rx, sizeof(l->q[i].rx));
+        memcpy(l->a[i].rx, l->q[i].tx, sizeof(l->a[i].rx));
+        memcpy(l->a[i].tx, l->q[i].rx, sizeof(l->a[i].tx));
+        if (session_keys_use(&l->q[i], cipher) < 0 || session_keys_use(&l->a[i], cipher) < 0)
+            abort();
+    }
 }
 
 static void seal_or_die(struct session_keys *k, uint16_t op, const struct rpc_writer *w,
@@ -80,11 +89,12 @@ static void open_or_die(struct session_keys *k, const uint8_t *in, size_t len)
  * opens the report and seals the limits; the agents open the limits
  * after, untimed. */
 struct sealed {
-    uint8_t *report, *limits;
-    size_t report_len, limits_len;
+    uint8_t *report;
+    size_t report_len;
+    struct rpc_writer limits;    /* room for the session's head, the limits */
 };
 
-static double crypto_cycle(struct ctl *c, size_t nnodes, struct link *links, struct sealed *sl,
+static double crypto_cycle(struct ctl *c, size_t nnodes, struct links *links, struct sealed *sl,
                            const struct rpc_writer *encoded, const struct rpc_writer *limits);
 
 static int cmp_double(const void *a, const void *b)
@@ -141,13 +151,14 @@ int main(int argc, char **argv)
     struct rpc_writer *encoded = calloc(nnodes, sizeof(*encoded));
     struct rpc_writer *limits = calloc(nnodes, sizeof(*limits));
     bool aes = session_ciphers() & 1u << SESSION_CIPHER_AES256GCM;
-    struct link *box = calloc(nnodes, sizeof(*box)), *gcm = aes ? calloc(nnodes, sizeof(*gcm)) : NULL;
+    struct links box, gcm_links, *gcm = aes ? &gcm_links : NULL;
+    links_init(&box, nnodes, SESSION_CIPHER_SECRETBOX);
+    if (gcm)
+        links_init(gcm, nnodes, SESSION_CIPHER_AES256GCM);
     struct sealed *sl = calloc(nnodes, sizeof(*sl));
     for (size_t n = 0; n < nnodes; n++) {
-        link_init(&box[n], SESSION_CIPHER_SECRETBOX);
-        if (gcm)
-            link_init(&gcm[n], SESSION_CIPHER_AES256GCM);
         rpc_writer_init(&limits[n], NULL, 0);
+        rpc_writer_init(&sl[n].limits, NULL, 0);
     }
     double *t = calloc((size_t)cycles, sizeof(double)), *seal = calloc((size_t)cycles, sizeof(double));
     double *seal_gcm = calloc((size_t)cycles, sizeof(double));
@@ -190,9 +201,11 @@ int main(int argc, char **argv)
         for (size_t n = 0; n < nnodes; n++) {
             if (!ctl_node_busy(c, (uint32_t)n))
                 continue;
+            /* The buffer kept, room for the session's head first. */
             limits[n].len = 0;
+            rpc_put_raw(&limits[n], NULL, SESSION_OVERHEAD);
             ctl_node_message(c, (uint32_t)n, (uint64_t)cy, 990, &limits[n]);
-            bytes_out += limits[n].len;
+            bytes_out += limits[n].len - SESSION_OVERHEAD;
             msgs += 2;
         }
         t[cy] = cpu_s() - t0;
@@ -204,7 +217,7 @@ int main(int argc, char **argv)
             bool g = (k + cy) % 2 == 1;
             if (g && !gcm)
                 continue;
-            double d = crypto_cycle(c, nnodes, g ? gcm : box, sl, encoded, limits);
+            double d = crypto_cycle(c, nnodes, g ? gcm : &box, sl, encoded, limits);
             *(g ? &seal_gcm[cy] : &seal[cy]) = d;
         }
     }
@@ -241,8 +254,12 @@ int main(int argc, char **argv)
     }
     free(encoded);
     free(limits);
-    free(box);
-    free(gcm);
+    for (struct links *l = &box; l; l = l == &box ? gcm : NULL) {
+        free(l->q);
+        free(l->a);
+    }
+    for (size_t n = 0; n < nnodes; n++)
+        rpc_writer_free(&sl[n].limits);
     free(sl);
     free(seal_gcm);
     free(t);
@@ -252,26 +269,40 @@ int main(int argc, char **argv)
     return 0;
 }
 
-static double crypto_cycle(struct ctl *c, size_t nnodes, struct link *links, struct sealed *sl,
+static double crypto_cycle(struct ctl *c, size_t nnodes, struct links *links, struct sealed *sl,
                            const struct rpc_writer *encoded, const struct rpc_writer *limits)
 {
+    /* The agents seal their reports; the limits, as ctl_node_message wrote
+     * them (sealing them in place destroys them, and each cycle seals
+     * them once per cipher). Not timed. */
     for (size_t n = 0; n < nnodes; n++)
-        if (ctl_node_busy(c, (uint32_t)n))
-            seal_or_die(&links[n].a, 8, &encoded[n], &sl[n].report, &sl[n].report_len);
+        if (ctl_node_busy(c, (uint32_t)n)) {
+            seal_or_die(&links->a[n], 8, &encoded[n], &sl[n].report, &sl[n].report_len);
+            sl[n].limits.len = 0;
+            rpc_put_raw(&sl[n].limits, limits[n].data, limits[n].len);
+        }
     double t0 = cpu_s();
     for (size_t n = 0; n < nnodes; n++) {
         if (!ctl_node_busy(c, (uint32_t)n))
             continue;
-        struct session_keys *q = &links[n].q;
-        open_or_die(q, sl[n].report, sl[n].report_len);
-        seal_or_die(q, 8, &limits[n], &sl[n].limits, &sl[n].limits_len);
+        struct session_keys *q = &links->q[n];
+        /* rpc_recv's buffer, then the report opened in it. */
+        uint8_t *got = malloc(sl[n].report_len);
+        if (!got)
+            abort();
+        memcpy(got, sl[n].report, sl[n].report_len);
+        struct session_msg m;
+        if (session_open_in_place(q, got, sl[n].report_len, &m) < 0)
+            abort();
+        free(got);
+        if (session_seal_in_place(q, 8, 0, 0, sl[n].limits.data, sl[n].limits.len - SESSION_OVERHEAD) < 0)
+            abort();
     }
     double d = cpu_s() - t0;
     for (size_t n = 0; n < nnodes; n++)
         if (ctl_node_busy(c, (uint32_t)n)) {
-            open_or_die(&links[n].a, sl[n].limits, sl[n].limits_len);
+            open_or_die(&links->a[n], sl[n].limits.data, sl[n].limits.len);
             free(sl[n].report);
-            free(sl[n].limits);
         }
     return d;
 }
