@@ -247,7 +247,10 @@ scancel "$s1"
 as_user_sh "touch $pfs/r/stop"
 check "the bystander completes" -- wait_job "$by" COMPLETED 120
 check "the bystander's result is staged out" -- landed "$out/bystander.$by" "result of $by"
-check "no node was drained" -- bash -c "! sinfo -h -o %t | grep -q drain"
+# On failure the reason Slurm recorded and the plugin's log lines about it
+# go to the test's log (a drain here was seen once and could not be traced).
+check "no node was drained" -- bash -c "! sinfo -h -o %t | grep -q drain ||
+    { sinfo -R -h -o '%N: %E' | sed 's/^/# drained /'; grep -i drain $log | tail -5 | sed 's/^/# /'; exit 1; }"
 check "no job was requeued ($(grep -c 'requeued' "$log") requeues logged)" -- \
     bash -c "! grep -q 'adafs.*requeued\|already deployed' $log"
 scancel "$anchor"
