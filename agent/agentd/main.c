@@ -745,8 +745,7 @@ int main(int argc, char **argv)
             /* adafsd's own parser: the agent refuses at start what every
              * server would refuse at START. */
             if (fair_policy_parse(optarg) < 0)
-                die("--fair-policy: '%s' is not off, job-fair, user-fair, group-fair, size-fair "
-                    "or user-then-size", optarg);
+                die("--fair-policy: '%s' is not " FAIR_POLICY_NAMES, optarg);
             settings.fair_policy = fair_policy_parse(optarg) == FAIR_OFF ? NULL : optarg;
             break;
         case 'f': foreground = true; break;

@@ -418,8 +418,7 @@ int main(int argc, char **argv)
         }
         case 'F':
             if ((fair_policy = fair_policy_parse(optarg)) < 0)
-                die("--fair-policy: '%s' is not off, job-fair, user-fair, group-fair, size-fair "
-                    "or user-then-size", optarg);
+                die("--fair-policy: '%s' is not " FAIR_POLICY_NAMES, optarg);
             break;
         case 'S':
             fair_slots = strtol(optarg, &end, 10);
