@@ -48,6 +48,7 @@ int agents_sync(struct agents *ag, const struct world *w)
             agents_close(&ag->a[k]);
             rpc_writer_free(&ag->a[k].msg);
             free(ag->a[k].report.jobs);
+            free(ag->a[k].incoming.jobs);
         }
     free(ag->a);
     ag->a = next;
@@ -120,17 +121,20 @@ static void receive_one(struct agent *a, int64_t deadline)
         a->pending--;
         struct rpc_reader r;
         rpc_reader_init(&r, m.body, m.len);
-        struct qos_report rep;
         if (m.status < 0) {
             const char *text;
             uint32_t fault;
             snprintf(a->err, sizeof(a->err), "refused: %s",
                      agent_error_get(&r, &text, &fault) == 0 ? text : strerror(-m.status));
-        } else if (qos_report_get(&r, &rep) < 0) {
+        } else if (qos_report_get_into(&r, &a->incoming, &a->incoming_cap) < 0) {
             snprintf(a->err, sizeof(a->err), "a malformed report");
         } else {
-            free(a->report.jobs);
-            a->report = rep;
+            struct qos_report taken = a->incoming;
+            uint32_t cap = a->incoming_cap;
+            a->incoming = a->report;
+            a->incoming_cap = a->report_cap;
+            a->report = taken;
+            a->report_cap = cap;
             a->have_report = true;
             a->answered_ms = net_now_ms();
         }
@@ -179,8 +183,7 @@ void agents_receive(struct agents *ag, int64_t deadline_ms)
 {
     for (size_t i = 0; i < ag->n; i++) {
         struct agent *a = &ag->a[i];
-        free(a->report.jobs);
-        memset(&a->report, 0, sizeof(a->report));
+        a->report.njobs = 0;   /* its buffer kept */
         a->have_report = false;
         a->err[0] = '\0';
     }
@@ -201,6 +204,7 @@ void agents_free(struct agents *ag)
         agents_close(&ag->a[i]);
         rpc_writer_free(&ag->a[i].msg);
         free(ag->a[i].report.jobs);
+        free(ag->a[i].incoming.jobs);
     }
     free(ag->a);
     ag->a = NULL;

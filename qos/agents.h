@@ -34,7 +34,10 @@ struct agent {
     struct rpc_writer msg;       /* this cycle's message (agents_message) */
     unsigned pending;            /* answers owed: messages sent, not answered */
     bool have_report;            /* report holds the last period's */
-    struct qos_report report;
+    /* Reports are decoded into buffers kept from period to period (no
+     * allocation per report): the last one taken, and the next one. */
+    struct qos_report report, incoming;
+    uint32_t report_cap, incoming_cap;
     char err[512];               /* why this cycle failed, "" if it did not */
     int64_t answered_ms;         /* when the report arrived */
 };
