@@ -165,6 +165,8 @@ int main(int argc, char **argv)
     double *t_take = calloc((size_t)cycles, sizeof(double)), *t_compute = calloc((size_t)cycles, sizeof(double));
     size_t msgs = 0, bytes_out = 0, bytes_in = 0;
     int64_t now = 1000000;
+    struct qos_report got = { 0 };
+    uint32_t got_cap = 0;
     for (int cy = 0; cy < cycles; cy++) {
         now += 1000;
         /* The agents' side (not timed): usage grows, some jobs held back. */
@@ -187,12 +189,18 @@ int main(int argc, char **argv)
         for (size_t n = 0; n < nnodes; n++) {
             if (!ctl_node_busy(c, (uint32_t)n))
                 continue;
+            /* As adafs-qosd: the next busy node's pairs fetched ahead. */
+            for (size_t m = n + 1; m < nnodes && m < n + 8; m++)
+                if (ctl_node_busy(c, (uint32_t)m)) {
+                    ctl_prefetch_report(c, (uint32_t)m);
+                    break;
+                }
             struct rpc_reader r;
             rpc_reader_init(&r, encoded[n].data, encoded[n].len);
-            struct qos_report got;
-            if (qos_report_get(&r, &got) == 0)
+            /* Into a buffer kept from report to report, as adafs-qosd's
+             * (agents.h). */
+            if (qos_report_get_into(&r, &got, &got_cap) == 0)
                 ctl_take_report(c, (uint32_t)n, &got, now);
-            free(got.jobs);
             bytes_in += encoded[n].len;
         }
         double t1 = cpu_s();
@@ -248,6 +256,7 @@ int main(int argc, char **argv)
     printf("messages per cycle: %zu (the limits out and the report in per busy node), %zu bytes out, %zu bytes in\n",
            msgs, bytes_out, bytes_in);
     ctl_free(c);
+    free(got.jobs);
     for (size_t n = 0; n < nnodes; n++) {
         rpc_writer_free(&encoded[n]);
         rpc_writer_free(&limits[n]);
