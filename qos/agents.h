@@ -42,10 +42,13 @@ struct agent {
     int64_t answered_ms;         /* when the report arrived */
 };
 
+struct agents_pool;
+
 struct agents {
     struct agent *a;             /* one per world node, same index */
     size_t n;
     const struct session_auth *auth;
+    struct agents_pool *pool;    /* the worker threads, kept from cycle to cycle */
 };
 
 /* Matches the table to the world's nodes: sessions of nodes whose name,
