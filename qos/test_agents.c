@@ -29,9 +29,9 @@
 
 #define QOSD_UID 64030
 #define NODES 22          /* more than AGENTS_THREADS: threads take several nodes */
-#define MUTE_NODE 5       /* takes the limits, never reports */
+#define MUTE_NODE 5       /* takes the limits of cycles 1-3 and does not report them */
 #define DOWN_NODE 9       /* nothing listens */
-#define DEADLINE_MS 300
+#define DEADLINE_MS 600   /* generous: a loaded CI host must not make a working agent late */
 
 static struct session_auth qosd_auth, agent_auth;
 static struct session_fake qosd_id, agent_id;
@@ -69,7 +69,7 @@ static void serve_session(struct fake_agent *fa, int fd)
         struct rpc_reader r;
         rpc_reader_init(&r, m.body, m.len);
         struct qos_cycle c = { 0 };
-        if (m.op == AGENT_QOS && qos_cycle_get(&r, &c) == 0 && !fa->mute) {
+        if (m.op == AGENT_QOS && qos_cycle_get(&r, &c) == 0 && !(fa->mute && c.cycle <= 3)) {
             /* Usage that names this node: stat ops = 1000 x cycle + node. */
             struct qos_job_usage *u = calloc(c.njobs ? c.njobs : 1, sizeof(*u));
             for (uint32_t j = 0; u && j < c.njobs; j++) {
@@ -108,7 +108,7 @@ static void *fake_agent_run(void *arg)
 }
 
 static struct fake_agent agents_sim[NODES];
-/* What the mute and the dead agent's slots said, in cycle 8 (after the
+/* What the mute and the dead agent's slots said, in cycle 4 (after the
  * receive) and cycle 2 (after the send). */
 static char mute_err[512], down_err[512];
 static bool mute_connected = true;
@@ -140,7 +140,7 @@ static size_t one_cycle(struct agents *ag, struct ctl *c, uint64_t n, size_t bus
 {
     int64_t start = net_now_ms();
     agents_receive(ag, start + DEADLINE_MS);
-    if (n == 8) {
+    if (n == 4) {
         mute_connected = ag->a[MUTE_NODE].connected;
         snprintf(mute_err, sizeof(mute_err), "%s", ag->a[MUTE_NODE].err);
     }
@@ -211,13 +211,14 @@ static void test_cycles(void)
            good[2], good[3]);
     tap_ok(good[4] == 1 && good[5] == 1,
            "with one busy node, its report alone (%zu %zu)", good[4], good[5]);
-    tap_ok(good[7] == answering, "all busy again: %zu reports (%zu)", answering, good[7]);
+    tap_ok(good[7] == answering + 1, "all busy again, the mute agent back: %zu reports (%zu)",
+           answering + 1, good[7]);
     tap_ok(!mute_connected && strstr(mute_err, "no report") != NULL,
            "the mute agent's session is closed at its deadline (%s)", mute_err);
     tap_ok(strstr(down_err, "unreachable; next try") != NULL,
            "the dead agent is not tried again the next cycle (%s)", down_err);
-    tap_ok(took < 8 * (2 * DEADLINE_MS + 200),
-           "a mute agent costs its own deadline, not one per node (%lld ms for 8 cycles)",
+    tap_ok(took < 3 * DEADLINE_MS + 8 * 300,
+           "a mute agent costs its own deadline, not one per node (%lld ms for 8 cycles, 3 waited)",
            (long long)took);
     tap_ok(atomic_load(&agents_sim[0].sessions) == 1,
            "a working agent's session is kept from cycle to cycle (%u)",
@@ -236,8 +237,8 @@ static void test_cycles(void)
     rc = rc ? rc : agents_sync(&ag, &w);
     good[2] = one_cycle(&ag, c, 11, NODES, &wrong);
     good[3] = one_cycle(&ag, c, 12, NODES, &wrong);
-    /* Shrunk, nodes 0-9 have jobs: 8 of them answer (not the mute, not the dead). */
-    tap_ok(rc == 0 && wrong == 0 && good[1] == NODES / 2 - 3 && good[3] == before,
+    /* Shrunk, nodes 0-9 have jobs: 9 of them answer (not the dead). */
+    tap_ok(rc == 0 && wrong == 0 && good[1] == NODES / 2 - 2 && good[3] == before,
            "the table shrunk to %d nodes and grown back: %zu then %zu reports, none misplaced",
            NODES / 2, good[1], good[3]);
     tap_ok(atomic_load(&agents_sim[0].sessions) == 1, "and node 0 kept its session (%u)",
