@@ -335,15 +335,15 @@ static void keep_lookup_attributes(struct fuse_entry_out *e)
         e->attr_valid_nsec = 1;
 }
 
-/* The opened file's inode forgets the attributes its lookup left (above),
- * so its first fstat asks the servers: a notification written before the
- * OPEN is answered, no request of the kernel's more. (What else the
- * kernel drops at an open is its own business: without this, an fstat
- * right after an open got its lookup's size once in test_fuse_mount on
- * Linux 6.18, though not every time.) */
+/* The opened file's (or directory's) inode forgets the attributes its
+ * lookup left (above), so its first fstat asks the servers: a
+ * notification written before the OPEN is answered, no request of the
+ * kernel's more. (What else the kernel drops at an open is its own
+ * business: without this, an fstat right after an open got its lookup's
+ * size once in test_fuse_mount on Linux 6.18, though not every time.) */
 static void open_forgets_lookup(void)
 {
-    if (!req_nodeid || req_opcode != FUSE_OPEN)
+    if (!req_nodeid || (req_opcode != FUSE_OPEN && req_opcode != FUSE_OPENDIR))
         return;
     int rc = fuse_lowlevel_notify_inval_inode(fuse_get_session(fuse_get_context()->fuse),
                                               req_nodeid, -1, 0);
@@ -852,6 +852,7 @@ static int x_opendir(const char *path, struct fuse_file_info *fi)
     if (d->n)   /* an empty directory has no array: qsort must not see NULL */
         qsort(d->e, d->n, sizeof *d->e, by_name);
     fi->fh = (uintptr_t)d;
+    open_forgets_lookup();
     return 0;
 }
 
