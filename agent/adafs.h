@@ -165,6 +165,11 @@ const char *adafs_fd_path(adafs *fs, int fd);        /* NULL if fd is not open *
 
 /* Paths. */
 int adafs_stat(adafs *fs, const char *path, struct stat *st);
+/* adafs_stat of an entry whose parent the caller knows to be a directory
+ * (a kernel's lookup of a name in a directory it holds): a missing entry
+ * is -ENOENT at once, where adafs_stat asks about every ancestor (one
+ * round trip more) to tell -ENOTDIR or the first missing one. */
+int adafs_stat_entry(adafs *fs, const char *path, struct stat *st);
 int adafs_access(adafs *fs, const char *path, int mode);
 int adafs_mkdir(adafs *fs, const char *path, mode_t mode);
 int adafs_rmdir(adafs *fs, const char *path);

@@ -13,10 +13,12 @@
  * see.
  *
  * The mount and the interposer stay consistent (doc/fuse.md): the kernel
- * caches no file's name, no attribute and no absence (entry_timeout,
- * attr_timeout and negative_timeout are 0 by default; only directories'
- * names are kept, for a second, see keep_directory_name), so every lookup
- * and stat asks the servers as the interposer does; file data is read and written directly
+ * caches no file's name and no absence (entry_timeout and
+ * negative_timeout are 0 by default; only directories' names are kept,
+ * for a second, see keep_directory_name), and attributes only for the
+ * clock tick of the lookup that fetched them (attr_timeout is 0; see
+ * keep_lookup_attributes), so every lookup and stat of a path asks the
+ * servers as the interposer does; file data is read and written directly
  * (no page cache) where the kernel lets such files be mapped (below), and
  * otherwise cached while a file is open here, dropped at every open (no
  * keep_cache) and whenever a read finds the size or modification time
@@ -124,8 +126,9 @@ struct handoff {
 static struct handoff handoffs[HANDOFF_SLOTS];
 static int fuse_fd = -1;   /* /dev/fuse: a request spliced from it is not seen */
 static atomic_bool handoff_off;   /* some requests went unseen (spliced) */
-/* The request this thread serves: its opcode and caller (io_read). */
+/* The request this thread serves: its opcode, caller and inode (io_read). */
 static __thread uint32_t req_opcode, req_pid;
+static __thread uint64_t req_nodeid;
 
 static uint64_t now_ns(void)
 {
@@ -270,6 +273,7 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
     if (n >= (ssize_t)sizeof *h) {
         req_opcode = h->opcode;
         req_pid = h->pid;
+        req_nodeid = h->nodeid;
         if (h->pid && h->opcode != FUSE_GETATTR)
             handoff_set(h->pid, NULL, NULL);
     }
@@ -315,6 +319,43 @@ static void keep_directory_name(struct fuse_entry_out *e)
         e->entry_valid = DIR_ENTRY_SECONDS;
 }
 
+/* A lookup's attributes are the file as the servers hold it at that
+ * moment. The kernel may use them for the clock tick it is in and the
+ * next (attr_valid of 1 ns: one jiffy, rounded up; 4-8 ms at HZ=250), so
+ * a stat of a path is one request, its LOOKUP, where a GETATTR would
+ * follow and ask the servers again. Every stat of a path still asks the
+ * servers (entry_timeout=0: each is a lookup), and an open takes back
+ * what its lookup left (open_forgets_lookup), so an open file's fstat
+ * asks them too, unless another lookup of the file was answered after
+ * the open, within that tick (doc/fuse.md; tests/fuse_views.py). Not
+ * when the user chose attr_timeout. */
+static void keep_lookup_attributes(struct fuse_entry_out *e)
+{
+    if (e->attr_valid == 0 && e->attr_valid_nsec == 0)
+        e->attr_valid_nsec = 1;
+}
+
+/* The opened file's (or directory's) inode forgets the attributes its
+ * lookup left (above), so its first fstat asks the servers: a
+ * notification written before the OPEN is answered, no request of the
+ * kernel's more. (What else the kernel drops at an open is its own
+ * business: without this, an fstat right after an open got its lookup's
+ * size once in test_fuse_mount on Linux 6.18, though not every time.) */
+static void open_forgets_lookup(void)
+{
+    if (!req_nodeid || (req_opcode != FUSE_OPEN && req_opcode != FUSE_OPENDIR))
+        return;
+    int rc = fuse_lowlevel_notify_inval_inode(fuse_get_session(fuse_get_context()->fuse),
+                                              req_nodeid, -1, 0);
+    if (rc < 0 && rc != -ENOENT) {
+        static atomic_bool said;
+        if (!atomic_exchange(&said, true))
+            fprintf(stderr, "adafs-fuse: cannot tell the kernel to forget a lookup's "
+                    "attributes at an open (%s): an fstat right after an open may get "
+                    "them instead of the servers' (said once)\n", strerror(-rc));
+    }
+}
+
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
     (void)userdata;
@@ -333,6 +374,9 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
     if (h && h->error == 0 && (req_opcode == FUSE_LOOKUP || req_opcode == FUSE_MKDIR) &&
         count >= 2 && iov[1].iov_len >= sizeof(struct fuse_entry_out))
         keep_directory_name(iov[1].iov_base);
+    if (h && h->error == 0 && req_opcode == FUSE_LOOKUP && count >= 2 &&
+        iov[1].iov_len >= sizeof(struct fuse_entry_out))
+        keep_lookup_attributes(iov[1].iov_base);
     before_reply();
     ssize_t n = writev(fd, iov, count);
     /* The kernel has applied the INIT answer (its limits, the mount's
@@ -404,7 +448,10 @@ static int x_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         return -ENOENT;
     if (req_opcode == FUSE_GETATTR && handoff_take(req_pid, path, st))
         return 0;
-    int rc = adafs_stat(thread_fs(), path, st);
+    /* A lookup is of a name in a directory the kernel holds: a missing
+     * name is ENOENT without asking about the ancestors (doc/fuse.md). */
+    int rc = req_opcode == FUSE_LOOKUP ? adafs_stat_entry(thread_fs(), path, st)
+                                       : adafs_stat(thread_fs(), path, st);
     if (rc == 0 && req_opcode == FUSE_LOOKUP && req_pid &&
         !atomic_load_explicit(&handoff_off, memory_order_relaxed))
         handoff_set(req_pid, path, st);
@@ -556,7 +603,10 @@ static int open_with(const char *path, struct fuse_file_info *fi, int flags, mod
 
 static int x_open(const char *path, struct fuse_file_info *fi)
 {
-    return open_with(path, fi, fi->flags, 0, false);
+    int rc = open_with(path, fi, fi->flags, 0, false);
+    if (rc == 0)
+        open_forgets_lookup();
+    return rc;
 }
 
 static int x_create(const char *path, mode_t mode, struct fuse_file_info *fi)
@@ -802,6 +852,7 @@ static int x_opendir(const char *path, struct fuse_file_info *fi)
     if (d->n)   /* an empty directory has no array: qsort must not see NULL */
         qsort(d->e, d->n, sizeof *d->e, by_name);
     fi->fh = (uintptr_t)d;
+    open_forgets_lookup();
     return 0;
 }
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # adafs-fuse under what goes wrong: mmap through the mount as on a local
-# disk (tests/mmap_check.c), a full quota (ENOSPC), a server killed under a
+# disk (tests/mmap_check.c), changes made through the interposer seen
+# through the mount at once (tests/fuse_views.py), a full quota (ENOSPC), a server killed under a
 # reader (EIO within a bound, no process left waiting, the mount still
 # unmounts), a hung adafs-fuse and a process sitting in the mount at
 # unmount time (lazy unmount, then kill: nothing stays stuck), and another
@@ -55,6 +56,15 @@ ACCESS=both pl mkdir "$MNT/names/d"
 ACCESS=both pl sh -c "echo two >'$MNT/names/d/g'"
 check "a directory made again at the old name is the new one" \
     test "$(cat "$MNT/names/d/g" 2>&1)" = two
+
+# ---- a lookup's attributes, which the kernel keeps for its clock tick,
+# hide nothing a stat, an open or a later fstat must see (doc/fuse.md):
+# changes made through the interposer between two calls through the mount
+mkdir "$MNT/views"
+run_check "attributes" timeout -k 5 60 "$PYTHON" "$SRCDIR/tests/fuse_views.py" "$MNT/views" \
+    env LD_PRELOAD="$PRELOAD_LIST" \
+    LD_LIBRARY_PATH="$ADAFS_TEST_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    ADAFS_INSTANCE="$INSTANCE" ADAFS_MOUNT="$MNT" "$PYTHON"
 
 # ---- quota: ENOSPC through the mount, and nothing written before is lost
 start_instance quota 1 --quota 1M

@@ -4,7 +4,8 @@
 # The adafs-fuse mount against the LD_PRELOAD interposer and the backing
 # directory, in the same run (issue 26): mdtest-like create, stat and
 # remove and IOR-like 1 MiB sequential write and read (fsbench), with 1
-# and 2 processes, on one instance of 2 servers that is both mounted and
+# and 2 processes (mdtest's 2 share one directory, md2, or have one each,
+# md2u, as with mdtest -u), on one instance of 2 servers that is both mounted and
 # preloaded at the same path (as a job's access=both); then a 1 GiB file
 # read through the interposer's mmap path against its read() (mapread),
 # with the mount (access=both) and without it (access=preload).
@@ -59,6 +60,7 @@ on() {
 workloads() {
     on "$1" md1 "$fsb" mdtest --files 2000 --procs 1
     on "$1" md2 "$fsb" mdtest --files 1000 --procs 2
+    on "$1" md2u "$fsb" mdtest --files 1000 --procs 2 --unique
     on "$1" io1 "$fsb" ior --block 256M --procs 1
     on "$1" io2 "$fsb" ior --block 128M --procs 2
 }
@@ -98,7 +100,7 @@ value() { awk -v k="r$1.$2" '$1 == k { print $2 }' "$results"; }
 echo "| measure | local | preload | fuse | fuse / preload: median (min-max) |"
 echo "|---|---|---|---|---|"
 for m in md1.mdtest_create md1.mdtest_stat md1.mdtest_remove md2.mdtest_create md2.mdtest_stat \
-         md2.mdtest_remove io1.ior_write io1.ior_read io2.ior_write io2.ior_read; do
+         md2.mdtest_remove md2u.mdtest_create md2u.mdtest_stat md2u.mdtest_remove io1.ior_write io1.ior_read io2.ior_write io2.ior_read; do
     line="| $m"
     for t in local preload fuse; do
         line="$line | $(for r in $(seq "$repeats"); do value "$r" "$t.$m"; done | median)"
