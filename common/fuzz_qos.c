@@ -29,6 +29,18 @@ static void roundtrip(const uint8_t *data, size_t len, int kind)
         struct qos_report rep;
         if ((rc = qos_report_get(&r, &rep)) == 0)
             qos_report_put(&w, &rep);
+        /* Decoded into a buffer kept from input to input (as adafs-qosd
+         * keeps one per agent): the same outcome and the same report. */
+        static struct qos_report kept;
+        static uint32_t cap;
+        struct rpc_reader again;
+        rpc_reader_init(&again, data, len);
+        int rc_kept = qos_report_get_into(&again, &kept, &cap);
+        assert(rc_kept == rc && kept.njobs <= cap && (rc < 0 ? kept.njobs == 0 : kept.njobs == rep.njobs));
+        if (rc == 0) {
+            assert(kept.cycle == rep.cycle);
+            assert(!rep.njobs || memcmp(kept.jobs, rep.jobs, rep.njobs * sizeof(*rep.jobs)) == 0);
+        }
         free(rep.jobs);
     } else {
         struct qos_status s;

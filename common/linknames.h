@@ -197,6 +197,7 @@
 #pragma redefine_extname qos_cycle_get adafs_qos_cycle_get
 #pragma redefine_extname qos_cycle_put adafs_qos_cycle_put
 #pragma redefine_extname qos_report_get adafs_qos_report_get
+#pragma redefine_extname qos_report_get_into adafs_qos_report_get_into
 #pragma redefine_extname qos_report_put adafs_qos_report_put
 #pragma redefine_extname qos_status_get adafs_qos_status_get
 #pragma redefine_extname qos_status_put adafs_qos_status_put

@@ -153,23 +153,47 @@ void qos_report_put(struct rpc_writer *w, const struct qos_report *rep)
     }
 }
 
-int qos_report_get(struct rpc_reader *r, struct qos_report *rep)
+int qos_report_get_into(struct rpc_reader *r, struct qos_report *rep, uint32_t *cap)
 {
-    memset(rep, 0, sizeof(*rep));
+    struct qos_job_usage *kept = rep->jobs;
+    *rep = (struct qos_report){ .jobs = kept };
     if (rpc_get_u32(r) != QOS_PROTO_VERSION)
         return -EBADMSG;
     rep->cycle = rpc_get_u64(r);
-    int rc = get_count(r, 8 + 2 * 2, &rep->njobs, (void **)&rep->jobs,
-                       sizeof(*rep->jobs));
-    if (rc < 0)
-        return rc;
-    for (uint32_t i = 0; i < rep->njobs && rpc_reader_ok(r); i++) {
+    uint32_t n = rpc_get_u32(r);
+    /* Bounded by the bytes left (each job takes at least 12) before
+     * anything is allocated for it. */
+    if (!rpc_reader_ok(r) || n > QOS_PROTO_MAX_JOBS || (size_t)n * (8 + 2 * 2) > r->len - r->off)
+        return -EBADMSG;
+    if (n > *cap) {
+        struct qos_job_usage *grown = realloc(kept, n * sizeof(*grown));
+        if (!grown)
+            return -ENOMEM;
+        rep->jobs = grown;
+        *cap = n;
+    }
+    for (uint32_t i = 0; i < n && rpc_reader_ok(r); i++) {
         rep->jobs[i].job_id = rpc_get_u32(r);
         rep->jobs[i].procs = rpc_get_u32(r);
         get_classes(r, rep->jobs[i].used);
         get_classes(r, rep->jobs[i].waited_ns);
     }
-    return finish(r, (void **)&rep->jobs);
+    if (!rpc_reader_done(r))
+        return -EBADMSG;
+    rep->njobs = n;
+    return 0;
+}
+
+int qos_report_get(struct rpc_reader *r, struct qos_report *rep)
+{
+    uint32_t cap = 0;
+    rep->jobs = NULL;
+    int rc = qos_report_get_into(r, rep, &cap);
+    if (rc < 0) {
+        free(rep->jobs);
+        memset(rep, 0, sizeof(*rep));
+    }
+    return rc;
 }
 
 void qos_status_put(struct rpc_writer *w, const struct qos_status *s)

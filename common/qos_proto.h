@@ -111,6 +111,11 @@ void qos_cycle_put(struct rpc_writer *w, const struct qos_cycle *c);
 int qos_cycle_get(struct rpc_reader *r, struct qos_cycle *c);
 void qos_report_put(struct rpc_writer *w, const struct qos_report *rep);
 int qos_report_get(struct rpc_reader *r, struct qos_report *rep);
+/* qos_report_get into rep->jobs as it is (*cap entries, malloc'd or NULL),
+ * grown when the report holds more: adafs-qosd decodes each agent's
+ * report every period into the buffer it kept, with no allocation. On an
+ * error rep->njobs is 0 and rep->jobs still the caller's (to free). */
+int qos_report_get_into(struct rpc_reader *r, struct qos_report *rep, uint32_t *cap);
 void qos_status_put(struct rpc_writer *w, const struct qos_status *s);
 int qos_status_get(struct rpc_reader *r, struct qos_status *s);
 

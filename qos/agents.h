@@ -34,15 +34,21 @@ struct agent {
     struct rpc_writer msg;       /* this cycle's message (agents_message) */
     unsigned pending;            /* answers owed: messages sent, not answered */
     bool have_report;            /* report holds the last period's */
-    struct qos_report report;
+    /* Reports are decoded into buffers kept from period to period (no
+     * allocation per report): the last one taken, and the next one. */
+    struct qos_report report, incoming;
+    uint32_t report_cap, incoming_cap;
     char err[512];               /* why this cycle failed, "" if it did not */
     int64_t answered_ms;         /* when the report arrived */
 };
+
+struct agents_pool;
 
 struct agents {
     struct agent *a;             /* one per world node, same index */
     size_t n;
     const struct session_auth *auth;
+    struct agents_pool *pool;    /* the worker threads, kept from cycle to cycle */
 };
 
 /* Matches the table to the world's nodes: sessions of nodes whose name,

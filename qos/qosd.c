@@ -309,8 +309,13 @@ static void cycle(uint64_t n, int64_t start)
         a->busy = a->busy_cycle && n - a->busy_cycle <= 5;
         if (!a->busy && a->connected && !a->pending)
             agents_close(a);   /* its agent would close it idle: a new one when it is busy again */
-        if (a->busy && a->have_report)
+        if (a->busy && a->have_report) {
+            /* The next node's pairs are fetched while this one's report
+             * is taken: the cache misses overlap (ctl.h). */
+            if (i + 1 < ag.n && i + 1 < world.nnodes)
+                ctl_prefetch_report(ctl, (uint32_t)i + 1);
             ctl_take_report(ctl, (uint32_t)i, &a->report, a->answered_ms);
+        }
     }
     send_limits(n);
     for (size_t i = 0; i < ag.n; i++) {

@@ -1,7 +1,7 @@
 /* qosscale: one control cycle of adafs-qosd at scale (issue 24, acceptance
  * 5), with simulated agents.
  *
- *   qosscale [NODES JOBS MAXNODES CYCLES]     (1000 1000 16 200)
+ *   qosscale [NODES JOBS MAXNODES CYCLES [io]]     (1000 1000 16 200)
  *
  * Jobs of 1..MAXNODES nodes (sizes and places fixed by a seeded
  * generator) on NODES nodes. Each cycle every busy node's agent answers
@@ -19,16 +19,29 @@
  * untimed), with each cipher of agent_session.h in turn in the same cycle.
  * qosd's ends of the sessions lie together, as in its table of agents. Prints the median, 10th and 90th percentile CPU time per cycle,
  * the messages and bytes per cycle.
- * Not counted: the system calls that move the messages. */
+ * With "io", a second controller also runs every cycle as adafs-qosd
+ * does, over real sessions: each busy node's report sealed by its agent
+ * (untimed) and sent over a TCP connection on loopback, and qosd's whole
+ * part timed in one thread: receiving each report (agent_session_recv:
+ * its system calls, its buffer, opening), decoding and taking it,
+ * computing, writing each node's limits and sending them sealed
+ * (agent_session_send_in_place). That is every CPU cost of qosd's cycle
+ * but its worker threads' start (adafs-qosd spreads the waiting over 16;
+ * loopback also charges the receiver's TCP processing to the sender). */
+#include <errno.h>
 #include <sodium.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "agent_proto.h"
 #include "agent_session.h"
 #include "ctl.h"
+#include "net.h"
 #include "qos_proto.h"
 
 static double cpu_s(void)
@@ -97,6 +110,101 @@ struct sealed {
 static double crypto_cycle(struct ctl *c, size_t nnodes, struct links *links, struct sealed *sl,
                            const struct rpc_writer *encoded, const struct rpc_writer *limits);
 
+/* The "io" mode: a controller of its own, and per busy node qosd's and
+ * the agent's ends of a session over a loopback TCP connection. */
+struct io {
+    struct ctl *c;
+    struct agent_session *q, *a;
+    struct rpc_writer *limits;
+    struct qos_report got;
+    uint32_t got_cap;
+};
+
+static void io_init(struct io *io, const struct ctl_job_spec *jobs, size_t njobs, size_t nnodes,
+                    const struct ctl *busy_in)
+{
+    io->c = ctl_new();
+    if (!io->c || ctl_set_jobs(io->c, jobs, njobs, nnodes) < 0)
+        abort();
+    struct links l;
+    links_init(&l, nnodes, SESSION_CIPHER_AES256GCM);
+    io->q = calloc(nnodes, sizeof(*io->q));
+    io->a = calloc(nnodes, sizeof(*io->a));
+    io->limits = calloc(nnodes, sizeof(*io->limits));
+    if (!io->q || !io->a || !io->limits)
+        abort();
+    char err[256];
+    int port, lfd = net_listen("127.0.0.1", 0, 1024, &port, err, sizeof(err));
+    if (lfd < 0) {
+        fprintf(stderr, "qosscale: %s\n", err);
+        exit(1);
+    }
+    for (size_t n = 0; n < nnodes; n++) {
+        io->q[n].fd = io->a[n].fd = -1;
+        rpc_writer_init(&io->limits[n], NULL, 0);
+        if (!ctl_node_busy(busy_in, (uint32_t)n))
+            continue;
+        io->q[n].fd = net_connect("127.0.0.1", port, 5000, err, sizeof(err));
+        io->a[n].fd = accept(lfd, NULL, NULL);
+        if (io->q[n].fd < 0 || io->a[n].fd < 0 || net_set_nodelay(io->a[n].fd) < 0) {
+            fprintf(stderr, "qosscale: a loopback connection: %s (raise the open files limit?)\n",
+                    io->q[n].fd < 0 ? err : strerror(errno));
+            exit(1);
+        }
+        io->q[n].keys = l.q[n];
+        io->a[n].keys = l.a[n];
+    }
+    close(lfd);
+    free(l.q);
+    free(l.a);
+}
+
+/* One cycle of qosd over the sessions (CPU seconds of qosd's part). */
+static double io_cycle(struct io *io, const struct ctl_settings *s, size_t nnodes,
+                       const struct rpc_writer *encoded, uint64_t cycle, int64_t now)
+{
+    for (size_t n = 0; n < nnodes; n++)   /* the agents answer: untimed */
+        if (io->a[n].fd >= 0 &&
+            agent_session_send(&io->a[n], AGENT_QOS, 0, encoded[n].data, encoded[n].len, 0) < 0)
+            abort();
+    double t0 = cpu_s();
+    for (size_t n = 0; n < nnodes; n++) {
+        if (io->q[n].fd < 0)
+            continue;
+        if (n + 1 < nnodes)
+            ctl_prefetch_report(io->c, (uint32_t)n + 1);
+        struct session_msg m;
+        if (agent_session_recv(&io->q[n], &m, AGENT_MAX_BODY, 0) < 0)
+            abort();
+        struct rpc_reader r;
+        rpc_reader_init(&r, m.body, m.len);
+        if (qos_report_get_into(&r, &io->got, &io->got_cap) == 0)
+            ctl_take_report(io->c, (uint32_t)n, &io->got, now);
+        free(m.plain);
+    }
+    ctl_compute(io->c, s, now);
+    for (size_t n = 0; n < nnodes; n++) {
+        if (io->q[n].fd < 0)
+            continue;
+        struct rpc_writer *w = &io->limits[n];
+        w->len = 0;
+        rpc_put_raw(w, NULL, SESSION_OVERHEAD);
+        ctl_node_message(io->c, (uint32_t)n, cycle, 990, w);
+        if (agent_session_send_in_place(&io->q[n], AGENT_QOS, 0, w->data, w->len - SESSION_OVERHEAD, 0) < 0)
+            abort();
+    }
+    double d = cpu_s() - t0;
+    for (size_t n = 0; n < nnodes; n++) {   /* the agents take their limits: untimed */
+        struct session_msg m;
+        if (io->a[n].fd < 0)
+            continue;
+        if (agent_session_recv(&io->a[n], &m, AGENT_MAX_BODY, 0) < 0)
+            abort();
+        free(m.plain);
+    }
+    return d;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -109,6 +217,7 @@ int main(int argc, char **argv)
     size_t njobs = argc > 2 ? strtoul(argv[2], NULL, 10) : 1000;
     uint32_t maxn = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 16;
     int cycles = argc > 4 ? atoi(argv[4]) : 200;
+    bool with_io = argc > 5 && strcmp(argv[5], "io") == 0;
     if (sodium_init() < 0)
         return 1;
     struct ctl_job_spec *jobs = calloc(njobs, sizeof(*jobs));
@@ -163,8 +272,18 @@ int main(int argc, char **argv)
     double *t = calloc((size_t)cycles, sizeof(double)), *seal = calloc((size_t)cycles, sizeof(double));
     double *seal_gcm = calloc((size_t)cycles, sizeof(double));
     double *t_take = calloc((size_t)cycles, sizeof(double)), *t_compute = calloc((size_t)cycles, sizeof(double));
+    double *t_io = calloc((size_t)cycles, sizeof(double));
+    struct io io = { 0 };
+    if (with_io && !gcm) {
+        fprintf(stderr, "qosscale: io needs AES-256-GCM (AES-NI)\n");
+        return 1;
+    }
+    if (with_io)
+        io_init(&io, jobs, njobs, nnodes, c);
     size_t msgs = 0, bytes_out = 0, bytes_in = 0;
     int64_t now = 1000000;
+    struct qos_report got = { 0 };
+    uint32_t got_cap = 0;
     for (int cy = 0; cy < cycles; cy++) {
         now += 1000;
         /* The agents' side (not timed): usage grows, some jobs held back. */
@@ -187,12 +306,18 @@ int main(int argc, char **argv)
         for (size_t n = 0; n < nnodes; n++) {
             if (!ctl_node_busy(c, (uint32_t)n))
                 continue;
+            /* As adafs-qosd: the next busy node's pairs fetched ahead. */
+            for (size_t m = n + 1; m < nnodes && m < n + 8; m++)
+                if (ctl_node_busy(c, (uint32_t)m)) {
+                    ctl_prefetch_report(c, (uint32_t)m);
+                    break;
+                }
             struct rpc_reader r;
             rpc_reader_init(&r, encoded[n].data, encoded[n].len);
-            struct qos_report got;
-            if (qos_report_get(&r, &got) == 0)
+            /* Into a buffer kept from report to report, as adafs-qosd's
+             * (agents.h). */
+            if (qos_report_get_into(&r, &got, &got_cap) == 0)
                 ctl_take_report(c, (uint32_t)n, &got, now);
-            free(got.jobs);
             bytes_in += encoded[n].len;
         }
         double t1 = cpu_s();
@@ -220,12 +345,15 @@ int main(int argc, char **argv)
             double d = crypto_cycle(c, nnodes, g ? gcm : &box, sl, encoded, limits);
             *(g ? &seal_gcm[cy] : &seal[cy]) = d;
         }
+        if (with_io)
+            t_io[cy] = io_cycle(&io, &s, nnodes, encoded, (uint64_t)cy, now);
     }
     qsort(t, (size_t)cycles, sizeof(double), cmp_double);
     qsort(seal, (size_t)cycles, sizeof(double), cmp_double);
     qsort(seal_gcm, (size_t)cycles, sizeof(double), cmp_double);
     qsort(t_take, (size_t)cycles, sizeof(double), cmp_double);
     qsort(t_compute, (size_t)cycles, sizeof(double), cmp_double);
+    qsort(t_io, (size_t)cycles, sizeof(double), cmp_double);
     printf("nodes %zu, jobs %zu (1-%u nodes each), (job, node) pairs %zu, policy psfa, 4 classes with capacity\n",
            nnodes, njobs, maxn, pairs);
     printf("qosd CPU per cycle (decode reports, compute, encode messages): median %.3f ms, "
@@ -245,9 +373,14 @@ int main(int argc, char **argv)
     if (gcm)
         printf(", %.3f ms (AES-256-GCM)", (t[cycles / 2] + seal_gcm[cycles / 2]) * 1e3);
     printf("\n");
+    if (with_io)
+        printf("qosd's whole cycle over sessions on loopback TCP (receive, open, decode, take, compute, "
+               "write, seal, send; one thread): median %.3f ms (p10 %.3f, p90 %.3f)\n", t_io[cycles / 2] * 1e3,
+               t_io[cycles / 10] * 1e3, t_io[cycles * 9 / 10] * 1e3);
     printf("messages per cycle: %zu (the limits out and the report in per busy node), %zu bytes out, %zu bytes in\n",
            msgs, bytes_out, bytes_in);
     ctl_free(c);
+    free(got.jobs);
     for (size_t n = 0; n < nnodes; n++) {
         rpc_writer_free(&encoded[n]);
         rpc_writer_free(&limits[n]);
@@ -266,6 +399,19 @@ int main(int argc, char **argv)
     free(seal);
     free(t_take);
     free(t_compute);
+    free(t_io);
+    if (with_io) {
+        for (size_t n = 0; n < nnodes; n++) {
+            agent_session_close(&io.q[n]);
+            agent_session_close(&io.a[n]);
+            rpc_writer_free(&io.limits[n]);
+        }
+        free(io.q);
+        free(io.a);
+        free(io.limits);
+        free(io.got.jobs);
+        ctl_free(io.c);
+    }
     return 0;
 }
 
