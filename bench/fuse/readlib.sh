@@ -1,10 +1,12 @@
 #!/bin/sh
-# [SERVERS=N] bench/fuse/readlib.sh BUILD_DIR LIBDIR REPEATS
+# [SERVERS=N] [BLOCK=SIZE] bench/fuse/readlib.sh BUILD_DIR LIBDIR REPEATS
 #
-# 1 MiB sequential reads (fsbench ior: 256 MiB by 1 process, 128 MiB each
-# by 2) on one instance of SERVERS servers (default 2), through the
-# interposer with BUILD_DIR's libadafs ("preload"), through it with the
-# libadafs.so.0 in LIBDIR ("var", by LD_LIBRARY_PATH: e.g. a build with
+# 1 MiB sequential reads (fsbench ior: BLOCK, default 1 GiB, by 1
+# process, half of it each by 2; read from the page cache at 5-15 GiB/s
+# here, where run.sh's 256 MiB is a read of 20-50 ms) on one instance of
+# SERVERS servers (default 2), through the interposer with BUILD_DIR's
+# libadafs ("preload"), through it with the libadafs.so.0 in LIBDIR
+# ("var", by LD_LIBRARY_PATH: e.g. a build with
 # bench/fuse/pread-every-server.patch) and through adafs-fuse's mount
 # ("fuse"), in a rotating order within each repeat. Prints options.sh's
 # "rR TARGET WORKLOAD.METRIC VALUE" lines for bench/fuse/ratios.awk (each
@@ -16,6 +18,8 @@ usage="usage: readlib.sh BUILD_DIR LIBDIR REPEATS"
 build=$(cd "${1:?$usage}" && pwd)
 var=$(cd "${2:?$usage}" && pwd)
 repeats=${3:?$usage}
+block=${BLOCK:-1G}
+half=$(( $(numfmt --from=iec "$block") / 2 ))
 ctl=$build/agent/adafs-ctl fsb=$build/bench/fs/fsbench fuse=$build/agent/adafs-fuse
 preload=$build/agent/.libs/libadafs_preload.so
 test -e "$var/libadafs.so.0" || { echo "readlib.sh: $var/libadafs.so.0 is missing" >&2; exit 1; }
@@ -41,12 +45,15 @@ on() {
              "$@" --dir "$work/mnt/v.$w.$r" ;;
     fuse) "$@" --dir "$work/fmnt/f.$w.$r" ;;
     esac | while read -r metric value unit; do echo "r$r $t $w.$metric $value"; done
+    # one file set at a time in the servers' page cache; all three
+    # targets' directories are the instance's, seen through the mount
+    rm -rf "$work/fmnt/${t%"${t#?}"}.$w.$r"
 }
 names="preload var fuse"
 for r in $(seq "$repeats"); do
     for t in $names; do
-        on "$t" io1 "$fsb" ior --block 256M --procs 1
-        on "$t" io2 "$fsb" ior --block 128M --procs 2
+        on "$t" io1 "$fsb" ior --block "$block" --procs 1
+        on "$t" io2 "$fsb" ior --block "$half" --procs 2
     done
     names=$(echo $names | awk '{ for (i = 2; i <= NF; i++) printf "%s ", $i; print $1 }')
 done
