@@ -2,7 +2,8 @@
 # bench/fuse/options.sh BUILD_DIR REPEATS NAME:ADAFS_FUSE:OPTIONS...
 #
 # adafs-fuse variants against the LD_PRELOAD interposer, in the same run:
-# each NAME mounts one instance of 2 servers with the program ADAFS_FUSE
+# each NAME mounts one instance of SERVERS servers (default 2; 1 is a
+# job's shape) with the program ADAFS_FUSE
 # (a build of adafs-fuse, or a script running one) and the -o OPTIONS
 # (may be empty), and fsbench's mdtest (1,000 files each: 1 process, 2 in
 # one directory, 2 in a directory each) and IOR (1 MiB transfers, 256 MiB
@@ -29,7 +30,7 @@ stop() {
     rm -rf "$work"
 }
 trap stop EXIT
-"$ctl" start --servers 2 --base "$work/inst" --mount "$work/mnt" >/dev/null
+"$ctl" start --servers "${SERVERS:-2}" --base "$work/inst" --mount "$work/mnt" >/dev/null
 inst=$work/inst/instance
 names=preload
 for v in "$@"; do

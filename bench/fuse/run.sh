@@ -1,14 +1,18 @@
 #!/bin/sh
-# bench/fuse/run.sh BUILD_DIR [REPEATS]
+# [SERVERS=N] bench/fuse/run.sh BUILD_DIR [REPEATS]
 #
 # The adafs-fuse mount against the LD_PRELOAD interposer and the backing
 # directory, in the same run (issue 26): mdtest-like create, stat and
 # remove and IOR-like 1 MiB sequential write and read (fsbench), with 1
 # and 2 processes (mdtest's 2 share one directory, md2, or have one each,
-# md2u, as with mdtest -u), on one instance of 2 servers that is both mounted and
-# preloaded at the same path (as a job's access=both); then a 1 GiB file
-# read through the interposer's mmap path against its read() (mapread),
-# with the mount (access=both) and without it (access=preload).
+# md2u, as with mdtest -u), on one instance of SERVERS servers (default 2)
+# that is both mounted and preloaded at the same path (as a job's
+# access=both); SERVERS=1 is a job's shape (one server per node): with 2 on
+# one machine adafs-fuse splices both servers' chunk files while the
+# interposer reads only the first piece's server's directly (doc/fuse.md,
+# Speed). Then a 1 GiB file read through the interposer's mmap path against
+# its read() (mapread), with the mount (access=both) and without it
+# (access=preload).
 # Each repeat runs the three targets in a rotating order, so none always
 # goes first on a shared machine; ratios are taken within each repeat and
 # their median, min and max printed, as Markdown. Run it under
@@ -35,7 +39,7 @@ stop() {
     rm -rf "$work"
 }
 trap stop EXIT
-"$ctl" start --servers 2 --base "$work/inst" --mount "$mount" >/dev/null 2>"$work/ctl.err" ||
+"$ctl" start --servers "${SERVERS:-2}" --base "$work/inst" --mount "$mount" >/dev/null 2>"$work/ctl.err" ||
     { cat "$work/ctl.err" >&2; exit 1; }
 instance=$work/inst/instance
 "$fuse" --instance "$instance" "$mount"
