@@ -6,7 +6,8 @@
 # run a fresh instance of its build (SERVERS, default 1, on ROOT: disk,
 # the default, under TMPDIR, or tmpfs under TMPFS_DIR, default /dev/shm)
 # and this build's fsbench ior IOR_ARGS (e.g. --xfer 64K --block 256M
-# --shared --procs 2 --random) through that build's interposer. Before
+# --shared --procs 2 --random --read-seconds 3: an old build's reads on
+# tmpfs take minutes) through that build's interposer. Before
 # every run, as run.sh's warm: sync, and 1 GiB touched and freed (WARM=0:
 # neither). Prints per figure the median of the pair ratios (BUILD /
 # OLD_BUILD), their quartiles and range, and each build's median.
@@ -34,8 +35,9 @@ test -x "$fsb" || fsb=$new/bench/fs/fsbench
 trap 'for b in "$work"/i*; do test -e "$b/servers" && "$new/agent/adafs-ctl" stop --base "$b" 2>/dev/null; done; rm -rf "$work"; release_free_memory' EXIT
 hold_free_memory
 
-run() {  # run BUILD OUT
+run() {  # run BUILD OUT IOR_ARGS...
     b=$1 out=$2 base=$work/i.$(date +%s%N)
+    shift 2
     inst=$("$b/agent/adafs-ctl" start --servers "$servers" --base "$base" --mount /adafs-bench 2>/dev/null)
     if [ "${WARM:-1}" = 1 ]; then sync; warm_memory $((1 << 30)); fi
     env LD_LIBRARY_PATH="$b/agent/.libs" ADAFS_INSTANCE="$inst" LD_PRELOAD="$b/agent/.libs/libadafs_preload.so" \
