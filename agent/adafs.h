@@ -156,6 +156,33 @@ ssize_t adafs_pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t c
 ssize_t adafs_pread_to_fd_sparse(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
                                  off_t offset, int *zeros);
 
+/* A read whose bytes the caller moves on without copying them (adafs-fuse
+ * answers a READ with a reply spliced from them, doc/fuse.md): as
+ * adafs_pread of count bytes at offset, but the pieces that a server of
+ * this node holds are not read: they are given as that server's data
+ * file (a read-only descriptor of the library's) and the offset in it.
+ * The rest (other nodes' pieces, zeros of holes) is read into buf (count
+ * bytes) and given as memory. take(arg, pieces, n) is called once, with
+ * pieces covering the result in order (their lens add up to the return
+ * value; not called for 0 bytes), and must consume them before it returns:
+ * a descriptor is valid only during the call, and it must call nothing
+ * of libadafs on fd (the open file is locked). After take, every
+ * descriptor given is checked to be still the file's data file (as a
+ * short-circuit read checks after its pread: a remove or a truncate to
+ * zero replaces it); if one is not, the call returns -EAGAIN and what
+ * take did must be undone and the range read with adafs_pread. Returns
+ * the bytes given (short at the end of the file, 0 at or past it), take's
+ * own negative answer, or -errno as adafs_pread. */
+struct adafs_piece {
+    int fd;            /* >= 0: len bytes of this descriptor from off */
+    off_t off;
+    const void *mem;   /* fd < 0: the len bytes here (within buf) */
+    size_t len;
+};
+typedef int (*adafs_pieces_fn)(void *arg, const struct adafs_piece *pieces, size_t n);
+ssize_t adafs_pread_pieces(adafs *fs, int fd, void *buf, size_t count, off_t offset,
+                           adafs_pieces_fn take, void *arg);
+
 int adafs_fstat(adafs *fs, int fd, struct stat *st);
 int adafs_ftruncate(adafs *fs, int fd, off_t length);
 int adafs_fsync(adafs *fs, int fd);
@@ -165,6 +192,11 @@ const char *adafs_fd_path(adafs *fs, int fd);        /* NULL if fd is not open *
 
 /* Paths. */
 int adafs_stat(adafs *fs, const char *path, struct stat *st);
+/* adafs_stat of an entry whose parent the caller knows to be a directory
+ * (a kernel's lookup of a name in a directory it holds): a missing entry
+ * is -ENOENT at once, where adafs_stat asks about every ancestor (one
+ * round trip more) to tell -ENOTDIR or the first missing one. */
+int adafs_stat_entry(adafs *fs, const char *path, struct stat *st);
 int adafs_access(adafs *fs, const char *path, int mode);
 int adafs_mkdir(adafs *fs, const char *path, mode_t mode);
 int adafs_rmdir(adafs *fs, const char *path);

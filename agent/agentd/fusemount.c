@@ -1,5 +1,6 @@
 /* fusemount: see fusemount.h. */
 #include "fusemount.h"
+#include "fuse/max_read.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -297,7 +298,9 @@ static int start(const struct fusemount_job *j, pid_t *pid, char *err, size_t er
         return rc;
     }
     char opts[160], target[64];
-    snprintf(opts, sizeof opts, "fd=%d,rootmode=%o,user_id=%u,group_id=%u", dev,
+    /* max_read as adafs-fuse answers INIT (fuse/max_read.h: its READ
+     * replies are spliced through a pipe that must hold them whole). */
+    snprintf(opts, sizeof opts, "fd=%d,rootmode=%o,user_id=%u,group_id=%u," ADAFS_FUSE_MAX_READ_OPT, dev,
              (unsigned)S_IFDIR, (unsigned)j->user.uid, (unsigned)j->user.gid);
     snprintf(target, sizeof target, "/proc/self/fd/%d", dirfd);
     int rc = mount("adafs", target, FSTYPE, MS_NOSUID | MS_NODEV, opts) < 0 ? -errno : 0;

@@ -68,14 +68,14 @@ struct pending {
     uint8_t proof[HANDSHAKE_PROOF_SIZE];
     struct handshake hs;
     char peer[64];
-    /* A server several users share (--owner): the client's IDENTITY (TCP)
-     * and who it proved to be. */
+    /* A server several users share (--owner): how much of the client's
+     * IDENTITY (TCP; in the gate's ident_bufs) came, and who it proved
+     * to be. */
     size_t ident_got;
     int identified;
     uid_t uid;
     gid_t gid;
     struct caller caller;
-    uint8_t ident[HANDSHAKE_IDENTITY_MAX];
     /* Waiting for a worker's word on its identity (out of the loop's
      * watch meanwhile); the answer to send if it may in. */
     int identifying;
@@ -121,7 +121,16 @@ struct gate {
     unsigned nslots, used;
     uint64_t next_seq;
     struct idents *idents;            /* NULL: one job's server */
+    /* HANDSHAKE_IDENTITY_MAX bytes per slot, a shared server's only: in
+     * the slots themselves they were 1 MiB of every server's table (1,024
+     * slots), all of it touched at start and torn down at exit. */
+    uint8_t *ident_bufs;
 };
+
+static uint8_t *ident_of(const struct gate *g, const struct pending *p)
+{
+    return g->ident_bufs + (size_t)(p - g->slots) * HANDSHAKE_IDENTITY_MAX;
+}
 
 /* Budgets for the lines unauthenticated peers cause. */
 static struct log_limit refused_log = LOG_LIMIT_INIT(5, LOG_WINDOW_MS);
@@ -353,17 +362,17 @@ static void authenticated(struct gate *g, struct pending *p, const uint8_t answe
 
 /* Reads what came of the IDENTITY a client sends after its PROOF: 1 once
  * whole, 0 while more is due, -errno (-EBADMSG: a bad length). */
-static int read_identity(struct pending *p)
+static int read_identity(struct pending *p, uint8_t *ident)
 {
     for (;;) {
-        int need = handshake_identity_size(p->ident, p->ident_got);
+        int need = handshake_identity_size(ident, p->ident_got);
         if (need < 0)
             return need;
         if (need > 4 && p->ident_got == (size_t)need)
             return 1;
         ssize_t n;
         do
-            n = recv(p->fd, p->ident + p->ident_got, (size_t)need - p->ident_got, MSG_DONTWAIT);
+            n = recv(p->fd, ident + p->ident_got, (size_t)need - p->ident_got, MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);
         if (n < 0 && errno == EAGAIN)
             return 0;
@@ -460,7 +469,7 @@ static void identify_later(struct gate *g, struct pending *p,
     j->hs = p->hs;
     int rc = p->local ? access_identify(g->srv, p->fd, 1, &p->hs, "", &j->uid, &j->gid, j->why,
                                         sizeof(j->why))
-                      : handshake_identity_cred(p->ident, p->ident_got, j->cred);
+                      : handshake_identity_cred(ident_of(g, p), p->ident_got, j->cred);
     if (rc < 0) {
         if (!p->local)
             snprintf(j->why, sizeof(j->why), "its identity message holds a NUL");
@@ -544,7 +553,7 @@ static void on_readable(struct gate *g, struct pending *p)
             return;
     }
     if (p->hs.flags & HANDSHAKE_WANT_IDENTITY) {
-        int rc = read_identity(p);
+        int rc = read_identity(p, ident_of(g, p));
         if (rc <= 0) {
             if (rc < 0)
                 drop(g, p, rc == -EBADMSG ? "its identity message has a bad length"
@@ -614,9 +623,16 @@ int gate_run(struct server *srv, int lfd, int ufd, int sfd)
         g.slots[i].fd = -1;
     if (srv->multiuser) {
         char err[256];
+        if (!(g.ident_bufs = calloc(g.nslots, HANDSHAKE_IDENTITY_MAX))) {
+            log_error("no memory for %u identity buffers", g.nslots);
+            free(g.slots);
+            close(g.epfd);
+            return -ENOMEM;
+        }
         if (!(g.idents = idents_start(srv, err, sizeof(err))) ||
             watch(g.epfd, g.idents->efd, TAG_IDENT) < 0) {
             log_error("%s", g.idents ? strerror(errno) : err);
+            free(g.ident_bufs);
             free(g.slots);
             close(g.epfd);
             return -ENOMEM;
@@ -673,6 +689,7 @@ int gate_run(struct server *srv, int lfd, int ufd, int sfd)
     for (unsigned i = 0; i < g.nslots; i++)
         release(&g, &g.slots[i]);
     free(g.slots);
+    free(g.ident_bufs);
     close(g.epfd);
     return rc;
 }

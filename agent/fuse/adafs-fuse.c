@@ -13,10 +13,12 @@
  * see.
  *
  * The mount and the interposer stay consistent (doc/fuse.md): the kernel
- * caches no file's name, no attribute and no absence (entry_timeout,
- * attr_timeout and negative_timeout are 0 by default; only directories'
- * names are kept, for a second, see keep_directory_name), so every lookup
- * and stat asks the servers as the interposer does; file data is read and written directly
+ * caches no file's name and no absence (entry_timeout and
+ * negative_timeout are 0 by default; only directories' names are kept,
+ * for a second, see keep_directory_name), and attributes only for the
+ * clock tick of the lookup that fetched them (attr_timeout is 0; see
+ * keep_lookup_attributes), so every lookup and stat of a path asks the
+ * servers as the interposer does; file data is read and written directly
  * (no page cache) where the kernel lets such files be mapped (below), and
  * otherwise cached while a file is open here, dropped at every open (no
  * keep_cache) and whenever a read finds the size or modification time
@@ -53,6 +55,7 @@
 #include <unistd.h>
 
 #include "adafs.h"
+#include "fuse/max_read.h"
 
 /* Open flags libadafs understands; the rest are the kernel's business. */
 #define LIB_OPEN_FLAGS (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_NONBLOCK)
@@ -124,8 +127,11 @@ struct handoff {
 static struct handoff handoffs[HANDOFF_SLOTS];
 static int fuse_fd = -1;   /* /dev/fuse: a request spliced from it is not seen */
 static atomic_bool handoff_off;   /* some requests went unseen (spliced) */
-/* The request this thread serves: its opcode and caller (io_read). */
+/* The request this thread serves: its opcode, caller and inode (io_read),
+ * its id, and (answered) the id of a request this thread has answered
+ * itself (a spliced READ reply: libfuse's own answer is then dropped). */
 static __thread uint32_t req_opcode, req_pid;
+static __thread uint64_t req_nodeid, req_unique, answered;
 
 static uint64_t now_ns(void)
 {
@@ -270,6 +276,8 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
     if (n >= (ssize_t)sizeof *h) {
         req_opcode = h->opcode;
         req_pid = h->pid;
+        req_nodeid = h->nodeid;
+        req_unique = h->unique;
         if (h->pid && h->opcode != FUSE_GETATTR)
             handoff_set(h->pid, NULL, NULL);
     }
@@ -315,11 +323,56 @@ static void keep_directory_name(struct fuse_entry_out *e)
         e->entry_valid = DIR_ENTRY_SECONDS;
 }
 
+/* A lookup's attributes are the file as the servers hold it at that
+ * moment. The kernel may use them for the clock tick it is in and the
+ * next (attr_valid of 1 ns: one jiffy, rounded up; 4-8 ms at HZ=250), so
+ * a stat of a path is one request, its LOOKUP, where a GETATTR would
+ * follow and ask the servers again. Every stat of a path still asks the
+ * servers (entry_timeout=0: each is a lookup), and an open takes back
+ * what its lookup left (open_forgets_lookup), so an open file's fstat
+ * asks them too, unless another lookup of the file was answered after
+ * the open, within that tick (doc/fuse.md; tests/fuse_views.py). Not
+ * when the user chose attr_timeout. */
+static void keep_lookup_attributes(struct fuse_entry_out *e)
+{
+    if (e->attr_valid == 0 && e->attr_valid_nsec == 0)
+        e->attr_valid_nsec = 1;
+}
+
+/* The opened file's (or directory's) inode forgets the attributes its
+ * lookup left (above), so its first fstat asks the servers: a
+ * notification written before the OPEN is answered, no request of the
+ * kernel's more. (What else the kernel drops at an open is its own
+ * business: without this, an fstat right after an open got its lookup's
+ * size once in test_fuse_mount on Linux 6.18, though not every time.) */
+static void open_forgets_lookup(void)
+{
+    if (!req_nodeid || (req_opcode != FUSE_OPEN && req_opcode != FUSE_OPENDIR))
+        return;
+    int rc = fuse_lowlevel_notify_inval_inode(fuse_get_session(fuse_get_context()->fuse),
+                                              req_nodeid, -1, 0);
+    if (rc < 0 && rc != -ENOENT) {
+        static atomic_bool said;
+        if (!atomic_exchange(&said, true))
+            fprintf(stderr, "adafs-fuse: cannot tell the kernel to forget a lookup's "
+                    "attributes at an open (%s): an fstat right after an open may get "
+                    "them instead of the servers' (said once)\n", strerror(-rc));
+    }
+}
+
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
     (void)userdata;
     bool init_reply = false;
     struct fuse_out_header *h = count >= 1 && iov[0].iov_len >= sizeof *h ? iov[0].iov_base : NULL;
+    if (h && answered && h->unique == answered) {
+        /* x_read answered it with a spliced reply: libfuse's is not sent */
+        answered = 0;
+        ssize_t all = 0;
+        for (int i = 0; i < count; i++)
+            all += (ssize_t)iov[i].iov_len;
+        return all;
+    }
     if (init_unique && h && h->unique == init_unique) {
         struct fuse_init_out *out = count >= 2 &&
             iov[1].iov_len >= offsetof(struct fuse_init_out, flags2) + 4 ? iov[1].iov_base : NULL;
@@ -333,6 +386,9 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
     if (h && h->error == 0 && (req_opcode == FUSE_LOOKUP || req_opcode == FUSE_MKDIR) &&
         count >= 2 && iov[1].iov_len >= sizeof(struct fuse_entry_out))
         keep_directory_name(iov[1].iov_base);
+    if (h && h->error == 0 && req_opcode == FUSE_LOOKUP && count >= 2 &&
+        iov[1].iov_len >= sizeof(struct fuse_entry_out))
+        keep_lookup_attributes(iov[1].iov_base);
     before_reply();
     ssize_t n = writev(fd, iov, count);
     /* The kernel has applied the INIT answer (its limits, the mount's
@@ -404,7 +460,10 @@ static int x_getattr(const char *path, struct stat *st, struct fuse_file_info *f
         return -ENOENT;
     if (req_opcode == FUSE_GETATTR && handoff_take(req_pid, path, st))
         return 0;
-    int rc = adafs_stat(thread_fs(), path, st);
+    /* A lookup is of a name in a directory the kernel holds: a missing
+     * name is ENOENT without asking about the ancestors (doc/fuse.md). */
+    int rc = req_opcode == FUSE_LOOKUP ? adafs_stat_entry(thread_fs(), path, st)
+                                       : adafs_stat(thread_fs(), path, st);
     if (rc == 0 && req_opcode == FUSE_LOOKUP && req_pid &&
         !atomic_load_explicit(&handoff_off, memory_order_relaxed))
         handoff_set(req_pid, path, st);
@@ -556,7 +615,10 @@ static int open_with(const char *path, struct fuse_file_info *fi, int flags, mod
 
 static int x_open(const char *path, struct fuse_file_info *fi)
 {
-    return open_with(path, fi, fi->flags, 0, false);
+    int rc = open_with(path, fi, fi->flags, 0, false);
+    if (rc == 0)
+        open_forgets_lookup();
+    return rc;
 }
 
 static int x_create(const char *path, mode_t mode, struct fuse_file_info *fi)
@@ -627,12 +689,205 @@ static ssize_t read_io(struct handle *h, void *arg)
 }
 
 /* Into libfuse's buffer, which it writes to the kernel as it is: the
- * bytes are copied twice (from the sockets, into the reader's pages). */
+ * bytes are copied twice (from the sockets, into the reader's pages).
+ * What a READ falls back to when its reply cannot be spliced (below). */
+static ssize_t read_copied(struct handle *h, char *buf, size_t size, off_t off)
+{
+    struct read_args a = { buf, size, off };
+    return handle_io(h, read_io, &a);
+}
+
+/* READs answered with a reply spliced from the servers' chunk files
+ * (doc/fuse.md, Speed): the pieces a server of this node holds go into a
+ * pipe by reference to their page-cache pages (splice), the others from
+ * libfuse's buffer, into which libadafs read them from the sockets
+ * (vmsplice), after the reply's header; the pipe then goes to /dev/fuse
+ * whole, and the kernel copies the bytes once, into the reader's pages, as
+ * a pread through the interposer does. libfuse's own answer to the
+ * request is dropped (io_writev). The kernel takes a reply only whole from
+ * one pipe: the mount's max_read (fuse/max_read.h) keeps a READ within
+ * one. A few pipes of 1 MiB are shared by the threads (each user may have
+ * only so many pipe pages: fs.pipe-user-pages-soft); a READ that finds
+ * none free, or whose reply does not fit, or whose chunk file was replaced
+ * under it, is answered as before, from libfuse's buffer: each reason is
+ * logged once. */
+#define READ_PIPES 8
+#define READ_PIPE_BYTES (1 << 20)
+struct read_pipes {
+    pthread_mutex_t lock;
+    int made;                    /* pipes that exist (free or in use) */
+    int nfree;
+    int free[READ_PIPES][2];
+    bool off;                    /* cannot make pipes of READ_PIPE_BYTES */
+};
+static struct read_pipes read_pipes = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static size_t read_pipe_pages;   /* slots of each pipe: pages of READ_PIPE_BYTES */
+
+enum splice_miss { MISS_PIPE, MISS_BUSY, MISS_SLOTS, MISS_FILL, MISS_REPLACED, MISS_SEND, MISS_N };
+static atomic_bool miss_said[MISS_N];
+
+/* Says once per reason why READs are answered from libfuse's buffer. */
+static void splice_missed(enum splice_miss why, const char *what, int err)
+{
+    if (!atomic_exchange(&miss_said[why], true))
+        fprintf(stderr, "adafs-fuse: a READ is answered from its buffer, one copy more than "
+                "spliced (said once): %s%s%s\n", what, err ? ": " : "", err ? strerror(err) : "");
+}
+
+static bool pipe_take(int p[2])
+{
+    pthread_mutex_lock(&read_pipes.lock);
+    bool got = false;
+    if (read_pipes.nfree > 0) {
+        read_pipes.nfree--;
+        p[0] = read_pipes.free[read_pipes.nfree][0];
+        p[1] = read_pipes.free[read_pipes.nfree][1];
+        got = true;
+    } else if (!read_pipes.off && read_pipes.made < READ_PIPES) {
+        int fl;
+        if (pipe2(p, O_CLOEXEC) < 0) {
+            splice_missed(MISS_PIPE, "cannot make a pipe", errno);
+        } else if ((fl = fcntl(p[1], F_SETPIPE_SZ, READ_PIPE_BYTES)) < READ_PIPE_BYTES) {
+            /* EPERM: past fs.pipe-max-size, or the user's pipe pages spent */
+            splice_missed(MISS_PIPE, "cannot make a pipe of 1 MiB (fs.pipe-max-size, "
+                          "fs.pipe-user-pages-soft)", fl < 0 ? errno : 0);
+            close(p[0]);
+            close(p[1]);
+            read_pipes.off = read_pipes.made == 0;   /* none ever: stop trying */
+        } else {
+            read_pipe_pages = (size_t)fl / (size_t)sysconf(_SC_PAGESIZE);
+            read_pipes.made++;
+            got = true;
+        }
+    } else if (!read_pipes.off) {
+        splice_missed(MISS_BUSY, "every pipe is in use by other READs", 0);
+    }
+    pthread_mutex_unlock(&read_pipes.lock);
+    return got;
+}
+
+/* Gives p back: empty, or (dirty) closed, since what it holds is not to be
+ * sent (a new one is made when needed). */
+static void pipe_give(int p[2], bool dirty)
+{
+    pthread_mutex_lock(&read_pipes.lock);
+    if (dirty) {
+        close(p[0]);
+        close(p[1]);
+        read_pipes.made--;
+    } else {
+        read_pipes.free[read_pipes.nfree][0] = p[0];
+        read_pipes.free[read_pipes.nfree][1] = p[1];
+        read_pipes.nfree++;
+    }
+    pthread_mutex_unlock(&read_pipes.lock);
+}
+
+/* A reply being put together in a pipe (fill_reply). */
+struct reply {
+    int pipe[2];
+    bool taken;       /* fill_reply was called: the read itself worked */
+    bool filled;      /* and put something in the pipe */
+};
+
+static size_t pages_spanned(uintptr_t at, size_t len, size_t page)
+{
+    return (at % page + len + page - 1) / page;
+}
+
+/* libadafs's take (adafs_pread_pieces): the header, then each piece. The
+ * pipe is never waited on (SPLICE_F_NONBLOCK): what does not fit fails. */
+static int fill_reply(void *arg, const struct adafs_piece *p, size_t n)
+{
+    struct reply *r = arg;
+    r->taken = true;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), total = 0, slots = 1;
+    for (size_t i = 0; i < n; i++) {
+        total += p[i].len;
+        slots += pages_spanned(p[i].fd >= 0 ? (uintptr_t)p[i].off : (uintptr_t)p[i].mem,
+                               p[i].len, page);
+    }
+    if (slots > read_pipe_pages) {
+        splice_missed(MISS_SLOTS, "the reply needs more pipe slots than a pipe has "
+                      "(is the mount's max_read " ADAFS_FUSE_MAX_READ_OPT "?)", 0);
+        return -E2BIG;
+    }
+    struct fuse_out_header oh = { .len = (uint32_t)(sizeof oh + total), .error = 0,
+                                  .unique = req_unique };
+    r->filled = true;
+    if (write(r->pipe[1], &oh, sizeof oh) != (ssize_t)sizeof oh) {
+        splice_missed(MISS_FILL, "cannot write a reply's header into its pipe", errno);
+        return -EIO;
+    }
+    for (size_t i = 0; i < n; i++) {
+        loff_t at = p[i].off;
+        struct iovec v = { (void *)p[i].mem, p[i].len };
+        while (v.iov_len > 0) {
+            ssize_t k = p[i].fd >= 0
+                ? splice(p[i].fd, &at, r->pipe[1], NULL, v.iov_len, SPLICE_F_NONBLOCK)
+                : vmsplice(r->pipe[1], &v, 1, SPLICE_F_NONBLOCK);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0) {
+                /* 0: the chunk file shrank under the read (a truncate) */
+                splice_missed(MISS_FILL, "cannot splice a piece into the reply's pipe",
+                              k < 0 ? errno : ENODATA);
+                return -EIO;
+            }
+            if (p[i].fd < 0)
+                v.iov_base = (char *)v.iov_base + k;
+            v.iov_len -= (size_t)k;
+        }
+    }
+    return 0;
+}
+
+/* h's READ answered with a spliced reply: its size (the reply is sent),
+ * an error for libfuse to send (nothing spliced), or 1 + size (> size):
+ * not spliced, to be answered from buf by read_copied. */
+static ssize_t read_spliced(struct handle *h, char *buf, size_t size, off_t off)
+{
+    struct reply r = { .taken = false };
+    if (!pipe_take(r.pipe))
+        return (ssize_t)size + 1;
+    pthread_mutex_lock(&h->io);
+    ssize_t n = h->failed ? -EIO : adafs_pread_pieces(h->fs, h->lfd, buf, size, off,
+                                                      fill_reply, &r);
+    if (n == -EIO && !r.taken)
+        h->failed = true;
+    pthread_mutex_unlock(&h->io);
+    if (n == -EAGAIN && r.taken)
+        splice_missed(MISS_REPLACED, "a chunk file was replaced under the read", 0);
+    if (n <= 0) {
+        /* r.taken: the read worked, its reply did not fit or was stale */
+        pipe_give(r.pipe, r.filled);
+        return r.taken ? (ssize_t)size + 1 : n;
+    }
+    size_t len = sizeof(struct fuse_out_header) + (size_t)n;
+    before_reply();
+    ssize_t sent = splice(r.pipe[0], NULL, fuse_fd, NULL, len, 0);
+    if (sent != (ssize_t)len) {
+        /* The request may have ended with EIO (the kernel could not copy
+         * the pipe's pages): libfuse's answer then finds it gone. */
+        splice_missed(MISS_SEND, "the kernel refused a spliced reply", sent < 0 ? errno : EIO);
+        pipe_give(r.pipe, true);
+        return (ssize_t)size + 1;
+    }
+    pipe_give(r.pipe, false);
+    answered = req_unique;
+    return n;
+}
+
 static int x_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
     (void)path;
-    struct read_args a = { buf, size, off };
-    return (int)handle_io(handle_of(fi), read_io, &a);
+    struct handle *h = handle_of(fi);
+    if (req_opcode == FUSE_READ && fuse_fd >= 0 && size > 0) {
+        ssize_t n = read_spliced(h, buf, size, off);
+        if (n <= (ssize_t)size)
+            return (int)n;
+    }
+    return (int)read_copied(h, buf, size, off);
 }
 
 struct write_args {
@@ -802,6 +1057,7 @@ static int x_opendir(const char *path, struct fuse_file_info *fi)
     if (d->n)   /* an empty directory has no array: qsort must not see NULL */
         qsort(d->e, d->n, sizeof *d->e, by_name);
     fi->fh = (uintptr_t)d;
+    open_forgets_lookup();
     return 0;
 }
 
@@ -882,13 +1138,20 @@ static void *x_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
         conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
     if (conn->capable & FUSE_CAP_READDIRPLUS)
         conn->want |= FUSE_CAP_READDIRPLUS;
-    conn->want |= conn->capable & (FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE);
+    /* No splicing by libfuse: 3.14 splices neither a request nor a reply
+     * of 1 MiB (its pipe cannot hold one), yet grows a pipe of 1 MiB per
+     * thread trying, pipe pages the user has only so many of; and READ
+     * replies are spliced by x_read, which drops libfuse's answer written
+     * with writev (io_writev), not spliced. */
+    conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
     conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
     conn->max_background = 64;
     /* The kernel sets the mount's readahead to at most this when it takes
      * the answer: 1 MiB, what the agent sets once told "ready" (after
      * the answer, see io_writev), so neither undoes the other. */
     conn->max_readahead = 1 << 20;
+    /* as in the mount options (main, and the agent's): fuse/max_read.h */
+    conn->max_read = ADAFS_FUSE_MAX_READ;
     return NULL;
 }
 
@@ -971,7 +1234,8 @@ int main(int argc, char **argv)
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     if (fuse_opt_add_arg(&args, argv[0]) < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
         fuse_opt_add_arg(&args, "fsname=adafs,subtype=adafs,"
-                         "entry_timeout=0,attr_timeout=0,negative_timeout=0") < 0) {
+                         "entry_timeout=0,attr_timeout=0,negative_timeout=0,"
+                         ADAFS_FUSE_MAX_READ_OPT) < 0) {
         fprintf(stderr, "adafs-fuse: out of memory\n");
         return 1;
     }

@@ -35,6 +35,18 @@ struct server_conn {
     _Atomic int no_direct;   /* the server gives no data descriptors (DATA_FD) */
 };
 
+/* A data file of an open file's key held by a server of this node
+ * (direct.c): the descriptor DATA_FD gave, and what it was then. */
+struct direct_slot {
+    int fd;
+    int server;
+    dev_t dev;
+    ino_t ino;
+};
+/* Servers of one node whose data files one open file keeps: a job has
+ * one per node; tests and benchmarks run several on one machine. */
+#define DIRECT_SLOTS 4
+
 struct open_file {
     pthread_mutex_t lock;    /* offset, and one I/O at a time per open file */
     int refs;                /* descriptors sharing it (dup) */
@@ -53,12 +65,10 @@ struct open_file {
      * without the size (files.c). */
     uint64_t known_size;
     int ask_size;            /* the last read came back short: ask with the next */
-    /* Short-circuit reads (direct.c): the data file of key on server
-     * direct_server (one on this node), read-only; -1: none. */
-    int direct_fd;
-    int direct_server;
-    dev_t direct_dev;
-    ino_t direct_ino;
+    /* Short-circuit reads (direct.c): the data files of key on servers
+     * of this node, read-only, ndirect of them. */
+    struct direct_slot direct[DIRECT_SLOTS];
+    int ndirect;
     unsigned reads;          /* reads through this open file */
     unsigned direct_asks;    /* DATA_FD requests made for it */
 };
@@ -85,7 +95,7 @@ struct adafs {
     struct open_file **files;   /* by library descriptor */
     int nfiles;
     struct adafs *next;         /* registry for fork handling */
-    _Atomic int direct_open;    /* open_file.direct_fd held, at most DIRECT_MAX */
+    _Atomic int direct_open;    /* open_file.direct[] held, at most DIRECT_MAX */
     pthread_mutex_t error_lock;
     char last_error[512];       /* why a connection last failed (call.c) */
     pthread_mutex_t dircap_lock;
@@ -143,17 +153,31 @@ int fs_data_fd(adafs *fs, int server, uint64_t key);
 /* direct.c: short-circuit reads from the data files of this node's
  * server (proto.h, DATA_FD). */
 #define DIRECT_MAX 64
-/* Before a read of of (its lock held) whose first piece not read
- * directly is on server: asks for that server's descriptor of the file
- * when the file is read again and again and holds none yet. */
-void direct_consider(adafs *fs, struct open_file *of, int server);
+/* Counts a read of of (its lock held). */
+void direct_count(struct open_file *of);
+/* Does of hold a descriptor of server's data file? */
+int direct_holds(struct open_file *of, int server);
+/* Before a read of of (its lock held) with a piece on server: asks for
+ * that server's descriptor of the file when the file is read again and
+ * again (eager: at once, for adafs_pread_pieces) and holds none yet. */
+void direct_consider(adafs *fs, struct open_file *of, int server, int eager);
 /* Whether chunk piece (index, chunk_off, len) of of can be read directly:
  * if so, preads it into buf and returns the count (short at the end of
  * the data file, as a READ's answer). -1: send a READ (no descriptor, or
  * the file it names is gone: then it is dropped). */
 ssize_t direct_read(adafs *fs, struct open_file *of, uint64_t index, uint32_t chunk_off,
                     size_t len, char *buf);
-/* Drops of's descriptor (close, or the file replaced). */
+/* The same piece described, not read: *fd (of's, valid while of's lock
+ * is held) and *pos, where its bytes are in the data file, and the count
+ * it holds there now (short at the data file's end); -1: send a READ.
+ * The caller checks with direct_still after moving the bytes on. */
+ssize_t direct_extent(adafs *fs, struct open_file *of, uint64_t index, uint32_t chunk_off,
+                      size_t len, int *fd, off_t *pos);
+/* Is fd (from direct_extent) still of's data file, linked? If not, it is
+ * dropped and 0 returned: what was taken from it may be another file's
+ * state, not the one the reader opened. */
+int direct_still(adafs *fs, struct open_file *of, int fd);
+/* Drops of's descriptors (close). */
 void direct_drop(adafs *fs, struct open_file *of);
 
 /* paths.c */
@@ -227,6 +251,10 @@ int parent_check_finish(adafs *fs, const char *path, struct call *op, struct cal
  * adafs_create_write_fd) from fd_off on. */
 struct span {
     char *buf;          /* NULL: fd */
+    /* With buf: the pieces this node's servers hold are not read but
+     * given to take as descriptors (adafs_pread_pieces). */
+    adafs_pieces_fn take;
+    void *take_arg;
     int fd;
     uint64_t fd_off;
     int keep_holes;     /* fd: bytes no server holds are not written */

@@ -72,7 +72,6 @@ static int open_as(adafs *fs, const char *p, uint64_t key, const struct fs_cap *
         of->cap = *cap;
     of->mode = mode;
     of->known_size = size;
-    of->direct_fd = -1;
     of->flags = flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
     int fd = fd_alloc(fs, of);
     if (fd < 0) {
@@ -330,7 +329,13 @@ static void stat_call(struct call *c, adafs *fs, const struct open_file *of)
 
 /* The pieces of a read that direct.c may read: those whose call
  * (calls[at[i]]) is at first or above, READ calls not sent. Each gets the
- * answer a READ would have had, or status -ESTALE (send it after all). */
+ * answer a READ would have had, or status -ESTALE (send it after all).
+ * With ext (adafs_pread_pieces) they are not read: ext[i] gets where
+ * their bytes are, and the count as the answer's length. */
+struct extent {
+    int fd;       /* -1: the piece's bytes are in the caller's buffer */
+    off_t pos;
+};
 struct direct_pieces {
     adafs *fs;
     struct open_file *of;
@@ -339,6 +344,7 @@ struct direct_pieces {
     struct call *calls;
     const size_t *at;
     size_t first;
+    struct extent *ext;
 };
 
 static void read_direct_pieces(void *arg)
@@ -348,11 +354,55 @@ static void read_direct_pieces(void *arg)
         if (dp->at[i] < dp->first)
             continue;
         struct call *c = &dp->calls[dp->at[i]];
-        ssize_t got = direct_read(dp->fs, dp->of, dp->pc[i].index, dp->pc[i].chunk_off,
-                                  c->dest_cap, c->dest);
+        ssize_t got = dp->ext ? direct_extent(dp->fs, dp->of, dp->pc[i].index,
+                                              dp->pc[i].chunk_off, c->dest_cap,
+                                              &dp->ext[i].fd, &dp->ext[i].pos)
+                              : direct_read(dp->fs, dp->of, dp->pc[i].index,
+                                            dp->pc[i].chunk_off, c->dest_cap, c->dest);
+        if (got < 0 && dp->ext)
+            dp->ext[i].fd = -1;
         c->status = got >= 0 ? 0 : -ESTALE;
         c->resp_len = got >= 0 ? (size_t)got : 0;
     }
+}
+
+/* Appends len bytes at fd's pos (fd >= 0) or at mem to the pieces,
+ * joined to the last one where they follow it. */
+static void piece_add(struct adafs_piece *p, size_t *n, int fd, off_t pos, const char *mem,
+                      size_t len)
+{
+    if (len == 0)
+        return;
+    struct adafs_piece *last = *n ? &p[*n - 1] : NULL;
+    if (last && fd >= 0 && last->fd == fd && last->off + (off_t)last->len == pos) {
+        last->len += len;
+        return;
+    }
+    if (last && fd < 0 && last->fd < 0 && (const char *)last->mem + last->len == mem) {
+        last->len += len;
+        return;
+    }
+    p[(*n)++] = (struct adafs_piece){ .fd = fd, .off = fd >= 0 ? pos : 0,
+                                      .mem = fd >= 0 ? NULL : mem, .len = len };
+}
+
+/* Gives the read's pieces to the caller's take, then checks that every
+ * data file it was given is still the file's (direct.c). */
+static ssize_t give_pieces(adafs *fs, struct open_file *of, const struct span *dst,
+                           const struct adafs_piece *p, size_t n)
+{
+    int rc = dst->take(dst->take_arg, p, n);
+    if (rc < 0)
+        return rc;
+    int fresh = 1;
+    for (size_t i = 0; i < n; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = p[j].fd == p[i].fd;
+        if (p[i].fd >= 0 && !seen && !direct_still(fs, of, p[i].fd))
+            fresh = 0;
+    }
+    return fresh ? 0 : -EAGAIN;
 }
 
 /* A read is one READ per chunk piece. The size of the file is asked in
@@ -387,27 +437,45 @@ static ssize_t pread_once(adafs *fs, struct open_file *of, const struct span *ds
     int c0 = !of->orphan && (of->ask_size || off + count > of->known_size);
     if (c0)
         stat_call(&calls[0], fs, of);
-    /* Pieces this node's server holds are read from its data file
+    /* Pieces this node's servers hold are read from their data files
      * (direct.c) while the servers answer the READs of the others: READs
      * fill calls from c0 up, direct pieces from the top down; at[i]: piece
      * i's call. A direct piece whose descriptor turned out stale is then
-     * sent as a READ (its call is one already). */
+     * sent as a READ (its call is one already). With take, they are
+     * described in ext instead, and out gets the pieces for take (each
+     * chunk piece and the zeros after its bytes). */
     size_t *at = malloc(n * sizeof(*at) + 1);
-    if (!at) {
+    struct extent *ext = dst->take ? calloc(n ? n : 1, sizeof(*ext)) : NULL;
+    struct adafs_piece *out = dst->take ? calloc(2 * n + 1, sizeof(*out)) : NULL;
+    if (!at || (dst->take && (!ext || !out))) {
         if (c0)
             call_free(&calls[0]);
         free(calls);
         free(pc);
+        free(at);
+        free(ext);
+        free(out);
         return -ENOMEM;
     }
     int direct = dst->buf && !dst->zeros;
-    if (direct && n > 0)
-        direct_consider(fs, of, chunk_server(fs, of->key, pc[0].index));
+    if (direct) {
+        /* adafs_pread_pieces asks every server of the node that holds a
+         * piece; adafs_pread the first piece's (direct.c) */
+        direct_count(of);
+        for (size_t i = 0; i < (dst->take ? n : n > 0); i++) {
+            int s = chunk_server(fs, of->key, pc[i].index), asked = 0;
+            for (size_t j = i > 8 ? i - 8 : 0; j < i && !asked; j++)
+                asked = chunk_server(fs, of->key, pc[j].index) == s;
+            if (!asked)
+                direct_consider(fs, of, s, dst->take != NULL);
+        }
+    }
     size_t nread = 0, ndirect = 0;
     for (size_t i = 0; i < n; i++) {
-        int local = direct && of->direct_fd >= 0 &&
-                    chunk_server(fs, of->key, pc[i].index) == of->direct_server;
+        int local = direct && direct_holds(of, chunk_server(fs, of->key, pc[i].index));
         at[i] = local ? c0 + n - 1 - ndirect++ : c0 + nread++;
+        if (ext)
+            ext[i].fd = -1;
         struct call *c = &calls[at[i]];
         call_init(c, chunk_server(fs, of->key, pc[i].index), FS_READ);
         rpc_put_u64(&c->req, of->key);
@@ -425,7 +493,7 @@ static ssize_t pread_once(adafs *fs, struct open_file *of, const struct span *ds
         }
         c->dest_cap = pc[i].len;
     }
-    struct direct_pieces dp = { fs, of, pc, n, calls, at, c0 + nread };
+    struct direct_pieces dp = { fs, of, pc, n, calls, at, c0 + nread, ext };
     if (nread + c0 > 0)
         fs_call_meanwhile(fs, calls, (int)nread + c0, read_direct_pieces, &dp);
     else
@@ -454,7 +522,7 @@ static ssize_t pread_once(adafs *fs, struct open_file *of, const struct span *ds
     }
     uint64_t end = off + count < size ? off + count : size;
     size_t want = rc == 0 && end > off ? (size_t)(end - off) : 0;
-    size_t done = 0;
+    size_t done = 0, nout = 0;
     for (size_t i = 0; i < n; i++) {
         struct call *c = &calls[at[i]];
         if (rc == 0 && done < want && done == pc[i].buf_off) {
@@ -472,6 +540,14 @@ static ssize_t pread_once(adafs *fs, struct open_file *of, const struct span *ds
                     rc = zero_fill_fd(dst->fd, dst->fd_off + got_end, fill_end - got_end);
                 if (rc == 0 && dst->zeros && (c->flags & FS_READ_HOLES) && c->resp_len > 0)
                     *dst->zeros = 1;
+                if (rc == 0 && out) {
+                    /* The data file's bytes, then the zeros after them. */
+                    size_t from_fd = ext[i].fd >= 0 ? (got_end < fill_end ? got_end : fill_end) -
+                                                      pc[i].buf_off : 0;
+                    piece_add(out, &nout, ext[i].fd, ext[i].pos, NULL, from_fd);
+                    piece_add(out, &nout, -1, 0, dst->buf + pc[i].buf_off + from_fd,
+                              fill_end - pc[i].buf_off - from_fd);
+                }
                 if (rc == 0)
                     done += pc[i].len;
             }
@@ -481,8 +557,14 @@ static ssize_t pread_once(adafs *fs, struct open_file *of, const struct span *ds
     free(calls);
     free(at);
     free(pc);
+    free(ext);
     if (done > want)
         done = want;
+    if (out && done > 0)
+        rc = give_pieces(fs, of, dst, out, nout);
+    free(out);
+    if (out && rc < 0)
+        return rc;
     return done > 0 ? (ssize_t)done : rc;
 }
 
@@ -638,6 +720,20 @@ ssize_t adafs_pread(adafs *fs, int fd, void *buf, size_t count, off_t offset)
     if (!of)
         return -EBADF;
     struct span dst = { .buf = buf, .fd = -1 };
+    ssize_t n = do_pread(fs, of, &dst, count, (uint64_t)offset);
+    fd_put(fs, of);
+    return n;
+}
+
+ssize_t adafs_pread_pieces(adafs *fs, int fd, void *buf, size_t count, off_t offset,
+                           adafs_pieces_fn take, void *arg)
+{
+    if (offset < 0 || !buf || !take)
+        return -EINVAL;
+    struct open_file *of = fd_get(fs, fd);
+    if (!of)
+        return -EBADF;
+    struct span dst = { .buf = buf, .fd = -1, .take = take, .take_arg = arg };
     ssize_t n = do_pread(fs, of, &dst, count, (uint64_t)offset);
     fd_put(fs, of);
     return n;

@@ -304,6 +304,18 @@ int adafs_stat(adafs *fs, const char *path, struct stat *st)
     return rc;
 }
 
+int adafs_stat_entry(adafs *fs, const char *path, struct stat *st)
+{
+    char p[FS_PATH_MAX];
+    struct fs_record rec;
+    int rc = path_normalize(path, p);
+    if (rc == 0)
+        rc = stat_record(fs, p, &rec);
+    if (rc == 0)
+        record_to_stat(fs, &rec, st);
+    return rc;
+}
+
 int adafs_access(adafs *fs, const char *path, int mode)
 {
     struct stat st;

@@ -759,7 +759,7 @@ void mapping_tell_kernel(int m, const char *inner)
     char full[PATH_MAX];
     struct stat st;
     if (pathres_kernel_mount(m) && pathres_full_path(m, inner, full, sizeof full) >= 0)
-        real.stat(full, &st);   /* attributes are never cached: this asks adafs-fuse */
+        real.stat(full, &st);   /* a stat of a path is a lookup: this asks adafs-fuse */
 }
 
 void mapping_sync_all(void)

@@ -1,5 +1,5 @@
 /* Basic file system calls against 1, 2 and 4 real servers: create, write,
- * read back, stat, directories, unlink, truncate. */
+ * read back, stat (and stat_entry), directories, unlink, truncate. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +42,13 @@ static void basic(int nservers)
     tap_is_int(adafs_truncate(fs, "/d/f", 1000), 0, W("truncate to 1000"));
     tap_is_int(adafs_stat(fs, "/d/f", &st), 0, W("stat after truncate"));
     tap_is_int(st.st_size, 1000, W("size is 1000"));
+    struct stat entry;
+    tap_is_int(adafs_stat_entry(fs, "/d/f", &entry), 0, W("stat_entry of /d/f"));
+    tap_ok(entry.st_ino == st.st_ino && entry.st_size == 1000, "%s", W("the same file as stat's"));
+    tap_is_int(adafs_stat_entry(fs, "/d/nope", &entry), -ENOENT, W("stat_entry of a missing name"));
+    /* what the ancestors are is not asked: ENOENT where stat says ENOTDIR */
+    tap_is_int(adafs_stat(fs, "/d/f/x", &entry), -ENOTDIR, W("stat of a name under a file"));
+    tap_is_int(adafs_stat_entry(fs, "/d/f/x", &entry), -ENOENT, W("stat_entry of it: ENOENT"));
     adafs_dir *dir;
     tap_is_int(adafs_opendir(fs, "/d", &dir), 0, W("opendir /d"));
     struct adafs_dirent ent;

@@ -20,7 +20,7 @@ command -v setpriv >/dev/null || skip_all "needs setpriv"
 py=/usr/bin/python3
 [ -x $py ] || skip_all "needs $py (the test users run it)"
 id adafs-test >/dev/null 2>&1 && id adafs-test2 >/dev/null 2>&1 ||
-    skip_all "needs the test users adafs-test and adafs-test2"
+    skip_all "needs the test users adafs-test and adafs-test2 (tests/cluster/cluster.sh check-access creates them)"
 [ -x "$client" ] && [ -x "$ctl" ] && [ -e "$preload" ] || skip_all "programs not built"
 A=adafs-test B=adafs-test2
 

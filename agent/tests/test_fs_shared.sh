@@ -21,7 +21,7 @@ capc=$builddir/tests/cap_client
 command -v munged >/dev/null && id munge >/dev/null 2>&1 || skip_all "needs munged and the munge user"
 command -v setpriv >/dev/null || skip_all "needs setpriv"
 id adafs-test >/dev/null 2>&1 && id adafs-test2 >/dev/null 2>&1 ||
-    skip_all "needs the test users adafs-test and adafs-test2"
+    skip_all "needs the test users adafs-test and adafs-test2 (tests/cluster/cluster.sh check-access creates them)"
 [ -x "$client" ] && [ -x "$capc" ] && [ -x "$ctl" ] && [ -e "$preload" ] || skip_all "programs not built"
 # Under the sanitizers, programs not built with them need the runtime first
 # (and their leaks are not this test's).

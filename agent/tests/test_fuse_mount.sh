@@ -1,6 +1,9 @@
 #!/bin/bash
 # adafs-fuse under what goes wrong: mmap through the mount as on a local
-# disk (tests/mmap_check.c), a full quota (ENOSPC), a server killed under a
+# disk (tests/mmap_check.c), changes made through the interposer seen
+# through the mount at once (tests/fuse_views.py), READ replies spliced
+# from the chunk files (only the bytes of the file the reader opened), a
+# full quota (ENOSPC), a server killed under a
 # reader (EIO within a bound, no process left waiting, the mount still
 # unmounts), a hung adafs-fuse and a process sitting in the mount at
 # unmount time (lazy unmount, then kill: nothing stays stuck), and another
@@ -55,6 +58,86 @@ ACCESS=both pl mkdir "$MNT/names/d"
 ACCESS=both pl sh -c "echo two >'$MNT/names/d/g'"
 check "a directory made again at the old name is the new one" \
     test "$(cat "$MNT/names/d/g" 2>&1)" = two
+
+# ---- a lookup's attributes, which the kernel keeps for its clock tick,
+# hide nothing a stat, an open or a later fstat must see (doc/fuse.md):
+# changes made through the interposer between two calls through the mount
+mkdir "$MNT/views"
+run_check "attributes" timeout -k 5 60 "$PYTHON" "$SRCDIR/tests/fuse_views.py" "$MNT/views" \
+    env LD_PRELOAD="$PRELOAD_LIST" \
+    LD_LIBRARY_PATH="$ADAFS_TEST_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    ADAFS_INSTANCE="$INSTANCE" ADAFS_MOUNT="$MNT" "$PYTHON"
+
+# ---- READ replies spliced from the servers' chunk files (doc/fuse.md,
+# Speed): exactly the bytes of the file the reader opened, its end inside a
+# request, its holes; a chunk file replaced, a truncate and a remove under
+# an open reader show at its next read, and never another file's bytes
+cat >"$WORK/reader.py" <<'PY'
+import os, random, sys
+mnt, work, case = sys.argv[1], sys.argv[2], sys.argv[3]
+a = open(work + "/a", "rb").read()
+b = open(work + "/b", "rb").read()
+path = mnt + "/f"
+def fail(what):
+    print(what)
+    sys.exit(1)
+if case == "odd":
+    fd = os.open(path, os.O_RDONLY)
+    rnd = random.Random(7)
+    for _ in range(200):
+        off = rnd.randrange(0, len(a) + 5000)
+        size = rnd.choice([1, 4095, 4097, 65537, 300001, 1 << 20, (1 << 20) + 3])
+        got = os.pread(fd, size, off)
+        if got != a[off:off + size]:
+            fail("pread(%d, %d): %d bytes, not the file's" % (size, off, len(got)))
+    sys.exit(0)
+fd = os.open(path, os.O_RDONLY)
+if os.pread(fd, 1 << 20, 0) != a[:1 << 20]:
+    fail("first read")
+if case == "rewrite":
+    os.system("cp '%s/b' '%s'" % (work, path))
+    got = os.pread(fd, 3 << 20, 0)
+    if got != b[:3 << 20]:
+        fail("after the rewrite: %d bytes, %s" % (len(got), "old" if got == a[:len(got)] else "other"))
+elif case == "truncate":
+    os.truncate(path, 1000003)
+    got = os.pread(fd, 2 << 20, 0)
+    if got != a[:1000003]:
+        fail("after the truncate: %d bytes" % len(got))
+elif case == "replace":
+    os.unlink(path)
+    os.system("cp '%s/b' '%s'" % (work, path))
+    try:
+        got = os.pread(fd, 1 << 20, 0)
+    except OSError as e:
+        sys.exit(0)
+    if got and got == b[:len(got)]:
+        fail("the new file's bytes through the removed one's descriptor")
+PY
+for n in 1 2; do
+    start_instance "splice$n" "$n"
+    head -c $((3 * 1048576 + 12345)) /dev/urandom >"$WORK/a"
+    head -c $((3 * 1048576 + 12345)) /dev/urandom >"$WORK/b"
+    cp "$WORK/a" "$MNT/f"
+    check "[$n servers] the mount's READs are of max_read=1032192 (a reply fits a pipe)" \
+        grep -q " $MNT fuse.adafs .*max_read=1032192" /proc/mounts
+    check "[$n servers] 1 MiB reads: the file's bytes, its end inside a request" \
+        sh -c "dd if='$MNT/f' bs=1M 2>/dev/null | cmp - '$WORK/a'"
+    check "[$n servers] and their replies were spliced (adafs-fuse logged no fallback)" \
+        test ! -s "$WORK/splice$n.base/fuse.log"
+    check "[$n servers] reads at odd offsets and of odd sizes, past the end too" \
+        "$PYTHON" "$WORK/reader.py" "$MNT" "$WORK" odd
+    truncate -s 5000000 "$WORK/sparse"
+    printf 'middle' | dd of="$WORK/sparse" bs=1 seek=2100000 conv=notrunc 2>/dev/null
+    truncate -s 5000000 "$MNT/sparse"
+    printf 'middle' | dd of="$MNT/sparse" bs=1 seek=2100000 conv=notrunc 2>/dev/null
+    check "[$n servers] a sparse file: zeros for its holes" cmp "$WORK/sparse" "$MNT/sparse"
+    for case in rewrite truncate replace; do
+        cp "$WORK/a" "$MNT/f"
+        check "[$n servers] an open reader, the file changed under it ($case): only its bytes" \
+            "$PYTHON" "$WORK/reader.py" "$MNT" "$WORK" "$case"
+    done
+done
 
 # ---- quota: ENOSPC through the mount, and nothing written before is lost
 start_instance quota 1 --quota 1M

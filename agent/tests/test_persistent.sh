@@ -24,7 +24,7 @@ preload=${ADAFS_TEST_PRELOAD:-$builddir/.libs/libadafs_preload.so}
 command -v munged >/dev/null && id munge >/dev/null 2>&1 || skip_all "needs munged and the munge user"
 command -v setpriv >/dev/null && command -v findmnt >/dev/null || skip_all "needs setpriv and findmnt"
 id adafs-test >/dev/null 2>&1 && id adafs-test2 >/dev/null 2>&1 ||
-    skip_all "needs the test users adafs-test and adafs-test2"
+    skip_all "needs the test users adafs-test and adafs-test2 (tests/cluster/cluster.sh check-access creates them)"
 [ -x "$client" ] && [ -x "$agentd" ] && [ -x "$adafsd" ] && [ -e "$preload" ] ||
     skip_all "programs not built"
 asan_env=

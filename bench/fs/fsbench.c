@@ -3,7 +3,7 @@
  *
  *   fsbench pingpong [--seconds S]       64-byte request/response over TCP
  *   fsbench bulk [--mib N]               1 MiB messages, one direction
- *   fsbench mdtest --dir D [--files N] [--procs P] [--api]
+ *   fsbench mdtest --dir D [--files N] [--procs P] [--unique] [--api]
  *   fsbench ior --dir D [--procs P] [--xfer SIZE] [--block SIZE]
  *               [--random] [--shared] [--api] [--write-only] [--read-seconds S]
  *   fsbench offsets --dir D [--xfer SIZE] [--block SIZE] [--api]
@@ -15,6 +15,8 @@
  * mdtest and ior use plain POSIX calls, so the same binary measures the
  * backing directory directly and adafs through the LD_PRELOAD interposer;
  * --api uses libadafs instead ($ADAFS_INSTANCE, paths below $ADAFS_MOUNT).
+ * mdtest's processes share D unless --unique gives each its own
+ * subdirectory (mdtest -u), made before the timed phases.
  * connect (libadafs only) measures what a short-lived client pays: a new
  * handle, its connection to D's server with the handshake, one stat.
  * statloop stats one file of D N times, then opens and closes it N times:
@@ -283,13 +285,24 @@ static void run_phases(int procs, int nphases, phase_fn fn, double *times)
 
 static const char *bench_dir;
 static long md_files;
+static int md_unique;   /* each process in its own directory (mdtest -u) */
+
+/* Where rank's files go: D, or D/u.RANK with --unique. */
+static void md_dir(int rank, char *dir, size_t cap)
+{
+    if (md_unique)
+        snprintf(dir, cap, "%s/u.%d", bench_dir, rank);
+    else
+        snprintf(dir, cap, "%s", bench_dir);
+}
 
 static void md_phase(int rank, int phase)
 {
-    char path[4200];
+    char dir[4100], path[4200];
     struct stat st;
+    md_dir(rank, dir, sizeof(dir));
     for (long i = 0; i < md_files; i++) {
-        snprintf(path, sizeof(path), "%s/f.%d.%ld", bench_dir, rank, i);
+        snprintf(path, sizeof(path), "%s/f.%d.%ld", dir, rank, i);
         if (phase == 0) {
             int fd = x_open(path, O_CREAT | O_WRONLY | O_EXCL, 0644);
             if (fd < 0 || x_close(fd) < 0)
@@ -307,6 +320,12 @@ static int mdtest(int procs)
 {
     if (x_mkdir(bench_dir) < 0 && errno != EEXIST)
         die(bench_dir);
+    char dir[4100];
+    for (int r = 0; md_unique && r < procs; r++) {
+        md_dir(r, dir, sizeof(dir));
+        if (x_mkdir(dir) < 0 && errno != EEXIST)
+            die(dir);
+    }
     double t[3];
     run_phases(procs, 3, md_phase, t);
     static const char *names[] = { "create", "stat", "remove" };
@@ -721,6 +740,7 @@ int main(int argc, char **argv)
         { "write-only", no_argument, NULL, 'w' },    { "servers", required_argument, NULL, 'N' },
         { "window", required_argument, NULL, 'W' },  { "stripe", no_argument, NULL, 'T' },
         { "read-seconds", required_argument, NULL, 'R' },
+        { "unique", no_argument, NULL, 'u' },
         { NULL, 0, NULL, 0 },
     };
     if (argc < 2) {
@@ -752,6 +772,7 @@ int main(int argc, char **argv)
         case 'W': window = atoi(optarg); break;
         case 'T': stripe = 1; break;
         case 'R': ior_read_seconds = atof(optarg); break;
+        case 'u': md_unique = 1; break;
         case 'x':
         case 'b':
             if (size_parse(optarg, c == 'x' ? &ior_xfer : &ior_block) < 0) {

@@ -17,7 +17,8 @@
 # SERVERS (default 1) servers per instance, PROCS (default 1) mdtest
 # client processes (the all set of run.sh runs 1 and 2), TRANSPORTS
 # (default "tcp local") the transports measured; the server CPU is summed
-# over all servers. CONNECT=0 leaves out fsbench connect.
+# over all servers. CONNECT=0 leaves out fsbench connect. RAW=FILE keeps
+# every run's figures in FILE ("new|old round N" lines, then the figures).
 set -eu
 usage="usage: md_pairs.sh BUILD OLD_BUILD [PAIRS]"
 new=$(cd "${1:?$usage}" && pwd)
@@ -62,6 +63,10 @@ while [ $i -le "$pairs" ]; do
     done
     i=$((i + 1))
 done
+
+if [ -n "${RAW:-}" ]; then
+    for w in new old; do sed "s/^round/$w round/" "$work/$w"; done >"$RAW"
+fi
 
 # Pair ratios per figure: median and quartiles; best of each build (the
 # highest rate, the lowest CPU).

@@ -2,10 +2,12 @@
 # bench/fuse/options.sh BUILD_DIR REPEATS NAME:ADAFS_FUSE:OPTIONS...
 #
 # adafs-fuse variants against the LD_PRELOAD interposer, in the same run:
-# each NAME mounts one instance of 2 servers with the program ADAFS_FUSE
+# each NAME mounts one instance of SERVERS servers (default 2; 1 is a
+# job's shape) with the program ADAFS_FUSE
 # (a build of adafs-fuse, or a script running one) and the -o OPTIONS
-# (may be empty), and fsbench's mdtest (1,000 files each, 2 processes) and
-# IOR (1 MiB transfers, 256 MiB by 1 process, 128 MiB each by 2) run on
+# (may be empty), and fsbench's mdtest (1,000 files each: 1 process, 2 in
+# one directory, 2 in a directory each) and IOR (1 MiB transfers, 256 MiB
+# by 1 process, 128 MiB each by 2) run on
 # every target in a rotating order within each repeat. Prints
 # "rR TARGET WORKLOAD.METRIC VALUE" lines; bench/fuse/ratios.awk turns them
 # into each variant's median ratio to the interposer of the same repeat.
@@ -28,7 +30,7 @@ stop() {
     rm -rf "$work"
 }
 trap stop EXIT
-"$ctl" start --servers 2 --base "$work/inst" --mount "$work/mnt" >/dev/null
+"$ctl" start --servers "${SERVERS:-2}" --base "$work/inst" --mount "$work/mnt" >/dev/null
 inst=$work/inst/instance
 names=preload
 for v in "$@"; do
@@ -51,7 +53,9 @@ on() {
 }
 for r in $(seq "$repeats"); do
     for t in $names; do
+        on "$t" md1 "$fsb" mdtest --files 1000 --procs 1
         on "$t" md2 "$fsb" mdtest --files 1000 --procs 2
+        on "$t" md2u "$fsb" mdtest --files 1000 --procs 2 --unique
         on "$t" io1 "$fsb" ior --block 256M --procs 1
         on "$t" io2 "$fsb" ior --block 128M --procs 2
     done

@@ -1,13 +1,18 @@
 #!/bin/sh
-# bench/fuse/run.sh BUILD_DIR [REPEATS]
+# [SERVERS=N] bench/fuse/run.sh BUILD_DIR [REPEATS]
 #
 # The adafs-fuse mount against the LD_PRELOAD interposer and the backing
 # directory, in the same run (issue 26): mdtest-like create, stat and
 # remove and IOR-like 1 MiB sequential write and read (fsbench), with 1
-# and 2 processes, on one instance of 2 servers that is both mounted and
-# preloaded at the same path (as a job's access=both); then a 1 GiB file
-# read through the interposer's mmap path against its read() (mapread),
-# with the mount (access=both) and without it (access=preload).
+# and 2 processes (mdtest's 2 share one directory, md2, or have one each,
+# md2u, as with mdtest -u), on one instance of SERVERS servers (default 2)
+# that is both mounted and preloaded at the same path (as a job's
+# access=both); SERVERS=1 is a job's shape (one server per node): with 2 on
+# one machine adafs-fuse splices both servers' chunk files while the
+# interposer reads only the first piece's server's directly (doc/fuse.md,
+# Speed). Then a 1 GiB file read through the interposer's mmap path against
+# its read() (mapread), with the mount (access=both) and without it
+# (access=preload).
 # Each repeat runs the three targets in a rotating order, so none always
 # goes first on a shared machine; ratios are taken within each repeat and
 # their median, min and max printed, as Markdown. Run it under
@@ -34,7 +39,7 @@ stop() {
     rm -rf "$work"
 }
 trap stop EXIT
-"$ctl" start --servers 2 --base "$work/inst" --mount "$mount" >/dev/null 2>"$work/ctl.err" ||
+"$ctl" start --servers "${SERVERS:-2}" --base "$work/inst" --mount "$mount" >/dev/null 2>"$work/ctl.err" ||
     { cat "$work/ctl.err" >&2; exit 1; }
 instance=$work/inst/instance
 "$fuse" --instance "$instance" "$mount"
@@ -59,6 +64,7 @@ on() {
 workloads() {
     on "$1" md1 "$fsb" mdtest --files 2000 --procs 1
     on "$1" md2 "$fsb" mdtest --files 1000 --procs 2
+    on "$1" md2u "$fsb" mdtest --files 1000 --procs 2 --unique
     on "$1" io1 "$fsb" ior --block 256M --procs 1
     on "$1" io2 "$fsb" ior --block 128M --procs 2
 }
@@ -98,7 +104,7 @@ value() { awk -v k="r$1.$2" '$1 == k { print $2 }' "$results"; }
 echo "| measure | local | preload | fuse | fuse / preload: median (min-max) |"
 echo "|---|---|---|---|---|"
 for m in md1.mdtest_create md1.mdtest_stat md1.mdtest_remove md2.mdtest_create md2.mdtest_stat \
-         md2.mdtest_remove io1.ior_write io1.ior_read io2.ior_write io2.ior_read; do
+         md2.mdtest_remove md2u.mdtest_create md2u.mdtest_stat md2u.mdtest_remove io1.ior_write io1.ior_read io2.ior_write io2.ior_read; do
     line="| $m"
     for t in local preload fuse; do
         line="$line | $(for r in $(seq "$repeats"); do value "$r" "$t.$m"; done | median)"

@@ -11,7 +11,7 @@
 #   cluster.sh stop-qosd | kill-qosd   stop adafs-qosd (SIGTERM | SIGKILL)
 #   cluster.sh status            print what runs
 #   cluster.sh env               print the environment lines clients need
-#   cluster.sh check-access      fail, saying why, if the Slurm user or the test
+#   cluster.sh check-access      create the test users; fail, saying why, if the Slurm user or the test
 #                                user cannot read the build (start checks it too)
 #
 # Everything lives under $ADAFS_CLUSTER_DIR (default /var/tmp/adafs-cluster):
@@ -191,11 +191,17 @@ $test_user $(stage_program)
 LIST
 }
 
+# The second user is the group member and the other job's owner of the
+# tests that share a file system (agent/tests/test_fs_shared.sh and
+# others run before any cluster test, and skip without it).
 ensure_test_user() {
-    if ! id -u "$test_user" >/dev/null 2>&1; then
-        useradd --create-home --shell /bin/bash "$test_user"
-        log "created test user $test_user"
-    fi
+    local u
+    for u in "$test_user" adafs-test2; do
+        if ! id -u "$u" >/dev/null 2>&1; then
+            useradd --create-home --shell /bin/bash "$u"
+            log "created test user $u"
+        fi
+    done
 }
 
 write_config() {
