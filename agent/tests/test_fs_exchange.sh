@@ -69,8 +69,11 @@ check "  a user cannot read it" eval '! setpriv --reuid=$A --regid=$A --clear-gr
 load $A 0 2 >"$base/a0" & load $A 1 2 >"$base/a1" & load $B 1 2 >"$base/b1"; wait
 a=$(( $(cat "$base/a0") + $(cat "$base/a1") + 0 )) b=$(( $(cat "$base/b1") + 0 ))
 ratio=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b ? a / b : 999}')
+# About 1.05 on a quiet machine; 1.36 was seen with the machine loaded four
+# times over (its clients starved). The bound tells the exchange working
+# (near 1) from not working (3) with room for that load, not a tuned figure.
 check "A on both servers, B on one: A/B $ratio (A $a, B $b; 3 without the exchange)$(sed "s/^/; /" "$base/client.err" | head -3 | tr -d "\n")" \
-    awk -v r="$ratio" 'BEGIN {exit !(r >= 0.8 && r <= 1.25)}'
+    awk -v r="$ratio" 'BEGIN {exit !(r >= 0.67 && r <= 1.5)}'
 check "  server 1 applied server 0's reports" eval 'grep -q "applied 1 peers" "$base/fs/server.1.log"'
 
 # A user holds the secret, not the servers' key: a report in the right
