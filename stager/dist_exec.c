@@ -955,6 +955,26 @@ static void item_task(struct pool_thread *self, void *arg)
     }
 }
 
+/* Another worker is idle and nothing is queued at worker 0: half of the
+ * items this worker holds and has not started (at most want) go back, the
+ * oldest first (in a walk the biggest pieces of work: the top of a deep
+ * chain, a directory not listed yet), and the answer says how many, so
+ * worker 0 asks again only when there may be more. */
+static void give_back(struct dist *d, uint64_t want)
+{
+    void *items[64];
+    unsigned max = want < 64 ? (unsigned)want : 64;
+    unsigned n = d->stop ? 0 : pool_take_back(d->run->pool, item_task, items, max);
+    for (unsigned i = 0; i < n; i++) {
+        struct xitem *xi = items[i];
+        dist_send(d, &(struct dmsg){ .type = DM_RETURN, .id = xi->m.id }, 0);
+        atomic_fetch_sub(&d->running, 1);
+        xitem_free(xi);
+    }
+    d->given_back += n;
+    dist_send(d, &(struct dmsg){ .type = DM_STOLEN, .count = n }, n > 0);
+}
+
 void exec_receive(struct dist *d, void *payload, size_t len)
 {
     struct payload *p = malloc(sizeof(*p));
@@ -982,6 +1002,8 @@ void exec_receive(struct dist *d, void *payload, size_t len)
                 d->joined = 1;
         } else if (m.type == DM_DONE) {
             d->done = 1;
+        } else if (m.type == DM_STEAL) {
+            give_back(d, m.count);
         } else if (m.type == DM_ABORT) {
             stage_fail(d->run, d->run->opt.src, ECANCELED, "worker 0 stopped this worker: %s",
                        m.text);

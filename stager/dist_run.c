@@ -498,6 +498,7 @@ int dist_execute(struct stage_run *run)
     run->result.coord_ops = __atomic_load_n(&d->sb.md_count, __ATOMIC_RELAXED);
     run->result.lost_workers = d->lost;
     run->result.taken_over = d->taken_over;
+    run->result.given_back = d->given_back;
     run->result.finalize_seconds = (double)atomic_load(&d->final_ns) / 1e9;
     run->result.tail_seconds = d->tail;
     return rc;
