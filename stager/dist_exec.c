@@ -840,7 +840,12 @@ static void list_dir(struct pool_thread *self, struct xitem *xi, uint64_t dir,
     struct dmsg info = { .type = DM_DIRINFO, .dir = dir, .mode = sst.st_mode,
                          .mtime = sst.st_mtim, .dev = (uint64_t)sst.st_dev,
                          .ino = (uint64_t)sst.st_ino, .flags = flags };
-    dist_send(d, &info, 1);
+    /* Not urgent: it is not work for anyone, and the coordinator reads it
+     * before the listing's other records whenever they go. Urgent, it was
+     * a message of its own for every directory listed (a mailbox file
+     * written, polled, read and removed: on a tree of many small
+     * directories the workers' largest cost above one process's). */
+    dist_send(d, &info, 0);
     sd = dcache_enter(d->cache, 0, loc->rs, loc->srel, sd);
     dd = dcache_enter(d->cache, 1, loc->rd, loc->drel, dd);
 
