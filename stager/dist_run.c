@@ -68,6 +68,8 @@ static int store_open(struct dist *d, char *err, size_t errlen)
         if (rc < 0)
             return rc;
         d->sb_adafs = 1;
+        /* Most polls find no message yet: one request each. */
+        d->sb.parent_known = 1;
         snprintf(base, sizeof(base), "/");
         d->store_side = o->direction == STAGE_IN;
 #else
