@@ -779,8 +779,16 @@ static void list_dir(struct pool_thread *self, struct xitem *xi, uint64_t dir,
         if (rc == 0)
             rc = run->src_b.ops->root_open(&run->src_b, sp, 0, &sd, &sst);
     } else {
-        rc = open_root(d, 0, loc->rs, 0, &parent);
-        if (rc == 0)
+        /* Below its parent when this worker has that open (a chain it
+         * walks down, a directory it listed): one name to resolve, not the
+         * whole path from the root, which in a deep tree makes the walk
+         * quadratic in the depth. */
+        char up[PATH_MAX];
+        dist_rel_parent(loc->srel, up, sizeof(up));
+        if ((parent = dcache_find(d->cache, 0, loc->rs, up)))
+            rc = parent->b->ops->dir_open(parent, loc->srel + strlen(up) + (*up ? 1 : 0),
+                                          follow, &sd, &sst);
+        else if ((rc = open_root(d, 0, loc->rs, 0, &parent)) == 0)
             rc = parent->b->ops->dir_open_rel(parent, loc->srel, follow, &sd, &sst);
         dcache_put(d->cache, parent);
     }
