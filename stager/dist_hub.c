@@ -54,8 +54,9 @@ struct hworker {
     struct hq held;          /* items it has and has not acknowledged */
     int said_write_error;
     /* Work stealing: a STEAL sent and not answered yet; and whether it
-     * may hold items not started (cleared by an answer of none, set by
-     * what it finds or is given). */
+     * may hold items not started beyond its share (cleared by an answer of
+     * none, set when it keeps work it found: what is handed out here goes
+     * to the least loaded already, so it cannot pile up by itself). */
     int steal_pending, may_have_more;
 };
 
@@ -304,7 +305,6 @@ static void give(struct hub *h, unsigned wi, struct hitem *it)
     rpc_put_raw(&w->out, it->rec, it->len);
     w->out_n++;
     hq_push(&w->held, it, 0);
-    w->may_have_more = 1;
 }
 
 /* A finalize item goes first in the copy work, to the worker that holds
