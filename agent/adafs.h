@@ -106,6 +106,13 @@ int adafs_open_stat(adafs *fs, const char *path, int flags, mode_t mode, struct 
  * *got is then that count, else 0 and the caller reads with adafs_pread. */
 int adafs_open_read(adafs *fs, const char *path, struct stat *st, void *buf, size_t cap,
                     size_t *got);
+/* The same; flags 0 or ADAFS_PARENT_KNOWN: the caller knows the parent
+ * directory is there (a mailbox directory it polls for the next message),
+ * so a file not there is ENOENT at once, without the second round trip
+ * (a stat of every ancestor, a request each) that tells it from a missing
+ * or non-directory ancestor. */
+int adafs_open_read_flags(adafs *fs, const char *path, struct stat *st, void *buf, size_t cap,
+                          size_t *got, unsigned flags);
 /* Opens read-only, without a round trip, the regular file st describes:
  * what adafs_read_batch or adafs_stat (of this instance, on any of its
  * connections) gave for path. Reads check that the name still names that

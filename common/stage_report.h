@@ -36,7 +36,8 @@
     X(dst_mdops, "metadata operations made on the destination side")      \
     X(coord_ops, "operations on the workers' mailboxes")                  \
     X(lost_workers, "worker 0 of several: workers given up")              \
-    X(taken_over, "worker 0 of several: items of lost workers others did")
+    X(taken_over, "worker 0 of several: items of lost workers others did") \
+    X(given_back, "items not started that this worker gave back to an idle one")
 
 /* X(name, what): the real-valued figures. */
 #define STAGE_REPORT_FIGURES(X)                                             \

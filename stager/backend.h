@@ -170,6 +170,10 @@ struct backend {
     void *file_fs[BACKEND_ADAFS_CONNECTIONS];
     unsigned next_file_fs;     /* atomic */
     size_t listed_bytes;       /* adafs, atomic: data of files opened by listings */
+    /* adafs: files are opened only in directories known to be there (the
+     * workers' mailboxes, polled for messages not written yet): a missing
+     * one is ENOENT in one request, not one more per ancestor. */
+    int parent_known;
     /* Metadata operations made through this backend (atomic; see
      * BACKEND_COUNT): an open, a create, a stat, a mkdir, a change of mode,
      * times or size, an unlink, and a listing's start and each 1,024

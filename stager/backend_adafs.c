@@ -210,7 +210,9 @@ static int open_file(struct bdir *d, const char *name, int flags, mode_t mode,
     adafs *fs = next_file_fs(d->b);
     if (how != OPEN_KNOWN)        /* a batch's record: counted there */
         MD(d->b, 1);
-    int fd = how == OPEN_PREFETCH ? adafs_open_read(fs, p, st, scratch, sizeof(scratch), &got)
+    unsigned rflags = d->b->parent_known ? ADAFS_PARENT_KNOWN : 0;
+    int fd = how == OPEN_PREFETCH ? adafs_open_read_flags(fs, p, st, scratch, sizeof(scratch),
+                                                          &got, rflags)
            : how == OPEN_KNOWN    ? adafs_open_known(fs, p, st)
            : st                   ? adafs_open_stat(fs, p, flags, mode, st)
                                   : adafs_open(fs, p, flags, mode);

@@ -82,6 +82,7 @@ struct dist {
     struct hub *hub;            /* worker 0 */
     unsigned lost, taken_over;  /* worker 0: workers given up, items moved */
     _Atomic uint64_t final_ns;  /* threads' time in finalize items */
+    uint64_t given_back;        /* items not started given back (DM_STEAL) */
     double tail;                /* worker 0: last copy done -> DONE (s) */
 };
 

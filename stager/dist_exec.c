@@ -779,8 +779,16 @@ static void list_dir(struct pool_thread *self, struct xitem *xi, uint64_t dir,
         if (rc == 0)
             rc = run->src_b.ops->root_open(&run->src_b, sp, 0, &sd, &sst);
     } else {
-        rc = open_root(d, 0, loc->rs, 0, &parent);
-        if (rc == 0)
+        /* Below its parent when this worker has that open (a chain it
+         * walks down, a directory it listed): one name to resolve, not the
+         * whole path from the root, which in a deep tree makes the walk
+         * quadratic in the depth. */
+        char up[PATH_MAX];
+        dist_rel_parent(loc->srel, up, sizeof(up));
+        if ((parent = dcache_find(d->cache, 0, loc->rs, up)))
+            rc = parent->b->ops->dir_open(parent, loc->srel + strlen(up) + (*up ? 1 : 0),
+                                          follow, &sd, &sst);
+        else if ((rc = open_root(d, 0, loc->rs, 0, &parent)) == 0)
             rc = parent->b->ops->dir_open_rel(parent, loc->srel, follow, &sd, &sst);
         dcache_put(d->cache, parent);
     }
@@ -840,7 +848,12 @@ static void list_dir(struct pool_thread *self, struct xitem *xi, uint64_t dir,
     struct dmsg info = { .type = DM_DIRINFO, .dir = dir, .mode = sst.st_mode,
                          .mtime = sst.st_mtim, .dev = (uint64_t)sst.st_dev,
                          .ino = (uint64_t)sst.st_ino, .flags = flags };
-    dist_send(d, &info, 1);
+    /* Not urgent: it is not work for anyone, and the coordinator reads it
+     * before the listing's other records whenever they go. Urgent, it was
+     * a message of its own for every directory listed (a mailbox file
+     * written, polled, read and removed: on a tree of many small
+     * directories the workers' largest cost above one process's). */
+    dist_send(d, &info, 0);
     sd = dcache_enter(d->cache, 0, loc->rs, loc->srel, sd);
     dd = dcache_enter(d->cache, 1, loc->rd, loc->drel, dd);
 
@@ -955,6 +968,26 @@ static void item_task(struct pool_thread *self, void *arg)
     }
 }
 
+/* Another worker is idle and nothing is queued at worker 0: half of the
+ * items this worker holds and has not started (at most want) go back, the
+ * oldest first (in a walk the biggest pieces of work: the top of a deep
+ * chain, a directory not listed yet), and the answer says how many, so
+ * worker 0 asks again only when there may be more. */
+static void give_back(struct dist *d, uint64_t want)
+{
+    void *items[64];
+    unsigned max = want < 64 ? (unsigned)want : 64;
+    unsigned n = d->stop ? 0 : pool_take_back(d->run->pool, item_task, items, max);
+    for (unsigned i = 0; i < n; i++) {
+        struct xitem *xi = items[i];
+        dist_send(d, &(struct dmsg){ .type = DM_RETURN, .id = xi->m.id }, 0);
+        atomic_fetch_sub(&d->running, 1);
+        xitem_free(xi);
+    }
+    d->given_back += n;
+    dist_send(d, &(struct dmsg){ .type = DM_STOLEN, .count = n }, n > 0);
+}
+
 void exec_receive(struct dist *d, void *payload, size_t len)
 {
     struct payload *p = malloc(sizeof(*p));
@@ -982,6 +1015,8 @@ void exec_receive(struct dist *d, void *payload, size_t len)
                 d->joined = 1;
         } else if (m.type == DM_DONE) {
             d->done = 1;
+        } else if (m.type == DM_STEAL) {
+            give_back(d, m.count);
         } else if (m.type == DM_ABORT) {
             stage_fail(d->run, d->run->opt.src, ECANCELED, "worker 0 stopped this worker: %s",
                        m.text);

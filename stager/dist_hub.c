@@ -53,6 +53,11 @@ struct hworker {
     size_t out_n;
     struct hq held;          /* items it has and has not acknowledged */
     int said_write_error;
+    /* Work stealing: a STEAL sent and not answered yet; and whether it
+     * may hold items not started beyond its share (cleared by an answer of
+     * none, set when it keeps work it found: what is handed out here goes
+     * to the least loaded already, so it cannot pile up by itself). */
+    int steal_pending, may_have_more;
 };
 
 struct hdir {
@@ -626,6 +631,7 @@ static int handle(struct hub *h, unsigned wi, const struct dmsg *m)
     case DM_SUBDIR: {
         /* Kept: the lister goes on into it itself, under ids it chose. */
         int kept = m->id != 0;
+        w->may_have_more |= kept;
         if (kept && (!workers_id(m->id, wi) || !workers_id(m->child, wi) ||
                      dir_get(h, m->child)))
             return -EPROTO;
@@ -653,6 +659,7 @@ static int handle(struct hub *h, unsigned wi, const struct dmsg *m)
     case DM_BATCH: {
         struct hdir *p = dir_get(h, m->dir);
         int kept = m->id != 0;
+        w->may_have_more |= kept;
         if (kept && !workers_id(m->id, wi))
             return -EPROTO;
         if (!p || p->loop)
@@ -680,6 +687,18 @@ static int handle(struct hub *h, unsigned wi, const struct dmsg *m)
         return 0;
     case DM_BYE:
         w->state = W_BYE;
+        return 0;
+    case DM_RETURN: {
+        /* Not started there: queued again, first, for whoever is idle. */
+        struct hitem *it = held_take(w, m->id);
+        if (it)
+            hq_push(it->kind == DK_DIR || it->kind == DK_TOP ? &h->dirq : &h->workq, it, 1);
+        return 0;
+    }
+    case DM_STOLEN:
+        w->steal_pending = 0;
+        if (m->count == 0)
+            w->may_have_more = 0;
         return 0;
     default:
         return -EPROTO;
@@ -730,6 +749,45 @@ static void assign(struct hub *h)
         hq_unlink(q, it);
         give(h, (unsigned)best, it);
     }
+}
+
+/* Work stealing between the workers, through the coordinator: when
+ * nothing is queued here and a worker holds fewer items than it has
+ * threads (some wait for work), the worker that holds the most beyond its
+ * threads is asked to give back half of the items it has not started
+ * (dist_exec.c's give_back); they are queued again first and handed to
+ * the idle one. Whatever the tree's shape, work a worker found and kept
+ * for itself (a deep chain it walks, the batches of a directory it
+ * lists) or was handed and cannot start soon moves to where threads are
+ * free, and no worker's share is decided in advance. */
+static void steal(struct hub *h)
+{
+    struct dist *d = h->d;
+    if (h->dirq.n || h->workq.n)
+        return;                       /* assign hands that out first */
+    size_t threads = d->run->opt.threads;
+    int idle = -1, victim = -1;
+    for (unsigned i = 0; i < d->n; i++) {
+        struct hworker *w = &h->w[i];
+        if (w->state == W_LIVE && w->held.n < threads &&
+            (idle < 0 || w->held.n < h->w[idle].held.n))
+            idle = (int)i;
+    }
+    if (idle < 0)
+        return;
+    for (unsigned i = 0; i < d->n; i++) {
+        struct hworker *w = &h->w[i];
+        if ((int)i != idle && w->state == W_LIVE && w->may_have_more && !w->steal_pending &&
+            w->held.n > threads && (victim < 0 || w->held.n > h->w[victim].held.n))
+            victim = (int)i;
+    }
+    if (victim < 0)
+        return;
+    struct hworker *v = &h->w[victim];
+    dmsg_put(&v->out, &(struct dmsg){ .type = DM_STEAL,
+                                      .count = threads - h->w[idle].held.n });
+    v->out_n++;
+    v->steal_pending = 1;
 }
 
 int hub_create(struct dist *d, struct hub **out)
@@ -907,6 +965,7 @@ void hub_loop(struct hub *h)
                 next = w->next_poll;
         }
         assign(h);
+        steal(h);
         if (!h->done_sent && h->live == 0 && !waiting) {
             for (unsigned i = 0; i < d->n; i++)
                 if (h->w[i].state == W_LIVE) {

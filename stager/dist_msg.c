@@ -171,7 +171,12 @@ void dmsg_put(struct rpc_writer *w, const struct dmsg *m)
         rpc_put_u32(w, m->flags);
         break;
     case DM_DONE:
+    case DM_STEAL:
+    case DM_STOLEN:
         rpc_put_u64(w, m->count);
+        break;
+    case DM_RETURN:
+        rpc_put_u64(w, m->id);
         break;
     case DM_ABORT:
         rpc_put_str(w, m->text);
@@ -381,7 +386,12 @@ int dmsg_get(struct rpc_reader *r, struct dmsg *m, const char **why)
             rc = names_ok(m, why);
         break;
     case DM_DONE:
+    case DM_STEAL:
+    case DM_STOLEN:
         m->count = rpc_get_u64(r);
+        break;
+    case DM_RETURN:
+        m->id = rpc_get_u64(r);
         break;
     case DM_ABORT:
         m->text = rpc_get_str(r);

@@ -48,6 +48,11 @@ enum dmsg_type {
     DM_DONE,        /* coordinator -> worker: nothing is left; exit */
     DM_ABORT,       /* coordinator -> worker: stop (text says why) */
     DM_BYE,         /* worker -> coordinator: done, exiting */
+    DM_STEAL,       /* coordinator -> worker: another worker is idle; give back
+                     * up to count items not started yet (work stealing) */
+    DM_RETURN,      /* worker -> coordinator: item id, not started, given back */
+    DM_STOLEN,      /* worker -> coordinator: the answer to a STEAL; count
+                     * items were given back (RETURNs before it) */
 };
 
 enum dmsg_kind {

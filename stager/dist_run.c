@@ -68,6 +68,8 @@ static int store_open(struct dist *d, char *err, size_t errlen)
         if (rc < 0)
             return rc;
         d->sb_adafs = 1;
+        /* Most polls find no message yet: one request each. */
+        d->sb.parent_known = 1;
         snprintf(base, sizeof(base), "/");
         d->store_side = o->direction == STAGE_IN;
 #else
@@ -498,6 +500,7 @@ int dist_execute(struct stage_run *run)
     run->result.coord_ops = __atomic_load_n(&d->sb.md_count, __ATOMIC_RELAXED);
     run->result.lost_workers = d->lost;
     run->result.taken_over = d->taken_over;
+    run->result.given_back = d->given_back;
     run->result.finalize_seconds = (double)atomic_load(&d->final_ns) / 1e9;
     run->result.tail_seconds = d->tail;
     return rc;

@@ -130,6 +130,42 @@ int pool_push(struct pool *p, struct pool_thread *self, pool_fn fn, void *arg)
     return 0;
 }
 
+/* Removes up to max tasks of fn from d, front first; counts them only
+ * (out NULL) if max is 0. */
+static unsigned dq_take(struct deque *d, pool_fn fn, void **out, unsigned max)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&d->lock);
+    size_t keep = 0;
+    for (size_t i = 0; i < d->len; i++) {
+        struct task t = d->ring[(d->head + i) % d->cap];
+        if (t.fn == fn && (max == 0 || n < max)) {
+            if (max)
+                out[n] = t.arg;
+            n++;
+            if (max)
+                continue;
+        }
+        d->ring[(d->head + keep++) % d->cap] = t;
+    }
+    d->len = keep;
+    pthread_mutex_unlock(&d->lock);
+    return n;
+}
+
+unsigned pool_take_back(struct pool *p, pool_fn fn, void **out, unsigned max)
+{
+    unsigned queued = 0, got = 0;
+    for (unsigned i = 0; i < p->n; i++)
+        queued += dq_take(&p->threads[i].dq, fn, NULL, 0);
+    unsigned want = (queued + 1) / 2 < max ? (queued + 1) / 2 : max;
+    for (unsigned i = 0; i < p->n && got < want; i++)
+        got += dq_take(&p->threads[i].dq, fn, out + got, want - got);
+    for (unsigned i = 0; i < got; i++)
+        pool_release(p);          /* the task's count in outstanding */
+    return got;
+}
+
 void pool_hold(struct pool *p)
 {
     atomic_fetch_add(&p->outstanding, 1);

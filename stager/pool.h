@@ -25,6 +25,12 @@ struct pool *pool_create(unsigned threads, size_t scratch_size);
  * a thread's own depth-first walk (a deep chain of directories) is not
  * held behind work handed in meanwhile. Returns -ENOMEM. */
 int pool_push(struct pool *p, struct pool_thread *self, pool_fn fn, void *arg);
+/* Takes back tasks of function fn that no thread has started, as a
+ * thief of another process would: from the fronts of the deques (the
+ * oldest, in a tree walk the biggest pieces of work), at most half of
+ * those queued (rounded up) and at most max. Their args go to out[];
+ * returns how many (a distributed run gives them to an idle worker). */
+unsigned pool_take_back(struct pool *p, pool_fn fn, void **out, unsigned max);
 /* A hold keeps pool_run from returning while no task is queued: for a
  * thread outside that will push more (a distributed run's items). */
 void pool_hold(struct pool *p);

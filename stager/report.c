@@ -29,6 +29,7 @@ char *report_json(const struct stage_options *opt, const struct stage_result *r)
         .verified = opt->verify ? r->files : 0,
         .src_mdops = r->src_mdops, .dst_mdops = r->dst_mdops, .coord_ops = r->coord_ops,
         .lost_workers = r->lost_workers, .taken_over = r->taken_over,
+        .given_back = r->given_back,
         .finalize_seconds = r->finalize_seconds, .tail_seconds = r->tail_seconds,
         .idle_seconds = r->idle_seconds,
         .seconds = r->seconds, .files_per_s = per_s((double)r->files, r->seconds),

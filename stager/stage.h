@@ -67,6 +67,8 @@ struct stage_result {
     uint64_t coord_ops;       /* n > 1: operations on the workers' mailboxes */
     unsigned lost_workers;    /* worker 0 of n > 1: workers given up ... */
     unsigned taken_over;      /* ... and the items of theirs others did */
+    uint64_t given_back;      /* n > 1: items not started that this worker gave
+                               * back for an idle one (work stealing) */
     double finalize_seconds;  /* n > 1: time this process's threads spent setting
                                * the attributes of finished directories and split files */
     double tail_seconds;      /* worker 0 of n > 1: from the last copy done to the end */

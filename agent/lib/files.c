@@ -22,6 +22,7 @@
 struct prefetch {
     void *buf;
     size_t cap, got;
+    unsigned flags;          /* ADAFS_PARENT_KNOWN: a missing file is ENOENT as is */
 };
 
 /* STAT_READ: the record of p and, if its metadata server also holds its
@@ -175,7 +176,7 @@ static int open_record_once(adafs *fs, const char *path, int flags, mode_t mode,
             rec.size = 0;
         }
     }
-    if (rc == -ENOENT)
+    if (rc == -ENOENT && !(pf && (pf->flags & ADAFS_PARENT_KNOWN)))
         rc = refine_enoent(fs, p);
     if (rc == 0)
         rc = record_permits(fs, &rec, flags);
@@ -222,8 +223,16 @@ int adafs_open_stat(adafs *fs, const char *path, int flags, mode_t mode, struct 
 int adafs_open_read(adafs *fs, const char *path, struct stat *st, void *buf, size_t cap,
                     size_t *got)
 {
+    return adafs_open_read_flags(fs, path, st, buf, cap, got, 0);
+}
+
+int adafs_open_read_flags(adafs *fs, const char *path, struct stat *st, void *buf, size_t cap,
+                          size_t *got, unsigned flags)
+{
+    if (flags & ~ADAFS_PARENT_KNOWN)
+        return -EINVAL;
     struct fs_record rec;
-    struct prefetch pf = { buf, cap, 0 };
+    struct prefetch pf = { buf, cap, 0, flags };
     int fd = open_record(fs, path, O_RDONLY, 0, &rec, &pf);
     *got = fd >= 0 ? pf.got : 0;
     if (fd >= 0)

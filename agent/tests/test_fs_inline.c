@@ -207,6 +207,22 @@ static void open_read(void)
                "[4 servers] below a missing directory: ENOENT");
     tap_is_int(adafs_open_read(fs, "/sp/x", &st, buf, sizeof(buf), &got), -ENOTDIR,
                "[4 servers] below a file: ENOTDIR");
+    /* A caller that knows the parent is there (a mailbox it polls): a
+     * missing file is ENOENT without the ancestors' stats; the file, when
+     * it comes, opens as ever. */
+    tap_is_int(adafs_open_read_flags(fs, "/dir/next", &st, buf, sizeof(buf), &got,
+                                     ADAFS_PARENT_KNOWN), -ENOENT,
+               "[4 servers] parent known, a missing file: ENOENT");
+    tap_is_int(adafs_open_read_flags(fs, "/sp/x", &st, buf, sizeof(buf), &got,
+                                     ADAFS_PARENT_KNOWN), -ENOENT,
+               "[4 servers] parent known: ENOENT as is, no ancestor asked");
+    adafs_create_write(fs, "/dir/next", 0600, "msg", 3);
+    fd = adafs_open_read_flags(fs, "/dir/next", &st, buf, sizeof(buf), &got, ADAFS_PARENT_KNOWN);
+    tap_ok(fd >= 0 && got == 3 && !memcmp(buf, "msg", 3),
+           "[4 servers] parent known, the file there: opened with its bytes");
+    adafs_close(fs, fd);
+    tap_is_int(adafs_open_read_flags(fs, "/dir/next", &st, buf, sizeof(buf), &got, 8), -EINVAL,
+               "[4 servers] an unknown flag: EINVAL");
     /* Files in a directory whose record is on another server than theirs:
      * with the flag no check of it travels, the files are made all the
      * same; without it, a missing parent is still ENOENT. */

@@ -87,6 +87,9 @@ int main(void)
         { .type = DM_DONE, .count = 0 },
         { .type = DM_ABORT, .text = "why" },
         { .type = DM_BYE },
+        { .type = DM_STEAL, .count = 6 },
+        { .type = DM_RETURN, .id = 1ull << 63 | 7 },
+        { .type = DM_STOLEN, .count = 2 },
     };
     int all = 1;
     for (size_t i = 0; i < sizeof(simple) / sizeof(*simple); i++)

@@ -1,6 +1,7 @@
 /* The pool: every task runs once, tasks pushed by tasks run too, idle
- * threads steal, and a hold keeps it running for work pushed from outside
- * later (a distributed run's items). */
+ * threads steal, a hold keeps it running for work pushed from outside
+ * later (a distributed run's items), and tasks not started can be taken
+ * back (for an idle worker elsewhere). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -41,6 +42,13 @@ static void *feeder(void *arg)
     return NULL;
 }
 
+static void other(struct pool_thread *self, void *arg)
+{
+    (void)self;
+    (void)arg;
+    atomic_fetch_add(&ran, 100);
+}
+
 int main(void)
 {
     struct pool *p = pool_create(4, 64);
@@ -68,6 +76,26 @@ int main(void)
     tap_is_int(pool_run(p), 0, "a held pool ran");
     pthread_join(t, NULL);
     tap_is_int(atomic_load(&ran), 3, "it returned only after the feeder's 3 late tasks and release");
+    pool_destroy(p);
+
+    /* Taking back: half of the queued tasks of one function, oldest
+     * first, never another function's; the rest still run. */
+    atomic_store(&ran, 0);
+    p = pool_create(2, 0);
+    static int tag[7];
+    for (int i = 0; i < 7; i++)
+        pool_push(p, NULL, leaf, &tag[i]);
+    pool_push(p, NULL, other, NULL);
+    void *back[8];
+    unsigned n = pool_take_back(p, leaf, back, 8);
+    tap_is_int((int)n, 4, "half of 7 queued tasks (rounded up) taken back");
+    int mine = 1;
+    for (unsigned i = 0; i < n; i++)
+        mine &= back[i] >= (void *)&tag[0] && back[i] <= (void *)&tag[6];
+    tap_ok(mine, "each is one of the tasks of that function");
+    tap_is_int((int)pool_take_back(p, leaf, back, 1), 1, "at most max are taken");
+    tap_is_int(pool_run(p), 0, "the pool ran the rest");
+    tap_is_int(atomic_load(&ran), 102, "the 2 left and the other function's task ran, once");
     pool_destroy(p);
     return tap_done();
 }
