@@ -45,6 +45,7 @@
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/node_scheduler.h"
 #include "src/slurmctld/slurmctld.h"
+#include "src/slurmctld/state_save.h"
 
 #include "agent_link.h"
 #include "bb_config.h"
@@ -221,6 +222,7 @@ static void requeue_job(job_record_t *job_ptr, bool hold, const char *why)
     deallocate_nodes(job_ptr, false, false, false);
     /* deallocate_nodes() may reset the reason; the user must see ours. */
     set_reason(job_ptr, why);
+    schedule_job_save();   /* as release_job(): a restart must not undo it */
 }
 
 /* squeue and scontrol show what the job waits for: BurstBufferState, and
@@ -239,10 +241,19 @@ static void show_phase(job_record_t *job_ptr, enum bb_phase phase, bool released
     last_job_update = time(NULL);
 }
 
+/* Lets the job go: its batch script is launched at once. Slurm's own
+ * scheduler asks for its job table to be saved when it starts jobs; a
+ * release must too. Unsaved, the launch waits for some other change or the
+ * 300 s checkpoint, and a slurmctld killed meanwhile brings the job back
+ * pending (its running script aborted, the job run again) or configuring
+ * (launched again: slurmd refuses the "Duplicate jobid", which drains the
+ * node and requeues the job held). */
 static void release_job(job_record_t *job_ptr)
 {
-    if (job_ptr->details && job_ptr->details->prolog_running)
+    if (job_ptr->details && job_ptr->details->prolog_running) {
         prolog_running_decr(job_ptr);
+        schedule_job_save();
+    }
 }
 
 /* Applies a step's outcome to its job, under the job write lock (the
@@ -275,6 +286,7 @@ static void apply_outcome(const struct bb_outcome *o, void *arg)
              * would fail every job. Nothing else drains a node. */
             char *reason = xstrdup_printf("adafs: %s", o->error);
             drain_nodes(o->node, reason, slurm_conf.slurm_user_id);
+            schedule_node_save();
             xfree(reason);
         }
         info("%s: %pJ %s: %s", plugin_type, job_ptr, v.hold ? "held" : "requeued", o->error);

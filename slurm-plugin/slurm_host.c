@@ -50,6 +50,8 @@ void deallocate_nodes(job_record_t *job_ptr, bool timeout, bool suspended, bool 
 int drain_nodes(char *nodes, char *reason, uint32_t reason_uid) { return SLURM_ERROR; }
 void job_completion_logger(job_record_t *job_ptr, bool requeue) {}
 void prolog_running_decr(job_record_t *job_ptr) {}
+void schedule_job_save(void) {}
+void schedule_node_save(void) {}
 bool validate_operator(uid_t uid) { return uid == 0; }
 #pragma GCC visibility pop
 

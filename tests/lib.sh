@@ -7,6 +7,17 @@
 tap_n=0
 tap_fail=0
 
+# Each check that comes a second or more after the line before it is
+# followed by "# N.N s" (what it and the waits before it took), and
+# tap_done says the whole file's time: a suite that grows says where.
+tap_now() { local t=${EPOCHREALTIME:-0.0}; t=${t//[.,]/}; tap_t=$((10#$t / 100000)); }  # tenths
+tap_now
+tap_start=$tap_t
+tap_last=$tap_t
+tap_took() {  # tap_took TENTHS: "N.N"
+    echo "$(($1 / 10)).$(($1 % 10))"
+}
+
 ok() {      # ok CONDITION-EXIT-STATUS DESCRIPTION
     local status=$1; shift
     tap_n=$((tap_n + 1))
@@ -16,6 +27,9 @@ ok() {      # ok CONDITION-EXIT-STATUS DESCRIPTION
         echo "not ok $tap_n - $*"
         tap_fail=$((tap_fail + 1))
     fi
+    tap_now
+    [ $((tap_t - tap_last)) -ge 10 ] && echo "# $(tap_took $((tap_t - tap_last))) s"
+    tap_last=$tap_t
 }
 
 check() {   # check DESCRIPTION -- COMMAND...: ok if the command succeeds
@@ -28,7 +42,7 @@ check() {   # check DESCRIPTION -- COMMAND...: ok if the command succeeds
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP $*"; }
 diag() { echo "# $*"; }
-tap_done() { echo "1..$tap_n"; exit 0; }
+tap_done() { tap_now; echo "# $tap_n checks in $(tap_took $((tap_t - tap_start))) s"; echo "1..$tap_n"; exit 0; }
 
 # --- mini-cluster ---------------------------------------------------------
 
@@ -54,6 +68,16 @@ require_cluster() {
     [ -f "$ADAFS_BUILD_DIR/slurm-plugin/.libs/burst_buffer_adafs.so" ] ||
         skip_all "plugin not built (configure --with-slurm-source)"
     command -v slurmctld >/dev/null || skip_all "slurmctld not installed"
+}
+
+# running PID: the process has not exited. A daemon that exited is
+# nobody's child and stays a zombie, which kill -0 still finds, until init
+# reaps it (up to 2 s here); cluster.sh stop waits only for the exit.
+running() {
+    [ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 1
+    local stat; read -r stat < "/proc/$1/stat" 2>/dev/null || return 1
+    stat=${stat##*) }
+    [ "${stat%% *}" != Z ]
 }
 
 as_user() { runuser -u "$test_user" -- env SLURM_CONF="$SLURM_CONF" "$@"; }

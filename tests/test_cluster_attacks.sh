@@ -115,7 +115,10 @@ write_job own.sh >/dev/null <<JOB
 echo ran
 JOB
 id=$(submit own.sh)
-stop=$work/stop-killing
+# Where the victim's killer sees it (the attacker's $work is 0700: there
+# the killer never saw it and ran its whole 90 s).
+stop=$pfs/atk/stop-killing
+rm -f "$stop"
 # Every adafsd of the job that is not ready yet (no pid file), killed.
 "${victim_[@]}" "$python" - "$ADAFS_CLUSTER_DIR/storage/n1/job.$id" "$stop" 90 > "$work/killed" <<'PY' &
 import os, sys, time

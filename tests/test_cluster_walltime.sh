@@ -65,11 +65,14 @@ check "the model file is saved by the plugin at shutdown" -- \
 # Across a restart: a job submitted before it is in the saved file with its
 # estimate, and once it finished after the restart it is learned from.
 observed() { sed -n 's/^state \([0-9]*\) .*/\1/p' "$model"; }
-id=$(submit -N 1 -t 120 --wrap "sleep 20" -o /dev/null)
+# The job runs until the test lets it end (not a fixed sleep 20).
+as_user_sh "mkdir -p $pfs/wt && rm -f $pfs/wt/go"
+id=$(submit -N 1 -t 120 --wrap "for _ in \$(seq 600); do [ -e $pfs/wt/go ] && break; sleep 0.2; done" -o /dev/null)
 sleep 2
 check "slurmctld restarts with a job in flight ($id)" -- "$cluster" restart-ctld
 check "the saved model holds it in flight with the estimate it was given" -- \
     grep -q "^p $id " "$model"
+as_user_sh "touch $pfs/wt/go"
 before=$(observed)
 check "the job completes after the restart" -- wait_job "$id" COMPLETED 90
 sleep 5
