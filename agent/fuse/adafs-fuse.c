@@ -721,7 +721,9 @@ struct read_pipes {
     bool off;                    /* cannot make pipes of READ_PIPE_BYTES */
 };
 static struct read_pipes read_pipes = { .lock = PTHREAD_MUTEX_INITIALIZER };
-static size_t read_pipe_pages;   /* slots of each pipe: pages of READ_PIPE_BYTES */
+/* Slots of each pipe (pages of READ_PIPE_BYTES): set under read_pipes.lock
+ * when a pipe is made, read by fill_reply without it. */
+static _Atomic size_t read_pipe_pages;
 
 enum splice_miss { MISS_PIPE, MISS_BUSY, MISS_SLOTS, MISS_FILL, MISS_REPLACED, MISS_SEND, MISS_N };
 static atomic_bool miss_said[MISS_N];
@@ -755,7 +757,7 @@ static bool pipe_take(int p[2])
             close(p[1]);
             read_pipes.off = read_pipes.made == 0;   /* none ever: stop trying */
         } else {
-            read_pipe_pages = (size_t)fl / (size_t)sysconf(_SC_PAGESIZE);
+            atomic_store(&read_pipe_pages, (size_t)fl / (size_t)sysconf(_SC_PAGESIZE));
             read_pipes.made++;
             got = true;
         }
@@ -807,7 +809,7 @@ static int fill_reply(void *arg, const struct adafs_piece *p, size_t n)
         slots += pages_spanned(p[i].fd >= 0 ? (uintptr_t)p[i].off : (uintptr_t)p[i].mem,
                                p[i].len, page);
     }
-    if (slots > read_pipe_pages) {
+    if (slots > atomic_load(&read_pipe_pages)) {
         splice_missed(MISS_SLOTS, "the reply needs more pipe slots than a pipe has "
                       "(is the mount's max_read " ADAFS_FUSE_MAX_READ_OPT "?)", 0);
         return -E2BIG;
