@@ -400,6 +400,14 @@ static int load_body(struct reader *r, struct walltime_model **out)
     if (next(r, "train", 3) < 0 || integer(r, 1, 0, m->params.max_train, &tn) < 0 ||
         integer(r, 2, 0, m->params.max_train - 1, &thead) < 0)
         return -1;
+    /* As the other rings: until it is full the head is the count, and the
+     * slots from the head on were never written (the next job learnt goes
+     * to the head, and a save then writes the slots below the count). */
+    if (tn < m->params.max_train && thead != tn) {
+        snprintf(r->err, r->errlen, "%s:%ld: ring head %lld with %lld training jobs", r->path,
+                 r->lineno, thead, tn);
+        return -1;
+    }
     m->tn = (size_t)tn;
     m->thead = (size_t)thead;
     for (long long i = 0; i < tn; i++) {

@@ -220,6 +220,14 @@ int main(void)
     walltime_model_load(bad, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:8: node 0 has a child before it", bad);
     tap_is_str(err, want, "a tree that loops is refused");
+    write_file(bad, "adafs-walltime-model 4\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
+                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 0 0\n"
+                    "ensemble median 0 0 0\nroots\nensemble upper 0 0 0\nroots\n"
+                    "users 0\ntrain 0 3\nend\n");
+    walltime_model_load(bad, err, sizeof(err));
+    snprintf(want, sizeof(want), "%s:10: ring head 3 with 0 training jobs", bad);
+    tap_is_str(err, want, "a training ring whose head is not its count before it is full is "
+               "refused (the next job learnt would leave unwritten slots to be saved)");
 
     free(a);
     free(b);
