@@ -8,7 +8,7 @@ PACKAGES="
   slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
   libsqlite3-dev sqlite3 libcurl4-openssl-dev libhwloc-dev hwloc
   libjansson-dev librocksdb-dev libxxhash-dev libsodium-dev libibnetdisc-dev libibmad-dev libibumad-dev
-  dpkg-dev devscripts lowdown man-db fio rsync python3 curl jq time procps psmisc
+  dpkg-dev devscripts lintian lowdown man-db fio rsync python3 curl jq time procps psmisc
   util-linux e2fsprogs gnuplot-nox
   openmpi-bin libopenmpi-dev libhwloc-plugins ibverbs-providers
   libfuse3-dev fuse3 git python3-numpy busybox-static
