@@ -70,15 +70,7 @@ require_cluster() {
     command -v slurmctld >/dev/null || skip_all "slurmctld not installed"
 }
 
-# running PID: the process has not exited. A daemon that exited is
-# nobody's child and stays a zombie, which kill -0 still finds, until init
-# reaps it (up to 2 s here); cluster.sh stop waits only for the exit.
-running() {
-    [ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 1
-    local stat; read -r stat < "/proc/$1/stat" 2>/dev/null || return 1
-    stat=${stat##*) }
-    [ "${stat%% *}" != Z ]
-}
+. "$abs_top_srcdir/tests/cluster/pid.sh"   # pid_alive PID: not exited (a zombie is gone)
 
 as_user() { runuser -u "$test_user" -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 

@@ -68,7 +68,7 @@ pids=$(cat "$ADAFS_CLUSTER_DIR"/run/*.pid $ADAFS_MUNGE_DIR/munged.pid 2>/dev/nul
 "$cluster" stop
 trap - EXIT
 left=""
-for p in $pids; do running "$p" && left="$left $p"; done
+for p in $pids; do pid_alive "$p" && left="$left $p"; done
 ok "$([ -z "$left" ] && echo 0 || echo 1)" "cluster stop leaves none of its processes (left:${left:- none})"
 # Other clusters may run beside this one: a slurmd is this cluster's if its
 # environment names this cluster's slurm.conf.

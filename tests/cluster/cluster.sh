@@ -60,15 +60,7 @@ log() { echo "cluster.sh: $*" >&2; }
 
 slurm_user() { id -u slurm >/dev/null 2>&1 && echo slurm || echo root; }
 
-# A daemon that exited is nobody's child: it stays a zombie, which kill -0
-# still finds, until init reaps it (seen to take up to 2 s here); a zombie
-# holds no port, socket or file any more, so it counts as gone.
-pid_alive() {
-    [ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 1
-    local stat; read -r stat < "/proc/$1/stat" 2>/dev/null || return 1
-    stat=${stat##*) }
-    [ "${stat%% *}" != Z ]
-}
+. "$here/pid.sh"
 pid_of() { [ -f "$1" ] && cat "$1" 2>/dev/null || true; }
 
 # --- daemons that died --------------------------------------------------
