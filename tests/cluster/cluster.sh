@@ -116,8 +116,15 @@ child_running() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $st != Z
 # seconds, or it died starting; CHILD is its pid when we started it in the
 # foreground, so its death is seen before it writes the pid file.
 await_pid() {
+    local stale pid; stale=$(pid_of "$2")   # a pid file left by an earlier run
     for _ in $(seq 100); do
-        pid_alive "$(pid_of "$2")" && return 0
+        pid=$(pid_of "$2")
+        pid_alive "$pid" && return 0
+        # Written since and gone already (a zombie counts as gone): it died
+        # starting, as slurmctld does when the plugin refuses its config.
+        if [ -n "$pid" ] && [ "$pid" != "$stale" ]; then
+            died "$1" "$3" "died starting (pid $pid)"
+        fi
         if [ -n "${4:-}" ] && ! child_running "$4"; then
             died "$1" "$3" "exited while starting"
         fi
