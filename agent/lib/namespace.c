@@ -286,11 +286,17 @@ int parent_check_finish(adafs *fs, const char *path, struct call *op, struct cal
     return prc < 0 ? prc : rc;
 }
 
-int lookup(adafs *fs, const char *path, char *p, struct fs_record *rec)
+/* lookup without telling a missing entry from a missing or non-directory
+ * ancestor: -ENOENT as the entry's server says. */
+static int lookup_entry(adafs *fs, const char *path, char *p, struct fs_record *rec)
 {
     int rc = path_normalize(path, p);
-    if (rc == 0)
-        rc = stat_record(fs, p, rec);
+    return rc == 0 ? stat_record(fs, p, rec) : rc;
+}
+
+int lookup(adafs *fs, const char *path, char *p, struct fs_record *rec)
+{
+    int rc = lookup_entry(fs, path, p, rec);
     return rc == -ENOENT ? refine_enoent(fs, p) : rc;
 }
 
@@ -308,9 +314,7 @@ int adafs_stat_entry(adafs *fs, const char *path, struct stat *st)
 {
     char p[FS_PATH_MAX];
     struct fs_record rec;
-    int rc = path_normalize(path, p);
-    if (rc == 0)
-        rc = stat_record(fs, p, &rec);
+    int rc = lookup_entry(fs, path, p, &rec);
     if (rc == 0)
         record_to_stat(fs, &rec, st);
     return rc;
