@@ -66,6 +66,11 @@ int mapping_protect(uintptr_t addr, size_t len, int prot);
  * called for those two (and MADV_DONTNEED_LOCKED). 0 or -errno. */
 int mapping_advise(uintptr_t addr, size_t len, int advice);
 
+/* Before mremap of [addr, addr + len): a mapping there with pieces mapped
+ * from data files (several kernel mappings, which mremap would refuse to
+ * resize) becomes one of memory with the same bytes. 0 or -errno. */
+int mapping_before_remap(uintptr_t addr, size_t len);
+
 /* mremap moved or resized [old, old + old_len) to [new, new + new_len). */
 void mapping_moved(uintptr_t old, size_t old_len, uintptr_t new, size_t new_len);
 
