@@ -479,6 +479,25 @@ static void test_large_private(void)
            area[61 * page] == 'q', "MAP_FIXED over anonymous memory at an offset of 8 pages");
     munmap(area, 80 * page);
 
+    /* This process truncates and extends the file under it: as on a
+     * local disk (doc/preload.md, mmap). */
+    int wfd = open(path_of("large"), O_RDWR);
+    p = mmap(NULL, 76 * page, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (tap_ok(p != MAP_FAILED && wfd >= 0 && ftruncate(wfd, (off_t)(20 * page + page / 2)) == 0,
+               "ftruncate to 20.5 pages under a private mapping")) {
+        tap_ok(probe(p + 21 * page) == -SIGBUS && probe(p + 60 * page) == -SIGBUS,
+               "the pages beyond the new end raise SIGBUS");
+        tap_ok(probe(p + 20 * page + page / 2) == 0 && matches(p, 0, 20 * page + page / 2),
+               "the cut page reads zeros beyond the end, the bytes before it are kept");
+        tap_ok(ftruncate(wfd, (off_t)size) == 0 && probe(p + 30 * page) == 0,
+               "extended again, the pages read zeros");
+    }
+    if (p != MAP_FAILED)
+        munmap(p, 76 * page);
+    if (wfd >= 0)
+        close(wfd);
+    make_file("large", size);
+
     /* Another process writes and truncates under a private mapping: the
      * pages it has not written follow the file on a local disk, and so
      * do the pages mapped from a data file through the interposer (the
