@@ -532,8 +532,9 @@ static int take_pieces(void *arg, const struct adafs_piece *pc, size_t n)
 }
 
 /* Reads want bytes of the file from off into the mapping at df->base
- * (fresh anonymous memory), mapping what it can (above). The bytes read,
- * or -errno. */
+ * (fresh anonymous memory), mapping what it can (above). The bytes read
+ * (fewer: the file ends there; the caller reads no further, since a page
+ * mapped at that end is read-only), or -errno. */
 static ssize_t fill_slice(adafs *fs, int lfd, struct direct_fill *df, size_t want, off_t off)
 {
     size_t nsegs = df->nsegs;
@@ -603,12 +604,14 @@ static void *map_private_copy(void *addr, size_t len, int prot, int flags, int l
         size_t want = *data - done < MAP_FILL_SLICE ? (size_t)(*data - done) : MAP_FILL_SLICE;
         df.base = start + done;
         ssize_t n = fill_slice(fs, flfd, &df, want, off + (off_t)done);
-        if (n < 0)
+        if (n < 0) {
             rc = (int)n;
-        else if (n == 0)
-            *data = done;   /* the file shrank meanwhile: it ends here */
-        else
+        } else if ((size_t)n < want) {
+            *data = done + (uint64_t)n;   /* the file shrank meanwhile: it ends here */
+            break;
+        } else {
             done += (uint64_t)n;
+        }
     }
     if (fs)
         route_leave_raw(0);
