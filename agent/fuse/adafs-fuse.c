@@ -717,8 +717,9 @@ static ssize_t read_copied(struct handle *h, char *buf, size_t size, off_t off)
  * request is dropped (io_writev). The kernel takes a reply only whole from
  * one pipe: the mount's max_read (fuse/max_read.h) keeps a READ within
  * one, and its pipes are sized for it (adafs_fuse_pipe_bytes: 1 MiB, or
- * 2 MiB for a max_read of 1 MiB). A few pipes are shared by the threads (each user may have
- * only so many pipe pages: fs.pipe-user-pages-soft); a READ that finds
+ * 2 MiB for a max_read of 1 MiB). A few pipes are shared by the threads
+ * (each user may have only so many pipe pages:
+ * fs.pipe-user-pages-soft); a READ that finds
  * none free, or whose reply does not fit, or whose chunk file was replaced
  * under it, is answered as before, from libfuse's buffer: each reason is
  * logged once. */
@@ -1252,7 +1253,9 @@ static void usage(FILE *out)
             "  --foreground, -f  stay in the foreground (otherwise detach once mounted)\n"
             "  --ready-fd N      write \"ready\" to descriptor N once the mount answers\n"
             "  -o OPTIONS        FUSE options, e.g. entry_timeout=SECONDS,\n"
-            "                    attr_timeout=SECONDS (both 0 by default), ro\n"
+            "                    attr_timeout=SECONDS (both 0 by default), ro,\n"
+            "                    max_read=BYTES (by default 1 MiB where fs.pipe-max-size\n"
+            "                    allows pipes of 2 MiB, else 1032192)\n"
             "  --help, -h        this text\n", CONNECTIONS_MAX);
 }
 
