@@ -48,6 +48,7 @@
 #include "src/slurmctld/state_save.h"
 
 #include "agent_link.h"
+#include "bb_begin.h"
 #include "bb_config.h"
 #include "bb_job.h"
 #include "bb_qos.h"
@@ -1202,183 +1203,77 @@ static void add_env(job_record_t *job_ptr, const char *name, const char *value)
     d->env_sup[d->env_cnt++] = xstrdup_printf("%s=%s", name, value);
 }
 
-/* The job's processes under I/O quality of service (qos_conf.h): the
+/* Sets env's variables in the job, in order. */
+static void set_env(job_record_t *job_ptr, const struct bb_env *env)
+{
+    for (size_t i = 0; i < env->n; i++)
+        add_env(job_ptr, env->names[i], env->values[i]);
+}
+
+/* A line of bb_begin's about the job, in slurmctld's log. */
+static void say_of_job(void *arg, int level, const char *line)
+{
+    job_record_t *job_ptr = arg;
+    if (level == LOG_SINK_ERROR)
+        error("%s: %pJ: %s", plugin_type, job_ptr, line);
+    else
+        info("%s: %pJ: %s", plugin_type, job_ptr, line);
+}
+
+/* The job's processes under I/O quality of service (bb_begin.h): the
  * interposer's settings, and LD_PRELOAD for a job without a file system. */
 static void add_qos_env(job_record_t *job_ptr, bool preload)
 {
-    char *env[3];
-    int n = qos_conf_job_env(&drv.config.qos, env);
-    for (int i = 0; i < n; i++) {
-        char *eq = strchr(env[i], '=');
-        *eq = '\0';
-        add_env(job_ptr, env[i], eq + 1);
-        free(env[i]);
-    }
-    if (n && preload && drv.config.preload && drv.config.preload[0])
-        add_env(job_ptr, "LD_PRELOAD", drv.config.preload);
+    struct bb_env env = { 0 };
+    if (bb_begin_qos_env(&drv.config, preload, &env) < 0)
+        error("%s: %pJ: out of memory setting its I/O quality of service environment",
+              plugin_type, job_ptr);
+    set_env(job_ptr, &env);
+    bb_env_free(&env);
 }
 
-/* True when the job asks for I/O quality of service only. */
-static bool qos_only(const job_record_t *job_ptr)
-{
-    struct bb_request req = { 0 };
-    char err[256];
-    bool only = directive_parse(drv.config.directive, NULL, job_ptr->burst_buffer, &req, err,
-                                sizeof(err)) > 0 && bb_request_qos_only(&req);
-    bb_request_free(&req);
-    return only;
-}
-
-/* What the job's processes need to find their file system. */
+/* What the job's processes need to find their file system (bb_begin.h). */
 static void set_job_env(job_record_t *job_ptr, const struct bb_job *j)
 {
-    if (!persist_job_mounts(j))
-        return;   /* it only destroys a persistent instance */
-    const struct persist_spec *persistent = persist_job_mount(&j->req);
-    char name[PERSIST_ENV_MAX];
-    if (persistent && !persist_job_own_servers(j)) {
-        persist_env_name(persistent->name, name);
-        add_env(job_ptr, name, j->mount);
-    }
-    /* Further mounts (its own and instances, or several instances): each
-     * at <mount>.<NAME>, all listed for the interposer (preload/pathres.h). */
-    char *mounts = NULL;
-    for (size_t k = 0; persist_job_further(&j->req, k); k++) {
-        const char *iname = persist_job_further(&j->req, k)->name;
-        char *m = persist_job_further_mount(j->mount, iname);
-        char file[PATH_MAX];
-        if (!m || instance_named_file_path(file, sizeof(file), drv.config.mount_prefix,
-                                           j->job_id, iname) < 0) {
-            error("%s: %pJ: the mount or instance file of persistent instance %s does not "
-                  "fit in a path under %s", plugin_type, job_ptr, iname, drv.config.mount_prefix);
-            free(m);
-            continue;
-        }
-        persist_env_name(iname, name);
-        add_env(job_ptr, name, m);
-        xstrfmtcat(mounts, "%s%s=%s", mounts ? ":" : "", m, file);
-        free(m);
-    }
-    if (mounts)
-        add_env(job_ptr, "ADAFS_MOUNTS", mounts);
-    xfree(mounts);
-    /* An instance's servers make every user but its owner prove their uid
-     * with a munge credential: from the site's munged. */
-    if (persistent && drv.config.munge_socket)
-        add_env(job_ptr, "ADAFS_MUNGE_SOCKET", drv.config.munge_socket);
-    add_env(job_ptr, "ADAFS_MOUNT", j->mount);
-    add_env(job_ptr, "ADAFS_INSTANCE", j->instance_path);
-    /* access=fuse: every program goes through the kernel mount. */
-    if (drv.config.preload && drv.config.preload[0] && j->req.access != BB_ACCESS_FUSE)
-        add_env(job_ptr, "LD_PRELOAD", drv.config.preload);
+    struct bb_env env = { 0 };
+    struct bb_begin_job log_only = { .say = say_of_job, .say_arg = job_ptr };
+    if (bb_begin_fs_env(&log_only, j, &drv.config, &env) < 0)
+        error("%s: %pJ: out of memory setting its environment", plugin_type, job_ptr);
+    set_env(job_ptr, &env);
+    bb_env_free(&env);
 }
 
-/* Expands %-symbols in every stage path of req for this job. */
-static int expand_symbols(job_record_t *job_ptr, struct bb_request *req, const char *user,
-                          const char *first_node)
-{
-    struct symbol_values v = {
-        .job_id = job_ptr->job_id,
-        .array_job_id = job_ptr->array_task_id != NO_VAL ? job_ptr->array_job_id : 0,
-        .array_task_id = job_ptr->array_task_id != NO_VAL ? job_ptr->array_task_id : 0,
-        .user = user, .job_name = job_ptr->name, .first_node = first_node,
-    };
-    for (size_t i = 0; i < req->nstages; i++) {
-        char **fields[2] = { &req->stages[i].source, &req->stages[i].destination };
-        for (int f = 0; f < 2; f++) {
-            char *x = directive_expand(*fields[f], &v);
-            if (!x)
-                return -1;
-            free(*fields[f]);
-            *fields[f] = x;
-        }
-    }
-    return 0;
-}
-
-/* The job's instance, from its request and nodes; NULL with err (and
- * *users_fault set when only the user can fix it) if it cannot have one. */
+/* The job's instance, from its request and nodes (bb_begin.h); NULL with
+ * err (and *users_fault set when only the user can fix it) if it cannot
+ * have one. */
 static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errlen,
                                    bool *users_fault)
 {
     *users_fault = false;
-    struct bb_job *j = bb_job_new(job_ptr->job_id);
-    if (!j)
-        return NULL;
-    j->uid = job_ptr->user_id;
-    j->gid = job_ptr->group_id;
-    char *user = uid_to_string_or_null(job_ptr->user_id);
-    j->user = strdup(user ? user : "");
-    xfree(user);
-    if (directive_parse(drv.config.directive, NULL, job_ptr->burst_buffer, &j->req, err, errlen) < 0) {
-        *users_fault = true;
-        bb_job_free(j);
-        return NULL;
-    }
-    /* A job that mounts a persistent instance or only destroys one has no
-     * servers of its own (persist_job.h). */
-    bool own = persist_request_own_servers(&j->req);
-    j->nnodes = bit_set_count(job_ptr->node_bitmap);
-    j->nodes = calloc(j->nnodes ? j->nnodes : 1, sizeof(*j->nodes));
-    size_t k = 0;
-    for (int i = 0; j->nodes && i < node_record_count; i++) {
-        node_record_t *node_ptr = node_record_table_ptr[i];
-        if (!node_ptr || !bit_test(job_ptr->node_bitmap, i))
-            continue;
-        int port = drv.config.agent_port_offset ? node_ptr->port + drv.config.agent_port_offset
-                                            : drv.config.agent_port;
-        struct node_place place;
-        char why[512];
-        placement_node(node_ptr->name, drv.config.storage_path, &place, why, sizeof(why));
-        if (why[0])
-            info("%s: %pJ: %s", plugin_type, job_ptr, why);
-        if (place.from_sysmap && place.available &&
-            place.available < j->req.capacity / (uint64_t)bit_set_count(job_ptr->node_bitmap))
-            info("%s: %pJ: node %s has %"PRIu64" bytes free by sysmap, less than the job's share",
-                 plugin_type, job_ptr, node_ptr->name, place.available);
-        j->nodes[k++] = (struct bb_node){ .name = strdup(node_ptr->name),
-                                          .agent_host = strdup(node_ptr->comm_name),
-                                          .agent_port = port, .storage = strdup(place.storage),
-                                          .numa_node = place.numa_node };
-    }
-    j->nnodes = k;
-    uint64_t capacity = !own ? 0 : j->req.capacity ? j->req.capacity : drv.config.default_capacity;
-    j->node_capacity = (capacity + k - 1) / (k ? k : 1);
-    if (j->node_capacity > drv.config.node_capacity) {
-        /* Checked at submit for the nodes asked then; the owner may have
-         * shrunk the job since (scontrol update NumNodes). */
-        snprintf(err, errlen, "capacity=%"PRIu64" on %zu node(s) needs %"PRIu64" bytes per node, "
-                 "more than AdafsNodeCapacity=%"PRIu64, capacity, k, j->node_capacity,
-                 drv.config.node_capacity);
-        *users_fault = true;
-        bb_job_free(j);
-        return NULL;
-    }
-    j->chunk_size = j->req.chunk_size ? j->req.chunk_size : drv.config.chunk_size;
-    /* Fixed now: a later change of the site's default leaves the job as it began. */
-    if (!j->req.access && (own || persist_job_mount(&j->req)))
-        j->req.access = drv.config.access;
-    int rc = bb_job_make_secrets(j);
-    if (rc < 0) {
-        snprintf(err, errlen, "getrandom: %s", strerror(-rc));
-        bb_job_free(j);
-        return NULL;
-    }
-    j->storage = strdup(drv.config.storage_path);
-    char path[PATH_MAX];
-    if (instance_mount_path(path, sizeof(path), drv.config.mount_prefix, job_ptr->job_id) == 0)
-        j->mount = strdup(path);
-    if (instance_file_path(path, sizeof(path), drv.config.mount_prefix, job_ptr->job_id,
-                           INSTANCE_FILE) == 0)
-        j->instance_path = strdup(path);
-    if (expand_symbols(job_ptr, &j->req, j->user, k ? j->nodes[0].name : "") < 0 ||
-        !j->mount || !j->instance_path || !j->storage) {
+    size_t n = bit_set_count(job_ptr->node_bitmap), k = 0;
+    struct bb_begin_node *nodes = calloc(n ? n : 1, sizeof(*nodes));
+    if (!nodes) {
         snprintf(err, errlen, "out of memory");
-        bb_job_free(j);
         return NULL;
     }
-    j->t_begin = time(NULL);
-    j->phase = PHASE_DEPLOYING;
+    for (int i = 0; i < node_record_count && k < n; i++) {
+        node_record_t *node_ptr = node_record_table_ptr[i];
+        if (node_ptr && bit_test(job_ptr->node_bitmap, i))
+            nodes[k++] = (struct bb_begin_node){ node_ptr->name, node_ptr->comm_name,
+                                                 node_ptr->port };
+    }
+    char *user = uid_to_string_or_null(job_ptr->user_id);
+    bool array = job_ptr->array_task_id != NO_VAL;
+    struct bb_begin_job b = {
+        .job_id = job_ptr->job_id, .uid = job_ptr->user_id, .gid = job_ptr->group_id,
+        .user = user, .name = job_ptr->name, .burst_buffer = job_ptr->burst_buffer,
+        .array_job_id = array ? job_ptr->array_job_id : 0,
+        .array_task_id = array ? job_ptr->array_task_id : 0,
+        .nodes = nodes, .nnodes = k, .say = say_of_job, .say_arg = job_ptr,
+    };
+    struct bb_job *j = bb_begin_instance(&b, &drv.config, err, errlen, users_fault);
+    xfree(user);
+    free(nodes);
     return j;
 }
 
@@ -1400,8 +1295,7 @@ static size_t persistent_nodes(struct persist_node **out)
         }
         v[n++] = (struct persist_node){
             .name = node_ptr->name, .agent_host = node_ptr->comm_name,
-            .agent_port = drv.config.agent_port_offset ? node_ptr->port +
-                          drv.config.agent_port_offset : drv.config.agent_port };
+            .agent_port = bb_begin_agent_port(&drv.config, node_ptr->port) };
     }
     *out = v;
     return n;
@@ -1571,7 +1465,7 @@ static int job_begin(job_record_t *job_ptr)
     }
     char err[1024];
     slurm_mutex_lock(&drv.lock);
-    if (qos_only(job_ptr)) {
+    if (bb_begin_qos_only(&drv.config, job_ptr->burst_buffer)) {
         /* No file system to deploy: only its processes' QoS settings. */
         add_qos_env(job_ptr, true);
         slurm_mutex_unlock(&drv.lock);
