@@ -53,6 +53,7 @@
 #include "bb_job.h"
 #include "bb_qos.h"
 #include "bb_status.h"
+#include "bb_submit.h"
 #include "bb_store.h"
 #include "directive.h"
 #include "driver.h"
@@ -938,175 +939,76 @@ extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
     return SLURM_SUCCESS;
 }
 
-/* At submit: reject malformed directives with a message naming the token,
- * and requests that cannot fit; store the canonical form. */
-/* Is group root among uid's groups (Slurm's cached lookup, as slurmd's)? */
-static bool in_group_root(uid_t uid, gid_t gid)
+/* --- at submit (bb_submit.h) ------------------------------------------- */
+
+/* The user's groups as slurmd gives them to a job (Slurm's cached lookup). */
+static int submit_groups(void *arg, uint32_t uid, uint32_t gid, uint32_t **out)
 {
+    (void)arg;
     gid_t *gids = NULL;
     int n = group_cache_lookup(uid, gid, NULL, &gids);
-    bool found = false;
-    for (int i = 0; i < n && !found; i++)
-        found = gids[i] == 0;
+    *out = calloc(n > 0 ? (size_t)n : 1, sizeof(**out));
+    for (int i = 0; *out && i < n; i++)
+        (*out)[i] = gids[i];
     xfree(gids);
-    return found;
+    return *out ? n : -1;
 }
 
+static char *submit_user_name(void *arg, uint32_t uid)
+{
+    (void)arg;
+    char *name = uid_to_string(uid);
+    char *copy = name ? strdup(name) : NULL;
+    xfree(name);
+    return copy;
+}
+
+static bool submit_partition(void *arg, const char *name, const char **nodes, const char **pname)
+{
+    (void)arg;
+    char *part_name = name ? xstrdup(name) : NULL;
+    part_record_t *part = part_name ? find_part_record(part_name) : default_part_loc;
+    xfree(part_name);
+    if (!part)
+        return false;
+    *nodes = part->nodes;
+    *pname = part->name;
+    return true;
+}
+
+static const struct bb_submit_hooks submit_hooks = {
+    .groups = submit_groups, .user_name = submit_user_name, .partition = submit_partition,
+};
+
+/* At submit: reject malformed directives with a message naming the token,
+ * and requests that cannot fit; store the canonical form. */
 extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **err_msg)
 {
-    struct bb_request req = { 0 };
-    char err[1024];
-
-    slurm_mutex_lock(&drv.lock);
-    char *prefix = xstrdup(drv.config.directive);
-    uint64_t node_capacity = drv.config.node_capacity;
-    uint64_t site_bw = drv.config.max_bandwidth, site_mdops = drv.config.max_mdops;
-    struct qos_limits site_qos_max = drv.config.qos.max;
-    bool site_qos = drv.config.qos.paths != NULL;
-    slurm_mutex_unlock(&drv.lock);
-
-    int found = directive_parse(prefix, job_desc->script, job_desc->burst_buffer,
-                                &req, err, sizeof(err));
-    int rc = SLURM_SUCCESS;
-    if (found < 0) {
-        *err_msg = xstrdup(err);
-        rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
-        goto out;
+    struct bb_submit_job job = {
+        .script = job_desc->script, .burst_buffer = job_desc->burst_buffer,
+        .uid = job_desc->user_id, .gid = job_desc->group_id,
+        .nodes = job_desc->min_nodes == NO_VAL || job_desc->min_nodes == 0 ? 1
+                                                                           : job_desc->min_nodes,
+        .partition = job_desc->partition,
+    };
+    char *canonical, *why;
+    enum bb_submit_verdict v = bb_submit_check(&drv, &job, &submit_hooks, &canonical, &why);
+    static const int slurm_rc[] = {
+        [BB_SUBMIT_OK] = SLURM_SUCCESS, [BB_SUBMIT_INVALID] = ESLURM_INVALID_BURST_BUFFER_REQUEST,
+        [BB_SUBMIT_PERMISSION] = ESLURM_BURST_BUFFER_PERMISSION,
+        [BB_SUBMIT_LIMIT] = ESLURM_BURST_BUFFER_LIMIT,
+    };
+    if (why)
+        *err_msg = xstrdup(why);
+    free(why);
+    if (canonical) {
+        xfree(job_desc->burst_buffer);
+        job_desc->burst_buffer = xstrdup(canonical);
+        free(canonical);
+        debug("%s: accepted request for uid %u:\n%s", plugin_type, job_desc->user_id,
+              job_desc->burst_buffer);
     }
-    if (found == 0) {
-        if (job_desc->burst_buffer && job_desc->burst_buffer[0]) {
-            *err_msg = xstrdup_printf("--bb given without a #%s request", prefix);
-            rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
-        }
-        goto out;
-    }
-    if (job_desc->user_id == 0) {
-        *err_msg = xstrdup("user root can not use adafs burst buffers: submit as the job's user");
-        rc = ESLURM_BURST_BUFFER_PERMISSION;
-        goto out;
-    }
-    if (job_desc->group_id == 0) {
-        /* The servers and stager run with the job's group: never root's. */
-        *err_msg = xstrdup("group root (gid 0) can not use adafs burst buffers: submit with "
-                           "another group (sbatch --gid or newgrp)");
-        rc = ESLURM_BURST_BUFFER_PERMISSION;
-        goto out;
-    }
-    if (in_group_root(job_desc->user_id, job_desc->group_id)) {
-        /* The agent gives servers and stagers the user's groups and refuses
-         * group root among them: the job would fail on every node. */
-        char *name = uid_to_string(job_desc->user_id);
-        *err_msg = xstrdup_printf("user %s is a member of group root (gid 0), which adafs "
-                                  "servers and stagers never run with: such users can not use "
-                                  "adafs burst buffers", name);
-        xfree(name);
-        rc = ESLURM_BURST_BUFFER_PERMISSION;
-        goto out;
-    }
-    slurm_mutex_lock(&drv.lock);
-    if (bb_config_check_user(&drv.config, job_desc->user_id, err, sizeof(err)) < 0) {
-        *err_msg = xstrdup(err);
-        rc = ESLURM_BURST_BUFFER_PERMISSION;
-    }
-    slurm_mutex_unlock(&drv.lock);
-    if (rc != SLURM_SUCCESS)
-        goto out;
-
-    /* A job may stage more gently than the site allows, never harder. */
-    if (site_bw && req.max_bw > site_bw) {
-        *err_msg = xstrdup_printf("#%s max_bw=%"PRIu64" bytes/s is above this site's maximum of "
-                                  "%"PRIu64" bytes/s per node (AdafsMaxBandwidth)",
-                                  prefix, req.max_bw, site_bw);
-        rc = ESLURM_BURST_BUFFER_LIMIT;
-        goto out;
-    }
-    if (site_mdops && req.max_mdops > site_mdops) {
-        *err_msg = xstrdup_printf("#%s max_mdops=%"PRIu64" is above this site's maximum of "
-                                  "%"PRIu64" metadata operations/s per node "
-                                  "(AdafsMaxMetadataRate)", prefix, req.max_mdops, site_mdops);
-        rc = ESLURM_BURST_BUFFER_LIMIT;
-        goto out;
-    }
-    /* A job may ask for its own I/O demand toward the PFS, up to the site's maximum. */
-    if (qos_limits_any(&req.qos) &&
-        (!site_qos || qos_limits_check_max(&req.qos, &site_qos_max, err, sizeof(err)) < 0)) {
-        *err_msg = xstrdup_printf("#%s qos (%s line %d): %s", prefix, req.qos_origin, req.qos_line,
-                                  site_qos ? err : "this site has no I/O quality of service "
-                                  "(AdafsQosPaths is not set)");
-        if (site_qos)
-            xstrcat(*err_msg, " (AdafsQosMax)");
-        rc = ESLURM_BURST_BUFFER_LIMIT;
-        goto out;
-    }
-    /* A stage line may name an instance ($ADAFS_PERSISTENT_<NAME>/): one
-     * the job must mount, in a request with no line of its own for it too. */
-    if (req.npersist || req.nstages) {
-        slurm_mutex_lock(&drv.lock);
-        size_t persistent_nodes = drv.config.persistent_nodes.count;
-        slurm_mutex_unlock(&drv.lock);
-        if (directive_check_persistent(prefix, &req, persistent_nodes, err, sizeof(err)) < 0) {
-            *err_msg = xstrdup(err);
-            rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
-            goto out;
-        }
-        /* Who may use, create or destroy what: the user's groups as
-         * slurmd gives them to the job. */
-        gid_t *gids = NULL;
-        int ngids = group_cache_lookup(job_desc->user_id, job_desc->group_id, NULL, &gids);
-        uint32_t *groups = calloc(ngids > 0 ? (size_t)ngids : 1, sizeof(*groups));
-        for (int i = 0; groups && i < ngids; i++)
-            groups[i] = gids[i];
-        xfree(gids);
-        slurm_mutex_lock(&drv.lock);
-        enum bb_access access = req.access ? req.access : drv.config.access;
-        int refused = persist_job_check_submit(&drv.persist, prefix, &req,
-                                               access == BB_ACCESS_FUSE || access == BB_ACCESS_BOTH,
-                                               job_desc->user_id, groups,
-                                               groups && ngids > 0 ? (size_t)ngids : 0,
-                                               err, sizeof(err));
-        slurm_mutex_unlock(&drv.lock);
-        free(groups);
-        if (refused < 0) {
-            *err_msg = xstrdup(err);
-            rc = ESLURM_BURST_BUFFER_PERMISSION;
-            goto out;
-        }
-    }
-    uint32_t nodes = job_desc->min_nodes == NO_VAL || job_desc->min_nodes == 0 ? 1 : job_desc->min_nodes;
-    if (req.capacity && (req.capacity + nodes - 1) / nodes > node_capacity) {
-        *err_msg = xstrdup_printf("#%s capacity=%"PRIu64" bytes needs more than the %"PRIu64
-                                  " bytes a node may give (AdafsNodeCapacity) on %u node(s)",
-                                  prefix, req.capacity, node_capacity, nodes);
-        rc = ESLURM_BURST_BUFFER_LIMIT;
-        goto out;
-    }
-    if (req.capacity && placement_enabled()) {
-        char *part_name = job_desc->partition ? xstrdup(job_desc->partition) : NULL;
-        part_record_t *part = part_name ? find_part_record(part_name) : default_part_loc;
-        if (part && placement_check_fit(part->nodes, part->name, req.capacity, err,
-                                        sizeof(err)) < 0) {
-            *err_msg = xstrdup_printf("#%s %s", prefix, err);
-            rc = ESLURM_BURST_BUFFER_LIMIT;
-            xfree(part_name);
-            goto out;
-        }
-        xfree(part_name);
-    }
-    char *canonical = bb_request_format(prefix, &req);
-    if (!canonical) {
-        *err_msg = xstrdup("out of memory formatting the burst buffer request");
-        rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
-        goto out;
-    }
-    xfree(job_desc->burst_buffer);
-    job_desc->burst_buffer = xstrdup(canonical);
-    free(canonical);
-    debug("%s: accepted request for uid %u:\n%s", plugin_type, job_desc->user_id,
-          job_desc->burst_buffer);
-out:
-    bb_request_free(&req);
-    xfree(prefix);
-    return rc;
+    return slurm_rc[v];
 }
 
 /* Every job, with or without a burst buffer, gets run-time estimates. */
