@@ -22,7 +22,6 @@
  * slurmctld's job lock is measured (held_stats) and shown by bbstat. */
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +64,7 @@
 #include "placement.h"
 #include "predict.h"
 #include "size.h"
+#include "walltime_observer.h"
 
 /* What slurmctld looks up, the only symbols this plugin exports: the
  * plugin is built with hidden visibility, so a name we share with Slurm or
@@ -324,124 +324,67 @@ static void walltime_job_of(const job_record_t *job_ptr, struct walltime_job *w)
     }
 }
 
-/* Jobs whose life moved on since the last look: started, finished, or
- * ended without running. */
-enum job_event { EV_STARTED, EV_FINISHED, EV_CANCELLED };
-
-struct finished {
+struct collect {
+    struct wt_events *events;
     time_t since;
-    struct walltime_job *jobs;
-    enum job_event *event;
-    size_t n, cap;
-    size_t dropped;             /* events lost for want of memory */
 };
 
-static int collect_finished(void *x, void *arg)
+/* A job whose life moved on since c->since (walltime_observer.h): started,
+ * finished, or ended without running. */
+static int collect_event(void *x, void *arg)
 {
     job_record_t *job_ptr = x;
-    struct finished *f = arg;
-    enum job_event ev;
-    if (IS_JOB_FINISHED(job_ptr) && job_ptr->end_time > f->since)
-        ev = job_ptr->start_time && job_ptr->end_time >= job_ptr->start_time ? EV_FINISHED
-                                                                             : EV_CANCELLED;
-    else if (IS_JOB_RUNNING(job_ptr) && job_ptr->start_time > f->since)
-        ev = EV_STARTED;
+    const struct collect *c = arg;
+    time_t since = c->since;
+    enum wt_event ev;
+    if (IS_JOB_FINISHED(job_ptr) && job_ptr->end_time > since)
+        ev = job_ptr->start_time && job_ptr->end_time >= job_ptr->start_time ? WT_FINISHED
+                                                                             : WT_CANCELLED;
+    else if (IS_JOB_RUNNING(job_ptr) && job_ptr->start_time > since)
+        ev = WT_STARTED;
     else
         return 0;
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 64;
-        struct walltime_job *grown = realloc(f->jobs, cap * sizeof(*grown));
-        enum job_event *events = grown ? realloc(f->event, cap * sizeof(*events)) : NULL;
-        if (grown)
-            f->jobs = grown;
-        if (!events) {
-            f->dropped++;
-            return 0;
-        }
-        f->event = events;
-        f->cap = cap;
-    }
-    struct walltime_job *w = &f->jobs[f->n];
-    f->event[f->n++] = ev;
+    struct walltime_job *w = wt_events_add(c->events, ev);
+    if (!w)
+        return 0;
     walltime_job_of(job_ptr, w);
-    if (ev == EV_CANCELLED)
+    if (ev == WT_CANCELLED)
         return 0;
     if (w->submit_time >= 0 && job_ptr->start_time >= w->submit_time)
         w->wait_time = job_ptr->start_time - w->submit_time;
-    if (ev == EV_FINISHED) {
+    if (ev == WT_FINISHED) {
         w->run_time = job_ptr->end_time - job_ptr->start_time;
         w->status = IS_JOB_COMPLETE(job_ptr) ? 1 : IS_JOB_CANCELLED(job_ptr) ? 5 : 0;
     }
     return 0;
 }
 
-/* The walltime thread: tells the model what happened to jobs, and
- * retrains it, apart from the driver (a training takes seconds: no job's
- * deploy waits for it) and from slurmctld's locks (the read lock is held
- * only to copy the jobs' events out). */
-static pthread_t walltime_thread;
-static bool walltime_running, walltime_stopping;
-static pthread_mutex_t walltime_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t walltime_wake = PTHREAD_COND_INITIALIZER;
-
-/* Until when the model has seen the jobs' lives: after a restart, what it
- * learned before is in its file and is not learned twice. Only the
- * walltime thread uses it once init has set it. */
-static time_t observed_until;
-
-/* Tells the model what happened to jobs since the last call. */
-static void observe_finished_jobs(void)
+/* The walltime thread's look at the job table: under the read lock only
+ * to copy the jobs' events out. */
+static void collect_events(void *arg, time_t since, struct wt_events *out)
 {
-    time_t now = time(NULL);
-    struct finished f = { .since = observed_until };
+    (void)arg;
+    struct collect c = { out, since };
     slurmctld_lock_t job_read_lock = { .job = READ_LOCK };
     lock_slurmctld(job_read_lock);
     uint64_t t0 = clock_us();
-    list_for_each(job_list, collect_finished, &f);
+    list_for_each(job_list, collect_event, &c);
     held("walltime: finished jobs", t0);
     unlock_slurmctld(job_read_lock);
-    if (f.dropped)
-        error("%s: out of memory: %zu job events not given to the walltime model",
-              plugin_type, f.dropped);
-    for (size_t i = 0; i < f.n; i++) {
-        if (f.jobs[i].req_time <= 0)
-            continue;
-        if (f.event[i] == EV_STARTED)
-            predict_started(&f.jobs[i]);
-        else if (f.event[i] == EV_FINISHED)
-            predict_observe(&f.jobs[i]);
-        else
-            predict_cancelled(&f.jobs[i]);
-    }
-    free(f.jobs);
-    free(f.event);
-    observed_until = now;
-    predict_maintain(false);
 }
 
-static void *walltime_main(void *arg)
+/* Read apart from the observer's lock: neither lock is taken inside the
+ * other. */
+static uint32_t learn_interval(void *arg)
 {
     (void)arg;
-    pthread_mutex_lock(&walltime_lock);
-    while (!walltime_stopping) {
-        pthread_mutex_unlock(&walltime_lock);
-        if (predict_enabled())
-            observe_finished_jobs();
-        /* Read apart from walltime_lock: neither lock is taken inside the other. */
-        slurm_mutex_lock(&drv.lock);
-        time_t interval = drv.config.walltime_learn_interval;
-        slurm_mutex_unlock(&drv.lock);
-        pthread_mutex_lock(&walltime_lock);
-        if (!walltime_stopping) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += interval;
-            pthread_cond_timedwait(&walltime_wake, &walltime_lock, &ts);
-        }
-    }
-    pthread_mutex_unlock(&walltime_lock);
-    return NULL;
+    slurm_mutex_lock(&drv.lock);
+    uint32_t interval = drv.config.walltime_learn_interval;
+    slurm_mutex_unlock(&drv.lock);
+    return interval;
 }
+
+static struct wt_observer walltime = { .collect = collect_events, .interval = learn_interval };
 
 /* --- after a restart: what the saved instances become ------------------
  *
@@ -725,7 +668,7 @@ extern int init(void)
     if (drv.config.walltime_model &&
         predict_open(drv.config.walltime_model, drv.config.walltime_miss_rate, err, sizeof(err)) < 0)
         error("%s: walltime predictions are OFF: %s", plugin_type, err);
-    observed_until = predict_enabled() ? predict_last_end() : 0;
+    walltime.observed_until = predict_enabled() ? predict_last_end() : 0;
     if (!drv.config.sysmap_db)
         info("%s: no AdafsSysmapDB: servers use AdafsStoragePath=%s and AdafsNodeCapacity",
              plugin_type, drv.config.storage_path);
@@ -738,8 +681,9 @@ extern int init(void)
         error("%s: cannot start the driver thread: %s", plugin_type, strerror(rc));
         return SLURM_ERROR;
     }
-    walltime_stopping = false;
-    walltime_running = pthread_create(&walltime_thread, NULL, walltime_main, NULL) == 0;
+    rc = wt_observer_start(&walltime);
+    if (rc != 0)
+        error("%s: cannot start the walltime thread: %s", plugin_type, strerror(rc));
     info("%s: init: adafs %s, directive #%s, chunk %"PRIu64" bytes, agents on port %s%d, %zu saved instances",
          plugin_type, PACKAGE_VERSION_ADAFS, drv.config.directive, drv.config.chunk_size,
          drv.config.agent_port_offset ? "slurmd+" : "",
@@ -749,13 +693,7 @@ extern int init(void)
 
 extern int fini(void)
 {
-    pthread_mutex_lock(&walltime_lock);
-    walltime_stopping = true;
-    pthread_cond_broadcast(&walltime_wake);
-    pthread_mutex_unlock(&walltime_lock);
-    if (walltime_running)
-        pthread_join(walltime_thread, NULL);
-    walltime_running = false;
+    wt_observer_stop(&walltime);
     driver_stop(&drv);
     /* Requests in flight end (cancelled) before the records they belong to. */
     agent_link_free(agents);
@@ -1031,8 +969,11 @@ static int job_validate2(job_record_t *job_ptr, char **err_msg)
     uint32_t margin = drv.config.walltime_margin;
     char where = drv.config.walltime_comment[0];   /* 'a'dmin_comment, 'c'omment, 'n'one */
     slurm_mutex_unlock(&drv.lock);
-    char *note = xstrdup_printf("adafs-walltime: median=%.0fs conservative=%.0fs group=%s",
-                                p.median_s, p.conservative_s, walltime_group_name(p.group));
+    char *note = wt_note(&p);
+    if (!note) {
+        error("%s: %pJ: out of memory noting its walltime estimates", plugin_type, job_ptr);
+        return SLURM_SUCCESS;
+    }
     char **field = where == 'a' ? &job_ptr->admin_comment : where == 'c' ? &job_ptr->comment : NULL;
     if (field && *field && **field)
         xstrfmtcat(*field, "; %s", note);
@@ -1040,18 +981,12 @@ static int job_validate2(job_record_t *job_ptr, char **err_msg)
         *field = xstrdup(note);
     /* Backfill may plan with the conservative estimate plus the admin's
      * margin; the limit that kills the job is never touched. */
-    if (set_time_min && job_ptr->time_min == 0) {
-        double seconds = p.conservative_s * (100.0 + margin) / 100.0;
-        double minutes = floor((seconds + 59) / 60);
-        if (minutes < 1)
-            minutes = 1;
-        /* Compared before converting: with a margin of up to 1000% the
-         * minutes can exceed what a uint32_t holds. */
-        if (minutes < (double)job_ptr->time_limit)
-            job_ptr->time_min = (uint32_t)minutes;
-    }
+    uint32_t time_min = set_time_min && job_ptr->time_min == 0 ?
+                        wt_time_min(p.conservative_s, margin, job_ptr->time_limit) : 0;
+    if (time_min)
+        job_ptr->time_min = time_min;
     debug("%s: %pJ %s", plugin_type, job_ptr, note);
-    xfree(note);
+    free(note);
     return SLURM_SUCCESS;
 }
 
