@@ -97,3 +97,39 @@ char *bb_status_text(const struct bb_job *jobs, uint32_t job_id)
     }
     return text;
 }
+
+bool bb_status_shown(const struct bb_job *j, bool see_all, uint32_t uid)
+{
+    return j->phase != PHASE_COMPLETE && j->node_capacity && (see_all || j->uid == uid);
+}
+
+void bb_status_pool(const struct bb_job *jobs, const struct bb_config *cfg, size_t node_count,
+                    bool see_all, uint32_t uid, struct bb_pool_view *out)
+{
+    *out = (struct bb_pool_view){
+        .total = cfg->total_capacity ? cfg->total_capacity : cfg->node_capacity * node_count,
+    };
+    /* Servers of jobs and persistent instances; a job that mounts an
+     * instance reserves nothing of its own. */
+    for (const struct bb_job *j = jobs; j; j = j->next)
+        if (j->phase != PHASE_COMPLETE && j->node_capacity) {
+            out->used += j->node_capacity * j->nnodes;
+            out->count += bb_status_shown(j, see_all, uid);
+        }
+}
+
+void bb_status_buffer(const struct bb_job *j, struct bb_buffer_view *out)
+{
+    const struct persist_instance *p = j->persist;
+    *out = (struct bb_buffer_view){
+        .job_id = p ? 0 : j->job_id, .persistent = p != NULL, .name = p ? p->name : NULL,
+        .size = p ? p->capacity : j->node_capacity * j->nnodes, .phase = j->phase,
+        .uid = j->uid, .t_begin = j->t_begin,
+    };
+    if (p) {
+        char size[32];
+        size_format(p->used, size, sizeof(size));
+        snprintf(out->pool, sizeof(out->pool), "persistent(used=%s,fair_share=%s)", size,
+                 p->fair_share[0] ? p->fair_share : "default");
+    }
+}

@@ -803,24 +803,15 @@ extern int bb_p_reconfig(void)
  * name, configuration, buffers, usage. adafs has one implicit pool. */
 extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
 {
-    uint32_t flags = 0, count = 0;
-    uint64_t used = 0;
+    uint32_t flags = 0;
     slurm_mutex_lock(&drv.lock);
     if (drv.config.flags & BBCONF_PRIVATE_DATA)
         flags |= BB_FLAG_PRIVATE_DATA;
     if (drv.config.flags & BBCONF_TEARDOWN_FAILURE)
         flags |= BB_FLAG_TEARDOWN_FAILURE;
     bool see_all = !(drv.config.flags & BBCONF_PRIVATE_DATA) || validate_operator(uid);
-    /* Servers of jobs and persistent instances; a job that mounts an
-     * instance reserves nothing of its own. */
-    for (struct bb_job *j = drv.jobs; j; j = j->next)
-        if (j->phase != PHASE_COMPLETE && j->node_capacity) {
-            used += j->node_capacity * j->nnodes;
-            if (see_all || j->uid == uid)
-                count++;
-        }
-    uint64_t total = drv.config.total_capacity ? drv.config.total_capacity
-                                               : drv.config.node_capacity * node_record_count;
+    struct bb_pool_view pool;
+    bb_status_pool(drv.jobs, &drv.config, node_record_count, see_all, uid, &pool);
     packstr("adafs", buffer);
     packstr(drv.config.allow_users_str, buffer);
     packstr(NULL, buffer);                      /* create_buffer */
@@ -839,38 +830,30 @@ extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
     packstr(NULL, buffer);                      /* stop_stage_out */
     pack32(drv.config.stage_in_timeout, buffer);
     pack32(drv.config.stage_out_timeout, buffer);
-    pack64(total, buffer);                      /* total_space */
-    pack64(used, buffer);                       /* unfree_space */
-    pack64(used, buffer);                       /* used_space */
+    pack64(pool.total, buffer);                 /* total_space */
+    pack64(pool.used, buffer);                  /* unfree_space */
+    pack64(pool.used, buffer);                  /* used_space */
     pack32(drv.config.other_timeout, buffer);       /* validate_timeout */
-    pack32(count, buffer);                      /* buffer records */
+    pack32(pool.count, buffer);                 /* buffer records */
     for (struct bb_job *j = drv.jobs; j; j = j->next) {
-        if (j->phase == PHASE_COMPLETE || !j->node_capacity || !(see_all || j->uid == uid))
+        if (!bb_status_shown(j, see_all, uid))
             continue;
-        const struct persist_instance *p = j->persist;
-        /* A persistent instance shows as Name=NAME (scontrol prints a
-         * buffer without a job id so), what its servers hold and how they
-         * share themselves (default: each agent's --fair-policy) in its pool. */
-        char pool[96];
-        if (p) {
-            char size[32];
-            size_format(p->used, size, sizeof(size));
-            snprintf(pool, sizeof(pool), "persistent(used=%s,fair_share=%s)", size,
-                     p->fair_share[0] ? p->fair_share : "default");
-        }
+        struct bb_buffer_view b;
+        bb_status_buffer(j, &b);
         packstr(NULL, buffer);                  /* account */
         pack32(0, buffer);                      /* array_job_id */
-        pack32(p ? 0 : NO_VAL, buffer);         /* array_task_id */
-        pack_time(j->t_begin, buffer);
-        pack32(p ? 0 : j->job_id, buffer);
-        char *name = p ? (char *)p->name : NULL, *pool_name = p ? pool : NULL;
+        pack32(b.persistent ? 0 : NO_VAL, buffer);  /* array_task_id */
+        pack_time(b.t_begin, buffer);
+        pack32(b.job_id, buffer);
+        /* packstr is a macro: its arguments must be plain names. */
+        char *name = (char *)b.name, *pool_name = b.pool[0] ? b.pool : NULL;
         packstr(name, buffer);                  /* name */
         packstr(NULL, buffer);                  /* partition */
         packstr(pool_name, buffer);             /* pool */
         packstr(NULL, buffer);                  /* qos */
-        pack64(p ? p->capacity : j->node_capacity * j->nnodes, buffer);
-        pack16(slurm_bb_states[j->phase], buffer);
-        pack32(j->uid, buffer);
+        pack64(b.size, buffer);
+        pack16(slurm_bb_states[b.phase], buffer);
+        pack32(b.uid, buffer);
     }
     pack32(0, buffer);                          /* usage records */
     slurm_mutex_unlock(&drv.lock);
