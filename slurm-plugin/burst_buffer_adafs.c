@@ -51,6 +51,7 @@
 #include "bb_config.h"
 #include "bb_job.h"
 #include "bb_qos.h"
+#include "bb_restart.h"
 #include "bb_status.h"
 #include "bb_submit.h"
 #include "bb_store.h"
@@ -386,24 +387,12 @@ static uint32_t learn_interval(void *arg)
 
 static struct wt_observer walltime = { .collect = collect_events, .interval = learn_interval };
 
-/* --- after a restart: what the saved instances become ------------------
- *
- * The plugin's table is saved after every step; slurmctld saves its job
- * table on its own schedule. After a restart (kill -9 included) the two may
- * disagree, and Slurm itself forgets that we held a job: it zeroes
- * prolog_running and calls bb_p_job_begin() again for every job still
- * CONFIGURING (read_config.c, _sync_nodes_to_jobs), then launches any
- * CONFIGURING job whose prolog_running is 0 at its next periodic check.
- * So an instance loaded before its release is "unclaimed" until slurmctld
- * says where its job is: bb_p_job_begin() of the same allocation holds the
- * job again and the stage-in goes on (a stage in flight is polled again,
- * or started again if it was never acknowledged); otherwise the driver's
- * first look, which runs once slurmctld has finished loading (it waits
- * for the job lock that loading holds), settles the rest. */
+/* --- after a restart (bb_restart.h) ------------------------------------ */
 
 static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errlen,
                                    bool *users_fault);
 static void set_job_env(job_record_t *job_ptr, const struct bb_job *j);
+static void say_of_job(void *arg, int level, const char *line);
 
 /* Does the job hold the nodes j was deployed on, in the same order? */
 static bool same_nodes(const struct bb_job *j, const job_record_t *job_ptr)
@@ -430,99 +419,58 @@ static void hold_configuring(job_record_t *job_ptr, enum bb_phase phase)
     show_phase(job_ptr, phase, false);
 }
 
-/* Marks an instance of an earlier allocation of its job: torn down unless
- * it is staging out (its results are not lost), never acting on the job
- * again. drv.lock held. */
-static void supersede(struct bb_job *old, const char *why)
-{
-    info("%s: JobId=%u: its instance from an earlier allocation (%s) %s: %s", plugin_type,
-         old->job_id, bb_phase_name(old->phase),
-         old->phase == PHASE_STAGING_OUT || old->phase == PHASE_RUNNING ?
-             "stages out and is torn down first" : "is torn down first", why);
-    old->superseded = true;
-    old->unclaimed = false;
-    lifecycle_job_ended(old, old->phase == PHASE_DEPLOYING || old->phase == PHASE_STAGING_IN);
-    driver_save(&drv, old);
-    driver_wake(&drv);
-}
-
-/* A job whose saved record could not be read, found still being set up: what
- * its instance left on its nodes is torn down and the job is held with the
- * reason (how far its stage-in got is unknown). Returns the teardown
- * record, or NULL (err) when even that cannot be made. drv.lock and the job
- * write lock held. */
-static struct bb_job *unreadable_held(job_record_t *job_ptr, const char *why, char *err,
-                                      size_t errlen)
+static struct bb_job *restart_instance(void *job, char *err, size_t errlen)
 {
     bool users_fault;
-    struct bb_job *j = new_instance(job_ptr, err, errlen, &users_fault);
-    if (!j)
-        return NULL;
-    bb_job_set_error(j, FAIL_USER, "the plugin's saved state of this job could not be read "
-                     "after a slurmctld restart (%s); its stage-in is not known to be complete: "
-                     "held, release it to run again", why);
-    j->phase = PHASE_TEARDOWN;
-    j->hurry = true;
-    return j;
+    return new_instance(job, err, errlen, &users_fault);
 }
 
-/* A running job whose saved record could not be read: rebuilt from Slurm's
- * record (request, nodes: all a stage-out and a teardown need; the agents
- * keep the instance file), so its results are still staged out. */
-static struct bb_job *unreadable_rebuilt(job_record_t *job_ptr, const char *why)
+static bool restart_same_nodes(void *job, const struct bb_job *j)
 {
-    char err[1024];
-    bool users_fault;
-    struct bb_job *j = new_instance(job_ptr, err, sizeof(err), &users_fault);
-    if (!j) {
-        error("%s: %pJ: saved state unreadable (%s) and cannot be rebuilt: %s; its "
-              "results are not staged out", plugin_type, job_ptr, why, err);
-        xfree(job_ptr->system_comment);
-        job_ptr->system_comment = xstrdup_printf("%s: saved state lost after a slurmctld "
-                                                 "restart: no stage-out (%s)", plugin_type, why);
-        return NULL;
-    }
-    error("%s: %pJ: saved state unreadable (%s): rebuilt from the job's record for its "
-          "stage-out and teardown", plugin_type, job_ptr, why);
-    j->phase = PHASE_RUNNING;
-    j->released = true;
-    for (size_t i = 0; i < j->nnodes; i++)
-        j->nodes[i].started = true;
-    return j;
+    return same_nodes(j, job);
 }
 
-static void replace_record(struct bb_job *old, struct bb_job *fresh)
+static void restart_hold(void *job, enum bb_phase phase)
 {
-    for (struct bb_job **p = &drv.jobs; *p; p = &(*p)->next)
-        if (*p == old) {
-            fresh->next = old->next;
-            *p = fresh;
-            if (drv.store)
-                bb_store_drop(drv.store, old);
-            driver_save(&drv, fresh);
-            bb_job_free(old);
-            return;
-        }
+    hold_configuring(job, phase);
 }
 
-/* A record saved released and not yet ended whose Slurm job has ended (or
- * is gone): the job ended while slurmctld was down, or just before a crash
- * that lost the record's last save. Slurm does not start its stage-out
- * again, so its end is applied here: without it the record would stay
- * "running" for ever (its instance never torn down, a destroy_persistent
- * of what it mounts refused as in use). Called with both locks. */
-static void settle_released(struct bb_job *j)
+static void restart_set_env(void *job, const struct bb_job *j)
 {
-    if (!j->released || j->persist || j->superseded || j->phase > PHASE_RUNNING)
-        return;
-    job_record_t *job_ptr = find_job_record(j->job_id);
-    if (job_ptr && !IS_JOB_FINISHED(job_ptr))
-        return;
-    info("%s: JobId=%u ended while slurmctld was down (or its record's last save was lost): "
-         "staging out and tearing down its instance", plugin_type, j->job_id);
-    lifecycle_job_ended(j, false);
-    driver_save(&drv, j);
+    set_job_env(job, j);
 }
+
+static void restart_note(void *job, const char *text)
+{
+    job_record_t *job_ptr = job;
+    xfree(job_ptr->system_comment);
+    job_ptr->system_comment = xstrdup_printf("%s: %s", plugin_type, text);
+}
+
+/* What slurmctld says of a job: s->job is its record, or NULL. */
+static void job_state(job_record_t *job_ptr, struct bb_restart_job *s)
+{
+    bool configuring = job_ptr && IS_JOB_CONFIGURING(job_ptr) && job_ptr->details;
+    *s = (struct bb_restart_job){
+        .job = job_ptr, .pending = job_ptr && IS_JOB_PENDING(job_ptr),
+        .configuring = configuring,
+        .running = job_ptr && (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)) &&
+                   !configuring,
+        .finished = job_ptr && IS_JOB_FINISHED(job_ptr),
+    };
+}
+
+static void restart_state(void *arg, const struct bb_job *j, struct bb_restart_job *s)
+{
+    (void)arg;
+    job_state(find_job_record(j->job_id), s);
+}
+
+static const struct bb_restart_hooks restart_hooks = {
+    .instance = restart_instance, .hold = restart_hold, .set_env = restart_set_env,
+    .note = restart_note, .say = say_of_job, .same_nodes = restart_same_nodes,
+    .state = restart_state,
+};
 
 /* The driver's first look after a restart (its hook): settles every saved
  * instance bb_p_job_begin() did not claim. Takes the job write lock, then
@@ -534,48 +482,7 @@ static void settle_saved(void *arg)
     lock_slurmctld(job_write_lock);
     uint64_t since = clock_us();
     slurm_mutex_lock(&drv.lock);
-    for (struct bb_job *j = drv.jobs, *next; j; j = next) {
-        next = j->next;
-        if (!j->unclaimed && !j->unreadable) {
-            settle_released(j);
-            continue;
-        }
-        job_record_t *job_ptr = find_job_record(j->job_id);
-        bool configuring = job_ptr && IS_JOB_CONFIGURING(job_ptr) && job_ptr->details;
-        bool running = job_ptr && (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)) &&
-                       !configuring;
-        if (j->unreadable) {
-            struct bb_job *fresh = NULL;
-            char err[1024];
-            if (configuring && !(fresh = unreadable_held(job_ptr, j->unreadable, err, sizeof(err))))
-                error("%s: %pJ: saved state unreadable (%s): %s", plugin_type, job_ptr,
-                      j->unreadable, err);
-            else if (configuring)
-                hold_configuring(job_ptr, PHASE_TEARDOWN);
-            else if (running)
-                fresh = unreadable_rebuilt(job_ptr, j->unreadable);
-            else
-                info("%s: JobId=%u: saved state unreadable (%s); the job no longer holds "
-                     "nodes: forgotten", plugin_type, j->job_id, j->unreadable);
-            if (fresh)
-                replace_record(j, fresh);
-            else
-                driver_forget(&drv, j);
-            continue;
-        }
-        if (configuring && same_nodes(j, job_ptr)) {
-            /* Still CONFIGURING, but bb_p_job_begin() was not called
-             * (slurmctld's saved prolog_running was already 0). */
-            info("%s: %pJ: held again after a slurmctld restart until its stage-in is done",
-                 plugin_type, job_ptr);
-            j->unclaimed = false;
-            hold_configuring(job_ptr, j->phase);
-            continue;
-        }
-        supersede(j, !job_ptr ? "the job is gone" :
-                     IS_JOB_PENDING(job_ptr) ? "slurmctld restarted with the job pending" :
-                     "slurmctld restarted with the job elsewhere or finished");
-    }
+    bb_restart_settle(&drv, &restart_hooks);
     slurm_mutex_unlock(&drv.lock);
     held("settle saved instances", since);
     unlock_slurmctld(job_write_lock);
@@ -602,45 +509,14 @@ extern int init(void)
         return SLURM_ERROR;
     slurm_mutex_lock(&drv.lock);
     const char *dir = drv.config.state_dir ? drv.config.state_dir : slurm_conf.state_save_location;
-    state_file = xstrdup_printf("%s/adafs_state", dir);
-    /* adafs 0.x kept a JSON table: read once, then saved in the new form. */
-    char *old_file = xstrdup_printf("%s/adafs_state.json", dir);
-    bool from_old = access(state_file, F_OK) < 0 && access(old_file, F_OK) == 0;
-    const char *load_from = from_old ? old_file : state_file;
     char err[1024];
-    int lost = bb_job_load(load_from, &drv.jobs, err, sizeof(err));
-    if (lost < 0) {
-        /* Nothing in it could be read. Refusing to start would stop every
-         * job on the cluster; the Epilogs still tear down what its
-         * instances left on the nodes. */
-        char *aside = xstrdup_printf("%s.bad.%ld", load_from, (long)time(NULL));
-        error("%s: %s; moved it to %s and starting without saved instances", plugin_type,
-              err, aside);
-        if (rename(load_from, aside) < 0)
-            error("%s: rename %s: %m", plugin_type, load_from);
-        xfree(aside);
-    } else if (lost > 0) {
-        error("%s: %s", plugin_type, err);
-    }
-    size_t n = 0;
-    for (struct bb_job *j = drv.jobs; j; j = j->next) {
-        n++;
-        if (j->unreadable)
-            error("%s: JobId=%u: %s: the job is held if still being set up, rebuilt if "
-                  "running", plugin_type, j->job_id, j->unreadable);
-        else if (!j->released && !j->superseded &&
-                 (j->phase == PHASE_DEPLOYING || j->phase == PHASE_STAGING_IN ||
-                  j->phase == PHASE_TEARDOWN))
-            j->unclaimed = true;
-    }
-    /* Persistent instances live on in their servers' records. */
-    persist_job_adopt(&drv.persist, drv.jobs);
-    /* The table is written afresh, compacted, as the journal from now on. */
-    drv.store = bb_store_open(state_file, drv.jobs, err, sizeof(err));
-    if (!drv.store) {
+    char *saved_path = NULL;
+    long n = bb_restart_load(&drv, dir, &saved_path, err, sizeof(err));
+    state_file = saved_path ? xstrdup(saved_path) : NULL;
+    free(saved_path);
+    if (n < 0) {
         error("%s: %s", plugin_type, err);
         slurm_mutex_unlock(&drv.lock);
-        xfree(old_file);
         return SLURM_ERROR;
     }
     /* One kept session per agent, for all the requests to it. */
@@ -650,21 +526,10 @@ extern int init(void)
     if (!(agents = agent_link_new(&link_cfg, err, sizeof(err)))) {
         error("%s: %s", plugin_type, err);
         slurm_mutex_unlock(&drv.lock);
-        xfree(old_file);
         return SLURM_ERROR;
     }
     drv.transport = (struct lc_transport){ send_to_agents, agents, send_to_agents_many };
     drv.hooks = (struct bb_driver_hooks){ .first = settle_saved, .apply = apply_outcome };
-    if (from_old && lost >= 0) {
-        char *done = xstrdup_printf("%s.read", old_file);
-        if (rename(old_file, done) < 0)
-            error("%s: rename %s: %m", plugin_type, old_file);
-        else
-            info("%s: read %s (adafs 0.x) into %s; kept it as %s", plugin_type, old_file,
-                 state_file, done);
-        xfree(done);
-    }
-    xfree(old_file);
     if (drv.config.walltime_model &&
         predict_open(drv.config.walltime_model, drv.config.walltime_miss_rate, err, sizeof(err)) < 0)
         error("%s: walltime predictions are OFF: %s", plugin_type, err);
@@ -684,7 +549,7 @@ extern int init(void)
     rc = wt_observer_start(&walltime);
     if (rc != 0)
         error("%s: cannot start the walltime thread: %s", plugin_type, strerror(rc));
-    info("%s: init: adafs %s, directive #%s, chunk %"PRIu64" bytes, agents on port %s%d, %zu saved instances",
+    info("%s: init: adafs %s, directive #%s, chunk %"PRIu64" bytes, agents on port %s%d, %ld saved instances",
          plugin_type, PACKAGE_VERSION_ADAFS, drv.config.directive, drv.config.chunk_size,
          drv.config.agent_port_offset ? "slurmd+" : "",
          drv.config.agent_port_offset ? drv.config.agent_port_offset : drv.config.agent_port, n);
@@ -1211,66 +1076,18 @@ static int persist_begin(job_record_t *job_ptr, struct bb_job *j, char *err, siz
     return 0;
 }
 
-/* bb_p_job_begin() for a job that already has a record: 1 when that settled
- * it (held again, or let go on), 0 when a new instance is to be made, -1
- * (reason set) when the job cannot begin now. drv.lock held. */
+/* bb_p_job_begin() for a job that already has a record (bb_restart.h): 1
+ * when that settled it, 0 when a new instance is to be made, -1 (reason
+ * set) when the job cannot begin now. drv.lock held. */
 static int begin_again(job_record_t *job_ptr, struct bb_job *old)
 {
-    /* Pending: a new allocation. Not pending: slurmctld restarted and
-     * asks again for a job still CONFIGURING on the nodes it had. */
-    bool restart = !IS_JOB_PENDING(job_ptr);
+    struct bb_restart_job s;
+    job_state(job_ptr, &s);
     char err[1024];
-    if (old->unreadable && restart) {
-        struct bb_job *j = unreadable_held(job_ptr, old->unreadable, err, sizeof(err));
-        if (!j) {
-            error("%s: %pJ: saved state unreadable (%s): %s", plugin_type, job_ptr,
-                  old->unreadable, err);
-            set_reason(job_ptr, err);
-            return -1;
-        }
-        error("%s: %pJ: %s", plugin_type, job_ptr, j->error);
-        replace_record(old, j);
-        driver_wake(&drv);
-        hold_configuring(job_ptr, PHASE_TEARDOWN);
-        return 1;
-    }
-    if (old->unreadable) {
-        info("%s: %pJ: its unreadable saved record (%s) is of an earlier allocation: "
-             "starting afresh", plugin_type, job_ptr, old->unreadable);
-        driver_forget(&drv, old);
-        return 0;
-    }
-    if (restart && !old->superseded && same_nodes(old, job_ptr)) {
-        if (old->released) {
-            /* Staged in before the restart; slurmctld's saved state had
-             * not caught up with the release. */
-            info("%s: %pJ: staged in before the slurmctld restart: may run", plugin_type,
-                 job_ptr);
-            return 1;
-        }
-        if (old->phase == PHASE_DEPLOYING || old->phase == PHASE_STAGING_IN ||
-            old->phase == PHASE_TEARDOWN) {
-            /* In teardown before its release, it failed: held until then,
-             * when the failure holds or requeues it. */
-            info("%s: %pJ: still %s after a slurmctld restart: held until %s", plugin_type,
-                 job_ptr, bb_phase_name(old->phase),
-                 old->phase == PHASE_TEARDOWN ? "it is torn down" : "its stage-in is done");
-            old->unclaimed = false;
-            driver_wake(&drv);
-            /* Slurm saved them with the job; set again all the same. */
-            set_job_env(job_ptr, old);
-            hold_configuring(job_ptr, old->phase);
-            return 1;
-        }
-    }
-    if (old->phase == PHASE_COMPLETE && !old->superseded) {
-        driver_forget(&drv, old);   /* a requeued job's finished record */
-        return 0;
-    }
-    if (old->phase != PHASE_COMPLETE && !old->superseded)
-        supersede(old, restart ? "slurmctld restarted with the job on other nodes"
-                               : "the job was given new nodes");
-    return 0;
+    int rc = bb_restart_begin_again(&drv, old, &s, &restart_hooks, err, sizeof(err));
+    if (rc < 0)
+        set_reason(job_ptr, err);
+    return rc;
 }
 
 /* The nodes are known: hold the job while its file system deploys and

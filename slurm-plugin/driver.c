@@ -73,6 +73,20 @@ void driver_forget(struct bb_driver *d, struct bb_job *j)
     bb_job_remove_key(&d->jobs, j->key);
 }
 
+void driver_replace(struct bb_driver *d, struct bb_job *old, struct bb_job *fresh)
+{
+    for (struct bb_job **p = &d->jobs; *p; p = &(*p)->next)
+        if (*p == old) {
+            fresh->next = old->next;
+            *p = fresh;
+            if (d->store)
+                bb_store_drop(d->store, old);
+            driver_save(d, fresh);
+            bb_job_free(old);
+            return;
+        }
+}
+
 bool driver_waits_for_older(const struct bb_driver *d, const struct bb_job *j)
 {
     if (j->phase != PHASE_DEPLOYING)

@@ -101,6 +101,8 @@ int driver_pass(struct bb_driver *d);
 int64_t driver_save(struct bb_driver *d, const struct bb_job *j);
 /* Unlinks, unsaves and frees a record. */
 void driver_forget(struct bb_driver *d, struct bb_job *j);
+/* Puts fresh in old's place in the table (saved), and frees old. */
+void driver_replace(struct bb_driver *d, struct bb_job *old, struct bb_job *fresh);
 /* Is an older instance of j's job still on its nodes? A new allocation's
  * instance deploys only once the older ones are gone. */
 bool driver_waits_for_older(const struct bb_driver *d, const struct bb_job *j);
