@@ -70,10 +70,10 @@ static size_t place_nodes(struct bb_job *j, const struct bb_begin_job *job,
         char why[512];
         placement_node(node->name, cfg->storage_path, &place, why, sizeof(why));
         if (why[0])
-            say(job, LOG_SINK_INFO, "%s", why);
+            say(job, LOG_SINK_INFO, ": %s", why);
         if (place.from_sysmap && place.available &&
             place.available < j->req.capacity / (uint64_t)job->nnodes)
-            say(job, LOG_SINK_INFO, "node %s has %"PRIu64" bytes free by sysmap, less than "
+            say(job, LOG_SINK_INFO, ": node %s has %"PRIu64" bytes free by sysmap, less than "
                 "the job's share", node->name, place.available);
         j->nodes[k++] = (struct bb_node){ .name = strdup(node->name),
                                           .agent_host = strdup(node->host),
@@ -144,6 +144,82 @@ struct bb_job *bb_begin_instance(const struct bb_begin_job *job, const struct bb
     j->t_begin = time(NULL);
     j->phase = PHASE_DEPLOYING;
     return j;
+}
+
+/* The job's destroy_persistent lines, first: a refused one creates
+ * nothing. */
+static int destroy_lines(struct bb_driver *d, const struct bb_begin_job *job, struct bb_job *j,
+                         const struct bb_begin_persist_hooks *h, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < j->req.npersist; i++) {
+        const struct persist_spec *s = &j->req.persist[i];
+        if (s->op != PERSIST_DESTROY)
+            continue;
+        uint32_t ids[8];
+        size_t n = 0;
+        h->users_of(h->arg, s->name, job->job_id, ids, &n);
+        struct bb_job *servers = persist_job_destroy(&d->persist, d->jobs, s->name, j->uid, ids,
+                                                     n, err, errlen);
+        if (!servers)
+            return -1;
+        say(job, LOG_SINK_INFO, " destroys persistent instance %s: tearing down its servers",
+            s->name);
+        driver_save(d, servers);
+    }
+    return 0;
+}
+
+int bb_begin_persistent(struct bb_driver *d, const struct bb_begin_job *job, struct bb_job *j,
+                        const struct bb_begin_persist_hooks *h, char *err, size_t errlen)
+{
+    if (destroy_lines(d, job, j, h, err, errlen) < 0)
+        return -1;
+    for (size_t i = 0; i < j->req.npersist; i++) {
+        const struct persist_spec *s = &j->req.persist[i];
+        if (s->op != PERSIST_CREATE)
+            continue;
+        /* A requeued creator: the instance its earlier run created lives
+         * on (it mounts it), one torn down is forgotten. */
+        struct bb_job *old = persist_job_record(d->jobs, s->name, j->job_id);
+        if (old && old->phase != PHASE_COMPLETE)
+            continue;
+        if (old && old->phase == PHASE_COMPLETE)
+            driver_forget(d, old);
+        uint32_t gid = 0;
+        if (s->group && h->group_id(h->arg, s->group, &gid) < 0) {
+            snprintf(err, errlen, "create_persistent name=%s access=group:%s: no such group",
+                     s->name, s->group);
+            return -1;
+        }
+        size_t n = 0;
+        struct persist_node *nodes = h->nodes(h->arg, &n);
+        struct bb_job *servers = nodes ?
+            persist_job_servers(&d->persist, d->jobs, s, j, gid, nodes, n, d->config.storage_path,
+                                d->config.chunk_size, time(NULL), err, errlen) : NULL;
+        if (!nodes)
+            snprintf(err, errlen, "out of memory");
+        free(nodes);
+        if (!servers)
+            return -1;
+        servers->next = d->jobs;
+        d->jobs = servers;
+        driver_save(d, servers);
+        say(job, LOG_SINK_INFO, " creates persistent instance %s (id %u): deploying %zu servers "
+            "of %"PRIu64" bytes", s->name, servers->job_id, servers->nnodes,
+            servers->node_capacity);
+    }
+    return 0;
+}
+
+bool bb_begin_request_mounts(const struct bb_config *cfg, const char *burst_buffer,
+                             const char *name)
+{
+    struct bb_request req = { 0 };
+    char err[256];
+    bool mounts = directive_parse(cfg->directive, NULL, burst_buffer, &req, err,
+                                  sizeof(err)) > 0 && persist_job_mounts_name(&req, name);
+    bb_request_free(&req);
+    return mounts;
 }
 
 bool bb_begin_qos_only(const struct bb_config *cfg, const char *burst_buffer)
@@ -224,7 +300,7 @@ int bb_begin_fs_env(const struct bb_begin_job *job, const struct bb_job *j,
         char file[PATH_MAX];
         if (!m || instance_named_file_path(file, sizeof(file), cfg->mount_prefix,
                                            j->job_id, iname) < 0) {
-            say(job, LOG_SINK_ERROR, "the mount or instance file of persistent instance %s "
+            say(job, LOG_SINK_ERROR, ": the mount or instance file of persistent instance %s "
                 "does not fit in a path under %s", iname, cfg->mount_prefix);
             free(m);
             continue;

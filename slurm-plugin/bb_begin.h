@@ -17,6 +17,8 @@
 
 #include "bb_config.h"
 #include "bb_job.h"
+#include "driver.h"
+#include "persist_job.h"
 
 /* One node of the job's allocation, in Slurm's node table order. */
 struct bb_begin_node {
@@ -35,7 +37,8 @@ struct bb_begin_job {
     const struct bb_begin_node *nodes;
     size_t nnodes;
     /* A line about the job for slurmctld's log (level: LOG_SINK_*); the
-     * shim adds the plugin's and the job's names. */
+     * shim puts the plugin's and the job's names before it, and the line
+     * goes on from them (": what happened", or " verb ..."). */
     void (*say)(void *arg, int level, const char *line);
     void *say_arg;
 };
@@ -49,6 +52,32 @@ int bb_begin_agent_port(const struct bb_config *cfg, int slurmd_port);
  * capacity the job's nodes cannot hold). */
 struct bb_job *bb_begin_instance(const struct bb_begin_job *job, const struct bb_config *cfg,
                                  char *err, size_t errlen, bool *users_fault);
+
+/* What slurmctld knows for a job's persistent lines. */
+struct bb_begin_persist_hooks {
+    /* The running or pending jobs, other than self, that mount instance
+     * name (bb_begin_request_mounts): all counted in *n, the first 8 in
+     * ids (persist_check_destroy names no more). */
+    void (*users_of)(void *arg, const char *name, uint32_t self, uint32_t ids[8], size_t *n);
+    /* A group's id; -1 when there is no such group. */
+    int (*group_id)(void *arg, const char *group, uint32_t *gid);
+    /* AdafsPersistentNodes as slurmctld knows them (malloc'd, *n of
+     * them), or NULL when out of memory. */
+    struct persist_node *(*nodes)(void *arg, size_t *n);
+    void *arg;
+};
+
+/* At job begin, the job's persistent lines that act at once: a destroy
+ * (refused while other jobs use the instance) and a create (the instance
+ * and the record of its servers, linked into d's table and saved). The
+ * job itself then waits in the driver until they are settled. 0, or -1
+ * with the reason in err (the job is held). d->lock held. */
+int bb_begin_persistent(struct bb_driver *d, const struct bb_begin_job *job, struct bb_job *j,
+                        const struct bb_begin_persist_hooks *hooks, char *err, size_t errlen);
+
+/* Does a job's request (its burst_buffer) mount persistent instance name? */
+bool bb_begin_request_mounts(const struct bb_config *cfg, const char *burst_buffer,
+                             const char *name);
 
 /* True when the request asks for I/O quality of service only (no file
  * system). */

@@ -126,7 +126,7 @@ static struct bb_job *unreadable_rebuilt(void *job, const char *why,
     char err[1024];
     struct bb_job *j = h->instance(job, err, sizeof(err));
     if (!j) {
-        say(h, job, LOG_SINK_ERROR, "saved state unreadable (%s) and cannot be rebuilt: %s; "
+        say(h, job, LOG_SINK_ERROR, ": saved state unreadable (%s) and cannot be rebuilt: %s; "
             "its results are not staged out", why, err);
         char note[1536];
         snprintf(note, sizeof(note), "saved state lost after a slurmctld restart: no "
@@ -134,7 +134,7 @@ static struct bb_job *unreadable_rebuilt(void *job, const char *why,
         h->note(job, note);
         return NULL;
     }
-    say(h, job, LOG_SINK_ERROR, "saved state unreadable (%s): rebuilt from the job's record "
+    say(h, job, LOG_SINK_ERROR, ": saved state unreadable (%s): rebuilt from the job's record "
         "for its stage-out and teardown", why);
     j->phase = PHASE_RUNNING;
     j->released = true;
@@ -173,7 +173,7 @@ static void settle_unreadable(struct bb_driver *d, struct bb_job *j,
     struct bb_job *fresh = NULL;
     char err[1024];
     if (s->configuring && !(fresh = unreadable_held(s->job, j->unreadable, h, err, sizeof(err))))
-        say(h, s->job, LOG_SINK_ERROR, "saved state unreadable (%s): %s", j->unreadable, err);
+        say(h, s->job, LOG_SINK_ERROR, ": saved state unreadable (%s): %s", j->unreadable, err);
     else if (s->configuring)
         h->hold(s->job, PHASE_TEARDOWN);
     else if (s->running)
@@ -204,7 +204,7 @@ void bb_restart_settle(struct bb_driver *d, const struct bb_restart_hooks *h)
         if (s.configuring && h->same_nodes(s.job, j)) {
             /* Still CONFIGURING, but bb_p_job_begin() was not called
              * (slurmctld's saved prolog_running was already 0). */
-            say(h, s.job, LOG_SINK_INFO, "held again after a slurmctld restart until its "
+            say(h, s.job, LOG_SINK_INFO, ": held again after a slurmctld restart until its "
                 "stage-in is done");
             j->unclaimed = false;
             h->hold(s.job, j->phase);
@@ -226,18 +226,18 @@ int bb_restart_begin_again(struct bb_driver *d, struct bb_job *old,
     if (old->unreadable && restart) {
         struct bb_job *j = unreadable_held(s->job, old->unreadable, h, err, errlen);
         if (!j) {
-            say(h, s->job, LOG_SINK_ERROR, "saved state unreadable (%s): %s", old->unreadable,
+            say(h, s->job, LOG_SINK_ERROR, ": saved state unreadable (%s): %s", old->unreadable,
                 err);
             return -1;
         }
-        say(h, s->job, LOG_SINK_ERROR, "%s", j->error);
+        say(h, s->job, LOG_SINK_ERROR, ": %s", j->error);
         driver_replace(d, old, j);
         driver_wake(d);
         h->hold(s->job, PHASE_TEARDOWN);
         return 1;
     }
     if (old->unreadable) {
-        say(h, s->job, LOG_SINK_INFO, "its unreadable saved record (%s) is of an earlier "
+        say(h, s->job, LOG_SINK_INFO, ": its unreadable saved record (%s) is of an earlier "
             "allocation: starting afresh", old->unreadable);
         driver_forget(d, old);
         return 0;
@@ -246,14 +246,14 @@ int bb_restart_begin_again(struct bb_driver *d, struct bb_job *old,
         if (old->released) {
             /* Staged in before the restart; slurmctld's saved state had
              * not caught up with the release. */
-            say(h, s->job, LOG_SINK_INFO, "staged in before the slurmctld restart: may run");
+            say(h, s->job, LOG_SINK_INFO, ": staged in before the slurmctld restart: may run");
             return 1;
         }
         if (old->phase == PHASE_DEPLOYING || old->phase == PHASE_STAGING_IN ||
             old->phase == PHASE_TEARDOWN) {
             /* In teardown before its release, it failed: held until then,
              * when the failure holds or requeues it. */
-            say(h, s->job, LOG_SINK_INFO, "still %s after a slurmctld restart: held until %s",
+            say(h, s->job, LOG_SINK_INFO, ": still %s after a slurmctld restart: held until %s",
                 bb_phase_name(old->phase),
                 old->phase == PHASE_TEARDOWN ? "it is torn down" : "its stage-in is done");
             old->unclaimed = false;

@@ -57,7 +57,8 @@ struct bb_restart_hooks {
     void (*set_env)(void *job, const struct bb_job *j);
     /* Notes in the job (its system comment) why its results are lost. */
     void (*note)(void *job, const char *text);
-    /* A line about the job for slurmctld's log (LOG_SINK_*). */
+    /* A line about the job for slurmctld's log (LOG_SINK_*), going on
+     * from the job's name (": what happened"), as bb_begin_job's say. */
     void (*say)(void *job, int level, const char *line);
     /* Does the job hold the nodes j was deployed on, in the same order?
      * (Asked only where it decides: it walks slurmctld's node table.) */

@@ -1,12 +1,18 @@
 #include "bb_status.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
+#include "bb_qos.h"
 #include "persist.h"
+#include "predict.h"
 #include "size.h"
+#include "strbuf.h"
 
 static void totals(FILE *f, const char *what, const struct stage_totals *t)
 {
@@ -132,4 +138,81 @@ void bb_status_buffer(const struct bb_job *j, struct bb_buffer_view *out)
         snprintf(out->pool, sizeof(out->pool), "persistent(used=%s,fair_share=%s)", size,
                  p->fair_share[0] ? p->fair_share : "default");
     }
+}
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Slurm does not say who asks for bbstat: with PrivateData nobody sees
+ * other jobs' users, servers or errors (which name paths). d->lock held. */
+static char *private_report(const struct bb_driver *d, const char *plugin, const char *state_file)
+{
+    size_t active = 0;
+    for (const struct bb_job *j = d->jobs; j; j = j->next)
+        active += j->phase != PHASE_COMPLETE;
+    struct strbuf b = { 0 };
+    strbuf_printf(&b, "%s: per-job status is private (Flags=PrivateData); %zu instances "
+                  "active. Users: scontrol show job; administrators: %s and slurmctld's log\n",
+                  plugin, active, state_file ? state_file : "the plugin's state file");
+    return strbuf_take(&b);
+}
+
+char *bb_status_report(struct bb_driver *d, const char *arg, const char *plugin,
+                       const char *state_file, const struct bb_lock_stats *job_lock)
+{
+    struct strbuf b = { 0 };
+    uint32_t only = 0;
+    if (arg) {
+        char *end;
+        unsigned long id = strtoul(arg, &end, 10);
+        if (*end || id == 0) {
+            strbuf_printf(&b, "%s: '%s' is not a job id\n", plugin, arg);
+            return strbuf_take(&b);
+        }
+        only = (uint32_t)id;
+    }
+    pthread_mutex_lock(&d->lock);
+    if (d->config.flags & BBCONF_PRIVATE_DATA) {
+        char *out = private_report(d, plugin, state_file);
+        pthread_mutex_unlock(&d->lock);
+        return out;
+    }
+    uint64_t since = now_us();
+    char *text = bb_status_text(d->jobs, only);
+    char *persistent = only ? NULL : persist_status_text(&d->persist);
+    driver_lock_note(&d->held, "bbstat", now_us() - since);
+    struct bb_lock_stats table = d->held;
+    /* qosd's status file is read off the table lock. */
+    char *qos_dir = d->config.qos.paths && d->config.qos.state_dir ?
+                    strdup(d->config.qos.state_dir) : NULL;
+    pthread_mutex_unlock(&d->lock);
+    char *qos = qos_dir ? bb_qos_text(qos_dir, only) : NULL;
+    free(qos_dir);
+    strbuf_printf(&b, "%s", text ? text : "out of memory\n");
+    free(text);
+    if (persistent && persistent[0])
+        strbuf_printf(&b, "Persistent instances:\n%s", persistent);
+    free(persistent);
+    if (qos)
+        strbuf_printf(&b, "%s", qos);
+    free(qos);
+    if (!only) {
+        /* For administrators and the benchmarks: nothing of the plugin
+         * should keep slurmctld's job lock long. */
+        strbuf_printf(&b, "Plugin: JobLockHeldMaxUs=%"PRIu64"(%s) JobLockHolds=%"PRIu64
+                      " JobLockHeldMeanUs=%"PRIu64" TableLockHeldMaxUs=%"PRIu64"(%s)\n",
+                      job_lock->max_us, job_lock->max_where ? job_lock->max_where : "-",
+                      job_lock->holds, job_lock->holds ? job_lock->total_us / job_lock->holds : 0,
+                      table.max_us, table.max_where ? table.max_where : "-");
+    }
+    struct walltime_prediction p;
+    if (only && predict_lookup(only, &p))
+        strbuf_printf(&b, "JobId=%u Walltime: Median=%.0fs Conservative=%.0fs Group=%s "
+                      "MissProbability=%.3f\n", only, p.median_s, p.conservative_s,
+                      walltime_group_name(p.group), p.miss_probability);
+    return strbuf_take(&b);
 }

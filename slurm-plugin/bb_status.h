@@ -10,9 +10,20 @@
 
 #include "bb_config.h"
 #include "bb_job.h"
+#include "driver.h"
 
 /* One block per instance (only job_id's when it is not 0). malloc'd. */
 char *bb_status_text(const struct bb_job *jobs, uint32_t job_id);
+
+/* The whole of `scontrol show bbstat [arg]` (arg: a job id, or NULL),
+ * malloc'd: the instances (one job's, with its walltime estimates), the
+ * persistent instances, qosd's view, and how long the plugin held
+ * slurmctld's job lock (job_lock) and d's. With Flags=PrivateData only
+ * how many instances are active: Slurm does not say who asks. plugin
+ * names the plugin in messages; state_file is for administrators. Takes
+ * d->lock. */
+char *bb_status_report(struct bb_driver *d, const char *arg, const char *plugin,
+                       const char *state_file, const struct bb_lock_stats *job_lock);
 
 /* The pool of `scontrol show burst`: adafs has one, implicit. */
 struct bb_pool_view {

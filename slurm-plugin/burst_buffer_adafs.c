@@ -595,67 +595,17 @@ extern int bb_p_load_state(bool init_config)
     return SLURM_SUCCESS;
 }
 
-/* scontrol show bbstat [JOBID]: the instances and their timings. */
+/* scontrol show bbstat [JOBID]: the instances and their timings
+ * (bb_status_report). */
 extern char *bb_p_get_status(uint32_t argc, char **argv)
 {
-    uint32_t only = 0;
-    if (argc > 0 && argv[0]) {
-        char *end;
-        unsigned long id = strtoul(argv[0], &end, 10);
-        if (*end || id == 0)
-            return xstrdup_printf("%s: '%s' is not a job id\n", plugin_type, argv[0]);
-        only = (uint32_t)id;
-    }
-    slurm_mutex_lock(&drv.lock);
-    if (drv.config.flags & BBCONF_PRIVATE_DATA) {
-        /* Slurm does not say who asks for bbstat: with PrivateData nobody
-         * sees other jobs' users, servers or errors (which name paths). */
-        size_t active = 0;
-        for (struct bb_job *j = drv.jobs; j; j = j->next)
-            active += j->phase != PHASE_COMPLETE;
-        char *out = xstrdup_printf("%s: per-job status is private (Flags=PrivateData); %zu "
-                                   "instances active. Users: scontrol show job; administrators: "
-                                   "%s and slurmctld's log\n", plugin_type, active,
-                                   state_file ? state_file : "the plugin's state file");
-        slurm_mutex_unlock(&drv.lock);
-        return out;
-    }
-    uint64_t since = clock_us();
-    char *text = bb_status_text(drv.jobs, only);
-    char *persistent = only ? NULL : persist_status_text(&drv.persist);
-    driver_lock_note(&drv.held, "bbstat", clock_us() - since);
-    struct bb_lock_stats table = drv.held;
-    /* qosd's status file is read off the table lock. */
-    char *qos_dir = drv.config.qos.paths && drv.config.qos.state_dir ?
-                    strdup(drv.config.qos.state_dir) : NULL;
-    slurm_mutex_unlock(&drv.lock);
-    char *qos = qos_dir ? bb_qos_text(qos_dir, only) : NULL;
-    free(qos_dir);
+    pthread_mutex_lock(&held_lock);
+    struct bb_lock_stats job_lock = held_stats;
+    pthread_mutex_unlock(&held_lock);
+    char *text = bb_status_report(&drv, argc > 0 ? argv[0] : NULL, plugin_type, state_file,
+                                  &job_lock);
     char *out = xstrdup(text ? text : "out of memory\n");
     free(text);
-    if (persistent && persistent[0])
-        xstrfmtcat(out, "Persistent instances:\n%s", persistent);
-    free(persistent);
-    if (qos)
-        xstrcat(out, qos);
-    free(qos);
-    if (!only) {
-        /* For administrators and the benchmarks: nothing of the plugin
-         * should keep slurmctld's job lock long. */
-        pthread_mutex_lock(&held_lock);
-        struct bb_lock_stats job = held_stats;
-        pthread_mutex_unlock(&held_lock);
-        xstrfmtcat(out, "Plugin: JobLockHeldMaxUs=%"PRIu64"(%s) JobLockHolds=%"PRIu64
-                   " JobLockHeldMeanUs=%"PRIu64" TableLockHeldMaxUs=%"PRIu64"(%s)\n",
-                   job.max_us, job.max_where ? job.max_where : "-", job.holds,
-                   job.holds ? job.total_us / job.holds : 0, table.max_us,
-                   table.max_where ? table.max_where : "-");
-    }
-    struct walltime_prediction p;
-    if (only && predict_lookup(only, &p))
-        xstrfmtcat(out, "JobId=%u Walltime: Median=%.0fs Conservative=%.0fs Group=%s "
-                   "MissProbability=%.3f\n", only, p.median_s, p.conservative_s,
-                   walltime_group_name(p.group), p.miss_probability);
     return out;
 }
 
@@ -895,14 +845,15 @@ static void set_env(job_record_t *job_ptr, const struct bb_env *env)
         add_env(job_ptr, env->names[i], env->values[i]);
 }
 
-/* A line of bb_begin's about the job, in slurmctld's log. */
+/* A line of the plain modules' about the job, in slurmctld's log: line
+ * goes on from the job's name (": what happened", or " verb ..."). */
 static void say_of_job(void *arg, int level, const char *line)
 {
     job_record_t *job_ptr = arg;
     if (level == LOG_SINK_ERROR)
-        error("%s: %pJ: %s", plugin_type, job_ptr, line);
+        error("%s: %pJ%s", plugin_type, job_ptr, line);
     else
-        info("%s: %pJ: %s", plugin_type, job_ptr, line);
+        info("%s: %pJ%s", plugin_type, job_ptr, line);
 }
 
 /* The job's processes under I/O quality of service (bb_begin.h): the
@@ -966,11 +917,12 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
 
 /* AdafsPersistentNodes as this slurmctld knows them (malloc'd; their
  * names point into Slurm's node table). */
-static size_t persistent_nodes(struct persist_node **out)
+static struct persist_node *persistent_nodes(void *arg, size_t *n)
 {
+    (void)arg;
     const struct hostlist *hl = &drv.config.persistent_nodes;
     struct persist_node *v = calloc(hl->count ? hl->count : 1, sizeof(*v));
-    size_t n = 0;
+    *n = 0;
     for (size_t i = 0; v && i < hl->count; i++) {
         node_record_t *node_ptr = find_node_record(hl->names[i]);
         if (!node_ptr) {
@@ -978,21 +930,18 @@ static size_t persistent_nodes(struct persist_node **out)
                   hl->names[i]);
             continue;
         }
-        v[n++] = (struct persist_node){
+        v[(*n)++] = (struct persist_node){
             .name = node_ptr->name, .agent_host = node_ptr->comm_name,
             .agent_port = bb_begin_agent_port(&drv.config, node_ptr->port) };
     }
-    *out = v;
-    return n;
+    return v;
 }
 
-/* The running or pending jobs, other than self, that mount instance name:
- * all counted, the first 8 named (persist_check_destroy names no more). */
 struct users_of {
     const char *name;
     uint32_t self;
-    uint32_t ids[8];
-    size_t n;
+    uint32_t *ids;
+    size_t *n;
 };
 
 static int find_users(void *x, void *arg)
@@ -1002,78 +951,45 @@ static int find_users(void *x, void *arg)
     if (job_ptr->job_id == u->self || !job_ptr->burst_buffer ||
         !(IS_JOB_PENDING(job_ptr) || IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)))
         return 0;
-    struct bb_request req = { 0 };
-    char err[256];
-    if (directive_parse(drv.config.directive, NULL, job_ptr->burst_buffer, &req, err,
-                        sizeof(err)) > 0) {
-        if (persist_job_mounts_name(&req, u->name)) {
-            if (u->n < sizeof(u->ids) / sizeof(u->ids[0]))
-                u->ids[u->n] = job_ptr->job_id;
-            u->n++;
-        }
+    if (bb_begin_request_mounts(&drv.config, job_ptr->burst_buffer, u->name)) {
+        if (*u->n < 8)
+            u->ids[*u->n] = job_ptr->job_id;
+        (*u->n)++;
     }
-    bb_request_free(&req);
     return 0;
 }
 
-/* At job begin, the job's persistent lines that act at once: a destroy
- * (refused while other jobs use the instance) and a create (the instance
- * and the record of its servers). The job itself then waits in the
- * driver until they are settled. 0, or -1 with the reason (the job is
- * held). drv.lock and the job write lock held. */
+/* The running or pending jobs, other than self, that mount instance name
+ * (bb_begin.h). */
+static void users_of(void *arg, const char *name, uint32_t self, uint32_t ids[8], size_t *n)
+{
+    (void)arg;
+    struct users_of u = { .name = name, .self = self, .ids = ids, .n = n };
+    *n = 0;
+    list_for_each(job_list, find_users, &u);
+}
+
+static int group_id(void *arg, const char *group, uint32_t *gid)
+{
+    (void)arg;
+    gid_t g = 0;
+    if (gid_from_string(group, &g) < 0)
+        return -1;
+    *gid = g;
+    return 0;
+}
+
+static const struct bb_begin_persist_hooks persist_hooks = {
+    .users_of = users_of, .group_id = group_id, .nodes = persistent_nodes,
+};
+
+/* At job begin, the job's persistent lines that act at once
+ * (bb_begin_persistent). drv.lock and the job write lock held. */
 static int persist_begin(job_record_t *job_ptr, struct bb_job *j, char *err, size_t errlen)
 {
-    /* Destroys first: a refused one creates nothing. */
-    for (size_t i = 0; i < j->req.npersist; i++) {
-        const struct persist_spec *s = &j->req.persist[i];
-        if (s->op != PERSIST_DESTROY)
-            continue;
-        struct users_of u = { .name = s->name, .self = job_ptr->job_id };
-        list_for_each(job_list, find_users, &u);
-        struct bb_job *servers = persist_job_destroy(&drv.persist, drv.jobs, s->name, j->uid,
-                                                     u.ids, u.n, err, errlen);
-        if (!servers)
-            return -1;
-        info("%s: %pJ destroys persistent instance %s: tearing down its servers", plugin_type,
-             job_ptr, s->name);
-        driver_save(&drv, servers);
-    }
-    for (size_t i = 0; i < j->req.npersist; i++) {
-        const struct persist_spec *s = &j->req.persist[i];
-        if (s->op != PERSIST_CREATE)
-            continue;
-        /* A requeued creator: the instance its earlier run created lives
-         * on (it mounts it), one torn down is forgotten. */
-        struct bb_job *old = persist_job_record(drv.jobs, s->name, j->job_id);
-        if (old && old->phase != PHASE_COMPLETE)
-            continue;
-        if (old && old->phase == PHASE_COMPLETE)
-            driver_forget(&drv, old);
-        gid_t gid = 0;
-        if (s->group && gid_from_string(s->group, &gid) < 0) {
-            snprintf(err, errlen, "create_persistent name=%s access=group:%s: no such group",
-                     s->name, s->group);
-            return -1;
-        }
-        struct persist_node *nodes;
-        size_t n = persistent_nodes(&nodes);
-        struct bb_job *servers = nodes ?
-            persist_job_servers(&drv.persist, drv.jobs, s, j, gid, nodes, n, drv.config.storage_path,
-                                drv.config.chunk_size, time(NULL), err, errlen) : NULL;
-        free(nodes);
-        if (!servers) {
-            if (!nodes)
-                snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        servers->next = drv.jobs;
-        drv.jobs = servers;
-        driver_save(&drv, servers);
-        info("%s: %pJ creates persistent instance %s (id %u): deploying %zu servers of %"PRIu64
-             " bytes", plugin_type, job_ptr, s->name, servers->job_id, servers->nnodes,
-             servers->node_capacity);
-    }
-    return 0;
+    struct bb_begin_job log_only = { .job_id = job_ptr->job_id, .say = say_of_job,
+                                     .say_arg = job_ptr };
+    return bb_begin_persistent(&drv, &log_only, j, &persist_hooks, err, errlen);
 }
 
 /* bb_p_job_begin() for a job that already has a record (bb_restart.h): 1

@@ -27,6 +27,84 @@ static struct bb_begin_job job(uint32_t id, const char *bb)
                                   .nnodes = 2, .say = say };
 }
 
+/* slurmctld's answers for persistent lines: job 60 mounts proj. */
+static void users_of(void *arg, const char *name, uint32_t self, uint32_t ids[8], size_t *n)
+{
+    (void)arg;
+    *n = 0;
+    if (strcmp(name, "proj") == 0 && self != 60)
+        ids[(*n)++] = 60;
+}
+
+static int group_id(void *arg, const char *group, uint32_t *gid)
+{
+    (void)arg;
+    if (strcmp(group, "proj") != 0)
+        return -1;
+    *gid = 2000;
+    return 0;
+}
+
+static struct persist_node *persistent_nodes(void *arg, size_t *n)
+{
+    (void)arg;
+    struct persist_node *v = calloc(2, sizeof(*v));
+    v[0] = (struct persist_node){ "p1", "p1", 6830 };
+    v[1] = (struct persist_node){ "p2", "p2", 6830 };
+    *n = 2;
+    return v;
+}
+
+static const struct bb_begin_persist_hooks persist_hooks = { users_of, group_id,
+                                                             persistent_nodes, NULL };
+
+/* bb_begin_persistent for job id's request bb: 0 or -1 (err). */
+static int persistent(struct bb_driver *d, uint32_t id, const char *bb, struct bb_job **out)
+{
+    struct bb_begin_job b = job(id, bb);
+    bool users_fault;
+    struct bb_job *j = bb_begin_instance(&b, &d->config, err, sizeof(err), &users_fault);
+    int rc = j ? bb_begin_persistent(d, &b, j, &persist_hooks, err, sizeof(err)) : -1;
+    *out = j;
+    return rc;
+}
+
+static void test_persistent(void)
+{
+    struct bb_driver d;
+    driver_init(&d);
+    bb_config_load("/nonexistent/burst_buffer.conf", &d.config, err, sizeof(err));
+    d.persist.pool_capacity = 100ULL << 30;
+    struct bb_job *j;
+    tap_is_int(persistent(&d, 50, "create_persistent name=proj capacity=2G access=group:proj",
+                          &j), 0, "a create line");
+    struct bb_job *servers = d.jobs;
+    tap_ok(servers && servers->persist && strcmp(servers->persist->name, "proj") == 0 &&
+           servers->nnodes == 2 && servers->persist->access_gid == 2000 &&
+           servers->phase == PHASE_DEPLOYING, "its servers' record, on the persistent nodes, "
+           "shared with the group (%s)", err);
+    bb_job_free(j);
+    tap_is_int(persistent(&d, 51, "create_persistent name=other capacity=1G access=group:nope",
+                          &j), -1, "a group that does not exist");
+    tap_ok(strstr(err, "access=group:nope: no such group") != NULL, "is refused (%s)", err);
+    bb_job_free(j);
+    tap_is_int(persistent(&d, 52, "destroy_persistent name=proj", &j), -1,
+               "a destroy while job 60 uses it");
+    tap_ok(strstr(err, "60") != NULL, "is refused, naming the job (%s)", err);
+    bb_job_free(j);
+    tap_ok(bb_begin_request_mounts(&d.config, "use_persistent name=proj", "proj") &&
+           !bb_begin_request_mounts(&d.config, "use_persistent name=proj", "other") &&
+           !bb_begin_request_mounts(&d.config, "capacity=1G", "proj"),
+           "which requests mount an instance");
+    d.persist.head = NULL;   /* its instances are freed with their records */
+    while (d.jobs) {
+        struct bb_job *next = d.jobs->next;
+        bb_job_free(d.jobs);
+        d.jobs = next;
+    }
+    bb_config_free(&d.config);
+}
+
 static const char *env_of(const struct bb_env *env, const char *name)
 {
     const char *v = NULL;
@@ -123,5 +201,6 @@ int main(void)
            "no AdafsQosPaths: no QoS environment, no LD_PRELOAD");
     bb_env_free(&env);
     bb_config_free(&cfg);
+    test_persistent();
     return tap_done();
 }

@@ -3,6 +3,7 @@
 #include "persist.h"
 #include "tap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,10 @@ static struct bb_job *job(uint32_t id, uint32_t uid, uint64_t node_capacity, siz
     j->uid = uid;
     j->node_capacity = node_capacity;
     j->nnodes = nnodes;
+    j->nodes = calloc(nnodes ? nnodes : 1, sizeof(*j->nodes));
+    for (size_t i = 0; i < nnodes; i++)
+        j->nodes[i] = (struct bb_node){ .name = strdup("n1"), .agent_host = strdup("n1") };
+    j->user = strdup("alice");
     j->phase = phase;
     j->t_begin = 1000 + id;
     j->next = next;
@@ -54,10 +59,33 @@ int main(void)
     strcpy(inst.fair_share, "size-fair");
     bb_status_buffer(servers, &b);
     tap_ok(strstr(b.pool, "fair_share=size-fair)") != NULL, "its policy (%s)", b.pool);
+    struct bb_driver d;
+    driver_init(&d);
+    d.jobs = jobs;
+    struct bb_lock_stats job_lock = { .holds = 4, .max_us = 50, .total_us = 80,
+                                      .max_where = "bb_p_job_begin" };
+    char *out = bb_status_report(&d, "12x", "burst_buffer/adafs", NULL, &job_lock);
+    tap_is_str(out, "burst_buffer/adafs: '12x' is not a job id\n", "bbstat of no job id");
+    free(out);
+    out = bb_status_report(&d, NULL, "burst_buffer/adafs", "/state/adafs_state", &job_lock);
+    tap_ok(out && strstr(out, "JobId=1 ") && strstr(out, "JobId=2 ") &&
+           strstr(out, "Plugin: JobLockHeldMaxUs=50(bb_p_job_begin) JobLockHolds=4 "
+                       "JobLockHeldMeanUs=20 TableLockHeldMaxUs="),
+           "bbstat: the instances and how long the plugin held the locks");
+    free(out);
+    out = bb_status_report(&d, "2", "burst_buffer/adafs", NULL, &job_lock);
+    tap_ok(out && strstr(out, "JobId=2 ") && !strstr(out, "JobId=1 ") && !strstr(out, "Plugin:"),
+           "bbstat JOBID: that job's only");
+    free(out);
+    d.config.flags = BBCONF_PRIVATE_DATA;
+    out = bb_status_report(&d, NULL, "burst_buffer/adafs", "/state/adafs_state", &job_lock);
+    tap_ok(out && strstr(out, "per-job status is private (Flags=PrivateData); 4 instances "
+                              "active") && strstr(out, "/state/adafs_state") && !strstr(out, "JobId="),
+           "with PrivateData: how many, nothing of any job (%s)", out);
+    free(out);
     servers->persist = NULL;
     while (jobs) {
         struct bb_job *next = jobs->next;
-        jobs->nnodes = 0;   /* no node records made here */
         bb_job_free(jobs);
         jobs = next;
     }
