@@ -273,29 +273,25 @@ static void apply_outcome(const struct bb_outcome *o, void *arg)
         unlock_slurmctld(job_write_lock);
         return;
     }
-    bool release = o->events & LC_RELEASE;
-    show_phase(job_ptr, o->phase, o->released || release);
-    if (release) {
+    struct bb_outcome_plan plan = driver_outcome_plan(o, IS_JOB_CONFIGURING(job_ptr),
+                                                      job_ptr->restart_cnt);
+    show_phase(job_ptr, o->phase, plan.released);
+    if (plan.release) {
         info("%s: %pJ staged in, releasing it", plugin_type, job_ptr);
         release_job(job_ptr);
     }
-    if ((o->events & LC_FINISHED) && !o->released && o->failure != FAIL_NONE &&
-        o->failure != FAIL_CANCELLED && IS_JOB_CONFIGURING(job_ptr)) {
+    if (plan.requeue) {
         job_ptr->job_state &= ~JOB_CONFIGURING;
         release_job(job_ptr);
-        struct lc_verdict v = lifecycle_verdict(o->failure, job_ptr->restart_cnt);
-        if (v.drain && o->node) {
-            /* Its agent proved it cannot serve (lifecycle_classify): it
-             * would fail every job. Nothing else drains a node. */
+        if (plan.drain) {
             char *reason = xstrdup_printf("adafs: %s", o->error);
             drain_nodes(o->node, reason, slurm_conf.slurm_user_id);
             schedule_node_save();
             xfree(reason);
         }
-        info("%s: %pJ %s: %s", plugin_type, job_ptr, v.hold ? "held" : "requeued", o->error);
-        requeue_job(job_ptr, v.hold, o->error);
-    } else if ((o->events & LC_FINISHED) &&
-               (o->failure == FAIL_USER || o->failure == FAIL_TRANSIENT) && o->error) {
+        info("%s: %pJ %s: %s", plugin_type, job_ptr, plan.hold ? "held" : "requeued", o->error);
+        requeue_job(job_ptr, plan.hold, o->error);
+    } else if (plan.comment) {
         /* After the run (stage-out): the job keeps a note of what failed. */
         xfree(job_ptr->system_comment);
         job_ptr->system_comment = xstrdup_printf("%s: %s", plugin_type, o->error);
@@ -1079,27 +1075,13 @@ extern int bb_p_job_revoke_alloc(job_record_t *job_ptr)
     return SLURM_SUCCESS;
 }
 
+/* The job ended or was cancelled (driver_job_end). */
 static void request(job_record_t *job_ptr, bool ended, bool hurry)
 {
-    slurm_mutex_lock(&drv.lock);
-    struct bb_job *j = bb_job_find(drv.jobs, job_ptr->job_id);
-    if (j && j->unreadable) {
-        /* Not settled yet (the driver's first look after a restart). */
+    char why[1024];
+    if (driver_job_end(&drv, job_ptr->job_id, ended, hurry, why, sizeof(why)))
         info("%s: %pJ ended; its saved record was unreadable (%s): its nodes' Epilogs "
-             "tear down what is left", plugin_type, job_ptr, j->unreadable);
-        driver_forget(&drv, j);
-    } else if (j) {
-        /* Applied at once: requests in flight for the phase left are
-         * dropped as they come back. */
-        j->unclaimed = false;   /* ended before the driver's first look: just tear down */
-        if (ended)
-            lifecycle_job_ended(j, hurry);
-        else
-            lifecycle_cancel(j, hurry);
-        driver_save(&drv, j);
-        driver_wake(&drv);
-    }
-    slurm_mutex_unlock(&drv.lock);
+             "tear down what is left", plugin_type, job_ptr, why);
 }
 
 static int job_start_stage_out(job_record_t *job_ptr)
