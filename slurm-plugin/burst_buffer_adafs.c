@@ -1,11 +1,18 @@
 /* burst_buffer_adafs.c: the burst_buffer/adafs plugin's Slurm shim.
  *
  * Only what must touch slurmctld lives here: the bb_p_* entry points, job
- * record fields, locks, node addresses and packing for scontrol. Parsing,
- * configuration, job records and the deploy/stage/teardown state machine are
- * plain modules (directive.c, bb_config.c, bb_job.c, lifecycle.c) that unit
- * tests use without slurmctld. Symbols such as info() and xmalloc() resolve
- * against slurmctld when it loads us: the plugin does not link libslurmfull.
+ * record fields, locks, node addresses and packing for scontrol. The shim
+ * copies what it needs out of Slurm's structures and hands it to plain
+ * modules that unit tests drive without slurmctld, which decide and give
+ * back what to do (some through hooks the shim answers): the checks at
+ * submit (bb_submit.h), a job's instance and environment at its begin
+ * (bb_begin.h), what saved instances become after a restart
+ * (bb_restart.h), what an outcome does to the job (driver.h), bbstat and
+ * show burst (bb_status.h), the walltime thread (walltime_observer.h); the
+ * table, the driver and the deploy/stage/teardown state machine
+ * (bb_job.h, driver.h, lifecycle.h). Symbols such as info() and xmalloc()
+ * resolve against slurmctld when it loads us: the plugin does not link
+ * libslurmfull.
  *
  * Slurm 22.05 only knows a job's nodes in bb_p_job_begin(), while adafs lives
  * on those very nodes. So nothing is staged before allocation:
