@@ -155,6 +155,7 @@ static void test_load(void)
     FILE *f = fopen(path, "w");
     fputs("not a table at all\n", f);
     fclose(f);
+    free(path);
     driver_init(&d);
     tap_is_int(bb_restart_load(&d, dir, &path, err, sizeof(err)), 0,
                "an unreadable table: starting without saved instances");
