@@ -21,10 +21,11 @@
 #include <unistd.h>
 
 #include "agent_proto.h"
-#include "agents.h"
+#include "qos_agents.h"
 #include "ctl.h"
 #include "net.h"
 #include "session_fake.h"
+#include "world.h"
 #include "tap.h"
 
 #define QOSD_UID 64030
@@ -112,7 +113,7 @@ static struct fake_agent agents_sim[NODES];
  * receive) and cycle 2 (after the send). */
 static char mute_err[512], down_err[512];
 static bool mute_connected = true;
-static struct world_node world_nodes[NODES];
+static struct agent_addr world_nodes[NODES];
 static uint32_t job_nodes[NODES];
 
 /* Jobs 100 + k on nodes 2k and 2k + 1 (of the first n nodes). */
@@ -194,7 +195,7 @@ static void test_cycles(void)
     struct agents ag = { .auth = &qosd_auth };
     struct ctl *c = ctl_new();
     struct ctl_job_spec jobs[NODES / 2];
-    tap_ok(agents_sync(&ag, &w) == 0 && ctl_set_jobs(c, jobs, jobs_on(NODES, jobs), NODES) == 0,
+    tap_ok(agents_sync(&ag, w.nodes, w.nnodes) == 0 && ctl_set_jobs(c, jobs, jobs_on(NODES, jobs), NODES) == 0,
            "%d nodes' agents and %d jobs set up", NODES, NODES / 2);
 
     size_t wrong = 0, good[8];
@@ -228,13 +229,13 @@ static void test_cycles(void)
      * the nodes that stay are kept. */
     w.nnodes = NODES / 2;
     ctl_set_jobs(c, jobs, jobs_on(NODES / 2, jobs), NODES / 2);
-    int rc = agents_sync(&ag, &w);
+    int rc = agents_sync(&ag, w.nodes, w.nnodes);
     size_t before = good[7];
     good[0] = one_cycle(&ag, c, 9, NODES, &wrong);
     good[1] = one_cycle(&ag, c, 10, NODES, &wrong);
     w.nnodes = NODES;
     ctl_set_jobs(c, jobs, jobs_on(NODES, jobs), NODES);
-    rc = rc ? rc : agents_sync(&ag, &w);
+    rc = rc ? rc : agents_sync(&ag, w.nodes, w.nnodes);
     good[2] = one_cycle(&ag, c, 11, NODES, &wrong);
     good[3] = one_cycle(&ag, c, 12, NODES, &wrong);
     /* Shrunk, nodes 0-9 have jobs: 9 of them answer (not the dead). */
