@@ -22,7 +22,10 @@ void qos_relay_init(struct qos_relay *rl, const struct session_auth *auth)
 
 void qos_relay_free(struct qos_relay *rl)
 {
+    /* After a group cycle in progress (it ends by its due time). */
+    pthread_mutex_lock(&rl->lock);
     agents_free(&rl->ag);
+    pthread_mutex_unlock(&rl->lock);
     pthread_mutex_destroy(&rl->lock);
 }
 

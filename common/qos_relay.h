@@ -65,7 +65,8 @@ int qos_relay_serve(struct qos_relay *rl, struct rpc_reader *r, struct rpc_write
                     const struct qos_relay_own *own, const atomic_bool *cancel, char *err,
                     size_t errlen);
 
-/* Closes the member sessions and joins the pool's threads. */
+/* Waits for a group cycle in progress, closes the member sessions and
+ * joins the pool's threads. */
 void qos_relay_free(struct qos_relay *rl);
 
 #endif
