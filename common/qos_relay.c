@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "agent_proto.h"
+#include "log.h"
 #include "net.h"
 
 /* How often the wait for the answer's time looks at *cancel. */
@@ -43,6 +44,9 @@ static int take_members(struct qos_relay *rl, const struct qos_group_request *g)
     }
     int rc = agents_sync(&rl->ag, addrs, g->nmembers);
     free(addrs);
+    if (rc == 0 && g->epoch != rl->epoch)
+        log_info("relay for a group of %u nodes (%s-%s, epoch %u)", g->nmembers,
+                 g->members[0].node, g->members[g->nmembers - 1].node, g->epoch);
     if (rc == 0) {
         rl->epoch = g->epoch;
         rl->nmembers = g->nmembers;

@@ -59,7 +59,9 @@ void groups_plan(struct groups *gs, const bool *busy, const bool *answered, int6
         for (uint32_t i = g->first; i < g->first + g->n; i++)
             nbusy += busy[i] && gs->node[i].direct_until <= now;
         int relay = g->relay;
-        if (nbusy < GROUPS_MIN_BUSY || g->direct_once) {
+        /* At least 3 (2 in groups of 2, as the mini-cluster's tests run). */
+        uint32_t min_busy = g->n < GROUPS_MIN_BUSY ? g->n : GROUPS_MIN_BUSY;
+        if (nbusy < min_busy || nbusy < 2 || g->direct_once) {
             relay = -1;   /* a relay saves nothing here, or its relay just failed */
             g->direct_once = false;
         } else if (relay < 0 || gs->node[relay].passed_over_until > now) {

@@ -3,7 +3,8 @@
  *
  * The world's nodes (sorted by name: names usually follow racks) are cut
  * into runs of AdafsQosRelayGroup. Each period, in each group with at
- * least GROUPS_MIN_BUSY busy members, one member's agent is the relay:
+ * least GROUPS_MIN_BUSY busy members (or all, in a group smaller than
+ * that, but at least 2), one member's agent is the relay:
  * qosd sends it one AGENT_QOS_GROUP for the whole group instead of an
  * AGENT_QOS to each busy member. qosd alone picks: the first member in
  * order whose agent answered last period and is not passed over; it stays

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent_proto.h"
+#include "log.h"
 #include "qos_proto.h"
 
 uint32_t relays_margin_ms(uint32_t period_ms)
@@ -124,7 +125,23 @@ void relays_plan(struct groups *gs, struct agents *ag, int64_t now)
             gs->busy[i] = ag->a[i].active;
             gs->answered[i] = ag->a[i].have_report;
         }
+        /* The relays before, to say what changed (a line per change). */
+        int before[64];
+        size_t nb = gs->ngroups < 64 ? gs->ngroups : 64;
+        for (size_t k = 0; k < nb; k++)
+            before[k] = gs->g[k].relay;
         groups_plan(gs, gs->busy, gs->answered, now);
+        for (size_t k = 0; k < nb; k++) {
+            const struct group *g = &gs->g[k];
+            if (g->relay == before[k])
+                continue;
+            const char *first = ag->a[g->first].name, *last = ag->a[g->first + g->n - 1].name;
+            if (g->relay >= 0)
+                log_info("group %s-%s: the agent of %s relays for it", first, last,
+                         ag->a[g->relay].name);
+            else
+                log_info("group %s-%s: served directly", first, last);
+        }
     }
     for (size_t i = 0; i < ag->n; i++) {
         struct agent *a = &ag->a[i];
