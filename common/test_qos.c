@@ -16,6 +16,7 @@
 #include "qos_client.h"
 #include "qos_limits.h"
 #include "qos_paths.h"
+#include "qos_conf.h"
 #include "qos_proto.h"
 #include "qos_seg.h"
 #include "tap.h"
@@ -513,9 +514,29 @@ static void test_group(void)
     rpc_writer_free(&b2);
 }
 
+/* AdafsQosRelayGroup: 0 or 2-256, 32 by default. */
+static void test_relay_conf(void)
+{
+    struct qos_conf c;
+    qos_conf_defaults(&c);
+    char err[512];
+    tap_ok(c.relay_group == 32, "relays: groups of 32 by default");
+    tap_ok(qos_conf_set(&c, "AdafsQosRelayGroup", "2", err, sizeof(err)) == 1 && c.relay_group == 2 &&
+           qos_conf_set(&c, "AdafsQosRelayGroup", "0", err, sizeof(err)) == 1 && c.relay_group == 0,
+           "AdafsQosRelayGroup 2 and 0 (no relays) taken");
+    const char *bad[] = { "1", "257", "-3", "x", "", "32 nodes" };
+    int refused = 0;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        refused += qos_conf_set(&c, "AdafsQosRelayGroup", bad[i], err, sizeof(err)) < 0;
+    tap_ok(refused == 6 && strstr(err, "AdafsQosRelayGroup") != NULL,
+           "1, 257, -3, x, empty and '32 nodes' refused (%s)", err);
+    qos_conf_free(&c);
+}
+
 int main(void)
 {
     test_limits();
+    test_relay_conf();
     test_classes();
     test_group();
     test_paths();
