@@ -242,7 +242,8 @@ static void run_pool(struct agents *ag, bool send, int64_t deadline_ms)
     for (size_t i = 0; i < ag->n; i++)
         busy += send ? ag->a[i].busy : ag->a[i].pending > 0;
     struct pool p = { .ag = ag, .send = send, .deadline = deadline_ms };
-    size_t wanted = busy < AGENTS_THREADS ? busy : AGENTS_THREADS;
+    size_t wanted = (busy + AGENTS_PER_THREAD - 1) / AGENTS_PER_THREAD;
+    wanted = wanted < AGENTS_THREADS ? wanted : AGENTS_THREADS;
     struct agents_pool *kp = wanted > 1 || (ag->pool && ag->pool->nthreads) ? pool_of(ag) : NULL;
     if (kp) {
         pthread_mutex_lock(&kp->mu);

@@ -21,6 +21,10 @@
 #include "rpc.h"
 
 #define AGENTS_THREADS 16
+/* Sessions per worker thread: a round wakes every kept thread (about
+ * 9 us each), and through relays qosd waits on a few dozen sessions, a
+ * relay on its members' (doc/qos.md). */
+#define AGENTS_PER_THREAD 8
 #define AGENTS_RETRY_MS 5000
 
 /* Where a node's agent listens. */

@@ -29,10 +29,12 @@
  * but its worker threads' start (adafs-qosd spreads the waiting over 16;
  * loopback also charges the receiver's TCP processing to the sender).
  * With "io relay", that controller runs through relays instead (doc/qos.md,
- * "Relays per group of nodes"): groups of GROUP nodes, qosd's own relay
- * code (qos/groups.c, qos/relays.c) planning, writing each relay's
- * AGENT_QOS_GROUP and checking and taking each group report, over one
- * loopback session per relay; timed as above, in one thread. The relays
+ * "Relays per group of nodes"): groups of GROUP nodes, qosd's own code
+ * (qos/groups.c, qos/relays.c, common/qos_agents.c with its kept worker
+ * threads) planning, writing each relay's AGENT_QOS_GROUP, sending it,
+ * receiving, checking and taking each group report, over one loopback
+ * session per relay; timed in the process's CPU time (qosd's thread and
+ * its kept threads: every CPU cost of qosd's cycle). The relays
  * answer untimed, except the first group's: a stand-in relay doing a
  * relay's message work (receive and decode the group message, forward
  * each other busy member its body sealed over a session of its own,
@@ -53,6 +55,7 @@
 #include "agent_session.h"
 #include "ctl.h"
 #include "groups.h"
+#include "log.h"
 #include "net.h"
 #include "qos_agents.h"
 #include "qos_proto.h"
@@ -316,12 +319,12 @@ static void relayed_send(struct relayed *rl, uint64_t cy)
             ctl_node_message(rl->c, (uint32_t)n, cy, 990, agents_message(a));
     }
     relays_messages(&rl->gs, &rl->ag, rl->c, cy, 990, 20);
-    for (size_t n = 0; n < rl->ag.n; n++) {
-        struct agent *a = &rl->ag.a[n];
-        if (a->busy && agent_session_send_in_place(&a->s, a->op, 0, a->msg.data,
-                                                   a->msg.len - SESSION_OVERHEAD, 0) < 0)
-            abort();
-    }
+    agents_send(&rl->ag, net_now_ms() + 5000);   /* adafs-qosd's own, its kept threads */
+    for (size_t n = 0; n < rl->ag.n; n++)
+        if (rl->ag.a[n].busy && rl->ag.a[n].err[0]) {
+            fprintf(stderr, "qosscale: send to %s: %s\n", rl->ag.a[n].name, rl->ag.a[n].err);
+            exit(1);
+        }
 }
 
 /* The relays' side of cycle cy (and the direct nodes'): each takes its
@@ -424,33 +427,19 @@ static double relayed_answer(struct relayed *rl, const struct rpc_writer *encode
 /* qosd's part of one cycle through relays (CPU seconds): the answers
  * taken (agents_receive's work, in one thread), relays_take, the reports
  * taken, compute, relays_plan, the messages written and sent. */
+static double process_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static double relayed_cycle(struct relayed *rl, const struct ctl_settings *s, uint64_t cy, int64_t now)
 {
-    double t0 = cpu_s();
-    for (size_t n = 0; n < rl->ag.n; n++) {
-        struct agent *a = &rl->ag.a[n];
-        a->have_report = false;
-        free(a->group_plain);
-        a->group_plain = NULL;
-        a->group_body = NULL;
-        if (!a->busy)
-            continue;
-        struct session_msg m;
-        if (agent_session_recv(&a->s, &m, AGENT_MAX_BODY, 0) < 0)
-            abort();
-        a->answered_ms = now;
-        if (m.op == AGENT_QOS_GROUP) {
-            a->group_plain = m.plain;
-            a->group_body = m.body;
-            a->group_len = m.len;
-            continue;
-        }
-        struct rpc_reader r;
-        rpc_reader_init(&r, m.body, m.len);
-        if (qos_report_get_into(&r, &a->report, &a->report_cap) == 0)
-            a->have_report = true;
-        free(m.plain);
-    }
+    /* The process's CPU time: qosd's thread and its kept threads (the
+     * relays' side ran before, untimed). */
+    double t0 = process_cpu_s();
+    agents_receive(&rl->ag, net_now_ms() + 5000);   /* adafs-qosd's own */
     if (relays_take(&rl->gs, &rl->ag, now) != 0)
         abort();
     for (size_t n = 0; n < rl->ag.n; n++) {
@@ -464,7 +453,7 @@ static double relayed_cycle(struct relayed *rl, const struct ctl_settings *s, ui
     ctl_compute(rl->c, s, now);
     relays_plan(&rl->gs, &rl->ag, now);
     relayed_send(rl, cy);
-    return cpu_s() - t0;
+    return process_cpu_s() - t0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -484,6 +473,7 @@ int main(int argc, char **argv)
     uint32_t group = argc > 7 ? (uint32_t)strtoul(argv[7], NULL, 10) : 32;
     if (sodium_init() < 0)
         return 1;
+    log_set_level(LOG_LEVEL_WARN);   /* not a line per relay named */
     struct ctl_job_spec *jobs = calloc(njobs, sizeof(*jobs));
     uint32_t *nodes = calloc(njobs * maxn, sizeof(*nodes));
     size_t pairs = 0;
@@ -655,7 +645,7 @@ int main(int argc, char **argv)
         printf("through relays, groups of %u: %zu relays, %zu busy nodes served directly\n", group,
                rl.relays, rl.direct);
         printf("qosd's whole cycle through the relays over sessions on loopback TCP (receive, open, check "
-               "and take each group report, compute, plan, write, seal, send; one thread): median %.3f ms "
+               "and take each group report, compute, plan, write, seal, send; its kept threads included): median %.3f ms "
                "(p10 %.3f, p90 %.3f)\n", t_io[cycles / 2] * 1e3, t_io[cycles / 10] * 1e3,
                t_io[cycles * 9 / 10] * 1e3);
         printf("messages at qosd per cycle: %zu (one out and one in per relay and per direct node)\n",
