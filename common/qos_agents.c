@@ -236,6 +236,37 @@ static struct agents_pool *pool_of(struct agents *ag)
     return ag->pool;
 }
 
+/* Whether this round may wait on a peer: a send that must connect first
+ * (a handshake), or an answer owed that has not begun to arrive (one
+ * poll over the sessions). A round that cannot is done in the calling
+ * thread alone: waking the kept threads costs more than its work when
+ * the answers are in, as a relay's group reports are at a period's
+ * start. */
+static bool may_wait(struct agents *ag, bool send, size_t busy)
+{
+    if (send) {
+        for (size_t i = 0; i < ag->n; i++)
+            if (ag->a[i].busy && !ag->a[i].connected)
+                return true;
+        return false;
+    }
+    if (busy > ag->ready_cap) {
+        struct pollfd *grown = realloc(ag->ready, busy * sizeof(*grown));
+        if (!grown)
+            return true;
+        ag->ready = grown;
+        ag->ready_cap = busy;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < ag->n && n < busy; i++)
+        if (ag->a[i].pending && ag->a[i].connected)
+            ag->ready[n++] = (struct pollfd){ .fd = ag->a[i].s.fd, .events = POLLIN };
+    if (n < busy)
+        return true;   /* a pending answer without a session: let the workers sort it */
+    int got = poll(ag->ready, (nfds_t)n, 0);
+    return got < 0 || (size_t)got < n;
+}
+
 static void run_pool(struct agents *ag, bool send, int64_t deadline_ms)
 {
     size_t busy = 0;
@@ -244,7 +275,9 @@ static void run_pool(struct agents *ag, bool send, int64_t deadline_ms)
     struct pool p = { .ag = ag, .send = send, .deadline = deadline_ms };
     size_t wanted = (busy + AGENTS_PER_THREAD - 1) / AGENTS_PER_THREAD;
     wanted = wanted < AGENTS_THREADS ? wanted : AGENTS_THREADS;
-    struct agents_pool *kp = wanted > 1 || (ag->pool && ag->pool->nthreads) ? pool_of(ag) : NULL;
+    if (wanted > 1 && !may_wait(ag, send, busy))
+        wanted = 1;
+    struct agents_pool *kp = wanted > 1 ? pool_of(ag) : NULL;
     if (kp) {
         pthread_mutex_lock(&kp->mu);
         while (kp->nthreads + 1 < wanted) {
@@ -319,4 +352,7 @@ void agents_free(struct agents *ag)
     ag->n = 0;
     pool_free(ag->pool);
     ag->pool = NULL;
+    free(ag->ready);
+    ag->ready = NULL;
+    ag->ready_cap = 0;
 }

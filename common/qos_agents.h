@@ -13,6 +13,7 @@
 #ifndef ADAFS_COMMON_QOS_AGENTS_H
 #define ADAFS_COMMON_QOS_AGENTS_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -69,6 +70,8 @@ struct agents {
     size_t n;
     const struct session_auth *auth;
     struct agents_pool *pool;    /* the worker threads, kept from cycle to cycle */
+    struct pollfd *ready;        /* run_pool's look at the sessions (kept) */
+    size_t ready_cap;
 };
 
 /* Matches the table to the n nodes (qosd: the world's; a relay: its

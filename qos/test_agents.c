@@ -8,8 +8,9 @@
  * are ordered: each cycle the pool writes the reports and sessions that
  * the main thread then reads, and the main thread writes the messages the
  * pool then sends. The set of busy nodes changes between cycles (a round
- * with one busy node still wakes every kept thread) and the node table is
- * shrunk and grown under the pool.
+ * with one busy node, or whose answers are all in, runs in qosd's thread
+ * alone, the kept threads idle) and the node table is shrunk and grown
+ * under the pool.
  * Then the same through relays (groups.h, relays.h, common/qos_relay.h):
  * stand-in agents that relay with the real relay code, qosd's side as
  * qosd.c runs it; a member that does not answer its relay, a relay that
@@ -350,7 +351,7 @@ static void test_cycles(void)
 
     size_t wrong = 0, good[8];
     int64_t t0 = net_now_ms();
-    /* Cycles 1-3 every node busy; 4-5 one busy (the kept threads woken for
+    /* Cycles 1-3 every node busy; 4-5 one busy (the kept threads left idle for
      * nothing); 6-8 all again. */
     for (uint64_t n = 1; n <= 8; n++)
         good[n - 1] = one_cycle(&ag, c, n, n == 4 || n == 5 ? 1 : NODES, &wrong);

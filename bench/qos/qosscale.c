@@ -253,6 +253,7 @@ struct relayed {
     struct qos_report got;
     uint32_t got_cap;
     size_t relays, direct;
+    double own_thread;              /* the last cycle's CPU in qosd's own thread */
 };
 
 static void relayed_init(struct relayed *rl, const struct ctl_job_spec *jobs, size_t njobs,
@@ -438,7 +439,7 @@ static double relayed_cycle(struct relayed *rl, const struct ctl_settings *s, ui
 {
     /* The process's CPU time: qosd's thread and its kept threads (the
      * relays' side ran before, untimed). */
-    double t0 = process_cpu_s();
+    double t0 = process_cpu_s(), t0_own = cpu_s();
     agents_receive(&rl->ag, net_now_ms() + 5000);   /* adafs-qosd's own */
     if (relays_take(&rl->gs, &rl->ag, now) != 0)
         abort();
@@ -453,6 +454,7 @@ static double relayed_cycle(struct relayed *rl, const struct ctl_settings *s, ui
     ctl_compute(rl->c, s, now);
     relays_plan(&rl->gs, &rl->ag, now);
     relayed_send(rl, cy);
+    rl->own_thread = cpu_s() - t0_own;
     return process_cpu_s() - t0;
 }
 
@@ -534,6 +536,7 @@ int main(int argc, char **argv)
     }
     struct relayed rl = { 0 };
     double *t_relay = calloc((size_t)cycles, sizeof(double));
+    double *t_own = calloc((size_t)cycles, sizeof(double));
     if (with_relay) {
         relayed_init(&rl, jobs, njobs, nnodes, group, 1000000);
         relayed_send(&rl, 0);   /* cycle 0's messages: their answers start the first timed cycle */
@@ -608,6 +611,7 @@ int main(int argc, char **argv)
         if (with_relay) {
             t_relay[cy] = relayed_answer(&rl, encoded);   /* the answers to the last messages */
             t_io[cy] = relayed_cycle(&rl, &s, (uint64_t)cy + 1, now);
+            t_own[cy] = rl.own_thread;
         } else if (with_io) {
             t_io[cy] = io_cycle(&io, &s, nnodes, encoded, (uint64_t)cy, now);
         }
@@ -619,6 +623,7 @@ int main(int argc, char **argv)
     qsort(t_compute, (size_t)cycles, sizeof(double), cmp_double);
     qsort(t_io, (size_t)cycles, sizeof(double), cmp_double);
     qsort(t_relay, (size_t)cycles, sizeof(double), cmp_double);
+    qsort(t_own, (size_t)cycles, sizeof(double), cmp_double);
     printf("nodes %zu, jobs %zu (1-%u nodes each), (job, node) pairs %zu, policy psfa, 4 classes with capacity\n",
            nnodes, njobs, maxn, pairs);
     printf("qosd CPU per cycle (decode reports, compute, encode messages): median %.3f ms, "
@@ -648,6 +653,7 @@ int main(int argc, char **argv)
                "and take each group report, compute, plan, write, seal, send; its kept threads included): median %.3f ms "
                "(p10 %.3f, p90 %.3f)\n", t_io[cycles / 2] * 1e3, t_io[cycles / 10] * 1e3,
                t_io[cycles * 9 / 10] * 1e3);
+        printf("  of which in qosd's own thread: median %.3f ms\n", t_own[cycles / 2] * 1e3);
         printf("messages at qosd per cycle: %zu (one out and one in per relay and per direct node)\n",
                2 * (rl.relays + rl.direct));
         printf("a relay's own message work per period (the first group's: itself and %u members; "
@@ -682,6 +688,7 @@ int main(int argc, char **argv)
     free(t_compute);
     free(t_io);
     free(t_relay);
+    free(t_own);
     if (with_relay) {
         for (size_t n = 0; n < nnodes; n++)
             if (rl.far[n].fd >= 0)
