@@ -34,6 +34,7 @@ int agents_sync(struct agents *ag, const struct agent_addr *nodes, size_t n)
     struct agent *next = calloc(n ? n : 1, sizeof(*next));
     if (!next)
         return -ENOMEM;
+    int changed = n != ag->n;
     for (size_t i = 0; i < n; i++) {
         const struct agent_addr *wn = &nodes[i];
         struct agent *a = &next[i];
@@ -43,10 +44,12 @@ int agents_sync(struct agents *ag, const struct agent_addr *nodes, size_t n)
                 old->port == wn->port) {
                 *a = *old;
                 old->name[0] = '\0';   /* taken */
+                changed |= k != i;
                 break;
             }
         }
         if (!a->name[0]) {
+            changed = 1;
             snprintf(a->name, sizeof(a->name), "%s", wn->name);
             snprintf(a->host, sizeof(a->host), "%s", wn->host);
             a->port = wn->port;
@@ -59,7 +62,7 @@ int agents_sync(struct agents *ag, const struct agent_addr *nodes, size_t n)
     free(ag->a);
     ag->a = next;
     ag->n = n;
-    return 0;
+    return changed;
 }
 
 struct rpc_writer *agents_message(struct agent *a)

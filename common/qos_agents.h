@@ -76,6 +76,7 @@ struct agents {
 
 /* Matches the table to the n nodes (qosd: the world's; a relay: its
  * group's): sessions of nodes whose name, host and port stay are kept.
+ * 1 when a node came, went or moved in the table, 0 when it is the same,
  * -ENOMEM. */
 int agents_sync(struct agents *ag, const struct agent_addr *nodes, size_t n);
 

@@ -44,14 +44,14 @@ static int take_members(struct qos_relay *rl, const struct qos_group_request *g)
     }
     int rc = agents_sync(&rl->ag, addrs, g->nmembers);
     free(addrs);
-    if (rc == 0 && g->epoch != rl->epoch)
+    if (rc >= 0 && g->epoch != rl->epoch)
         log_info("relay for a group of %u nodes (%s-%s, epoch %u)", g->nmembers,
                  g->members[0].node, g->members[g->nmembers - 1].node, g->epoch);
-    if (rc == 0) {
-        rl->epoch = g->epoch;
-        rl->nmembers = g->nmembers;
-    }
-    return rc;
+    if (rc < 0)
+        return rc;
+    rl->epoch = g->epoch;
+    rl->nmembers = g->nmembers;
+    return 0;
 }
 
 static void wait_until(int64_t due, const atomic_bool *cancel)

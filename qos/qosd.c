@@ -307,9 +307,12 @@ static void cycle(uint64_t n, int64_t start)
     int changed = world_refresh(&world, &conf, err, sizeof(err));
     if (changed < 0)
         log_limited(&slurm_log, LOG_LEVEL_WARN, "%s", err);
-    if (changed > 0 && agents_sync(&ag, world.nodes, world.nnodes) < 0)
+    int moved = changed > 0 ? agents_sync(&ag, world.nodes, world.nnodes) : 0;
+    if (moved < 0)
         log_error("out of memory taking %zu nodes", world.nnodes);
-    if ((changed > 0 || groups.size != conf.relay_group || groups.nnodes != ag.n) &&
+    /* Regrouped only when the nodes changed, not their jobs: a group
+     * keeps its relay and epoch (its list is not sent again). */
+    if ((moved > 0 || groups.size != conf.relay_group || groups.nnodes != ag.n) &&
         groups_sync(&groups, ag.n, conf.relay_group) < 0)
         log_error("out of memory making groups of %u of %zu nodes", conf.relay_group, ag.n);
     if (changed > 0 || jobs_dirty)
