@@ -266,6 +266,7 @@ const char *agent_op_name(uint16_t op)
     case AGENT_QOS: return "qos";
     case AGENT_QOS_REPORT: return "qos report";
     case AGENT_LIST: return "list";
+    case AGENT_QOS_GROUP: return "qos group";
     }
     return "unknown";
 }

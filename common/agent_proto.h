@@ -60,6 +60,7 @@ enum agent_op {
     AGENT_WATCH = 9,       /* STATUS once it changes: the plugin's long poll */
     AGENT_QOS_REPORT = 10, /* usage out at once, nothing changed (qos_proto.h) */
     AGENT_LIST = 11,       /* the persistent instances this agent serves (adafs-ctl) */
+    AGENT_QOS_GROUP = 12,  /* adafs-qosd to a relay: a group's limits in, its reports out (qos_proto.h) */
 };
 
 /* The agent's local socket: "%n" in the pattern is the node's name (the

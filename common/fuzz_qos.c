@@ -2,7 +2,9 @@
  * the control plane's messages (qos_proto.h: what qosd sends the root
  * agent, what an agent and qosd's socket answer), the attach request the
  * root agent reads from any local user, the limit text of directives and
- * the environment, and the PFS path check. The first byte picks which.
+ * the environment, the PFS path check, and the relays' group messages
+ * (the second byte the size of the group the receiver knows). The first
+ * byte picks which.
  * Whatever decodes must encode back to the same bytes. */
 #include <assert.h>
 #include <stdlib.h>
@@ -57,9 +59,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    int kind = data[0] % 6;
+    int kind = data[0] % 8;
     data++;
     size--;
+    if (kind >= 6 && size >= 1) {
+        uint32_t known = data[0];
+        struct rpc_reader r;
+        rpc_reader_init(&r, data + 1, size - 1);
+        struct rpc_writer w;
+        rpc_writer_init(&w, NULL, 0);
+        static struct qos_group_request g;
+        static struct qos_group_report rep;
+        int rc;
+        if (kind == 6) {
+            if ((rc = qos_group_request_get(&r, &g, known)) == 0) {
+                assert(g.nparts <= (g.nmembers ? g.nmembers : known) && g.self < QOS_GROUP_MAX);
+                qos_group_request_put(&w, &g);
+            }
+        } else if ((rc = qos_group_report_get(&r, &rep, known)) == 0) {
+            assert(rep.n <= known);
+            qos_group_report_put(&w, &rep);
+        }
+        if (rc == 0)
+            assert(rpc_writer_ok(&w) && w.len == size - 1 && memcmp(w.data, data + 1, size - 1) == 0);
+        rpc_writer_free(&w);
+        return 0;
+    }
     if (kind <= 2) {
         roundtrip(data, size, kind);
         return 0;

@@ -11,6 +11,7 @@
 #include "conf.h"
 #include "qos_client.h"
 #include "qos_paths.h"
+#include "qos_proto.h"
 
 static const char *const policy_names[] = { "static", "priority", "proportional", "psfa" };
 
@@ -37,6 +38,7 @@ void qos_conf_defaults(struct qos_conf *c)
         .socket = strdup("/run/adafs/qos.sock"),
         .state_dir = strdup("/var/lib/adafs-qosd"),
         .agent_timeout_ms = 5000,
+        .relay_group = 32,
         .directive = strdup("BB_ADAFS"),
         .preload = strdup(ADAFS_PKGLIBDIR "/libadafs_preload.so"),
         .agent_port = 6830,
@@ -120,6 +122,16 @@ int qos_conf_set(struct qos_conf *c, const char *key, const char *value, char *e
             snprintf(why, sizeof(why), "expected seconds, at least 0.2");
             goto bad;
         }
+    } else if (strcasecmp(k, "RelayGroup") == 0) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(value, &end, 10);
+        if (errno || end == value || *end || value[0] == '-' || v == 1 || v > QOS_GROUP_MAX) {
+            snprintf(why, sizeof(why), "expected 0 (no relays) or 2 to %d nodes per relay",
+                     QOS_GROUP_MAX);
+            goto bad;
+        }
+        c->relay_group = (uint32_t)v;
     } else if (strcasecmp(k, "Weight") == 0) {
         if (strcasecmp(value, "nodes") == 0)
             c->weight = QOS_WEIGHT_NODES;

@@ -32,6 +32,7 @@ struct qos_conf {
     char *socket;                /* AdafsQosSocket: the agents' --qos-socket */
     char *state_dir;             /* AdafsQosStateDir: adafs-qosd's state and records */
     uint32_t agent_timeout_ms;   /* AdafsQosAgentTimeout: a silent agent's jobs leave the sums */
+    uint32_t relay_group;        /* AdafsQosRelayGroup: nodes per relay (32; 0: every node direct) */
     /* The plugin's keys adafs-qosd and the TaskProlog read too (set by
      * qos_conf_load only; the plugin checks them itself). */
     char *directive;             /* Directive (BB_ADAFS) */

@@ -2,6 +2,8 @@
 #include "qos_proto.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -254,4 +256,206 @@ int qos_status_get(struct rpc_reader *r, struct qos_status *s)
         get_classes(r, j->usage);
     }
     return finish(r, (void **)&s->jobs);
+}
+
+/* --- relays: the group messages --------------------------------------- */
+
+/* A nested body: u32 length, patched when the body is written. */
+static size_t nested_start(struct rpc_writer *w)
+{
+    size_t at = w->len;
+    rpc_put_u32(w, 0);
+    return at;
+}
+
+static void nested_end(struct rpc_writer *w, size_t at)
+{
+    if (rpc_writer_ok(w))
+        rpc_patch_u32(w, at, (uint32_t)(w->len - at - 4));
+}
+
+void qos_group_request_start(struct qos_group_writer *gw, struct rpc_writer *w, uint64_t cycle,
+                             uint32_t answer_in_ms, uint32_t epoch, uint32_t self,
+                             const struct qos_group_member *members, uint32_t nmembers)
+{
+    *gw = (struct qos_group_writer){ .w = w };
+    rpc_put_u32(w, QOS_PROTO_VERSION);
+    rpc_put_u64(w, cycle);
+    rpc_put_u32(w, answer_in_ms);
+    rpc_put_u32(w, epoch);
+    rpc_put_u32(w, self);
+    rpc_put_u32(w, members ? nmembers : 0);
+    for (uint32_t i = 0; members && i < nmembers; i++) {
+        rpc_put_str(w, members[i].node);
+        rpc_put_str(w, members[i].host);
+        rpc_put_u32(w, members[i].port);
+    }
+    gw->count_at = w->len;
+    rpc_put_u32(w, 0);
+}
+
+void qos_group_part_start(struct qos_group_writer *gw, uint32_t index)
+{
+    rpc_put_u32(gw->w, index);
+    gw->part_at = nested_start(gw->w);
+    gw->nparts++;
+}
+
+void qos_group_part_end(struct qos_group_writer *gw)
+{
+    nested_end(gw->w, gw->part_at);
+}
+
+void qos_group_request_end(struct qos_group_writer *gw)
+{
+    if (rpc_writer_ok(gw->w))
+        rpc_patch_u32(gw->w, gw->count_at, gw->nparts);
+}
+
+void qos_group_request_put(struct rpc_writer *w, const struct qos_group_request *g)
+{
+    struct qos_group_writer gw;
+    qos_group_request_start(&gw, w, g->cycle, g->answer_in_ms, g->epoch, g->self,
+                            g->nmembers ? g->members : NULL, g->nmembers);
+    for (uint32_t i = 0; i < g->nparts; i++) {
+        qos_group_part_start(&gw, g->parts[i].index);
+        rpc_put_raw(w, g->parts[i].body, g->parts[i].len);
+        qos_group_part_end(&gw);
+    }
+    qos_group_request_end(&gw);
+}
+
+/* A string of 1 to max bytes (NUL excluded), or NULL with r failed. */
+static const char *get_name(struct rpc_reader *r, size_t max)
+{
+    const char *s = rpc_get_str(r);
+    if (s && (!s[0] || strlen(s) > max)) {
+        r->failed = 1;
+        return NULL;
+    }
+    return s;
+}
+
+/* Whether index is below n and not seen yet (seen: QOS_GROUP_MAX bits). */
+static bool take_index(uint64_t *seen, uint32_t index, uint32_t n)
+{
+    if (index >= n || seen[index / 64] >> (index % 64) & 1)
+        return false;
+    seen[index / 64] |= 1ull << (index % 64);
+    return true;
+}
+
+int qos_group_request_get(struct rpc_reader *r, struct qos_group_request *g, uint32_t known)
+{
+    g->nmembers = g->nparts = 0;
+    if (rpc_get_u32(r) != QOS_PROTO_VERSION)
+        return -EBADMSG;
+    g->cycle = rpc_get_u64(r);
+    g->answer_in_ms = rpc_get_u32(r);
+    g->epoch = rpc_get_u32(r);
+    g->self = rpc_get_u32(r);
+    uint32_t nmembers = rpc_get_u32(r);
+    if (!rpc_reader_ok(r) || g->answer_in_ms > QOS_ANSWER_MAX_MS || nmembers > QOS_GROUP_MAX)
+        return -EBADMSG;
+    for (uint32_t i = 0; i < nmembers && rpc_reader_ok(r); i++) {
+        struct qos_group_member *m = &g->members[i];
+        m->node = get_name(r, 64);
+        m->host = get_name(r, 255);
+        m->port = rpc_get_u32(r);
+        if (m->port == 0 || m->port > 65535)
+            r->failed = 1;
+    }
+    uint32_t size = nmembers ? nmembers : known;
+    uint32_t nparts = rpc_get_u32(r);
+    if (!rpc_reader_ok(r) || size > QOS_GROUP_MAX || g->self >= size || nparts > size)
+        return -EBADMSG;
+    uint64_t seen[QOS_GROUP_MAX / 64] = { 0 };
+    for (uint32_t i = 0; i < nparts && rpc_reader_ok(r); i++) {
+        struct qos_group_part *p = &g->parts[i];
+        p->index = rpc_get_u32(r);
+        const void *body;
+        p->len = (uint32_t)rpc_get_bytes(r, &body);
+        p->body = body;
+        if (rpc_reader_ok(r) && !take_index(seen, p->index, size))
+            return -EBADMSG;
+    }
+    if (!rpc_reader_done(r))
+        return -EBADMSG;
+    g->nmembers = nmembers;
+    g->nparts = nparts;
+    return 0;
+}
+
+void qos_group_report_start(struct qos_group_writer *gw, struct rpc_writer *w, uint64_t cycle)
+{
+    *gw = (struct qos_group_writer){ .w = w };
+    rpc_put_u32(w, QOS_PROTO_VERSION);
+    rpc_put_u64(w, cycle);
+    gw->count_at = w->len;
+    rpc_put_u32(w, 0);
+}
+
+void qos_group_entry_start(struct qos_group_writer *gw, uint32_t index, uint32_t status,
+                           const char *reason)
+{
+    char cut[QOS_GROUP_REASON_MAX + 1];
+    snprintf(cut, sizeof(cut), "%s", reason ? reason : "");
+    rpc_put_u32(gw->w, index);
+    rpc_put_u32(gw->w, status);
+    rpc_put_str(gw->w, cut);
+    gw->part_at = nested_start(gw->w);
+    gw->nparts++;
+}
+
+void qos_group_entry_end(struct qos_group_writer *gw)
+{
+    nested_end(gw->w, gw->part_at);
+}
+
+void qos_group_report_end(struct qos_group_writer *gw)
+{
+    qos_group_request_end(gw);
+}
+
+void qos_group_report_put(struct rpc_writer *w, const struct qos_group_report *g)
+{
+    struct qos_group_writer gw;
+    qos_group_report_start(&gw, w, g->cycle);
+    for (uint32_t i = 0; i < g->n; i++) {
+        qos_group_entry_start(&gw, g->e[i].index, g->e[i].status, g->e[i].reason);
+        rpc_put_raw(w, g->e[i].report, g->e[i].len);
+        qos_group_entry_end(&gw);
+    }
+    qos_group_report_end(&gw);
+}
+
+int qos_group_report_get(struct rpc_reader *r, struct qos_group_report *g, uint32_t nmembers)
+{
+    g->n = 0;
+    if (rpc_get_u32(r) != QOS_PROTO_VERSION)
+        return -EBADMSG;
+    g->cycle = rpc_get_u64(r);
+    uint32_t n = rpc_get_u32(r);
+    if (!rpc_reader_ok(r) || nmembers > QOS_GROUP_MAX || n > nmembers)
+        return -EBADMSG;
+    uint64_t seen[QOS_GROUP_MAX / 64] = { 0 };
+    for (uint32_t i = 0; i < n && rpc_reader_ok(r); i++) {
+        struct qos_group_entry *e = &g->e[i];
+        e->index = rpc_get_u32(r);
+        e->status = rpc_get_u32(r);
+        e->reason = rpc_get_str(r);
+        const void *rep;
+        e->len = (uint32_t)rpc_get_bytes(r, &rep);
+        e->report = rep;
+        if (!rpc_reader_ok(r))
+            break;
+        if (!take_index(seen, e->index, nmembers) || e->status >= QOS_MEMBER_NSTATUS ||
+            strlen(e->reason) > QOS_GROUP_REASON_MAX ||
+            (e->status == QOS_MEMBER_REPORTED) != (e->len > 0))
+            return -EBADMSG;
+    }
+    if (!rpc_reader_done(r))
+        return -EBADMSG;
+    g->n = n;
+    return 0;
 }

@@ -16,6 +16,7 @@
 #include "qos_client.h"
 #include "qos_limits.h"
 #include "qos_paths.h"
+#include "qos_conf.h"
 #include "qos_proto.h"
 #include "qos_seg.h"
 #include "tap.h"
@@ -389,10 +390,155 @@ static void test_classes(void)
     rpc_writer_free(&m);
 }
 
+/* The relays' messages: a group request with its members and parts, and
+ * the group report, both ways; and what the decoders refuse. */
+static void test_group(void)
+{
+    static struct qos_group_request g, back;
+    g = (struct qos_group_request){ .cycle = 77, .answer_in_ms = 900, .epoch = 3, .self = 1,
+                                    .nmembers = 3 };
+    const char *names[] = { "n1", "n2", "n3" };
+    for (int i = 0; i < 3; i++)
+        g.members[i] = (struct qos_group_member){ .node = names[i], .host = "10.0.0.1",
+                                                  .port = 6000 + (uint32_t)i };
+    /* Members 0 and 2 busy: their AGENT_QOS bodies. */
+    struct rpc_writer b0, b2, w;
+    rpc_writer_init(&b0, NULL, 0);
+    rpc_writer_init(&b2, NULL, 0);
+    struct qos_job_limits jl = { .job_id = 5, .uid = 1000 };
+    jl.limit.v[QOS_STAT] = 1000;
+    qos_cycle_put(&b0, &(struct qos_cycle){ .cycle = 77, .answer_in_ms = 880, .njobs = 1, .jobs = &jl });
+    qos_cycle_put(&b2, &(struct qos_cycle){ .cycle = 77, .answer_in_ms = 880 });
+    g.nparts = 2;
+    g.parts[0] = (struct qos_group_part){ .index = 0, .body = b0.data, .len = (uint32_t)b0.len };
+    g.parts[1] = (struct qos_group_part){ .index = 2, .body = b2.data, .len = (uint32_t)b2.len };
+    rpc_writer_init(&w, NULL, 0);
+    qos_group_request_put(&w, &g);
+    struct rpc_reader r;
+    rpc_reader_init(&r, w.data, w.len);
+    int rc = qos_group_request_get(&r, &back, 0);
+    tap_ok(rc == 0 && back.nmembers == 3 && back.nparts == 2 && back.self == 1 &&
+           strcmp(back.members[2].node, "n3") == 0 && back.members[2].port == 6002 &&
+           back.parts[1].index == 2 && back.parts[0].len == b0.len &&
+           memcmp(back.parts[0].body, b0.data, b0.len) == 0,
+           "a group request with 3 members and 2 parts comes back (%d)", rc);
+    struct qos_cycle c;
+    rpc_reader_init(&r, back.parts[0].body, back.parts[0].len);
+    tap_ok(qos_cycle_get(&r, &c) == 0 && c.njobs == 1 && c.jobs[0].limit.v[QOS_STAT] == 1000,
+           "a part is the member's AGENT_QOS body as it is");
+    free(c.jobs);
+
+    /* Without the list: good against a known group of 3, refused of 2. */
+    g.nmembers = 0;
+    w.len = 0;
+    qos_group_request_put(&w, &g);
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(qos_group_request_get(&r, &back, 3), 0, "the epoch's list not repeated: decodes");
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(qos_group_request_get(&r, &back, 2), -EBADMSG,
+               "an index beyond the members held is refused");
+    g.parts[1].index = 0;
+    w.len = 0;
+    qos_group_request_put(&w, &g);
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(qos_group_request_get(&r, &back, 3), -EBADMSG, "a member named twice is refused");
+    g.parts[1].index = 2;
+    g.self = 3;
+    w.len = 0;
+    qos_group_request_put(&w, &g);
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(qos_group_request_get(&r, &back, 3), -EBADMSG, "a relay not among its members is refused");
+    g.self = 1;
+    w.len = 0;
+    qos_group_request_put(&w, &g);
+    rpc_put_u32(&w, 0);
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(qos_group_request_get(&r, &back, 3), -EBADMSG, "trailing bytes are refused");
+    struct rpc_writer big;
+    rpc_writer_init(&big, NULL, 0);
+    rpc_put_u32(&big, QOS_PROTO_VERSION);
+    rpc_put_u64(&big, 1);
+    rpc_put_u32(&big, 0);
+    rpc_put_u32(&big, 1);
+    rpc_put_u32(&big, 0);
+    rpc_put_u32(&big, QOS_GROUP_MAX + 1);
+    rpc_reader_init(&r, big.data, big.len);
+    tap_is_int(qos_group_request_get(&r, &back, 0), -EBADMSG, "more than 256 members are refused");
+    rpc_writer_free(&big);
+
+    /* The report: member 0 reported, member 2 did not answer. */
+    struct rpc_writer rb;
+    rpc_writer_init(&rb, NULL, 0);
+    struct qos_job_usage u = { .job_id = 5, .procs = 4 };
+    u.used[QOS_STAT] = 12345;
+    qos_report_put(&rb, &(struct qos_report){ .cycle = 76, .njobs = 1, .jobs = &u });
+    static struct qos_group_report rep, rback;
+    rep = (struct qos_group_report){ .cycle = 77, .n = 2 };
+    rep.e[0] = (struct qos_group_entry){ .index = 0, .status = QOS_MEMBER_REPORTED, .reason = "",
+                                         .report = rb.data, .len = (uint32_t)rb.len };
+    rep.e[1] = (struct qos_group_entry){ .index = 2, .status = QOS_MEMBER_NO_ANSWER,
+                                         .reason = "no report by the deadline" };
+    w.len = 0;
+    qos_group_report_put(&w, &rep);
+    rpc_reader_init(&r, w.data, w.len);
+    rc = qos_group_report_get(&r, &rback, 3);
+    struct qos_report mr = { 0 };
+    struct rpc_reader rr;
+    rpc_reader_init(&rr, rback.e[0].report, rback.e[0].len);
+    tap_ok(rc == 0 && rback.n == 2 && rback.cycle == 77 && rback.e[1].status == QOS_MEMBER_NO_ANSWER &&
+           strcmp(rback.e[1].reason, "no report by the deadline") == 0 &&
+           qos_report_get(&rr, &mr) == 0 && mr.njobs == 1 && mr.jobs[0].used[QOS_STAT] == 12345,
+           "a group report comes back, each member's report decoding as a direct one (%d)", rc);
+    free(mr.jobs);
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(qos_group_report_get(&r, &rback, 2), -EBADMSG,
+               "a report naming a member beyond the group is refused");
+    rep.e[1].status = QOS_MEMBER_REPORTED;
+    w.len = 0;
+    qos_group_report_put(&w, &rep);
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(qos_group_report_get(&r, &rback, 3), -EBADMSG, "'reported' with no report is refused");
+    rep.e[1] = rep.e[0];
+    w.len = 0;
+    qos_group_report_put(&w, &rep);
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(qos_group_report_get(&r, &rback, 3), -EBADMSG, "a member reported twice is refused");
+    rep.e[1] = (struct qos_group_entry){ .index = 2, .status = QOS_MEMBER_NSTATUS, .reason = "" };
+    w.len = 0;
+    qos_group_report_put(&w, &rep);
+    rpc_reader_init(&r, w.data, w.len);
+    tap_is_int(qos_group_report_get(&r, &rback, 3), -EBADMSG, "an unknown status is refused");
+    rpc_writer_free(&rb);
+    rpc_writer_free(&w);
+    rpc_writer_free(&b0);
+    rpc_writer_free(&b2);
+}
+
+/* AdafsQosRelayGroup: 0 or 2-256, 32 by default. */
+static void test_relay_conf(void)
+{
+    struct qos_conf c;
+    qos_conf_defaults(&c);
+    char err[512];
+    tap_ok(c.relay_group == 32, "relays: groups of 32 by default");
+    tap_ok(qos_conf_set(&c, "AdafsQosRelayGroup", "2", err, sizeof(err)) == 1 && c.relay_group == 2 &&
+           qos_conf_set(&c, "AdafsQosRelayGroup", "0", err, sizeof(err)) == 1 && c.relay_group == 0,
+           "AdafsQosRelayGroup 2 and 0 (no relays) taken");
+    const char *bad[] = { "1", "257", "-3", "x", "", "32 nodes" };
+    int refused = 0;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        refused += qos_conf_set(&c, "AdafsQosRelayGroup", bad[i], err, sizeof(err)) < 0;
+    tap_ok(refused == 6 && strstr(err, "AdafsQosRelayGroup") != NULL,
+           "1, 257, -3, x, empty and '32 nodes' refused (%s)", err);
+    qos_conf_free(&c);
+}
+
 int main(void)
 {
     test_limits();
+    test_relay_conf();
     test_classes();
+    test_group();
     test_paths();
     test_seg();
     test_client();

@@ -9,7 +9,7 @@
  * agent's answer to the last limits, due now), reread burst_buffer.conf
  * if it changed, ask slurmctld what runs (world.h), compute every job's
  * limits on every node (ctl.h) and send them, the next usage due at the
- * period's end (agents.h: two messages per node and period),
+ * period's end (qos_agents.h: two messages per node and period),
  * then write the status (for bbstat and adafs-qos), a line per job and
  * class to the records, and the state (state.h). adafs-qos talks to it
  * over <state dir>/qosd.sock (root and this daemon's user only). If qosd
@@ -32,15 +32,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agents.h"
+#include "agent_proto.h"
 #include "ctl.h"
 #include "daemon.h"
 #include "fileio.h"
 #include "log.h"
 #include "munge_auth.h"
 #include "net.h"
+#include "qos_agents.h"
 #include "qos_conf.h"
 #include "qos_proto.h"
+#include "relays.h"
 #include "rpc_io.h"
 #include "state.h"
 #include "world.h"
@@ -54,6 +56,7 @@ static struct timespec conf_mtime;
 static struct state st;
 static struct world world;
 static struct agents ag;
+static struct groups groups;
 static struct ctl *ctl;
 static struct session_auth munge;
 static char path_state[4200], path_status[4200], path_records[4200], path_socket[4200];
@@ -210,7 +213,7 @@ static void write_status(uint64_t cycle)
                                        .period_ms = period_ms(), .capacity = s.capacity };
     snprintf(last_status.policy, sizeof(last_status.policy), "%s", qos_policy_name(s.policy));
     for (size_t i = 0; i < ag.n; i++)
-        if (ag.a[i].busy) {
+        if (ag.a[i].active) {
             last_status.agents++;
             last_status.agents_up += ag.a[i].have_report;
         }
@@ -270,8 +273,11 @@ static void append_records(void)
 static int64_t period_end;
 
 /* Computes every job's limits from the usage taken and sends each busy
- * agent its message, its report due at the period's end. */
-static void send_limits(uint64_t n)
+ * agent its message (a relay its group's), its report due at the
+ * period's end. Without relays (a change pushed mid-period: a relay
+ * serves one group cycle at a time), their groups hear the change at the
+ * next period, within one. */
+static void send_limits(uint64_t n, bool relays)
 {
     int64_t now = net_now_ms();
     struct ctl_settings s = settings();
@@ -280,9 +286,13 @@ static void send_limits(uint64_t n)
     uint32_t answer_in = due < 0 ? 0 : due > QOS_ANSWER_MAX_MS ? QOS_ANSWER_MAX_MS : (uint32_t)due;
     for (size_t i = 0; i < ag.n && i < world.nnodes; i++) {
         struct agent *a = &ag.a[i];
-        if (a->busy)
+        if (a->busy && a->op != AGENT_QOS_GROUP)
             ctl_node_message(ctl, (uint32_t)i, n, answer_in, agents_message(a));
+        else if (a->op == AGENT_QOS_GROUP && !relays)
+            a->busy = false;   /* for this send only: relays_plan sets it again */
     }
+    if (relays)
+        relays_messages(&groups, &ag, ctl, n, answer_in, relays_margin_ms(period_ms()));
     agents_send(&ag, now + (int64_t)period_ms() * 4 / 10);
 }
 
@@ -291,13 +301,20 @@ static void cycle(uint64_t n, int64_t start)
     /* The answers to the last limits, due now: the usage of the period
      * just ended, before anything else takes time. */
     agents_receive(&ag, start + (int64_t)period_ms() * 4 / 10);
+    relays_take(&groups, &ag, net_now_ms());
     reload_if_changed(false);
     char err[1024];
     int changed = world_refresh(&world, &conf, err, sizeof(err));
     if (changed < 0)
         log_limited(&slurm_log, LOG_LEVEL_WARN, "%s", err);
-    if (changed > 0 && agents_sync(&ag, &world) < 0)
+    int moved = changed > 0 ? agents_sync(&ag, world.nodes, world.nnodes) : 0;
+    if (moved < 0)
         log_error("out of memory taking %zu nodes", world.nnodes);
+    /* Regrouped only when the nodes changed, not their jobs: a group
+     * keeps its relay and epoch (its list is not sent again). */
+    if ((moved > 0 || groups.size != conf.relay_group || groups.nnodes != ag.n) &&
+        groups_sync(&groups, ag.n, conf.relay_group) < 0)
+        log_error("out of memory making groups of %u of %zu nodes", conf.relay_group, ag.n);
     if (changed > 0 || jobs_dirty)
         apply_jobs();
     for (size_t i = 0; i < ag.n && i < world.nnodes; i++) {
@@ -306,10 +323,8 @@ static void cycle(uint64_t n, int64_t start)
          * drops their budgets. */
         if (ctl_node_busy(ctl, (uint32_t)i))
             a->busy_cycle = n;
-        a->busy = a->busy_cycle && n - a->busy_cycle <= 5;
-        if (!a->busy && a->connected && !a->pending)
-            agents_close(a);   /* its agent would close it idle: a new one when it is busy again */
-        if (a->busy && a->have_report) {
+        a->active = a->busy_cycle && n - a->busy_cycle <= 5;
+        if (a->active && a->have_report) {
             /* The next node's pairs are fetched while this one's report
              * is taken: the cache misses overlap (ctl.h). */
             if (i + 1 < ag.n && i + 1 < world.nnodes)
@@ -317,16 +332,23 @@ static void cycle(uint64_t n, int64_t start)
             ctl_take_report(ctl, (uint32_t)i, &a->report, a->answered_ms);
         }
     }
-    send_limits(n);
+    /* Who gets what: a relay its group's message, the others their own. */
+    relays_plan(&groups, &ag, net_now_ms());
+    for (size_t i = 0; i < ag.n; i++) {
+        struct agent *a = &ag.a[i];
+        if (!a->busy && a->connected && !a->pending)
+            agents_close(a);   /* its agent would close it idle: a new one when it is busy again */
+    }
+    send_limits(n, true);
     for (size_t i = 0; i < ag.n; i++) {
         struct agent *a = &ag.a[i];
         bool ok = !a->err[0];
         /* One line when an agent stops answering, one when it is back. */
         if (!ok && !a->failing)
             log_warn("node %s: agent %s:%d: %s", a->name, a->host, a->port, a->err);
-        else if (ok && a->failing && a->busy)
+        else if (ok && a->failing && a->active)
             log_info("node %s: agent answers again", a->name);
-        a->failing = !ok && (a->busy || a->failing);
+        a->failing = !ok && (a->active || a->busy || a->failing);
     }
     st.cycle = n;
     write_status(n);
@@ -448,7 +470,10 @@ static void push(uint64_t n)
 {
     if (jobs_dirty)
         apply_jobs();
-    send_limits(n);
+    send_limits(n, false);
+    for (size_t i = 0; i < ag.n; i++)
+        if (ag.a[i].op == AGENT_QOS_GROUP)
+            ag.a[i].busy = true;   /* the relays', cleared for this send */
     write_status(n);
     save_state();
 }

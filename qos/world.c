@@ -18,7 +18,7 @@
 
 static int by_name(const void *a, const void *b)
 {
-    return strcmp(((const struct world_node *)a)->name, ((const struct world_node *)b)->name);
+    return strcmp(((const struct agent_addr *)a)->name, ((const struct agent_addr *)b)->name);
 }
 
 int world_node(const struct world *w, const char *name)
@@ -49,7 +49,7 @@ static int load_nodes(struct world *w, const struct qos_conf *conf, char *err, s
                  slurm_strerror(slurm_get_errno()));
         return -1;
     }
-    struct world_node *nodes = calloc(msg->record_count ? msg->record_count : 1, sizeof(*nodes));
+    struct agent_addr *nodes = calloc(msg->record_count ? msg->record_count : 1, sizeof(*nodes));
     if (!nodes) {
         slurm_free_node_info_msg(msg);
         snprintf(err, errlen, "out of memory");
@@ -60,7 +60,7 @@ static int load_nodes(struct world *w, const struct qos_conf *conf, char *err, s
         const node_info_t *ni = &msg->node_array[i];
         if (!ni->name || strlen(ni->name) >= sizeof(nodes[n].name))
             continue;
-        struct world_node *wn = &nodes[n++];
+        struct agent_addr *wn = &nodes[n++];
         snprintf(wn->name, sizeof(wn->name), "%s", ni->name);
         snprintf(wn->host, sizeof(wn->host), "%s", ni->node_addr && *ni->node_addr ? ni->node_addr
                                                                                    : ni->name);

@@ -10,16 +10,12 @@
 #include <time.h>
 
 #include "ctl.h"
+#include "qos_agents.h"
 #include "qos_conf.h"
 
-struct world_node {
-    char name[65];
-    char host[256];
-    int port;                    /* its agent's */
-};
 
 struct world {
-    struct world_node *nodes;    /* sorted by name; indices are ctl's */
+    struct agent_addr *nodes;     /* sorted by name; indices are ctl's */
     size_t nnodes;
     struct ctl_job_spec *jobs;
     size_t njobs;

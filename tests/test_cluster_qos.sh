@@ -163,6 +163,55 @@ read_total=$(awk -F, -v j="$id" '$3 == j && $4 == "read" { s += $8 * 0.5 } END {
 check "adafs-qosd counted the stage-in's reads as the job's: $read_total bytes" -- \
     awk -v v="$read_total" 'BEGIN { exit !(v >= 40000000 * 0.8) }'
 
+# --- 7. through relays (AdafsQosRelayGroup=2: n1-n2 and n3-n4) -------------
+# A 4-node job: qosd sends each group's relay one message for both nodes;
+# a limit changed at run time reaches every process within 2 periods; the
+# relay's agent killed mid-run: the group is served directly, a new relay
+# named, and a limit changed afterwards still reaches every process.
+echo "AdafsQosRelayGroup=2" >> "$B/etc/burst_buffer.conf"
+write_job relayed.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 4 -w n1,n2,n3,n4 --ntasks-per-node=2 -t 5 -o relayed-%j.out
+#BB_ADAFS qos stat=400
+srun $load stat $pfs/q/b 30 $B/jobs/relayed.%r.log
+JOB
+id=$(submit relayed.sh)
+wait_job "$id" RUNNING 60 >/dev/null
+sleep 6
+check "qosd names a relay in each group of 2 nodes" -- bash -c \
+    "grep -q 'group n1-n2: the agent of n1 relays for it' '$B/log/qosd.log' &&
+     grep -q 'group n3-n4: the agent of n3 relays for it' '$B/log/qosd.log'"
+check "and the relays' agents take their groups" -- bash -c \
+    "grep -q 'relay for a group of 2 nodes (n1-n2' '$B/log/agent.n1.log' &&
+     grep -q 'relay for a group of 2 nodes (n3-n4' '$B/log/agent.n3.log'"
+changed=$(date +%s)
+qos set job "$id" stat=800 >/dev/null
+sleep 5
+"$cluster" stop-agent 1
+killed=$(date +%s)
+sleep 5
+check "the dead relay's group was served directly, then n2 named its relay" -- bash -c \
+    "grep -q 'group n1-n2: served directly' '$B/log/qosd.log' &&
+     grep -q 'group n1-n2: the agent of n2 relays for it' '$B/log/qosd.log'"
+changed2=$(date +%s)
+qos set job "$id" stat=1200 >/dev/null
+sleep 5
+"$cluster" start-agents
+check "the relayed job completes" -- wait_job "$id" COMPLETED 60
+t0=$(first_second $(logs relayed))
+r=$(rate $((t0 + 2)) $((changed - 1)) $(logs relayed))
+check "the job's 8 processes on 4 nodes held its 400 stats/s through the relays: $r/s (+-10%)" -- \
+    within "$r" 400 10
+r=$(rate $((changed + 1)) $((killed - 1)) $(logs relayed))
+check "a limit set at run time reached every process through the relays within 2 periods: $r/s (800 due, +-10%)" -- \
+    within "$r" 800 10
+# n1's processes keep the limits their dead agent last set (fail-static);
+# the job's limit is shared by the nodes that report: n2-n4's 6 processes.
+others=$(for r in 2 3 4 5 6 7; do echo "$B/jobs/relayed.$r.log"; done)
+r=$(rate $((changed2 + 1)) $((changed2 + 5)) $others)
+check "after the relay died a limit set at run time reached every process on n2-n4 within 2 periods: $r/s (1200 due, +-10%)" -- \
+    within "$r" 1200 10
+
 # --- 6. refusals -----------------------------------------------------------
 printf '#!/bin/bash\n#SBATCH -N 1\n#BB_ADAFS qos stat=lots\ntrue\n' > "$B/jobs/bad1.sh"
 out=$(submit "$B/jobs/bad1.sh" 2>&1)
@@ -178,6 +227,10 @@ out=$(runuser -u "$test_user" -- env SLURM_CONF="$SLURM_CONF" ADAFS_TEST_MUNGE_S
       ADAFS_TEST_SEAL_NODE=n1 "$ADAFS_BUILD_DIR/agent/tests/agentd_client" 127.0.0.1 "$(agent_port_of 1)" \
       qos "99:1000:stat=1" 2>&1)
 check "a user cannot send an agent limits ($out)" -- eval 'echo "$out" | grep -q "may not use the agent"'
+out=$(env SLURM_CONF="$SLURM_CONF" ADAFS_TEST_MUNGE_SOCKET="$munge_socket" ADAFS_TEST_SEAL_NODE=n1 \
+      "$ADAFS_BUILD_DIR/agent/tests/agentd_client" 127.0.0.1 "$(agent_port_of 1)" qosgroup "99:1000:stat=1" 2>&1)
+check "root on a node cannot make an agent a relay: only SlurmUser's adafs-qosd ($out)" -- \
+    eval 'echo "$out" | grep -q "only SlurmUser.s (uid [0-9]*) adafs-qosd makes this agent a relay"'
 check "adafs-qosd logged no error of its own" -- bash -c "! grep -q ': error: ' '$B/log/qosd.log'"
 png=$B/jobs/qos.png
 check "adafs-qos plot draws the records" -- qos plot --class stat -o "$png"

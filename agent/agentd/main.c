@@ -84,6 +84,7 @@ struct reply {
     struct rpc_writer body;
     struct agent_error err;
     const atomic_bool *cancel;   /* the session is over: a waiting request may stop */
+    uid_t peer_uid;              /* who the session's client proved to be */
 };
 
 static struct agent_settings settings;
@@ -226,6 +227,20 @@ static int handle_qos(struct rpc_reader *r, struct reply *out)
     return rc;
 }
 
+/* adafs-qosd's control cycle for a group of nodes, this agent its relay
+ * (qos.h; only from SlurmUser's session). */
+static int handle_qos_group(struct rpc_reader *r, struct reply *out)
+{
+    char why[512] = "";
+    int rc = qos_agent_group(r, &out->body, out->peer_uid, trusted_uid, out->cancel, why,
+                             sizeof(why));
+    if (rc < 0 && why[0])
+        refuse(out, rc, "%s", why);
+    if (rc == -EPERM)
+        out->err.fault = AGENT_FAULT_JOB;   /* the asker's, not the node's */
+    return rc;
+}
+
 static int handle_qos_report(struct rpc_reader *r, struct reply *out)
 {
     char why[512] = "";
@@ -253,6 +268,7 @@ static const struct {
     [AGENT_WATCH] = { handle_watch, true, false },
     [AGENT_QOS_REPORT] = { handle_qos_report, true, false },
     [AGENT_LIST] = { handle_list, true, true },
+    [AGENT_QOS_GROUP] = { handle_qos_group, true, false },
 };
 
 /* The one place every request passes. */
@@ -353,7 +369,7 @@ static void *run_request(void *arg)
 {
     struct live_request *q = arg;
     struct live_session *ls = q->ls;
-    struct reply out = { .cancel = &ls->over };
+    struct reply out = { .cancel = &ls->over, .peer_uid = ls->s.peer_uid };
     int status = run(ls->c, q->m.op, q->m.body, q->m.len, &out);
     free(q->m.plain);
     pthread_mutex_lock(&ls->lock);
@@ -821,6 +837,7 @@ int main(int argc, char **argv)
         die("%s", err);
     int sfd = daemon_signals((const int[]){ SIGTERM, SIGINT, 0 });
     munge_auth_init(&munge, munge_socket);
+    qos_agent_relay_init(&munge);
     settings.munge_socket = munge_socket;
     trusted_uid = pw->pw_uid;
     if (child_init() < 0 || sfd < 0) {

@@ -167,51 +167,101 @@ static void wait_answer_due(uint32_t answer_in_ms, const atomic_bool *cancel)
     }
 }
 
-int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, const atomic_bool *cancel,
-                    char *err, size_t errlen)
+/* Limits of a cycle older than the last applied, within this window of
+ * it, are ignored: a member may hear both its relay and qosd directly
+ * while a relay fails over, and the older must not undo the newer. Past
+ * the window an older cycle is taken: qosd restarted without its state
+ * and counts from 1 again. */
+#define STALE_WINDOW_MS 10000
+static uint64_t applied_cycle, applied_ms;
+
+/* Applies c's limits: 0, 1 when ignored (an older cycle), or -ENOSPC. */
+static int apply_locked(const struct qos_cycle *c, char *err, size_t errlen)
 {
-    if (!running) {
-        snprintf(err, errlen, "I/O quality of service is not enabled on this agent (--qos-socket)");
-        return -EOPNOTSUPP;
+    uint64_t t = now_ms();
+    controlled_ms = t;
+    if (c->cycle && c->cycle < applied_cycle && t - applied_ms < STALE_WINDOW_MS) {
+        log_debug("limits of cycle %llu ignored: cycle %llu's are in force",
+                  (unsigned long long)c->cycle, (unsigned long long)applied_cycle);
+        return 1;
     }
-    struct qos_cycle c;
-    int rc = qos_cycle_get(r, &c);
-    if (rc < 0) {
-        snprintf(err, errlen, "malformed qos request");
-        return rc;
-    }
-    pthread_mutex_lock(&lock);
-    controlled_ms = now_ms();
+    applied_cycle = c->cycle;
+    applied_ms = t;
+    int rc = 0;
     for (size_t i = 0; i < njobs; i++)
         jobs[i].missing++;
-    for (uint32_t k = 0; k < c.njobs && rc == 0; k++) {
-        struct qjob *j = get_locked(c.jobs[k].job_id, c.jobs[k].uid, err, errlen);
+    for (uint32_t k = 0; k < c->njobs && rc == 0; k++) {
+        struct qjob *j = get_locked(c->jobs[k].job_id, c->jobs[k].uid, err, errlen);
         if (!j) {
             rc = -ENOSPC;
             break;
         }
         j->missing = 0;
         j->provisional = false;
-        qos_seg_set_limits(j->seg, &c.jobs[k].limit);
+        qos_seg_set_limits(j->seg, &c->jobs[k].limit);
     }
     for (size_t i = njobs; i-- > 0;)
         if (jobs[i].missing > QOS_AGENT_GRACE) {
             log_info("job %u: I/O budget dropped (qosd stopped naming the job)", jobs[i].job_id);
             drop_at_locked(i);
         }
+    return rc;
+}
+
+bool qos_agent_enabled(void)
+{
+    return running;
+}
+
+int qos_agent_apply(const uint8_t *body, size_t len, uint64_t *cycle, uint32_t *answer_in_ms,
+                    char *err, size_t errlen)
+{
+    if (!running) {
+        snprintf(err, errlen, "I/O quality of service is not enabled on this agent (--qos-socket)");
+        return -EOPNOTSUPP;
+    }
+    struct rpc_reader r;
+    rpc_reader_init(&r, body, len);
+    struct qos_cycle c;
+    int rc = qos_cycle_get(&r, &c);
+    if (rc < 0) {
+        snprintf(err, errlen, "malformed qos request");
+        return rc;
+    }
+    pthread_mutex_lock(&lock);
+    rc = apply_locked(&c, err, errlen);
     pthread_mutex_unlock(&lock);
     free(c.jobs);
+    *cycle = c.cycle;
+    *answer_in_ms = c.answer_in_ms;
+    return rc < 0 ? rc : 0;
+}
+
+int qos_agent_put_report(uint64_t cycle, struct rpc_writer *out, char *err, size_t errlen)
+{
+    int rc = 0;
+    pthread_mutex_lock(&lock);
+    if (cycle && cycle == reported_cycle)
+        qos_report_put(out, &(struct qos_report){ .cycle = cycle });
+    else
+        rc = report_locked(cycle, out, err, errlen);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, const atomic_bool *cancel,
+                    char *err, size_t errlen)
+{
+    const void *body;
+    size_t len = rpc_get_rest(r, &body);
+    uint64_t cycle;
+    uint32_t answer_in;
+    int rc = qos_agent_apply(body, len, &cycle, &answer_in, err, errlen);
     if (rc < 0)
         return rc;
     /* The limits are in force; the usage goes back when qosd wants it. */
-    wait_answer_due(c.answer_in_ms, cancel);
-    pthread_mutex_lock(&lock);
-    if (c.cycle && c.cycle == reported_cycle)
-        qos_report_put(out, &(struct qos_report){ .cycle = c.cycle });
-    else
-        rc = report_locked(c.cycle, out, err, errlen);
-    pthread_mutex_unlock(&lock);
-    return rc;
+    wait_answer_due(answer_in, cancel);
+    return qos_agent_put_report(cycle, out, err, errlen);
 }
 
 int qos_agent_report(struct rpc_reader *r, struct rpc_writer *out, char *err, size_t errlen)

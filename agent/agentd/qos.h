@@ -15,6 +15,8 @@
 #define ADAFS_AGENT_QOS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "rpc.h"
@@ -33,6 +35,27 @@ int qos_agent_start(const char *path, char *err, size_t errlen);
  * -EBADMSG / -ENOMEM / -ENOSPC (too many jobs; the message says which). */
 int qos_agent_cycle(struct rpc_reader *r, struct rpc_writer *out, const atomic_bool *cancel,
                     char *err, size_t errlen);
+
+/* Whether qos_agent_start ran (--qos-socket). */
+bool qos_agent_enabled(void);
+
+/* The two halves of AGENT_QOS, for a relay's own node (qos_relay.h):
+ * applies an AGENT_QOS body's limits (*cycle and *answer_in_ms its), then
+ * puts this node's report of cycle into out. Limits of a cycle older
+ * than the last applied are ignored (a member may hear its relay and
+ * qosd at once during a fail-over). 0 or -errno with err. */
+int qos_agent_apply(const uint8_t *body, size_t len, uint64_t *cycle, uint32_t *answer_in_ms,
+                    char *err, size_t errlen);
+int qos_agent_put_report(uint64_t cycle, struct rpc_writer *out, char *err, size_t errlen);
+
+/* AGENT_QOS_GROUP from adafs-qosd (peer: the session's proved uid, only
+ * slurm_uid's taken): this agent as its group's relay (qos_relay.h). */
+int qos_agent_group(struct rpc_reader *r, struct rpc_writer *out, uid_t peer, uid_t slurm_uid,
+                    const atomic_bool *cancel, char *err, size_t errlen);
+/* The relay's identity toward the members' agents (root's munge): set
+ * before the first AGENT_QOS_GROUP. */
+struct session_auth;
+void qos_agent_relay_init(const struct session_auth *auth);
 
 /* AGENT_QOS_REPORT: the report alone, nothing changed. 0 or -EBADMSG /
  * -ENOMEM. */

@@ -26,6 +26,10 @@
  *                                          (LIMITS as qos_limits.h, "-" for none);
  *                                          prints each job's usage, one line each
  *   agentd_client HOST PORT qosbad          a QoS cycle that is not one
+ *   agentd_client HOST PORT qosgroup [JOB:UID:LIMITS...]  the same as a group
+ *                                          of one (this agent its own relay,
+ *                                          AGENT_QOS_GROUP); prints each member's
+ *                                          status, then its report
  *
  * Requests go in agent sessions (common/agent_session.h) as the plugin's:
  * munge from $ADAFS_TEST_MUNGE_SOCKET, the node $ADAFS_TEST_SEAL_NODE (t1
@@ -34,6 +38,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,8 +239,9 @@ static int qos_report_only(uint64_t cycle)
 }
 
 /* AGENT_QOS with the jobs given as JOB:UID:LIMITS (the report due in
- * $QOS_ANSWER_IN ms, default at once); prints the report. */
-static int qos_cycle(int n, char **specs)
+ * $QOS_ANSWER_IN ms, default at once); prints the report. As a group of
+ * one (AGENT_QOS_GROUP) when group. */
+static int qos_cycle(int n, char **specs, bool group)
 {
     struct qos_cycle c = { .cycle = getenv("QOS_CYCLE") ? strtoull(getenv("QOS_CYCLE"), NULL, 10) : 1,
                            .answer_in_ms = getenv("QOS_ANSWER_IN") ? (uint32_t)atoi(getenv("QOS_ANSWER_IN")) : 0,
@@ -258,14 +264,36 @@ static int qos_cycle(int n, char **specs)
     }
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
-    qos_cycle_put(&w, &c);
+    if (group) {
+        struct qos_group_member self = { .node = node(), .host = host, .port = (uint32_t)port };
+        struct qos_group_writer gw;
+        qos_group_request_start(&gw, &w, c.cycle, c.answer_in_ms, 1, 0, &self, 1);
+        qos_group_part_start(&gw, 0);
+        qos_cycle_put(&w, &c);
+        qos_group_part_end(&gw);
+        qos_group_request_end(&gw);
+    } else {
+        qos_cycle_put(&w, &c);
+    }
     free(c.jobs);
     struct session_msg reply;
     struct rpc_reader r;
-    int status = call(AGENT_QOS, &w, &reply, &r);
+    int status = call(group ? AGENT_QOS_GROUP : AGENT_QOS, &w, &reply, &r);
     rpc_writer_free(&w);
-    if (status == 0)
+    static struct qos_group_report rep;
+    if (status == 0 && !group) {
         print_report(&r);
+    } else if (status == 0 && qos_group_report_get(&r, &rep, 1) < 0) {
+        printf("a malformed group report\n");
+    } else if (status == 0) {
+        for (uint32_t i = 0; i < rep.n; i++) {
+            printf("member %u: status %u %s\n", rep.e[i].index, rep.e[i].status, rep.e[i].reason);
+            struct rpc_reader mr;
+            rpc_reader_init(&mr, rep.e[i].report, rep.e[i].len);
+            if (rep.e[i].len)
+                print_report(&mr);
+        }
+    }
     free(reply.plain);
     return 0;
 }
@@ -283,8 +311,8 @@ int main(int argc, char **argv)
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
     uint32_t job = argc > 4 ? (uint32_t)strtoul(argv[4], NULL, 10) : 0;
-    if (strcmp(cmd, "qos") == 0)
-        return qos_cycle(argc - 4, argv + 4);
+    if (strcmp(cmd, "qos") == 0 || strcmp(cmd, "qosgroup") == 0)
+        return qos_cycle(argc - 4, argv + 4, strcmp(cmd, "qosgroup") == 0);
     if (strcmp(cmd, "qosreport") == 0)
         return qos_report_only(argc > 4 ? strtoull(argv[4], NULL, 10) : 0);
     if (strcmp(cmd, "qosbad") == 0) {

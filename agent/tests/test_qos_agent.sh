@@ -149,7 +149,7 @@ check "those of another cycle with every job's usage ($out)" eval 'echo "$out" |
 
 # --- the limits apply at once; the usage comes back when it is due (a long poll) ---
 before=$(used stat)
-QOS_ANSWER_IN=3000 agent qos "77:$user:stat=20" > "$base/poll.out" &
+QOS_CYCLE=11 QOS_ANSWER_IN=3000 agent qos "77:$user:stat=20" > "$base/poll.out" &
 poll=$!
 sleep 0.3
 t=$(seconds job bash -c "$loop")
@@ -160,8 +160,21 @@ check "the new limit holds before the answer (40 stats at 20/s: ${t}s)" \
 check "the answer, 3 s later, has the usage of that time ($before -> $got)" \
     test "${got:-0}" -ge $((before + 40))
 
+# --- limits of an older cycle than the last applied are ignored (a member
+# may hear its relay and qosd at once while a relay fails over) ---
+QOS_CYCLE=10 agent qos "77:$user:stat=100000" >/dev/null
+t=$(seconds job bash -c "$loop")
+check "the limits of cycle 10 after those of 11 are ignored: still 20/s (40 stats: ${t}s)" \
+    eval 'echo "$t" | awk "{ exit !(\$1 > 1.2) }"'
+
+# --- the agent as its group's relay (AGENT_QOS_GROUP; SlurmUser is root here) ---
+out=$(QOS_CYCLE=16 agent qosgroup "77:$user:stat=20")
+check "as a relay of a group of one it applies its own part and answers the group report ($(echo $out))" \
+    eval 'echo "$out" | grep -q "^member 0: status 0" && echo "$out" | grep -q "^job=77 "'
+check "and says which group it relays for" grep -q "relay for a group of 1 nodes (t1-t1" "$base/agent.log"
+
 # --- a job qosd no longer names is dropped after the grace cycles ---
-for _ in 1 2 3 4; do agent qos >/dev/null; done
+for c in 17 18 19 20; do QOS_CYCLE=$c agent qos >/dev/null; done
 check "dropped after 3 cycles without it" grep -q "job 77: I/O budget dropped" "$base/agent.log"
 
 echo "1..$n"

@@ -12,7 +12,8 @@
 #             demands are 1:2:3 x capacity/4, arriving 20 s apart, the first
 #             idling for 10 s; sum per 1 s window, reaction to the idling,
 #             each job against its max-min entitlement, Jain's index, makespan
-#             (QOS_SHARE_POLICIES="psfa" runs only the policies named); a
+#             (QOS_SHARE_POLICIES="psfa" runs only the policies named;
+#             QOS_RELAY_GROUP sets AdafsQosRelayGroup for every part); a
 #             run in which the machine starved a job (analyze.py: a job's
 #             unhindered rate under 0.9 x its entitlement in a second the
 #             figures count) is reported invalid and run again, up to
@@ -45,6 +46,10 @@ conf() {  # conf KEY VALUE...: set QoS keys in burst_buffer.conf; qosd rereads i
     while [ $# -ge 2 ]; do sed -i "/^$1=/d" "$f"; [ -n "$2" ] && echo "$1=$2" >> "$f"; shift 2; done
 }
 conf AdafsQosPaths "$pfs" AdafsQosPeriod 1 AdafsQosMax "mdops=10000000,bw=100G"
+# QOS_RELAY_GROUP: AdafsQosRelayGroup (unset: the default, 32: the 4
+# nodes one group, relayed when 3 or more are busy; 2: two groups; 0: every
+# node direct).
+[ -n "${QOS_RELAY_GROUP:-}" ] && conf AdafsQosRelayGroup "$QOS_RELAY_GROUP"
 scontrol reconfigure
 "$cluster" start-qosd
 sleep 1

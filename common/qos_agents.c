@@ -1,5 +1,5 @@
-/* agents: see agents.h. */
-#include "agents.h"
+/* qos_agents: see qos_agents.h. */
+#include "qos_agents.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -17,15 +17,26 @@ void agents_close(struct agent *a)
         agent_session_close(&a->s);
     a->connected = false;
     a->pending = 0;
+    a->group_epoch_sent = 0;   /* a new session hears the group's list again */
 }
 
-int agents_sync(struct agents *ag, const struct world *w)
+static void forget(struct agent *a)
 {
-    struct agent *next = calloc(w->nnodes ? w->nnodes : 1, sizeof(*next));
+    agents_close(a);
+    rpc_writer_free(&a->msg);
+    free(a->report.jobs);
+    free(a->incoming.jobs);
+    free(a->group_plain);
+}
+
+int agents_sync(struct agents *ag, const struct agent_addr *nodes, size_t n)
+{
+    struct agent *next = calloc(n ? n : 1, sizeof(*next));
     if (!next)
         return -ENOMEM;
-    for (size_t i = 0; i < w->nnodes; i++) {
-        const struct world_node *wn = &w->nodes[i];
+    int changed = n != ag->n;
+    for (size_t i = 0; i < n; i++) {
+        const struct agent_addr *wn = &nodes[i];
         struct agent *a = &next[i];
         for (size_t k = 0; k < ag->n; k++) {
             struct agent *old = &ag->a[k];
@@ -33,10 +44,12 @@ int agents_sync(struct agents *ag, const struct world *w)
                 old->port == wn->port) {
                 *a = *old;
                 old->name[0] = '\0';   /* taken */
+                changed |= k != i;
                 break;
             }
         }
         if (!a->name[0]) {
+            changed = 1;
             snprintf(a->name, sizeof(a->name), "%s", wn->name);
             snprintf(a->host, sizeof(a->host), "%s", wn->host);
             a->port = wn->port;
@@ -44,16 +57,12 @@ int agents_sync(struct agents *ag, const struct world *w)
         }
     }
     for (size_t k = 0; k < ag->n; k++)
-        if (ag->a[k].name[0]) {
-            agents_close(&ag->a[k]);
-            rpc_writer_free(&ag->a[k].msg);
-            free(ag->a[k].report.jobs);
-            free(ag->a[k].incoming.jobs);
-        }
+        if (ag->a[k].name[0])
+            forget(&ag->a[k]);
     free(ag->a);
     ag->a = next;
-    ag->n = w->nnodes;
-    return 0;
+    ag->n = n;
+    return changed;
 }
 
 struct rpc_writer *agents_message(struct agent *a)
@@ -99,7 +108,7 @@ static void send_one(struct agent *a, const struct session_auth *auth, int64_t d
         return;
     }
     /* Sealed where it was written: no copy, no allocation per message. */
-    int rc = agent_session_send_in_place(&a->s, AGENT_QOS, 0, a->msg.data,
+    int rc = agent_session_send_in_place(&a->s, a->op ? a->op : AGENT_QOS, 0, a->msg.data,
                                          a->msg.len - SESSION_OVERHEAD, deadline);
     if (rc < 0)
         failed(a, rc);
@@ -126,6 +135,16 @@ static void receive_one(struct agent *a, int64_t deadline)
             uint32_t fault;
             snprintf(a->err, sizeof(a->err), "refused: %s",
                      agent_error_get(&r, &text, &fault) == 0 ? text : strerror(-m.status));
+        } else if (m.op == AGENT_QOS_GROUP) {
+            /* A relay's group report: kept whole for the caller, who
+             * checks it against what it asked (one thread, after the
+             * pool: it writes the members' slots). */
+            free(a->group_plain);
+            a->group_plain = m.plain;
+            a->group_body = m.body;
+            a->group_len = m.len;
+            a->answered_ms = net_now_ms();
+            m.plain = NULL;
         } else if (qos_report_get_into(&r, &a->incoming, &a->incoming_cap) < 0) {
             snprintf(a->err, sizeof(a->err), "a malformed report");
         } else {
@@ -220,14 +239,48 @@ static struct agents_pool *pool_of(struct agents *ag)
     return ag->pool;
 }
 
+/* Whether this round may wait on a peer: a send that must connect first
+ * (a handshake), or an answer owed that has not begun to arrive (one
+ * poll over the sessions). A round that cannot is done in the calling
+ * thread alone: waking the kept threads costs more than its work when
+ * the answers are in, as a relay's group reports are at a period's
+ * start. */
+static bool may_wait(struct agents *ag, bool send, size_t busy)
+{
+    if (send) {
+        for (size_t i = 0; i < ag->n; i++)
+            if (ag->a[i].busy && !ag->a[i].connected)
+                return true;
+        return false;
+    }
+    if (busy > ag->ready_cap) {
+        struct pollfd *grown = realloc(ag->ready, busy * sizeof(*grown));
+        if (!grown)
+            return true;
+        ag->ready = grown;
+        ag->ready_cap = busy;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < ag->n && n < busy; i++)
+        if (ag->a[i].pending && ag->a[i].connected)
+            ag->ready[n++] = (struct pollfd){ .fd = ag->a[i].s.fd, .events = POLLIN };
+    if (n < busy)
+        return true;   /* a pending answer without a session: let the workers sort it */
+    int got = poll(ag->ready, (nfds_t)n, 0);
+    return got < 0 || (size_t)got < n;
+}
+
 static void run_pool(struct agents *ag, bool send, int64_t deadline_ms)
 {
     size_t busy = 0;
     for (size_t i = 0; i < ag->n; i++)
         busy += send ? ag->a[i].busy : ag->a[i].pending > 0;
     struct pool p = { .ag = ag, .send = send, .deadline = deadline_ms };
-    size_t wanted = busy < AGENTS_THREADS ? busy : AGENTS_THREADS;
-    struct agents_pool *kp = wanted > 1 || (ag->pool && ag->pool->nthreads) ? pool_of(ag) : NULL;
+    size_t wanted = (busy + AGENTS_PER_THREAD - 1) / AGENTS_PER_THREAD;
+    wanted = wanted < AGENTS_THREADS ? wanted : AGENTS_THREADS;
+    if (wanted > 1 && !may_wait(ag, send, busy))
+        wanted = 1;
+    struct agents_pool *kp = wanted > 1 ? pool_of(ag) : NULL;
     if (kp) {
         pthread_mutex_lock(&kp->mu);
         while (kp->nthreads + 1 < wanted) {
@@ -276,6 +329,10 @@ void agents_receive(struct agents *ag, int64_t deadline_ms)
         struct agent *a = &ag->a[i];
         a->report.njobs = 0;   /* its buffer kept */
         a->have_report = false;
+        free(a->group_plain);
+        a->group_plain = NULL;
+        a->group_body = NULL;
+        a->group_len = 0;
         a->err[0] = '\0';
     }
     run_pool(ag, false, deadline_ms);
@@ -291,15 +348,14 @@ void agents_send(struct agents *ag, int64_t deadline_ms)
 
 void agents_free(struct agents *ag)
 {
-    for (size_t i = 0; i < ag->n; i++) {
-        agents_close(&ag->a[i]);
-        rpc_writer_free(&ag->a[i].msg);
-        free(ag->a[i].report.jobs);
-        free(ag->a[i].incoming.jobs);
-    }
+    for (size_t i = 0; i < ag->n; i++)
+        forget(&ag->a[i]);
     free(ag->a);
     ag->a = NULL;
     ag->n = 0;
     pool_free(ag->pool);
     ag->pool = NULL;
+    free(ag->ready);
+    ag->ready = NULL;
+    ag->ready_cap = 0;
 }
