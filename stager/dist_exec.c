@@ -34,9 +34,9 @@ void dist_send(struct dist *d, const struct dmsg *m, int urgent)
     d->out_records++;
     if (urgent)
         d->urgent = 1;
-    if (first || urgent)
-        pthread_cond_signal(&d->wake);
     pthread_mutex_unlock(&d->lock);
+    if (first || urgent)
+        bell_wake_local(&d->bell);
 }
 
 int dist_take_out(struct dist *d, struct rpc_writer *into)
