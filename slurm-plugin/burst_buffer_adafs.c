@@ -1336,10 +1336,15 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
             place.available < j->req.capacity / (uint64_t)bit_set_count(job_ptr->node_bitmap))
             info("%s: %pJ: node %s has %"PRIu64" bytes free by sysmap, less than the job's share",
                  plugin_type, job_ptr, node_ptr->name, place.available);
+        /* The job's CPUs on the node: its stager's threads follow them
+         * (bb_stage_threads). job_resrcs lists the allocation's nodes in
+         * node_bitmap's order, as this loop walks them. */
+        const job_resources_t *res = job_ptr->job_resrcs;
+        unsigned cpus = res && res->cpus && k < res->nhosts ? res->cpus[k] : 0;
         j->nodes[k++] = (struct bb_node){ .name = strdup(node_ptr->name),
                                           .agent_host = strdup(node_ptr->comm_name),
                                           .agent_port = port, .storage = strdup(place.storage),
-                                          .numa_node = place.numa_node };
+                                          .numa_node = place.numa_node, .cpus = cpus };
     }
     j->nnodes = k;
     uint64_t capacity = !own ? 0 : j->req.capacity ? j->req.capacity : drv.config.default_capacity;

@@ -116,6 +116,7 @@ struct lc_set {
     char persist_name[PERSIST_NAME_MAX + 1]; /* START of a persistent instance's servers */
     char fair_policy[FAIR_POLICY_NAME_MAX];  /* ... and their fair_share= ("": the agents') */
     int32_t *numa;                 /* START: each node's NUMA node */
+    uint32_t *threads;             /* STAGE: each node's worker's copy threads */
     struct agent_stage stage;      /* STAGE: all but the worker */
     char *stage_source, *stage_destination;
     struct instance instance;      /* CONFIGURE: all but the servers */
@@ -157,6 +158,7 @@ static void set_free(struct lc_set *s)
     free(s->port);
     free(s->server_port);
     free(s->numa);
+    free(s->threads);
     free(s->stage_source);
     free(s->stage_destination);
     free(s->configure_text);
@@ -928,8 +930,11 @@ static int stage_template(struct lc_set *set, const struct bb_job *j, const stru
         inside = persist_job_stage_mount(&j->req, inside, set->further_name);
     set->stage_source = in ? strdup(s->source) : inside_path(inside);
     set->stage_destination = in ? inside_path(inside) : strdup(s->destination);
-    if (!set->stage_source || !set->stage_destination)
+    set->threads = malloc((j->nnodes ? j->nnodes : 1) * sizeof(*set->threads));
+    if (!set->stage_source || !set->stage_destination || !set->threads)
         return -1;
+    for (size_t i = 0; i < j->nnodes; i++)
+        set->threads[i] = bb_stage_threads(cfg, j->nodes[i].cpus);
     set->stage = (struct agent_stage){
         .job_id = j->job_id, .direction = in ? AGENT_STAGE_IN : AGENT_STAGE_OUT,
         .type = (uint32_t)s->type, .nworkers = (uint32_t)j->nnodes,
@@ -947,6 +952,7 @@ static void build_stage(const struct lc_set *s, size_t k, struct rpc_writer *w)
 {
     struct agent_stage m = s->stage;
     m.worker = (uint32_t)s->node[k];
+    m.threads = s->threads[s->node[k]];
     agent_stage_put(w, &m);
 }
 
