@@ -1294,8 +1294,8 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
     free(j->stage.errors);
     j->stage = (struct stage_op){ .pid = pid, .state = AGENT_OP_RUNNING,
                                   .out_fd = out[0], .err_fd = errp[0] };
-    log_info("job %u: stage-%s worker %s started (pid %d): %s -> %s", j->id,
-             argv[1], worker, (int)pid, m->source, m->destination);
+    log_info("job %u: stage-%s worker %s started (pid %d, %s threads): %s -> %s", j->id,
+             argv[1], worker, (int)pid, threads, m->source, m->destination);
     pthread_t t;
     if ((rc = pthread_create(&t, NULL, stage_watcher, j)) != 0) {
         child_kill(pid, SIGKILL);
