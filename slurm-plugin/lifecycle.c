@@ -939,6 +939,7 @@ static int stage_template(struct lc_set *set, const struct bb_job *j, const stru
         .job_id = j->job_id, .direction = in ? AGENT_STAGE_IN : AGENT_STAGE_OUT,
         .type = (uint32_t)s->type, .nworkers = (uint32_t)j->nnodes,
         .threads = cfg->stage_threads, .flags = flags | (s->verify ? AGENT_STAGE_VERIFY : 0),
+        .threads_per_cpu = cfg->stage_threads_per_cpu,
         .max_mdops = j->req.max_mdops ? j->req.max_mdops : cfg->max_mdops,
         .max_bandwidth = j->req.max_bw ? j->req.max_bw : cfg->max_bandwidth,
         .source = set->stage_source, .destination = set->stage_destination,
