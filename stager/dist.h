@@ -17,7 +17,8 @@
  * instance for `in` and `out`, `.adafs-stage/ID` beside DST for `copy`, where ID
  * is a hash of the request (direction, type, source, destination, N), so
  * the N processes started with the same request meet without being told
- * more. Worker 0 makes a new epoch (a random nonce naming a fresh
+ * more. A writer rings the reader's doorbell (dist_bell.h) after each
+ * message, so the reader does not poll for it. Worker 0 makes a new epoch (a random nonce naming a fresh
  * directory) and announces it in `ID/epoch`; the others join the epoch
  * they find and follow a newer one (a rerun after a crash).
  *
