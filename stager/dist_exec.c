@@ -642,7 +642,12 @@ static int send_batch(struct lister *L)
     memcpy(m.types, L->types, L->n);
     /* With --follow-symlinks the coordinator may find the directory
      * already copied (a loop) and drop its batches: keep none. */
-    int keep = (!L->kept || L->with_data) && !d->run->opt.follow_symlinks;
+    /* Also kept while this worker holds less than its window (what the
+     * coordinator would hand it anyway: no round trip for it); beyond,
+     * it goes out for whoever has room. */
+    int keep = (!L->kept || L->with_data ||
+                atomic_load(&d->running) < (long)d->window) &&
+               !d->run->opt.follow_symlinks;
     struct xitem *k = keep ? calloc(1, sizeof(*k)) : NULL;
     if (k) {
         uint64_t id = atomic_fetch_add(&d->next_kept, 1);
