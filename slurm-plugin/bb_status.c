@@ -1,12 +1,18 @@
 #include "bb_status.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
+#include "bb_qos.h"
 #include "persist.h"
+#include "predict.h"
 #include "size.h"
+#include "strbuf.h"
 
 static void totals(FILE *f, const char *what, const struct stage_totals *t)
 {
@@ -96,4 +102,117 @@ char *bb_status_text(const struct bb_job *jobs, uint32_t job_id)
         return NULL;
     }
     return text;
+}
+
+bool bb_status_shown(const struct bb_job *j, bool see_all, uint32_t uid)
+{
+    return j->phase != PHASE_COMPLETE && j->node_capacity && (see_all || j->uid == uid);
+}
+
+void bb_status_pool(const struct bb_job *jobs, const struct bb_config *cfg, size_t node_count,
+                    bool see_all, uint32_t uid, struct bb_pool_view *out)
+{
+    *out = (struct bb_pool_view){
+        .total = cfg->total_capacity ? cfg->total_capacity : cfg->node_capacity * node_count,
+    };
+    /* Servers of jobs and persistent instances; a job that mounts an
+     * instance reserves nothing of its own. */
+    for (const struct bb_job *j = jobs; j; j = j->next)
+        if (j->phase != PHASE_COMPLETE && j->node_capacity) {
+            out->used += j->node_capacity * j->nnodes;
+            out->count += bb_status_shown(j, see_all, uid);
+        }
+}
+
+void bb_status_buffer(const struct bb_job *j, struct bb_buffer_view *out)
+{
+    const struct persist_instance *p = j->persist;
+    *out = (struct bb_buffer_view){
+        .job_id = p ? 0 : j->job_id, .persistent = p != NULL, .name = p ? p->name : NULL,
+        .size = p ? p->capacity : j->node_capacity * j->nnodes, .phase = j->phase,
+        .uid = j->uid, .t_begin = j->t_begin,
+    };
+    if (p) {
+        char size[32];
+        size_format(p->used, size, sizeof(size));
+        snprintf(out->pool, sizeof(out->pool), "persistent(used=%s,fair_share=%s)", size,
+                 p->fair_share[0] ? p->fair_share : "default");
+    }
+}
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Slurm does not say who asks for bbstat: with PrivateData nobody sees
+ * other jobs' users, servers or errors (which name paths). d->lock held. */
+static char *private_report(const struct bb_driver *d, const char *plugin, const char *state_file)
+{
+    size_t active = 0;
+    for (const struct bb_job *j = d->jobs; j; j = j->next)
+        active += j->phase != PHASE_COMPLETE;
+    struct strbuf b = { 0 };
+    strbuf_printf(&b, "%s: per-job status is private (Flags=PrivateData); %zu instances "
+                  "active. Users: scontrol show job; administrators: %s and slurmctld's log\n",
+                  plugin, active, state_file ? state_file : "the plugin's state file");
+    return strbuf_take(&b);
+}
+
+char *bb_status_report(struct bb_driver *d, const char *arg, const char *plugin,
+                       const char *state_file, const struct bb_lock_stats *job_lock)
+{
+    struct strbuf b = { 0 };
+    uint32_t only = 0;
+    if (arg) {
+        char *end;
+        unsigned long id = strtoul(arg, &end, 10);
+        if (*end || id == 0) {
+            strbuf_printf(&b, "%s: '%s' is not a job id\n", plugin, arg);
+            return strbuf_take(&b);
+        }
+        only = (uint32_t)id;
+    }
+    pthread_mutex_lock(&d->lock);
+    if (d->config.flags & BBCONF_PRIVATE_DATA) {
+        char *out = private_report(d, plugin, state_file);
+        pthread_mutex_unlock(&d->lock);
+        return out;
+    }
+    uint64_t since = now_us();
+    char *text = bb_status_text(d->jobs, only);
+    char *persistent = only ? NULL : persist_status_text(&d->persist);
+    driver_lock_note(&d->held, "bbstat", now_us() - since);
+    struct bb_lock_stats table = d->held;
+    /* qosd's status file is read off the table lock. */
+    char *qos_dir = d->config.qos.paths && d->config.qos.state_dir ?
+                    strdup(d->config.qos.state_dir) : NULL;
+    pthread_mutex_unlock(&d->lock);
+    char *qos = qos_dir ? bb_qos_text(qos_dir, only) : NULL;
+    free(qos_dir);
+    strbuf_printf(&b, "%s", text ? text : "out of memory\n");
+    free(text);
+    if (persistent && persistent[0])
+        strbuf_printf(&b, "Persistent instances:\n%s", persistent);
+    free(persistent);
+    if (qos)
+        strbuf_printf(&b, "%s", qos);
+    free(qos);
+    if (!only) {
+        /* For administrators and the benchmarks: nothing of the plugin
+         * should keep slurmctld's job lock long. */
+        strbuf_printf(&b, "Plugin: JobLockHeldMaxUs=%"PRIu64"(%s) JobLockHolds=%"PRIu64
+                      " JobLockHeldMeanUs=%"PRIu64" TableLockHeldMaxUs=%"PRIu64"(%s)\n",
+                      job_lock->max_us, job_lock->max_where ? job_lock->max_where : "-",
+                      job_lock->holds, job_lock->holds ? job_lock->total_us / job_lock->holds : 0,
+                      table.max_us, table.max_where ? table.max_where : "-");
+    }
+    struct walltime_prediction p;
+    if (only && predict_lookup(only, &p))
+        strbuf_printf(&b, "JobId=%u Walltime: Median=%.0fs Conservative=%.0fs Group=%s "
+                      "MissProbability=%.3f\n", only, p.median_s, p.conservative_s,
+                      walltime_group_name(p.group), p.miss_probability);
+    return strbuf_take(&b);
 }

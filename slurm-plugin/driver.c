@@ -1,6 +1,7 @@
 #include "driver.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,64 @@ void driver_forget(struct bb_driver *d, struct bb_job *j)
     if (j->persist)
         persist_unlink(&d->persist, j->persist);
     bb_job_remove_key(&d->jobs, j->key);
+}
+
+bool driver_job_end(struct bb_driver *d, uint32_t job_id, bool ended, bool hurry, char *why,
+                    size_t whylen)
+{
+    pthread_mutex_lock(&d->lock);
+    struct bb_job *j = bb_job_find(d->jobs, job_id);
+    bool forgotten = j && j->unreadable;
+    if (forgotten) {
+        /* Not settled yet (the driver's first look after a restart). */
+        snprintf(why, whylen, "%s", j->unreadable);
+        driver_forget(d, j);
+    } else if (j) {
+        j->unclaimed = false;   /* ended before the driver's first look: just tear down */
+        if (ended)
+            lifecycle_job_ended(j, hurry);
+        else
+            lifecycle_cancel(j, hurry);
+        driver_save(d, j);
+        driver_wake(d);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return forgotten;
+}
+
+struct bb_outcome_plan driver_outcome_plan(const struct bb_outcome *o, bool configuring,
+                                           unsigned restarts)
+{
+    struct bb_outcome_plan plan = { .release = o->events & LC_RELEASE };
+    plan.released = o->released || plan.release;
+    bool finished = o->events & LC_FINISHED;
+    if (finished && !o->released && o->failure != FAIL_NONE && o->failure != FAIL_CANCELLED &&
+        configuring) {
+        struct lc_verdict v = lifecycle_verdict(o->failure, restarts);
+        plan.requeue = true;
+        plan.hold = v.hold;
+        /* Its agent proved it cannot serve (lifecycle_classify): it would
+         * fail every job. Nothing else drains a node. */
+        plan.drain = v.drain && o->node;
+    } else if (finished && (o->failure == FAIL_USER || o->failure == FAIL_TRANSIENT) &&
+               o->error) {
+        plan.comment = true;
+    }
+    return plan;
+}
+
+void driver_replace(struct bb_driver *d, struct bb_job *old, struct bb_job *fresh)
+{
+    for (struct bb_job **p = &d->jobs; *p; p = &(*p)->next)
+        if (*p == old) {
+            fresh->next = old->next;
+            *p = fresh;
+            if (d->store)
+                bb_store_drop(d->store, old);
+            driver_save(d, fresh);
+            bb_job_free(old);
+            return;
+        }
 }
 
 bool driver_waits_for_older(const struct bb_driver *d, const struct bb_job *j)

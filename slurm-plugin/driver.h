@@ -47,6 +47,19 @@ struct bb_outcome {
     bool released;             /* released by an earlier step */
 };
 
+/* What the shim does to the Slurm job for an outcome (configuring: the
+ * job is still CONFIGURING; restarts: its restart count). */
+struct bb_outcome_plan {
+    bool released;     /* shown released (BurstBufferState, no staging reason) */
+    bool release;      /* staged in just now: let it start */
+    bool requeue;      /* failed before its release: requeued ... */
+    bool hold;         /* ... and held (priority 0) */
+    bool drain;        /* drain o->node: its agent proved it cannot serve */
+    bool comment;      /* failed after its run (stage-out): o->error in its system comment */
+};
+struct bb_outcome_plan driver_outcome_plan(const struct bb_outcome *o, bool configuring,
+                                           unsigned restarts);
+
 struct bb_driver_hooks {
     void (*first)(void *arg);                               /* once, before any step */
     void (*apply)(const struct bb_outcome *o, void *arg);   /* without the driver's lock */
@@ -96,11 +109,23 @@ void driver_wake(struct bb_driver *d);
  * stepped. For the thread and for tests (without the thread). */
 int driver_pass(struct bb_driver *d);
 
+/* Slurm ended the job (ended) or cancelled it (hurry: --hurry, no
+ * stage-out): its record goes on to stage-out or teardown at once
+ * (lifecycle_job_ended, lifecycle_cancel; requests in flight for the
+ * phase left are dropped as they come back), is saved, and the driver
+ * woken. A record unreadable after a restart and not yet settled is
+ * forgotten instead (its nodes' Epilogs tear down what is left): true,
+ * with its reason in why. Takes d->lock. */
+bool driver_job_end(struct bb_driver *d, uint32_t job_id, bool ended, bool hurry, char *why,
+                    size_t whylen);
+
 /* With d->lock held: */
 /* The record changed: saved (appended). Returns the change's number. */
 int64_t driver_save(struct bb_driver *d, const struct bb_job *j);
 /* Unlinks, unsaves and frees a record. */
 void driver_forget(struct bb_driver *d, struct bb_job *j);
+/* Puts fresh in old's place in the table (saved), and frees old. */
+void driver_replace(struct bb_driver *d, struct bb_job *old, struct bb_job *fresh);
 /* Is an older instance of j's job still on its nodes? A new allocation's
  * instance deploys only once the older ones are gone. */
 bool driver_waits_for_older(const struct bb_driver *d, const struct bb_job *j);

@@ -297,11 +297,14 @@ static int start(const struct fusemount_job *j, pid_t *pid, char *err, size_t er
                  strerror(-rc));
         return rc;
     }
-    char opts[160], target[64];
-    /* max_read as adafs-fuse answers INIT (fuse/max_read.h: its READ
-     * replies are spliced through a pipe that must hold them whole). */
-    snprintf(opts, sizeof opts, "fd=%d,rootmode=%o,user_id=%u,group_id=%u," ADAFS_FUSE_MAX_READ_OPT, dev,
-             (unsigned)S_IFDIR, (unsigned)j->user.uid, (unsigned)j->user.gid);
+    char opts[160], target[64], max_read[32];
+    /* max_read for the pipes the job's user may make (fuse/max_read.h:
+     * adafs-fuse's READ replies are spliced through a pipe that must hold
+     * them whole), given to adafs-fuse too: libfuse refuses an INIT
+     * answer whose max_read is not the mount's. */
+    snprintf(max_read, sizeof max_read, "max_read=%u", adafs_fuse_max_read());
+    snprintf(opts, sizeof opts, "fd=%d,rootmode=%o,user_id=%u,group_id=%u,%s", dev,
+             (unsigned)S_IFDIR, (unsigned)j->user.uid, (unsigned)j->user.gid, max_read);
     snprintf(target, sizeof target, "/proc/self/fd/%d", dirfd);
     int rc = mount("adafs", target, FSTYPE, MS_NOSUID | MS_NODEV, opts) < 0 ? -errno : 0;
     close(dirfd);
@@ -327,7 +330,7 @@ static int start(const struct fusemount_job *j, pid_t *pid, char *err, size_t er
     char devpath[32];
     snprintf(devpath, sizeof devpath, "/dev/fd/%d", child_dev);
     char *argv[] = { (char *)j->fuse_path, "--instance", (char *)j->instance, "--foreground",
-                     "--ready-fd", "1", devpath, NULL };
+                     "--ready-fd", "1", "-o", max_read, devpath, NULL };
     *pid = child_spawn(&j->user, argv, ready[1], logfd, child_dev, NULL);
     close(child_dev);
     close(ready[1]);

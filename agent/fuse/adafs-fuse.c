@@ -77,6 +77,14 @@ static int ready_fd = -1;   /* told "ready" once the kernel's INIT is answered *
  * data instead of three); mmap still works, through the page cache.
  * Without it, files go through the page cache (see the header). */
 #define ALLOW_MMAP_FLAGS2 (1u << (36 - 32))
+/* Pages of a request (the INIT answer's max_pages, also amended on its
+ * way out): libfuse asks for 256, max_write's; a 1 MiB buffer that does
+ * not start on a page (malloc's) spans 257, and with 256 the kernel split
+ * every such 1 MiB read() or write() into two requests, of 1 MiB less
+ * the offset and of the offset. The kernel grants at most
+ * fs.fuse.max_pages_limit (256 by default, a site may raise it; Linux
+ * 6.13 and later) and silently keeps to it. */
+#define REQUEST_PAGES 257
 static uint64_t init_unique;   /* the INIT request being answered */
 static bool init_offers;       /* the kernel offered ALLOW_MMAP */
 static bool direct_io;         /* and we asked for it */
@@ -380,6 +388,8 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
             out->flags2 |= ALLOW_MMAP_FLAGS2;
             direct_io = true;
         }
+        if (out && h->error == 0 && (out->flags & FUSE_MAX_PAGES))
+            out->max_pages = REQUEST_PAGES;
         init_unique = 0;
         init_reply = true;
     }
@@ -706,22 +716,45 @@ static ssize_t read_copied(struct handle *h, char *buf, size_t size, off_t off)
  * a pread through the interposer does. libfuse's own answer to the
  * request is dropped (io_writev). The kernel takes a reply only whole from
  * one pipe: the mount's max_read (fuse/max_read.h) keeps a READ within
- * one. A few pipes of 1 MiB are shared by the threads (each user may have
- * only so many pipe pages: fs.pipe-user-pages-soft); a READ that finds
+ * one, and its pipes are sized for it (adafs_fuse_pipe_bytes: 1 MiB, or
+ * 2 MiB for a max_read of 1 MiB). A few pipes are shared by the threads
+ * (each user may have only so many pipe pages:
+ * fs.pipe-user-pages-soft); a READ that finds
  * none free, or whose reply does not fit, or whose chunk file was replaced
  * under it, is answered as before, from libfuse's buffer: each reason is
  * logged once. */
 #define READ_PIPES 8
-#define READ_PIPE_BYTES (1 << 20)
+/* The pipes' size, for the mount's max_read: set by x_init, before the
+ * INIT answer that lets the kernel send READs (kernel_order). */
+static size_t read_pipe_bytes;
+/* The mount's max_read: set by main from its options. */
+static unsigned mount_max_read;
+
+/* The last max_read=N of a -o list, into *max_read; false if one is not a
+ * number of at least a page. */
+static bool option_max_read(const char *opts, unsigned *max_read)
+{
+    for (const char *o = opts; o; o = strchr(o, ',') ? strchr(o, ',') + 1 : NULL) {
+        if (strncmp(o, "max_read=", 9) != 0)
+            continue;
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(o + 9, &end, 10);
+        if (errno || (*end && *end != ',') || v < 4096 || v > UINT_MAX)
+            return false;
+        *max_read = (unsigned)v;
+    }
+    return true;
+}
 struct read_pipes {
     pthread_mutex_t lock;
     int made;                    /* pipes that exist (free or in use) */
     int nfree;
     int free[READ_PIPES][2];
-    bool off;                    /* cannot make pipes of READ_PIPE_BYTES */
+    bool off;                    /* cannot make pipes of read_pipe_bytes */
 };
 static struct read_pipes read_pipes = { .lock = PTHREAD_MUTEX_INITIALIZER };
-/* Slots of each pipe (pages of READ_PIPE_BYTES): set under read_pipes.lock
+/* Slots of each pipe (pages of read_pipe_bytes): set under read_pipes.lock
  * when a pipe is made, read by fill_reply without it. */
 static _Atomic size_t read_pipe_pages;
 
@@ -749,10 +782,13 @@ static bool pipe_take(int p[2])
         int fl;
         if (pipe2(p, O_CLOEXEC) < 0) {
             splice_missed(MISS_PIPE, "cannot make a pipe", errno);
-        } else if ((fl = fcntl(p[1], F_SETPIPE_SZ, READ_PIPE_BYTES)) < READ_PIPE_BYTES) {
+        } else if ((fl = fcntl(p[1], F_SETPIPE_SZ, (int)read_pipe_bytes)) < (int)read_pipe_bytes) {
             /* EPERM: past fs.pipe-max-size, or the user's pipe pages spent */
-            splice_missed(MISS_PIPE, "cannot make a pipe of 1 MiB (fs.pipe-max-size, "
-                          "fs.pipe-user-pages-soft)", fl < 0 ? errno : 0);
+            splice_missed(MISS_PIPE, read_pipe_bytes > (1u << 20)
+                          ? "cannot make a pipe of 2 MiB for the mount's max_read of 1 MiB "
+                            "(fs.pipe-max-size, fs.pipe-user-pages-soft)"
+                          : "cannot make a pipe of 1 MiB (fs.pipe-max-size, "
+                            "fs.pipe-user-pages-soft)", fl < 0 ? errno : 0);
             close(p[0]);
             close(p[1]);
             read_pipes.off = read_pipes.made == 0;   /* none ever: stop trying */
@@ -811,7 +847,7 @@ static int fill_reply(void *arg, const struct adafs_piece *p, size_t n)
     }
     if (slots > atomic_load(&read_pipe_pages)) {
         splice_missed(MISS_SLOTS, "the reply needs more pipe slots than a pipe has "
-                      "(is the mount's max_read " ADAFS_FUSE_MAX_READ_OPT "?)", 0);
+                      "(a max_read other than fuse/max_read.h's?)", 0);
         return -E2BIG;
     }
     struct fuse_out_header oh = { .len = (uint32_t)(sizeof oh + total), .error = 0,
@@ -1152,8 +1188,11 @@ static void *x_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * the answer: 1 MiB, what the agent sets once told "ready" (after
      * the answer, see io_writev), so neither undoes the other. */
     conn->max_readahead = 1 << 20;
-    /* as in the mount options (main, and the agent's): fuse/max_read.h */
-    conn->max_read = ADAFS_FUSE_MAX_READ;
+    /* The mount's (main's default, or the last -o max_read: the agent's,
+     * fuse/max_read.h), which libfuse requires here; the READ pipes are
+     * sized to hold its replies. */
+    conn->max_read = mount_max_read;
+    read_pipe_bytes = adafs_fuse_pipe_bytes(mount_max_read);
     return NULL;
 }
 
@@ -1214,7 +1253,9 @@ static void usage(FILE *out)
             "  --foreground, -f  stay in the foreground (otherwise detach once mounted)\n"
             "  --ready-fd N      write \"ready\" to descriptor N once the mount answers\n"
             "  -o OPTIONS        FUSE options, e.g. entry_timeout=SECONDS,\n"
-            "                    attr_timeout=SECONDS (both 0 by default), ro\n"
+            "                    attr_timeout=SECONDS (both 0 by default), ro,\n"
+            "                    max_read=BYTES (by default 1 MiB where fs.pipe-max-size\n"
+            "                    allows pipes of 2 MiB, else 1032192)\n"
             "  --help, -h        this text\n", CONNECTIONS_MAX);
 }
 
@@ -1234,10 +1275,12 @@ int main(int argc, char **argv)
      * and stat reaches the servers, as from the interposer. Options the
      * user gives with -o come after, and win. */
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    char defaults[160];
+    mount_max_read = adafs_fuse_max_read();
+    snprintf(defaults, sizeof defaults, "fsname=adafs,subtype=adafs,entry_timeout=0,"
+             "attr_timeout=0,negative_timeout=0,max_read=%u", mount_max_read);
     if (fuse_opt_add_arg(&args, argv[0]) < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
-        fuse_opt_add_arg(&args, "fsname=adafs,subtype=adafs,"
-                         "entry_timeout=0,attr_timeout=0,negative_timeout=0,"
-                         ADAFS_FUSE_MAX_READ_OPT) < 0) {
+        fuse_opt_add_arg(&args, defaults) < 0) {
         fprintf(stderr, "adafs-fuse: out of memory\n");
         return 1;
     }
@@ -1268,6 +1311,12 @@ int main(int argc, char **argv)
             }
             break;
         case 'o':
+            if (!option_max_read(optarg, &mount_max_read)) {
+                fprintf(stderr, "adafs-fuse: -o %s: max_read must be a number of bytes, "
+                        "at least 4096\n", optarg);
+                fuse_opt_free_args(&args);
+                return 2;
+            }
             if (fuse_opt_add_arg(&args, "-o") < 0 || fuse_opt_add_arg(&args, optarg) < 0) {
                 fprintf(stderr, "adafs-fuse: out of memory\n");
                 fuse_opt_free_args(&args);

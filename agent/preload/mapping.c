@@ -7,6 +7,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -20,6 +23,7 @@ struct map {
     bool shared;
     bool file_writable;     /* the file was open for reading and writing */
     bool anon;              /* private anonymous memory, not a memfd (private_memory) */
+    bool direct;            /* anon, with pieces mapped from data files (map_data_file) */
     /* A shared mapping made writable: its bytes as last read from or
      * written to the file (anonymous memory, end - start bytes), so that
      * write-back sends only what this process changed. NULL otherwise. */
@@ -398,13 +402,188 @@ static bool private_memory(bool shared, int acc, int flags)
     return !(shared && acc == O_RDWR) && !(flags & MAP_HUGETLB);
 }
 
+/* Pieces of a private mapping that a server of this node holds are not
+ * copied: they are mapped MAP_PRIVATE from that server's data file, the
+ * read-only descriptor of it that short-circuit reads hold (adafs_pread_
+ * pieces, doc/filesystem.md), so their pages are the page cache's, with
+ * no fresh memory to zero and no copy in. A data file holds chunk i at
+ * i x chunk size, so its offsets are the file's, and a page of the mapping
+ * is a page of the data file. Only whole pages of a piece are mapped; the
+ * parts of a page a piece shares with another (a chunk size that is not a
+ * multiple of the page size), the other nodes' pieces and holes are
+ * copied into the anonymous memory around them, as before. */
+struct seg {
+    uintptr_t from, to;
+};
+
+struct direct_fill {
+    uintptr_t base;   /* where the bytes of the slice being read go */
+    int kflags;       /* the caller's flags that a data file's mapping keeps */
+    struct seg *segs; /* the pieces mapped from data files, in address order */
+    size_t nsegs, capsegs;
+};
+
+/* Why a piece that could have been mapped was copied: said once per
+ * process (it costs speed, not correctness). */
+static void copied_because(const char *why, int err)
+{
+    static atomic_bool told;
+    if (!atomic_exchange(&told, true))
+        pl_log("mmap of an adafs file: copying the pieces this node's server holds instead of "
+               "mapping them (%s%s%s); such mappings are slower", why, err ? ": " : "",
+               err ? strerror(err) : "");
+}
+
+/* Reads len bytes of data file fd from off into to; a data file that
+ * shrank meanwhile leaves the rest zeros (as a pread of it would). */
+static int pread_data_file(int fd, uintptr_t to, size_t len, off_t off)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t n = syscall(SYS_pread64, fd, (char *)to + done, len - done, off + (off_t)done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* Maps [from, to) (whole pages) from data file fd at off. 1: mapped, 0:
+ * not (the pages are fresh anonymous memory again, to be copied into),
+ * -errno: neither. */
+static int map_data_file(struct direct_fill *df, int fd, off_t off, uintptr_t from, uintptr_t to)
+{
+    struct statfs sfs;
+    if (syscall(SYS_fstatfs, fd, &sfs) < 0) {
+        copied_because("fstatfs of the data file", errno);
+        return 0;
+    }
+    /* A mapping of a noexec file system could not be made executable by
+     * mprotect, as a copy can. */
+    if (sfs.f_flags & ST_NOEXEC) {
+        copied_because("the servers' data directory is on a noexec file system", 0);
+        return 0;
+    }
+    if (df->nsegs == df->capsegs) {
+        size_t cap = df->capsegs ? 2 * df->capsegs : 16;
+        struct seg *grown = realloc(df->segs, cap * sizeof *grown);
+        if (!grown)
+            return -ENOMEM;
+        df->segs = grown;
+        df->capsegs = cap;
+    }
+    /* Populated now (PROT_READ: the page cache's pages, no copy), as the
+     * copy would have been; a write to them later copies the page. */
+    void *p = real.mmap((void *)from, to - from, PROT_READ,
+                        MAP_PRIVATE | MAP_FIXED | MAP_POPULATE | df->kflags, fd, off);
+    if (p == MAP_FAILED) {
+        copied_because("mapping the data file", errno);
+        /* A MAP_FIXED that failed may have unmapped the range. */
+        return replace_pages(from, to, PROT_READ | PROT_WRITE, false, false);
+    }
+    df->segs[df->nsegs++] = (struct seg){ from, to };
+    return 1;
+}
+
+/* One piece of data file fd (bytes [a, a + pc->len) of the mapping):
+ * its whole pages mapped, the rest read into the memory around them.
+ * last: nothing of the read follows it, so its last page may be mapped
+ * where the data file ends in it (the rest of that page reads zeros). */
+static int take_file_piece(struct direct_fill *df, const struct adafs_piece *pc, uintptr_t a,
+                           bool last)
+{
+    uintptr_t e = a + pc->len, ma = round_up(a), me = round_down(e);
+    struct stat st;
+    if (last && me < e && syscall(SYS_fstat, pc->fd, &st) == 0 &&
+        st.st_size == pc->off + (off_t)pc->len)
+        me = round_up(e);
+    int mapped = 0;
+    if (ma < me) {
+        /* The data file's offsets are the file's, and the mapping's offset
+         * is a page multiple: a page of one is a page of the other. */
+        if (((uintptr_t)pc->off - a) & (page_size() - 1))
+            copied_because("a data file offset not in step with the mapping's pages", 0);
+        else
+            mapped = map_data_file(df, pc->fd, pc->off + (off_t)(ma - a), ma, me);
+    }
+    if (mapped < 0)
+        return mapped;
+    if (!mapped)
+        return pread_data_file(pc->fd, a, pc->len, pc->off);
+    int rc = pread_data_file(pc->fd, a, ma - a, pc->off);
+    if (rc == 0 && me < e)
+        rc = pread_data_file(pc->fd, me, e - me, pc->off + (off_t)(me - a));
+    return rc;
+}
+
+/* adafs_pieces_fn: the other pieces are in the memory already. */
+static int take_pieces(void *arg, const struct adafs_piece *pc, size_t n)
+{
+    struct direct_fill *df = arg;
+    uintptr_t a = df->base;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; a += pc[i].len, i++)
+        if (pc[i].fd >= 0)
+            rc = take_file_piece(df, &pc[i], a, i == n - 1);
+    return rc;
+}
+
+/* Reads want bytes of the file from off into the mapping at df->base
+ * (fresh anonymous memory), mapping what it can (above). The bytes read
+ * (fewer: the file ends there; the caller reads no further, since a page
+ * mapped at that end is read-only), or -errno. */
+static ssize_t fill_slice(adafs *fs, int lfd, struct direct_fill *df, size_t want, off_t off)
+{
+    size_t nsegs = df->nsegs;
+    ssize_t n = adafs_pread_pieces(fs, lfd, (void *)df->base, want, off, take_pieces, df);
+    if (n != -EAGAIN)
+        return n;
+    /* A data file given was replaced (the file removed or truncated to
+     * zero meanwhile: it may be another file's now): nothing of it stays. */
+    df->nsegs = nsegs;
+    int rc = replace_pages(df->base, round_up(df->base + want), PROT_READ | PROT_WRITE, false,
+                           false);
+    return rc < 0 ? rc : adafs_pread(fs, lfd, (void *)df->base, want, off);
+}
+
+/* Moves the mapping [from, from + len) to [to, to + len), replacing what
+ * is there: piece by piece, since mremap moves one kernel mapping at a
+ * time (data files' pieces and the memory between them are several).
+ * 0 or -errno (then nothing of it is left at from, nor at to). */
+static int move_mapping(uintptr_t from, size_t len, uintptr_t to, const struct seg *segs,
+                        size_t nsegs)
+{
+    uintptr_t end = from + len, x = from;
+    size_t i = 0;
+    while (x < end) {
+        uintptr_t y = end;
+        if (i < nsegs && segs[i].from <= x)
+            y = segs[i++].to;
+        else if (i < nsegs)
+            y = segs[i].from;
+        void *q = (void *)syscall(SYS_mremap, x, y - x, y - x, MREMAP_MAYMOVE | MREMAP_FIXED,
+                                  to + (x - from));
+        if (q == MAP_FAILED) {
+            int rc = -errno;
+            syscall(SYS_munmap, (void *)x, end - x);
+            syscall(SYS_munmap, (void *)to, x - from);
+            return rc;
+        }
+        x = y;
+    }
+    return 0;
+}
+
 /* Maps len bytes of anonymous memory as mmap would for flags (MAP_FIXED:
  * at addr, replacing what is there only once the bytes are in), filled
  * with the file's bytes [off, off + *data) (less if the file shrinks
  * meanwhile: *data says), the rest of the last page zeros and pages past
  * it SIGBUS; protection prot. The address, or MAP_FAILED with errno. */
 static void *map_private_copy(void *addr, size_t len, int prot, int flags, int lfd, off_t off,
-                              uint64_t *data)
+                              uint64_t *data, bool *direct)
 {
     bool fixed = (flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE);
     int aflags = (flags & ~(MAP_TYPE | MAP_SYNC | MAP_FIXED | MAP_POPULATE)) | MAP_PRIVATE |
@@ -418,27 +597,35 @@ static void *map_private_copy(void *addr, size_t len, int prot, int flags, int l
     adafs *fs = route_enter_fd(ROUTE_READ, lfd, &flfd);
     if (!fs)
         rc = -EIO;
+    struct direct_fill df = { .kflags = flags & (MAP_LOCKED | MAP_NORESERVE) };
     /* In slices: a batch of requests to the servers per slice, not one
      * per chunk of the whole file at once. */
     for (uint64_t done = 0; rc == 0 && done < *data;) {
         size_t want = *data - done < MAP_FILL_SLICE ? (size_t)(*data - done) : MAP_FILL_SLICE;
-        ssize_t n = adafs_pread(fs, flfd, (char *)p + done, want, off + (off_t)done);
-        if (n < 0)
+        df.base = start + done;
+        ssize_t n = fill_slice(fs, flfd, &df, want, off + (off_t)done);
+        if (n < 0) {
             rc = (int)n;
-        else if (n == 0)
-            *data = done;   /* the file shrank meanwhile: it ends here */
-        else
+        } else if ((size_t)n < want) {
+            *data = done + (uint64_t)n;   /* the file shrank meanwhile: it ends here */
+            break;
+        } else {
             done += (uint64_t)n;
+        }
     }
     if (fs)
         route_leave_raw(0);
     if (rc == 0 && fixed) {
-        void *q = (void *)syscall(SYS_mremap, p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, addr);
-        if (q == MAP_FAILED)
-            rc = -errno;
-        else
-            start = (uintptr_t)q;
+        rc = move_mapping(start, round_up(len), (uintptr_t)addr, df.segs, df.nsegs);
+        if (rc < 0) {
+            free(df.segs);
+            errno = -rc;
+            return MAP_FAILED;
+        }
+        start = (uintptr_t)addr;
     }
+    *direct = df.nsegs > 0;
+    free(df.segs);
     if (rc == 0)
         rc = replace_pages(start + round_up(*data), start + round_up(len), prot, false, true);
     if (rc == 0 && kernel_protect(start, start + round_up(*data), prot) < 0)
@@ -518,7 +705,7 @@ void *mapping_map(void *addr, size_t len, int prot, int flags, int rfd, off_t of
         rc = -ENOMEM;
     }
     int memfd = -1, keep = -1;
-    bool anon = private_memory(shared, acc, flags);
+    bool anon = private_memory(shared, acc, flags), direct = false;
     if (rc == 0 && !anon)
         rc = read_into_memfd(fs, lfd, off, &data, &memfd);
     int dup = rc == 0 ? adafs_dup(fs, lfd) : -1;
@@ -533,7 +720,7 @@ void *mapping_map(void *addr, size_t len, int prot, int flags, int rfd, off_t of
     if (rc == 0 && anon) {
         if ((flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE))
             mapping_forget_range((uintptr_t)addr, len);
-        p = map_private_copy(addr, len, prot, flags, keep, off, &data);
+        p = map_private_copy(addr, len, prot, flags, keep, off, &data, &direct);
         if (p == MAP_FAILED)
             rc = -errno;
     } else if (rc == 0) {
@@ -556,7 +743,8 @@ void *mapping_map(void *addr, size_t len, int prot, int flags, int rfd, off_t of
         uintptr_t start = (uintptr_t)p;
         struct map m = { .start = start, .end = start + round_up(len), .data_end = start + data,
                          .off = off, .ino = (uint64_t)st.st_ino, .lfd = keep, .prot = prot,
-                         .shared = shared, .file_writable = acc == O_RDWR, .anon = anon };
+                         .shared = shared, .file_writable = acc == O_RDWR, .anon = anon,
+                         .direct = direct };
         pthread_mutex_lock(&lock);
         if ((shared && (prot & PROT_WRITE) && (rc = make_pristine(&m)) < 0) ||
             (rc = grow_table()) < 0) {
@@ -626,10 +814,15 @@ int mapping_advise(uintptr_t addr, size_t len, int advice)
         if (!m->anon || from >= to)
             continue;
         /* The kernel zeroed those pages: they get the file's bytes again,
-         * as a file's mapping would. */
-        if (!(m->prot & PROT_WRITE))
+         * as a file's mapping would. Pages mapped from a data file are
+         * replaced first: one the data file no longer reaches (another
+         * process shrank the file) would raise SIGBUS here. */
+        if (m->direct)
+            rc = replace_pages(from, round_up(to), PROT_READ | PROT_WRITE, false, false);
+        else if (!(m->prot & PROT_WRITE))
             kernel_protect(from, to, m->prot | PROT_READ | PROT_WRITE);
-        rc = read_file_into(m, from, to);
+        if (rc == 0)
+            rc = read_file_into(m, from, to);
         if (!(m->prot & PROT_WRITE))
             kernel_protect(from, to, m->prot);
     }
@@ -658,6 +851,59 @@ int mapping_protect(uintptr_t addr, size_t len, int prot)
             rc = make_pristine(m);
         m->prot = prot;
     }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* Makes a mapping with pieces mapped from data files one of anonymous
+ * memory holding the same bytes (the program's writes to its private
+ * pages included). Called with lock held. 0 or -errno. */
+static int flatten(struct map *m)
+{
+    size_t len = round_up(m->data_end) - m->start;
+    char *copy = anon_alloc(len);
+    if (!copy)
+        return -ENOMEM;
+    syscall(SYS_madvise, copy, len, MADV_HUGEPAGE);
+    if (!(m->prot & PROT_READ))
+        kernel_protect(m->start, m->data_end, m->prot | PROT_READ);
+    /* Not memcpy: a page past the end of a data file that another process
+     * shrank raises SIGBUS; process_vm_readv stops there instead, and the
+     * mapping ends there, as the file's own mapping would. */
+    struct iovec local = { copy, m->data_end - m->start };
+    struct iovec remote = { (void *)m->start, m->data_end - m->start };
+    ssize_t got = syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0);
+    if (got < 0 && (errno == ENOSYS || errno == EPERM)) {
+        memcpy(copy, (void *)m->start, m->data_end - m->start);
+        got = (ssize_t)(m->data_end - m->start);
+    }
+    int rc = got < 0 ? -errno : 0;
+    if (rc == 0) {
+        uintptr_t copied = m->start + (uintptr_t)got;
+        void *q = (void *)syscall(SYS_mremap, copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+                                  m->start);
+        rc = q == MAP_FAILED ? -errno : 0;
+        if (rc == 0 && copied < m->data_end) {
+            rc = replace_pages(round_up(copied), round_up(m->data_end), m->prot, false, true);
+            m->data_end = copied;
+        }
+    }
+    if (rc < 0)
+        anon_free(copy, len);
+    kernel_protect(m->start, round_up(m->data_end), m->prot);
+    if (rc == 0)
+        m->direct = false;
+    return rc;
+}
+
+int mapping_before_remap(uintptr_t addr, size_t len)
+{
+    uintptr_t a = round_down(addr), b = round_up(addr + len);
+    int rc = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; rc == 0 && i < nmaps; i++)
+        if (maps[i].direct && maps[i].end > a && maps[i].start < b)
+            rc = flatten(&maps[i]);
     pthread_mutex_unlock(&lock);
     return rc;
 }
@@ -715,6 +961,29 @@ void mapping_moved(uintptr_t old, size_t old_len, uintptr_t new, size_t new_len)
     pthread_mutex_unlock(&lock);
 }
 
+/* Zeros [from, to) of one page of m, mapped from a data file: not with
+ * memset, since a page the data file no longer reaches (another process
+ * shrank the file) raises SIGBUS; such a page holds zeros on the file too,
+ * and becomes a page of zeros. 0 or -errno. */
+static int zero_direct(struct map *m, uintptr_t from, uintptr_t to)
+{
+    static const char zeros[4096];
+    for (uintptr_t x = from; x < to;) {
+        size_t n = to - x < sizeof zeros ? to - x : sizeof zeros;
+        struct iovec local = { (void *)zeros, n }, remote = { (void *)x, n };
+        ssize_t put = syscall(SYS_process_vm_writev, getpid(), &local, 1, &remote, 1, 0);
+        if (put < 0 && (errno == ENOSYS || errno == EPERM)) {
+            memset((void *)x, 0, n);
+            put = (ssize_t)n;
+        }
+        if (put <= 0)
+            return replace_pages(round_down(x), round_up(to), PROT_READ | PROT_WRITE, m->shared,
+                                 false);
+        x += (size_t)put;
+    }
+    return 0;
+}
+
 void mapping_resized(int mount, uint64_t ino, uint64_t new_size)
 {
     pthread_mutex_lock(&lock);
@@ -735,13 +1004,17 @@ void mapping_resized(int mount, uint64_t ino, uint64_t new_size)
                 bool rw = (m->prot & (PROT_READ | PROT_WRITE)) == (PROT_READ | PROT_WRITE);
                 if (!rw)
                     kernel_protect(de, zero_to, PROT_READ | PROT_WRITE);
-                memset((void *)de, 0, zero_to - de);
+                if (m->direct)
+                    rc = zero_direct(m, de, zero_to);
+                else
+                    memset((void *)de, 0, zero_to - de);
                 if (!rw)
                     kernel_protect(de, zero_to, m->prot);
             }
             if (m->pristine)
                 memset(m->pristine + (de - m->start), 0, m->data_end - de);
-            rc = replace_pages(cut_page, round_up(m->data_end), m->prot, m->shared, true);
+            if (rc == 0)
+                rc = replace_pages(cut_page, round_up(m->data_end), m->prot, m->shared, true);
         } else if (de > m->data_end) {
             /* Extended: pages that raised SIGBUS now read zeros. */
             rc = replace_pages(round_up(m->data_end), round_up(de), m->prot, m->shared, false);

@@ -5,7 +5,10 @@
  * the file holds is read into private anonymous memory (in huge pages
  * where the kernel allows) when the mapping can never write to the file,
  * else into a memfd of exactly that size, mapped with the caller's flags
- * and protection. What follows is what a local disk gives:
+ * and protection. In the first kind, the pieces a server of this node
+ * holds are mapped MAP_PRIVATE from its data file instead (the page
+ * cache's pages, no copy; doc/preload.md, mmap). What follows is what a
+ * local disk gives:
  *  - MAP_PRIVATE, any protection: copy on write of those bytes;
  *  - MAP_SHARED: one set of pages, which fork() shares with the child;
  *  - pages wholly beyond the end of the file raise SIGBUS (the memfd ends
@@ -21,8 +24,8 @@
  *    extends them (zeros); an mremap that grows a mapping reads the bytes
  *    the file now has there.
  * What is not as on a local disk (doc/preload.md): a mapping is a snapshot
- * taken at mmap time, so writes by write() or by other processes do not
- * show through it, and its writes reach the file only at the points above
+ * taken at mmap time (but for the pages mapped from a data file), so
+ * writes by write() or by other processes do not show through it, and its writes reach the file only at the points above
  * (as on NFS); a size change by another process is not seen; a writable
  * shared mapping costs twice its size in memory; a mapping larger than
  * half the node's memory fails with ENOMEM, since it is read whole.
@@ -65,6 +68,11 @@ int mapping_protect(uintptr_t addr, size_t len, int prot);
  * gives the file's bytes again (not zeros), MADV_FREE is EINVAL. Only
  * called for those two (and MADV_DONTNEED_LOCKED). 0 or -errno. */
 int mapping_advise(uintptr_t addr, size_t len, int advice);
+
+/* Before mremap of [addr, addr + len): a mapping there with pieces mapped
+ * from data files (several kernel mappings, which mremap would refuse to
+ * resize) becomes one of memory with the same bytes. 0 or -errno. */
+int mapping_before_remap(uintptr_t addr, size_t len);
 
 /* mremap moved or resized [old, old + old_len) to [new, new + new_len). */
 void mapping_moved(uintptr_t old, size_t old_len, uintptr_t new, size_t new_len);

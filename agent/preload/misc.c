@@ -99,6 +99,11 @@ PL_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
         va_end(ap);
     }
     bool tracked = mapping_count() && !route_depth;
+    int rc = tracked ? mapping_before_remap((uintptr_t)old, old_len) : 0;
+    if (rc < 0) {
+        errno = -rc;
+        return MAP_FAILED;
+    }
     if (tracked && new_len < old_len)   /* the cut-off tail is unmapped */
         mapping_forget_range((uintptr_t)old + new_len, old_len - new_len);
     if (tracked && (flags & MREMAP_FIXED))

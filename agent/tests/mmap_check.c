@@ -18,6 +18,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@
 #include "tap.h"
 
 static const char *dir;
-static bool preload, both;
+static bool preload, both, fuse;
 static size_t page;
 
 static char *path_of(const char *name)
@@ -398,6 +399,158 @@ static void test_mremap(void)
     tap_is_int(file_byte("grow", (off_t)(2 * page + 7)), 'G', "a write into the new part reaches the file");
 }
 
+/* Whether the page at p is a file's page (/proc/self/maps names a file
+ * for it): a local disk's and the kernel mount's mappings are; through
+ * the interposer, the pieces of a private mapping that a server of this
+ * node holds are mapped from its data file. */
+static bool from_file(const void *p)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[4096];
+    bool file = false;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long from, to;
+        int path = 0;
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &from, &to, &path) < 2 ||
+            (uintptr_t)p < from || (uintptr_t)p >= to)
+            continue;
+        file = path > 0 && line[path] == '/' && !strstr(line, "/memfd:");
+        break;
+    }
+    if (f)
+        fclose(f);
+    return file;
+}
+
+/* A private mapping of a file of several chunks (the tests' instances
+ * have 64 KiB chunks, spread over the servers), read-only and then
+ * written: through the interposer its pieces are mapped from the
+ * servers' data files (doc/preload.md); fork, MAP_FIXED, mprotect, a
+ * partial munmap, mremap, MADV_DONTNEED, and another process's write,
+ * truncate and replacement of the file give what a local disk gives. */
+static void test_large_private(void)
+{
+    size_t size = 75 * page + 100, mlen = 77 * page;
+    tap_ok(make_file("large", size) == 0, "a file of 75 pages and 100 bytes");
+    int fd = open(path_of("large"), O_RDONLY);
+    char *p = mmap(NULL, mlen, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (!tap_ok(p != MAP_FAILED, "MAP_PRIVATE PROT_READ of 77 pages of it")) {
+        close(fd);
+        return;
+    }
+    tap_ok(matches(p, 0, size), "the mapping holds the file's bytes");
+    tap_ok(probe(p + size) == 0 && probe(p + 76 * page - 1) == 0,
+           "the rest of the last page reads zeros");
+    tap_is_int(probe(p + 76 * page), -SIGBUS, "the page beyond the end raises SIGBUS");
+    tap_ok(from_file(p) && from_file(p + 40 * page), "its pages are a file's pages");
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(matches(p, 0, size) && probe(p + 76 * page) == -SIGBUS ? 0 : 1);
+    int status;
+    waitpid(pid, &status, 0);
+    tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a forked child sees the same");
+
+    tap_is_int(mprotect(p + 10 * page, 20 * page, PROT_READ | PROT_WRITE), 0,
+               "mprotect of 20 pages inside it to PROT_WRITE");
+    memset(p + 10 * page, 'Z', 20 * page);
+    tap_ok(p[10 * page] == 'Z' && p[30 * page - 1] == 'Z' && matches(p, 0, 10 * page) &&
+           matches(p + 30 * page, 30 * page, size), "writes land there, the rest is the file's");
+    tap_is_int(file_byte("large", (off_t)(10 * page)), (unsigned char)pattern(10 * page),
+               "the writes do not reach the file");
+    tap_is_int(madvise(p + 10 * page, 20 * page, MADV_DONTNEED), 0, "MADV_DONTNEED of them");
+    tap_ok(matches(p, 0, size), "the file's bytes are back");
+    tap_is_int(munmap(p + 5 * page, page), 0, "munmap of one page in the middle");
+    tap_ok(matches(p, 0, 5 * page) && matches(p + 6 * page, 6 * page, size),
+           "the pages around it keep their bytes");
+    tap_is_int(munmap(p, mlen), 0, "munmap of the rest");
+
+    p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    char *q = p == MAP_FAILED ? MAP_FAILED : mremap(p, size, size + 2 * page, MREMAP_MAYMOVE);
+    tap_ok(q != MAP_FAILED && matches(q, 0, size), "mremap growing it: it keeps its bytes");
+    char *r = q == MAP_FAILED ? MAP_FAILED : mremap(q, size + 2 * page, 30 * page, 0);
+    tap_ok(r == q && matches(r, 0, 30 * page), "mremap shrinking it in place");
+    if (r != MAP_FAILED)
+        munmap(r, 30 * page);
+
+    char *area = mmap(NULL, 80 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(area, 'q', 80 * page);
+    p = mmap(area + page, 60 * page, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, (off_t)(8 * page));
+    tap_ok(p == area + page && matches(p, 8 * page, 68 * page) && area[0] == 'q' &&
+           area[61 * page] == 'q', "MAP_FIXED over anonymous memory at an offset of 8 pages");
+    munmap(area, 80 * page);
+
+    /* This process truncates and extends the file under it: as on a
+     * local disk (doc/preload.md, mmap). */
+    int wfd = open(path_of("large"), O_RDWR);
+    p = mmap(NULL, 76 * page, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (tap_ok(p != MAP_FAILED && wfd >= 0 && ftruncate(wfd, (off_t)(20 * page + page / 2)) == 0,
+               "ftruncate to 20.5 pages under a private mapping")) {
+        tap_ok(probe(p + 21 * page) == -SIGBUS && probe(p + 60 * page) == -SIGBUS,
+               "the pages beyond the new end raise SIGBUS");
+        tap_ok(probe(p + 20 * page + page / 2) == 0 && matches(p, 0, 20 * page + page / 2),
+               "the cut page reads zeros beyond the end, the bytes before it are kept");
+        tap_ok(ftruncate(wfd, (off_t)size) == 0 && probe(p + 30 * page) == 0,
+               "extended again, the pages read zeros");
+    }
+    if (p != MAP_FAILED)
+        munmap(p, 76 * page);
+    if (wfd >= 0)
+        close(wfd);
+    make_file("large", size);
+
+    /* Another process writes and truncates under a private mapping: the
+     * pages it has not written follow the file on a local disk, and so
+     * do the pages mapped from a data file through the interposer (the
+     * rest is a snapshot, doc/preload.md). The kernel mount's views of
+     * writes made around it are test_fuse_mount.sh's concern. */
+    p = mmap(NULL, 76 * page, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p != MAP_FAILED && !fuse && !both) {
+        bool file = from_file(p + 50 * page);
+        pid = fork();
+        if (pid == 0) {
+            int cfd = open(path_of("large"), O_RDWR);
+            _exit(cfd >= 0 && pwrite(cfd, "W", 1, (off_t)(50 * page + 3)) == 1 &&
+                  ftruncate(cfd, (off_t)(40 * page)) == 0 ? 0 : 1);
+        }
+        waitpid(pid, &status, 0);
+        tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+               "another process writes into page 50, then truncates the file to 40 pages");
+        if (file)
+            tap_is_int(probe(p + 50 * page), -SIGBUS, "the page beyond the new end raises SIGBUS");
+        else
+            tap_is_int(probe(p + 50 * page), (unsigned char)pattern(50 * page),
+                       "copied through the interposer: the page keeps its bytes (documented)");
+        tap_ok(matches(p, 0, 40 * page), "the pages before it keep the file's bytes");
+    }
+    if (p != MAP_FAILED)
+        munmap(p, 76 * page);
+    close(fd);
+
+    /* The file removed and another made under its name: the mapping keeps
+     * the bytes of the file it maps. Not through the kernel mount, which
+     * reaches files by their path (doc/fuse.md): there the pages of the
+     * removed file raise SIGBUS. */
+    if (fuse || both) {
+        unlink(path_of("large"));
+        return;
+    }
+    make_file("large", size);
+    fd = open(path_of("large"), O_RDONLY);
+    p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    bool replaced = unlink(path_of("large")) == 0;
+    fd = open(path_of("large"), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    char *other = malloc(size);
+    memset(other, 'x', size);
+    replaced = replaced && fd >= 0 && write(fd, other, size) == (ssize_t)size && close(fd) == 0;
+    free(other);
+    tap_ok(replaced, "the file removed and another of its size written under its name");
+    tap_ok(p != MAP_FAILED && matches(p, 0, size), "the mapping keeps the removed file's bytes");
+    if (p != MAP_FAILED)
+        munmap(p, size);
+    unlink(path_of("large"));
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3 || (strcmp(argv[2], "local") && strcmp(argv[2], "preload") &&
@@ -408,6 +561,7 @@ int main(int argc, char **argv)
     dir = argv[1];
     preload = strcmp(argv[2], "preload") == 0;
     both = strcmp(argv[2], "both") == 0;
+    fuse = strcmp(argv[2], "fuse") == 0;
     page = (size_t)sysconf(_SC_PAGESIZE);
     test_private();
     test_advise_fixed();
@@ -416,6 +570,7 @@ int main(int argc, char **argv)
     test_truncate();
     test_coherence();
     test_mremap();
+    test_large_private();
     printf("1..%d\n", tap_count);
     return tap_failed ? 1 : 0;
 }

@@ -97,7 +97,8 @@ same() {
 }
 
 # start_instance NAME SERVERS [ADAFS-CTL OPTION...]: sets BASE, MNT and
-# INSTANCE (and mounts the instance at MNT with adafs-fuse, for fuse).
+# INSTANCE (and mounts the instance at MNT with adafs-fuse, for fuse, with
+# -o $FUSE_OPTS if set).
 start_instance() {
     BASE=$WORK/$1.base
     mkdir -p "$BASE" "$WORK/$1"
@@ -113,7 +114,7 @@ start_instance() {
     fi
     INSTANCE=$BASE/instance
     if [ -n "$KERNEL_MOUNT" ]; then
-        "$ADAFS_TEST_FUSE" --instance "$INSTANCE" --foreground "$MNT" \
+        "$ADAFS_TEST_FUSE" --instance "$INSTANCE" --foreground ${FUSE_OPTS:+-o "$FUSE_OPTS"} "$MNT" \
             >"$BASE/fuse.log" 2>&1 &
         MOUNTS="$MOUNTS $!:$MNT"
         for _ in $(seq 100); do

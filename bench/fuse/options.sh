@@ -1,13 +1,15 @@
 #!/bin/sh
-# bench/fuse/options.sh BUILD_DIR REPEATS NAME:ADAFS_FUSE:OPTIONS...
+# [SERVERS=N] [IO_ONLY=1] [BLOCK=SIZE] [IOR_ARGS=...] \
+#   bench/fuse/options.sh BUILD_DIR REPEATS NAME:ADAFS_FUSE:OPTIONS...
 #
 # adafs-fuse variants against the LD_PRELOAD interposer, in the same run:
 # each NAME mounts one instance of SERVERS servers (default 2; 1 is a
 # job's shape) with the program ADAFS_FUSE
 # (a build of adafs-fuse, or a script running one) and the -o OPTIONS
 # (may be empty), and fsbench's mdtest (1,000 files each: 1 process, 2 in
-# one directory, 2 in a directory each) and IOR (1 MiB transfers, 256 MiB
-# by 1 process, 128 MiB each by 2) run on
+# one directory, 2 in a directory each; not with IO_ONLY=1) and IOR (1 MiB
+# transfers, BLOCK (256 MiB) by 1 process, half of it each by 2; IOR_ARGS
+# added to its arguments, e.g. --buffer-offset 16) run on
 # every target in a rotating order within each repeat. Prints
 # "rR TARGET WORKLOAD.METRIC VALUE" lines; bench/fuse/ratios.awk turns them
 # into each variant's median ratio to the interposer of the same repeat.
@@ -32,6 +34,8 @@ stop() {
 trap stop EXIT
 "$ctl" start --servers "${SERVERS:-2}" --base "$work/inst" --mount "$work/mnt" >/dev/null
 inst=$work/inst/instance
+block=${BLOCK:-256M}
+half=$(( $(numfmt --from=iec "$block") / 2 ))
 names=preload
 for v in "$@"; do
     name=${v%%:*} rest=${v#*:}
@@ -50,14 +54,23 @@ on() {
     else
         "$@" --dir "$work/m.$t/f.$w.$r"
     fi | while read -r metric value unit; do echo "r$r $t $w.$metric $value"; done
+    # one file set at a time in the servers' page cache
+    if [ "$t" = preload ]; then
+        ADAFS_INSTANCE=$inst ADAFS_MOUNT=$work/mnt LD_PRELOAD=$preload rm -rf "$work/mnt/p.$w.$r"
+    else
+        rm -rf "$work/m.$t/f.$w.$r"
+    fi
 }
 for r in $(seq "$repeats"); do
     for t in $names; do
-        on "$t" md1 "$fsb" mdtest --files 1000 --procs 1
-        on "$t" md2 "$fsb" mdtest --files 1000 --procs 2
-        on "$t" md2u "$fsb" mdtest --files 1000 --procs 2 --unique
-        on "$t" io1 "$fsb" ior --block 256M --procs 1
-        on "$t" io2 "$fsb" ior --block 128M --procs 2
+        if [ "${IO_ONLY:-0}" != 1 ]; then
+            on "$t" md1 "$fsb" mdtest --files 1000 --procs 1
+            on "$t" md2 "$fsb" mdtest --files 1000 --procs 2
+            on "$t" md2u "$fsb" mdtest --files 1000 --procs 2 --unique
+        fi
+        # shellcheck disable=SC2086 # IOR_ARGS: words
+        on "$t" io1 "$fsb" ior --block "$block" --procs 1 ${IOR_ARGS:-}
+        on "$t" io2 "$fsb" ior --block "$half" --procs 2 ${IOR_ARGS:-}
     done
     names=$(echo $names | awk '{ for (i = 2; i <= NF; i++) printf "%s ", $i; print $1 }')
 done
