@@ -175,6 +175,7 @@ void agent_stage_put(struct rpc_writer *w, const struct agent_stage *m)
     rpc_put_str(w, m->source);
     rpc_put_str(w, m->destination);
     rpc_put_str(w, m->name ? m->name : "");
+    rpc_put_u32(w, m->threads_per_cpu);
 }
 
 int agent_stage_get(struct rpc_reader *r, struct agent_stage *m)
@@ -191,6 +192,7 @@ int agent_stage_get(struct rpc_reader *r, struct agent_stage *m)
     m->source = rpc_get_str(r);
     m->destination = rpc_get_str(r);
     m->name = rpc_get_str(r);
+    m->threads_per_cpu = rpc_get_u32(r);
     if (finish(r) < 0 || (m->name[0] && !agent_persist_name_ok(m->name)) || m->direction > AGENT_STAGE_OUT || m->type >= STAGE_TYPE_COUNT ||
         m->nworkers == 0 || m->worker >= m->nworkers)
         return -EBADMSG;

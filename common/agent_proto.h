@@ -162,6 +162,11 @@ struct agent_stage {
     uint32_t worker, nworkers;
     uint32_t threads;
     uint32_t flags;                 /* AGENT_STAGE_FINALIZE, AGENT_STAGE_VERIFY */
+    /* Copy threads per CPU: the agent runs no more than this many per CPU
+     * its node has (its --cpus), so nodes that share a host's cores (the
+     * mini-cluster) share its threads too; 0: threads as given. Last on
+     * the wire. */
+    uint32_t threads_per_cpu;
     uint64_t max_mdops, max_bandwidth;   /* 0: unlimited */
     const char *source, *destination;
     /* NULL or "": into or out of the job's first mount; else its further

@@ -32,11 +32,13 @@ static void test_messages(void)
                                                .type = STAGE_LIST, .worker = 2, .nworkers = 3,
                                                .threads = 8, .flags = AGENT_STAGE_VERIFY,
                                                .max_mdops = 5, .max_bandwidth = 6,
-                                               .source = "/in", .destination = "/pfs/out" });
+                                               .source = "/in", .destination = "/pfs/out",
+                                               .threads_per_cpu = 2 });
     struct agent_stage st;
     rpc_reader_init(&r, w.data, w.len);
     tap_ok(agent_stage_get(&r, &st) == 0 && st.type == STAGE_LIST && st.worker == 2 &&
-           st.max_bandwidth == 6 && strcmp(st.destination, "/pfs/out") == 0,
+           st.max_bandwidth == 6 && strcmp(st.destination, "/pfs/out") == 0 &&
+           st.threads == 8 && st.threads_per_cpu == 2,
            "STAGE reads back as written");
     rpc_writer_free(&w);
     rpc_writer_init(&w, NULL, 0);

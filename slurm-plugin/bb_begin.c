@@ -79,7 +79,7 @@ static size_t place_nodes(struct bb_job *j, const struct bb_begin_job *job,
                                           .agent_host = strdup(node->host),
                                           .agent_port = bb_begin_agent_port(cfg, node->slurmd_port),
                                           .storage = strdup(place.storage),
-                                          .numa_node = place.numa_node };
+                                          .numa_node = place.numa_node, .cpus = node->cpus };
     }
     return k;
 }

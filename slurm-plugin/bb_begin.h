@@ -25,6 +25,7 @@ struct bb_begin_node {
     const char *name;         /* Slurm's node name */
     const char *host;         /* where its slurmd (and agent) listen (comm_name) */
     int slurmd_port;
+    unsigned cpus;            /* the job's CPUs there (its stage threads follow); 0: unknown */
 };
 
 /* What the shim tells of the Slurm job. */

@@ -45,6 +45,7 @@ static const struct key_spec keys[] = {
     KEY("AdafsServerTimeout", V_SECONDS, server_timeout_ms),
     KEY("AdafsStageOutKeep", V_SECONDS, stage_out_keep),
     KEY("AdafsStageThreads", V_INT, stage_threads),
+    KEY("AdafsStageThreadsPerCpu", V_INT, stage_threads_per_cpu),
     KEY("AdafsMaxMetadataRate", V_SIZE, max_mdops),
     KEY("AdafsMaxBandwidth", V_SIZE, max_bandwidth),
     KEY("AdafsMungeSocket", V_STRING, munge_socket),
@@ -79,12 +80,22 @@ static void set_defaults(struct bb_config *cfg)
         .agent_port = 6830,
         .server_timeout_ms = 10000,
         .stage_out_keep = 3600,
-        .stage_threads = 4,
+        .stage_threads = 8,
+        .stage_threads_per_cpu = 2,
         .walltime_margin = 10,
         .walltime_miss_rate = 0.05,
         .walltime_learn_interval = 30,
     };
     qos_conf_defaults(&cfg->qos);
+}
+
+uint32_t bb_stage_threads(const struct bb_config *cfg, unsigned cpus)
+{
+    uint32_t most = cfg->stage_threads ? cfg->stage_threads : 1;
+    if (!cfg->stage_threads_per_cpu || !cpus)
+        return most;
+    uint64_t t = (uint64_t)cfg->stage_threads_per_cpu * cpus;
+    return t < most ? (uint32_t)t : most;
 }
 
 static int parse_users(const char *text, uid_t **out, size_t *count,
@@ -192,7 +203,7 @@ static int set_value(struct bb_config *cfg, const struct key_spec *k,
         break;
     case V_INT:
         rc = parse_uint(e->value, 65535, &n);
-        if (!rc && strcmp(k->name, "AdafsStageThreads") == 0)
+        if (!rc && strncmp(k->name, "AdafsStageThreads", 17) == 0)
             *(uint32_t *)field = (uint32_t)n;
         else if (!rc)
             *(int *)field = (int)n;

@@ -43,7 +43,8 @@ struct bb_config {
     char *state_dir;              /* NULL: <StateSaveLocation>/adafs */
     uint32_t server_timeout_ms;   /* clients give EIO after this */
     uint32_t stage_out_keep;      /* seconds data stays after a failed stage-out */
-    uint32_t stage_threads;       /* copy threads per node */
+    uint32_t stage_threads;       /* copy threads per node, at most */
+    uint32_t stage_threads_per_cpu; /* ... per CPU the job has there (0: stage_threads) */
     uint64_t max_mdops;           /* stager limits toward the PFS; 0: none */
     uint64_t max_bandwidth;
     char *munge_socket;           /* NULL: munge's default */
@@ -69,6 +70,11 @@ struct bb_config {
  * message in err on any error. */
 int bb_config_load(const char *path, struct bb_config *cfg, char *err, size_t errlen);
 void bb_config_free(struct bb_config *cfg);
+/* Copy threads of the stage worker on a node where the job has `cpus`
+ * CPUs (0: not known): stage_threads_per_cpu per CPU, at least 1 and at
+ * most stage_threads; stage_threads when either is 0. So a worker uses
+ * what its node gives the job, not a count fixed for every node. */
+uint32_t bb_stage_threads(const struct bb_config *cfg, unsigned cpus);
 
 /* 0 if uid may use burst buffers, else -1 and a reason in err. */
 int bb_config_check_user(const struct bb_config *cfg, uid_t uid, char *err, size_t errlen);

@@ -357,7 +357,9 @@ void bb_job_encode(struct rpc_writer *w, const struct bb_job *j)
         put_opt_str(w, n->storage);
         rpc_put_u32(w, (uint32_t)n->numa_node);
         rpc_put_u32(w, (uint32_t)n->server_port);
-        rpc_put_u32(w, (uint32_t)n->started | (uint32_t)n->stage_sent << 1);
+        /* bits 8-31: the job's CPUs there (a record of before has 0: unknown) */
+        rpc_put_u32(w, (uint32_t)n->started | (uint32_t)n->stage_sent << 1 |
+                       (n->cpus < (1u << 24) ? n->cpus : (1u << 24) - 1) << 8);
     }
     rpc_put_u64(w, j->node_capacity);
     rpc_put_u64(w, j->chunk_size);
@@ -404,6 +406,7 @@ static bool get_nodes(struct rpc_reader *r, struct bb_job *j)
         uint32_t flags = rpc_get_u32(r);
         node->started = flags & 1;
         node->stage_sent = flags & 2;
+        node->cpus = flags >> 8;
     }
     return ok && rpc_reader_ok(r);
 }

@@ -51,6 +51,7 @@ struct bb_node {
     int server_port;      /* 0 until started */
     bool started;
     bool stage_sent;      /* the current stage was started there */
+    unsigned cpus;        /* the job's CPUs there (its stage threads follow); 0: unknown */
 };
 
 /* Requests in flight for a job (lifecycle.c's); not saved. Abandoning

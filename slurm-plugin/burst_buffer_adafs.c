@@ -895,11 +895,17 @@ static struct bb_job *new_instance(job_record_t *job_ptr, char *err, size_t errl
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    /* The job's CPUs on each node: its stager's threads follow them
+     * (bb_stage_threads). job_resrcs lists the allocation's nodes in
+     * node_bitmap's order, as this loop walks them. */
+    const job_resources_t *res = job_ptr->job_resrcs;
     for (int i = 0; i < node_record_count && k < n; i++) {
         node_record_t *node_ptr = node_record_table_ptr[i];
-        if (node_ptr && bit_test(job_ptr->node_bitmap, i))
+        if (node_ptr && bit_test(job_ptr->node_bitmap, i)) {
+            unsigned cpus = res && res->cpus && k < res->nhosts ? res->cpus[k] : 0;
             nodes[k++] = (struct bb_begin_node){ node_ptr->name, node_ptr->comm_name,
-                                                 node_ptr->port };
+                                                 node_ptr->port, cpus };
+        }
     }
     char *user = uid_to_string_or_null(job_ptr->user_id);
     bool array = job_ptr->array_task_id != NO_VAL;

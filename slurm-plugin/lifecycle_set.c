@@ -25,6 +25,7 @@ void lc_set_free(struct lc_set *s)
     free(s->port);
     free(s->server_port);
     free(s->numa);
+    free(s->threads);
     free(s->stage_source);
     free(s->stage_destination);
     free(s->configure_text);

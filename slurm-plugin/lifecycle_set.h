@@ -68,6 +68,7 @@ struct lc_set {
     char persist_name[PERSIST_NAME_MAX + 1]; /* START of a persistent instance's servers */
     char fair_policy[FAIR_POLICY_NAME_MAX];  /* ... and their fair_share= ("": the agents') */
     int32_t *numa;                 /* START: each node's NUMA node */
+    uint32_t *threads;             /* STAGE: each node's worker's copy threads */
     struct agent_stage stage;      /* STAGE: all but the worker */
     char *stage_source, *stage_destination;
     struct instance instance;      /* CONFIGURE: all but the servers */

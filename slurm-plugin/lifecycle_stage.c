@@ -43,12 +43,16 @@ static int stage_template(struct lc_set *set, const struct bb_job *j, const stru
         inside = persist_job_stage_mount(&j->req, inside, set->further_name);
     set->stage_source = in ? strdup(s->source) : inside_path(inside);
     set->stage_destination = in ? inside_path(inside) : strdup(s->destination);
-    if (!set->stage_source || !set->stage_destination)
+    set->threads = malloc((j->nnodes ? j->nnodes : 1) * sizeof(*set->threads));
+    if (!set->stage_source || !set->stage_destination || !set->threads)
         return -1;
+    for (size_t i = 0; i < j->nnodes; i++)
+        set->threads[i] = bb_stage_threads(cfg, j->nodes[i].cpus);
     set->stage = (struct agent_stage){
         .job_id = j->job_id, .direction = in ? AGENT_STAGE_IN : AGENT_STAGE_OUT,
         .type = (uint32_t)s->type, .nworkers = (uint32_t)j->nnodes,
         .threads = cfg->stage_threads, .flags = flags | (s->verify ? AGENT_STAGE_VERIFY : 0),
+        .threads_per_cpu = cfg->stage_threads_per_cpu,
         .max_mdops = j->req.max_mdops ? j->req.max_mdops : cfg->max_mdops,
         .max_bandwidth = j->req.max_bw ? j->req.max_bw : cfg->max_bandwidth,
         .source = set->stage_source, .destination = set->stage_destination,
@@ -62,6 +66,7 @@ static void build_stage(const struct lc_set *s, size_t k, struct rpc_writer *w)
 {
     struct agent_stage m = s->stage;
     m.worker = (uint32_t)s->node[k];
+    m.threads = s->threads[s->node[k]];
     agent_stage_put(w, &m);
 }
 

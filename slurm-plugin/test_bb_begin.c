@@ -17,8 +17,8 @@ static void say(void *arg, int level, const char *line)
     snprintf(said + strlen(said), sizeof(said) - strlen(said), "%d:%s\n", level, line);
 }
 
-static const struct bb_begin_node two[] = { { "n1", "10.0.0.1", 6818 },
-                                            { "n2", "10.0.0.2", 6819 } };
+static const struct bb_begin_node two[] = { { "n1", "10.0.0.1", 6818, 4 },
+                                            { "n2", "10.0.0.2", 6819, 0 } };
 
 static struct bb_begin_job job(uint32_t id, const char *bb)
 {
@@ -128,6 +128,8 @@ int main(void)
     tap_ok(j != NULL, "an instance for a job on two nodes (%s)", j ? "" : err);
     tap_ok(j && j->nnodes == 2 && strcmp(j->nodes[0].name, "n1") == 0 &&
            strcmp(j->nodes[1].agent_host, "10.0.0.2") == 0, "its nodes, in the allocation's order");
+    tap_ok(j && j->nodes[0].cpus == 4 && j->nodes[1].cpus == 0,
+           "the job's CPUs on each node (0: not known), which its stage threads follow");
     tap_ok(j && j->nodes[0].agent_port == 6830 && j->nodes[1].agent_port == 6830,
            "agents on AdafsAgentPort");
     tap_ok(j && j->node_capacity == ((3ULL << 30) + 1) / 2 && j->chunk_size == 1 << 20,

@@ -81,6 +81,16 @@ int main(void)
     rejected("StageInTimeout=1\nAdafsPersistentNodes=n[1-\n", "line 2: AdafsPersistentNodes=n[1-:");
     rejected("AdafsWalltimeLearnInterval=0\n", "AdafsWalltimeLearnInterval must be at least 1 second");
     rejected("AdafsAccess=kernel\n", "AdafsAccess=kernel: expected preload, fuse or both");
+    tap_is_int(load_text("AdafsAccess=both\n", &cfg), 0, "by default a node's stage worker...");
+    tap_ok(bb_stage_threads(&cfg, 1) == 2 && bb_stage_threads(&cfg, 3) == 6 &&
+           bb_stage_threads(&cfg, 64) == 8 && bb_stage_threads(&cfg, 0) == 8,
+           "... runs 2 threads per CPU the job has there, at most 8 (8 when not known)");
+    bb_config_free(&cfg);
+    tap_is_int(load_text("AdafsStageThreads=16\nAdafsStageThreadsPerCpu=0\n", &cfg), 0,
+               "AdafsStageThreadsPerCpu=0 loads...");
+    tap_ok(bb_stage_threads(&cfg, 1) == 16 && bb_stage_threads(&cfg, 64) == 16,
+           "... and gives every node AdafsStageThreads, whatever its CPUs");
+    bb_config_free(&cfg);
     unlink(path);
     return tap_done();
 }

@@ -67,8 +67,8 @@ int main(void)
     a->phase = PHASE_STAGING_IN;
     a->nnodes = 2;
     a->nodes = calloc(2, sizeof(*a->nodes));
-    a->nodes[0] = (struct bb_node){ strdup("n1"), strdup("10.0.0.1"), 6830, strdup("/nvme/adafs"), 1, 4000, true, true };
-    a->nodes[1] = (struct bb_node){ strdup("n2"), strdup("10.0.0.2"), 6830, NULL, -1, 4001, true, false };
+    a->nodes[0] = (struct bb_node){ strdup("n1"), strdup("10.0.0.1"), 6830, strdup("/nvme/adafs"), 1, 4000, true, true, 48 };
+    a->nodes[1] = (struct bb_node){ strdup("n2"), strdup("10.0.0.2"), 6830, NULL, -1, 4001, true, false, 0 };
     a->node_capacity = 1ULL << 30;
     a->chunk_size = 512 << 10;
     snprintf(a->secret_hex, sizeof(a->secret_hex), "%064d", 5);
@@ -117,6 +117,8 @@ int main(void)
         tap_ok(j->nodes[1].storage == NULL, "a NULL storage stays NULL");
         tap_is_int(j->nodes[1].server_port, 4001, "server port");
         tap_ok(j->nodes[0].stage_sent && !j->nodes[1].stage_sent, "stage flags");
+        tap_ok(j->nodes[0].cpus == 48 && j->nodes[1].cpus == 0,
+               "the job's CPUs per node (0: not known) beside them");
         tap_ok(j->instance_path == NULL && j->error == NULL, "NULL strings stay NULL");
         tap_is_int(j->req.nstages, 1, "the request is kept");
         tap_is_str(j->req.nstages ? j->req.stages[0].destination : NULL, "in put", "quoted value kept");

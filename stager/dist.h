@@ -17,7 +17,8 @@
  * instance for `in` and `out`, `.adafs-stage/ID` beside DST for `copy`, where ID
  * is a hash of the request (direction, type, source, destination, N), so
  * the N processes started with the same request meet without being told
- * more. Worker 0 makes a new epoch (a random nonce naming a fresh
+ * more. A writer rings the reader's doorbell (dist_bell.h) after each
+ * message, so the reader does not poll for it. Worker 0 makes a new epoch (a random nonce naming a fresh
  * directory) and announces it in `ID/epoch`; the others join the epoch
  * they find and follow a newer one (a rerun after a crash).
  *
@@ -32,6 +33,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "dist_bell.h"
 #include "dist_msg.h"
 #include "stage_internal.h"
 
@@ -40,6 +42,12 @@
 #define DIST_STORE ".adafs-stage"
 /* Seconds without a message before a peer is given up (--peer-timeout). */
 #define DIST_DEFAULT_TIMEOUT 60.0
+/* A reader looks at a quiet mailbox at least this often: without a
+ * doorbell (dist_bell.h) every message waits for such a look, so it stays
+ * short; with one a ring brings the reader at once and the look only
+ * catches a ring lost on the network. */
+#define DIST_POLL_MAX 0.016
+#define DIST_POLL_MAX_BELL 0.1
 
 struct hub;
 struct dcache;
@@ -64,9 +72,14 @@ struct dist {
     uint64_t nonce;
     uint64_t in_seq;            /* worker K > 0: the next message from worker 0 */
 
+    /* The doorbell (dist_bell.h): this process's, and worker 0's (K > 0;
+     * hub_bell_ok once its address is known). */
+    struct dist_bell bell;
+    struct sockaddr_in hub_bell;
+    int hub_bell_ok;
+
     /* Records for the coordinator, appended by the copy threads. */
     pthread_mutex_t lock;
-    pthread_cond_t wake;
     struct rpc_writer out;
     size_t out_records;
     int urgent;                 /* discovery waits in out: send it soon */
@@ -92,9 +105,12 @@ void dist_send(struct dist *d, const struct dmsg *m, int urgent);
 /* Whether what was queued should be sent now; if not, lowers *when to the
  * time it should (a few ms of acknowledgements go in one message). */
 int dist_out_due(struct dist *d, double now, double *when);
-/* Sleeps until when (dist_now() time), or until a record is queued (any),
- * or an urgent one (!any). */
-void dist_wait(struct dist *d, double when, int any);
+/* Sleeps until when (dist_now() time), until a record is queued (any) or
+ * an urgent one (!any), or until a doorbell rings: rung(arg, from, addr)
+ * for each ring (dist_bell.h). */
+void dist_wait(struct dist *d, double when, int any,
+               void (*rung)(void *arg, uint32_t from, const struct sockaddr_in *addr),
+               void *arg);
 /* Takes what was queued (for the coordinator of worker 0 or the mailbox). */
 int dist_take_out(struct dist *d, struct rpc_writer *into);
 /* Handles records from the coordinator (payload is taken over). */

@@ -34,9 +34,9 @@ void dist_send(struct dist *d, const struct dmsg *m, int urgent)
     d->out_records++;
     if (urgent)
         d->urgent = 1;
-    if (first || urgent)
-        pthread_cond_signal(&d->wake);
     pthread_mutex_unlock(&d->lock);
+    if (first || urgent)
+        bell_wake_local(&d->bell);
 }
 
 int dist_take_out(struct dist *d, struct rpc_writer *into)
@@ -354,6 +354,8 @@ struct xitem {
     struct dloc loc;       /* where a big file found here lives (SPLIT) */
     uint64_t dir;          /* the coordinator's directory it belongs to */
     char **owned;          /* a kept batch's names */
+    struct bopen *listed;  /* a kept batch's files as its listing opened them (their
+                            * data with them), or NULL; closed if not copied */
     char *own_rs, *own_rd; /* a request's parents, for loc */
     char *own_srel, *own_drel; /* a kept subdirectory's, for loc */
     struct bfile *src;     /* pieces: the source, from the file cache */
@@ -369,6 +371,11 @@ static void payload_put(struct payload *p)
 
 static void xitem_free(struct xitem *xi)
 {
+    if (xi->listed)
+        for (uint32_t i = 0; i < xi->m.n; i++)
+            if (xi->listed[i].f)
+                xi->listed[i].f->b->ops->close(xi->listed[i].f);
+    free(xi->listed);
     if (xi->owned)
         for (uint32_t i = 0; i < xi->m.n; i++)
             free(xi->owned[i]);
@@ -487,8 +494,16 @@ static void files_item(struct pool_thread *self, struct xitem *xi)
         ack(xi, 1);
         return;
     }
-    walk_files_now(self, n, xi->owned ? xi->owned : (char *const *)xi->m.names, xi->m.types,
-                   xi->m.n);
+    if (xi->listed) {
+        /* Copied with the data its listing brought: no read of its own. */
+        struct bopen *listed = xi->listed;
+        xi->listed = NULL;
+        walk_files_listed(self, n, xi->owned, xi->m.types, listed, xi->m.n);
+        free(listed);
+    } else {
+        walk_files_now(self, n, xi->owned ? xi->owned : (char *const *)xi->m.names,
+                       xi->m.types, xi->m.n);
+    }
     dnode_release(n);
 }
 
@@ -604,13 +619,19 @@ struct lister {
     uint32_t fresh;             /* DF_FRESH: the destination was made by this listing */
     char *names[DIST_BATCH];
     unsigned char types[DIST_BATCH];
+    struct bopen listed[DIST_BATCH];  /* what the listing opened (f NULL: nothing) */
+    int with_data;              /* some of them: the batch is copied here */
     uint32_t n;
 };
 
 static void item_task(struct pool_thread *self, void *arg);
 
 /* Sends the names gathered so far: the first batch of a directory stays
- * here (no round trip for a small directory), the others go out. */
+ * here (no round trip for a small directory), the others go out, but for
+ * those whose data the listing brought (stage-out of small files): they
+ * stay too, to be copied without a read of their own, as one process
+ * copies them; what this worker has not started when another is idle is
+ * given back (work stealing) and read there. */
 static int send_batch(struct lister *L)
 {
     struct dist *d = L->xi->d;
@@ -621,7 +642,13 @@ static int send_batch(struct lister *L)
     memcpy(m.types, L->types, L->n);
     /* With --follow-symlinks the coordinator may find the directory
      * already copied (a loop) and drop its batches: keep none. */
-    struct xitem *k = !L->kept && !d->run->opt.follow_symlinks ? calloc(1, sizeof(*k)) : NULL;
+    /* Also kept while this worker holds less than its window (what the
+     * coordinator would hand it anyway: no round trip for it); beyond,
+     * it goes out for whoever has room. */
+    int keep = (!L->kept || L->with_data ||
+                atomic_load(&d->running) < (long)d->window) &&
+               !d->run->opt.follow_symlinks;
+    struct xitem *k = keep ? calloc(1, sizeof(*k)) : NULL;
     if (k) {
         uint64_t id = atomic_fetch_add(&d->next_kept, 1);
         m.id = (1ull << 63) | ((uint64_t)d->me << 40) | id;
@@ -639,7 +666,11 @@ static int send_batch(struct lister *L)
         k->dir = L->dir;
         k->loc = k->m.loc;
         k->owned = malloc(L->n * sizeof(*k->owned));
-        if (!k->owned || !k->own_srel || !k->own_drel) {
+        if (L->with_data && (k->listed = malloc(L->n * sizeof(*k->listed))))
+            memcpy(k->listed, L->listed, L->n * sizeof(*k->listed));
+        if (!k->owned || !k->own_srel || !k->own_drel || (L->with_data && !k->listed)) {
+            free(k->listed);            /* its files are closed below, with the names */
+            k->listed = NULL;
             xitem_free(k);
             k = NULL;
             m.id = 0;
@@ -656,9 +687,14 @@ static int send_batch(struct lister *L)
             ack(k, 1);
         }
     } else {
-        for (uint32_t i = 0; i < L->n; i++)
+        for (uint32_t i = 0; i < L->n; i++) {
+            if (L->listed[i].f)
+                L->listed[i].f->b->ops->close(L->listed[i].f);
             free(L->names[i]);
+        }
     }
+    memset(L->listed, 0, sizeof(L->listed));
+    L->with_data = 0;
     L->n = 0;
     return 0;
 }
@@ -717,8 +753,10 @@ static int lister_entry(void *arg, const char *name, unsigned char type, struct 
     struct lister *L = arg;
     struct dist *d = L->xi->d;
     struct stage_run *run = d->run;
-    if (opened)
+    if (opened && (type != DT_REG || is_store(d, 1, L->dst, name))) {
         opened->f->b->ops->close(opened->f);
+        opened = NULL;
+    }
     if (is_store(d, 0, L->src, name))
         return 0;                   /* our own mailboxes (stage-out of a whole instance) */
     if (is_store(d, 1, L->dst, name)) {
@@ -748,8 +786,16 @@ static int lister_entry(void *arg, const char *name, unsigned char type, struct 
             }
         }
     } else if (type == DT_REG) {
-        if (!(L->names[L->n] = strdup(name)))
+        if (!(L->names[L->n] = strdup(name))) {
+            if (opened)
+                opened->f->b->ops->close(opened->f);
             return -ENOMEM;
+        }
+        if (opened) {
+            L->listed[L->n] = *opened;
+            L->listed[L->n].name = L->names[L->n];
+            L->with_data = 1;
+        }
         L->types[L->n++] = DT_REG;
         if (L->n == DIST_BATCH)
             return send_batch(L);
@@ -861,11 +907,18 @@ static void list_dir(struct pool_thread *self, struct xitem *xi, uint64_t dir,
                         .follow = follow, .fresh = flags & DF_FRESH };
     /* A fresh destination tells the batches so (no restart checks). */
     xi->loc = *loc;
-    rc = sd->b->ops->dir_list(sd, 0, lister_entry, &L);
+    /* Files with their data where the source brings them with a listing
+     * (stage-out): the batches are then copied here (send_batch). Not with
+     * --follow-symlinks, where no batch is kept. */
+    int open_files = sd->b->ops->open_read_many != NULL && !follow;
+    rc = sd->b->ops->dir_list(sd, open_files, lister_entry, &L);
     if (rc == 0)
         rc = send_batch(&L);
-    for (uint32_t i = 0; i < L.n; i++)
+    for (uint32_t i = 0; i < L.n; i++) {
+        if (L.listed[i].f)
+            L.listed[i].f->b->ops->close(L.listed[i].f);
         free(L.names[i]);
+    }
     if (rc < 0)
         stage_fail(run, sd->path, -rc, "list directory");
     dcache_put(d->cache, sd);

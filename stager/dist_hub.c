@@ -53,6 +53,9 @@ struct hworker {
     size_t out_n;
     struct hq held;          /* items it has and has not acknowledged */
     int said_write_error;
+    /* Its doorbell (dist_bell.h), from the source of its rings. */
+    struct sockaddr_in bell;
+    int bell_ok;
     /* Work stealing: a STEAL sent and not answered yet; and whether it
      * may hold items not started beyond its share (cleared by an answer of
      * none, set when it keeps work it found: what is handed out here goes
@@ -455,8 +458,11 @@ static void tell_stop(struct hub *h, unsigned wi, const char *why)
     rpc_writer_init(&a, NULL, 0);
     dmsg_put(&a, &(struct dmsg){ .type = DM_ABORT, .text = why });
     dist_msg_name(name, sizeof(name), 0, wi, w->out_seq);
-    if (rpc_writer_ok(&a) && mbox_put(h->d->mdir, name, a.data, a.len) == 0)
+    if (rpc_writer_ok(&a) && mbox_put(h->d->mdir, name, a.data, a.len) == 0) {
         w->out_seq++;
+        if (w->bell_ok)
+            bell_ring(&h->d->bell, &w->bell, 0);
+    }
     rpc_writer_free(&a);
 }
 
@@ -867,7 +873,7 @@ static void poll_worker(struct hub *h, unsigned wi, double now)
     if (got) {
         w->last_heard = now;
         w->poll = 0.001;
-    } else if (rc != -EAGAIN && w->poll < 0.016) {
+    } else if (rc != -EAGAIN && w->poll < (w->bell_ok ? DIST_POLL_MAX_BELL : DIST_POLL_MAX)) {
         w->poll *= 2;
     }
     w->next_poll = now + (rc == -EAGAIN ? 0.001 : w->poll);
@@ -911,10 +917,15 @@ static void deliver(struct hub *h, unsigned wi, double now)
     if (rc == 0) {
         w->out_seq++;
         w->last_sent = now;
-        /* Work sent is acknowledged soon: look again shortly. */
-        w->poll = 0.001;
-        if (w->next_poll > now + w->poll)
-            w->next_poll = now + w->poll;
+        if (w->bell_ok) {
+            /* Its acknowledgements ring. */
+            bell_ring(&h->d->bell, &w->bell, 0);
+        } else {
+            /* Work sent is acknowledged soon: look again shortly. */
+            w->poll = 0.001;
+            if (w->next_poll > now + w->poll)
+                w->next_poll = now + w->poll;
+        }
         rpc_writer_free(&w->out);
         rpc_writer_init(&w->out, NULL, 0);
         w->out_n = 0;
@@ -924,6 +935,19 @@ static void deliver(struct hub *h, unsigned wi, double now)
                  h->d->mdir->path, strerror(-rc));
         w->said_write_error = 1;
     }
+}
+
+/* A ring from worker `from` (the run's token: one of its workers): look
+ * at its mailbox now, and ring it back where it rang from. */
+static void rung(void *arg, uint32_t from, const struct sockaddr_in *addr)
+{
+    struct hub *h = arg;
+    if (from == 0 || from >= h->d->n)
+        return;
+    struct hworker *w = &h->w[from];
+    w->bell = *addr;
+    w->bell_ok = 1;
+    w->next_poll = 0;
 }
 
 void hub_loop(struct hub *h)
@@ -992,7 +1016,7 @@ void hub_loop(struct hub *h)
                 break;
             }
         }
-        dist_wait(d, next, 1);
+        dist_wait(d, next, 1, rung, h);
     }
     dist_store_cleanup(d);
 }

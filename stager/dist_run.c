@@ -179,11 +179,26 @@ static int epoch_create(struct dist *d, char *err, size_t errlen)
     rc = d->sb.ops->dir_make(d->rdir, name, S_IRWXU);
     if (rc == 0)
         rc = d->sb.ops->dir_open(d->rdir, name, 0, &d->mdir, &st);
-    uint8_t buf[16];
+    /* The doorbell's token and address go with the epoch: only who can
+     * read this directory (the job user) can ring the run's workers. */
+    if (getrandom(d->bell.token, sizeof(d->bell.token), 0) != sizeof(d->bell.token)) {
+        snprintf(err, errlen, "getrandom for the doorbell's token: %s", strerror(errno));
+        return -EIO;
+    }
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
     struct rpc_writer w;
-    rpc_writer_init(&w, buf, sizeof(buf));
+    rpc_writer_init(&w, NULL, 0);
     rpc_put_u64(&w, d->nonce);
     rpc_put_u32(&w, d->n);
+    rpc_put_u32(&w, d->bell.fd >= 0 ? d->bell.port : 0);
+    uint64_t tok[2];
+    memcpy(tok, d->bell.token, sizeof(tok));
+    rpc_put_u64(&w, tok[0]);
+    rpc_put_u64(&w, tok[1]);
+    rpc_put_str(&w, host);
+    if (!rpc_writer_ok(&w))
+        rc = -ENOMEM;
     if (rc == 0)
         rc = mbox_put(d->rdir, EPOCH, w.data, w.len);
     rpc_writer_free(&w);
@@ -193,8 +208,17 @@ static int epoch_create(struct dist *d, char *err, size_t errlen)
     return rc;
 }
 
-/* The epoch announced in STORE/ID, if any: 0 and *nonce, or -errno. */
-static int epoch_read(struct dist *d, uint64_t *nonce, uint32_t *n)
+/* What an epoch file says. */
+struct epoch {
+    uint64_t nonce;
+    uint32_t n;
+    uint32_t bell_port;            /* 0: worker 0 has no doorbell */
+    uint8_t token[BELL_TOKEN];
+    char host[256];                /* worker 0's */
+};
+
+/* The epoch announced in STORE/ID, if any: 0 and *e, or -errno. */
+static int epoch_read(struct dist *d, struct epoch *e)
 {
     void *p;
     size_t len;
@@ -203,17 +227,65 @@ static int epoch_read(struct dist *d, uint64_t *nonce, uint32_t *n)
         return rc;
     struct rpc_reader r;
     rpc_reader_init(&r, p, len);
-    *nonce = rpc_get_u64(&r);
-    *n = rpc_get_u32(&r);
-    rc = rpc_reader_ok(&r) ? 0 : -EAGAIN;
+    e->nonce = rpc_get_u64(&r);
+    e->n = rpc_get_u32(&r);
+    e->bell_port = rpc_get_u32(&r);
+    uint64_t tok[2] = { rpc_get_u64(&r), rpc_get_u64(&r) };
+    memcpy(e->token, tok, sizeof(e->token));
+    const char *host = rpc_get_str(&r);
+    rc = rpc_reader_ok(&r) && host && e->bell_port <= 65535 ? 0 : -EAGAIN;
+    if (rc == 0)
+        snprintf(e->host, sizeof(e->host), "%s", host);
     free(p);
     return rc;
+}
+
+/* Worker K > 0: rings worker 0's doorbell, if it has one. */
+static void ring_hub(struct dist *d)
+{
+    if (d->hub_bell_ok)
+        bell_ring(&d->bell, &d->hub_bell, d->me);
+}
+
+/* Worker K > 0: a ring can only be worker 0's (the token is the run's). */
+static void rung_by_hub(void *arg, uint32_t from, const struct sockaddr_in *addr)
+{
+    (void)addr;
+    if (from == 0)
+        *(int *)arg = 1;
+}
+
+/* Worker K > 0: takes the doorbell of the epoch it joins. */
+static void join_bell(struct dist *d, const struct epoch *e)
+{
+    char err[512];
+    memcpy(d->bell.token, e->token, sizeof(d->bell.token));
+    d->hub_bell_ok = 0;
+    if (d->bell.fd < 0 || !e->bell_port) {
+        log_info("worker %u: %s: polling worker 0's mailbox every %.0f ms at most", d->me,
+                 d->bell.fd < 0 ? "no doorbell of its own" : "worker 0 has no doorbell",
+                 DIST_POLL_MAX * 1e3);
+        return;
+    }
+    if (bell_resolve(e->host, (uint16_t)e->bell_port, &d->hub_bell, err, sizeof(err)) < 0) {
+        log_warn("worker %u: cannot ring worker 0's doorbell (%s): polling its mailbox every "
+                 "%.0f ms at most", d->me, err, DIST_POLL_MAX * 1e3);
+        return;
+    }
+    d->hub_bell_ok = 1;
 }
 
 static void sleep_s(double s)
 {
     struct timespec t = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
     nanosleep(&t, NULL);
+}
+
+static void rung_none(void *arg, uint32_t from, const struct sockaddr_in *addr)
+{
+    (void)arg;
+    (void)from;
+    (void)addr;
 }
 
 /* Worker K > 0: joins the newest epoch, says hello and waits for the
@@ -224,14 +296,14 @@ static int join(struct dist *d, char *err, size_t errlen)
     uint64_t cur = 0;
     char name[64];
     while (!d->joined) {
-        uint64_t nonce = 0;
-        uint32_t n = 0;
+        struct epoch e;
         if (!d->rdir)
             open_rdir(d);
-        if (d->rdir && epoch_read(d, &nonce, &n) == 0) {
-            if (n != d->n) {
+        if (d->rdir && epoch_read(d, &e) == 0) {
+            uint64_t nonce = e.nonce;
+            if (e.n != d->n) {
                 snprintf(err, errlen, "worker 0 runs %u workers, this one was started as "
-                         "worker %u of %u", n, d->me, d->n);
+                         "worker %u of %u", e.n, d->me, d->n);
                 return -EINVAL;
             }
             if (nonce != cur) {
@@ -253,6 +325,8 @@ static int join(struct dist *d, char *err, size_t errlen)
                     cur = nonce;
                     d->nonce = nonce;
                     d->in_seq = 0;
+                    join_bell(d, &e);
+                    ring_hub(d);
                 }
                 rpc_writer_free(&w);
             }
@@ -275,27 +349,24 @@ static int join(struct dist *d, char *err, size_t errlen)
                      "(%s/%s: nothing from it)", d->timeout, d->store, d->id);
             return -ETIMEDOUT;
         }
-        sleep_s(cur ? 0.002 : 0.005);
+        if (cur && d->hub_bell_ok)
+            bell_wait(&d->bell, DIST_POLL_MAX_BELL, rung_none, NULL);   /* the welcome rings */
+        else
+            sleep_s(cur ? 0.002 : 0.005);
     }
     return d->stop ? -ECANCELED : 0;
 }
 
-void dist_wait(struct dist *d, double when, int any)
+void dist_wait(struct dist *d, double when, int any,
+               void (*rung)(void *arg, uint32_t from, const struct sockaddr_in *addr),
+               void *arg)
 {
     pthread_mutex_lock(&d->lock);
-    double wait = when - dist_now();
-    if (wait > 0 && !(any ? d->out_records > 0 : d->urgent)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += (time_t)wait;
-        ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&d->wake, &d->lock, &ts);
-    }
+    int ready = any ? d->out_records > 0 : d->urgent;
     pthread_mutex_unlock(&d->lock);
+    /* A record queued after this look writes the eventfd: poll returns. */
+    double wait = ready ? 0 : when - dist_now();
+    bell_wait(&d->bell, wait, rung, arg);
 }
 
 /* The message thread of worker K > 0. */
@@ -321,14 +392,16 @@ static void *worker_main(void *arg)
     struct stage_run *run = d->run;
     double now = dist_now(), last_heard = now, last_sent = now, next_poll = now;
     double poll = 0.001;
+    int rung = 0;
     struct rpc_writer pending;          /* taken from out, not yet written */
     rpc_writer_init(&pending, NULL, 0);
     int have_pending = 0, said_bye = 0;
     char name[64];
     for (;;) {
         now = dist_now();
-        if (now >= next_poll && !d->done) {
+        if ((rung || now >= next_poll) && !d->done) {
             int got = 0, rc;
+            rung = 0;
             void *p;
             size_t len;
             for (;;) {
@@ -343,7 +416,7 @@ static void *worker_main(void *arg)
             if (got) {
                 last_heard = now;
                 poll = 0.001;
-            } else if (rc != -EAGAIN && poll < 0.016) {
+            } else if (rc != -EAGAIN && poll < (d->hub_bell_ok ? DIST_POLL_MAX_BELL : DIST_POLL_MAX)) {
                 poll *= 2;
             }
             next_poll = now + (rc == -EAGAIN ? 0.001 : poll);
@@ -372,10 +445,14 @@ static void *worker_main(void *arg)
                 rpc_writer_init(&pending, NULL, 0);
                 have_pending = 0;
                 last_sent = now;
-                /* What was sent (acknowledgements) brings an answer soon. */
-                poll = 0.001;
-                if (next_poll > now + poll)
-                    next_poll = now + poll;
+                ring_hub(d);
+                /* What was sent (acknowledgements) brings an answer soon;
+                 * with a doorbell, the answer rings. */
+                if (!d->hub_bell_ok) {
+                    poll = 0.001;
+                    if (next_poll > now + poll)
+                        next_poll = now + poll;
+                }
             } else if (now - last_sent > d->timeout) {
                 stage_fail(run, d->store, -rc, "write to worker 0's mailbox (for %.0f s)",
                            d->timeout);
@@ -395,7 +472,7 @@ static void *worker_main(void *arg)
             when = last_sent + d->beat;
         if (finishing)
             when = now + 0.001;
-        dist_wait(d, when, 0);
+        dist_wait(d, when, 0, rung_by_hub, &rung);
     }
     rpc_writer_free(&pending);
     pool_release(run->pool);
@@ -421,9 +498,8 @@ void dist_store_cleanup(struct dist *d)
     }
     remove_mailboxes(d->rdir, name);
     /* The announcement only if it is still ours (not a newer run's). */
-    uint64_t nonce;
-    uint32_t n;
-    if (epoch_read(d, &nonce, &n) == 0 && nonce == d->nonce)
+    struct epoch e;
+    if (epoch_read(d, &e) == 0 && e.nonce == d->nonce)
         ops->unlink_at(d->rdir, EPOCH);
     ops->dir_close(d->rdir);
     d->rdir = NULL;
@@ -459,8 +535,8 @@ int dist_execute(struct stage_run *run)
     d->timeout = run->opt.peer_timeout > 0 ? run->opt.peer_timeout : DIST_DEFAULT_TIMEOUT;
     d->beat = d->timeout / 8 < 1.0 ? d->timeout / 8 : 1.0;
     d->t0 = dist_now();
+    d->bell.fd = d->bell.wake_fd = -1;
     pthread_mutex_init(&d->lock, NULL);
-    pthread_cond_init(&d->wake, NULL);
     rpc_writer_init(&d->out, NULL, 0);
     atomic_init(&d->next_kept, 1);
     d->cache = dcache_new();
@@ -468,7 +544,13 @@ int dist_execute(struct stage_run *run)
     if (!d->cache || !d->files)
         return -ENOMEM;
     char err[512] = "";
-    int rc = store_open(d, err, sizeof(err));
+    int rc = bell_open(&d->bell, err, sizeof(err));
+    if (rc == 0 && d->bell.fd < 0)
+        log_warn("worker %u: %s: its mailbox is polled every %.0f ms at most", d->me, err,
+                 DIST_POLL_MAX * 1e3);
+    err[0] = '\0';
+    if (rc == 0)
+        rc = store_open(d, err, sizeof(err));
     if (rc == 0 && d->me == 0) {
         rc = epoch_create(d, err, sizeof(err));
         if (rc == 0)
@@ -522,8 +604,8 @@ void dist_destroy(struct dist *d)
         backend_adafs_fini(&d->sb);
 #endif
     rpc_writer_free(&d->out);
+    bell_close(&d->bell);
     pthread_mutex_destroy(&d->lock);
-    pthread_cond_destroy(&d->wake);
     free(d->store);
     free(d);
 }

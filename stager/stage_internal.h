@@ -133,6 +133,10 @@ void walk_file(struct pool_thread *self, struct dnode *parent, const char *name,
  * batch), as a files task would. */
 void walk_files_now(struct pool_thread *self, struct dnode *parent, char *const *names,
                     const unsigned char *types, unsigned n);
+/* The same with what a listing opened of them (listed[i].f NULL: nothing),
+ * as a files task copies a listing's batch; the files are closed. */
+void walk_files_listed(struct pool_thread *self, struct dnode *parent, char *const *names,
+                       const unsigned char *types, struct bopen *listed, unsigned n);
 
 /* stage_copy.c */
 /* Copies the regular file sname (already opened: src, sst) of parent to

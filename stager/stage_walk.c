@@ -223,6 +223,12 @@ void walk_files_now(struct pool_thread *self, struct dnode *parent, char *const 
     }
 }
 
+void walk_files_listed(struct pool_thread *self, struct dnode *parent, char *const *names,
+                       const unsigned char *types, struct bopen *listed, unsigned n)
+{
+    copy_files(self, parent, names, types, listed, n);
+}
+
 static void files_task(struct pool_thread *self, void *arg)
 {
     struct files_task *t = arg;

@@ -1234,7 +1234,14 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
     /* Its first mount's instance, or the further one the stage names. */
     instance_named_file_path(instance, sizeof(instance), cfg->mount_prefix, j->id, m->name);
     snprintf(worker, sizeof(worker), "%u/%u", m->worker, m->nworkers);
-    snprintf(threads, sizeof(threads), "%u", m->threads ? m->threads : 4);
+    /* What the plugin gives the job here (its CPUs there by Slurm), but no
+     * more per CPU than this node has: nodes sharing a host's cores (the
+     * mini-cluster) are told their share with --cpus. */
+    uint64_t nthreads = m->threads ? m->threads : 4;
+    if (m->threads_per_cpu && cfg->cpus &&
+        nthreads > (uint64_t)m->threads_per_cpu * cfg->cpus)
+        nthreads = (uint64_t)m->threads_per_cpu * cfg->cpus;
+    snprintf(threads, sizeof(threads), "%llu", (unsigned long long)nthreads);
     snprintf(mdops, sizeof(mdops), "%llu", (unsigned long long)m->max_mdops);
     snprintf(bw, sizeof(bw), "%llu", (unsigned long long)m->max_bandwidth);
     char *argv[28];
@@ -1294,8 +1301,8 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
     free(j->stage.errors);
     j->stage = (struct stage_op){ .pid = pid, .state = AGENT_OP_RUNNING,
                                   .out_fd = out[0], .err_fd = errp[0] };
-    log_info("job %u: stage-%s worker %s started (pid %d): %s -> %s", j->id,
-             argv[1], worker, (int)pid, m->source, m->destination);
+    log_info("job %u: stage-%s worker %s started (pid %d, %s threads): %s -> %s", j->id,
+             argv[1], worker, (int)pid, threads, m->source, m->destination);
     pthread_t t;
     if ((rc = pthread_create(&t, NULL, stage_watcher, j)) != 0) {
         child_kill(pid, SIGKILL);

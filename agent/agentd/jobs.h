@@ -46,6 +46,9 @@ struct agent_settings {
                                   * servers of persistent instances (adafsd --munge-socket)
                                   * and to stagers ($ADAFS_MUNGE_SOCKET) */
     struct tbf_loop *tbf;        /* --node-bandwidth shared by AdapTBF; NULL: off */
+    unsigned cpus;               /* CPUs of this node (--cpus; default: those the agent
+                                  * may run on): a stage worker runs at most
+                                  * threads_per_cpu per CPU of them */
     const char *fair_policy;     /* adafsd --fair-policy of the servers of persistent
                                   * instances (several users share them) that name none
                                   * (create_persistent fair_share=); NULL: off */

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -657,6 +658,7 @@ static void usage(FILE *out)
             "                    [--log-dir DIR] [--log-level LEVEL] [--pidfile FILE]\n"
             "                    [--request-timeout SECONDS] [--qos-socket PATH]\n"
             "                    [--node-bandwidth BYTES_PER_SECOND] [--fair-policy POLICY]\n"
+            "                    [--cpus N]\n"
             "                    [--foreground]\n");
 }
 
@@ -705,6 +707,7 @@ int main(int argc, char **argv)
         { "qos-socket", required_argument, NULL, 'Q' },
         { "node-bandwidth", required_argument, NULL, 'B' },
         { "fair-policy", required_argument, NULL, 'P' },
+        { "cpus", required_argument, NULL, 'C' },
         { "foreground", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -764,6 +767,14 @@ int main(int argc, char **argv)
                 die("--fair-policy: '%s' is not " FAIR_POLICY_NAMES, optarg);
             settings.fair_policy = fair_policy_parse(optarg) == FAIR_OFF ? NULL : optarg;
             break;
+        case 'C': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (*end || n <= 0 || n > 1 << 20)
+                die("--cpus %s: expected a count of CPUs, at least 1", optarg);
+            settings.cpus = (unsigned)n;
+            break;
+        }
         case 'f': foreground = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -779,6 +790,12 @@ int main(int argc, char **argv)
     }
     if (geteuid() != 0)
         die("must run as root: it starts servers and stagers as job users");
+    if (!settings.cpus) {
+        /* A node's own: the CPUs this agent, and so its stagers, may use. */
+        cpu_set_t mine;
+        settings.cpus = sched_getaffinity(0, sizeof(mine), &mine) == 0 && CPU_COUNT(&mine) > 0
+                            ? (unsigned)CPU_COUNT(&mine) : 1;
+    }
     if (settings.adafsd_path[0] != '/' || settings.stage_path[0] != '/' ||
         settings.fuse_path[0] != '/')
         die("--adafsd, --stager and --fuse must be absolute paths");

@@ -8,18 +8,26 @@
 #
 # Needs root and the cluster settings of the one running it exported
 # (ADAFS_CLUSTER_DIR, ADAFS_MUNGE_DIR, ADAFS_CTLD_PORT, ADAFS_SLURMD_PORT);
-# starts that cluster afresh and stops it at the end. The job's stage time
+# starts that cluster afresh and stops it at the end. The cluster (its
+# stand-in parallel file system, its servers' storage) runs under
+# BENCH_ROOT (root.sh: tmpfs by default), in a directory named as
+# ADAFS_CLUSTER_DIR's last component, as does the one process's instance. The job's stage time
 # is taken from its agents' logs: from the first worker started to the last
 # one finished (the plugin polls its workers five times a second, and
 # `scontrol show bbstat` gives whole seconds, shown too). The one process
-# runs with its default 8 threads; the job's workers with AdafsStageThreads
-# (4 each). Environment: SMALL (100000), REPEAT (3), SETTLE (65).
+# runs with its default 8 threads; the job's workers with what the plugin
+# gives each node (AdafsStageThreadsPerCpu per CPU the job has there, at
+# most AdafsStageThreads: doc/burst_buffer.conf.md), read from the agents'
+# logs. Environment: SMALL (100000), REPEAT (3), SETTLE (65).
 set -euo pipefail
 BUILD=$(cd "${1:?usage: cluster.sh BUILD_DIR [WORK_DIR]}" && pwd)
-W=${2:-/tmp/adafs-bench-stage}
 SMALL=${SMALL:-100000} REPEAT=${REPEAT:-3} SETTLE=${SETTLE:-65}
 export abs_top_srcdir=$(cd "$(dirname "$0")/../.." && pwd) abs_top_builddir=$BUILD
 [ -n "${ADAFS_CLUSTER_DIR:-}" ] || { echo "cluster.sh: export your cluster's settings first" >&2; exit 2; }
+. "$(dirname "$0")/root.sh"
+W=${2:-$BENCH_ROOT}
+ADAFS_CLUSTER_DIR=$W/$(basename "$ADAFS_CLUSTER_DIR")
+export ADAFS_CLUSTER_DIR
 # tests/lib.sh: the cluster's helpers (submit, wait_job, write_job, pfs, as_user_sh).
 . "$abs_top_srcdir/tests/lib.sh"
 STAGE=$BUILD/stager/adafs-stage CTL=$BUILD/agent/adafs-ctl
@@ -67,12 +75,14 @@ job, direction, logs = sys.argv[1], sys.argv[2], sys.argv[3:]
 summaries = []
 def t(line):
     return datetime.datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
-starts, pids, ends = [], {}, []
+starts, pids, ends, threads = [], {}, [], {}
 for name in logs:
     for line in open(name, errors="replace"):
-        m = re.search(r"job %s: stage-%s worker \S+ started \(pid (\d+)\)" % (job, direction), line)
+        m = re.search(r"job %s: stage-%s worker (\d+)/\d+ started \(pid (\d+)(, (\d+) threads)?\)"
+                      % (job, direction), line)
         if m:
-            starts.append(t(line)); pids[(name, m.group(1))] = True
+            starts.append(t(line)); pids[(name, m.group(2))] = True
+            threads[int(m.group(1))] = int(m.group(4) or 4)
             continue
         m = re.search(r"job %s: stager pid (\d+) finished with status (\d+)(: (\{.*\}))?" % job, line)
         if m and (name, m.group(1)) in pids:
@@ -83,11 +93,13 @@ if len(starts) != 4 or len(ends) != 4:
     sys.exit("cluster.sh: job %s stage-%s: %d workers started, %d finished" % (job, direction, len(starts), len(ends)))
 print("%.3f" % (max(ends) - min(starts)))
 # Each worker's own time and its threads' waiting for work, from the
-# summaries the agents log (threads: AdafsStageThreads, 4 here).
+# summaries the agents log, and each worker's threads.
 summaries.sort(key=lambda x: x["worker"])
-print("job %s stage-%s workers: seconds %s, idle %s" % (job, direction,
+print("job %s stage-%s workers: threads %s, seconds %s, idle %s" % (job, direction,
+      " ".join(str(threads.get(x["worker"], "?")) for x in summaries),
       " ".join("%.2f" % x["seconds"] for x in summaries),
-      " ".join("%.0f%%" % (100 * x["idle_seconds"] / (4 * x["seconds"])) for x in summaries if x["seconds"] > 0)),
+      " ".join("%.0f%%" % (100 * x["idle_seconds"] / (threads.get(x["worker"], 4) * x["seconds"]))
+               for x in summaries if x["seconds"] > 0)),
       file=sys.stderr)
 PY
 }
@@ -130,9 +142,9 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2
 cat <<REPORT
 ## Stager on the mini-cluster ($(date -u +%Y-%m-%dT%H:%MZ))
 
-$(nproc) cores, 4 nodes of one host (tests/cluster/cluster.sh). $SMALL files of 4 KiB in 100
-directories. Job: \`#BB_ADAFS stage_in\` and \`stage_out\` of the tree, 4 workers with
-AdafsStageThreads=4; one process: \`adafs-stage in|out\` (8 threads) through \`adafs-ctl start
+$(nproc) cores, 4 nodes of one host (tests/cluster/cluster.sh), data and storage on $BENCH_FS
+($W). $SMALL files of 4 KiB in 100 directories. Job: \`#BB_ADAFS stage_in\` and \`stage_out\`
+of the tree, 4 workers with the plugin's threads per node (in the log above); one process: \`adafs-stage in|out\` (8 threads) through \`adafs-ctl start
 --servers 4\`, as the same user, in turns with the job. Seconds, and one process's time over
 the job's (>= 1: the job is as fast):
 

@@ -16,13 +16,14 @@
 # each finished process), the servers' (from /proc: all their threads,
 # and apart the share of RocksDB's own background threads), per file, the
 # workers' mailbox operations and their threads' waiting for work.
-# WORK_DIR (default /tmp/adafs-bench-cpu) holds the instance.
+# WORK_DIR (default $BENCH_ROOT/cpu, root.sh) holds the instance.
 set -euo pipefail
 usage="usage: cpu.sh BUILD_DIR SRC_SET_DIR ROUNDS N:T [N:T ...]"
 B=$(cd "${1:?$usage}" && pwd) src=$(cd "${2:?$usage}" && pwd) rounds=${3:?$usage}
 shift 3
 [ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
-ST=$B/stager/adafs-stage CTL=$B/agent/adafs-ctl W=${WORK_DIR:-/tmp/adafs-bench-cpu}
+. "$(dirname "$0")/root.sh"
+ST=$B/stager/adafs-stage CTL=$B/agent/adafs-ctl W=${WORK_DIR:-$BENCH_ROOT/cpu}
 export LD_LIBRARY_PATH=$B/agent/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 FS=$W/fs
 mkdir -p "$W"

@@ -15,9 +15,11 @@
 # starts with its own pause (SETTLE, see run.sh).
 set -euo pipefail
 usage="usage: pairs.sh NEW_BUILD BASE_BUILD SET [PAIRS] [WORK_DIR]"
-new=${1:?$usage} base=${2:?$usage} set=${3:?$usage} pairs=${4:-6} work=${5:-/tmp/adafs-bench-stage}
+new=${1:?$usage} base=${2:?$usage} set=${3:?$usage} pairs=${4:-6} work=${5:-}
 case $set in small|mid|big) ;; *) echo "pairs.sh: unknown set '$set' (small mid big)" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/root.sh"
+work=${work:-$BENCH_ROOT}
 field() { awk -F'|' -v s="$set" -v t="$2" '$2 ~ " "s" " && $3 ~ " "t" " { print $4 + 0 }' <<<"$1"; }
 for i in $(seq "$pairs"); do
     order="new base"

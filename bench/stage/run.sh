@@ -45,7 +45,8 @@
 #   runs (see run_set).
 set -euo pipefail
 BUILD=$(cd "${1:?usage: run.sh BUILD_DIR [WORK_DIR]}" && pwd)
-W=${2:-/tmp/adafs-bench-stage}
+. "$(dirname "$0")/root.sh"
+W=${2:-$BENCH_ROOT}
 SMALL=${SMALL:-100000} MID=${MID:-1000} BIG=${BIG:-4} BIGMIB=${BIGMIB:-1024}
 THREADS=${THREADS:-8} REPEAT=${REPEAT:-1} SETTLE=${SETTLE:-65} LIMIT_BW=${LIMIT_BW:-150M} LIMIT_MD=${LIMIT_MD:-4000}
 SETS=${SETS:-small mid big} LIMITS=${LIMITS:-1} TOOLS=${TOOLS:-cp rsync tar stagecopy}

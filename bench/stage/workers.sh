@@ -21,7 +21,8 @@
 # Run it under `flock /tmp/adafs-bench.lock` on a shared machine.
 set -euo pipefail
 BUILD=$(cd "${1:?usage: workers.sh BUILD_DIR [WORK_DIR]}" && pwd)
-W=${2:-/tmp/adafs-bench-stage}
+. "$(dirname "$0")/root.sh"
+W=${2:-$BENCH_ROOT}
 SMALL=${SMALL:-100000} MID=${MID:-1000} BIG=${BIG:-4} BIGMIB=${BIGMIB:-1024}
 SETS=${SETS:-small big uneven} K=${K:-2} OPS_K=${OPS_K:-2 4 8} REPEAT=${REPEAT:-3}
 THREADS=${THREADS:-8} SETTLE=${SETTLE:-65} KEEP=${KEEP:-0}

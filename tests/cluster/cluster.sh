@@ -405,12 +405,17 @@ start_agents() {
                 "$(fuse_program)" "$(program prolog adafs-epilog)"; do
         [ -x "$prog" ] || die "$prog not found: build adafs and set ADAFS_BUILD_DIR, or install it (ADAFS_PREFIX)"
     done
+    # The nodes share this host's cores: each agent is told its share, so
+    # the stage workers of a job on all of them run no more copy threads
+    # together than one node's worth (AdafsStageThreadsPerCpu).
+    local cpus=$(( $(nproc) / nodes ))
+    [ "$cpus" -ge 1 ] || cpus=1
     for i in $(seq "$nodes"); do
         local pid; pid=$(pid_of "$base/run/agent.n$i.pid")
         pid_alive "$pid" && continue
         mark_log "$base/log/agent.n$i.log"
         # --fair-policy: persistent instances' servers share themselves among their users.
-        "$(program agent adafs-agentd)" --node "n$i" \
+        "$(program agent adafs-agentd)" --node "n$i" --cpus "$cpus" \
             --listen "127.0.0.1:$((slurmd_port + i - 1 + agent_offset))" \
             --socket "$base/run/agent.n$i.sock" --storage-root "$base/storage" \
             --qos-socket "$base/run/qos.%n.sock" \
