@@ -299,6 +299,16 @@ static void test_shared_write(void)
     off_page = mmap(p + 1, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
     tap_ok(off_page == MAP_FAILED, "shared too");
     close(fd);
+    errno = 0;
+    off_page = mmap(p + 1, page, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0);
+    tap_ok(off_page == MAP_FAILED && errno == EINVAL, "anonymous too (errno %d)", errno);
+    errno = 0;
+    tap_ok(munmap(p + 1, page) < 0 && errno == EINVAL, "munmap off a page: EINVAL (errno %d)",
+           errno);
+    errno = 0;
+    off_page = mremap(p + 1, page, page, 0);
+    tap_ok(off_page == MAP_FAILED && errno == EINVAL, "mremap off a page: EINVAL (errno %d)",
+           errno);
     p[400] = 'Y';
     munmap(p, 2 * page);
     tap_is_int(file_byte("shared", 400), 'Y', "the mapping there still writes back at munmap");
