@@ -124,6 +124,7 @@ void stage_report_add(struct stage_report *total, const struct stage_report *w)
     STAGE_REPORT_COUNTERS(ADD)
 #undef ADD
     total->idle_seconds += w->idle_seconds;
+    total->idle_start_seconds += w->idle_start_seconds;
     if (w->seconds > total->seconds)
         total->seconds = w->seconds;
 }

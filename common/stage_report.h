@@ -45,6 +45,7 @@
     X(finalize_seconds, "setting attributes of finished directories and split files") \
     X(tail_seconds, "worker 0: from the last copy done to the end")        \
     X(idle_seconds, "the copy threads' time waiting for work (summed)")     \
+    X(idle_start_seconds, "of that, before each thread's first task: the start") \
     X(files_per_s, "files / seconds")                                       \
     X(mib_per_s, "MiB / seconds")
 

@@ -124,6 +124,10 @@ void fcache_free(struct fcache *c);
 /* dist_run.c: the mailbox store. */
 /* Name of message seq from (to_hub) or to worker w. */
 void dist_msg_name(char *out, size_t len, int to_hub, unsigned w, uint64_t seq);
+/* Removes the messages from (to_hub) or to worker w read so far, *from up to
+ * to (not included), advancing *from. A reader removes what it read after
+ * acting on it: nothing else reads a message twice (it goes by sequence). */
+void dist_drop_read(struct bdir *dir, int to_hub, unsigned w, uint64_t *from, uint64_t to);
 /* Removes this run's mailboxes (worker 0, at the end). */
 void dist_store_cleanup(struct dist *d);
 

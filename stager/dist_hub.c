@@ -48,6 +48,7 @@ struct hq {
 struct hworker {
     enum wstate state;
     uint64_t in_seq, out_seq;
+    uint64_t dropped;        /* its messages read and not removed: [dropped, in_seq) */
     double last_heard, last_sent, next_poll, poll;
     struct rpc_writer out;
     size_t out_n;
@@ -812,7 +813,7 @@ int hub_create(struct dist *d, struct hub **out)
         w->state = i == 0 ? W_LIVE : W_WAITING;
         w->last_heard = w->last_sent = w->next_poll = h->start;
         w->poll = 0.001;
-        w->in_seq = 0;
+        w->in_seq = w->dropped = 0;
         w->out_seq = 0;
     }
     *out = h;
@@ -862,7 +863,6 @@ static void poll_worker(struct hub *h, unsigned wi, double now)
         dist_msg_name(name, sizeof(name), 1, wi, w->in_seq);
         if ((rc = mbox_get(h->d->mdir, name, &p, &len)) < 0)
             break;
-        mbox_drop(h->d->mdir, name);
         w->in_seq++;
         got = 1;
         receive(h, wi, p, len);
@@ -1005,6 +1005,11 @@ void hub_loop(struct hub *h)
             if (i > 0 && h->w[i].state == W_LIVE && h->w[i].last_sent + d->beat < next)
                 next = h->w[i].last_sent + d->beat;
         }
+        /* What was read is removed once its answers are out (a removal
+         * costs a request to servers busy with the copy; before, it came
+         * between reading a message and handing out the work it freed). */
+        for (unsigned i = 1; i < d->n; i++)
+            dist_drop_read(d->mdir, 1, i, &h->w[i].dropped, h->w[i].in_seq);
         if (h->done_sent && atomic_load(&d->running) == 0) {
             int all = 1;
             for (unsigned i = 1; i < d->n; i++)

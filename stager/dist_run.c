@@ -21,6 +21,15 @@ void dist_msg_name(char *out, size_t len, int to_hub, unsigned w, uint64_t seq)
     snprintf(out, len, "%c%u.%llu", to_hub ? 'w' : 'h', w, (unsigned long long)seq);
 }
 
+void dist_drop_read(struct bdir *dir, int to_hub, unsigned w, uint64_t *from, uint64_t to)
+{
+    char name[64];
+    for (; *from < to; (*from)++) {
+        dist_msg_name(name, sizeof(name), to_hub, w, *from);
+        mbox_drop(dir, name);
+    }
+}
+
 /* The request, as every worker was given it, names the run. */
 static void run_id(struct dist *d)
 {
@@ -430,6 +439,11 @@ static void *worker_main(void *arg)
     rpc_writer_init(&pending, NULL, 0);
     int have_pending = 0, said_bye = 0;
     char name[64];
+    /* Messages read and not removed yet: [dropped, d->in_seq). Removing one
+     * is a request to the servers the copy keeps busy; done after what was
+     * read is handed to the threads and what is due is sent, it no longer
+     * stands between a message and its work. */
+    uint64_t dropped = d->in_seq;
     for (;;) {
         now = dist_now();
         if ((rung || now >= next_poll) && !d->done) {
@@ -441,7 +455,6 @@ static void *worker_main(void *arg)
                 dist_msg_name(name, sizeof(name), 0, d->me, d->in_seq);
                 if ((rc = mbox_get(d->mdir, name, &p, &len)) < 0)
                     break;
-                mbox_drop(d->mdir, name);
                 d->in_seq++;
                 got = 1;
                 exec_receive(d, p, len);
@@ -493,6 +506,7 @@ static void *worker_main(void *arg)
                 have_pending = 0;
             }
         }
+        dist_drop_read(d->mdir, 0, d->me, &dropped, d->in_seq);
         if (finishing && !have_pending)
             break;
         if (!d->done && !d->stop && now - last_heard > d->timeout) {

@@ -25,6 +25,7 @@ struct pool_thread {
     pthread_t tid;
     struct deque dq;
     void *scratch;
+    int started;                  /* it has run a task */
 };
 
 struct pool {
@@ -37,6 +38,7 @@ struct pool {
     pthread_cond_t idle_cond;
     _Atomic int sleepers;
     _Atomic uint64_t idle_ns;     /* threads' time waiting for a task */
+    _Atomic uint64_t idle_start_ns; /* of that, before a thread's first task */
 };
 
 /* At the back (the owner's next task) or the front (a thief's next). */
@@ -205,6 +207,7 @@ static void *worker_main(void *arg)
         struct task t;
         if (find_task(self, &t)) {
             nap_ns = 1000000;
+            self->started = 1;
             t.fn(self, t.arg);
             if (atomic_fetch_sub(&p->outstanding, 1) == 1) {
                 pthread_mutex_lock(&p->idle_lock);   /* last task: wake all to exit */
@@ -233,8 +236,11 @@ static void *worker_main(void *arg)
             }
             pthread_cond_timedwait(&p->idle_cond, &p->idle_lock, &ts);
             clock_gettime(CLOCK_MONOTONIC, &t1);
-            atomic_fetch_add(&p->idle_ns, (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL +
-                                                     (t1.tv_nsec - t0.tv_nsec)));
+            uint64_t ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL +
+                                     (t1.tv_nsec - t0.tv_nsec));
+            atomic_fetch_add(&p->idle_ns, ns);
+            if (!self->started)
+                atomic_fetch_add(&p->idle_start_ns, ns);
         }
         atomic_fetch_sub(&p->sleepers, 1);
         pthread_mutex_unlock(&p->idle_lock);
@@ -284,6 +290,11 @@ void *pool_scratch(struct pool_thread *self)
 unsigned pool_thread_index(const struct pool_thread *self)
 {
     return self->index;
+}
+
+double pool_idle_start_seconds(const struct pool *p)
+{
+    return (double)atomic_load(&((struct pool *)p)->idle_start_ns) / 1e9;
 }
 
 double pool_idle_seconds(const struct pool *p)

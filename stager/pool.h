@@ -45,6 +45,10 @@ unsigned pool_thread_index(const struct pool_thread *self);
 /* Threads' time spent waiting for a task, summed (s): a distributed
  * worker starved of items shows here. */
 double pool_idle_seconds(const struct pool *p);
+/* Of that, the time before each thread's first task: a run's start (a
+ * distributed worker waiting for its first items), told from the waits
+ * between items. */
+double pool_idle_start_seconds(const struct pool *p);
 /* Tasks stolen so far, for tests that check stealing happens. */
 unsigned long pool_steals(const struct pool *p);
 

@@ -31,7 +31,7 @@ char *report_json(const struct stage_options *opt, const struct stage_result *r)
         .lost_workers = r->lost_workers, .taken_over = r->taken_over,
         .given_back = r->given_back,
         .finalize_seconds = r->finalize_seconds, .tail_seconds = r->tail_seconds,
-        .idle_seconds = r->idle_seconds,
+        .idle_seconds = r->idle_seconds, .idle_start_seconds = r->idle_start_seconds,
         .seconds = r->seconds, .files_per_s = per_s((double)r->files, r->seconds),
         .mib_per_s = per_s((double)r->bytes / 1048576.0, r->seconds),
         .complete = r->errors == 0, .failures = fails, .nfailures = r->nfailures,

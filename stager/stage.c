@@ -503,6 +503,7 @@ int stage_execute(struct stage_run *run)
     r->src_mdops = __atomic_load_n(&run->src_b.md_count, __ATOMIC_RELAXED);
     r->dst_mdops = __atomic_load_n(&run->dst_b.md_count, __ATOMIC_RELAXED);
     r->idle_seconds = run->pool ? pool_idle_seconds(run->pool) : 0;
+    r->idle_start_seconds = run->pool ? pool_idle_start_seconds(run->pool) : 0;
     r->seconds = since(&run->t0);
     if (atomic_load(&run->no_memory))
         stage_fail(run, run->opt.src, ENOMEM, "recording failures (list incomplete)");

@@ -73,6 +73,7 @@ struct stage_result {
                                * the attributes of finished directories and split files */
     double tail_seconds;      /* worker 0 of n > 1: from the last copy done to the end */
     double idle_seconds;      /* copy threads' time waiting for work, summed */
+    double idle_start_seconds; /* of that, before each thread's first task */
     double seconds;
     struct stage_failure *failures;
     size_t nfailures;

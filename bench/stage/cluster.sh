@@ -92,14 +92,16 @@ for name in logs:
 if len(starts) != 4 or len(ends) != 4:
     sys.exit("cluster.sh: job %s stage-%s: %d workers started, %d finished" % (job, direction, len(starts), len(ends)))
 print("%.3f" % (max(ends) - min(starts)))
-# Each worker's own time and its threads' waiting for work, from the
-# summaries the agents log, and each worker's threads.
+# Each worker's own time and its threads' waiting for work (of which
+# before their first task: the start), from the summaries the agents
+# log, and each worker's threads.
 summaries.sort(key=lambda x: x["worker"])
-print("job %s stage-%s workers: threads %s, seconds %s, idle %s" % (job, direction,
+share = lambda x, k: 100 * x.get(k, 0) / (threads.get(x["worker"], 4) * x["seconds"])
+print("job %s stage-%s workers: threads %s, seconds %s, idle %s (at the start %s)" % (job, direction,
       " ".join(str(threads.get(x["worker"], "?")) for x in summaries),
       " ".join("%.2f" % x["seconds"] for x in summaries),
-      " ".join("%.0f%%" % (100 * x["idle_seconds"] / (threads.get(x["worker"], 4) * x["seconds"]))
-               for x in summaries if x["seconds"] > 0)),
+      " ".join("%.0f%%" % share(x, "idle_seconds") for x in summaries if x["seconds"] > 0),
+      " ".join("%.0f%%" % share(x, "idle_start_seconds") for x in summaries if x["seconds"] > 0)),
       file=sys.stderr)
 PY
 }
