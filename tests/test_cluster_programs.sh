@@ -7,7 +7,8 @@
 # step on 4 nodes; mmap semantics hold; another user cannot enter the
 # mount; teardown takes the mount off although a process still sits in
 # it. Then a server killed under a reader on the FUSE mount: EIO in a
-# bounded time, and the mount still goes.
+# bounded time, and the mount still goes. And with access=preload, mappings
+# from the noexec store take the fast path without a word on stderr.
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 [ -e /dev/fuse ] || skip_all "no /dev/fuse (the fuse kernel module)"
@@ -114,6 +115,28 @@ check "teardown took everything away nonetheless: mount, adafs-fuse, data" -- wa
 state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$sitter/status" 2>/dev/null)
 check "the process is not stuck in the mount it sat in (state $state)" -- test "$state" != D
 [ -n "$sitter" ] && kill "$sitter" 2>/dev/null
+
+# access=preload: mappings through the interposer alone. The servers'
+# data sit in the job's store, mounted noexec (agent/agentd/store.c); a
+# mapping not asking for PROT_EXEC is mapped from the data files all the
+# same (the fast path, doc/preload.md) and says nothing on stderr.
+as_user_sh "rm -rf $pfs/pmaps && mkdir -p $pfs/pmaps"
+write_job pmaps.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 2 -t 5 -o pmaps-%j.out
+#BB_ADAFS capacity=1G access=preload
+mkdir \$ADAFS_MOUNT/maps
+$mmap_check \$ADAFS_MOUNT/maps preload > $pfs/pmaps/mmap.tap 2> $pfs/pmaps/stderr
+touch $pfs/pmaps/done
+JOB
+id=$(submit pmaps.sh)
+check "access=preload: the mapping job completes (job $id)" -- wait_job "$id" COMPLETED 120
+check "its mappings behave as on a local disk, pages mapped from the noexec store (mmap_check)" -- \
+    bash -c "grep -q '^1\\.\\.' '$pfs/pmaps/mmap.tap' && ! grep -q '^not ok' '$pfs/pmaps/mmap.tap'"
+grep '^not ok' "$pfs/pmaps/mmap.tap" | sed 's/^/# /'
+check "and say nothing on stderr" -- test -e "$pfs/pmaps/done" -a ! -s "$pfs/pmaps/stderr"
+sed 's/^/# /' "$pfs/pmaps/stderr" 2>/dev/null | head -5
+check "teardown after it is clean" -- wait_clean 60
 
 # A server killed under a reader on the FUSE mount (access=fuse: no
 # interposer at all): EIO within a bounded time, and the mount still goes.

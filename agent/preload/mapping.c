@@ -419,6 +419,7 @@ struct seg {
 struct direct_fill {
     uintptr_t base;   /* where the bytes of the slice being read go */
     int kflags;       /* the caller's flags that a data file's mapping keeps */
+    bool exec;        /* PROT_EXEC asked: a noexec data directory's pieces are copied */
     struct seg *segs; /* the pieces mapped from data files, in address order */
     size_t nsegs, capsegs;
 };
@@ -456,17 +457,18 @@ static int pread_data_file(int fd, uintptr_t to, size_t len, off_t off)
  * -errno: neither. */
 static int map_data_file(struct direct_fill *df, int fd, off_t off, uintptr_t from, uintptr_t to)
 {
+    /* A mapping of a noexec file system cannot be executable (the
+     * kernel's EPERM): one that asks for PROT_EXEC is copied, by design
+     * and without a word (a job's store is noexec, agentd/store.c). Any
+     * other is mapped, and a later mprotect adding PROT_EXEC turns its
+     * range into anonymous memory first (mapping_protect). */
     struct statfs sfs;
-    if (syscall(SYS_fstatfs, fd, &sfs) < 0) {
+    if (df->exec && syscall(SYS_fstatfs, fd, &sfs) < 0) {
         copied_because("fstatfs of the data file", errno);
         return 0;
     }
-    /* A mapping of a noexec file system could not be made executable by
-     * mprotect, as a copy can. */
-    if (sfs.f_flags & ST_NOEXEC) {
-        copied_because("the servers' data directory is on a noexec file system", 0);
+    if (df->exec && (sfs.f_flags & ST_NOEXEC))
         return 0;
-    }
     if (df->nsegs == df->capsegs) {
         size_t cap = df->capsegs ? 2 * df->capsegs : 16;
         struct seg *grown = realloc(df->segs, cap * sizeof *grown);
@@ -597,7 +599,8 @@ static void *map_private_copy(void *addr, size_t len, int prot, int flags, int l
     adafs *fs = route_enter_fd(ROUTE_READ, lfd, &flfd);
     if (!fs)
         rc = -EIO;
-    struct direct_fill df = { .kflags = flags & (MAP_LOCKED | MAP_NORESERVE) };
+    struct direct_fill df = { .kflags = flags & (MAP_LOCKED | MAP_NORESERVE),
+                              .exec = prot & PROT_EXEC };
     /* In slices: a batch of requests to the servers per slice, not one
      * per chunk of the whole file at once. */
     for (uint64_t done = 0; rc == 0 && done < *data;) {
@@ -835,6 +838,8 @@ int mapping_advise(uintptr_t addr, size_t len, int advice)
     return rc;
 }
 
+static int flatten(struct map *m);
+
 int mapping_protect(uintptr_t addr, size_t len, int prot)
 {
     uintptr_t a = round_down(addr), b = round_up(addr + len);
@@ -854,6 +859,12 @@ int mapping_protect(uintptr_t addr, size_t len, int prot)
             continue;
         if (prot & PROT_WRITE)
             rc = make_pristine(m);
+        /* Pages mapped from a data file on a noexec file system cannot
+         * become executable (the kernel's EACCES): the range becomes
+         * anonymous memory holding the same bytes first, as for mremap. */
+        if (rc == 0 && (prot & PROT_EXEC) && !(m->prot & PROT_EXEC) && m->direct &&
+            m->data_end > m->start)
+            rc = flatten(m);
         m->prot = prot;
     }
     pthread_mutex_unlock(&lock);

@@ -447,6 +447,23 @@ static bool from_file(const void *p)
     return file;
 }
 
+/* Whether the page at p is mapped executable (/proc/self/maps). */
+static bool executable(const void *p)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[4096], perms[8] = "";
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long from, to;
+        if (sscanf(line, "%lx-%lx %7s", &from, &to, perms) == 3 && (uintptr_t)p >= from &&
+            (uintptr_t)p < to)
+            break;
+        perms[0] = 0;
+    }
+    if (f)
+        fclose(f);
+    return perms[0] && perms[2] == 'x';
+}
+
 /* A private mapping of a file of several chunks (the tests' instances
  * have 64 KiB chunks, spread over the servers), read-only and then
  * written: through the interposer its pieces are mapped from the
@@ -475,6 +492,17 @@ static void test_large_private(void)
     waitpid(pid, &status, 0);
     tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a forked child sees the same");
 
+    /* Through the interposer the pieces may come from a data directory
+     * on a noexec file system (a job's store): such pages cannot become
+     * executable, so their range is made anonymous memory first. */
+    tap_is_int(mprotect(p + 40 * page, 10 * page, PROT_READ | PROT_EXEC), 0,
+               "mprotect of 10 pages inside it to PROT_READ | PROT_EXEC");
+    tap_ok(executable(p + 40 * page) && executable(p + 49 * page) && !executable(p + 50 * page),
+           "those pages are executable, the next is not");
+    tap_ok(matches(p, 0, size) && probe(p + 76 * page) == -SIGBUS,
+           "the mapping keeps the file's bytes, the page beyond the end SIGBUS");
+    tap_is_int(mprotect(p + 40 * page, 10 * page, PROT_READ), 0, "and back to PROT_READ");
+
     tap_is_int(mprotect(p + 10 * page, 20 * page, PROT_READ | PROT_WRITE), 0,
                "mprotect of 20 pages inside it to PROT_WRITE");
     memset(p + 10 * page, 'Z', 20 * page);
@@ -488,6 +516,12 @@ static void test_large_private(void)
     tap_ok(matches(p, 0, 5 * page) && matches(p + 6 * page, 6 * page, size),
            "the pages around it keep their bytes");
     tap_is_int(munmap(p, mlen), 0, "munmap of the rest");
+
+    p = mmap(NULL, size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+    tap_ok(p != MAP_FAILED && executable(p) && executable(p + 74 * page) && matches(p, 0, size),
+           "MAP_PRIVATE PROT_READ | PROT_EXEC: executable, the file's bytes");
+    if (p != MAP_FAILED)
+        munmap(p, size);
 
     p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     char *q = p == MAP_FAILED ? MAP_FAILED : mremap(p, size, size + 2 * page, MREMAP_MAYMOVE);
