@@ -5,8 +5,10 @@
  * the environment, the PFS path check, and the relays' group messages
  * (the second byte the size of the group the receiver knows). The first
  * byte picks which.
- * Whatever decodes must encode back to the same bytes. */
+ * Whatever decodes must encode back to the same bytes. With
+ * FUZZ_QOS_SEEDS=DIR it writes seeds there instead (fuzz_qos.sh). */
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +57,67 @@ static void roundtrip(const uint8_t *data, size_t len, int kind)
     rpc_writer_free(&w);
 }
 
+/* A seed: the kind byte, the extra byte (group messages: the group size
+ * the receiver knows), the message. */
+static int write_seed(const char *dir, const char *name, int kind, int known,
+                      const struct rpc_writer *w)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    int ok = fputc(kind, f) != EOF && (known < 0 || fputc(known, f) != EOF) &&
+             fwrite(w->data, w->len, 1, f) == 1;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* With FUZZ_QOS_SEEDS=DIR: writes one valid message of each kind a peer
+ * sends (a cycle's limits, a report, a group request with its members and
+ * parts, a group report holding a member's report) and exits: without
+ * them the fuzzer spends its bounded run finding the version number and
+ * the nesting before it reaches the group decoders' checks. */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    const char *dir = getenv("FUZZ_QOS_SEEDS");
+    if (!dir)
+        return 0;
+    struct qos_job_limits jl[2] = { { .job_id = 7, .uid = 1000 }, { .job_id = 8, .uid = 1001 } };
+    char err[256];
+    qos_limits_parse("stat=1000,write=100M", &jl[0].limit, err, sizeof(err));
+    qos_limits_parse("open=20", &jl[1].limit, err, sizeof(err));
+    struct qos_cycle c = { .cycle = 42, .answer_in_ms = 400, .njobs = 2, .jobs = jl };
+    struct qos_job_usage ju = { .job_id = 7, .procs = 4 };
+    ju.used[0] = 123;
+    ju.waited_ns[1] = 456;
+    struct qos_report rep = { .cycle = 42, .njobs = 1, .jobs = &ju };
+    struct rpc_writer wc, wr, wg, wgr;
+    rpc_writer_init(&wc, NULL, 0);
+    rpc_writer_init(&wr, NULL, 0);
+    rpc_writer_init(&wg, NULL, 0);
+    rpc_writer_init(&wgr, NULL, 0);
+    qos_cycle_put(&wc, &c);
+    qos_report_put(&wr, &rep);
+    static struct qos_group_request g = {
+        .cycle = 42, .answer_in_ms = 800, .epoch = 3, .self = 0, .nmembers = 3,
+        .members = { { "n1", "10.0.0.1", 6818 }, { "n2", "n2.cluster", 6819 },
+                     { "n3", "10.0.0.3", 6820 } },
+        .nparts = 2 };
+    g.parts[0] = (struct qos_group_part){ 0, wc.data, (uint32_t)wc.len };
+    g.parts[1] = (struct qos_group_part){ 2, wc.data, (uint32_t)wc.len };
+    qos_group_request_put(&wg, &g);
+    static struct qos_group_report gr = { .cycle = 42, .n = 2 };
+    gr.e[0] = (struct qos_group_entry){ 2, QOS_MEMBER_REPORTED, "", wr.data, (uint32_t)wr.len };
+    gr.e[1] = (struct qos_group_entry){ 0, QOS_MEMBER_NO_ANSWER, "no answer to its relay", NULL, 0 };
+    qos_group_report_put(&wgr, &gr);
+    int rc = write_seed(dir, "cycle", 0, -1, &wc) | write_seed(dir, "report", 1, -1, &wr) |
+             write_seed(dir, "group_request", 6, 3, &wg) |
+             write_seed(dir, "group_report", 7, 3, &wgr);
+    exit(rc == 0 ? 0 : 1);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
@@ -75,10 +138,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if ((rc = qos_group_request_get(&r, &g, known)) == 0) {
                 assert(g.nparts <= (g.nmembers ? g.nmembers : known) && g.self < QOS_GROUP_MAX);
                 qos_group_request_put(&w, &g);
+                /* Each part, as its member takes it (the AGENT_QOS body). */
+                for (uint32_t k = 0; k < g.nparts; k++)
+                    roundtrip(g.parts[k].body, g.parts[k].len, 0);
             }
         } else if ((rc = qos_group_report_get(&r, &rep, known)) == 0) {
             assert(rep.n <= known);
             qos_group_report_put(&w, &rep);
+            /* Each member's report, as qosd takes it (qos/relays.c). */
+            for (uint32_t k = 0; k < rep.n; k++) {
+                if (rep.e[k].status != QOS_MEMBER_REPORTED)
+                    continue;
+                roundtrip(rep.e[k].report, rep.e[k].len, 1);
+            }
         }
         if (rc == 0)
             assert(rpc_writer_ok(&w) && w.len == size - 1 && memcmp(w.data, data + 1, size - 1) == 0);

@@ -151,6 +151,14 @@
 /* privdrop.h */
 #pragma redefine_extname privdrop_lookup adafs_privdrop_lookup
 #pragma redefine_extname privdrop_to adafs_privdrop_to
+/* qos_agents.h (libadafs_qosnet) */
+#pragma redefine_extname agents_close adafs_agents_close
+#pragma redefine_extname agents_free adafs_agents_free
+#pragma redefine_extname agents_message adafs_agents_message
+#pragma redefine_extname agents_receive adafs_agents_receive
+#pragma redefine_extname agents_send adafs_agents_send
+#pragma redefine_extname agents_sync adafs_agents_sync
+
 /* qos_attach.h (libadafs_qos) */
 #pragma redefine_extname qos_attach_answer adafs_qos_attach_answer
 #pragma redefine_extname qos_attach_rep_decode adafs_qos_attach_rep_decode
@@ -213,6 +221,11 @@
 #pragma redefine_extname qos_report_put adafs_qos_report_put
 #pragma redefine_extname qos_status_get adafs_qos_status_get
 #pragma redefine_extname qos_status_put adafs_qos_status_put
+/* qos_relay.h (libadafs_qosnet) */
+#pragma redefine_extname qos_relay_free adafs_qos_relay_free
+#pragma redefine_extname qos_relay_init adafs_qos_relay_init
+#pragma redefine_extname qos_relay_serve adafs_qos_relay_serve
+
 /* qos_seg.h (libadafs_qos) */
 #pragma redefine_extname qos_seg_beat adafs_qos_seg_beat
 #pragma redefine_extname qos_seg_claim adafs_qos_seg_claim

@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dist_bell.h"
@@ -14,6 +16,10 @@
 
 /* token, then the ringing worker's number (big-endian) */
 #define RING_LEN (BELL_TOKEN + 4)
+/* Datagrams read per look at the socket: anyone can send to the bell's
+ * port, and a flood read until the socket is empty would hold the reader
+ * there as long as it lasts (its mailboxes unread, the stage stalled). */
+#define RINGS_PER_LOOK 64
 
 int bell_open(struct dist_bell *b, char *err, size_t errlen)
 {
@@ -95,6 +101,23 @@ void bell_wake_local(struct dist_bell *b)
         log_warn("cannot wake the stage's message thread: %s", strerror(errno));
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The run's token, compared in constant time: a ring that is refused
+ * says nothing of how much of its token was right. */
+static bool token_ok(const uint8_t *a, const uint8_t *b)
+{
+    uint8_t d = 0;
+    for (size_t i = 0; i < BELL_TOKEN; i++)
+        d |= a[i] ^ b[i];
+    return d == 0;
+}
+
 int bell_wait(struct dist_bell *b, double seconds,
               void (*rung)(void *arg, uint32_t from, const struct sockaddr_in *addr),
               void *arg)
@@ -102,30 +125,39 @@ int bell_wait(struct dist_bell *b, double seconds,
     struct pollfd p[2] = { { .fd = b->wake_fd, .events = POLLIN },
                            { .fd = b->fd, .events = POLLIN } };
     int ms = seconds <= 0 ? 0 : (int)(seconds * 1000.0 + 0.999);
-    if (poll(p, b->fd >= 0 ? 2 : 1, ms) <= 0)
-        return 0;
-    int local = 0;
-    if (p[0].revents & POLLIN) {
-        uint64_t v;
-        local = read(b->wake_fd, &v, sizeof(v)) == (ssize_t)sizeof(v);
-    }
-    if (b->fd >= 0 && (p[1].revents & POLLIN)) {
-        /* Everything waiting: many rings mean one look each. */
-        for (;;) {
-            uint8_t m[RING_LEN + 1];
-            struct sockaddr_in from;
-            socklen_t flen = sizeof(from);
-            ssize_t n = recvfrom(b->fd, m, sizeof(m), MSG_DONTWAIT, (struct sockaddr *)&from,
-                                 &flen);
-            if (n < 0)
-                break;
-            if (n != RING_LEN || flen != sizeof(from) || from.sin_family != AF_INET ||
-                memcmp(m, b->token, BELL_TOKEN) != 0)
-                continue;                   /* not from this run: ignored */
-            uint32_t w;
-            memcpy(&w, m + BELL_TOKEN, 4);
-            rung(arg, ntohl(w), &from);
+    int64_t due = now_ms() + ms;
+    for (;;) {
+        int64_t left = due - now_ms();
+        if (poll(p, b->fd >= 0 ? 2 : 1, left > 0 ? (int)left : 0) <= 0)
+            return 0;
+        int local = 0, rang = 0;
+        if (p[0].revents & POLLIN) {
+            uint64_t v;
+            local = read(b->wake_fd, &v, sizeof(v)) == (ssize_t)sizeof(v);
         }
+        if (b->fd >= 0 && (p[1].revents & POLLIN)) {
+            /* What is waiting, up to RINGS_PER_LOOK: many rings mean one
+             * look each; more are read after the caller's look. */
+            for (int k = 0; k < RINGS_PER_LOOK; k++) {
+                uint8_t m[RING_LEN + 1];
+                struct sockaddr_in from;
+                socklen_t flen = sizeof(from);
+                ssize_t n = recvfrom(b->fd, m, sizeof(m), MSG_DONTWAIT,
+                                     (struct sockaddr *)&from, &flen);
+                if (n < 0)
+                    break;
+                if (n != RING_LEN || flen != sizeof(from) || from.sin_family != AF_INET ||
+                    !token_ok(m, b->token))
+                    continue;               /* not from this run: ignored */
+                uint32_t w;
+                memcpy(&w, m + BELL_TOKEN, 4);
+                rung(arg, ntohl(w), &from);
+                rang = 1;
+            }
+        }
+        /* Datagrams not of this run do not end the wait: sent in a stream,
+         * they would turn the reader's sleep into a busy loop. */
+        if (local || rang || now_ms() >= due)
+            return local;
     }
-    return local;
 }

@@ -50,7 +50,10 @@ void bell_ring(struct dist_bell *b, const struct sockaddr_in *to, uint32_t from)
 void bell_wake_local(struct dist_bell *b);
 /* Sleeps up to `seconds` or until a ring or a local wake-up comes. Calls
  * rung(arg, from, addr) for each ring with the token (the worker it names
- * and where it came from); returns 1 if woken locally, else 0. */
+ * and where it came from); returns 1 if woken locally, else 0. Datagrams
+ * without the token (anyone can send to the port) are dropped, at most 64
+ * per look, and do not end the wait: a flood costs the reader the reading,
+ * never its sleep or its looks at the mailboxes. */
 int bell_wait(struct dist_bell *b, double seconds,
               void (*rung)(void *arg, uint32_t from, const struct sockaddr_in *addr),
               void *arg);

@@ -88,19 +88,50 @@ static int store_open(struct dist *d, char *err, size_t errlen)
     return rc;
 }
 
-/* Opens STORE/ID (made by worker 0). */
+/* Opens STORE/ID (made by worker 0). On POSIX the store is beside DST,
+ * perhaps in a directory others write to (shared scratch): STORE and ID
+ * are opened without following a link, and each must be this user's own
+ * and closed to others. Else another user could put there a link named
+ * ID (a hash of the request: anyone who runs the same request learns it)
+ * to one of this user's directories, whose subdirectories worker 0 would
+ * empty and remove as an earlier run's mailboxes. */
 static int open_rdir(struct dist *d)
 {
+    const struct backend_ops *ops = d->sb.ops;
     struct stat st;
-    char *rpath = backend_join(d->store, d->id);
-    if (!rpath)
-        return -ENOMEM;
-    int rc = d->sb.ops->root_open(&d->sb, rpath, 0, &d->rdir, &st);
-    free(rpath);
-    if (rc == 0 && (rc = private_dir(d, &st)) < 0) {
-        d->sb.ops->dir_close(d->rdir);
-        d->rdir = NULL;
+    if (d->sb_adafs) {
+        char *rpath = backend_join(d->store, d->id);
+        if (!rpath)
+            return -ENOMEM;
+        int rc = ops->root_open(&d->sb, rpath, 0, &d->rdir, &st);
+        free(rpath);
+        return rc;
     }
+    char *parent = strdup(d->store);
+    if (!parent)
+        return -ENOMEM;
+    char *slash = strrchr(parent, '/');
+    if (slash)
+        slash == parent ? (void)(slash[1] = '\0') : (void)(*slash = '\0');
+    struct bdir *pd, *sd;
+    int rc = ops->root_open(&d->sb, parent, 0, &pd, &st);
+    free(parent);
+    if (rc < 0)
+        return rc;
+    rc = ops->dir_open(pd, DIST_STORE, 0, &sd, &st);
+    ops->dir_close(pd);
+    if (rc < 0)
+        return rc == -ELOOP || rc == -ENOTDIR ? -EPERM : rc;
+    if ((rc = private_dir(d, &st)) == 0) {
+        rc = ops->dir_open(sd, d->id, 0, &d->rdir, &st);
+        if (rc == -ELOOP || rc == -ENOTDIR)
+            rc = -EPERM;
+        if (rc == 0 && (rc = private_dir(d, &st)) < 0) {
+            ops->dir_close(d->rdir);
+            d->rdir = NULL;
+        }
+    }
+    ops->dir_close(sd);
     return rc;
 }
 
@@ -160,7 +191,9 @@ static int epoch_create(struct dist *d, char *err, size_t errlen)
     int rc = open_rdir(d);
     if (rc < 0) {
         snprintf(err, errlen, "%s/%s: %s", d->store, d->id,
-                 rc == -EPERM ? "not this user's own private directory" : strerror(-rc));
+                 rc == -EPERM ? "not this user's own private directory (it or the one above "
+                                "it is another user's, open to others or a symbolic link: "
+                                "nothing was done there)" : strerror(-rc));
         return rc;
     }
     if (getrandom(&d->nonce, sizeof(d->nonce), 0) != sizeof(d->nonce))

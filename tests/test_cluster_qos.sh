@@ -227,6 +227,11 @@ out=$(runuser -u "$test_user" -- env SLURM_CONF="$SLURM_CONF" ADAFS_TEST_MUNGE_S
       ADAFS_TEST_SEAL_NODE=n1 "$ADAFS_BUILD_DIR/agent/tests/agentd_client" 127.0.0.1 "$(agent_port_of 1)" \
       qos "99:1000:stat=1" 2>&1)
 check "a user cannot send an agent limits ($out)" -- eval 'echo "$out" | grep -q "may not use the agent"'
+out=$(runuser -u "$test_user" -- env SLURM_CONF="$SLURM_CONF" ADAFS_TEST_MUNGE_SOCKET="$munge_socket" \
+      ADAFS_TEST_SEAL_NODE=n1 "$ADAFS_BUILD_DIR/agent/tests/agentd_client" 127.0.0.1 "$(agent_port_of 1)" \
+      qosgroup "99:1000:stat=1" 2>&1)
+check "nor make it a relay (a group of one, itself: AGENT_QOS_GROUP) ($out)" -- \
+    eval 'echo "$out" | grep -q "may not use the agent"'
 out=$(env SLURM_CONF="$SLURM_CONF" ADAFS_TEST_MUNGE_SOCKET="$munge_socket" ADAFS_TEST_SEAL_NODE=n1 \
       "$ADAFS_BUILD_DIR/agent/tests/agentd_client" 127.0.0.1 "$(agent_port_of 1)" qosgroup "99:1000:stat=1" 2>&1)
 check "root on a node cannot make an agent a relay: only SlurmUser's adafs-qosd ($out)" -- \

@@ -50,8 +50,9 @@ fi
 # The shared code is linked as adafs_* (common/linknames.h): all of
 # common/'s libraries (libadafs_session keeps munge and libsodium out of the
 # others, libadafs_qos is the interposer's QoS data plane, libadafs_qosctl
-# the QoS control messages and settings).
-for lib in libadafs_common libadafs_session libadafs_qos libadafs_qosctl; do
+# the QoS control messages and settings, libadafs_qosnet qosd's and the
+# relays' sessions to agents).
+for lib in libadafs_common libadafs_session libadafs_qos libadafs_qosctl libadafs_qosnet; do
     archive=$build/common/.libs/$lib.a
     if [ -f "$archive" ]; then
         # (ASan adds an ODR indicator __odr_asan.NAME beside each global

@@ -779,16 +779,22 @@ static bool pipe_take(int p[2])
         p[1] = read_pipes.free[read_pipes.nfree][1];
         got = true;
     } else if (!read_pipes.off && read_pipes.made < READ_PIPES) {
-        int fl;
+        /* A size past INT_MAX (a -o max_read of GiBs) is not asked for: cast
+         * to F_SETPIPE_SZ's int it was 0 (the smallest pipe, taken for a
+         * success) or negative (EINVAL, -1 above it: a success too, and
+         * every READ then failed in the middle of its splice). */
+        int fl = -1;
         if (pipe2(p, O_CLOEXEC) < 0) {
             splice_missed(MISS_PIPE, "cannot make a pipe", errno);
-        } else if ((fl = fcntl(p[1], F_SETPIPE_SZ, (int)read_pipe_bytes)) < (int)read_pipe_bytes) {
+        } else if (read_pipe_bytes > INT_MAX ||
+                   (fl = fcntl(p[1], F_SETPIPE_SZ, (int)read_pipe_bytes)) < 0 ||
+                   (size_t)fl < read_pipe_bytes) {
             /* EPERM: past fs.pipe-max-size, or the user's pipe pages spent */
-            splice_missed(MISS_PIPE, read_pipe_bytes > (1u << 20)
-                          ? "cannot make a pipe of 2 MiB for the mount's max_read of 1 MiB "
-                            "(fs.pipe-max-size, fs.pipe-user-pages-soft)"
-                          : "cannot make a pipe of 1 MiB (fs.pipe-max-size, "
-                            "fs.pipe-user-pages-soft)", fl < 0 ? errno : 0);
+            static char why[160];
+            snprintf(why, sizeof why, "cannot make a pipe of %zu KiB for the mount's max_read "
+                     "of %u bytes (fs.pipe-max-size, fs.pipe-user-pages-soft)",
+                     read_pipe_bytes >> 10, mount_max_read);
+            splice_missed(MISS_PIPE, why, fl < 0 && read_pipe_bytes <= INT_MAX ? errno : 0);
             close(p[0]);
             close(p[1]);
             read_pipes.off = read_pipes.made == 0;   /* none ever: stop trying */

@@ -670,7 +670,12 @@ void *mapping_map(void *addr, size_t len, int prot, int flags, int rfd, off_t of
             return p;
     }
     int type = flags & MAP_TYPE;
-    if (len == 0 || len > SIZE_MAX - page_size() || off < 0 ||
+    /* A MAP_FIXED address off a page is the kernel's EINVAL: refused
+     * before the mappings there are forgotten (mapping_forget_range), or
+     * they stayed mapped but no longer written back. */
+    bool fixed_off_page = (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) &&
+                          ((uintptr_t)addr & (page_size() - 1));
+    if (len == 0 || len > SIZE_MAX - page_size() || off < 0 || fixed_off_page ||
         ((uintptr_t)off & (page_size() - 1)) ||
         (type != MAP_SHARED && type != MAP_PRIVATE && type != MAP_SHARED_VALIDATE)) {
         errno = len > SIZE_MAX - page_size() ? ENOMEM : EINVAL;

@@ -17,6 +17,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* An address the kernel refuses (EINVAL: off a page): the adafs mappings
+ * there are not to be forgotten (written back and dropped from the table)
+ * for a call that does nothing, or they stay mapped untracked and their
+ * later writes never reach the file. */
+static bool off_page(const void *addr)
+{
+    return (uintptr_t)addr & ((uintptr_t)getpagesize() - 1);
+}
+
 /* The calls on memory below go to the kernel with syscall(): allocators
  * (ASan's among them) map and unmap memory before anything, this library
  * included, is initialised, and a program that maps no adafs file pays one
@@ -27,7 +36,7 @@ PL_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
     if (flags & MAP_ANONYMOUS) {
         /* One over an adafs mapping replaces it: write that back first. */
         if ((flags & MAP_FIXED) && !(flags & MAP_FIXED_NOREPLACE) && mapping_count() &&
-            !route_depth)
+            !route_depth && !off_page(addr))
             mapping_forget_range((uintptr_t)addr, len);
         return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off); /* -1 is MAP_FAILED */
     }
@@ -43,7 +52,7 @@ PL_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_
 
 PL_EXPORT int munmap(void *addr, size_t len)
 {
-    if (mapping_count() && !route_depth)
+    if (mapping_count() && !route_depth && !off_page(addr))
         mapping_forget_range((uintptr_t)addr, len);
     return (int)syscall(SYS_munmap, addr, len);
 }
@@ -99,6 +108,10 @@ PL_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
         va_end(ap);
     }
     bool tracked = mapping_count() && !route_depth;
+    if (tracked && (off_page(old) || ((flags & MREMAP_FIXED) && off_page(want)))) {
+        errno = EINVAL;
+        return MAP_FAILED;
+    }
     int rc = tracked ? mapping_before_remap((uintptr_t)old, old_len) : 0;
     if (rc < 0) {
         errno = -rc;

@@ -288,6 +288,31 @@ static void test_shared_write(void)
     tap_ok(file_byte("shared", 200) == 'P' && file_byte("shared", 201) == 'C',
            "both reach the file");
 
+    /* MAP_FIXED at an address off a page: EINVAL, and the mapping there is
+     * untouched, its later writes still reaching the file. */
+    fd = open(path_of("shared"), O_RDWR);
+    p = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    errno = 0;
+    void *off_page = mmap(p + 1, page, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+    tap_ok(off_page == MAP_FAILED && errno == EINVAL,
+           "MAP_FIXED at an address off a page: EINVAL (errno %d)", errno);
+    off_page = mmap(p + 1, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    tap_ok(off_page == MAP_FAILED, "shared too");
+    close(fd);
+    errno = 0;
+    off_page = mmap(p + 1, page, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0);
+    tap_ok(off_page == MAP_FAILED && errno == EINVAL, "anonymous too (errno %d)", errno);
+    errno = 0;
+    tap_ok(munmap(p + 1, page) < 0 && errno == EINVAL, "munmap off a page: EINVAL (errno %d)",
+           errno);
+    errno = 0;
+    off_page = mremap(p + 1, page, page, 0);
+    tap_ok(off_page == MAP_FAILED && errno == EINVAL, "mremap off a page: EINVAL (errno %d)",
+           errno);
+    p[400] = 'Y';
+    munmap(p, 2 * page);
+    tap_is_int(file_byte("shared", 400), 'Y', "the mapping there still writes back at munmap");
+
     /* mprotect to writable, then a MAP_FIXED mapping over it */
     fd = open(path_of("shared"), O_RDWR);
     p = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);

@@ -169,8 +169,19 @@ if [ "$PIPE_MAX" -ge 2097152 ]; then
         test ! -s "$BASE/fuse.log"
 else
     check "max_read=1048576 without pipes of 2 MiB: the fallback said" \
-        grep -q "cannot make a pipe of 2 MiB" "$BASE/fuse.log"
+        grep -q "cannot make a pipe of 2048 KiB for the mount's max_read of 1048576" "$BASE/fuse.log"
 fi
+
+# A max_read of GiBs (a user's own mount): no pipe holds its replies, and
+# adafs-fuse says so once and answers from its buffer (the pipe's size
+# past INT_MAX, cast to F_SETPIPE_SZ's int, was once taken for a pipe
+# made, and every READ failed in the middle of its splice).
+FUSE_OPTS=max_read=1610612736 start_instance hugeread 1
+cp "$WORK/a" "$MNT/f"
+check "max_read=1610612736: 1 MiB reads, the file's bytes" \
+    sh -c "dd if='$MNT/f' bs=1M 2>/dev/null | cmp - '$WORK/a'"
+check "max_read=1610612736: no pipe of 2 GiB made, said once" \
+    grep -q "cannot make a pipe of 2097152 KiB for the mount's max_read of 1610612736" "$BASE/fuse.log"
 
 # ---- quota: ENOSPC through the mount, and nothing written before is lost
 start_instance quota 1 --quota 1M

@@ -43,6 +43,45 @@ is "unwritable destination: exit status 1" $? 1
 ok "... reported with EACCES" grep -q "\"path\":\"$WORK/rootdst/x\",\"errno\":13" "$WORK/out3.json"
 ok "... nothing created" test ! -e "$WORK/rootdst/x"
 
+# Another user against a distributed copy into a directory others write to
+# (shared scratch): the workers' mailboxes go to DST/../.adafs-stage/ID, ID
+# a hash of the request that anyone running the same request learns. A link
+# planted there to one of the victim's directories once made worker 0 empty
+# and remove its subdirectories as an earlier run's mailboxes; a directory
+# of the attacker's there would have held the run. Both are refused now,
+# naming the directory, and nothing of the victim's is touched.
+A=adafs-test2
+if runuser -u "$U" -- "$STAGE" --help > /dev/null 2>&1 &&
+   { id "$A" > /dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$A"; }; then
+    SH=$WORK/shared V=$WORK/victim
+    mkdir -p "$SH" "$V/src" "$V/data/results"
+    chmod 1777 "$SH"
+    echo a > "$V/src/a.txt"
+    echo precious > "$V/data/results/important.txt"
+    chown -R "$U" "$V"
+    # What the victim will run, as the attacker: the run's directory named.
+    runuser -u "$A" -- "$STAGE" copy --worker 1/2 --peer-timeout 1 "$V/src" "$SH/out" \
+        > /dev/null 2> "$WORK/probe.err"
+    id=$(sed -n 's|.*/\.adafs-stage/\([0-9a-f]\{16\}\): nothing from it.*|\1|p' "$WORK/probe.err" | head -1)
+    ok "the attacker learns the run's directory by running the same request ($id)" test -n "$id"
+    runuser -u "$A" -- sh -c "rm -rf '$SH/.adafs-stage' && mkdir -m 755 '$SH/.adafs-stage' &&
+                              ln -s '$V/data' '$SH/.adafs-stage/$id'"
+    runuser -u "$U" -- sh -c "'$STAGE' copy --worker 0/2 '$V/src' '$SH/out' &
+                              '$STAGE' copy --worker 1/2 --peer-timeout 2 '$V/src' '$SH/out' 2> /dev/null
+                              wait" 2> "$WORK/w0.err"
+    ok "a link planted as the run's directory: the victim's directory is untouched" \
+        test -f "$V/data/results/important.txt"
+    ok "... worker 0 refuses it, saying why" grep -q "not this user's own private directory" "$WORK/w0.err"
+    runuser -u "$A" -- sh -c "rm '$SH/.adafs-stage/$id' && mkdir -m 777 '$SH/.adafs-stage/$id'"
+    runuser -u "$U" -- "$STAGE" copy --worker 0/2 "$V/src" "$SH/out" 2> "$WORK/w0.err"
+    is "the attacker's own directory as the run's: worker 0 exits 1" $? 1
+    ok "... refusing it" grep -q "not this user's own private directory" "$WORK/w0.err"
+    ok "... having written nothing there (no epoch for the attacker to read)" \
+        test -z "$(ls -A "$SH/.adafs-stage/$id")"
+else
+    for i in 1 2 3 4 5 6; do n=$((n + 1)); echo "ok $n # SKIP $U cannot execute $STAGE or no user $A"; done
+fi
+
 # Root is never the stager's identity for stage in/out.
 "$STAGE" in "$S" /in 2> "$WORK/err"
 is "stage in as root without --user: exit 2" $? 2
