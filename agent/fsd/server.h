@@ -6,7 +6,8 @@
  *   perm.c     what each request of such a server's users may do
  *   conn.c     one thread per authenticated connection: framing, replies
  *   dispatch.c the single table every request passes through
- *   meta.c     metadata records in RocksDB, keyed by path
+ *   meta.c     the requests on metadata records
+ *   meta_store.c those records in RocksDB, keyed by path, and inline data
  *   chunks.c   file data in chunk files
  *   datafile.c those files, kept open across requests
  *   batch.c    many small files created or read in one request
@@ -223,7 +224,7 @@ int conn_start(struct server *srv, int fd, int local, const char *peer,
                const struct fair_who *who, const struct caller *caller);
 
 
-/* meta.c */
+/* meta.c (the requests) and meta_store.c (RocksDB) */
 int meta_open(struct server *srv, const char *dir, char *err, size_t errlen);
 /* Closes RocksDB in order (memtables flushed): for --keep-root's stop. */
 void meta_close(struct server *srv);

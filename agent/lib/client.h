@@ -4,7 +4,8 @@
  *   call.c       batches of requests over one connection per server
  *   direct.c     short-circuit reads from this node's servers' data files
  *   paths.c      path normalisation and placement helpers
- *   files.c      open/close/read/write and the other descriptor calls
+ *   files_open.c the open family: a file's record, then a descriptor
+ *   files.c      read/write and the other descriptor calls
  *   namespace.c  stat, mkdir, rmdir, unlink, rename, truncate, setattr
  *   dirs.c       opendir/readdir: a snapshot gathered from every server
  *

@@ -13,7 +13,7 @@
  * into libadafs), ownfd (libadafs's own descriptors kept out of the
  * program's way), ptrmap (our DIR* and FILE*), and the interception
  * families: file.c (descriptors),
- * meta.c (path operations), dir.c (directory streams), stdio.c (FILE*),
+ * meta.c and stat.c (path operations), dir.c (directory streams), stdio.c (FILE*),
  * misc.c (mmap, xattr, copy offload, preallocation), exec.c (exec and the
  * descriptors it hands on). */
 #ifndef ADAFS_PRELOAD_H
@@ -96,6 +96,10 @@ static inline void pl_ready(void)
 /* Shared by the families (file.c): opens inner in adafs mount m and returns
  * a new kernel descriptor standing for it, or -1 with errno. */
 int pl_open_adafs(int m, const char *inner, int flags, mode_t mode);
+/* stat.c: stats inner in adafs mount m (st_dev telling the mount), for the
+ * path family (meta.c); -1 with errno set. */
+struct stat;
+int pl_stat_inner(int m, const char *inner, struct stat *st);
 /* Closes the library side of a descriptor taken out of fdmap (rfd: route.h's
  * descriptor): 0 or -errno. */
 int pl_release(int rfd, void *dirstate);
