@@ -119,6 +119,26 @@ wait_job() {
     return 1
 }
 
+# start_now ID: let a requeued job start now rather than after the
+# credential lifetime (AuthInfo cred_expire, 20 minutes by default). slurmd
+# refuses a credential made no later than the second in which it revoked
+# the job's last one (slurm_cred.c: ctime <= revoked), and it revoked that
+# one with the last run's terminate: a start in that same second fails the
+# job at once (FAILED, exit code 1, run time 0). So the job's nodes leave
+# COMPLETING first, then the clock moves past that second.
+start_now() {
+    local id=$1 nodes
+    nodes=$(job_field "$id" NodeList)
+    for _ in $(seq 120); do
+        [ "$(job_state "$id")" != COMPLETING ] &&
+            { [ -z "$nodes" ] || [ "$nodes" = "(null)" ] ||
+              [ -z "$(sinfo -h -t completing -n "$nodes" -o %N 2>/dev/null)" ]; } && break
+        sleep 0.5
+    done
+    sleep 1.1
+    scontrol update jobid="$id" starttime=now
+}
+
 write_job() {  # write_job NAME <<EOF ... : a job script the test user can read
     local f=$ADAFS_CLUSTER_DIR/jobs/$1
     cat > "$f"

@@ -153,7 +153,7 @@ check "the plugin said it would try again" -- grep -q "job $id: node n1: job $id
 # Held by the plugin (an admin hold): the admin releases it; Slurm would
 # start a requeued job only after the credential lifetime: now, for the test.
 scontrol release "$id"
-scontrol update jobid="$id" starttime=now
+start_now "$id"
 check "released, it runs to the end" -- wait_job "$id" COMPLETED 120
 check "nothing of it is left" -- wait_clean 60
 
@@ -233,7 +233,7 @@ check "the job's secret is nowhere in what it heard" -- \
 check "no instance file was written for the job" -- test ! -e "$ADAFS_CLUSTER_DIR/mnt/.job.$id.instance"
 check "once the port is free, the agent starts" -- "$cluster" start-agents
 scontrol release "$id"
-scontrol update jobid="$id" starttime=now
+start_now "$id"
 check "and the released job runs on its own file system" -- wait_job "$id" COMPLETED 120
 check "(its output: $(cat "$ADAFS_CLUSTER_DIR/jobs/squat-$id.out" 2>/dev/null))" -- \
     grep -qx "ran on its own file system" "$ADAFS_CLUSTER_DIR/jobs/squat-$id.out"

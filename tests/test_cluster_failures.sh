@@ -169,7 +169,7 @@ check "its priority is left alone ($(job_field "$id" Priority))" -- test "$(job_
 # Slurm lets a requeued job start again after the credential lifetime
 # (AuthInfo cred_expire, 20 minutes by default): now, for the test.
 wait_job "$id" PENDING 30
-scontrol update jobid="$id" starttime=now
+start_now "$id"
 for _ in $(seq 240); do
     [ "$(job_field "$id" Priority)" = 0 ] && [ "$(job_field "$id" Restarts)" = 2 ] && break
     sleep 0.5
