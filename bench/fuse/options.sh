@@ -1,5 +1,5 @@
 #!/bin/sh
-# [SERVERS=N] [IO_ONLY=1] [BLOCK=SIZE] [IOR_ARGS=...] \
+# [SERVERS=N] [IO_ONLY=1] [BLOCK=SIZE] [IOR_ARGS=...] [READ_AHEAD="NAME=KB ..."] \
 #   bench/fuse/options.sh BUILD_DIR REPEATS NAME:ADAFS_FUSE:OPTIONS...
 #
 # adafs-fuse variants against the LD_PRELOAD interposer, in the same run:
@@ -9,7 +9,8 @@
 # (may be empty), and fsbench's mdtest (1,000 files each: 1 process, 2 in
 # one directory, 2 in a directory each; not with IO_ONLY=1) and IOR (1 MiB
 # transfers, BLOCK (256 MiB) by 1 process, half of it each by 2; IOR_ARGS
-# added to its arguments, e.g. --buffer-offset 16) run on
+# added to its arguments, e.g. --buffer-offset 16; READ_AHEAD: a mount's
+# read_ahead_kb, 1024 (the agent's) unless given for its NAME) run on
 # every target in a rotating order within each repeat. Prints
 # "rR TARGET WORKLOAD.METRIC VALUE" lines; bench/fuse/ratios.awk turns them
 # into each variant's median ratio to the interposer of the same repeat.
@@ -43,7 +44,9 @@ for v in "$@"; do
     mkdir -p "$work/m.$name"
     "$bin" --instance "$inst" ${opts:+-o "$opts"} "$work/m.$name"
     # as the node agent sets it for a job's mount (agent/agentd/fusemount.c)
-    echo 1024 >"/sys/class/bdi/$(awk -v m="$work/m.$name" '$5 == m { print $3 }' /proc/self/mountinfo)/read_ahead_kb"
+    ra=1024
+    for kv in ${READ_AHEAD:-}; do [ "${kv%%=*}" = "$name" ] && ra=${kv#*=}; done
+    echo "$ra" >"/sys/class/bdi/$(awk -v m="$work/m.$name" '$5 == m { print $3 }' /proc/self/mountinfo)/read_ahead_kb"
     names="$names $name"
 done
 on() {
