@@ -47,6 +47,13 @@ int main(void)
     tap_is_int(count_parse("-1", &n), -EINVAL, "count_parse takes no sign");
     tap_is_int(count_parse(" 1", &n), -EINVAL, "count_parse takes no blank");
 
+    tap_ok(size_share(10, 4) == 3 && size_share(8, 4) == 2 && size_share(5, 0) == 5,
+           "size_share rounds up");
+    tap_ok(size_share(UINT64_MAX, 2) == (UINT64_MAX >> 1) + 1,
+           "size_share of 2^64-1 over 2 nodes does not wrap to 0");
+    tap_ok(size_parse("18014398509481983.999999K", &n) == 0 && n == UINT64_MAX &&
+           size_share(n, 7) > 0, "a capacity of 2^64-1 bytes parses; its share is not 0");
+
     char buf[32];
     size_format(512 * 1024, buf, sizeof(buf));
     tap_is_str(buf, "512K", "size_format 512K");

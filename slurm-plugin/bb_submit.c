@@ -11,6 +11,7 @@
 #include "persist_job.h"
 #include "placement.h"
 #include "qos_limits.h"
+#include "size.h"
 
 /* *err_msg, formatted; v for the caller's return. */
 static enum bb_submit_verdict refuse(char **err_msg, enum bb_submit_verdict v, const char *fmt, ...)
@@ -137,7 +138,7 @@ static enum bb_submit_verdict check_capacity(const struct site *site,
                                              const struct bb_request *req, char **err_msg)
 {
     uint32_t nodes = job->nodes ? job->nodes : 1;
-    if (req->capacity && (req->capacity + nodes - 1) / nodes > site->node_capacity)
+    if (req->capacity && size_share(req->capacity, nodes) > site->node_capacity)
         return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s capacity=%"PRIu64" bytes needs more than "
                       "the %"PRIu64" bytes a node may give (AdafsNodeCapacity) on %u node(s)",
                       site->prefix, req->capacity, site->node_capacity, nodes);

@@ -106,6 +106,9 @@ int main(void)
            "on 4 nodes it fits (%s)", why ? why : "");
     free(canonical);
     free(why);
+    /* 2^64-1 bytes: its share per node once wrapped to 0 (no quota). */
+    refused(1000, 1000, 2, NULL, "capacity=18014398509481983.999999K", BB_SUBMIT_LIMIT,
+            "(AdafsNodeCapacity) on 2 node(s)");
 
     group_lookups = 0;
     refused(1000, 1000, 1, NULL, "use_persistent name=proj", BB_SUBMIT_PERMISSION, "proj");
