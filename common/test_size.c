@@ -37,11 +37,15 @@ int main(void)
     bad("10 G", -EINVAL);
     bad("1GX", -EINVAL);
     bad("99999999999999999999", -ERANGE);
+    good("18446744073709551615", UINT64_MAX);   /* what size_format writes for it */
+    bad("18446744073709551616", -ERANGE);
     bad("17179869184G", -ERANGE);
 
     uint64_t n = 0;
     tap_ok(count_parse("2000", &n) == 0 && n == 2000, "count_parse 2000");
     tap_is_int(count_parse("99999999999999999999", &n), -ERANGE, "count_parse past 64 bits: ERANGE");
+    tap_ok(count_parse("18446744073709551615", &n) == 0 && n == UINT64_MAX, "count_parse 2^64-1");
+    tap_is_int(count_parse("18446744073709551616", &n), -ERANGE, "count_parse 2^64: ERANGE");
     tap_is_int(count_parse("2K", &n), -EINVAL, "count_parse takes no unit");
     tap_is_int(count_parse("", &n), -EINVAL, "count_parse of nothing");
     tap_is_int(count_parse("-1", &n), -EINVAL, "count_parse takes no sign");
