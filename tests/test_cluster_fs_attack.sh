@@ -221,6 +221,25 @@ out=$(direct_reader "$other" "$leaked" 0)
 check "a user holding a leaked secret holds no data file descriptor ($out)" -- \
     test "$out" = "0 0 1048576"
 
+# 7. The job's user stacks a FUSE mount of their own on their server's
+# root (fusermount3 lets a user mount on a directory they own, where
+# /dev/fuse is open to users: not in this container, so root makes the
+# mount fusermount3 would, user_id= the victim, no allow_other, served by
+# nobody). Root cannot look through it (EACCES), so teardown once took
+# the root for unmounted: the job's store stayed mounted underneath with
+# its data, its loop device held, and the rmdir failed (the node drained).
+root0=$(tr '\0' '\n' < /proc/"$pid"/cmdline | sed -n '/^--root$/{n;p}')
+mountpoints() { awk -v d="$1" '$5 == d' /proc/self/mountinfo | wc -l; }
+out=$(python3 "$abs_top_srcdir/tests/cluster/usermount.py" "$root0" "$(id -u "$test_user")" 2>&1)
+check "the job's user has a FUSE mount on its server root $root0 ($out, $(mountpoints "$root0") mounts there)" -- \
+    test "$out" = mounted -a "$(mountpoints "$root0")" = 2
+image=$root0.img
+loops=$(losetup -j "$image" 2>/dev/null | wc -l)
 scancel "$id"
 check "after the job: nothing is left, data wiped" -- wait_clean 60
+check "nothing is mounted on the server root any more ($(mountpoints "$root0"))" -- \
+    test "$(mountpoints "$root0")" = 0
+check "the store's loop device is released ($loops before: $(losetup -a 2>/dev/null | grep -c "$image"))" -- \
+    bash -c "! losetup -a 2>/dev/null | grep -qF '$image'"
+check "no node was drained" -- bash -c "! sinfo -h -o '%t' | grep -q drain"
 tap_done
