@@ -16,9 +16,13 @@ static int digits(const char **p, uint64_t *out)
         return -EINVAL;
     uint64_t n = 0;
     for (; isdigit((unsigned char)*s); s++) {
-        if (n > (UINT64_MAX - 9) / 10)
+        /* Exact: (UINT64_MAX - 9) / 10 refused 18446744073709551610 to
+         * ...615, which size_format writes (a request's canonical form
+         * must parse again). */
+        uint64_t d = (uint64_t)(*s - '0');
+        if (n > (UINT64_MAX - d) / 10)
             return -ERANGE;
-        n = n * 10 + (uint64_t)(*s - '0');
+        n = n * 10 + d;
     }
     *p = s;
     *out = n;

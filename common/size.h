@@ -19,6 +19,16 @@ int size_parse(const char *text, uint64_t *out);
  * not fit in 64 bits. */
 int count_parse(const char *text, uint64_t *out);
 
+/* Each of parts' share of total, rounded up (parts 0: one part). Never
+ * (total + parts - 1) / parts: a total near 2^64 wrapped to a share of 0,
+ * which a server takes for "no quota". */
+static inline uint64_t size_share(uint64_t total, uint64_t parts)
+{
+    if (parts == 0)
+        parts = 1;
+    return total / parts + (total % parts != 0);
+}
+
 /* Writes the shortest exact form ("512K", "3G", "1000") into buf. */
 void size_format(uint64_t bytes, char *buf, size_t len);
 

@@ -37,15 +37,26 @@ int main(void)
     bad("10 G", -EINVAL);
     bad("1GX", -EINVAL);
     bad("99999999999999999999", -ERANGE);
+    good("18446744073709551615", UINT64_MAX);   /* what size_format writes for it */
+    bad("18446744073709551616", -ERANGE);
     bad("17179869184G", -ERANGE);
 
     uint64_t n = 0;
     tap_ok(count_parse("2000", &n) == 0 && n == 2000, "count_parse 2000");
     tap_is_int(count_parse("99999999999999999999", &n), -ERANGE, "count_parse past 64 bits: ERANGE");
+    tap_ok(count_parse("18446744073709551615", &n) == 0 && n == UINT64_MAX, "count_parse 2^64-1");
+    tap_is_int(count_parse("18446744073709551616", &n), -ERANGE, "count_parse 2^64: ERANGE");
     tap_is_int(count_parse("2K", &n), -EINVAL, "count_parse takes no unit");
     tap_is_int(count_parse("", &n), -EINVAL, "count_parse of nothing");
     tap_is_int(count_parse("-1", &n), -EINVAL, "count_parse takes no sign");
     tap_is_int(count_parse(" 1", &n), -EINVAL, "count_parse takes no blank");
+
+    tap_ok(size_share(10, 4) == 3 && size_share(8, 4) == 2 && size_share(5, 0) == 5,
+           "size_share rounds up");
+    tap_ok(size_share(UINT64_MAX, 2) == (UINT64_MAX >> 1) + 1,
+           "size_share of 2^64-1 over 2 nodes does not wrap to 0");
+    tap_ok(size_parse("18014398509481983.999999K", &n) == 0 && n == UINT64_MAX &&
+           size_share(n, 7) > 0, "a capacity of 2^64-1 bytes parses; its share is not 0");
 
     char buf[32];
     size_format(512 * 1024, buf, sizeof(buf));

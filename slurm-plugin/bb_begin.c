@@ -17,6 +17,7 @@
 #include "persist_job.h"
 #include "placement.h"
 #include "qos_conf.h"
+#include "size.h"
 
 static void say(const struct bb_begin_job *job, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -107,7 +108,7 @@ struct bb_job *bb_begin_instance(const struct bb_begin_job *job, const struct bb
     size_t k = place_nodes(j, job, cfg);
     j->nnodes = k;
     uint64_t capacity = !own ? 0 : j->req.capacity ? j->req.capacity : cfg->default_capacity;
-    j->node_capacity = (capacity + k - 1) / (k ? k : 1);
+    j->node_capacity = size_share(capacity, k);
     if (j->node_capacity > cfg->node_capacity) {
         /* Checked at submit for the nodes asked then; the owner may have
          * shrunk the job since (scontrol update NumNodes). */

@@ -11,6 +11,7 @@
 #include "persist_job.h"
 #include "placement.h"
 #include "qos_limits.h"
+#include "size.h"
 
 /* *err_msg, formatted; v for the caller's return. */
 static enum bb_submit_verdict refuse(char **err_msg, enum bb_submit_verdict v, const char *fmt, ...)
@@ -112,9 +113,22 @@ static enum bb_submit_verdict check_persistent(struct bb_driver *d,
     char err[1024];
     pthread_mutex_lock(&d->lock);
     size_t persistent_nodes = d->config.persistent_nodes.count;
+    uint64_t node_capacity = d->config.node_capacity;
     pthread_mutex_unlock(&d->lock);
     if (directive_check_persistent(prefix, req, persistent_nodes, err, sizeof(err)) < 0)
         return refuse(err_msg, BB_SUBMIT_INVALID, "%s", err);
+    /* An instance's server takes its share of each node as a job's does,
+     * and keeps it after the job: no more than AdafsNodeCapacity (without
+     * AdafsTotalCapacity nothing else bounded a user's instance). */
+    for (size_t i = 0; i < req->npersist; i++) {
+        const struct persist_spec *s = &req->persist[i];
+        uint64_t nodes = s->nodes ? s->nodes : persistent_nodes;
+        if (s->op == PERSIST_CREATE && size_share(s->capacity, nodes) > node_capacity)
+            return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s create_persistent name=%s capacity=%"
+                          PRIu64" bytes needs more than the %"PRIu64" bytes a node may give "
+                          "(AdafsNodeCapacity) on %"PRIu64" node(s)", prefix, s->name,
+                          s->capacity, node_capacity, nodes);
+    }
     uint32_t *groups = NULL;
     int ngroups = hooks->groups(hooks->arg, job->uid, job->gid, &groups);
     pthread_mutex_lock(&d->lock);
@@ -137,7 +151,7 @@ static enum bb_submit_verdict check_capacity(const struct site *site,
                                              const struct bb_request *req, char **err_msg)
 {
     uint32_t nodes = job->nodes ? job->nodes : 1;
-    if (req->capacity && (req->capacity + nodes - 1) / nodes > site->node_capacity)
+    if (req->capacity && size_share(req->capacity, nodes) > site->node_capacity)
         return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s capacity=%"PRIu64" bytes needs more than "
                       "the %"PRIu64" bytes a node may give (AdafsNodeCapacity) on %u node(s)",
                       site->prefix, req->capacity, site->node_capacity, nodes);

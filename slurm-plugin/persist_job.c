@@ -7,6 +7,7 @@
 #include "agent_proto.h"
 #include "instance.h"
 #include "log.h"
+#include "size.h"
 
 const struct persist_spec *persist_job_mount(const struct bb_request *req)
 {
@@ -222,7 +223,7 @@ struct bb_job *persist_job_servers(struct persist_table *t, const struct bb_job 
     }
     j->uid = creator->uid;
     j->gid = creator->gid;
-    j->node_capacity = (spec->capacity + want - 1) / want;
+    j->node_capacity = size_share(spec->capacity, want);
     j->chunk_size = chunk_size;
     j->t_begin = now;
     j->phase = PHASE_DEPLOYING;

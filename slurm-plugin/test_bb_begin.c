@@ -171,6 +171,12 @@ int main(void)
     j = bb_begin_instance(&b, &cfg, err, sizeof(err), &users_fault);
     tap_ok(!j && users_fault && strstr(err, "more than AdafsNodeCapacity"),
            "more than two nodes may give: the user's (%s)", err);
+    /* 2^64-1 bytes on 2 nodes: once a share of 0, which servers take for no quota. */
+    b = job(45, "capacity=18014398509481983.999999K");
+    j = bb_begin_instance(&b, &cfg, err, sizeof(err), &users_fault);
+    tap_ok(!j && users_fault && strstr(err, "more than AdafsNodeCapacity"),
+           "a capacity of 2^64-1 bytes is not a share of 0 (%s)", err);
+    bb_job_free(j);
 
     /* A job that mounts a persistent instance. */
     free(cfg.munge_socket);

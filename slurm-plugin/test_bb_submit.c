@@ -106,10 +106,30 @@ int main(void)
            "on 4 nodes it fits (%s)", why ? why : "");
     free(canonical);
     free(why);
+    /* 2^64-1 bytes: its share per node once wrapped to 0 (no quota). */
+    refused(1000, 1000, 2, NULL, "capacity=18014398509481983.999999K", BB_SUBMIT_LIMIT,
+            "(AdafsNodeCapacity) on 2 node(s)");
 
     group_lookups = 0;
     refused(1000, 1000, 1, NULL, "use_persistent name=proj", BB_SUBMIT_PERMISSION, "proj");
     tap_is_int(group_lookups, 2, "the user's groups asked for root and for the instance");
+
+    /* A user's persistent instance: at most AdafsNodeCapacity (100G) of
+     * each of its nodes, as a job's file system (no AdafsTotalCapacity:
+     * nothing else bounded it, and it outlives the job). */
+    tap_is_int(hostlist_expand("p[1-2]", &drv.config.persistent_nodes, err, sizeof(err)), 0,
+               "two persistent nodes");
+    refused(1000, 1000, 1, NULL, "create_persistent name=big capacity=300G", BB_SUBMIT_LIMIT,
+            "create_persistent name=big capacity=322122547200 bytes needs more than the "
+            "107374182400 bytes a node may give (AdafsNodeCapacity) on 2 node(s)");
+    refused(1000, 1000, 1, NULL, "create_persistent name=big capacity=150G nodes=1",
+            BB_SUBMIT_LIMIT, "(AdafsNodeCapacity) on 1 node(s)");
+    refused(1000, 1000, 1, NULL, "create_persistent name=big capacity=18014398509481983.999999K",
+            BB_SUBMIT_LIMIT, "(AdafsNodeCapacity) on 2 node(s)");
+    tap_ok(submit(1000, 1000, 1, NULL, "create_persistent name=fits capacity=150G", &canonical,
+                  &why) == BB_SUBMIT_OK, "150G on both persistent nodes fits (%s)", why ? why : "");
+    free(canonical);
+    free(why);
 
     bb_config_free(&drv.config);
     return tap_done();

@@ -380,6 +380,16 @@ int main(void)
     tap_ok(again && again->job_id == AGENT_PERSIST_ID_BASE + 21,
            "a creating job whose id a record already holds gets the next free id (%u)",
            again ? again->job_id - AGENT_PERSIST_ID_BASE : 0);
+    /* 2^64-1 bytes on 3 nodes (no AdafsTotalCapacity: no pool limit): each
+     * server's share once wrapped to 0, which its server takes for no quota. */
+    uint64_t pool = d.persist.pool_capacity;
+    d.persist.pool_capacity = 0;
+    struct bb_job *huge = create(22, "create_persistent name=huge "
+                                     "capacity=18014398509481983.999999K");
+    d.persist.pool_capacity = pool;
+    tap_ok(huge && huge->nnodes == 3 && huge->node_capacity == UINT64_MAX / 3,
+           "a persistent instance of 2^64-1 bytes: its servers' share is not 0 (%llu)",
+           huge ? (unsigned long long)huge->node_capacity : 0ULL);
 
     d.persist.head = NULL;
     while (d.jobs) {

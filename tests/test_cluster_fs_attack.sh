@@ -9,7 +9,9 @@
 # client is served throughout (and refuses the impostor). The victim's own
 # reads go through a read-only descriptor of its server's data file; a user
 # holding a leaked secret (6), who can read the data with it, still never
-# gets one.
+# gets one. The job's own user cannot make a spliced READ reply carry
+# another file's bytes (7), nor keep its data past teardown by mounting
+# over its server root (8).
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 other=adafs-test2
@@ -221,6 +223,69 @@ out=$(direct_reader "$other" "$leaked" 0)
 check "a user holding a leaked secret holds no data file descriptor ($out)" -- \
     test "$out" = "0 0 1048576"
 
+# 7. Spliced READ replies (adafs-fuse) under a job's own churn: 16 readers
+# of a 4 MiB file (more READs than adafs-fuse's 8 pipes) while it is
+# truncated, emptied and written again, beside a file of other bytes: no
+# reply carries a byte of the other file, none fails, adafs-fuse serves on.
+out=$(runuser -u "$test_user" -- python3 - "$mount" <<'PY' 2>&1
+import os, random, sys, threading, time
+m = sys.argv[1]
+a, b = os.path.join(m, "churn.a"), os.path.join(m, "churn.b")
+open(a, "wb").write(b"A" * (4 << 20))
+open(b, "wb").write(b"B" * (4 << 20))
+stop = time.time() + 5
+errs, foreign, reads = [], [0], [0]
+def reader():
+    while time.time() < stop:
+        try:
+            with open(a, "rb") as f:
+                f.seek(random.randrange(0, 4 << 20, 4096))
+                d = f.read(1 << 20)
+            reads[0] += 1
+            foreign[0] += d.strip(b"A\0") != b""
+        except OSError as e:
+            errs.append(str(e))
+def churn():
+    while time.time() < stop:
+        with open(a, "r+b") as f:
+            f.truncate(random.randrange(0, 4 << 20))
+            f.truncate(4 << 20)
+        os.truncate(a, 0)
+        with open(a, "r+b") as f:
+            f.write(b"A" * (4 << 20))
+ts = [threading.Thread(target=reader) for _ in range(16)] + [threading.Thread(target=churn)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+print(reads[0], foreign[0], len(errs), sorted(set(errs))[:2])
+PY
+)
+read -r nreads nforeign nerrs _ <<<"$out"
+check "16 readers through the mount during truncates: $nreads reads, none foreign or failed ($out)" -- \
+    test "${nreads:-0}" -gt 100 -a "$nforeign" = 0 -a "$nerrs" = 0
+out=$(runuser -u "$test_user" -- head -c 5 "$mount/churn.b" 2>&1)
+check "and the mount still serves ($out)" -- test "$out" = BBBBB
+
+# 8. The job's user stacks a FUSE mount of their own on their server's
+# root (fusermount3 lets a user mount on a directory they own, where
+# /dev/fuse is open to users: not in this container, so root makes the
+# mount fusermount3 would, user_id= the victim, no allow_other, served by
+# nobody). Root cannot look through it (EACCES), so teardown once took
+# the root for unmounted: the job's store stayed mounted underneath with
+# its data, its loop device held, and the rmdir failed (the node drained).
+root0=$(tr '\0' '\n' < /proc/"$pid"/cmdline | sed -n '/^--root$/{n;p}')
+mountpoints() { awk -v d="$1" '$5 == d' /proc/self/mountinfo | wc -l; }
+out=$(python3 "$abs_top_srcdir/tests/cluster/usermount.py" "$root0" "$(id -u "$test_user")" 2>&1)
+check "the job's user has a FUSE mount on its server root $root0 ($out, $(mountpoints "$root0") mounts there)" -- \
+    test "$out" = mounted -a "$(mountpoints "$root0")" = 2
+image=$root0.img
+loops=$(losetup -j "$image" 2>/dev/null | wc -l)
 scancel "$id"
 check "after the job: nothing is left, data wiped" -- wait_clean 60
+check "nothing is mounted on the server root any more ($(mountpoints "$root0"))" -- \
+    test "$(mountpoints "$root0")" = 0
+check "the store's loop device is released ($loops before: $(losetup -a 2>/dev/null | grep -c "$image"))" -- \
+    bash -c "! losetup -a 2>/dev/null | grep -qF '$image'"
+check "no node was drained" -- bash -c "! sinfo -h -o '%t' | grep -q drain"
 tap_done

@@ -123,6 +123,20 @@ check "a job shrunk to one node after submit is refused at begin ($reason)" -- \
 check "and held (priority 0), still pending" -- \
     test "$(job_state "$id") $(job_field "$id" Priority)" = "PENDING 0"
 scancel "$id"
+# 2^64-1 bytes over 2 nodes: (capacity + nodes - 1) / nodes once wrapped to
+# a share of 0, which the servers take for "no quota" (and no store of its
+# own): the job could fill the node's disk.
+write_job huge.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 2 -t 5 -o huge-%j.out
+#BB_ADAFS capacity=18014398509481983.999999K
+true
+JOB
+out=$(submit -H huge.sh 2>&1)
+status=$?
+check "a capacity of 2^64-1 bytes is refused at submit, not a share of 0 ($out)" -- \
+    bash -c "[ $status -ne 0 ] && grep -q 'AdafsNodeCapacity) on 2 node' <<<\"\$0\"" "$out"
+[ $status -eq 0 ] && scancel "$out"
 
 # The servers and the stager run with the job's group: never root's.
 out=$(cd "$ADAFS_CLUSTER_DIR/jobs" && sbatch --parsable --uid="$test_user" --gid=0 victim-sec.sh 2>&1)

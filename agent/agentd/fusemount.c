@@ -16,62 +16,18 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mountinfo.h"
 #include "net.h"
 
 #define FSTYPE "fuse.adafs"
 #define NODES_MAX 256
 #define NODE_MAX 64
 
-/* Decodes the octal escapes mountinfo writes for blanks and backslashes. */
-static void unescape(char *s)
-{
-    char *out = s;
-    for (char *p = s; *p;) {
-        if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
-            p[3] >= '0' && p[3] <= '7') {
-            *out++ = (char)((p[1] - '0') << 6 | (p[2] - '0') << 3 | (p[3] - '0'));
-            p += 4;
-        } else {
-            *out++ = *p++;
-        }
-    }
-    *out = '\0';
-}
-
-/* How many adafs mounts are at path (stacked), from /proc/self/mountinfo:
- * no path inside a mount is touched. *minor (if not NULL) gets the device
- * minor of the topmost one, its FUSE connection's number. */
+/* How many adafs mounts are at path (stacked). *minor (if not NULL) gets
+ * the device minor of the topmost one, its FUSE connection's number. */
 static int mounts_at(const char *path, unsigned *minor)
 {
-    FILE *f = fopen("/proc/self/mountinfo", "re");
-    if (!f)
-        return 0;
-    char line[4096 + 2 * PATH_MAX];
-    int count = 0;
-    while (fgets(line, sizeof line, f)) {
-        /* ID PARENT MAJOR:MINOR ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE ... */
-        char *save, *field[5];
-        int i = 0;
-        for (char *t = strtok_r(line, " ", &save); t && i < 5; t = strtok_r(NULL, " ", &save))
-            field[i++] = t;
-        if (i < 5)
-            continue;
-        char *t;
-        while ((t = strtok_r(NULL, " ", &save)) && strcmp(t, "-") != 0)
-            ;
-        char *fstype = t ? strtok_r(NULL, " ", &save) : NULL;
-        if (!fstype || strcmp(fstype, FSTYPE) != 0)
-            continue;
-        unescape(field[4]);
-        if (strcmp(field[4], path) != 0)
-            continue;
-        count++;
-        unsigned major, mnr;
-        if (minor && sscanf(field[2], "%u:%u", &major, &mnr) == 2)
-            *minor = mnr;
-    }
-    fclose(f);
-    return count;
+    return mountinfo_count(path, FSTYPE, minor);
 }
 
 bool fusemount_present(const char *path)

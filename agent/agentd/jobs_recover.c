@@ -18,6 +18,7 @@
 #include "fusemount.h"
 #include "jobnodes.h"
 #include "log.h"
+#include "mountinfo.h"
 #include "persistent.h"
 #include "tbf_loop.h"
 
@@ -78,6 +79,13 @@ static void recover_dir(const char *storage)
         pathf(j.storage, sizeof(j.storage), "%s", storage);
         pathf(j.dir, sizeof(j.dir), "%s/%s", nodedir, e->d_name);
         pathf(j.image, sizeof(j.image), "%s.img", j.dir);
+        /* A FUSE mount the job's user stacked on its root (fusermount3)
+         * answers root's lstat EACCES: the job would never be wiped. What
+         * is mounted there goes first (the store too: wiped anyway). */
+        int detached = mountinfo_detach_all(j.dir);
+        if (detached < 0)
+            log_warn("recovery: job %u: cannot detach what is mounted on %s: %s", id, j.dir,
+                     strerror(-detached));
         struct stat st;
         if (lstat(j.dir, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;

@@ -19,6 +19,7 @@
 #include "instance.h"
 #include "jobnodes.h"
 #include "log.h"
+#include "mountinfo.h"
 #include "net.h"
 #include "persistent.h"
 #include "store.h"
@@ -131,7 +132,13 @@ int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
         rc = failf(e, AGENT_FAULT_NODE, -errno, "job %u: rmdir %s: %s", j->id, j->dir, strerror(errno));
     /* Another node of this host may still serve its mount there. */
     if (j->mount[0] && !fusemount_present(j->mount)) {
-        /* Real files there came from a process without the interposer. */
+        /* A FUSE mount of the user's own there (fusermount3) would keep
+         * the mount point: it goes first. Real files there came from a
+         * process without the interposer. */
+        int n = mountinfo_detach_all(j->mount);
+        if (n != 0)
+            log_warn("job %u: %s: %s", j->id, j->mount, n > 0 ? "detached a mount of the "
+                     "job's user" : strerror(-n));
         child_run_as(&j->user, wipe_as_user, j->mount, 60000);
         if (rmdir(j->mount) < 0 && errno != ENOENT)
             log_warn("job %u: rmdir %s: %s", j->id, j->mount, strerror(errno));

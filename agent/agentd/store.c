@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "mountinfo.h"
 #include "net.h"
 
 /* mkfs of a large image with lazy inode tables takes well under a second;
@@ -104,6 +105,12 @@ static int failf(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 bool store_mounted(const char *dir)
 {
+    /* mountinfo first: a FUSE mount the job's user stacked on dir answers
+     * root's lstat EACCES, and the store underneath must not be taken for
+     * absent (mounted twice, or left with its data at teardown). The look
+     * at the devices serves a dir mountinfo writes otherwise ("//"). */
+    if (mountinfo_count(dir, "ext4", NULL) > 0)
+        return true;
     char parent[PATH_MAX];
     struct stat st, pst;
     if ((size_t)snprintf(parent, sizeof(parent), "%s/..", dir) >= sizeof(parent))
@@ -200,8 +207,15 @@ int store_create(const char *image, const char *dir, uint64_t size, const struct
 
 int store_destroy(const char *image, const char *dir, char *err, size_t errlen)
 {
-    int rc = 0;
-    if (store_mounted(dir) && umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+    /* Everything stacked on dir goes, whoever mounted it: a FUSE mount of
+     * the job's user on top once left the store mounted under it, with the
+     * job's data and its loop device. */
+    int rc = mountinfo_detach_all(dir);
+    if (rc < 0)
+        rc = failf(err, errlen, rc, "umount %s: %s", dir, strerror(-rc));
+    else
+        rc = 0;
+    if (rc == 0 && store_mounted(dir) && umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
         rc = failf(err, errlen, -errno, "umount %s: %s", dir, strerror(errno));
     if (unlink(image) < 0 && errno != ENOENT && rc == 0)
         rc = failf(err, errlen, -errno, "cannot remove %s: %s", image, strerror(errno));

@@ -39,12 +39,14 @@ int store_create(const char *image, const char *dir, uint64_t size, const struct
  * instance's after a reboot). Returns 0 or -errno with err. */
 int store_attach(const char *image, const char *dir, char *err, size_t errlen);
 
-/* Is a file system mounted on dir (its device differs from its parent's)? */
+/* Is a file system mounted on dir (an ext4 mount there by mountinfo, or
+ * its device differs from its parent's)? */
 bool store_mounted(const char *dir);
 
-/* Detaches what is mounted on dir (if anything: processes still holding
- * files there keep them until they close them, and the space is freed
- * then) and removes image (if it exists). Returns 0 or -errno with err. */
+/* Detaches everything mounted on dir, mounts others stacked on it too
+ * (processes still holding files there keep them until they close them,
+ * and the space is freed then), and removes image (if it exists). Returns
+ * 0 or -errno with err. */
 int store_destroy(const char *image, const char *dir, char *err, size_t errlen);
 
 #endif

@@ -421,6 +421,15 @@ wait "$agent_pid" 2>/dev/null
 agent_pid=
 check "after kill -9 of the agent, job 12's file system is still mounted" \
     test "$(findmnt -n -o TARGET --target "$base/storage/t1/job.12")" = "$base/storage/t1/job.12"
+# The job's user mounts a FUSE file system of their own on its root (as
+# fusermount3 lets them where /dev/fuse is open to users; root makes that
+# mount here): root's lstat of it answers EACCES, and recovery once skipped
+# the job, its store and data left mounted under it.
+usermount=${srcdir:-.}/../tests/cluster/usermount.py
+if [ -c /dev/fuse ] && python3 "$usermount" "$base/storage/t1/job.12" "$user" >/dev/null 2>&1; then
+    check "a FUSE mount of the job's user is stacked on its root" \
+        test "$(awk -v d="$base/storage/t1/job.12" '$5 == d' /proc/self/mountinfo | wc -l)" = 2
+fi
 : > "$base/agent.log"
 check "the agent starts again" start_agent "$base/storage"
 gone() { ! kill -0 "$1" 2>/dev/null || grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat"; }
@@ -430,6 +439,8 @@ check "it stopped the orphaned server" gone_within_10s "$server12"
 check "detached its file system and removed the image" \
     eval '[ ! -e $base/storage/t1/job.12.img ] &&
           [ "$(findmnt -n -o TARGET --target $base/storage/t1)" != "$base/storage/t1/job.12" ]'
+check "nothing is mounted there any more" \
+    test "$(awk -v d="$base/storage/t1/job.12" '$5 == d' /proc/self/mountinfo | wc -l)" = 0
 check "and said so" grep -q "recovery: job 12: wiping leftover" "$base/agent.log"
 check "naming the server it stopped" grep -q "recovery: job 12: stopping orphaned server pid $server12" "$base/agent.log"
 
