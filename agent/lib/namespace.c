@@ -300,24 +300,26 @@ int lookup(adafs *fs, const char *path, char *p, struct fs_record *rec)
     return rc == -ENOENT ? refine_enoent(fs, p) : rc;
 }
 
-int adafs_stat(adafs *fs, const char *path, struct stat *st)
+/* flags: 0 or ADAFS_PARENT_KNOWN (a missing entry is ENOENT as is). */
+static int stat_flags(adafs *fs, const char *path, struct stat *st, unsigned flags)
 {
     char p[FS_PATH_MAX];
     struct fs_record rec;
-    int rc = lookup(fs, path, p, &rec);
+    int rc = flags & ADAFS_PARENT_KNOWN ? lookup_entry(fs, path, p, &rec)
+                                        : lookup(fs, path, p, &rec);
     if (rc == 0)
         record_to_stat(fs, &rec, st);
     return rc;
 }
 
+int adafs_stat(adafs *fs, const char *path, struct stat *st)
+{
+    return stat_flags(fs, path, st, 0);
+}
+
 int adafs_stat_entry(adafs *fs, const char *path, struct stat *st)
 {
-    char p[FS_PATH_MAX];
-    struct fs_record rec;
-    int rc = lookup_entry(fs, path, p, &rec);
-    if (rc == 0)
-        record_to_stat(fs, &rec, st);
-    return rc;
+    return stat_flags(fs, path, st, ADAFS_PARENT_KNOWN);
 }
 
 int adafs_access(adafs *fs, const char *path, int mode)
