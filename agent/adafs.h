@@ -94,6 +94,18 @@ const char *adafs_mount_point(const adafs *fs);
 uint64_t adafs_chunk_size(const adafs *fs);
 int adafs_server_count(const adafs *fs);
 
+/* The one option of the calls that take "unsigned flags" (0 or this):
+ * the caller knows the path's parent directory is there (it has just made
+ * or stat'ed it, or polls it for the next message). A create then sends no
+ * check of it (a request less whenever the parent's record is on another
+ * server; should the parent have been removed since, the file is created
+ * anyway and no listing shows it, as with any create racing an rmdir). A
+ * read or stat of a name not there is then ENOENT at once, without the
+ * second round trip (a stat of every ancestor, a request each) that tells
+ * it from a missing or non-directory ancestor. adafs_stat_entry is
+ * adafs_stat with it. Any other bit is EINVAL. */
+#define ADAFS_PARENT_KNOWN 1u
+
 /* Files. flags are open(2) flags (O_CREAT, O_EXCL, O_TRUNC, O_APPEND,
  * O_DIRECTORY, O_RDONLY/O_WRONLY/O_RDWR...). */
 int adafs_open(adafs *fs, const char *path, int flags, mode_t mode);
@@ -106,11 +118,8 @@ int adafs_open_stat(adafs *fs, const char *path, int flags, mode_t mode, struct 
  * *got is then that count, else 0 and the caller reads with adafs_pread. */
 int adafs_open_read(adafs *fs, const char *path, struct stat *st, void *buf, size_t cap,
                     size_t *got);
-/* The same; flags 0 or ADAFS_PARENT_KNOWN: the caller knows the parent
- * directory is there (a mailbox directory it polls for the next message),
- * so a file not there is ENOENT at once, without the second round trip
- * (a stat of every ancestor, a request each) that tells it from a missing
- * or non-directory ancestor. */
+/* The same; flags 0 or ADAFS_PARENT_KNOWN (above: a file not there is
+ * ENOENT at once). */
 int adafs_open_read_flags(adafs *fs, const char *path, struct stat *st, void *buf, size_t cap,
                           size_t *got, unsigned flags);
 /* Opens read-only, without a round trip, the regular file st describes:
@@ -199,10 +208,10 @@ const char *adafs_fd_path(adafs *fs, int fd);        /* NULL if fd is not open *
 
 /* Paths. */
 int adafs_stat(adafs *fs, const char *path, struct stat *st);
-/* adafs_stat of an entry whose parent the caller knows to be a directory
- * (a kernel's lookup of a name in a directory it holds): a missing entry
- * is -ENOENT at once, where adafs_stat asks about every ancestor (one
- * round trip more) to tell -ENOTDIR or the first missing one. */
+/* adafs_stat with ADAFS_PARENT_KNOWN (above), for a kernel's lookup of a
+ * name in a directory it holds: a missing entry is -ENOENT at once, where
+ * adafs_stat asks about every ancestor (one round trip more) to tell
+ * -ENOTDIR or the first missing one. */
 int adafs_stat_entry(adafs *fs, const char *path, struct stat *st);
 int adafs_access(adafs *fs, const char *path, int mode);
 int adafs_mkdir(adafs *fs, const char *path, mode_t mode);
@@ -235,12 +244,6 @@ int adafs_create_write_attr(adafs *fs, const char *path, mode_t mode,
 int adafs_create_write_fd(adafs *fs, const char *path, mode_t mode, int src_fd,
                           off_t src_off, size_t len, const struct timespec *mtime,
                           unsigned flags);
-/* The caller has just made or stat'ed the parent directory: no check of it
- * rides along (a request less whenever the parent's record is on another
- * server). Should the parent have been removed since, the file is created
- * anyway and no listing shows it, as with any create racing an rmdir. */
-#define ADAFS_PARENT_KNOWN 1u
-
 /* Many whole small files at once (the stager's stage-in): the files whose
  * records share a server go in one request, the requests to all servers in
  * one round trip, and each server writes its share with one store write.

@@ -158,6 +158,7 @@
 #pragma redefine_extname agents_receive adafs_agents_receive
 #pragma redefine_extname agents_send adafs_agents_send
 #pragma redefine_extname agents_sync adafs_agents_sync
+#pragma redefine_extname agents_take_incoming adafs_agents_take_incoming
 
 /* qos_attach.h (libadafs_qos) */
 #pragma redefine_extname qos_attach_answer adafs_qos_attach_answer

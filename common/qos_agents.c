@@ -11,6 +11,18 @@
 #include "agent_proto.h"
 #include "net.h"
 
+void agents_take_incoming(struct agent *a, int64_t answered_ms)
+{
+    struct qos_report taken = a->incoming;
+    uint32_t cap = a->incoming_cap;
+    a->incoming = a->report;
+    a->incoming_cap = a->report_cap;
+    a->report = taken;
+    a->report_cap = cap;
+    a->have_report = true;
+    a->answered_ms = answered_ms;
+}
+
 void agents_close(struct agent *a)
 {
     if (a->connected)
@@ -148,14 +160,7 @@ static void receive_one(struct agent *a, int64_t deadline)
         } else if (qos_report_get_into(&r, &a->incoming, &a->incoming_cap) < 0) {
             snprintf(a->err, sizeof(a->err), "a malformed report");
         } else {
-            struct qos_report taken = a->incoming;
-            uint32_t cap = a->incoming_cap;
-            a->incoming = a->report;
-            a->incoming_cap = a->report_cap;
-            a->report = taken;
-            a->report_cap = cap;
-            a->have_report = true;
-            a->answered_ms = net_now_ms();
+            agents_take_incoming(a, net_now_ms());
         }
         free(m.plain);
     }

@@ -92,6 +92,10 @@ struct rpc_writer *agents_message(struct agent *a);
  * err. */
 void agents_send(struct agents *ag, int64_t deadline_ms);
 
+/* The report just decoded into a's incoming buffer becomes its report
+ * (answered at answered_ms); the buffers swap, none is allocated. */
+void agents_take_incoming(struct agent *a, int64_t answered_ms);
+
 /* Closes a's session. */
 void agents_close(struct agent *a);
 

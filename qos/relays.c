@@ -94,14 +94,7 @@ unsigned relays_take(struct groups *gs, struct agents *ag, int64_t now)
                 struct agent *m = &ag->a[i];
                 bool reported = rep.e[e].status == QOS_MEMBER_REPORTED;
                 if (reported) {
-                    struct qos_report taken = m->incoming;
-                    uint32_t cap = m->incoming_cap;
-                    m->incoming = m->report;
-                    m->incoming_cap = m->report_cap;
-                    m->report = taken;
-                    m->report_cap = cap;
-                    m->have_report = true;
-                    m->answered_ms = relay->answered_ms;
+                    agents_take_incoming(m, relay->answered_ms);
                     m->err[0] = '\0';
                 } else {
                     snprintf(m->err, sizeof(m->err), "%s (relay %s): %s",

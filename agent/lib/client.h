@@ -7,6 +7,7 @@
  *   files_open.c the open family: a file's record, then a descriptor
  *   files.c      read/write and the other descriptor calls
  *   namespace.c  stat, mkdir, rmdir, unlink, rename, truncate, setattr
+ *   create.c     a whole small file in one round trip (adafs_create_write*)
  *   dirs.c       opendir/readdir: a snapshot gathered from every server
  *
  * Locking order: table lock, then one open file's lock, then connection
@@ -245,6 +246,9 @@ uint32_t parent_check(adafs *fs, const char *path, struct call *c, int *used);
  * again. Frees the check call. */
 int parent_check_finish(adafs *fs, const char *path, struct call *op, struct call *check,
                         int used, uint64_t key);
+/* Removes the record of path created under key (its parent check failed,
+ * or its data could not be written). */
+void undo_create(adafs *fs, const char *path, uint64_t key);
 
 /* files.c: data */
 /* Where the bytes of a read go, or a write's come from: the caller's

@@ -253,6 +253,26 @@ static int parse_shebang(char *line, size_t len, char **interp, char **arg)
     return 0;
 }
 
+/* A new argument vector (malloc'd, NULL-terminated): the nlead words of
+ * lead in place of argv[0], then argv[1..]: how an interpreter is given a
+ * script. NULL when out of memory. */
+static char **argv_behind(char *const lead[], size_t nlead, char *const argv[])
+{
+    size_t argc = 0;
+    while (argv && argv[argc])
+        argc++;
+    char **nargv = malloc((nlead + (argc ? argc - 1 : 0) + 1) * sizeof *nargv);
+    if (!nargv)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < nlead; i++)
+        nargv[k++] = lead[i];
+    for (size_t i = 1; i < argc; i++)
+        nargv[k++] = argv[i];
+    nargv[k] = NULL;
+    return nargv;
+}
+
 /* Runs script (as given: the interpreter opens it, through its own
  * interposer if it is in adafs) with the interpreter its first line
  * names, the way the kernel does: interpreter [argument] script argv[1..]. */
@@ -265,20 +285,15 @@ static int run_script(struct launch *l, char *head, size_t len, const char *scri
     int rc = parse_shebang(head, len, &interp, &arg);
     if (rc < 0)
         return rc;
-    size_t argc = 0;
-    while (argv && argv[argc])
-        argc++;
-    char **nargv = malloc((argc + 3) * sizeof *nargv);
+    char *lead[3];
+    size_t nlead = 0;
+    lead[nlead++] = interp;
+    if (arg)
+        lead[nlead++] = arg;
+    lead[nlead++] = (char *)script;
+    char **nargv = argv_behind(lead, nlead, argv);
     if (!nargv)
         return -ENOMEM;
-    size_t k = 0;
-    nargv[k++] = interp;
-    if (arg)
-        nargv[k++] = arg;
-    nargv[k++] = (char *)script;
-    for (size_t i = 1; i < argc; i++)
-        nargv[k++] = argv[i];
-    nargv[k] = NULL;
     rc = run_path(l, interp, nargv, depth + 1);
     free(nargv);
     return rc;
@@ -401,17 +416,10 @@ static int run_fd(struct launch *l, int rfd, char *const argv[])
  * the shell reads it as a script. */
 static int run_shell(struct launch *l, const char *file, char *const argv[])
 {
-    size_t argc = 0;
-    while (argv && argv[argc])
-        argc++;
-    char **nargv = malloc((argc + 3) * sizeof *nargv);
+    char *lead[2] = { (char *)"/bin/sh", (char *)file };
+    char **nargv = argv_behind(lead, 2, argv);
     if (!nargv)
         return -ENOMEM;
-    nargv[0] = (char *)"/bin/sh";
-    nargv[1] = (char *)file;
-    for (size_t i = 1; i < argc; i++)
-        nargv[i + 1] = argv[i];
-    nargv[argc < 1 ? 2 : argc + 1] = NULL;
     int rc = launch_kernel(l, "/bin/sh", nargv);
     free(nargv);
     return rc;

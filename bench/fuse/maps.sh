@@ -16,17 +16,9 @@ set -eu
 usage="usage: maps.sh BUILD_DIR REPEATS"
 build=$(cd "${1:?$usage}" && pwd)
 repeats=${2:?$usage}
-ctl=$build/agent/adafs-ctl mapread=$build/bench/fuse/mapread
-preload=$build/agent/.libs/libadafs_preload.so
-work=$(mktemp -d "${TMPDIR:-/tmp}/maps.XXXXXX")
-mkdir -p "$work/mnt"
-stop() {
-    "$ctl" stop --base "$work/inst" >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap stop EXIT
-"$ctl" start --servers "${SERVERS:-1}" --base "$work/inst" --mount "$work/mnt" >/dev/null 2>&1
-pre() { ADAFS_INSTANCE=$work/inst/instance ADAFS_MOUNT=$work/mnt LD_PRELOAD=$preload "$@"; }
+mapread=$build/bench/fuse/mapread
+. "$(dirname "$0")/common.sh"
+fuse_start maps "${SERVERS:-1}"
 pre "$mapread" write "$work/mnt/big" 1G >/dev/null
 for r in $(seq "$repeats"); do
     if [ -n "${OLD:-}" ]; then
@@ -41,7 +33,7 @@ for r in $(seq "$repeats"); do
         mmap-old) lib=$OLD ;;
         *) lib=$preload ;;
         esac
-        ADAFS_INSTANCE=$work/inst/instance ADAFS_MOUNT=$work/mnt LD_PRELOAD=$lib \
+        ADAFS_INSTANCE=$inst ADAFS_MOUNT=$work/mnt LD_PRELOAD=$lib \
             "$mapread" "${w%-old}" "$work/mnt/big" |
             while read -r metric value unit; do echo "r$r $w $value"; done
     done

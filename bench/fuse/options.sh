@@ -23,43 +23,23 @@ build=$(cd "${1:?$usage}" && pwd)
 repeats=${2:?$usage}
 shift 2
 [ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
-ctl=$build/agent/adafs-ctl fsb=$build/bench/fs/fsbench
-preload=$build/agent/.libs/libadafs_preload.so
-work=$(mktemp -d "${TMPDIR:-/tmp}/fuseopts.XXXXXX")
-mkdir -p "$work/mnt"
-stop() {
-    for m in "$work"/m.*; do umount -l "$m" 2>/dev/null || true; done
-    "$ctl" stop --base "$work/inst" >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap stop EXIT
-"$ctl" start --servers "${SERVERS:-2}" --base "$work/inst" --mount "$work/mnt" >/dev/null
-inst=$work/inst/instance
+fsb=$build/bench/fs/fsbench
+. "$(dirname "$0")/common.sh"
+fuse_start fuseopts "${SERVERS:-2}"
 block=${BLOCK:-256M}
 half=$(( $(numfmt --from=iec "$block") / 2 ))
-names=preload
-for v in "$@"; do
-    name=${v%%:*} rest=${v#*:}
-    bin=${rest%%:*} opts=${rest#*:}
-    mkdir -p "$work/m.$name"
-    "$bin" --instance "$inst" ${opts:+-o "$opts"} "$work/m.$name"
-    # as the node agent sets it for a job's mount (agent/agentd/fusemount.c)
-    ra=1024
-    for kv in ${READ_AHEAD:-}; do [ "${kv%%=*}" = "$name" ] && ra=${kv#*=}; done
-    echo "$ra" >"/sys/class/bdi/$(awk -v m="$work/m.$name" '$5 == m { print $3 }' /proc/self/mountinfo)/read_ahead_kb"
-    names="$names $name"
-done
+fuse_variants "$@"
 on() {
     t=$1 w=$2
     shift 2
     if [ "$t" = preload ]; then
-        ADAFS_INSTANCE=$inst ADAFS_MOUNT=$work/mnt LD_PRELOAD=$preload "$@" --dir "$work/mnt/p.$w.$r"
+        pre "$@" --dir "$work/mnt/p.$w.$r"
     else
         "$@" --dir "$work/m.$t/f.$w.$r"
     fi | while read -r metric value unit; do echo "r$r $t $w.$metric $value"; done
     # one file set at a time in the servers' page cache
     if [ "$t" = preload ]; then
-        ADAFS_INSTANCE=$inst ADAFS_MOUNT=$work/mnt LD_PRELOAD=$preload rm -rf "$work/mnt/p.$w.$r"
+        pre rm -rf "$work/mnt/p.$w.$r"
     else
         rm -rf "$work/m.$t/f.$w.$r"
     fi
@@ -75,5 +55,5 @@ for r in $(seq "$repeats"); do
         on "$t" io1 "$fsb" ior --block "$block" --procs 1 ${IOR_ARGS:-}
         on "$t" io2 "$fsb" ior --block "$half" --procs 2 ${IOR_ARGS:-}
     done
-    names=$(echo $names | awk '{ for (i = 2; i <= NF; i++) printf "%s ", $i; print $1 }')
+    rotate
 done

@@ -20,27 +20,16 @@ var=$(cd "${2:?$usage}" && pwd)
 repeats=${3:?$usage}
 block=${BLOCK:-1G}
 half=$(( $(numfmt --from=iec "$block") / 2 ))
-ctl=$build/agent/adafs-ctl fsb=$build/bench/fs/fsbench fuse=$build/agent/adafs-fuse
-preload=$build/agent/.libs/libadafs_preload.so
+fsb=$build/bench/fs/fsbench fuse=$build/agent/adafs-fuse
+. "$(dirname "$0")/common.sh"
 test -e "$var/libadafs.so.0" || { echo "readlib.sh: $var/libadafs.so.0 is missing" >&2; exit 1; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/readlib.XXXXXX")
-mkdir -p "$work/mnt" "$work/fmnt"
-stop() {
-    umount -l "$work/fmnt" 2>/dev/null || true
-    "$ctl" stop --base "$work/inst" >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap stop EXIT
-"$ctl" start --servers "${SERVERS:-2}" --base "$work/inst" --mount "$work/mnt" >/dev/null 2>&1
-inst=$work/inst/instance
-"$fuse" --instance "$inst" "$work/fmnt"
-# as the node agent sets it for a job's mount (agent/agentd/fusemount.c)
-echo 1024 >"/sys/class/bdi/$(awk -v m="$work/fmnt" '$5 == m { print $3 }' /proc/self/mountinfo)/read_ahead_kb"
+fuse_start readlib "${SERVERS:-2}"
+fuse_mount "$fuse" "$work/fmnt"
 on() {
     t=$1 w=$2
     shift 2
     case $t in
-    preload) ADAFS_INSTANCE=$inst ADAFS_MOUNT=$work/mnt LD_PRELOAD=$preload "$@" --dir "$work/mnt/p.$w.$r" ;;
+    preload) pre "$@" --dir "$work/mnt/p.$w.$r" ;;
     var) LD_LIBRARY_PATH=$var ADAFS_INSTANCE=$inst ADAFS_MOUNT=$work/mnt LD_PRELOAD=$preload \
              "$@" --dir "$work/mnt/v.$w.$r" ;;
     fuse) "$@" --dir "$work/fmnt/f.$w.$r" ;;
@@ -55,5 +44,5 @@ for r in $(seq "$repeats"); do
         on "$t" io1 "$fsb" ior --block "$block" --procs 1
         on "$t" io2 "$fsb" ior --block "$half" --procs 2
     done
-    names=$(echo $names | awk '{ for (i = 2; i <= NF; i++) printf "%s ", $i; print $1 }')
+    rotate
 done

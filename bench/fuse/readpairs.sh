@@ -18,30 +18,11 @@ build=$(cd "${1:?$usage}" && pwd)
 repeats=${2:?$usage}
 shift 2
 [ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
-ctl=$build/agent/adafs-ctl mapread=$build/bench/fuse/mapread
-preload=$build/agent/.libs/libadafs_preload.so
-work=$(mktemp -d "${TMPDIR:-/tmp}/readpairs.XXXXXX")
-mkdir -p "$work/mnt"
-stop() {
-    for m in "$work"/m.*; do umount -l "$m" 2>/dev/null || true; done
-    "$ctl" stop --base "$work/inst" >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap stop EXIT
-"$ctl" start --servers "${SERVERS:-1}" --base "$work/inst" --mount "$work/mnt" >/dev/null 2>&1
-inst=$work/inst/instance
-pre() { ADAFS_INSTANCE=$inst ADAFS_MOUNT=$work/mnt LD_PRELOAD=$preload "$@"; }
+mapread=$build/bench/fuse/mapread
+. "$(dirname "$0")/common.sh"
+fuse_start readpairs "${SERVERS:-1}"
 pre "$mapread" write "$work/mnt/big" "${SIZE:-1G}"
-names=preload
-for v in "$@"; do
-    name=${v%%:*} rest=${v#*:}
-    bin=${rest%%:*} opts=${rest#"$bin"} opts=${opts#:}
-    mkdir -p "$work/m.$name"
-    "$bin" --instance "$inst" ${opts:+-o "$opts"} "$work/m.$name"
-    # as the node agent sets it for a job's mount (agent/agentd/fusemount.c)
-    echo 1024 >"/sys/class/bdi/$(awk -v m="$work/m.$name" '$5 == m { print $3 }' /proc/self/mountinfo)/read_ahead_kb"
-    names="$names $name"
-done
+fuse_variants "$@"
 for r in $(seq "$repeats"); do
     for t in $names; do
         if [ "$t" = preload ]; then
@@ -50,5 +31,5 @@ for r in $(seq "$repeats"); do
             "$mapread" read "$work/m.$t/big" ${OFFSET:+"$OFFSET"}
         fi | while read -r metric value unit; do echo "r$r $t read.$metric $value"; done
     done
-    names=$(echo $names | awk '{ for (i = 2; i <= NF; i++) printf "%s ", $i; print $1 }')
+    rotate
 done

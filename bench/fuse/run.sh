@@ -21,31 +21,18 @@ set -eu
 usage="usage: run.sh BUILD_DIR [REPEATS]"
 build=$(cd "${1:?$usage}" && pwd)
 repeats=${2:-5}
-ctl=$build/agent/adafs-ctl
 fsb=$build/bench/fs/fsbench
 fuse=$build/agent/adafs-fuse
 mapread=$build/bench/fuse/mapread
-preload=$build/agent/.libs/libadafs_preload.so
+. "$(dirname "$0")/common.sh"
 for f in "$ctl" "$fsb" "$fuse" "$mapread" "$preload"; do
     test -e "$f" || { echo "run.sh: $f is missing: build first (make -C $build)" >&2; exit 1; }
 done
-work=$(mktemp -d "${TMPDIR:-/tmp}/fusebench.XXXXXX")
+fuse_start fusebench "${SERVERS:-2}"
 mount=$work/mnt
 results=$work/results
-mkdir -p "$mount" "$work/local"
-stop() {
-    umount -l "$mount" 2>/dev/null || fusermount3 -u -z "$mount" 2>/dev/null || true
-    "$ctl" stop --base "$work/inst" >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap stop EXIT
-"$ctl" start --servers "${SERVERS:-2}" --base "$work/inst" --mount "$mount" >/dev/null 2>"$work/ctl.err" ||
-    { cat "$work/ctl.err" >&2; exit 1; }
-instance=$work/inst/instance
-"$fuse" --instance "$instance" "$mount"
-# as the node agent sets it for a job's mount (agent/agentd/fusemount.c)
-echo 1024 >"/sys/class/bdi/$(awk -v m="$mount" '$5 == m { print $3 }' /proc/self/mountinfo)/read_ahead_kb"
-pre() { ADAFS_INSTANCE=$instance ADAFS_MOUNT=$mount LD_PRELOAD=$preload "$@"; }
+mkdir -p "$work/local"
+fuse_mount "$fuse" "$mount"
 
 # on TARGET NAME CMD...: runs CMD's fsbench against TARGET's directory and
 # records "rR.TARGET.NAME.metric value".
