@@ -368,7 +368,13 @@ static int ready_number(const char **p, long max, int *out)
 void instance_space(uint64_t quota, struct instance_space *s)
 {
     const uint64_t MiB = 1 << 20;
-    uint64_t wb = quota / 256;
+    /* As large as a headroom of a quarter of the quota allows (12 of
+     * them: quota/48), up to RocksDB's own default of 64 MiB. Smaller
+     * memtables make RocksDB rewrite what it holds through more levels,
+     * and small files' data lives there: with quota/256, a 768 MiB share
+     * (3 MiB memtables) cost its server 2.5 x the CPU of 64 MiB ones on a
+     * stage-in of 100,000 small files (doc/benchmarks.md, issue 22 run 14). */
+    uint64_t wb = quota / 48;
     wb = wb < MiB ? MiB : wb > 64 * MiB ? 64 * MiB : wb & ~(MiB - 1);
     s->write_buffer = wb;
     s->headroom = 12 * wb;

@@ -104,7 +104,7 @@ int instance_ready_parse(const char *line, int *port, int *pid);
  * (write_buffer), a compaction at most 8 of them before it frees its
  * inputs. doc/filesystem.md gives the figures. */
 struct instance_space {
-    uint64_t write_buffer;   /* RocksDB memtable and table file size: quota/256, 1-64 MiB */
+    uint64_t write_buffer;   /* RocksDB memtable and table file size: quota/48, 1-64 MiB */
     uint64_t headroom;       /* kept free for RocksDB: 12 write buffers */
     uint64_t image;          /* quota + headroom + metadata (quota/64, at least 16 MiB),
                               * + 1/24 for ext4's own */

@@ -18,10 +18,20 @@
 # runs with its default 8 threads; the job's workers with what the plugin
 # gives each node (AdafsStageThreadsPerCpu per CPU the job has there, at
 # most AdafsStageThreads: doc/burst_buffer.conf.md), read from the agents'
-# logs. Environment: SMALL (100000), REPEAT (3), SETTLE (65).
+# logs. Environment: SMALL (100000), REPEAT (3), SETTLE (65), CAPACITY
+# (3G: the job's #BB_ADAFS capacity), ONE_QUOTA (the one process's
+# servers' --quota; default the job's share per node, capacity / 4, so
+# that both sides' servers size RocksDB alike by instance_space(): its
+# memtables are quota/256, and a 768 MiB share's 3 MiB ones cost the
+# servers 2.5 x the CPU of RocksDB's default 64 MiB on this set,
+# doc/benchmarks.md run 14; `none`: no quota, RocksDB's defaults, as runs
+# up to 13 compared).
 set -euo pipefail
 BUILD=$(cd "${1:?usage: cluster.sh BUILD_DIR [WORK_DIR]}" && pwd)
-SMALL=${SMALL:-100000} REPEAT=${REPEAT:-3} SETTLE=${SETTLE:-65}
+SMALL=${SMALL:-100000} REPEAT=${REPEAT:-3} SETTLE=${SETTLE:-65} CAPACITY=${CAPACITY:-3G}
+# the plugin's share per node: capacity / nodes, rounded up (bb_begin.c)
+ONE_QUOTA=${ONE_QUOTA:-$(( ($(numfmt --from=iec "$CAPACITY") + 3) / 4 ))}
+[ "$ONE_QUOTA" != none ] || ONE_QUOTA=
 export abs_top_srcdir=$(cd "$(dirname "$0")/../.." && pwd) abs_top_builddir=$BUILD
 [ -n "${ADAFS_CLUSTER_DIR:-}" ] || { echo "cluster.sh: export your cluster's settings first" >&2; exit 2; }
 . "$(dirname "$0")/root.sh"
@@ -54,8 +64,13 @@ PY
 find "$data" -type f -exec cat {} + > /dev/null
 sync; sleep "$SETTLE"
 
-"$CTL" start --servers 4 --base "$R/fs" > /dev/null
-chmod 755 "$W" "$R"; chmod 711 "$R/fs"; chown "$test_user" "$R/fs/instance"
+# A fresh instance for each repeat, as each job gets fresh servers: what
+# earlier repeats left would make its RocksDB compact more each time.
+fresh_instance() {
+    "$CTL" stop --base "$R/fs" > /dev/null 2>&1 || true
+    "$CTL" start --servers 4 --base "$R/fs" ${ONE_QUOTA:+--quota "$ONE_QUOTA"} > /dev/null
+    chmod 755 "$W" "$R"; chmod 711 "$R/fs"; chown "$test_user" "$R/fs/instance"
+}
 # one DIR SRC DST: one process as the test user; prints its wall seconds
 one() {
     local t0 t1
@@ -113,7 +128,7 @@ for rep in $(seq "$REPEAT"); do
         f=$(write_job "bench$rep.sh" <<JOB
 #!/bin/bash
 #SBATCH -N 4 -t 30 -o bench-%j.out
-#BB_ADAFS capacity=3G
+#BB_ADAFS capacity=$CAPACITY
 #BB_ADAFS stage_in  source=$data destination=in type=directory
 #BB_ADAFS stage_out source=in destination=$pfs/bench/out/%j type=directory
 true
@@ -128,6 +143,7 @@ JOB
         say "job $id: stage-in $jin s, stage-out $jout s ($bb)"
     }
     one_rep() {
+        fresh_instance
         oin=$(one in "$data" "/in$rep")
         oout=$(one out "/in$rep" "$pfs/bench/out/one$rep")
         diff -rq "$data" "$pfs/bench/out/one$rep" > /dev/null ||
@@ -145,9 +161,9 @@ cat <<REPORT
 ## Stager on the mini-cluster ($(date -u +%Y-%m-%dT%H:%MZ))
 
 $(nproc) cores, 4 nodes of one host (tests/cluster/cluster.sh), data and storage on $BENCH_FS
-($W). $SMALL files of 4 KiB in 100 directories. Job: \`#BB_ADAFS stage_in\` and \`stage_out\`
+($W). $SMALL files of 4 KiB in 100 directories. Job: \`#BB_ADAFS capacity=$CAPACITY\`, \`stage_in\` and \`stage_out\`
 of the tree, 4 workers with the plugin's threads per node (in the log above); one process: \`adafs-stage in|out\` (8 threads) through \`adafs-ctl start
---servers 4\`, as the same user, in turns with the job. Seconds, and one process's time over
+--servers 4${ONE_QUOTA:+ --quota $ONE_QUOTA}\`, as the same user, in turns with the job. Seconds, and one process's time over
 the job's (>= 1: the job is as fast):
 
 | repeat | job in | one in | ratio | job out | one out | ratio | bbstat |
