@@ -702,7 +702,10 @@ static int send_batch(struct lister *L)
 /* The mailbox store, where it lies on a side the copy walks. */
 static int is_store(struct dist *d, int side, const struct bdir *dir, const char *name)
 {
-    if (side != d->store_side || dir->b != side_b(d->run, side))
+    /* The store is always named DIST_STORE (dist_run.c): every other
+     * entry of a listing is told apart by its name, without a path made
+     * for it (an asprintf per file listed, on the workers' side only). */
+    if (side != d->store_side || dir->b != side_b(d->run, side) || strcmp(name, DIST_STORE) != 0)
         return 0;
     char *p = backend_join(dir->path, name);
     int same = p && !strcmp(p, d->store);
