@@ -108,9 +108,11 @@ double dist_now(void);
 /* Queues a record for the coordinator; urgent: discovery, sent at once. */
 void dist_send(struct dist *d, const struct dmsg *m, int urgent);
 /* Whether what was queued should be sent now; if not, lowers *when to the
- * time it should (DIST_SEND_DELAY or DIST_SEND_FULL of acknowledgements go
- * in one message). */
-int dist_out_due(struct dist *d, double now, double *when);
+ * time it should: room_delay after the first record while the worker has
+ * room in its window (DIST_SEND_DELAY: a few ms of acknowledgements go in
+ * one message; worker 0, whose records go through no mailbox, 0), else
+ * DIST_SEND_FULL. */
+int dist_out_due(struct dist *d, double now, double room_delay, double *when);
 /* Sleeps until when (dist_now() time), until a record is queued (the
  * first since the last take, an urgent one, or one when a full window
  * makes room: the caller then asks dist_out_due again), or until a

@@ -59,7 +59,7 @@ static int has_room(struct dist *d)
     return atomic_load(&d->running) < (long)d->window;
 }
 
-int dist_out_due(struct dist *d, double now, double *when)
+int dist_out_due(struct dist *d, double now, double room_delay, double *when)
 {
     /* Acknowledgements that make no room in the window (a lister keeps
      * every batch its listing brought the data of, so it holds far more
@@ -68,7 +68,7 @@ int dist_out_due(struct dist *d, double now, double *when)
      * a message per few completions, each a mailbox file written, read
      * and removed on servers busy with the copy (doc/benchmarks.md,
      * Stager workers, run 14). */
-    double delay = has_room(d) ? DIST_SEND_DELAY : DIST_SEND_FULL;
+    double delay = has_room(d) ? room_delay : DIST_SEND_FULL;
     pthread_mutex_lock(&d->lock);
     int due = d->out_records > 0 &&
               (d->urgent || d->out.len >= DIST_MSG_SOFT_MAX || now - d->out_since >= delay);

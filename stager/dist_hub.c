@@ -966,10 +966,10 @@ void hub_loop(struct hub *h)
                 sleep_ms(10);
             break;
         }
-        /* Worker 0's own records, read as the others' are sent: when due
-         * (dist_out_due), each wake-up of this thread takes several. */
+        /* Worker 0's own records: at once while they free room in its
+         * window (no mailbox to spare), else with the others' delay. */
         double next = now + d->beat;
-        if (dist_out_due(d, now, &next)) {
+        if (dist_out_due(d, now, 0, &next)) {
             struct rpc_writer local;
             int n = dist_take_out(d, &local);
             if (n < 0)

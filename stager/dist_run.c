@@ -474,7 +474,7 @@ static void *worker_main(void *arg)
             said_bye = 1;
         }
         double when = next_poll;
-        if (!have_pending && (finishing || dist_out_due(d, now, &when))) {
+        if (!have_pending && (finishing || dist_out_due(d, now, DIST_SEND_DELAY, &when))) {
             if (dist_take_out(d, &pending) < 0) {
                 stage_fail(run, run->opt.src, ENOMEM, "send to worker 0");
                 d->stop = 1;
