@@ -47,6 +47,11 @@
  * short; with one a ring brings the reader at once and the look only
  * catches a ring lost on the network. */
 #define DIST_POLL_MAX 0.016
+/* Records that are not urgent (acknowledgements, what a lister keeps)
+ * go out this long after the first of them, so a few go in one message;
+ * DIST_SEND_FULL while the worker still holds a full window (dist_out_due). */
+#define DIST_SEND_DELAY 0.002
+#define DIST_SEND_FULL 0.05
 #define DIST_POLL_MAX_BELL 0.1
 
 struct hub;
@@ -103,12 +108,16 @@ double dist_now(void);
 /* Queues a record for the coordinator; urgent: discovery, sent at once. */
 void dist_send(struct dist *d, const struct dmsg *m, int urgent);
 /* Whether what was queued should be sent now; if not, lowers *when to the
- * time it should (a few ms of acknowledgements go in one message). */
-int dist_out_due(struct dist *d, double now, double *when);
-/* Sleeps until when (dist_now() time), until a record is queued (any) or
- * an urgent one (!any), or until a doorbell rings: rung(arg, from, addr)
- * for each ring (dist_bell.h). */
-void dist_wait(struct dist *d, double when, int any,
+ * time it should: room_delay after the first record while the worker has
+ * room in its window (DIST_SEND_DELAY: a few ms of acknowledgements go in
+ * one message; worker 0, whose records go through no mailbox, 0), else
+ * DIST_SEND_FULL. */
+int dist_out_due(struct dist *d, double now, double room_delay, double *when);
+/* Sleeps until when (dist_now() time), until a record is queued (the
+ * first since the last take, an urgent one, or one when a full window
+ * makes room: the caller then asks dist_out_due again), or until a
+ * doorbell rings: rung(arg, from, addr) for each ring (dist_bell.h). */
+void dist_wait(struct dist *d, double when,
                void (*rung)(void *arg, uint32_t from, const struct sockaddr_in *addr),
                void *arg);
 /* Takes what was queued (for the coordinator of worker 0 or the mailbox). */

@@ -52,13 +52,28 @@ int dist_take_out(struct dist *d, struct rpc_writer *into)
     return ok ? n : -ENOMEM;
 }
 
-int dist_out_due(struct dist *d, double now, double *when)
+/* Whether worker 0, once it has read what is queued, would hand this
+ * worker more: it holds fewer items than its window. */
+static int has_room(struct dist *d)
 {
+    return atomic_load(&d->running) < (long)d->window;
+}
+
+int dist_out_due(struct dist *d, double now, double room_delay, double *when)
+{
+    /* Acknowledgements that make no room in the window (a lister keeps
+     * every batch its listing brought the data of, so it holds far more
+     * than its window) change nothing worker 0 hands out: they wait for
+     * the ones that do, at most DIST_SEND_FULL. Sent every 2 ms, they were
+     * a message per few completions, each a mailbox file written, read
+     * and removed on servers busy with the copy (doc/benchmarks.md,
+     * Stager workers, run 14). */
+    double delay = has_room(d) ? room_delay : DIST_SEND_FULL;
     pthread_mutex_lock(&d->lock);
     int due = d->out_records > 0 &&
-              (d->urgent || d->out.len >= DIST_MSG_SOFT_MAX || now - d->out_since >= 0.002);
-    if (d->out_records > 0 && !due && d->out_since + 0.002 < *when)
-        *when = d->out_since + 0.002;
+              (d->urgent || d->out.len >= DIST_MSG_SOFT_MAX || now - d->out_since >= delay);
+    if (d->out_records > 0 && !due && d->out_since + delay < *when)
+        *when = d->out_since + delay;
     pthread_mutex_unlock(&d->lock);
     return due;
 }
@@ -393,7 +408,10 @@ static void ack(struct xitem *xi, int failed)
     struct dist *d = xi->d;
     struct dmsg a = { .type = DM_ACK, .id = xi->m.id, .count = failed != 0 };
     dist_send(d, &a, 0);
-    atomic_fetch_sub(&d->running, 1);
+    /* The one that makes room in the window: what waits (dist_out_due)
+     * is due sooner than the sender sleeps. */
+    if (atomic_fetch_sub(&d->running, 1) == (long)d->window)
+        bell_wake_local(&d->bell);
     xitem_free(xi);
 }
 
@@ -702,7 +720,10 @@ static int send_batch(struct lister *L)
 /* The mailbox store, where it lies on a side the copy walks. */
 static int is_store(struct dist *d, int side, const struct bdir *dir, const char *name)
 {
-    if (side != d->store_side || dir->b != side_b(d->run, side))
+    /* The store is always named DIST_STORE (dist_run.c): every other
+     * entry of a listing is told apart by its name, without a path made
+     * for it (an asprintf per file listed, on the workers' side only). */
+    if (side != d->store_side || dir->b != side_b(d->run, side) || strcmp(name, DIST_STORE) != 0)
         return 0;
     char *p = backend_join(dir->path, name);
     int same = p && !strcmp(p, d->store);

@@ -399,12 +399,12 @@ static int join(struct dist *d, char *err, size_t errlen)
     return d->stop ? -ECANCELED : 0;
 }
 
-void dist_wait(struct dist *d, double when, int any,
+void dist_wait(struct dist *d, double when,
                void (*rung)(void *arg, uint32_t from, const struct sockaddr_in *addr),
                void *arg)
 {
     pthread_mutex_lock(&d->lock);
-    int ready = any ? d->out_records > 0 : d->urgent;
+    int ready = d->urgent;
     pthread_mutex_unlock(&d->lock);
     /* A record queued after this look writes the eventfd: poll returns. */
     double wait = ready ? 0 : when - dist_now();
@@ -461,7 +461,8 @@ static void *worker_main(void *arg)
             }
             if (got) {
                 last_heard = now;
-                poll = 0.001;
+                /* With a doorbell worker 0's next message rings. */
+                poll = d->hub_bell_ok ? DIST_POLL_MAX_BELL : 0.001;
             } else if (rc != -EAGAIN && poll < (d->hub_bell_ok ? DIST_POLL_MAX_BELL : DIST_POLL_MAX)) {
                 poll *= 2;
             }
@@ -473,7 +474,7 @@ static void *worker_main(void *arg)
             said_bye = 1;
         }
         double when = next_poll;
-        if (!have_pending && (finishing || dist_out_due(d, now, &when))) {
+        if (!have_pending && (finishing || dist_out_due(d, now, DIST_SEND_DELAY, &when))) {
             if (dist_take_out(d, &pending) < 0) {
                 stage_fail(run, run->opt.src, ENOMEM, "send to worker 0");
                 d->stop = 1;
@@ -519,7 +520,7 @@ static void *worker_main(void *arg)
             when = last_sent + d->beat;
         if (finishing)
             when = now + 0.001;
-        dist_wait(d, when, 0, rung_by_hub, &rung);
+        dist_wait(d, when, rung_by_hub, &rung);
     }
     rpc_writer_free(&pending);
     pool_release(run->pool);

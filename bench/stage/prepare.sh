@@ -13,6 +13,9 @@
 set -euo pipefail
 B=$(cd "${1:?usage: prepare.sh BUILD_DIR SET|stop}" && pwd) set=${2:?}
 here=$(cd "$(dirname "$0")" && pwd)
+# Stopping frees memory: root.sh's check of what is free is not for it (it
+# refused to stop an instance whose copies filled tmpfs).
+[ "$set" = stop ] && BENCH_TMPFS_NEED_GIB=0
 . "$here/root.sh"
 CTL=$B/agent/adafs-ctl STAGE=$B/stager/adafs-stage
 export LD_LIBRARY_PATH=$B/agent/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
