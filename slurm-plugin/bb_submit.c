@@ -11,6 +11,7 @@
 #include "persist_job.h"
 #include "placement.h"
 #include "qos_limits.h"
+#include "size.h"
 
 /* *err_msg, formatted; v for the caller's return. */
 static enum bb_submit_verdict refuse(char **err_msg, enum bb_submit_verdict v, const char *fmt, ...)
@@ -75,6 +76,11 @@ struct site {
     bool qos;
 };
 
+static const char *where_origin(const struct bb_where *at)
+{
+    return at->origin ? at->origin : "--bb";
+}
+
 /* A job may stage more gently than the site allows, never harder, and
  * ask for its own I/O demand toward the PFS up to the site's maximum. */
 static enum bb_submit_verdict check_rates(const struct site *site, const struct bb_request *req,
@@ -82,13 +88,15 @@ static enum bb_submit_verdict check_rates(const struct site *site, const struct 
 {
     const char *prefix = site->prefix;
     if (site->bw && req->max_bw > site->bw)
-        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s max_bw=%"PRIu64" bytes/s is above this "
-                      "site's maximum of %"PRIu64" bytes/s per node (AdafsMaxBandwidth)",
-                      prefix, req->max_bw, site->bw);
+        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s (%s line %d): max_bw=%"PRIu64" bytes/s is "
+                      "above this site's maximum of %"PRIu64" bytes/s per node "
+                      "(AdafsMaxBandwidth)", prefix, where_origin(&req->max_bw_at),
+                      req->max_bw_at.line, req->max_bw, site->bw);
     if (site->mdops && req->max_mdops > site->mdops)
-        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s max_mdops=%"PRIu64" is above this site's "
-                      "maximum of %"PRIu64" metadata operations/s per node "
-                      "(AdafsMaxMetadataRate)", prefix, req->max_mdops, site->mdops);
+        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s (%s line %d): max_mdops=%"PRIu64" is above "
+                      "this site's maximum of %"PRIu64" metadata operations/s per node "
+                      "(AdafsMaxMetadataRate)", prefix, where_origin(&req->max_mdops_at),
+                      req->max_mdops_at.line, req->max_mdops, site->mdops);
     char err[1024];
     if (qos_limits_any(&req->qos) &&
         (!site->qos || qos_limits_check_max(&req->qos, &site->qos_max, err, sizeof(err)) < 0))
@@ -137,10 +145,17 @@ static enum bb_submit_verdict check_capacity(const struct site *site,
                                              const struct bb_request *req, char **err_msg)
 {
     uint32_t nodes = job->nodes ? job->nodes : 1;
-    if (req->capacity && (req->capacity + nodes - 1) / nodes > site->node_capacity)
-        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s capacity=%"PRIu64" bytes needs more than "
-                      "the %"PRIu64" bytes a node may give (AdafsNodeCapacity) on %u node(s)",
-                      site->prefix, req->capacity, site->node_capacity, nodes);
+    if (req->capacity && (req->capacity + nodes - 1) / nodes > site->node_capacity) {
+        char asked[32], per_node[32], most[32];
+        size_format(req->capacity, asked, sizeof(asked));
+        size_format((req->capacity + nodes - 1) / nodes, per_node, sizeof(per_node));
+        size_format(site->node_capacity * nodes, most, sizeof(most));
+        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s (%s line %d): capacity=%s needs %s on "
+                      "each of the job's %u node(s), more than the %"PRIu64" bytes a node "
+                      "may give (AdafsNodeCapacity): ask for at most %s, or more nodes",
+                      site->prefix, where_origin(&req->capacity_at), req->capacity_at.line,
+                      asked, per_node, nodes, site->node_capacity, most);
+    }
     const char *part_nodes, *part_name;
     char err[1024];
     if (req->capacity && placement_enabled() &&

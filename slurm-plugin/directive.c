@@ -245,6 +245,11 @@ static int parse_options(struct parser *p, const struct origin *o,
         if (slot == &req->chunk_size && (v < DIRECTIVE_MIN_CHUNK || v > DIRECTIVE_MAX_CHUNK))
             return fail(p, o, "chunk=%s must be between 4K and 64M", value);
         *slot = v;
+        struct bb_where *at = slot == &req->capacity ? &req->capacity_at
+                            : slot == &req->max_bw   ? &req->max_bw_at
+                            : slot == &req->max_mdops ? &req->max_mdops_at : NULL;
+        if (at)
+            *at = (struct bb_where){ o->what, o->line };
     }
     return 0;
 }
