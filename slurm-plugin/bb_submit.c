@@ -146,15 +146,16 @@ static enum bb_submit_verdict check_capacity(const struct site *site,
 {
     uint32_t nodes = job->nodes ? job->nodes : 1;
     if (req->capacity && (req->capacity + nodes - 1) / nodes > site->node_capacity) {
-        char asked[32], per_node[32], most[32];
+        char asked[32], per_node[32], node_max[32], most[32];
         size_format(req->capacity, asked, sizeof(asked));
         size_format((req->capacity + nodes - 1) / nodes, per_node, sizeof(per_node));
+        size_format(site->node_capacity, node_max, sizeof(node_max));
         size_format(site->node_capacity * nodes, most, sizeof(most));
         return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s (%s line %d): capacity=%s needs %s on "
-                      "each of the job's %u node(s), more than the %"PRIu64" bytes a node "
-                      "may give (AdafsNodeCapacity): ask for at most %s, or more nodes",
+                      "each of the job's %u node(s), more than the %s a node may give "
+                      "(AdafsNodeCapacity): ask for at most %s, or more nodes",
                       site->prefix, where_origin(&req->capacity_at), req->capacity_at.line,
-                      asked, per_node, nodes, site->node_capacity, most);
+                      asked, per_node, nodes, node_max, most);
     }
     const char *part_nodes, *part_name;
     char err[1024];

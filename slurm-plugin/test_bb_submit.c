@@ -104,7 +104,7 @@ int main(void)
     char big[64];
     snprintf(big, sizeof(big), "capacity=%llu", (unsigned long long)drv.config.node_capacity * 3);
     refused(1000, 1000, 2, NULL, big, BB_SUBMIT_LIMIT, "on each of the job's 2 node(s), more "
-            "than the 107374182400 bytes a node may give (AdafsNodeCapacity): ask for at most 200G");
+            "than the 100G a node may give (AdafsNodeCapacity): ask for at most 200G");
     refused(1000, 1000, 2, "#!/bin/sh\n#BB_ADAFS capacity=300G\n", NULL, BB_SUBMIT_LIMIT,
             "#BB_ADAFS (batch script line 2): capacity=300G needs 150G on each");
     tap_ok(submit(1000, 1000, 4, NULL, big, &canonical, &why) == BB_SUBMIT_OK,
