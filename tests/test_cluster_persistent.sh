@@ -241,14 +241,14 @@ got=$(runuser -u "$test_user" -- env SLURM_CONF="$SLURM_CONF" "$persist" create 
 check "adafs-persist create is refused to a user ($got)" -- grep -q "only root may create" <<<"$got"
 got=$("$persist" create name=adm capacity=1G nodes=1 access=group:$group fair_share=off --owner "$member" 2>&1)
 check "root creates adm for $member ($(tail -1 <<<"$got"))" -- \
-    grep -qE "^adm +$member +1073741824 " <<<"$got"
+    grep -qE "^adm +$member +1G " <<<"$got"
 check "with fair_share=off: its server shares nothing, whatever the agents' ($(policy_of adm))" -- \
     test "$(policy_of adm)" = off
 check "scontrol show burst lists it as $member's" -- \
     bash -c "scontrol show burst | grep -qE 'Name=adm .*UserID=$member'"
 got=$(runuser -u "$outsider" -- env SLURM_CONF="$SLURM_CONF" "$persist" list 2>&1)
 check "anyone lists it, with its policy ($(grep '^adm' <<<"$got"))" -- \
-    grep -qE "^adm +$member +[0-9]+ +[^ ]+ +off " <<<"$got"
+    grep -qE "^adm +$member +1G +[^ ]+ +off " <<<"$got"
 got=$("$persist" create name=adm capacity=1G --owner "$member" 2>&1)
 check "a second create of adm is refused ($got)" -- grep -q "adm exists already" <<<"$got"
 got=$("$persist" create name=adm2 capacity=1G access=group:nosuchgroup --owner "$member" 2>&1)
