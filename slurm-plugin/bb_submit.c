@@ -100,7 +100,7 @@ static enum bb_submit_verdict check_rates(const struct site *site, const struct 
     char err[1024];
     if (qos_limits_any(&req->qos) &&
         (!site->qos || qos_limits_check_max(&req->qos, &site->qos_max, err, sizeof(err)) < 0))
-        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s qos (%s line %d): %s%s", prefix,
+        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s (%s line %d): qos: %s%s", prefix,
                       req->qos_origin, req->qos_line, site->qos ? err : "this site has no I/O "
                       "quality of service (AdafsQosPaths is not set)",
                       site->qos ? " (AdafsQosMax)" : "");
