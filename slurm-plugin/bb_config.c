@@ -376,13 +376,13 @@ int bb_config_check_user(const struct bb_config *cfg, uid_t uid, char *err, size
         for (size_t i = 0; i < cfg->allow_count; i++)
             found |= cfg->allow_users[i] == uid;
         if (!found) {
-            snprintf(err, errlen, "user %u is not in burst_buffer.conf AllowUsers", (unsigned)uid);
+            snprintf(err, errlen, "uid %u is not in burst_buffer.conf AllowUsers", (unsigned)uid);
             return -1;
         }
     }
     for (size_t i = 0; i < cfg->deny_count; i++)
         if (cfg->deny_users[i] == uid) {
-            snprintf(err, errlen, "user %u is in burst_buffer.conf DenyUsers", (unsigned)uid);
+            snprintf(err, errlen, "uid %u is in burst_buffer.conf DenyUsers", (unsigned)uid);
             return -1;
         }
     return 0;

@@ -65,7 +65,14 @@ static enum bb_submit_verdict check_who(struct bb_driver *d, const struct bb_sub
     pthread_mutex_lock(&d->lock);
     int rc = bb_config_check_user(&d->config, job->uid, err, sizeof(err));
     pthread_mutex_unlock(&d->lock);
-    return rc < 0 ? refuse(err_msg, BB_SUBMIT_PERMISSION, "%s", err) : BB_SUBMIT_OK;
+    if (rc == 0)
+        return BB_SUBMIT_OK;
+    char *name = hooks->user_name(hooks->arg, job->uid);
+    enum bb_submit_verdict v = refuse(err_msg, BB_SUBMIT_PERMISSION, "user %s: %s: this site "
+                                      "does not let the user have adafs burst buffers",
+                                      name ? name : "?", err);
+    free(name);
+    return v;
 }
 
 /* The site's limits, as the configuration said when the check began. */

@@ -92,7 +92,8 @@ int main(void)
     drv.config.deny_count = 1;
     char *denied;
     submit(1002, 1002, 1, NULL, "capacity=1G", &canonical, &denied);
-    tap_ok(denied != NULL, "a user DenyUsers names is refused (%s)", denied ? denied : "");
+    tap_ok(denied && strstr(denied, "user user1002: uid 1002 is in burst_buffer.conf DenyUsers"),
+           "a user DenyUsers names is refused, by name and uid (%s)", denied ? denied : "");
     free(denied);
 
     drv.config.max_bandwidth = 100 << 20;
