@@ -72,6 +72,7 @@ changed=$(date +%s)
 qos set job "$id" stat=800 >/dev/null
 sleep 1
 check "adafs-qos status shows the new limit" -- eval "qos status | grep -q ' $id .*stat .* 800 '"
+check "adafs-qos names a mistyped command" -- eval "qos stauts 2>&1 | grep -q \"unknown command 'stauts'\""
 wait_job "$id" COMPLETED 60 >/dev/null
 check "it got no file system" -- grep -q "no file system" "$B/jobs/asks-$id.out"
 t0=$(first_second $(logs asks))
