@@ -78,9 +78,10 @@ void remove_further_mounts(const struct job *j)
         path_join(path, sizeof(path), cfg->mount_prefix, n);
         if (strncmp(n, mhead, ml) == 0 && agent_persist_name_ok(n + ml)) {
             /* Further mounts are preload only (agent_configure): what is
-             * mounted there is the job user's own (fusermount3), which
-             * root cannot lstat through (EACCES): it goes first. */
-            int det = mountinfo_detach_all(path);
+             * mounted there or inside is the job user's own (fusermount3),
+             * which root cannot lstat through (EACCES) and the wipe does
+             * not cross: it goes first. */
+            int det = mountinfo_detach_tree(path);
             if (det != 0)
                 log_warn("job %u: %s: %s", j->id, path,
                          det > 0 ? "detached a mount of the job's user" : strerror(-det));
