@@ -79,8 +79,9 @@ int main(int argc, char **argv)
     const char *job = getenv("SLURM_JOB_ID");
     const char *node = getenv("SLURMD_NODENAME");
     char *end = NULL;
-    unsigned long job_id = job ? strtoul(job, &end, 10) : 0;
-    if (!job || *end || job_id == 0 || job_id > UINT32_MAX) {
+    /* Digits only: strtoul takes blanks and a sign ("-4294967295" is 1). */
+    unsigned long job_id = job && *job >= '0' && *job <= '9' ? strtoul(job, &end, 10) : 0;
+    if (!job || !end || *end || job_id == 0 || job_id > UINT32_MAX) {
         fprintf(stderr, "adafs-epilog: SLURM_JOB_ID is %s%s%s: run me as slurmd's Epilog\n",
                 job ? "'" : "not set", job ? job : "", job ? "'" : "");
         return prolog ? 0 : 1;

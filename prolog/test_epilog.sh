@@ -31,6 +31,17 @@ check "naming the refused connection and the risk" test "$err" = \
 run "$dir/stale.sock" --prolog
 check "as the Prolog it does not fail the job (rc $rc)" test "$rc" = 0
 
+# A job id that is not one (slurmd sets it; anything else is a
+# misconfiguration): nothing is asked of any agent, the Epilog fails.
+for bad in 7abc 0 4294967296 -1 -18446744073709551615 " 7" "7 " $'7\n8'; do
+    SLURM_JOB_ID=$bad SLURMD_NODENAME=n1 "$epilog" --socket "$dir/stale.sock" 2>"$dir/err"
+    rc=$?
+    check "SLURM_JOB_ID '$(printf %q "$bad")' fails the Epilog (rc $rc)" \
+        bash -c "[ $rc = 1 ] && grep -q 'run me as slurmd' '$dir/err'"
+done
+SLURM_JOB_ID=0 "$epilog" --prolog --socket "$dir/stale.sock" 2>/dev/null
+check "as the Prolog it does not fail the job for it (rc $?)" test "$?" = 0
+
 touch "$dir/file"
 chmod 600 "$dir/file"
 run "$dir/file/x.sock"

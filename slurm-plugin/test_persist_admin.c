@@ -1,4 +1,5 @@
 /* adafs-persist's words into the --bb request the plugin reads back. */
+#include "agent_proto.h"
 #include "directive.h"
 #include "persist_admin.h"
 #include "tap.h"
@@ -75,6 +76,20 @@ int main(void)
            "destroy without a name (%s)", err);
     tap_ok(request(true, "name=../x", "capacity=1G", NULL, NULL) < 0 && strstr(err, "a letter"),
            "a name that is no instance name (%s)", err);
+    /* The name becomes paths under the storage and mount roots (NAME,
+     * N.NAME, .job.N.NAME.instance) and a line of the list: a '/', '..',
+     * an escape sequence or a name beyond the limit never gets there. */
+    static const char *const bad[] = { "name=a/b", "name=a/../../etc", "name=a..b", "name=a.b",
+                                       "name=a\x1b[2Jb", "name=a\nb", "name=a b", "name=a\tb" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        tap_ok(request(true, bad[i], "capacity=1G", NULL, NULL) < 0, "name %zu refused", i);
+    char longest[8 + AGENT_PERSIST_NAME_MAX + 2] = "name=";
+    memset(longest + 5, 'a', AGENT_PERSIST_NAME_MAX);
+    tap_ok(request(false, longest, NULL, NULL, NULL) == 0, "a name of %d letters is one",
+           AGENT_PERSIST_NAME_MAX);
+    strcat(longest, "a");
+    tap_ok(request(false, longest, NULL, NULL, NULL) < 0 && strstr(err, "a letter"),
+           "one of %d is refused", AGENT_PERSIST_NAME_MAX + 1);
     tap_ok(request(true, "proj", "capacity=1G", NULL, NULL) < 0, "a word without '='");
     return tap_done();
 }

@@ -216,11 +216,34 @@ true
 JOB
 d=$(submit_as "$test_user" destroy.sh)
 check "a destroy while jobs use it is held, naming them" -- wait_reason "$d" "in use by job\(s\) .*$u1" 60
+# The users mount FUSE file systems of their own on their jobs' mount
+# points (fusermount3 would, on directories they own; root makes them
+# here, user_id= the user, served by nobody): on the member's further one
+# (mnt/N.proj) and inside it, and inside the owner's own (mnt/N, access=
+# preload: a plain directory). Root cannot lstat through them (EACCES) and
+# the wipe does not cross them, so teardown once left the mount points
+# (and the mounts) behind.
+further=$ADAFS_CLUSTER_DIR/mnt/$u2.proj first=$ADAFS_CLUSTER_DIR/mnt/$u1
+mounts_under() { awk -v d="$1" '$5 == d || index($5, d "/") == 1' /proc/self/mountinfo | wc -l; }
+usermount() {  # usermount USER DIR
+    python3 "$abs_top_srcdir/tests/cluster/usermount.py" "$2" "$(id -u "$1")" 2>&1
+}
+out="$(runuser -u "$test_user" -- mkdir "$first/sub" 2>&1 && usermount "$test_user" "$first/sub")"
+out="$out, $(runuser -u "$member" -- mkdir "$further/sub" 2>&1 && usermount "$member" "$further/sub")"
+out="$out, $(usermount "$member" "$further")"
+check "the users mount on their jobs' mount points ($out; $(mounts_under "$first") and $(mounts_under "$further") mounts)" -- \
+    test "$out" = "mounted, mounted, mounted" -a "$(mounts_under "$first")" = 1 -a "$(mounts_under "$further")" = 2
 touch "$pfs/use.go"
 check "the jobs that use it complete" -- wait_job "$u1" COMPLETED 120
 wait_job "$u2" COMPLETED 120 >/dev/null
-check "$member's job's end took its further mount off the node" -- \
-    bash -c "for _ in \$(seq 60); do [ ! -e $ADAFS_CLUSTER_DIR/mnt/$u2.proj ] && [ ! -e $ADAFS_CLUSTER_DIR/mnt/.job.$u2.proj.instance ] && exit 0; sleep 0.5; done; exit 1"
+# test -e of a mount root cannot answer (EACCES is 'absent'): ls the prefix.
+left() { ls -a "$ADAFS_CLUSTER_DIR/mnt" | grep -cxE "$u1|$u2\.proj|\.job\.$u2\.proj\.instance"; }
+for _ in $(seq 60); do
+    [ "$(left)" = 0 ] && [ "$(mounts_under "$further")" = 0 ] && [ "$(mounts_under "$first")" = 0 ] && break
+    sleep 0.5
+done
+check "the jobs' ends took their mount points and the users' mounts off the node ($(left) entries, $(mounts_under "$first") + $(mounts_under "$further") mounts left)" -- \
+    test "$(left)" = 0 -a "$(mounts_under "$further")" = 0 -a "$(mounts_under "$first")" = 0
 check "the owner's job staged a file into the instance" -- grep -qx "staged $marker" "$pfs/use.staged"
 check "and staged one out of it" -- bash -c "grep -qx '$marker' $pfs/out.$u1.txt"
 check "$member's job staged its file into proj, intact, owned by $member ($(paste -sd ' ' "$pfs/use.member-in" 2>/dev/null))" -- \

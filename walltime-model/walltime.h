@@ -202,7 +202,9 @@ int walltime_parse_swf_line(const char *line, struct walltime_job *job,
 #define WALLTIME_SACCT_FORMAT \
     "JobIDRaw,UID,GID,Account,Partition,JobName,Submit,Start,TimelimitRaw,ElapsedRaw,NCPUS,NNodes,ReqMem,State"
 
-/* Parses one line of `sacct --parsable2 --noheader --format=WALLTIME_SACCT_FORMAT`.
+/* Parses one line of `sacct --parsable2 --noheader --format=WALLTIME_SACCT_FORMAT`,
+ * split at '|' (a job name with a newline can forge such a line: a trace
+ * read by walltime_trace_read splits at the delimiter its header names).
  * Returns 1 for a job, 0 for a line to ignore (header, job steps such as
  * "123.batch", jobs still pending/running), -1 if malformed (reason in err). */
 int walltime_parse_sacct_line(const char *line, struct walltime_job *job,

@@ -18,6 +18,7 @@
 #include "fusemount.h"
 #include "instance.h"
 #include "log.h"
+#include "mountinfo.h"
 #include "persistent.h"
 
 struct fusemount_job fuse_job(const struct job *j, const char *mount, struct fuse_bufs *b)
@@ -76,6 +77,14 @@ void remove_further_mounts(const struct job *j)
         struct stat st;
         path_join(path, sizeof(path), cfg->mount_prefix, n);
         if (strncmp(n, mhead, ml) == 0 && agent_persist_name_ok(n + ml)) {
+            /* Further mounts are preload only (agent_configure): what is
+             * mounted there or inside is the job user's own (fusermount3),
+             * which root cannot lstat through (EACCES) and the wipe does
+             * not cross: it goes first. */
+            int det = mountinfo_detach_tree(path);
+            if (det != 0)
+                log_warn("job %u: %s: %s", j->id, path,
+                         det > 0 ? "detached a mount of the job's user" : strerror(-det));
             if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != j->user.uid)
                 continue;
             /* Real files there came from a process without the interposer. */

@@ -132,10 +132,10 @@ int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
         rc = failf(e, AGENT_FAULT_NODE, -errno, "job %u: rmdir %s: %s", j->id, j->dir, strerror(errno));
     /* Another node of this host may still serve its mount there. */
     if (j->mount[0] && !fusemount_present(j->mount)) {
-        /* A FUSE mount of the user's own there (fusermount3) would keep
-         * the mount point: it goes first. Real files there came from a
-         * process without the interposer. */
-        int n = mountinfo_detach_all(j->mount);
+        /* A FUSE mount of the user's own there or on a directory inside
+         * (fusermount3) would keep the mount point: they go first. Real
+         * files there came from a process without the interposer. */
+        int n = mountinfo_detach_tree(j->mount);
         if (n != 0)
             log_warn("job %u: %s: %s", j->id, j->mount, n > 0 ? "detached a mount of the "
                      "job's user" : strerror(-n));

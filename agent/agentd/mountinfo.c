@@ -2,10 +2,13 @@
 #include "mountinfo.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <unistd.h>
 
 /* Decodes the octal escapes mountinfo writes for blanks and backslashes. */
 static void unescape(char *s)
@@ -23,7 +26,21 @@ static void unescape(char *s)
     *out = '\0';
 }
 
-int mountinfo_count(const char *path, const char *fstype, unsigned *minor)
+/* Is mount point mp at path, or (under) below it? */
+static bool at_or_below(const char *mp, const char *path, bool under)
+{
+    size_t len = strlen(path);
+    if (strcmp(mp, path) == 0)
+        return true;
+    return under && strncmp(mp, path, len) == 0 && (mp[len] == '/' || strcmp(path, "/") == 0);
+}
+
+/* Counts the mounts at (or below) path of fstype (NULL: any); *minor gets
+ * the device minor of the topmost, shallowest (if not NULL) the mount point
+ * nearest to path, of the topmost there (listed last): what is mounted
+ * deeper may be under it, out of reach until it goes. */
+static int scan(const char *path, bool under, const char *fstype, unsigned *minor,
+                char *shallowest, size_t len)
 {
     FILE *f = fopen("/proc/self/mountinfo", "re");
     if (!f)
@@ -45,8 +62,10 @@ int mountinfo_count(const char *path, const char *fstype, unsigned *minor)
         if (!type || (fstype && strcmp(type, fstype) != 0))
             continue;
         unescape(field[4]);
-        if (strcmp(field[4], path) != 0)
+        if (!at_or_below(field[4], path, under))
             continue;
+        if (shallowest && (count == 0 || strlen(field[4]) <= strlen(shallowest)))
+            snprintf(shallowest, len, "%s", field[4]);
         count++;
         unsigned major, mnr;
         if (minor && sscanf(field[2], "%u:%u", &major, &mnr) == 2)
@@ -54,6 +73,55 @@ int mountinfo_count(const char *path, const char *fstype, unsigned *minor)
     }
     fclose(f);
     return count;
+}
+
+int mountinfo_count(const char *path, const char *fstype, unsigned *minor)
+{
+    return scan(path, false, fstype, minor, NULL, 0);
+}
+
+/* Detaches the topmost mount at mp, reached from / without following a
+ * symbolic link at any step (below a job's mount point its user may swap
+ * a directory for a link to anywhere between the scan and here): each
+ * component opened O_PATH|O_NOFOLLOW, then the mount the last descriptor
+ * is on detached through its /proc/self/fd link (not a mount root:
+ * EINVAL). */
+static int detach_nofollow(const char *mp)
+{
+    char buf[PATH_MAX];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", mp) >= sizeof buf)
+        return -ENAMETOOLONG;
+    int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    char *save;
+    for (char *c = strtok_r(buf, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
+        int next = openat(fd, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        close(fd);
+        fd = next;
+        errno = e;
+    }
+    if (fd < 0)
+        return -errno;
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    int rc = umount2(link, MNT_DETACH) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+int mountinfo_detach_tree(const char *path)
+{
+    char mp[PATH_MAX];
+    int n = 0, failed = 0, rc = 0;
+    /* The shallowest first: what is mounted inside it goes along, what
+     * it hid comes within reach. One renamed under us is read again. */
+    while (n < 64 && failed < 3 && scan(path, true, NULL, NULL, mp, sizeof mp) > 0) {
+        if ((rc = detach_nofollow(mp)) < 0)
+            failed++;
+        else
+            n++;
+    }
+    return failed >= 3 ? rc : n;
 }
 
 int mountinfo_detach_all(const char *path)

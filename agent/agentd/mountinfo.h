@@ -18,4 +18,11 @@ int mountinfo_count(const char *path, const char *fstype, unsigned *minor);
  * the umount2 that failed. */
 int mountinfo_detach_all(const char *path);
 
+/* Detaches every mount at path or below it, whoever made it (a job's user
+ * may mount on any directory they own inside their mount point), never
+ * following a link on the way (a user's directory may become one); at
+ * most 64. Returns how many were detached, or -errno when three tries
+ * failed. */
+int mountinfo_detach_tree(const char *path);
+
 #endif

@@ -1,5 +1,6 @@
 /* storage: mounted file systems from /proc/self/mounts with their size and
- * available bytes (statvfs), type, and whether they are local.
+ * available bytes (statvfs), type, and whether they are local; users' FUSE
+ * mounts are not the node's storage and are left out (users_fuse).
  *
  * In a fixture tree statvfs cannot be asked about mount points that do not
  * exist, so ROOT/sysmap-statvfs stands in for it: one line per mount point,
@@ -64,6 +65,21 @@ static int has_option(const char *options, const char *opt)
     for (const char *p = options; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
         if (strncmp(p, opt, len) == 0 && (p[len] == ',' || p[len] == '\0'))
             return 1;
+    return 0;
+}
+
+/* A FUSE mount of a user (fusermount3, user_id= not root's): not the
+ * node's storage, and nothing root should ask: its source is whatever
+ * the user named (fsname=/dev/nvme0n1p1), its sizes what the user's
+ * process answers (allow_other), if it answers at all. */
+static int users_fuse(const char *fstype, const char *options)
+{
+    if (strcmp(fstype, "fuse") != 0 && strncmp(fstype, "fuse.", 5) != 0 &&
+        strcmp(fstype, "fuseblk") != 0)
+        return 0;
+    for (const char *p = options; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, "user_id=", 8) == 0)
+            return strtoul(p + 8, NULL, 10) != 0;
     return 0;
 }
 
@@ -197,7 +213,7 @@ json_t *extract_storage(const struct source *src, char *err, size_t errlen)
     while (fgets(line, sizeof(line), f)) {
         char *save, *source = strtok_r(line, " \n", &save), *mp = strtok_r(NULL, " \n", &save),
              *type = strtok_r(NULL, " \n", &save), *opts = strtok_r(NULL, " \n", &save);
-        if (!opts || IN(type, pseudo_types))
+        if (!opts || IN(type, pseudo_types) || users_fuse(type, opts))
             continue;
         unescape(source);
         unescape(mp);

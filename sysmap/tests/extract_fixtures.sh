@@ -37,6 +37,9 @@ is "$(mnt /ssd-ro .read_only)" true "storage: ro option seen"
 is "$(mnt '/mnt/old disk' .device)" sdb "storage: escaped mount point decoded"
 is "$(run storage '[.mounts[] | select(.fstype == "proc" or .fstype == "sysfs")] | length')" 0 \
    "storage: kernel pseudo file systems left out"
+# A user's FUSE mount (fusermount3 with fsname=/dev/nvme0n1p1 and
+# allow_other, answering any size): not the node's storage, never asked.
+is "$(mnt /home/mallory/bb .mountpoint)" "" "storage: a user's FUSE mount left out"
 
 is "$(run pci '[.devices[].address] | join(",")')" \
    "0000:00:02.0,0000:00:03.0,0000:00:17.0,0000:80:02.0,0000:80:03.0" "pci: five devices"
@@ -64,7 +67,7 @@ is "$?" 0 "sysmap --db stores the fixture report"
 view=$(./sysquery --db "$TMP/fx.db" -n node1 --deploy --compact)
 is "$(echo "$view" | jq -r '.hosts[0].deploy | "\(.storage_path) \(.device) \(.available_bytes) \(.storage_numa_node) \(.network_adapter) \(.network_numa_node)"')" \
    "/local nvme0n1 3500000000000 0 mlx5_0 1" \
-   "deploy: /local (not the bigger HDD, read-only SSD, tmpfs or Lustre), NUMA 0, HCA on NUMA 1"
+   "deploy: /local (not the bigger HDD, read-only SSD, tmpfs, Lustre or a user's FUSE mount on its device), NUMA 0, HCA on NUMA 1"
 
 # Error paths: each names what was wrong and where.
 mkdir -p "$TMP/empty"

@@ -44,6 +44,7 @@ tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0
 tmpfs /tmp tmpfs rw,nosuid,nodev,size=65536000k 0 0
 10.0.0.1@o2ib:/lfs /lustre lustre rw,flock,lazystatfs 0 0
 nfs01:/export/home /home nfs4 rw,relatime,vers=4.2,hard,proto=tcp 0 0
+/dev/nvme0n1p1 /home/mallory/bb fuse.bb rw,nosuid,nodev,relatime,user_id=1000,group_id=1000,allow_other 0 0
 END
 # statvfs(2) cannot be asked about mount points that do not exist here:
 # MOUNTPOINT SIZE_BYTES AVAILABLE_BYTES (escaped as in /proc/self/mounts).
@@ -59,6 +60,7 @@ cat >sysmap-statvfs <<'END'
 /tmp 67108864000 67108864000
 /lustre 1125899906842624 562949953421312
 /home 10995116277760 5497558138880
+/home/mallory/bb 9007199254740992 9007199254740992
 END
 
 D=sys/devices

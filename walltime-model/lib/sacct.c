@@ -1,10 +1,11 @@
-/* sacct: one line of `sacct --parsable2 --noheader --format=WALLTIME_SACCT_FORMAT`.
+/* sacct: one line of `sacct --parsable2 [--delimiter=D] --format=WALLTIME_SACCT_FORMAT`.
  *
- * Fields are '|'-separated in the fixed order of WALLTIME_SACCT_FORMAT. Job
+ * Fields are separated by '|' (or the delimiter of the header line, see
+ * sacct.h) in the fixed order of WALLTIME_SACCT_FORMAT. Job
  * steps ("123.batch"), jobs that never started and jobs still pending or
  * running are not history yet and are ignored; anything not in the expected
  * shape is reported as malformed with the field that is wrong. */
-#include "walltime.h"
+#include "sacct.h"
 #include "parse_util.h"
 
 #include <stdio.h>
@@ -94,11 +95,49 @@ static int parse_state(const char *s)
     return -1;
 }
 
+int sacct_header_delimiter(const char *line, char delim[SACCT_DELIM_MAX + 1],
+                           char *err, size_t errlen)
+{
+    size_t len = strcspn(line, "\r\n"), head = strlen(sacct_names[0]);
+    if (strncmp(line, sacct_names[0], head) != 0)
+        return 0;
+    const char *second = strstr(line + head, sacct_names[1]);
+    size_t dlen = second ? (size_t)(second - line) - head : 0;
+    if (dlen == 0 || dlen > SACCT_DELIM_MAX || second > line + len) {
+        snprintf(err, errlen, "header line: no delimiter of 1 to %d bytes between %s and %s",
+                 SACCT_DELIM_MAX, sacct_names[0], sacct_names[1]);
+        return -1;
+    }
+    memcpy(delim, line + head, dlen);
+    delim[dlen] = '\0';
+    const char *p = line;
+    for (int k = 0; k < F_COUNT; k++) {
+        size_t nl = strlen(sacct_names[k]);
+        if (strncmp(p, sacct_names[k], nl) != 0 ||
+            (k + 1 < F_COUNT && strncmp(p + nl, delim, dlen) != 0)) {
+            snprintf(err, errlen, "header line: expected the fields %s", WALLTIME_SACCT_FORMAT);
+            return -1;
+        }
+        p += nl + (k + 1 < F_COUNT ? dlen : 0);
+    }
+    if (p != line + len) {
+        snprintf(err, errlen, "header line: expected the fields %s", WALLTIME_SACCT_FORMAT);
+        return -1;
+    }
+    return 1;
+}
+
 int walltime_parse_sacct_line(const char *line, struct walltime_job *job,
                               char *err, size_t errlen)
 {
+    return sacct_parse_line(line, "|", job, err, errlen);
+}
+
+int sacct_parse_line(const char *line, const char *delim, struct walltime_job *job,
+                     char *err, size_t errlen)
+{
     char buf[4096], q[48];
-    size_t len = strcspn(line, "\r\n");
+    size_t len = strcspn(line, "\r\n"), dlen = strlen(delim);
     if (len == 0)
         return 0;
     if (len >= sizeof(buf)) {
@@ -107,26 +146,27 @@ int walltime_parse_sacct_line(const char *line, struct walltime_job *job,
     }
     memcpy(buf, line, len);
     buf[len] = '\0';
-    if (strncmp(buf, "JobIDRaw|", 9) == 0)
+    if (strncmp(buf, sacct_names[0], strlen(sacct_names[0])) == 0 &&
+        strncmp(buf + strlen(sacct_names[0]), delim, dlen) == 0)
         return 0;                        /* header of a run without --noheader */
 
     char *f[F_COUNT];
     int n = 0;
     for (char *p = buf;; ) {
         if (n == F_COUNT) {
-            snprintf(err, errlen, "more than %d '|'-separated fields", F_COUNT);
+            snprintf(err, errlen, "more than %d '%s'-separated fields", F_COUNT, delim);
             return -1;
         }
         f[n++] = p;
-        char *bar = strchr(p, '|');
+        char *bar = strstr(p, delim);
         if (!bar)
             break;
         *bar = '\0';
-        p = bar + 1;
+        p = bar + dlen;
     }
     if (n != F_COUNT) {
-        snprintf(err, errlen, "expected %d '|'-separated fields (%s), got %d",
-                 F_COUNT, WALLTIME_SACCT_FORMAT, n);
+        snprintf(err, errlen, "expected %d '%s'-separated fields (%s), got %d",
+                 F_COUNT, delim, WALLTIME_SACCT_FORMAT, n);
         return -1;
     }
 

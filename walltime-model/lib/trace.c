@@ -4,6 +4,7 @@
  * skipped, so one bad record does not throw away a year of history. */
 #include "walltime.h"
 #include "parse_util.h"
+#include "sacct.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -63,6 +64,7 @@ int walltime_trace_read(const char *path, enum walltime_format format,
     size_t cap = 0, alloc = 0;
     long lineno = 0;
     int64_t epoch = 0;                   /* SWF "; UnixStartTime:" */
+    char delim[SACCT_DELIM_MAX + 1] = "|";   /* sacct: its header's */
     int rc = 0;
     while (getline(&line, &cap, f) >= 0) {
         lineno++;
@@ -81,7 +83,15 @@ int walltime_trace_read(const char *path, enum walltime_format format,
             else if (r == 1)
                 continue;
         } else {
-            r = walltime_parse_sacct_line(line, &job, why, sizeof(why));
+            r = lineno == 1 ? sacct_header_delimiter(line, delim, why, sizeof(why)) : 0;
+            if (lineno == 1 && r >= 0 && strcmp(delim, "|") == 0 && report)
+                fprintf(report, "%s: fields separated by '|': a job name with a newline can add "
+                        "lines of any user's jobs to the history; give sacct a --delimiter no "
+                        "user knows, with its header (doc/walltime.md)\n", path);
+            if (r == 1)
+                continue;
+            if (r == 0)
+                r = sacct_parse_line(line, delim, &job, why, sizeof(why));
         }
         if (r < 0) {
             trace->malformed++;

@@ -28,7 +28,8 @@
     "TUNING: --trees N --depth N --learning-rate X --min-leaf N --quantile Q\n" \
     "        --target-miss R --calib-eta X --inflight-k0 X --episode-gap S\n" \
     "        --retrain-every N\n" \
-    "sacct files: sacct --parsable2 --noheader --format=" WALLTIME_SACCT_FORMAT "\n"
+    "sacct files: sacct --parsable2 --delimiter=RANDOM --format=" WALLTIME_SACCT_FORMAT "\n" \
+    "             (with the header: it names RANDOM, a delimiter no job name holds)\n"
 
 struct options {
     const char *swf, *sacct, *model, *job, *simulate;

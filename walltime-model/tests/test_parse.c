@@ -160,6 +160,46 @@ static char *write_temp(const char *text)
     return path;
 }
 
+/* What sacct prints for job 7 of uid 1001 named "x\n999|2002|...|COMPLETED\ny":
+ * the name is the one field a user writes, printed as it is. */
+#define FORGED "999|2002|2002|a|batch|victim|2024-01-01T00:00:00|2024-01-01T00:00:00|600|1|1|1|1G|COMPLETED"
+static const char forged_fields[] =
+    "7%s1001%s1001%sa%sbatch%sx\n" FORGED "\n"
+    "y%s2024-01-01T01:00:00%s2024-01-01T01:00:00%s60%s120%s1%s1%s1G%sCOMPLETED\n"
+    "8%s2002%s2002%sa%sbatch%sown%s2024-01-01T02:00:00%s2024-01-01T02:00:00%s600%s500%s1%s1%s1G%sCOMPLETED\n";
+
+static void sacct_forged(const char *delim, int header, size_t want_jobs, int want_forged,
+                         const char *what)
+{
+    char text[2048], *p = text;
+    const char *d = delim;
+    if (header)
+        p += sprintf(p, "JobIDRaw%sUID%sGID%sAccount%sPartition%sJobName%sSubmit%sStart%s"
+                     "TimelimitRaw%sElapsedRaw%sNCPUS%sNNodes%sReqMem%sState\n",
+                     d, d, d, d, d, d, d, d, d, d, d, d, d);
+    sprintf(p, forged_fields, d, d, d, d, d, d, d, d, d, d, d, d, d, d, d, d, d, d, d, d, d, d,
+            d, d, d, d);
+    char *path = write_temp(text);
+    FILE *report = tmpfile();
+    struct walltime_trace t;
+    tap_is_int(walltime_trace_read(path, WALLTIME_SACCT, report, &t, err, sizeof(err)), 0,
+               "sacct: a trace with a job name holding a newline is read");
+    int forged = 0;
+    for (size_t i = 0; i < t.n; i++)
+        forged += t.jobs[i].job_id == 999;
+    tap_ok(t.n == want_jobs && forged == want_forged, "%s (%zu jobs, %d forged)", what, t.n, forged);
+    char buf[1024] = "";
+    rewind(report);
+    buf[fread(buf, 1, sizeof(buf) - 1, report)] = '\0';
+    int warned = strstr(buf, "a job name with a newline can add lines") != NULL;
+    tap_ok(warned == (strcmp(delim, "|") == 0), "sacct: the reader warns of '|', of no other "
+           "delimiter (%s: %s)", delim, warned ? "warned" : "not warned");
+    fclose(report);
+    walltime_trace_free(&t);
+    unlink(path);
+    free(path);
+}
+
 static void trace(void)
 {
     char *path = write_temp(
@@ -225,5 +265,11 @@ int main(void)
     job_check();
     sacct();
     trace();
+    /* With '|' the user's line is read (as a job of uid 2002) whatever the
+     * reader does; a delimiter no user knows, named by the header, makes
+     * it one field: only job 8 is left. */
+    sacct_forged("|", 0, 2, 1, "sacct: '|', no header: the forged line is one of 2 jobs");
+    sacct_forged("|", 1, 2, 1, "sacct: '|' in the header: the same");
+    sacct_forged("|Zq7vR2pX|", 1, 1, 0, "sacct: a random delimiter from the header: no forged job, job 8 read");
     return tap_done();
 }
