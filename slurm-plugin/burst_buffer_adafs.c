@@ -26,7 +26,8 @@
  * cancel: one record saved with a write, no fsync) and wakes the driver;
  * nothing waits on an agent or a disk. The driver applies outcomes with
  * the job lock taken here (apply_outcome). How long the plugin holds
- * slurmctld's job lock is measured (held_stats) and shown by bbstat. */
+ * slurmctld's job lock is measured (job_lock_watch, lock_watch.h) and
+ * shown by bbstat. */
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
@@ -66,6 +67,7 @@
 #include "driver.h"
 #include "instance.h"
 #include "lifecycle.h"
+#include "lock_watch.h"
 #include "log_sink.h"
 #include "munge_auth.h"
 #include "persist_job.h"
@@ -126,28 +128,16 @@ static char *state_file;
 
 /* How long the plugin keeps slurmctld's job lock: each bb_p_* called with
  * it, and the plugin's own sections under it. */
-static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct bb_lock_stats held_stats;
-
-static uint64_t clock_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
+static struct lock_watch job_lock_watch = LOCK_WATCH_INIT;
 
 /* Called at the end of a section under slurmctld's job lock that began at
- * `since` (clock_us). */
+ * `since` (lock_watch_now_us). */
 static void held(const char *where, uint64_t since)
 {
-    uint64_t us = clock_us() - since;
-    pthread_mutex_lock(&held_lock);
-    uint64_t before = held_stats.max_us;
-    driver_lock_note(&held_stats, where, us);
-    pthread_mutex_unlock(&held_lock);
+    uint64_t us = lock_watch_now_us() - since;
     /* Each new longest hold is logged (a few lines a run): the longest
      * over a slurmctld's life survives its kill -9, unlike bbstat's. */
-    if (us > before)
+    if (lock_watch_note(&job_lock_watch, where, us))
         verbose("%s: slurmctld's job lock held %"PRIu64" us in %s, the longest yet",
                 plugin_type, us, where);
 }
@@ -155,7 +145,7 @@ static void held(const char *where, uint64_t since)
 /* A Slurm call made with slurmctld's job lock held: fn, timed (held). */
 static int timed(const char *where, int (*fn)(job_record_t *job_ptr), job_record_t *job_ptr)
 {
-    uint64_t since = clock_us();
+    uint64_t since = lock_watch_now_us();
     int rc = fn(job_ptr);
     held(where, since);
     return rc;
@@ -273,7 +263,7 @@ static void apply_outcome(const struct bb_outcome *o, void *arg)
     (void)arg;
     slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = WRITE_LOCK, .fed = READ_LOCK };
     lock_slurmctld(job_write_lock);
-    uint64_t since = clock_us();
+    uint64_t since = lock_watch_now_us();
     job_record_t *job_ptr = find_job_record(o->job_id);
     if (!job_ptr) {
         held("apply", since);
@@ -371,7 +361,7 @@ static void collect_events(void *arg, time_t since, struct wt_events *out)
     struct collect c = { out, since };
     slurmctld_lock_t job_read_lock = { .job = READ_LOCK };
     lock_slurmctld(job_read_lock);
-    uint64_t t0 = clock_us();
+    uint64_t t0 = lock_watch_now_us();
     list_for_each(job_list, collect_event, &c);
     held("walltime: finished jobs", t0);
     unlock_slurmctld(job_read_lock);
@@ -483,7 +473,7 @@ static void settle_saved(void *arg)
     (void)arg;
     slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = WRITE_LOCK, .fed = READ_LOCK };
     lock_slurmctld(job_write_lock);
-    uint64_t since = clock_us();
+    uint64_t since = lock_watch_now_us();
     slurm_mutex_lock(&drv.lock);
     bb_restart_settle(&drv, &restart_hooks);
     slurm_mutex_unlock(&drv.lock);
@@ -602,9 +592,7 @@ extern int bb_p_load_state(bool init_config)
  * (bb_status_report). */
 extern char *bb_p_get_status(uint32_t argc, char **argv)
 {
-    pthread_mutex_lock(&held_lock);
-    struct bb_lock_stats job_lock = held_stats;
-    pthread_mutex_unlock(&held_lock);
+    struct bb_lock_stats job_lock = lock_watch_stats(&job_lock_watch);
     char *text = bb_status_report(&drv, argc > 0 ? argv[0] : NULL, plugin_type, state_file,
                                   &job_lock);
     char *out = xstrdup(text ? text : "out of memory\n");
@@ -794,7 +782,7 @@ static int job_validate2(job_record_t *job_ptr, char **err_msg)
 /* Called with slurmctld's job lock: timed. */
 extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg)
 {
-    uint64_t since = clock_us();
+    uint64_t since = lock_watch_now_us();
     int rc = job_validate2(job_ptr, err_msg);
     held("bb_p_job_validate2", since);
     return rc;
