@@ -323,33 +323,25 @@ struct collect {
     time_t since;
 };
 
-/* A job whose life moved on since c->since (walltime_observer.h): started,
+/* A job whose life moved on since c->since (wt_event_of): started,
  * finished, or ended without running. */
 static int collect_event(void *x, void *arg)
 {
     job_record_t *job_ptr = x;
     const struct collect *c = arg;
-    time_t since = c->since;
+    struct wt_job_state s = {
+        .finished = IS_JOB_FINISHED(job_ptr), .running = IS_JOB_RUNNING(job_ptr),
+        .complete = IS_JOB_COMPLETE(job_ptr), .cancelled = IS_JOB_CANCELLED(job_ptr),
+        .start_time = job_ptr->start_time, .end_time = job_ptr->end_time,
+    };
     enum wt_event ev;
-    if (IS_JOB_FINISHED(job_ptr) && job_ptr->end_time > since)
-        ev = job_ptr->start_time && job_ptr->end_time >= job_ptr->start_time ? WT_FINISHED
-                                                                             : WT_CANCELLED;
-    else if (IS_JOB_RUNNING(job_ptr) && job_ptr->start_time > since)
-        ev = WT_STARTED;
-    else
+    if (!wt_event_of(&s, c->since, &ev))
         return 0;
     struct walltime_job *w = wt_events_add(c->events, ev);
     if (!w)
         return 0;
     walltime_job_of(job_ptr, w);
-    if (ev == WT_CANCELLED)
-        return 0;
-    if (w->submit_time >= 0 && job_ptr->start_time >= w->submit_time)
-        w->wait_time = job_ptr->start_time - w->submit_time;
-    if (ev == WT_FINISHED) {
-        w->run_time = job_ptr->end_time - job_ptr->start_time;
-        w->status = IS_JOB_COMPLETE(job_ptr) ? 1 : IS_JOB_CANCELLED(job_ptr) ? 5 : 0;
-    }
+    wt_event_times(w, ev, &s);
     return 0;
 }
 
