@@ -549,15 +549,7 @@ extern int fini(void)
     agent_link_free(agents);
     agents = NULL;
     slurm_mutex_lock(&drv.lock);
-    bb_store_close(drv.store);
-    drv.store = NULL;
-    drv.persist.head = NULL;   /* its instances are freed with their records */
-    while (drv.jobs) {
-        struct bb_job *j = drv.jobs;
-        drv.jobs = j->next;
-        bb_job_free(j);
-    }
-    bb_config_free(&drv.config);
+    driver_free_table(&drv);
     xfree(state_file);
     free(agents_munge_socket);
     agents_munge_socket = NULL;

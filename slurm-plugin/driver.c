@@ -326,3 +326,16 @@ void driver_stop(struct bb_driver *d)
         pthread_join(d->thread, NULL);
     d->running = false;
 }
+
+void driver_free_table(struct bb_driver *d)
+{
+    bb_store_close(d->store);
+    d->store = NULL;
+    d->persist.head = NULL;   /* its instances are freed with their records */
+    while (d->jobs) {
+        struct bb_job *j = d->jobs;
+        d->jobs = j->next;
+        bb_job_free(j);
+    }
+    bb_config_free(&d->config);
+}
