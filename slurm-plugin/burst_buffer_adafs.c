@@ -179,9 +179,7 @@ static int load_config(bool at_init)
     if (rc == 1)
         info("%s: %s not found, using built-in defaults", plugin_type, path);
     slurm_mutex_lock(&drv.lock);
-    if (!at_init && (fresh.munge_socket ? !agents_munge_socket ||
-                                          strcmp(fresh.munge_socket, agents_munge_socket) != 0
-                                        : agents_munge_socket != NULL))
+    if (!at_init && bb_config_munge_socket_changed(agents_munge_socket, &fresh))
         error("%s: AdafsMungeSocket changed: the agents' sessions use the new socket only "
               "after slurmctld restarts", plugin_type);
     bb_config_free(&drv.config);
