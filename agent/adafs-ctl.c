@@ -543,6 +543,12 @@ int main(int argc, char **argv)
         }
         return persistent_list(socket_path);
     }
+    if (strcmp(cmd, "start") != 0 && strcmp(cmd, "stop") != 0 && strcmp(cmd, "status") != 0) {
+        fprintf(stderr, "adafs-ctl: unknown command '%s' (known: start, stop, status, "
+                "persistent list)\n", cmd);
+        usage(stderr);
+        return 2;
+    }
     struct options o = { .servers = 1, .timeout_ms = 5000, .chunk_size = "512K",
                          .quota = "8E", .log_level = "info" };
     char *end;
@@ -557,8 +563,9 @@ int main(int argc, char **argv)
             v = strtol(optarg, &end, 10);
             if (*end || end == optarg || v < 0 || (c == 'n' && (v < 1 || v > 256)) ||
                 (c == 'p' && v > 65535) || (c == 't' && (v < 1 || v > 3600000))) {
-                fprintf(stderr, "adafs-ctl: bad value '%s' for --%s\n", optarg,
-                        c == 'n' ? "servers" : c == 'p' ? "port-base" : "timeout-ms");
+                fprintf(stderr, "adafs-ctl: bad value '%s' for --%s (%s)\n", optarg,
+                        c == 'n' ? "servers" : c == 'p' ? "port-base" : "timeout-ms",
+                        c == 'n' ? "1 to 256" : c == 'p' ? "0 to 65535" : "1 to 3600000");
                 return 2;
             }
             if (c == 'n')
@@ -579,8 +586,12 @@ int main(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
+    if (optind < argc) {
+        fprintf(stderr, "adafs-ctl %s: unexpected argument '%s'\n", cmd, argv[optind]);
+        return 2;
+    }
     if (!o.base) {
-        fprintf(stderr, "adafs-ctl: --base DIR is required\n");
+        fprintf(stderr, "adafs-ctl %s: --base DIR is required\n", cmd);
         return 2;
     }
     if (strcmp(cmd, "start") == 0) {
@@ -593,9 +604,5 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "stop") == 0)
         return stop(o.base, 0);
-    if (strcmp(cmd, "status") == 0)
-        return status(o.base);
-    fprintf(stderr, "adafs-ctl: unknown command '%s'\n", cmd);
-    usage(stderr);
-    return 2;
+    return status(o.base);
 }

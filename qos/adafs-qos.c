@@ -348,10 +348,18 @@ int main(int argc, char **argv)
         usage(i >= argc ? stderr : stdout);
         return i >= argc ? 2 : 0;
     }
+    const char *cmd = argv[i];
+    /* A mistyped command is named before the configuration is read. */
+    if (strcmp(cmd, "status") != 0 && strcmp(cmd, "set") != 0 && strcmp(cmd, "plot") != 0 &&
+        strcmp(cmd, "taskprolog") != 0) {
+        fprintf(stderr, "adafs-qos: unknown command '%s' (known: status, set, plot, "
+                "taskprolog)\n", cmd);
+        usage(stderr);
+        return 2;
+    }
     char err[1024];
     if (qos_conf_load(conf_path, &conf, err, sizeof(err)) < 0)
         return fail("%s", err);
-    const char *cmd = argv[i];
     if (strcmp(cmd, "status") == 0 && (argc - i == 1 || (argc - i == 2 && !strcmp(argv[i + 1], "--json"))))
         return status(argc - i == 2);
     if (strcmp(cmd, "set") == 0)

@@ -30,6 +30,7 @@
 
 #include "agent_proto.h"
 #include "persist_admin.h"
+#include "size.h"
 
 #define PROG "adafs-persist"
 
@@ -95,16 +96,17 @@ static void print_instance(FILE *out, const burst_buffer_resv_t *r)
     const char *used = r->pool && strncmp(r->pool, "persistent(used=", 16) == 0 ? r->pool + 16 : "?";
     const char *fair = strstr(used, ",fair_share=");
     fair = fair ? fair + 12 : "?";
-    fprintf(out, "%-20s %-12s %14llu %-10.*s %-15.*s %s\n", r->name, pw ? pw->pw_name : "?",
-            (unsigned long long)r->size, (int)strcspn(used, ",)"), used, (int)strcspn(fair, ",)"),
-            fair, created);
+    char capacity[32];   /* in the unit of USED and of the create line */
+    size_format(r->size, capacity, sizeof(capacity));
+    fprintf(out, "%-20s %-12s %-10s %-10.*s %-15.*s %s\n", r->name, pw ? pw->pw_name : "?",
+            capacity, (int)strcspn(used, ",)"), used, (int)strcspn(fair, ",)"), fair, created);
 }
 
 static int cmd_list(void)
 {
     struct listing l = { 0 };
     list_load(&l);
-    printf("%-20s %-12s %14s %-10s %-15s %s\n", "NAME", "OWNER", "CAPACITY", "USED", "FAIR_SHARE",
+    printf("%-20s %-12s %-10s %-10s %-15s %s\n", "NAME", "OWNER", "CAPACITY", "USED", "FAIR_SHARE",
            "CREATED");
     for (uint32_t i = 0; l.msg && i < l.msg->record_count; i++) {
         const burst_buffer_info_t *bb = &l.msg->burst_buffer_array[i];

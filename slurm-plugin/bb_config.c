@@ -292,6 +292,26 @@ static int set_value(struct bb_config *cfg, const struct key_spec *k,
     return 0;
 }
 
+/* Where a key was last set, for a check made once the whole file is read
+ * (0 when only its default is wrong, which a default never is). */
+static int line_of(const struct conf *conf, const char *key)
+{
+    int line = 0;
+    for (size_t i = 0; i < conf->count; i++)
+        if (strcasecmp(conf->entries[i].key, key) == 0)
+            line = conf->entries[i].line;
+    return line;
+}
+
+static const char *value_of(const struct conf *conf, const char *key)
+{
+    const char *value = "(default)";
+    for (size_t i = 0; i < conf->count; i++)
+        if (strcasecmp(conf->entries[i].key, key) == 0)
+            value = conf->entries[i].value;
+    return value;
+}
+
 int bb_config_load(const char *path, struct bb_config *cfg, char *err, size_t errlen)
 {
     set_defaults(cfg);
@@ -324,29 +344,36 @@ int bb_config_load(const char *path, struct bb_config *cfg, char *err, size_t er
     }
     if (rc == 0 && (cfg->chunk_size < DIRECTIVE_MIN_CHUNK || cfg->chunk_size > DIRECTIVE_MAX_CHUNK ||
                     (cfg->chunk_size & (cfg->chunk_size - 1)))) {
-        snprintf(err, errlen, "%s: AdafsChunkSize must be a power of two between 4K and 64M", path);
+        snprintf(err, errlen, "%s line %d: AdafsChunkSize=%s must be a power of two between 4K "
+                 "and 64M", path, line_of(&conf, "AdafsChunkSize"),
+                 value_of(&conf, "AdafsChunkSize"));
         rc = -1;
     }
     if (rc == 0 && (cfg->mount_prefix[0] != '/' || cfg->storage_path[0] != '/')) {
-        snprintf(err, errlen, "%s: AdafsMountPrefix and AdafsStoragePath must be absolute paths", path);
+        const char *key = cfg->mount_prefix[0] != '/' ? "AdafsMountPrefix" : "AdafsStoragePath";
+        snprintf(err, errlen, "%s line %d: %s=%s must be an absolute path", path,
+                 line_of(&conf, key), key, value_of(&conf, key));
         rc = -1;
     }
     if (rc == 0 && strcmp(cfg->walltime_comment, "admin_comment") != 0 &&
         strcmp(cfg->walltime_comment, "comment") != 0 && strcmp(cfg->walltime_comment, "none") != 0) {
-        snprintf(err, errlen, "%s: AdafsWalltimeComment must be admin_comment, comment or none", path);
+        snprintf(err, errlen, "%s line %d: AdafsWalltimeComment=%s must be admin_comment, comment "
+                 "or none", path, line_of(&conf, "AdafsWalltimeComment"), cfg->walltime_comment);
         rc = -1;
     }
     if (rc == 0 && cfg->walltime_learn_interval == 0) {
-        snprintf(err, errlen, "%s: AdafsWalltimeLearnInterval must be at least 1 second", path);
+        snprintf(err, errlen, "%s line %d: AdafsWalltimeLearnInterval must be at least 1 second",
+                 path, line_of(&conf, "AdafsWalltimeLearnInterval"));
         rc = -1;
     }
     if (rc == 0 && !(cfg->access = bb_access_parse(cfg->access_text))) {
-        snprintf(err, errlen, "%s: AdafsAccess=%s: expected preload, fuse or both", path,
-                 cfg->access_text);
+        snprintf(err, errlen, "%s line %d: AdafsAccess=%s: expected preload, fuse or both", path,
+                 line_of(&conf, "AdafsAccess"), cfg->access_text);
         rc = -1;
     }
-    if (rc == 0 && cfg->directive[strcspn(cfg->directive, " \t#")]) {
-        snprintf(err, errlen, "%s: Directive must be one word without '#'", path);
+    if (rc == 0 && (!cfg->directive[0] || cfg->directive[strcspn(cfg->directive, " \t#")])) {
+        snprintf(err, errlen, "%s line %d: Directive='%s' must be one word without '#'", path,
+                 line_of(&conf, "Directive"), cfg->directive);
         rc = -1;
     }
     conf_free(&conf);
@@ -382,13 +409,13 @@ int bb_config_check_user(const struct bb_config *cfg, uid_t uid, char *err, size
         for (size_t i = 0; i < cfg->allow_count; i++)
             found |= cfg->allow_users[i] == uid;
         if (!found) {
-            snprintf(err, errlen, "user %u is not in burst_buffer.conf AllowUsers", (unsigned)uid);
+            snprintf(err, errlen, "uid %u is not in burst_buffer.conf AllowUsers", (unsigned)uid);
             return -1;
         }
     }
     for (size_t i = 0; i < cfg->deny_count; i++)
         if (cfg->deny_users[i] == uid) {
-            snprintf(err, errlen, "user %u is in burst_buffer.conf DenyUsers", (unsigned)uid);
+            snprintf(err, errlen, "uid %u is in burst_buffer.conf DenyUsers", (unsigned)uid);
             return -1;
         }
     return 0;

@@ -41,15 +41,41 @@ static void span(FILE *f, const char *name, time_t from, time_t to)
  * table's servers would be long to write under the plugin's lock. */
 #define LIST_SERVERS_UP_TO 16
 
+static void list_servers(FILE *f, const struct bb_job *j, bool asked)
+{
+    fprintf(f, "  Servers=");
+    size_t listed = asked || j->nnodes <= LIST_SERVERS_UP_TO ? j->nnodes : LIST_SERVERS_UP_TO;
+    for (size_t i = 0; i < listed; i++)
+        fprintf(f, "%s%s(%s:%d)", i ? "," : "", j->nodes[i].name, j->nodes[i].agent_host,
+                j->nodes[i].server_port);
+    if (listed < j->nnodes)
+        fprintf(f, ",... (%zu more: scontrol show bbstat %u)", j->nnodes - listed, j->job_id);
+    fprintf(f, "\n");
+}
+
+static void list_instances(FILE *f, const struct bb_job *j)
+{
+    fprintf(f, "  Instances=");
+    for (size_t i = 0; i < j->req.npersist; i++)
+        fprintf(f, "%s%s name=%s", i ? "," : "", persist_op_name(j->req.persist[i].op),
+                j->req.persist[i].name);
+    fprintf(f, "%s (no file system of its own)\n", j->req.npersist ? "" : "-");
+}
+
 static void one(FILE *f, const struct bb_job *j, bool asked)
 {
     if (j->unreadable) {
         fprintf(f, "JobId=%u SavedStateUnreadable=%s\n", j->job_id, j->unreadable);
         return;
     }
-    char cap[32], chunk[32];
-    size_format(j->node_capacity, cap, sizeof(cap));
-    size_format(j->chunk_size, chunk, sizeof(chunk));
+    /* A job of only persistent-instance lines starts no server of its own:
+     * it shows the instances it names instead of servers and a size. */
+    bool own_fs = j->persist || j->node_capacity;
+    char cap[32] = "-", chunk[32] = "-";
+    if (own_fs) {
+        size_format(j->node_capacity, cap, sizeof(cap));
+        size_format(j->chunk_size, chunk, sizeof(chunk));
+    }
     /* A persistent instance's servers go by its name (and its id on the
      * agents), not by a Slurm job's id. */
     if (j->persist)
@@ -60,14 +86,10 @@ static void one(FILE *f, const struct bb_job *j, bool asked)
             j->user ? j->user : "?", j->uid, bb_phase_name(j->phase),
             j->superseded ? " (an earlier allocation's)" : "", j->nnodes, cap, chunk,
             j->mount ? j->mount : "-");
-    fprintf(f, "  Servers=");
-    size_t listed = asked || j->nnodes <= LIST_SERVERS_UP_TO ? j->nnodes : LIST_SERVERS_UP_TO;
-    for (size_t i = 0; i < listed; i++)
-        fprintf(f, "%s%s(%s:%d)", i ? "," : "", j->nodes[i].name, j->nodes[i].agent_host,
-                j->nodes[i].server_port);
-    if (listed < j->nnodes)
-        fprintf(f, ",... (%zu more: scontrol show bbstat %u)", j->nnodes - listed, j->job_id);
-    fprintf(f, "\n");
+    if (own_fs)
+        list_servers(f, j, asked);
+    else
+        list_instances(f, j);
     totals(f, "StageIn", &j->in);
     totals(f, "StageOut", &j->out);
     fprintf(f, "  Timings:");

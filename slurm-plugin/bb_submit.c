@@ -65,7 +65,14 @@ static enum bb_submit_verdict check_who(struct bb_driver *d, const struct bb_sub
     pthread_mutex_lock(&d->lock);
     int rc = bb_config_check_user(&d->config, job->uid, err, sizeof(err));
     pthread_mutex_unlock(&d->lock);
-    return rc < 0 ? refuse(err_msg, BB_SUBMIT_PERMISSION, "%s", err) : BB_SUBMIT_OK;
+    if (rc == 0)
+        return BB_SUBMIT_OK;
+    char *name = hooks->user_name(hooks->arg, job->uid);
+    enum bb_submit_verdict v = refuse(err_msg, BB_SUBMIT_PERMISSION, "user %s: %s: this site "
+                                      "does not let the user have adafs burst buffers",
+                                      name ? name : "?", err);
+    free(name);
+    return v;
 }
 
 /* The site's limits, as the configuration said when the check began. */
@@ -76,6 +83,11 @@ struct site {
     bool qos;
 };
 
+static const char *where_origin(const struct bb_where *at)
+{
+    return at->origin ? at->origin : "--bb";
+}
+
 /* A job may stage more gently than the site allows, never harder, and
  * ask for its own I/O demand toward the PFS up to the site's maximum. */
 static enum bb_submit_verdict check_rates(const struct site *site, const struct bb_request *req,
@@ -83,17 +95,19 @@ static enum bb_submit_verdict check_rates(const struct site *site, const struct 
 {
     const char *prefix = site->prefix;
     if (site->bw && req->max_bw > site->bw)
-        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s max_bw=%"PRIu64" bytes/s is above this "
-                      "site's maximum of %"PRIu64" bytes/s per node (AdafsMaxBandwidth)",
-                      prefix, req->max_bw, site->bw);
+        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s (%s line %d): max_bw=%"PRIu64" bytes/s is "
+                      "above this site's maximum of %"PRIu64" bytes/s per node "
+                      "(AdafsMaxBandwidth)", prefix, where_origin(&req->max_bw_at),
+                      req->max_bw_at.line, req->max_bw, site->bw);
     if (site->mdops && req->max_mdops > site->mdops)
-        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s max_mdops=%"PRIu64" is above this site's "
-                      "maximum of %"PRIu64" metadata operations/s per node "
-                      "(AdafsMaxMetadataRate)", prefix, req->max_mdops, site->mdops);
+        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s (%s line %d): max_mdops=%"PRIu64" is above "
+                      "this site's maximum of %"PRIu64" metadata operations/s per node "
+                      "(AdafsMaxMetadataRate)", prefix, where_origin(&req->max_mdops_at),
+                      req->max_mdops_at.line, req->max_mdops, site->mdops);
     char err[1024];
     if (qos_limits_any(&req->qos) &&
         (!site->qos || qos_limits_check_max(&req->qos, &site->qos_max, err, sizeof(err)) < 0))
-        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s qos (%s line %d): %s%s", prefix,
+        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s (%s line %d): qos: %s%s", prefix,
                       req->qos_origin, req->qos_line, site->qos ? err : "this site has no I/O "
                       "quality of service (AdafsQosPaths is not set)",
                       site->qos ? " (AdafsQosMax)" : "");
@@ -151,10 +165,20 @@ static enum bb_submit_verdict check_capacity(const struct site *site,
                                              const struct bb_request *req, char **err_msg)
 {
     uint32_t nodes = job->nodes ? job->nodes : 1;
-    if (req->capacity && size_share(req->capacity, nodes) > site->node_capacity)
-        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s capacity=%"PRIu64" bytes needs more than "
-                      "the %"PRIu64" bytes a node may give (AdafsNodeCapacity) on %u node(s)",
-                      site->prefix, req->capacity, site->node_capacity, nodes);
+    if (req->capacity && size_share(req->capacity, nodes) > site->node_capacity) {
+        char asked[32], per_node[32], node_max[32], most[32];
+        uint64_t all = site->node_capacity > UINT64_MAX / nodes ? UINT64_MAX
+                                                                : site->node_capacity * nodes;
+        size_format(req->capacity, asked, sizeof(asked));
+        size_format(size_share(req->capacity, nodes), per_node, sizeof(per_node));
+        size_format(site->node_capacity, node_max, sizeof(node_max));
+        size_format(all, most, sizeof(most));
+        return refuse(err_msg, BB_SUBMIT_LIMIT, "#%s (%s line %d): capacity=%s needs %s on "
+                      "each of the job's %u node(s), more than the %s a node may give "
+                      "(AdafsNodeCapacity): ask for at most %s, or more nodes",
+                      site->prefix, where_origin(&req->capacity_at), req->capacity_at.line,
+                      asked, per_node, nodes, node_max, most);
+    }
     const char *part_nodes, *part_name;
     char err[1024];
     if (req->capacity && placement_enabled() &&

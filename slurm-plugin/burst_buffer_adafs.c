@@ -169,7 +169,7 @@ static int load_config(bool at_init)
     struct bb_config fresh;
     int rc = bb_config_load(path, &fresh, err, sizeof(err));
     if (rc < 0) {
-        error("%s: %s", plugin_type, err);
+        error("%s: %s%s", plugin_type, err, at_init ? "" : "; the running configuration is kept");
         bb_config_free(&fresh);
         xfree(path);
         /* A typo must not run with silent defaults: refuse at start, keep the

@@ -207,6 +207,17 @@ enum bb_access bb_access_parse(const char *text)
          : strcmp(text, "both") == 0    ? BB_ACCESS_BOTH : BB_ACCESS_UNSET;
 }
 
+/* The words that begin a line of their own. */
+static bool is_line_keyword(const char *word)
+{
+    static const char *const words[] = { "stage_in", "stage_out", "qos", "create_persistent",
+                                         "use_persistent", "destroy_persistent" };
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strcmp(word, words[i]) == 0)
+            return true;
+    return false;
+}
+
 static int parse_options(struct parser *p, const struct origin *o,
                          char **tokens, int ntokens)
 {
@@ -214,6 +225,9 @@ static int parse_options(struct parser *p, const struct origin *o,
     for (int i = 0; i < ntokens; i++) {
         char *key = tokens[i];
         char *value = split_value(key);
+        if (!value && is_line_keyword(key))
+            return fail(p, o, "'%s' must begin a line of its own (with --bb, start a new "
+                        "line: --bb $'capacity=1G\\n%s ...')", key, key);
         if (!value)
             return fail(p, o, "'%s' needs a value, as in capacity=SIZE", key);
         if (strcmp(key, "access") == 0) {
@@ -232,7 +246,8 @@ static int parse_options(struct parser *p, const struct origin *o,
                         "system serves that job alone, so nothing is shared there");
         if (!slot)
             return fail(p, o, "unknown option '%s' (known: capacity, chunk, max_bw, max_mdops, "
-                        "access, stage_in, stage_out, qos)", key);
+                        "access; lines of their own: stage_in, stage_out, qos, "
+                        "create_persistent, use_persistent, destroy_persistent)", key);
         /* Every option's value is above zero, so zero means not given yet. */
         if (*slot)
             return fail(p, o, "%s given twice", key);
@@ -245,6 +260,11 @@ static int parse_options(struct parser *p, const struct origin *o,
         if (slot == &req->chunk_size && (v < DIRECTIVE_MIN_CHUNK || v > DIRECTIVE_MAX_CHUNK))
             return fail(p, o, "chunk=%s must be between 4K and 64M", value);
         *slot = v;
+        struct bb_where *at = slot == &req->capacity ? &req->capacity_at
+                            : slot == &req->max_bw   ? &req->max_bw_at
+                            : slot == &req->max_mdops ? &req->max_mdops_at : NULL;
+        if (at)
+            *at = (struct bb_where){ o->what, o->line };
     }
     return 0;
 }

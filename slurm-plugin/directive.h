@@ -74,6 +74,12 @@ struct persist_spec {
     const char *origin;            /* ... "batch script" or "--bb" */
 };
 
+/* Where an option was written, for a submit-time refusal that names it. */
+struct bb_where {
+    const char *origin;     /* "batch script" or "--bb"; NULL: not given */
+    int line;
+};
+
 struct bb_request {
     uint64_t capacity;      /* bytes over all nodes; 0: the configured default */
     uint64_t chunk_size;    /* 0: the configured default */
@@ -81,6 +87,7 @@ struct bb_request {
      * and metadata operations/s; 0: the site's (the plugin refuses more
      * than the site's maximum at submit). */
     uint64_t max_bw, max_mdops;
+    struct bb_where capacity_at, max_bw_at, max_mdops_at;
     enum bb_access access;  /* BB_ACCESS_UNSET: the configured default */
     struct stage_spec *stages;
     size_t nstages;

@@ -59,6 +59,13 @@ int main(void)
     rejected("AllowUsers=nosuchuser_adafs\n", "no such user 'nosuchuser_adafs'");
     rejected("Flags=PrivateData,Bogus\n", "unknown flag 'Bogus'");
     rejected("AdafsChunkSize=3K\n", "power of two");
+    /* Checks made once the whole file is read still name the line and value. */
+    rejected("Directive=BB_ADAFS\nAdafsChunkSize=3K\n", " line 2: AdafsChunkSize=3K must be");
+    rejected("# site\nAdafsAccess=kernel\n", " line 2: AdafsAccess=kernel: expected");
+    rejected("AdafsMountPrefix=adafs\n", " line 1: AdafsMountPrefix=adafs must be an absolute path");
+    rejected("\nDirective=BB ADAFS\n", " line 2: Directive='BB ADAFS' must be one word");
+    /* Empty (also what '#' leaves, a comment's start) would make every '# ...' line a directive. */
+    rejected("Directive=#BB_ADAFS\n", " line 1: Directive='' must be one word");
     rejected("AdafsAgentPort=0\n", "AdafsAgentPort");
     rejected("just words\n", "line 1: expected Key=Value");
     tap_is_int(load_text("AdafsWalltimeMissRate=2.5%\n", &cfg), 0, "a miss rate in percent loads");

@@ -73,6 +73,16 @@ int main(void)
                        "JobLockHeldMeanUs=20 TableLockHeldMaxUs="),
            "bbstat: the instances and how long the plugin held the locks");
     free(out);
+    struct bb_job *user3 = jobs->next->next;
+    user3->req.persist = calloc(1, sizeof(*user3->req.persist));
+    user3->req.persist[0] = (struct persist_spec){ .op = PERSIST_USE, .name = "proj" };
+    user3->req.npersist = 1;
+    out = bb_status_report(&d, "3", "burst_buffer/adafs", NULL, &job_lock);
+    tap_ok(out && strstr(out, "JobId=3 ") && strstr(out, "NodeCapacity=- Chunk=- ") &&
+           strstr(out, "  Instances=use_persistent name=proj (no file system of its own)\n") &&
+           !strstr(out, "Servers="), "bbstat of a job that only mounts an instance: the "
+           "instance, no servers of its own (%s)", out);
+    free(out);
     out = bb_status_report(&d, "2", "burst_buffer/adafs", NULL, &job_lock);
     tap_ok(out && strstr(out, "JobId=2 ") && !strstr(out, "JobId=1 ") && !strstr(out, "Plugin:"),
            "bbstat JOBID: that job's only");

@@ -92,23 +92,29 @@ int main(void)
     drv.config.deny_count = 1;
     char *denied;
     submit(1002, 1002, 1, NULL, "capacity=1G", &canonical, &denied);
-    tap_ok(denied != NULL, "a user DenyUsers names is refused (%s)", denied ? denied : "");
+    tap_ok(denied && strstr(denied, "user user1002: uid 1002 is in burst_buffer.conf DenyUsers"),
+           "a user DenyUsers names is refused, by name and uid (%s)", denied ? denied : "");
     free(denied);
 
     drv.config.max_bandwidth = 100 << 20;
     refused(1000, 1000, 1, NULL, "capacity=1G max_bw=200M", BB_SUBMIT_LIMIT, "above this site's maximum of 104857600 bytes/s");
+    refused(1000, 1000, 1, "#!/bin/sh\n#SBATCH -N 1\n#BB_ADAFS capacity=1G\n#BB_ADAFS max_bw=200M\n",
+            NULL, BB_SUBMIT_LIMIT, "#BB_ADAFS (batch script line 4): max_bw=209715200");
     refused(1000, 1000, 1, NULL, "qos stat=1000", BB_SUBMIT_LIMIT,
             "AdafsQosPaths is not set");
     char big[64];
     snprintf(big, sizeof(big), "capacity=%llu", (unsigned long long)drv.config.node_capacity * 3);
-    refused(1000, 1000, 2, NULL, big, BB_SUBMIT_LIMIT, "(AdafsNodeCapacity) on 2 node(s)");
+    refused(1000, 1000, 2, NULL, big, BB_SUBMIT_LIMIT, "on each of the job's 2 node(s), more "
+            "than the 100G a node may give (AdafsNodeCapacity): ask for at most 200G");
+    refused(1000, 1000, 2, "#!/bin/sh\n#BB_ADAFS capacity=300G\n", NULL, BB_SUBMIT_LIMIT,
+            "#BB_ADAFS (batch script line 2): capacity=300G needs 150G on each");
     tap_ok(submit(1000, 1000, 4, NULL, big, &canonical, &why) == BB_SUBMIT_OK,
            "on 4 nodes it fits (%s)", why ? why : "");
     free(canonical);
     free(why);
     /* 2^64-1 bytes: its share per node once wrapped to 0 (no quota). */
     refused(1000, 1000, 2, NULL, "capacity=18014398509481983.999999K", BB_SUBMIT_LIMIT,
-            "(AdafsNodeCapacity) on 2 node(s)");
+            "needs 8E on each of the job's 2 node(s)");
 
     group_lookups = 0;
     refused(1000, 1000, 1, NULL, "use_persistent name=proj", BB_SUBMIT_PERMISSION, "proj");

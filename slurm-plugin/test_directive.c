@@ -140,6 +140,11 @@ int main(void)
     rejected("#BB_ADAFS capacity 10G\n", "'capacity' needs a value");
     rejected("#BB_ADAFS stage_in source /pfs/a destination=b type=file\n", "'source' needs a value");
     rejected("#BB_ADAFS frobnicate\n", "'frobnicate'");
+    /* A user who writes two lines as one (sbatch --bb "capacity=1G stage_in ...") is told
+     * that a line keyword begins a line, not that it needs a value. */
+    rejected("#BB_ADAFS capacity=1G stage_in source=/pfs/a destination=b type=file\n",
+             "'stage_in' must begin a line of its own");
+    rejected("#BB_ADAFS capcity=1G\n", "lines of their own: stage_in");
     rejected("#BB_ADAFS\n", "empty directive");
     rejected("#BB_ADAFS chunk=3K\n", "power of two");
     rejected("#BB_ADAFS chunk=1G\n", "between 4K and 64M");

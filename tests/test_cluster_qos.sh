@@ -72,6 +72,7 @@ changed=$(date +%s)
 qos set job "$id" stat=800 >/dev/null
 sleep 1
 check "adafs-qos status shows the new limit" -- eval "qos status | grep -q ' $id .*stat .* 800 '"
+check "adafs-qos names a mistyped command" -- eval "qos stauts 2>&1 | grep -q \"unknown command 'stauts'\""
 wait_job "$id" COMPLETED 60 >/dev/null
 check "it got no file system" -- grep -q "no file system" "$B/jobs/asks-$id.out"
 t0=$(first_second $(logs asks))
@@ -220,7 +221,7 @@ check "sbatch refuses a malformed qos line, naming the token and line ($out)" --
 printf '#!/bin/bash\n#SBATCH -N 1\n#BB_ADAFS qos stat=60000\ntrue\n' > "$B/jobs/bad2.sh"
 out=$(submit "$B/jobs/bad2.sh" 2>&1)
 check "and one above AdafsQosMax ($out)" -- \
-    eval 'echo "$out" | grep -q "qos (batch script line 3): stat=60000 is above the site.s maximum stat=50000 (AdafsQosMax)"'
+    eval 'echo "$out" | grep -q "(batch script line 3): qos: stat=60000 is above the site.s maximum stat=50000 (AdafsQosMax)"'
 out=$(as_user "$ADAFS_BUILD_DIR/qos/adafs-qos" --config "$B/etc/burst_buffer.conf" status 2>&1)
 check "a user may not talk to adafs-qosd's socket ($out)" -- eval 'echo "$out" | grep -q "cannot reach\|Permission denied\|only root"'
 out=$(runuser -u "$test_user" -- env SLURM_CONF="$SLURM_CONF" ADAFS_TEST_MUNGE_SOCKET="$munge_socket" \

@@ -131,6 +131,8 @@ check "STATUS says its port, pid and bytes used ($out)" \
 out=$("$builddir/adafs-ctl" persistent list --socket "$base/agent.sock" | tail -n +2)
 check "adafs-ctl persistent list shows it ($out)" \
     eval 'echo "$out" | grep -Eq "^scratch +$id +$ouid +- +$sport +$spid +[1-9][0-9]* +1073741824 +$pdir\$"'
+out=$("$builddir/adafs-ctl" persistnt list 2>&1)
+check "adafs-ctl names a mistyped command ($out)" eval 'echo "$out" | grep -q "unknown command .persistnt."'
 out=$(agent pstart $id $ouid $ogid "$base/storage" scratch 0)
 check "START again (a lost reply) answers the same ($out)" test "$out" = "port=$sport pid=$spid"
 out=$(agent pstart $((id + 1)) $ouid $ogid "$base/storage" scratch 0)

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,6 +193,25 @@ out:
 
 /* ---- predict ---------------------------------------------------------- */
 
+/* A bad input line: the reason on stderr and, for a program reading the
+ * answers, in the line's answer too. Returns 1. */
+static int report_bad_line(long lineno, const char *what, const char *err)
+{
+    fprintf(stderr, "adafs-walltime: input line %ld: %s\n", lineno, err);
+    char reason[600];
+    snprintf(reason, sizeof(reason), "%s: %s", what, err);
+    json_t *answer = json_pack("{s:I,s:s}", "line", (json_int_t)lineno, "error", reason);
+    char *text = answer ? json_dumps(answer, JSON_COMPACT) : NULL;
+    if (text)
+        printf("%s\n", text);
+    else
+        printf("{\"line\":%ld,\"error\":\"%s, see stderr\"}\n", lineno, what);
+    free(text);
+    json_decref(answer);
+    fflush(stdout);
+    return 1;
+}
+
 /* One JSON job in, one JSON line out. Returns 0, or 1 after reporting. */
 static int predict_one(struct walltime_model *m, const char *text, long lineno)
 {
@@ -199,29 +219,21 @@ static int predict_one(struct walltime_model *m, const char *text, long lineno)
     struct walltime_prediction p;
     char err[512];
     if (job_from_json(text, &job, err, sizeof(err)) < 0) {
-        fprintf(stderr, "adafs-walltime: input line %ld: %s\n", lineno, err);
-        printf("{\"line\":%ld,\"error\":\"bad job, see stderr\"}\n", lineno);
-        return 1;
+        return report_bad_line(lineno, "bad job", err);
     }
     if (job.run_time >= 0) {
         if (walltime_observe_finished(m, &job, err, sizeof(err)) < 0) {
-            fprintf(stderr, "adafs-walltime: input line %ld: %s\n", lineno, err);
-            printf("{\"line\":%ld,\"error\":\"bad finished job, see stderr\"}\n", lineno);
-            return 1;
+            return report_bad_line(lineno, "bad finished job", err);
         }
         printf("{\"job_id\":%lld,\"observed\":true}\n", (long long)job.job_id);
     } else if (job.wait_time >= 0) {
         if (walltime_observe_started(m, &job, err, sizeof(err)) < 0) {
-            fprintf(stderr, "adafs-walltime: input line %ld: %s\n", lineno, err);
-            printf("{\"line\":%ld,\"error\":\"bad started job, see stderr\"}\n", lineno);
-            return 1;
+            return report_bad_line(lineno, "bad started job", err);
         }
         printf("{\"job_id\":%lld,\"started\":true}\n", (long long)job.job_id);
     } else {
         if (walltime_submit(m, &job, &p, err, sizeof(err)) < 0) {
-            fprintf(stderr, "adafs-walltime: input line %ld: %s\n", lineno, err);
-            printf("{\"line\":%ld,\"error\":\"cannot predict, see stderr\"}\n", lineno);
-            return 1;
+            return report_bad_line(lineno, "cannot predict", err);
         }
         printf("{\"job_id\":%lld,\"median_s\":%.0f,\"conservative_s\":%.0f,"
                "\"group\":\"%s\",\"miss_probability\":%.4f}\n", (long long)job.job_id,
@@ -334,10 +346,13 @@ static void print_text(const char *path, const struct replay_result *r,
            "predictor", "n", "MAE(h)", "MedAE(h)", "under", "worst1k");
     for (int k = 0; k < P_COUNT; k++) {
         const struct replay_metrics *m = &r->metrics[k];
-        printf("%-11s %7zu %9.3f %9.3f %6.1f%% %7.1f%%   %.3f %.3f %.3f %.3f\n",
+        /* worst1k: the worst window of 1,000 jobs; "-" for a trace shorter than one. */
+        char worst[16] = "-";
+        if (m->windows)
+            snprintf(worst, sizeof(worst), "%.1f%%", 100 * m->window_rate[m->worst_window]);
+        printf("%-11s %7zu %9.3f %9.3f %6.1f%% %8s   %.3f %.3f %.3f %.3f\n",
                replay_predictor_names[k], m->n, m->mae_s / 3600, m->medae_s / 3600,
-               100 * m->underestimation_rate,
-               m->windows ? 100 * m->window_rate[m->worst_window] : NAN, m->user_medae_p25 / 3600,
+               100 * m->underestimation_rate, worst, m->user_medae_p25 / 3600,
                m->user_medae_p50 / 3600, m->user_medae_p75 / 3600, m->user_medae_p90 / 3600);
     }
     printf("conservative estimates by calibration group:");

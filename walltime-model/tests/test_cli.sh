@@ -23,6 +23,8 @@ awk 'BEGIN { srand(1); for (i = 1; i <= 600; i++) {
 check "evaluate exits 0" '[ $? -eq 0 ]'
 check "malformed line reported with its number and skipped" \
     'grep -q "t.swf:11: field 2 (submit time) is not a number: '"'"'broken'"'"' (line skipped)" "$tmp/eval.err"'
+check "text report: worst1k is - in a trace shorter than 1,000 jobs, not nan" \
+    '! grep -q nan "$tmp/eval.txt" && grep -qE "^request .* - " "$tmp/eval.txt"'
 check "text report has the five predictors" \
     '[ "$(grep -cE "^(request|last2|alea|model|model_safe) " "$tmp/eval.txt")" -eq 5 ]'
 
@@ -75,6 +77,8 @@ check "predict stream: missing req_time reported" \
     'grep -q "^adafs-walltime: input line 3: member \"req_time\" (seconds, > 0) is required$" "$tmp/stream.err"'
 check "predict stream: unknown member reported" \
     'grep -q "^adafs-walltime: input line 4: unknown member \"color\"$" "$tmp/stream.err"'
+check "predict stream: the answer to a bad line says why, as JSON" \
+    'sed -n 4p "$tmp/stream.out" | jq -e ".line == 4 and .error == \"bad job: unknown member \\\"color\\\"\"" > /dev/null'
 check "predict stream: a line with run_time is learned from" \
     'sed -n 5p "$tmp/stream.out" | jq -e ".job_id == 6 and .observed" > /dev/null'
 printf '%s\n' '{"job_id":21,"uid":1,"req_time":3600,"submit_time":999000}' \
