@@ -30,7 +30,6 @@ struct handoff {
 static struct handoff handoffs[HANDOFF_SLOTS];
 atomic_bool handoff_off;   /* some requests went unseen (spliced) */
 
-
 static uint64_t now_ns(void)
 {
     struct timespec t;

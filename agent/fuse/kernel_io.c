@@ -43,7 +43,7 @@ bool direct_io;                /* and we asked for it */
  * The kernel's order is made the program's own: a release before each
  * reply, an acquire after each request taken, on one counter (a few
  * nanoseconds a request), so the C memory model, and ThreadSanitizer,
- * know it too. */
+ * know it too (before_reply and after_request, fuse_int.h). */
 atomic_uint kernel_order;
 
 int fuse_fd = -1;   /* /dev/fuse: a request spliced from it is not seen */
@@ -52,7 +52,6 @@ int fuse_fd = -1;   /* /dev/fuse: a request spliced from it is not seen */
  * itself (a spliced READ reply: libfuse's own answer is then dropped). */
 __thread uint32_t req_opcode, req_pid;
 __thread uint64_t req_nodeid, req_unique, answered;
-
 
 ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
