@@ -89,6 +89,12 @@ static void set_defaults(struct bb_config *cfg)
     qos_conf_defaults(&cfg->qos);
 }
 
+bool bb_config_munge_socket_changed(const char *in_use, const struct bb_config *cfg)
+{
+    return cfg->munge_socket ? !in_use || strcmp(cfg->munge_socket, in_use) != 0
+                             : in_use != NULL;
+}
+
 uint32_t bb_stage_threads(const struct bb_config *cfg, unsigned cpus)
 {
     uint32_t most = cfg->stage_threads ? cfg->stage_threads : 1;

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "bb_qos.h"
+#include "lock_watch.h"
 #include "persist.h"
 #include "predict.h"
 #include "size.h"
@@ -162,13 +163,6 @@ void bb_status_buffer(const struct bb_job *j, struct bb_buffer_view *out)
     }
 }
 
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /* Slurm does not say who asks for bbstat: with PrivateData nobody sees
  * other jobs' users, servers or errors (which name paths). d->lock held. */
 static char *private_report(const struct bb_driver *d, const char *plugin, const char *state_file)
@@ -203,10 +197,10 @@ char *bb_status_report(struct bb_driver *d, const char *arg, const char *plugin,
         pthread_mutex_unlock(&d->lock);
         return out;
     }
-    uint64_t since = now_us();
+    uint64_t since = lock_watch_now_us();
     char *text = bb_status_text(d->jobs, only);
     char *persistent = only ? NULL : persist_status_text(&d->persist);
-    driver_lock_note(&d->held, "bbstat", now_us() - since);
+    driver_lock_note(&d->held, "bbstat", lock_watch_now_us() - since);
     struct bb_lock_stats table = d->held;
     /* qosd's status file is read off the table lock. */
     char *qos_dir = d->config.qos.paths && d->config.qos.state_dir ?

@@ -100,6 +100,10 @@ void driver_init(struct bb_driver *d);
  * errno. */
 int driver_start(struct bb_driver *d);
 void driver_stop(struct bb_driver *d);
+/* After driver_stop, with d->lock held if d is shared: the journal
+ * closed, the records freed (and with them the persistent instances
+ * they own), the configuration freed. */
+void driver_free_table(struct bb_driver *d);
 /* Something changed (a new job, an end, answers): pass soon. Any thread,
  * any lock. */
 void driver_wake(struct bb_driver *d);
