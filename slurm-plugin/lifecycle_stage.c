@@ -249,9 +249,13 @@ int lc_finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction dir
         totals->errors += d->part.errors;
         if (d->part.seconds > totals->seconds)
             totals->seconds = d->part.seconds;   /* workers run side by side */
+        /* A stage-out's reason names its destination too: the stager's
+         * paths are inside the file system, the user must fix the other. */
         if (d->exit_status != 0 && failed++ == 0 &&
-            asprintf(&cause, "%s source=%s on node %s: %s", verb, spec->source,
-                     j->nodes[s->node[k]].name, d->why ? d->why : "the stager failed") < 0)
+            asprintf(&cause, "%s source=%s%s%s on node %s: %s", verb, spec->source,
+                     dir == STAGE_OUT ? " destination=" : "",
+                     dir == STAGE_OUT ? spec->destination : "", j->nodes[s->node[k]].name,
+                     d->why ? d->why : "the stager failed") < 0)
             cause = NULL;
     }
     j->attempts = 0;

@@ -111,7 +111,7 @@ static void test_kept_then_fixed(void)
            fake_total(AGENT_TEARDOWN) == 0, "a failed stage-out: kept, nothing torn down (%s)",
            bb_phase_name(j->phase));
     tap_ok(stageout_keep_kept(j) && j->failure == FAIL_USER && j->error &&
-           strstr(j->error, "stage_out source=bad on node n1: /bad") &&
+           strstr(j->error, "stage_out source=bad destination=/pfs/bad on node n1: /bad") &&
            strstr(j->error, "No such file or directory") &&
            strstr(j->error, "run again every 60 s until") &&
            strstr(j->error, "AdafsStageOutKeep=600 s") && strstr(j->error, "scancel --hurry"),
@@ -162,7 +162,7 @@ static void test_give_up(void)
     tap_ok(j->error && strstr(j->error, "did not succeed within AdafsStageOutKeep=100 s (3 passes)") &&
            strstr(j->error, "not copied out: stage_out source=bad destination=/pfs/bad") &&
            !strstr(j->error, "source=good destination") &&
-           strstr(j->error, "last error: stage_out source=bad on node n1") &&
+           strstr(j->error, "last error: stage_out source=bad destination=/pfs/bad on node n1") &&
            !strstr(j->error, "[kept"),
            "its comment says what was lost and the last error (%s)", j->error ? j->error : "");
     bb_job_free(j);
