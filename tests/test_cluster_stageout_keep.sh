@@ -47,13 +47,15 @@ check "bbstat: staging_out, StageOutKept=yes and the error" -- \
              scontrol show bbstat $id | grep -q 'StageOutKept=yes' &&
              scontrol show bbstat $id | grep -q 'Error=stage_out source=result.txt'"
 node=$(scontrol show job "$id" | sed -n 's/^ *NodeList=//p' | head -1)
-check "its data stays on its node $node (the server runs)" -- \
-    bash -c "[ -n \"\$(leftovers)\" ]"
+left=$(leftovers)
+check "its data stays on its node $node (its server runs:$left)" -- \
+    bash -c "grep -q 'servers:' <<<\"\$0\" && grep -q 'data:.*/$node/job.$id' <<<\"\$0\"" "$left"
 check "the node stays with the job (completing, nothing else lands there)" -- \
     bash -c "sinfo -h -n $node -o %t | grep -q comp"
 sleep 3
+left=$(leftovers)
 check "a pass later: still kept, the data still there" -- \
-    bash -c "[ \"\$(bb_phase $id)\" = staging_out ] && [ -n \"\$(leftovers)\" ]"
+    bash -c "[ \"\$1\" = staging_out ] && grep -q 'servers:' <<<\"\$0\"" "$left" "$(bb_phase "$id")"
 as_user_sh "chmod 700 $pfs/keep/locked"
 check "destination made writable: the next pass copies the result out" -- \
     bash -c "for _ in \$(seq 60); do grep -qx 'computed by $id' $pfs/keep/locked/$id.txt 2>/dev/null && exit 0; sleep 0.5; done; exit 1"
