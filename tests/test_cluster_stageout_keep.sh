@@ -56,6 +56,10 @@ sleep 3
 left=$(leftovers)
 check "a pass later: still kept, the data still there" -- \
     bash -c "[ \"\$1\" = staging_out ] && grep -q 'servers:' <<<\"\$0\"" "$left" "$(bb_phase "$id")"
+check "slurmctld restarted while kept" -- "$cluster" restart-ctld
+check "after the restart: still kept with its reason" -- wait_reason "$id" "$(kept_reason "$id")" 60
+left=$(leftovers)
+check "after the restart: its server still runs" -- grep -q 'servers:' <<<"$left"
 as_user_sh "chmod 700 $pfs/keep/locked"
 check "destination made writable: the next pass copies the result out" -- \
     bash -c "for _ in \$(seq 60); do grep -qx 'computed by $id' $pfs/keep/locked/$id.txt 2>/dev/null && exit 0; sleep 0.5; done; exit 1"
