@@ -140,7 +140,9 @@ int stageout_keep_end_pass(struct bb_job *j, const struct bb_config *cfg, time_t
         if (!j->t_out_failed)
             j->t_out_failed = now;
         time_t until = j->t_out_failed + (time_t)cfg->stage_out_keep;
-        time_t next = now + (time_t)cfg->stage_out_retry;
+        /* 0: every second, as the driver looks (not at once, again and again). */
+        uint32_t every = cfg->stage_out_retry ? cfg->stage_out_retry : 1;
+        time_t next = now + (time_t)every;
         if (next > until)
             next = until;   /* the last pass ends at the keep's end, not after */
         char when[32];
@@ -152,7 +154,7 @@ int stageout_keep_end_pass(struct bb_job *j, const struct bb_config *cfg, time_t
                          "the failed stage_out lines run again every %u s until %s "
                          "(AdafsStageOutKeep=%u s), then it is torn down; fix the destination, "
                          "or scancel --hurry to tear it down now]",
-                         cause ? cause : "stage_out failed", cfg->stage_out_retry, when,
+                         cause ? cause : "stage_out failed", every, when,
                          cfg->stage_out_keep);
         free(cause);
         log_warn("job %u: %s (pass %u)", j->job_id, j->error, j->out_passes + 1);

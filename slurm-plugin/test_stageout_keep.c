@@ -196,6 +196,11 @@ static void test_not_kept(void)
            "Flags=TeardownFailure: both lines tried, then torn down (%s)",
            j->error ? j->error : "");
     bb_job_free(j);
+    cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 0 };
+    j = failed_once(26, &ev);
+    tap_ok((ev & LC_KEPT) && j->retry_at == fake_clock + 1 && strstr(j->error, "every 1 s"),
+           "AdafsStageOutRetry=0: a pass every second, not again and again at once");
+    bb_job_free(j);
     cfg = (struct bb_config){ .stage_out_keep = 0, .stage_out_retry = 60 };
     j = failed_once(24, &ev);
     tap_ok(j->phase == PHASE_COMPLETE && !(ev & LC_KEPT), "AdafsStageOutKeep=0: torn down");
