@@ -118,9 +118,9 @@ static void say_lost(struct bb_job *j, const char *why)
     char *lost = lost_lines(j);
     size_t n = cause_len(j->error);
     char *cause = j->error ? strndup(j->error, n) : NULL;
-    set_error(j, "%s: torn down, its data is gone; not copied out: %s%s%s",
-                     why, lost && lost[0] ? lost : "(unknown)", cause ? "; last error: " : "",
-                     cause ? cause : "");
+    set_error(j, "%s: torn down, its data is gone; not copied out: %s%s%s", why,
+              lost && lost[0] ? lost : "(unknown)", cause ? "; last error: " : "",
+              cause ? cause : "");
     log_warn("job %u: %s", j->job_id, j->error);
     free(cause);
     free(lost);
@@ -150,12 +150,10 @@ int stageout_keep_end_pass(struct bb_job *j, const struct bb_config *cfg, time_t
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", localtime_r(&until, &tm));
         size_t n = cause_len(j->error);
         char *cause = j->error ? strndup(j->error, n) : NULL;
-        set_error(j, "%s" KEPT_MARK "the job's data stays on its nodes; "
-                         "the failed stage_out lines run again every %u s until %s "
-                         "(AdafsStageOutKeep=%u s), then it is torn down; fix the destination, "
-                         "or scancel --hurry to tear it down now]",
-                         cause ? cause : "stage_out failed", every, when,
-                         cfg->stage_out_keep);
+        set_error(j, "%s" KEPT_MARK "the job's data stays on its nodes; the failed stage_out "
+                  "lines run again every %u s until %s (AdafsStageOutKeep=%u s), then it is "
+                  "torn down; fix the destination, or scancel --hurry to tear it down now]",
+                  cause ? cause : "stage_out failed", every, when, cfg->stage_out_keep);
         free(cause);
         log_warn("job %u: %s (pass %u)", j->job_id, j->error, j->out_passes + 1);
         j->out_redo = j->out_failed;
