@@ -44,6 +44,7 @@ struct bb_config {
     char *state_dir;              /* NULL: <StateSaveLocation>/adafs */
     uint32_t server_timeout_ms;   /* clients give EIO after this */
     uint32_t stage_out_keep;      /* seconds data stays after a failed stage-out */
+    uint32_t stage_out_retry;     /* seconds between stage-out passes while kept */
     uint32_t stage_threads;       /* copy threads per node, at most */
     uint32_t stage_threads_per_cpu; /* ... per CPU the job has there (0: stage_threads) */
     uint64_t max_mdops;           /* stager limits toward the PFS; 0: none */

@@ -101,6 +101,16 @@ static void one(FILE *f, const struct bb_job *j, bool asked)
     fprintf(f, "\n");
     if (j->error)
         fprintf(f, "  Error=%s\n", j->error);
+    if (j->phase == PHASE_STAGING_OUT && j->t_out_failed) {
+        /* A failed stage-out kept (stageout_keep.h). */
+        char since[32] = "-", next[32] = "-";
+        struct tm tm;
+        strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%S", localtime_r(&j->t_out_failed, &tm));
+        if (j->retry_at)
+            strftime(next, sizeof(next), "%Y-%m-%dT%H:%M:%S", localtime_r(&j->retry_at, &tm));
+        fprintf(f, "  StageOutKept=yes FailedSince=%s Passes=%u NextPass=%s\n", since,
+                j->out_passes, next);
+    }
 }
 
 char *bb_status_text(const struct bb_job *jobs, uint32_t job_id)

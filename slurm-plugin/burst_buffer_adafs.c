@@ -292,6 +292,22 @@ static void apply_outcome(const struct bb_outcome *o, void *arg)
         job_ptr->system_comment = xstrdup_printf("%s: %s", plugin_type, o->error);
         last_job_update = time(NULL);
     }
+    /* A failed stage-out kept (stageout_keep.h), as Slurm's lua and datawarp
+     * plugins keep one: the job stays in StageOut (scancel --hurry) with why. */
+    if (plan.kept) {
+        job_ptr->job_state |= JOB_STAGE_OUT;
+        set_reason(job_ptr, o->error);
+        schedule_job_save();
+    } else if (plan.out_over && IS_JOB_STAGE_OUT(job_ptr)) {
+        job_ptr->job_state &= ~JOB_STAGE_OUT;
+        if (o->error && o->failure != FAIL_NONE) {
+            set_reason(job_ptr, o->error);
+        } else {
+            job_ptr->state_reason = WAIT_NO_REASON;
+            xfree(job_ptr->state_desc);
+        }
+        schedule_job_save();
+    }
     held("apply", since);
     unlock_slurmctld(job_write_lock);
 }

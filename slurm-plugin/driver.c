@@ -109,6 +109,10 @@ struct bb_outcome_plan driver_outcome_plan(const struct bb_outcome *o, bool conf
                o->error) {
         plan.comment = true;
     }
+    /* stageout_keep.h: Slurm's convention (lua, datawarp) for a buffer
+     * kept after a failed stage-out. */
+    plan.kept = (o->events & LC_KEPT) && o->error;
+    plan.out_over = finished;
     return plan;
 }
 
@@ -167,7 +171,7 @@ static void add_outcome(struct outcomes *out, const struct bb_job *j, int events
         out->seq = seq;
     /* An instance of an older allocation never acts on the job: its newer
      * instance does. */
-    if (j->superseded || !((events & (LC_RELEASE | LC_FINISHED)) || j->phase != before))
+    if (j->superseded || !((events & (LC_RELEASE | LC_FINISHED | LC_KEPT)) || j->phase != before))
         return;
     if (out->n == out->cap) {
         size_t cap = out->cap ? out->cap * 2 : 16;

@@ -56,6 +56,8 @@ struct bb_outcome_plan {
     bool hold;         /* ... and held (priority 0) */
     bool drain;        /* drain o->node: its agent proved it cannot serve */
     bool comment;      /* failed after its run (stage-out): o->error in its system comment */
+    bool kept;         /* a failed stage-out kept: o->error its reason, the job in StageOut */
+    bool out_over;     /* torn down: the job is no longer in StageOut */
 };
 struct bb_outcome_plan driver_outcome_plan(const struct bb_outcome *o, bool configuring,
                                            unsigned restarts);
