@@ -28,9 +28,9 @@ for inst in "$FS".in.*[0-9]; do
     flock "$inst.lock" "$CTL" stop --base "$inst" > /dev/null 2>&1 || true
     rm -rf "$inst" "$inst.lock"
 done
-[ -e "$OUT.rm.lock" ] && flock "$OUT.rm.lock" true
+for lock in "$OUT".rm.*.lock; do [ -e "$lock" ] && flock "$lock" rm -f "$lock"; done
 "$CTL" stop --base "$FS" > /dev/null 2>&1 || true
-rm -rf "$FS" "$OUT" "$J" "$OUT.rm.lock"
+rm -rf "$FS" "$OUT" "$J"
 [ "$set" = stop ] && exit 0
 W=$BENCH_ROOT SMALL=${SMALL:-100000} MID=${MID:-1000} BIG=${BIG:-4} BIGMIB=${BIGMIB:-1024}
 say() { echo "[$(date +%T)] $*" >&2; }
