@@ -74,6 +74,7 @@
 #include "placement.h"
 #include "predict.h"
 #include "size.h"
+#include "stageout_bounds.h"
 #include "walltime_observer.h"
 
 /* What slurmctld looks up, the only symbols this plugin exports: the
@@ -178,6 +179,13 @@ static int load_config(bool at_init)
     }
     if (rc == 1)
         info("%s: %s not found, using built-in defaults", plugin_type, path);
+    uint64_t release_s = bb_config_release_needed_s(&fresh);
+    if (release_s > STAGEOUT_RELEASE_DEFAULT_S)
+        info("%s: StageOutTimeout + AdafsStageOutKeep + %d s = %" PRIu64 " s is longer than "
+             "adafs-epilog's default --timeout (%d s): give the Epilog --timeout %" PRIu64
+             " or more, or the node agents tear down a job's data before stage-out is done "
+             "with it", plugin_type, STAGEOUT_RELEASE_SLACK_S, release_s,
+             STAGEOUT_RELEASE_DEFAULT_S, release_s);
     slurm_mutex_lock(&drv.lock);
     if (!at_init && bb_config_munge_socket_changed(agents_munge_socket, &fresh))
         error("%s: AdafsMungeSocket changed: the agents' sessions use the new socket only "
