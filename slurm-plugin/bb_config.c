@@ -44,6 +44,7 @@ static const struct key_spec keys[] = {
     KEY("AdafsStateDir", V_STRING, state_dir),
     KEY("AdafsServerTimeout", V_SECONDS, server_timeout_ms),
     KEY("AdafsStageOutKeep", V_SECONDS, stage_out_keep),
+    KEY("AdafsStageOutRetry", V_SECONDS, stage_out_retry),
     KEY("AdafsStageThreads", V_INT, stage_threads),
     KEY("AdafsStageThreadsPerCpu", V_INT, stage_threads_per_cpu),
     KEY("AdafsMaxMetadataRate", V_SIZE, max_mdops),
@@ -80,6 +81,7 @@ static void set_defaults(struct bb_config *cfg)
         .agent_port = 6830,
         .server_timeout_ms = 10000,
         .stage_out_keep = 3600,
+        .stage_out_retry = 60,
         .stage_threads = 8,
         .stage_threads_per_cpu = 2,
         .walltime_margin = 10,
@@ -87,6 +89,12 @@ static void set_defaults(struct bb_config *cfg)
         .walltime_learn_interval = 30,
     };
     qos_conf_defaults(&cfg->qos);
+}
+
+bool bb_config_munge_socket_changed(const char *in_use, const struct bb_config *cfg)
+{
+    return cfg->munge_socket ? !in_use || strcmp(cfg->munge_socket, in_use) != 0
+                             : in_use != NULL;
 }
 
 uint32_t bb_stage_threads(const struct bb_config *cfg, unsigned cpus)

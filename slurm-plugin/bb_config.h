@@ -8,6 +8,7 @@
 #ifndef ADAFS_BB_CONFIG_H
 #define ADAFS_BB_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -43,6 +44,7 @@ struct bb_config {
     char *state_dir;              /* NULL: <StateSaveLocation>/adafs */
     uint32_t server_timeout_ms;   /* clients give EIO after this */
     uint32_t stage_out_keep;      /* seconds data stays after a failed stage-out */
+    uint32_t stage_out_retry;     /* seconds between stage-out passes while kept */
     uint32_t stage_threads;       /* copy threads per node, at most */
     uint32_t stage_threads_per_cpu; /* ... per CPU the job has there (0: stage_threads) */
     uint64_t max_mdops;           /* stager limits toward the PFS; 0: none */
@@ -70,6 +72,10 @@ struct bb_config {
  * message in err on any error. */
 int bb_config_load(const char *path, struct bb_config *cfg, char *err, size_t errlen);
 void bb_config_free(struct bb_config *cfg);
+/* Whether a reloaded cfg names another AdafsMungeSocket than in_use, the
+ * one the agents' sessions were opened with at start (NULL: munge's
+ * default): a change takes effect only when slurmctld restarts. */
+bool bb_config_munge_socket_changed(const char *in_use, const struct bb_config *cfg);
 /* Copy threads of the stage worker on a node where the job has `cpus`
  * CPUs (0: not known): stage_threads_per_cpu per CPU, at least 1 and at
  * most stage_threads; stage_threads when either is 0. So a worker uses

@@ -104,6 +104,15 @@ struct bb_job {
 
     time_t t_begin, t_deployed, t_staged_in, t_ended, t_staged_out, t_done;
 
+    /* Saved: a failed stage-out kept (stageout_keep.h). out_failed: the
+     * stage_out lines (bit = index in req.stages) that failed in this pass;
+     * out_redo: the lines this pass runs again (0: all); t_out_failed: the
+     * first failure (0: none), t_out_pass: this pass's start; out_passes:
+     * passes run again. */
+    uint64_t out_failed, out_redo;
+    time_t t_out_failed, t_out_pass;
+    uint32_t out_passes;
+
     /* Saved: its saved record could not be read (why); job_id is the only
      * other field that holds anything. The plugin settles it with Slurm's
      * record of the job (hold it, or rebuild it to stage out). */

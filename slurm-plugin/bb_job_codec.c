@@ -205,7 +205,9 @@ void bb_job_encode(struct rpc_writer *w, const struct bb_job *j)
                    /* bits 4-5: access= (a record of before it has 0: unset) */
                    (uint32_t)j->req.access << 4 |
                    /* bit 6: the servers' key follows the secret */
-                   (uint32_t)(j->server_key_hex[0] != '\0') << 6);
+                   (uint32_t)(j->server_key_hex[0] != '\0') << 6 |
+                   /* bit 7: a failed stage-out kept (its fields follow the times) */
+                   (uint32_t)(j->t_out_failed != 0) << 7);
     rpc_put_u32(w, (uint32_t)j->nnodes);
     for (size_t i = 0; i < j->nnodes; i++) {
         const struct bb_node *n = &j->nodes[i];
@@ -234,6 +236,13 @@ void bb_job_encode(struct rpc_writer *w, const struct bb_job *j)
                               &j->t_ended, &j->t_staged_out, &j->t_done };
     for (size_t i = 0; i < sizeof(times) / sizeof(*times); i++)
         rpc_put_i64(w, (int64_t)*times[i]);
+    if (j->t_out_failed) {
+        rpc_put_i64(w, (int64_t)j->t_out_failed);
+        rpc_put_i64(w, (int64_t)j->t_out_pass);
+        rpc_put_u64(w, j->out_failed);
+        rpc_put_u64(w, j->out_redo);
+        rpc_put_u32(w, j->out_passes);
+    }
     put_persist(w, &j->req);
     /* A persistent instance's servers: the instance's record (persist.c's
      * codec) follows its create_persistent line. */
@@ -344,6 +353,13 @@ struct bb_job *bb_job_decode(struct rpc_reader *r, char *err, size_t errlen)
                         &j->t_ended, &j->t_staged_out, &j->t_done };
     for (size_t i = 0; i < sizeof(times) / sizeof(*times); i++)
         *times[i] = (time_t)rpc_get_i64(r);
+    if (flags & 128) {
+        j->t_out_failed = (time_t)rpc_get_i64(r);
+        j->t_out_pass = (time_t)rpc_get_i64(r);
+        j->out_failed = rpc_get_u64(r);
+        j->out_redo = rpc_get_u64(r);
+        j->out_passes = rpc_get_u32(r);
+    }
     if (ok && !get_persist(r, &j->req)) {
         ok = false;
         what = "persistent-instance lines";

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "bb_qos.h"
+#include "lock_watch.h"
 #include "persist.h"
 #include "predict.h"
 #include "size.h"
@@ -100,6 +101,16 @@ static void one(FILE *f, const struct bb_job *j, bool asked)
     fprintf(f, "\n");
     if (j->error)
         fprintf(f, "  Error=%s\n", j->error);
+    if (j->phase == PHASE_STAGING_OUT && j->t_out_failed) {
+        /* A failed stage-out kept (stageout_keep.h). */
+        char since[32] = "-", next[32] = "-";
+        struct tm tm;
+        strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%S", localtime_r(&j->t_out_failed, &tm));
+        if (j->retry_at)
+            strftime(next, sizeof(next), "%Y-%m-%dT%H:%M:%S", localtime_r(&j->retry_at, &tm));
+        fprintf(f, "  StageOutKept=yes FailedSince=%s Passes=%u NextPass=%s\n", since,
+                j->out_passes, next);
+    }
 }
 
 char *bb_status_text(const struct bb_job *jobs, uint32_t job_id)
@@ -162,13 +173,6 @@ void bb_status_buffer(const struct bb_job *j, struct bb_buffer_view *out)
     }
 }
 
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /* Slurm does not say who asks for bbstat: with PrivateData nobody sees
  * other jobs' users, servers or errors (which name paths). d->lock held. */
 static char *private_report(const struct bb_driver *d, const char *plugin, const char *state_file)
@@ -203,10 +207,10 @@ char *bb_status_report(struct bb_driver *d, const char *arg, const char *plugin,
         pthread_mutex_unlock(&d->lock);
         return out;
     }
-    uint64_t since = now_us();
+    uint64_t since = lock_watch_now_us();
     char *text = bb_status_text(d->jobs, only);
     char *persistent = only ? NULL : persist_status_text(&d->persist);
-    driver_lock_note(&d->held, "bbstat", now_us() - since);
+    driver_lock_note(&d->held, "bbstat", lock_watch_now_us() - since);
     struct bb_lock_stats table = d->held;
     /* qosd's status file is read off the table lock. */
     char *qos_dir = d->config.qos.paths && d->config.qos.state_dir ?

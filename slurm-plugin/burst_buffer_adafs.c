@@ -26,7 +26,8 @@
  * cancel: one record saved with a write, no fsync) and wakes the driver;
  * nothing waits on an agent or a disk. The driver applies outcomes with
  * the job lock taken here (apply_outcome). How long the plugin holds
- * slurmctld's job lock is measured (held_stats) and shown by bbstat. */
+ * slurmctld's job lock is measured (job_lock_watch, lock_watch.h) and
+ * shown by bbstat. */
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
@@ -66,6 +67,7 @@
 #include "driver.h"
 #include "instance.h"
 #include "lifecycle.h"
+#include "lock_watch.h"
 #include "log_sink.h"
 #include "munge_auth.h"
 #include "persist_job.h"
@@ -126,28 +128,16 @@ static char *state_file;
 
 /* How long the plugin keeps slurmctld's job lock: each bb_p_* called with
  * it, and the plugin's own sections under it. */
-static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct bb_lock_stats held_stats;
-
-static uint64_t clock_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
+static struct lock_watch job_lock_watch = LOCK_WATCH_INIT;
 
 /* Called at the end of a section under slurmctld's job lock that began at
- * `since` (clock_us). */
+ * `since` (lock_watch_now_us). */
 static void held(const char *where, uint64_t since)
 {
-    uint64_t us = clock_us() - since;
-    pthread_mutex_lock(&held_lock);
-    uint64_t before = held_stats.max_us;
-    driver_lock_note(&held_stats, where, us);
-    pthread_mutex_unlock(&held_lock);
+    uint64_t us = lock_watch_now_us() - since;
     /* Each new longest hold is logged (a few lines a run): the longest
      * over a slurmctld's life survives its kill -9, unlike bbstat's. */
-    if (us > before)
+    if (lock_watch_note(&job_lock_watch, where, us))
         verbose("%s: slurmctld's job lock held %"PRIu64" us in %s, the longest yet",
                 plugin_type, us, where);
 }
@@ -155,7 +145,7 @@ static void held(const char *where, uint64_t since)
 /* A Slurm call made with slurmctld's job lock held: fn, timed (held). */
 static int timed(const char *where, int (*fn)(job_record_t *job_ptr), job_record_t *job_ptr)
 {
-    uint64_t since = clock_us();
+    uint64_t since = lock_watch_now_us();
     int rc = fn(job_ptr);
     held(where, since);
     return rc;
@@ -189,9 +179,7 @@ static int load_config(bool at_init)
     if (rc == 1)
         info("%s: %s not found, using built-in defaults", plugin_type, path);
     slurm_mutex_lock(&drv.lock);
-    if (!at_init && (fresh.munge_socket ? !agents_munge_socket ||
-                                          strcmp(fresh.munge_socket, agents_munge_socket) != 0
-                                        : agents_munge_socket != NULL))
+    if (!at_init && bb_config_munge_socket_changed(agents_munge_socket, &fresh))
         error("%s: AdafsMungeSocket changed: the agents' sessions use the new socket only "
               "after slurmctld restarts", plugin_type);
     bb_config_free(&drv.config);
@@ -273,7 +261,7 @@ static void apply_outcome(const struct bb_outcome *o, void *arg)
     (void)arg;
     slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = WRITE_LOCK, .fed = READ_LOCK };
     lock_slurmctld(job_write_lock);
-    uint64_t since = clock_us();
+    uint64_t since = lock_watch_now_us();
     job_record_t *job_ptr = find_job_record(o->job_id);
     if (!job_ptr) {
         held("apply", since);
@@ -304,6 +292,22 @@ static void apply_outcome(const struct bb_outcome *o, void *arg)
         job_ptr->system_comment = xstrdup_printf("%s: %s", plugin_type, o->error);
         last_job_update = time(NULL);
     }
+    /* A failed stage-out kept (stageout_keep.h), as Slurm's lua and datawarp
+     * plugins keep one: the job stays in StageOut (scancel --hurry) with why. */
+    if (plan.kept) {
+        job_ptr->job_state |= JOB_STAGE_OUT;
+        set_reason(job_ptr, o->error);
+        schedule_job_save();
+    } else if (plan.out_over && IS_JOB_STAGE_OUT(job_ptr)) {
+        job_ptr->job_state &= ~JOB_STAGE_OUT;
+        if (o->error && o->failure != FAIL_NONE) {
+            set_reason(job_ptr, o->error);
+        } else {
+            job_ptr->state_reason = WAIT_NO_REASON;
+            xfree(job_ptr->state_desc);
+        }
+        schedule_job_save();
+    }
     held("apply", since);
     unlock_slurmctld(job_write_lock);
 }
@@ -333,33 +337,25 @@ struct collect {
     time_t since;
 };
 
-/* A job whose life moved on since c->since (walltime_observer.h): started,
+/* A job whose life moved on since c->since (wt_event_of): started,
  * finished, or ended without running. */
 static int collect_event(void *x, void *arg)
 {
     job_record_t *job_ptr = x;
     const struct collect *c = arg;
-    time_t since = c->since;
+    struct wt_job_state s = {
+        .finished = IS_JOB_FINISHED(job_ptr), .running = IS_JOB_RUNNING(job_ptr),
+        .complete = IS_JOB_COMPLETE(job_ptr), .cancelled = IS_JOB_CANCELLED(job_ptr),
+        .start_time = job_ptr->start_time, .end_time = job_ptr->end_time,
+    };
     enum wt_event ev;
-    if (IS_JOB_FINISHED(job_ptr) && job_ptr->end_time > since)
-        ev = job_ptr->start_time && job_ptr->end_time >= job_ptr->start_time ? WT_FINISHED
-                                                                             : WT_CANCELLED;
-    else if (IS_JOB_RUNNING(job_ptr) && job_ptr->start_time > since)
-        ev = WT_STARTED;
-    else
+    if (!wt_event_of(&s, c->since, &ev))
         return 0;
     struct walltime_job *w = wt_events_add(c->events, ev);
     if (!w)
         return 0;
     walltime_job_of(job_ptr, w);
-    if (ev == WT_CANCELLED)
-        return 0;
-    if (w->submit_time >= 0 && job_ptr->start_time >= w->submit_time)
-        w->wait_time = job_ptr->start_time - w->submit_time;
-    if (ev == WT_FINISHED) {
-        w->run_time = job_ptr->end_time - job_ptr->start_time;
-        w->status = IS_JOB_COMPLETE(job_ptr) ? 1 : IS_JOB_CANCELLED(job_ptr) ? 5 : 0;
-    }
+    wt_event_times(w, ev, &s);
     return 0;
 }
 
@@ -371,7 +367,7 @@ static void collect_events(void *arg, time_t since, struct wt_events *out)
     struct collect c = { out, since };
     slurmctld_lock_t job_read_lock = { .job = READ_LOCK };
     lock_slurmctld(job_read_lock);
-    uint64_t t0 = clock_us();
+    uint64_t t0 = lock_watch_now_us();
     list_for_each(job_list, collect_event, &c);
     held("walltime: finished jobs", t0);
     unlock_slurmctld(job_read_lock);
@@ -483,7 +479,7 @@ static void settle_saved(void *arg)
     (void)arg;
     slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = WRITE_LOCK, .fed = READ_LOCK };
     lock_slurmctld(job_write_lock);
-    uint64_t since = clock_us();
+    uint64_t since = lock_watch_now_us();
     slurm_mutex_lock(&drv.lock);
     bb_restart_settle(&drv, &restart_hooks);
     slurm_mutex_unlock(&drv.lock);
@@ -567,15 +563,7 @@ extern int fini(void)
     agent_link_free(agents);
     agents = NULL;
     slurm_mutex_lock(&drv.lock);
-    bb_store_close(drv.store);
-    drv.store = NULL;
-    drv.persist.head = NULL;   /* its instances are freed with their records */
-    while (drv.jobs) {
-        struct bb_job *j = drv.jobs;
-        drv.jobs = j->next;
-        bb_job_free(j);
-    }
-    bb_config_free(&drv.config);
+    driver_free_table(&drv);
     xfree(state_file);
     free(agents_munge_socket);
     agents_munge_socket = NULL;
@@ -602,9 +590,7 @@ extern int bb_p_load_state(bool init_config)
  * (bb_status_report). */
 extern char *bb_p_get_status(uint32_t argc, char **argv)
 {
-    pthread_mutex_lock(&held_lock);
-    struct bb_lock_stats job_lock = held_stats;
-    pthread_mutex_unlock(&held_lock);
+    struct bb_lock_stats job_lock = lock_watch_stats(&job_lock_watch);
     char *text = bb_status_report(&drv, argc > 0 ? argv[0] : NULL, plugin_type, state_file,
                                   &job_lock);
     char *out = xstrdup(text ? text : "out of memory\n");
@@ -794,7 +780,7 @@ static int job_validate2(job_record_t *job_ptr, char **err_msg)
 /* Called with slurmctld's job lock: timed. */
 extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg)
 {
-    uint64_t since = clock_us();
+    uint64_t since = lock_watch_now_us();
     int rc = job_validate2(job_ptr, err_msg);
     held("bb_p_job_validate2", since);
     return rc;

@@ -5,19 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lock_watch.h"
 #include "log.h"
 #include "persist_job.h"
 
 static time_t wall_clock(void)
 {
     return time(NULL);
-}
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 void driver_lock_note(struct bb_lock_stats *st, const char *where, uint64_t us)
@@ -115,6 +109,10 @@ struct bb_outcome_plan driver_outcome_plan(const struct bb_outcome *o, bool conf
                o->error) {
         plan.comment = true;
     }
+    /* stageout_keep.h: Slurm's convention (lua, datawarp) for a buffer
+     * kept after a failed stage-out. */
+    plan.kept = (o->events & LC_KEPT) && o->error;
+    plan.out_over = finished;
     return plan;
 }
 
@@ -173,7 +171,7 @@ static void add_outcome(struct outcomes *out, const struct bb_job *j, int events
         out->seq = seq;
     /* An instance of an older allocation never acts on the job: its newer
      * instance does. */
-    if (j->superseded || !((events & (LC_RELEASE | LC_FINISHED)) || j->phase != before))
+    if (j->superseded || !((events & (LC_RELEASE | LC_FINISHED | LC_KEPT)) || j->phase != before))
         return;
     if (out->n == out->cap) {
         size_t cap = out->cap ? out->cap * 2 : 16;
@@ -198,12 +196,12 @@ static void add_outcome(struct outcomes *out, const struct bb_job *j, int events
 static uint64_t lock_driver(struct bb_driver *d)
 {
     pthread_mutex_lock(&d->lock);
-    return now_us();
+    return lock_watch_now_us();
 }
 
 static void unlock_driver(struct bb_driver *d, uint64_t since, const char *where)
 {
-    uint64_t us = now_us() - since, before = d->held.max_us;
+    uint64_t us = lock_watch_now_us() - since, before = d->held.max_us;
     driver_lock_note(&d->held, where, us);
     pthread_mutex_unlock(&d->lock);
     /* slurmctld's threads may wait for this lock under its job lock: a
@@ -331,4 +329,17 @@ void driver_stop(struct bb_driver *d)
     if (d->running)
         pthread_join(d->thread, NULL);
     d->running = false;
+}
+
+void driver_free_table(struct bb_driver *d)
+{
+    bb_store_close(d->store);
+    d->store = NULL;
+    d->persist.head = NULL;   /* its instances are freed with their records */
+    while (d->jobs) {
+        struct bb_job *j = d->jobs;
+        d->jobs = j->next;
+        bb_job_free(j);
+    }
+    bb_config_free(&d->config);
 }

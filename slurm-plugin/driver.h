@@ -56,6 +56,8 @@ struct bb_outcome_plan {
     bool hold;         /* ... and held (priority 0) */
     bool drain;        /* drain o->node: its agent proved it cannot serve */
     bool comment;      /* failed after its run (stage-out): o->error in its system comment */
+    bool kept;         /* a failed stage-out kept: o->error its reason, the job in StageOut */
+    bool out_over;     /* torn down: the job is no longer in StageOut */
 };
 struct bb_outcome_plan driver_outcome_plan(const struct bb_outcome *o, bool configuring,
                                            unsigned restarts);
@@ -100,6 +102,10 @@ void driver_init(struct bb_driver *d);
  * errno. */
 int driver_start(struct bb_driver *d);
 void driver_stop(struct bb_driver *d);
+/* After driver_stop, with d->lock held if d is shared: the journal
+ * closed, the records freed (and with them the persistent instances
+ * they own), the configuration freed. */
+void driver_free_table(struct bb_driver *d);
 /* Something changed (a new job, an end, answers): pass soon. Any thread,
  * any lock. */
 void driver_wake(struct bb_driver *d);

@@ -78,13 +78,22 @@ static void ok_reply(struct agent_call *c, struct rpc_writer *w)
     rpc_reader_init(&c->reply.reader, w->data, w->len);
 }
 
+/* Stages whose source holds this text fail on every node ("": none). */
+static char failing_source[64];
+
+void fake_fail_source(const char *text)
+{
+    snprintf(failing_source, sizeof(failing_source), "%s", text ? text : "");
+}
+
 static void status_reply(struct agent_call *c, struct fake_node *n, int64_t now, bool lost)
 {
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
     int state = lost || !n->stage.started ? AGENT_OP_NONE
               : now < n->stage.ends_at ? AGENT_OP_RUNNING : AGENT_OP_DONE;
-    bool fails = n->script.kind == FAKE_STAGE_FAILS;
+    bool fails = n->script.kind == FAKE_STAGE_FAILS ||
+                 (failing_source[0] && strstr(n->stage.source, failing_source));
     char *summary = NULL;
     if (state == AGENT_OP_DONE) {
         struct stage_report_failure f = { n->stage.source, ENOENT, "No such file or directory",

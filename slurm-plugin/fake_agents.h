@@ -41,6 +41,9 @@ struct fake_node_script {
 void fake_start(int nodes);
 void fake_stop(void);
 void fake_set(int node, const struct fake_node_script *script);   /* node from 1 */
+/* Stages whose source holds text fail on every node as FAKE_STAGE_FAILS's
+ * (NULL or "": none). */
+void fake_fail_source(const char *text);
 extern const struct lc_transport fake_transport;
 
 /* How many requests of op node got (from 1), and in all. */

@@ -13,6 +13,7 @@
 
 #include "lifecycle_phases.h"
 #include "log.h"
+#include "stageout_keep.h"
 
 /* --- what failures mean ------------------------------------------------ */
 
@@ -341,13 +342,18 @@ void lifecycle_job_ended(struct bb_job *j, bool hurry)
         j->phase = PHASE_STAGING_OUT;
         j->stage_index = 0;
         j->finalizing = false;
+        j->out_failed = j->out_redo = 0;
+        j->t_out_failed = j->t_out_pass = 0;
+        j->out_passes = 0;
         for (size_t i = 0; i < j->nnodes; i++)
             j->nodes[i].stage_sent = false;
         break;
     case PHASE_STAGING_OUT:
-        /* Only --hurry stops a stage-out under way. */
-        if (hurry)
+        /* Only --hurry stops a stage-out under way, or a failed one kept. */
+        if (hurry) {
+            stageout_keep_hurry(j);
             lc_to_teardown(j);
+        }
         break;
     case PHASE_DEPLOYING:
     case PHASE_STAGING_IN:

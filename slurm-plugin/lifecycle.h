@@ -34,6 +34,7 @@
 #define LC_CHANGED  0x1   /* the record changed: save it */
 #define LC_RELEASE  0x2   /* stage-in done: let the job start */
 #define LC_FINISHED 0x4   /* torn down: after a failure, hold or requeue the job */
+#define LC_KEPT     0x8   /* a failed stage-out kept (stageout_keep.h): show the job why */
 
 /* Where requests go. send() hands one over and returns; the call's done
  * is called once it is answered or has failed, from any thread but never

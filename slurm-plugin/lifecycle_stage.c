@@ -10,11 +10,15 @@
 #include "log.h"
 #include "persist_job.h"
 #include "stage_report.h"
+#include "stageout_keep.h"
 
 /* The next stage spec of the given direction at or after stage_index. */
 struct stage_spec *lc_current_spec(struct bb_job *j, enum stage_direction dir)
 {
-    while (j->stage_index < j->req.nstages && j->req.stages[j->stage_index].direction != dir)
+    /* A pass after a failed stage-out runs the failed lines only. */
+    while (j->stage_index < j->req.nstages &&
+           (j->req.stages[j->stage_index].direction != dir ||
+            (dir == STAGE_OUT && stageout_keep_skips(j, j->stage_index))))
         j->stage_index++;
     return j->stage_index < j->req.nstages ? &j->req.stages[j->stage_index] : NULL;
 }
@@ -182,7 +186,8 @@ int lc_finish_stage(struct bb_job *j, struct lc_set *s, const struct lc_env *env
 bool lc_stage_overdue(struct bb_job *j, const struct lc_env *env, enum stage_direction dir,
                           const struct stage_spec *spec)
 {
-    time_t since = dir == STAGE_IN ? j->t_deployed : j->t_ended;
+    /* A stage-out pass after a failed one is timed from its own start. */
+    time_t since = dir == STAGE_IN ? j->t_deployed : j->t_out_pass ? j->t_out_pass : j->t_ended;
     uint32_t limit = dir == STAGE_IN ? env->cfg->stage_in_timeout : env->cfg->stage_out_timeout;
     if (!limit || !since || env->now - since <= (time_t)limit)
         return false;
@@ -244,23 +249,31 @@ int lc_finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction dir
         totals->errors += d->part.errors;
         if (d->part.seconds > totals->seconds)
             totals->seconds = d->part.seconds;   /* workers run side by side */
+        /* A stage-out's reason names its destination too: the stager's
+         * paths are inside the file system, the user must fix the other. */
         if (d->exit_status != 0 && failed++ == 0 &&
-            asprintf(&cause, "%s source=%s on node %s: %s", verb, spec->source,
-                     j->nodes[s->node[k]].name, d->why ? d->why : "the stager failed") < 0)
+            asprintf(&cause, "%s source=%s%s%s on node %s: %s", verb, spec->source,
+                     dir == STAGE_OUT ? " destination=" : "",
+                     dir == STAGE_OUT ? spec->destination : "", j->nodes[s->node[k]].name,
+                     d->why ? d->why : "the stager failed") < 0)
             cause = NULL;
     }
     j->attempts = 0;
     for (size_t i = 0; i < j->nnodes; i++)
         j->nodes[i].stage_sent = false;
-    if (failed) {
+    if (failed && dir == STAGE_IN) {
         bb_job_set_error(j, FAIL_USER, "%s", cause ? cause : "stage failed");
         free(cause);
         log_warn("job %u: %s", j->job_id, j->error);
-        if (dir == STAGE_IN) {
-            lc_to_teardown(j);
-            return LC_CHANGED;
-        }
-        /* Stage-out copies what it can: go on with the other lines. */
+        lc_to_teardown(j);
+        return LC_CHANGED;
+    }
+    if (failed) {
+        /* Stage-out copies what it can: go on with the other lines; the
+         * failed ones decide at the pass's end (stageout_keep.h). */
+        stageout_keep_failed(j, j->stage_index, cause ? cause : "stage failed");
+        free(cause);
+        log_warn("job %u: %s", j->job_id, j->error);
     }
     /* The workers finish a stage themselves, attributes included (the
      * stager's doc/stager.md): no finalize pass follows. One in a state
@@ -279,9 +292,7 @@ int lc_step_stage(struct bb_job *j, const struct lc_env *env, enum stage_directi
             j->phase = PHASE_RUNNING;
             return LC_CHANGED | LC_RELEASE;
         }
-        j->t_staged_out = env->now;
-        lc_to_teardown(j);
-        return LC_CHANGED;
+        return stageout_keep_end_pass(j, env->cfg, env->now);
     }
     if (j->nnodes == 0) {
         j->stage_index++;   /* nobody to copy to or from */

@@ -98,6 +98,17 @@ int main(void)
     tap_ok(bb_stage_threads(&cfg, 1) == 16 && bb_stage_threads(&cfg, 64) == 16,
            "... and gives every node AdafsStageThreads, whatever its CPUs");
     bb_config_free(&cfg);
+    tap_is_int(load_text("AdafsMungeSocket=/run/munge/b.socket\n", &cfg), 0, "AdafsMungeSocket loads");
+    tap_ok(!bb_config_munge_socket_changed("/run/munge/b.socket", &cfg),
+           "the socket in use again: not a change");
+    tap_ok(bb_config_munge_socket_changed("/run/munge/a.socket", &cfg), "another one: a change");
+    tap_ok(bb_config_munge_socket_changed(NULL, &cfg), "one where munge's default was used: a change");
+    bb_config_free(&cfg);
+    tap_is_int(load_text("", &cfg), 0, "no AdafsMungeSocket");
+    tap_ok(!bb_config_munge_socket_changed(NULL, &cfg), "munge's default again: not a change");
+    tap_ok(bb_config_munge_socket_changed("/run/munge/a.socket", &cfg),
+           "munge's default where a socket was named: a change");
+    bb_config_free(&cfg);
     unlink(path);
     return tap_done();
 }

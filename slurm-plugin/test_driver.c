@@ -276,12 +276,8 @@ int main(void)
            (unsigned long long)d.held.holds, (unsigned long long)d.held.max_us,
            d.held.max_where ? d.held.max_where : "-");
     fake_stop();
-    while (d.jobs) {
-        struct bb_job *next = d.jobs->next;
-        bb_job_free(d.jobs);
-        d.jobs = next;
-    }
-    bb_store_close(d.store);
+    driver_free_table(&d);
+    tap_ok(!d.jobs && !d.store && !d.persist.head, "the table freed, its journal closed");
     unlink(path);
     rmdir(dir);
     return tap_done();

@@ -1,6 +1,7 @@
 /* driver_outcome_plan: what a step's outcome does to the Slurm job: a
  * release, a requeue or hold after a failure before the release (a node
- * drained only for a fault its agent proved), a note after the run.
+ * drained only for a fault its agent proved), a note after the run, a
+ * failed stage-out kept.
  * driver_job_end: what Slurm's end or cancel of a job does to its record. */
 #include "driver.h"
 #include "tap.h"
@@ -93,7 +94,12 @@ int main(void)
     tap_ok(!p.requeue && !p.drain && !p.comment, "after the run a node fault drains nothing");
     o = outcome(LC_FINISHED, FAIL_NONE, true, NULL);
     p = driver_outcome_plan(&o, false, 0);
-    tap_ok(!p.requeue && !p.comment, "torn down after a good run: nothing");
+    tap_ok(!p.requeue && !p.comment && p.out_over && !p.kept, "torn down after a good run: "
+           "nothing but the end of its StageOut");
+    o = outcome(LC_CHANGED | LC_KEPT, FAIL_USER, true, NULL);
+    p = driver_outcome_plan(&o, false, 0);
+    tap_ok(p.kept && !p.comment && !p.out_over && !p.requeue && !p.drain,
+           "a failed stage-out kept: its reason shown, the job kept in StageOut");
     test_job_end();
     return tap_done();
 }

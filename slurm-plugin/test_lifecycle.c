@@ -194,7 +194,7 @@ static void test_stage_failures(void)
     ev = drive(j, 3000);
     tap_ok(j->phase == PHASE_COMPLETE && j->failure == FAIL_USER && fake_calls(1, AGENT_STAGE) == 2,
            "stage-out failures: the other lines are still copied, then teardown");
-    tap_ok(j->error && strstr(j->error, "stage_out source=o on node n1"),
+    tap_ok(j->error && strstr(j->error, "stage_out source=o destination=/pfs/o on node n1"),
            "the first failure is kept for the job's comment (%s)", j->error ? j->error : "");
     bb_job_free(j);
 

@@ -1,6 +1,7 @@
 /* walltime_observer: the walltime thread tells the model what the shim
  * collected (jobs without a time limit left out) and moves its mark on;
- * the note and planning time a job gets from its estimates. */
+ * the note and planning time a job gets from its estimates; which event a
+ * job's record is since the last look, and what it tells of the job. */
 #include "predict.h"
 #include "walltime_observer.h"
 #include "tap.h"
@@ -58,6 +59,46 @@ int main(void)
     tap_ok(all && e.n == 200 && e.event[199] == WT_STARTED && !e.dropped,
            "200 events kept, each job initialised");
     wt_events_free(&e);
+
+    /* A job's record, as the shim copies it, since the look at 100. */
+    enum wt_event ev = WT_STARTED;
+    struct wt_job_state s = { .running = true, .start_time = 150 };
+    tap_ok(wt_event_of(&s, 100, &ev) && ev == WT_STARTED, "started since the last look");
+    s.start_time = 100;
+    tap_ok(!wt_event_of(&s, 100, &ev), "started at the last look: already told");
+    s = (struct wt_job_state){ .finished = true, .complete = true, .start_time = 90,
+                               .end_time = 200 };
+    tap_ok(wt_event_of(&s, 100, &ev) && ev == WT_FINISHED, "finished since, though started before");
+    struct walltime_job w;
+    walltime_job_init(&w);
+    w.submit_time = 60;
+    wt_event_times(&w, ev, &s);
+    tap_ok(w.wait_time == 30 && w.run_time == 110 && w.status == 1,
+           "its wait 30 s, run 110 s, completed");
+    s.complete = false;
+    s.cancelled = true;
+    wt_event_times(&w, ev, &s);
+    tap_is_int(w.status, 5, "a cancelled run: status 5");
+    s.cancelled = false;
+    wt_event_times(&w, ev, &s);
+    tap_is_int(w.status, 0, "a failed one: 0");
+    walltime_job_init(&w);
+    w.submit_time = 100;
+    wt_event_times(&w, WT_FINISHED, &s);
+    tap_ok(w.wait_time == -1 && w.run_time == 110, "started before its submit time: no wait told");
+    s = (struct wt_job_state){ .finished = true, .cancelled = true, .end_time = 200 };
+    tap_ok(wt_event_of(&s, 100, &ev) && ev == WT_CANCELLED, "ended without starting: cancelled");
+    walltime_job_init(&w);
+    w.submit_time = 60;
+    wt_event_times(&w, ev, &s);
+    tap_ok(w.wait_time == -1 && w.run_time == -1 && w.status == -1,
+           "and nothing told of its times");
+    s = (struct wt_job_state){ .finished = true, .start_time = 300, .end_time = 200 };
+    tap_ok(wt_event_of(&s, 100, &ev) && ev == WT_CANCELLED, "an end before its start: cancelled");
+    s.end_time = 100;
+    tap_ok(!wt_event_of(&s, 100, &ev), "ended at the last look: already told");
+    s = (struct wt_job_state){ .start_time = 150, .end_time = 200 };
+    tap_ok(!wt_event_of(&s, 100, &ev), "neither running nor finished (requeued): nothing");
 
     char path[] = "/tmp/test_walltime_observer.XXXXXX";
     int fd = mkstemp(path);

@@ -51,6 +51,29 @@ void wt_events_free(struct wt_events *e)
     *e = (struct wt_events){ 0 };
 }
 
+bool wt_event_of(const struct wt_job_state *s, time_t since, enum wt_event *ev)
+{
+    if (s->finished && s->end_time > since)
+        *ev = s->start_time && s->end_time >= s->start_time ? WT_FINISHED : WT_CANCELLED;
+    else if (s->running && s->start_time > since)
+        *ev = WT_STARTED;
+    else
+        return false;
+    return true;
+}
+
+void wt_event_times(struct walltime_job *w, enum wt_event ev, const struct wt_job_state *s)
+{
+    if (ev == WT_CANCELLED)
+        return;
+    if (w->submit_time >= 0 && s->start_time >= w->submit_time)
+        w->wait_time = s->start_time - w->submit_time;
+    if (ev == WT_FINISHED) {
+        w->run_time = s->end_time - s->start_time;
+        w->status = s->complete ? 1 : s->cancelled ? 5 : 0;
+    }
+}
+
 void wt_observe(struct wt_observer *o)
 {
     time_t now = time(NULL);

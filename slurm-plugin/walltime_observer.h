@@ -35,6 +35,20 @@ struct walltime_job *wt_events_add(struct wt_events *e, enum wt_event ev);
 void wt_events_teach(const struct wt_events *e);
 void wt_events_free(struct wt_events *e);
 
+/* What the shim copies of a job's record for the walltime thread. */
+struct wt_job_state {
+    bool finished, running;        /* IS_JOB_FINISHED, IS_JOB_RUNNING */
+    bool complete, cancelled;      /* IS_JOB_COMPLETE, IS_JOB_CANCELLED */
+    time_t start_time, end_time;   /* 0 until it started, ended */
+};
+/* The event of a job whose life moved on since `since`: it finished (or
+ * ended without running: WT_CANCELLED), or it started; false if none. */
+bool wt_event_of(const struct wt_job_state *s, time_t since, enum wt_event *ev);
+/* What an event of ev tells the model of the job, into w (its submit_time
+ * already set): the wait, and for WT_FINISHED the run time and status;
+ * nothing for WT_CANCELLED. */
+void wt_event_times(struct walltime_job *w, enum wt_event ev, const struct wt_job_state *s);
+
 struct wt_observer {
     /* The events since `since` (the shim's, under slurmctld's job lock). */
     void (*collect)(void *arg, time_t since, struct wt_events *out);

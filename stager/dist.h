@@ -125,10 +125,30 @@ int dist_take_out(struct dist *d, struct rpc_writer *into);
 /* Handles records from the coordinator (payload is taken over). */
 void exec_receive(struct dist *d, void *payload, size_t len);
 
+/* dist_cache.c: the open directories and split source files a worker's
+ * items share. */
 struct dcache *dcache_new(void);
 void dcache_free(struct dcache *c);
+/* The directory rel below root on a side (0 source, 1 destination), from
+ * the cache if open, else entered (dcache_enter); release with
+ * dcache_put. */
+struct bdir *dcache_find(struct dcache *c, int side, const char *root, const char *rel);
+struct bdir *dcache_enter(struct dcache *c, int side, const char *root, const char *rel,
+                          struct bdir *dir);
+void dcache_put(struct dcache *c, struct bdir *dir);
+struct backend *side_b(struct stage_run *run, int side);
+/* A request root (as the user gave it) on a side; create: make it. */
+int open_root(struct dist *d, int side, const char *root, int create, struct bdir **out);
+/* The directory rel below root on a side (from the cache if open). */
+int open_dir(struct dist *d, int side, const char *root, const char *rel, struct bdir **out);
 struct fcache *fcache_new(void);
 void fcache_free(struct fcache *c);
+/* File name of directory dir (root/rel), opened and checked against want
+ * (size and mtime); -EBUSY if it changed since it was split. Release with
+ * fcache_put. */
+int fcache_open(struct fcache *c, struct bdir *dir, const char *root, const char *rel,
+                const char *name, int follow, const struct stat *want, struct bfile **out);
+void fcache_put(struct fcache *c, struct bfile *f);
 
 /* dist_run.c: the mailbox store. */
 /* Name of message seq from (to_hub) or to worker w. */

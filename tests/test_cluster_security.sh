@@ -135,7 +135,7 @@ JOB
 out=$(submit -H huge.sh 2>&1)
 status=$?
 check "a capacity of 2^64-1 bytes is refused at submit, not a share of 0 ($out)" -- \
-    bash -c "[ $status -ne 0 ] && grep -q 'AdafsNodeCapacity) on 2 node' <<<\"\$0\"" "$out"
+    bash -c "[ $status -ne 0 ] && grep -q 'on each of the job.s 2 node(s), more than .* (AdafsNodeCapacity)' <<<\"\$0\"" "$out"
 [ $status -eq 0 ] && scancel "$out"
 
 # The servers and the stager run with the job's group: never root's.

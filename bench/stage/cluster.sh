@@ -22,10 +22,10 @@
 # (3G: the job's #BB_ADAFS capacity), ONE_QUOTA (the one process's
 # servers' --quota; default the job's share per node, capacity / 4, so
 # that both sides' servers size RocksDB alike by instance_space(): its
-# memtables are quota/256, and a 768 MiB share's 3 MiB ones cost the
-# servers 2.5 x the CPU of RocksDB's default 64 MiB on this set,
-# doc/benchmarks.md run 14; `none`: no quota, RocksDB's defaults, as runs
-# up to 13 compared).
+# memtables are quota/48 (quota/256 until run 14, whose 3 MiB ones for a
+# 768 MiB share cost the servers 2.5 x the CPU of RocksDB's default 64 MiB
+# on this set, doc/benchmarks.md run 14); `none`: no quota, RocksDB's
+# defaults, as runs up to 13 compared).
 set -euo pipefail
 BUILD=$(cd "${1:?usage: cluster.sh BUILD_DIR [WORK_DIR]}" && pwd)
 SMALL=${SMALL:-100000} REPEAT=${REPEAT:-3} SETTLE=${SETTLE:-65} CAPACITY=${CAPACITY:-3G}

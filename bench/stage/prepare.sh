@@ -9,7 +9,8 @@
 # default), starts a fresh 4-server instance in $BENCH_ROOT/fs (stopping
 # the one before), stages SET into it once as /base.SET for stage-out
 # runs, and prints what once.sh needs (FS, MNT, OUT, J) as lines for eval.
-# `stop` stops the instance and removes it, the copies and the summaries.
+# `stop` stops the instance and once.sh's stage-in instances and removes
+# them, the copies and the summaries.
 set -euo pipefail
 B=$(cd "${1:?usage: prepare.sh BUILD_DIR SET|stop}" && pwd) set=${2:?}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,6 +21,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 CTL=$B/agent/adafs-ctl STAGE=$B/stager/adafs-stage
 export LD_LIBRARY_PATH=$B/agent/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 FS=$BENCH_ROOT/fs MNT=/adafs-bench-stage OUT=$BENCH_ROOT/out J=$BENCH_ROOT/json
+# once.sh's stage-in instances, one per N ($FS.in.N), each after the
+# removal in progress (its lock) is done; then the rest.
+for inst in "$FS".in.*[0-9]; do
+    [ -d "$inst" ] || continue
+    flock "$inst.lock" "$CTL" stop --base "$inst" > /dev/null 2>&1 || true
+    rm -rf "$inst" "$inst.lock"
+done
+for lock in "$OUT".rm.*.lock; do [ -e "$lock" ] && flock "$lock" rm -f "$lock"; done
 "$CTL" stop --base "$FS" > /dev/null 2>&1 || true
 rm -rf "$FS" "$OUT" "$J"
 [ "$set" = stop ] && exit 0

@@ -1,0 +1,246 @@
+/* A failed stage-out without a cluster (stageout_keep.h): the decision
+ * (done, tear down, retry, give up), and the lifecycle against stand-in
+ * agents (fake_agents.c): kept with its reason and nothing torn down, only
+ * the failed line run again at the next pass, the data out once the
+ * destination is fixed, given up after AdafsStageOutKeep with what was
+ * lost, scancel --hurry, Flags=TeardownFailure and AdafsStageOutKeep=0 as
+ * before, and the kept state through the saved record. */
+#include "agent_proto.h"
+#include "fake_agents.h"
+#include "lifecycle.h"
+#include "stageout_keep.h"
+#include "tap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct bb_config cfg;
+static time_t fake_clock;
+static struct lc_env env;
+
+static struct bb_job *job_of(uint32_t id, const char *stages)
+{
+    struct bb_job *j = bb_job_new(id);
+    j->uid = j->gid = 1000;
+    j->phase = PHASE_DEPLOYING;
+    j->nnodes = 1;
+    j->nodes = calloc(1, sizeof(*j->nodes));
+    j->nodes[0] = (struct bb_node){ .name = strdup("n1"), .agent_host = strdup("127.0.0.1"),
+                                    .agent_port = 6830, .numa_node = -1 };
+    j->mount = strdup("/adafs/x");
+    j->storage = strdup("/var/lib/adafs");
+    j->chunk_size = 524288;
+    j->node_capacity = 1 << 30;
+    memset(j->secret_hex, 'a', 64);
+    char err[256];
+    if (directive_parse("X", NULL, stages, &j->req, err, sizeof(err)) < 0)
+        printf("# %s\n", err);
+    return j;
+}
+
+/* Steps j until it waits for nothing more now; returns every event seen. */
+static int drive(struct bb_job *j, int ms)
+{
+    int all = 0;
+    int64_t end = fake_now_ms() + ms;
+    for (;;) {
+        env.now = fake_clock;
+        int ev = lifecycle_step(j, &env);
+        all |= ev;
+        if (!lifecycle_waiting(j) && ev == 0)
+            break;
+        if (fake_now_ms() > end)
+            break;
+        if (lifecycle_waiting(j))
+            fake_wait(50);
+    }
+    return all;
+}
+
+#define TWO_LINES "stage_out source=good destination=/pfs/good type=file\n" \
+                  "stage_out source=bad destination=/pfs/bad type=file"
+
+/* A job that ran and whose stage-out failed on its "bad" line once. */
+static struct bb_job *failed_once(uint32_t id, int *events)
+{
+    fake_fail_source(NULL);
+    struct bb_job *j = job_of(id, TWO_LINES);
+    drive(j, 2000);
+    fake_reset_counts();
+    fake_fail_source("bad");
+    lifecycle_job_ended(j, false);
+    *events = drive(j, 3000);
+    return j;
+}
+
+static void test_decide(void)
+{
+    struct bb_config c = { .stage_out_keep = 100, .stage_out_retry = 10 };
+    struct bb_job j = { .phase = PHASE_STAGING_OUT };
+    tap_is_int(stageout_keep_decide(&j, &c, 1000), KEEP_DONE, "nothing failed: done");
+    j.out_failed = 2;
+    tap_is_int(stageout_keep_decide(&j, &c, 1000), KEEP_RETRY, "a first failure: kept, retried");
+    j.t_out_failed = 950;
+    tap_is_int(stageout_keep_decide(&j, &c, 1000), KEEP_RETRY, "50 s of 100 kept: retried");
+    tap_is_int(stageout_keep_decide(&j, &c, 1050), KEEP_GIVE_UP, "100 s of 100: given up");
+    c.flags = BBCONF_TEARDOWN_FAILURE;
+    tap_is_int(stageout_keep_decide(&j, &c, 1000), KEEP_TEAR_DOWN,
+               "Flags=TeardownFailure: torn down at once");
+    c.flags = 0;
+    c.stage_out_keep = 0;
+    tap_is_int(stageout_keep_decide(&j, &c, 1000), KEEP_TEAR_DOWN,
+               "AdafsStageOutKeep=0: torn down at once");
+    c.stage_out_keep = 100;
+    j.hurry = true;
+    tap_is_int(stageout_keep_decide(&j, &c, 1000), KEEP_TEAR_DOWN, "--hurry: torn down");
+    j.hurry = false;
+    j.out_redo = 2;
+    tap_ok(stageout_keep_skips(&j, 0) && !stageout_keep_skips(&j, 1),
+           "a pass after a failure runs the failed lines only");
+    j.out_redo = 0;
+    tap_ok(!stageout_keep_skips(&j, 0) && !stageout_keep_skips(&j, 1),
+           "the first pass runs every line");
+}
+
+static void test_kept_then_fixed(void)
+{
+    cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60 };
+    int ev;
+    struct bb_job *j = failed_once(20, &ev);
+    tap_ok(j->phase == PHASE_STAGING_OUT && (ev & LC_KEPT) && !(ev & LC_FINISHED) &&
+           fake_total(AGENT_TEARDOWN) == 0, "a failed stage-out: kept, nothing torn down (%s)",
+           bb_phase_name(j->phase));
+    tap_ok(stageout_keep_kept(j) && j->failure == FAIL_USER && j->error &&
+           strstr(j->error, "stage_out source=bad destination=/pfs/bad on node n1: /bad") &&
+           strstr(j->error, "No such file or directory") &&
+           strstr(j->error, "run again every 60 s until") &&
+           strstr(j->error, "AdafsStageOutKeep=600 s") && strstr(j->error, "scancel --hurry"),
+           "the reason names the line, node, path, error, when it is retried and until when "
+           "(%s)", j->error ? j->error : "");
+    tap_ok(j->retry_at == fake_clock + 60 && j->out_redo == 2,
+           "the next pass in 60 s, of the failed line only");
+    int stages = fake_total(AGENT_STAGE);
+    fake_clock += 30;
+    drive(j, 500);
+    tap_ok(fake_total(AGENT_STAGE) == stages && j->phase == PHASE_STAGING_OUT,
+           "nothing is sent before the retry is due");
+
+    /* Still failing: kept, the reason not repeated within itself. */
+    fake_clock += 30;
+    ev = drive(j, 3000);
+    tap_ok((ev & LC_KEPT) && j->phase == PHASE_STAGING_OUT && j->out_passes == 2 &&
+           fake_total(AGENT_STAGE) == stages + 1, "a second failing pass: kept (one STAGE)");
+    tap_ok(j->error && strstr(j->error, "[kept") == strrchr(j->error, '[') &&
+           strstr(j->error, "stage_out source=bad"), "one note of the keep in the reason");
+
+    /* The user fixed the destination. */
+    fake_fail_source(NULL);
+    fake_clock = j->retry_at;
+    ev = drive(j, 3000);
+    tap_ok(j->phase == PHASE_COMPLETE && (ev & LC_FINISHED) && j->failure == FAIL_NONE &&
+           !j->error && fake_total(AGENT_STAGE) == stages + 2 &&
+           fake_total(AGENT_TEARDOWN) == 1,
+           "destination fixed: the failed line copied out at the next pass, then teardown, "
+           "no failure left (%s)", j->error ? j->error : "");
+    bb_job_free(j);
+}
+
+static void test_give_up(void)
+{
+    cfg = (struct bb_config){ .stage_out_keep = 100, .stage_out_retry = 60 };
+    int ev;
+    time_t t0 = fake_clock;
+    struct bb_job *j = failed_once(21, &ev);
+    fake_clock = j->retry_at;
+    drive(j, 3000);
+    tap_ok(j->phase == PHASE_STAGING_OUT && j->retry_at == t0 + 100,
+           "the last pass comes at AdafsStageOutKeep's end, not after it");
+    fake_clock = j->retry_at;
+    ev = drive(j, 3000);
+    tap_ok(j->phase == PHASE_COMPLETE && (ev & LC_FINISHED) && j->failure == FAIL_USER &&
+           fake_total(AGENT_TEARDOWN) == 1, "after AdafsStageOutKeep: torn down");
+    tap_ok(j->error && strstr(j->error, "did not succeed within AdafsStageOutKeep=100 s (3 passes)") &&
+           strstr(j->error, "not copied out: stage_out source=bad destination=/pfs/bad") &&
+           !strstr(j->error, "source=good destination") &&
+           strstr(j->error, "last error: stage_out source=bad destination=/pfs/bad on node n1") &&
+           !strstr(j->error, "[kept"),
+           "its comment says what was lost and the last error (%s)", j->error ? j->error : "");
+    bb_job_free(j);
+}
+
+static void test_hurry(void)
+{
+    cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60 };
+    int ev;
+    struct bb_job *j = failed_once(22, &ev);
+    lifecycle_cancel(j, false);
+    tap_is_int(j->phase, PHASE_STAGING_OUT, "scancel without --hurry: still kept");
+    lifecycle_cancel(j, true);
+    ev = drive(j, 3000);
+    tap_ok(j->phase == PHASE_COMPLETE && (ev & LC_FINISHED) && fake_total(AGENT_TEARDOWN) == 1 &&
+           j->error && strstr(j->error, "scancel --hurry while a failed stage_out was kept") &&
+           strstr(j->error, "not copied out: stage_out source=bad destination=/pfs/bad"),
+           "scancel --hurry: torn down at once, the comment says what was lost (%s)",
+           j->error ? j->error : "");
+    bb_job_free(j);
+}
+
+static void test_not_kept(void)
+{
+    cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60,
+                              .flags = BBCONF_TEARDOWN_FAILURE };
+    int ev;
+    struct bb_job *j = failed_once(23, &ev);
+    tap_ok(j->phase == PHASE_COMPLETE && !(ev & LC_KEPT) && j->failure == FAIL_USER &&
+           fake_total(AGENT_STAGE) == 2 && j->error && !strstr(j->error, "[kept"),
+           "Flags=TeardownFailure: both lines tried, then torn down (%s)",
+           j->error ? j->error : "");
+    bb_job_free(j);
+    cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 0 };
+    j = failed_once(26, &ev);
+    tap_ok((ev & LC_KEPT) && j->retry_at == fake_clock + 1 && strstr(j->error, "every 1 s"),
+           "AdafsStageOutRetry=0: a pass every second, not again and again at once");
+    bb_job_free(j);
+    cfg = (struct bb_config){ .stage_out_keep = 0, .stage_out_retry = 60 };
+    j = failed_once(24, &ev);
+    tap_ok(j->phase == PHASE_COMPLETE && !(ev & LC_KEPT), "AdafsStageOutKeep=0: torn down");
+    bb_job_free(j);
+}
+
+static void test_saved(void)
+{
+    cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60 };
+    int ev;
+    struct bb_job *j = failed_once(25, &ev);
+    struct rpc_writer w;
+    rpc_writer_init(&w, NULL, 0);
+    bb_job_encode(&w, j);
+    struct rpc_reader r;
+    rpc_reader_init(&r, w.data, w.len);
+    char err[256] = "";
+    struct bb_job *back = bb_job_decode(&r, err, sizeof(err));
+    tap_ok(back && back->phase == PHASE_STAGING_OUT && back->t_out_failed == j->t_out_failed &&
+           back->t_out_pass == j->t_out_pass && back->out_redo == 2 && back->out_passes == 1 &&
+           stageout_keep_kept(back) && strcmp(back->error, j->error) == 0,
+           "a kept instance survives its saved record (a slurmctld restart) %s", err);
+    bb_job_free(back);
+    rpc_writer_free(&w);
+    bb_job_free(j);
+}
+
+int main(void)
+{
+    fake_clock = time(NULL);
+    env = (struct lc_env){ .cfg = &cfg, .transport = &fake_transport, .ready = fake_ready,
+                           .call_ms = 300, .hold_ms = 200 };
+    fake_start(1);
+    fake_set(1, &(struct fake_node_script){ FAKE_OK, 0, 20 });
+    test_decide();
+    test_kept_then_fixed();
+    test_give_up();
+    test_hurry();
+    test_not_kept();
+    test_saved();
+    fake_stop();
+    return tap_done();
+}
