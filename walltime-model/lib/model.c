@@ -190,7 +190,7 @@ static double margin_as_of(const struct user_hist *u, int64_t t)
 static double offset_as_of(const struct user_hist *u, int64_t t)
 {
     const struct hist_entry *newest;
-    return user_hist_as_of(u, t, &newest, 1) ? newest->theta : 0;
+    return user_hist_as_of(u, t, &newest, 1) ? newest->price_offset : 0;
 }
 
 /* The site-wide state after the newest observation of a job that had ended
@@ -584,7 +584,7 @@ int walltime_observe_finished(struct walltime_model *m, const struct walltime_jo
     double tau = m->params.target_miss, eta = m->params.calib_eta;
     double step = run > r.conservative * req ? eta * (1 - tau) : -eta * tau;
     const struct hist_entry *prev = u && u->count > 0 ? user_hist_at(u, 0) : NULL;
-    double offset = (prev ? prev->theta : 0) + step;
+    double offset = (prev ? prev->price_offset : 0) + step;
     offset = offset < THETA_MIN ? THETA_MIN : offset > THETA_MAX ? THETA_MAX : offset;
     double recent = 1 + (prev ? decayed(prev->recent, prev->end, end) : 0);
     const struct calib_step *last =
@@ -613,7 +613,7 @@ int walltime_observe_finished(struct walltime_model *m, const struct walltime_jo
             .submit = job->submit_time, .end = end,
             .req = job->req_time, .run = job->run_time, .procs = job->procs,
             .mem = job->req_mem_kb, .exe = job->exe, .partition = job->partition,
-            .status = job->status, .log_margin = margin, .theta = offset,
+            .status = job->status, .log_margin = margin, .price_offset = offset,
             .recent = recent,
         };
         user_hist_add(u, &e);

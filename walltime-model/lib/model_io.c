@@ -81,7 +81,7 @@ int model_save_stream(const struct walltime_model *m, FILE *f)
             fprintf(f, "e %lld %lld %lld %lld %lld %lld %u %u %d %a %a %a\n",
                     (long long)e->submit, (long long)e->end, (long long)e->req,
                     (long long)e->run, (long long)e->procs, (long long)e->mem,
-                    e->exe, e->partition, e->status, e->log_margin, e->theta,
+                    e->exe, e->partition, e->status, e->log_margin, e->price_offset,
                     e->recent);
         }
         for (int k = 0; k < u->npending; k++) {
