@@ -178,10 +178,11 @@ long walltime_model_pending(const struct walltime_model *model);
  * -1 if none: a caller that restarts with a saved model resumes from it. */
 int64_t walltime_model_last_end(const struct walltime_model *model);
 
-/* Text model file ("adafs-walltime-model 4"): parameters, the calibration
- * state, trees, per-user histories, margins and jobs in flight, the kept
- * training jobs, with every number written exactly, so a reloaded model
- * predicts and goes on learning bit-identically.
+/* Text model file ("adafs-walltime-model 5"): parameters, the calibration
+ * state (the site's price of a miss; each user's offset to it), trees,
+ * per-user histories, margins and jobs in flight, the kept training jobs,
+ * with every number written exactly, so a reloaded model predicts and goes
+ * on learning bit-identically.
  * save returns 0 or -errno; load returns the model or NULL with the reason
  * (path and line) in err. */
 int walltime_model_save(const struct walltime_model *model, const char *path,

@@ -15,6 +15,9 @@ struct hist_entry {
     uint32_t exe, partition;
     int32_t status;
     double log_margin;      /* the user's margin after learning from this job */
+    double price_offset;    /* the user's offset to the site's price of a
+                               miss (log) after it */
+    double recent;          /* the user's finished jobs, decayed (RECENT_S) */
 };
 
 /* A job of the user that was submitted and has not finished yet, with the

@@ -24,12 +24,16 @@
  * k jobs of the same kind already in flight: a burst of identical jobs
  * predicted before any finished is one bet, and its later members should
  * not all be staked on it. theta is the online calibration, adaptive
- * conformal inference on the miss indicator: after each finished job it
- * grows by eta*(1 - target) if the job ran longer than the estimate it was
- * given, and shrinks by eta*target if not. Whatever the job stream, the
- * share of misses then converges to the target (the sum of the steps is
- * the change of theta, which stays bounded since a high enough price gives
- * every job its request).
+ * conformal inference on the miss indicator, in two parts: the site's and
+ * the job's user's offset to it. After each finished job the step is
+ * eta*(1 - target) if the job ran longer than the estimate it was given,
+ * -eta*target if not. The user's offset takes the whole step: whatever the
+ * user's jobs, the share of them that miss converges to the target (the
+ * sum of the steps is the change of the offset, which stays bounded since
+ * a high enough price gives every job its request). The site's price, the
+ * start of new and occasional users, takes it weighted so that no user has
+ * more than SITE_SHARE of its steps: one user's many jobs cannot move the
+ * others' estimates more than that share.
  *
  * The upper estimate, the upper-quantile ensemble times the user's margin
  * (a per-user quantile tracker, MARGIN_TARGET), is the floor for running
@@ -50,6 +54,13 @@
 #define MIX_ETA 0.03
 /* Distinct running jobs the conservative estimate looks at (the longest). */
 #define RUNNING_MAX 16
+/* The most any one user's jobs weigh in the site's price of a miss, as a
+ * share of the finished jobs of the last RECENT_S (decayed), and that time.
+ * A user whose jobs never miss can then hold the others' misses at no more
+ * than target / (1 - SITE_SHARE): 5% for the plugin's set-point of 4%,
+ * the site's AdafsWalltimeMissRate (the set-point is 4/5 of it). */
+#define SITE_SHARE 0.2
+#define RECENT_S 86400.0
 
 void walltime_params_default(struct walltime_params *p)
 {
@@ -172,6 +183,14 @@ static double margin_as_of(const struct user_hist *u, int64_t t)
 {
     const struct hist_entry *newest;
     return user_hist_as_of(u, t, &newest, 1) ? newest->log_margin : 0;
+}
+
+/* The user's offset to the site's price of a miss (log) after the newest
+ * of their jobs that had finished by `t`; 0 for a user without one. */
+static double offset_as_of(const struct user_hist *u, int64_t t)
+{
+    const struct hist_entry *newest;
+    return user_hist_as_of(u, t, &newest, 1) ? newest->price_offset : 0;
 }
 
 /* The site-wide state after the newest observation of a job that had ended
@@ -395,7 +414,9 @@ static void predict_ratios(const struct walltime_model *m, const struct user_his
     costs_of(&c, (double)job->req_time, &cost);
 
     double scale = st->scale > 0 ? st->scale : (double)job->req_time;
-    int i = choose(&cost, exp(st->theta) * scale * (1 + k / m->params.inflight_k0));
+    double theta = st->theta + offset_as_of(u, job->submit_time);
+    theta = theta < THETA_MIN ? THETA_MIN : theta > THETA_MAX ? THETA_MAX : theta;
+    int i = choose(&cost, exp(theta) * scale * (1 + k / m->params.inflight_k0));
     double x = cost.v[i];
     out->group = cost.g[i];
     out->p_miss = cost.b[i];
@@ -409,6 +430,13 @@ static void predict_ratios(const struct walltime_model *m, const struct user_his
             out->p_miss = cost.b[j];
     }
     out->conservative = clamp01(x);
+}
+
+/* A decayed count of finished jobs, last updated at `then`, at `now` (no
+ * decay for a job observed out of end order). */
+static double decayed(double count, int64_t then, int64_t now)
+{
+    return now > then ? count * exp(-(double)(now - then) / RECENT_S) : count;
 }
 
 static int check_job(const struct walltime_job *job, char *err, size_t errlen)
@@ -545,17 +573,31 @@ int walltime_observe_finished(struct walltime_model *m, const struct walltime_jo
     }
     int64_t end = job->submit_time + (job->wait_time > 0 ? job->wait_time : 0) + job->run_time;
 
-    /* Every job counts, those estimated at the request too: the target is
-     * the share of all jobs. */
+    /* Every job counts, those estimated at the request too. The user's
+     * offset takes the whole step: each user's own jobs hold their misses
+     * at the target. The site's price takes it weighted so that no user
+     * has more than SITE_SHARE of its steps over the last RECENT_S: a user
+     * whose many jobs never miss cannot pull the others' estimates down
+     * (their misses stay under target / (1 - SITE_SHARE) even if their
+     * offsets did not answer). */
     struct calib_state s = calib_as_of(m, INT64_MAX);
     double tau = m->params.target_miss, eta = m->params.calib_eta;
-    s.theta += run > r.conservative * req ? eta * (1 - tau) : -eta * tau;
+    double step = run > r.conservative * req ? eta * (1 - tau) : -eta * tau;
+    const struct hist_entry *prev = u && u->count > 0 ? user_hist_at(u, 0) : NULL;
+    double offset = (prev ? prev->price_offset : 0) + step;
+    offset = offset < THETA_MIN ? THETA_MIN : offset > THETA_MAX ? THETA_MAX : offset;
+    double recent = 1 + (prev ? decayed(prev->recent, prev->end, end) : 0);
+    const struct calib_step *last =
+        m->nsteps ? &m->steps[(m->step_head - 1 + CALIB_STEPS) % CALIB_STEPS] : NULL;
+    s.recent = 1 + (last ? decayed(s.recent, last->end, end) : s.recent);
+    double others = s.recent > recent ? s.recent - recent : 0;
+    double weight = SITE_SHARE / (1 - SITE_SHARE) * others / recent;
+    s.theta += step * (weight < 1 ? weight : 1);
     s.theta = s.theta < THETA_MIN ? THETA_MIN : s.theta > THETA_MAX ? THETA_MAX : s.theta;
     double unit = s.scale > 0 ? s.scale : req;
     s.mix += MIX_ETA * (fabs(r.trees - ratio) - fabs(r.base - ratio)) * req / unit;
     s.mix = s.mix < -MIX_MAX ? -MIX_MAX : s.mix > MIX_MAX ? MIX_MAX : s.mix;
     s.scale = s.scale > 0 ? s.scale + (req - s.scale) / SCALE_JOBS : req;
-    calib_push(m, end, s);
 
     size_t slot = m->thead;
     memcpy(&m->tx[slot * NFEAT], f, sizeof(f));
@@ -571,10 +613,12 @@ int walltime_observe_finished(struct walltime_model *m, const struct walltime_jo
             .submit = job->submit_time, .end = end,
             .req = job->req_time, .run = job->run_time, .procs = job->procs,
             .mem = job->req_mem_kb, .exe = job->exe, .partition = job->partition,
-            .status = job->status, .log_margin = margin,
+            .status = job->status, .log_margin = margin, .price_offset = offset,
+            .recent = recent,
         };
         user_hist_add(u, &e);
     }
+    calib_push(m, end, s);
     m->observed++;
     m->since_train++;
     if (m->params.auto_retrain && m->tn >= MIN_TRAIN &&

@@ -15,10 +15,12 @@
  * finished by its submit time, whatever was observed since. */
 #define CALIB_STEPS 1024
 struct calib_state {
-    double theta;           /* log of the price of a miss, in units of scale */
+    double theta;           /* log of the site's price of a miss, in units of
+                               scale (each user's offset is added to it) */
     double scale;           /* recent mean request, seconds (0: none yet) */
     double mix;             /* the median's preference for the baseline over
                                the trees (log odds) */
+    double recent;          /* finished jobs, decayed (model.c, RECENT_S) */
 };
 struct calib_step {
     int64_t end;            /* end time of the job observed */

@@ -1,15 +1,16 @@
 /* model_io: the model file, a line-oriented text format.
  *
- *   adafs-walltime-model 4
+ *   adafs-walltime-model 5
  *   params TREES DEPTH LR MIN_LEAF QUANTILE TARGET_MISS CALIB_ETA INFLIGHT_K0
  *          EPISODE_GAP MAX_TRAIN RETRAIN_EVERY AUTO
  *   state OBSERVED TRAININGS SINCE_TRAIN
- *   calib THETA SCALE MIX NSTEPS HEAD (the state before the ring), then
- *       NSTEPS "step END THETA SCALE MIX" lines (ring slots)
+ *   calib THETA SCALE MIX RECENT NSTEPS HEAD (the state before the ring),
+ *       then NSTEPS "step END THETA SCALE MIX RECENT" lines (ring slots)
  *   ensemble median|upper BASE NTREES NNODES, then "roots ..." and NNODES
  *       "node FEATURE THRESHOLD LEFT RIGHT VALUE" lines
  *   users N, then per user "user UID COUNT HEAD NPENDING", COUNT
- *       "e SUBMIT END REQ RUN PROCS MEM EXE PARTITION STATUS MARGIN" lines
+ *       "e SUBMIT END REQ RUN PROCS MEM EXE PARTITION STATUS MARGIN OFFSET RECENT"
+ *       lines
  *       (ring slots) and NPENDING
  *       "p JOB_ID SUBMIT START REQ PROCS CONSERVATIVE BASE TREES" lines
  *   train N HEAD, then N "t Y W F0 .. F29" lines
@@ -29,8 +30,9 @@
  * features. Version 2 added ratio_wq75 and same_age (the baseline for new
  * and stale requests); version 3 the price of an underestimate (the
  * conservative estimate's choice); version 4 its online calibration, the
- * median's mixture and the jobs in flight. */
-#define MODEL_VERSION "4"
+ * median's mixture and the jobs in flight; version 5 a price of a miss per
+ * user: each user's offset to the site's price and recent jobs. */
+#define MODEL_VERSION "5"
 
 /* The longest line is "roots" with one index per tree. */
 #define MAX_TREES 1000
@@ -59,11 +61,12 @@ int model_save_stream(const struct walltime_model *m, FILE *f)
             p->inflight_k0, p->episode_gap_s, p->max_train, p->retrain_every,
             p->auto_retrain);
     fprintf(f, "state %ld %ld %ld\n", m->observed, m->trainings, m->since_train);
-    fprintf(f, "calib %a %a %a %d %d\n", m->base.theta, m->base.scale, m->base.mix,
-            m->nsteps, m->step_head);
+    fprintf(f, "calib %a %a %a %a %d %d\n", m->base.theta, m->base.scale, m->base.mix,
+            m->base.recent, m->nsteps, m->step_head);
     for (int k = 0; k < m->nsteps; k++) {
         const struct calib_step *c = &m->steps[k];
-        fprintf(f, "step %lld %a %a %a\n", (long long)c->end, c->s.theta, c->s.scale, c->s.mix);
+        fprintf(f, "step %lld %a %a %a %a\n", (long long)c->end, c->s.theta, c->s.scale,
+                c->s.mix, c->s.recent);
     }
     save_ensemble(f, "median", &m->median);
     save_ensemble(f, "upper", &m->upper);
@@ -75,10 +78,11 @@ int model_save_stream(const struct walltime_model *m, FILE *f)
         fprintf(f, "user %lld %d %d %d\n", (long long)u->uid, u->count, u->head, u->npending);
         for (int k = 0; k < u->count; k++) {
             const struct hist_entry *e = &u->e[k];
-            fprintf(f, "e %lld %lld %lld %lld %lld %lld %u %u %d %a\n",
+            fprintf(f, "e %lld %lld %lld %lld %lld %lld %u %u %d %a %a %a\n",
                     (long long)e->submit, (long long)e->end, (long long)e->req,
                     (long long)e->run, (long long)e->procs, (long long)e->mem,
-                    e->exe, e->partition, e->status, e->log_margin);
+                    e->exe, e->partition, e->status, e->log_margin, e->price_offset,
+                    e->recent);
         }
         for (int k = 0; k < u->npending; k++) {
             const struct pending_job *pj = &u->pending[k];
@@ -196,12 +200,16 @@ static int num_in(struct reader *r, int i, double lo, double hi, double *v)
     return 0;
 }
 
-/* The calibration state in fields i, i+1, i+2. */
+/* The most finished jobs a decayed count can hold (far more than a day's). */
+#define RECENT_MAX 1e15
+
+/* The calibration state in fields i to i+3. */
 static int calib(struct reader *r, int i, struct calib_state *s)
 {
     return num_in(r, i, THETA_MIN, THETA_MAX, &s->theta) < 0 ||
            num_in(r, i + 1, 0, (double)WALLTIME_MAX_SECONDS, &s->scale) < 0 ||
-           num_in(r, i + 2, -MIX_MAX, MIX_MAX, &s->mix) < 0 ? -1 : 0;
+           num_in(r, i + 2, -MIX_MAX, MIX_MAX, &s->mix) < 0 ||
+           num_in(r, i + 3, 0, RECENT_MAX, &s->recent) < 0 ? -1 : 0;
 }
 
 static int integer(struct reader *r, int i, long long lo, long long hi, long long *v)
@@ -303,9 +311,9 @@ static int load_body(struct reader *r, struct walltime_model **out)
     m->observed = (long)v[0];
     m->trainings = (long)v[1];
     m->since_train = (long)v[2];
-    if (next(r, "calib", 6) < 0 || calib(r, 1, &m->base) < 0 ||
-        integer(r, 4, 0, CALIB_STEPS, &v[0]) < 0 ||
-        integer(r, 5, 0, CALIB_STEPS - 1, &v[1]) < 0)
+    if (next(r, "calib", 7) < 0 || calib(r, 1, &m->base) < 0 ||
+        integer(r, 5, 0, CALIB_STEPS, &v[0]) < 0 ||
+        integer(r, 6, 0, CALIB_STEPS - 1, &v[1]) < 0)
         return -1;
     m->nsteps = (int)v[0];
     m->step_head = (int)v[1];
@@ -315,7 +323,7 @@ static int load_body(struct reader *r, struct walltime_model **out)
         return -1;
     }
     for (int k = 0; k < m->nsteps; k++) {
-        if (next(r, "step", 5) < 0 || integer(r, 1, 0, WALLTIME_MAX_SECONDS * 3, &v[0]) < 0 ||
+        if (next(r, "step", 6) < 0 || integer(r, 1, 0, WALLTIME_MAX_SECONDS * 3, &v[0]) < 0 ||
             calib(r, 2, &m->steps[k].s) < 0)
             return -1;
         m->steps[k].end = (int64_t)v[0];
@@ -351,8 +359,10 @@ static int load_body(struct reader *r, struct walltime_model **out)
         u->head = (int)head;
         for (int i = 0; i < count; i++) {
             long long e[9];
-            double margin;
-            if (next(r, "e", 11) < 0 || num_in(r, 10, -MARGIN_MAX, MARGIN_MAX, &margin) < 0)
+            double margin, theta, recent;
+            if (next(r, "e", 13) < 0 || num_in(r, 10, -MARGIN_MAX, MARGIN_MAX, &margin) < 0 ||
+                num_in(r, 11, THETA_MIN, THETA_MAX, &theta) < 0 ||
+                num_in(r, 12, 1, RECENT_MAX, &recent) < 0)
                 return -1;
             for (int c = 0; c < 9; c++) {
                 /* submit end req run procs mem exe partition status */
@@ -365,7 +375,7 @@ static int load_body(struct reader *r, struct walltime_model **out)
             }
             u->e[i] = (struct hist_entry){ e[0], e[1], e[2], e[3], e[4], e[5],
                                            (uint32_t)e[6], (uint32_t)e[7], (int32_t)e[8],
-                                           margin };
+                                           margin, theta, recent };
         }
         for (long long i = 0; i < npending; i++) {
             long long jv[5];

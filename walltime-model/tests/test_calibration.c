@@ -5,7 +5,9 @@
  * learned from when it ends). The share of jobs that run longer than their
  * conservative estimate must converge to the target, and come back to it
  * soon after every user's runs become 5 times longer; when they become 5
- * times shorter, the estimates must come down to the new runs as soon. */
+ * times shorter, the estimates must come down to the new runs as soon.
+ * One user flooding the site with jobs that never miss must not lower the
+ * others' estimates: their misses stay at the target. */
 #include "tap.h"
 #include "walltime.h"
 #include "lib/replay.h"
@@ -131,6 +133,63 @@ static void shorter(void)
     free(t.jobs);
 }
 
+/* The stream's jobs (no shift) with one more user's `per` jobs every 2
+ * minutes, each asking for an hour and running a minute: jobs that never
+ * miss, however low their estimates. The others' miss rate from their
+ * 5,000th job on, and over all of theirs, must hold the target as without
+ * the flood; a single price for the site would have been pulled down by
+ * the flood until the others' misses made up the share (8% and 20%). */
+static void flood(int per)
+{
+    rng = 88172645463325252ull;
+    struct walltime_trace t = { .n = (size_t)BEFORE * (1 + per), .max_procs = -1 };
+    t.jobs = calloc(t.n, sizeof(*t.jobs));
+    long n = 0;
+    for (long i = 0; i < BEFORE; i++) {
+        make_job(&t.jobs[n++], i, 1);
+        for (int k = 0; k < per; k++) {
+            struct walltime_job *j = &t.jobs[n++];
+            walltime_job_init(j);
+            j->job_id = 1000000 + i * per + k;
+            j->uid = 2000;
+            j->procs = 1;
+            j->req_time = 3600;
+            j->submit_time = 1000000 + i * 120 + 1 + k;
+            j->wait_time = 0;
+            j->run_time = 60;
+            j->status = 1;
+        }
+    }
+    struct walltime_params p;
+    walltime_params_default(&p);
+    p.target_miss = TARGET;
+    p.retrain_every = 2000;
+    struct replay_result r;
+    char err[256];
+    if (replay_run(&t, &p, &r, err, sizeof(err)) < 0) {
+        tap_ok(0, "replay: %s", err);
+        free(t.jobs);
+        return;
+    }
+    long others = 0, miss = 0, late = 0, late_miss = 0;
+    for (long i = 0; i < n; i++) {
+        if (t.jobs[i].uid == 2000)
+            continue;
+        int missed = (double)t.jobs[i].run_time > r.pred[P_MODEL_SAFE][i];
+        others++;
+        miss += missed;
+        late += others > BEFORE / 2;
+        late_miss += others > BEFORE / 2 && missed;
+    }
+    double all = (double)miss / (double)others, settled = (double)late_miss / (double)late;
+    tap_ok(all <= TARGET + 0.01 && settled <= TARGET + 0.01,
+           "a user flooding the site with %d x the others' jobs that never miss: the "
+           "others' miss rate holds the target: %.2f%% (from their 5,000th job on: %.2f%%)",
+           per, 100 * all, 100 * settled);
+    replay_free(&r);
+    free(t.jobs);
+}
+
 int main(void)
 {
     struct walltime_trace t;
@@ -175,5 +234,7 @@ int main(void)
     replay_free(&r);
     free(t.jobs);
     shorter();
+    flood(1);
+    flood(4);
     return tap_done();
 }

@@ -51,7 +51,7 @@ check "--simulate other than easy is a usage error (exit 2)" \
     '[ $? -eq 2 ] && grep -q "adafs-walltime: --simulate takes only '"'easy'"', not '"'fcfs'"'" "$tmp/err"'
 
 "$W" train --swf "$tmp/t.swf" --model "$tmp/m" > "$tmp/train.txt" 2>/dev/null
-check "train writes a model" '[ $? -eq 0 ] && head -1 "$tmp/m" | grep -q "^adafs-walltime-model 4$"'
+check "train writes a model" '[ $? -eq 0 ] && head -1 "$tmp/m" | grep -q "^adafs-walltime-model 5$"'
 out=$("$W" predict --model "$tmp/m" --job '{"job_id":5,"uid":2,"req_time":7200,"procs":4,"submit_time":999999}')
 check "predict --job answers one JSON line with both estimates <= request" \
     'echo "$out" | jq -e ".job_id == 5 and .median_s <= .conservative_s and .conservative_s <= 7200" > /dev/null'

@@ -160,68 +160,80 @@ int main(void)
                "saving into a missing directory is -ENOENT");
     tap_is_str(err, "cannot create model file /nonexistent/x.model.tmp: No such file or directory",
                "save error names the file and errno");
-    write_file(bad, "adafs-walltime-model 4\nparams x 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n");
+    write_file(bad, "adafs-walltime-model 5\nparams x 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n");
     walltime_model_load(bad, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:2: field 2 is not an integer in [1, 1000]: 'x'", bad);
     tap_is_str(err, want, "a bad parameter is refused with its line and field");
-    write_file(bad, "adafs-walltime-model 4\nstate 0 0 0\n");
+    write_file(bad, "adafs-walltime-model 5\nstate 0 0 0\n");
     walltime_model_load(bad, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:2: expected a 'params' line with 13 fields", bad);
     tap_is_str(err, want, "a missing section is refused with what was expected");
-    write_file(bad, "adafs-walltime-model 5\n");
+    write_file(bad, "adafs-walltime-model 6\n");
     walltime_model_load(bad, err, sizeof(err));
-    snprintf(want, sizeof(want), "%s:1: unsupported model version '5' (this build reads 4; "
+    snprintf(want, sizeof(want), "%s:1: unsupported model version '6' (this build reads 5; "
              "retrain with adafs-walltime train)", bad);
     tap_is_str(err, want, "future model version refused");
     write_file(bad, "adafs-walltime-model 1\n");
     walltime_model_load(bad, err, sizeof(err));
-    snprintf(want, sizeof(want), "%s:1: unsupported model version '1' (this build reads 4; "
+    snprintf(want, sizeof(want), "%s:1: unsupported model version '1' (this build reads 5; "
              "retrain with adafs-walltime train)", bad);
     tap_is_str(err, want, "a model file from before ratio_wq75 is refused, not misread");
     write_file(bad, "adafs-walltime-model 3\n");
     walltime_model_load(bad, err, sizeof(err));
-    snprintf(want, sizeof(want), "%s:1: unsupported model version '3' (this build reads 4; "
+    snprintf(want, sizeof(want), "%s:1: unsupported model version '3' (this build reads 5; "
              "retrain with adafs-walltime train)", bad);
     tap_is_str(err, want, "a model file without the calibration is refused, not misread");
-    write_file(bad, "adafs-walltime-model 4\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
-                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 1025 0\n");
+    write_file(bad, "adafs-walltime-model 4\n");
     walltime_model_load(bad, err, sizeof(err));
-    snprintf(want, sizeof(want), "%s:4: field 5 is not an integer in [0, 1024]: '1025'", bad);
+    snprintf(want, sizeof(want), "%s:1: unsupported model version '4' (this build reads 5; "
+             "retrain with adafs-walltime train)", bad);
+    tap_is_str(err, want, "a model file with one price for all users is refused, not misread");
+    write_file(bad, "adafs-walltime-model 5\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
+                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 0 1025 0\n");
+    walltime_model_load(bad, err, sizeof(err));
+    snprintf(want, sizeof(want), "%s:4: field 6 is not an integer in [0, 1024]: '1025'", bad);
     tap_is_str(err, want, "a calibration ring longer than the model's is refused");
-    write_file(bad, "adafs-walltime-model 4\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
-                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 1 1\nstep 100 nan 0x1p+10 0\n");
+    write_file(bad, "adafs-walltime-model 5\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
+                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 0 1 1\nstep 100 nan 0x1p+10 0 0\n");
     walltime_model_load(bad, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:5: field 3 is not a number in [-20, 30]: 'nan'", bad);
     tap_is_str(err, want, "a calibration that is not a number in range is refused");
-    write_file(bad, "adafs-walltime-model 4\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
-                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 0 0\n"
+    write_file(bad, "adafs-walltime-model 5\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
+                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 0 0 0\n"
                     "ensemble median 0 0 0\nroots\nensemble upper 0 0 0\nroots\n"
                     "users 1\nuser 5 0 0 2\np 1 100 -1 3600 4 0x1p-1 0x1p-2 0x1p-2\n"
                     "p 1 100 -1 3600 4 0x1p-1 0x1p-2 0x1p-2\n");
     walltime_model_load(bad, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:12: job 1 is pending twice", bad);
     tap_is_str(err, want, "a job in flight twice is refused");
-    write_file(bad, "adafs-walltime-model 4\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
-                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 0 0\n"
+    write_file(bad, "adafs-walltime-model 5\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
+                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 0 0 0\n"
                     "ensemble median 0 0 0\nroots\nensemble upper 0 0 0\nroots\n"
                     "users 1\nuser 5 0 0 1\np 1 100 -1 3600 4 2 0x1p-2 0x1p-2\n");
     walltime_model_load(bad, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:11: field 7 is not a number in [0, 1]: '2'", bad);
     tap_is_str(err, want, "an estimate in flight beyond its request is refused");
+    write_file(bad, "adafs-walltime-model 5\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
+                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 0 0 0\n"
+                    "ensemble median 0 0 0\nroots\nensemble upper 0 0 0\nroots\n"
+                    "users 1\nuser 5 1 1 0\ne 100 200 3600 100 4 -1 0 0 1 0 0x1p+6 1\n");
+    walltime_model_load(bad, err, sizeof(err));
+    snprintf(want, sizeof(want), "%s:11: field 12 is not a number in [-20, 30]: '0x1p+6'", bad);
+    tap_is_str(err, want, "a user's price offset out of range is refused");
     a[strlen(a) / 2] = '\0';               /* truncated in the middle */
     *strrchr(a, '\n') = '\0';
     write_file(bad, a);
     tap_ok(walltime_model_load(bad, err, sizeof(err)) == NULL && strstr(err, bad) &&
            (strstr(err, "unexpected end of file") || strstr(err, "expected")),
            "truncated model file refused: %s", err);
-    write_file(bad, "adafs-walltime-model 4\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
-                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 1 1\nstep 100 0x1p+1 0x1p+10 0\n"
+    write_file(bad, "adafs-walltime-model 5\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
+                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 0 1 1\nstep 100 0x1p+1 0x1p+10 0 1\n"
                     "ensemble median 0 1 1\nroots 0\nnode 0 0 0 0 0\n");
     walltime_model_load(bad, err, sizeof(err));
     snprintf(want, sizeof(want), "%s:8: node 0 has a child before it", bad);
     tap_is_str(err, want, "a tree that loops is refused");
-    write_file(bad, "adafs-walltime-model 4\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
-                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 0 0\n"
+    write_file(bad, "adafs-walltime-model 5\nparams 30 4 0x1p-1 100 0x1p-1 0x1p-5 0x1p-4 5 600 10 10 0\n"
+                    "state 0 0 0\ncalib 0x1p+1 0x1p+10 0 0 0 0\n"
                     "ensemble median 0 0 0\nroots\nensemble upper 0 0 0\nroots\n"
                     "users 0\ntrain 0 3\nend\n");
     walltime_model_load(bad, err, sizeof(err));
