@@ -7,7 +7,11 @@
  * server on this node is stopped and its data wiped: stage-out may still be
  * reading from this node, and Slurm gives the node to the next job as soon
  * as the Epilog returns. If the plugin never asks for teardown (slurmctld
- * down), the agent tears down by itself after --timeout seconds.
+ * down, a hung plugin), the agent tears down by itself after --timeout
+ * seconds: by default StageOutTimeout plus AdafsStageOutKeep at their
+ * defaults, and a little (common/stageout_bounds.h), so that a default
+ * installation never tears down a stage-out, or a failed one kept for the
+ * user to fix, before the plugin does; that is the bound a node is held.
  *
  * As the Prolog (--prolog) it only checks that the agent answers and says
  * so in slurmd's log: jobs without burst buffers must not fail for it.
@@ -21,6 +25,7 @@
  * (then slurmd drains it, for an admin to look at). */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +35,15 @@
 #include "agent_proto.h"
 #include "net.h"
 #include "rpc_io.h"
+#include "stageout_bounds.h"
 
 #define DEFAULT_SOCKET "/run/adafs/agent.%n.sock"
-#define USAGE "usage: adafs-epilog [--socket PATH] [--timeout SECONDS] [--prolog]\n"
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define USAGE "usage: adafs-epilog [--socket PATH] [--timeout SECONDS] [--prolog]\n" \
+    "  --timeout: the agent tears the job down by itself this long after it\n" \
+    "    ended, if the plugin has not (default StageOutTimeout + AdafsStageOutKeep\n" \
+    "    at their defaults + " STR(STAGEOUT_RELEASE_SLACK_S) " s: %d s)\n"
 
 static void expand_node(const char *pattern, const char *node, char *out, size_t len)
 {
@@ -51,7 +62,7 @@ static void expand_node(const char *pattern, const char *node, char *out, size_t
 int main(int argc, char **argv)
 {
     const char *socket_pattern = getenv("ADAFS_AGENT_SOCKET");
-    long timeout = 3600;
+    long timeout = STAGEOUT_RELEASE_DEFAULT_S;
     int prolog = 0;
     static const struct option opts[] = {
         { "socket", required_argument, NULL, 's' }, { "timeout", required_argument, NULL, 't' },
@@ -65,15 +76,16 @@ int main(int argc, char **argv)
         case 't': {
             char *end;
             timeout = strtol(optarg, &end, 10);
-            if (*end || timeout <= 0) {
-                fprintf(stderr, "adafs-epilog: --timeout %s: expected seconds > 0\n", optarg);
+            if (*end || end == optarg || timeout <= 0 || timeout > INT_MAX) {
+                fprintf(stderr, "adafs-epilog: --timeout %s: expected seconds in 1..%d\n",
+                        optarg, INT_MAX);
                 return 1;
             }
             break;
         }
         case 'p': prolog = 1; break;
-        case 'h': fputs(USAGE, stdout); return 0;
-        default: fputs(USAGE, stderr); return 1;
+        case 'h': printf(USAGE, STAGEOUT_RELEASE_DEFAULT_S); return 0;
+        default: fprintf(stderr, USAGE, STAGEOUT_RELEASE_DEFAULT_S); return 1;
         }
     }
     const char *job = getenv("SLURM_JOB_ID");

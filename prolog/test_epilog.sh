@@ -4,6 +4,7 @@
 # agent that crashed) must fail the Epilog, so slurmd drains the node.
 set -u
 epilog=${abs_builddir:-$(pwd)}/adafs-epilog
+top_srcdir=${abs_top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 dir=$(mktemp -d /tmp/adafs-epilog-test.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 n=0
@@ -76,4 +77,69 @@ except Exception:
 else
     echo "ok $((n + 1)) # SKIP needs root and the user nobody"; n=$((n + 1))
 fi
+# What the Epilog asks of the agent: RELEASE with its --timeout, by default
+# the longest a default plugin may still want the job's data (StageOutTimeout
+# + AdafsStageOutKeep at their defaults + slack, common/stageout_bounds.h),
+# so the agent never tears down a kept stage-out before the plugin does.
+fake_agent() {  # fake_agent SOCKET BODYFILE: answers one request with success
+    /usr/bin/python3 -c '
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(1)
+s.settimeout(10)
+c, _ = s.accept()
+c.settimeout(5)
+def full(n):
+    b = b""
+    while len(b) < n:
+        m = c.recv(n - len(b))
+        if not m:
+            raise SystemExit("short read")
+        b += m
+    return b
+head = full(24)
+magic, ver, op, rid, length, status = struct.unpack("<IHHQIi", head)
+open(sys.argv[2], "wb").write(full(length))
+c.sendall(struct.pack("<IHHQIi", magic, ver, op, rid, 0, 0))
+' "$1" "$2" &
+    agent=$!
+    for _ in $(seq 50); do [ -S "$1" ] && break; sleep 0.1; done
+}
+release_timeout() {  # the u32 timeout the agent heard, after the job id
+    od -An -tu4 -j4 -N4 "$1" | tr -d ' '
+}
+if [ "$(id -u)" = 0 ]; then
+    stageout_default=$(sed -n 's/^#define STAGEOUT_TIMEOUT_DEFAULT_S \([0-9]*\).*/\1/p' \
+        "$top_srcdir/common/stageout_bounds.h")
+    keep_default=$(sed -n 's/^#define STAGEOUT_KEEP_DEFAULT_S \([0-9]*\).*/\1/p' \
+        "$top_srcdir/common/stageout_bounds.h")
+    conf_doc=$top_srcdir/doc/burst_buffer.conf.md
+    check "the bounds are burst_buffer.conf's documented defaults ($stageout_default, $keep_default)" \
+        bash -c "grep -q '^\*\*StageOutTimeout\*\* (default: $stageout_default)' '$conf_doc' &&
+                 grep -q '^\*\*AdafsStageOutKeep\*\* (default: $keep_default)' '$conf_doc'"
+    fake_agent "$dir/agent.sock" "$dir/body"
+    run "$dir/agent.sock"
+    wait "$agent"
+    heard=$(release_timeout "$dir/body")
+    check "released (rc $rc)" test "$rc" = 0
+    check "by default the agent waits past StageOutTimeout + AdafsStageOutKeep ($heard s)" \
+        test "$heard" -gt $((stageout_default + keep_default))
+    check "and says so in --help" bash -c "'$epilog' --help | grep -q ': $heard s)'"
+    rm -f "$dir/agent.sock"
+    fake_agent "$dir/agent.sock" "$dir/body"
+    run "$dir/agent.sock" --timeout 120
+    wait "$agent"
+    check "an explicit --timeout is what the agent hears ($(release_timeout "$dir/body"))" \
+        test "$(release_timeout "$dir/body")" = 120
+    rm -f "$dir/agent.sock"
+else
+    echo "ok $((n + 1)) # SKIP the fake agent must be root's"; n=$((n + 1))
+fi
+for bad in 0 -5 x 2147483648; do
+    SLURM_JOB_ID=7 SLURMD_NODENAME=n1 "$epilog" --socket "$dir/none.sock" --timeout "$bad" 2>"$dir/err"
+    rc=$?
+    check "--timeout '$bad' is refused (rc $rc)" \
+        bash -c "[ $rc = 1 ] && grep -q 'expected seconds in 1..2147483647' '$dir/err'"
+done
 echo "1..$n"

@@ -3,6 +3,7 @@
 #include "conf.h"
 #include "directive.h"
 #include "size.h"
+#include "stageout_bounds.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -66,7 +67,7 @@ static void set_defaults(struct bb_config *cfg)
 {
     *cfg = (struct bb_config){
         .stage_in_timeout = 86400,
-        .stage_out_timeout = 86400,
+        .stage_out_timeout = STAGEOUT_TIMEOUT_DEFAULT_S,
         .other_timeout = 300,
         .directive = strdup(DIRECTIVE_DEFAULT_PREFIX),
         .chunk_size = 512 << 10,
@@ -80,7 +81,7 @@ static void set_defaults(struct bb_config *cfg)
         .walltime_comment = strdup("admin_comment"),
         .agent_port = 6830,
         .server_timeout_ms = 10000,
-        .stage_out_keep = 3600,
+        .stage_out_keep = STAGEOUT_KEEP_DEFAULT_S,
         .stage_out_retry = 60,
         .stage_threads = 8,
         .stage_threads_per_cpu = 2,
@@ -95,6 +96,12 @@ bool bb_config_munge_socket_changed(const char *in_use, const struct bb_config *
 {
     return cfg->munge_socket ? !in_use || strcmp(cfg->munge_socket, in_use) != 0
                              : in_use != NULL;
+}
+
+uint64_t bb_config_release_needed_s(const struct bb_config *cfg)
+{
+    uint64_t keep = cfg->flags & BBCONF_TEARDOWN_FAILURE ? 0 : cfg->stage_out_keep;
+    return (uint64_t)cfg->stage_out_timeout + keep + STAGEOUT_RELEASE_SLACK_S;
 }
 
 uint32_t bb_stage_threads(const struct bb_config *cfg, unsigned cpus)

@@ -76,6 +76,12 @@ void bb_config_free(struct bb_config *cfg);
  * one the agents' sessions were opened with at start (NULL: munge's
  * default): a change takes effect only when slurmctld restarts. */
 bool bb_config_munge_socket_changed(const char *in_use, const struct bb_config *cfg);
+/* Seconds after a job ended that its nodes' agents must wait for the
+ * plugin's teardown (the Epilog's --timeout): StageOutTimeout, plus
+ * AdafsStageOutKeep unless Flags=TeardownFailure, plus the slack of
+ * common/stageout_bounds.h. Above STAGEOUT_RELEASE_DEFAULT_S the plugin says
+ * so at load: the Epilog's default --timeout would end a kept stage-out early. */
+uint64_t bb_config_release_needed_s(const struct bb_config *cfg);
 /* Copy threads of the stage worker on a node where the job has `cpus`
  * CPUs (0: not known): stage_threads_per_cpu per CPU, at least 1 and at
  * most stage_threads; stage_threads when either is 0. So a worker uses

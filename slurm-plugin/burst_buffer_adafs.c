@@ -74,6 +74,7 @@
 #include "placement.h"
 #include "predict.h"
 #include "size.h"
+#include "stageout_bounds.h"
 #include "walltime_observer.h"
 
 /* What slurmctld looks up, the only symbols this plugin exports: the
@@ -178,6 +179,13 @@ static int load_config(bool at_init)
     }
     if (rc == 1)
         info("%s: %s not found, using built-in defaults", plugin_type, path);
+    uint64_t release_s = bb_config_release_needed_s(&fresh);
+    if (release_s > STAGEOUT_RELEASE_DEFAULT_S)
+        info("%s: StageOutTimeout + AdafsStageOutKeep + %d s = %" PRIu64 " s is longer than "
+             "adafs-epilog's default --timeout (%d s): give the Epilog --timeout %" PRIu64
+             " or more, or the node agents tear down a job's data before stage-out is done "
+             "with it", plugin_type, STAGEOUT_RELEASE_SLACK_S, release_s,
+             STAGEOUT_RELEASE_DEFAULT_S, release_s);
     slurm_mutex_lock(&drv.lock);
     if (!at_init && bb_config_munge_socket_changed(agents_munge_socket, &fresh))
         error("%s: AdafsMungeSocket changed: the agents' sessions use the new socket only "
@@ -1085,8 +1093,25 @@ static void request(job_record_t *job_ptr, bool ended, bool hurry)
 
 static int job_start_stage_out(job_record_t *job_ptr)
 {
-    if (has_bb(job_ptr))
-        request(job_ptr, true, false);
+    if (!has_bb(job_ptr))
+        return SLURM_SUCCESS;
+    request(job_ptr, true, false);
+    /* Slurm's convention (lua, datawarp): the job is in StageOut while its
+     * data is copied out. slurmctld hands scancel --hurry to the plugin
+     * (bb_g_job_cancel) only for a job in StageOut: without it, --hurry
+     * would not stop a stage-out under way. apply_outcome takes it off once
+     * torn down; it cannot come first, as it needs the job lock held here. */
+    slurm_mutex_lock(&drv.lock);
+    struct bb_job *j = bb_job_find(drv.jobs, job_ptr->job_id);
+    bool staging_out = j && j->phase == PHASE_STAGING_OUT;
+    slurm_mutex_unlock(&drv.lock);
+    if (staging_out) {
+        job_ptr->job_state |= JOB_STAGE_OUT;
+        xfree(job_ptr->state_desc);
+        job_ptr->state_desc = xstrdup_printf("%s: stage-out in progress (scancel --hurry "
+                                             "skips the rest)", plugin_type);
+        last_job_update = time(NULL);
+    }
     return SLURM_SUCCESS;
 }
 

@@ -128,9 +128,19 @@ static void say_lost(struct bb_job *j, const char *why)
 
 void stageout_keep_hurry(struct bb_job *j)
 {
-    if (!stageout_keep_kept(j))
+    if (stageout_keep_kept(j)) {
+        say_lost(j, "scancel --hurry while a failed stage_out was kept");
         return;
-    say_lost(j, "scancel --hurry while a failed stage_out was kept");
+    }
+    if (j->phase != PHASE_STAGING_OUT)
+        return;
+    /* Slurm's convention: --hurry skips stage-out, also one under way.
+     * What it leaves behind is said as for a kept one: the line running
+     * and those after it. */
+    char *lost = lost_lines(j);
+    if (lost && lost[0])
+        say_lost(j, "scancel --hurry stopped the stage_out under way");
+    free(lost);
 }
 
 int stageout_keep_end_pass(struct bb_job *j, const struct bb_config *cfg, time_t now)

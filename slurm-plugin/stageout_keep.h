@@ -48,7 +48,9 @@ bool stageout_keep_skips(const struct bb_job *j, size_t index);
  * the lifecycle's events (LC_CHANGED, LC_KEPT). */
 int stageout_keep_end_pass(struct bb_job *j, const struct bb_config *cfg, time_t now);
 
-/* scancel --hurry of a kept instance: its error names what is lost. */
+/* scancel --hurry of a kept instance, or of one whose stage-out is under way
+ * (Slurm's convention: --hurry skips stage-out): its error names what is
+ * lost (the SystemComment). */
 void stageout_keep_hurry(struct bb_job *j);
 
 /* Is the instance kept after a failed stage-out? */

@@ -1,4 +1,5 @@
 #include "bb_config.h"
+#include "stageout_bounds.h"
 #include "tap.h"
 
 #include <stdio.h>
@@ -108,6 +109,23 @@ int main(void)
     tap_ok(!bb_config_munge_socket_changed(NULL, &cfg), "munge's default again: not a change");
     tap_ok(bb_config_munge_socket_changed("/run/munge/a.socket", &cfg),
            "munge's default where a socket was named: a change");
+    bb_config_free(&cfg);
+    tap_is_int(bb_config_load("/nonexistent/burst_buffer.conf", &cfg, err, sizeof(err)), 1,
+               "the defaults again");
+    tap_ok(bb_config_release_needed_s(&cfg) <= STAGEOUT_RELEASE_DEFAULT_S &&
+           bb_config_release_needed_s(&cfg) >= (uint64_t)cfg.stage_out_timeout + cfg.stage_out_keep,
+           "with the defaults the Epilog's default --timeout covers stage-out and the keep "
+           "(%llu s needed)", (unsigned long long)bb_config_release_needed_s(&cfg));
+    bb_config_free(&cfg);
+    tap_is_int(load_text("StageOutTimeout=90000\n", &cfg), 0, "a longer StageOutTimeout loads");
+    tap_ok(bb_config_release_needed_s(&cfg) == 90000 + 3600 + STAGEOUT_RELEASE_SLACK_S &&
+           bb_config_release_needed_s(&cfg) > STAGEOUT_RELEASE_DEFAULT_S,
+           "and needs more than the Epilog's default (the plugin says so at load)");
+    bb_config_free(&cfg);
+    tap_is_int(load_text("StageOutTimeout=90000\nFlags=TeardownFailure\n", &cfg), 0,
+               "with Flags=TeardownFailure");
+    tap_ok(bb_config_release_needed_s(&cfg) == 90000 + STAGEOUT_RELEASE_SLACK_S,
+           "nothing is kept: the keep does not count");
     bb_config_free(&cfg);
     unlink(path);
     return tap_done();

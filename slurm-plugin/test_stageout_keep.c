@@ -3,7 +3,8 @@
  * agents (fake_agents.c): kept with its reason and nothing torn down, only
  * the failed line run again at the next pass, the data out once the
  * destination is fixed, given up after AdafsStageOutKeep with what was
- * lost, scancel --hurry, Flags=TeardownFailure and AdafsStageOutKeep=0 as
+ * lost, scancel --hurry (of a kept one and of one under way),
+ * Flags=TeardownFailure and AdafsStageOutKeep=0 as
  * before, and the kept state through the saved record. */
 #include "agent_proto.h"
 #include "fake_agents.h"
@@ -185,6 +186,33 @@ static void test_hurry(void)
     bb_job_free(j);
 }
 
+/* scancel --hurry while the stage-out runs (nothing failed, nothing kept):
+ * Slurm's convention is that --hurry skips stage-out. */
+static void test_hurry_under_way(void)
+{
+    cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60 };
+    fake_fail_source(NULL);
+    struct bb_job *j = job_of(23, TWO_LINES);
+    drive(j, 2000);
+    fake_reset_counts();
+    lifecycle_job_ended(j, false);
+    env.now = fake_clock;
+    lifecycle_step(j, &env);
+    tap_ok(j->phase == PHASE_STAGING_OUT && !stageout_keep_kept(j) && fake_total(AGENT_STAGE) == 1,
+           "the stage-out runs its first line");
+    lifecycle_cancel(j, true);
+    int ev = drive(j, 3000);
+    tap_ok(j->phase == PHASE_COMPLETE && (ev & LC_FINISHED) && fake_total(AGENT_TEARDOWN) == 1 &&
+           fake_total(AGENT_STAGE) == 1,
+           "scancel --hurry: torn down, the other line never started");
+    tap_ok(j->failure == FAIL_USER && j->error &&
+           strstr(j->error, "scancel --hurry stopped the stage_out under way") &&
+           strstr(j->error, "not copied out: stage_out source=good destination=/pfs/good, "
+                            "stage_out source=bad destination=/pfs/bad"),
+           "its comment says so and names the lines not copied out (%s)", j->error ? j->error : "");
+    bb_job_free(j);
+}
+
 static void test_not_kept(void)
 {
     cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60,
@@ -239,6 +267,7 @@ int main(void)
     test_kept_then_fixed();
     test_give_up();
     test_hurry();
+    test_hurry_under_way();
     test_not_kept();
     test_saved();
     fake_stop();

@@ -229,7 +229,22 @@ int main(int argc, char **argv)
         }
     }
     if (argc - optind != 3) {
-        usage(stderr);
+        /* Say what is wrong, not only how it should look. */
+        static const char *const needed[] = { "the action (in, out or copy)", "SRC", "DST" };
+        int have = argc - optind;
+        if (have < 3) {
+            fprintf(stderr, "adafs-stage: missing ");
+            for (int i = have; i < 3; i++)
+                fprintf(stderr, "%s%s", needed[i], i == 2 ? "" : i == 1 ? " and " : ", ");
+            if (have > 0)
+                fprintf(stderr, " after %s '%s'", have == 1 ? "the action" : "SRC",
+                        argv[argc - 1]);
+            fputc('\n', stderr);
+        } else {
+            fprintf(stderr, "adafs-stage: %d argument%s too many, from '%s' after DST '%s'\n",
+                    have - 3, have == 4 ? "" : "s", argv[optind + 3], argv[optind + 2]);
+        }
+        fputs("usage: adafs-stage in|out|copy [options] SRC DST (--help: the options)\n", stderr);
         return 2;
     }
     const char *dir = argv[optind];

@@ -43,9 +43,6 @@ char *report_json(const struct stage_options *opt, const struct stage_result *r)
 
 void report_text(FILE *out, const struct stage_options *opt, const struct stage_result *r)
 {
-    for (size_t i = 0; i < r->nfailures; i++)
-        fprintf(out, "adafs-stage: FAILED %s: %s: %s (errno %d)\n", r->failures[i].path,
-                r->failures[i].what, strerror(r->failures[i].err), r->failures[i].err);
     fprintf(out, "adafs-stage %s: %llu files, %llu dirs, %.1f MiB in %.2f s "
             "(%.0f files/s, %.1f MiB/s); %llu unchanged, %llu skipped, %llu pieces, "
             "%llu errors%s\n",
@@ -55,7 +52,7 @@ void report_text(FILE *out, const struct stage_options *opt, const struct stage_
             per_s((double)r->bytes / 1048576.0, r->seconds),
             (unsigned long long)r->unchanged, (unsigned long long)r->skipped,
             (unsigned long long)r->pieces, (unsigned long long)r->errors,
-            r->errors ? ": NOT everything was copied" : "");
+            r->errors ? ": NOT everything was copied (the FAILED lines above)" : "");
 }
 
 void report_progress(FILE *out, const struct stage_progress *p)

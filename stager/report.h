@@ -13,6 +13,8 @@
 /* The summary as one JSON object (malloc'd; NULL on ENOMEM): the report
  * of common/stage_report.h, which the plugin reads. */
 char *report_json(const struct stage_options *opt, const struct stage_result *r);
+/* The one-line text summary; each failure was logged when it happened
+ * (stage_fail), so it is counted here, not listed again. */
 void report_text(FILE *out, const struct stage_options *opt, const struct stage_result *r);
 /* One progress line ending in '\r' (width about 79 columns). */
 void report_progress(FILE *out, const struct stage_progress *p);

@@ -34,7 +34,10 @@ void stage_fail(struct stage_run *run, const char *path, int err, const char *fm
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    log_error("%s: %s: %s", path, what, strerror(err));
+    /* The one line a person (and the agent's record of stderr) gets for it,
+     * at once: a stage killed at its timeout still named what failed.
+     * report_text's summary only counts them. */
+    log_error("FAILED %s: %s: %s (errno %d)", path, what, strerror(err), err);
     pthread_mutex_lock(&run->lock);
     if (run->nfailures == run->failures_cap) {
         size_t cap = run->failures_cap ? run->failures_cap * 2 : 16;

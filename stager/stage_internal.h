@@ -93,6 +93,8 @@ struct small_batch {
 };
 
 /* stage.c */
+/* Records a failed entry for the summary and logs its one line: path, what
+ * was done (fmt) and err. */
 void stage_fail(struct stage_run *run, const char *path, int err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void stage_fail_at(struct stage_run *run, struct bdir *d, const char *name, int err,

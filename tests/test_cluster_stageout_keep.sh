@@ -4,7 +4,8 @@
 # reason and its data on its node; once the user fixes the destination the
 # next pass copies it out and the job completes. Past AdafsStageOutKeep, or
 # at scancel --hurry, it is torn down and its SystemComment says what was
-# lost. Passes every 2 s here (AdafsStageOutRetry), to keep the test short.
+# lost; scancel --hurry of a stage-out under way stops it the same way.
+# Passes every 2 s here (AdafsStageOutRetry), to keep the test short.
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 
@@ -88,4 +89,25 @@ as_user scancel --hurry "$id"
 check "scancel --hurry: torn down, its SystemComment says what was lost" -- \
     wait_comment "$id" "scancel --hurry while a failed stage_out was kept: .*not copied out: stage_out source=result.txt" 30
 check "hurry: nothing left" -- wait_clean 60
+
+# 4. scancel --hurry while a stage-out runs (nothing failed): Slurm's
+# convention is that --hurry skips stage-out. 32 MiB at max_bw=1M: 30 s.
+as_user_sh "mkdir -p $pfs/keep/slow"
+write_job slow.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 1 -t 5
+#BB_ADAFS capacity=1G max_bw=1M
+#BB_ADAFS stage_out source=big.bin destination=$pfs/keep/slow/%j.bin type=file
+head -c 33554432 /dev/urandom > \$ADAFS_MOUNT/big.bin
+JOB
+id=$(submit slow.sh)
+check "a stage-out under way" -- wait_phase "$id" staging_out 120
+sleep 2
+as_user scancel --hurry "$id"
+check "scancel --hurry stops it, its SystemComment says what was not copied out" -- \
+    wait_comment "$id" "scancel --hurry stopped the stage_out under way: .*not copied out: stage_out source=big.bin destination=$pfs/keep/slow/$id.bin" 15
+size=$(stat -c %s "$pfs/keep/slow/$id.bin" 2>/dev/null || echo none)
+check "the copy stopped short of 32 MiB ($size)" -- test "$size" != 33554432
+check "hurry under way: the job completes" -- wait_job "$id" COMPLETED 60
+check "hurry under way: nothing left" -- wait_clean 60
 tap_done

@@ -89,7 +89,24 @@ is "copy into its own source: exit 2" $rc 2
 ok "... says why" grep -q "is inside the source" "$WORK/err"
 "$STAGE" copy "$WORK/nonexistent" "$WORK/x" 2> "$WORK/err"; rc=$?
 is "missing source: exit 1" $rc 1
-ok "... names path and errno" grep -q "FAILED $WORK/nonexistent: open source directory: No such file or directory (errno 2)" "$WORK/err"
+ok "... names path, operation and errno" grep -q "FAILED $WORK/nonexistent: open source directory: No such file or directory (errno 2)" "$WORK/err"
+is "... in one line, not again in the summary" "$(grep -c nonexistent "$WORK/err")" 1
+ok "... which counts it" grep -q "1 errors: NOT everything was copied (the FAILED lines above)" "$WORK/err"
+# A request short of an argument says which (not only the usage).
+"$STAGE" in /x 2> "$WORK/err"; rc=$?
+is "in SRC without DST: exit 2" $rc 2
+ok "... names DST as missing" grep -q "^adafs-stage: missing DST after SRC '/x'$" "$WORK/err"
+ok "... and the usage in one line, not the whole help" \
+    test "$(wc -l < "$WORK/err")" = 2 -a "$(grep -c '^usage: adafs-stage' "$WORK/err")" = 1
+"$STAGE" out 2> "$WORK/err"; rc=$?
+is "out alone: exit 2" $rc 2
+ok "... names SRC and DST" grep -q "^adafs-stage: missing SRC and DST after the action 'out'$" "$WORK/err"
+"$STAGE" 2> "$WORK/err"; rc=$?
+is "no arguments: exit 2" $rc 2
+ok "... names all three" grep -q "^adafs-stage: missing the action (in, out or copy), SRC and DST$" "$WORK/err"
+"$STAGE" copy "$S" "$D" extra 2> "$WORK/err"; rc=$?
+is "an argument after DST: exit 2" $rc 2
+ok "... names it" grep -q "^adafs-stage: 1 argument too many, from 'extra' after DST '$D'$" "$WORK/err"
 "$STAGE" copy --worker 3/3 "$S" "$D" 2> "$WORK/err"; rc=$?
 is "--worker 3/3: exit 2" $rc 2
 ok "... says why" grep -q "expected K/N with 0 <= K < N" "$WORK/err"
