@@ -14,8 +14,8 @@
  * program's way), ptrmap (our DIR* and FILE*), and the interception
  * families: file.c (descriptors),
  * meta.c, stat.c and attr.c (path operations), dir.c (directory streams), stdio.c (FILE*),
- * misc.c (mmap, xattr, copy offload, preallocation), exec.c (exec and the
- * descriptors it hands on). */
+ * misc.c (mmap, xattr, copy offload, preallocation), exec.c (exec and
+ * spawn; exec_handover.c the environment and descriptors it hands on). */
 #ifndef ADAFS_PRELOAD_H
 #define ADAFS_PRELOAD_H
 
