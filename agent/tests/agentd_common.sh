@@ -1,8 +1,11 @@
 # agentd_common.sh: sourced by the tests that run adafs-agentd as root
-# (test_agentd.sh, test_qos_agent.sh): TAP lines, and a munged of the
-# test's own under $base, as the cluster harness starts one, so that a
-# test never touches the system's munged. agentd_setup makes $base, sets
-# the EXIT trap and starts munged.
+# (test_agentd.sh, test_qos_agent.sh) and by other root tests that need
+# munge (test_fs_shared.sh, test_fs_exchange.sh, test_persistent.sh): TAP
+# lines, and a munged of the test's own under $base, as the cluster
+# harness starts one, so that a test never touches the system's munged.
+# agentd_setup makes $base, the EXIT trap and munged for the agent's
+# tests; the others set base and an EXIT trap that calls stop_munged
+# themselves (they have more to clean up).
 
 n=0
 fails=0
