@@ -12,7 +12,7 @@
  * fd), pathres (mount, working directory, path routing), route (the one door
  * into libadafs), ownfd (libadafs's own descriptors kept out of the
  * program's way), ptrmap (our DIR* and FILE*), and the interception
- * families: file.c (descriptors),
+ * families: file.c (descriptors; file_io.c their reads and writes),
  * meta.c, stat.c and attr.c (path operations), dir.c (directory streams), stdio.c (FILE*),
  * misc.c (mmap, xattr, copy offload, preallocation), exec.c (exec and
  * spawn; exec_handover.c the environment and descriptors it hands on). */
