@@ -22,17 +22,7 @@ command -v munged >/dev/null && id munge >/dev/null 2>&1 || skip_all "needs mung
 command -v setpriv >/dev/null && command -v prlimit >/dev/null || skip_all "needs setpriv and prlimit"
 [ -x "$client" ] && [ -x "$agentd" ] && [ -x "$adafsd" ] || skip_all "programs not built"
 
-base=$(mktemp -d /tmp/adafs-agentd-test.XXXXXX)
-chmod 755 "$base"
-agent_pid=
-cleanup() {
-    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-    stop_munged
-    rm -rf "$base"
-}
-trap cleanup EXIT
-
-start_munged
+agentd_setup adafs-agentd-test
 
 # The stand-in stager: more output than the agent keeps for STATUS.
 cat > "$base/stage.sh" <<'EOF'

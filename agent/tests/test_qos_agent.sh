@@ -20,18 +20,8 @@ command -v setpriv >/dev/null || skip_all "needs setpriv"
 # Under the sanitizers, programs not built with them need the runtime first.
 [ -n "${ADAFS_TEST_ASAN_RT:-}" ] && preload="$ADAFS_TEST_ASAN_RT $preload"
 
-base=$(mktemp -d /tmp/adafs-qos-test.XXXXXX)
-chmod 755 "$base"
-agent_pid=
-cleanup() {
-    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-    stop_munged
-    rm -rf "$base"
-}
-trap cleanup EXIT
+agentd_setup adafs-qos-test
 [ -n "${QOS_TEST_KEEP:-}" ] && trap "echo kept $base" EXIT
-
-start_munged
 
 user=$(id -u nobody)
 group=$(id -g nobody)
