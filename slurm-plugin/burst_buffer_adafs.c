@@ -757,8 +757,12 @@ static int job_validate(job_desc_msg_t *job_desc, char **err_msg)
         xfree(job_desc->burst_buffer);
         job_desc->burst_buffer = xstrdup(canonical);
         free(canonical);
-        debug("%s: accepted request for uid %u:\n%s", plugin_type, job_desc->user_id,
-              job_desc->burst_buffer);
+        /* Under the job lock: at most its first 4 KiB (a request may
+         * have 64). */
+        int len = (int)strlen(job_desc->burst_buffer);
+        debug("%s: accepted request for uid %u (%d bytes):\n%.*s%s", plugin_type,
+              job_desc->user_id, len, len > 4096 ? 4096 : len, job_desc->burst_buffer,
+              len > 4096 ? "\n[...]" : "");
     }
     return slurm_rc[v];
 }
