@@ -145,14 +145,14 @@ static struct hold_start hold_start(void)
  * `since`. */
 static void held(const char *where, struct hold_start since)
 {
-    uint64_t us = lock_watch_now_us() - since.wall;
+    uint64_t us = lock_watch_now_us() - since.wall, cpu = lock_watch_cpu_us() - since.cpu;
     /* Each new longest hold is logged (a few lines a run): the longest
      * over a slurmctld's life survives its kill -9, unlike bbstat's. Its
      * CPU time says how much of it was work: the rest the thread waited
      * while holding the lock (for a CPU on a busy host, for I/O). */
     if (lock_watch_note(&job_lock_watch, where, us))
         verbose("%s: slurmctld's job lock held %"PRIu64" us in %s, the longest yet (%"PRIu64
-                " us of it on CPU)", plugin_type, us, where, lock_watch_cpu_us() - since.cpu);
+                " us of it on CPU)", plugin_type, us, where, cpu);
 }
 
 /* A Slurm call made with slurmctld's job lock held: fn, timed (held). */
