@@ -156,7 +156,13 @@ struct bb_job *bb_job_new(uint32_t job_id);
 /* Unlinks and frees the record with this key, if any. */
 void bb_job_remove_key(struct bb_job **head, uint64_t key);
 void bb_job_free(struct bb_job *job);
+/* The job's error and failure, formatted: bb_job_set_error keeps the first
+ * (the cause; later failures are its consequences), bb_job_replace_error
+ * always takes the new one (a kept stage-out's text changes from pass to
+ * pass). -ENOMEM leaves the earlier text. */
 int bb_job_set_error(struct bb_job *job, enum bb_failure failure, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int bb_job_replace_error(struct bb_job *job, enum bb_failure failure, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* The saved table (format in bb_job.c): a journal bb_store.h appends to,
