@@ -190,12 +190,17 @@ int store_create(const char *image, const char *dir, uint64_t size, const struct
     int fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return failf(err, errlen, -errno, "cannot create %s: %s", image, strerror(errno));
-    int rc = ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
+    /* Every block reserved now, not sparse: on a node disk filled by
+     * something else a sparse image's writes fail in the loop device under
+     * the job's file system, which reports success to the job and loses the
+     * data at writeback ("potential data loss" in the kernel log). Reserved,
+     * a full disk is ENOSPC here, at deploy, and the job's own writes fail
+     * with ENOSPC only at its capacity. */
+    int rc = fallocate(fd, 0, 0, (off_t)size) < 0 ? -errno : 0;
     close(fd);
     if (rc < 0) {
         unlink(image);
-        return failf(err, errlen, rc, "cannot size %s to %llu bytes: %s", image,
-                     (unsigned long long)size, strerror(-rc));
+        return failf(err, errlen, rc, "cannot reserve %s: %s", image, strerror(-rc));
     }
     rc = format_and_mount(image, dir, u, journal, err, errlen);
     if (rc < 0) {
