@@ -46,8 +46,10 @@ bool lifecycle_retry(struct bb_job *j, const char *why, time_t now)
                  j->job_id, why, (long)wait, j->attempts, LC_ATTEMPTS);
         return true;
     }
-    bb_job_set_error(j, FAIL_TRANSIENT, "%s (held after %d attempts; no node drained)", why,
-                     LC_ATTEMPTS);
+    /* Held only before the job ran; later its instance is torn down (or,
+     * in stage-out, kept: lc_fail_or_retry). */
+    bb_job_set_error(j, FAIL_TRANSIENT, "%s (%s after %d attempts; no node drained)", why,
+                     j->phase < PHASE_RUNNING ? "held" : "given up", LC_ATTEMPTS);
     j->attempts = 0;
     j->retry_at = 0;
     return false;
@@ -129,6 +131,33 @@ int lc_fail_or_retry(struct bb_job *j, struct lc_failures *f, time_t now)
     const char *why = f->why ? f->why : "a request failed";
     if (f->worst == FAIL_TRANSIENT && lifecycle_retry(j, why, now)) {
         free(f->why);
+        return LC_CHANGED;
+    }
+    if (f->worst == FAIL_TRANSIENT && j->phase == PHASE_STAGING_OUT) {
+        /* An agent unreachable (stopped, restarting, cut off) through the
+         * retries of a stage-out: the line failed, as a full destination
+         * would. Its data may still be there: the instance is kept and the
+         * line run again every AdafsStageOutRetry, up to AdafsStageOutKeep
+         * (stageout_keep.h), not torn down with the results. */
+        const struct stage_spec *spec = lc_current_spec(j, STAGE_OUT);
+        char *cause = NULL;
+        if (asprintf(&cause, "stage_out source=%s destination=%s: %s (after %d attempts)",
+                     spec ? spec->source : "?", spec ? spec->destination : "?", why,
+                     LC_ATTEMPTS) < 0)
+            cause = NULL;
+        if (!j->out_failed && !j->t_out_failed) {
+            /* lifecycle_retry's text is replaced by the line's. */
+            free(j->error);
+            j->error = NULL;
+            j->failure = FAIL_NONE;
+        }
+        stageout_keep_failed(j, j->stage_index, cause ? cause : why);
+        log_warn("job %u: %s", j->job_id, cause ? cause : why);
+        free(cause);
+        free(f->why);
+        for (size_t i = 0; i < j->nnodes; i++)
+            j->nodes[i].stage_sent = false;
+        j->stage_index++;
         return LC_CHANGED;
     }
     if (f->worst != FAIL_TRANSIENT)
