@@ -160,7 +160,14 @@ int lc_fail_or_retry(struct bb_job *j, struct lc_failures *f, time_t now)
         j->stage_index++;
         return LC_CHANGED;
     }
-    if (f->worst != FAIL_TRANSIENT)
+    const struct stage_spec *out = j->phase == PHASE_STAGING_OUT ? lc_current_spec(j, STAGE_OUT)
+                                                                   : NULL;
+    if (f->worst != FAIL_TRANSIENT && out)
+        /* Its data is gone (a node's or the job's fault, e.g. an agent
+         * restarted since and wiped it): the comment says what was lost. */
+        bb_job_set_error(j, f->worst, "stage_out source=%s destination=%s not copied out: %s",
+                         out->source, out->destination, why);
+    else if (f->worst != FAIL_TRANSIENT)
         bb_job_set_error(j, f->worst, "%s", why);
     free(f->why);
     lc_to_teardown(j);

@@ -92,7 +92,7 @@ static int handle_status(struct rpc_reader *r, struct reply *out)
         char note[128];
         refuse(out, rc, "job %u: not deployed here%s", m.job_id,
                jobs_unknown_note(m.job_id, note, sizeof(note)));
-        out->err.fault = AGENT_FAULT_TRANSIENT;
+        out->err.fault = jobs_wiped_at_start(m.job_id) ? AGENT_FAULT_JOB : AGENT_FAULT_TRANSIENT;
         return rc;
     }
     if (rc < 0) {
@@ -117,7 +117,8 @@ static int handle_watch(struct rpc_reader *r, struct reply *out)
         refuse(out, rc, "job %u: %s%s", m.job_id,
                rc == -ENOENT ? "not deployed here" : strerror(-rc),
                rc == -ENOENT ? jobs_unknown_note(m.job_id, note, sizeof(note)) : "");
-        out->err.fault = AGENT_FAULT_TRANSIENT;
+        out->err.fault = rc == -ENOENT && jobs_wiped_at_start(m.job_id) ? AGENT_FAULT_JOB
+                                                                        : AGENT_FAULT_TRANSIENT;
         return rc;
     }
     put_status(out, &st);

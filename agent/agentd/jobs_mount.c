@@ -135,7 +135,8 @@ int jobs_configure(const struct agent_configure *m, struct agent_error *e)
     if (!j || !job_take_locked(j)) {
         forget_torn_down_locked();   /* one we waited for may be done with */
         char note[128];
-        rc = failf(e, AGENT_FAULT_TRANSIENT, -ENOENT, "job %u: not deployed here%s", m->job_id,
+        rc = failf(e, jobs_wiped_at_start(m->job_id) ? AGENT_FAULT_JOB : AGENT_FAULT_TRANSIENT, -ENOENT,
+                   "job %u: not deployed here%s", m->job_id,
                    jobs_unknown_note(m->job_id, note, sizeof(note)));
     } else {
         /* A persistent instance's servers: their file beside their secret

@@ -55,16 +55,21 @@ static void note_wiped(uint32_t id)
     wiped_ids[nwiped++] = id;
 }
 
+bool jobs_wiped_at_start(uint32_t id)
+{
+    for (size_t i = 0; i < nwiped; i++)
+        if (wiped_ids[i] == id)
+            return true;
+    return false;
+}
+
 const char *jobs_unknown_note(uint32_t id, char *buf, size_t len)
 {
     char at[32];
     struct tm tm;
     time_t t = agent_started ? agent_started : time(NULL);
     strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%S", localtime_r(&t, &tm));
-    bool wiped = false;
-    for (size_t i = 0; i < nwiped && !wiped; i++)
-        wiped = wiped_ids[i] == id;
-    if (wiped)
+    if (jobs_wiped_at_start(id))
         snprintf(buf, len, " (wiped when this agent started at %s: its predecessor stopped "
                  "without tearing it down)", at);
     else

@@ -97,7 +97,8 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
         forget_torn_down_locked();
         pthread_mutex_unlock(&jobs_lock);
         char note[128];
-        return failf(e, AGENT_FAULT_TRANSIENT, -ENOENT, "job %u: not deployed here%s", m->job_id,
+        return failf(e, jobs_wiped_at_start(m->job_id) ? AGENT_FAULT_JOB : AGENT_FAULT_TRANSIENT, -ENOENT,
+                   "job %u: not deployed here%s", m->job_id,
                    jobs_unknown_note(m->job_id, note, sizeof(note)));
     }
     /* Taken only to wait for a start or teardown in progress: what
