@@ -151,13 +151,19 @@ int lc_fail_or_retry(struct bb_job *j, struct lc_failures *f, time_t now)
             j->error = NULL;
             j->failure = FAIL_NONE;
         }
-        stageout_keep_failed(j, j->stage_index, cause ? cause : why);
+        /* The pass ends here, the lines after it failed with it: their
+         * STAGE, sent while this line's stager may still run there, would
+         * be answered "already running" and that stager's end taken for
+         * theirs. The next pass runs them all, in order. */
+        for (size_t i = j->stage_index; i < j->req.nstages; i++)
+            if (j->req.stages[i].direction == STAGE_OUT && !stageout_keep_skips(j, i))
+                stageout_keep_failed(j, i, cause ? cause : why);
         log_warn("job %u: %s", j->job_id, cause ? cause : why);
         free(cause);
         free(f->why);
         for (size_t i = 0; i < j->nnodes; i++)
             j->nodes[i].stage_sent = false;
-        j->stage_index++;
+        j->stage_index = j->req.nstages;
         return LC_CHANGED;
     }
     const struct stage_spec *out = j->phase == PHASE_STAGING_OUT ? lc_current_spec(j, STAGE_OUT)

@@ -258,6 +258,10 @@ static void test_agent_silent(void)
            fake_total(AGENT_TEARDOWN) == 0,
            "an agent silent through the retries of a stage-out: kept, nothing torn down (%s)",
            bb_phase_name(j->phase));
+    tap_ok(fake_total(AGENT_STAGE) == LC_ATTEMPTS,
+           "the pass ends with that line, asked %d times (%d): the next one is not started "
+           "while its stager may still run", LC_ATTEMPTS, fake_total(AGENT_STAGE));
+    tap_ok(j->out_redo == 3, "both lines run again at the next pass");
     tap_ok(j->error && strstr(j->error, "stage_out source=good destination=/pfs/good: node n1") &&
            strstr(j->error, "(after 4 attempts)") && strstr(j->error, "[kept: ") &&
            !strstr(j->error, "held after"),
