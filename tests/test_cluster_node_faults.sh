@@ -40,6 +40,7 @@ write_job fills.sh >/dev/null <<JOB
 mkdir \$ADAFS_MOUNT/res
 for i in 1 2 3; do head -c 2000000 $pfs/nf/in.bin | tail -c +\$((i * 1000)) > \$ADAFS_MOUNT/res/f\$i; done
 image=$storage/n2/job.\$SLURM_JOB_ID.img
+sleep 5   # the kernel's lazy inode-table zeroing would have punched holes by now
 echo "\$(stat -c '%b %B %s' \$image)" > $pfs/nf/image.\$SLURM_JOB_ID
 JOB
 fills=$(submit fills.sh)
