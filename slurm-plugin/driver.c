@@ -53,8 +53,8 @@ int64_t driver_save(struct bb_driver *d, const struct bb_job *j)
 {
     int64_t seq = d->store ? bb_store_put(d->store, j) : 0;
     if (seq < 0)
-        log_error("job %u: cannot save its state: %s (kept in memory; written whole at the "
-                  "next compaction)", j->job_id, strerror((int)-seq));
+        log_error("job %u: cannot save its state in %s: %s (kept in memory; written whole at the "
+                  "next compaction)", j->job_id, bb_store_path(d->store), strerror((int)-seq));
     return seq;
 }
 
@@ -62,7 +62,8 @@ void driver_forget(struct bb_driver *d, struct bb_job *j)
 {
     int64_t seq = d->store ? bb_store_drop(d->store, j) : 0;
     if (seq < 0)
-        log_error("job %u: cannot save its removal: %s", j->job_id, strerror((int)-seq));
+        log_error("job %u: cannot save its removal in %s: %s", j->job_id, bb_store_path(d->store),
+                  strerror((int)-seq));
     if (j->persist)
         persist_unlink(&d->persist, j->persist);
     bb_job_remove_key(&d->jobs, j->key);
@@ -273,8 +274,11 @@ int driver_pass(struct bb_driver *d)
     free(keys);
     /* What Slurm is told must be durable first: a machine crash must not
      * leave Slurm running a job the saved state has not released. */
-    if (out.seq > 0 && d->store && bb_store_sync(d->store, out.seq) < 0)
-        log_error("cannot make the saved state durable: %s", strerror(errno));
+    int synced = out.seq > 0 && d->store ? bb_store_sync(d->store, out.seq) : 0;
+    if (synced < 0)   /* -errno: errno is not the sync's by now */
+        log_error("cannot make the saved state durable in %s: %s (Slurm is told anyway; a "
+                  "crash before it is written loses those changes)", bb_store_path(d->store),
+                  strerror(-synced));
     for (size_t i = 0; i < out.n; i++) {
         if (d->hooks.apply)
             d->hooks.apply(&out.o[i], d->hooks.arg);

@@ -193,6 +193,48 @@ static void test_not_kept(void)
     bb_job_free(j);
 }
 
+/* The node's agent silent through a stage-out's retries (stopped,
+ * restarting, cut off): the line failed as a full destination would, and
+ * the instance is kept, not torn down with the results; once the agent
+ * answers again the next pass copies them out. */
+static void test_agent_silent(void)
+{
+    cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60 };
+    fake_fail_source(NULL);
+    struct bb_job *j = job_of(27, TWO_LINES);
+    drive(j, 2000);
+    fake_reset_counts();
+    fake_set(1, &(struct fake_node_script){ FAKE_DEAD, 0, 20 });
+    lifecycle_job_ended(j, false);
+    int ev = drive(j, 3000);
+    for (int i = 0; i < 2 * LC_ATTEMPTS && !(ev & LC_KEPT); i++) {
+        if (j->retry_at > fake_clock)
+            fake_clock = j->retry_at;
+        ev |= drive(j, 3000);
+    }
+    tap_ok(j->phase == PHASE_STAGING_OUT && stageout_keep_kept(j) && (ev & LC_KEPT) &&
+           fake_total(AGENT_TEARDOWN) == 0,
+           "an agent silent through the retries of a stage-out: kept, nothing torn down (%s)",
+           bb_phase_name(j->phase));
+    tap_ok(fake_total(AGENT_STAGE) == LC_ATTEMPTS,
+           "the pass ends with that line, asked %d times (%d): the next one is not started "
+           "while its stager may still run", LC_ATTEMPTS, fake_total(AGENT_STAGE));
+    tap_ok(j->out_redo == 3, "both lines run again at the next pass");
+    tap_ok(j->error && strstr(j->error, "stage_out source=good destination=/pfs/good: node n1") &&
+           strstr(j->error, "(after 4 attempts)") && strstr(j->error, "[kept: ") &&
+           !strstr(j->error, "held after"),
+           "its reason names the line, the node and the attempts, and says it is kept (%s)",
+           j->error ? j->error : "");
+    fake_set(1, &(struct fake_node_script){ FAKE_OK, 0, 20 });
+    fake_clock = j->retry_at;
+    ev = drive(j, 3000);
+    tap_ok(j->phase == PHASE_COMPLETE && (ev & LC_FINISHED) && j->failure == FAIL_NONE &&
+           !j->error && fake_total(AGENT_TEARDOWN) == 1,
+           "the agent answers again: the next pass copies out, then teardown, no failure left "
+           "(%s)", j->error ? j->error : "");
+    bb_job_free(j);
+}
+
 static void test_saved(void)
 {
     cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60 };
@@ -224,6 +266,7 @@ int main(void)
     test_hurry();
     test_hurry_under_way();
     test_not_kept();
+    test_agent_silent();
     test_saved();
     fake_stop();
     return tap_done();
