@@ -202,8 +202,7 @@ int bb_begin_persistent(struct bb_driver *d, const struct bb_begin_job *job, str
         free(nodes);
         if (!servers)
             return -1;
-        servers->next = d->jobs;
-        d->jobs = servers;
+        driver_add(d, servers);
         driver_save(d, servers);
         say(job, LOG_SINK_INFO, " creates persistent instance %s (id %u): deploying %zu servers "
             "of %"PRIu64" bytes", s->name, servers->job_id, servers->nnodes,

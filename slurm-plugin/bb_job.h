@@ -140,6 +140,7 @@ struct bb_job {
     size_t nfurther, further_configured;
     uint64_t key;                 /* the instance's identity in the saved journal */
     struct bb_job *next;
+    struct bb_job *id_next;       /* the driver's index by job id (driver.h) */
 };
 
 const char *bb_phase_name(enum bb_phase phase);
