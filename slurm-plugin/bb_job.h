@@ -151,7 +151,9 @@ int bb_job_make_secrets(struct bb_job *job);
 
 /* Table: a singly linked list; callers hold the plugin's mutex. A job may
  * have several records while older allocations' instances are torn down:
- * the newest comes first, and that is the one bb_job_find() returns. */
+ * the newest comes first, and that is the one bb_job_find() returns. The
+ * plugin's table is also indexed by job id (driver_find, driver.h): a walk
+ * of the list is for loaded tables and tests. */
 struct bb_job *bb_job_find(struct bb_job *head, uint32_t job_id);
 struct bb_job *bb_job_new(uint32_t job_id);
 /* Unlinks and frees the record with this key, if any. */
