@@ -3,6 +3,7 @@
  *
  *   plscale [--state-dir DIR] [--nodes PER_JOB] N...
  *   plscale --sysmap DB NODES HOSTLIST
+ *   plscale --hostlist N
  *
  * For each N, the plugin's own code (libadafs_bb, without the shim) on a
  * table of N instances of PER_JOB nodes (4), each with a stage-in and a
@@ -29,6 +30,10 @@
  * fit_us, the submit-time check of a request against HOSTLIST (a
  * partition's nodes), under the job lock too (bb_p_job_validate).
  *
+ * --hostlist: hostlist_expand of n[1-N] (zero-padded) and hostlist_compress
+ * of all its names and of every other one in reverse order (N/2 ranges):
+ * expand_us, compress_us, compress_sparse_us.
+ *
  * Prints "key N value" lines. The pending jobs' calls (test_stage_in,
  * get_est_start, try_stage_in) do not touch the table: see
  * doc/benchmarks.md, Scale. */
@@ -42,6 +47,7 @@
 
 #include "bb_begin.h"
 #include "bb_store.h"
+#include "hostlist.h"
 #include "directive.h"
 #include "driver.h"
 #include "instance.h"
@@ -314,12 +320,43 @@ static void placement(const char *db, int nodes, const char *hostlist)
     free(names);
 }
 
+static void hostlists(int n)
+{
+    char expr[64], err[256];
+    snprintf(expr, sizeof(expr), "n[%05d-%05d]", 1, n);
+    struct hostlist hl = { 0 };
+    uint64_t t = now_us();
+    if (hostlist_expand(expr, &hl, err, sizeof(err)) < 0) {
+        fprintf(stderr, "plscale: %s\n", err);
+        exit(1);
+    }
+    printf("expand_us %d %llu\n", n, (unsigned long long)(now_us() - t));
+    t = now_us();
+    char *all = hostlist_compress((const char *const *)hl.names, hl.count);
+    printf("compress_us %d %llu\n", n, (unsigned long long)(now_us() - t));
+    const char **sparse = calloc(hl.count, sizeof(*sparse));
+    size_t k = 0;
+    for (size_t i = hl.count; i-- > 0;)
+        if (i % 2 == 0)
+            sparse[k++] = hl.names[i];
+    t = now_us();
+    char *some = hostlist_compress(sparse, k);
+    printf("compress_sparse_us %d %llu\n", n, (unsigned long long)(now_us() - t));
+    if (!all || !some)
+        exit(1);
+    free(all);
+    free(some);
+    free(sparse);
+    hostlist_free(&hl);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
         { "state-dir", required_argument, NULL, 's' },
         { "nodes", required_argument, NULL, 'n' },
         { "sysmap", required_argument, NULL, 'm' },
+        { "hostlist", required_argument, NULL, 'h' },
         { 0 },
     };
     int c;
@@ -331,6 +368,10 @@ int main(int argc, char **argv)
             per_job = atoi(optarg);
         else if (c == 'm')
             sysmap_db = optarg;
+        else if (c == 'h') {
+            hostlists(atoi(optarg));
+            return 0;
+        }
         else
             return 2;
     }
@@ -340,7 +381,8 @@ int main(int argc, char **argv)
     }
     if (optind >= argc || per_job < 1 || sysmap_db) {
         fprintf(stderr, "usage: plscale [--state-dir DIR] [--nodes PER_JOB] N...\n"
-                        "       plscale --sysmap DB NODES HOSTLIST\n");
+                        "       plscale --sysmap DB NODES HOSTLIST\n"
+                        "       plscale --hostlist N\n");
         return 2;
     }
     for (int i = optind; i < argc; i++)

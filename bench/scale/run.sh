@@ -23,3 +23,4 @@ for r in 1 2; do
     both --sysmap "$db" 1000 'n[00001-10000]'
     both --sysmap "$db" 4096 'n[00001-01000]'
 done
+for n in 1000 10000 50000; do "$new" --hostlist "$n" | sed 's/^/new /'; done
