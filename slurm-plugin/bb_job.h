@@ -140,6 +140,7 @@ struct bb_job {
     size_t nfurther, further_configured;
     uint64_t key;                 /* the instance's identity in the saved journal */
     struct bb_job *next;
+    struct bb_job *id_next;       /* the driver's index by job id (driver.h) */
 };
 
 const char *bb_phase_name(enum bb_phase phase);
@@ -150,7 +151,9 @@ int bb_job_make_secrets(struct bb_job *job);
 
 /* Table: a singly linked list; callers hold the plugin's mutex. A job may
  * have several records while older allocations' instances are torn down:
- * the newest comes first, and that is the one bb_job_find() returns. */
+ * the newest comes first, and that is the one bb_job_find() returns. The
+ * plugin's table is also indexed by job id (driver_find, driver.h): a walk
+ * of the list is for loaded tables and tests. */
 struct bb_job *bb_job_find(struct bb_job *head, uint32_t job_id);
 struct bb_job *bb_job_new(uint32_t job_id);
 /* Unlinks and frees the record with this key, if any. */

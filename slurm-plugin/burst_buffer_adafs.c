@@ -1061,7 +1061,7 @@ static int job_begin(job_record_t *job_ptr)
         info("%s: %pJ asks for I/O quality of service only: no file system", plugin_type, job_ptr);
         return SLURM_SUCCESS;
     }
-    struct bb_job *old = bb_job_find(drv.jobs, job_ptr->job_id);
+    struct bb_job *old = driver_find(&drv, job_ptr->job_id);
     int settled = old ? begin_again(job_ptr, old) : 0;
     if (settled) {
         slurm_mutex_unlock(&drv.lock);
@@ -1082,8 +1082,7 @@ static int job_begin(job_record_t *job_ptr)
         set_reason(job_ptr, err);
         return SLURM_ERROR;
     }
-    j->next = drv.jobs;
-    drv.jobs = j;
+    driver_add(&drv, j);
     driver_save(&drv, j);
     set_job_env(job_ptr, j);
     add_qos_env(job_ptr, false);
@@ -1134,7 +1133,7 @@ static int job_start_stage_out(job_record_t *job_ptr)
      * would not stop a stage-out under way. apply_outcome takes it off once
      * torn down; it cannot come first, as it needs the job lock held here. */
     slurm_mutex_lock(&drv.lock);
-    struct bb_job *j = bb_job_find(drv.jobs, job_ptr->job_id);
+    struct bb_job *j = driver_find(&drv, job_ptr->job_id);
     bool staging_out = j && j->phase == PHASE_STAGING_OUT;
     slurm_mutex_unlock(&drv.lock);
     if (staging_out) {
@@ -1164,7 +1163,7 @@ static int job_test_stage_out(job_record_t *job_ptr)
     if (!has_bb(job_ptr))
         return 1;
     slurm_mutex_lock(&drv.lock);
-    struct bb_job *j = bb_job_find(drv.jobs, job_ptr->job_id);
+    struct bb_job *j = driver_find(&drv, job_ptr->job_id);
     int rc = !j || j->phase == PHASE_COMPLETE ? 1 : 0;
     slurm_mutex_unlock(&drv.lock);
     return rc;

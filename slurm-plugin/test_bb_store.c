@@ -284,6 +284,47 @@ static void test_full(void)
     free_all(l);
 }
 
+/* Thousands of records, each changed twice, every third dropped, a few
+ * records sharing a chain of the reader's index: what loads is the last
+ * change of each live one, newest first. */
+static void test_many(void)
+{
+    enum { N = 6000 };
+    char err[512];
+    unlink(path);
+    struct bb_store *s = bb_store_open(path, NULL, err, sizeof(err));
+    struct bb_job **all = calloc(N, sizeof(*all));
+    for (uint32_t i = 0; i < N; i++) {
+        all[i] = job(1000 + i, PHASE_DEPLOYING, 1);
+        bb_store_put(s, all[i]);
+    }
+    for (uint32_t i = 0; i < N; i++) {
+        all[i]->phase = PHASE_RUNNING;
+        all[i]->stage_index = i;
+        if (i % 3 == 0)
+            bb_store_drop(s, all[i]);
+        else
+            bb_store_put(s, all[i]);
+    }
+    bb_store_close(s);
+    int lost;
+    struct bb_job *l = load(&lost);
+    bool right = lost == 0 && count(l) == N - N / 3;
+    uint64_t last = UINT64_MAX;
+    for (const struct bb_job *j = l; right && j; j = j->next) {
+        uint32_t i = j->job_id - 1000;
+        right = i < N && i % 3 != 0 && j->key == all[i]->key && j->key < last &&
+                j->phase == PHASE_RUNNING && j->stage_index == i;
+        last = j->key;
+    }
+    tap_ok(right, "%d records changed twice, a third dropped: the live ones load, newest first",
+           N);
+    free_all(l);
+    for (uint32_t i = 0; i < N; i++)
+        bb_job_free(all[i]);
+    free(all);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -294,6 +335,7 @@ int main(void)
     test_kill9();
     test_keys();
     test_full();
+    test_many();
     unlink(path);
     rmdir(dir);
     return tap_done();

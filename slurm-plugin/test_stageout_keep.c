@@ -201,7 +201,7 @@ static void test_agent_silent(void)
 {
     cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60 };
     fake_fail_source(NULL);
-    struct bb_job *j = job_of(27, TWO_LINES);
+    struct bb_job *j = job_of(27, 1, TWO_LINES);
     drive(j, 2000);
     fake_reset_counts();
     fake_set(1, &(struct fake_node_script){ FAKE_DEAD, 0, 20 });
