@@ -370,6 +370,8 @@ static void *conn_main(void *arg)
     net_fds_close(&c->fds);
     free(c->in);
     rpc_writer_free(&c->out);
+    if (c->has_caller)
+        access_release(c->srv, c->caller.uid);
     atomic_fetch_sub(&c->srv->clients, 1);
     free(c);
     return NULL;

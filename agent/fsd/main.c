@@ -4,6 +4,7 @@
  *          --root DIR --secret-file F [--chunk-size 512K] [--quota SIZE]
  *          [--log FILE] [--ready-fd N] [--log-level LEVEL] [--foreground]
  *          [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]
+ *          [--max-clients-per-user N]
  *          [--fair-policy POLICY] [--fair-slots N] [--test-service-time US[,US_PER_MIB]]
  *          [--bandwidth-file FILE] [--fair-jobs FILE]
  *          [--server-key FILE [--instance FILE] [--fair-exchange MS]]
@@ -25,7 +26,9 @@
  * "error <reason>" if it cannot start. --quota bounds the bytes its chunks
  * may occupy (0 or none: no bound). Every connection first proves it holds
  * the secret (gate.c): --max-handshakes bound the connections doing so at
- * once (overall and per peer), --max-clients those served after. SIGTERM
+ * once (overall and per peer), --max-clients those served after (on a
+ * server several users share, --max-clients-per-user of them per uid, a
+ * quarter by default). SIGTERM
  * or SIGINT stop it: the root is wiped before it exits.
  *
  * --fair-policy shares the server among the jobs, users or groups of its
@@ -82,6 +85,10 @@
 #define DEFAULT_MAX_CLIENTS 16384
 #define DEFAULT_MAX_HANDSHAKES 1024
 #define DEFAULT_MAX_HANDSHAKES_PER_PEER 256
+/* A server several users share lets one uid hold at most 1/this of
+ * --max-clients (--max-clients-per-user): one user's processes, however
+ * many, leave the others three quarters of the places. */
+#define DEFAULT_USERS_SHARING 4
 /* Descriptors kept for RocksDB and chunk files beside the connections. */
 #define FILES_RESERVE 1024
 /* Requests served at once under a fair-share policy: enough to keep the
@@ -99,6 +106,7 @@ static void usage(FILE *out)
             "              --root DIR --secret-file FILE [--chunk-size SIZE] [--quota SIZE] [--log FILE]\n"
             "              [--log-level error|warn|info|debug] [--ready-fd N] [--foreground]\n"
             "              [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]\n"
+            "              [--max-clients-per-user N]\n"
             "              [--fair-policy off|job-fair|user-fair|group-fair|size-fair|user-then-size]\n"
             "              [--fair-slots N] [--test-service-time US[,US_PER_MIB]]\n"
             "              [--bandwidth-file FILE] [--fair-jobs FILE]\n"
@@ -331,6 +339,7 @@ int main(int argc, char **argv)
         { "max-clients", required_argument, NULL, 'M' },
         { "max-handshakes", required_argument, NULL, 'K' },
         { "max-handshakes-per-peer", required_argument, NULL, 'P' },
+        { "max-clients-per-user", required_argument, NULL, 'u' },
         { "fair-policy", required_argument, NULL, 'F' },
         { "fair-slots", required_argument, NULL, 'S' },
         { "test-service-time", required_argument, NULL, 'T' },
@@ -405,14 +414,15 @@ int main(int argc, char **argv)
         }
         case 'M':
         case 'K':
-        case 'P': {
+        case 'P':
+        case 'u': {
             unsigned *bound = c == 'M' ? &srv.max_clients : c == 'K' ? &srv.handshakes_max
-                                                                 : &srv.handshakes_per_peer;
+                              : c == 'P' ? &srv.handshakes_per_peer : &srv.max_clients_per_user;
             long n = strtol(optarg, &end, 10);
             if (*end || end == optarg || n < 1 || n > 1000000)
                 die("--%s: '%s' is not a count between 1 and 1000000",
                     c == 'M' ? "max-clients" : c == 'K' ? "max-handshakes"
-                                                        : "max-handshakes-per-peer", optarg);
+                    : c == 'P' ? "max-handshakes-per-peer" : "max-clients-per-user", optarg);
             *bound = (unsigned)n;
             break;
         }
@@ -486,6 +496,11 @@ int main(int argc, char **argv)
     log_set_level((enum log_level)level);
 
     fit_descriptors();
+    if (!srv.max_clients_per_user)
+        srv.max_clients_per_user = srv.max_clients / DEFAULT_USERS_SHARING > 0
+                                   ? srv.max_clients / DEFAULT_USERS_SHARING : 1;
+    if (srv.max_clients_per_user > srv.max_clients)
+        srv.max_clients_per_user = srv.max_clients;
     char host[INSTANCE_HOST_MAX];
     int port = 0;
     if (hosts) {
