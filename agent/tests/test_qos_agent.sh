@@ -173,6 +173,32 @@ check "as a relay of a group of one it applies its own part and answers the grou
     eval 'echo "$out" | grep -q "^member 0: status 0" && echo "$out" | grep -q "^job=77 "'
 check "and says which group it relays for" grep -q "relay for a group of 1 nodes (t1-t1" "$base/agent.log"
 
+# --- another user's connections that never ask hold up no one ---
+# (agent/agentd/qos.c: requests not yet come are awaited in the beat
+# thread's poll, 4 per uid at most; each was awaited in turn for 200 ms,
+# so such connections filled the backlog and the job's process got none.)
+setpriv --reuid="$other" --regid="$group" --clear-groups /usr/bin/python3 - "$base/qos.t1.sock" <<'PY' &
+import socket, sys, time
+held, end = [], time.time() + 4
+while time.time() < end:
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.setblocking(False)
+        s.connect(sys.argv[1])
+        held.append(s)
+    except OSError:
+        pass
+    time.sleep(0.01)
+PY
+flood=$!
+sleep 1
+t0=$(date +%s%N)
+d=$(delta stat stat "$pfs/f")
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+wait $flood
+check "while another uid floods the budget socket with silent connections, the job's process still gets its budget ($d stat counted, $ms ms)" \
+    eval '[ "$d" -ge 1 ] && [ $ms -lt 2000 ]'
+
 # --- a job qosd no longer names is dropped after the grace cycles ---
 for c in 17 18 19 20; do QOS_CYCLE=$c agent qos >/dev/null; done
 check "dropped after 3 cycles without it" grep -q "job 77: I/O budget dropped" "$base/agent.log"
