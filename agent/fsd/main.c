@@ -4,7 +4,7 @@
  *          --root DIR --secret-file F [--chunk-size 512K] [--quota SIZE]
  *          [--log FILE] [--ready-fd N] [--log-level LEVEL] [--foreground]
  *          [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]
- *          [--max-clients-per-user N]
+ *          [--max-clients-per-user N] [--max-buffered-per-user SIZE]
  *          [--fair-policy POLICY] [--fair-slots N] [--test-service-time US[,US_PER_MIB]]
  *          [--bandwidth-file FILE] [--fair-jobs FILE]
  *          [--server-key FILE [--instance FILE] [--fair-exchange MS]]
@@ -28,7 +28,8 @@
  * the secret (gate.c): --max-handshakes bound the connections doing so at
  * once (overall and per peer), --max-clients those served after (on a
  * server several users share, --max-clients-per-user of them per uid, a
- * quarter by default). SIGTERM
+ * quarter by default, whose requests hold at most --max-buffered-per-user
+ * bytes in memory beyond their first buffers, 1 GiB by default). SIGTERM
  * or SIGINT stop it: the root is wiped before it exits.
  *
  * --fair-policy shares the server among the jobs, users or groups of its
@@ -89,6 +90,10 @@
  * --max-clients (--max-clients-per-user): one user's processes, however
  * many, leave the others three quarters of the places. */
 #define DEFAULT_USERS_SHARING 4
+/* And its connections hold at most this much memory in requests beyond
+ * their first buffers: a dozen large batches at once; more wait their turn
+ * (a request alone may always take RPC_MAX_PAYLOAD). */
+#define DEFAULT_BUFFERED_PER_USER (1ull << 30)
 /* Descriptors kept for RocksDB and chunk files beside the connections. */
 #define FILES_RESERVE 1024
 /* Requests served at once under a fair-share policy: enough to keep the
@@ -106,7 +111,7 @@ static void usage(FILE *out)
             "              --root DIR --secret-file FILE [--chunk-size SIZE] [--quota SIZE] [--log FILE]\n"
             "              [--log-level error|warn|info|debug] [--ready-fd N] [--foreground]\n"
             "              [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]\n"
-            "              [--max-clients-per-user N]\n"
+            "              [--max-clients-per-user N] [--max-buffered-per-user SIZE]\n"
             "              [--fair-policy off|job-fair|user-fair|group-fair|size-fair|user-then-size]\n"
             "              [--fair-slots N] [--test-service-time US[,US_PER_MIB]]\n"
             "              [--bandwidth-file FILE] [--fair-jobs FILE]\n"
@@ -340,6 +345,7 @@ int main(int argc, char **argv)
         { "max-handshakes", required_argument, NULL, 'K' },
         { "max-handshakes-per-peer", required_argument, NULL, 'P' },
         { "max-clients-per-user", required_argument, NULL, 'u' },
+        { "max-buffered-per-user", required_argument, NULL, 'b' },
         { "fair-policy", required_argument, NULL, 'F' },
         { "fair-slots", required_argument, NULL, 'S' },
         { "test-service-time", required_argument, NULL, 'T' },
@@ -364,6 +370,7 @@ int main(int argc, char **argv)
     srv.chunk_size = 512 * 1024;
     srv.quota = UINT64_MAX;
     srv.max_clients = DEFAULT_MAX_CLIENTS;
+    srv.max_buffered_per_user = DEFAULT_BUFFERED_PER_USER;
     srv.self_uid = getuid();
     srv.self_gid = getgid();
     srv.handshakes_max = DEFAULT_MAX_HANDSHAKES;
@@ -426,6 +433,12 @@ int main(int argc, char **argv)
             *bound = (unsigned)n;
             break;
         }
+        case 'b':
+            if (size_parse(optarg, &srv.max_buffered_per_user) < 0 ||
+                srv.max_buffered_per_user < RPC_MAX_PAYLOAD)
+                die("--max-buffered-per-user: '%s' is not a size of at least %uM (one request's "
+                    "most)", optarg, RPC_MAX_PAYLOAD >> 20);
+            break;
         case 'F':
             if ((fair_policy = fair_policy_parse(optarg)) < 0)
                 die("--fair-policy: '%s' is not " FAIR_POLICY_NAMES, optarg);

@@ -295,8 +295,9 @@ kill "$stall_pid" 2>/dev/null
 # --- one user cannot take every place of the server (--max-clients) ---
 # A third instance, 8 clients at most: a member holding as many
 # connections as it can gets a quarter (--max-clients-per-user's default);
-# the owner still gets in, and the member again once it lets go.
-sed 's|--log-level info|--log-level info --max-clients 8|' "$base/adafsd" > "$base/adafsd3"
+# the owner still gets in, and the member again once it lets go. Nor all
+# of its memory (--max-buffered-per-user).
+sed 's|--log-level info|--log-level info --max-clients 8 --max-buffered-per-user 80M|' "$base/adafsd" > "$base/adafsd3"
 chmod 755 "$base/adafsd3"
 mkdir "$base/fs3" && chown "$owner" "$base/fs3"
 if as_plain "$owner" "$ctl" start --servers 1 --base "$base/fs3" --mount "$base/mnt" \
@@ -323,6 +324,22 @@ if as_plain "$owner" "$ctl" start --servers 1 --base "$base/fs3" --mount "$base/
         sleep 0.1
     done
     check "  once it lets go, the member is admitted again ($out)" test "$out" = admitted
+    # Requests sent in part hold the server's memory: one user's, at most
+    # --max-buffered-per-user (80M here) beyond a request alone.
+    pid3=$(awk '$1 == 0 { print $2 }' "$base/fs3/servers")
+    rss_mib() { echo $(( $(awk '/^VmRSS/ { print $2 }' "/proc/$pid3/status") / 1024 )); }
+    r0=$(rss_mib)
+    setpriv --reuid="$member" --regid="$(id -g "$member")" --init-groups \
+        "$client" "$base/inst3-$member" partial 2 70 20 > "$base/partial.out" 2>&1 &
+    partial_pid=$!
+    for i in $(seq 100); do [ -s "$base/partial.out" ] && break; sleep 0.1; done
+    r1=$(rss_mib)
+    check "a member's two 72 MiB requests sent in part: the server holds one ($r0 -> $r1 MiB; MiB through: $(cat "$base/partial.out"))" \
+        test $((r1 - r0)) -lt 110
+    inst=$base/inst3-$owner check "  the owner is served meanwhile" \
+        as "$owner" grep -qx mine "$base/mnt/held"
+    kill "$partial_pid" 2>/dev/null
+    wait "$partial_pid" 2>/dev/null
     as_plain "$owner" "$ctl" stop --base "$base/fs3" >/dev/null 2>&1
 else
     not_ok "a third shared instance starts: $(cat "$base/ctl3.out")"
