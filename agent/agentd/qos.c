@@ -76,7 +76,7 @@ static size_t find_locked(uint32_t job_id)
 
 static void drop_at_locked(size_t i)
 {
-    qos_seg_unmap(jobs[i].seg);
+    qos_seg_unmap(jobs[i].seg, QOS_SEG_SLOTS);
     close(jobs[i].fd);
     memmove(&jobs[i], &jobs[i + 1], (njobs - i - 1) * sizeof(*jobs));
     njobs--;
@@ -145,7 +145,7 @@ static int report_locked(uint64_t cycle, struct rpc_writer *out, char *err, size
     }
     for (size_t i = 0; i < njobs; i++) {
         struct qos_usage u;
-        qos_seg_collect(jobs[i].seg, &u);
+        qos_seg_collect(jobs[i].seg, QOS_SEG_SLOTS, &u);
         rep.jobs[i].job_id = jobs[i].job_id;
         rep.jobs[i].procs = u.procs;
         memcpy(rep.jobs[i].used, u.used, sizeof(u.used));
