@@ -18,6 +18,7 @@
 #include "child.h"
 #include "instance.h"
 #include "jobnodes.h"
+#include "jobrecord.h"
 #include "log.h"
 #include "persistent.h"
 #include "store.h"
@@ -159,6 +160,12 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
                      line, logpath);
     }
     j->server_pid = pid;
+    j->nservers = m->nservers;
+    /* Its start time names it in the job's record (jobrecord.h): an agent
+     * that restarts adopts this process, never one that took its pid. */
+    uid_t running_as;
+    if (jobrec_proc_start(pid, &j->server_start, &running_as) < 0)
+        j->server_start = 0;
     jobnodes_set(m->job_id, m->nservers);
     if (cfg->tbf && (rc = tbf_loop_add(cfg->tbf, m->job_id, m->nservers, bwdir)) < 0)
         log_warn("job %u: %s: its bandwidth is not shared: %s", m->job_id, bwdir, strerror(-rc));
@@ -402,6 +409,8 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
     }
     *port = j->port;
     *pid = j->server_pid;
+    if (!j->persist)
+        job_record_write_locked(j, false);
     log_info("job %u: server %u of %u up as uid %u on port %d (pid %d), root %s", j->id,
              j->index, m->nservers, (unsigned)m->uid, j->port, (int)j->server_pid, j->dir);
     job_give_locked(j);
