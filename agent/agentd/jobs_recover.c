@@ -139,17 +139,19 @@ static bool secret_matches(const struct job *j, const char *secret_hex)
     return strcmp(text, secret_hex) == 0;
 }
 
-/* The job at dir (the user's directory st) as the record at record proves
- * it: re-adopted and listed, 0; else -1 with why, and *pidfd the server's
- * if it is still the one the record names (to stop it by). */
+/* The job at dir (the user's directory st) as its record proves it:
+ * re-adopted and listed, 0; else -1 with why, *recorded whether a record
+ * of this agent's was there, and *pidfd the server's if it is still the
+ * one the record names (to stop it by). */
 static int adopt_job(const char *storage, uint32_t id, const char *dir, const struct stat *st,
-                     int *pidfd, char *why, size_t len)
+                     int *pidfd, bool *recorded, char *why, size_t len)
 {
     char path[PATH_MAX + 16], err[PATH_MAX + 128];
     struct job_rec r;
     *pidfd = -1;
     jobrec_path(path, sizeof(path), dir);
     int rc = jobrec_load(path, &r, err, sizeof(err));
+    *recorded = rc == 0;
     if (rc == -ENOENT) {
         pathf(why, len, "no record of it (its start did not finish, or an older agent's)");
         return -1;
@@ -191,8 +193,13 @@ static int adopt_job(const char *storage, uint32_t id, const char *dir, const st
         pathf(why, len, "%s", err);
     else
         why[0] = '\0';
-    if (why[0])
+    if (why[0]) {
+        /* Not adopted: its server is stopped, but only if it is still the
+         * process the record names. */
+        if (*pidfd < 0)
+            *pidfd = jobrec_pin_server(&r, err, sizeof(err));
         return -1;
+    }
     struct job *j = calloc(1, sizeof(*j));
     if (!j) {
         pathf(why, len, "out of memory");
@@ -260,7 +267,7 @@ static void recover_dir(const char *storage)
             struct stat st;
             pathf(rec, sizeof(rec), "%s/%s", nodedir, e->d_name);
             pathf(dir, sizeof(dir), "%s/job.%u", nodedir, id);
-            if (lstat(dir, &st) < 0 && errno == ENOENT && unlink(rec) < 0)
+            if (lstat(dir, &st) < 0 && errno == ENOENT && unlink(rec) < 0 && errno != ENOENT)
                 log_warn("recovery: job %u: cannot remove leftover %s: %s", id, rec, strerror(errno));
             continue;
         }
@@ -287,11 +294,12 @@ static void recover_dir(const char *storage)
         struct stat dst;
         char why[PATH_MAX + 256];
         int pinned = -1;
+        bool recorded = false;
         if (find_locked(id))
             continue;   /* listed already (on another storage root) */
         errno = 0;
         if (lstat(j.dir, &dst) == 0 && S_ISDIR(dst.st_mode)) {
-            if (adopt_job(storage, id, j.dir, &dst, &pinned, why, sizeof(why)) == 0)
+            if (adopt_job(storage, id, j.dir, &dst, &pinned, &recorded, why, sizeof(why)) == 0)
                 continue;
         } else {
             pathf(why, sizeof(why), "%s: %s", j.dir,
@@ -321,8 +329,11 @@ static void recover_dir(const char *storage)
         char stopped[64] = "";
         if (pinned >= 0) {
             /* The server its record names, held by a pidfd: that one. */
-            snprintf(stopped, sizeof(stopped), ", its server pid %d stopped", pid);
+            snprintf(stopped, sizeof(stopped), ", its server stopped");
             jobrec_stop_pinned(pinned, 0);
+        } else if (recorded) {
+            /* Its record names no live server: the pid file's pid is
+             * another process now, never signalled. */
         } else if (pid > 0 && is_server(pid)) {
             snprintf(stopped, sizeof(stopped), ", orphaned server pid %d stopped", pid);
             kill(pid, SIGKILL);
