@@ -255,6 +255,12 @@ static void recover_dir(const char *storage)
     DIR *d = opendir(nodedir);
     if (!d)
         return;
+    /* Records are proof only in a directory no user can write. */
+    char untrusted[PATH_MAX + 160] = "";
+    if (check_root_path(nodedir, false, untrusted, sizeof(untrusted)) == 0)
+        untrusted[0] = '\0';
+    else if (!untrusted[0])
+        pathf(untrusted, sizeof(untrusted), "%s is not root's alone", nodedir);
     struct dirent *e;
     while ((e = readdir(d))) {
         unsigned id;
@@ -298,7 +304,9 @@ static void recover_dir(const char *storage)
         if (find_locked(id))
             continue;   /* listed already (on another storage root) */
         errno = 0;
-        if (lstat(j.dir, &dst) == 0 && S_ISDIR(dst.st_mode)) {
+        if (untrusted[0]) {
+            pathf(why, sizeof(why), "its records are not trusted: %s", untrusted);
+        } else if (lstat(j.dir, &dst) == 0 && S_ISDIR(dst.st_mode)) {
             if (adopt_job(storage, id, j.dir, &dst, &pinned, &recorded, why, sizeof(why)) == 0)
                 continue;
         } else {

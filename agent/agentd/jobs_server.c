@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -184,6 +185,12 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
 /* Is j's server running (a child of ours, or one an agent before us started)? */
 bool server_up(const struct job *j)
 {
+    if (j->pinned) {
+        /* Re-adopted: its pidfd turns readable when it ends (its command
+         * line is the user's to change, its pidfd is not). */
+        struct pollfd p = { .fd = j->pidfd, .events = POLLIN };
+        return poll(&p, 1, 0) == 0;
+    }
     return j->server_pid > 0 && persistent_server_alive(j->server_pid, j->dir, j->user.uid);
 }
 
