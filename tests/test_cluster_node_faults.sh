@@ -1,12 +1,15 @@
 #!/bin/bash
-# What an admin meets on real nodes, side by side on three nodes (about 45 s):
+# What an admin meets on real nodes, side by side on four nodes (about 45 s):
 # n1's local disk full (a small tmpfs on its storage): the deploy fails with
 # ENOSPC naming the image, the job is held, nothing drained, nothing left;
 # a stage_out destination that fills up midway (ENOSPC, not EACCES as in
 # test_cluster_stageout_keep.sh): kept with the data, copied out once there
 # is room; n4's agent killed during a stage-out and started again: the job
-# ends at once saying its data was wiped and what was not copied out, and
-# the Epilog waits for the new agent instead of draining the node.
+# ends at once saying its data was wiped and what was not copied out (its
+# record says a stager ran), and the Epilog waits for the new agent instead
+# of draining the node; n3's agent killed at the same moment while its job
+# runs: the new agent re-adopts the job (its record and server prove it
+# intact), which reads its data back, ends and stages it out.
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 
@@ -55,11 +58,37 @@ cat $pfs/nf/in.bin > \$ADAFS_MOUNT/big.bin
 JOB
 killed=$(submit killed.sh)
 
+# 4. n3's agent killed while its job runs, between its write and its read.
+write_job kept.sh >/dev/null <<JOB
+#!/bin/bash
+#SBATCH -N 1 -w n3 -t 5
+#BB_ADAFS capacity=1G
+#BB_ADAFS stage_out source=kept.bin destination=$pfs/nf/out/%j.kept type=file
+head -c 3000000 $pfs/nf/in.bin > \$ADAFS_MOUNT/kept.bin
+touch $pfs/nf/wrote.\$SLURM_JOB_ID
+while [ ! -e $pfs/nf/go.\$SLURM_JOB_ID ]; do sleep 0.2; done
+head -c 3000000 $pfs/nf/in.bin | cmp - \$ADAFS_MOUNT/kept.bin && touch $pfs/nf/same.\$SLURM_JOB_ID
+echo more > \$ADAFS_MOUNT/more.txt && touch $pfs/nf/after.\$SLURM_JOB_ID
+JOB
+kept=$(submit kept.sh)
+
 check "agent killed: the job's stage-out runs" -- wait_phase "$killed" staging_out 60
+check "agent killed while a job runs: it wrote its data" -- wait_file "$pfs/nf/wrote.$kept"
 sleep 1
-kill -KILL "$(cat "$ADAFS_CLUSTER_DIR/run/agent.n4.pid")"
+kill -KILL "$(cat "$ADAFS_CLUSTER_DIR/run/agent.n4.pid")" "$(cat "$ADAFS_CLUSTER_DIR/run/agent.n3.pid")"
 sleep 2
 check "agent killed: started again" -- "$cluster" start-agents
+check "n3: the new agent re-adopted the running job" -- \
+    grep -q "recovery: job $kept: re-adopted" "$ADAFS_CLUSTER_DIR/log/agent.n3.log"
+check "n4: the new agent names why it wiped the staging job" -- \
+    grep -q "recovery: job $killed: not re-adopted (a stage ran when its agent stopped" \
+    "$ADAFS_CLUSTER_DIR/log/agent.n4.log"
+as_user_sh "touch $pfs/nf/go.$kept"
+check "re-adopted: the job reads its data back and writes on" -- wait_file "$pfs/nf/after.$kept"
+check "re-adopted: its data is byte for byte" -- test -e "$pfs/nf/same.$kept"
+check "re-adopted: the job completes" -- wait_job "$kept" COMPLETED 60
+check "re-adopted: its stage-out copied the data out" -- \
+    cmp <(head -c 3000000 "$pfs/nf/in.bin") "$pfs/nf/out/$kept.kept"
 check "agent killed: the job completes at once" -- wait_job "$killed" COMPLETED 30
 comment=$(scontrol show job "$killed" | sed -n 's/^ *SystemComment=//p')
 check "its SystemComment names the line not copied out and why ($comment)" -- \

@@ -46,9 +46,12 @@ struct job {
     char mount[PATH_MAX];      /* "" until CONFIGURE */
     bool fuse;                 /* access=fuse|both: a kernel mount there (fusemount.h) */
     pid_t server_pid;
+    unsigned long long server_start;   /* its start time (jobrecord.h): 0 unknown */
+    uint32_t nservers;
     int port;
     struct stage_op stage;
     bool torn_down;
+    bool tearing_down;         /* its record is removed: never written again */
     /* A thread works on the job without jobs_lock (starting it, tearing it
      * down: seconds of waiting on a server or a wipe), so the agent serves
      * other jobs meanwhile; others wait for it (job_take_locked). */
@@ -59,6 +62,10 @@ struct job {
      * one, so it is no child of ours (stopped through /proc, not reaped). */
     struct persistent_rec *persist;
     bool adopted;
+    /* A job re-adopted at start-up (jobrecord.h): its server held by a
+     * pidfd, signalled only through it. */
+    bool pinned;
+    int pidfd;
     struct job *next;
 };
 
@@ -107,6 +114,13 @@ struct fuse_bufs {
 };
 struct fusemount_job fuse_job(const struct job *j, const char *mount, struct fuse_bufs *b);
 void remove_further_mounts(const struct job *j);
+
+/* jobs_recover.c: a job's record (jobrecord.h), written again whenever
+ * what an agent that restarts must check changes; staging: a stager is
+ * about to run or runs. Logs a failure (the job is then wiped, not
+ * re-adopted, by an agent that restarts). */
+void job_record_write_locked(const struct job *j, bool staging);
+void job_record_remove(const struct job *j);
 
 /* jobs_teardown.c */
 int teardown_taken(struct job *j, bool hurry, struct agent_error *e);

@@ -167,6 +167,8 @@ int jobs_configure(const struct agent_configure *m, struct agent_error *e)
                 rc = failf(e, AGENT_FAULT_TRANSIENT, rc, "job %u: %s", j->id, why);
             j->fuse = rc == 0;
         }
+        if (rc == 0 && !j->persist && j->dir[0])
+            job_record_write_locked(j, j->stage.state == AGENT_OP_RUNNING);
         job_give_locked(j);
     }
     pthread_mutex_unlock(&jobs_lock);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include "child.h"
 #include "instance.h"
 #include "jobnodes.h"
+#include "jobrecord.h"
 #include "log.h"
 #include "persistent.h"
 #include "store.h"
@@ -159,6 +161,12 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
                      line, logpath);
     }
     j->server_pid = pid;
+    j->nservers = m->nservers;
+    /* Its start time names it in the job's record (jobrecord.h): an agent
+     * that restarts adopts this process, never one that took its pid. */
+    uid_t running_as;
+    if (jobrec_proc_start(pid, &j->server_start, &running_as) < 0)
+        j->server_start = 0;
     jobnodes_set(m->job_id, m->nservers);
     if (cfg->tbf && (rc = tbf_loop_add(cfg->tbf, m->job_id, m->nservers, bwdir)) < 0)
         log_warn("job %u: %s: its bandwidth is not shared: %s", m->job_id, bwdir, strerror(-rc));
@@ -177,6 +185,12 @@ static int spawn_server(struct job *j, const struct agent_start *m, struct agent
 /* Is j's server running (a child of ours, or one an agent before us started)? */
 bool server_up(const struct job *j)
 {
+    if (j->pinned) {
+        /* Re-adopted: its pidfd turns readable when it ends (its command
+         * line is the user's to change, its pidfd is not). */
+        struct pollfd p = { .fd = j->pidfd, .events = POLLIN };
+        return poll(&p, 1, 0) == 0;
+    }
     return j->server_pid > 0 && persistent_server_alive(j->server_pid, j->dir, j->user.uid);
 }
 
@@ -402,6 +416,8 @@ int jobs_start(const struct agent_start *m, int *port, pid_t *pid, struct agent_
     }
     *port = j->port;
     *pid = j->server_pid;
+    if (!j->persist)
+        job_record_write_locked(j, false);
     log_info("job %u: server %u of %u up as uid %u on port %d (pid %d), root %s", j->id,
              j->index, m->nservers, (unsigned)m->uid, j->port, (int)j->server_pid, j->dir);
     job_give_locked(j);

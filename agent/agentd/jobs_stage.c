@@ -75,6 +75,8 @@ static void *stage_watcher(void *arg)
     pthread_mutex_lock(&jobs_lock);
     op->exit_status = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     op->state = AGENT_OP_DONE;
+    if (!j->torn_down && j->dir[0] && !j->persist)
+        job_record_write_locked(j, false);
     /* Its summary's first line (the JSON of --json: files, seconds, the
      * threads' idle time) with it: what each node's worker did, for the
      * admin comparing a job's workers. */
@@ -161,9 +163,16 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
         extra_env[0] = munge_env;
     }
     int out[2], errp[2];
+    /* Before the stager runs: an agent that restarts while it runs cannot
+     * know how it ended, so it wipes the job (its record says why). */
+    if (j->dir[0] && !j->persist)
+        job_record_write_locked(j, true);
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+        int err = errno;
+        if (j->dir[0] && !j->persist)
+            job_record_write_locked(j, false);
         pthread_mutex_unlock(&jobs_lock);
-        return failf(e, AGENT_FAULT_TRANSIENT, -errno, "pipe: %s", strerror(errno));
+        return failf(e, AGENT_FAULT_TRANSIENT, -err, "pipe: %s", strerror(err));
     }
     pid_t pid = child_spawn_env(&j->user, argv, extra_env, out[1], errp[1], -1, NULL);
     close(out[1]);
@@ -171,6 +180,8 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
     if (pid < 0) {
         close(out[0]);
         close(errp[0]);
+        if (j->dir[0] && !j->persist)
+            job_record_write_locked(j, false);
         pthread_mutex_unlock(&jobs_lock);
         return failf(e, exec_fault(pid), pid, "job %u: cannot start %s: %s", j->id, cfg->stage_path,
                      strerror(-pid));
@@ -188,6 +199,8 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
         close(errp[0]);
         j->stage.state = AGENT_OP_DONE;   /* no watcher: nothing holds the record */
         j->stage.exit_status = -1;
+        if (j->dir[0] && !j->persist)
+            job_record_write_locked(j, false);
         pthread_mutex_unlock(&jobs_lock);
         return failf(e, AGENT_FAULT_TRANSIENT, -rc, "cannot start a thread: %s", strerror(rc));
     }

@@ -18,6 +18,7 @@
 #include "fusemount.h"
 #include "instance.h"
 #include "jobnodes.h"
+#include "jobrecord.h"
 #include "log.h"
 #include "mountinfo.h"
 #include "net.h"
@@ -80,6 +81,7 @@ int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
     if (j->stage.state == AGENT_OP_RUNNING)
         child_kill(j->stage.pid, SIGKILL);
     discard_output(&j->stage);
+    j->tearing_down = true;
     pthread_mutex_unlock(&jobs_lock);
     int rc = 0;
     char path[PATH_MAX];
@@ -90,7 +92,13 @@ int teardown_taken(struct job *j, bool hurry, struct agent_error *e)
         if (unlink(path) < 0 && errno != ENOENT)
             log_warn("persistent %s: cannot remove %s: %s", j->persist->name, path, strerror(errno));
     }
-    if (j->adopted && j->server_pid > 0) {
+    if (!j->persist && j->dir[0])
+        job_record_remove(j);   /* first, as a persistent instance's */
+    if (j->pinned) {
+        jobrec_stop_pinned(j->pidfd, cfg->stop_timeout_ms);
+        j->pinned = false;
+        j->server_pid = 0;
+    } else if (j->adopted && j->server_pid > 0) {
         persistent_server_stop(j->server_pid, j->dir, j->user.uid, cfg->stop_timeout_ms);
         j->server_pid = 0;
     }

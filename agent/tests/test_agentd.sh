@@ -388,10 +388,11 @@ if [ -e /dev/fuse ] && [ -x "$fuse" ]; then
         eval '! logged "adafs-fuse pid $pid ignored SIGTERM"' 
     check "the unmount is logged" logged "unmounted $base/mnt/9"
 
-    # a crashed agent leaves a mount and adafs-fuse: the next agent takes them off
+    # a crashed agent leaves a mount and adafs-fuse, the job's server died
+    # with it: the next agent cannot re-adopt the job and takes them off
     check "START and CONFIGURE access=both job 10" start_fuse_job 10
     pid=$(fuse_pid 10)
-    kill -9 "$agent_pid"
+    kill -9 "$agent_pid" "$(cat "$base/storage/t1/job.10.pid")"
     wait "$agent_pid" 2>/dev/null
     agent_pid=
     check "the agent crashed, its job's mount stays" mounted "$base/mnt/10"
@@ -401,6 +402,7 @@ if [ -e /dev/fuse ] && [ -x "$fuse" ]; then
     # (its exit is reaped by init, which may take a while: a zombie is gone)
     check "stops the orphaned adafs-fuse" eval 'case $(state "$pid") in ""|Z) true ;; *) false ;; esac' 
     check "and wipes the job" test ! -e "$base/storage/t1/job.10" -a ! -e "$base/mnt/10"
+    check "naming why, once" test "$(grep -c "recovery: job 10: not re-adopted (its server pid [0-9]* is gone" "$base/agent.log")" = 1
     : >"$base/agent.err"   # the crash's leftovers are not the new agent's
 else
     echo "# no /dev/fuse or adafs-fuse: the FUSE checks are skipped"
@@ -412,6 +414,9 @@ server12=$(cat "$base/storage/t1/job.12.pid")
 kill -KILL "$agent_pid"
 wait "$agent_pid" 2>/dev/null
 agent_pid=
+# No record (an agent from before records): not re-adopted, its server
+# found by its pid file as before.
+rm "$base/storage/t1/job.12.record"
 check "after kill -9 of the agent, job 12's file system is still mounted" \
     test "$(findmnt -n -o TARGET --target "$base/storage/t1/job.12")" = "$base/storage/t1/job.12"
 # The job's user mounts a FUSE file system of their own on its root (as
@@ -434,8 +439,36 @@ check "detached its file system and removed the image" \
           [ "$(findmnt -n -o TARGET --target $base/storage/t1)" != "$base/storage/t1/job.12" ]'
 check "nothing is mounted there any more" \
     test "$(awk -v d="$base/storage/t1/job.12" '$5 == d' /proc/self/mountinfo | wc -l)" = 0
-check "and said so" grep -q "recovery: job 12: wiping leftover" "$base/agent.log"
-check "naming the server it stopped" grep -q "recovery: job 12: stopping orphaned server pid $server12" "$base/agent.log"
+check "and said so, naming the server it stopped" \
+    grep -q "recovery: job 12: not re-adopted (.*): wiping $base/storage/t1/job.12, orphaned server pid $server12 stopped" "$base/agent.log"
+
+# --- an agent killed and started again re-adopts the jobs it can prove its own ---
+check "START job 13 (a store) and job 14" eval 'agent start 13 $user $group $base/storage | grep -qx ok &&
+    agent start 14 $user $group $base/storage | grep -qx ok'
+server13=$(cat "$base/storage/t1/job.13.pid")
+server14=$(cat "$base/storage/t1/job.14.pid")
+check "job 13's record is root's, 0600" test "$(stat -c '%u %a' "$base/storage/t1/job.13.record")" = "0 600"
+kill -KILL "$agent_pid"
+wait "$agent_pid" 2>/dev/null
+agent_pid=
+# What job 14's user can write: its secret file (and their servers' /proc).
+as_user sh -c "echo 0000 > $base/mnt/.job.14.secret"
+: > "$base/agent.log"
+check "the agent starts again" start_agent "$base/storage"
+check "job 13 re-adopted, its server kept" eval 'logged "recovery: job 13: re-adopted: its server pid $server13" &&
+    kill -0 $server13'
+check "its file system still mounted" \
+    test "$(findmnt -n -o TARGET --target "$base/storage/t1/job.13")" = "$base/storage/t1/job.13"
+out=$(agent start 13 $user $group $base/storage)
+check "a START again of job 13 answers its server ($out)" test "$out" = ok
+check "job 14 (its secret file changed) wiped, naming why" \
+    logged "recovery: job 14: not re-adopted (its secret file does not hold its record's secret): wiping .*, its server stopped"
+check "job 14's server stopped" gone_within_10s "$server14"
+out=$(agent teardown 13)
+check "TEARDOWN of the re-adopted job 13 ($out)" test "$out" = ok
+check "stops its server and wipes it, record too" eval 'gone_within_10s $server13 &&
+    [ ! -e $base/storage/t1/job.13 ] && [ ! -e $base/storage/t1/job.13.record ] &&
+    [ ! -e $base/storage/t1/job.13.img ]'
 
 stop_agent() {  # SIGTERM; checks a clean exit with nothing on stderr
     kill "$agent_pid"
