@@ -103,6 +103,34 @@ void qos_value_format(int c, uint64_t v, char *buf, size_t len)
         snprintf(buf, len, "%llu", (unsigned long long)v);
 }
 
+void qos_rate_show(int c, uint64_t v, char *buf, size_t len)
+{
+    static const char units[] = "KMGTPE";
+    if (v == 0 || v == QOS_UNLIMITED || !qos_class_is_data(c) || v < 1024) {
+        if (v == 0)
+            snprintf(buf, len, "0");
+        else
+            qos_value_format(c, v, buf, len);
+        return;
+    }
+    char exact[32];
+    size_format(v, exact, sizeof(exact));
+    if (strlen(exact) <= 5) {   /* "100M", "4K": already short and exact */
+        snprintf(buf, len, "%s", exact);
+        return;
+    }
+    double x = (double)v;
+    int u = -1;
+    while (x >= 1000 && u < (int)sizeof(units) - 2) {   /* 1000: at most 3 digits */
+        x /= 1024;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, len, "%llu", (unsigned long long)v);
+    else
+        snprintf(buf, len, x < 10 ? "%.2f%c" : x < 100 ? "%.1f%c" : "%.0f%c", x, units[u]);
+}
+
 int qos_limits_format(const struct qos_limits *l, char *buf, size_t len)
 {
     size_t n = 0;

@@ -62,6 +62,15 @@ static void test_limits(void)
     tap_ok(strstr(err, "stat=6000") && strstr(err, "stat=5000"), "named: %s", err);
     qos_limits_parse("stat=5000,write=1G", &want, err, sizeof(err));
     tap_is_int(qos_limits_check_max(&want, &max, err, sizeof(err)), 0, "at the maximum is fine");
+    char show[5][32];
+    qos_rate_show(QOS_WRITE, 104859648, show[0], sizeof(show[0]));   /* 102402K */
+    qos_rate_show(QOS_WRITE, 100ull << 20, show[1], sizeof(show[1]));
+    qos_rate_show(QOS_WRITE, 1610612736ull + 12345, show[2], sizeof(show[2]));
+    qos_rate_show(QOS_STAT, 0, show[3], sizeof(show[3]));
+    qos_rate_show(QOS_WRITE, 8192, show[4], sizeof(show[4]));
+    tap_ok(!strcmp(show[0], "100M") && !strcmp(show[1], "100M") && !strcmp(show[2], "1.50G") &&
+           !strcmp(show[3], "0") && !strcmp(show[4], "8K"),
+           "rates shown in 3 digits: %s %s %s %s %s", show[0], show[1], show[2], show[3], show[4]);
 }
 
 static bool plain_naive(const char *s)

@@ -76,10 +76,14 @@ static int ask(uint16_t op, const struct rpc_writer *body, struct rpc_reader *r,
     return 0;
 }
 
-static void print_value(int c, uint64_t v)
+/* A rate of the status table: "-" for none (not asked, or not limited). */
+static void print_value(int c, uint64_t v, bool asked)
 {
     char buf[32];
-    qos_value_format(c, v, buf, sizeof(buf));
+    if (asked)
+        qos_value_format(c, v, buf, sizeof(buf));
+    else
+        qos_rate_show(c, v, buf, sizeof(buf));
     printf(" %10s", strcmp(buf, "unlimited") == 0 ? "-" : buf);
 }
 
@@ -144,10 +148,10 @@ static int status(bool as_json)
                 char nodes[32];
                 snprintf(nodes, sizeof(nodes), "%u/%u", j->nodes_reporting, j->nodes);
                 printf("%8u %6u %5s %5u %-7s", j->job_id, j->uid, nodes, j->procs, qos_class_name(c));
-                print_value(c, j->asked[c] ? j->asked[c] : QOS_UNLIMITED);
-                print_value(c, j->demand[c]);
-                print_value(c, j->alloc[c]);
-                print_value(c, j->usage[c]);
+                print_value(c, j->asked[c] ? j->asked[c] : QOS_UNLIMITED, true);
+                print_value(c, j->demand[c], false);
+                print_value(c, j->alloc[c], false);
+                print_value(c, j->usage[c], false);
                 printf("\n");
             }
         }
