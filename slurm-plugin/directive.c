@@ -241,6 +241,10 @@ static int parse_options(struct parser *p, const struct origin *o,
                        : strcmp(key, "chunk") == 0     ? &req->chunk_size
                        : strcmp(key, "max_bw") == 0    ? &req->max_bw
                        : strcmp(key, "max_mdops") == 0 ? &req->max_mdops : NULL;
+        if (!slot && (qos_class_from_name(key) >= 0 || strcmp(key, "mdops") == 0 ||
+                      strcmp(key, "bw") == 0))
+            return fail(p, o, "'%s=%s' is a QoS limit: it goes on a qos line of its own "
+                        "(#%s qos %s=%s)", key, value, p->prefix, key, value);
         if (!slot && strcmp(key, "fair_share") == 0)
             return fail(p, o, "fair_share= is an option of create_persistent: a job's own file "
                         "system serves that job alone, so nothing is shared there");

@@ -145,6 +145,10 @@ int main(void)
     rejected("#BB_ADAFS capacity=1G stage_in source=/pfs/a destination=b type=file\n",
              "'stage_in' must begin a line of its own");
     rejected("#BB_ADAFS capcity=1G\n", "lines of their own: stage_in");
+    /* A QoS limit written as an option is told where it goes. */
+    rejected("#BB_ADAFS capacity=1G stat=100\n", "'stat=100' is a QoS limit: it goes on a qos "
+             "line of its own (#BB_ADAFS qos stat=100)");
+    rejected("#BB_ADAFS mdops=2000\n", "(#BB_ADAFS qos mdops=2000)");
     rejected("#BB_ADAFS\n", "empty directive");
     rejected("#BB_ADAFS chunk=3K\n", "power of two");
     rejected("#BB_ADAFS chunk=1G\n", "between 4K and 64M");
