@@ -25,12 +25,20 @@ int qos_class_from_name(const char *name)
     return -1;
 }
 
-/* One value for class c (or for every class in [first, last]). */
+/* One value for class c (or for every class in [first, last]). A rate
+ * may end in "/s" (write=100M/s, stat=500/s): it is one anyway. */
 static int parse_value(int c, const char *text, uint64_t *v)
 {
     if (strcasecmp(text, "unlimited") == 0) {
         *v = QOS_UNLIMITED;
         return 0;
+    }
+    char number[64];
+    size_t len = strlen(text);
+    if (len >= 3 && len < sizeof(number) && strcasecmp(text + len - 2, "/s") == 0) {
+        memcpy(number, text, len - 2);
+        number[len - 2] = '\0';
+        text = number;
     }
     int rc = qos_class_is_data(c) ? size_parse(text, v) : count_parse(text, v);
     if (rc == 0 && (*v == 0 || *v == QOS_UNLIMITED))

@@ -53,6 +53,10 @@ static void test_limits(void)
     tap_is_int(qos_limits_parse("stat=1.5K", &l, err, sizeof(err)), -EINVAL,
                "operations are whole numbers");
     tap_is_int(qos_limits_parse("stat", &l, err, sizeof(err)), -EINVAL, "an item without '='");
+    tap_is_int(qos_limits_parse("write=100MB/s,stat=500/s", &l, err, sizeof(err)), 0,
+               "a rate may end in /s");
+    tap_ok(l.v[QOS_WRITE] == 100ull << 20 && l.v[QOS_STAT] == 500, "and means the same");
+    tap_is_int(qos_limits_parse("stat=/s", &l, err, sizeof(err)), -EINVAL, "'/s' alone is no rate");
     tap_is_int(qos_limits_parse(NULL, &l, err, sizeof(err)), 0, "NULL is an empty set");
     tap_ok(!qos_limits_any(&l), "with nothing given");
     struct qos_limits max, want;
