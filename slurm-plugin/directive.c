@@ -218,6 +218,22 @@ static bool is_line_keyword(const char *word)
     return false;
 }
 
+/* A token that belongs on another line: a line keyword written inside
+ * one (two lines run together) or a QoS limit outside a qos line. -1 with
+ * the message naming where it goes, 0 when it is not one of those. */
+static int misplaced(struct parser *p, const struct origin *o, const char *key,
+                     const char *value)
+{
+    if (!value && is_line_keyword(key))
+        return fail(p, o, "'%s' must begin a line of its own (with --bb, start a new "
+                    "line: --bb $'capacity=1G\\n%s ...')", key, key);
+    if (value && (qos_class_from_name(key) >= 0 || strcmp(key, "mdops") == 0 ||
+                  strcmp(key, "bw") == 0))
+        return fail(p, o, "'%s=%s' is a QoS limit: it goes on a qos line of its own "
+                    "(#%s qos %s=%s)", key, value, p->prefix, key, value);
+    return 0;
+}
+
 static int parse_options(struct parser *p, const struct origin *o,
                          char **tokens, int ntokens)
 {
@@ -225,9 +241,8 @@ static int parse_options(struct parser *p, const struct origin *o,
     for (int i = 0; i < ntokens; i++) {
         char *key = tokens[i];
         char *value = split_value(key);
-        if (!value && is_line_keyword(key))
-            return fail(p, o, "'%s' must begin a line of its own (with --bb, start a new "
-                        "line: --bb $'capacity=1G\\n%s ...')", key, key);
+        if (misplaced(p, o, key, value) < 0)
+            return -1;
         if (!value)
             return fail(p, o, "'%s' needs a value, as in capacity=SIZE", key);
         if (strcmp(key, "access") == 0) {
@@ -241,10 +256,6 @@ static int parse_options(struct parser *p, const struct origin *o,
                        : strcmp(key, "chunk") == 0     ? &req->chunk_size
                        : strcmp(key, "max_bw") == 0    ? &req->max_bw
                        : strcmp(key, "max_mdops") == 0 ? &req->max_mdops : NULL;
-        if (!slot && (qos_class_from_name(key) >= 0 || strcmp(key, "mdops") == 0 ||
-                      strcmp(key, "bw") == 0))
-            return fail(p, o, "'%s=%s' is a QoS limit: it goes on a qos line of its own "
-                        "(#%s qos %s=%s)", key, value, p->prefix, key, value);
         if (!slot && strcmp(key, "fair_share") == 0)
             return fail(p, o, "fair_share= is an option of create_persistent: a job's own file "
                         "system serves that job alone, so nothing is shared there");
@@ -291,6 +302,8 @@ static int parse_stage(struct parser *p, const struct origin *o,
         char *key = tokens[i];
         char *value = split_value(key);
         const char **slot;
+        if (misplaced(p, o, key, value) < 0)
+            return -1;
         if (!value)
             return fail(p, o, "'%s' needs a value, as in source=PATH", key);
         if (strcmp(key, "source") == 0)
@@ -439,6 +452,8 @@ static int parse_persistent(struct parser *p, const struct origin *o, enum persi
         char *key = tokens[i];
         char *value = split_value(key);
         const char **slot = NULL;
+        if (misplaced(p, o, key, value) < 0)
+            return -1;
         if (!value)
             return fail(p, o, "'%s' needs a value, as in name=NAME", key);
         if (strcmp(key, "name") == 0)
@@ -451,6 +466,10 @@ static int parse_persistent(struct parser *p, const struct origin *o, enum persi
             slot = &access;
         else if (op == PERSIST_CREATE && strcmp(key, "fair_share") == 0)
             slot = &fair;
+        else if (strcmp(key, "fair_share") == 0)
+            return fail(p, o, "fair_share= is chosen when the instance is created "
+                        "(create_persistent ... fair_share=POLICY), not by the jobs that %s it",
+                        op == PERSIST_USE ? "use" : "destroy");
         else
             return fail(p, o, "unknown %s option '%s' (known: %s)", verb, key,
                         op == PERSIST_CREATE ? "name, capacity, nodes, access, fair_share" : "name");

@@ -149,6 +149,10 @@ int main(void)
     rejected("#BB_ADAFS capacity=1G stat=100\n", "'stat=100' is a QoS limit: it goes on a qos "
              "line of its own (#BB_ADAFS qos stat=100)");
     rejected("#BB_ADAFS mdops=2000\n", "(#BB_ADAFS qos mdops=2000)");
+    rejected("#BB_ADAFS create_persistent name=p capacity=1G qos stat=100\n",
+             "'qos' must begin a line of its own");
+    rejected("#BB_ADAFS create_persistent name=p capacity=1G stat=100\n", "is a QoS limit");
+    rejected("#BB_ADAFS stage_in source=/a destination=b type=file write=1G\n", "is a QoS limit");
     rejected("#BB_ADAFS\n", "empty directive");
     rejected("#BB_ADAFS chunk=3K\n", "power of two");
     rejected("#BB_ADAFS chunk=1G\n", "between 4K and 64M");
@@ -273,7 +277,7 @@ int main(void)
     rejected("#BB_ADAFS create_persistent name=a capacity=1G fair_share=job-fair fair_share=off\n",
              "fair_share given twice");
     rejected("#BB_ADAFS use_persistent name=a fair_share=job-fair\n",
-             "unknown use_persistent option 'fair_share'");
+             "not by the jobs that use it");
     rejected("#BB_ADAFS capacity=1G fair_share=job-fair\n", "fair_share= is an option of "
              "create_persistent: a job's own file system serves that job alone");
     rejected("#BB_ADAFS create_persistent capacity=1G\n", "create_persistent needs name=NAME");
