@@ -198,12 +198,16 @@ char *persist_status_text(const struct persist_table *t)
         char cap[32], used[32];
         size_format(p->capacity, cap, sizeof(cap));
         size_format(p->used, used, sizeof(used));
-        /* FairShare=default: each node agent's --fair-policy (not known here). */
+        /* FairShare=default: each node agent's --fair-policy (not known here).
+         * Nodes=all: no nodes= given, every AdafsPersistentNodes node (0 read
+         * as none). */
+        char nodes[16];
+        snprintf(nodes, sizeof(nodes), p->nodes ? "%u" : "all", (unsigned)p->nodes);
         strbuf_printf(&b, "    Name=%s Owner=%s(%u) Access=%s%s FairShare=%s Capacity=%s Used=%s "
-                      "Nodes=%u State=%s CreatedBy=%u\n", p->name, p->owner ? p->owner : "?",
+                      "Nodes=%s State=%s CreatedBy=%u\n", p->name, p->owner ? p->owner : "?",
                       (unsigned)p->owner_uid, p->group ? "group:" : "user",
                       p->group ? p->group : "", p->fair_share[0] ? p->fair_share : "default",
-                      cap, used, (unsigned)p->nodes,
+                      cap, used, nodes,
                       persist_state_name(p->state), (unsigned)p->creator_job);
     }
     return strbuf_take(&b);

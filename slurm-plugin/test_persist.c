@@ -66,7 +66,7 @@ int main(void)
     tap_is_str(env, "ADAFS_PERSISTENT_proj", "the job's variable");
     char *text = persist_status_text(&t);
     tap_ok(text && strstr(text, "Name=proj Owner=alice(1001) Access=group:proj FairShare=user-then-size "
-                          "Capacity=4G Used=1M Nodes=0 State=creating CreatedBy=12") &&
+                          "Capacity=4G Used=1M Nodes=all State=creating CreatedBy=12") &&
            strstr(text, "Name=mine Owner=bob(1002) Access=user FairShare=default "),
            "show burst lines, each with its policy (default: the agents'):\n%s", text);
     free(text);
