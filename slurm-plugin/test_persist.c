@@ -50,6 +50,9 @@ int main(void)
            "an owner-only instance refuses even a user of a shared group");
     tap_ok(persist_check_use(&t, "nope", 1001, NULL, 0, err, sizeof(err)) == -1 &&
            strstr(err, "use_persistent name=nope: no such persistent instance"), "an unknown name (%s)", err);
+    tap_ok(persist_check_destroy(&t, "Proj", 1001, NULL, 0, err, sizeof(err)) == -1 &&
+           strstr(err, "no such persistent instance (names are case-sensitive: there is 'proj')"),
+           "a name in the wrong case is pointed to the right one (%s)", err);
 
     uint32_t users[] = { 20, 21 };
     tap_ok(persist_check_destroy(&t, "proj", 1001, users, 2, err, sizeof(err)) == -1 &&
