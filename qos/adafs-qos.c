@@ -46,8 +46,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: adafs-qos [--config FILE] status [--json]\n"
-            "       adafs-qos [--config FILE] set policy NAME | capacity LIMITS | period SECONDS\n"
-            "       adafs-qos [--config FILE] set job JOBID LIMITS|clear\n"
+            "       adafs-qos [--config FILE] set policy NAME | capacity LIMITS... | period SECONDS\n"
+            "       adafs-qos [--config FILE] set job JOBID LIMITS...|clear\n"
             "       adafs-qos [--config FILE] plot [--class CLASS] [--job JOBID]... [--last SECONDS]"
             " [-o FILE]\n"
             "       adafs-qos [--config FILE] taskprolog\n"
