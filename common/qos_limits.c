@@ -46,7 +46,10 @@ static int parse_value(int c, const char *text, uint64_t *v)
     return rc;
 }
 
-static int parse_item(char *item, struct qos_limits *out, char *err, size_t errlen)
+/* given: bit c for a class named itself, bits 10 and 11 for mdops and bw;
+ * a name given twice is refused (mdops then stat=... overrides one). */
+static int parse_item(char *item, struct qos_limits *out, unsigned *given, char *err,
+                      size_t errlen)
 {
     char *eq = strchr(item, '=');
     if (!eq || eq == item || !eq[1]) {
@@ -67,6 +70,13 @@ static int parse_item(char *item, struct qos_limits *out, char *err, size_t errl
                  " mkdir unlink rename other read write, or mdops, bw)", name, name, value);
         return -EINVAL;
     }
+    unsigned bit = first != last ? (first == 0 ? 1u << QOS_NCLASSES : 2u << QOS_NCLASSES)
+                                 : 1u << first;
+    if (*given & bit) {
+        snprintf(err, errlen, "%s given twice (in '%s=%s')", name, name, value);
+        return -EINVAL;
+    }
+    *given |= bit;
     uint64_t v;
     int rc = parse_value(first, value, &v);
     if (rc < 0) {
@@ -93,8 +103,9 @@ int qos_limits_parse(const char *text, struct qos_limits *out, char *err, size_t
     }
     strcpy(buf, text);
     char *save = NULL;
+    unsigned given = 0;
     for (char *item = strtok_r(buf, ", \t\n", &save); item; item = strtok_r(NULL, ", \t\n", &save))
-        if (parse_item(item, out, err, errlen) < 0)
+        if (parse_item(item, out, &given, err, errlen) < 0)
             return -EINVAL;
     return 0;
 }

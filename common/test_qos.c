@@ -57,6 +57,11 @@ static void test_limits(void)
                "a rate may end in /s");
     tap_ok(l.v[QOS_WRITE] == 100ull << 20 && l.v[QOS_STAT] == 500, "and means the same");
     tap_is_int(qos_limits_parse("stat=/s", &l, err, sizeof(err)), -EINVAL, "'/s' alone is no rate");
+    tap_is_int(qos_limits_parse("stat=100,Stat=200", &l, err, sizeof(err)), -EINVAL,
+               "a class given twice is refused");
+    tap_ok(strstr(err, "Stat given twice (in 'Stat=200')") != NULL, "named: %s", err);
+    tap_is_int(qos_limits_parse("bw=1G mdops=5 bw=2G", &l, err, sizeof(err)), -EINVAL,
+               "and bw twice");
     tap_is_int(qos_limits_parse(NULL, &l, err, sizeof(err)), 0, "NULL is an empty set");
     tap_ok(!qos_limits_any(&l), "with nothing given");
     struct qos_limits max, want;

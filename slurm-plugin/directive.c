@@ -383,6 +383,10 @@ static int parse_qos(struct parser *p, const struct origin *o, char **tokens, in
         return fail(p, o, "qos: %s", why);
     if (!qos_limits_any(&l))   /* qos "" would be a request that asks for nothing */
         return fail(p, o, "qos needs CLASS=RATE, as in qos mdops=2000 bw=500M");
+    for (int c = 0; c < QOS_NCLASSES; c++)
+        if (l.v[c] != QOS_NOT_GIVEN && p->req->qos.v[c] != QOS_NOT_GIVEN)
+            return fail(p, o, "qos: %s is given again (%s line %d set it already)",
+                        qos_class_name(c), p->req->qos_origin, p->req->qos_line);
     qos_limits_merge(&p->req->qos, &l);
     p->req->qos_line = o->line;
     p->req->qos_origin = o->what;

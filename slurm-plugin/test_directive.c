@@ -210,6 +210,12 @@ int main(void)
     rejected("#BB_ADAFS qos \"\"\n", "qos needs CLASS=RATE");   /* found by fuzz_directive */
     rejected("#BB_ADAFS qos ,\n", "qos needs CLASS=RATE");
     rejected("#BB_ADAFS capacity=1G\n#BB_ADAFS qos write=12QB\n", "line 2): qos: invalid rate '12QB'");
+    rejected("#BB_ADAFS qos stat=100 stat=200\n", "qos: stat given twice");
+    rejected("#BB_ADAFS qos mdops=100\n#BB_ADAFS qos stat=300\n",
+             "line 2): qos: stat is given again (batch script line 1 set it already)");
+    tap_is_int(parse("#BB_ADAFS qos stat=100\n#BB_ADAFS qos write=1G\n", NULL, &req), 1,
+               "qos lines of different classes add up");
+    bb_request_free(&req);
 
     /* Persistent instances: create, use, destroy. */
     tap_is_int(parse("#!/bin/sh\n#BB_ADAFS create_persistent name=proj_a capacity=10G nodes=2 "
