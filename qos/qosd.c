@@ -530,6 +530,7 @@ int main(int argc, char **argv)
         }
     }
     if (optind != argc) {
+        fprintf(stderr, "adafs-qosd: unexpected '%s' (it takes options only)\n", argv[optind]);
         usage(stderr);
         return 2;
     }
