@@ -551,7 +551,9 @@ int main(int argc, char **argv)
     log_set_level((enum log_level)level);
     int lfd = net_listen_unix(path_socket, 16);
     if (lfd < 0)
-        die("%s: %s", path_socket, strerror(-lfd));
+        die("%s: %s%s", path_socket, strerror(-lfd),
+            lfd == -EACCES ? " (AdafsQosStateDir must be writable by adafs-qosd's user:"
+            " run it as slurmctld's user, as the adafs-qosd unit does)" : "");
     chmod(path_socket, 0660);
     int rc = state_load(path_state, &st, err, sizeof(err));
     if (rc < 0)
