@@ -25,8 +25,8 @@ static void job_text(FILE *f, const struct qos_status *s, const struct qos_job_s
         qos_rate_show(c, j->demand[c], v[1], sizeof(v[1]));
         qos_rate_show(c, j->alloc[c], v[2], sizeof(v[2]));
         qos_rate_show(c, j->usage[c], v[3], sizeof(v[3]));
-        fprintf(f, "  %s: Asked=%s Demand=%s Limit=%s Usage=%s (per second)\n", qos_class_name(c),
-                v[0], v[1], v[2], v[3]);
+        fprintf(f, "  %s: Asked=%s Demand=%s Limit=%s Usage=%s (per second, the whole job)\n",
+                qos_class_name(c), v[0], v[1], v[2], v[3]);
     }
 }
 
