@@ -46,10 +46,10 @@ int qos_seg_create(uint32_t job_id, unsigned nslots, int *fd, struct qos_seg **s
     return 0;
 }
 
-void qos_seg_unmap(struct qos_seg *s)
+void qos_seg_unmap(struct qos_seg *s, unsigned nslots)
 {
     if (s)
-        munmap(s, qos_seg_size(s->head.nslots));
+        munmap(s, qos_seg_size(nslots));
 }
 
 /* What was reserved ahead of now under the old rate, in time at the new
@@ -96,10 +96,10 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-void qos_seg_collect(struct qos_seg *s, struct qos_usage *u)
+void qos_seg_collect(struct qos_seg *s, unsigned nslots, struct qos_usage *u)
 {
     memset(u, 0, sizeof(*u));
-    for (unsigned i = 0; i < s->head.nslots; i++) {
+    for (unsigned i = 0; i < nslots; i++) {
         struct qos_seg_slot *slot = &s->slot[i];
         int32_t pid = atomic_load_explicit(&slot->pid, memory_order_relaxed);
         /* A slot's counters outlive its owner: the next one continues

@@ -78,9 +78,11 @@ void qos_seg_init(struct qos_seg *s, uint32_t job_id, unsigned nslots);
 /* --- agent side ------------------------------------------------------ */
 
 /* A new segment in a sealed memfd: *fd (close-on-exec) and its mapping.
- * 0 or -errno. */
+ * 0 or -errno. The agent keeps nslots itself and passes it below: the
+ * job's processes can write the header's copy (a count past the segment
+ * made the root agent read and unmap beyond it). */
 int qos_seg_create(uint32_t job_id, unsigned nslots, int *fd, struct qos_seg **seg);
-void qos_seg_unmap(struct qos_seg *s);
+void qos_seg_unmap(struct qos_seg *s, unsigned nslots);
 
 /* Writes limits and bumps gen if any class changed. A class whose rate
  * changed keeps what was reserved ahead of now, rescaled to the new rate
@@ -99,8 +101,9 @@ struct qos_usage {
     uint64_t waited_ns[QOS_NCLASSES];
     uint32_t procs;                  /* slots in use */
 };
-/* Frees the slots of processes that no longer exist and sums the rest. */
-void qos_seg_collect(struct qos_seg *s, struct qos_usage *u);
+/* Frees the slots of processes that no longer exist and sums the rest
+ * (nslots: as made). */
+void qos_seg_collect(struct qos_seg *s, unsigned nslots, struct qos_usage *u);
 
 /* --- process side ---------------------------------------------------- */
 

@@ -25,10 +25,19 @@ check "and says so" test "$err" = \
     "adafs-epilog: job 7 on n1: no agent socket $dir/none.sock: nothing to release"
 
 python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$dir/stale.sock"
-run "$dir/stale.sock"
+run "$dir/stale.sock" --restart-wait 0
 check "a socket nobody listens on fails the Epilog (rc $rc)" test "$rc" = 1
 check "naming the refused connection and the risk" test "$err" = \
     "adafs-epilog: job 7 on n1: cannot reach the agent at $dir/stale.sock: Connection refused (the agent is not running but left its socket: this job's server may still run here)"
+# A killed agent's socket: asked again each second for --restart-wait (one
+# restarted wipes what its predecessor left), then the Epilog fails.
+start=$SECONDS
+run "$dir/stale.sock" --restart-wait 2
+check "waited --restart-wait 2 for an agent to start again, then failed (rc $rc, $((SECONDS - start)) s)" \
+    bash -c "[ $rc = 1 ] && [ $((SECONDS - start)) -ge 2 ] && [ $((SECONDS - start)) -le 5 ]"
+check "saying it waited, and for how long" bash -c \
+    "grep -q 'Connection refused .*: waiting up to 2 s for the agent to start again' <<<\"\$0\" &&
+     grep -q '(no agent answered within --restart-wait)\$' <<<\"\$0\"" "$err"
 run "$dir/stale.sock" --prolog
 check "as the Prolog it does not fail the job (rc $rc)" test "$rc" = 0
 

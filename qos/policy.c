@@ -83,6 +83,14 @@ static void sort_by(const double *want, size_t n, uint32_t *order)
         memcpy(order, from, n * sizeof(*order));
 }
 
+/* What a job reserves: what it asked, at most the whole capacity. A user
+ * may ask any rate (unless the site sets AdafsQosMax): uncapped, one job
+ * asking 10^15 would scale every other reservation down to nothing. */
+static double reservation(const struct policy_job *j, double capacity)
+{
+    return j->asked < capacity ? j->asked : capacity;
+}
+
 /* Reservations (what jobs asked, scaled down together if they overbook)
  * are kept whatever the demand; the rest goes max-min by the demand
  * beyond them, then evenly. No cap: what a job asked is its floor here. */
@@ -91,10 +99,10 @@ static void proportional_shares(double capacity, struct policy_job *jobs, size_t
 {
     double reserved = 0;
     for (size_t i = 0; i < n; i++)
-        reserved += jobs[i].asked;
+        reserved += reservation(&jobs[i], capacity);
     double scale = reserved > capacity ? capacity / reserved : 1.0, left = capacity;
     for (size_t i = 0; i < n; i++) {
-        jobs[i].alloc = jobs[i].asked * scale;
+        jobs[i].alloc = reservation(&jobs[i], capacity) * scale;
         left -= jobs[i].alloc;
         want[i] = jobs[i].demand > jobs[i].alloc ? jobs[i].demand - jobs[i].alloc : 0;
     }

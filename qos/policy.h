@@ -11,9 +11,10 @@
  *                 nodes (dflt); the capacity plays no part.
  *   priority      the capacity in proportion to weight, whatever the
  *                 demand (what the PADLL paper calls static priority).
- *   proportional  each job its reservation (what it asked; all scaled down
- *                 together if they overbook) whatever its demand, the rest
- *                 max-min by the demand beyond it, then evenly.
+ *   proportional  each job its reservation (what it asked, at most the
+ *                 capacity; all scaled down together if they overbook)
+ *                 whatever its demand, the rest max-min by the demand
+ *                 beyond it, then evenly.
  *   psfa          PADLL's proportional sharing without false allocation,
  *                 with its published faults fixed: max-min by demand with
  *                 the jobs taken in increasing order of demand (so a job

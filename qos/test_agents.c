@@ -282,6 +282,26 @@ static const struct ctl_settings settings = {
     .policy = QOS_POLICY_PSFA, .agent_timeout_ms = 3000, .capacity.v[QOS_STAT] = 10000,
 };
 
+/* The reports the agents gave, into c (as qosd.c takes them). Returns how
+ * many nodes reported their own usage of cycle n - 1 (node i's job used
+ * 1000 * (n - 1) + i stats); *wrong counts reports in another's slot. */
+static size_t take_reports(struct agents *ag, struct ctl *c, uint64_t n, size_t *wrong)
+{
+    size_t good = 0;
+    for (size_t i = 0; i < ag->n; i++) {
+        struct agent *a = &ag->a[i];
+        if (!a->have_report)
+            continue;
+        bool own = a->report.cycle == n - 1 && a->report.njobs > 0;
+        for (uint32_t j = 0; j < a->report.njobs; j++)
+            own = own && a->report.jobs[j].used[QOS_STAT] == 1000 * (n - 1) + i;
+        good += own;
+        *wrong += !own;
+        ctl_take_report(c, (uint32_t)i, &a->report, a->answered_ms);
+    }
+    return good;
+}
+
 /* One of qosd's cycles (qosd.c's cycle and send_limits): the reports of
  * the last one taken, the limits sent. Returns how many nodes reported
  * their own usage of cycle n - 1; *wrong counts reports in another's slot. */
@@ -294,19 +314,9 @@ static size_t one_cycle(struct agents *ag, struct ctl *c, uint64_t n, size_t bus
         mute_connected = ag->a[MUTE_NODE].connected;
         snprintf(mute_err, sizeof(mute_err), "%s", ag->a[MUTE_NODE].err);
     }
-    size_t good = 0;
-    for (size_t i = 0; i < ag->n; i++) {
-        struct agent *a = &ag->a[i];
-        if (a->have_report) {
-            bool own = a->report.cycle == n - 1 && a->report.njobs > 0;
-            for (uint32_t j = 0; j < a->report.njobs; j++)
-                own = own && a->report.jobs[j].used[QOS_STAT] == 1000 * (n - 1) + i;
-            good += own;
-            *wrong += !own;
-            ctl_take_report(c, (uint32_t)i, &a->report, a->answered_ms);
-        }
-        a->busy = i < busy_nodes && ctl_node_busy(c, (uint32_t)i);
-    }
+    size_t good = take_reports(ag, c, n, wrong);
+    for (size_t i = 0; i < ag->n; i++)
+        ag->a[i].busy = i < busy_nodes && ctl_node_busy(c, (uint32_t)i);
     int64_t now = net_now_ms();
     ctl_compute(c, &settings, now);
     for (size_t i = 0; i < ag->n; i++)
@@ -442,19 +452,9 @@ static size_t relay_cycle(struct agents *ag, struct groups *gs, struct ctl *c, u
         applied5 = atomic_load(&rsim[5].applied);
         applied7 = atomic_load(&rsim[7].applied);
     }
-    size_t good = 0;
-    for (size_t i = 0; i < ag->n; i++) {
-        struct agent *a = &ag->a[i];
-        if (a->have_report) {
-            bool own = a->report.cycle == n - 1 && a->report.njobs > 0;
-            for (uint32_t j = 0; j < a->report.njobs; j++)
-                own = own && a->report.jobs[j].used[QOS_STAT] == 1000 * (n - 1) + i;
-            good += own;
-            *wrong += !own;
-            ctl_take_report(c, (uint32_t)i, &a->report, a->answered_ms);
-        }
-        a->active = ctl_node_busy(c, (uint32_t)i);
-    }
+    size_t good = take_reports(ag, c, n, wrong);
+    for (size_t i = 0; i < ag->n; i++)
+        ag->a[i].active = ctl_node_busy(c, (uint32_t)i);
     relays_plan(gs, ag, net_now_ms());
     for (size_t i = 0; i < ag->n; i++)
         if (!ag->a[i].busy && ag->a[i].connected && !ag->a[i].pending)

@@ -84,6 +84,13 @@ static void test_policies(void)
     policy_allocate(QOS_POLICY_PROPORTIONAL, 600, pj, 3, order, want);
     tap_ok(near(pj[0].alloc, 300) && near(pj[1].alloc, 300) && near(pj[2].alloc, 0),
            "proportional: overbooked reservations are scaled down together");
+    jobs3(1000, 1000, 1000);
+    pj[0].asked = 1e15;
+    pj[1].asked = 300;
+    policy_allocate(QOS_POLICY_PROPORTIONAL, 600, pj, 3, order, want);
+    tap_ok(near(pj[1].alloc, 200) && near(pj[0].alloc, 400),
+           "proportional: a job asking 10^15 reserves the capacity at most: another's 300 "
+           "is scaled to 200, not to nothing (%.3g)", pj[1].alloc);
 
     jobs3(5, 5, 5);
     pj[0].asked = 70;

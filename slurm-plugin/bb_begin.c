@@ -59,29 +59,42 @@ static int expand_symbols(const struct bb_begin_job *job, struct bb_request *req
     return 0;
 }
 
+/* Nodes placed per sysmap query: one query for a chunk, a bounded buffer. */
+#define PLACE_CHUNK 256
+
 /* The job's nodes into j, each with its agent and storage (sysmap, or the
  * site's); how many. */
 static size_t place_nodes(struct bb_job *j, const struct bb_begin_job *job,
                           const struct bb_config *cfg)
 {
+    static const size_t whylen = 512;
+    struct node_place *places = calloc(PLACE_CHUNK, sizeof(*places));
+    char *why = calloc(PLACE_CHUNK, whylen);
+    const char *names[PLACE_CHUNK];
     size_t k = 0;
-    for (size_t i = 0; j->nodes && i < job->nnodes; i++) {
-        const struct bb_begin_node *node = &job->nodes[i];
-        struct node_place place;
-        char why[512];
-        placement_node(node->name, cfg->storage_path, &place, why, sizeof(why));
-        if (why[0])
-            say(job, LOG_SINK_INFO, ": %s", why);
-        if (place.from_sysmap && place.available &&
-            place.available < j->req.capacity / (uint64_t)job->nnodes)
-            say(job, LOG_SINK_INFO, ": node %s has %"PRIu64" bytes free by sysmap, less than "
-                "the job's share", node->name, place.available);
-        j->nodes[k++] = (struct bb_node){ .name = strdup(node->name),
-                                          .agent_host = strdup(node->host),
-                                          .agent_port = bb_begin_agent_port(cfg, node->slurmd_port),
-                                          .storage = strdup(place.storage),
-                                          .numa_node = place.numa_node, .cpus = node->cpus };
+    for (size_t from = 0; j->nodes && places && why && from < job->nnodes; from += PLACE_CHUNK) {
+        size_t n = job->nnodes - from < PLACE_CHUNK ? job->nnodes - from : PLACE_CHUNK;
+        for (size_t i = 0; i < n; i++)
+            names[i] = job->nodes[from + i].name;
+        placement_nodes(names, n, cfg->storage_path, places, why, whylen);
+        for (size_t i = 0; i < n; i++) {
+            const struct bb_begin_node *node = &job->nodes[from + i];
+            const struct node_place *place = &places[i];
+            if (why[i * whylen])
+                say(job, LOG_SINK_INFO, ": %s", why + i * whylen);
+            if (place->from_sysmap && place->available &&
+                place->available < j->req.capacity / (uint64_t)job->nnodes)
+                say(job, LOG_SINK_INFO, ": node %s has %"PRIu64" bytes free by sysmap, less "
+                    "than the job's share", node->name, place->available);
+            j->nodes[k++] = (struct bb_node){
+                .name = strdup(node->name), .agent_host = strdup(node->host),
+                .agent_port = bb_begin_agent_port(cfg, node->slurmd_port),
+                .storage = strdup(place->storage), .numa_node = place->numa_node,
+                .cpus = node->cpus };
+        }
     }
+    free(places);
+    free(why);
     return k;
 }
 
@@ -107,6 +120,11 @@ struct bb_job *bb_begin_instance(const struct bb_begin_job *job, const struct bb
     j->nodes = calloc(j->nnodes ? j->nnodes : 1, sizeof(*j->nodes));
     size_t k = place_nodes(j, job, cfg);
     j->nnodes = k;
+    if (k < job->nnodes) {
+        snprintf(err, errlen, "out of memory placing the job's %zu nodes", job->nnodes);
+        bb_job_free(j);
+        return NULL;
+    }
     uint64_t capacity = !own ? 0 : j->req.capacity ? j->req.capacity : cfg->default_capacity;
     j->node_capacity = size_share(capacity, k);
     if (j->node_capacity > cfg->node_capacity) {
@@ -202,8 +220,7 @@ int bb_begin_persistent(struct bb_driver *d, const struct bb_begin_job *job, str
         free(nodes);
         if (!servers)
             return -1;
-        servers->next = d->jobs;
-        d->jobs = servers;
+        driver_add(d, servers);
         driver_save(d, servers);
         say(job, LOG_SINK_INFO, " creates persistent instance %s (id %u): deploying %zu servers "
             "of %"PRIu64" bytes", s->name, servers->job_id, servers->nnodes,
@@ -212,9 +229,28 @@ int bb_begin_persistent(struct bb_driver *d, const struct bb_begin_job *job, str
     return 0;
 }
 
+/* Does text hold "name=<name>" as a whole word? */
+static bool names(const char *text, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = strstr(text, "name="); p; p = strstr(p + 5, "name=")) {
+        const char *end = p + 5 + len;
+        if (strncmp(p + 5, name, len) == 0 && strchr(" \t\r\n", *end))   /* '\0' too */
+            return true;
+    }
+    return false;
+}
+
 bool bb_begin_request_mounts(const struct bb_config *cfg, const char *burst_buffer,
                              const char *name)
 {
+    /* A destroy asks this of every pending and running job under
+     * slurmctld's job lock: a request is parsed (70 us at 64 KiB) only
+     * when it names the instance. The job's burst_buffer is the canonical
+     * form bb_p_job_validate wrote (Slurm lets nobody change it), where a
+     * line that mounts an instance says name=<name>. */
+    if (!burst_buffer || !names(burst_buffer, name))
+        return false;
     struct bb_request req = { 0 };
     char err[256];
     bool mounts = directive_parse(cfg->directive, NULL, burst_buffer, &req, err,

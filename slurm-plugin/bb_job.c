@@ -103,22 +103,38 @@ void bb_job_remove_key(struct bb_job **head, uint64_t key)
         }
 }
 
+/* Both ways of setting the error (bb_job.h): the formatting once. */
+static int put_error(struct bb_job *job, enum bb_failure failure, bool keep_first,
+                     const char *fmt, va_list ap)
+{
+    char *text = NULL;
+    if (vasprintf(&text, fmt, ap) < 0)
+        return -ENOMEM;
+    if (keep_first && job->failure != FAIL_NONE && job->failure != FAIL_CANCELLED) {
+        free(text);
+        return 0;
+    }
+    free(job->error);
+    job->error = text;
+    job->failure = failure;
+    return 0;
+}
+
 int bb_job_set_error(struct bb_job *job, enum bb_failure failure, const char *fmt, ...)
 {
     va_list ap;
-    char *text = NULL;
     va_start(ap, fmt);
-    int n = vasprintf(&text, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return -ENOMEM;
     /* The first failure is the cause; later ones are consequences. */
-    if (job->failure == FAIL_NONE || job->failure == FAIL_CANCELLED) {
-        free(job->error);
-        job->error = text;
-        job->failure = failure;
-    } else {
-        free(text);
-    }
-    return 0;
+    int rc = put_error(job, failure, true, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int bb_job_replace_error(struct bb_job *job, enum bb_failure failure, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = put_error(job, failure, false, fmt, ap);
+    va_end(ap);
+    return rc;
 }

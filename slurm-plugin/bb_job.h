@@ -140,6 +140,7 @@ struct bb_job {
     size_t nfurther, further_configured;
     uint64_t key;                 /* the instance's identity in the saved journal */
     struct bb_job *next;
+    struct bb_job *id_next;       /* the driver's index by job id (driver.h) */
 };
 
 const char *bb_phase_name(enum bb_phase phase);
@@ -150,13 +151,21 @@ int bb_job_make_secrets(struct bb_job *job);
 
 /* Table: a singly linked list; callers hold the plugin's mutex. A job may
  * have several records while older allocations' instances are torn down:
- * the newest comes first, and that is the one bb_job_find() returns. */
+ * the newest comes first, and that is the one bb_job_find() returns. The
+ * plugin's table is also indexed by job id (driver_find, driver.h): a walk
+ * of the list is for loaded tables and tests. */
 struct bb_job *bb_job_find(struct bb_job *head, uint32_t job_id);
 struct bb_job *bb_job_new(uint32_t job_id);
 /* Unlinks and frees the record with this key, if any. */
 void bb_job_remove_key(struct bb_job **head, uint64_t key);
 void bb_job_free(struct bb_job *job);
+/* The job's error and failure, formatted: bb_job_set_error keeps the first
+ * (the cause; later failures are its consequences), bb_job_replace_error
+ * always takes the new one (a kept stage-out's text changes from pass to
+ * pass). -ENOMEM leaves the earlier text. */
 int bb_job_set_error(struct bb_job *job, enum bb_failure failure, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int bb_job_replace_error(struct bb_job *job, enum bb_failure failure, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* The saved table (format in bb_job.c): a journal bb_store.h appends to,

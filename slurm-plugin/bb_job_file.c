@@ -132,18 +132,31 @@ int bb_job_write_file(const char *path, const void *data, size_t len)
 
 /* --- loading ------------------------------------------------------------ */
 
+/* A journal's records by key while it is read: thousands of live
+ * records, each written several times, are read in time linear in the
+ * file (a list searched per frame made a restart quadratic). Fixed, so
+ * reading needs no allocation that could fail. */
+#define LOAD_BUCKETS 4096
+
 /* The table being read, the first problem kept for the caller's message. */
 struct loading {
-    struct bb_job *head, **tail;
+    struct bb_job *head, **tail;  /* versions 1 and 2: in the order read */
     bool journal;                 /* version 3: frames carry keys, later ones win */
+    /* version 3: by key, chained through next, until sort_loaded lists them */
+    struct bb_job *by_key[LOAD_BUCKETS];
     int unreadable;
     char *err;
     size_t errlen;
 };
 
+static struct bb_job **key_chain(struct loading *l, uint64_t key)
+{
+    return &l->by_key[(key * 0x9e3779b97f4a7c15ull) >> 52];   /* 12 bits: LOAD_BUCKETS */
+}
+
 static struct bb_job **find_key_in(struct loading *l, uint64_t key)
 {
-    for (struct bb_job **p = &l->head; *p; p = &(*p)->next)
+    for (struct bb_job **p = key_chain(l, key); *p; p = &(*p)->next)
         if ((*p)->key == key)
             return p;
     return NULL;
@@ -158,11 +171,15 @@ static void add_loaded(struct loading *l, struct bb_job *j)
         struct bb_job *old = *at;
         j->next = old->next;
         *at = j;
-        if (l->tail == &old->next)
-            l->tail = &j->next;
         if (old->unreadable)
             l->unreadable--;   /* a later record of it came through */
         bb_job_free(old);
+        return;
+    }
+    if (l->journal) {
+        struct bb_job **chain = key_chain(l, j->key);
+        j->next = *chain;
+        *chain = j;
         return;
     }
     j->next = NULL;
@@ -177,8 +194,6 @@ static void remove_loaded(struct loading *l, uint64_t key)
         return;
     struct bb_job *gone = *at;
     *at = gone->next;
-    if (l->tail == &gone->next)
-        l->tail = at;
     if (gone->unreadable)
         l->unreadable--;
     bb_job_free(gone);
@@ -290,6 +305,15 @@ static int newest_first(const void *a, const void *b)
 
 static void sort_loaded(struct loading *l)
 {
+    /* One list of the chains first: kept whole even if sorting fails. */
+    for (size_t b = 0; b < LOAD_BUCKETS; b++)
+        while (l->by_key[b]) {
+            struct bb_job *j = l->by_key[b];
+            l->by_key[b] = j->next;
+            j->next = NULL;
+            *l->tail = j;
+            l->tail = &j->next;
+        }
     size_t n = 0;
     for (struct bb_job *j = l->head; j; j = j->next)
         n++;

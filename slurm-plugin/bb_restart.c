@@ -42,6 +42,7 @@ long bb_restart_load(struct bb_driver *d, const char *dir, char **state_file, ch
     bool from_old = access(*state_file, F_OK) < 0 && access(old_file, F_OK) == 0;
     const char *load_from = from_old ? old_file : *state_file;
     int lost = bb_job_load(load_from, &d->jobs, err, errlen);
+    driver_reindex(d);
     if (lost < 0) {
         /* Nothing in it could be read. Refusing to start would stop every
          * job on the cluster; the Epilogs still tear down what its

@@ -35,6 +35,7 @@ struct bb_store {
     pthread_cond_t synced_cond;
     int64_t seq, synced;
     bool syncing, broken;        /* broken: an append failed: compact at the next sync */
+    int broken_rc;               /* that append's -errno, what later ones report */
     uint64_t file_bytes, live_bytes;
     struct blob **buckets;
     size_t nbuckets, nlive;
@@ -175,7 +176,9 @@ struct bb_store *bb_store_open(const char *path, const struct bb_job *jobs, char
 static int64_t append_locked(struct bb_store *s, const struct rpc_writer *w, uint64_t key,
                              struct blob *b)
 {
-    int rc = s->broken ? -EIO : fileio_write_all(s->fd, w->data, w->len);
+    /* Once one failed, later appends would follow a record cut short: they
+     * wait for the compaction, and report the cause (ENOSPC), not EIO. */
+    int rc = s->broken ? s->broken_rc : fileio_write_all(s->fd, w->data, w->len);
     int64_t seq = ++s->seq;
     if (b)
         b->seq = seq;
@@ -183,6 +186,7 @@ static int64_t append_locked(struct bb_store *s, const struct rpc_writer *w, uin
     s->stats.puts++;
     if (rc < 0) {
         s->broken = true;
+        s->broken_rc = rc;
         return rc;
     }
     s->file_bytes += w->len;
@@ -332,6 +336,11 @@ int bb_store_sync(struct bb_store *s, int64_t seq)
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
+}
+
+const char *bb_store_path(const struct bb_store *s)
+{
+    return s->path;
 }
 
 int64_t bb_store_last(struct bb_store *s)

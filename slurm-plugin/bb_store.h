@@ -51,6 +51,8 @@ int64_t bb_store_drop(struct bb_store *s, const struct bb_job *job);
 /* Returns once every change up to seq is on stable storage (0), or
  * -errno. Never call with a lock that slurmctld's threads may wait for. */
 int bb_store_sync(struct bb_store *s, int64_t seq);
+/* The journal's path, for messages. */
+const char *bb_store_path(const struct bb_store *s);
 /* The last change appended. */
 int64_t bb_store_last(struct bb_store *s);
 

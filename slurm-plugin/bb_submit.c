@@ -221,9 +221,17 @@ enum bb_submit_verdict bb_submit_check(struct bb_driver *d, const struct bb_subm
          (v = check_persistent(d, job, hooks, site.prefix, &req, err_msg)) != BB_SUBMIT_OK) ||
         (v = check_capacity(&site, job, hooks, &req, err_msg)) != BB_SUBMIT_OK)
         goto out;
-    if (!(*canonical = bb_request_format(site.prefix, &req)))
+    if (!(*canonical = bb_request_format(site.prefix, &req))) {
         v = refuse(err_msg, BB_SUBMIT_INVALID, "out of memory formatting the burst buffer "
                    "request");
+    } else if (strlen(*canonical) > DIRECTIVE_MAX_REQUEST) {
+        v = refuse(err_msg, BB_SUBMIT_LIMIT, "#%s: the request is %zu bytes written out "
+                   "(%zu stage lines), more than the %u bytes a job may ask with: use "
+                   "shorter paths, or a list file (type=list) for many files",
+                   site.prefix, strlen(*canonical), req.nstages, DIRECTIVE_MAX_REQUEST);
+        free(*canonical);
+        *canonical = NULL;
+    }
 out:
     bb_request_free(&req);
     free(site.prefix);

@@ -131,22 +131,34 @@ static char *state_file;
  * it, and the plugin's own sections under it. */
 static struct lock_watch job_lock_watch = LOCK_WATCH_INIT;
 
-/* Called at the end of a section under slurmctld's job lock that began at
- * `since` (lock_watch_now_us). */
-static void held(const char *where, uint64_t since)
+/* When a section under slurmctld's job lock began: wall and CPU time. */
+struct hold_start {
+    uint64_t wall, cpu;
+};
+
+static struct hold_start hold_start(void)
 {
-    uint64_t us = lock_watch_now_us() - since;
+    return (struct hold_start){ lock_watch_now_us(), lock_watch_cpu_us() };
+}
+
+/* Called at the end of a section under slurmctld's job lock that began at
+ * `since`. */
+static void held(const char *where, struct hold_start since)
+{
+    uint64_t us = lock_watch_now_us() - since.wall, cpu = lock_watch_cpu_us() - since.cpu;
     /* Each new longest hold is logged (a few lines a run): the longest
-     * over a slurmctld's life survives its kill -9, unlike bbstat's. */
+     * over a slurmctld's life survives its kill -9, unlike bbstat's. Its
+     * CPU time says how much of it was work: the rest the thread waited
+     * while holding the lock (for a CPU on a busy host, for I/O). */
     if (lock_watch_note(&job_lock_watch, where, us))
-        verbose("%s: slurmctld's job lock held %"PRIu64" us in %s, the longest yet",
-                plugin_type, us, where);
+        verbose("%s: slurmctld's job lock held %"PRIu64" us in %s, the longest yet (%"PRIu64
+                " us of it on CPU)", plugin_type, us, where, cpu);
 }
 
 /* A Slurm call made with slurmctld's job lock held: fn, timed (held). */
 static int timed(const char *where, int (*fn)(job_record_t *job_ptr), job_record_t *job_ptr)
 {
-    uint64_t since = lock_watch_now_us();
+    struct hold_start since = hold_start();
     int rc = fn(job_ptr);
     held(where, since);
     return rc;
@@ -269,7 +281,7 @@ static void apply_outcome(const struct bb_outcome *o, void *arg)
     (void)arg;
     slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = WRITE_LOCK, .fed = READ_LOCK };
     lock_slurmctld(job_write_lock);
-    uint64_t since = lock_watch_now_us();
+    struct hold_start since = hold_start();
     job_record_t *job_ptr = find_job_record(o->job_id);
     if (!job_ptr) {
         held("apply", since);
@@ -279,6 +291,11 @@ static void apply_outcome(const struct bb_outcome *o, void *arg)
     struct bb_outcome_plan plan = driver_outcome_plan(o, IS_JOB_CONFIGURING(job_ptr),
                                                       job_ptr->restart_cnt);
     show_phase(job_ptr, o->phase, plan.released);
+    /* The release is logged before Slurm launches the job (its own lines
+     * follow; test_cluster_restart.sh times the job table's save from it);
+     * a requeue once the lock is let go (a log line is a write to
+     * slurmctld's log file). */
+    char *job_name = plan.requeue ? xstrdup_printf("%pJ", job_ptr) : NULL;
     if (plan.release) {
         info("%s: %pJ staged in, releasing it", plugin_type, job_ptr);
         release_job(job_ptr);
@@ -292,7 +309,6 @@ static void apply_outcome(const struct bb_outcome *o, void *arg)
             schedule_node_save();
             xfree(reason);
         }
-        info("%s: %pJ %s: %s", plugin_type, job_ptr, plan.hold ? "held" : "requeued", o->error);
         requeue_job(job_ptr, plan.hold, o->error);
     } else if (plan.comment) {
         /* After the run (stage-out): the job keeps a note of what failed. */
@@ -318,6 +334,9 @@ static void apply_outcome(const struct bb_outcome *o, void *arg)
     }
     held("apply", since);
     unlock_slurmctld(job_write_lock);
+    if (plan.requeue)
+        info("%s: %s %s: %s", plugin_type, job_name, plan.hold ? "held" : "requeued", o->error);
+    xfree(job_name);
 }
 
 /* --- walltime predictions ---------------------------------------------- */
@@ -375,7 +394,7 @@ static void collect_events(void *arg, time_t since, struct wt_events *out)
     struct collect c = { out, since };
     slurmctld_lock_t job_read_lock = { .job = READ_LOCK };
     lock_slurmctld(job_read_lock);
-    uint64_t t0 = lock_watch_now_us();
+    struct hold_start t0 = hold_start();
     list_for_each(job_list, collect_event, &c);
     held("walltime: finished jobs", t0);
     unlock_slurmctld(job_read_lock);
@@ -487,7 +506,7 @@ static void settle_saved(void *arg)
     (void)arg;
     slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = WRITE_LOCK, .fed = READ_LOCK };
     lock_slurmctld(job_write_lock);
-    uint64_t since = lock_watch_now_us();
+    struct hold_start since = hold_start();
     slurm_mutex_lock(&drv.lock);
     bb_restart_settle(&drv, &restart_hooks);
     slurm_mutex_unlock(&drv.lock);
@@ -715,7 +734,7 @@ static const struct bb_submit_hooks submit_hooks = {
 
 /* At submit: reject malformed directives with a message naming the token,
  * and requests that cannot fit; store the canonical form. */
-extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **err_msg)
+static int job_validate(job_desc_msg_t *job_desc, char **err_msg)
 {
     struct bb_submit_job job = {
         .script = job_desc->script, .burst_buffer = job_desc->burst_buffer,
@@ -738,10 +757,24 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **
         xfree(job_desc->burst_buffer);
         job_desc->burst_buffer = xstrdup(canonical);
         free(canonical);
-        debug("%s: accepted request for uid %u:\n%s", plugin_type, job_desc->user_id,
-              job_desc->burst_buffer);
+        /* Under the job lock: at most its first 4 KiB (a request may
+         * have 64). */
+        int len = (int)strlen(job_desc->burst_buffer);
+        debug("%s: accepted request for uid %u (%d bytes):\n%.*s%s", plugin_type,
+              job_desc->user_id, len, len > 4096 ? 4096 : len, job_desc->burst_buffer,
+              len > 4096 ? "\n[...]" : "");
     }
     return slurm_rc[v];
+}
+
+/* Called with slurmctld's job write lock (job_allocate, _job_create):
+ * timed. */
+extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid, char **err_msg)
+{
+    struct hold_start since = hold_start();
+    int rc = job_validate(job_desc, err_msg);
+    held(__func__, since);
+    return rc;
 }
 
 /* Every job, with or without a burst buffer, gets run-time estimates. */
@@ -788,7 +821,7 @@ static int job_validate2(job_record_t *job_ptr, char **err_msg)
 /* Called with slurmctld's job lock: timed. */
 extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg)
 {
-    uint64_t since = lock_watch_now_us();
+    struct hold_start since = hold_start();
     int rc = job_validate2(job_ptr, err_msg);
     held("bb_p_job_validate2", since);
     return rc;
@@ -1028,7 +1061,7 @@ static int job_begin(job_record_t *job_ptr)
         info("%s: %pJ asks for I/O quality of service only: no file system", plugin_type, job_ptr);
         return SLURM_SUCCESS;
     }
-    struct bb_job *old = bb_job_find(drv.jobs, job_ptr->job_id);
+    struct bb_job *old = driver_find(&drv, job_ptr->job_id);
     int settled = old ? begin_again(job_ptr, old) : 0;
     if (settled) {
         slurm_mutex_unlock(&drv.lock);
@@ -1049,8 +1082,7 @@ static int job_begin(job_record_t *job_ptr)
         set_reason(job_ptr, err);
         return SLURM_ERROR;
     }
-    j->next = drv.jobs;
-    drv.jobs = j;
+    driver_add(&drv, j);
     driver_save(&drv, j);
     set_job_env(job_ptr, j);
     add_qos_env(job_ptr, false);
@@ -1066,7 +1098,6 @@ static int job_begin(job_record_t *job_ptr)
              driver_waits_for_older(&drv, j) ? " once its earlier instance is gone" : "");
     driver_wake(&drv);
     slurm_mutex_unlock(&drv.lock);
-
     hold_configuring(job_ptr, PHASE_DEPLOYING);
     return SLURM_SUCCESS;
 }
@@ -1102,7 +1133,7 @@ static int job_start_stage_out(job_record_t *job_ptr)
      * would not stop a stage-out under way. apply_outcome takes it off once
      * torn down; it cannot come first, as it needs the job lock held here. */
     slurm_mutex_lock(&drv.lock);
-    struct bb_job *j = bb_job_find(drv.jobs, job_ptr->job_id);
+    struct bb_job *j = driver_find(&drv, job_ptr->job_id);
     bool staging_out = j && j->phase == PHASE_STAGING_OUT;
     slurm_mutex_unlock(&drv.lock);
     if (staging_out) {
@@ -1132,7 +1163,7 @@ static int job_test_stage_out(job_record_t *job_ptr)
     if (!has_bb(job_ptr))
         return 1;
     slurm_mutex_lock(&drv.lock);
-    struct bb_job *j = bb_job_find(drv.jobs, job_ptr->job_id);
+    struct bb_job *j = driver_find(&drv, job_ptr->job_id);
     int rc = !j || j->phase == PHASE_COMPLETE ? 1 : 0;
     slurm_mutex_unlock(&drv.lock);
     return rc;

@@ -721,8 +721,18 @@ static void append_value(struct strbuf *b, const char *key, const char *value)
         return;
     }
     strbuf_printf(b, " %s=\"", key);
-    for (const char *s = value; *s; s++)
-        strbuf_printf(b, "%s%c", (*s == '"' || *s == '\\') ? "\\" : "", *s);
+    /* Runs between the characters escaped, each copied at once: this is
+     * done under slurmctld's job lock at submit, for up to 64 KiB. */
+    for (const char *s = value; *s;) {
+        size_t run = strcspn(s, "\"\\");
+        if (run)
+            strbuf_append(b, s, run);
+        s += run;
+        if (*s) {
+            char escaped[2] = { '\\', *s++ };
+            strbuf_append(b, escaped, 2);
+        }
+    }
     strbuf_printf(b, "\"");
 }
 
@@ -784,8 +794,13 @@ char *directive_expand(const char *text, const struct symbol_values *v)
 {
     struct strbuf b = { 0 };
     for (const char *s = text; *s; s++) {
-        if (*s != '%' || !s[1]) {
-            strbuf_append(&b, s, 1);
+        /* The text up to the next symbol at once (under slurmctld's job
+         * lock at a job's begin, up to 64 KiB of paths). */
+        size_t run = strcspn(s, "%");
+        if (run || !s[1]) {
+            run = run ? run : 1;   /* a '%' that ends the text stays */
+            strbuf_append(&b, s, run);
+            s += run - 1;
             continue;
         }
         switch (*++s) {

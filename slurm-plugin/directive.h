@@ -135,6 +135,12 @@ int bb_request_qos_only(const struct bb_request *req);
 #define DIRECTIVE_MIN_CHUNK (4ULL << 10)
 #define DIRECTIVE_MAX_CHUNK (64ULL << 20)
 #define DIRECTIVE_MAX_STAGES 64
+/* The longest request accepted, as bb_request_format writes it (the job's
+ * burst_buffer field): it is parsed, copied into the job's record, encoded
+ * and saved under slurmctld's job lock at the job's begin and end, so its
+ * size is how long a user can make the plugin hold that lock. 64 stage
+ * lines of 4 KiB paths would be 256 KiB; 64 KiB leaves 1 KiB a line. */
+#define DIRECTIVE_MAX_REQUEST (64u << 10)
 
 /* Parses the #<prefix> lines of script (may be NULL) and then the text of
  * --bb (may be NULL; there the "#<prefix>" is optional on each line).

@@ -53,26 +53,92 @@ int64_t driver_save(struct bb_driver *d, const struct bb_job *j)
 {
     int64_t seq = d->store ? bb_store_put(d->store, j) : 0;
     if (seq < 0)
-        log_error("job %u: cannot save its state: %s (kept in memory; written whole at the "
-                  "next compaction)", j->job_id, strerror((int)-seq));
+        log_error("job %u: cannot save its state in %s: %s (kept in memory; written whole at the "
+                  "next compaction)", j->job_id, bb_store_path(d->store), strerror((int)-seq));
     return seq;
+}
+
+/* --- the index by job id (driver.h): each chain in the table's order --- */
+
+static size_t id_bucket(uint32_t job_id)
+{
+    return (size_t)((job_id * 2654435761u) >> 20) & (DRIVER_INDEX_BUCKETS - 1);
+}
+
+static struct bb_job **index_chain(struct bb_driver *d, uint32_t job_id)
+{
+    return &d->by_id[id_bucket(job_id)];
+}
+
+static void index_remove(struct bb_driver *d, const struct bb_job *j)
+{
+    for (struct bb_job **p = index_chain(d, j->job_id); *p; p = &(*p)->id_next)
+        if (*p == j) {
+            *p = j->id_next;
+            return;
+        }
+}
+
+void driver_add(struct bb_driver *d, struct bb_job *j)
+{
+    j->next = d->jobs;
+    d->jobs = j;
+    struct bb_job **chain = index_chain(d, j->job_id);
+    j->id_next = *chain;
+    *chain = j;
+}
+
+struct bb_job *driver_find(const struct bb_driver *d, uint32_t job_id)
+{
+    for (struct bb_job *j = d->by_id[id_bucket(job_id)]; j; j = j->id_next)
+        if (j->job_id == job_id)
+            return j;
+    return NULL;
+}
+
+void driver_reindex(struct bb_driver *d)
+{
+    memset(d->by_id, 0, sizeof(d->by_id));
+    struct bb_job **tails[DRIVER_INDEX_BUCKETS];
+    for (size_t i = 0; i < DRIVER_INDEX_BUCKETS; i++)
+        tails[i] = &d->by_id[i];
+    for (struct bb_job *j = d->jobs; j; j = j->next) {
+        size_t b = id_bucket(j->job_id);
+        j->id_next = NULL;
+        *tails[b] = j;
+        tails[b] = &j->id_next;
+    }
+}
+
+/* The record at *at (in d->jobs) unlinked, unsaved and freed. */
+static void forget_at(struct bb_driver *d, struct bb_job **at)
+{
+    struct bb_job *j = *at;
+    int64_t seq = d->store ? bb_store_drop(d->store, j) : 0;
+    if (seq < 0)
+        log_error("job %u: cannot save its removal in %s: %s", j->job_id, bb_store_path(d->store),
+                  strerror((int)-seq));
+    if (j->persist)
+        persist_unlink(&d->persist, j->persist);
+    index_remove(d, j);
+    *at = j->next;
+    bb_job_free(j);
 }
 
 void driver_forget(struct bb_driver *d, struct bb_job *j)
 {
-    int64_t seq = d->store ? bb_store_drop(d->store, j) : 0;
-    if (seq < 0)
-        log_error("job %u: cannot save its removal: %s", j->job_id, strerror((int)-seq));
-    if (j->persist)
-        persist_unlink(&d->persist, j->persist);
-    bb_job_remove_key(&d->jobs, j->key);
+    for (struct bb_job **at = &d->jobs; *at; at = &(*at)->next)
+        if (*at == j) {
+            forget_at(d, at);
+            return;
+        }
 }
 
 bool driver_job_end(struct bb_driver *d, uint32_t job_id, bool ended, bool hurry, char *why,
                     size_t whylen)
 {
     pthread_mutex_lock(&d->lock);
-    struct bb_job *j = bb_job_find(d->jobs, job_id);
+    struct bb_job *j = driver_find(d, job_id);
     bool forgotten = j && j->unreadable;
     if (forgotten) {
         /* Not settled yet (the driver's first look after a restart). */
@@ -116,12 +182,29 @@ struct bb_outcome_plan driver_outcome_plan(const struct bb_outcome *o, bool conf
     return plan;
 }
 
+/* fresh takes old's place in its chain too: a chain keeps the table's
+ * order, so the newest instance of a job is found first. */
+static void replace_indexed(struct bb_driver *d, struct bb_job *old, struct bb_job *fresh)
+{
+    if (fresh->job_id != old->job_id) {
+        driver_reindex(d);
+        return;
+    }
+    for (struct bb_job **at = index_chain(d, old->job_id); *at; at = &(*at)->id_next)
+        if (*at == old) {
+            fresh->id_next = old->id_next;
+            *at = fresh;
+            return;
+        }
+}
+
 void driver_replace(struct bb_driver *d, struct bb_job *old, struct bb_job *fresh)
 {
     for (struct bb_job **p = &d->jobs; *p; p = &(*p)->next)
         if (*p == old) {
             fresh->next = old->next;
             *p = fresh;
+            replace_indexed(d, old, fresh);
             if (d->store)
                 bb_store_drop(d->store, old);
             driver_save(d, fresh);
@@ -134,7 +217,7 @@ bool driver_waits_for_older(const struct bb_driver *d, const struct bb_job *j)
 {
     if (j->phase != PHASE_DEPLOYING)
         return false;
-    for (const struct bb_job *o = d->jobs; o; o = o->next)
+    for (const struct bb_job *o = d->by_id[id_bucket(j->job_id)]; o; o = o->id_next)
         if (o != j && o->job_id == j->job_id && o->superseded && o->phase != PHASE_COMPLETE)
             return true;
     return false;
@@ -150,10 +233,16 @@ static bool needs_work(const struct bb_driver *d, const struct bb_job *j)
            (j->persist && j->phase == PHASE_RUNNING);
 }
 
-static struct bb_job *find_key(struct bb_driver *d, uint64_t key)
+/* A record the driver listed, if still in the table. */
+struct listed {
+    uint64_t key;
+    uint32_t job_id;
+};
+
+static struct bb_job *find_listed(struct bb_driver *d, struct listed l)
 {
-    for (struct bb_job *j = d->jobs; j; j = j->next)
-        if (j->key == key)
+    for (struct bb_job *j = d->by_id[id_bucket(l.job_id)]; j; j = j->id_next)
+        if (j->key == l.key)
             return j;
     return NULL;
 }
@@ -217,22 +306,23 @@ int driver_pass(struct bb_driver *d)
     uint64_t t = lock_driver(d);
     time_t now = d->clock();
     size_t n = 0, cap = 0;
-    uint64_t *keys = NULL;
-    for (struct bb_job *j = d->jobs, *next; j; j = next) {
-        next = j->next;
+    struct listed *keys = NULL;
+    for (struct bb_job **at = &d->jobs; *at;) {
+        struct bb_job *j = *at;
         if (j->phase == PHASE_COMPLETE && now - j->t_done > KEEP_COMPLETE_S && !j->calls) {
-            driver_forget(d, j);
+            forget_at(d, at);
             continue;
         }
+        at = &j->next;
         if (!needs_work(d, j))
             continue;
         if (n == cap) {
-            uint64_t *grown = realloc(keys, (cap = cap ? cap * 2 : 64) * sizeof(*keys));
+            struct listed *grown = realloc(keys, (cap = cap ? cap * 2 : 64) * sizeof(*keys));
             if (!grown)
                 break;
             keys = grown;
         }
-        keys[n++] = j->key;
+        keys[n++] = (struct listed){ .key = j->key, .job_id = j->job_id };
     }
     unlock_driver(d, t, "driver: listing jobs");
 
@@ -242,7 +332,7 @@ int driver_pass(struct bb_driver *d)
     bool again = false;
     for (size_t i = 0; i < n; i++) {
         t = lock_driver(d);
-        struct bb_job *j = find_key(d, keys[i]);
+        struct bb_job *j = find_listed(d, keys[i]);
         if (!j || !needs_work(d, j)) {
             unlock_driver(d, t, "driver: step");
             continue;
@@ -273,8 +363,11 @@ int driver_pass(struct bb_driver *d)
     free(keys);
     /* What Slurm is told must be durable first: a machine crash must not
      * leave Slurm running a job the saved state has not released. */
-    if (out.seq > 0 && d->store && bb_store_sync(d->store, out.seq) < 0)
-        log_error("cannot make the saved state durable: %s", strerror(errno));
+    int synced = out.seq > 0 && d->store ? bb_store_sync(d->store, out.seq) : 0;
+    if (synced < 0)   /* -errno: errno is not the sync's by now */
+        log_error("cannot make the saved state durable in %s: %s (Slurm is told anyway; a "
+                  "crash before it is written loses those changes)", bb_store_path(d->store),
+                  strerror(-synced));
     for (size_t i = 0; i < out.n; i++) {
         if (d->hooks.apply)
             d->hooks.apply(&out.o[i], d->hooks.arg);
@@ -336,6 +429,7 @@ void driver_free_table(struct bb_driver *d)
     bb_store_close(d->store);
     d->store = NULL;
     d->persist.head = NULL;   /* its instances are freed with their records */
+    memset(d->by_id, 0, sizeof(d->by_id));
     while (d->jobs) {
         struct bb_job *j = d->jobs;
         d->jobs = j->next;

@@ -36,6 +36,13 @@
 /* Finished instances stay visible in bbstat this long. */
 #define KEEP_COMPLETE_S 3600
 
+/* The table's index by job id: slurmctld asks for one job's record under
+ * its job lock (bb_p_job_begin, bb_p_job_test_stage_out for every finished
+ * job at each purge), and the driver for each job it steps. Fixed: chains
+ * stay a few records long up to tens of thousands of live instances, and
+ * the index needs no allocation that could fail. */
+#define DRIVER_INDEX_BUCKETS 4096
+
 /* What a step means for the Slurm job. */
 struct bb_outcome {
     uint32_t job_id;
@@ -80,6 +87,10 @@ void driver_lock_note(struct bb_lock_stats *st, const char *where, uint64_t us);
 struct bb_driver {
     pthread_mutex_t lock;          /* jobs, config: after slurmctld's job lock */
     struct bb_job *jobs;           /* newest instance of a job first */
+    /* jobs by job id, chained through id_next: kept by driver_add,
+     * driver_forget, driver_replace and driver_reindex, which alone change
+     * the table. */
+    struct bb_job *by_id[DRIVER_INDEX_BUCKETS];
     struct persist_table persist;  /* persistent instances, owned by their records in jobs */
     struct bb_config config;
     struct bb_store *store;        /* NULL: nothing saved (tests) */
@@ -126,6 +137,13 @@ bool driver_job_end(struct bb_driver *d, uint32_t job_id, bool ended, bool hurry
                     size_t whylen);
 
 /* With d->lock held: */
+/* A new record (the newest instance of its job) joins the table, first. */
+void driver_add(struct bb_driver *d, struct bb_job *j);
+/* The newest record of job_id, or NULL: a few records looked at, however
+ * large the table. */
+struct bb_job *driver_find(const struct bb_driver *d, uint32_t job_id);
+/* d->jobs was set whole (loaded after a restart, or by a test): indexed. */
+void driver_reindex(struct bb_driver *d);
 /* The record changed: saved (appended). Returns the change's number. */
 int64_t driver_save(struct bb_driver *d, const struct bb_job *j);
 /* Unlinks, unsaves and frees a record. */

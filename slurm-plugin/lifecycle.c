@@ -46,8 +46,10 @@ bool lifecycle_retry(struct bb_job *j, const char *why, time_t now)
                  j->job_id, why, (long)wait, j->attempts, LC_ATTEMPTS);
         return true;
     }
-    bb_job_set_error(j, FAIL_TRANSIENT, "%s (held after %d attempts; no node drained)", why,
-                     LC_ATTEMPTS);
+    /* Held only before the job ran; later its instance is torn down (or,
+     * in stage-out, kept: lc_fail_or_retry). */
+    bb_job_set_error(j, FAIL_TRANSIENT, "%s (%s after %d attempts; no node drained)", why,
+                     j->phase < PHASE_RUNNING ? "held" : "given up", LC_ATTEMPTS);
     j->attempts = 0;
     j->retry_at = 0;
     return false;
@@ -131,7 +133,47 @@ int lc_fail_or_retry(struct bb_job *j, struct lc_failures *f, time_t now)
         free(f->why);
         return LC_CHANGED;
     }
-    if (f->worst != FAIL_TRANSIENT)
+    if (f->worst == FAIL_TRANSIENT && j->phase == PHASE_STAGING_OUT) {
+        /* An agent unreachable (stopped, restarting, cut off) through the
+         * retries of a stage-out: the line failed, as a full destination
+         * would. Its data may still be there: the instance is kept and the
+         * line run again every AdafsStageOutRetry, up to AdafsStageOutKeep
+         * (stageout_keep.h), not torn down with the results. */
+        const struct stage_spec *spec = lc_current_spec(j, STAGE_OUT);
+        char *cause = NULL;
+        if (asprintf(&cause, "stage_out source=%s destination=%s: %s (after %d attempts)",
+                     spec ? spec->source : "?", spec ? spec->destination : "?", why,
+                     LC_ATTEMPTS) < 0)
+            cause = NULL;
+        if (!j->out_failed && !j->t_out_failed) {
+            /* lifecycle_retry's text is replaced by the line's. */
+            free(j->error);
+            j->error = NULL;
+            j->failure = FAIL_NONE;
+        }
+        /* The pass ends here, the lines after it failed with it: their
+         * STAGE, sent while this line's stager may still run there, would
+         * be answered "already running" and that stager's end taken for
+         * theirs. The next pass runs them all, in order. */
+        for (size_t i = j->stage_index; i < j->req.nstages; i++)
+            if (j->req.stages[i].direction == STAGE_OUT && !stageout_keep_skips(j, i))
+                stageout_keep_failed(j, i, cause ? cause : why);
+        log_warn("job %u: %s", j->job_id, cause ? cause : why);
+        free(cause);
+        free(f->why);
+        for (size_t i = 0; i < j->nnodes; i++)
+            j->nodes[i].stage_sent = false;
+        j->stage_index = j->req.nstages;
+        return LC_CHANGED;
+    }
+    const struct stage_spec *out = j->phase == PHASE_STAGING_OUT ? lc_current_spec(j, STAGE_OUT)
+                                                                   : NULL;
+    if (f->worst != FAIL_TRANSIENT && out)
+        /* Its data is gone (a node's or the job's fault, e.g. an agent
+         * restarted since and wiped it): the comment says what was lost. */
+        bb_job_set_error(j, f->worst, "stage_out source=%s destination=%s not copied out: %s",
+                         out->source, out->destination, why);
+    else if (f->worst != FAIL_TRANSIENT)
         bb_job_set_error(j, f->worst, "%s", why);
     free(f->why);
     lc_to_teardown(j);

@@ -11,6 +11,13 @@ uint64_t lock_watch_now_us(void)
     return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
+uint64_t lock_watch_cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 bool lock_watch_note(struct lock_watch *w, const char *where, uint64_t us)
 {
     pthread_mutex_lock(&w->lock);

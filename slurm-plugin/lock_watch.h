@@ -20,6 +20,10 @@ struct lock_watch {
 
 /* CLOCK_MONOTONIC in microseconds: when a hold began, and ended. */
 uint64_t lock_watch_now_us(void);
+/* The calling thread's CPU time in microseconds: a hold's CPU against its
+ * wall time tells work under the lock from a thread that waited (for a
+ * CPU on a busy host, for I/O, for another lock) while holding it. */
+uint64_t lock_watch_cpu_us(void);
 /* Counts a hold of us microseconds in where (a string that outlives w);
  * true when it is the longest yet, for the caller to log. */
 bool lock_watch_note(struct lock_watch *w, const char *where, uint64_t us);

@@ -2,7 +2,6 @@
  * (stageout_keep.h). */
 #include "stageout_keep.h"
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,30 +19,13 @@ static uint64_t bit(size_t index)
     return index < 64 ? (uint64_t)1 << index : 0;
 }
 
-/* The job's error, replaced (bb_job_set_error keeps the first: here the
- * text of a kept instance changes from pass to pass). */
-__attribute__((format(printf, 2, 3)))
-static void set_error(struct bb_job *j, const char *fmt, ...)
-{
-    va_list ap;
-    char *text = NULL;
-    va_start(ap, fmt);
-    int n = vasprintf(&text, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;   /* out of memory: the earlier text stays */
-    free(j->error);
-    j->error = text;
-    j->failure = FAIL_USER;
-}
-
 void stageout_keep_failed(struct bb_job *j, size_t index, const char *why)
 {
     /* The first failure of the first pass, as before; of a later pass,
      * the pass's own first (the user may have fixed the first cause). */
     if (!j->out_failed && (j->t_out_failed || j->failure == FAIL_NONE ||
                            j->failure == FAIL_CANCELLED))
-        set_error(j, "%s", why);
+        bb_job_replace_error(j, FAIL_USER, "%s", why);
     j->out_failed |= bit(index);
 }
 
@@ -118,9 +100,9 @@ static void say_lost(struct bb_job *j, const char *why)
     char *lost = lost_lines(j);
     size_t n = cause_len(j->error);
     char *cause = j->error ? strndup(j->error, n) : NULL;
-    set_error(j, "%s: torn down, its data is gone; not copied out: %s%s%s", why,
-              lost && lost[0] ? lost : "(unknown)", cause ? "; last error: " : "",
-              cause ? cause : "");
+    bb_job_replace_error(j, FAIL_USER, "%s: torn down, its data is gone; not copied out: %s%s%s",
+                         why, lost && lost[0] ? lost : "(unknown)",
+                         cause ? "; last error: " : "", cause ? cause : "");
     log_warn("job %u: %s", j->job_id, j->error);
     free(cause);
     free(lost);
@@ -160,10 +142,12 @@ int stageout_keep_end_pass(struct bb_job *j, const struct bb_config *cfg, time_t
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", localtime_r(&until, &tm));
         size_t n = cause_len(j->error);
         char *cause = j->error ? strndup(j->error, n) : NULL;
-        set_error(j, "%s" KEPT_MARK "the job's data stays on its nodes; the failed stage_out "
-                  "lines run again every %u s until %s (AdafsStageOutKeep=%u s), then it is "
-                  "torn down; fix the destination, or scancel --hurry to tear it down now]",
-                  cause ? cause : "stage_out failed", every, when, cfg->stage_out_keep);
+        bb_job_replace_error(j, FAIL_USER, "%s" KEPT_MARK "the job's data stays on its nodes; "
+                             "the failed stage_out lines run again every %u s until %s "
+                             "(AdafsStageOutKeep=%u s), then it is torn down; fix the "
+                             "destination, or scancel --hurry to tear it down now]",
+                             cause ? cause : "stage_out failed", every, when,
+                             cfg->stage_out_keep);
         free(cause);
         log_warn("job %u: %s (pass %u)", j->job_id, j->error, j->out_passes + 1);
         j->out_redo = j->out_failed;

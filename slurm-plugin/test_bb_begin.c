@@ -96,6 +96,20 @@ static void test_persistent(void)
            !bb_begin_request_mounts(&d.config, "use_persistent name=proj", "other") &&
            !bb_begin_request_mounts(&d.config, "capacity=1G", "proj"),
            "which requests mount an instance");
+    /* Only a request that names the instance is parsed (a destroy asks
+     * every job): the answer is the parser's. */
+    tap_ok(bb_begin_request_mounts(&d.config, "#BB_ADAFS capacity=1G\n#BB_ADAFS use_persistent "
+                                   "name=proj\n", "proj") &&
+           bb_begin_request_mounts(&d.config, "#BB_ADAFS create_persistent name=proj "
+                                   "capacity=1G\n", "proj") &&
+           !bb_begin_request_mounts(&d.config, "#BB_ADAFS use_persistent name=proj2\n", "proj") &&
+           !bb_begin_request_mounts(&d.config, "#BB_ADAFS use_persistent name=xproj\n", "proj") &&
+           !bb_begin_request_mounts(&d.config, "#BB_ADAFS destroy_persistent name=proj\n",
+                                    "proj") &&
+           !bb_begin_request_mounts(&d.config, "#BB_ADAFS stage_in source=\"/pfs/name=proj x\" "
+                                    "destination=a type=file\n", "proj") &&
+           !bb_begin_request_mounts(&d.config, NULL, "proj"),
+           "a request mounts an instance by a line naming it, not by its name in a path");
     d.persist.head = NULL;   /* its instances are freed with their records */
     while (d.jobs) {
         struct bb_job *next = d.jobs->next;

@@ -49,6 +49,21 @@ static size_t find_frame(const unsigned char *data, size_t size, uint32_t job_id
     return 0;
 }
 
+/* The first failure is kept as the cause; a replace always takes. */
+static void test_errors(void)
+{
+    struct bb_job *j = bb_job_new(9);
+    bb_job_set_error(j, FAIL_CANCELLED, "cancelled");
+    bb_job_set_error(j, FAIL_NODE, "node n%d: %s", 2, "storage unusable");
+    bb_job_set_error(j, FAIL_USER, "a consequence");
+    tap_ok(j->failure == FAIL_NODE && strcmp(j->error, "node n2: storage unusable") == 0,
+           "a cancel is replaced, a cause is kept (%s)", j->error);
+    bb_job_replace_error(j, FAIL_USER, "pass %d failed", 2);
+    tap_ok(j->failure == FAIL_USER && strcmp(j->error, "pass 2 failed") == 0,
+           "bb_job_replace_error replaces a cause (%s)", j->error);
+    bb_job_free(j);
+}
+
 int main(void)
 {
     int fd = mkstemp(path);
@@ -270,5 +285,6 @@ int main(void)
     tap_ok(bad == NULL, "empty");
     free_all(loaded);
     free_all(a);
+    test_errors();
     return tap_done();
 }

@@ -108,8 +108,7 @@ static struct fake_job *add_fake(uint32_t id)
 
 static void link_record(struct bb_driver *d, struct bb_job *j)
 {
-    j->next = d->jobs;
-    d->jobs = j;
+    driver_add(d, j);
 }
 
 static void free_table(struct bb_driver *d)
@@ -119,6 +118,7 @@ static void free_table(struct bb_driver *d)
         d->jobs = j->next;
         bb_job_free(j);
     }
+    driver_reindex(d);
 }
 
 static void test_load(void)

@@ -62,6 +62,7 @@ int main(void)
     struct bb_driver d;
     driver_init(&d);
     d.jobs = jobs;
+    driver_reindex(&d);
     struct bb_lock_stats job_lock = { .holds = 4, .max_us = 50, .total_us = 80,
                                       .max_where = "bb_p_job_begin" };
     char *out = bb_status_report(&d, "12x", "burst_buffer/adafs", NULL, &job_lock);

@@ -60,6 +60,42 @@ static void refused(uint32_t uid, uint32_t gid, uint32_t nodes, const char *scri
     free(why);
 }
 
+/* A script of 64 stage_out lines whose destinations are path_len bytes
+ * long (malloc'd). */
+static char *many_lines(size_t path_len)
+{
+    size_t cap = 64 * (path_len + 128) + 64, len = 0;
+    char *script = malloc(cap), *path = malloc(path_len + 1);
+    memset(path, 'd', path_len);
+    path[0] = '/';
+    path[path_len] = 0;
+    len += snprintf(script + len, cap - len, "#!/bin/sh\n#BB_ADAFS capacity=1G\n");
+    for (int i = 0; i < 64; i++)
+        len += snprintf(script + len, cap - len, "#BB_ADAFS stage_out source=o%d "
+                        "destination=%s type=file\n", i, path);
+    free(path);
+    return script;
+}
+
+/* The request's size bounds what the plugin does under slurmctld's job
+ * lock (DIRECTIVE_MAX_REQUEST). */
+static void test_request_size(void)
+{
+    char *canonical, *why;
+    char *script = many_lines(900);
+    enum bb_submit_verdict v = submit(1000, 1000, 1, script, NULL, &canonical, &why);
+    size_t len = canonical ? strlen(canonical) : 0;
+    tap_ok(v == BB_SUBMIT_OK && len > 60000 && len <= DIRECTIVE_MAX_REQUEST,
+           "64 stage lines of 900-byte paths are accepted (%zu bytes; %s)", len, why ? why : "");
+    free(canonical);
+    free(why);
+    free(script);
+    script = many_lines(1100);
+    refused(1000, 1000, 1, script, NULL, BB_SUBMIT_LIMIT, "bytes written out (64 stage lines), "
+            "more than the 65536 bytes a job may ask with");
+    free(script);
+}
+
 int main(void)
 {
     char err[1024];
@@ -137,6 +173,7 @@ int main(void)
     free(canonical);
     free(why);
 
+    test_request_size();
     bb_config_free(&drv.config);
     return tap_done();
 }

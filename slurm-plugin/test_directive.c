@@ -329,5 +329,26 @@ int main(void)
     char *x = directive_expand("/pfs/%u/%x/%j/%A_%a/%N/100%%", &v);
     tap_is_str(x, "/pfs/alice/sim/42/42_0/n1/100%", "symbols replaced");
     free(x);
+    x = directive_expand("%jabc%", &v);
+    tap_is_str(x, "42abc%", "a symbol first, a '%' last (kept)");
+    free(x);
+    x = directive_expand("%q/%%%j", &v);
+    tap_is_str(x, "%q/%42", "an unknown symbol kept, %% then a symbol");
+    free(x);
+
+    /* Quoted values written out with their quotes and backslashes
+     * escaped, read back the same. */
+    tap_is_int(parse("#BB_ADAFS stage_out source=\"a \\\"b\\\\c\\\" \" "
+                     "destination=\"/\\\"x y\" type=file\n", NULL, &req), 1,
+               "values with quotes and backslashes");
+    canon = bb_request_format("BB_ADAFS", &req);
+    tap_is_str(canon, "#BB_ADAFS stage_out source=\"a \\\"b\\\\c\\\" \" "
+               "destination=\"/\\\"x y\" type=file\n", "written out escaped");
+    tap_is_int(reparse(&req), 1, "and read back");
+    tap_ok(req.nstages == 1 && strcmp(req.stages[0].source, "a \"b\\c\" ") == 0 &&
+           strcmp(req.stages[0].destination, "/\"x y") == 0, "the same values (%s, %s)",
+           req.nstages ? req.stages[0].source : "", req.nstages ? req.stages[0].destination : "");
+    free(canon);
+    bb_request_free(&req);
     return tap_done();
 }

@@ -115,8 +115,7 @@ static struct bb_job *job_of(uint32_t id, int first_node, size_t nodes)
 static void add(struct bb_driver *d, struct bb_job *j)
 {
     pthread_mutex_lock(&d->lock);
-    j->next = d->jobs;
-    d->jobs = j;
+    driver_add(d, j);
     driver_save(d, j);
     pthread_mutex_unlock(&d->lock);
     driver_wake(d);
@@ -214,9 +213,8 @@ static void test_kept(struct bb_driver *d)
     struct bb_job *held = job_of(8, 12, 1);
     held->unclaimed = true;
     pthread_mutex_lock(&d->lock);
-    done->next = held;
-    held->next = d->jobs;
-    d->jobs = done;
+    driver_add(d, held);
+    driver_add(d, done);
     driver_save(d, done);
     driver_save(d, held);
     pthread_mutex_unlock(&d->lock);

@@ -28,6 +28,7 @@ static void test_job_end(void)
     staging->next = lost;
     lost->next = out;
     d.jobs = running;
+    driver_reindex(&d);
     char why[256] = "";
     tap_ok(!driver_job_end(&d, 1, true, false, why, sizeof(why)) &&
            running->phase == PHASE_STAGING_OUT, "a running job's end: stage-out");

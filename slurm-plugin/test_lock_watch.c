@@ -5,6 +5,7 @@
 #include "tap.h"
 
 #include <string.h>
+#include <unistd.h>
 
 static struct lock_watch w = LOCK_WATCH_INIT;
 
@@ -39,5 +40,16 @@ int main(void)
     s = lock_watch_stats(&w);
     tap_ok(s.holds == 4004 && s.total_us == 4151 && s.max_us == 41,
            "4 threads' 4000 holds all counted (%llu holds)", (unsigned long long)s.holds);
+
+    /* A hold's CPU time against its wall time: sleeping costs none. */
+    uint64_t cpu0 = lock_watch_cpu_us(), wall0 = lock_watch_now_us();
+    usleep(20000);
+    uint64_t slept_cpu = lock_watch_cpu_us() - cpu0, slept_wall = lock_watch_now_us() - wall0;
+    tap_ok(slept_wall >= 20000 && slept_cpu < 10000, "20 ms asleep: %llu us of wall time, "
+           "%llu us on CPU", (unsigned long long)slept_wall, (unsigned long long)slept_cpu);
+    cpu0 = lock_watch_cpu_us();
+    for (volatile uint64_t x = 0; lock_watch_cpu_us() - cpu0 < 5000; x++)
+        ;
+    tap_ok(lock_watch_cpu_us() - cpu0 >= 5000, "work is counted on CPU");
     return tap_done();
 }

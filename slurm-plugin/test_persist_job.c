@@ -150,8 +150,7 @@ static struct bb_job *job(uint32_t id, uint32_t uid, const char *host, const cha
 
 static void add(struct bb_job *j)
 {
-    j->next = d.jobs;
-    d.jobs = j;
+    driver_add(&d, j);
 }
 
 /* Passes until nothing is left to answer and a few passes changed

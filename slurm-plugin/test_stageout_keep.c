@@ -9,54 +9,12 @@
 #include "agent_proto.h"
 #include "fake_agents.h"
 #include "lifecycle.h"
+#include "lifecycle_fixture.h"
 #include "stageout_keep.h"
 #include "tap.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static struct bb_config cfg;
-static time_t fake_clock;
-static struct lc_env env;
-
-static struct bb_job *job_of(uint32_t id, const char *stages)
-{
-    struct bb_job *j = bb_job_new(id);
-    j->uid = j->gid = 1000;
-    j->phase = PHASE_DEPLOYING;
-    j->nnodes = 1;
-    j->nodes = calloc(1, sizeof(*j->nodes));
-    j->nodes[0] = (struct bb_node){ .name = strdup("n1"), .agent_host = strdup("127.0.0.1"),
-                                    .agent_port = 6830, .numa_node = -1 };
-    j->mount = strdup("/adafs/x");
-    j->storage = strdup("/var/lib/adafs");
-    j->chunk_size = 524288;
-    j->node_capacity = 1 << 30;
-    memset(j->secret_hex, 'a', 64);
-    char err[256];
-    if (directive_parse("X", NULL, stages, &j->req, err, sizeof(err)) < 0)
-        printf("# %s\n", err);
-    return j;
-}
-
-/* Steps j until it waits for nothing more now; returns every event seen. */
-static int drive(struct bb_job *j, int ms)
-{
-    int all = 0;
-    int64_t end = fake_now_ms() + ms;
-    for (;;) {
-        env.now = fake_clock;
-        int ev = lifecycle_step(j, &env);
-        all |= ev;
-        if (!lifecycle_waiting(j) && ev == 0)
-            break;
-        if (fake_now_ms() > end)
-            break;
-        if (lifecycle_waiting(j))
-            fake_wait(50);
-    }
-    return all;
-}
 
 #define TWO_LINES "stage_out source=good destination=/pfs/good type=file\n" \
                   "stage_out source=bad destination=/pfs/bad type=file"
@@ -65,7 +23,7 @@ static int drive(struct bb_job *j, int ms)
 static struct bb_job *failed_once(uint32_t id, int *events)
 {
     fake_fail_source(NULL);
-    struct bb_job *j = job_of(id, TWO_LINES);
+    struct bb_job *j = job_of(id, 1, TWO_LINES);
     drive(j, 2000);
     fake_reset_counts();
     fake_fail_source("bad");
@@ -192,7 +150,7 @@ static void test_hurry_under_way(void)
 {
     cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60 };
     fake_fail_source(NULL);
-    struct bb_job *j = job_of(23, TWO_LINES);
+    struct bb_job *j = job_of(23, 1, TWO_LINES);
     drive(j, 2000);
     fake_reset_counts();
     lifecycle_job_ended(j, false);
@@ -235,6 +193,48 @@ static void test_not_kept(void)
     bb_job_free(j);
 }
 
+/* The node's agent silent through a stage-out's retries (stopped,
+ * restarting, cut off): the line failed as a full destination would, and
+ * the instance is kept, not torn down with the results; once the agent
+ * answers again the next pass copies them out. */
+static void test_agent_silent(void)
+{
+    cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60 };
+    fake_fail_source(NULL);
+    struct bb_job *j = job_of(27, 1, TWO_LINES);
+    drive(j, 2000);
+    fake_reset_counts();
+    fake_set(1, &(struct fake_node_script){ FAKE_DEAD, 0, 20 });
+    lifecycle_job_ended(j, false);
+    int ev = drive(j, 3000);
+    for (int i = 0; i < 2 * LC_ATTEMPTS && !(ev & LC_KEPT); i++) {
+        if (j->retry_at > fake_clock)
+            fake_clock = j->retry_at;
+        ev |= drive(j, 3000);
+    }
+    tap_ok(j->phase == PHASE_STAGING_OUT && stageout_keep_kept(j) && (ev & LC_KEPT) &&
+           fake_total(AGENT_TEARDOWN) == 0,
+           "an agent silent through the retries of a stage-out: kept, nothing torn down (%s)",
+           bb_phase_name(j->phase));
+    tap_ok(fake_total(AGENT_STAGE) == LC_ATTEMPTS,
+           "the pass ends with that line, asked %d times (%d): the next one is not started "
+           "while its stager may still run", LC_ATTEMPTS, fake_total(AGENT_STAGE));
+    tap_ok(j->out_redo == 3, "both lines run again at the next pass");
+    tap_ok(j->error && strstr(j->error, "stage_out source=good destination=/pfs/good: node n1") &&
+           strstr(j->error, "(after 4 attempts)") && strstr(j->error, "[kept: ") &&
+           !strstr(j->error, "held after"),
+           "its reason names the line, the node and the attempts, and says it is kept (%s)",
+           j->error ? j->error : "");
+    fake_set(1, &(struct fake_node_script){ FAKE_OK, 0, 20 });
+    fake_clock = j->retry_at;
+    ev = drive(j, 3000);
+    tap_ok(j->phase == PHASE_COMPLETE && (ev & LC_FINISHED) && j->failure == FAIL_NONE &&
+           !j->error && fake_total(AGENT_TEARDOWN) == 1,
+           "the agent answers again: the next pass copies out, then teardown, no failure left "
+           "(%s)", j->error ? j->error : "");
+    bb_job_free(j);
+}
+
 static void test_saved(void)
 {
     cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60 };
@@ -258,10 +258,7 @@ static void test_saved(void)
 
 int main(void)
 {
-    fake_clock = time(NULL);
-    env = (struct lc_env){ .cfg = &cfg, .transport = &fake_transport, .ready = fake_ready,
-                           .call_ms = 300, .hold_ms = 200 };
-    fake_start(1);
+    fixture_start(1);
     fake_set(1, &(struct fake_node_script){ FAKE_OK, 0, 20 });
     test_decide();
     test_kept_then_fixed();
@@ -269,6 +266,7 @@ int main(void)
     test_hurry();
     test_hurry_under_way();
     test_not_kept();
+    test_agent_silent();
     test_saved();
     fake_stop();
     return tap_done();

@@ -80,6 +80,13 @@ struct sysmap_deploy_view {
 int sysmap_deploy_view(struct sysmap_db *db, const char *hostname, int64_t at,
                        struct sysmap_deploy_view *view, char *err, size_t errlen);
 
+/* The views of n hosts in one query: a value hosts share (a hardware
+ * profile's) is read and parsed once, not once per host. views[i] of
+ * names[i]; found[i] 0 (its view zeroed) for a host the database does not
+ * know. 0, or -errno with err. */
+int sysmap_deploy_views(struct sysmap_db *db, const char *const *names, size_t n, int64_t at,
+                        struct sysmap_deploy_view *views, int *found, char *err, size_t errlen);
+
 struct sysmap_capacity {
     size_t hosts;                    /* hosts in the list */
     size_t hosts_with_storage;

@@ -89,8 +89,10 @@ static int handle_status(struct rpc_reader *r, struct reply *out)
     int rc = jobs_status(m.job_id, &st);
     if (rc == -ENOENT) {
         /* Not the job's fault nor the node's: an agent restarted since. */
-        refuse(out, rc, "job %u: not deployed here", m.job_id);
-        out->err.fault = AGENT_FAULT_TRANSIENT;
+        char note[128];
+        refuse(out, rc, "job %u: not deployed here%s", m.job_id,
+               jobs_unknown_note(m.job_id, note, sizeof(note)));
+        out->err.fault = jobs_wiped_at_start(m.job_id) ? AGENT_FAULT_JOB : AGENT_FAULT_TRANSIENT;
         return rc;
     }
     if (rc < 0) {
@@ -111,9 +113,12 @@ static int handle_watch(struct rpc_reader *r, struct reply *out)
     int rc = jobs_watch(m.job_id, (int)m.known, (int)m.hold_ms, out->cancel, &st);
     if (rc < 0) {
         /* Not the job's fault nor the node's: an agent restarted since. */
-        refuse(out, rc, "job %u: %s", m.job_id,
-               rc == -ENOENT ? "not deployed here" : strerror(-rc));
-        out->err.fault = AGENT_FAULT_TRANSIENT;
+        char note[128];
+        refuse(out, rc, "job %u: %s%s", m.job_id,
+               rc == -ENOENT ? "not deployed here" : strerror(-rc),
+               rc == -ENOENT ? jobs_unknown_note(m.job_id, note, sizeof(note)) : "");
+        out->err.fault = rc == -ENOENT && jobs_wiped_at_start(m.job_id) ? AGENT_FAULT_JOB
+                                                                        : AGENT_FAULT_TRANSIENT;
         return rc;
     }
     put_status(out, &st);

@@ -67,6 +67,15 @@ int jobs_init(const struct agent_settings *settings, char *err, size_t errlen);
  * storage, same port) if it is not running. Called once at start-up. */
 void jobs_recover(void);
 
+/* The text a refusal of an unknown job adds, so that slurmctld's reason
+ * says why the job is gone: " (wiped when this agent started at T: its
+ * predecessor stopped without tearing it down)" for one jobs_recover()
+ * wiped, else " (this agent runs since T)". Returns buf. */
+const char *jobs_unknown_note(uint32_t id, char *buf, size_t len);
+/* Did jobs_recover() wipe job id? Then a request for it can never be
+ * served: the job's fault class (AGENT_FAULT_JOB), not one to retry. */
+bool jobs_wiped_at_start(uint32_t id);
+
 /* Each returns 0 or -errno with a message for the plugin in e (naming the
  * node, the path and the errno) and whose fault it is: AGENT_FAULT_NODE
  * only for what proves this node cannot serve (its storage root or mount

@@ -134,7 +134,10 @@ int jobs_configure(const struct agent_configure *m, struct agent_error *e)
         j = list_mount_only_locked(m);
     if (!j || !job_take_locked(j)) {
         forget_torn_down_locked();   /* one we waited for may be done with */
-        rc = failf(e, AGENT_FAULT_TRANSIENT, -ENOENT, "job %u: not deployed here", m->job_id);
+        char note[128];
+        rc = failf(e, jobs_wiped_at_start(m->job_id) ? AGENT_FAULT_JOB : AGENT_FAULT_TRANSIENT, -ENOENT,
+                   "job %u: not deployed here%s", m->job_id,
+                   jobs_unknown_note(m->job_id, note, sizeof(note)));
     } else {
         /* A persistent instance's servers: their file beside their secret
          * (the exchange's peers), no mount (no job runs on their behalf). */

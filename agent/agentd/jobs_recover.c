@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <dirent.h>
 
@@ -33,6 +34,47 @@ static int read_pid(const char *pidfile)
         fclose(f);
     }
     return pid;
+}
+
+/* The jobs recovery wiped, and when: written at start-up, before requests
+ * are served, and only read afterwards. */
+static uint32_t *wiped_ids;
+static size_t nwiped, wiped_cap;
+static time_t agent_started;
+
+static void note_wiped(uint32_t id)
+{
+    if (nwiped == wiped_cap) {
+        size_t cap = wiped_cap ? wiped_cap * 2 : 16;
+        uint32_t *ids = realloc(wiped_ids, cap * sizeof(*ids));
+        if (!ids)
+            return;   /* only the refusals' text is poorer */
+        wiped_ids = ids;
+        wiped_cap = cap;
+    }
+    wiped_ids[nwiped++] = id;
+}
+
+bool jobs_wiped_at_start(uint32_t id)
+{
+    for (size_t i = 0; i < nwiped; i++)
+        if (wiped_ids[i] == id)
+            return true;
+    return false;
+}
+
+const char *jobs_unknown_note(uint32_t id, char *buf, size_t len)
+{
+    char at[32];
+    struct tm tm;
+    time_t t = agent_started ? agent_started : time(NULL);
+    strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%S", localtime_r(&t, &tm));
+    if (jobs_wiped_at_start(id))
+        snprintf(buf, len, " (wiped when this agent started at %s: its predecessor stopped "
+                 "without tearing it down)", at);
+    else
+        snprintf(buf, len, " (this agent runs since %s)", at);
+    return buf;
 }
 
 /* Is pid an adafsd? Only then may recovery kill it. */
@@ -105,6 +147,7 @@ static void recover_dir(const char *storage)
             kill(pid, SIGKILL);
         }
         log_warn("recovery: job %u: wiping leftover %s", id, j.dir);
+        note_wiped(id);
         struct agent_error err;
         if (st.st_uid == 0) {
             rmdir(j.dir);   /* never filled: a user's files are never root's */
@@ -214,6 +257,7 @@ static void wipe_persistent_leftover(const char *dir, void *arg)
 void jobs_recover(void)
 {
     pthread_mutex_lock(&jobs_lock);
+    agent_started = time(NULL);
     for (size_t i = 0; i < cfg->nroots; i++) {
         recover_dir(cfg->storage_roots[i]);
         persistent_scan(cfg->storage_roots[i], cfg->node, adopt_persistent,

@@ -96,7 +96,10 @@ int jobs_stage(const struct agent_stage *m, struct agent_error *e)
     if (!j || !job_take_locked(j)) {
         forget_torn_down_locked();
         pthread_mutex_unlock(&jobs_lock);
-        return failf(e, AGENT_FAULT_TRANSIENT, -ENOENT, "job %u: not deployed here", m->job_id);
+        char note[128];
+        return failf(e, jobs_wiped_at_start(m->job_id) ? AGENT_FAULT_JOB : AGENT_FAULT_TRANSIENT, -ENOENT,
+                   "job %u: not deployed here%s", m->job_id,
+                   jobs_unknown_note(m->job_id, note, sizeof(note)));
     }
     /* Taken only to wait for a start or teardown in progress: what
      * follows is quick and holds the lock. */

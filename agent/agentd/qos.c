@@ -76,7 +76,7 @@ static size_t find_locked(uint32_t job_id)
 
 static void drop_at_locked(size_t i)
 {
-    qos_seg_unmap(jobs[i].seg);
+    qos_seg_unmap(jobs[i].seg, QOS_SEG_SLOTS);
     close(jobs[i].fd);
     memmove(&jobs[i], &jobs[i + 1], (njobs - i - 1) * sizeof(*jobs));
     njobs--;
@@ -145,7 +145,7 @@ static int report_locked(uint64_t cycle, struct rpc_writer *out, char *err, size
     }
     for (size_t i = 0; i < njobs; i++) {
         struct qos_usage u;
-        qos_seg_collect(jobs[i].seg, &u);
+        qos_seg_collect(jobs[i].seg, QOS_SEG_SLOTS, &u);
         rep.jobs[i].job_id = jobs[i].job_id;
         rep.jobs[i].procs = u.procs;
         memcpy(rep.jobs[i].used, u.used, sizeof(u.used));
@@ -325,15 +325,31 @@ static int lookup(void *ctx, uint32_t job_id, uid_t uid)
     return rc;
 }
 
-static void answer_one(void)
+/* Connections to the budget socket whose request has not come yet. A
+ * process sends its request as it connects, so almost every connection is
+ * answered as it is accepted; the others wait here, in the beat thread's
+ * poll, each at most ATTACH_TIMEOUT_MS, at most ATTACH_WAITING_PER_UID of
+ * one uid (a newer one evicts its oldest): a user's silent connections can
+ * neither fill the socket's backlog nor hold up the beat and everyone
+ * else's answers, as they did when each was awaited in turn. */
+#define ATTACH_WAITING 32
+#define ATTACH_WAITING_PER_UID 4
+#define ACCEPT_BATCH 64
+
+struct waiting {
+    int fd;                /* -1: free */
+    uid_t uid;
+    uint64_t deadline_ms, seq;
+};
+static struct waiting waiting[ATTACH_WAITING];
+static uint64_t waiting_seq;
+
+static void answer(int conn)
 {
-    int conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (conn < 0)
-        return;
     int dup_fd = -1;
     uint32_t job;
     uid_t uid;
-    int rc = qos_attach_answer(conn, ATTACH_TIMEOUT_MS, lookup, &dup_fd, &job, &uid);
+    int rc = qos_attach_answer(conn, 0, lookup, &dup_fd, &job, &uid);
     if (dup_fd >= 0)
         close(dup_fd);
     close(conn);
@@ -347,17 +363,108 @@ static void answer_one(void)
         log_debug("uid %u asked for job %u's I/O budget: none yet", (unsigned)uid, job);
 }
 
+static void give_up(struct waiting *w, const char *why)
+{
+    log_limited(&attach_log, LOG_LEVEL_WARN, "an attach request from uid %u: %s",
+                (unsigned)w->uid, why);
+    close(w->fd);
+    w->fd = -1;
+}
+
+/* A place for a connection of uid: a free one, unless uid has its share
+ * waiting (then its oldest) or all are taken (then the oldest of the uid
+ * with the most), whose connection is given up. */
+static struct waiting *waiting_slot(uid_t uid)
+{
+    struct waiting *free_w = NULL, *mine = NULL;
+    unsigned of_uid = 0;
+    for (int i = 0; i < ATTACH_WAITING; i++) {
+        struct waiting *w = &waiting[i];
+        if (w->fd < 0) {
+            free_w = free_w ? free_w : w;
+        } else if (w->uid == uid) {
+            of_uid++;
+            if (!mine || w->seq < mine->seq)
+                mine = w;
+        }
+    }
+    if (of_uid >= ATTACH_WAITING_PER_UID) {
+        give_up(mine, "no request in time (evicted by a newer connection of its uid)");
+        return mine;
+    }
+    if (free_w)
+        return free_w;
+    /* Full with ATTACH_WAITING_PER_UID or fewer of each uid: at least 8
+     * uids wait; the busiest gives way. */
+    struct waiting *victim = NULL;
+    unsigned most = 0;
+    for (int i = 0; i < ATTACH_WAITING; i++) {
+        unsigned n = 0;
+        for (int k = 0; k < ATTACH_WAITING; k++)
+            n += waiting[k].uid == waiting[i].uid;
+        if (n > most || (n == most && waiting[i].seq < victim->seq)) {
+            most = n;
+            victim = &waiting[i];
+        }
+    }
+    give_up(victim, "no request in time (evicted: every waiting place taken)");
+    return victim;
+}
+
+/* Takes the connections queued on the socket: each answered now if its
+ * request is there, else set waiting. */
+static void accept_some(void)
+{
+    for (int i = 0; i < ACCEPT_BATCH; i++) {
+        int conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (conn < 0)
+            return;
+        struct pollfd p = { .fd = conn, .events = POLLIN };
+        struct ucred cred;
+        socklen_t clen = sizeof(cred);
+        if (poll(&p, 1, 0) == 1 || getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+            answer(conn);
+            continue;
+        }
+        struct waiting *w = waiting_slot(cred.uid);
+        *w = (struct waiting){ .fd = conn, .uid = cred.uid, .seq = ++waiting_seq,
+                               .deadline_ms = now_ms() + ATTACH_TIMEOUT_MS };
+    }
+}
+
 static void *beat_main(void *arg)
 {
-    struct pollfd p[2] = { { .fd = listen_fd, .events = POLLIN }, { .fd = wake[0], .events = POLLIN } };
+    (void)arg;
+    for (int i = 0; i < ATTACH_WAITING; i++)
+        waiting[i].fd = -1;
     uint64_t last = 0;
     for (;;) {
-        int n = poll(p, 2, BEAT_MS);
-        if (n > 0 && p[1].revents)
+        struct pollfd p[2 + ATTACH_WAITING] = { { .fd = listen_fd, .events = POLLIN },
+                                                { .fd = wake[0], .events = POLLIN } };
+        uint64_t t = now_ms(), next = last + BEAT_MS / 2;
+        for (int i = 0; i < ATTACH_WAITING; i++) {
+            p[2 + i] = (struct pollfd){ .fd = waiting[i].fd, .events = POLLIN };
+            if (waiting[i].fd >= 0 && waiting[i].deadline_ms < next)
+                next = waiting[i].deadline_ms;
+        }
+        int n = poll(p, 2 + ATTACH_WAITING, next > t ? (int)(next - t) : 0);
+        if (n > 0 && p[1].revents) {
+            for (int i = 0; i < ATTACH_WAITING; i++)
+                if (waiting[i].fd >= 0)
+                    close(waiting[i].fd);
             return NULL;
+        }
+        t = now_ms();
+        for (int i = 0; i < ATTACH_WAITING; i++) {
+            if (waiting[i].fd >= 0 && n > 0 && p[2 + i].revents) {
+                answer(waiting[i].fd);
+                waiting[i].fd = -1;
+            } else if (waiting[i].fd >= 0 && waiting[i].deadline_ms <= t) {
+                give_up(&waiting[i], "no request in time");
+            }
+        }
         if (n > 0 && p[0].revents)
-            answer_one();
-        uint64_t t = now_ms();
+            accept_some();
         if (t - last >= BEAT_MS / 2) {
             pthread_mutex_lock(&lock);
             for (size_t i = 0; i < njobs; i++)

@@ -3,8 +3,11 @@
  * Each server gets a file system of its own, so that everything the job
  * puts on the node's storage (chunk files, RocksDB, and whatever its user
  * writes into the server root by hand) is bounded by what the job asked
- * for: a sparse image file S/<node>/job.<id>.img of instance_space()'s
- * size, formatted ext4 without a journal (the data lives as long as the
+ * for: an image file S/<node>/job.<id>.img of instance_space()'s size,
+ * its blocks reserved at creation (fallocate: a node disk that fills up
+ * fails the deploy with ENOSPC, never the job's writes under the loop
+ * device, which would lose data the job was told was written; mounted
+ * noinit_itable, as the kernel's lazy zeroing would punch holes), formatted ext4 without a journal (the data lives as long as the
  * job; a crash wipes it anyway; a persistent instance's, which outlives
  * crashes, has one) and loop-mounted nosuid, nodev, noexec on
  * the server root S/<node>/job.<id>. When it is full, writes and creates

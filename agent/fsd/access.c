@@ -10,12 +10,124 @@
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "identity.h"
+#include "net.h"
+
+/* Authenticated connections per uid (access_hold): few distinct users
+ * share a server, so a short array searched in full does. */
+struct user_clients {
+    uid_t uid;
+    unsigned count;
+    uint64_t buffered;     /* access_buffer_take's, not yet given back */
+};
+static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t buffers_freed = PTHREAD_COND_INITIALIZER;
+static struct user_clients *users;
+static size_t nusers, users_cap;
+
+int access_hold(struct server *srv, uid_t uid, unsigned *held)
+{
+    int rc = 0;
+    pthread_mutex_lock(&users_lock);
+    size_t i = 0;
+    while (i < nusers && users[i].uid != uid)
+        i++;
+    if (i == nusers) {
+        if (nusers == users_cap) {
+            size_t cap = users_cap ? 2 * users_cap : 16;
+            struct user_clients *grown = realloc(users, cap * sizeof(*users));
+            if (!grown) {
+                pthread_mutex_unlock(&users_lock);
+                *held = 0;
+                return -ENOMEM;
+            }
+            users = grown;
+            users_cap = cap;
+        }
+        users[nusers++] = (struct user_clients){ .uid = uid };
+    }
+    *held = users[i].count;
+    if (users[i].count >= srv->max_clients_per_user)
+        rc = -EUSERS;
+    else
+        users[i].count++;
+    pthread_mutex_unlock(&users_lock);
+    return rc;
+}
+
+/* uid's entry (the caller holds users_lock and a connection of uid, so
+ * there is one). */
+static struct user_clients *user_of(uid_t uid)
+{
+    for (size_t i = 0; i < nusers; i++)
+        if (users[i].uid == uid)
+            return &users[i];
+    return NULL;
+}
+
+int access_buffer_take(struct server *srv, uid_t uid, uint64_t bytes, int64_t deadline_ms)
+{
+    int rc = 0;
+    pthread_mutex_lock(&users_lock);
+    struct user_clients *u;
+    while ((u = user_of(uid)) && u->buffered + bytes > srv->max_buffered_per_user &&
+           u->buffered > 0) {
+        int64_t left = deadline_ms - net_now_ms();
+        if (left <= 0) {
+            rc = -ENOBUFS;
+            break;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += left / 1000;
+        ts.tv_nsec += (left % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&buffers_freed, &users_lock, &ts);
+    }
+    if (rc == 0 && u)
+        u->buffered += bytes;
+    pthread_mutex_unlock(&users_lock);
+    return rc;
+}
+
+void access_buffer_give(struct server *srv, uid_t uid, uint64_t bytes)
+{
+    (void)srv;
+    if (!bytes)
+        return;
+    pthread_mutex_lock(&users_lock);
+    struct user_clients *u = user_of(uid);
+    if (u)
+        u->buffered -= bytes < u->buffered ? bytes : u->buffered;
+    pthread_cond_broadcast(&buffers_freed);
+    pthread_mutex_unlock(&users_lock);
+}
+
+void access_release(struct server *srv, uid_t uid)
+{
+    (void)srv;
+    pthread_mutex_lock(&users_lock);
+    for (size_t i = 0; i < nusers; i++) {
+        if (users[i].uid != uid)
+            continue;
+        /* A user with none left gives its place up: the array stays as
+         * short as the users connected now. */
+        if (--users[i].count == 0)
+            users[i] = users[--nusers];
+        break;
+    }
+    pthread_mutex_unlock(&users_lock);
+}
 
 int access_identify(struct server *srv, int fd, int local, const struct handshake *hs,
                     const char *cred, uid_t *uid, gid_t *gid, char *err, size_t errlen)

@@ -59,6 +59,7 @@ struct conn {
     struct caller caller;            /* a server several users share: who it proved */
     uint8_t *in;
     size_t cap, start, end;
+    size_t taken;                    /* of cap, counted by access_buffer_take */
     struct rpc_writer out;
 };
 
@@ -109,9 +110,26 @@ static int fill(struct conn *c, size_t need)
         c->end -= c->start;
         c->start = 0;
         if (c->cap < need) {
+            /* On a server several users share, what one user's requests
+             * hold in memory is bounded (access.c): else requests sent
+             * in part on every connection a user may hold could take all
+             * of it. */
+            if (c->has_caller &&
+                (rc = access_buffer_take(c->srv, c->caller.uid, need - c->cap,
+                                         net_now_ms() + SEND_TIMEOUT_MS)) < 0) {
+                log_limited(&bad_request_log, LOG_LEVEL_WARN, "dropping %s: uid %u's requests "
+                            "hold all the memory this server gives one user "
+                            "(--max-buffered-per-user)", c->peer, (unsigned)c->caller.uid);
+                return rc;
+            }
             uint8_t *p = realloc(c->in, need);
-            if (!p)
+            if (!p) {
+                if (c->has_caller)
+                    access_buffer_give(c->srv, c->caller.uid, need - c->cap);
                 return -ENOMEM;
+            }
+            if (c->has_caller)
+                c->taken += need - c->cap;
             c->in = p;
             c->cap = need;
         }
@@ -130,6 +148,26 @@ static int fill(struct conn *c, size_t need)
         return (int)n;
     c->end += (size_t)n;
     return 0;
+}
+
+/* A shared server's connection gives back what a large request took once
+ * it is served (a job's own server keeps its buffer: its next large
+ * request would fault the pages in again). */
+static void shrink(struct conn *c)
+{
+    size_t left = c->end - c->start;
+    if (!c->taken || left > IN_INITIAL)
+        return;
+    memmove(c->in, c->in + c->start, left);
+    c->start = 0;
+    c->end = left;
+    uint8_t *p = realloc(c->in, IN_INITIAL);
+    if (p) {
+        c->in = p;
+        c->cap = IN_INITIAL;
+        access_buffer_give(c->srv, c->caller.uid, c->taken);
+        c->taken = 0;
+    }
 }
 
 /* Is a whole further request already buffered? */
@@ -356,6 +394,7 @@ static void *conn_main(void *arg)
             c->start = c->end = 0;
         if (rc < 0)
             break;
+        shrink(c);
         if ((!request_buffered(c) || c->out.len > OUT_FLUSH) && (rc = flush(c)) < 0)
             break;
     }
@@ -370,6 +409,10 @@ static void *conn_main(void *arg)
     net_fds_close(&c->fds);
     free(c->in);
     rpc_writer_free(&c->out);
+    if (c->has_caller) {
+        access_buffer_give(c->srv, c->caller.uid, c->taken);
+        access_release(c->srv, c->caller.uid);
+    }
     atomic_fetch_sub(&c->srv->clients, 1);
     free(c);
     return NULL;

@@ -364,10 +364,15 @@ static int instance_replaced(const struct exchange *x)
            st.st_mtim.tv_nsec != x->learnt.st_mtim.tv_nsec;
 }
 
+/* Datagrams read per wake-up: anyone may send to the port, and a sender
+ * faster than the MACs are checked must not keep the period from coming
+ * (the rest wait in the socket, or are dropped there). */
+#define DRAIN_BATCH 256
+
 static void drain(struct exchange *x)
 {
     uint8_t buf[EXCHANGE_DGRAM_MAX + 1];
-    for (;;) {
+    for (int i = 0; i < DRAIN_BATCH; i++) {
         struct sockaddr_in from;
         socklen_t fl = sizeof(from);
         ssize_t n = recvfrom(x->fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);

@@ -15,7 +15,9 @@
  *  - a handshake not finished within GATE_HANDSHAKE_MS is dropped;
  *  - what they make us log goes through log_limited.
  * Authenticated connections are bounded too (--max-clients): past it, a
- * client that proved itself is told EUSERS in the handshake's answer.
+ * client that proved itself is told EUSERS in the handshake's answer; on a
+ * server several users share, also past --max-clients-per-user of its
+ * uid's.
  *
  * On a server several users share, who a client is (its munge credential
  * decoded by munged, its groups from NSS) may take as long as munged or
@@ -326,9 +328,25 @@ static void client_of(struct server *srv, struct pending *p, struct fair_who *wh
 static void authenticated(struct gate *g, struct pending *p, const uint8_t answer[HANDSHAKE_ANSWER_SIZE])
 {
     struct server *srv = g->srv;
+    /* On a server several users share, one user's connections are bounded
+     * first: else one user could hold every place and keep the others out. */
+    unsigned held;
+    int rc = p->identified ? access_hold(srv, p->uid, &held) : 0;
+    if (rc < 0) {
+        log_limited(&full_log, LOG_LEVEL_WARN, "refused %s: uid %u holds %u connections, this "
+                    "server's most for one user (--max-clients-per-user)%s", p->peer,
+                    (unsigned)p->uid, held, rc == -ENOMEM ? ": no memory to count them" : "");
+        uint8_t refusal[HANDSHAKE_ANSWER_SIZE];
+        handshake_server_refusal(-EUSERS, refusal);
+        send_now(p->fd, refusal, sizeof(refusal));
+        release(g, p);
+        return;
+    }
     unsigned clients = atomic_fetch_add(&srv->clients, 1);
     if (clients >= srv->max_clients) {
         atomic_fetch_sub(&srv->clients, 1);
+        if (p->identified)
+            access_release(srv, p->uid);
         /* Logged before the answer goes: whoever sees the answer finds
          * the line. */
         log_limited(&full_log, LOG_LEVEL_WARN, "refused %s: this server has its maximum of "
@@ -339,9 +357,11 @@ static void authenticated(struct gate *g, struct pending *p, const uint8_t answe
         release(g, p);
         return;
     }
-    int rc = send_now(p->fd, answer, HANDSHAKE_ANSWER_SIZE);
+    rc = send_now(p->fd, answer, HANDSHAKE_ANSWER_SIZE);
     if (rc < 0) {
         atomic_fetch_sub(&srv->clients, 1);
+        if (p->identified)
+            access_release(srv, p->uid);
         drop(g, p, "it left during the handshake");
         return;
     }
@@ -355,6 +375,8 @@ static void authenticated(struct gate *g, struct pending *p, const uint8_t answe
     if ((rc = conn_start(srv, fd, p->local, p->peer, &who,
                          p->identified ? &p->caller : NULL)) < 0) {
         atomic_fetch_sub(&srv->clients, 1);
+        if (p->identified)
+            access_release(srv, p->uid);
         log_error("cannot serve the connection of %s: %s", p->peer, strerror(-rc));
         close(fd);
     }

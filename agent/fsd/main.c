@@ -4,6 +4,7 @@
  *          --root DIR --secret-file F [--chunk-size 512K] [--quota SIZE]
  *          [--log FILE] [--ready-fd N] [--log-level LEVEL] [--foreground]
  *          [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]
+ *          [--max-clients-per-user N] [--max-buffered-per-user SIZE]
  *          [--fair-policy POLICY] [--fair-slots N] [--test-service-time US[,US_PER_MIB]]
  *          [--bandwidth-file FILE] [--fair-jobs FILE]
  *          [--server-key FILE [--instance FILE] [--fair-exchange MS]]
@@ -25,7 +26,10 @@
  * "error <reason>" if it cannot start. --quota bounds the bytes its chunks
  * may occupy (0 or none: no bound). Every connection first proves it holds
  * the secret (gate.c): --max-handshakes bound the connections doing so at
- * once (overall and per peer), --max-clients those served after. SIGTERM
+ * once (overall and per peer), --max-clients those served after (on a
+ * server several users share, --max-clients-per-user of them per uid, a
+ * quarter by default, whose requests hold at most --max-buffered-per-user
+ * bytes in memory beyond their first buffers, 1 GiB by default). SIGTERM
  * or SIGINT stop it: the root is wiped before it exits.
  *
  * --fair-policy shares the server among the jobs, users or groups of its
@@ -82,6 +86,14 @@
 #define DEFAULT_MAX_CLIENTS 16384
 #define DEFAULT_MAX_HANDSHAKES 1024
 #define DEFAULT_MAX_HANDSHAKES_PER_PEER 256
+/* A server several users share lets one uid hold at most 1/this of
+ * --max-clients (--max-clients-per-user): one user's processes, however
+ * many, leave the others three quarters of the places. */
+#define DEFAULT_USERS_SHARING 4
+/* And its connections hold at most this much memory in requests beyond
+ * their first buffers: a dozen large batches at once; more wait their turn
+ * (a request alone may always take RPC_MAX_PAYLOAD). */
+#define DEFAULT_BUFFERED_PER_USER (1ull << 30)
 /* Descriptors kept for RocksDB and chunk files beside the connections. */
 #define FILES_RESERVE 1024
 /* Requests served at once under a fair-share policy: enough to keep the
@@ -99,6 +111,7 @@ static void usage(FILE *out)
             "              --root DIR --secret-file FILE [--chunk-size SIZE] [--quota SIZE] [--log FILE]\n"
             "              [--log-level error|warn|info|debug] [--ready-fd N] [--foreground]\n"
             "              [--max-clients N] [--max-handshakes N] [--max-handshakes-per-peer N]\n"
+            "              [--max-clients-per-user N] [--max-buffered-per-user SIZE]\n"
             "              [--fair-policy off|job-fair|user-fair|group-fair|size-fair|user-then-size]\n"
             "              [--fair-slots N] [--test-service-time US[,US_PER_MIB]]\n"
             "              [--bandwidth-file FILE] [--fair-jobs FILE]\n"
@@ -331,6 +344,8 @@ int main(int argc, char **argv)
         { "max-clients", required_argument, NULL, 'M' },
         { "max-handshakes", required_argument, NULL, 'K' },
         { "max-handshakes-per-peer", required_argument, NULL, 'P' },
+        { "max-clients-per-user", required_argument, NULL, 'u' },
+        { "max-buffered-per-user", required_argument, NULL, 'b' },
         { "fair-policy", required_argument, NULL, 'F' },
         { "fair-slots", required_argument, NULL, 'S' },
         { "test-service-time", required_argument, NULL, 'T' },
@@ -355,6 +370,7 @@ int main(int argc, char **argv)
     srv.chunk_size = 512 * 1024;
     srv.quota = UINT64_MAX;
     srv.max_clients = DEFAULT_MAX_CLIENTS;
+    srv.max_buffered_per_user = DEFAULT_BUFFERED_PER_USER;
     srv.self_uid = getuid();
     srv.self_gid = getgid();
     srv.handshakes_max = DEFAULT_MAX_HANDSHAKES;
@@ -405,17 +421,24 @@ int main(int argc, char **argv)
         }
         case 'M':
         case 'K':
-        case 'P': {
+        case 'P':
+        case 'u': {
             unsigned *bound = c == 'M' ? &srv.max_clients : c == 'K' ? &srv.handshakes_max
-                                                                 : &srv.handshakes_per_peer;
+                              : c == 'P' ? &srv.handshakes_per_peer : &srv.max_clients_per_user;
             long n = strtol(optarg, &end, 10);
             if (*end || end == optarg || n < 1 || n > 1000000)
                 die("--%s: '%s' is not a count between 1 and 1000000",
                     c == 'M' ? "max-clients" : c == 'K' ? "max-handshakes"
-                                                        : "max-handshakes-per-peer", optarg);
+                    : c == 'P' ? "max-handshakes-per-peer" : "max-clients-per-user", optarg);
             *bound = (unsigned)n;
             break;
         }
+        case 'b':
+            if (size_parse(optarg, &srv.max_buffered_per_user) < 0 ||
+                srv.max_buffered_per_user < RPC_MAX_PAYLOAD)
+                die("--max-buffered-per-user: '%s' is not a size of at least %uM (one request's "
+                    "most)", optarg, RPC_MAX_PAYLOAD >> 20);
+            break;
         case 'F':
             if ((fair_policy = fair_policy_parse(optarg)) < 0)
                 die("--fair-policy: '%s' is not " FAIR_POLICY_NAMES, optarg);
@@ -486,6 +509,11 @@ int main(int argc, char **argv)
     log_set_level((enum log_level)level);
 
     fit_descriptors();
+    if (!srv.max_clients_per_user)
+        srv.max_clients_per_user = srv.max_clients / DEFAULT_USERS_SHARING > 0
+                                   ? srv.max_clients / DEFAULT_USERS_SHARING : 1;
+    if (srv.max_clients_per_user > srv.max_clients)
+        srv.max_clients_per_user = srv.max_clients;
     char host[INSTANCE_HOST_MAX];
     int port = 0;
     if (hosts) {

@@ -51,6 +51,13 @@ struct server {
      * served (connections with a thread), and how many are now. */
     unsigned handshakes_max, handshakes_per_peer, max_clients;
     _Atomic unsigned clients;
+    /* A server several users share: the most of max_clients one uid may
+     * hold (access_hold), so one user cannot take every client's place. */
+    unsigned max_clients_per_user;
+    /* And the most memory its connections' requests may hold beyond
+     * their first buffers (access_buffer_take), so that one user's
+     * requests, sent in part and held, cannot exhaust the server's. */
+    uint64_t max_buffered_per_user;
     /* --owner, --access-group (access.c): a server several users share;
      * multiuser 0: one job's server, the secret is the only key. */
     int multiuser, has_access_group;
@@ -171,6 +178,19 @@ int access_identify(struct server *srv, int fd, int local, const struct handshak
                     const char *cred, uid_t *uid, gid_t *gid, char *err, size_t errlen);
 int access_admit(const struct server *srv, uid_t uid, gid_t gid, struct caller *c,
                  char *err, size_t errlen);
+/* A server several users share: hold counts one more authenticated
+ * connection of uid, or returns -EUSERS when it holds
+ * srv->max_clients_per_user already (held: how many); release, when such a
+ * connection ends. */
+int access_hold(struct server *srv, uid_t uid, unsigned *held);
+void access_release(struct server *srv, uid_t uid);
+/* A connection of uid (held) would buffer bytes more of a request: 0 once
+ * uid's connections buffer at most srv->max_buffered_per_user with them
+ * (waiting until deadline_ms for others' to be given back; one request
+ * alone is always let through), else -ENOBUFS. give: bytes no longer
+ * buffered. */
+int access_buffer_take(struct server *srv, uid_t uid, uint64_t bytes, int64_t deadline_ms);
+void access_buffer_give(struct server *srv, uid_t uid, uint64_t bytes);
 /* perm.c, for the handlers. in_groups: is group one of c's. stamp: the owner of a new record (the caller, else
  * the server's uid). may: 0 if the caller has want (R_OK, W_OK, X_OK
  * bits) on rec by its mode bits, -EACCES if not. owns: 0 if the caller

@@ -5,7 +5,9 @@
  *   direct.c     short-circuit reads from this node's servers' data files
  *   paths.c      path normalisation and placement helpers
  *   files_open.c the open family: a file's record, then a descriptor
- *   files.c      read/write and the other descriptor calls
+ *   files.c      read/write
+ *   files_fd.c   the *_fd calls: read/write with a file of the caller
+ *   files_desc.c the other descriptor calls: seek, stat, truncate, flags
  *   namespace.c  stat, mkdir, rmdir, unlink, rename, truncate, setattr
  *   create.c     a whole small file in one round trip (adafs_create_write*)
  *   dirs.c       opendir/readdir: a snapshot gathered from every server
@@ -272,8 +274,15 @@ void span_bulk(struct call *c, const struct span *src, uint64_t off, size_t len)
 void write_call(struct call *c, adafs *fs, uint64_t key, const struct fs_cap *cap,
                 uint64_t index, uint32_t chunk_off, const struct span *src, uint64_t src_off,
                 size_t len);
-/* The caller's file for a *_fd call (reading: data comes from it): a
- * regular file open that way, not O_APPEND when written; its size. */
+/* count bytes of an open file at off into dst, or from src into it
+ * (size_reserved: O_APPEND reserved the range already); a capability about
+ * to expire, or found expired, is renewed. The count, or -errno. */
+ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst, size_t count,
+                 uint64_t off);
+ssize_t do_pwrite(adafs *fs, struct open_file *of, const struct span *src, size_t count,
+                  uint64_t off, int size_reserved);
+/* files_fd.c: the caller's file for a *_fd call (reading: data comes from
+ * it): a regular file open that way, not O_APPEND when written; its size. */
 int check_caller_file(int fd, int reading, uint64_t *size);
 
 /* handle.c: descriptors */

@@ -5,8 +5,8 @@
  * the new end into the size (servers keep the maximum, so writers of one
  * shared file never shrink it). O_APPEND reserves its offset on the
  * metadata server first, which makes concurrent appends land apart. The
- * *_fd calls do the same with the data coming from or going to a file of
- * the caller (struct span), in batches of 32 chunks. */
+ * *_fd calls (files_fd.c) do the same with a file of the caller; the
+ * calls on a descriptor's state (seek, stat, flags) are in files_desc.c. */
 #include "client.h"
 
 #include <errno.h>
@@ -478,8 +478,8 @@ static int cap_due(struct open_file *of)
     return of->cap.expires_ms < now_ms + FS_CAP_LIFETIME_MS / 4;
 }
 
-static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst, size_t count,
-                        uint64_t off)
+ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst, size_t count,
+                 uint64_t off)
 {
     if (!of->orphan && cap_due(of))
         cap_refresh(fs, of);
@@ -489,8 +489,8 @@ static ssize_t do_pread(adafs *fs, struct open_file *of, const struct span *dst,
     return rc == -EKEYEXPIRED ? -EACCES : rc;
 }
 
-static ssize_t do_pwrite(adafs *fs, struct open_file *of, const struct span *src, size_t count,
-                         uint64_t off, int size_reserved)
+ssize_t do_pwrite(adafs *fs, struct open_file *of, const struct span *src, size_t count,
+                  uint64_t off, int size_reserved)
 {
     if (!of->orphan && cap_due(of))
         cap_refresh(fs, of);
@@ -540,109 +540,6 @@ ssize_t adafs_pwrite(adafs *fs, int fd, const void *buf, size_t count, off_t off
     return n;
 }
 
-/* Not O_APPEND: splice cannot write at an offset there. */
-int check_caller_file(int fd, int reading, uint64_t *size)
-{
-    struct stat st;
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fstat(fd, &st) < 0)
-        return -errno;
-    int acc = fl & O_ACCMODE;
-    if ((fl & O_PATH) || (reading ? acc == O_WRONLY : acc == O_RDONLY))
-        return -EBADF;
-    if (S_ISDIR(st.st_mode))
-        return -EISDIR;
-    if (!S_ISREG(st.st_mode) || (!reading && (fl & O_APPEND)))
-        return -EINVAL;
-    *size = (uint64_t)st.st_size;
-    return 0;
-}
-
-/* Bytes per batch of the *_fd calls: ADAFS_CREATE_FD_CHUNKS chunks in
- * flight (what one adafs_create_write_fd sends at once), then the next
- * round trip (a whole large file in one batch would need a call per chunk
- * in memory at once). */
-static size_t fd_slice(const adafs *fs, uint64_t off, size_t left)
-{
-    uint64_t cs = fs->inst.chunk_size, room = ADAFS_CREATE_FD_CHUNKS * cs - off % cs;
-    return left < room ? left : (size_t)room;
-}
-
-/* Moves count bytes between of at offset and the caller's file at
- * fd_off, batch by batch, up to the first short or failed one. */
-static ssize_t fd_transfer(adafs *fs, struct open_file *of, int writing, int fd, uint64_t fd_off,
-                           size_t count, uint64_t offset, int keep_holes, int *zeros)
-{
-    if (count > SSIZE_MAX)
-        count = SSIZE_MAX;
-    size_t done = 0;
-    ssize_t rc = 0;
-    while (done < count) {
-        struct span sp = { .fd = fd, .fd_off = fd_off + done, .keep_holes = keep_holes,
-                           .zeros = zeros };
-        size_t want = fd_slice(fs, offset + done, count - done);
-        rc = writing ? do_pwrite(fs, of, &sp, want, offset + done, 0)
-                     : do_pread(fs, of, &sp, want, offset + done);
-        if (rc < 0)
-            break;
-        done += (size_t)rc;
-        if ((size_t)rc < want)
-            break;   /* the end of the file, or a short write */
-    }
-    return done > 0 ? (ssize_t)done : rc;
-}
-
-ssize_t adafs_pwrite_from_fd(adafs *fs, int fd, int src_fd, off_t src_off, size_t count,
-                             off_t offset)
-{
-    if (offset < 0 || src_off < 0)
-        return -EINVAL;
-    struct open_file *of = fd_get(fs, fd);
-    if (!of)
-        return -EBADF;
-    uint64_t size = 0;
-    ssize_t rc = S_ISDIR(of->mode) ? -EISDIR
-               : (of->flags & O_ACCMODE) == O_RDONLY ? -EBADF
-               : check_caller_file(src_fd, 1, &size);
-    /* Only what the source holds now: the length goes out before the data. */
-    uint64_t avail = size > (uint64_t)src_off ? size - (uint64_t)src_off : 0;
-    if (rc == 0)
-        rc = fd_transfer(fs, of, 1, src_fd, (uint64_t)src_off, count < avail ? count : (size_t)avail,
-                         (uint64_t)offset, 0, NULL);
-    fd_put(fs, of);
-    return rc;
-}
-
-static ssize_t pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
-                           off_t offset, int keep_holes, int *zeros)
-{
-    if (offset < 0 || dst_off < 0)
-        return -EINVAL;
-    struct open_file *of = fd_get(fs, fd);
-    if (!of)
-        return -EBADF;
-    uint64_t size;
-    ssize_t rc = S_ISDIR(of->mode) ? -EISDIR
-               : (of->flags & O_ACCMODE) == O_WRONLY ? -EBADF
-               : check_caller_file(dst_fd, 0, &size);
-    if (rc == 0)
-        rc = fd_transfer(fs, of, 0, dst_fd, (uint64_t)dst_off, count, (uint64_t)offset,
-                         keep_holes, zeros);
-    fd_put(fs, of);
-    return rc;
-}
-
-ssize_t adafs_pread_to_fd(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
-                          off_t offset)
-{
-    return pread_to_fd(fs, fd, dst_fd, dst_off, count, offset, 0, NULL);
-}
-
-ssize_t adafs_pread_to_fd_sparse(adafs *fs, int fd, int dst_fd, off_t dst_off, size_t count,
-                                 off_t offset, int *zeros)
-{
-    return pread_to_fd(fs, fd, dst_fd, dst_off, count, offset, 1, zeros);
-}
 
 ssize_t adafs_read(adafs *fs, int fd, void *buf, size_t count)
 {
@@ -690,134 +587,4 @@ ssize_t adafs_write(adafs *fs, int fd, const void *buf, size_t count)
     }
     fd_put(fs, of);
     return n;
-}
-
-/* The current size of an open file. */
-static int file_size(adafs *fs, struct open_file *of, uint64_t *size)
-{
-    if (of->orphan) {
-        *size = of->orphan_size;
-        return 0;
-    }
-    struct fs_record rec;
-    int rc = stat_record(fs, of->path, &rec);
-    *size = rec.size;
-    if (rc == 0 && rec.key == of->key)
-        of->known_size = rec.size;
-    return rc;
-}
-
-off_t adafs_lseek(adafs *fs, int fd, off_t offset, int whence)
-{
-    struct open_file *of = fd_get(fs, fd);
-    if (!of)
-        return -EBADF;
-    int64_t base = 0;
-    uint64_t size = 0;
-    int rc = 0;
-    switch (whence) {
-    case SEEK_SET: base = 0; break;
-    case SEEK_CUR: base = (int64_t)of->offset; break;
-    case SEEK_END:
-    case SEEK_DATA:
-    case SEEK_HOLE:
-        rc = S_ISDIR(of->mode) ? 0 : file_size(fs, of, &size);
-        base = whence == SEEK_END ? (int64_t)size : 0;
-        break;
-    default: rc = -EINVAL;
-    }
-    int64_t pos = base + offset;
-    if (rc == 0 && (whence == SEEK_DATA || whence == SEEK_HOLE)) {
-        /* No hole tracking: all of the file is data, the hole is at its end. */
-        if (offset < 0 || (uint64_t)offset >= size)
-            rc = -ENXIO;
-        pos = whence == SEEK_DATA ? offset : (int64_t)size;
-    }
-    if (rc == 0 && (pos < 0 || (offset > 0 && pos < base)))
-        rc = -EINVAL;
-    if (rc == 0)
-        of->offset = (uint64_t)pos;
-    fd_put(fs, of);
-    return rc < 0 ? rc : (off_t)pos;
-}
-
-int adafs_fstat(adafs *fs, int fd, struct stat *st)
-{
-    struct open_file *of = fd_get(fs, fd);
-    if (!of)
-        return -EBADF;
-    int rc = 0;
-    struct fs_record rec;
-    if (of->orphan) {
-        rec = of->orphan_rec;
-        rec.size = of->orphan_size;
-    } else {
-        rc = stat_record(fs, of->path, &rec);
-        if (rc == 0 && rec.key == of->key)
-            of->known_size = rec.size;
-    }
-    if (rc == 0)
-        record_to_stat(fs, &rec, st);
-    fd_put(fs, of);
-    return rc == -ENOENT ? -ESTALE : rc;
-}
-
-int adafs_ftruncate(adafs *fs, int fd, off_t length)
-{
-    struct open_file *of = fd_get(fs, fd);
-    if (!of)
-        return -EBADF;
-    int rc = 0;
-    if (length < 0 || (of->flags & O_ACCMODE) == O_RDONLY || !S_ISREG(of->mode)) {
-        rc = -EINVAL;
-    } else if (of->orphan) {
-        drop_data(fs, of->key, &of->cap, (uint64_t)length, of->orphan_size, -1);
-        of->orphan_size = (uint64_t)length;
-    } else {
-        rc = adafs_truncate(fs, of->path, length);
-        if (rc == 0)
-            of->known_size = (uint64_t)length;
-    }
-    fd_put(fs, of);
-    return rc;
-}
-
-int adafs_fsync(adafs *fs, int fd)
-{
-    /* Servers write through to their local file system at once; there is
-     * nothing buffered on the client to push. */
-    struct open_file *of = fd_get(fs, fd);
-    if (!of)
-        return -EBADF;
-    fd_put(fs, of);
-    return 0;
-}
-
-int adafs_get_flags(adafs *fs, int fd)
-{
-    struct open_file *of = fd_get(fs, fd);
-    if (!of)
-        return -EBADF;
-    int flags = of->flags;
-    fd_put(fs, of);
-    return flags;
-}
-
-int adafs_set_flags(adafs *fs, int fd, int flags)
-{
-    struct open_file *of = fd_get(fs, fd);
-    if (!of)
-        return -EBADF;
-    const int settable = O_APPEND | O_NONBLOCK;
-    of->flags = (of->flags & ~settable) | (flags & settable);
-    fd_put(fs, of);
-    return 0;
-}
-
-const char *adafs_fd_path(adafs *fs, int fd)
-{
-    pthread_mutex_lock(&fs->table_lock);
-    const char *p = fd >= 0 && fd < fs->nfiles && fs->files[fd] ? fs->files[fd]->path : NULL;
-    pthread_mutex_unlock(&fs->table_lock);
-    return p;
 }

@@ -12,10 +12,10 @@
  * fd), pathres (mount, working directory, path routing), route (the one door
  * into libadafs), ownfd (libadafs's own descriptors kept out of the
  * program's way), ptrmap (our DIR* and FILE*), and the interception
- * families: file.c (descriptors),
- * meta.c and stat.c (path operations), dir.c (directory streams), stdio.c (FILE*),
- * misc.c (mmap, xattr, copy offload, preallocation), exec.c (exec and the
- * descriptors it hands on). */
+ * families: file.c (descriptors; file_io.c their reads and writes),
+ * meta.c, stat.c and attr.c (path operations), dir.c (directory streams), stdio.c (FILE*),
+ * misc.c (mmap, xattr, copy offload, preallocation), exec.c (exec and
+ * spawn; exec_handover.c the environment and descriptors it hands on). */
 #ifndef ADAFS_PRELOAD_H
 #define ADAFS_PRELOAD_H
 
@@ -100,6 +100,9 @@ int pl_open_adafs(int m, const char *inner, int flags, mode_t mode);
  * path family (meta.c); -1 with errno set. */
 struct stat;
 int pl_stat_inner(int m, const char *inner, struct stat *st);
+/* meta.c: the inner path of an adafs descriptor (lfd: the library's), for
+ * calls libadafs takes by path (chdir, chmod, utimens...); -1 with errno. */
+int pl_fd_inner(int lfd, char *buf, size_t len);
 /* Closes the library side of a descriptor taken out of fdmap (rfd: route.h's
  * descriptor): 0 or -errno. */
 int pl_release(int rfd, void *dirstate);

@@ -1,8 +1,11 @@
 # agentd_common.sh: sourced by the tests that run adafs-agentd as root
-# (test_agentd.sh, test_qos_agent.sh): TAP lines, and a munged of the
-# test's own under $base, as the cluster harness starts one, so that a
-# test never touches the system's munged. The caller sets base and an EXIT
-# trap that calls stop_munged.
+# (test_agentd.sh, test_qos_agent.sh) and by other root tests that need
+# munge (test_fs_shared.sh, test_fs_exchange.sh, test_persistent.sh): TAP
+# lines, and a munged of the test's own under $base, as the cluster
+# harness starts one, so that a test never touches the system's munged.
+# agentd_setup makes $base, the EXIT trap and munged for the agent's
+# tests; the others set base and an EXIT trap that calls stop_munged
+# themselves (they have more to clean up).
 
 n=0
 fails=0
@@ -34,4 +37,21 @@ start_munged() {
 
 stop_munged() {
     [ -f "$base/munge/munged.pid" ] && kill "$(cat "$base/munge/munged.pid")" 2>/dev/null
+}
+
+# agentd_setup NAME: $base (a new /tmp/NAME.XXXXXX, mode 755), an EXIT trap
+# that kills the agent ($agent_pid, if the test set it), stops munged and
+# removes $base, and munged started.
+agentd_setup() {
+    base=$(mktemp -d "/tmp/$1.XXXXXX")
+    chmod 755 "$base"
+    agent_pid=
+    trap agentd_cleanup EXIT
+    start_munged
+}
+
+agentd_cleanup() {
+    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+    stop_munged
+    rm -rf "$base"
 }

@@ -145,14 +145,14 @@ int fstest_connect(const struct instance *in, int index, int local)
     if (local) {
         char name[INSTANCE_LOCAL_NAME_MAX];
         instance_local_name(s->host, s->port, name);
-        fd = net_connect_abstract(name, geteuid(), 2000);
+        fd = net_connect_abstract(name, geteuid(), FSTEST_IO_MS);
     } else {
-        fd = net_connect(s->host, s->port, 2000, err, sizeof(err));
+        fd = net_connect(s->host, s->port, FSTEST_IO_MS, err, sizeof(err));
     }
     if (fd < 0)
         return fd;
-    int rc = handshake_client(fd, (uint32_t)index, in->secret, net_now_ms() + 2000, "server",
-                              err, sizeof(err));
+    int rc = handshake_client(fd, (uint32_t)index, in->secret, net_now_ms() + FSTEST_IO_MS,
+                              "server", err, sizeof(err));
     if (rc < 0) {
         close(fd);
         return rc;
@@ -164,10 +164,10 @@ int fstest_raw_call(int fd, uint16_t op, const struct rpc_writer *w, struct rpc_
                     uint8_t **payload)
 {
     struct rpc_header h = { .opcode = op, .id = 1 };
-    if (rpc_send(fd, &h, w ? w->data : NULL, w ? w->len : 0, net_now_ms() + 2000) < 0)
+    if (rpc_send(fd, &h, w ? w->data : NULL, w ? w->len : 0, net_now_ms() + FSTEST_IO_MS) < 0)
         return 1;
     uint8_t *body = NULL;
-    if (rpc_recv(fd, &h, &body, 1 << 20, net_now_ms() + 2000) < 0) {
+    if (rpc_recv(fd, &h, &body, 1 << 20, net_now_ms() + FSTEST_IO_MS) < 0) {
         free(body);
         return 1;
     }

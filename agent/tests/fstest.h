@@ -9,6 +9,15 @@
 #include "instance.h"
 #include "rpc.h"
 
+/* How long the tests' own exchanges with a server (fstest_connect,
+ * fstest_raw_call, a raw request written by a test) wait for it. Long: CI
+ * runs the suites under sanitizers on a loaded 2-core machine, where a
+ * server has been seen to take over 2 s to answer one request (a test that
+ * waited 2 s then failed, test_fs_direct check 16). A healthy server
+ * answers in milliseconds, so passing runs do not wait for it; only a
+ * test that fails waits this long before it says so. */
+#define FSTEST_IO_MS 30000
+
 struct fstest {
     char base[256];
     char instance[300];

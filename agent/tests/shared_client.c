@@ -15,7 +15,20 @@
  * the PROOF and no IDENTITY: the server drops us after its deadline).
  * Prints what the server answered to the last connection: "admitted",
  * "denied" (EACCES with the server's MAC: it took our secret, not our
- * identity), "refused: ERR" or "hung up". Exit 0 when it could tell. */
+ * identity), "refused: ERR" or "hung up". Exit 0 when it could tell.
+ *
+ *   shared_client INSTANCE_FILE hold N SECONDS
+ *
+ * opens N connections over the Unix socket, prints how many were admitted
+ * ("admitted A of N"), and holds them open for SECONDS: one user taking
+ * every place of the server it can.
+ *
+ *   shared_client INSTANCE_FILE partial N MIB SECONDS
+ *
+ * on each of N connections, a PING announcing MIB + 2 MiB of payload and
+ * as much of MIB MiB as the server takes within 3 s, then holds them for
+ * SECONDS: requests sent in part, to make the server hold memory. Prints
+ * the MiB each connection got through ("sent A B ..."). */
 #include <errno.h>
 #include <munge.h>
 #include <stddef.h>
@@ -30,6 +43,8 @@
 #include "identity.h"
 #include "instance.h"
 #include "net.h"
+#include "proto.h"
+#include "rpc.h"
 
 static struct instance inst;
 static const char *munge_socket;
@@ -95,29 +110,99 @@ static char *credential_of(const void *payload, int len, int ttl)
     return cred;
 }
 
-/* Sends PROOF and (cred not NULL) IDENTITY; prints the server's answer. */
-static int finish(int fd, const struct handshake *hs, const uint8_t proof[HANDSHAKE_PROOF_SIZE],
-                  const char *cred)
+/* Sends PROOF and (cred not NULL) IDENTITY; returns the server's answer
+ * (0: admitted, 1: denied with its MAC, else -errno; -EPIPE: hung up). */
+static int answer_of(int fd, const struct handshake *hs, const uint8_t proof[HANDSHAKE_PROOF_SIZE],
+                     const char *cred)
 {
     int64_t deadline = net_now_ms() + 8000;
     if (net_write_full(fd, proof, HANDSHAKE_PROOF_SIZE, deadline) < 0)
-        return puts("hung up"), 0;
+        return -EPIPE;
     if (cred) {
         uint8_t msg[4 + HANDSHAKE_CRED_MAX];
         uint32_t len = (uint32_t)strlen(cred);
         memcpy(msg, &len, 4);   /* little-endian hosts only, as the tests run */
         memcpy(msg + 4, cred, len);
         if (net_write_full(fd, msg, 4 + len, deadline) < 0)
-            return puts("hung up"), 0;
+            return -EPIPE;
     }
     uint8_t answer[HANDSHAKE_ANSWER_SIZE];
     if (net_read_full(fd, answer, sizeof(answer), deadline) < 0)
-        return puts("hung up"), 0;
+        return -EPIPE;
     int rc = handshake_client_check(hs, inst.secret, answer);
+    return rc == 0 ? 0 : handshake_client_denied(hs, inst.secret, answer) ? 1 : rc;
+}
+
+/* N connections over the Unix socket held for secs seconds. */
+static int hold(int n, int secs)
+{
+    int admitted = 0;
+    for (int i = 0; i < n; i++) {
+        struct handshake hs;
+        uint8_t proof[HANDSHAKE_PROOF_SIZE];
+        int fd = dial(1);
+        if (fd < 0 || start(fd, &hs, proof) < 0)
+            return 1;
+        if (answer_of(fd, &hs, proof, NULL) == 0)
+            admitted++;   /* kept open */
+        else
+            close(fd);
+    }
+    printf("admitted %d of %d\n", admitted, n);
+    fflush(stdout);
+    sleep((unsigned)secs);
+    return 0;
+}
+
+/* N connections, each with a request sent in part (see above). */
+static int partial(int n, int mib, int secs)
+{
+    static uint8_t zeros[1 << 16];
+    int fds[64];
+    printf("sent");
+    for (int i = 0; i < n && i < 64; i++) {
+        struct handshake hs;
+        uint8_t proof[HANDSHAKE_PROOF_SIZE];
+        fds[i] = dial(1);
+        if (fds[i] < 0 || start(fds[i], &hs, proof) < 0 || answer_of(fds[i], &hs, proof, NULL) != 0)
+            return 1;
+        uint8_t hdr[RPC_HEADER_SIZE];
+        struct rpc_header h = { .opcode = FS_PING, .id = 1,
+                                .length = ((uint32_t)mib + 2) << 20 };
+        rpc_header_encode(&h, hdr);
+        uint64_t sent = 0, want = (uint64_t)mib << 20;
+        int64_t deadline = net_now_ms() + 3000;
+        if (net_write_full(fds[i], hdr, sizeof(hdr), deadline) < 0)
+            return 1;
+        while (sent < want && net_now_ms() < deadline) {
+            size_t k = want - sent < sizeof(zeros) ? want - sent : sizeof(zeros);
+            ssize_t w = send(fds[i], zeros, k, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (w > 0)
+                sent += (uint64_t)w;
+            else if (w < 0 && errno != EAGAIN)
+                break;
+            else
+                usleep(1000);
+        }
+        printf(" %llu", (unsigned long long)(sent >> 20));
+    }
+    printf("\n");
+    fflush(stdout);
+    sleep((unsigned)secs);
+    return 0;
+}
+
+/* Sends PROOF and (cred not NULL) IDENTITY; prints the server's answer. */
+static int finish(int fd, const struct handshake *hs, const uint8_t proof[HANDSHAKE_PROOF_SIZE],
+                  const char *cred)
+{
+    int rc = answer_of(fd, hs, proof, cred);
     if (rc == 0)
         puts("admitted");
-    else if (handshake_client_denied(hs, inst.secret, answer))
+    else if (rc == 1)
         puts("denied");
+    else if (rc == -EPIPE)
+        puts("hung up");
     else
         printf("refused: %s\n", strerror(-rc));
     return 0;
@@ -126,12 +211,21 @@ static int finish(int fd, const struct handshake *hs, const uint8_t proof[HANDSH
 int main(int argc, char **argv)
 {
     char err[512];
-    if (argc != 3 || instance_read(argv[1], &inst, err, sizeof(err)) < 0) {
-        fprintf(stderr, "usage: shared_client INSTANCE_FILE MODE (%s)\n", argc == 3 ? err : "");
+    int holding = argc == 5 && !strcmp(argv[2], "hold");
+    int partly = argc == 6 && !strcmp(argv[2], "partial");
+    if ((argc != 3 && !holding && !partly) || instance_read(argv[1], &inst, err, sizeof(err)) < 0) {
+        fprintf(stderr, "usage: shared_client INSTANCE_FILE MODE | hold N SECONDS | "
+                "partial N MIB SECONDS (%s)\n", argc == 3 || holding || partly ? err : "");
         return 2;
     }
     munge_socket = getenv(HANDSHAKE_ENV_MUNGE_SOCKET);
     const char *mode = argv[2];
+    if (holding || partly) {
+        int rc = holding ? hold(atoi(argv[3]), atoi(argv[4]))
+                         : partial(atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+        instance_free(&inst);
+        return rc;
+    }
     struct handshake hs, hs2;
     uint8_t proof[HANDSHAKE_PROOF_SIZE], proof2[HANDSHAKE_PROOF_SIZE];
     int local = strcmp(mode, "local") == 0;

@@ -22,17 +22,7 @@ command -v munged >/dev/null && id munge >/dev/null 2>&1 || skip_all "needs mung
 command -v setpriv >/dev/null && command -v prlimit >/dev/null || skip_all "needs setpriv and prlimit"
 [ -x "$client" ] && [ -x "$agentd" ] && [ -x "$adafsd" ] || skip_all "programs not built"
 
-base=$(mktemp -d /tmp/adafs-agentd-test.XXXXXX)
-chmod 755 "$base"
-agent_pid=
-cleanup() {
-    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-    stop_munged
-    rm -rf "$base"
-}
-trap cleanup EXIT
-
-start_munged
+agentd_setup adafs-agentd-test
 
 # The stand-in stager: more output than the agent keeps for STATUS.
 cat > "$base/stage.sh" <<'EOF'
@@ -187,10 +177,13 @@ check "owned by the job user, 0700, empty but for the server's files" \
     test "$(stat -c '%u %a' "$jobdir")" = "$user 700" -a ! -e "$jobdir/lost+found"
 image_size=$(stat -c %s "$jobdir.img")
 check "its image is 64 MiB and the stated reserve (96 MiB: $image_size)" test "$image_size" = 100663296
+reserved=$(du -B1 "$jobdir.img" | cut -f1)
+check "its blocks are reserved at START, not sparse ($reserved of $image_size)" test "$reserved" -ge "$image_size"
 as_user dd if=/dev/zero of="$jobdir/by-hand" bs=1M count=512 2>"$base/dd.err"
 check "the job user writing 512 MiB into it by hand gets ENOSPC" grep -q "No space left" "$base/dd.err"
 used=$(du -B1 "$jobdir.img" | cut -f1)
-check "and no byte lands beyond the image ($used <= $image_size)" test "$used" -le "$image_size"
+# (du counts the backing file system's extent blocks of the image too.)
+check "and no byte lands beyond the image ($used <= $image_size + 64 KiB)" test "$used" -le $((image_size + 65536))
 check "the server still answers STATUS" eval 'agent status 11 | grep -q "^state="'
 check "TEARDOWN job 11" eval 'agent teardown 11 | grep -qx ok'
 check "its file system is detached and its image gone" \
@@ -223,7 +216,7 @@ check "  a credential it makes is the job user's uid $user ($(grep '^UID:' "$bas
 check "TEARDOWN job 2" eval 'agent teardown 2 | grep -qx ok'
 out=$(agent status 2)
 check "the job's record and output are freed at teardown ($out)" \
-    test "$out" = "status -2 (transient fault): node t1: job 2: not deployed here"
+    eval 'case $out in "status -2 (transient fault): node t1: job 2: not deployed here (this agent runs since "*")") true ;; *) false ;; esac'
 check "START of the same job again works" eval 'agent start 2 $user $group $base/storage | grep -qx ok'
 check "and once more while it runs (a plugin whose reply was lost)" \
     eval 'agent start 2 $user $group $base/storage | grep -qx ok'

@@ -143,8 +143,8 @@ static int raw_data_fd(int sock, const void *payload, size_t len, int *got_fd)
     uint8_t hdr[RPC_HEADER_SIZE];
     struct rpc_header h = { .opcode = FS_DATA_FD, .id = 1, .length = (uint32_t)len };
     rpc_header_encode(&h, hdr);
-    if (net_write_full(sock, hdr, sizeof(hdr), net_now_ms() + 2000) < 0 ||
-        (len && net_write_full(sock, payload, len, net_now_ms() + 2000) < 0))
+    if (net_write_full(sock, hdr, sizeof(hdr), net_now_ms() + FSTEST_IO_MS) < 0 ||
+        (len && net_write_full(sock, payload, len, net_now_ms() + FSTEST_IO_MS) < 0))
         return 1;
     size_t got = 0;
     while (got < sizeof(hdr)) {
@@ -190,10 +190,10 @@ static int as_other_user(const struct instance *in, const uint8_t *secret, uid_t
             _exit(2);
         char name[INSTANCE_LOCAL_NAME_MAX], err[512];
         instance_local_name(in->servers[0].host, in->servers[0].port, name);
-        int sock = net_connect_abstract(name, server_uid, 2000);
+        int sock = net_connect_abstract(name, server_uid, FSTEST_IO_MS);
         if (sock < 0)
             _exit(2);
-        if (handshake_client(sock, 0, secret, net_now_ms() + 2000, "server", err,
+        if (handshake_client(sock, 0, secret, net_now_ms() + FSTEST_IO_MS, "server", err,
                              sizeof(err)) < 0)
             _exit(3);   /* refused at the handshake: nothing to ask */
         int fd;

@@ -90,5 +90,30 @@ sleep 0.3
 check "a report forged by a user is refused and logged" \
     eval 'grep -q "refused a usage report not made with this instance.s server key" "$base/fs/server.1.log"'
 
+# Anyone may send datagrams to the port: a flood of such reports (each
+# refused only after its MAC is computed) must not keep the server from
+# its own periods (it read until none was left, and never sent again).
+periods() { grep -c "fair exchange: applied" "$base/fs/server.1.log"; }
+before=$(periods)
+for i in 1 2 3; do
+    setpriv --reuid=$B --regid=$B --clear-groups timeout 3 $py - "$port1" <<'PY' &
+import os, socket, struct, sys, time
+hdr = struct.pack("<IHHHHIIQ", 0x58464441, 1, 0, 1, 1, 0, 2, time.time_ns())
+msg = hdr + struct.pack("<QdQ", 1 << 62 | os.getuid(), 1.0, 0) + os.urandom(32)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setblocking(False)
+while True:
+    try:
+        s.sendto(msg, ("127.0.0.1", int(sys.argv[1])))
+    except BlockingIOError:
+        pass
+PY
+done
+wait
+ran=$(( $(periods) - before ))
+check "under 3 s of a user's flood of forged reports, server 1 kept its periods ($ran of about 30)" \
+    test "$ran" -ge 10
+check "  and logged the flood in a few lines" \
+    eval '[ "$(grep -c "fair exchange: refused" "$base/fs/server.1.log")" -le 20 ]'
 echo "1..$n"
 [ "$fails" = 0 ]

@@ -595,11 +595,12 @@ static int passing_call(int sock, uint16_t op, const struct rpc_writer *w, const
         return 1;
     uint8_t ans[RPC_HEADER_SIZE];
     struct rpc_header a;
-    if (net_read_full(sock, ans, sizeof(ans), net_now_ms() + 3000) < 0 ||
+    if (net_read_full(sock, ans, sizeof(ans), net_now_ms() + FSTEST_IO_MS) < 0 ||
         rpc_header_decode(ans, &a) < 0)
         return 1;
     uint8_t body[64];
-    if (a.length > sizeof(body) || net_read_full(sock, body, a.length, net_now_ms() + 3000) < 0)
+    if (a.length > sizeof(body) ||
+        net_read_full(sock, body, a.length, net_now_ms() + FSTEST_IO_MS) < 0)
         return 1;
     return a.status;
 }

@@ -292,6 +292,59 @@ else
 fi
 kill "$stall_pid" 2>/dev/null
 
+# --- one user cannot take every place of the server (--max-clients) ---
+# A third instance, 8 clients at most: a member holding as many
+# connections as it can gets a quarter (--max-clients-per-user's default);
+# the owner still gets in, and the member again once it lets go. Nor all
+# of its memory (--max-buffered-per-user).
+sed 's|--log-level info|--log-level info --max-clients 8 --max-buffered-per-user 80M|' "$base/adafsd" > "$base/adafsd3"
+chmod 755 "$base/adafsd3"
+mkdir "$base/fs3" && chown "$owner" "$base/fs3"
+if as_plain "$owner" "$ctl" start --servers 1 --base "$base/fs3" --mount "$base/mnt" \
+        --adafsd "$base/adafsd3" --timeout-ms 5000 >"$base/ctl3.out" 2>&1; then
+    install -m 600 -o "$member" "$base/fs3/instance" "$base/inst3-$member"
+    install -m 600 -o "$owner" "$base/fs3/instance" "$base/inst3-$owner"
+    # Not through as_plain: $! must be the holder's own process, to end it.
+    setpriv --reuid="$member" --regid="$(id -g "$member")" --init-groups \
+        "$client" "$base/inst3-$member" hold 8 20 > "$base/hold.out" 2>&1 &
+    hold_pid=$!
+    for i in $(seq 50); do [ -s "$base/hold.out" ] && break; sleep 0.1; done
+    check "a member holding every connection it can gets 2 of 8 ($(cat "$base/hold.out"))" \
+        grep -qx "admitted 2 of 8" "$base/hold.out"
+    check "  refused with a line naming the bound" \
+        eval 'cat "$base"/fs3/*.log | grep -qF "(--max-clients-per-user)"'
+    inst=$base/inst3-$owner check "  the owner still writes and reads meanwhile" \
+        as "$owner" sh -c "echo mine > $base/mnt/held && grep -qx mine $base/mnt/held"
+    kill "$hold_pid" 2>/dev/null
+    wait "$hold_pid" 2>/dev/null
+    out=
+    for i in $(seq 30); do
+        out=$(as_plain "$member" "$client" "$base/inst3-$member" local 2>&1)
+        [ "$out" = admitted ] && break
+        sleep 0.1
+    done
+    check "  once it lets go, the member is admitted again ($out)" test "$out" = admitted
+    # Requests sent in part hold the server's memory: one user's, at most
+    # --max-buffered-per-user (80M here) beyond a request alone.
+    pid3=$(awk '$1 == 0 { print $2 }' "$base/fs3/servers")
+    rss_mib() { echo $(( $(awk '/^VmRSS/ { print $2 }' "/proc/$pid3/status") / 1024 )); }
+    r0=$(rss_mib)
+    setpriv --reuid="$member" --regid="$(id -g "$member")" --init-groups \
+        "$client" "$base/inst3-$member" partial 2 70 20 > "$base/partial.out" 2>&1 &
+    partial_pid=$!
+    for i in $(seq 100); do [ -s "$base/partial.out" ] && break; sleep 0.1; done
+    r1=$(rss_mib)
+    check "a member's two 72 MiB requests sent in part: the server holds one ($r0 -> $r1 MiB; MiB through: $(cat "$base/partial.out"))" \
+        test $((r1 - r0)) -lt 110
+    inst=$base/inst3-$owner check "  the owner is served meanwhile" \
+        as "$owner" grep -qx mine "$base/mnt/held"
+    kill "$partial_pid" 2>/dev/null
+    wait "$partial_pid" 2>/dev/null
+    as_plain "$owner" "$ctl" stop --base "$base/fs3" >/dev/null 2>&1
+else
+    not_ok "a third shared instance starts: $(cat "$base/ctl3.out")"
+fi
+
 # The capability learnt before the chmod, once expired.
 left_ms=$(( 10500 - ($(date +%s%N) - chmod_at) / 1000000 ))
 [ "$left_ms" -gt 0 ] && sleep "$(printf '%d.%03d' $((left_ms / 1000)) $((left_ms % 1000)))"

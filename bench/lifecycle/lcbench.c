@@ -293,8 +293,7 @@ static void begin(struct plugin *p, const struct sim_child *sim, uint32_t id, in
         fprintf(stderr, "lcbench: %s\n", err);
     j->t_begin = time(NULL);
     j->phase = PHASE_DEPLOYING;
-    j->next = p->d.jobs;
-    p->d.jobs = j;
+    driver_add(&p->d, j);
     driver_save(&p->d, j);
     pthread_mutex_unlock(&p->d.lock);
     driver_wake(&p->d);
@@ -306,7 +305,7 @@ static void begin(struct plugin *p, const struct sim_child *sim, uint32_t id, in
 static void end(struct plugin *p, uint32_t id, bool hurry)
 {
     pthread_mutex_lock(&p->d.lock);
-    struct bb_job *j = bb_job_find(p->d.jobs, id);
+    struct bb_job *j = driver_find(&p->d, id);
     if (j) {
         lifecycle_job_ended(j, hurry);
         driver_save(&p->d, j);

@@ -32,37 +32,12 @@ SMALL=${SMALL:-100000} REPEAT=${REPEAT:-3} SETTLE=${SETTLE:-65} CAPACITY=${CAPAC
 # the plugin's share per node: capacity / nodes, rounded up (bb_begin.c)
 ONE_QUOTA=${ONE_QUOTA:-$(( ($(numfmt --from=iec "$CAPACITY") + 3) / 4 ))}
 [ "$ONE_QUOTA" != none ] || ONE_QUOTA=
-export abs_top_srcdir=$(cd "$(dirname "$0")/../.." && pwd) abs_top_builddir=$BUILD
-[ -n "${ADAFS_CLUSTER_DIR:-}" ] || { echo "cluster.sh: export your cluster's settings first" >&2; exit 2; }
-. "$(dirname "$0")/root.sh"
-W=${2:-$BENCH_ROOT}
-ADAFS_CLUSTER_DIR=$W/$(basename "$ADAFS_CLUSTER_DIR")
-export ADAFS_CLUSTER_DIR
-# tests/lib.sh: the cluster's helpers (submit, wait_job, write_job, pfs, as_user_sh).
-. "$abs_top_srcdir/tests/lib.sh"
-STAGE=$BUILD/stager/adafs-stage CTL=$BUILD/agent/adafs-ctl
-export LD_LIBRARY_PATH=$BUILD/agent/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-say() { echo "[$(date +%T)] $*" >&2; }
+. "$(dirname "$0")/common.sh" "${2:-}"
 R=$W/cluster.$(date +%s)
 mkdir -p "$R"
 trap '"$cluster" stop > /dev/null 2>&1; "$CTL" stop --base "$R/fs" > /dev/null 2>&1 || true' EXIT
 
-"$cluster" start --clean > /dev/null
-data=$pfs/bench/small
-say "generating $SMALL files of 4 KiB in $data"
-as_user_sh "mkdir -p $pfs/bench/out && python3 - $data $SMALL" <<'PY'
-import os, sys
-root, count = sys.argv[1], int(sys.argv[2])
-block = os.urandom(1 << 20)
-for i in range(count):
-    d = os.path.join(root, "d%03d" % (i % 100))
-    if i < 100: os.makedirs(d)
-    with open(os.path.join(d, "f%06d" % i), "wb") as f:
-        off = (i * 4096) % (1 << 20)
-        f.write(block[off:off + 4096])
-PY
-find "$data" -type f -exec cat {} + > /dev/null
-sync; sleep "$SETTLE"
+stage_cluster_start
 
 # A fresh instance for each repeat, as each job gets fresh servers: what
 # earlier repeats left would make its RocksDB compact more each time.

@@ -21,37 +21,13 @@ set -euo pipefail
 BUILD=$(cd "${1:?usage: cluster_parts.sh BUILD_DIR [WORK_DIR]}" && pwd)
 SMALL=${SMALL:-100000} REPEAT=${REPEAT:-3} SETTLE=${SETTLE:-10}
 VARIANTS=${VARIANTS:-one.ctl one.job four.ctl four.job one.ctlu agents}
-export abs_top_srcdir=$(cd "$(dirname "$0")/../.." && pwd) abs_top_builddir=$BUILD
-[ -n "${ADAFS_CLUSTER_DIR:-}" ] || { echo "cluster_parts.sh: export your cluster's settings first" >&2; exit 2; }
-. "$(dirname "$0")/root.sh"
-W=${2:-$BENCH_ROOT}
-ADAFS_CLUSTER_DIR=$W/$(basename "$ADAFS_CLUSTER_DIR")
-export ADAFS_CLUSTER_DIR
-. "$abs_top_srcdir/tests/lib.sh"
-STAGE=$BUILD/stager/adafs-stage CTL=$BUILD/agent/adafs-ctl
-export LD_LIBRARY_PATH=$BUILD/agent/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-say() { echo "[$(date +%T)] $*" >&2; }
+. "$(dirname "$0")/common.sh" "${2:-}"
 R=$W/parts.$(date +%s)
 mkdir -p "$R"
 held=
 trap '[ -n "$held" ] && scancel "$held" 2>/dev/null; "$cluster" stop > /dev/null 2>&1; "$CTL" stop --base "$R/fs" > /dev/null 2>&1 || true' EXIT
 
-"$cluster" start --clean > /dev/null
-data=$pfs/bench/small
-say "generating $SMALL files of 4 KiB in $data"
-as_user_sh "mkdir -p $pfs/bench/out && python3 - $data $SMALL" <<'PY'
-import os, sys
-root, count = sys.argv[1], int(sys.argv[2])
-block = os.urandom(1 << 20)
-for i in range(count):
-    d = os.path.join(root, "d%03d" % (i % 100))
-    if i < 100: os.makedirs(d)
-    with open(os.path.join(d, "f%06d" % i), "wb") as f:
-        off = (i * 4096) % (1 << 20)
-        f.write(block[off:off + 4096])
-PY
-find "$data" -type f -exec cat {} + > /dev/null
-sync; sleep "$SETTLE"
+stage_cluster_start
 
 "$CTL" start --servers 4 --base "$R/fs" > /dev/null
 chmod 755 "$W" "$R"; chmod 711 "$R/fs"; chown "$test_user" "$R/fs/instance"

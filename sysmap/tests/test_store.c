@@ -5,8 +5,10 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static char db_path[] = "tests/test_store.db";
@@ -132,6 +134,24 @@ int main(void)
     tap_is_int(store(db, spin, 100, NULL, err), 0, "store n3 with rotational nvme0n1");
     tap_is_int(sysmap_deploy_view(db, "n3", 0, &v, err, sizeof(err)), 0, "deploy view n3");
     tap_is_int(v.has_storage, 0, "no storage on a rotational disk");
+
+    /* Several hosts in one query: each as its own view says. */
+    const char *names[] = { "n3", "n9", "n1", "n2" };
+    struct sysmap_deploy_view views[4], one;
+    int found[4];
+    tap_is_int(sysmap_deploy_views(db, names, 4, 0, views, found, err, sizeof(err)), 0,
+               "deploy views of n3, n9, n1, n2");
+    tap_ok(found[0] && !found[1] && found[2] && found[3], "n9 alone not found");
+    tap_ok(!views[0].has_storage && !views[1].has_storage, "n3 and n9 without storage");
+    bool same = true;
+    for (int i = 2; i < 4; i++) {
+        sysmap_deploy_view(db, names[i], 0, &one, err, sizeof(err));
+        same = same && memcmp(&one, &views[i], sizeof(one)) == 0;
+    }
+    tap_ok(same && views[2].available_bytes == 900, "n1 and n2 as their single views");
+    tap_is_int(sysmap_deploy_views(db, names + 2, 1, 170, views, found, err, sizeof(err)), 0,
+               "deploy views as of 170");
+    tap_is_int(views[0].available_bytes, 500, "history: n1's 500 bytes at 170");
 
     struct sysmap_capacity cap;
     tap_is_int(sysmap_capacity(db, "n[1-4]", 0, &cap, err, sizeof(err)), 0, "capacity n[1-4]");
