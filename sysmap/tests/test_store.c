@@ -165,6 +165,21 @@ int main(void)
     tap_is_str(err, "hostlist \"n[1-\": position 5: expected a digit, found the end",
                "bad hostlist message");
 
+    /* A reader's data version moves when the writer commits, not otherwise. */
+    struct sysmap_db *reader;
+    int64_t v1 = 0, v2 = 0, v3 = 0;
+    tap_is_int(sysmap_open(db_path, SYSMAP_OPEN_READONLY, &reader, err, sizeof(err)), 0,
+               "a second, read-only handle");
+    tap_is_int(sysmap_data_version(reader, &v1, err, sizeof(err)), 0, "its data version");
+    sysmap_data_version(reader, &v2, err, sizeof(err));
+    tap_ok(v1 == v2, "unchanged without a write (%lld)", (long long)v1);
+    char *later = report("n2", 1, 1, "zen4");
+    tap_is_int(store(db, later, 400, NULL, err), 0, "the writer stores a report");
+    sysmap_data_version(reader, &v3, err, sizeof(err));
+    tap_ok(v3 != v2, "the reader's version moved (%lld -> %lld)", (long long)v2, (long long)v3);
+    free(later);
+    sysmap_close(reader);
+
     /* SQL in a value is data: stored and returned verbatim. */
     char *evil = report("n5", 1, 0, "x'); DROP TABLE data; --\"");
     tap_is_int(store(db, evil, 100, NULL, err), 0, "store a value with SQL in it");
