@@ -5,12 +5,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "fit_cache.h"
+#include "log.h"
 #include "size.h"
 #include "sysmap.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sysmap_db *db;
+/* Partitions' totals by sysmap, kept between submits (fit_cache.h). */
+static struct fit_cache fits = { .max_age = FIT_CACHE_MAX_AGE };
+/* Each submit may ask: a database that stops answering is said once a minute. */
+static struct log_limit fit_failed = LOG_LIMIT_INIT(1, 60000);
 
 int placement_open(const char *db_path, char *err, size_t errlen)
 {
@@ -21,6 +28,7 @@ int placement_open(const char *db_path, char *err, size_t errlen)
     if (db)
         sysmap_close(db);
     db = opened;
+    fit_cache_clear(&fits);   /* another database: versions not comparable */
     pthread_mutex_unlock(&lock);
     return 0;
 }
@@ -31,6 +39,7 @@ void placement_close(void)
     if (db)
         sysmap_close(db);
     db = NULL;
+    fit_cache_clear(&fits);
     pthread_mutex_unlock(&lock);
 }
 
@@ -109,6 +118,36 @@ void placement_nodes(const char *const *nodes, size_t n, const char *default_sto
     free(found);
 }
 
+static int64_t monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
+/* The totals of hostlist: kept ones if still valid (fit_cache.h), else
+ * summed by sysmap and kept. Under lock. */
+static int partition_totals(const char *hostlist, struct fit_totals *t, char *err, size_t errlen)
+{
+    int64_t version;
+    int rc = sysmap_data_version(db, &version, err, errlen);
+    if (rc < 0)
+        return rc;
+    int64_t now = monotonic_seconds();
+    if (fit_cache_get(&fits, hostlist, version, now, t))
+        return 0;
+    struct sysmap_capacity cap;
+    if ((rc = sysmap_capacity(db, hostlist, 0, &cap, err, errlen)) < 0)
+        return rc;
+    *t = (struct fit_totals){ .hosts = cap.hosts, .hosts_with_storage = cap.hosts_with_storage,
+                              .total_bytes = cap.total_bytes };
+    free(cap.without_storage);
+    /* Out of memory for the node list's copy: nothing kept, the next
+     * submit sums again; this one has its answer. */
+    fit_cache_put(&fits, hostlist, version, now, t);
+    return 0;
+}
+
 int placement_check_fit(const char *hostlist, const char *partition, uint64_t capacity,
                         char *err, size_t errlen)
 {
@@ -117,14 +156,19 @@ int placement_check_fit(const char *hostlist, const char *partition, uint64_t ca
         pthread_mutex_unlock(&lock);
         return 0;
     }
-    struct sysmap_capacity cap;
-    char qerr[256];
-    int rc = sysmap_capacity(db, hostlist, 0, &cap, qerr, sizeof(qerr));
+    struct fit_totals cap;
+    char qerr[512];
+    int rc = partition_totals(hostlist, &cap, qerr, sizeof(qerr));
     pthread_mutex_unlock(&lock);
-    if (rc < 0)
-        return 0;   /* the plugin logs that sysmap could not answer */
-    int fits = cap.hosts_with_storage == 0 || capacity <= cap.total_bytes;
-    if (!fits) {
+    if (rc < 0) {
+        /* Not the user's fault: the job is not refused for it. */
+        log_limited(&fit_failed, LOG_LEVEL_ERROR, "sysmap cannot sum partition %s for the "
+                    "capacity check at submit, so requests are not checked against it: %s",
+                    partition ? partition : "?", qerr);
+        return 0;
+    }
+    int fits_in = cap.hosts_with_storage == 0 || capacity <= cap.total_bytes;
+    if (!fits_in) {
         char want[32], have[32];
         size_format(capacity, want, sizeof(want));
         size_format(cap.total_bytes, have, sizeof(have));
@@ -133,6 +177,5 @@ int placement_check_fit(const char *hostlist, const char *partition, uint64_t ca
                  " bytes (%s) of local storage available by sysmap", want,
                  partition ? partition : "?", cap.total_bytes, have);
     }
-    free(cap.without_storage);
-    return fits ? 0 : -1;
+    return fits_in ? 0 : -1;
 }

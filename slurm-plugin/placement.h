@@ -37,7 +37,10 @@ void placement_nodes(const char *const *nodes, size_t n, const char *default_sto
                      struct node_place *places, char *why, size_t whylen);
 
 /* 0 if capacity bytes fit on the nodes of hostlist by sysmap's numbers (or
- * sysmap is off or knows none of them); -1 with the reason in err. */
+ * sysmap is off, knows none of them, or cannot answer: logged); -1 with the
+ * reason in err. The partition's totals are kept between calls while the
+ * database is unchanged, and at most FIT_CACHE_MAX_AGE seconds once it has
+ * changed (fit_cache.h): a burst of submits sums the partition once. */
 int placement_check_fit(const char *hostlist, const char *partition, uint64_t capacity,
                         char *err, size_t errlen);
 

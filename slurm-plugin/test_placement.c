@@ -101,6 +101,29 @@ int main(void)
     tap_is_int(placement_check_fit("n[01-40]", "batch", (uint64_t)all + 1, err, sizeof(err)), -1,
                "a byte more does not");
     tap_ok(strstr(err, "partition batch") != NULL, "the reason names the partition (%s)", err);
+
+    /* The partition's totals are kept (fit_cache.h): n02 shrinking by
+     * 100 GiB is seen by another node list at once, by the same one after
+     * the age bound, by every one after a reopen (a reconfigure). */
+    struct sysmap_db *writer;
+    tap_is_int(sysmap_open(db_path, SYSMAP_OPEN_WRITE, &writer, err, sizeof(err)), 0,
+               "a writer opens");
+    char *smaller = synth_report("n02", 0);
+    tap_is_int(sysmap_store(writer, smaller, strlen(smaller), 1700000900, NULL, err, sizeof(err)),
+               0, "n02 reports 100 GiB less");
+    free(smaller);
+    sysmap_close(writer);
+    tap_is_int(placement_check_fit("n[01-40]", "batch", (uint64_t)all, err, sizeof(err)), 0,
+               "the kept totals still answer for n[01-40]");
+    long long less = all - synth_local_bytes(1) + synth_local_bytes(0);
+    tap_is_int(placement_check_fit("n[01-20],n[21-40]", "batch", (uint64_t)less + 1, err,
+                                   sizeof(err)), -1, "another node list is summed anew");
+    tap_is_int(placement_check_fit("n[01-20],n[21-40]", "batch", (uint64_t)less, err,
+                                   sizeof(err)), 0, "to the byte");
+    placement_close();
+    tap_is_int(placement_open(db_path, err, sizeof(err)), 0, "reopened");
+    tap_is_int(placement_check_fit("n[01-40]", "batch", (uint64_t)all, err, sizeof(err)), -1,
+               "after a reopen n[01-40] is summed anew");
     placement_close();
     free(places);
     free(whys);
