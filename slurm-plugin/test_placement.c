@@ -55,6 +55,14 @@ int main(void)
 
     make_db();
     tap_is_int(placement_open(db_path, err, sizeof(err)), 0, "the database opens");
+    /* The refresher reads every node's place (its thread, its handle). */
+    size_t table_hosts = 0;
+    uint64_t hits = 0;
+    for (int waited = 0; table_hosts == 0 && waited < 1000; waited++) {
+        placement_table_stats(&table_hosts, &hits);
+        usleep(10000);
+    }
+    tap_is_int(table_hosts, HOSTS, "the placement table has every host sysmap knows");
     /* Every host but n21, in its place x21 and at the end n41: unknown. */
     const char *names[HOSTS + 1];
     char buf[HOSTS + 1][16];
@@ -85,6 +93,10 @@ int main(void)
                  places[i].numa_node == v.storage_numa_node && !whys[i][0];
     }
     sysmap_close(db);
+    uint64_t hits_after;
+    placement_table_stats(&table_hosts, &hits_after);
+    tap_ok(hits_after - hits == HOSTS - 1, "the %d known ones from the table (%llu lookups)", HOSTS - 1,
+           (unsigned long long)(hits_after - hits));
     tap_ok(agree == HOSTS + 1, "%d nodes in one query placed as each one's view says, the "
            "unknown ones on the default with the reason (%d agree)", HOSTS + 1, agree);
     struct node_place one;
