@@ -8,6 +8,9 @@
  *   - they are younger than the cache's age bound (FIT_CACHE_MAX_AGE),
  * so a burst of submits pays for one sum, and a database the collectors
  * keep writing is summed again at most once per age bound per partition.
+ * (Placement sums from its table of every node when that is current,
+ * milliseconds, and keeps those totals by the age bound alone, from the
+ * table's time.)
  * A partition whose nodes change has another node list: a new entry.
  * sysmap's own data is up to 15 minutes old (the collectors' timer); the
  * bound adds at most its seconds to that (doc/burst_buffer.conf.md).
