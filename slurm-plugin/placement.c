@@ -241,9 +241,10 @@ void placement_node(const char *node, const char *default_storage, struct node_p
 }
 
 /* The nodes the table lacks (or all, without a current table), queried
- * in one sysmap query into seen. Under lock. */
+ * in one sysmap query into seen; views holds what seen points to for them
+ * (*views, allocated here for those nodes only: 4 KiB a view). Under lock. */
 static int query_missing(const char *const *nodes, size_t n, struct seen *seen,
-                         struct sysmap_deploy_view *views, int *found, char *err, size_t errlen)
+                         struct sysmap_deploy_view **views, char *err, size_t errlen)
 {
     const struct place_table *t =
         table && monotonic_seconds() - table->built_at < PLACE_MAX_AGE ? table : NULL;
@@ -255,7 +256,7 @@ static int query_missing(const char *const *nodes, size_t n, struct seen *seen,
                                      e->available_bytes };
             table_hits++;
         } else {
-            seen[i].found = -1;   /* to query */
+            seen[i] = (struct seen){ .found = -1 };   /* to query */
             missing++;
         }
     }
@@ -263,24 +264,31 @@ static int query_missing(const char *const *nodes, size_t n, struct seen *seen,
         return 0;
     const char **names = calloc(missing, sizeof(*names));
     size_t *at = calloc(missing, sizeof(*at));
+    int *found = calloc(missing, sizeof(*found));
+    *views = calloc(missing, sizeof(**views));
     int rc = -1;
-    if (!names || !at) {
-        snprintf(err, errlen, "out of memory for %zu names", missing);
+    if (!names || !at || !found || !*views) {
+        snprintf(err, errlen, "out of memory for %zu nodes' views", missing);
+        for (size_t i = 0; i < n; i++)
+            if (seen[i].found < 0)
+                seen[i].found = 0;
     } else {
         for (size_t i = 0, k = 0; i < n; i++)
             if (seen[i].found < 0) {
                 at[k] = i;
                 names[k++] = nodes[i];
             }
-        rc = sysmap_deploy_views(db, names, missing, 0, views, found, err, errlen);
-    }
-    for (size_t k = 0; k < missing && at; k++) {
-        const struct sysmap_deploy_view *v = &views[k];
-        seen[at[k]] = (struct seen){ rc == 0 && found[k], v->has_storage ? v->storage_path : NULL,
-                                     v->storage_numa_node, v->available_bytes };
+        rc = sysmap_deploy_views(db, names, missing, 0, *views, found, err, errlen);
+        for (size_t k = 0; k < missing; k++) {
+            const struct sysmap_deploy_view *v = &(*views)[k];
+            seen[at[k]] = (struct seen){ rc == 0 && found[k],
+                                         v->has_storage ? v->storage_path : NULL,
+                                         v->storage_numa_node, v->available_bytes };
+        }
     }
     free(names);
     free(at);
+    free(found);
     return rc;
 }
 
@@ -288,16 +296,15 @@ void placement_nodes(const char *const *nodes, size_t n, const char *default_sto
                      struct node_place *places, char *why, size_t whylen)
 {
     struct seen *seen = calloc(n ? n : 1, sizeof(*seen));
-    struct sysmap_deploy_view *views = calloc(n ? n : 1, sizeof(*views));
-    int *found = calloc(n ? n : 1, sizeof(*found));
+    struct sysmap_deploy_view *views = NULL;
     char err[256] = "no sysmap database";
     int rc = -1;
     pthread_mutex_lock(&lock);
     bool enabled = db != NULL;
-    if (!seen || !views || !found)
-        snprintf(err, sizeof(err), "out of memory for %zu views", n);
+    if (!seen)
+        snprintf(err, sizeof(err), "out of memory for %zu nodes", n);
     else if (enabled)
-        rc = query_missing(nodes, n, seen, views, found, err, sizeof(err));
+        rc = query_missing(nodes, n, seen, &views, err, sizeof(err));
     /* Under lock: seen points into the table. */
     for (size_t i = 0; i < n; i++) {
         char *w = why ? why + i * whylen : NULL;
@@ -319,7 +326,6 @@ void placement_nodes(const char *const *nodes, size_t n, const char *default_sto
     pthread_mutex_unlock(&lock);
     free(seen);
     free(views);
-    free(found);
 }
 
 /* A table's sums are as old as the table, not as the database's data
