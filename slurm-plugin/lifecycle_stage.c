@@ -76,7 +76,7 @@ static void build_stage(const struct lc_set *s, size_t k, struct rpc_writer *w)
 
 /* Adds a worker's report (stage_report.h) to the totals; returns the first
  * failure it lists (malloc'd) or NULL. */
-static char *add_summary(struct stage_totals *t, const char *summary)
+static char *add_summary(struct stage_totals *t, const char *summary, bool *fs_fault)
 {
     struct stage_report r;
     char err[128];
@@ -87,6 +87,7 @@ static char *add_summary(struct stage_totals *t, const char *summary)
     t->dirs += r.dirs;
     t->bytes += r.bytes;
     t->errors += r.errors;
+    *fs_fault = r.fs_faults > 0;
     if (r.seconds > t->seconds)
         t->seconds = r.seconds;   /* workers run side by side */
     char *first = NULL;
@@ -118,7 +119,7 @@ void lc_digest_answer(struct lc_set *s, size_t k)
         return;
     d->read = true;
     d->exit_status = st.exit_status;
-    char *first = st.summary[0] ? add_summary(&d->part, st.summary) : NULL;
+    char *first = st.summary[0] ? add_summary(&d->part, st.summary, &d->fs_fault) : NULL;
     if (st.exit_status != 0)
         d->why = first ? first : first_line(st.errors);
     else
@@ -237,6 +238,7 @@ int lc_finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction dir
     const char *verb = dir == STAGE_IN ? "stage_in" : "stage_out";
     struct stage_totals *totals = dir == STAGE_IN ? &j->in : &j->out;
     int failed = 0;
+    bool fs_fault = false;
     char *cause = NULL;
     for (size_t k = 0; k < s->n; k++) {
         const struct lc_digest *d = &s->digest[k];
@@ -251,7 +253,15 @@ int lc_finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction dir
             totals->seconds = d->part.seconds;   /* workers run side by side */
         /* A stage-out's reason names its destination too: the stager's
          * paths are inside the file system, the user must fix the other. */
-        if (d->exit_status != 0 && failed++ == 0 &&
+        /* The job's file system failing (a server gone, named by that
+         * worker) is the cause to give, before any other worker's. */
+        bool first_fs = d->exit_status != 0 && d->fs_fault && !fs_fault;
+        if (first_fs) {
+            fs_fault = true;
+            free(cause);
+            cause = NULL;
+        }
+        if (d->exit_status != 0 && (failed++ == 0 || first_fs) &&
             asprintf(&cause, "%s source=%s%s%s on node %s: %s", verb, spec->source,
                      dir == STAGE_OUT ? " destination=" : "",
                      dir == STAGE_OUT ? spec->destination : "", j->nodes[s->node[k]].name,
@@ -271,7 +281,10 @@ int lc_finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction dir
     if (failed) {
         /* Stage-out copies what it can: go on with the other lines; the
          * failed ones decide at the pass's end (stageout_keep.h). */
-        stageout_keep_failed(j, j->stage_index, cause ? cause : "stage failed");
+        if (fs_fault)
+            stageout_keep_fs_failed(j, j->stage_index, cause ? cause : "stage failed");
+        else
+            stageout_keep_failed(j, j->stage_index, cause ? cause : "stage failed");
         free(cause);
         log_warn("job %u: %s", j->job_id, j->error);
     }
