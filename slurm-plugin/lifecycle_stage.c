@@ -109,6 +109,25 @@ static char *first_line(const char *text)
     return len ? strndup(text, len) : NULL;
 }
 
+/* Is a failure (the worker's first) about a file being copied, not the
+ * workers' mailboxes (the stager's .adafs-stage directory)? */
+static bool copy_failure(const char *why)
+{
+    return why && !strstr(why, "/.adafs-stage/");
+}
+
+/* The node of the server a stager's failure names ("the job's file
+ * system: server K"): the instance's server K runs on the job's node K
+ * (lifecycle_deploy.c). NULL if none is named. */
+static const char *failed_server_node(const struct bb_job *j, const char *why)
+{
+    const char *p = why ? strstr(why, "the job's file system: server ") : NULL;
+    unsigned k;
+    if (!p || sscanf(p, "the job's file system: server %u", &k) != 1 || k >= j->nnodes)
+        return NULL;
+    return j->nodes[k].name;
+}
+
 /* A worker's final WATCH answer, read where it came (set_answered). */
 void lc_digest_answer(struct lc_set *s, size_t k)
 {
@@ -237,8 +256,7 @@ int lc_finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction dir
 {
     const char *verb = dir == STAGE_IN ? "stage_in" : "stage_out";
     struct stage_totals *totals = dir == STAGE_IN ? &j->in : &j->out;
-    int failed = 0;
-    bool fs_fault = false;
+    int failed = 0, best = 0;
     char *cause = NULL;
     for (size_t k = 0; k < s->n; k++) {
         const struct lc_digest *d = &s->digest[k];
@@ -254,18 +272,23 @@ int lc_finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction dir
         /* A stage-out's reason names its destination too: the stager's
          * paths are inside the file system, the user must fix the other. */
         /* The job's file system failing (a server gone, named by that
-         * worker) is the cause to give, before any other worker's. */
-        bool first_fs = d->exit_status != 0 && d->fs_fault && !fs_fault;
-        if (first_fs) {
-            fs_fault = true;
-            free(cause);
-            cause = NULL;
-        }
-        if (d->exit_status != 0 && (failed++ == 0 || first_fs) &&
-            asprintf(&cause, "%s source=%s%s%s on node %s: %s", verb, spec->source,
+         * worker) is the cause to give, before any other worker's; a
+         * failed copy (its path) before a failed mailbox. */
+        int rank = d->exit_status == 0 ? 0 : !d->fs_fault ? 1 : !copy_failure(d->why) ? 2 : 3;
+        if (rank == 0)
+            continue;
+        failed++;
+        if (rank <= best)
+            continue;
+        best = rank;
+        free(cause);
+        const char *server_node = d->fs_fault ? failed_server_node(j, d->why) : NULL;
+        if (asprintf(&cause, "%s source=%s%s%s on node %s: %s%s%s%s", verb, spec->source,
                      dir == STAGE_OUT ? " destination=" : "",
                      dir == STAGE_OUT ? spec->destination : "", j->nodes[s->node[k]].name,
-                     d->why ? d->why : "the stager failed") < 0)
+                     d->why ? d->why : "the stager failed",
+                     server_node ? " (that server ran on node " : "",
+                     server_node ? server_node : "", server_node ? ")" : "") < 0)
             cause = NULL;
     }
     j->attempts = 0;
@@ -281,7 +304,7 @@ int lc_finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction dir
     if (failed) {
         /* Stage-out copies what it can: go on with the other lines; the
          * failed ones decide at the pass's end (stageout_keep.h). */
-        if (fs_fault)
+        if (best >= 2)
             stageout_keep_fs_failed(j, j->stage_index, cause ? cause : "stage failed");
         else
             stageout_keep_failed(j, j->stage_index, cause ? cause : "stage failed");

@@ -256,7 +256,7 @@ static void test_fs_lost(void)
            bb_phase_name(j->phase));
     tap_ok(j->error && strstr(j->error, "stage_out source=bad destination=/pfs/bad on node n1: /bad") &&
            strstr(j->error, "server 0 (n1:40000)") && strstr(j->error, "Input/output error") &&
-           strstr(j->error, "not the destination") &&
+           strstr(j->error, "(that server ran on node n1)") && strstr(j->error, "not the destination") &&
            strstr(j->error, "not (wholly) copied out: stage_out source=bad destination=/pfs/bad") &&
            !strstr(j->error, "source=good destination") && strstr(j->error, "run the job again") &&
            !strstr(j->error, "fix the destination") && !strstr(j->error, "[kept"),
