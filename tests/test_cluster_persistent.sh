@@ -316,7 +316,7 @@ ours_left() {  # this cluster's processes, mounts and loop devices
 }
 "$cluster" stop 2>/dev/null
 trap - EXIT
-left=$(ours_left | paste -sd ' ')
-check "cluster stop leaves none of its processes, mounts or loop devices (left: ${left:-none})" -- \
-    test -z "$left"
+remains=$(ours_left | paste -sd ' ')
+check "cluster stop leaves none of its processes, mounts or loop devices (left: ${remains:-none})" -- \
+    test -z "$remains"
 tap_done
