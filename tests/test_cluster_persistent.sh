@@ -301,4 +301,22 @@ got=$("$persist" destroy name=adm 2>&1)
 check "root destroys it ($(tail -1 <<<"$got"))" -- grep -q "destroyed adm" <<<"$got"
 check "it is gone, its storage wiped" -- \
     bash -c "! scontrol show burst | grep -q 'Name=adm ' && test -z \"\$(find $ADAFS_CLUSTER_DIR/storage -path '*/persistent/adm*')\""
+
+# 7. The harness: stop leaves nothing of this cluster, a persistent
+# instance's server (which outlives its agent) and its file system included.
+got=$("$persist" create name=kept capacity=1G nodes=1 --owner "$member" 2>&1)
+check "root creates kept ($(tail -1 <<<"$got"))" -- test -n "$(server_of kept)"
+ours_left() {  # this cluster's processes, mounts and loop devices
+    local d
+    for d in /proc/[0-9]*; do
+        { tr '\0' ' ' < "$d/cmdline"; } 2>/dev/null | grep -qF "$ADAFS_CLUSTER_DIR/" && echo "pid ${d#/proc/}"
+    done
+    awk -v b="$ADAFS_CLUSTER_DIR/" 'index($5, b) == 1 { print "mount " $5 }' /proc/self/mountinfo
+    losetup -n -l -O NAME,BACK-FILE | awk -v b="$ADAFS_CLUSTER_DIR/" 'index($2, b) == 1 { print "loop " $1 }'
+}
+"$cluster" stop 2>/dev/null
+trap - EXIT
+remains=$(ours_left | paste -sd ' ')
+check "cluster stop leaves none of its processes, mounts or loop devices (left: ${remains:-none})" -- \
+    test -z "$remains"
 tap_done

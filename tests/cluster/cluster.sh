@@ -2,8 +2,11 @@
 # cluster.sh: a local Slurm mini-cluster on this one host, for the demo and the tests.
 #
 #   cluster.sh start [--clean]   start munged, agents, slurmctld and N slurmd; wait until
-#                                idle (--clean: fresh state, logs, jobs and PFS)
-#   cluster.sh stop              stop every process this harness started (by PID)
+#                                idle (--clean: fresh state, logs, jobs, PFS and
+#                                storage, persistent instances included)
+#   cluster.sh stop              stop every process this harness started (by PID), then
+#                                persistent instances' servers (their data stays) and
+#                                every mount and loop device under ADAFS_CLUSTER_DIR
 #   cluster.sh restart-ctld      restart slurmctld only (state kept)
 #   cluster.sh stop-agent K      stop node nK's agent (it wipes its jobs' data)
 #   cluster.sh start-agents      start the agents that are not running
@@ -495,18 +498,96 @@ stop_pidfile() {
     done
 }
 
+# servers_under: "PID ROOT" of every adafsd whose --root lies under this
+# cluster's storage. A persistent instance's server outlives its agent (the
+# next agent keeps it, doc/lifecycle.md), so the agents' SIGTERM leaves it;
+# a job's server left after its agent stopped is a leftover of a crash.
+# Found by its arguments, never by name alone: other clusters run here.
+servers_under() {
+    local d pid args root
+    for d in /proc/[0-9]*; do
+        pid=${d#/proc/}
+        args=$( { tr '\0' '\n' < "$d/cmdline"; } 2>/dev/null) || continue
+        [[ $args == *adafsd* ]] || continue
+        root=$(sed -n '/^--root$/{n;p;q}' <<<"$args")
+        [[ $root == "$base/storage/"* ]] && [[ $(basename "$(head -1 <<<"$args")") == adafsd ]] &&
+            pid_alive "$pid" && echo "$pid $root"
+    done
+    return 0
+}
+
+# mounts_under: this cluster's mount points (servers' file systems under
+# storage/, users' and FUSE mounts under mnt/), deepest first.
+mounts_under() {
+    awk -v b="$base/" 'index($5, b) == 1 { print $5 }' /proc/self/mountinfo | sort -r
+}
+
+# loops_under: loop devices whose image lies under this cluster's directory.
+loops_under() {
+    losetup -n -l -O NAME,BACK-FILE 2>/dev/null | awk -v b="$base/" 'index($2, b) == 1 { print $1 }'
+}
+
+# stop_leftovers: after the agents, what they leave: persistent instances'
+# servers (their data stays: a later start's agents start them again on
+# it), then every mount and loop device of this cluster. Each named; one
+# that stays is said and the stop goes on (munged still stops), failing.
+stop_leftovers() {
+    local failed=0
+    local -a pids=()
+    local pid root m dev
+    while read -r pid root; do
+        [ -n "$pid" ] || continue
+        log "stopping adafsd pid $pid (--root $root)"
+        kill -TERM "$pid" 2>/dev/null || true
+        pids+=("$pid")
+    done < <(servers_under)
+    local left
+    for _ in $(seq 100); do
+        left=0
+        for pid in "${pids[@]}"; do pid_alive "$pid" && left=1; done
+        [ $left = 0 ] && break
+        sleep 0.1
+    done
+    for pid in "${pids[@]}"; do
+        if pid_alive "$pid"; then
+            log "adafsd pid $pid ignored SIGTERM for 10 s; killing"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    done
+    for _ in $(seq 50); do
+        left=0
+        for pid in "${pids[@]}"; do pid_alive "$pid" && left=1; done
+        [ $left = 0 ] && break
+        sleep 0.1
+    done
+    while read -r m; do
+        [ -n "$m" ] || continue
+        log "unmounting $m"
+        umount "$m" || { log "cannot unmount $m (fuser -vm $m shows who uses it)"; failed=1; }
+    done < <(mounts_under)
+    while read -r dev; do
+        [ -n "$dev" ] || continue
+        log "detaching $dev"
+        losetup -d "$dev" || { log "cannot detach $dev ($(losetup -n -O BACK-FILE "$dev"))"; failed=1; }
+    done < <(loops_under)
+    return $failed
+}
+
 cmd_start() {
     local clean=0
     [ "${1:-}" = --clean ] && clean=1
     command -v slurmctld >/dev/null || die "slurmctld not installed: run scripts/install-deps.sh"
     ensure_test_user
     check_access
-    if [ -f "$conf" ]; then cmd_stop; fi
-    # --clean: also the stand-in parallel file system and job outputs, so
-    # a test never sees an earlier run's files.
+    if [ -f "$conf" ]; then cmd_stop; else stop_leftovers; fi
+    # --clean: also the stand-in parallel file system, job outputs and the
+    # nodes' storage (persistent instances: slurmctld's state that knew them
+    # goes, so an agent keeping one would refuse its name to a new create),
+    # so a test never sees an earlier run's files. stop_leftovers unmounted
+    # everything: --one-file-system never reaches into a mount.
     if [ "$clean" = 1 ]; then
-        rm -rf "${base:?}"/state "${base:?}"/spool "${base:?}"/log "${base:?}"/pfs "${base:?}"/jobs \
-            "${base:?}"/qos
+        rm -rf --one-file-system "${base:?}"/state "${base:?}"/spool "${base:?}"/log "${base:?}"/pfs \
+            "${base:?}"/jobs "${base:?}"/qos "${base:?}"/storage "${base:?}"/mnt
     fi
     write_config
     start_munge
@@ -528,7 +609,10 @@ cmd_stop() {
     args=()
     for i in $(seq "$nodes"); do args+=("$base/run/agent.n$i.pid" "adafs-agentd n$i"); done
     stop_pidfile "${args[@]}"
+    local left=0
+    stop_leftovers || left=1
     stop_pidfile "$munge_dir/munged.pid" munged
+    [ $left = 0 ] || die "stop left mounts or loop devices of $base (above)"
 }
 
 cmd_status() {
