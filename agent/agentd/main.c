@@ -14,8 +14,15 @@
  * ways). Started by systemd with a socket (adafs-agentd.socket), it takes
  * that instead of --listen. What an unauthenticated peer may cost is
  * bounded (admit.h, and the handshake deadline below). Every request
- * passes one dispatch point (dispatch.h). SIGTERM stops every instance it
- * runs and wipes their data. */
+ * passes one dispatch point (dispatch.h).
+ *
+ * SIGTERM (systemctl stop/restart, a package upgrade) ends the agent alone:
+ * its jobs' servers and mounts keep running and their records stay, for
+ * the next agent to re-adopt (jobs_recover.c) or, if none comes back, for
+ * the plugin's teardown or the Epilog to end them and the next start to
+ * wipe them. SIGINT is the admin's explicit "tear everything down": it
+ * stops every instance it runs (persistent ones excepted) and wipes their
+ * data before exiting. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -644,11 +651,16 @@ int main(int argc, char **argv)
     struct pollfd p[3] = { { .fd = sfd, .events = POLLIN }, { .fd = lfd, .events = POLLIN },
                            { .fd = ufd, .events = POLLIN } };
     int64_t flushed = net_now_ms();
+    int stop_signal = 0;
     for (;;) {
         if (poll(p, ufd >= 0 ? 3 : 2, LOG_BUDGET_MS) < 0 && errno != EINTR)
             break;
-        if (p[0].revents)
+        if (p[0].revents) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+                stop_signal = (int)si.ssi_signo;
             break;
+        }
         if (p[1].revents)
             accept_one(lfd, false);
         if (ufd >= 0 && p[2].revents)
@@ -661,8 +673,15 @@ int main(int argc, char **argv)
             flushed = net_now_ms();
         }
     }
-    log_info("node %s: stopping: tearing down every instance on this node", settings.node);
-    jobs_shutdown();
+    if (stop_signal == SIGINT) {
+        log_info("node %s: stopping on SIGINT: tearing down every instance on this node",
+                 settings.node);
+        jobs_shutdown();
+    } else {
+        log_info("node %s: stopping on %s: its jobs left running for the next agent to "
+                 "re-adopt (SIGINT would tear them down)", settings.node,
+                 stop_signal ? strsignal(stop_signal) : "a failed poll");
+    }
     tbf_loop_free(settings.tbf);
     qos_agent_stop();
     if (socket_path)
