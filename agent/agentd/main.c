@@ -682,9 +682,15 @@ int main(int argc, char **argv)
                  "re-adopt (SIGINT would tear them down)", settings.node,
                  stop_signal ? strsignal(stop_signal) : "a failed poll");
     }
-    tbf_loop_free(settings.tbf);
+    /* With jobs left running a request may still be adding one to the
+     * bandwidth loop: it ends with the process instead of being freed. */
+    if (stop_signal == SIGINT)
+        tbf_loop_free(settings.tbf);
     qos_agent_stop();
-    if (socket_path)
+    /* Left in place while jobs run on, the socket refuses the Epilog, which
+     * then waits for the next agent (--restart-wait) as after a crash;
+     * gone, it would tell the Epilog there is no agent here at all. */
+    if (socket_path && stop_signal == SIGINT)
         unlink(socket_path);
     if (pidfile)
         unlink(pidfile);

@@ -490,6 +490,7 @@ check "SIGTERM left job 15's server running" kill -0 "$server15"
 check "  its record, data and file system in place" eval '[ -e $base/storage/t1/job.15.record ] &&
     [ "$(findmnt -n -o TARGET --target $base/storage/t1/job.15)" = "$base/storage/t1/job.15" ]'
 check "  and said so" logged "stopping on Terminated: its jobs left running for the next agent"
+check "  its socket left (the Epilog, refused, waits for the next agent)" test -S "$base/agent.sock"
 : > "$base/agent.log"
 check "the agent starts again" start_agent "$base/storage"
 check "job 15 re-adopted, its server kept" eval 'logged "recovery: job 15: re-adopted: its server pid $server15" &&
