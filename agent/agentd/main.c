@@ -16,11 +16,9 @@
  * bounded (admit.h, and the handshake deadline below). Every request
  * passes one dispatch point (dispatch.h).
  *
- * SIGTERM (systemctl stop/restart, a package upgrade) ends the agent alone:
- * its jobs' servers and mounts keep running and their records stay, for
- * the next agent to re-adopt (jobs_recover.c) or, if none comes back, for
- * the plugin's teardown or the Epilog to end them and the next start to
- * wipe them. SIGINT is the admin's explicit "tear everything down": it
+ * SIGTERM (systemctl stop/restart, the restart after an upgrade) ends the
+ * agent alone: its jobs' servers and mounts keep running and their records
+ * stay, for the next agent to re-adopt (jobs_recover.c) or wipe. SIGINT is the admin's explicit "tear everything down": it
  * stops every instance it runs (persistent ones excepted) and wipes their
  * data before exiting. */
 #include <errno.h>
