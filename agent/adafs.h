@@ -83,7 +83,8 @@ int adafs_connect(adafs **out, const char *instance_file, char *err, size_t errl
 void adafs_disconnect(adafs *fs);
 
 /* Why the last connection to a server failed, naming the server (e.g.
- * "server 1 (n2:40021) did not prove it knows the instance's secret: ..."),
+ * "server 1 (n2:40021) did not prove it knows the instance's secret: ...",
+ * "server 1 (n2:40021): connection lost awaiting an answer ..."),
  * or "" if none did: for a caller whose call gave -EIO, -EACCES (a server
  * refused the instance file's secret) or -EPERM (what listens at a
  * server's address is not this instance's server). Copies it into

@@ -194,6 +194,7 @@
 #pragma redefine_extname qos_limits_merge adafs_qos_limits_merge
 #pragma redefine_extname qos_limits_parse adafs_qos_limits_parse
 #pragma redefine_extname qos_value_format adafs_qos_value_format
+#pragma redefine_extname qos_rate_show adafs_qos_rate_show
 /* qos_paths.h (libadafs_qos) */
 #pragma redefine_extname qos_path_plain adafs_qos_path_plain
 #pragma redefine_extname qos_path_scan adafs_qos_path_scan

@@ -25,12 +25,20 @@ int qos_class_from_name(const char *name)
     return -1;
 }
 
-/* One value for class c (or for every class in [first, last]). */
+/* One value for class c (or for every class in [first, last]). A rate
+ * may end in "/s" (write=100M/s, stat=500/s): it is one anyway. */
 static int parse_value(int c, const char *text, uint64_t *v)
 {
     if (strcasecmp(text, "unlimited") == 0) {
         *v = QOS_UNLIMITED;
         return 0;
+    }
+    char number[64];
+    size_t len = strlen(text);
+    if (len >= 3 && len < sizeof(number) && strcasecmp(text + len - 2, "/s") == 0) {
+        memcpy(number, text, len - 2);
+        number[len - 2] = '\0';
+        text = number;
     }
     int rc = qos_class_is_data(c) ? size_parse(text, v) : count_parse(text, v);
     if (rc == 0 && (*v == 0 || *v == QOS_UNLIMITED))
@@ -38,7 +46,10 @@ static int parse_value(int c, const char *text, uint64_t *v)
     return rc;
 }
 
-static int parse_item(char *item, struct qos_limits *out, char *err, size_t errlen)
+/* given: bit c for a class named itself, bits 10 and 11 for mdops and bw;
+ * a name given twice is refused (mdops then stat=... overrides one). */
+static int parse_item(char *item, struct qos_limits *out, unsigned *given, char *err,
+                      size_t errlen)
 {
     char *eq = strchr(item, '=');
     if (!eq || eq == item || !eq[1]) {
@@ -59,6 +70,13 @@ static int parse_item(char *item, struct qos_limits *out, char *err, size_t errl
                  " mkdir unlink rename other read write, or mdops, bw)", name, name, value);
         return -EINVAL;
     }
+    unsigned bit = first != last ? (first == 0 ? 1u << QOS_NCLASSES : 2u << QOS_NCLASSES)
+                                 : 1u << first;
+    if (*given & bit) {
+        snprintf(err, errlen, "%s given twice (in '%s=%s')", name, name, value);
+        return -EINVAL;
+    }
+    *given |= bit;
     uint64_t v;
     int rc = parse_value(first, value, &v);
     if (rc < 0) {
@@ -85,8 +103,9 @@ int qos_limits_parse(const char *text, struct qos_limits *out, char *err, size_t
     }
     strcpy(buf, text);
     char *save = NULL;
+    unsigned given = 0;
     for (char *item = strtok_r(buf, ", \t\n", &save); item; item = strtok_r(NULL, ", \t\n", &save))
-        if (parse_item(item, out, err, errlen) < 0)
+        if (parse_item(item, out, &given, err, errlen) < 0)
             return -EINVAL;
     return 0;
 }
@@ -101,6 +120,34 @@ void qos_value_format(int c, uint64_t v, char *buf, size_t len)
         size_format(v, buf, len);
     else
         snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+void qos_rate_show(int c, uint64_t v, char *buf, size_t len)
+{
+    static const char units[] = "KMGTPE";
+    if (v == 0 || v == QOS_UNLIMITED || !qos_class_is_data(c) || v < 1024) {
+        if (v == 0)
+            snprintf(buf, len, "0");
+        else
+            qos_value_format(c, v, buf, len);
+        return;
+    }
+    char exact[32];
+    size_format(v, exact, sizeof(exact));
+    if (strlen(exact) <= 5) {   /* "100M", "4K": already short and exact */
+        snprintf(buf, len, "%s", exact);
+        return;
+    }
+    double x = (double)v;
+    int u = -1;
+    while (x >= 1000 && u < (int)sizeof(units) - 2) {   /* 1000: at most 3 digits */
+        x /= 1024;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, len, "%llu", (unsigned long long)v);
+    else
+        snprintf(buf, len, x < 10 ? "%.2f%c" : x < 100 ? "%.1f%c" : "%.0f%c", x, units[u]);
 }
 
 int qos_limits_format(const struct qos_limits *l, char *buf, size_t len)

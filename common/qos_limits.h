@@ -62,6 +62,13 @@ int qos_limits_format(const struct qos_limits *l, char *buf, size_t len);
 /* One value as text: "1000", "100M", "unlimited", "-" (not given). */
 void qos_value_format(int c, uint64_t v, char *buf, size_t len);
 
+/* A measured or computed rate (demand, allocation, usage) for people to
+ * read: "0" for none, "unlimited", a count, or bytes in 3 significant
+ * digits ("100M", "97.7M", "1.50G"; exact values as qos_value_format
+ * writes them). Never parsed back: limits are written with
+ * qos_value_format. */
+void qos_rate_show(int c, uint64_t v, char *buf, size_t len);
+
 /* Copies into dst every class src gives. */
 void qos_limits_merge(struct qos_limits *dst, const struct qos_limits *src);
 

@@ -31,6 +31,7 @@
     X(skipped, "symlinks and special files left out")                       \
     X(pieces, "pieces of split files written")                              \
     X(errors, "failures (the first ones are listed)")                       \
+    X(fs_faults, "of them, the job's file system's: a server did not answer") \
     X(verified, "files re-read and compared (verify=yes)")                 \
     X(src_mdops, "metadata operations made on the source side")           \
     X(dst_mdops, "metadata operations made on the destination side")      \

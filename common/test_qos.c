@@ -53,6 +53,15 @@ static void test_limits(void)
     tap_is_int(qos_limits_parse("stat=1.5K", &l, err, sizeof(err)), -EINVAL,
                "operations are whole numbers");
     tap_is_int(qos_limits_parse("stat", &l, err, sizeof(err)), -EINVAL, "an item without '='");
+    tap_is_int(qos_limits_parse("write=100MB/s,stat=500/s", &l, err, sizeof(err)), 0,
+               "a rate may end in /s");
+    tap_ok(l.v[QOS_WRITE] == 100ull << 20 && l.v[QOS_STAT] == 500, "and means the same");
+    tap_is_int(qos_limits_parse("stat=/s", &l, err, sizeof(err)), -EINVAL, "'/s' alone is no rate");
+    tap_is_int(qos_limits_parse("stat=100,Stat=200", &l, err, sizeof(err)), -EINVAL,
+               "a class given twice is refused");
+    tap_ok(strstr(err, "Stat given twice (in 'Stat=200')") != NULL, "named: %s", err);
+    tap_is_int(qos_limits_parse("bw=1G mdops=5 bw=2G", &l, err, sizeof(err)), -EINVAL,
+               "and bw twice");
     tap_is_int(qos_limits_parse(NULL, &l, err, sizeof(err)), 0, "NULL is an empty set");
     tap_ok(!qos_limits_any(&l), "with nothing given");
     struct qos_limits max, want;
@@ -62,6 +71,15 @@ static void test_limits(void)
     tap_ok(strstr(err, "stat=6000") && strstr(err, "stat=5000"), "named: %s", err);
     qos_limits_parse("stat=5000,write=1G", &want, err, sizeof(err));
     tap_is_int(qos_limits_check_max(&want, &max, err, sizeof(err)), 0, "at the maximum is fine");
+    char show[5][32];
+    qos_rate_show(QOS_WRITE, 104859648, show[0], sizeof(show[0]));   /* 102402K */
+    qos_rate_show(QOS_WRITE, 100ull << 20, show[1], sizeof(show[1]));
+    qos_rate_show(QOS_WRITE, 1610612736ull + 12345, show[2], sizeof(show[2]));
+    qos_rate_show(QOS_STAT, 0, show[3], sizeof(show[3]));
+    qos_rate_show(QOS_WRITE, 8192, show[4], sizeof(show[4]));
+    tap_ok(!strcmp(show[0], "100M") && !strcmp(show[1], "100M") && !strcmp(show[2], "1.50G") &&
+           !strcmp(show[3], "0") && !strcmp(show[4], "8K"),
+           "rates shown in 3 digits: %s %s %s %s %s", show[0], show[1], show[2], show[3], show[4]);
 }
 
 static bool plain_naive(const char *s)

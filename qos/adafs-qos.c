@@ -14,6 +14,8 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <libgen.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +46,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: adafs-qos [--config FILE] status [--json]\n"
-            "       adafs-qos [--config FILE] set policy NAME | capacity LIMITS | period SECONDS\n"
-            "       adafs-qos [--config FILE] set job JOBID LIMITS|clear\n"
+            "       adafs-qos [--config FILE] set policy NAME | capacity LIMITS... | period SECONDS\n"
+            "       adafs-qos [--config FILE] set job JOBID LIMITS...|clear\n"
             "       adafs-qos [--config FILE] plot [--class CLASS] [--job JOBID]... [--last SECONDS]"
             " [-o FILE]\n"
             "       adafs-qos [--config FILE] taskprolog\n"
@@ -61,7 +63,11 @@ static int ask(uint16_t op, const struct rpc_writer *body, struct rpc_reader *r,
     snprintf(path, sizeof(path), "%s/qosd.sock", conf.state_dir);
     int fd = net_connect_unix(path);
     if (fd < 0)
-        return fail("cannot reach adafs-qosd at %s: %s", path, strerror(-fd));
+        return fail("cannot reach adafs-qosd at %s: %s%s", path, strerror(-fd),
+                    fd == -EACCES ? " (only root and adafs-qosd's user may ask; a user sees a"
+                    " job's limits and usage with scontrol show bbstat JOBID)"
+                    : fd == -ENOENT || fd == -ECONNREFUSED ? " (is adafs-qosd running? its log"
+                    " says why not)" : "");
     net_set_timeouts(fd, 5000);
     struct rpc_header h = { .opcode = op, .id = 1 };
     int rc = rpc_send(fd, &h, body->data, body->len, net_now_ms() + 5000);
@@ -76,10 +82,14 @@ static int ask(uint16_t op, const struct rpc_writer *body, struct rpc_reader *r,
     return 0;
 }
 
-static void print_value(int c, uint64_t v)
+/* A rate of the status table: "-" for none (not asked, or not limited). */
+static void print_value(int c, uint64_t v, bool asked)
 {
     char buf[32];
-    qos_value_format(c, v, buf, sizeof(buf));
+    if (asked)
+        qos_value_format(c, v, buf, sizeof(buf));
+    else
+        qos_rate_show(c, v, buf, sizeof(buf));
     printf(" %10s", strcmp(buf, "unlimited") == 0 ? "-" : buf);
 }
 
@@ -144,10 +154,10 @@ static int status(bool as_json)
                 char nodes[32];
                 snprintf(nodes, sizeof(nodes), "%u/%u", j->nodes_reporting, j->nodes);
                 printf("%8u %6u %5s %5u %-7s", j->job_id, j->uid, nodes, j->procs, qos_class_name(c));
-                print_value(c, j->asked[c] ? j->asked[c] : QOS_UNLIMITED);
-                print_value(c, j->demand[c]);
-                print_value(c, j->alloc[c]);
-                print_value(c, j->usage[c]);
+                print_value(c, j->asked[c] ? j->asked[c] : QOS_UNLIMITED, true);
+                print_value(c, j->demand[c], false);
+                print_value(c, j->alloc[c], false);
+                print_value(c, j->usage[c], false);
                 printf("\n");
             }
         }
@@ -156,23 +166,62 @@ static int status(bool as_json)
     return 0;
 }
 
+/* A usage error: what was wrong, then the usage; exit status 2. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "adafs-qos: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    usage(stderr);
+    return 2;
+}
+
 static int set(int argc, char **argv)
 {
-    if (argc < 2)
-        return usage(stderr), 2;
+    static const char *const what[] = { "policy", "capacity", "period", "job" };
+    bool known = false;
+    for (size_t k = 0; argc > 0 && k < sizeof(what) / sizeof(what[0]); k++)
+        known |= strcmp(argv[0], what[k]) == 0;
+    if (argc == 0)
+        return usage_error("set: what? (policy, capacity, period or job)");
+    if (!known)
+        return usage_error("set %s: unknown setting (known: policy, capacity, period, job)",
+                           argv[0]);
+    bool job_set = strcmp(argv[0], "job") == 0;
+    if (argc < (job_set ? 3 : 2))
+        return usage_error(job_set ? "set job: expected JOBID and LIMITS (or clear)"
+                                   : "set %s: expected its value", argv[0]);
+    bool limits = job_set || strcmp(argv[0], "capacity") == 0;
+    if (!limits && argc > 2)
+        return usage_error("set %s: unexpected '%s' (one value)", argv[0], argv[2]);
+    /* Limits may come as several arguments (stat=500 write=100M), as on a
+     * qos line: joined by commas. */
+    char joined[1024] = "";
+    for (int k = job_set ? 2 : 1; limits && k < argc; k++) {
+        size_t n = strlen(joined);
+        if (snprintf(joined + n, sizeof(joined) - n, "%s%s", n ? "," : "", argv[k]) >=
+            (int)(sizeof(joined) - n))
+            return fail("set %s: limits too long (at most %zu characters)", argv[0],
+                        sizeof(joined) - 1);
+    }
     struct rpc_writer w;
     rpc_writer_init(&w, NULL, 0);
     uint32_t job = 0;
-    const char *value = argv[1];
-    if (strcmp(argv[0], "job") == 0) {
+    const char *value = limits ? joined : argv[1];
+    if (job_set) {
         char *end;
+        errno = 0;
         unsigned long v = strtoul(argv[1], &end, 10);
-        if (argc != 3 || *end || !v || v > UINT32_MAX)
-            return fail("set job JOBID LIMITS|clear: '%s' is not a job id", argv[1]);
+        if (errno || end == argv[1] || *end || argv[1][0] == '-' || !v || v > UINT32_MAX)
+            return fail("set job %s: '%s' is not a job id", argv[1], argv[1]);
         job = (uint32_t)v;
-        value = strcmp(argv[2], "clear") == 0 ? "" : argv[2];
-    } else if (argc != 2) {
-        return usage(stderr), 2;
+        if (strcmp(argv[2], "clear") == 0 && argc > 3)
+            return usage_error("set job %s clear: unexpected '%s'", argv[1], argv[3]);
+        value = strcmp(argv[2], "clear") == 0 ? "" : joined;
     }
     rpc_put_str(&w, argv[0]);
     rpc_put_u32(&w, job);
@@ -185,7 +234,10 @@ static int set(int argc, char **argv)
     if (rc)
         return 1;
     const char *msg = rpc_get_str(&r);
-    printf("%s\n", msg ? msg : "(no answer text)");
+    if (st < 0)
+        fail("set %s: refused by adafs-qosd: %s", argv[0], msg ? msg : strerror(-st));
+    else
+        printf("%s\n", msg ? msg : "(no answer text)");
     free(reply);
     return st < 0 ? 1 : 0;
 }
@@ -207,17 +259,33 @@ static int plot(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
         switch (c) {
         case 'c': cls = optarg; break;
-        case 'j':
-            if (njobs < 64)
-                jobs[njobs++] = strtoul(optarg, NULL, 10);
+        case 'j': {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-' || !v || v > UINT32_MAX)
+                return usage_error("plot --job %s: not a job id", optarg);
+            if (njobs == 64)
+                return usage_error("plot --job %s: at most 64 jobs in one plot", optarg);
+            jobs[njobs++] = v;
             break;
-        case 'l': last = atof(optarg); break;
+        }
+        case 'l': {
+            char *end;
+            last = strtod(optarg, &end);
+            if (end == optarg || *end || !(last > 0))
+                return usage_error("plot --last %s: expected seconds above 0", optarg);
+            break;
+        }
         case 'o': out = optarg; break;
         default: return usage(stderr), 2;
         }
     }
+    if (optind < argc)
+        return usage_error("plot: unexpected '%s'", argv[optind]);
     if (qos_class_from_name(cls) < 0)
-        return fail("--class %s: not a class", cls);
+        return usage_error("plot --class %s: not a class (open close stat readdir mkdir unlink"
+                           " rename other read write)", cls);
     char records[4200], dir[] = "/tmp/adafs-qos-plot.XXXXXX";
     snprintf(records, sizeof(records), "%s/records.csv", conf.state_dir);
     FILE *in = fopen(records, "re");
@@ -362,6 +430,11 @@ int main(int argc, char **argv)
         return fail("%s", err);
     if (strcmp(cmd, "status") == 0 && (argc - i == 1 || (argc - i == 2 && !strcmp(argv[i + 1], "--json"))))
         return status(argc - i == 2);
+    if (strcmp(cmd, "status") == 0)
+        return usage_error("status: unexpected '%s' (status takes only --json)",
+                           strcmp(argv[i + 1], "--json") == 0 ? argv[i + 2] : argv[i + 1]);
+    if (strcmp(cmd, "taskprolog") == 0 && argc - i > 1)
+        return usage_error("taskprolog: unexpected '%s' (it takes no arguments)", argv[i + 1]);
     if (strcmp(cmd, "set") == 0)
         return set(argc - i - 1, argv + i + 1);
     if (strcmp(cmd, "plot") == 0)

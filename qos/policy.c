@@ -30,15 +30,19 @@ static void priority_shares(double capacity, struct policy_job *jobs, size_t n)
 /* Max-min: each job in increasing order of want takes its want or an
  * equal share of what is left, whichever is less (a job at the floor
  * that grows: the equal share, policy.h); returns what is left.
- * order holds the jobs' indices sorted by want. */
+ * order holds the jobs' indices sorted by want. With capped (psfa), what
+ * a job asked bounds the floor's equal share too: a job held at the
+ * stat=200 it asked took its equal share of 500 on the mini-cluster. */
 static double max_min(double left, struct policy_job *jobs, size_t n, const uint32_t *order,
-                      const double *want)
+                      const double *want, bool capped)
 {
     for (size_t k = 0; k < n; k++) {
         struct policy_job *j = &jobs[order[k]];
         double share = left / (double)(n - k);
         double w = want[order[k]];
         double take = w < share && !(j->grows && w < share * POLICY_FLOOR) ? w : share;
+        if (capped)
+            take = cap_asked(j, j->alloc + take) - j->alloc;
         j->alloc += take;
         left -= take;
     }
@@ -103,7 +107,7 @@ static void proportional_shares(double capacity, struct policy_job *jobs, size_t
         want[i] = jobs[i].demand > jobs[i].alloc ? jobs[i].demand - jobs[i].alloc : 0;
     }
     sort_by(want, n, order);
-    left = max_min(left, jobs, n, order, want);
+    left = max_min(left, jobs, n, order, want, false);
     for (size_t i = 0; left > 0 && i < n; i++)
         jobs[i].alloc += left / (double)n;
 }
@@ -116,7 +120,7 @@ static void psfa_shares(double capacity, struct policy_job *jobs, size_t n, uint
         want[i] = cap_asked(&jobs[i], jobs[i].demand);
     }
     sort_by(want, n, order);
-    double left = max_min(capacity, jobs, n, order, want);
+    double left = max_min(capacity, jobs, n, order, want, true);
     /* What no demand took: in proportion to usage (evenly if none), to
      * jobs that may take more. Repeated, as a cap may send some back. */
     for (int round = 0; round < 4 && left > capacity * 1e-9; round++) {

@@ -377,8 +377,12 @@ static int control_set(struct rpc_reader *r, char *msg, size_t len)
         snprintf(msg, len, "policy is now %s", qos_policy_name(p));
     } else if (strcmp(what, "capacity") == 0) {
         struct qos_limits l;
-        if (qos_limits_parse(value, &l, why, sizeof(why)) < 0 || !qos_limits_any(&l)) {
-            snprintf(msg, len, "capacity %s: %s", value, qos_limits_any(&l) ? why : "no class given");
+        if (qos_limits_parse(value, &l, why, sizeof(why)) < 0) {
+            snprintf(msg, len, "capacity %s: %s", value, why);
+            return -EINVAL;
+        }
+        if (!qos_limits_any(&l)) {
+            snprintf(msg, len, "capacity %s: no class given", value);
             return -EINVAL;
         }
         if (!st.capacity_set)
@@ -408,7 +412,12 @@ static int control_set(struct rpc_reader *r, char *msg, size_t len)
             return -ENOMEM;
         }
         jobs_dirty = true;
-        snprintf(msg, len, qos_limits_any(&l) ? "job %u: limits set" : "job %u: limits cleared", job);
+        bool running = false;
+        for (uint32_t i = 0; i < last_status.njobs && !running; i++)
+            running = last_status.jobs[i].job_id == job;
+        snprintf(msg, len, "job %u: limits %s%s", job, qos_limits_any(&l) ? "set" : "cleared",
+                 running ? "" : " (it is not under QoS now: a mistyped job id? they apply if"
+                 " it runs)");
     } else {
         snprintf(msg, len, "cannot set '%s': policy, capacity, period or job", what);
         return -EINVAL;
@@ -521,6 +530,7 @@ int main(int argc, char **argv)
         }
     }
     if (optind != argc) {
+        fprintf(stderr, "adafs-qosd: unexpected '%s' (it takes options only)\n", argv[optind]);
         usage(stderr);
         return 2;
     }
@@ -541,7 +551,9 @@ int main(int argc, char **argv)
     log_set_level((enum log_level)level);
     int lfd = net_listen_unix(path_socket, 16);
     if (lfd < 0)
-        die("%s: %s", path_socket, strerror(-lfd));
+        die("%s: %s%s", path_socket, strerror(-lfd),
+            lfd == -EACCES ? " (AdafsQosStateDir must be writable by adafs-qosd's user:"
+            " run it as slurmctld's user, as the adafs-qosd unit does)" : "");
     chmod(path_socket, 0660);
     int rc = state_load(path_state, &st, err, sizeof(err));
     if (rc < 0)

@@ -52,6 +52,12 @@ static void test_policies(void)
     policy_allocate(QOS_POLICY_PSFA, 1200, pj, 3, order, want);
     tap_ok(pj[2].alloc <= 250 + 1e-9 && near(pj[0].alloc + pj[1].alloc + pj[2].alloc, 1200),
            "psfa: a job never gets more than it asked; the rest goes to the others");
+    jobs3(200, 2100, 0);
+    pj[0].asked = 200;
+    pj[0].grows = pj[1].grows = true;   /* both held at their limits */
+    policy_allocate(QOS_POLICY_PSFA, 1000, pj, 2, order, want);
+    tap_ok(near(pj[0].alloc, 200) && near(pj[1].alloc, 800),
+           "psfa: a held job below half a share takes no more than it asked (200, 800 of 1000)");
     jobs3(INFINITY, 100, 100);
     policy_allocate(QOS_POLICY_PSFA, 600, pj, 3, order, want);
     tap_ok(near(pj[0].alloc, 400), "psfa: a job not yet measured takes what the others leave");

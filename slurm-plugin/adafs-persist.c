@@ -57,6 +57,19 @@ static void die(const char *fmt, ...)
     exit(1);
 }
 
+/* A usage error: named, exit status 2 (the man page's EXIT STATUS). */
+static void usage_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void usage_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, PROG ": ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(2);
+}
+
 /* The persistent instances in slurmctld's answer to scontrol show burst:
  * the adafs plugin's buffers that have a name. */
 struct listing {
@@ -240,7 +253,7 @@ int main(int argc, char **argv)
             char *end;
             long s = strtol(optarg, &end, 10);
             if (*end || end == optarg || s < 1 || s > 86400)
-                die("--wait %s: expected seconds in 1..86400", optarg);
+                usage_die("--wait %s: expected seconds in 1..86400", optarg);
             wait_s = (int)s;
             break;
         }
@@ -258,21 +271,21 @@ int main(int argc, char **argv)
     bool create = strcmp(cmd, "create") == 0;
     if (strcmp(cmd, "list") == 0) {
         if (nwords || owner)
-            die("list takes no arguments");
+            usage_die("list takes no arguments");
         slurm_init(NULL);
         return cmd_list();
     }
     if (!create && strcmp(cmd, "destroy") != 0) {
         usage(stderr);
-        die("'%s' is not create, destroy or list", cmd);
+        usage_die("'%s' is not create, destroy or list", cmd);
     }
     need_root(cmd);
     char bb[512], name[AGENT_PERSIST_NAME_MAX + 1], err[512];
     if (persist_admin_request(create, nwords, words, bb, sizeof(bb), name, sizeof(name), err,
                               sizeof(err)) < 0)
-        die("%s", err);
+        usage_die("%s", err);
     if (create != (owner != NULL))
-        die(create ? "create needs --owner USER: the instance is that user's"
+        usage_die(create ? "create needs --owner USER: the instance is that user's"
                    : "destroy takes no --owner: the instance's owner destroys it");
     slurm_init(NULL);
     struct listing l = { 0 };

@@ -112,6 +112,9 @@ struct bb_job {
     uint64_t out_failed, out_redo;
     time_t t_out_failed, t_out_pass;
     uint32_t out_passes;
+    /* Saved: this pass failed reading the job's own file system (one of
+     * its servers did not answer): not kept, whatever the destination. */
+    bool out_fs_lost;
 
     /* Saved: its saved record could not be read (why); job_id is the only
      * other field that holds anything. The plugin settles it with Slurm's

@@ -207,7 +207,9 @@ void bb_job_encode(struct rpc_writer *w, const struct bb_job *j)
                    /* bit 6: the servers' key follows the secret */
                    (uint32_t)(j->server_key_hex[0] != '\0') << 6 |
                    /* bit 7: a failed stage-out kept (its fields follow the times) */
-                   (uint32_t)(j->t_out_failed != 0) << 7);
+                   (uint32_t)(j->t_out_failed != 0) << 7 |
+                   /* bit 8: a stage-out pass failed on the job's file system */
+                   (uint32_t)j->out_fs_lost << 8);
     rpc_put_u32(w, (uint32_t)j->nnodes);
     for (size_t i = 0; i < j->nnodes; i++) {
         const struct bb_node *n = &j->nodes[i];
@@ -321,6 +323,7 @@ struct bb_job *bb_job_decode(struct rpc_reader *r, char *err, size_t errlen)
     j->released = flags & 2;
     j->finalizing = flags & 4;
     j->superseded = flags & 8;
+    j->out_fs_lost = flags >> 8 & 1;
     j->req.access = (enum bb_access)(flags >> 4 & 3);
     if (ok && !get_nodes(r, j)) {
         ok = false;

@@ -22,11 +22,11 @@ static void job_text(FILE *f, const struct qos_status *s, const struct qos_job_s
             continue;
         char v[4][32];
         qos_value_format(c, j->asked[c], v[0], sizeof(v[0]));
-        qos_value_format(c, j->demand[c], v[1], sizeof(v[1]));
-        qos_value_format(c, j->alloc[c], v[2], sizeof(v[2]));
-        qos_value_format(c, j->usage[c], v[3], sizeof(v[3]));
-        fprintf(f, "  %s: Asked=%s Demand=%s Limit=%s Usage=%s (per second)\n", qos_class_name(c),
-                v[0], v[1], v[2], v[3]);
+        qos_rate_show(c, j->demand[c], v[1], sizeof(v[1]));
+        qos_rate_show(c, j->alloc[c], v[2], sizeof(v[2]));
+        qos_rate_show(c, j->usage[c], v[3], sizeof(v[3]));
+        fprintf(f, "  %s: Asked=%s Demand=%s Limit=%s Usage=%s (per second, the whole job)\n",
+                qos_class_name(c), v[0], v[1], v[2], v[3]);
     }
 }
 

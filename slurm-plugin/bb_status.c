@@ -196,7 +196,8 @@ char *bb_status_report(struct bb_driver *d, const char *arg, const char *plugin,
         char *end;
         unsigned long id = strtoul(arg, &end, 10);
         if (*end || id == 0) {
-            strbuf_printf(&b, "%s: '%s' is not a job id\n", plugin, arg);
+            strbuf_printf(&b, "%s: '%s' is not a job id (scontrol show bbstat without one"
+                          " lists the persistent instances too)\n", plugin, arg);
             return strbuf_take(&b);
         }
         only = (uint32_t)id;

@@ -218,6 +218,22 @@ static bool is_line_keyword(const char *word)
     return false;
 }
 
+/* A token that belongs on another line: a line keyword written inside
+ * one (two lines run together) or a QoS limit outside a qos line. -1 with
+ * the message naming where it goes, 0 when it is not one of those. */
+static int misplaced(struct parser *p, const struct origin *o, const char *key,
+                     const char *value)
+{
+    if (!value && is_line_keyword(key))
+        return fail(p, o, "'%s' must begin a line of its own (with --bb, start a new "
+                    "line: --bb $'capacity=1G\\n%s ...')", key, key);
+    if (value && (qos_class_from_name(key) >= 0 || strcmp(key, "mdops") == 0 ||
+                  strcmp(key, "bw") == 0))
+        return fail(p, o, "'%s=%s' is a QoS limit: it goes on a qos line of its own "
+                    "(#%s qos %s=%s)", key, value, p->prefix, key, value);
+    return 0;
+}
+
 static int parse_options(struct parser *p, const struct origin *o,
                          char **tokens, int ntokens)
 {
@@ -225,9 +241,8 @@ static int parse_options(struct parser *p, const struct origin *o,
     for (int i = 0; i < ntokens; i++) {
         char *key = tokens[i];
         char *value = split_value(key);
-        if (!value && is_line_keyword(key))
-            return fail(p, o, "'%s' must begin a line of its own (with --bb, start a new "
-                        "line: --bb $'capacity=1G\\n%s ...')", key, key);
+        if (misplaced(p, o, key, value) < 0)
+            return -1;
         if (!value)
             return fail(p, o, "'%s' needs a value, as in capacity=SIZE", key);
         if (strcmp(key, "access") == 0) {
@@ -287,6 +302,8 @@ static int parse_stage(struct parser *p, const struct origin *o,
         char *key = tokens[i];
         char *value = split_value(key);
         const char **slot;
+        if (misplaced(p, o, key, value) < 0)
+            return -1;
         if (!value)
             return fail(p, o, "'%s' needs a value, as in source=PATH", key);
         if (strcmp(key, "source") == 0)
@@ -366,6 +383,10 @@ static int parse_qos(struct parser *p, const struct origin *o, char **tokens, in
         return fail(p, o, "qos: %s", why);
     if (!qos_limits_any(&l))   /* qos "" would be a request that asks for nothing */
         return fail(p, o, "qos needs CLASS=RATE, as in qos mdops=2000 bw=500M");
+    for (int c = 0; c < QOS_NCLASSES; c++)
+        if (l.v[c] != QOS_NOT_GIVEN && p->req->qos.v[c] != QOS_NOT_GIVEN)
+            return fail(p, o, "qos: %s is given again (%s line %d set it already)",
+                        qos_class_name(c), p->req->qos_origin, p->req->qos_line);
     qos_limits_merge(&p->req->qos, &l);
     p->req->qos_line = o->line;
     p->req->qos_origin = o->what;
@@ -435,6 +456,8 @@ static int parse_persistent(struct parser *p, const struct origin *o, enum persi
         char *key = tokens[i];
         char *value = split_value(key);
         const char **slot = NULL;
+        if (misplaced(p, o, key, value) < 0)
+            return -1;
         if (!value)
             return fail(p, o, "'%s' needs a value, as in name=NAME", key);
         if (strcmp(key, "name") == 0)
@@ -447,6 +470,10 @@ static int parse_persistent(struct parser *p, const struct origin *o, enum persi
             slot = &access;
         else if (op == PERSIST_CREATE && strcmp(key, "fair_share") == 0)
             slot = &fair;
+        else if (strcmp(key, "fair_share") == 0)
+            return fail(p, o, "fair_share= is chosen when the instance is created "
+                        "(create_persistent ... fair_share=POLICY), not by the jobs that %s it",
+                        op == PERSIST_USE ? "use" : "destroy");
         else
             return fail(p, o, "unknown %s option '%s' (known: %s)", verb, key,
                         op == PERSIST_CREATE ? "name, capacity, nodes, access, fair_share" : "name");

@@ -86,6 +86,13 @@ void fake_fail_source(const char *text)
     snprintf(failing_source, sizeof(failing_source), "%s", text ? text : "");
 }
 
+static bool failing_fs;
+
+void fake_fail_fs(bool on)
+{
+    failing_fs = on;
+}
+
 static void status_reply(struct agent_call *c, struct fake_node *n, int64_t now, bool lost)
 {
     struct rpc_writer w;
@@ -98,8 +105,14 @@ static void status_reply(struct agent_call *c, struct fake_node *n, int64_t now,
     if (state == AGENT_OP_DONE) {
         struct stage_report_failure f = { n->stage.source, ENOENT, "No such file or directory",
                                           "open source" };
+        if (failing_fs)
+            f = (struct stage_report_failure){ n->stage.source, EIO, "Input/output error",
+                                               "read source (the job's file system: server 0 "
+                                               "(n1:40000): cannot connect to n1:40000: "
+                                               "Connection refused)" };
         struct stage_report r = { .direction = "in", .source = n->stage.source, .files = 10,
                                   .bytes = 1000, .dirs = 1, .errors = fails, .verified = 10,
+                                  .fs_faults = fails && failing_fs,
                                   .seconds = 0.5, .complete = !fails, .failures = fails ? &f : NULL,
                                   .nfailures = fails };
         summary = stage_report_encode(&r);

@@ -44,6 +44,9 @@ void fake_set(int node, const struct fake_node_script *script);   /* node from 1
 /* Stages whose source holds text fail on every node as FAKE_STAGE_FAILS's
  * (NULL or "": none). */
 void fake_fail_source(const char *text);
+/* Those failures as the job's file system's (EIO, fs_faults: a server of
+ * the instance gone), not the destination's. */
+void fake_fail_fs(bool on);
 extern const struct lc_transport fake_transport;
 
 /* How many requests of op node got (from 1), and in all. */

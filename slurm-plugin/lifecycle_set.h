@@ -34,6 +34,7 @@ struct lc_digest {
     int exit_status;
     struct stage_totals part;      /* its report's counters */
     char *why;                     /* a failed worker's first failure or message */
+    bool fs_fault;                 /* some failed on the job's file system (fs_faults) */
 };
 
 /* One request to each of some of a job's nodes, in flight together. The

@@ -76,7 +76,7 @@ static void build_stage(const struct lc_set *s, size_t k, struct rpc_writer *w)
 
 /* Adds a worker's report (stage_report.h) to the totals; returns the first
  * failure it lists (malloc'd) or NULL. */
-static char *add_summary(struct stage_totals *t, const char *summary)
+static char *add_summary(struct stage_totals *t, const char *summary, bool *fs_fault)
 {
     struct stage_report r;
     char err[128];
@@ -87,6 +87,7 @@ static char *add_summary(struct stage_totals *t, const char *summary)
     t->dirs += r.dirs;
     t->bytes += r.bytes;
     t->errors += r.errors;
+    *fs_fault = r.fs_faults > 0;
     if (r.seconds > t->seconds)
         t->seconds = r.seconds;   /* workers run side by side */
     char *first = NULL;
@@ -108,6 +109,25 @@ static char *first_line(const char *text)
     return len ? strndup(text, len) : NULL;
 }
 
+/* Is a failure (the worker's first) about a file being copied, not the
+ * workers' mailboxes (the stager's .adafs-stage directory)? */
+static bool copy_failure(const char *why)
+{
+    return why && !strstr(why, "/.adafs-stage/");
+}
+
+/* The node of the server a stager's failure names ("the job's file
+ * system: server K"): the instance's server K runs on the job's node K
+ * (lifecycle_deploy.c). NULL if none is named. */
+static const char *failed_server_node(const struct bb_job *j, const char *why)
+{
+    const char *p = why ? strstr(why, "the job's file system: server ") : NULL;
+    unsigned k;
+    if (!p || sscanf(p, "the job's file system: server %u", &k) != 1 || k >= j->nnodes)
+        return NULL;
+    return j->nodes[k].name;
+}
+
 /* A worker's final WATCH answer, read where it came (set_answered). */
 void lc_digest_answer(struct lc_set *s, size_t k)
 {
@@ -118,7 +138,7 @@ void lc_digest_answer(struct lc_set *s, size_t k)
         return;
     d->read = true;
     d->exit_status = st.exit_status;
-    char *first = st.summary[0] ? add_summary(&d->part, st.summary) : NULL;
+    char *first = st.summary[0] ? add_summary(&d->part, st.summary, &d->fs_fault) : NULL;
     if (st.exit_status != 0)
         d->why = first ? first : first_line(st.errors);
     else
@@ -236,7 +256,7 @@ int lc_finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction dir
 {
     const char *verb = dir == STAGE_IN ? "stage_in" : "stage_out";
     struct stage_totals *totals = dir == STAGE_IN ? &j->in : &j->out;
-    int failed = 0;
+    int failed = 0, best = 0;
     char *cause = NULL;
     for (size_t k = 0; k < s->n; k++) {
         const struct lc_digest *d = &s->digest[k];
@@ -251,11 +271,24 @@ int lc_finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction dir
             totals->seconds = d->part.seconds;   /* workers run side by side */
         /* A stage-out's reason names its destination too: the stager's
          * paths are inside the file system, the user must fix the other. */
-        if (d->exit_status != 0 && failed++ == 0 &&
-            asprintf(&cause, "%s source=%s%s%s on node %s: %s", verb, spec->source,
+        /* The job's file system failing (a server gone, named by that
+         * worker) is the cause to give, before any other worker's; a
+         * failed copy (its path) before a failed mailbox. */
+        int rank = d->exit_status == 0 ? 0 : !d->fs_fault ? 1 : !copy_failure(d->why) ? 2 : 3;
+        if (rank == 0)
+            continue;
+        failed++;
+        if (rank <= best)
+            continue;
+        best = rank;
+        free(cause);
+        const char *server_node = d->fs_fault ? failed_server_node(j, d->why) : NULL;
+        if (asprintf(&cause, "%s source=%s%s%s on node %s: %s%s%s%s", verb, spec->source,
                      dir == STAGE_OUT ? " destination=" : "",
                      dir == STAGE_OUT ? spec->destination : "", j->nodes[s->node[k]].name,
-                     d->why ? d->why : "the stager failed") < 0)
+                     d->why ? d->why : "the stager failed",
+                     server_node ? " (that server ran on node " : "",
+                     server_node ? server_node : "", server_node ? ")" : "") < 0)
             cause = NULL;
     }
     j->attempts = 0;
@@ -271,7 +304,10 @@ int lc_finish_watch(struct bb_job *j, struct lc_set *s, enum stage_direction dir
     if (failed) {
         /* Stage-out copies what it can: go on with the other lines; the
          * failed ones decide at the pass's end (stageout_keep.h). */
-        stageout_keep_failed(j, j->stage_index, cause ? cause : "stage failed");
+        if (best >= 2)
+            stageout_keep_fs_failed(j, j->stage_index, cause ? cause : "stage failed");
+        else
+            stageout_keep_failed(j, j->stage_index, cause ? cause : "stage failed");
         free(cause);
         log_warn("job %u: %s", j->job_id, j->error);
     }

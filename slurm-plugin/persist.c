@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define PERSIST_RECORD 0x50455253u   /* "PERS": a persistent instance's record */
 
@@ -85,12 +86,25 @@ struct persist_instance *persist_create(struct persist_table *t, const struct pe
     return p;
 }
 
+/* "no such persistent instance", naming one whose name differs only in
+ * case (names are case-sensitive; every user may list them anyway). */
+static void no_such(const struct persist_table *t, const char *op, const char *name, char *err,
+                    size_t errlen)
+{
+    const struct persist_instance *like = t->head;
+    while (like && strcasecmp(like->name, name) != 0)
+        like = like->next;
+    snprintf(err, errlen, "%s name=%s: no such persistent instance%s%s%s", op, name,
+             like ? " (names are case-sensitive: there is '" : "", like ? like->name : "",
+             like ? "')" : "");
+}
+
 int persist_check_use(const struct persist_table *t, const char *name, uint32_t uid,
                       const uint32_t *groups, size_t ngroups, char *err, size_t errlen)
 {
     const struct persist_instance *p = persist_find(t, name);
     if (!p) {
-        snprintf(err, errlen, "use_persistent name=%s: no such persistent instance", name);
+        no_such(t, "use_persistent", name, err, errlen);
         return -1;
     }
     bool member = false;
@@ -114,7 +128,7 @@ int persist_check_destroy(const struct persist_table *t, const char *name, uint3
 {
     const struct persist_instance *p = persist_find(t, name);
     if (!p) {
-        snprintf(err, errlen, "destroy_persistent name=%s: no such persistent instance", name);
+        no_such(t, "destroy_persistent", name, err, errlen);
         return -1;
     }
     if (uid != p->owner_uid && uid != 0) {
@@ -198,12 +212,16 @@ char *persist_status_text(const struct persist_table *t)
         char cap[32], used[32];
         size_format(p->capacity, cap, sizeof(cap));
         size_format(p->used, used, sizeof(used));
-        /* FairShare=default: each node agent's --fair-policy (not known here). */
+        /* FairShare=default: each node agent's --fair-policy (not known here).
+         * Nodes=all: no nodes= given, every AdafsPersistentNodes node (0 read
+         * as none). */
+        char nodes[16];
+        snprintf(nodes, sizeof(nodes), p->nodes ? "%u" : "all", (unsigned)p->nodes);
         strbuf_printf(&b, "    Name=%s Owner=%s(%u) Access=%s%s FairShare=%s Capacity=%s Used=%s "
-                      "Nodes=%u State=%s CreatedBy=%u\n", p->name, p->owner ? p->owner : "?",
+                      "Nodes=%s State=%s CreatedBy=%u\n", p->name, p->owner ? p->owner : "?",
                       (unsigned)p->owner_uid, p->group ? "group:" : "user",
                       p->group ? p->group : "", p->fair_share[0] ? p->fair_share : "default",
-                      cap, used, (unsigned)p->nodes,
+                      cap, used, nodes,
                       persist_state_name(p->state), (unsigned)p->creator_job);
     }
     return strbuf_take(&b);

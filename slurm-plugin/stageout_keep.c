@@ -29,6 +29,16 @@ void stageout_keep_failed(struct bb_job *j, size_t index, const char *why)
     j->out_failed |= bit(index);
 }
 
+void stageout_keep_fs_failed(struct bb_job *j, size_t index, const char *why)
+{
+    /* The instance's fault explains the pass better than a destination's
+     * (the first of them wins). */
+    if (!j->out_fs_lost)
+        bb_job_replace_error(j, FAIL_USER, "%s", why);
+    j->out_fs_lost = true;
+    j->out_failed |= bit(index);
+}
+
 bool stageout_keep_skips(const struct bb_job *j, size_t index)
 {
     return j->out_redo && !(j->out_redo & bit(index));
@@ -44,6 +54,8 @@ enum keep_verdict stageout_keep_decide(const struct bb_job *j, const struct bb_c
 {
     if (!j->out_failed)
         return KEEP_DONE;
+    if (j->out_fs_lost)
+        return KEEP_FS_LOST;
     if ((cfg->flags & BBCONF_TEARDOWN_FAILURE) || cfg->stage_out_keep == 0 || j->hurry)
         return KEEP_TEAR_DOWN;
     time_t since = j->t_out_failed ? j->t_out_failed : now;
@@ -108,6 +120,27 @@ static void say_lost(struct bb_job *j, const char *why)
     free(lost);
 }
 
+/* The job's error when its own file system failed the stage-out: the
+ * cause (which names the node, the server, the path and the errno), that
+ * it is not the destination's fault, what was lost, what the user can do.
+ * Not "fix the destination": the source broke. */
+static void say_fs_lost(struct bb_job *j)
+{
+    char *lost = lost_lines(j);
+    size_t n = cause_len(j->error);
+    char *cause = j->error ? strndup(j->error, n) : NULL;
+    bb_job_replace_error(j, FAIL_USER, "%s; torn down, not kept: the job's file system failed "
+                         "(a server of its instance did not answer), not the destination, and "
+                         "another pass would fail the same way; what that server held is lost, "
+                         "what was copied before is at the destination; not (wholly) copied "
+                         "out: %s; run the job again to make what was lost, and tell the admin "
+                         "the node and server named", cause ? cause : "stage_out failed",
+                         lost && lost[0] ? lost : "(unknown)");
+    log_warn("job %u: %s", j->job_id, j->error);
+    free(cause);
+    free(lost);
+}
+
 void stageout_keep_hurry(struct bb_job *j)
 {
     if (stageout_keep_kept(j)) {
@@ -158,7 +191,9 @@ int stageout_keep_end_pass(struct bb_job *j, const struct bb_config *cfg, time_t
         j->t_out_pass = next;
         return LC_CHANGED | LC_KEPT;
     }
-    if (v == KEEP_GIVE_UP) {
+    if (v == KEEP_FS_LOST) {
+        say_fs_lost(j);
+    } else if (v == KEEP_GIVE_UP) {
         char why[160];
         snprintf(why, sizeof(why), "stage_out failed and did not succeed within "
                  "AdafsStageOutKeep=%u s (%u passes)", cfg->stage_out_keep, j->out_passes + 1);

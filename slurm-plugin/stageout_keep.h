@@ -10,7 +10,10 @@
  * already there), and after AdafsStageOutKeep seconds without success it
  * is torn down with what was lost in the job's system comment.
  * `scancel --hurry` tears it down at once. With Flags=TeardownFailure or
- * AdafsStageOutKeep=0 a failed stage-out is torn down at once.
+ * AdafsStageOutKeep=0 a failed stage-out is torn down at once; so is one
+ * that failed reading the job's own file system (a server of the instance
+ * killed or hung): keeping it would ask the user to fix a destination that
+ * is not at fault, and every pass would fail the same way.
  *
  * Plain C on struct bb_job (its out_* fields, saved), for lifecycle_stage.c;
  * tested by test_stageout_keep without a cluster. */
@@ -30,6 +33,11 @@ enum keep_verdict {
     KEEP_TEAR_DOWN,    /* failed, not to be kept (TeardownFailure, keep 0, --hurry) */
     KEEP_RETRY,        /* failed, kept: the failed lines run again later */
     KEEP_GIVE_UP,      /* failed, kept AdafsStageOutKeep seconds already: tear down */
+    KEEP_FS_LOST,      /* failed reading the job's own file system (a server of
+                        * the instance did not answer): not the destination's
+                        * fault, nothing for the user to fix there, and a pass
+                        * again fails the same way: tear down at once, saying
+                        * what was lost and what the user can do */
 };
 enum keep_verdict stageout_keep_decide(const struct bb_job *j, const struct bb_config *cfg,
                                        time_t now);
@@ -37,6 +45,12 @@ enum keep_verdict stageout_keep_decide(const struct bb_job *j, const struct bb_c
 /* Line index of req.stages failed in this pass, why: the pass's first
  * failure becomes the job's error (the cause of what follows). */
 void stageout_keep_failed(struct bb_job *j, size_t index, const char *why);
+
+/* The same for a line whose stager failed on the job's file system (its
+ * report counts fs_faults: a server of the instance did not answer; why
+ * names it): that cause becomes the job's error, before any destination's,
+ * and the pass ends in KEEP_FS_LOST. */
+void stageout_keep_fs_failed(struct bb_job *j, size_t index, const char *why);
 
 /* Does this pass skip the stage_out line at index (it was copied out in
  * an earlier pass)? */

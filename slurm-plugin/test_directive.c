@@ -145,6 +145,14 @@ int main(void)
     rejected("#BB_ADAFS capacity=1G stage_in source=/pfs/a destination=b type=file\n",
              "'stage_in' must begin a line of its own");
     rejected("#BB_ADAFS capcity=1G\n", "lines of their own: stage_in");
+    /* A QoS limit written as an option is told where it goes. */
+    rejected("#BB_ADAFS capacity=1G stat=100\n", "'stat=100' is a QoS limit: it goes on a qos "
+             "line of its own (#BB_ADAFS qos stat=100)");
+    rejected("#BB_ADAFS mdops=2000\n", "(#BB_ADAFS qos mdops=2000)");
+    rejected("#BB_ADAFS create_persistent name=p capacity=1G qos stat=100\n",
+             "'qos' must begin a line of its own");
+    rejected("#BB_ADAFS create_persistent name=p capacity=1G stat=100\n", "is a QoS limit");
+    rejected("#BB_ADAFS stage_in source=/a destination=b type=file write=1G\n", "is a QoS limit");
     rejected("#BB_ADAFS\n", "empty directive");
     rejected("#BB_ADAFS chunk=3K\n", "power of two");
     rejected("#BB_ADAFS chunk=1G\n", "between 4K and 64M");
@@ -202,6 +210,12 @@ int main(void)
     rejected("#BB_ADAFS qos \"\"\n", "qos needs CLASS=RATE");   /* found by fuzz_directive */
     rejected("#BB_ADAFS qos ,\n", "qos needs CLASS=RATE");
     rejected("#BB_ADAFS capacity=1G\n#BB_ADAFS qos write=12QB\n", "line 2): qos: invalid rate '12QB'");
+    rejected("#BB_ADAFS qos stat=100 stat=200\n", "qos: stat given twice");
+    rejected("#BB_ADAFS qos mdops=100\n#BB_ADAFS qos stat=300\n",
+             "line 2): qos: stat is given again (batch script line 1 set it already)");
+    tap_is_int(parse("#BB_ADAFS qos stat=100\n#BB_ADAFS qos write=1G\n", NULL, &req), 1,
+               "qos lines of different classes add up");
+    bb_request_free(&req);
 
     /* Persistent instances: create, use, destroy. */
     tap_is_int(parse("#!/bin/sh\n#BB_ADAFS create_persistent name=proj_a capacity=10G nodes=2 "
@@ -269,7 +283,7 @@ int main(void)
     rejected("#BB_ADAFS create_persistent name=a capacity=1G fair_share=job-fair fair_share=off\n",
              "fair_share given twice");
     rejected("#BB_ADAFS use_persistent name=a fair_share=job-fair\n",
-             "unknown use_persistent option 'fair_share'");
+             "not by the jobs that use it");
     rejected("#BB_ADAFS capacity=1G fair_share=job-fair\n", "fair_share= is an option of "
              "create_persistent: a job's own file system serves that job alone");
     rejected("#BB_ADAFS create_persistent capacity=1G\n", "create_persistent needs name=NAME");

@@ -50,6 +50,9 @@ int main(void)
            "an owner-only instance refuses even a user of a shared group");
     tap_ok(persist_check_use(&t, "nope", 1001, NULL, 0, err, sizeof(err)) == -1 &&
            strstr(err, "use_persistent name=nope: no such persistent instance"), "an unknown name (%s)", err);
+    tap_ok(persist_check_destroy(&t, "Proj", 1001, NULL, 0, err, sizeof(err)) == -1 &&
+           strstr(err, "no such persistent instance (names are case-sensitive: there is 'proj')"),
+           "a name in the wrong case is pointed to the right one (%s)", err);
 
     uint32_t users[] = { 20, 21 };
     tap_ok(persist_check_destroy(&t, "proj", 1001, users, 2, err, sizeof(err)) == -1 &&
@@ -66,7 +69,7 @@ int main(void)
     tap_is_str(env, "ADAFS_PERSISTENT_proj", "the job's variable");
     char *text = persist_status_text(&t);
     tap_ok(text && strstr(text, "Name=proj Owner=alice(1001) Access=group:proj FairShare=user-then-size "
-                          "Capacity=4G Used=1M Nodes=0 State=creating CreatedBy=12") &&
+                          "Capacity=4G Used=1M Nodes=all State=creating CreatedBy=12") &&
            strstr(text, "Name=mine Owner=bob(1002) Access=user FairShare=default "),
            "show burst lines, each with its policy (default: the agents'):\n%s", text);
     free(text);

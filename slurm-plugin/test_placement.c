@@ -55,6 +55,14 @@ int main(void)
 
     make_db();
     tap_is_int(placement_open(db_path, err, sizeof(err)), 0, "the database opens");
+    /* The refresher reads every node's place (its thread, its handle). */
+    size_t table_hosts = 0;
+    uint64_t hits = 0;
+    for (int waited = 0; table_hosts == 0 && waited < 1000; waited++) {
+        placement_table_stats(&table_hosts, &hits);
+        usleep(10000);
+    }
+    tap_is_int(table_hosts, HOSTS, "the placement table has every host sysmap knows");
     /* Every host but n21, in its place x21 and at the end n41: unknown. */
     const char *names[HOSTS + 1];
     char buf[HOSTS + 1][16];
@@ -85,6 +93,10 @@ int main(void)
                  places[i].numa_node == v.storage_numa_node && !whys[i][0];
     }
     sysmap_close(db);
+    uint64_t hits_after;
+    placement_table_stats(&table_hosts, &hits_after);
+    tap_ok(hits_after - hits == HOSTS - 1, "the %d known ones from the table (%llu lookups)", HOSTS - 1,
+           (unsigned long long)(hits_after - hits));
     tap_ok(agree == HOSTS + 1, "%d nodes in one query placed as each one's view says, the "
            "unknown ones on the default with the reason (%d agree)", HOSTS + 1, agree);
     struct node_place one;
@@ -101,6 +113,40 @@ int main(void)
     tap_is_int(placement_check_fit("n[01-40]", "batch", (uint64_t)all + 1, err, sizeof(err)), -1,
                "a byte more does not");
     tap_ok(strstr(err, "partition batch") != NULL, "the reason names the partition (%s)", err);
+
+    /* The partition's totals are kept (fit_cache.h), summed from the
+     * placement table: n02 shrinking by 100 GiB is seen after the age
+     * bound, by every node list after a reopen (a reconfigure). */
+    struct sysmap_db *writer;
+    tap_is_int(sysmap_open(db_path, SYSMAP_OPEN_WRITE, &writer, err, sizeof(err)), 0,
+               "a writer opens");
+    char *smaller = synth_report("n02", 0);
+    tap_is_int(sysmap_store(writer, smaller, strlen(smaller), 1700000900, NULL, err, sizeof(err)),
+               0, "n02 reports 100 GiB less");
+    free(smaller);
+    sysmap_close(writer);
+    tap_is_int(placement_check_fit("n[01-40]", "batch", (uint64_t)all, err, sizeof(err)), 0,
+               "the kept totals still answer for n[01-40]");
+    tap_is_int(placement_check_fit("n[01-20],n[21-40]", "batch", (uint64_t)all, err,
+                                   sizeof(err)), 0,
+               "another node list is summed from the table, as old as it");
+    placement_close();
+    tap_is_int(placement_open(db_path, err, sizeof(err)), 0, "reopened");
+    long long less = all - synth_local_bytes(1) + synth_local_bytes(0);
+    tap_is_int(placement_check_fit("n[01-40]", "batch", (uint64_t)less + 1, err, sizeof(err)), -1,
+               "after a reopen n[01-40] is summed anew");
+    tap_is_int(placement_check_fit("n[01-40]", "batch", (uint64_t)less, err, sizeof(err)), 0,
+               "to the byte");
+    for (int waited = 0; waited < 1000; waited++) {
+        placement_table_stats(&table_hosts, &hits);
+        if (table_hosts)
+            break;
+        usleep(10000);
+    }
+    tap_is_int(placement_check_fit("n[01-20],n[21-40]", "batch", (uint64_t)less + 1, err,
+                                   sizeof(err)), -1, "the new table sums as sysmap does");
+    tap_is_int(placement_check_fit("n[01-20],n[21-40]", "batch", (uint64_t)less, err,
+                                   sizeof(err)), 0, "to the byte");
     placement_close();
     free(places);
     free(whys);

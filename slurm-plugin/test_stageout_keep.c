@@ -53,6 +53,10 @@ static void test_decide(void)
     j.hurry = true;
     tap_is_int(stageout_keep_decide(&j, &c, 1000), KEEP_TEAR_DOWN, "--hurry: torn down");
     j.hurry = false;
+    j.out_fs_lost = true;
+    tap_is_int(stageout_keep_decide(&j, &c, 1000), KEEP_FS_LOST,
+               "the job's file system failed: not kept, whatever the keep allows");
+    j.out_fs_lost = false;
     j.out_redo = 2;
     tap_ok(stageout_keep_skips(&j, 0) && !stageout_keep_skips(&j, 1),
            "a pass after a failure runs the failed lines only");
@@ -235,6 +239,46 @@ static void test_agent_silent(void)
     bb_job_free(j);
 }
 
+/* A server of the job's file system gone during the stage-out: the
+ * stager's report counts fs_faults. Not kept as "fix the destination":
+ * torn down at the pass's end, the reason naming the server, what was
+ * lost and what the user can do. */
+static void test_fs_lost(void)
+{
+    cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60 };
+    fake_fail_fs(true);
+    int ev;
+    struct bb_job *j = failed_once(28, &ev);
+    tap_ok(j->phase == PHASE_COMPLETE && !(ev & LC_KEPT) && (ev & LC_FINISHED) &&
+           !stageout_keep_kept(j) && fake_total(AGENT_TEARDOWN) == 1 &&
+           fake_total(AGENT_STAGE) == 2,
+           "the job's file system failed: both lines tried, then torn down, not kept (%s)",
+           bb_phase_name(j->phase));
+    tap_ok(j->error && strstr(j->error, "stage_out source=bad destination=/pfs/bad on node n1: /bad") &&
+           strstr(j->error, "server 0 (n1:40000)") && strstr(j->error, "Input/output error") &&
+           strstr(j->error, "(that server ran on node n1)") && strstr(j->error, "not the destination") &&
+           strstr(j->error, "not (wholly) copied out: stage_out source=bad destination=/pfs/bad") &&
+           !strstr(j->error, "source=good destination") && strstr(j->error, "run the job again") &&
+           !strstr(j->error, "fix the destination") && !strstr(j->error, "[kept"),
+           "its reason names the line, node, server, errno, what was lost and what to do (%s)",
+           j->error ? j->error : "");
+    bb_job_free(j);
+    /* Kept for a destination first, then the file system fails: torn down. */
+    fake_fail_fs(false);
+    j = failed_once(29, &ev);
+    tap_ok(stageout_keep_kept(j), "a destination's failure: kept");
+    fake_fail_fs(true);
+    fake_clock = j->retry_at;
+    ev = drive(j, 3000);
+    tap_ok(j->phase == PHASE_COMPLETE && (ev & LC_FINISHED) && j->error &&
+           strstr(j->error, "server 0 (n1:40000)") && !strstr(j->error, "No such file") &&
+           !strstr(j->error, "[kept"),
+           "kept, then the file system fails on a later pass: torn down, its cause given (%s)",
+           j->error ? j->error : "");
+    bb_job_free(j);
+    fake_fail_fs(false);
+}
+
 static void test_saved(void)
 {
     cfg = (struct bb_config){ .stage_out_keep = 600, .stage_out_retry = 60 };
@@ -247,6 +291,18 @@ static void test_saved(void)
     rpc_reader_init(&r, w.data, w.len);
     char err[256] = "";
     struct bb_job *back = bb_job_decode(&r, err, sizeof(err));
+    j->out_fs_lost = true;     /* as a pass that failed on the file system has it */
+    struct rpc_writer w2;
+    rpc_writer_init(&w2, NULL, 0);
+    bb_job_encode(&w2, j);
+    j->out_fs_lost = false;
+    struct rpc_reader r2;
+    rpc_reader_init(&r2, w2.data, w2.len);
+    struct bb_job *fs = bb_job_decode(&r2, err, sizeof(err));
+    tap_ok(back && !back->out_fs_lost && fs && fs->out_fs_lost,
+           "a pass's failure on the job's file system survives its saved record %s", err);
+    bb_job_free(fs);
+    rpc_writer_free(&w2);
     tap_ok(back && back->phase == PHASE_STAGING_OUT && back->t_out_failed == j->t_out_failed &&
            back->t_out_pass == j->t_out_pass && back->out_redo == 2 && back->out_passes == 1 &&
            stageout_keep_kept(back) && strcmp(back->error, j->error) == 0,
@@ -267,6 +323,7 @@ int main(void)
     test_hurry_under_way();
     test_not_kept();
     test_agent_silent();
+    test_fs_lost();
     test_saved();
     fake_stop();
     return tap_done();

@@ -197,6 +197,9 @@ int backend_adafs_init(struct backend *b, const char *instance, char *err, size_
 void backend_adafs_fini(struct backend *b);
 /* Strips the instance's mount point from a path given as seen by the job
  * ("/adafs/job.7/in" -> "/in"); relative paths are taken from the root. */
+/* Why a connection of b to the job's file system last failed, naming the
+ * server and its address (adafs_last_error), into buf ("" if none did). */
+void backend_adafs_why(struct backend *b, char *buf, size_t len);
 int backend_adafs_path(struct backend *b, const char *user_path, char *out, size_t outlen);
 #endif
 

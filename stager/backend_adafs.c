@@ -587,6 +587,13 @@ void backend_adafs_fini(struct backend *b)
     b->fs = NULL;
 }
 
+void backend_adafs_why(struct backend *b, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 0; b->fs && i < BACKEND_ADAFS_CONNECTIONS && !buf[0]; i++)
+        adafs_last_error(b->file_fs[i], buf, len);
+}
+
 int backend_adafs_path(struct backend *b, const char *user_path, char *out, size_t outlen)
 {
     const char *mount = adafs_mount_point(FS(b));

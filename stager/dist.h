@@ -30,6 +30,7 @@
 #ifndef ADAFS_STAGE_DIST_H
 #define ADAFS_STAGE_DIST_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -53,6 +54,14 @@
 #define DIST_SEND_DELAY 0.002
 #define DIST_SEND_FULL 0.05
 #define DIST_POLL_MAX_BELL 0.1
+/* The mailbox store (the job's file system) failing: a message that could
+ * not be written is tried again this often (not in a busy loop), and the
+ * run stops once the store has failed this long without a pause: one of
+ * the instance's servers is gone (a killed one fails at once, a hung one
+ * after the instance's timeout_ms), and waiting for the peer timeout (60 s)
+ * only delays the failure (doc/stager.md, Failures). */
+#define DIST_STORE_RETRY 0.1
+#define DIST_STORE_GRACE 2.0
 
 struct hub;
 struct dcache;
@@ -102,7 +111,25 @@ struct dist {
     _Atomic uint64_t final_ns;  /* threads' time in finalize items */
     uint64_t given_back;        /* items not started given back (DM_STEAL) */
     double tail;                /* worker 0: last copy done -> DONE (s) */
+
+    /* The comm thread's: the store's failures in a row (dist_store_error). */
+    double store_since, store_last;
+    int store_failed;           /* the run stopped on them (recorded once) */
 };
+
+/* A mailbox operation's result that means the store itself failed (not
+ * "no message yet" nor "being written"). */
+static inline int dist_store_hard(int rc)
+{
+    return rc < 0 && rc != -ENOENT && rc != -EAGAIN && rc != -EFBIG;
+}
+/* The mailbox store gave the hard error rc on op of message name, an
+ * operation begun at began (dist_now()). 1 once such failures have gone
+ * on for DIST_STORE_GRACE (then the run must stop: the failure, naming the
+ * mailbox, the errno and the server that failed, is recorded once), else 0. */
+int dist_store_error(struct dist *d, double began, int rc, const char *op, const char *name);
+/* Why the store's connections last failed, naming the server ("" if none). */
+void dist_store_why(struct dist *d, char *buf, size_t len);
 
 double dist_now(void);
 /* Queues a record for the coordinator; urgent: discovery, sent at once. */

@@ -412,6 +412,10 @@ static void top_item(struct pool_thread *self, struct xitem *xi)
 void item_task(struct pool_thread *self, void *arg)
 {
     struct xitem *xi = arg;
+    if (atomic_load(&xi->d->run->stopping)) {
+        ack(xi, 1);                 /* not started: the run stopped */
+        return;
+    }
     switch (xi->m.kind) {
     case DK_DIR:
         list_dir(self, xi, xi->m.dir, &xi->m.loc, 0);

@@ -458,6 +458,8 @@ static void poll_worker(struct hub *h, unsigned wi, double now)
         if (w->state == W_GONE)
             return;
     }
+    if (dist_store_hard(rc) && dist_store_error(h->d, now, rc, "read", name))
+        h->d->stop = 1;
     if (got) {
         w->last_heard = now;
         /* With a doorbell its next message rings: no looks meanwhile
@@ -495,7 +497,8 @@ static void deliver(struct hub *h, unsigned wi, double now)
         rpc_writer_free(&m);
         return;
     }
-    if (w->state != W_LIVE || (!w->out_n && now - w->last_sent < h->d->beat))
+    if (w->state != W_LIVE || (!w->out_n && now - w->last_sent < h->d->beat) ||
+        now < w->retry_at || h->d->store_failed)
         return;
     if (!rpc_writer_ok(&w->out)) {
         worker_gone(h, wi, "could not be sent its work (out of memory)");
@@ -520,10 +523,18 @@ static void deliver(struct hub *h, unsigned wi, double now)
         rpc_writer_init(&w->out, NULL, 0);
         w->out_n = 0;
         w->said_write_error = 0;
-    } else if (!w->said_write_error) {
-        log_warn("cannot write to worker %u's mailbox in %s: %s (trying again)", wi,
-                 h->d->mdir->path, strerror(-rc));
-        w->said_write_error = 1;
+    } else {
+        w->retry_at = now + DIST_STORE_RETRY;
+        if (!w->said_write_error) {
+            char server[400];
+            log_warn("cannot write to worker %u's mailbox in %s: %s%s%s (trying again every "
+                     "%.1f s)", wi, h->d->mdir->path, strerror(-rc),
+                     stage_fs_fault(h->d->run, server, sizeof(server)) ? ": " : "", server,
+                     DIST_STORE_RETRY);
+            w->said_write_error = 1;
+        }
+        if (dist_store_hard(rc) && dist_store_error(h->d, now, rc, "write", name))
+            h->d->stop = 1;
     }
 }
 
@@ -596,8 +607,13 @@ void hub_loop(struct hub *h)
         }
         for (unsigned i = 0; i < d->n; i++) {
             deliver(h, i, now);
-            if (i > 0 && h->w[i].state == W_LIVE && h->w[i].last_sent + d->beat < next)
-                next = h->w[i].last_sent + d->beat;
+            /* A message the store refused is tried again at retry_at, not
+             * in a busy loop. */
+            double due = h->w[i].last_sent + d->beat;
+            if (due < h->w[i].retry_at)
+                due = h->w[i].retry_at;
+            if (i > 0 && h->w[i].state == W_LIVE && due < next)
+                next = due;
         }
         /* What was read is removed once its answers are out (a removal
          * costs a request to servers busy with the copy; before, it came
@@ -617,7 +633,10 @@ void hub_loop(struct hub *h)
         }
         dist_wait(d, next, rung, h);
     }
-    dist_store_cleanup(d);
+    /* A store that failed is not emptied: each request would fail again
+     * (a hung server's after the instance's timeout). */
+    if (!d->store_failed)
+        dist_store_cleanup(d);
 }
 
 void hub_destroy(struct hub *h)

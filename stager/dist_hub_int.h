@@ -35,6 +35,7 @@ struct hworker {
     size_t out_n;
     struct hq held;          /* items it has and has not acknowledged */
     int said_write_error;
+    double retry_at;            /* a message the store refused: tried again then */
     /* Its doorbell (dist_bell.h), from the source of its rings. */
     struct sockaddr_in bell;
     int bell_ok;

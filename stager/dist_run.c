@@ -30,6 +30,35 @@ void dist_drop_read(struct bdir *dir, int to_hub, unsigned w, uint64_t *from, ui
     }
 }
 
+int dist_store_error(struct dist *d, double began, int rc, const char *op, const char *name)
+{
+    double now = dist_now();
+    if (!d->store_since || now - d->store_last > DIST_STORE_GRACE)
+        d->store_since = began;      /* a new run of failures */
+    d->store_last = now;
+    if (d->store_failed || now - d->store_since < DIST_STORE_GRACE)
+        return d->store_failed;
+    d->store_failed = 1;
+    atomic_store(&d->run->stopping, 1);
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s/%016llx/%s", d->store, d->id,
+             (unsigned long long)d->nonce, name);
+    /* stage_fail adds the server that failed (EIO). */
+    stage_fail(d->run, path, -rc, "%s the workers' mailbox: the job's file system failed for "
+               "%.1f s: worker %u of %u stopped and the stage is incomplete", op,
+               now - d->store_since, d->me, d->n);
+    return 1;
+}
+
+void dist_store_why(struct dist *d, char *buf, size_t len)
+{
+    buf[0] = '\0';
+#ifdef HAVE_LIBADAFS
+    if (d->sb_adafs)
+        backend_adafs_why(&d->sb, buf, len);
+#endif
+}
+
 /* The request, as every worker was given it, names the run. */
 static void run_id(struct dist *d)
 {
@@ -433,7 +462,7 @@ static void *worker_main(void *arg)
     struct dist *d = c->d;
     struct stage_run *run = d->run;
     double now = dist_now(), last_heard = now, last_sent = now, next_poll = now;
-    double poll = 0.001;
+    double poll = 0.001, retry_at = 0;
     int rung = 0;
     struct rpc_writer pending;          /* taken from out, not yet written */
     rpc_writer_init(&pending, NULL, 0);
@@ -459,6 +488,8 @@ static void *worker_main(void *arg)
                 got = 1;
                 exec_receive(d, p, len);
             }
+            if (dist_store_hard(rc) && dist_store_error(d, now, rc, "read", name))
+                d->stop = 1;
             if (got) {
                 last_heard = now;
                 /* With a doorbell worker 0's next message rings. */
@@ -485,7 +516,11 @@ static void *worker_main(void *arg)
             rpc_writer_init(&pending, NULL, 0);      /* an empty message: alive */
             have_pending = 1;
         }
-        if (have_pending) {
+        if (have_pending && d->store_failed) {
+            rpc_writer_free(&pending);       /* nowhere to send it */
+            rpc_writer_init(&pending, NULL, 0);
+            have_pending = 0;
+        } else if (have_pending && now >= retry_at) {
             int rc = send_out(d, c, &pending);
             if (rc == 0) {
                 rpc_writer_free(&pending);
@@ -500,11 +535,17 @@ static void *worker_main(void *arg)
                     if (next_poll > now + poll)
                         next_poll = now + poll;
                 }
-            } else if (now - last_sent > d->timeout) {
-                stage_fail(run, d->store, -rc, "write to worker 0's mailbox (for %.0f s)",
-                           d->timeout);
-                d->stop = 1;
-                have_pending = 0;
+            } else {
+                dist_msg_name(name, sizeof(name), 1, d->me, c->out_seq);
+                retry_at = now + DIST_STORE_RETRY;
+                if ((dist_store_hard(rc) && dist_store_error(d, now, rc, "write", name)) ||
+                    now - last_sent > d->timeout) {
+                    if (!d->store_failed)
+                        stage_fail(run, d->store, -rc, "write to worker 0's mailbox (for %.0f s)",
+                                   d->timeout);
+                    d->stop = 1;
+                    have_pending = 0;
+                }
             }
         }
         dist_drop_read(d->mdir, 0, d->me, &dropped, d->in_seq);
@@ -520,7 +561,15 @@ static void *worker_main(void *arg)
             when = last_sent + d->beat;
         if (finishing)
             when = now + 0.001;
-        dist_wait(d, when, rung_by_hub, &rung);
+        if (have_pending) {
+            /* A message the store refused: not again before retry_at, and
+             * records queued meanwhile (urgent) do not make it sooner. */
+            if (when < retry_at)
+                when = retry_at;
+            bell_wait(&d->bell, when - now, rung_by_hub, &rung);
+        } else {
+            dist_wait(d, when, rung_by_hub, &rung);
+        }
     }
     rpc_writer_free(&pending);
     pool_release(run->pool);

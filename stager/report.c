@@ -25,6 +25,7 @@ char *report_json(const struct stage_options *opt, const struct stage_result *r)
         .worker = opt->worker, .workers = opt->workers ? opt->workers : 1,
         .files = r->files, .dirs = r->dirs, .bytes = r->bytes, .unchanged = r->unchanged,
         .skipped = r->skipped, .pieces = r->pieces, .errors = r->errors,
+        .fs_faults = r->fs_faults,
         /* every file it copied was re-read and compared */
         .verified = opt->verify ? r->files : 0,
         .src_mdops = r->src_mdops, .dst_mdops = r->dst_mdops, .coord_ops = r->coord_ops,

@@ -27,6 +27,19 @@ char *stage_rel(const char *parent_rel, const char *name)
     return s;
 }
 
+int stage_fs_fault(struct stage_run *run, char *buf, size_t len)
+{
+    buf[0] = '\0';
+#ifdef HAVE_LIBADAFS
+    struct backend *b = run->dst_adafs ? &run->dst_b : run->src_adafs ? &run->src_b : NULL;
+    if (b && b->fs)
+        backend_adafs_why(b, buf, len);
+    if (!buf[0] && run->dist)
+        dist_store_why(run->dist, buf, len);
+#endif
+    return buf[0] != '\0';
+}
+
 void stage_fail(struct stage_run *run, const char *path, int err, const char *fmt, ...)
 {
     char what[512];
@@ -34,6 +47,15 @@ void stage_fail(struct stage_run *run, const char *path, int err, const char *fm
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
+    /* EIO from the job's file system: one of its servers did not answer
+     * (killed, hung, its node gone). Which one, and where, is what the
+     * user and the admin need; libadafs kept it. */
+    char server[400] = "";
+    if (err == EIO && stage_fs_fault(run, server, sizeof(server))) {
+        size_t n = strlen(what);
+        snprintf(what + n, sizeof(what) - n, " (the job's file system: %s)", server);
+        atomic_fetch_add(&run->fs_faults, 1);
+    }
     /* The one line a person (and the agent's record of stderr) gets for it,
      * at once: a stage killed at its timeout still named what failed.
      * report_text's summary only counts them. */
@@ -503,6 +525,7 @@ int stage_execute(struct stage_run *run)
     r->unchanged = atomic_load(&run->unchanged);
     r->skipped = atomic_load(&run->skipped);
     r->pieces = atomic_load(&run->pieces);
+    r->fs_faults = atomic_load(&run->fs_faults);
     r->src_mdops = __atomic_load_n(&run->src_b.md_count, __ATOMIC_RELAXED);
     r->dst_mdops = __atomic_load_n(&run->dst_b.md_count, __ATOMIC_RELAXED);
     r->idle_seconds = run->pool ? pool_idle_seconds(run->pool) : 0;

@@ -62,6 +62,8 @@ struct stage_result {
     uint64_t skipped;         /* symlinks and special files left out */
     uint64_t pieces;          /* pieces of split files written */
     uint64_t errors;          /* number of failures below */
+    uint64_t fs_faults;       /* of them, the job's file system's (a server that
+                               * did not answer: named in the failure) */
     uint64_t src_mdops;       /* metadata operations this process made on the source */
     uint64_t dst_mdops;       /* ... and on the destination (backend.h says which) */
     uint64_t coord_ops;       /* n > 1: operations on the workers' mailboxes */

@@ -46,6 +46,11 @@ struct stage_run {
     _Atomic uint64_t files, dirs, bytes, unchanged, skipped, pieces;
     _Atomic uint64_t files_seen, bytes_seen;
     _Atomic int no_memory;
+    _Atomic uint64_t fs_faults;         /* failures with EIO from the job's file system */
+    /* The run cannot finish (its workers' mailboxes failed, dist.h): no
+     * entry is started any more (each would wait on a server that does not
+     * answer); the failure that stopped it says the stage is incomplete. */
+    _Atomic int stopping;
 
     pthread_mutex_t lock;               /* failures and the visited set */
     struct stage_failure *failures;
@@ -93,8 +98,13 @@ struct small_batch {
 };
 
 /* stage.c */
+/* Why the job's file system last failed, naming the server and its
+ * address (libadafs's adafs_last_error), into buf: 1 if known, else 0
+ * (buf ""). */
+int stage_fs_fault(struct stage_run *run, char *buf, size_t len);
 /* Records a failed entry for the summary and logs its one line: path, what
- * was done (fmt) and err. */
+ * was done (fmt) and err; an EIO from the job's file system also names
+ * the server that failed (stage_fs_fault) and counts in fs_faults. */
 void stage_fail(struct stage_run *run, const char *path, int err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void stage_fail_at(struct stage_run *run, struct bdir *d, const char *name, int err,

@@ -332,6 +332,11 @@ static void entry(struct pool_thread *self, struct dnode *parent, const char *sn
     int follow = run->opt.follow_symlinks || named_by_user;
     struct stat sst, dst;
     int stated = d_type != DT_REG;
+    if (atomic_load(&run->stopping)) {
+        if (pre && pre->rc == 0)
+            sops->close(pre->f);
+        return;                     /* the run stopped (stage_internal.h) */
+    }
     if (pre && stated) {
         /* Not the path open_read_many was for: open as usual below. */
         if (pre->rc == 0)

@@ -87,6 +87,21 @@ int sysmap_deploy_view(struct sysmap_db *db, const char *hostname, int64_t at,
 int sysmap_deploy_views(struct sysmap_db *db, const char *const *names, size_t n, int64_t at,
                         struct sysmap_deploy_view *views, int *found, char *err, size_t errlen);
 
+/* The view of every host the database knows (at 0: current, else as of
+ * at), one read transaction, each passed to each(view, arg) in name order;
+ * a nonzero return from each stops the walk and is returned. For a reader
+ * that keeps all views (the plugin's placement table, refreshed outside
+ * slurmctld's locks). 0, or -errno with err. */
+int sysmap_deploy_views_all(struct sysmap_db *db, int64_t at,
+                            int (*each)(const struct sysmap_deploy_view *view, void *arg),
+                            void *arg, char *err, size_t errlen);
+
+/* A number that changes whenever another connection (the server storing a
+ * report, a bulk load) commits to the database this handle reads: SQLite's
+ * PRAGMA data_version, a few microseconds. Lets a reader keep what it
+ * computed from the database until the data changes. 0, or -errno with err. */
+int sysmap_data_version(struct sysmap_db *db, int64_t *version, char *err, size_t errlen);
+
 struct sysmap_capacity {
     size_t hosts;                    /* hosts in the list */
     size_t hosts_with_storage;

@@ -81,6 +81,14 @@ check "its 4 processes held the 200 stats/s it asked: $r/s (+-10%)" -- within "$
 r=$(rate $((changed + 1)) $((changed + 5)) $(logs asks))
 check "the limit set at run time reached every process within 2 periods: $r/s (800 due, +-10%)" -- \
     within "$r" 800 10
+# After the rates' window: a set, even for another job, pushes limits at once.
+check "adafs-qos set job without limits says what is missing" -- \
+    eval "qos set job $id 2>&1 | grep -q 'expected JOBID and LIMITS'"
+check "a refused capacity names the bad rate, not 'no class given'" -- \
+    eval "qos set capacity stat=10k 2>&1 | grep -q \"refused by adafs-qosd: capacity stat=10k: invalid rate '10k'\""
+check "limits for a job not under QoS are set with a warning" -- \
+    eval "qos set job 4000000000 stat=10 | grep -q 'not under QoS now'"
+qos set job 4000000000 clear >/dev/null
 check "adafs-qosd reread burst_buffer.conf edited at run time and kept reaching the agents" -- \
     eval "grep -q 'settings from' '$B/log/qosd.log' && ! grep 'munge' '$B/log/qosd.log'"
 

@@ -3,7 +3,8 @@
 # for the cluster's nodes places each server on its node's best local
 # storage, and a job asking capacity= (which sysmap's host lists check at
 # submit) runs to completion with slurmctld alive. Node n4 is one sysmap
-# has never seen: it keeps AdafsStoragePath.
+# has never seen: it keeps AdafsStoragePath. A request larger than the
+# partition's nodes hold by sysmap is refused at submit, twice.
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 start_cluster
@@ -58,4 +59,24 @@ check "n1's server kept its data in sysmap's storage ($storage/adafs)" -- \
 check "n4, unknown to sysmap, used AdafsStoragePath, and the log says so" -- \
     grep -q "sysmap does not know node n4" "$ADAFS_CLUSTER_DIR/log/slurmctld.log"
 check "nothing is left on the nodes" -- wait_clean 30
+
+# A request larger than the partition's nodes hold by sysmap (n1-n3, 3.5 TB
+# each; n4 unknown) is refused at submit, the second time from the kept
+# totals (slurm-plugin/fit_cache.h). A node may give 100T here, so that
+# limit does not refuse it first.
+set_bb_conf AdafsNodeCapacity 100T >/dev/null
+big=$(write_job big.sh <<'EOF'
+#!/bin/bash
+#BB_ADAFS capacity=20T
+true
+EOF
+)
+for try in first second; do
+    out=$(submit -N 2 "$big" 2>&1)
+    status=$?
+    [ "$status" != 0 ] && grep -q "capacity=20T does not fit: the nodes of partition debug" <<<"$out"
+    ok $? "the $try 20T request is refused at submit by the partition's sysmap totals: ${out##*: the nodes of }"
+done
+check "slurmctld is alive after them" -- ctld_alive
+set_bb_conf AdafsNodeCapacity 4G >/dev/null
 tap_done

@@ -148,6 +148,17 @@ static void note_error(adafs *fs, const char *msg)
     pthread_mutex_unlock(&fs->error_lock);
 }
 
+/* Keeps that server's connection failed within a call (the server was
+ * killed or stopped answering): adafs_last_error names it and its address. */
+static void note_lost(adafs *fs, int server, const char *when)
+{
+    const struct instance_server *s = &fs->inst.servers[server];
+    char msg[INSTANCE_HOST_MAX + 160];
+    snprintf(msg, sizeof(msg), "server %d (%s:%d): connection lost %s (closed, or no answer "
+             "within %d ms)", server, s->host, s->port, when, fs->inst.timeout_ms);
+    note_error(fs, msg);
+}
+
 /* Attempts at connecting and authenticating before a call gives up: a
  * server under a storm of connections may cut a handshake short
  * (fsd/gate.c evicts the oldest), which is worth another try. */
@@ -644,6 +655,7 @@ void fs_call_meanwhile(adafs *fs, struct call *calls, int n, void (*meanwhile)(v
         }
         if (send_call(fs, c) < 0) {
             conn_drop(&fs->conns[c->server]);
+            note_lost(fs, c->server, "sending a request");
             state[c->server] = -EIO;
             continue;
         }
@@ -664,8 +676,10 @@ void fs_call_meanwhile(adafs *fs, struct call *calls, int n, void (*meanwhile)(v
             continue;
         if (state[c->server] < 0 || recv_call(fs, c) < 0) {
             c->status = -EIO;
-            if (state[c->server] >= 0)
+            if (state[c->server] >= 0) {
                 conn_drop(&fs->conns[c->server]);
+                note_lost(fs, c->server, "awaiting an answer");
+            }
             state[c->server] = -EIO;
         }
     }

@@ -4,6 +4,7 @@
  *   plscale [--state-dir DIR] [--nodes PER_JOB] N...
  *   plscale --sysmap DB NODES HOSTLIST
  *   plscale --hostlist N
+ *   plscale --fit-burst DB HOSTLIST SUBMITS
  *
  * For each N, the plugin's own code (libadafs_bb, without the shim) on a
  * table of N instances of PER_JOB nodes (4), each with a stage-in and a
@@ -25,10 +26,18 @@
  * --sysmap: placement from a sysmap database; a DB that does not exist is
  * made first by sysmap's own writer (sysmap_store) from 10,000 synthetic
  * reports of 20 hardware profiles (sysmap/tests/synth.c), hosts n00001
- * to n10000. place_us, bb_p_job_begin's instance of a job of NODES nodes
+ * to n10000 (2 s after opening it, as in a running slurmctld: placement's
+ * table read in the background). place_us, bb_p_job_begin's instance of a job of NODES nodes
  * (n00001...: each node's storage from sysmap) under slurmctld's job lock;
  * fit_us, the submit-time check of a request against HOSTLIST (a
  * partition's nodes), under the job lock too (bb_p_job_validate).
+ *
+ * --fit-burst: SUBMITS submit-time fits against HOSTLIST one after the
+ * other, as a burst of #BB_ADAFS submits to one partition makes them (each
+ * under the job write lock): fit_first_us the first, fit_burst_us all of
+ * them and fit_burst_max_us the longest; then the same while the
+ * collectors keep reporting (a report of n00001 stored between any two
+ * submits, not timed): fit_writes_us, fit_writes_max_us.
  *
  * --hostlist: hostlist_expand of n[1-N] (zero-padded) and hostlist_compress
  * of all its names and of every other one in reverse order (N/2 ranges):
@@ -281,6 +290,9 @@ static void placement(const char *db, int nodes, const char *hostlist)
         fprintf(stderr, "plscale: %s\n", err);
         exit(1);
     }
+    /* A build with the placement table reads it in the background: the
+     * times are of a running slurmctld's, not of its first seconds. */
+    sleep(2);
     struct bb_config cfg;
     bb_config_load("/nonexistent/burst_buffer.conf", &cfg, err, sizeof(err));
     cfg.node_capacity = 1ull << 50;
@@ -320,6 +332,60 @@ static void placement(const char *db, int nodes, const char *hostlist)
     free(names);
 }
 
+static void fit_series(const char *tag, const char *hostlist, int submits,
+                       struct sysmap_db *writer)
+{
+    char err[512];
+    uint64_t all = 0, longest = 0;
+    for (int i = 0; i < submits; i++) {
+        if (writer) {
+            char *report = synth_report("n00001", 0);
+            if (sysmap_store(writer, report, strlen(report), 1700000000 + i + 1, NULL, err,
+                             sizeof(err)) < 0) {
+                fprintf(stderr, "plscale: %s\n", err);
+                exit(1);
+            }
+            free(report);
+        }
+        uint64_t t = now_us();
+        if (placement_check_fit(hostlist, "batch", 1ull << 40, err, sizeof(err)) < 0) {
+            fprintf(stderr, "plscale: %s\n", err);
+            exit(1);
+        }
+        uint64_t took = now_us() - t;
+        all += took;
+        longest = took > longest ? took : longest;
+    }
+    printf("fit_%s_us %d %llu\nfit_%s_max_us %d %llu\n", tag, submits,
+           (unsigned long long)all, tag, submits, (unsigned long long)longest);
+}
+
+static void fit_burst(const char *db, const char *hostlist, int submits)
+{
+    char err[512];
+    if (access(db, F_OK) < 0)
+        make_sysmap(db);
+    if (placement_open(db, err, sizeof(err)) < 0) {
+        fprintf(stderr, "plscale: %s\n", err);
+        exit(1);
+    }
+    /* A build with the placement table reads it in the background: the
+     * times are of a running slurmctld's, not of its first seconds. */
+    sleep(2);
+    uint64_t t = now_us();
+    placement_check_fit(hostlist, "batch", 1ull << 40, err, sizeof(err));
+    printf("fit_first_us %s %llu\n", hostlist, (unsigned long long)(now_us() - t));
+    fit_series("burst", hostlist, submits, NULL);
+    struct sysmap_db *writer;
+    if (sysmap_open(db, SYSMAP_OPEN_WRITE, &writer, err, sizeof(err)) < 0) {
+        fprintf(stderr, "plscale: %s\n", err);
+        exit(1);
+    }
+    fit_series("writes", hostlist, submits, writer);
+    sysmap_close(writer);
+    placement_close();
+}
+
 static void hostlists(int n)
 {
     char expr[64], err[256];
@@ -357,6 +423,7 @@ int main(int argc, char **argv)
         { "nodes", required_argument, NULL, 'n' },
         { "sysmap", required_argument, NULL, 'm' },
         { "hostlist", required_argument, NULL, 'h' },
+        { "fit-burst", required_argument, NULL, 'f' },
         { 0 },
     };
     int c;
@@ -368,7 +435,10 @@ int main(int argc, char **argv)
             per_job = atoi(optarg);
         else if (c == 'm')
             sysmap_db = optarg;
-        else if (c == 'h') {
+        else if (c == 'f' && optind + 2 == argc) {
+            fit_burst(optarg, argv[optind], atoi(argv[optind + 1]));
+            return 0;
+        } else if (c == 'h') {
             hostlists(atoi(optarg));
             return 0;
         }
@@ -382,7 +452,8 @@ int main(int argc, char **argv)
     if (optind >= argc || per_job < 1 || sysmap_db) {
         fprintf(stderr, "usage: plscale [--state-dir DIR] [--nodes PER_JOB] N...\n"
                         "       plscale --sysmap DB NODES HOSTLIST\n"
-                        "       plscale --hostlist N\n");
+                        "       plscale --hostlist N\n"
+                        "       plscale --fit-burst DB HOSTLIST SUBMITS\n");
         return 2;
     }
     for (int i = optind; i < argc; i++)

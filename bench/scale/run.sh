@@ -23,4 +23,7 @@ for r in 1 2; do
     both --sysmap "$db" 1000 'n[00001-10000]'
     both --sysmap "$db" 4096 'n[00001-01000]'
 done
+# A burst of 20 submits to the 10,000-node partition, then 20 more while
+# the collectors report between them (fit_cache: the partition summed once).
+for r in 1 2 3; do both --fit-burst "$db" 'n[00001-10000]' 20; done
 for n in 1000 10000 50000; do "$new" --hostlist "$n" | sed 's/^/new /'; done

@@ -54,6 +54,20 @@ int db_prepare(struct sysmap_db *db, const char *sql, sqlite3_stmt **st,
     return 0;
 }
 
+int sysmap_data_version(struct sysmap_db *db, int64_t *version, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    int rc = db_prepare(db, "PRAGMA data_version", &st, err, errlen);
+    if (rc)
+        return rc;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        *version = sqlite3_column_int64(st, 0);
+    else
+        rc = db_fail(db, -EIO, err, errlen, "cannot read the data version");
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int sysmap_open(const char *path, int mode, struct sysmap_db **out, char *err, size_t errlen)
 {
     struct sysmap_db *db = calloc(1, sizeof(*db));

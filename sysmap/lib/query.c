@@ -483,6 +483,37 @@ int sysmap_deploy_views(struct sysmap_db *db, const char *const *names, size_t n
     return rc;
 }
 
+int sysmap_deploy_views_all(struct sysmap_db *db, int64_t at,
+                            int (*each)(const struct sysmap_deploy_view *view, void *arg),
+                            void *arg, char *err, size_t errlen)
+{
+    struct sysmap_query q = { .at = at, .deploy = 1 };
+    struct query_run r;
+    sqlite3_stmt *hosts = NULL;
+    int rc = run_init(&r, db, &q, err, errlen), step = SQLITE_DONE;
+    if (rc == 0)
+        rc = db_prepare(db, "SELECT id, name FROM host WHERE (?1=0 OR first_seen<=?1) "
+                        "ORDER BY name", &hosts, err, errlen);
+    if (rc == 0)
+        sqlite3_bind_int64(hosts, 1, at);
+    struct sysmap_deploy_view *v = rc == 0 ? malloc(sizeof(*v)) : NULL;
+    if (rc == 0 && !v)
+        rc = db_fail(db, -ENOMEM, err, errlen, "out of memory for a view");
+    while (rc == 0 && (step = sqlite3_step(hosts)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(hosts, 1);
+        if ((rc = view_of(db, &r, name, sqlite3_column_int64(hosts, 0), v, err, errlen)) == 0 &&
+            (rc = each(v, arg)) != 0 && err && errlen)
+            snprintf(err, errlen, "%s: the walk of every host's view stopped at %s (%d)",
+                     db->path, name, rc);
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = db_fail(db, -EIO, err, errlen, "cannot list hosts");
+    free(v);
+    sqlite3_finalize(hosts);
+    run_free(&r);
+    return rc;
+}
+
 int sysmap_capacity(struct sysmap_db *db, const char *hostlist, int64_t at,
                     struct sysmap_capacity *cap, char *err, size_t errlen)
 {

@@ -73,6 +73,24 @@ static int store(struct sysmap_db *db, const char *text, long long now, const ch
     return sysmap_store(db, text, strlen(text), now, expect, err, 512);
 }
 
+struct walk {
+    struct sysmap_db *db;
+    int hosts, same, stop_after;
+    char first[65];
+};
+
+static int walked(const struct sysmap_deploy_view *v, void *arg)
+{
+    struct walk *w = arg;
+    struct sysmap_deploy_view one;
+    char err[512];
+    if (w->hosts++ == 0)
+        snprintf(w->first, sizeof(w->first), "%s", v->host);
+    w->same += sysmap_deploy_view(w->db, v->host, 0, &one, err, sizeof(err)) == 0 &&
+               memcmp(&one, v, sizeof(one)) == 0;
+    return w->stop_after && w->hosts >= w->stop_after ? 7 : 0;
+}
+
 static void malformed(struct sysmap_db *db, const char *text, int code, const char *msg)
 {
     char err[512] = "";
@@ -164,6 +182,33 @@ int main(void)
     tap_is_int(sysmap_capacity(db, "n[1-", 0, &cap, err, sizeof(err)), -EINVAL, "bad hostlist");
     tap_is_str(err, "hostlist \"n[1-\": position 5: expected a digit, found the end",
                "bad hostlist message");
+
+    /* Every host's view in one walk, as each single view. */
+    struct walk w = { .db = db };
+    tap_is_int(sysmap_deploy_views_all(db, 0, walked, &w, err, sizeof(err)), 0,
+               "every host's view in one walk");
+    tap_ok(w.hosts == 3 && w.same == 3 && strcmp(w.first, "n1") == 0,
+           "n1, n2, n3 in name order, each as its single view (%d hosts, %d agree)", w.hosts,
+           w.same);
+    w = (struct walk){ .db = db, .stop_after = 1 };
+    tap_is_int(sysmap_deploy_views_all(db, 0, walked, &w, err, sizeof(err)), 7,
+               "a walk stopped by its callback returns what it said");
+    tap_ok(strstr(err, "stopped at n1") != NULL, "and says where (%s)", err);
+
+    /* A reader's data version moves when the writer commits, not otherwise. */
+    struct sysmap_db *reader;
+    int64_t v1 = 0, v2 = 0, v3 = 0;
+    tap_is_int(sysmap_open(db_path, SYSMAP_OPEN_READONLY, &reader, err, sizeof(err)), 0,
+               "a second, read-only handle");
+    tap_is_int(sysmap_data_version(reader, &v1, err, sizeof(err)), 0, "its data version");
+    sysmap_data_version(reader, &v2, err, sizeof(err));
+    tap_ok(v1 == v2, "unchanged without a write (%lld)", (long long)v1);
+    char *later = report("n2", 1, 1, "zen4");
+    tap_is_int(store(db, later, 400, NULL, err), 0, "the writer stores a report");
+    sysmap_data_version(reader, &v3, err, sizeof(err));
+    tap_ok(v3 != v2, "the reader's version moved (%lld -> %lld)", (long long)v2, (long long)v3);
+    free(later);
+    sysmap_close(reader);
 
     /* SQL in a value is data: stored and returned verbatim. */
     char *evil = report("n5", 1, 0, "x'); DROP TABLE data; --\"");
