@@ -18,9 +18,9 @@
  *
  * SIGTERM (systemctl stop/restart, the restart after an upgrade) ends the
  * agent alone: its jobs' servers and mounts keep running and their records
- * stay, for the next agent to re-adopt (jobs_recover.c) or wipe. SIGINT is the admin's explicit "tear everything down": it
- * stops every instance it runs (persistent ones excepted) and wipes their
- * data before exiting. */
+ * stay, for the next agent to re-adopt (jobs_recover.c) or wipe. SIGINT
+ * is the admin's explicit "tear everything down": it stops every instance
+ * it runs (persistent ones excepted) and wipes their data before exiting. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
