@@ -9,7 +9,8 @@
 # record says a stager ran), and the Epilog waits for the new agent instead
 # of draining the node; n3's agent killed at the same moment while its job
 # runs: the new agent re-adopts the job (its record and server prove it
-# intact), which reads its data back, ends and stages it out.
+# intact), and again after a clean restart (SIGTERM, as systemctl restart
+# and an upgrade send); the job reads its data back, ends and stages it out.
 . "${abs_top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 require_cluster
 
@@ -83,6 +84,13 @@ check "n3: the new agent re-adopted the running job" -- \
 check "n4: the new agent names why it wiped the staging job" -- \
     grep -q "recovery: job $killed: not re-adopted (a stage ran when its agent stopped" \
     "$ADAFS_CLUSTER_DIR/log/agent.n4.log"
+# Then a clean restart of n3's agent (systemctl restart, an upgrade: SIGTERM)
+# leaves the job running too, and the next agent re-adopts it again.
+check "n3: the agent restarted (SIGTERM) under the running job" -- "$cluster" restart-agent 3
+check "n3: it stopped leaving its job running" -- \
+    grep -q "stopping on Terminated: its jobs left running for the next agent" "$ADAFS_CLUSTER_DIR/log/agent.n3.log"
+check "n3: the restarted agent re-adopted the job again" -- \
+    bash -c "[ \$(grep -c 'recovery: job $kept: re-adopted' '$ADAFS_CLUSTER_DIR/log/agent.n3.log') -ge 2 ]"
 as_user_sh "touch $pfs/nf/go.$kept"
 check "re-adopted: the job reads its data back and writes on" -- wait_file "$pfs/nf/after.$kept"
 check "re-adopted: its data is byte for byte" -- test -e "$pfs/nf/same.$kept"

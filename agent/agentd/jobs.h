@@ -124,7 +124,7 @@ int jobs_release(uint32_t job_id, int timeout_s, struct agent_error *e);
 struct rpc_writer;
 int jobs_list_persistent(struct rpc_writer *w);
 
-/* Stops every server and wipes every job: the agent is going away. The
+/* Stops every server and wipes every job: the admin asked (SIGINT). The
  * servers of persistent instances stay up for the next agent. */
 void jobs_shutdown(void);
 

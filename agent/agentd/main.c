@@ -14,8 +14,13 @@
  * ways). Started by systemd with a socket (adafs-agentd.socket), it takes
  * that instead of --listen. What an unauthenticated peer may cost is
  * bounded (admit.h, and the handshake deadline below). Every request
- * passes one dispatch point (dispatch.h). SIGTERM stops every instance it
- * runs and wipes their data. */
+ * passes one dispatch point (dispatch.h).
+ *
+ * SIGTERM (systemctl stop/restart, the restart after an upgrade) ends the
+ * agent alone: its jobs' servers and mounts keep running and their records
+ * stay, for the next agent to re-adopt (jobs_recover.c) or wipe. SIGINT
+ * is the admin's explicit "tear everything down": it stops every instance
+ * it runs (persistent ones excepted) and wipes their data before exiting. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -644,11 +649,16 @@ int main(int argc, char **argv)
     struct pollfd p[3] = { { .fd = sfd, .events = POLLIN }, { .fd = lfd, .events = POLLIN },
                            { .fd = ufd, .events = POLLIN } };
     int64_t flushed = net_now_ms();
+    int stop_signal = 0;
     for (;;) {
         if (poll(p, ufd >= 0 ? 3 : 2, LOG_BUDGET_MS) < 0 && errno != EINTR)
             break;
-        if (p[0].revents)
+        if (p[0].revents) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+                stop_signal = (int)si.ssi_signo;
             break;
+        }
         if (p[1].revents)
             accept_one(lfd, false);
         if (ufd >= 0 && p[2].revents)
@@ -661,11 +671,24 @@ int main(int argc, char **argv)
             flushed = net_now_ms();
         }
     }
-    log_info("node %s: stopping: tearing down every instance on this node", settings.node);
-    jobs_shutdown();
-    tbf_loop_free(settings.tbf);
+    if (stop_signal == SIGINT) {
+        log_info("node %s: stopping on SIGINT: tearing down every instance on this node",
+                 settings.node);
+        jobs_shutdown();
+    } else {
+        log_info("node %s: stopping on %s: its jobs left running for the next agent to "
+                 "re-adopt (SIGINT would tear them down)", settings.node,
+                 stop_signal ? strsignal(stop_signal) : "a failed poll");
+    }
+    /* With jobs left running a request may still be adding one to the
+     * bandwidth loop: it ends with the process instead of being freed. */
+    if (stop_signal == SIGINT)
+        tbf_loop_free(settings.tbf);
     qos_agent_stop();
-    if (socket_path)
+    /* Left in place while jobs run on, the socket refuses the Epilog, which
+     * then waits for the next agent (--restart-wait) as after a crash;
+     * gone, it would tell the Epilog there is no agent here at all. */
+    if (socket_path && stop_signal == SIGINT)
         unlink(socket_path);
     if (pidfile)
         unlink(pidfile);

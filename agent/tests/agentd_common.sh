@@ -51,7 +51,8 @@ agentd_setup() {
 }
 
 agentd_cleanup() {
-    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+    # SIGINT: the agent tears its jobs down (SIGTERM would leave them running).
+    [ -n "$agent_pid" ] && kill -INT "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
     stop_munged
     rm -rf "$base"
 }

@@ -470,16 +470,37 @@ check "stops its server and wipes it, record too" eval 'gone_within_10s $server1
     [ ! -e $base/storage/t1/job.13 ] && [ ! -e $base/storage/t1/job.13.record ] &&
     [ ! -e $base/storage/t1/job.13.img ]'
 
-stop_agent() {  # SIGTERM; checks a clean exit with nothing on stderr
-    kill "$agent_pid"
+stop_agent() {  # stop_agent [SIGNAL]: TERM by default; checks a clean exit with nothing on stderr
+    local sig=${1:-TERM}
+    kill -"$sig" "$agent_pid"
     wait "$agent_pid"
     local rc=$?
     agent_pid=
-    check "SIGTERM stops the agent cleanly (status $rc)" test "$rc" = 0
+    check "SIG$sig stops the agent cleanly (status $rc)" test "$rc" = 0
     check "nothing on its stderr (no sanitizer reports)" test ! -s "$base/agent.err"
     [ -s "$base/agent.err" ] && sed 's/^/# /' "$base/agent.err" | head -40
 }
-stop_agent
+
+# --- SIGTERM (systemctl restart, an upgrade) leaves running jobs to the
+# next agent; SIGINT, the admin's explicit stop, tears them down ---
+check "START job 15" eval 'agent start 15 $user $group $base/storage | grep -qx ok'
+server15=$(cat "$base/storage/t1/job.15.pid")
+stop_agent TERM
+check "SIGTERM left job 15's server running" kill -0 "$server15"
+check "  its record, data and file system in place" eval '[ -e $base/storage/t1/job.15.record ] &&
+    [ "$(findmnt -n -o TARGET --target $base/storage/t1/job.15)" = "$base/storage/t1/job.15" ]'
+check "  and said so" logged "stopping on Terminated: its jobs left running for the next agent"
+check "  its socket left (the Epilog, refused, waits for the next agent)" test -S "$base/agent.sock"
+: > "$base/agent.log"
+check "the agent starts again" start_agent "$base/storage"
+check "job 15 re-adopted, its server kept" eval 'logged "recovery: job 15: re-adopted: its server pid $server15" &&
+    kill -0 $server15'
+out=$(agent start 15 $user $group $base/storage)
+check "a START again of job 15 answers its server ($out)" test "$out" = ok
+stop_agent INT
+check "SIGINT stopped job 15's server" gone_within_10s "$server15"
+check "  and wiped it, record too" test ! -e "$base/storage/t1/job.15" -a ! -e "$base/storage/t1/job.15.record"
+check "  and said so" logged "stopping on SIGINT: tearing down every instance"
 
 # --- out of file descriptors, the agent waits instead of spinning ---
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$agent_pid/stat"; }

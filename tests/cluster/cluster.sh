@@ -8,7 +8,9 @@
 #                                persistent instances' servers (their data stays) and
 #                                every mount and loop device under ADAFS_CLUSTER_DIR
 #   cluster.sh restart-ctld      restart slurmctld only (state kept)
-#   cluster.sh stop-agent K      stop node nK's agent (it wipes its jobs' data)
+#   cluster.sh stop-agent K      stop node nK's agent with SIGINT (it wipes its jobs' data)
+#   cluster.sh restart-agent K   SIGTERM to node nK's agent (systemctl restart: it leaves its
+#                                jobs running) and start it again (it re-adopts them)
 #   cluster.sh start-agents      start the agents that are not running
 #   cluster.sh start-qosd        start adafs-qosd if burst_buffer.conf sets AdafsQosPaths
 #   cluster.sh stop-qosd | kill-qosd   stop adafs-qosd (SIGTERM | SIGKILL)
@@ -467,15 +469,17 @@ wait_idle() {
     die "nodes not idle after 60 s; see $base/log/"
 }
 
-# stop_pidfile FILE NAME [FILE NAME]...: SIGTERM to each daemon at once,
-# then wait for all (10 s, then SIGKILL). In parallel: each takes ~2 s.
+# stop_pidfile FILE NAME [FILE NAME]...: SIGTERM (or $STOP_SIGNAL) to each
+# daemon at once, then wait for all (10 s, then SIGKILL). In parallel: each
+# takes ~2 s.
 stop_pidfile() {
+    local sig=${STOP_SIGNAL:-TERM}
     local -a files=() names=() pids=()
     local pid
     while [ $# -ge 2 ]; do
         pid=$(pid_of "$1")
         if pid_alive "$pid"; then
-            kill -TERM "$pid" 2>/dev/null || true
+            kill -"$sig" "$pid" 2>/dev/null || true
             files+=("$1"); names+=("$2"); pids+=("$pid")
         else
             rm -f "$1"
@@ -491,7 +495,7 @@ stop_pidfile() {
     done
     for i in "${!pids[@]}"; do
         if pid_alive "${pids[$i]}"; then
-            log "${names[$i]} (pid ${pids[$i]}) ignored SIGTERM for 10 s; killing"
+            log "${names[$i]} (pid ${pids[$i]}) ignored SIG$sig for 10 s; killing"
             kill -KILL "${pids[$i]}" 2>/dev/null || true
         fi
         rm -f "${files[$i]}"
@@ -605,10 +609,11 @@ cmd_stop() {
     for i in $(seq "$nodes"); do args+=("$base/run/slurmd.n$i.pid" "slurmd n$i"); done
     stop_pidfile "${args[@]}"
     stop_pidfile "$base/run/slurmctld.pid" slurmctld
-    # Agents stop their servers and wipe their data on SIGTERM.
+    # Agents stop their servers and wipe their data on SIGINT (SIGTERM
+    # would leave them running for the next agent).
     args=()
     for i in $(seq "$nodes"); do args+=("$base/run/agent.n$i.pid" "adafs-agentd n$i"); done
-    stop_pidfile "${args[@]}"
+    STOP_SIGNAL=INT stop_pidfile "${args[@]}"
     local left=0
     stop_leftovers || left=1
     stop_pidfile "$munge_dir/munged.pid" munged
@@ -632,7 +637,8 @@ case "${1:-}" in
     restart-ctld) stop_pidfile "$base/run/slurmctld.pid" slurmctld; start_ctld ;;
     kill-ctld) pid=$(pid_of "$base/run/slurmctld.pid"); pid_alive "$pid" && kill -KILL "$pid"; rm -f "$base/run/slurmctld.pid" ;;
     start-ctld) start_ctld ;;
-    stop-agent) stop_pidfile "$base/run/agent.n${2:?node number}.pid" "adafs-agentd n$2" ;;
+    stop-agent) STOP_SIGNAL=INT stop_pidfile "$base/run/agent.n${2:?node number}.pid" "adafs-agentd n$2" ;;
+    restart-agent) stop_pidfile "$base/run/agent.n${2:?node number}.pid" "adafs-agentd n$2"; start_agents ;;
     start-agents) start_agents ;;   # those not running
     start-qosd) start_qosd ;;
     stop-qosd) stop_pidfile "$base/qos/qosd.pid" adafs-qosd ;;
