@@ -195,8 +195,8 @@ int main(int argc, char **argv)
 
     /* An agent killed or restarted while this waits (Connection reset, or
      * refused on the socket it left) loses the request, not the job: the
-     * agent that starts wipes what its predecessor left before it serves
-     * anyone. So the Epilog asks again, up to --restart-wait seconds, rather
+     * agent that starts re-adopts or wipes what its predecessor left before
+     * it serves anyone. So the Epilog asks again, up to --restart-wait seconds, rather
      * than fail and have slurmd drain a node that is clean. */
     int64_t give_up = net_now_ms() + (int64_t)restart_wait * 1000;
     int waited = 0;
