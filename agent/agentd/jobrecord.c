@@ -186,8 +186,7 @@ int jobrec_proc_start(pid_t pid, unsigned long long *start, uid_t *uid)
     return 0;
 }
 
-/* Is pid running the server program? The exe link is the kernel's. */
-static bool runs_server(pid_t pid)
+bool jobrec_runs_server(pid_t pid)
 {
     char link[64], exe[PATH_MAX];
     snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
@@ -227,7 +226,7 @@ int jobrec_pin_server(const struct job_rec *r, char *err, size_t errlen)
         snprintf(err, errlen, "its server pid %d ended while it was checked", r->pid);
         return -ESRCH;
     }
-    if (uid != r->uid || !runs_server(r->pid)) {
+    if (uid != r->uid || !jobrec_runs_server(r->pid)) {
         close(fd);
         snprintf(err, errlen, "its server pid %d runs as uid %u or another program, not the "
                  "server as uid %u", r->pid, (unsigned)uid, (unsigned)r->uid);

@@ -54,6 +54,10 @@ int jobrec_load(const char *path, struct job_rec *r, char *err, size_t errlen);
 /* This boot's id (/proc/sys/kernel/random/boot_id). Returns 0 or -errno. */
 int jobrec_boot_id(char *out, size_t len);
 
+/* Is pid running the server program (adafsd, or libtool's lt-adafsd)? The
+ * exe link is the kernel's, not the process's. */
+bool jobrec_runs_server(pid_t pid);
+
 /* pid's start time and owner from /proc (the kernel's, not the
  * process's). Returns 0, or -ESRCH for no such process or a dead one. */
 int jobrec_proc_start(pid_t pid, unsigned long long *start, uid_t *uid);

@@ -234,20 +234,6 @@ static int adopt_job(const char *storage, uint32_t id, const char *dir, const st
     return 0;
 }
 
-/* Is pid an adafsd? Only then may recovery kill it. */
-static bool is_server(pid_t pid)
-{
-    char link[64], exe[PATH_MAX];
-    snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
-    ssize_t n = readlink(link, exe, sizeof(exe) - 1);
-    if (n <= 0)
-        return false;
-    exe[n] = '\0';
-    const char *base = strrchr(exe, '/');
-    base = base ? base + 1 : exe;
-    return strncmp(base, "adafsd", 6) == 0 || strstr(base, "lt-adafsd") != NULL;
-}
-
 static void recover_dir(const char *storage)
 {
     char nodedir[PATH_MAX];
@@ -342,7 +328,7 @@ static void recover_dir(const char *storage)
         } else if (recorded) {
             /* Its record names no live server: the pid file's pid is
              * another process now, never signalled. */
-        } else if (pid > 0 && is_server(pid)) {
+        } else if (pid > 0 && jobrec_runs_server(pid)) {   /* only an adafsd is killed */
             snprintf(stopped, sizeof(stopped), ", orphaned server pid %d stopped", pid);
             kill(pid, SIGKILL);
         }
