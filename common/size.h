@@ -6,6 +6,7 @@
 
 #include "linknames.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,20 @@ int size_parse(const char *text, uint64_t *out);
  * Returns 0 and sets *out, -EINVAL for anything else, -ERANGE when it does
  * not fit in 64 bits. */
 int count_parse(const char *text, uint64_t *out);
+
+/* count_parse bounded by max: -ERANGE above it (records' fields, whose
+ * types are narrower than 64 bits). */
+static inline int count_parse_max(const char *text, uint64_t max, uint64_t *out)
+{
+    uint64_t n;
+    int rc = count_parse(text, &n);
+    if (rc < 0)
+        return rc;
+    if (n > max)
+        return -ERANGE;
+    *out = n;
+    return 0;
+}
 
 /* Each of parts' share of total, rounded up (parts 0: one part). Never
  * (total + parts - 1) / parts: a total near 2^64 wrapped to a share of 0,

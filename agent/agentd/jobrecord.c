@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "size.h"
 
 void jobrec_path(char *out, size_t len, const char *dir)
 {
@@ -43,17 +44,6 @@ static int copy(char *dst, size_t len, const char *src)
     return 0;
 }
 
-static int number(const char *value, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(value, &end, 10);
-    if (errno || end == value || *end || value[0] == '-' || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_line(char *line, struct job_rec *r, unsigned *seen)
 {
     static const char *const keys[] = { "id", "uid", "gid", "index", "nservers", "port", "pid",
@@ -69,21 +59,21 @@ static int parse_line(char *line, struct job_rec *r, unsigned *seen)
     uint64_t v = 0;
     int rc;
     switch (k) {
-    case 0: rc = number(value, UINT32_MAX, &v); r->id = (uint32_t)v; break;
-    case 1: rc = number(value, UINT32_MAX, &v); r->uid = (uint32_t)v; break;
-    case 2: rc = number(value, UINT32_MAX, &v); r->gid = (uint32_t)v; break;
-    case 3: rc = number(value, UINT32_MAX, &v); r->index = (uint32_t)v; break;
-    case 4: rc = number(value, UINT32_MAX, &v); r->nservers = (uint32_t)v; break;
-    case 5: rc = number(value, 65535, &v); r->port = (int)v; break;
-    case 6: rc = number(value, INT32_MAX, &v); r->pid = (int)v; break;
-    case 7: rc = number(value, UINT64_MAX, &v); r->pid_start = v; break;
+    case 0: rc = count_parse_max(value, UINT32_MAX, &v); r->id = (uint32_t)v; break;
+    case 1: rc = count_parse_max(value, UINT32_MAX, &v); r->uid = (uint32_t)v; break;
+    case 2: rc = count_parse_max(value, UINT32_MAX, &v); r->gid = (uint32_t)v; break;
+    case 3: rc = count_parse_max(value, UINT32_MAX, &v); r->index = (uint32_t)v; break;
+    case 4: rc = count_parse_max(value, UINT32_MAX, &v); r->nservers = (uint32_t)v; break;
+    case 5: rc = count_parse_max(value, 65535, &v); r->port = (int)v; break;
+    case 6: rc = count_parse_max(value, INT32_MAX, &v); r->pid = (int)v; break;
+    case 7: rc = count_parse_max(value, UINT64_MAX, &v); r->pid_start = v; break;
     case 8: rc = copy(r->boot_id, sizeof(r->boot_id), value); break;
     case 9: rc = copy(r->secret_hex, sizeof(r->secret_hex), value); break;
     case 10: rc = copy(r->storage, sizeof(r->storage), value); break;
     case 11: rc = copy(r->image, sizeof(r->image), value); break;
     case 12: rc = copy(r->mount, sizeof(r->mount), value); break;
-    case 13: rc = number(value, 1, &v); r->fuse = v; break;
-    case 14: rc = number(value, 1, &v); r->staging = v; break;
+    case 13: rc = count_parse_max(value, 1, &v); r->fuse = v; break;
+    case 14: rc = count_parse_max(value, 1, &v); r->staging = v; break;
     default: return -1;
     }
     if (rc == 0)

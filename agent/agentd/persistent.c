@@ -15,6 +15,7 @@
 
 #include "fileio.h"
 #include "log.h"
+#include "size.h"
 
 static int copy(char *dst, size_t len, const char *src)
 {
@@ -81,17 +82,6 @@ int persistent_record_save(const char *dir, const struct persistent_rec *r)
     return rc;
 }
 
-static int number(const char *value, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(value, &end, 10);
-    if (errno || end == value || *end || value[0] == '-' || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int persistent_record_load(const char *path, struct persistent_rec *r, char *err, size_t errlen)
 {
     *r = (struct persistent_rec){ .numa_node = -1 };
@@ -125,22 +115,22 @@ int persistent_record_load(const char *path, struct persistent_rec *r, char *err
         while (k < sizeof(keys) / sizeof(keys[0]) && strcmp(keys[k], line) != 0)
             k++;
         switch (k) {
-        case 0: rc = number(value, UINT32_MAX, &v); r->id = (uint32_t)v; break;
+        case 0: rc = count_parse_max(value, UINT32_MAX, &v); r->id = (uint32_t)v; break;
         case 1: rc = copy(r->name, sizeof(r->name), value); break;
-        case 2: rc = number(value, UINT32_MAX, &v); r->uid = (uint32_t)v; break;
-        case 3: rc = number(value, UINT32_MAX, &v); r->gid = (uint32_t)v; break;
-        case 4: rc = number(value, UINT32_MAX, &v); r->access_gid = (uint32_t)v; break;
-        case 5: rc = number(value, UINT32_MAX, &v); r->index = (uint32_t)v; break;
-        case 6: rc = number(value, UINT32_MAX, &v); r->nservers = (uint32_t)v; break;
-        case 7: rc = number(value, UINT64_MAX, &r->chunk_size); break;
-        case 8: rc = number(value, UINT64_MAX, &r->quota); break;
+        case 2: rc = count_parse_max(value, UINT32_MAX, &v); r->uid = (uint32_t)v; break;
+        case 3: rc = count_parse_max(value, UINT32_MAX, &v); r->gid = (uint32_t)v; break;
+        case 4: rc = count_parse_max(value, UINT32_MAX, &v); r->access_gid = (uint32_t)v; break;
+        case 5: rc = count_parse_max(value, UINT32_MAX, &v); r->index = (uint32_t)v; break;
+        case 6: rc = count_parse_max(value, UINT32_MAX, &v); r->nservers = (uint32_t)v; break;
+        case 7: rc = count_parse_max(value, UINT64_MAX, &r->chunk_size); break;
+        case 8: rc = count_parse_max(value, UINT64_MAX, &r->quota); break;
         case 9: r->numa_node = strcmp(value, "-1") == 0 ? -1 : 0;
-                if (r->numa_node == 0) { rc = number(value, INT32_MAX, &v); r->numa_node = (int32_t)v; }
+                if (r->numa_node == 0) { rc = count_parse_max(value, INT32_MAX, &v); r->numa_node = (int32_t)v; }
                 break;
         case 10: rc = copy(r->listen_host, sizeof(r->listen_host), value); break;
         case 11: rc = copy(r->storage, sizeof(r->storage), value); break;
         case 12: rc = copy(r->secret_hex, sizeof(r->secret_hex), value); break;
-        case 13: rc = number(value, 65535, &v); r->port = (int)v; break;
+        case 13: rc = count_parse_max(value, 65535, &v); r->port = (int)v; break;
         case 14: rc = copy(r->server_key_hex, sizeof(r->server_key_hex), value); break;
         case 15: rc = value[0] && fair_policy_parse(value) < 0 ? -1
                       : copy(r->fair_policy, sizeof(r->fair_policy), value);
